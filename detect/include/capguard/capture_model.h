@@ -1,0 +1,85 @@
+/* Capture-state model: which capture sequences are open, in which mode, begun by
+ * which thread, and which of them prohibit a given thread from potentially
+ * unsafe calls. Pure data and rules, no driver, no locking: the caller
+ * serialises access. The rule is the CUDA documentation's (see
+ * cuThreadExchangeStreamCaptureMode), checked against
+ * shared/ground-truth/capture-semantics.md in tests/unit. */
+#ifndef CAPGUARD_CAPTURE_MODEL_H
+#define CAPGUARD_CAPTURE_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Same values as CUstreamCaptureMode. */
+typedef enum {
+  CG_MODE_GLOBAL = 0,
+  CG_MODE_THREAD_LOCAL = 1,
+  CG_MODE_RELAXED = 2,
+} cg_capture_mode;
+
+typedef enum {
+  CG_CAPTURE_ACTIVE = 0,
+  CG_CAPTURE_INVALIDATED = 1, /* the driver (or emulation) broke it; still open until ended */
+  CG_CAPTURE_ENDED = 2,       /* ended and the driver returned a graph */
+  CG_CAPTURE_FAILED = 3,      /* end returned an error */
+} cg_capture_status;
+
+typedef struct {
+  uint64_t id;      /* capguard's own sequence number, 1, 2, ... per model */
+  uint64_t stream;  /* stream key (see cg_stream_key in the shim) */
+  uint64_t context; /* CUcontext as an integer, 0 if unknown */
+  uint64_t tid;     /* thread that began it */
+  cg_capture_mode mode;
+  cg_capture_status status;
+  bool into_graph;  /* begun with cuStreamBeginCaptureToGraph */
+  uint64_t begin_ns, end_ns;
+  uint64_t events;  /* forbidden calls made while it prohibited a thread */
+  void *user;       /* caller's attachment (e.g. where it began); never freed by the model */
+} cg_capture;
+
+typedef struct cg_model cg_model;
+
+cg_model *cg_model_new(void); /* NULL on out of memory */
+void cg_model_free(cg_model *m);
+
+/* Record a begin the driver accepted. Returns the new capture, or NULL if the
+ * stream already has an open capture in the model (the driver would have
+ * refused) or memory ran out. */
+cg_capture *cg_model_begin(cg_model *m, uint64_t stream, uint64_t context, cg_capture_mode mode,
+                           uint64_t tid, bool into_graph, uint64_t now_ns, void *user);
+
+/* Close the capture on stream. driver_ok: the driver's end returned success.
+ * Copies the closed capture to *out (status ENDED, or FAILED) and removes it.
+ * Returns 0, or -1 if no capture was open on that stream. */
+int cg_model_end(cg_model *m, uint64_t stream, bool driver_ok, uint64_t now_ns, cg_capture *out);
+
+/* Open capture on stream, or NULL. */
+cg_capture *cg_model_find(cg_model *m, uint64_t stream);
+size_t cg_model_open_count(const cg_model *m);
+uint64_t cg_model_begun_total(const cg_model *m); /* captures ever begun */
+
+/* Each thread's capture-interaction mode (cuThreadExchangeStreamCaptureMode);
+ * a thread never seen is in CG_MODE_GLOBAL. */
+void cg_model_set_thread_mode(cg_model *m, uint64_t tid, cg_capture_mode mode);
+cg_capture_mode cg_model_thread_mode(const cg_model *m, uint64_t tid);
+
+/* The rule: is a thread in thread_mode prohibited by capture c?
+ *   relaxed thread: never;
+ *   thread-local:   only by its own capture not begun in relaxed mode;
+ *   global:         by its own non-relaxed capture, or by any other thread's global capture. */
+bool cg_capture_prohibits(const cg_capture *c, uint64_t tid, cg_capture_mode thread_mode);
+
+/* The open captures that prohibit tid in thread_mode, oldest first; writes up
+ * to cap pointers and returns how many there are in all. */
+size_t cg_model_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mode,
+                            cg_capture **out, size_t cap);
+
+/* Mark every capture that prohibits tid invalidated (a refused call breaks
+ * them all). Returns how many changed. */
+size_t cg_model_invalidate_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mode);
+
+const char *cg_capture_mode_name(cg_capture_mode mode); /* "global", "thread-local", "relaxed" */
+const char *cg_capture_status_name(cg_capture_status s); /* "active", "invalidated", "ended", "failed" */
+
+#endif

@@ -1,0 +1,58 @@
+/* The priming file: module images that were needed during capture, kept so
+ * that the next run can load them before capture begins. The on-disk format is
+ * specified in docs/priming-format.md. Safe against concurrent appenders
+ * (several processes), torn writes, corruption and foreign owners. */
+#ifndef CAPGUARD_PRIME_FILE_H
+#define CAPGUARD_PRIME_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capguard/image.h"
+
+#define CG_PRIME_DEFAULT_MAX_BYTES ((uint64_t)256 << 20)
+
+/* One line of text per problem ("capguard: priming file X: record 3 damaged (checksum), skipped"). */
+typedef void (*cg_prime_warn_fn)(void *ctx, const char *line);
+
+typedef struct {
+  cg_image_kind kind;
+  uint32_t sm_arch;
+  cg_hash128 hash;        /* XXH3-128 of bytes */
+  uint64_t size;          /* bytes in the image */
+  const uint8_t *bytes;   /* the exact image */
+  uint32_t n_kernels;
+  uint32_t names_len;     /* bytes in kernel_names, NULs included */
+  const char *kernel_names; /* n_kernels NUL-terminated names back to back */
+  uint64_t hits;          /* how often it was needed during capture */
+  uint64_t first_ns, last_ns; /* CLOCK_REALTIME when first and last needed */
+} cg_prime_record;
+
+typedef struct cg_prime_set cg_prime_set;
+
+/* Read every intact record of path into *out (an empty set when the file does
+ * not exist). Damaged or torn records are skipped with one warning each.
+ * Returns 0, or -1 when the whole file is refused (owned by another user,
+ * writable by others, a symlink, a newer format version, not a priming file);
+ * then *out is NULL and warn got one line saying why and what to do. */
+int cg_prime_load(const char *path, cg_prime_set **out, cg_prime_warn_fn warn, void *ctx);
+size_t cg_prime_count(const cg_prime_set *s);
+const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i);
+/* Record with this hash and exactly these bytes, or NULL. */
+const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, size_t size);
+void cg_prime_free(cg_prime_set *s);
+
+/* Add r to path, creating it (mode 0600, never through a symlink) if needed,
+ * under an exclusive lock so concurrent writers lose nothing. An image
+ * already in the file is not stored again: its hit count and last time are
+ * updated instead. Refuses (returns -1 with a warning) rather than grow the
+ * file past max_bytes. Returns 0 on success. */
+int cg_prime_append(const char *path, const cg_prime_record *r, uint64_t max_bytes,
+                    cg_prime_warn_fn warn, void *ctx);
+
+/* Default path: $CAPGUARD_PRIME, else $XDG_CACHE_HOME/capguard/prime.cgp, else
+ * $HOME/.cache/capguard/prime.cgp. Returns 0, -1 if no home is known. */
+int cg_prime_default_path(char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# README's test command: configure, build with warnings as errors, run every test.
+# Tests that need a GPU skip themselves with a visible reason when there is none.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+builddir=${BUILDDIR:-build}
+if [ ! -f "$builddir/build.ninja" ]; then
+  meson setup "$builddir" >/dev/null || { echo "capguard: meson setup failed" >&2; exit 1; }
+fi
+ninja -C "$builddir" >/dev/null || { ninja -C "$builddir"; exit 1; }
+meson test -C "$builddir" --print-errorlogs "$@" 2>&1 | tee "$builddir/test-summary.txt"
+rc=${PIPESTATUS[0]}
+# One plain closing line that any CI reader understands.
+ok=$(sed -n 's/^Ok: *\([0-9]*\).*/\1/p' "$builddir/test-summary.txt")
+fail=$(sed -n 's/^Fail: *\([0-9]*\).*/\1/p' "$builddir/test-summary.txt")
+skip=$(sed -n 's/^Skipped: *\([0-9]*\).*/\1/p' "$builddir/test-summary.txt")
+timeout=$(sed -n 's/^Timeout: *\([0-9]*\).*/\1/p' "$builddir/test-summary.txt")
+echo "${ok:-0} passed, $(( ${fail:-0} + ${timeout:-0} )) failed, ${skip:-0} skipped"
+exit "$rc"
