@@ -1,0 +1,110 @@
+/* capguard's dlsym.
+ *
+ * Why assembly: glibc's dlsym finds the caller's object from its own return
+ * address (RTLD_NEXT means "after the object that called dlsym"). A C
+ * wrapper that called glibc's dlsym would make every RTLD_NEXT lookup
+ * relative to libcapguard, and another preloaded interposer doing the usual
+ * dlsym(RTLD_NEXT, "malloc") could then get its own symbol back and recurse
+ * forever. So names that cannot be driver entry points (not starting "cu")
+ * are passed to glibc with a tail jump, which leaves the caller's return
+ * address in place. For "cu..." names, cg_dlsym_driver_symbol (C) decides:
+ *   returns 0            -> tail-jump to glibc's dlsym as if capguard were absent;
+ *   returns 1            -> answer NULL (the symbol does not exist without capguard);
+ *   returns any pointer  -> answer it (capguard's wrapper, or what glibc found). */
+#if defined(__x86_64__)
+        .text
+        .globl  dlsym
+        .type   dlsym, @function
+        .hidden cg_dlsym_driver_symbol
+        .hidden cg_dlsym_early
+        .hidden cg_real_dlsym
+dlsym:
+        .cfi_startproc
+#if defined(__CET__)
+        endbr64
+#endif
+        testq   %rsi, %rsi
+        jz      .Lpass
+        cmpb    $0x63, (%rsi)           /* 'c' */
+        jne     .Lpass
+        cmpb    $0x75, 1(%rsi)          /* 'u' */
+        jne     .Lpass
+        pushq   %rdi
+        .cfi_adjust_cfa_offset 8
+        pushq   %rsi
+        .cfi_adjust_cfa_offset 8
+        subq    $8, %rsp                /* keep the stack 16-byte aligned for the call */
+        .cfi_adjust_cfa_offset 8
+        call    cg_dlsym_driver_symbol
+        addq    $8, %rsp
+        .cfi_adjust_cfa_offset -8
+        popq    %rsi
+        .cfi_adjust_cfa_offset -8
+        popq    %rdi
+        .cfi_adjust_cfa_offset -8
+        testq   %rax, %rax
+        jz      .Lpass
+        cmpq    $1, %rax
+        jne     .Lanswer
+        xorl    %eax, %eax
+.Lanswer:
+        ret
+.Lpass:
+        movq    cg_real_dlsym(%rip), %rax
+        testq   %rax, %rax
+        jz      .Learly
+        jmp     *%rax
+.Learly:
+        jmp     cg_dlsym_early
+        .cfi_endproc
+        .size   dlsym, .-dlsym
+
+#elif defined(__aarch64__)
+        .text
+        .globl  dlsym
+        .type   dlsym, %function
+        .hidden cg_dlsym_driver_symbol
+        .hidden cg_dlsym_early
+        .hidden cg_real_dlsym
+dlsym:
+        .cfi_startproc
+        cbz     x1, .Lpass
+        ldrb    w2, [x1]
+        cmp     w2, #0x63
+        b.ne    .Lpass
+        ldrb    w2, [x1, #1]
+        cmp     w2, #0x75
+        b.ne    .Lpass
+        stp     x29, x30, [sp, #-32]!
+        .cfi_def_cfa_offset 32
+        .cfi_offset 29, -32
+        .cfi_offset 30, -24
+        mov     x29, sp
+        stp     x0, x1, [sp, #16]
+        bl      cg_dlsym_driver_symbol
+        mov     x2, x0
+        ldp     x0, x1, [sp, #16]
+        ldp     x29, x30, [sp], #32
+        .cfi_def_cfa_offset 0
+        .cfi_restore 29
+        .cfi_restore 30
+        cbz     x2, .Lpass
+        cmp     x2, #1
+        b.ne    .Lanswer
+        mov     x2, #0
+.Lanswer:
+        mov     x0, x2
+        ret
+.Lpass:
+        adrp    x2, cg_real_dlsym
+        ldr     x2, [x2, :lo12:cg_real_dlsym]
+        cbz     x2, .Learly
+        br      x2
+.Learly:
+        b       cg_dlsym_early
+        .cfi_endproc
+        .size   dlsym, .-dlsym
+#else
+#error "capguard's dlsym hook is written for x86_64 and aarch64"
+#endif
+        .section .note.GNU-stack,"",%progbits

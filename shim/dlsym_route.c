@@ -1,0 +1,43 @@
+/* The C half of capguard's dlsym (see dlsym_hook.S): what to answer when
+ * someone looks up a "cu..." name. */
+#include <dlfcn.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "driver.h"
+#include "entry_points.h"
+#include "real_dlsym.h"
+
+#define PASS_THROUGH ((void *)0)
+#define ANSWER_NULL ((void *)1)
+
+void *cg_dlsym_driver_symbol(void *handle, const char *name) __attribute__((visibility("hidden")));
+void *cg_dlsym_early(void *handle, const char *name) __attribute__((visibility("hidden")));
+
+void *cg_dlsym_driver_symbol(void *handle, const char *name) {
+  int ep = cg_ep_find(name);
+  if (ep < 0 || cg_cfg.mode == CG_RUN_OFF || cg_real_dlsym_resolve())
+    return PASS_THROUGH;
+  void *p = (handle == RTLD_DEFAULT || handle == RTLD_NEXT) ? cg_ep_wrapper[ep] : cg_real_dlsym(handle, name);
+  if (!p)
+    return ANSWER_NULL; /* glibc has set dlerror() for the caller */
+  if (p == cg_ep_wrapper[ep]) {
+    /* The scope searched holds capguard's own export of this name, which
+     * glibc would find even in a process without the driver. Answer as if
+     * capguard were absent: the wrapper when the driver has this entry
+     * point, else NULL. */
+    if (!cg_driver_loaded() || !cg_driver_ready() || !cg_ep_real[ep])
+      return ANSWER_NULL;
+    return p;
+  }
+  if (!cg_driver_loaded())
+    return p; /* not the driver's symbol: someone else's, untouched */
+  return cg_wrap_pointer(p);
+}
+
+/* Only reached if dlsym is called before capguard's constructor ran. */
+void *cg_dlsym_early(void *handle, const char *name) {
+  if (cg_real_dlsym_resolve())
+    return NULL;
+  return cg_real_dlsym(handle, name);
+}

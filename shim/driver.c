@@ -1,0 +1,123 @@
+#include "driver.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "entry_points.h"
+#include "output.h"
+#include "real_dlsym.h"
+
+cg_driver_calls cg_drv;
+void *cg_ep_real[CG_EP_COUNT];
+
+const char *const cg_ep_name[CG_EP_COUNT] = {
+#define CG_EP_NAME(name) #name,
+    CG_ENTRY_POINTS(CG_EP_NAME)
+#undef CG_EP_NAME
+};
+
+/* The wrappers under the exported names they are defined with (asm labels). */
+#define CG_EP_DECL(name) extern void cg_w_##name(void) __asm__(#name);
+CG_ENTRY_POINTS(CG_EP_DECL)
+#undef CG_EP_DECL
+void *const cg_ep_wrapper[CG_EP_COUNT] = {
+#define CG_EP_WRAP(name) (void *)cg_w_##name,
+    CG_ENTRY_POINTS(CG_EP_WRAP)
+#undef CG_EP_WRAP
+};
+
+int cg_ep_find(const char *name) {
+  for (int i = 0; i < CG_EP_COUNT; i++)
+    if (strcmp(name, cg_ep_name[i]) == 0)
+      return i;
+  return -1;
+}
+
+enum { DRV_UNKNOWN, DRV_RESOLVING, DRV_READY, DRV_ABSENT };
+static int drv_state = DRV_UNKNOWN;
+static pid_t resolving_tid;
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+static int driver_version;
+
+static const char libcuda_name[] = "libcuda.so.1";
+
+bool cg_driver_resolved(void) { return __atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY; }
+
+bool cg_driver_loaded(void) {
+  if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY)
+    return true;
+  void *h = dlopen(libcuda_name, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!h)
+    return false;
+  dlclose(h);
+  return true;
+}
+
+static void *sym(void *h, const char *name) { return h ? cg_real_dlsym(h, name) : NULL; }
+
+static void resolve(void) {
+  if (cg_real_dlsym_resolve()) {
+    cg_warn("glibc's dlsym not found; passing every call through untouched");
+    __atomic_store_n(&drv_state, DRV_ABSENT, __ATOMIC_RELEASE);
+    return;
+  }
+  void *h = dlopen(libcuda_name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!h)
+    h = dlopen(libcuda_name, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    __atomic_store_n(&drv_state, DRV_ABSENT, __ATOMIC_RELEASE);
+    return;
+  }
+  for (int i = 0; i < CG_EP_COUNT; i++)
+    cg_ep_real[i] = sym(h, cg_ep_name[i]);
+  cg_drv.DriverGetVersion = (CUresult(*)(int *))sym(h, "cuDriverGetVersion");
+  cg_drv.CtxGetCurrent = (CUresult(*)(CUcontext *))sym(h, "cuCtxGetCurrent");
+  cg_drv.CtxGetDevice = (CUresult(*)(CUdevice *))sym(h, "cuCtxGetDevice");
+  cg_drv.DeviceGetAttribute = (CUresult(*)(int *, CUdevice_attribute, CUdevice))sym(h, "cuDeviceGetAttribute");
+  cg_drv.GraphDestroy = (CUresult(*)(CUgraph))sym(h, "cuGraphDestroy");
+  cg_drv.ModuleGetFunction = (CUresult(*)(CUfunction *, CUmodule, const char *))sym(h, "cuModuleGetFunction");
+  int v = 0;
+  if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
+    v = 0;
+  driver_version = v;
+  __atomic_store_n(&drv_state, DRV_READY, __ATOMIC_RELEASE);
+  cg_output_process(v);
+}
+
+bool cg_driver_ready(void) {
+  int s = __atomic_load_n(&drv_state, __ATOMIC_ACQUIRE);
+  if (s == DRV_READY)
+    return true;
+  if (s == DRV_ABSENT)
+    return false;
+  /* dlopen may run libcuda's constructors, which could call back into a
+   * wrapper on this very thread: that nested call must not wait for itself. */
+  if (s == DRV_RESOLVING && __atomic_load_n(&resolving_tid, __ATOMIC_RELAXED) == gettid())
+    return false;
+  pthread_mutex_lock(&resolve_lock);
+  if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_UNKNOWN) {
+    __atomic_store_n(&resolving_tid, gettid(), __ATOMIC_RELAXED);
+    __atomic_store_n(&drv_state, DRV_RESOLVING, __ATOMIC_RELEASE);
+    resolve();
+  }
+  pthread_mutex_unlock(&resolve_lock);
+  return __atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY;
+}
+
+int cg_driver_version(void) { return cg_driver_ready() ? driver_version : 0; }
+
+int cg_effective_driver_version(void) {
+  return cg_cfg.emulate_driver ? cg_cfg.emulate_driver : cg_driver_version();
+}
+
+void *cg_wrap_pointer(void *p) {
+  if (!p || cg_cfg.mode == CG_RUN_OFF || !cg_driver_ready())
+    return p;
+  for (int i = 0; i < CG_EP_COUNT; i++)
+    if (cg_ep_real[i] == p)
+      return cg_ep_wrapper[i];
+  return p;
+}

@@ -1,0 +1,41 @@
+/* The real driver: found lazily, the first time a wrapped entry point is used
+ * or a driver symbol is looked up, never at start-up (a process that never
+ * touches CUDA never loads libcuda because of capguard). */
+#ifndef CAPGUARD_DRIVER_H
+#define CAPGUARD_DRIVER_H
+
+#include <cuda.h>
+#include <stdbool.h>
+
+/* Driver entry points capguard calls for itself; all of them are allowed
+ * during capture (capture-semantics.md): capguard never calls a
+ * capture-unsafe function on its own behalf. */
+typedef struct {
+  CUresult (*DriverGetVersion)(int *);
+  CUresult (*CtxGetCurrent)(CUcontext *);
+  CUresult (*CtxGetDevice)(CUdevice *);
+  CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+  CUresult (*GraphDestroy)(CUgraph);
+  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+} cg_driver_calls;
+
+extern cg_driver_calls cg_drv;
+
+/* True once the driver's pointers are known. Loads libcuda.so.1 if it is not
+ * loaded yet (only called when the process is already calling the driver). */
+bool cg_driver_ready(void);
+/* True once cg_driver_ready() has found the driver (loads and calls nothing). */
+bool cg_driver_resolved(void);
+/* True if libcuda.so.1 is already loaded in this process (loads nothing). */
+bool cg_driver_loaded(void);
+/* cuDriverGetVersion, 0 if unknown. */
+int cg_driver_version(void);
+/* The version whose rules apply: CAPGUARD_EMULATE_DRIVER if set, else the driver's. */
+int cg_effective_driver_version(void);
+
+/* The wrapper for a pointer the driver handed out (cuGetProcAddress, dlsym),
+ * found by comparing it with the driver's own exported pointers; p itself if
+ * capguard does not wrap it. */
+void *cg_wrap_pointer(void *p);
+
+#endif

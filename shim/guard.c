@@ -1,0 +1,323 @@
+#include "guard.h"
+
+#include <execinfo.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capguard/image.h"
+#include "config.h"
+#include "driver.h"
+#include "output.h"
+#include "policy.h"
+#include "priming.h"
+#include "stack.h"
+#include "stack_site.h"
+
+unsigned cg_open_captures;
+
+static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
+static cg_model *model;
+static uint64_t counters_events[CG_EV_KIND_COUNT];
+static uint64_t counters_verdicts[CG_VERDICT_COUNT];
+static uint64_t captures_broken;
+
+/* initial-exec: a preloaded library's TLS is static; no allocation on first use. */
+static __thread uint64_t self_tid __attribute__((tls_model("initial-exec")));
+static __thread int self_mode __attribute__((tls_model("initial-exec"))); /* 0 == CG_MODE_GLOBAL */
+
+uint64_t cg_self_tid(void) {
+  if (!self_tid)
+    self_tid = (uint64_t)gettid();
+  return self_tid;
+}
+cg_capture_mode cg_self_mode(void) { return (cg_capture_mode)self_mode; }
+void cg_set_self_mode(cg_capture_mode mode) { self_mode = (int)mode; }
+
+uint64_t cg_stream_key(CUstream s, bool ptsz) {
+  if (s == CU_STREAM_PER_THREAD || (ptsz && s == NULL))
+    return (cg_self_tid() << 2) | 3; /* no stream handle has its two low bits set */
+  return (uint64_t)(uintptr_t)s;
+}
+
+/* Where a capture began: the raw return addresses, symbolized only if
+ * someone asks (an event or the capture's log record), so a begin costs a
+ * short unwind and no formatting. */
+typedef struct {
+  void *frames[12];
+  int n;
+  char where[512];
+} begin_site;
+
+static const char *begin_site_text(begin_site *b) {
+  if (!b)
+    return "";
+  if (!b->where[0] && b->n > 0)
+    cg_stack_symbolize_first_foreign(b->frames, (size_t)b->n, b->where, sizeof b->where);
+  return b->where;
+}
+
+void cg_guard_init(void) {
+  if (!model)
+    model = cg_model_new();
+}
+
+void cg_before_capture_begin(void) { cg_priming_before_begin(); }
+
+void cg_capture_begun(uint64_t key, cg_capture_mode mode, bool into_graph) {
+  begin_site *site = malloc(sizeof *site);
+  if (site) {
+    site->n = backtrace(site->frames, 12);
+    site->where[0] = 0;
+  }
+  CUcontext ctx = NULL;
+  if (cg_drv.CtxGetCurrent)
+    cg_drv.CtxGetCurrent(&ctx);
+  pthread_mutex_lock(&model_lock);
+  if (!model) {
+    pthread_mutex_unlock(&model_lock);
+    free(site);
+    return;
+  }
+  cg_capture *c = cg_model_begin(model, key, (uint64_t)(uintptr_t)ctx, mode, cg_self_tid(), into_graph,
+                                 cg_now_ns(), site);
+  if (!c) {
+    /* The model still has a capture open on this stream, so it missed an
+     * end: close the stale one and track the new one. */
+    cg_capture stale;
+    if (cg_model_end(model, key, false, cg_now_ns(), &stale) == 0)
+      free(stale.user);
+    c = cg_model_begin(model, key, (uint64_t)(uintptr_t)ctx, mode, cg_self_tid(), into_graph, cg_now_ns(), site);
+  }
+  if (!c)
+    free(site);
+  __atomic_store_n(&cg_open_captures, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&model_lock);
+}
+
+CUresult cg_capture_ended(uint64_t key, CUresult r, CUgraph *graph) {
+  pthread_mutex_lock(&model_lock);
+  cg_capture *open = model ? cg_model_find(model, key) : NULL;
+  if (!open) {
+    pthread_mutex_unlock(&model_lock);
+    return r;
+  }
+  /* The model says invalid but the driver returned a graph: capguard itself
+   * refused a call in this capture (emulating an older driver), so the
+   * capture must fail the way that driver would have failed it. */
+  bool emulated_break = open->status == CG_CAPTURE_INVALIDATED && r == CUDA_SUCCESS;
+  if (emulated_break)
+    r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  cg_capture closed;
+  cg_model_end(model, key, r == CUDA_SUCCESS, cg_now_ns(), &closed);
+  if (r != CUDA_SUCCESS)
+    captures_broken++;
+  __atomic_store_n(&cg_open_captures, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&model_lock);
+
+  if (emulated_break && graph && *graph) {
+    if (cg_drv.GraphDestroy)
+      cg_drv.GraphDestroy(*graph);
+    *graph = NULL;
+  }
+  begin_site *site = closed.user;
+  cg_output_capture(&closed, begin_site_text(site));
+  free(site);
+  cg_policy_run_deferred();
+  return r;
+}
+
+/* The open capture that prohibits this thread (oldest first), copied out
+ * under the lock, and how many do. */
+static size_t prohibitor(cg_capture *first, char *began, size_t began_cap) {
+  cg_capture *p[1];
+  pthread_mutex_lock(&model_lock);
+  size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, 1) : 0;
+  if (n) {
+    *first = *p[0];
+    p[0]->events++;
+    snprintf(began, began_cap, "%s", begin_site_text(p[0]->user));
+  }
+  pthread_mutex_unlock(&model_lock);
+  return n;
+}
+
+static void invalidate_prohibitors(cg_capture *first) {
+  pthread_mutex_lock(&model_lock);
+  if (model)
+    cg_model_invalidate_prohibitors(model, cg_self_tid(), cg_self_mode());
+  pthread_mutex_unlock(&model_lock);
+  first->status = CG_CAPTURE_INVALIDATED;
+}
+
+/* Stack buffers for one event; on the heap because the calling thread may
+ * have a small stack and events are rare. */
+typedef struct {
+  const char *native[CG_MAX_NATIVE_FRAMES];
+  char native_buf[8192];
+  cg_py_frame py[CG_MAX_PY_FRAMES];
+  char py_buf[8192];
+  char began[512];
+  cg_image_info image;
+} event_scratch;
+
+static void report(cg_event *e, event_scratch *s) {
+  e->pid = (uint64_t)getpid();
+  e->tid = cg_self_tid();
+  e->time_ns = cg_now_ns();
+  e->thread_mode = cg_self_mode();
+  e->driver_version = cg_driver_version();
+  e->emulated_version = cg_cfg.emulate_driver;
+  e->capture_began = s->began;
+  e->n_native = cg_native_stack(2, s->native, CG_MAX_NATIVE_FRAMES, s->native_buf, sizeof s->native_buf);
+  e->native = s->native;
+  e->n_py = cg_python_stack(s->py, CG_MAX_PY_FRAMES, s->py_buf, sizeof s->py_buf);
+  e->py = s->py;
+  __atomic_add_fetch(&counters_events[e->kind], 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&counters_verdicts[e->verdict], 1, __ATOMIC_RELAXED);
+  cg_output_event(e);
+}
+
+static cg_verdict verdict_of(CUresult r) {
+  if (r == CUDA_SUCCESS)
+    return CG_VERDICT_ALLOWED;
+  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+    return CG_VERDICT_REFUSED;
+  return CG_VERDICT_FAILED;
+}
+
+/* Read a module file named by cuModuleLoad, bounded, so it can be inspected
+ * and recorded like an in-memory image. */
+static void *read_image_file(const char *path, size_t *size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  struct stat st;
+  void *buf = NULL;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      (uint64_t)st.st_size <= CG_IMAGE_MAX_BYTES && (buf = malloc((size_t)st.st_size + 1))) {
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+      ssize_t n = read(fd, (char *)buf + got, (size_t)st.st_size - got);
+      if (n <= 0)
+        break;
+      got += (size_t)n;
+    }
+    ((char *)buf)[got] = 0; /* PTX files are text without a NUL */
+    *size = got + 1;
+  }
+  close(fd);
+  return buf;
+}
+
+CUresult cg_guard_load(const cg_load *l) {
+  event_scratch *s = calloc(1, sizeof *s);
+  if (!s)
+    return l->invoke(l);
+  cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep], .driver_result = -1};
+  e.n_prohibitors = prohibitor(&e.capture, s->began, sizeof s->began);
+  if (!e.n_prohibitors) {
+    free(s);
+    return l->invoke(l);
+  }
+  size_t file_size = 0;
+  void *file = l->path ? read_image_file(l->path, &file_size) : NULL;
+  const void *img = file ? file : l->image;
+  if (img) {
+    cg_image_inspect(img, file ? file_size : CG_IMAGE_MAX_BYTES, &s->image);
+    e.image = &s->image;
+  }
+
+  CUresult r;
+  cg_verdict v;
+  if (cg_policy_load(l, e.image, &r, &v)) {
+    e.verdict = v;
+    if (v == CG_VERDICT_RESCUED || v == CG_VERDICT_FAILED)
+      e.driver_result = (int)r;
+  } else {
+    r = l->invoke(l);
+    e.driver_result = (int)r;
+    e.verdict = verdict_of(r);
+  }
+  e.result = (int)r;
+  if (e.verdict == CG_VERDICT_REFUSED || e.verdict == CG_VERDICT_EMULATED)
+    invalidate_prohibitors(&e.capture);
+  if (r == CUDA_SUCCESS && l->out && *l->out)
+    e.module = (uint64_t)(uintptr_t)*l->out;
+  if (e.image && e.image->kind != CG_IMAGE_UNKNOWN && e.verdict != CG_VERDICT_SERVED)
+    cg_priming_record(e.image);
+  report(&e, s);
+  free(file);
+  free(s);
+  return r;
+}
+
+CUresult cg_guard_unload(const cg_unload *u) {
+  event_scratch *s = calloc(1, sizeof *s);
+  if (!s)
+    return u->invoke(u->handle);
+  cg_event e = {.kind = CG_EV_MODULE_UNLOAD, .call = cg_ep_name[u->ep], .driver_result = -1,
+                .module = (uint64_t)(uintptr_t)u->handle};
+  e.n_prohibitors = prohibitor(&e.capture, s->began, sizeof s->began);
+  if (!e.n_prohibitors) {
+    free(s);
+    return u->invoke(u->handle);
+  }
+  CUresult r;
+  if (cg_policy_defer_unload(u)) {
+    r = CUDA_SUCCESS;
+    e.verdict = CG_VERDICT_DEFERRED;
+  } else {
+    r = u->invoke(u->handle);
+    e.driver_result = (int)r;
+    e.verdict = verdict_of(r);
+    if (e.verdict == CG_VERDICT_REFUSED)
+      invalidate_prohibitors(&e.capture);
+  }
+  e.result = (int)r;
+  report(&e, s);
+  free(s);
+  return r;
+}
+
+/* True when no open capture prohibits the calling thread (deferred work may run). */
+bool cg_guard_self_unprohibited(void) {
+  pthread_mutex_lock(&model_lock);
+  size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), NULL, 0) : 0;
+  pthread_mutex_unlock(&model_lock);
+  return n == 0;
+}
+
+/* Fork: a child inherits the parent's memory but none of its other threads,
+ * so the lock must not be held across fork and the child's model starts
+ * empty (CUDA captures do not survive fork). */
+void cg_guard_atfork_prepare(void) { pthread_mutex_lock(&model_lock); }
+void cg_guard_atfork_parent(void) { pthread_mutex_unlock(&model_lock); }
+void cg_guard_atfork_child(void) {
+  pthread_mutex_init(&model_lock, NULL);
+  /* The parent's captures are leaked in the child rather than freed: their
+   * user pointers belong to the parent's bookkeeping. Small and one-off. */
+  model = cg_model_new();
+  __atomic_store_n(&cg_open_captures, 0, __ATOMIC_RELEASE);
+  memset(counters_events, 0, sizeof counters_events);
+  memset(counters_verdicts, 0, sizeof counters_verdicts);
+  captures_broken = 0;
+  self_tid = 0;
+}
+
+void cg_guard_exit(void) {
+  cg_summary sum = {.pid = (uint64_t)getpid()};
+  pthread_mutex_lock(&model_lock);
+  sum.captures_begun = model ? cg_model_begun_total(model) : 0;
+  sum.captures_broken = captures_broken;
+  pthread_mutex_unlock(&model_lock);
+  memcpy(sum.events, counters_events, sizeof sum.events);
+  memcpy(sum.verdicts, counters_verdicts, sizeof sum.verdicts);
+  cg_priming_summary(&sum);
+  cg_policy_at_exit(&sum);
+  cg_output_summary(&sum);
+}

@@ -1,0 +1,69 @@
+/* Capture tracking and what happens to a module load or unload made while a
+ * capture prohibits the calling thread. The wrappers (capture_wrappers.c,
+ * module_wrappers.c) call in here only when something captures; otherwise
+ * they pass straight to the driver after one atomic load. */
+#ifndef CAPGUARD_GUARD_H
+#define CAPGUARD_GUARD_H
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "capguard/capture_model.h"
+#include "capguard/event.h"
+#include "entry_points.h"
+
+/* Open captures in this process; the fast path's one atomic load. */
+extern unsigned cg_open_captures;
+static inline bool cg_nothing_captures(void) {
+  return __atomic_load_n(&cg_open_captures, __ATOMIC_ACQUIRE) == 0;
+}
+
+uint64_t cg_self_tid(void);
+cg_capture_mode cg_self_mode(void);
+void cg_set_self_mode(cg_capture_mode mode);
+
+/* Streams as the model keys them: the per-thread default stream is a
+ * different stream on every thread. */
+uint64_t cg_stream_key(CUstream s, bool ptsz);
+
+/* Called before the driver sees a capture begin (priming runs here). */
+void cg_before_capture_begin(void);
+void cg_capture_begun(uint64_t stream_key, cg_capture_mode mode, bool into_graph);
+/* Called after the driver's end; returns the result for the caller (an
+ * emulated invalidation turns success into CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+ * and discards the graph). */
+CUresult cg_capture_ended(uint64_t stream_key, CUresult driver_result, CUgraph *graph);
+
+/* A load as a wrapper hands it over: what to inspect, and how to make the
+ * real call. */
+typedef struct cg_load {
+  cg_entry_point ep;
+  const void *image;  /* in-memory image, or NULL */
+  const char *path;   /* file name for cuModuleLoad / cuLibraryLoadFromFile */
+  bool is_library;    /* out receives a CUlibrary */
+  void **out;         /* CUmodule* or CUlibrary* */
+  CUresult (*invoke)(const struct cg_load *self);
+  const void *args;   /* the wrapper's arguments, for invoke */
+} cg_load;
+CUresult cg_guard_load(const cg_load *l);
+
+typedef struct cg_unload {
+  cg_entry_point ep;
+  void *handle;       /* CUmodule or CUlibrary */
+  bool is_library;
+  CUresult (*invoke)(void *handle);
+} cg_unload;
+CUresult cg_guard_unload(const cg_unload *u);
+
+/* True when no open capture prohibits the calling thread. */
+bool cg_guard_self_unprohibited(void);
+
+/* Start-up, fork and exit bookkeeping (init.c). */
+void cg_guard_init(void);
+void cg_guard_atfork_prepare(void);
+void cg_guard_atfork_parent(void);
+void cg_guard_atfork_child(void);
+void cg_guard_exit(void);
+
+#endif

@@ -1,0 +1,43 @@
+/* Start-up and exit. The constructor only reads settings and prepares;
+ * libcuda is found lazily (driver.c), so a process that never uses CUDA pays
+ * for nothing but this. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "driver.h"
+#include "guard.h"
+#include "output.h"
+#include "policy.h"
+#include "priming.h"
+#include "real_dlsym.h"
+#include "stack.h"
+
+static void atfork_prepare(void) { cg_guard_atfork_prepare(); }
+static void atfork_parent(void) { cg_guard_atfork_parent(); }
+static void atfork_child(void) {
+  cg_guard_atfork_child();
+  cg_output_after_fork_child();
+  cg_priming_after_fork_child();
+  cg_policy_after_fork_child();
+}
+
+/* Early priority: other libraries' constructors may call dlsym, and capguard's
+ * dlsym wants glibc's resolved by then. */
+__attribute__((constructor(101))) static void capguard_init(void) {
+  cg_real_dlsym_resolve();
+  cg_config_load();
+  if (cg_cfg.mode == CG_RUN_OFF)
+    return;
+  cg_output_open_log();
+  cg_guard_init();
+  cg_stack_init();
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* At exit: only processes that used the driver say anything. */
+__attribute__((destructor)) static void capguard_fini(void) {
+  if (cg_cfg.mode == CG_RUN_OFF || !cg_driver_resolved())
+    return;
+  cg_guard_exit();
+}

@@ -1,0 +1,26 @@
+/* Where capguard's words go: one-line warnings and event reports on stderr
+ * (identical events counted, not reprinted), and every event in the JSON
+ * Lines log (CAPGUARD_LOG). Each line leaves in a single write(2), so lines
+ * from several threads or processes never interleave. */
+#ifndef CAPGUARD_OUTPUT_H
+#define CAPGUARD_OUTPUT_H
+
+#include <stdint.h>
+
+#include "capguard/event.h"
+
+void cg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Open the log named by the configuration (one warning if it cannot be). */
+void cg_output_open_log(void);
+/* The "process" record, written once, when the process first uses the driver. */
+void cg_output_process(int driver_version);
+void cg_output_event(const cg_event *e);
+void cg_output_capture(const cg_capture *c, const char *began);
+/* The summary line on stderr and the "summary" record in the log. */
+void cg_output_summary(cg_summary *s);
+/* After fork: the child starts with nothing counted and nothing held. */
+void cg_output_after_fork_child(void);
+uint64_t cg_now_ns(void);
+
+#endif

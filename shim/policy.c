@@ -1,0 +1,134 @@
+#include "policy.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "driver.h"
+#include "output.h"
+#include "priming.h"
+
+/* Drivers before CUDA 12.3 refuse module loads while a capture prohibits the
+ * thread (capture-semantics.md, "Across driver generations"). */
+#define FIRST_DRIVER_ALLOWING_LOADS 12030
+
+static bool driver_refuses_loads(void) {
+  int v = cg_effective_driver_version();
+  return v > 0 && v < FIRST_DRIVER_ALLOWING_LOADS;
+}
+
+/* Rescue: the one call is made with the thread in relaxed mode, where no
+ * capture prohibits it (measured on driver 580; unproven on older drivers,
+ * hence opt-in). The real exchange is called directly, so capguard's record
+ * of the thread's own mode stays what the program set. */
+static CUresult load_relaxed(const cg_load *l) {
+  typedef CUresult (*exchange_fn)(CUstreamCaptureMode *);
+  exchange_fn exchange = CG_REAL(cuThreadExchangeStreamCaptureMode, exchange_fn);
+  if (!exchange)
+    return l->invoke(l);
+  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (exchange(&m) != CUDA_SUCCESS)
+    return l->invoke(l);
+  CUresult r = l->invoke(l);
+  exchange(&m); /* m holds the mode the thread had: put it back */
+  return r;
+}
+
+bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *result, cg_verdict *verdict) {
+  if (cg_cfg.mode == CG_RUN_GUARD && !l->is_library && image && image->kind != CG_IMAGE_UNKNOWN) {
+    CUmodule m = cg_priming_take(image);
+    if (m) {
+      *(CUmodule *)l->out = m;
+      *result = CUDA_SUCCESS;
+      *verdict = CG_VERDICT_SERVED;
+      return true;
+    }
+  }
+  if (!driver_refuses_loads())
+    return false;
+  if (cg_cfg.mode == CG_RUN_GUARD && cg_cfg.rescue) {
+    *result = load_relaxed(l);
+    *verdict = *result == CUDA_SUCCESS ? CG_VERDICT_RESCUED : CG_VERDICT_FAILED;
+    return true;
+  }
+  if (cg_cfg.emulate_driver) {
+    *result = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    *verdict = CG_VERDICT_EMULATED;
+    return true;
+  }
+  return false; /* a real old driver refuses by itself */
+}
+
+/* ---- deferred unloads */
+
+typedef struct pending_unload {
+  void *handle;
+  CUresult (*invoke)(void *handle);
+  struct pending_unload *next;
+} pending_unload;
+
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static pending_unload *pending;
+static unsigned pending_count;
+
+bool cg_policy_defer_unload(const cg_unload *u) {
+  if (cg_cfg.mode != CG_RUN_GUARD)
+    return false;
+  pthread_mutex_lock(&pending_lock);
+  for (pending_unload *p = pending; p; p = p->next)
+    if (p->handle == u->handle) { /* asked twice: it is still unloaded once */
+      pthread_mutex_unlock(&pending_lock);
+      return true;
+    }
+  pending_unload *p = malloc(sizeof *p);
+  if (p) {
+    p->handle = u->handle;
+    p->invoke = u->invoke;
+    p->next = pending;
+    pending = p;
+    __atomic_add_fetch(&pending_count, 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&pending_lock);
+  return p != NULL;
+}
+
+void cg_policy_run_deferred(void) {
+  if (!__atomic_load_n(&pending_count, __ATOMIC_ACQUIRE) || !cg_guard_self_unprohibited())
+    return;
+  pthread_mutex_lock(&pending_lock);
+  pending_unload *list = pending;
+  pending = NULL;
+  __atomic_store_n(&pending_count, 0, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&pending_lock);
+  /* Oldest first, outside the lock: the driver may take its time. */
+  pending_unload *rev = NULL;
+  while (list) {
+    pending_unload *n = list->next;
+    list->next = rev;
+    rev = list;
+    list = n;
+  }
+  while (rev) {
+    pending_unload *n = rev->next;
+    CUresult r = rev->invoke(rev->handle);
+    if (r != CUDA_SUCCESS)
+      cg_warn("deferred unload of %p failed with error %d", rev->handle, (int)r);
+    free(rev);
+    rev = n;
+  }
+}
+
+void cg_policy_at_exit(cg_summary *s) {
+  (void)s;
+  unsigned n = __atomic_load_n(&pending_count, __ATOMIC_ACQUIRE);
+  if (n && !cg_cfg.quiet)
+    cg_warn("%u deferred unloads were still waiting for a capture to end at exit; "
+            "left to the driver, which frees them with the process",
+            n);
+}
+
+void cg_policy_after_fork_child(void) {
+  pthread_mutex_init(&pending_lock, NULL);
+  pending = NULL; /* the parent's modules are not the child's to unload */
+  pending_count = 0;
+}
