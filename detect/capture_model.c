@@ -1,1 +1,211 @@
-/* placeholder: being written */
+/* Capture-state model: open captures keyed by stream, thread capture-interaction
+ * modes keyed by thread id, and the documented prohibition rule that joins them.
+ * No locking here (the caller serialises); no driver calls. Runs inside the
+ * shim, so every allocation failure degrades to "not recorded", never a crash. */
+#include "capguard/capture_model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* uthash's default reaction to a failed malloc is exit(): in someone else's
+ * process that is unacceptable. With non-fatal OOM a failed add leaves the
+ * element out of the table, which cg_model_begin detects with a lookup. */
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+/* Bounds on what a misbehaving process can make us allocate: a capture whose
+ * end we never see, or threads that set a mode and die, would otherwise grow
+ * the tables forever. Real programs stay far below both. */
+#define CG_MODEL_MAX_OPEN 4096
+#define CG_MODEL_MAX_THREAD_MODES 65536
+
+typedef struct {
+  cg_capture cap;
+  UT_hash_handle hh; /* key: cap.stream */
+} open_entry;
+
+typedef struct {
+  uint64_t tid;
+  cg_capture_mode mode;
+  UT_hash_handle hh; /* key: tid */
+} thread_entry;
+
+struct cg_model {
+  open_entry *open;      /* uthash keeps insertion order: iteration is oldest first */
+  thread_entry *threads; /* only threads whose mode is not GLOBAL */
+  uint64_t next_id;
+  uint64_t begun;
+};
+
+cg_model *cg_model_new(void) {
+  cg_model *m = calloc(1, sizeof *m);
+  if (m) m->next_id = 1;
+  return m;
+}
+
+void cg_model_free(cg_model *m) {
+  if (!m) return;
+  open_entry *o, *otmp;
+  HASH_ITER(hh, m->open, o, otmp) {
+    HASH_DEL(m->open, o);
+    free(o);
+  }
+  thread_entry *t, *ttmp;
+  HASH_ITER(hh, m->threads, t, ttmp) {
+    HASH_DEL(m->threads, t);
+    free(t);
+  }
+  free(m);
+}
+
+static open_entry *find_open(const cg_model *m, uint64_t stream) {
+  open_entry *o = NULL;
+  HASH_FIND(hh, m->open, &stream, sizeof stream, o);
+  return o;
+}
+
+cg_capture *cg_model_begin(cg_model *m, uint64_t stream, uint64_t context, cg_capture_mode mode,
+                           uint64_t tid, bool into_graph, uint64_t now_ns, void *user) {
+  if (!m || find_open(m, stream)) return NULL;
+  if (HASH_COUNT(m->open) >= CG_MODEL_MAX_OPEN) return NULL;
+  open_entry *o = calloc(1, sizeof *o);
+  if (!o) return NULL;
+  o->cap.id = m->next_id;
+  o->cap.stream = stream;
+  o->cap.context = context;
+  o->cap.tid = tid;
+  o->cap.mode = mode;
+  o->cap.status = CG_CAPTURE_ACTIVE;
+  o->cap.into_graph = into_graph;
+  o->cap.begin_ns = now_ns;
+  o->cap.user = user;
+  HASH_ADD(hh, m->open, cap.stream, sizeof o->cap.stream, o);
+  if (find_open(m, stream) != o) { /* the add ran out of memory */
+    free(o);
+    return NULL;
+  }
+  m->next_id++;
+  m->begun++;
+  return &o->cap;
+}
+
+int cg_model_end(cg_model *m, uint64_t stream, bool driver_ok, uint64_t now_ns, cg_capture *out) {
+  open_entry *o = m ? find_open(m, stream) : NULL;
+  if (!o) return -1;
+  HASH_DEL(m->open, o);
+  o->cap.status = driver_ok ? CG_CAPTURE_ENDED : CG_CAPTURE_FAILED;
+  o->cap.end_ns = now_ns;
+  if (out) *out = o->cap;
+  free(o);
+  return 0;
+}
+
+cg_capture *cg_model_find(cg_model *m, uint64_t stream) {
+  open_entry *o = m ? find_open(m, stream) : NULL;
+  return o ? &o->cap : NULL;
+}
+
+size_t cg_model_open_count(const cg_model *m) { return m ? HASH_COUNT(m->open) : 0; }
+
+uint64_t cg_model_begun_total(const cg_model *m) { return m ? m->begun : 0; }
+
+void cg_model_set_thread_mode(cg_model *m, uint64_t tid, cg_capture_mode mode) {
+  if (!m) return;
+  thread_entry *t = NULL;
+  HASH_FIND(hh, m->threads, &tid, sizeof tid, t);
+  if (mode == CG_MODE_GLOBAL) { /* the default: forget the thread, keeping the table small */
+    if (t) {
+      HASH_DEL(m->threads, t);
+      free(t);
+    }
+    return;
+  }
+  if (t) {
+    t->mode = mode;
+    return;
+  }
+  if (HASH_COUNT(m->threads) >= CG_MODEL_MAX_THREAD_MODES) return;
+  t = calloc(1, sizeof *t);
+  if (!t) return;
+  t->tid = tid;
+  t->mode = mode;
+  HASH_ADD(hh, m->threads, tid, sizeof t->tid, t);
+  thread_entry *check = NULL;
+  HASH_FIND(hh, m->threads, &tid, sizeof tid, check);
+  if (check != t) free(t); /* out of memory: the thread stays GLOBAL */
+}
+
+cg_capture_mode cg_model_thread_mode(const cg_model *m, uint64_t tid) {
+  thread_entry *t = NULL;
+  if (m) HASH_FIND(hh, m->threads, &tid, sizeof tid, t);
+  return t ? t->mode : CG_MODE_GLOBAL;
+}
+
+bool cg_capture_prohibits(const cg_capture *c, uint64_t tid, cg_capture_mode thread_mode) {
+  if (!c) return false;
+  if (c->status != CG_CAPTURE_ACTIVE && c->status != CG_CAPTURE_INVALIDATED) return false;
+  bool own = c->tid == tid;
+  switch (thread_mode) {
+  case CG_MODE_GLOBAL:
+    return own ? c->mode != CG_MODE_RELAXED : c->mode == CG_MODE_GLOBAL;
+  case CG_MODE_THREAD_LOCAL:
+    return own && c->mode != CG_MODE_RELAXED;
+  case CG_MODE_RELAXED:
+  default:
+    return false;
+  }
+}
+
+size_t cg_model_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mode,
+                            cg_capture **out, size_t cap) {
+  if (!m) return 0;
+  size_t n = 0;
+  for (open_entry *o = m->open; o; o = o->hh.next) {
+    if (!cg_capture_prohibits(&o->cap, tid, thread_mode)) continue;
+    if (out && n < cap) out[n] = &o->cap;
+    n++;
+  }
+  return n;
+}
+
+size_t cg_model_invalidate_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mode) {
+  if (!m) return 0;
+  size_t changed = 0;
+  for (open_entry *o = m->open; o; o = o->hh.next) {
+    if (o->cap.status != CG_CAPTURE_ACTIVE) continue;
+    if (!cg_capture_prohibits(&o->cap, tid, thread_mode)) continue;
+    o->cap.status = CG_CAPTURE_INVALIDATED;
+    changed++;
+  }
+  return changed;
+}
+
+size_t cg_model_count_event(cg_model *m, uint64_t tid, cg_capture_mode thread_mode) {
+  if (!m) return 0;
+  size_t n = 0;
+  for (open_entry *o = m->open; o; o = o->hh.next) {
+    if (!cg_capture_prohibits(&o->cap, tid, thread_mode)) continue;
+    o->cap.events++;
+    n++;
+  }
+  return n;
+}
+
+const char *cg_capture_mode_name(cg_capture_mode mode) {
+  switch (mode) {
+  case CG_MODE_GLOBAL: return "global";
+  case CG_MODE_THREAD_LOCAL: return "thread-local";
+  case CG_MODE_RELAXED: return "relaxed";
+  }
+  return "unknown";
+}
+
+const char *cg_capture_status_name(cg_capture_status s) {
+  switch (s) {
+  case CG_CAPTURE_ACTIVE: return "active";
+  case CG_CAPTURE_INVALIDATED: return "invalidated";
+  case CG_CAPTURE_ENDED: return "ended";
+  case CG_CAPTURE_FAILED: return "failed";
+  }
+  return "unknown";
+}

@@ -79,6 +79,10 @@ size_t cg_model_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mo
  * them all). Returns how many changed. */
 size_t cg_model_invalidate_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mode);
 
+/* Count one forbidden call against every capture that prohibits tid (their
+ * `events`). Returns how many captures were counted. */
+size_t cg_model_count_event(cg_model *m, uint64_t tid, cg_capture_mode thread_mode);
+
 const char *cg_capture_mode_name(cg_capture_mode mode); /* "global", "thread-local", "relaxed" */
 const char *cg_capture_status_name(cg_capture_status s); /* "active", "invalidated", "ended", "failed" */
 
