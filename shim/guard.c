@@ -139,7 +139,7 @@ static size_t prohibitor(cg_capture *first, char *began, size_t began_cap) {
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, 1) : 0;
   if (n) {
     *first = *p[0];
-    p[0]->events++;
+    cg_model_count_event(model, cg_self_tid(), cg_self_mode());
     snprintf(began, began_cap, "%s", begin_site_text(p[0]->user));
   }
   pthread_mutex_unlock(&model_lock);
