@@ -13,8 +13,8 @@
  * which is us), read it back and parse it. The frames belong to the calling
  * thread, which is inside this call, so they cannot change under us.
  *
- * Exports: 3.8, 3.11 and 3.12 export _Py_DumpTraceback; 3.9, 3.10 (some
- * builds), 3.13 and 3.14 keep it internal (hidden). For those we look the
+ * Exports: 3.8, 3.11 and 3.12 export _Py_DumpTraceback; 3.9, 3.10, 3.13
+ * and 3.14 keep it internal (hidden). For those we look the
  * hidden symbol up in the ELF .symtab of the object that holds libpython,
  * which works when that file is not stripped (pyenv, python.org, most
  * source builds); stripped distro builds of 3.13/3.14 get no Python frames. */
@@ -177,13 +177,25 @@ static void *local_libpython(void) {
   return dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
 }
 
-/* The version an unexported _Py_DumpTraceback is trusted for: its signature
- * (int fd, PyThreadState *) is known for these. */
+/* Python's major.minor as 0x030d for 3.13, 0 if unknown: Py_Version (3.11+)
+ * or else the leading "3.10.13" of Py_GetVersion(). */
+static unsigned python_version(void *handle) {
+  const unsigned long *ver = cg_real_dlsym(handle, "Py_Version");
+  if (ver) return (unsigned)(*ver >> 16);
+  const char *(*get)(void) = (const char *(*)(void))cg_real_dlsym(handle, "Py_GetVersion");
+  const char *s = get ? get() : NULL;
+  if (!s || s[0] != '3' || s[1] != '.') return 0;
+  const char *p = s + 2;
+  unsigned minor = 0;
+  while (*p >= '0' && *p <= '9' && minor < 256) minor = minor * 10 + (unsigned)(*p++ - '0');
+  return (p == s + 2 || minor > 255) ? 0 : 0x0300u | minor;
+}
+
+/* An unexported _Py_DumpTraceback is trusted only where its signature
+ * (int fd, PyThreadState *) is known: 3.8 to 3.15. */
 static bool hidden_dump_trusted(void *handle) {
-  const unsigned long *ver = cg_real_dlsym(handle, "Py_Version"); /* 3.11+ */
-  if (!ver) return false;
-  unsigned long major_minor = *ver >> 16;
-  return major_minor >= 0x030d && major_minor <= 0x030f;
+  unsigned v = python_version(handle);
+  return v >= 0x0308 && v <= 0x030f;
 }
 
 static void resolve(void) {
