@@ -5,6 +5,10 @@
  * by the lazy re-lookup and its frames come back. */
 #include <check.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +21,13 @@ static void assert_no_python_frames(int calls) {
   for (int c = 0; c < calls; c++) {
     cg_py_frame out[MAXF];
     char buf[1024];
+    static char untouched[1024];
+    memset(untouched, 0x5a, sizeof untouched);
     memset(out, 0x5a, sizeof out);
     memset(buf, 0x5a, sizeof buf);
     ck_assert_uint_eq(cg_python_stack(out, MAXF, buf, sizeof buf), 0);
-    for (size_t i = 0; i < sizeof buf; i++) ck_assert_int_eq((unsigned char)buf[i], 0x5a);
+    ck_assert(memcmp(buf, untouched, sizeof buf) == 0);
+    ck_assert(memcmp(out, untouched, sizeof out) == 0);
   }
 }
 
@@ -52,6 +59,33 @@ START_TEST(libpython_local_uninitialized_gives_nothing) {
 }
 END_TEST
 
+/* Scratch-file failures on demand: this program's memfd_create and open
+ * interpose libc's for the stack code in libcgstack_test.so. */
+static int fail_memfd, fail_tmpfile;
+int memfd_create(const char *name, unsigned flags) {
+  if (fail_memfd) {
+    errno = ENOSYS;
+    return -1;
+  }
+  int (*real)(const char *, unsigned) = (int (*)(const char *, unsigned))dlsym(RTLD_NEXT, "memfd_create");
+  return real(name, flags);
+}
+int open(const char *path, int flags, ...) {
+  mode_t mode = 0;
+  if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, unsigned);
+    va_end(ap);
+  }
+  if (fail_tmpfile && (flags & O_TMPFILE) == O_TMPFILE) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+  return real(path, flags, mode);
+}
+
 /* Called back from the embedded interpreter through ctypes (which releases
  * the GIL around the call). */
 static cg_py_frame emb_frames[MAXF];
@@ -59,6 +93,8 @@ static char emb_buf[4096];
 static size_t emb_n;
 static int emb_calls;
 static char emb_where[256];
+static size_t emb_n_tmpfile, emb_n_noscratch;
+static cg_py_frame emb_tmpfile_frames[MAXF];
 
 void embedded_probe(void);
 __attribute__((visibility("default"))) void embedded_probe(void) {
@@ -68,6 +104,12 @@ __attribute__((visibility("default"))) void embedded_probe(void) {
     if (emb_n) break;
   }
   cg_stack_where(emb_where, sizeof emb_where);
+  char buf[4096];
+  fail_memfd = 1; /* falls back to an unlinked O_TMPFILE */
+  emb_n_tmpfile = cg_python_stack(emb_tmpfile_frames, MAXF, emb_buf + 2048, 2048);
+  fail_tmpfile = 1; /* nowhere to dump: no frames, no crash */
+  emb_n_noscratch = cg_python_stack(emb_frames + 4, 2, buf, sizeof buf);
+  fail_memfd = fail_tmpfile = 0;
 }
 
 START_TEST(interpreter_embedded_later_is_found) {
@@ -93,6 +135,10 @@ START_TEST(interpreter_embedded_later_is_found) {
   ck_assert_int_eq(emb_frames[1].line, 4);
   ck_assert_str_eq(emb_frames[1].func, "<module>");
   ck_assert_str_eq(emb_where, "<string>:3 in embedded_fn");
+  ck_assert_uint_eq(emb_n_tmpfile, 2);
+  ck_assert_str_eq(emb_tmpfile_frames[0].func, "embedded_fn");
+  ck_assert_int_eq(emb_tmpfile_frames[1].line, 4);
+  ck_assert_uint_eq(emb_n_noscratch, 0);
 }
 END_TEST
 
