@@ -1,8 +1,8 @@
 /* Stack capture for the shim: where the calling thread is, natively and in
  * Python. Runs inside a CUDA driver call of someone else's process, possibly on
  * a thread that released the GIL: never takes the GIL, bounded in time and
- * memory (no heap use after cg_stack_init, save dlerror's message when a
- * lazy Python lookup fails), and degrades to "no frames".
+ * memory (no heap use after cg_stack_init, save the dynamic loader's own
+ * when a lazy Python lookup runs), and degrades to "no frames".
  * Lock order: backtrace() and dladdr() take the dynamic loader's lock, so
  * call these without holding capguard's own locks (a thread inside dlopen
  * holds the loader's lock and may enter the shim from a constructor). */

@@ -200,26 +200,33 @@ static bool hidden_dump_trusted(void *handle) {
 
 static void resolve(void) {
   if (!cg_real_dlsym || atomic_load(&g_this)) return;
-  void *h = RTLD_DEFAULT;
+  void *h = RTLD_DEFAULT, *local = NULL;
   void *this_state = cg_real_dlsym(h, "PyGILState_GetThisThreadState");
   if (!this_state) {
-    void *local = local_libpython();
+    local = local_libpython();
     if (!local) return;
     h = local;
     this_state = cg_real_dlsym(h, "PyGILState_GetThisThreadState");
-    if (!this_state) return;
   }
-  void *is_init = cg_real_dlsym(h, "Py_IsInitialized");
-  void *dump = cg_real_dlsym(h, "PyUnstable_DumpTraceback");
-  if (!dump) dump = cg_real_dlsym(h, "_Py_DumpTraceback");
-  if (!dump && hidden_dump_trusted(h)) {
-    Dl_info info;
-    if (dladdr(this_state, &info) && atomic_load(&g_scanned_base) != info.dli_fbase) {
-      atomic_store(&g_scanned_base, info.dli_fbase);
-      dump = symtab_lookup(this_state, "_Py_DumpTraceback");
-    }
+  void *is_init = this_state ? cg_real_dlsym(h, "Py_IsInitialized") : NULL;
+  void *dump = NULL;
+  if (is_init) dump = cg_real_dlsym(h, "PyUnstable_DumpTraceback");
+  if (is_init && !dump) dump = cg_real_dlsym(h, "_Py_DumpTraceback");
+  Dl_info info;
+  bool located = this_state && dladdr(this_state, &info) && info.dli_fname;
+  if (is_init && !dump && located && hidden_dump_trusted(h) &&
+      atomic_load(&g_scanned_base) != info.dli_fbase) {
+    atomic_store(&g_scanned_base, info.dli_fbase);
+    dump = symtab_lookup(this_state, "_Py_DumpTraceback");
   }
-  if (!dump || !is_init) return;
+  if (!dump || !located) {
+    if (local) dlclose(local);
+    return;
+  }
+  /* Pin the object we now hold pointers into, so an embedding application's
+   * dlclose cannot unmap it under us (a no-op for the main program). */
+  if (!local && info.dli_fname[0]) local = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  (void)local; /* deliberately never closed */
   atomic_store(&g_dump, dump);
   atomic_store(&g_is_init, is_init);
   atomic_store(&g_this, this_state);

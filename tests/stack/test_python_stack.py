@@ -6,8 +6,9 @@ The probe is called through ctypes.CDLL, which releases the GIL around the
 foreign call as Triton's launcher does, from inside nested functions of this
 file; the frames must come back innermost first with this file's name, the
 functions' names and the lines of the calls (found from the markers below,
-not hard-coded). Also from a second thread, through PyDLL (GIL held), with
-a deep stack (capped), and with a tiny string buffer (truncated)."""
+not hard-coded). Also from a second thread, from eight threads at once,
+through PyDLL (GIL held), with a deep stack (capped), and with a tiny string
+buffer (truncated)."""
 import ctypes
 import sys
 import threading
@@ -98,6 +99,28 @@ def check_second_thread(probe):
     assert all(f[0].endswith("threading.py") for f in frames[4:]), frames[4:]
 
 
+def check_concurrent_threads(probe):
+    """Eight threads inside the probe at once (the GIL is released there):
+    each must see its own stack."""
+    errors, barrier = [], threading.Barrier(8)
+
+    def worker(k):
+        try:
+            barrier.wait()
+            for _ in range(25):
+                frames, where = level_one(probe)  # concurrent-call
+                expect_top(frames, where, ("worker", marker_line("concurrent-call")))
+        except Exception as e:  # reported below, from the main thread
+            errors.append("thread %d: %r" % (k, e))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
 def check_gil_held(path):
     probe = Probe(ctypes.PyDLL(path))
     frames, where = level_one(probe)  # pydll-call
@@ -154,10 +177,11 @@ def main():
     probe = Probe(ctypes.CDLL(path))
     check_main_thread(probe)  # main-check
     check_second_thread(probe)
+    check_concurrent_threads(probe)
     check_gil_held(path)
     check_deep_stack_capped(probe)
     check_small_buffer_truncates(probe)
-    print("python %s: 5 checks passed" % sys.version.split()[0])
+    print("python %s: 6 checks passed" % sys.version.split()[0])
 
 
 if __name__ == "__main__":
