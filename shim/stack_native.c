@@ -72,16 +72,25 @@ static bool put_frame(sbuf *w, void *addr, bool with_addr) {
   return ok;
 }
 
+/* Index of our caller's frame: the one holding our own return address.
+ * Usually 1, but a wrapper around backtrace() (a sanitizer's interceptor)
+ * adds frames of its own in front. */
+static size_t caller_index(void *const *frames, int got, const void *ret) {
+  for (int i = 0; i < got && i < 8; i++)
+    if (frames[i] == ret) return (size_t)i;
+  return 1;
+}
+
 __attribute__((noinline)) size_t cg_native_stack(int skip, const char **out, size_t max,
                                                  char *buf, size_t bufcap) {
   if (!out || !buf || max == 0 || bufcap == 0) return 0;
   if (skip < 0) skip = 0;
   void *frames[CG_BT_DEPTH];
-  /* frames[0] is cg_native_stack itself. */
-  size_t first = 1 + (size_t)skip;
-  if (first >= CG_BT_DEPTH) return 0;
-  size_t want = max > CG_BT_DEPTH - first ? CG_BT_DEPTH : first + max;
+  /* Walk deep enough for a few wrapper frames, our caller, skip and max. */
+  if ((size_t)skip >= CG_BT_DEPTH - 8) return 0;
+  size_t want = max > CG_BT_DEPTH - 8 - (size_t)skip ? CG_BT_DEPTH : 8 + (size_t)skip + max;
   int got = backtrace(frames, (int)want);
+  size_t first = caller_index(frames, got, __builtin_return_address(0)) + (size_t)skip;
   if (got <= 0 || (size_t)got <= first) return 0;
 
   sbuf w = {buf, bufcap, 0};
@@ -106,7 +115,7 @@ static bool uninteresting(const Dl_info *info, const void *own_base) {
   return strncmp(b, "libcuda.so", 10) == 0 || strncmp(b, "libcudart", 9) == 0;
 }
 
-size_t cg_native_where(char *buf, size_t cap) {
+__attribute__((noinline)) size_t cg_native_where(char *buf, size_t cap) {
   if (!buf || cap == 0) return 0;
   buf[0] = '\0';
   Dl_info self;
@@ -115,7 +124,7 @@ size_t cg_native_where(char *buf, size_t cap) {
 
   void *frames[CG_BT_DEPTH];
   int got = backtrace(frames, CG_BT_DEPTH);
-  for (int i = 1; i < got; i++) {
+  for (int i = (int)caller_index(frames, got, __builtin_return_address(0)); i < got; i++) {
     Dl_info info;
     uintptr_t a = (uintptr_t)frames[i];
     if (a <= 1 || !dladdr((void *)(a - 1), &info) || !info.dli_fname) continue;
