@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what building and testing capguard needs, from Debian's packages.
+# Used by .ci/run and by the demo; does nothing when everything is there.
+set -euo pipefail
+packages=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev check uthash-dev libxxhash-dev
+          libjansson-dev binutils python3)
+[ "${1:-}" = "--with-chromium" ] && packages+=(chromium)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi
+echo "capguard: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
