@@ -14,12 +14,28 @@
 
 static pthread_mutex_t fc_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static _Thread_local pid_t cached_tid;
+
 pid_t fc_tid(void)
 {
-  static _Thread_local pid_t tid;
-  if (tid == 0)
-    tid = (pid_t)syscall(SYS_gettid);
-  return tid;
+  if (cached_tid == 0)
+    cached_tid = (pid_t)syscall(SYS_gettid);
+  return cached_tid;
+}
+
+/* fork(): hold the lock across it so the child never inherits it mid-call, and let the
+ * child's thread learn its own tid. */
+static void before_fork(void) { pthread_mutex_lock(&fc_lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&fc_lock); }
+static void after_fork_child(void)
+{
+  cached_tid = 0;
+  pthread_mutex_unlock(&fc_lock);
+}
+
+__attribute__((constructor)) static void fc_call_init(void)
+{
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
 struct fc_call fc_enter(void)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char trace_path[] = "/tmp/fakecuda-trace-XXXXXX";
@@ -89,12 +90,37 @@ START_TEST(test_trace_lines)
 }
 END_TEST
 
+/* After fork() the child's trace lines carry the child's tid, not the parent's. */
+START_TEST(test_trace_after_fork)
+{
+  int v;
+  trace_on();
+  CU_OK(cuDriverGetVersion(&v));          /* traced: the fake has learnt the parent's tid */
+  pid_t child = fork();
+  ck_assert_int_ge(child, 0);
+  if (child == 0)
+    _exit(cuDriverGetVersion(&v) == CUDA_SUCCESS ? 0 : 1);
+  int status = -1;
+  ck_assert_int_eq(waitpid(child, &status, 0), child);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  char lines[4][128];
+  ck_assert_int_eq(trace_lines(lines, 4), 2);
+  char want[128];
+  snprintf(want, sizeof(want), "cuDriverGetVersion tid=%d capturing=0 result=0", (int)getpid());
+  ck_assert_str_eq(lines[0], want);
+  snprintf(want, sizeof(want), "cuDriverGetVersion tid=%d capturing=0 result=0", (int)child);
+  ck_assert_str_eq(lines[1], want);
+  unlink(trace_path);
+}
+END_TEST
+
 Suite *suite_trace(void)
 {
   Suite *s = suite_create("trace");
   TCase *tc = tcase_create("trace");
   tcase_add_checked_fixture(tc, test_setup, NULL);
   tcase_add_test(tc, test_trace_lines);
+  tcase_add_test(tc, test_trace_after_fork);
   suite_add_tcase(s, tc);
   return s;
 }
