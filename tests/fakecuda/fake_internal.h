@@ -1,0 +1,157 @@
+/* fakecuda: shared state of the stand-in libcuda.so.1 (internal to tests/fakecuda).
+ *
+ * The fake is an independent model of the driver's stream-capture rules, written from
+ * /work/shared/ground-truth/capture-semantics.md, so that it can cross-check capguard's
+ * own model in detect/. It deliberately shares no code with detect/.
+ *
+ * Every entry point runs under one process-wide mutex (FC_BEGIN / FC_END): the fake
+ * is for tests, simplicity beats concurrency. Handles are pointers to small structs
+ * that start with struct fc_handle; every handle ever returned is kept in a registry
+ * so that a stale or made-up handle is answered with an error, never dereferenced.
+ */
+#ifndef FAKECUDA_INTERNAL_H
+#define FAKECUDA_INTERNAL_H
+
+/* Un-macro'd entry-point names and the legacy prototypes (cuStreamBeginCapture without a
+ * mode, cuGetProcAddress with four arguments), as NVIDIA's own build of libcuda sees them. */
+#ifndef __CUDA_API_VERSION_INTERNAL
+#define __CUDA_API_VERSION_INTERNAL 1
+#endif
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uthash.h>
+
+#define FC_EXPORT __attribute__((visibility("default")))
+
+/* ---- handle registry (fake_registry.c) -------------------------------------------- */
+enum fc_kind {
+  FC_CTX = 1, FC_STREAM, FC_EVENT, FC_MODULE, FC_FUNCTION, FC_LIBRARY, FC_KERNEL,
+  FC_GRAPH, FC_NODE, FC_EXEC, FC_ALLOC
+};
+
+struct fc_handle {
+  const void *key;   /* the value handed to the caller (object address, or memory address) */
+  int kind;
+  int alive;         /* 0: unloaded tombstone, kept so its address is never reused */
+  UT_hash_handle hh;
+};
+
+void fc_register(struct fc_handle *h, const void *key, int kind);
+/* The live handle of this kind registered under key, or NULL. */
+struct fc_handle *fc_lookup(const void *key, int kind);
+/* A handle of this kind registered under key, dead or alive (NULL if never registered). */
+struct fc_handle *fc_lookup_any(const void *key, int kind);
+void fc_unregister(struct fc_handle *h);
+/* Calls fn on every registered handle of this kind (fn must not unregister). */
+void fc_foreach(int kind, void (*fn)(struct fc_handle *h, void *arg), void *arg);
+
+/* ---- environment (fake_env.c) ------------------------------------------------------- */
+int fc_env_driver_version(void);   /* FAKECUDA_DRIVER_VERSION, default 13000 */
+int fc_env_sm(void);               /* FAKECUDA_SM, default 90 */
+
+/* ---- call bracket and tracing (fake_call.c) ----------------------------------------- */
+struct fc_call { int captures_at_entry; };
+struct fc_call fc_enter(void);
+CUresult fc_leave(const struct fc_call *c, const char *name, CUresult rc);
+#define FC_BEGIN struct fc_call fc_call_ = fc_enter()
+#define FC_END(rc) return fc_leave(&fc_call_, __func__, (rc))
+
+pid_t fc_tid(void);
+
+/* ---- process state (fake_device.c) -------------------------------------------------- */
+struct fc_ctx {
+  struct fc_handle h;
+  int primary;
+  int refcount;
+};
+extern int fc_initialized;
+/* CUDA_SUCCESS when cuInit ran and the calling thread has a live current context. */
+CUresult fc_need_ctx(void);
+CUresult fc_need_init(void);
+struct fc_ctx *fc_current_ctx(void);
+
+/* ---- graphs (fake_graph.c) ---------------------------------------------------------- */
+struct fc_function;
+struct fc_node {
+  struct fc_handle h;
+  struct fc_graph *graph;
+  CUgraphNodeType type;
+  struct fc_function *fn;                 /* kernel nodes */
+  unsigned grid[3], block[3], shmem;
+};
+struct fc_graph {
+  struct fc_handle h;
+  struct fc_node **nodes;
+  size_t n, cap;
+  int capturing;                          /* a capture is adding to it */
+};
+struct fc_graph *fc_graph_new(void);
+void fc_graph_free(struct fc_graph *g);
+struct fc_node *fc_graph_add(struct fc_graph *g, CUgraphNodeType type);
+
+/* ---- streams and captures (fake_capture.c) ------------------------------------------ */
+struct fc_capture {
+  uint64_t id;
+  CUstreamCaptureMode mode;
+  pid_t owner;                             /* thread that began the capture */
+  int invalidated;
+  struct fc_graph *graph;
+  int graph_external;                      /* cuStreamBeginCaptureToGraph: caller owns it */
+  struct fc_node *last;                    /* the capture's current dependency */
+  struct fc_stream *stream;
+  struct fc_capture *next;                 /* list of open captures */
+};
+struct fc_stream {
+  struct fc_handle h;
+  unsigned flags;
+  int special;                             /* 1: legacy NULL stream, 2: per-thread stream */
+  struct fc_capture *cap;                  /* open capture (active or invalidated) */
+};
+/* The stream a handle names; ptsz says how the NULL handle is read. NULL if invalid. */
+struct fc_stream *fc_stream_resolve(CUstream s, int ptsz);
+int fc_open_captures(void);
+/* If the calling thread is prohibited (capture-interaction rule), invalidates every
+ * capture that prohibits it and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+CUresult fc_refuse_if_prohibited(void);
+void fc_invalidate_all(void);
+int fc_capture_is_open(uint64_t id);
+void fc_capture_close(struct fc_capture *c, int discard_graph);
+/* For stream work (launch, record, async alloc): INVALIDATED if the stream's capture
+ * is invalidated, else SUCCESS; *cap is the active capture or NULL. */
+CUresult fc_stream_work(struct fc_stream *st, struct fc_capture **cap);
+/* Appends a node to an active capture's graph, depending on the capture's last node. */
+struct fc_node *fc_capture_add(struct fc_capture *c, CUgraphNodeType type);
+
+/* ---- module images (fake_image.c) --------------------------------------------------- */
+enum fc_image_kind { FC_IMG_CUBIN = 1, FC_IMG_FATBIN, FC_IMG_PTX };
+/* Recognises a cubin, fatbin (or its wrapper) or PTX text and measures it from its own
+ * headers. *start is where the image bytes begin (differs from image for the wrapper).
+ * Returns CUDA_ERROR_INVALID_IMAGE or CUDA_ERROR_NO_BINARY_FOR_GPU on rejection. */
+CUresult fc_image_inspect(const void *image, int sm, enum fc_image_kind *kind,
+                          const unsigned char **start, size_t *size);
+/* Whether name is a kernel/global of the image (see fake_image.c for the rule). */
+int fc_image_has_name(enum fc_image_kind kind, const unsigned char *img, size_t size,
+                      const char *name);
+
+/* ---- modules (fake_module.c) -------------------------------------------------------- */
+struct fc_module {
+  struct fc_handle h;
+  enum fc_image_kind kind;
+  unsigned char *image;                    /* private copy, freed at unload */
+  size_t size;
+  struct fc_function *funcs;
+  struct fc_library *lib;                  /* owning library, if any */
+};
+struct fc_function {
+  struct fc_handle h;
+  struct fc_module *mod;
+  char *name;
+  int max_dynamic_shmem;
+  int cache_config;
+  struct fc_function *next;
+};
+struct fc_function *fc_function_live(CUfunction f);
+
+#endif
