@@ -1,1 +1,423 @@
-/* placeholder: being written */
+/* Module image inspection: kind, exact size, SM arch, kernel names and hash of
+ * what a program hands to cuModuleLoadData & co.
+ *
+ * The driver API passes images without a length, so everything here is read
+ * from the image's own headers. Two bounds guard every read: the caller's
+ * limit (clamped to CG_IMAGE_MAX_BYTES) and, once known, the size the headers
+ * claim. All offset arithmetic goes through overflow-checked helpers, fields
+ * are read byte by byte (little endian, no alignment assumptions), and nothing
+ * is allocated: this runs inside someone else's process.
+ *
+ * Layouts, checked against nvcc 13.0 output (tests/data/README.md):
+ *  - cubin: ELF64 LE, e_machine 190. ABI version >= 8 (OSABI 0x41) keeps the
+ *    SM in e_flags bits 8..15; older ABIs (OSABI 0x33) in bits 0..7. Entry
+ *    kernels are STT_FUNC symbols with STO_CUDA_ENTRY (0x10) in st_other.
+ *  - fatbin: {u32 magic, u16 version, u16 header_size, u64 fat_size}, then
+ *    entries {u16 kind, u16, u32 header_size, u64 payload_size, ...,
+ *    u32 arch @0x1C, u64 flags @0x28}; kind 1 PTX, 2 ELF, 8 LTO-IR; flags
+ *    0x2000 = LZ4-compressed payload, 0x8000 = zstd-compressed payload.
+ *  - fatbin wrapper (what __cudaRegisterFatBinary gets): {u32 magic,
+ *    u32 version, const void *data, const void *filename_or_fatbins}.
+ *  - PTX: NUL-terminated text starting (after comments) with .version. */
+#include "capguard/image.h"
+
+#include <string.h>
+#include <xxhash.h>
+
+#define ELF_EHDR_SIZE 64u
+#define ELF_PHDR_SIZE 56u
+#define ELF_SHDR_SIZE 64u
+#define ELF_SYM_SIZE 24u
+#define EM_CUDA 190u
+#define SHT_SYMTAB 2u
+#define SHT_STRTAB 3u
+#define SHT_NOBITS 8u
+#define STT_FUNC 2u
+#define STO_CUDA_ENTRY 0x10u
+
+#define FATBIN_MAGIC 0xBA55ED50u
+#define FATBIN_WRAPPER_MAGIC 0x466243B1u
+#define FATBIN_HEADER_SIZE 16u
+#define FATBIN_ENTRY_MIN_HEADER 0x40u /* covers every field read below */
+#define FATBIN_KIND_PTX 1u
+#define FATBIN_KIND_ELF 2u
+#define FATBIN_FLAG_LZ4 0x2000u
+#define FATBIN_FLAG_ZSTD 0x8000u
+
+/* How far leading whitespace and comments may push PTX's .version. */
+#define PTX_PREAMBLE_MAX ((size_t)64 << 10)
+
+/* ---- bounded little-endian reads and checked arithmetic ---- */
+
+static uint16_t rd16(const unsigned char *b) { return (uint16_t)(b[0] | (b[1] << 8)); }
+static uint32_t rd32(const unsigned char *b) {
+  return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+static uint64_t rd64(const unsigned char *b) { return (uint64_t)rd32(b) | (uint64_t)rd32(b + 4) << 32; }
+
+/* *end = off + len if that fits in `bound`; false otherwise (also on overflow). */
+static bool span_ok(uint64_t off, uint64_t len, uint64_t bound, uint64_t *end) {
+  uint64_t e;
+  if (__builtin_add_overflow(off, len, &e) || e > bound) return false;
+  if (end) *end = e;
+  return true;
+}
+
+/* *end = off + n * entsize, within `bound`. */
+static bool table_ok(uint64_t off, uint64_t n, uint64_t entsize, uint64_t bound, uint64_t *end) {
+  uint64_t len;
+  if (__builtin_mul_overflow(n, entsize, &len)) return false;
+  return span_ok(off, len, bound, end);
+}
+
+/* ---- result building ---- */
+
+/* Kernel names are stored NUL-separated with one extra NUL after the last
+ * (hence the -1 below), so iteration needs no length. Duplicates are dropped:
+ * a fatbin repeats every kernel once per SASS arch. */
+static void add_kernel(cg_image_info *out, const char *name, size_t len) {
+  if (len == 0 || out->names_truncated) return;
+  size_t used = 0;
+  for (unsigned i = 0; i < out->n_kernels; i++) {
+    const char *have = out->kernel_names + used;
+    size_t hl = strlen(have);
+    if (hl == len && memcmp(have, name, len) == 0) return;
+    used += hl + 1;
+  }
+  if (len + 1 > sizeof out->kernel_names - 1 - used) {
+    out->names_truncated = true;
+    return;
+  }
+  memcpy(out->kernel_names + used, name, len);
+  out->kernel_names[used + len] = '\0';
+  out->kernel_names[used + len + 1] = '\0';
+  out->n_kernels++;
+}
+
+/* Records each distinct arch once, in order of appearance. */
+static void add_arch(cg_image_info *out, unsigned arch) {
+  for (unsigned i = 0; i < out->n_archs; i++)
+    if (out->archs[i] == arch) return;
+  if (out->n_archs < CG_IMAGE_MAX_ARCHS) out->archs[out->n_archs++] = arch;
+}
+
+/* ---- cubin (ELF) ---- */
+
+/* Parses the cubin at b (at most `avail` readable bytes); sets *size and
+ * *arch and adds its entry kernels to out. Returns NULL or the reason it
+ * is not a cubin we can trust. */
+static const char *parse_cubin(const unsigned char *b, size_t avail, cg_image_info *out, size_t *size,
+                               unsigned *arch) {
+  if (avail < ELF_EHDR_SIZE) return "truncated ELF header";
+  if (b[4] != 2) return "ELF is not 64-bit";
+  if (b[5] != 1) return "ELF is not little-endian";
+  if (rd16(b + 18) != EM_CUDA) return "ELF is not a CUDA cubin (e_machine != 190)";
+  unsigned osabi = b[7], abiver = b[8];
+  uint32_t flags = rd32(b + 48);
+  uint64_t phoff = rd64(b + 32), shoff = rd64(b + 40);
+  unsigned phentsize = rd16(b + 54), phnum = rd16(b + 56);
+  unsigned shentsize = rd16(b + 58), shnum = rd16(b + 60);
+
+  if (phnum && phentsize != ELF_PHDR_SIZE) return "bad ELF program header entry size";
+  if (shnum && shentsize != ELF_SHDR_SIZE) return "bad ELF section header entry size";
+  if (shnum == 0 && shoff != 0) return "ELF extended section numbering not supported";
+
+  uint64_t end = ELF_EHDR_SIZE, e;
+  if (phnum) {
+    if (!table_ok(phoff, phnum, ELF_PHDR_SIZE, avail, &e)) return "truncated ELF program header table";
+    if (e > end) end = e;
+  }
+  if (shnum) {
+    if (!table_ok(shoff, shnum, ELF_SHDR_SIZE, avail, &e)) return "truncated ELF section table";
+    if (e > end) end = e;
+  }
+  /* Every section's bytes must lie inside what we may read; the image ends
+   * where the last of them (or of the header tables) ends. */
+  const unsigned char *sh = b + shoff;
+  int symtab = -1;
+  for (unsigned i = 0; i < shnum; i++) {
+    const unsigned char *s = sh + (size_t)i * ELF_SHDR_SIZE;
+    uint32_t type = rd32(s + 4);
+    if (type == SHT_SYMTAB && symtab < 0) symtab = (int)i;
+    if (type == SHT_NOBITS) continue;
+    if (!span_ok(rd64(s + 24), rd64(s + 32), avail, &e)) return "truncated ELF section data";
+    if (e > end) end = e;
+  }
+  *size = (size_t)end;
+  /* Since CUDA 12 (ELF ABI 8, OSABI 0x41) the SM moved up one byte. */
+  *arch = (osabi == 0x41 || abiver >= 8) ? (flags >> 8) & 0xffu : flags & 0xffu;
+
+  if (symtab < 0) return NULL; /* no symbols: a cubin without kernels */
+  const unsigned char *st = sh + (size_t)symtab * ELF_SHDR_SIZE;
+  uint32_t link = rd32(st + 40);
+  uint64_t symoff = rd64(st + 24), symsz = rd64(st + 32), symentsize = rd64(st + 56);
+  if (symentsize != ELF_SYM_SIZE) return "bad ELF symbol entry size";
+  if (link == 0 || link >= shnum) return "ELF symbol table links no string table";
+  const unsigned char *strsh = sh + (size_t)link * ELF_SHDR_SIZE;
+  if (rd32(strsh + 4) != SHT_STRTAB) return "ELF symbol table links no string table";
+  /* Both were bounds-checked against avail above (neither is NOBITS). */
+  const char *str = (const char *)b + rd64(strsh + 24);
+  uint64_t strsz = rd64(strsh + 32);
+  const unsigned char *syms = b + symoff;
+  uint64_t nsym = symsz / ELF_SYM_SIZE;
+  for (uint64_t i = 0; i < nsym; i++) {
+    const unsigned char *sym = syms + i * ELF_SYM_SIZE;
+    if ((sym[4] & 0xfu) != STT_FUNC || !(sym[5] & STO_CUDA_ENTRY)) continue;
+    uint32_t name = rd32(sym);
+    if (name >= strsz) return "ELF symbol name outside its string table";
+    const char *nul = memchr(str + name, '\0', (size_t)(strsz - name));
+    if (!nul) return "ELF symbol name not terminated in its string table";
+    add_kernel(out, str + name, (size_t)(nul - (str + name)));
+  }
+  return NULL;
+}
+
+/* ---- PTX ---- */
+
+static bool ptx_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+static bool ptx_ident(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+         c == '%';
+}
+
+/* Skips whitespace and comments from i; returns the first other index (<= n). */
+static size_t ptx_skip(const char *t, size_t n, size_t i) {
+  while (i < n) {
+    if (ptx_space(t[i])) {
+      i++;
+    } else if (t[i] == '/' && i + 1 < n && t[i + 1] == '/') {
+      while (i < n && t[i] != '\n') i++;
+    } else if (t[i] == '/' && i + 1 < n && t[i + 1] == '*') {
+      i += 2;
+      while (i < n && !(t[i] == '*' && i + 1 < n && t[i + 1] == '/')) i++;
+      i = i < n ? i + 2 : n;
+    } else {
+      break;
+    }
+  }
+  return i;
+}
+
+static bool ptx_word_at(const char *t, size_t n, size_t i, const char *word) {
+  size_t wl = strlen(word);
+  return wl <= n - i && memcmp(t + i, word, wl) == 0 && (i + wl == n || !ptx_ident(t[i + wl]));
+}
+
+/* Does the text start, after comments and whitespace, with .version? Reads
+ * byte by byte, never past n nor past a NUL. */
+static bool ptx_recognised(const char *t, size_t n) {
+  if (n > PTX_PREAMBLE_MAX) n = PTX_PREAMBLE_MAX;
+  size_t len = 0;
+  while (len < n && t[len] != '\0') len++;
+  size_t i = ptx_skip(t, len, 0);
+  return i < len && ptx_word_at(t, len, i, ".version");
+}
+
+/* Collects .entry names and the first .target sm_NN from n bytes of PTX. */
+static void ptx_scan(const char *t, size_t n, cg_image_info *out, unsigned *arch) {
+  size_t i = 0;
+  while (i < n) {
+    i = ptx_skip(t, n, i);
+    if (i >= n) break;
+    char c = t[i];
+    if (c == '"') { /* .file "…" paths must not be mistaken for directives */
+      i++;
+      while (i < n && t[i] != '"' && t[i] != '\n') i++;
+      i++;
+      continue;
+    }
+    if (c != '.' || (i > 0 && (ptx_ident(t[i - 1]) || t[i - 1] == '.'))) {
+      i++;
+      continue;
+    }
+    if (ptx_word_at(t, n, i, ".entry")) {
+      size_t j = ptx_skip(t, n, i + 6), k = j;
+      while (k < n && ptx_ident(t[k])) k++;
+      add_kernel(out, t + j, k - j);
+      i = k > i + 6 ? k : i + 6;
+    } else if (ptx_word_at(t, n, i, ".target")) {
+      size_t j = ptx_skip(t, n, i + 7);
+      if (*arch == 0 && n - j > 3 && memcmp(t + j, "sm_", 3) == 0) {
+        unsigned v = 0;
+        for (j += 3; j < n && t[j] >= '0' && t[j] <= '9' && v < 100000; j++) v = v * 10 + (unsigned)(t[j] - '0');
+        *arch = v; /* sm_90a -> 90: the suffix stops the digits */
+      }
+      i = j > i + 7 ? j : i + 7;
+    } else {
+      i++;
+    }
+  }
+}
+
+/* ---- fatbin ---- */
+
+static const char *parse_fatbin(const unsigned char *b, size_t avail, cg_image_info *out, size_t *size) {
+  if (avail < FATBIN_HEADER_SIZE) return "truncated fatbin header";
+  uint64_t hdr = rd16(b + 6), total;
+  if (hdr < FATBIN_HEADER_SIZE) return "bad fatbin header size";
+  if (!span_ok(hdr, rd64(b + 8), avail, &total)) return "truncated fatbin (size past the limit)";
+
+  unsigned best_sass = 0;
+  uint64_t off = hdr;
+  while (off < total) {
+    uint64_t ehs, payload, end;
+    if (!span_ok(off, FATBIN_ENTRY_MIN_HEADER, total, NULL)) return "truncated fatbin entry header";
+    const unsigned char *eh = b + off;
+    unsigned kind = rd16(eh);
+    ehs = rd32(eh + 4);
+    if (ehs < FATBIN_ENTRY_MIN_HEADER) return "bad fatbin entry header size";
+    if (!span_ok(off, ehs, total, &payload) || !span_ok(payload, rd64(eh + 8), total, &end))
+      return "bad fatbin entry size";
+    unsigned arch = rd32(eh + 0x1C);
+    bool compressed = (rd64(eh + 0x28) & (FATBIN_FLAG_LZ4 | FATBIN_FLAG_ZSTD)) != 0;
+    const unsigned char *pl = b + payload;
+    size_t plen = (size_t)(end - payload);
+    add_arch(out, arch);
+    if (kind == FATBIN_KIND_ELF) {
+      if (arch > best_sass) best_sass = arch;
+      if (!compressed) { /* compressed payloads: names unknown, not an error */
+        size_t csize;
+        unsigned carch;
+        if (plen < 4 || memcmp(pl, "\177ELF", 4) != 0) return "fatbin ELF entry is not an ELF image";
+        if (parse_cubin(pl, plen, out, &csize, &carch)) return "fatbin holds a malformed ELF entry";
+      }
+    } else if (kind == FATBIN_KIND_PTX) {
+      out->has_ptx = true;
+      if (!compressed) {
+        if (!ptx_recognised((const char *)pl, plen)) return "fatbin PTX entry is not PTX text";
+        const char *nul = memchr(pl, '\0', plen);
+        unsigned parch = 0;
+        ptx_scan((const char *)pl, nul ? (size_t)(nul - (const char *)pl) : plen, out, &parch);
+      }
+    }
+    off = end;
+  }
+  *size = (size_t)total;
+  out->sm_arch = best_sass;
+  return NULL;
+}
+
+/* ---- entry points ---- */
+
+static int fail(cg_image_info *out, const char *why) {
+  memset(out, 0, sizeof *out);
+  out->kind = CG_IMAGE_UNKNOWN;
+  out->why_unknown = why;
+  return -1;
+}
+
+/* Inspects one image that starts at p (no wrapper). */
+static int inspect_image(const unsigned char *b, size_t avail, cg_image_info *out) {
+  const char *why;
+  size_t size = 0;
+  if (avail >= 4 && memcmp(b, "\177ELF", 4) == 0) {
+    unsigned arch = 0;
+    if ((why = parse_cubin(b, avail, out, &size, &arch))) return fail(out, why);
+    out->kind = CG_IMAGE_CUBIN;
+    out->sm_arch = arch;
+    add_arch(out, arch);
+  } else if (avail >= 4 && rd32(b) == FATBIN_MAGIC) {
+    if ((why = parse_fatbin(b, avail, out, &size))) return fail(out, why);
+    out->kind = CG_IMAGE_FATBIN;
+  } else if (ptx_recognised((const char *)b, avail)) {
+    const char *nul = memchr(b, '\0', avail);
+    if (!nul) return fail(out, "PTX text not NUL-terminated within the limit");
+    size = (size_t)(nul - (const char *)b) + 1;
+    unsigned arch = 0;
+    ptx_scan((const char *)b, size - 1, out, &arch);
+    out->kind = CG_IMAGE_PTX;
+    out->sm_arch = arch;
+    if (arch) add_arch(out, arch);
+  } else {
+    return fail(out, "not a cubin, fatbin or PTX image");
+  }
+  out->data = b;
+  out->size = size;
+  out->hash = cg_hash_bytes(b, size);
+  return 0;
+}
+
+int cg_image_inspect(const void *p, size_t limit, cg_image_info *out) {
+  if (!out) return -1;
+  memset(out, 0, sizeof *out);
+  if (!p) return fail(out, "null image pointer");
+  size_t avail = limit < CG_IMAGE_MAX_BYTES ? limit : CG_IMAGE_MAX_BYTES;
+  const unsigned char *b = p;
+
+  if (avail >= 4 && rd32(b) == FATBIN_WRAPPER_MAGIC) {
+    /* {u32 magic, u32 version, const void *data, const void *filenames} */
+    size_t wsize = 8 + 2 * sizeof(void *);
+    if (avail < wsize) return fail(out, "truncated fatbin wrapper");
+    const unsigned char *data;
+    memcpy(&data, b + 8, sizeof data);
+    if (!data) return fail(out, "fatbin wrapper has a null fatbin pointer");
+    /* A caller that knows the buffer's bounds (limit below the maximum) gets
+     * no read outside them: the fatbin must lie inside. A caller that only
+     * has the pointer trusts it as the driver would. */
+    size_t davail = CG_IMAGE_MAX_BYTES;
+    if (limit < CG_IMAGE_MAX_BYTES) {
+      uintptr_t lo = (uintptr_t)b, d = (uintptr_t)data;
+      if (d < lo || d - lo >= avail) return fail(out, "fatbin wrapper points outside the limit");
+      davail = avail - (size_t)(d - lo);
+    }
+    if (davail < 4 || rd32(data) != FATBIN_MAGIC) return fail(out, "fatbin wrapper does not point to a fatbin");
+    return inspect_image(data, davail, out);
+  }
+  return inspect_image(b, avail, out);
+}
+
+const char *cg_image_kind_name(cg_image_kind kind) {
+  switch (kind) {
+  case CG_IMAGE_CUBIN: return "cubin";
+  case CG_IMAGE_FATBIN: return "fatbin";
+  case CG_IMAGE_PTX: return "ptx";
+  default: return "unknown";
+  }
+}
+
+const char *cg_image_first_kernel(const cg_image_info *info) {
+  if (!info || info->n_kernels == 0 || info->kernel_names[0] == '\0') return NULL;
+  return info->kernel_names;
+}
+
+const char *cg_image_next_kernel(const cg_image_info *info, const char *name) {
+  if (!info || !name) return NULL;
+  const char *base = info->kernel_names, *lim = base + sizeof info->kernel_names;
+  if (name < base || name >= lim) return NULL;
+  const char *nul = memchr(name, '\0', (size_t)(lim - name));
+  if (!nul || nul + 1 >= lim || nul[1] == '\0') return NULL;
+  return nul + 1;
+}
+
+cg_hash128 cg_hash_bytes(const void *p, size_t n) {
+  XXH128_hash_t h = XXH3_128bits(p, n);
+  cg_hash128 r = {h.high64, h.low64};
+  return r;
+}
+
+void cg_hash_format(cg_hash128 h, char out[33]) {
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; i++) {
+    out[i] = hex[(h.hi >> (60 - 4 * i)) & 0xf];
+    out[16 + i] = hex[(h.lo >> (60 - 4 * i)) & 0xf];
+  }
+  out[32] = '\0';
+}
+
+int cg_hash_parse(const char *s, cg_hash128 *out) {
+  if (!s || !out) return -1;
+  uint64_t v[2] = {0, 0};
+  for (int i = 0; i < 32; i++) {
+    char c = s[i];
+    unsigned d;
+    if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
+    else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
+    else return -1; /* also stops at an early NUL */
+    v[i / 16] = v[i / 16] << 4 | d;
+  }
+  if (s[32] != '\0') return -1;
+  out->hi = v[0];
+  out->lo = v[1];
+  return 0;
+}
