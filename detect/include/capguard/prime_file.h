@@ -55,4 +55,59 @@ int cg_prime_append(const char *path, const cg_prime_record *r, uint64_t max_byt
  * $HOME/.cache/capguard/prime.cgp. Returns 0, -1 if no home is known. */
 int cg_prime_default_path(char *buf, size_t cap);
 
+/* ---- Added for the CLI, the fuzzer and the shim's size cap. ---- */
+
+#define CG_PRIME_HEADER_BYTES 32u     /* file header; records follow */
+#define CG_PRIME_REC_IMAGE 1u         /* record types (docs/priming-format.md) */
+#define CG_PRIME_REC_HIT 2u
+
+/* Parse a priming file already in memory (the same code cg_prime_load uses;
+ * the fuzzer calls it). name is only used in warnings. The set owns a copy. */
+int cg_prime_parse_memory(const void *data, size_t len, const char *name, cg_prime_set **out,
+                          cg_prime_warn_fn warn, void *ctx);
+
+/* "4096", "64K", "256M", "2G" (binary units, either case) -> bytes.
+ * Returns 0, or -1 for anything else (empty, sign, spaces, junk, overflow). */
+int cg_prime_parse_size(const char *s, uint64_t *out);
+
+/* Bytes the record takes in a file written by cg_prime_rewrite (hits folded). */
+uint64_t cg_prime_record_disk_size(const cg_prime_record *r);
+
+typedef enum {
+  CG_PRIME_REC_OK = 0,
+  CG_PRIME_REC_DAMAGED = 1, /* bad bytes with an intact record after them */
+  CG_PRIME_REC_TORN = 2,    /* bad bytes up to the end of the file (an interrupted write) */
+} cg_prime_rec_state;
+
+typedef struct {
+  uint64_t offset, length;  /* byte range in the file */
+  cg_prime_rec_state state;
+  unsigned type;            /* CG_PRIME_REC_*, or an unknown type; 0 when not OK */
+  const char *why;          /* static text when not OK */
+} cg_prime_walk_entry;
+
+typedef void (*cg_prime_walk_fn)(void *ctx, const cg_prime_walk_entry *e);
+typedef void (*cg_prime_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* Check every record of path: each (may be NULL) gets one entry per record or
+ * damaged range in file order, progress (may be NULL) is called every few MiB.
+ * Returns 0 when all is intact, 1 when damage was found, -1 when the file is
+ * refused or missing (warn got one line). Never modifies the file. */
+int cg_prime_verify(const char *path, cg_prime_walk_fn each, cg_prime_progress_fn progress,
+                    void *ctx, cg_prime_warn_fn warn, void *wctx);
+
+/* Under the exclusive lock, with cur the file's current contents: set keep[i]
+ * to false for records to drop (all start true). Return 0 to go on, -1 to
+ * abort (nothing is written). */
+typedef int (*cg_prime_select_fn)(void *ctx, const cg_prime_set *cur, bool *keep);
+
+/* Replace path atomically (temp file in the same directory, fsync, rename,
+ * all under the lock) with the records select keeps plus every record of the
+ * sets in add[0..n_add), deduplicated by bytes with hits summed, hit records
+ * folded, damaged records dropped. Creates path when missing. select may be
+ * NULL (keep all). Returns 0, -1 on refusal/error (warned), or select's -1. */
+int cg_prime_rewrite(const char *path, cg_prime_select_fn select, void *sctx,
+                     const cg_prime_set *const *add, size_t n_add,
+                     cg_prime_warn_fn warn, void *wctx);
+
 #endif

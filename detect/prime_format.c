@@ -1,0 +1,477 @@
+/* The priming file's bytes: header, records, checksums, the walk that finds
+ * intact records among damaged ones, and parsing into a cg_prime_set.
+ * Layout and rationale: docs/priming-format.md. No file I/O here, so the
+ * fuzzer drives exactly the code that cg_prime_load runs. */
+#include "prime_format.h"
+
+#include <endian.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* PNG-style: a high byte, a name, CR LF, ^Z, LF, so that text-mode transfers
+ * and truncation to 7 bits are caught by the magic itself. */
+const uint8_t prime_magic[8] = {0x89, 'C', 'G', 'P', '\r', '\n', 0x1a, '\n'};
+
+static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return le16toh(v); }
+static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
+static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
+static void put16(uint8_t *p, uint16_t v) { v = htole16(v); memcpy(p, &v, 2); }
+static void put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
+static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
+
+cg_hash128 prime_hash(const void *p, size_t n) {
+  XXH128_hash_t h = XXH3_128bits(p, n);
+  return (cg_hash128){.hi = h.high64, .lo = h.low64};
+}
+
+void prime_warnf(cg_prime_warn_fn warn, void *ctx, const char *path, const char *fmt, ...) {
+  if (!warn) return;
+  char line[1024];
+  int n = snprintf(line, sizeof line, "capguard: priming file %s: ", path ? path : "(memory)");
+  if (n < 0 || (size_t)n >= sizeof line) n = (int)strlen(line);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  va_end(ap);
+  /* One line, whatever the path holds. */
+  for (char *c = line; *c; c++)
+    if ((unsigned char)*c < 0x20) *c = '?';
+  warn(ctx, line);
+}
+
+/* ---- header ---- */
+
+void prime_encode_header(uint8_t out[CG_PRIME_HEADER_BYTES], uint64_t created_ns) {
+  memcpy(out, prime_magic, 8);
+  put16(out + 8, PRIME_VERSION);
+  put16(out + 10, CG_PRIME_HEADER_BYTES);
+  put32(out + 12, 0);
+  put64(out + 16, created_ns);
+  put64(out + 24, XXH3_64bits(out, 24));
+}
+
+prime_hdr_state prime_check_header(const uint8_t *buf, size_t len, unsigned *version) {
+  *version = 0;
+  if (len == 0) return PRIME_HDR_EMPTY;
+  if (memcmp(buf, prime_magic, len < 8 ? len : 8) != 0) return PRIME_HDR_FOREIGN;
+  if (len < 10) return PRIME_HDR_TORN;
+  /* The version is read before anything else is trusted: a newer format may
+   * lay out the rest of its header differently. */
+  *version = get16(buf + 8);
+  if (*version > PRIME_VERSION) return PRIME_HDR_NEWER;
+  if (*version == 0) return PRIME_HDR_DAMAGED;
+  if (len < CG_PRIME_HEADER_BYTES) return PRIME_HDR_TORN;
+  if (get16(buf + 10) != CG_PRIME_HEADER_BYTES || get32(buf + 12) != 0 ||
+      get64(buf + 24) != XXH3_64bits(buf, 24))
+    return PRIME_HDR_DAMAGED;
+  return PRIME_HDR_OK;
+}
+
+/* ---- records ---- */
+
+uint64_t prime_image_len(uint64_t size, uint64_t names_len) {
+  return PRIME_IMAGE_FIXED + pad8(size) + pad8(names_len) + 8;
+}
+
+static void seal(uint8_t *rec, uint64_t len) { put64(rec + len - 8, XXH3_64bits(rec, len - 8)); }
+
+static void put_head(uint8_t *rec, unsigned type, uint64_t len) {
+  put32(rec, PRIME_REC_MAGIC);
+  put16(rec + 4, (uint16_t)type);
+  put16(rec + 6, 0);
+  put64(rec + 8, len);
+}
+
+void prime_encode_image(uint8_t *out, const cg_prime_record *r) {
+  uint64_t len = prime_image_len(r->size, r->names_len);
+  memset(out, 0, len); /* padding is zero, so equal records encode equally */
+  put_head(out, CG_PRIME_REC_IMAGE, len);
+  put32(out + 16, (uint32_t)r->kind);
+  put32(out + 20, r->sm_arch);
+  put64(out + 24, r->hash.hi);
+  put64(out + 32, r->hash.lo);
+  put64(out + 40, r->size);
+  put32(out + 48, r->n_kernels);
+  put32(out + 52, r->names_len);
+  put64(out + 56, r->hits);
+  put64(out + 64, r->first_ns);
+  put64(out + 72, r->last_ns);
+  memcpy(out + PRIME_IMAGE_FIXED, r->bytes, r->size);
+  if (r->names_len) memcpy(out + PRIME_IMAGE_FIXED + pad8(r->size), r->kernel_names, r->names_len);
+  seal(out, len);
+}
+
+void prime_encode_hit(uint8_t out[PRIME_HIT_LEN], uint64_t image_off, cg_hash128 h,
+                      uint64_t hits, uint64_t last_ns) {
+  put_head(out, CG_PRIME_REC_HIT, PRIME_HIT_LEN);
+  put64(out + 16, image_off);
+  put64(out + 24, h.hi);
+  put64(out + 32, h.lo);
+  put64(out + 40, hits);
+  put64(out + 48, last_ns);
+  seal(out, PRIME_HIT_LEN);
+}
+
+/* Counts NUL-terminated names in names[0, len); -1 if the last is unterminated. */
+static int64_t count_names(const uint8_t *names, uint64_t len) {
+  if (len == 0) return 0;
+  if (names[len - 1] != 0) return -1;
+  int64_t n = 0;
+  for (uint64_t i = 0; i < len; i++) n += names[i] == 0;
+  return n;
+}
+
+/* Fields of an image record whose checksum is already good: a writer bug or a
+ * forged file could still make them inconsistent. */
+static const char *check_image(const uint8_t *rec, uint64_t len) {
+  uint32_t kind = get32(rec + 16);
+  uint64_t size = get64(rec + 40);
+  uint32_t n_kernels = get32(rec + 48), names_len = get32(rec + 52);
+  if (kind > CG_IMAGE_PTX) return "unknown image kind";
+  if (size == 0 || size > CG_IMAGE_MAX_BYTES) return "image size out of range";
+  if (names_len > PRIME_MAX_NAMES) return "kernel names too long";
+  if (prime_image_len(size, names_len) != len) return "record length does not match its fields";
+  if (count_names(rec + PRIME_IMAGE_FIXED + pad8(size), names_len) != (int64_t)n_kernels)
+    return "kernel names do not match their count";
+  cg_hash128 h = prime_hash(rec + PRIME_IMAGE_FIXED, size);
+  if (h.hi != get64(rec + 24) || h.lo != get64(rec + 32)) return "image hash does not match its bytes";
+  return NULL;
+}
+
+/* NULL when a whole, intact record starts at off; else why not. Reads only
+ * buf[off, len): the length field is checked against what is there before use. */
+static const char *check_record(const uint8_t *buf, size_t len, uint64_t off, uint64_t *rlen,
+                                unsigned *type) {
+  uint64_t room = len - off;
+  if (room < PRIME_REC_HEAD) return "incomplete record header";
+  const uint8_t *rec = buf + off;
+  if (get32(rec) != PRIME_REC_MAGIC) return "no record marker";
+  uint64_t l = get64(rec + 8);
+  if (l < PRIME_MIN_REC || l % 8) return "impossible record length";
+  if (l > room) return "record runs past the end of the file";
+  if (get64(rec + l - 8) != XXH3_64bits(rec, l - 8)) return "checksum mismatch";
+  if (get16(rec + 6) != 0) return "reserved field not zero";
+  *rlen = l;
+  *type = get16(rec + 4);
+  if (*type == CG_PRIME_REC_IMAGE) return check_image(rec, l);
+  if (*type == CG_PRIME_REC_HIT && l != PRIME_HIT_LEN) return "hit record of wrong length";
+  return NULL; /* an unknown type is intact; the reader decides */
+}
+
+uint64_t prime_walk(const uint8_t *buf, size_t len, prime_walk_cb each, void *ctx,
+                    cg_prime_progress_fn progress, void *pctx) {
+  const uint64_t step = 8u << 20;
+  uint64_t off = CG_PRIME_HEADER_BYTES, next_report = step;
+  while (off < len) {
+    if (progress && off >= next_report) {
+      progress(pctx, off, len);
+      next_report = off + step;
+    }
+    uint64_t l = 0;
+    unsigned type = 0;
+    const char *why = check_record(buf, len, off, &l, &type);
+    if (!why) {
+      cg_prime_walk_entry e = {off, l, CG_PRIME_REC_OK, type, NULL};
+      each(ctx, &e, buf + off);
+      off += l;
+      continue;
+    }
+    /* Resynchronise: records start 8-aligned, so look for the next aligned
+     * record marker that begins an intact record. Only if none exists is this
+     * a torn tail; damage in the middle never costs the records after it. */
+    uint64_t p = off + 8, l2;
+    unsigned t2;
+    while (p + PRIME_MIN_REC <= len &&
+           (get32(buf + p) != PRIME_REC_MAGIC || check_record(buf, len, p, &l2, &t2)))
+      p += 8;
+    if (p + PRIME_MIN_REC > len) {
+      cg_prime_walk_entry e = {off, len - off, CG_PRIME_REC_TORN, 0, why};
+      each(ctx, &e, NULL);
+      return off;
+    }
+    cg_prime_walk_entry e = {off, p - off, CG_PRIME_REC_DAMAGED, 0, why};
+    each(ctx, &e, NULL);
+    off = p;
+  }
+  if (progress) progress(pctx, len, len);
+  return len;
+}
+
+/* ---- parsing into a set ---- */
+
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
+typedef struct {
+  uint64_t target, hits, last_ns;
+  cg_hash128 hash;
+} pending_hit;
+
+typedef struct {
+  cg_prime_set *set;
+  size_t cap, cap_offs;
+  pending_hit *hits;
+  size_t n_hits, cap_hits;
+  const char *path;
+  bool quiet, oom;
+  cg_prime_warn_fn warn;
+  void *ctx;
+} collector;
+
+static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return true;
+  size_t n = *cap ? *cap * 2 : 16;
+  if (n < need) n = need;
+  void *q = realloc(*p, n * elem);
+  if (!q) return false;
+  *p = q;
+  *cap = n;
+  return true;
+}
+
+static void decode_image(cg_prime_record *r, const uint8_t *rec) {
+  r->kind = (cg_image_kind)get32(rec + 16);
+  r->sm_arch = get32(rec + 20);
+  r->hash = (cg_hash128){get64(rec + 24), get64(rec + 32)};
+  r->size = get64(rec + 40);
+  r->n_kernels = get32(rec + 48);
+  r->names_len = get32(rec + 52);
+  r->hits = get64(rec + 56);
+  r->first_ns = get64(rec + 64);
+  r->last_ns = get64(rec + 72);
+  r->bytes = rec + PRIME_IMAGE_FIXED;
+  r->kernel_names = r->names_len ? (const char *)rec + PRIME_IMAGE_FIXED + pad8(r->size) : "";
+}
+
+static void collect(void *vctx, const cg_prime_walk_entry *e, const uint8_t *rec) {
+  collector *c = vctx;
+  cg_prime_set *s = c->set;
+  if (c->oom) return;
+  if (e->state != CG_PRIME_REC_OK) {
+    s->n_bad++;
+    if (c->quiet) return;
+    if (e->state == CG_PRIME_REC_TORN)
+      prime_warnf(c->warn, c->ctx, c->path,
+                  "last %llu bytes from offset %llu are an incomplete record (%s; an interrupted "
+                  "write?), skipped; the next write to the file drops them",
+                  (unsigned long long)e->length, (unsigned long long)e->offset, e->why);
+    else
+      prime_warnf(c->warn, c->ctx, c->path,
+                  "record at offset %llu damaged (%s), %llu bytes skipped; run 'capguard prime "
+                  "prune %s' to rewrite the file without it",
+                  (unsigned long long)e->offset, e->why, (unsigned long long)e->length, c->path);
+    return;
+  }
+  if (e->type == CG_PRIME_REC_IMAGE) {
+    if (!grow((void **)&s->recs, &c->cap, s->n + 1, sizeof *s->recs) ||
+        !grow((void **)&s->offs, &c->cap_offs, s->n + 1, sizeof *s->offs)) {
+      c->oom = true;
+      return;
+    }
+    s->offs[s->n] = e->offset;
+    decode_image(&s->recs[s->n++], rec);
+  } else if (e->type == CG_PRIME_REC_HIT) {
+    if (!grow((void **)&c->hits, &c->cap_hits, c->n_hits + 1, sizeof *c->hits)) { c->oom = true; return; }
+    c->hits[c->n_hits++] = (pending_hit){get64(rec + 16), get64(rec + 40), get64(rec + 48),
+                                         {get64(rec + 24), get64(rec + 32)}};
+  } else if (!c->quiet) {
+    prime_warnf(c->warn, c->ctx, c->path,
+                "record at offset %llu has type %u, unknown to this capguard, ignored; a newer "
+                "capguard wrote it, upgrade to use it",
+                (unsigned long long)e->offset, e->type);
+  }
+}
+
+static cg_prime_record *entry_at(cg_prime_set *s, uint64_t off) {
+  size_t lo = 0, hi = s->n; /* offs are increasing: records are in file order */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->offs[mid] < off) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < s->n && s->offs[lo] == off ? &s->recs[lo] : NULL;
+}
+
+static int cmp_hash(cg_hash128 a, uint64_t as, cg_hash128 b, uint64_t bs) {
+  if (a.hi != b.hi) return a.hi < b.hi ? -1 : 1;
+  if (a.lo != b.lo) return a.lo < b.lo ? -1 : 1;
+  if (as != bs) return as < bs ? -1 : 1;
+  return 0;
+}
+
+/* Index order: (hash, size), then position, so the first of equals comes first. */
+static int cmp_index(const void *a, const void *b, void *vrecs) {
+  size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+  const cg_prime_record *ra = (const cg_prime_record *)vrecs + ia;
+  const cg_prime_record *rb = (const cg_prime_record *)vrecs + ib;
+  int c = cmp_hash(ra->hash, ra->size, rb->hash, rb->size);
+  return c ? c : (ia > ib) - (ia < ib);
+}
+
+static size_t *sorted_index(const cg_prime_record *recs, size_t n) {
+  size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+  if (!idx) return NULL;
+  for (size_t i = 0; i < n; i++) idx[i] = i;
+  qsort_r(idx, n, sizeof *idx, cmp_index, (void *)recs);
+  return idx;
+}
+
+size_t prime_fold_dups(cg_prime_record *recs, uint64_t *offs, size_t n) {
+  size_t *idx = sorted_index(recs, n);
+  size_t *reps = malloc((n ? n : 1) * sizeof *reps), n_reps = 0;
+  bool *gone = calloc(n ? n : 1, sizeof *gone);
+  if (!idx || !reps || !gone) {
+    free(idx), free(reps), free(gone);
+    return (size_t)-1;
+  }
+  /* Within each run of equal (hash, size), compare against the distinct
+   * contents seen so far in that run (one, unless XXH3-128 collides): linear
+   * however many copies a hostile file holds. Hashes are never proof. */
+  for (size_t i = 0; i < n; i++) {
+    const cg_prime_record *b = &recs[idx[i]];
+    if (i == 0 || cmp_hash(recs[reps[0]].hash, recs[reps[0]].size, b->hash, b->size)) n_reps = 0;
+    size_t k = 0;
+    while (k < n_reps && memcmp(recs[reps[k]].bytes, b->bytes, b->size) != 0) k++;
+    if (k < n_reps) {
+      cg_prime_record *a = &recs[reps[k]];
+      a->hits = sat_add(a->hits, b->hits);
+      if (b->first_ns < a->first_ns) a->first_ns = b->first_ns;
+      if (b->last_ns > a->last_ns) a->last_ns = b->last_ns;
+      gone[idx[i]] = true;
+    } else {
+      reps[n_reps++] = idx[i];
+    }
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (gone[i]) continue;
+    recs[kept] = recs[i];
+    if (offs) offs[kept] = offs[i];
+    kept++;
+  }
+  free(idx), free(reps), free(gone);
+  return kept;
+}
+
+/* Hit records add to the image they name (by offset, hash checked); images
+ * stored twice (files concatenated by hand, say) fold into the first. */
+static int index_and_fold(cg_prime_set *s, const pending_hit *hits, size_t n_hits) {
+  for (size_t i = 0; i < n_hits; i++) {
+    cg_prime_record *r = entry_at(s, hits[i].target);
+    /* A hit whose image was damaged is dropped with it, silently: the image's
+     * own warning already told the user. */
+    if (!r || r->hash.hi != hits[i].hash.hi || r->hash.lo != hits[i].hash.lo) continue;
+    r->hits = sat_add(r->hits, hits[i].hits);
+    if (hits[i].last_ns > r->last_ns) r->last_ns = hits[i].last_ns;
+  }
+  s->n = prime_fold_dups(s->recs, s->offs, s->n);
+  if (s->n == (size_t)-1) return -1;
+  s->by_hash = sorted_index(s->recs, s->n);
+  return s->by_hash ? 0 : -1;
+}
+
+int prime_parse_owned(uint8_t *buf, size_t len, const char *path, bool quiet,
+                      cg_prime_set **out, cg_prime_warn_fn warn, void *ctx) {
+  *out = NULL;
+  cg_prime_set *s = calloc(1, sizeof *s);
+  if (!s) {
+    free(buf);
+    prime_warnf(warn, ctx, path, "out of memory reading it; nothing loaded");
+    return -1;
+  }
+  s->buf = buf;
+  s->len = len;
+  unsigned version;
+  prime_hdr_state h = prime_check_header(buf, len, &version);
+  if (h != PRIME_HDR_OK) {
+    if (h != PRIME_HDR_EMPTY && h != PRIME_HDR_TORN) { /* callers refuse these first */
+      cg_prime_free(s);
+      return -1;
+    }
+    /* Empty or a torn header: nothing recorded yet. */
+    if (h == PRIME_HDR_TORN && !quiet)
+      prime_warnf(warn, ctx, path,
+                  "header incomplete (%zu bytes; an interrupted first write?), no records; the "
+                  "next write starts the file afresh", len);
+    s->tail_off = 0;
+    s->n_bad = h == PRIME_HDR_TORN;
+    *out = s;
+    return 0;
+  }
+  collector c = {.set = s, .path = path, .quiet = quiet, .warn = warn, .ctx = ctx};
+  s->tail_off = prime_walk(buf, len, collect, &c, NULL, NULL);
+  s->n_hit_recs = c.n_hits;
+  int rc = c.oom ? -1 : index_and_fold(s, c.hits, c.n_hits);
+  free(c.hits);
+  if (rc) {
+    prime_warnf(warn, ctx, path, "out of memory reading it; nothing loaded");
+    cg_prime_free(s);
+    return -1;
+  }
+  *out = s;
+  return 0;
+}
+
+/* ---- the public read-only side of a set ---- */
+
+size_t cg_prime_count(const cg_prime_set *s) { return s ? s->n : 0; }
+
+const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i) {
+  return s && i < s->n ? &s->recs[i] : NULL;
+}
+
+const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, size_t size) {
+  if (!s || !bytes || size == 0) return NULL;
+  cg_hash128 h = prime_hash(bytes, size);
+  size_t lo = 0, hi = s->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const cg_prime_record *r = &s->recs[s->by_hash[mid]];
+    if (cmp_hash(r->hash, r->size, h, size) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  /* Equal hashes are not proof: the bytes decide. */
+  for (; lo < s->n; lo++) {
+    const cg_prime_record *r = &s->recs[s->by_hash[lo]];
+    if (cmp_hash(r->hash, r->size, h, size)) break;
+    if (memcmp(r->bytes, bytes, size) == 0) return r;
+  }
+  return NULL;
+}
+
+void cg_prime_free(cg_prime_set *s) {
+  if (!s) return;
+  free(s->buf);
+  free(s->recs);
+  free(s->offs);
+  free(s->by_hash);
+  free(s);
+}
+
+uint64_t cg_prime_record_disk_size(const cg_prime_record *r) {
+  return prime_image_len(r->size, r->names_len);
+}
+
+int cg_prime_parse_size(const char *s, uint64_t *out) {
+  if (!s || *s < '0' || *s > '9') return -1;
+  uint64_t v = 0;
+  for (; *s >= '0' && *s <= '9'; s++) {
+    if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10) return -1;
+    v = v * 10 + (uint64_t)(*s - '0');
+  }
+  unsigned shift = 0;
+  switch (*s) {
+  case '\0': break;
+  case 'k': case 'K': shift = 10; break;
+  case 'm': case 'M': shift = 20; break;
+  case 'g': case 'G': shift = 30; break;
+  default: return -1;
+  }
+  if (shift && *++s) return -1; /* one suffix letter and nothing after it */
+  if (shift && v > (UINT64_MAX >> shift)) return -1;
+  *out = v << shift;
+  return 0;
+}
