@@ -173,8 +173,14 @@ static void report(cg_event *e, event_scratch *s) {
   e->driver_version = cg_driver_version();
   e->emulated_version = cg_cfg.emulate_driver;
   e->capture_began = s->began;
-  e->n_native = cg_native_stack(2, s->native, CG_MAX_NATIVE_FRAMES, s->native_buf, sizeof s->native_buf);
-  e->native = s->native;
+  size_t n = cg_native_stack(0, s->native, CG_MAX_NATIVE_FRAMES, s->native_buf, sizeof s->native_buf);
+  /* Start at the caller of the driver entry point: capguard's own frames
+   * (inlined or not) say nothing to the person reading the report. */
+  size_t first = 0;
+  while (first < n && strncmp(s->native[first], "libcapguard", 11) == 0)
+    first++;
+  e->native = s->native + first;
+  e->n_native = n - first;
   e->n_py = cg_python_stack(s->py, CG_MAX_PY_FRAMES, s->py_buf, sizeof s->py_buf);
   e->py = s->py;
   __atomic_add_fetch(&counters_events[e->kind], 1, __ATOMIC_RELAXED);

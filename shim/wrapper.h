@@ -17,8 +17,11 @@
 /* The driver's pointer for this wrapper, or return from the wrapper: with no
  * driver (or a driver without this variant) the caller gets the error it
  * would get from a driver that does not initialise. */
+/* name is pasted here, not passed on to CG_REAL: passed on, it would be
+ * macro-expanded first, and cuda.h maps e.g. cuGetProcAddress to
+ * cuGetProcAddress_v2 -- the wrong variant with the wrong arguments. */
 #define CG_REAL_OR_RETURN(name, type, var)                                                 \
-  type var = (cg_driver_ready() ? CG_REAL(name, type) : (type)0);                         \
+  type var = (cg_driver_ready() ? (type)cg_ep_real[CG_EP_##name] : (type)0);              \
   if (!var)                                                                                \
     return CUDA_ERROR_NOT_INITIALIZED
 
