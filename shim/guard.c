@@ -47,8 +47,9 @@ uint64_t cg_stream_key(CUstream s, bool ptsz) {
 /* Where a capture began: the raw return addresses, symbolized only if
  * someone asks (an event or the capture's log record), so a begin costs a
  * short unwind and no formatting. */
+#define BEGIN_SITE_FRAMES 6 /* enough to climb out of cudart; each frame costs an unwind step */
 typedef struct {
-  void *frames[12];
+  void *frames[BEGIN_SITE_FRAMES];
   int n;
   char where[512];
 } begin_site;
@@ -71,7 +72,7 @@ void cg_before_capture_begin(void) { cg_priming_before_begin(); }
 void cg_capture_begun(uint64_t key, cg_capture_mode mode, bool into_graph) {
   begin_site *site = malloc(sizeof *site);
   if (site) {
-    site->n = backtrace(site->frames, 12);
+    site->n = backtrace(site->frames, BEGIN_SITE_FRAMES);
     site->where[0] = 0;
   }
   CUcontext ctx = NULL;
@@ -125,7 +126,8 @@ CUresult cg_capture_ended(uint64_t key, CUresult r, CUgraph *graph) {
     *graph = NULL;
   }
   begin_site *site = closed.user;
-  cg_output_capture(&closed, begin_site_text(site));
+  if (cg_output_has_log())
+    cg_output_capture(&closed, begin_site_text(site));
   free(site);
   cg_policy_run_deferred();
   return r;

@@ -137,6 +137,8 @@ void cg_output_event(const cg_event *e) {
   emit(log_fd, fmt_event_json, e);
 }
 
+bool cg_output_has_log(void) { return log_fd >= 0; }
+
 void cg_output_capture(const cg_capture *c, const char *began) {
   if (log_fd < 0)
     return;

@@ -5,6 +5,7 @@
 #ifndef CAPGUARD_OUTPUT_H
 #define CAPGUARD_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "capguard/event.h"
@@ -16,6 +17,7 @@ void cg_output_open_log(void);
 /* The "process" record, written once, when the process first uses the driver. */
 void cg_output_process(int driver_version);
 void cg_output_event(const cg_event *e);
+bool cg_output_has_log(void);
 void cg_output_capture(const cg_capture *c, const char *began);
 /* The summary line on stderr and the "summary" record in the log. */
 void cg_output_summary(cg_summary *s);

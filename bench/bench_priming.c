@@ -1,0 +1,106 @@
+/* What priming costs, measured in one process per run (bench/run_bench_priming.sh
+ * runs it under each configuration and takes medians):
+ *   begin_first   the first capture begin on the context (capguard preloads here)
+ *   begin_next    a later capture begin (nothing to preload)
+ *   load_mid      a cuModuleLoadData made mid-capture (first one: served from the
+ *                 pool when primed; otherwise the driver's load, plus capguard's
+ *                 report and recording when it runs under capguard)
+ *   load_plain    the same image loaded with nothing capturing (the driver's own cost)
+ * Usage: bench_priming IMAGE... (the first image is the one loaded mid-capture).
+ * Prints "name ns" lines. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static void *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = calloc(1, (size_t)n + 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  return b;
+}
+
+/* Resolved with dlsym on libcuda.so.1 (the route torch's driver table takes),
+ * so the same binary measures the fake driver and the real one. */
+#define API(X)                                                                                                 \
+  X(cuInit, CUresult (*)(unsigned))                                                                            \
+  X(cuDeviceGet, CUresult (*)(CUdevice *, int))                                                                \
+  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))                                             \
+  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                                  \
+  X(cuStreamCreate, CUresult (*)(CUstream *, unsigned))                                                        \
+  X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, CUstreamCaptureMode))                                      \
+  X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph *))                                                     \
+  X(cuGraphDestroy, CUresult (*)(CUgraph))                                                                     \
+  X(cuModuleLoadData, CUresult (*)(CUmodule *, const void *))                                                  \
+  X(cuModuleUnload, CUresult (*)(CUmodule))
+#define DECLARE(name, type) static __typeof__(type) p_##name;
+API(DECLARE)
+#define LOOKUP(name, type)                                                                                     \
+  if (!(p_##name = (type)dlsym(h, #name))) {                                                                   \
+    fprintf(stderr, "bench: no %s\n", #name);                                                                  \
+    return 2;                                                                                                  \
+  }
+
+int main(int argc, char **argv) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "bench: %s\n", dlerror());
+    return 2;
+  }
+  API(LOOKUP)
+  if (argc < 2) {
+    fprintf(stderr, "usage: bench_priming IMAGE...\n");
+    return 2;
+  }
+  void *image = read_file(argv[1]);
+  if (!image)
+    return 2;
+  CUdevice dev;
+  CUcontext ctx;
+  CUstream s;
+  CUgraph g;
+  CUmodule m;
+  if (p_cuInit(0) || p_cuDeviceGet(&dev, 0) || p_cuDevicePrimaryCtxRetain(&ctx, dev) || p_cuCtxSetCurrent(ctx) ||
+      p_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))
+    return 2;
+  double t0 = now_ns();
+  p_cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  double t1 = now_ns();
+  CUresult r = p_cuModuleLoadData(&m, image);
+  double t2 = now_ns();
+  p_cuStreamEndCapture(s, &g);
+  if (g)
+    p_cuGraphDestroy(g);
+  if (r == CUDA_SUCCESS)
+    p_cuModuleUnload(m);
+  double t3 = now_ns();
+  p_cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  double t4 = now_ns();
+  p_cuStreamEndCapture(s, &g);
+  if (g)
+    p_cuGraphDestroy(g);
+  double t5 = now_ns();
+  r = p_cuModuleLoadData(&m, image);
+  double t6 = now_ns();
+  if (r == CUDA_SUCCESS)
+    p_cuModuleUnload(m);
+  printf("begin_first %.0f\nload_mid %.0f\nbegin_next %.0f\nload_plain %.0f\n", t1 - t0, t2 - t1, t4 - t3,
+         t6 - t5);
+  return 0;
+}
