@@ -11,7 +11,8 @@ void cg_run_summary(FILE *out, const char *log_path, long long offset, bool temp
   cg_palette pal = cg_palette_for(out);
   cgl_log log;
   cgl_init(&log);
-  if (cgl_read_file(&log, log_path, offset) != 0) {
+  /* A log that was never created is a log with nothing in it. */
+  if (cgl_read_file(&log, log_path, offset) != 0 && errno != ENOENT) {
     fprintf(out, "capguard: cannot read the log %s: %s\n", log_path, strerror(errno));
     cgl_free(&log);
     return;
@@ -29,11 +30,12 @@ void cg_run_summary(FILE *out, const char *log_path, long long offset, bool temp
     cgl_free(&log);
     return;
   }
+  (void)status;
   cgr_analysis a;
   cgr_analyse(&log, &a);
-  fprintf(out, "capguard: %s%zu process%s, %zu capture%s, %s%zu broken%s; events: module-load %zu,"
+  fprintf(out, "capguard: %zu process%s, %zu capture%s, %s%zu broken%s; events: module-load %zu,"
                " module-unload %zu",
-          status ? "" : "", log.n_procs, log.n_procs == 1 ? "" : "es", a.captures,
+          log.n_procs, log.n_procs == 1 ? "" : "es", a.captures,
           a.captures == 1 ? "" : "s", a.n_broken ? pal.red : "", a.n_broken,
           a.n_broken ? pal.reset : "", a.loads + a.served, a.unloads);
   fprintf(out, " (refused %zu, emulated %zu, allowed %zu, served %zu, rescued %zu, deferred %zu)",
