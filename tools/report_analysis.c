@@ -75,14 +75,15 @@ static void find_broken(const cgl_log *log, cgr_analysis *a) {
   qsort(a->broken, a->n_broken, sizeof *a->broken, cmp_broken);
 }
 
-static void count_kernel(cgr_analysis *a, const char *name, size_t ev) {
+static void count_kernel(cgr_analysis *a, const char *name, size_t ev, bool broke) {
   for (size_t k = 0; k < a->n_kernels; k++)
     if (!strcmp(a->kernels[k].name, name)) {
       a->kernels[k].count++;
+      a->kernels[k].broke |= broke;
       return;
     }
   a->kernels = xrealloc(a->kernels, (a->n_kernels + 1) * sizeof *a->kernels);
-  a->kernels[a->n_kernels++] = (cgr_kernel){name, 1, ev};
+  a->kernels[a->n_kernels++] = (cgr_kernel){name, 1, ev, broke};
 }
 
 static void count_site(cgr_analysis *a, const cgl_event *e, size_t ev) {
@@ -143,7 +144,8 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     json_t *n;
     json_array_foreach(e->kernels, k, n) {
       if (json_is_string(n))
-        count_kernel(a, json_string_value(n), i);
+        count_kernel(a, json_string_value(n), i,
+                     cgl_verdict_breaks(e->verdict) || is(e->verdict, "rescued"));
     }
     count_site(a, e, i);
   }
@@ -170,13 +172,16 @@ static void give_advice(cgr_analysis *a) {
     else if (is(a->log->evs[f].event, "module-load"))
       broken_loads++;
   }
+  size_t to_warm = 0;
+  for (size_t k = 0; k < a->n_kernels; k++)
+    to_warm += a->kernels[k].broke;
   if (broken_loads || a->rescued) {
     advise(a,
            "warm these %zu kernel%s up before capture (run each once outside capture), or let "
            "capguard prime them: run again under capguard in guard mode "
            "(capguard run --mode guard -- CMD); the images it records are loaded before capture "
            "on the next run",
-           a->n_kernels, a->n_kernels == 1 ? "" : "s");
+           to_warm, to_warm == 1 ? "" : "s");
   }
   if (a->allowed)
     advise(a,

@@ -16,6 +16,7 @@ typedef struct {
   const char *name;
   size_t count;        /* events that loaded it during capture */
   size_t first_event;  /* where it was first seen */
+  bool broke;          /* a load of it was refused (or rescued): it needs warming up or priming */
 } cgr_kernel;
 
 typedef struct {

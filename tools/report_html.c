@@ -24,7 +24,8 @@ static const char *or(const char *s, const char *dflt) { return s && *s ? s : df
 
 static const char *verdict_colour(const char *v) {
   if (!v) return "#888";
-  if (!strcmp(v, "refused") || !strcmp(v, "emulated")) return "#d62728";
+  if (!strcmp(v, "refused")) return "#d62728";
+  if (!strcmp(v, "emulated")) return "#e7298a";
   if (!strcmp(v, "allowed")) return "#ff7f0e";
   if (!strcmp(v, "served")) return "#1f77b4";
   if (!strcmp(v, "rescued")) return "#9467bd";
@@ -34,7 +35,7 @@ static const char *verdict_colour(const char *v) {
 
 static const char CSS[] =
     "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#222}"
-    "h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}"
+    "h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}h3{font-size:13px;margin:12px 0 4px;font-weight:600}"
     ".sum{color:#444}.bad{color:#c00;font-weight:600}.good{color:#080;font-weight:600}"
     ".warn{color:#a60}table{border-collapse:collapse;margin:4px 0}"
     "td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}"
@@ -57,9 +58,11 @@ static long long cap_begin(const cgl_log *log, size_t c) {
   return 0;
 }
 
-static span time_span(const cgl_log *log) {
+/* The span shown for one group of processes: their captures and events. */
+static span time_span(const cgl_log *log, const size_t *group_of, size_t g) {
   span s = {INT64_MAX, 0};
   for (size_t c = 0; c < log->n_caps; c++) {
+    if (group_of[log->caps[c].proc] != g) continue;
     long long b = cap_begin(log, c), e = log->caps[c].end_ns;
     if (b && b < s.t0) s.t0 = b;
     if (b > s.t1) s.t1 = b;
@@ -67,12 +70,78 @@ static span time_span(const cgl_log *log) {
   }
   for (size_t i = 0; i < log->n_evs; i++) {
     long long t = log->evs[i].time_ns;
+    if (group_of[log->evs[i].proc] != g) continue;
     if (t && t < s.t0) s.t0 = t;
     if (t > s.t1) s.t1 = t;
   }
   if (s.t0 == INT64_MAX) s.t0 = s.t1 = 0;
   if (s.t1 <= s.t0) s.t1 = s.t0 + 1000000; /* at least 1 ms */
   return s;
+}
+
+/* Everything a process did, to tell runs apart. */
+static span proc_span(const cgl_log *log, size_t p) {
+  span s = {log->procs[p].time_ns ? log->procs[p].time_ns : INT64_MAX, log->procs[p].time_ns};
+  for (size_t c = 0; c < log->n_caps; c++) {
+    if (log->caps[c].proc != p) continue;
+    long long b = cap_begin(log, c), e = log->caps[c].end_ns;
+    if (b && b < s.t0) s.t0 = b;
+    if (b > s.t1) s.t1 = b;
+    if (e > s.t1) s.t1 = e;
+  }
+  for (size_t i = 0; i < log->n_evs; i++) {
+    long long t = log->evs[i].time_ns;
+    if (log->evs[i].proc != p || !t) continue;
+    if (t < s.t0) s.t0 = t;
+    if (t > s.t1) s.t1 = t;
+  }
+  if (s.t0 == INT64_MAX) s.t0 = s.t1;
+  return s;
+}
+
+/* Runs: processes of one log whose lifetimes overlap (a parent spans its
+ * workers) share a timeline; a later run appended to the same log, or another
+ * log, gets its own, so that hours between runs do not squash each. Returns
+ * the number of groups; group_of[p] is each process's. */
+static size_t group_runs(const cgl_log *log, size_t *group_of) {
+  size_t groups = 0;
+  span *g = calloc(log->n_procs + 1, sizeof *g);
+  size_t *gfile = calloc(log->n_procs + 1, sizeof *gfile);
+  if (!g || !gfile) {
+    for (size_t p = 0; p < log->n_procs; p++) group_of[p] = 0;
+    free(g);
+    free(gfile);
+    return 1;
+  }
+  const long long slack = 1000000000LL; /* 1 s */
+  for (size_t p = 0; p < log->n_procs; p++) {
+    span ps = proc_span(log, p);
+    size_t k = 0;
+    while (k < groups && !(gfile[k] == log->procs[p].file && ps.t0 <= g[k].t1 + slack &&
+                           ps.t1 + slack >= g[k].t0))
+      k++;
+    if (k == groups) {
+      g[groups] = ps;
+      gfile[groups++] = log->procs[p].file;
+    } else {
+      if (ps.t0 < g[k].t0) g[k].t0 = ps.t0;
+      if (ps.t1 > g[k].t1) g[k].t1 = ps.t1;
+    }
+    group_of[p] = k;
+  }
+  free(g);
+  free(gfile);
+  return groups;
+}
+
+/* Axis label in a unit that suits the span. */
+static void tick_label(char *buf, size_t cap, double ns, double span_ns) {
+  if (span_ns < 2e6)
+    snprintf(buf, cap, "%.0f \u00b5s", ns / 1e3);
+  else if (span_ns < 2e10)
+    snprintf(buf, cap, "%.*f ms", span_ns < 2e7 ? 2 : span_ns < 2e8 ? 1 : 0, ns / 1e6);
+  else
+    snprintf(buf, cap, "%.*f s", span_ns < 2e11 ? 1 : 0, ns / 1e9);
 }
 
 enum { LABEL_W = 190, PLOT_W = 900, LANE_H = 22, ROW_PAD = 8, AXIS_H = 28 };
@@ -98,35 +167,32 @@ static size_t assign_lanes(const cgl_log *log, size_t proc, span s, size_t *lane
   return lanes;
 }
 
-static void timeline(FILE *o, const cgr_analysis *a) {
+static void panel(FILE *o, const cgr_analysis *a, const size_t *group_of, size_t g,
+                  size_t *lane_of, size_t *lanes) {
   const cgl_log *log = a->log;
-  span s = time_span(log);
-  size_t *lane_of = calloc(log->n_caps + 1, sizeof *lane_of);
-  size_t *lanes = calloc(log->n_procs + 1, sizeof *lanes);
-  if (!lane_of || !lanes) {
-    free(lane_of);
-    free(lanes);
-    fputs("<p>(timeline left out: out of memory)</p>\n", o);
-    return;
-  }
+  span s = time_span(log, group_of, g);
   size_t height = AXIS_H;
   for (size_t p = 0; p < log->n_procs; p++) {
+    if (group_of[p] != g) continue;
     lanes[p] = assign_lanes(log, p, s, lane_of);
     height += lanes[p] * LANE_H + ROW_PAD;
   }
   fprintf(o, "<svg width=\"%d\" height=\"%zu\" role=\"img\">\n",
           LABEL_W + PLOT_W + 20, height + 10);
   /* axis: ticks in milliseconds from the first thing seen */
-  double span_ms = (double)(s.t1 - s.t0) / 1e6;
+  double span_ns = (double)(s.t1 - s.t0);
   for (int t = 0; t <= 10; t++) {
     double x = LABEL_W + PLOT_W * t / 10.0;
+    char label[32];
+    tick_label(label, sizeof label, span_ns * t / 10.0, span_ns);
     fprintf(o, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%zu\" stroke=\"#eee\"/>", x, AXIS_H - 8,
             x, height);
-    fprintf(o, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.3g ms</text>\n", x, AXIS_H - 12,
-            span_ms * t / 10.0);
+    fprintf(o, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>\n", x, AXIS_H - 12,
+            t == 10 ? "end" : "middle", label);
   }
   size_t y = AXIS_H;
   for (size_t p = 0; p < log->n_procs; p++) {
+    if (group_of[p] != g) continue;
     char who[256];
     cgr_process_label(a, p, who, sizeof who);
     const cgl_process *pr = &log->procs[p];
@@ -196,6 +262,32 @@ static void timeline(FILE *o, const cgr_analysis *a) {
     y += row_h + ROW_PAD;
   }
   fputs("</svg>\n", o);
+}
+
+static void timeline(FILE *o, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  size_t *lane_of = calloc(log->n_caps + 1, sizeof *lane_of);
+  size_t *lanes = calloc(log->n_procs + 1, sizeof *lanes);
+  size_t *group_of = calloc(log->n_procs + 1, sizeof *group_of);
+  if (!lane_of || !lanes || !group_of) {
+    free(lane_of);
+    free(lanes);
+    free(group_of);
+    fputs("<p>(timeline left out: out of memory)</p>\n", o);
+    return;
+  }
+  size_t groups = group_runs(log, group_of);
+  for (size_t g = 0; g < groups; g++) {
+    size_t first = 0;
+    while (first < log->n_procs && group_of[first] != g) first++;
+    if (groups > 1 && first < log->n_procs) {
+      fprintf(o, "<h3>run %zu: ", g + 1);
+      esc(o, log->files[log->procs[first].file]);
+      fputs("</h3>\n", o);
+    }
+    panel(o, a, group_of, g, lane_of, lanes);
+  }
+  free(group_of);
   fputs("<p class=\"legend\">", o);
   static const char *const verdicts[] = {"refused", "emulated", "allowed", "served", "rescued",
                                          "deferred", "failed"};

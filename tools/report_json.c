@@ -72,9 +72,9 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   for (size_t k = 0; k < a->n_kernels; k++) {
     char site[512];
     cgl_event_site(&log->evs[a->kernels[k].first_event], site, sizeof site);
-    json_array_append_new(kernels, json_pack("{s:s, s:I, s:s}", "name", a->kernels[k].name,
+    json_array_append_new(kernels, json_pack("{s:s, s:I, s:s, s:b}", "name", a->kernels[k].name,
                                              "count", (json_int_t)a->kernels[k].count, "site",
-                                             site));
+                                             site, "broke_capture", a->kernels[k].broke));
   }
   json_object_set_new(root, "kernels", kernels);
 
