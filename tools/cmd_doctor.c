@@ -279,7 +279,7 @@ static void check_shim(doctor *d) {
     else if (!strncmp(v, "interposed ", 11))
       ok(d, ROUTES[r].label, "seen by the shim");
     else if (no_cuda)
-      note(d, ROUTES[r].label, "not checked: no libcuda (%s)", v);
+      note(d, ROUTES[r].label, "not checked: there is no libcuda to resolve it in");
     else if (!strncmp(v, "direct ", 7))
       problem(d, ROUTES[r].label,
               "NOT seen by the shim: resolves to %s, so calls made this way escape capguard", v + 7);

@@ -52,6 +52,36 @@ static json_t *arr(json_t *o, const char *k) {
   return json_is_array(v) ? v : NULL;
 }
 
+/* Text from a log reaches terminals and one-line reports: control characters
+ * (escape sequences, newlines) become '?', in place, everywhere in the line. */
+static void sanitize(json_t *v) {
+  if (json_is_string(v)) {
+    const char *t = json_string_value(v);
+    size_t n = json_string_length(v);
+    bool bad = false;
+    for (size_t i = 0; i < n && !bad; i++)
+      bad = (unsigned char)t[i] < 0x20 || t[i] == 0x7f;
+    if (!bad)
+      return;
+    char *c = malloc(n + 1);
+    if (!c)
+      return;
+    for (size_t i = 0; i < n; i++)
+      c[i] = (unsigned char)t[i] < 0x20 || t[i] == 0x7f ? '?' : t[i];
+    c[n] = '\0';
+    json_string_setn(v, c, n);
+    free(c);
+  } else if (json_is_array(v)) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) sanitize(e);
+  } else if (json_is_object(v)) {
+    const char *k;
+    json_t *e;
+    json_object_foreach(v, k, e) sanitize(e);
+  }
+}
+
 static void malformed(cgl_log *log, size_t file, long long lineno, const char *why) {
   if (log->malformed++ == 0)
     snprintf(log->first_malformed, sizeof log->first_malformed, "%s:%lld: %s", log->files[file],
@@ -106,7 +136,9 @@ static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
 }
 
 static void read_capture(cgl_log *log, size_t proc, json_t *o) {
-  cgl_capture *c = &log->caps[capture_for(log, proc, num(o, "id", 0))];
+  /* index first: capture_for may move log->caps */
+  size_t ci = capture_for(log, proc, num(o, "id", 0));
+  cgl_capture *c = &log->caps[ci];
   c->ended_line = true;
   c->stream = str(o, "stream");
   c->mode = str(o, "mode");
@@ -221,6 +253,7 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
     log->unknown++;
     return;
   }
+  sanitize(o);
   json_array_append_new(log->roots, o); /* keeps the borrowed strings alive */
   long long p = (long long)json_integer_value(pid);
   if (!strcmp(type, "process")) {

@@ -13,7 +13,7 @@ static void *xrealloc(void *p, size_t n) {
   return q;
 }
 
-static bool is(const char *s, const char *want) { return s && !strcmp(s, want); }
+static bool is(const char *s, const char *want) { return s && want && !strcmp(s, want); }
 
 bool cgr_offending(const cgl_event *e) { return !is(e->verdict, "served"); }
 
@@ -72,7 +72,8 @@ static void find_broken(const cgl_log *log, cgr_analysis *a) {
     a->broken[a->n_broken++] = (cgr_broken){c, first};
   }
   sort_log = log;
-  qsort(a->broken, a->n_broken, sizeof *a->broken, cmp_broken);
+  if (a->n_broken)
+    qsort(a->broken, a->n_broken, sizeof *a->broken, cmp_broken);
 }
 
 static void count_kernel(cgr_analysis *a, const char *name, size_t ev, bool broke) {
@@ -149,8 +150,10 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     }
     count_site(a, e, i);
   }
-  qsort(a->kernels, a->n_kernels, sizeof *a->kernels, cmp_kernel);
-  qsort(a->sites, a->n_sites, sizeof *a->sites, cmp_site);
+  if (a->n_kernels) /* qsort of NULL, even of 0 elements, is undefined */
+    qsort(a->kernels, a->n_kernels, sizeof *a->kernels, cmp_kernel);
+  if (a->n_sites)
+    qsort(a->sites, a->n_sites, sizeof *a->sites, cmp_site);
   /* Processes that exited cleanly say how many captures they began; others count what was seen. */
   for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];

@@ -13,7 +13,7 @@ expect_in "$WORK/none.out" "nothing here can capture CUDA graphs" "what no libcu
 expect_in "$WORK/none.out" "ok      libcapguard.so: $(readlink -f "$FAKE_SHIM") loads" "shim loads"
 # with no driver only the exported symbol can be checked: the fake shim exports it
 expect_in "$WORK/none.out" "ok      route: exported symbol (dlsym RTLD_DEFAULT, -lcuda): seen by the shim" "exported route"
-expect_in "$WORK/none.out" "note    route: dlsym on the libcuda handle: not checked: no libcuda" "handle route without libcuda"
+expect_in "$WORK/none.out" "note    route: dlsym on the libcuda handle: not checked: there is no libcuda" "handle route without libcuda"
 expect_in "$WORK/none.out" "priming file: $WORK/cache/prime.cgp: not created yet" "no priming file yet"
 expect_in "$WORK/none.out" "note    log: CAPGUARD_LOG is not set" "no log configured"
 expect_in "$WORK/none.out" "no problem found" "no problem without a driver"

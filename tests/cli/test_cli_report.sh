@@ -74,6 +74,13 @@ expect_rc 0 "empty log"
 expect_in "$WORK/empty.out" "0 processes, 0 captures, 0 broken" "empty totals"
 expect_in "$WORK/empty.out" "nothing to do" "empty advice"
 
+# --- control characters in log text never reach the terminal
+printf '%s\n' '{"v":1,"type":"event","pid":8,"time_ns":1,"event":"module-load","call":"cuModuleLoadData\u001b[31m","verdict":"refused","capture":{"id":1,"began":"a\nb"},"image":{"kernels":["k\u0007"]}}' >"$WORK/ctl.jsonl"
+run_cg ctl report "$WORK/ctl.jsonl"
+if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$WORK/ctl.out"; then fail "control characters in the text report"; else pass; fi
+expect_in "$WORK/ctl.out" "cuModuleLoadData?[31m" "escape replaced"
+expect_in "$WORK/ctl.out" "began a?b)" "newline replaced"
+
 # --- --json: valid JSON with the same findings
 run_cg j report --json "$DATA/run1.jsonl" "$DATA/malformed.jsonl"
 expect_rc 1 "--json exit code"
