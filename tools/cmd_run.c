@@ -284,7 +284,7 @@ int cg_cmd_run(int argc, char **argv) {
   }
   if (!o.quiet) {
     const char *mode = o.mode ? o.mode : getenv("CAPGUARD_MODE");
-    cg_run_summary(stderr, log, offset, temporary, mode, status);
+    cg_run_summary(stderr, log, offset, temporary, mode);
   }
   return status;
 }

@@ -7,7 +7,7 @@
 #include "report_analysis.h"
 
 void cg_run_summary(FILE *out, const char *log_path, long long offset, bool temporary,
-                    const char *mode, int status) {
+                    const char *mode) {
   cg_palette pal = cg_palette_for(out);
   cgl_log log;
   cgl_init(&log);
@@ -30,7 +30,6 @@ void cg_run_summary(FILE *out, const char *log_path, long long offset, bool temp
     cgl_free(&log);
     return;
   }
-  (void)status;
   cgr_analysis a;
   cgr_analyse(&log, &a);
   fprintf(out, "capguard: %zu process%s, %zu capture%s, %s%zu broken%s; events: module-load %zu,"

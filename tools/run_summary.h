@@ -9,6 +9,6 @@
 
 /* mode: the mode asked for (NULL: the shim's default, guard). */
 void cg_run_summary(FILE *out, const char *log_path, long long offset, bool temporary,
-                    const char *mode, int status);
+                    const char *mode);
 
 #endif
