@@ -15,5 +15,4 @@ int cgr_print_html(FILE *out, const cgr_analysis *a);
 
 /* "pid 1001" or "pid 1001 (run2.jsonl)" when several logs were read. */
 void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap);
-/* One line per advice item, the same text in every rendering. */
 #endif
