@@ -1,0 +1,40 @@
+# Shared helpers of the CLI tests (sourced). Each test gets from meson:
+#   CAPGUARD   the capguard executable    DATA  tests/cli/data
+#   FAKE_SHIM  stand-in libcapguard.so    FAKE_DRIVER_DIR  dir with a fake libcuda.so.1
+set -u
+failures=0
+checks=0
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/capguard-cli-test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+# meson points LD_LIBRARY_PATH at the fake driver it built; tests choose for themselves
+unset LD_LIBRARY_PATH
+export NO_COLOR=1   # plain text to compare; colour has its own test
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+pass() { checks=$((checks + 1)); }
+
+# run_cg NAME ARGS...: run capguard, stdout in $WORK/NAME.out, stderr in $WORK/NAME.err, status in $rc
+run_cg() {
+  local name=$1; shift
+  "$CAPGUARD" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" </dev/null
+  rc=$?
+}
+
+expect_rc() { # expect_rc WANT WHAT
+  if [ "$rc" -eq "$1" ]; then pass; else fail "$2: exit $rc, wanted $1"; fi
+}
+expect_in() { # expect_in FILE FIXED-STRING WHAT
+  if grep -qF -- "$2" "$1"; then pass; else fail "$3: '$2' not in $(basename "$1"):"; sed 's/^/    | /' "$1" >&2; fi
+}
+expect_not_in() {
+  if grep -qF -- "$2" "$1"; then fail "$3: '$2' unexpectedly in $(basename "$1")"; else pass; fi
+}
+expect_lines() { # expect_lines FILE N WHAT
+  local n; n=$(wc -l <"$1")
+  if [ "$n" -eq "$2" ]; then pass; else fail "$3: $n lines in $(basename "$1"), wanted $2"; sed 's/^/    | /' "$1" >&2; fi
+}
+finish() {
+  if [ "$failures" -ne 0 ]; then echo "$failures of $((checks + failures)) checks failed" >&2; exit 1; fi
+  echo "all $checks checks passed"
+  exit 0
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# capguard report over hand-written logs (docs/log-format.md) from several
+# processes and runs: text, --json, exit codes, malformed and newer lines.
+. "$(dirname "$0")/lib.sh"
+
+# --- one run, three processes (vLLM-like: api server + two workers), broken captures
+run_cg r1 report "$DATA/run1.jsonl"
+o=$WORK/r1.out
+expect_rc 1 "report of a run with broken captures"
+expect_in "$o" "1 log, 3 processes, 5 captures, 4 broken" "totals"
+# the first call that broke pid 4101's capture 1 is the earlier one by time (written second)
+expect_in "$o" "pid 4101 capture 1 (stream 0x5d1e00, global, failed; began vllm/worker/model_runner.py:1710 in capture)" "broken capture header"
+grep -A2 "pid 4101 capture 1 " "$o" >"$WORK/c1"
+expect_in "$WORK/c1" "first broken by cuModuleLoadData (module-load, refused, CUresult 900) at fla/ops/gated_delta_rule/chunk.py:210 in chunk_gated_delta_rule_fwd" "first breaking call by time"
+expect_in "$WORK/c1" "kernels: _gdn_fwd_kernel, _gdn_chunk_kernel" "kernels of the first breaking call"
+# a worker with no Python stack: the first native frame outside capguard and libcuda
+grep -A1 "pid 4102 capture 1 " "$o" >"$WORK/c2"
+expect_in "$WORK/c2" "at libtriton_launcher.so(load_binary+0x42)" "native call site fallback"
+# a capture that failed with nothing logged
+grep -A1 "pid 4101 capture 2 " "$o" >"$WORK/c3"
+expect_in "$WORK/c3" "no forbidden call logged" "silent broken capture"
+# an unload that broke a capture
+grep -A1 "pid 4101 capture 3 " "$o" >"$WORK/c4"
+expect_in "$WORK/c4" "first broken by cuModuleUnload (module-unload, refused" "unload breaks a capture"
+expect_not_in "$o" "pid 4102 capture 2 " "a capture that ended is not broken"
+# kernels deduplicated with counts: _attn_fwd came from two processes
+expect_in "$o" "      2  _attn_fwd" "deduplicated kernel count"
+expect_in "$o" "      1  _gdn_fwd_kernel" "kernel count"
+# call sites deduplicated: Python frame first
+expect_in "$o" "      1  triton/compiler/compiler.py:385 in _init_handles  [cuModuleLoadData; kernels: _attn_fwd]" "python call site"
+expect_in "$o" "      1  triton/compiler/compiler.py:470 in __del__  [cuModuleUnload]" "unload call site"
+# advice
+expect_in "$o" "warm these 3 kernels up before capture" "warm-up advice"
+expect_in "$o" "capguard run --mode guard -- CMD" "guard-mode advice"
+expect_in "$o" "1 module unload during capture" "unload advice"
+expect_in "$o" "1 capture broke without a logged module call" "silent capture advice"
+if [ -s "$WORK/r1.err" ]; then fail "clean log produced stderr"; else pass; fi
+
+# --- a later run where priming worked: nothing broke, exit 0
+run_cg r2 report "$DATA/run2.jsonl"
+expect_rc 0 "report of a run with nothing broken"
+expect_in "$WORK/r2.out" "1 process, 1 capture, 0 broken" "run2 totals"
+expect_in "$WORK/r2.out" "1 load during capture was served from the priming file" "served advice"
+expect_in "$WORK/r2.out" "1 module load during capture was allowed by this driver" "allowed advice"
+expect_in "$WORK/r2.out" "      1  _rms_norm" "allowed kernel listed"
+expect_not_in "$WORK/r2.out" "_attn_fwd" "served kernel is not an offending kernel"
+
+# --- several runs at once; stdin as "-"; CAPGUARD_LOG as the default
+run_cg both report "$DATA/run1.jsonl" "$DATA/run2.jsonl"
+expect_rc 1 "two logs, one broken"
+expect_in "$WORK/both.out" "2 logs, 4 processes, 6 captures, 4 broken" "two-log totals"
+expect_in "$WORK/both.out" "pid 4101 (run1.jsonl) capture 1" "process labelled by log when several"
+"$CAPGUARD" report - <"$DATA/run2.jsonl" >"$WORK/stdin.out" 2>&1; rc=$?
+expect_rc 0 "report from stdin"
+expect_in "$WORK/stdin.out" "1 process, 1 capture, 0 broken" "stdin totals"
+CAPGUARD_LOG=$DATA/run1.jsonl "$CAPGUARD" report >"$WORK/env.out" 2>&1 </dev/null; rc=$?
+expect_rc 1 "report of \$CAPGUARD_LOG"
+expect_in "$WORK/env.out" "5 captures, 4 broken" "CAPGUARD_LOG default"
+
+# --- malformed lines: counted, reported in one line on stderr, not fatal
+run_cg bad report "$DATA/malformed.jsonl"
+expect_rc 1 "malformed log still reports (its capture broke)"
+expect_in "$WORK/bad.err" "capguard report: 4 malformed lines skipped (first: $DATA/malformed.jsonl:2: not JSON" "malformed count"
+expect_in "$WORK/bad.err" "capguard report: 1 line of a newer log version ignored" "newer version line"
+expect_lines "$WORK/bad.err" 2 "one line each for malformed and newer"
+expect_in "$WORK/bad.out" "pid 6000 capture 1 (stream 0x2000, global, invalidated; began main.c:10)" "capture known only from its event"
+expect_in "$WORK/bad.out" "first broken by cuModuleLoadDataEx (module-load, emulated, CUresult 900) at a.out(main+0x20)" "emulated refusal"
+expect_not_in "$WORK/bad.out" "capture 9" "newer-version event ignored"
+
+# --- an empty log
+: >"$WORK/empty.jsonl"
+run_cg empty report "$WORK/empty.jsonl"
+expect_rc 0 "empty log"
+expect_in "$WORK/empty.out" "0 processes, 0 captures, 0 broken" "empty totals"
+expect_in "$WORK/empty.out" "nothing to do" "empty advice"
+
+# --- control characters in log text never reach the terminal
+printf '%s\n' '{"v":1,"type":"event","pid":8,"time_ns":1,"event":"module-load","call":"cuModuleLoadData\u001b[31m","verdict":"refused","capture":{"id":1,"began":"a\nb"},"image":{"kernels":["k\u0007"]}}' >"$WORK/ctl.jsonl"
+run_cg ctl report "$WORK/ctl.jsonl"
+if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$WORK/ctl.out"; then fail "control characters in the text report"; else pass; fi
+expect_in "$WORK/ctl.out" "cuModuleLoadData?[31m" "escape replaced"
+expect_in "$WORK/ctl.out" "began a?b)" "newline replaced"
+
+# --- --json: valid JSON with the same findings
+run_cg j report --json "$DATA/run1.jsonl" "$DATA/malformed.jsonl"
+expect_rc 1 "--json exit code"
+if python3 -m json.tool "$WORK/j.out" >/dev/null 2>"$WORK/jt.err"; then pass; else fail "--json is not valid JSON: $(cat "$WORK/jt.err")"; fi
+python3 - "$WORK/j.out" <<'PY' >"$WORK/jcheck" 2>&1 || fail "--json content: $(cat "$WORK/jcheck")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["schema"] == "capguard-report" and r["v"] == 1, r.get("schema")
+assert r["totals"]["captures"] == 6, r["totals"]
+assert r["totals"]["captures_broken"] == 5, r["totals"]
+assert r["lines"]["malformed"] == 4 and r["lines"]["newer_version"] == 1 and r["lines"]["unknown_type"] == 1, r["lines"]
+b = {(x["pid"], x["id"]): x for x in r["broken"]}
+fc = b[(4101, 1)]["first_call"]
+assert fc["call"] == "cuModuleLoadData" and fc["kernels"] == ["_gdn_fwd_kernel", "_gdn_chunk_kernel"], fc
+assert fc["site"] == "fla/ops/gated_delta_rule/chunk.py:210 in chunk_gated_delta_rule_fwd", fc["site"]
+assert b[(4101, 2)]["first_call"] is None
+k = {x["name"]: x["count"] for x in r["kernels"]}
+assert k == {"_attn_fwd": 2, "_gdn_fwd_kernel": 1, "_gdn_chunk_kernel": 1, "vec_add": 1}, k
+assert len({s["site"] for s in r["sites"]}) == len(r["sites"]), "sites not deduplicated"
+assert any("warm these" in a for a in r["advice"]), r["advice"]
+print("ok")
+PY
+[ -s "$WORK/jcheck" ] && grep -qx ok "$WORK/jcheck" && pass
+if command -v jq >/dev/null; then
+  n=$(jq '.processes | length' "$WORK/j.out"); [ "$n" = 4 ] && pass || fail "jq: $n processes, wanted 4"
+fi
+finish

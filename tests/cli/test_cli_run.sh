@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# capguard run: the shim preloaded (CAPGUARD_SHIM stands in for the real one),
+# env passed to the command and its children, LD_PRELOAD kept, exit status
+# propagated, the log (given or temporary) summarised.
+. "$(dirname "$0")/lib.sh"
+export CAPGUARD_SHIM=$FAKE_SHIM
+unset CAPGUARD_LOG CAPGUARD_MODE CAPGUARD_PRIME CAPGUARD_EMULATE_DRIVER CAPGUARD_RESCUE
+export TMPDIR=$WORK
+
+# --- exit status of the command
+run_cg ok run -- true;                 expect_rc 0 "run true"
+run_cg three run -- sh -c 'exit 3';    expect_rc 3 "run exit 3"
+run_cg nocmd run -- /nonexistent/cmd;  expect_rc 127 "run of a missing command"
+expect_in "$WORK/nocmd.err" "capguard run: cannot run '/nonexistent/cmd': No such file or directory" "missing command error"
+printf 'not a program' >"$WORK/noexec"; chmod 644 "$WORK/noexec"
+run_cg noexec run -- "$WORK/noexec";   expect_rc 126 "run of a non-executable file"
+# options end at the first non-option: the command's own options are its own
+run_cg own run sh -c 'echo "$0 $1"' --mode x; expect_rc 0 "command options left alone"
+expect_in "$WORK/own.out" "--mode x" "command's own arguments"
+
+# --- environment seen by the command (and by its children)
+echo "preexisting" >/dev/null
+LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$CAPGUARD" run --mode report --log "$WORK/given.jsonl" \
+  --prime "rel/prime.cgp" --emulate-driver 12020 --rescue -- \
+  sh -c 'env | grep -E "^(LD_PRELOAD|CAPGUARD_[A-Z_]*)=" | sort; sh -c "echo child \$CAPGUARD_MODE"' \
+  >"$WORK/env.out" 2>"$WORK/env.err"; rc=$?
+expect_rc 0 "run with every option"
+real_shim=$(readlink -f "$FAKE_SHIM")
+expect_in "$WORK/env.out" "LD_PRELOAD=$real_shim:/lib/x86_64-linux-gnu/libc.so.6" "shim first, existing LD_PRELOAD kept"
+expect_in "$WORK/env.out" "CAPGUARD_MODE=report" "--mode"
+expect_in "$WORK/env.out" "CAPGUARD_LOG=$WORK/given.jsonl" "--log"
+expect_in "$WORK/env.out" "CAPGUARD_PRIME=$PWD/rel/prime.cgp" "--prime made absolute"
+expect_in "$WORK/env.out" "CAPGUARD_EMULATE_DRIVER=12020" "--emulate-driver"
+expect_in "$WORK/env.out" "CAPGUARD_RESCUE=1" "--rescue"
+expect_in "$WORK/env.out" "child report" "grandchild inherits the env"
+# every process (sh, env, grep, sort, the inner sh) loaded the shim and logged to the same file
+n=$(grep -c '"type":"process"' "$WORK/given.jsonl")
+[ "$n" -ge 5 ] && pass || fail "$n processes logged, wanted at least 5 (children covered)"
+expect_in "$WORK/env.err" "capguard: $n processes, 0 captures, 0 broken" "summary counts every process"
+expect_in "$WORK/env.err" "capguard: next: no forbidden calls during capture: nothing to do" "next step"
+expect_in "$WORK/env.err" "capguard: log: $WORK/given.jsonl (details: capguard report $WORK/given.jsonl)" "log named"
+if grep -q "^capguard:" "$WORK/env.out"; then fail "summary went to stdout"; else pass; fi
+
+# the shim only once in nested runs
+LD_PRELOAD=$real_shim "$CAPGUARD" run -q -- sh -c 'echo "$LD_PRELOAD"' >"$WORK/nest.out" 2>&1
+expect_in "$WORK/nest.out" "$real_shim" "nested LD_PRELOAD"
+[ "$(grep -o libcapguard "$WORK/nest.out" | wc -l)" -eq 1 ] && pass || fail "shim twice in LD_PRELOAD: $(cat "$WORK/nest.out")"
+
+# --- a given log is appended to; the summary covers only this run
+before=$(wc -l <"$WORK/given.jsonl")
+CGTEST_FAKE_REFUSED=3 "$CAPGUARD" run --log "$WORK/given.jsonl" -- true >/dev/null 2>"$WORK/again.err"; rc=$?
+expect_rc 0 "second run into the same log"
+[ "$(wc -l <"$WORK/given.jsonl")" -gt "$before" ] && pass || fail "log not appended to"
+expect_in "$WORK/again.err" "capguard: 1 process, 1 capture, 1 broken; events: module-load 3, module-unload 0 (refused 3," "summary of this run only"
+expect_in "$WORK/again.err" "3 kernels in 3 images recorded" "kernels recorded"
+expect_in "$WORK/again.err" "capguard: next: run again: 3 kernels will be loaded before capture" "what to do next"
+
+# --- report mode records nothing: advice is guard mode
+CGTEST_FAKE_REFUSED=2 "$CAPGUARD" run --mode report --log "$WORK/rep.jsonl" -- true >/dev/null 2>"$WORK/rep.err"
+expect_in "$WORK/rep.err" "capguard: next: run again in guard mode (capguard run --mode guard -- CMD)" "report-mode advice"
+
+# --- no --log: a temporary log, named in the summary, that capguard report can read
+run_cg tmp run -- true
+expect_rc 0 "run with a temporary log"
+tmplog=$(sed -n 's/^capguard: log: \(.*\) (temporary) (details.*/\1/p' "$WORK/tmp.err")
+case $tmplog in "$WORK"/capguard-*.jsonl) pass ;; *) fail "temporary log not under \$TMPDIR: '$tmplog'" ;; esac
+[ -s "$tmplog" ] && pass || fail "temporary log is empty"
+"$CAPGUARD" report "$tmplog" >/dev/null 2>&1; rc=$?; expect_rc 0 "report of the temporary log"
+# CAPGUARD_LOG from the environment is used when --log is not given
+CAPGUARD_LOG=$WORK/envlog.jsonl "$CAPGUARD" run -- true 2>"$WORK/envlog.err" >/dev/null
+[ -s "$WORK/envlog.jsonl" ] && pass || fail "CAPGUARD_LOG not honoured"
+expect_not_in "$WORK/envlog.err" "(temporary)" "CAPGUARD_LOG is not temporary"
+
+# --- nothing logged (here: mode off, in which the stand-in shim writes nothing) is called out
+run_cg nolog run --mode off --log "$WORK/none.jsonl" -- true
+expect_in "$WORK/nolog.err" "the shim wrote nothing to $WORK/none.jsonl (mode off)" "nothing logged"
+
+# --- the shim cannot be found: one line, exit 125, command not run
+CAPGUARD_SHIM=$WORK/missing.so "$CAPGUARD" run -- touch "$WORK/ran" >"$WORK/ns.out" 2>"$WORK/ns.err"; rc=$?
+expect_rc 125 "missing shim"
+expect_lines "$WORK/ns.err" 1 "missing shim error"
+expect_in "$WORK/ns.err" "capguard run: CAPGUARD_SHIM=$WORK/missing.so is not a readable file" "missing shim error"
+[ -e "$WORK/ran" ] && fail "command ran without the shim" || pass
+# --quiet: no summary
+run_cg quiet run -q -- true; [ -s "$WORK/quiet.err" ] && fail "--quiet printed: $(cat "$WORK/quiet.err")" || pass
+finish

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# capguard run finds the shim without CAPGUARD_SHIM: in a build tree
+# (<dir>/../shim/libcapguard.so) and next to an installed command
+# (<dir>/../lib*/libcapguard.so), relative to the real executable.
+. "$(dirname "$0")/lib.sh"
+unset CAPGUARD_SHIM
+export TMPDIR=$WORK
+for layout in "tools:shim" "bin:lib" "bin:lib64" "bin:lib/x86_64-linux-gnu"; do
+  exe_dir=${layout%%:*} lib_dir=${layout#*:}
+  root=$WORK/${layout//[:\/]/_}
+  mkdir -p "$root/$exe_dir" "$root/$lib_dir"
+  cp "$CAPGUARD" "$root/$exe_dir/capguard"
+  cp "$FAKE_SHIM" "$root/$lib_dir/libcapguard.so"
+  # through a symlink too: the lookup follows /proc/self/exe, not argv[0]
+  ln -s "$root/$exe_dir/capguard" "$WORK/cg-link"
+  "$WORK/cg-link" run -q -- sh -c 'echo "$LD_PRELOAD"' >"$WORK/out" 2>"$WORK/err"; rc=$?
+  expect_rc 0 "run with the shim in $layout"
+  expect_in "$WORK/out" "$root/$lib_dir/libcapguard.so" "shim found in $layout"
+  rm -f "$WORK/cg-link"
+done
+# no shim anywhere near: one line naming where it looked and what to do
+mkdir -p "$WORK/bare/bin"; cp "$CAPGUARD" "$WORK/bare/bin/capguard"
+if [ -e "$CAPGUARD_INSTALLED_SHIM" ]; then
+  echo "note: $CAPGUARD_INSTALLED_SHIM exists, the not-found case is not checked here"
+else
+  "$WORK/bare/bin/capguard" run -- true >"$WORK/o" 2>"$WORK/e"; rc=$?
+  expect_rc 125 "no shim anywhere"
+  expect_in "$WORK/e" "libcapguard.so not found (looked in $WORK/bare/bin/../shim, $WORK/bare/bin/../lib*, " "where it looked"
+  expect_in "$WORK/e" "set CAPGUARD_SHIM=/path/to/libcapguard.so" "what to do"
+  expect_lines "$WORK/e" 1 "one line"
+fi
+finish

@@ -1,0 +1,44 @@
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cg_usage_error(const char *cmd, const char *usage, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (usage)
+    fprintf(stderr, "; usage: %s", usage);
+  fputc('\n', stderr);
+  return CG_EXIT_USAGE;
+}
+
+void cg_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+bool cg_use_colour(FILE *f) {
+  /* https://no-color.org: present and not empty disables colour. */
+  const char *nc = getenv("NO_COLOR");
+  if (nc && *nc)
+    return false;
+  const char *term = getenv("TERM");
+  if (term && !strcmp(term, "dumb"))
+    return false;
+  return isatty(fileno(f));
+}
+
+cg_palette cg_palette_for(FILE *f) {
+  if (cg_use_colour(f))
+    return (cg_palette){"\033[1m", "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"};
+  return (cg_palette){"", "", "", "", "", ""};
+}

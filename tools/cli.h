@@ -1,0 +1,38 @@
+/* Shared conventions of the capguard command: one-line errors, exit codes,
+ * colour (only on a terminal, never with NO_COLOR). */
+#ifndef CAPGUARD_CLI_H
+#define CAPGUARD_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Exit codes of every capguard command (run passes its command's status on). */
+enum {
+  CG_EXIT_OK = 0,
+  CG_EXIT_FINDING = 1, /* a broken capture in a report, a problem the doctor found */
+  CG_EXIT_USAGE = 2,   /* bad arguments, unreadable input */
+  CG_EXIT_RUN_FAILED = 125, /* run: capguard itself failed before the command ran */
+};
+
+#ifndef CAPGUARD_VERSION
+#define CAPGUARD_VERSION "unknown"
+#endif
+
+/* "capguard run: missing command after --; usage: capguard run ..." on stderr.
+ * usage may be NULL. Returns CG_EXIT_USAGE so callers can `return cg_usage_error(...)`. */
+int cg_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* One line "capguard CMD: message" on stderr. */
+void cg_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Whether to colour output written to f: a terminal and NO_COLOR unset or empty. */
+bool cg_use_colour(FILE *f);
+
+/* Colour escape or "" when colour is off. */
+typedef struct {
+  const char *bold, *red, *yellow, *green, *dim, *reset;
+} cg_palette;
+cg_palette cg_palette_for(FILE *f);
+
+#endif

@@ -1,0 +1,407 @@
+/* capguard doctor: what this machine has (libcuda, driver version, GPUs),
+ * whether the shim loads and sees the driver through each route a real
+ * process uses (checked by running capguard-selftest under it), and whether
+ * the priming file and the log can be used. Exit 1 when it finds a problem. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <link.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "capguard/prime_file.h"
+#include "cli.h"
+#include "commands.h"
+#include "shim_path.h"
+
+extern char **environ;
+
+static const char ME[] = "capguard doctor";
+static const char USAGE[] = "capguard doctor";
+#define SELFTEST_NAME "capguard-selftest"
+
+typedef struct {
+  cg_palette pal;
+  int problems;
+} doctor;
+
+static void ok(doctor *d, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(doctor *d, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void problem(doctor *d, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#include <stdarg.h>
+static void line(doctor *d, const char *mark, const char *colour, const char *what, const char *fmt,
+                 va_list ap) {
+  printf("  %s%-7s%s %s: ", colour, mark, d->pal.reset, what);
+  vprintf(fmt, ap);
+  putchar('\n');
+}
+static void ok(doctor *d, const char *what, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  line(d, "ok", d->pal.green, what, fmt, ap);
+  va_end(ap);
+}
+static void note(doctor *d, const char *what, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  line(d, "note", d->pal.yellow, what, fmt, ap);
+  va_end(ap);
+}
+static void problem(doctor *d, const char *what, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  line(d, "PROBLEM", d->pal.red, what, fmt, ap);
+  va_end(ap);
+  d->problems++;
+}
+
+static void help(void) {
+  printf("usage: %s\n\n"
+         "Check this machine for capguard:\n"
+         "  driver   which libcuda is found (dlopen, honouring LD_LIBRARY_PATH), its version,\n"
+         "           whether it refuses module loads during capture (drivers < 12.3 do),\n"
+         "           and whether there is a GPU\n"
+         "  shim     whether " CG_SHIM_NAME " is found and loads, and whether it sees\n"
+         "           cuModuleLoadData through each route: the exported symbol, dlsym on the\n"
+         "           libcuda handle, and the cuGetProcAddress_v2 bootstrap (checked by running\n"
+         "           " SELFTEST_NAME " under it)\n"
+         "  files    the priming file's health and whether the log can be written\n\n"
+         "Environment: CAPGUARD_SHIM, CAPGUARD_PRIME, CAPGUARD_LOG, and CAPGUARD_LIBCUDA (a\n"
+         "library to open instead of libcuda.so.1).\n"
+         "Exit status: 0 no problem found, 1 a problem found, 2 usage error.\n",
+         USAGE);
+}
+
+static const char *libcuda_name(void) {
+  const char *l = getenv("CAPGUARD_LIBCUDA");
+  return l && *l ? l : "libcuda.so.1";
+}
+
+/* ---- driver ---- */
+static void check_driver(doctor *d, int *version_out) {
+  printf("%sdriver%s\n", d->pal.bold, d->pal.reset);
+  *version_out = 0;
+  void *h = dlopen(libcuda_name(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    note(d, "libcuda",
+         "none found (%s): this machine has no NVIDIA driver, so nothing here can capture CUDA "
+         "graphs; capguard run still works but has nothing to guard",
+         e ? e : libcuda_name());
+    return;
+  }
+  struct link_map *lm = NULL;
+  const char *path = dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name[0] ? lm->l_name
+                                                                                : libcuda_name();
+  ok(d, "libcuda", "%s", path);
+  int (*get_version)(int *) = (int (*)(int *))dlsym(h, "cuDriverGetVersion");
+  int v = 0;
+  if (!get_version || get_version(&v) != 0 || v <= 0) {
+    problem(d, "driver version", "cuDriverGetVersion failed; the driver install looks broken");
+  } else {
+    *version_out = v;
+    ok(d, "driver version", "%d (CUDA %d.%d)", v, v / 1000, (v % 1000) / 10);
+    if (v < 12030)
+      note(d, "module loads during capture",
+           "REFUSED by this driver (older than 12.3): a kernel loaded mid-capture breaks the "
+           "capture; run under capguard in guard mode so recorded kernels are loaded before "
+           "capture");
+    else
+      ok(d, "module loads during capture",
+         "allowed by this driver (12.3 or newer); unloads during capture are still refused");
+  }
+  int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
+  int (*count)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
+  int rc = init ? init(0) : -1, n = 0;
+  if (rc == 0 && count && count(&n) == 0 && n > 0)
+    ok(d, "GPUs", "%d", n);
+  else if (rc == 100 || (rc == 0 && n == 0))
+    note(d, "GPUs", "none (cuInit: no CUDA-capable device): the driver is installed but this "
+                    "machine has no GPU it can use");
+  else
+    note(d, "GPUs", "cuInit returned %d: the driver cannot use a GPU here", rc);
+  /* The handle stays open: unloading a driver library at exit gains nothing. */
+}
+
+/* ---- shim and routes ---- */
+typedef struct {
+  const char *name, *label;
+} route_desc;
+static const route_desc ROUTES[] = {
+    {"exported", "route: exported symbol (dlsym RTLD_DEFAULT, -lcuda)"},
+    {"handle", "route: dlsym on the libcuda handle"},
+    {"getprocaddress", "route: cuGetProcAddress_v2 bootstrap"},
+};
+
+/* Run the self-test under the shim; its stdout (and any warning) into out. Returns its wait status, or -1. */
+static int run_selftest(const char *selftest, const char *shim, char *out, size_t cap) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  /* The child's environment: ours, with the shim preloaded and no log to write. */
+  size_t n = 0;
+  while (environ[n])
+    n++;
+  char **env = calloc(n + 2, sizeof *env);
+  char *preload = NULL;
+  const char *old = getenv("LD_PRELOAD");
+  if (!env || asprintf(&preload, "LD_PRELOAD=%s%s%s", shim, old && *old ? ":" : "",
+                       old && *old ? old : "") < 0) {
+    free(env);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "LD_PRELOAD=", 11) && strncmp(environ[i], "CAPGUARD_LOG=", 13))
+      env[k++] = environ[i];
+  env[k++] = preload;
+  env[k] = NULL;
+  char *argv[] = {(char *)selftest, NULL};
+  pid_t pid;
+  int rc = posix_spawn(&pid, selftest, &fa, NULL, argv, env);
+  posix_spawn_file_actions_destroy(&fa);
+  free(preload);
+  free(env);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    errno = rc;
+    return -1;
+  }
+  size_t used = 0;
+  ssize_t r;
+  while ((r = read(fds[0], out + used, cap - 1 - used)) != 0) {
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      break;
+    used += (size_t)r;
+    if (used == cap - 1) {
+      char sink[256]; /* keep reading so the child is not blocked */
+      while (read(fds[0], sink, sizeof sink) > 0) {
+      }
+      break;
+    }
+  }
+  out[used] = '\0';
+  close(fds[0]);
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return -1;
+  return status;
+}
+
+static const char *field(const char *text, const char *prefix, char *buf, size_t cap) {
+  const char *p = text;
+  size_t pl = strlen(prefix);
+  while (p && *p) {
+    if (!strncmp(p, prefix, pl)) {
+      const char *e = strchr(p + pl, '\n');
+      size_t len = e ? (size_t)(e - p - pl) : strlen(p + pl);
+      if (len >= cap)
+        len = cap - 1;
+      memcpy(buf, p + pl, len);
+      buf[len] = '\0';
+      return buf;
+    }
+    p = strchr(p, '\n');
+    if (p)
+      p++;
+  }
+  return NULL;
+}
+
+static void check_shim(doctor *d) {
+  printf("%sshim%s\n", d->pal.bold, d->pal.reset);
+  char shim[PATH_MAX], why[PATH_MAX * 2 + 256];
+  if (cg_find_shim(shim, sizeof shim, why, sizeof why) != 0) {
+    problem(d, CG_SHIM_NAME, "%s", why);
+    return;
+  }
+  char dir[PATH_MAX], selftest[PATH_MAX + 32];
+  if (cg_exe_dir(dir, sizeof dir) != 0 ||
+      (size_t)snprintf(selftest, sizeof selftest, "%s/" SELFTEST_NAME, dir) >= sizeof selftest ||
+      access(selftest, X_OK) != 0) {
+    problem(d, CG_SHIM_NAME, "found at %s, but " SELFTEST_NAME
+                             " is missing next to capguard, so it cannot be checked; reinstall",
+            shim);
+    return;
+  }
+  static char out[16384];
+  int st = run_selftest(selftest, shim, out, sizeof out);
+  if (st < 0) {
+    problem(d, CG_SHIM_NAME, "cannot run %s: %s", selftest, strerror(errno));
+    return;
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    char first[256] = "";
+    sscanf(out, "%255[^\n]", first);
+    if (WIFSIGNALED(st))
+      problem(d, CG_SHIM_NAME, "%s: the self-test died of signal %d under it (%s); report a bug",
+              shim, WTERMSIG(st), first[0] ? first : "no output");
+    else
+      problem(d, CG_SHIM_NAME, "%s: the self-test exited %d under it (%s)", shim,
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1, first[0] ? first : "no output");
+    return;
+  }
+  char buf[PATH_MAX + 64];
+  const char *loaded = field(out, "shim loaded ", buf, sizeof buf);
+  if (!loaded) {
+    problem(d, CG_SHIM_NAME, "%s did not load into the self-test (is it a valid shared library "
+                             "for this machine?)", shim);
+    return;
+  }
+  ok(d, CG_SHIM_NAME, "%s loads", loaded);
+  char cuda[PATH_MAX + 64];
+  const char *lib = field(out, "libcuda ", cuda, sizeof cuda);
+  bool no_cuda = lib && !strncmp(lib, "none ", 5);
+  for (size_t r = 0; r < sizeof ROUTES / sizeof ROUTES[0]; r++) {
+    char prefix[64], val[PATH_MAX + 64];
+    snprintf(prefix, sizeof prefix, "route %s ", ROUTES[r].name);
+    const char *v = field(out, prefix, val, sizeof val);
+    if (!v)
+      problem(d, ROUTES[r].label, "the self-test did not report it");
+    else if (!strncmp(v, "interposed ", 11))
+      ok(d, ROUTES[r].label, "seen by the shim");
+    else if (no_cuda)
+      note(d, ROUTES[r].label, "not checked: there is no libcuda to resolve it in");
+    else if (!strncmp(v, "direct ", 7))
+      problem(d, ROUTES[r].label,
+              "NOT seen by the shim: resolves to %s, so calls made this way escape capguard", v + 7);
+    else
+      problem(d, ROUTES[r].label, "could not be resolved: %s", v);
+  }
+}
+
+/* ---- files ---- */
+/* Whether path can be created or appended to: the file if it exists, else
+ * the nearest existing directory above it (create_dirs: missing directories
+ * in between would be created; else its own directory must exist). */
+static bool writable(const char *path, bool create_dirs, char *why, size_t cap) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      snprintf(why, cap, "it is a directory");
+    else if (access(path, W_OK) != 0)
+      snprintf(why, cap, "not writable (%s)", strerror(errno));
+    else
+      return true;
+    return false;
+  }
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  for (int depth = 0;; depth++) {
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+      snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+      dir[1] = '\0';
+    else
+      *slash = '\0';
+    if (stat(dir, &st) == 0) {
+      if (!S_ISDIR(st.st_mode))
+        snprintf(why, cap, "%s is not a directory", dir);
+      else if (access(dir, W_OK | X_OK) != 0)
+        snprintf(why, cap, "directory %s is not writable (%s)", dir, strerror(errno));
+      else if (depth > 0 && !create_dirs)
+        snprintf(why, cap, "its directory does not exist");
+      else
+        return true;
+      return false;
+    }
+    if (!slash || slash == dir) {
+      snprintf(why, cap, "no directory above it exists");
+      return false;
+    }
+  }
+}
+
+typedef struct {
+  char text[1024];
+  size_t n;
+} warnings;
+static void collect(void *ctx, const char *l) {
+  warnings *w = ctx;
+  if (w->n++ == 0)
+    snprintf(w->text, sizeof w->text, "%s", l);
+}
+
+static void check_files(doctor *d) {
+  printf("%sfiles%s\n", d->pal.bold, d->pal.reset);
+  char path[PATH_MAX], why[PATH_MAX + 128];
+  if (cg_prime_default_path(path, sizeof path) != 0) {
+    problem(d, "priming file", "no location: HOME is not set; set CAPGUARD_PRIME=/path/to/prime.cgp");
+  } else {
+    cg_prime_set *set = NULL;
+    warnings w = {{0}, 0};
+    struct stat st;
+    bool exists = lstat(path, &st) == 0;
+    if (cg_prime_load(path, &set, collect, &w) != 0) {
+      problem(d, "priming file", "%s refused: %s", path, w.n ? w.text : "unreadable");
+    } else {
+      size_t n = cg_prime_count(set);
+      if (!exists)
+        ok(d, "priming file", "%s: not created yet (the first run in guard mode creates it)", path);
+      else
+        ok(d, "priming file", "%s: %zu image%s%s", path, n, n == 1 ? "" : "s",
+           w.n ? "" : ", intact");
+      if (w.n)
+        note(d, "priming file", "%zu damaged record%s skipped (first: %s)", w.n,
+             w.n == 1 ? "" : "s", w.text);
+      if (!writable(path, true, why, sizeof why))
+        problem(d, "priming file", "%s cannot be written: %s; set CAPGUARD_PRIME to a writable path",
+                path, why);
+    }
+    cg_prime_free(set);
+  }
+  const char *log = getenv("CAPGUARD_LOG");
+  if (!log || !*log)
+    note(d, "log", "CAPGUARD_LOG is not set (capguard run uses a temporary log unless --log is given)");
+  else if (!writable(log, false, why, sizeof why))
+    problem(d, "log", "%s cannot be written: %s; point CAPGUARD_LOG at a writable file", log, why);
+  else
+    ok(d, "log", "%s is writable", log);
+}
+
+int cg_cmd_doctor(int argc, char **argv) {
+  static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  int c;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    if (c == 'h') {
+      help();
+      return CG_EXIT_OK;
+    }
+    return cg_usage_error(ME, USAGE, "unknown option '%s'", argv[optind - 1]);
+  }
+  if (optind < argc)
+    return cg_usage_error(ME, USAGE, "unexpected argument '%s'", argv[optind]);
+  doctor d = {cg_palette_for(stdout), 0};
+  printf("capguard %s doctor\n", CAPGUARD_VERSION);
+  int version;
+  check_driver(&d, &version);
+  check_shim(&d);
+  check_files(&d);
+  if (d.problems)
+    printf("%s%d problem%s found%s\n", d.pal.red, d.problems, d.problems == 1 ? "" : "s",
+           d.pal.reset);
+  else
+    printf("%sno problem found%s\n", d.pal.green, d.pal.reset);
+  return d.problems ? CG_EXIT_FINDING : CG_EXIT_OK;
+}

@@ -1,0 +1,290 @@
+/* capguard run [options] -- CMD [ARGS...]: run CMD with the shim preloaded
+ * (children inherit LD_PRELOAD and CAPGUARD_*), forward signals, exit with
+ * CMD's status, then summarise what the log says about this run. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "run_summary.h"
+#include "shim_path.h"
+
+static const char ME[] = "capguard run";
+static const char USAGE[] =
+    "capguard run [--mode guard|report|off] [--log FILE] [--prime FILE] "
+    "[--emulate-driver VERSION] [--rescue] [--quiet] -- CMD [ARGS...]";
+
+static void help(void) {
+  printf("usage: %s\n\n"
+         "Run CMD with the capguard shim (" CG_SHIM_NAME ") preloaded. Child processes are\n"
+         "covered too: they inherit LD_PRELOAD and the CAPGUARD_* variables and write to the\n"
+         "same log. Signals sent to capguard are forwarded to CMD; capguard exits with CMD's\n"
+         "status (128+N if it died of signal N) and then prints a short summary on stderr.\n\n"
+         "  --mode MODE            guard (default): prime, defer, record; report: only log;\n"
+         "                         off: do nothing                  (CAPGUARD_MODE)\n"
+         "  --log FILE             append the JSON Lines log to FILE (CAPGUARD_LOG);\n"
+         "                         default: a new temporary file, named in the summary\n"
+         "  --prime FILE           priming file to read and record into (CAPGUARD_PRIME)\n"
+         "  --emulate-driver VER   behave like driver VER, e.g. 12020, which refuses module\n"
+         "                         loads during capture        (CAPGUARD_EMULATE_DRIVER)\n"
+         "  --rescue               make a refused call in relaxed mode (CAPGUARD_RESCUE=1)\n"
+         "  -q, --quiet            no summary at the end\n"
+         "  -h, --help             show this help\n\n"
+         "Environment: CAPGUARD_SHIM=/path/to/" CG_SHIM_NAME " overrides where the shim is\n"
+         "found. An existing LD_PRELOAD is kept (the shim goes first).\n"
+         "Exit status: CMD's; 125 if capguard could not start it, 126 not executable,\n"
+         "127 not found, 2 usage error.\n",
+         USAGE);
+}
+
+typedef struct {
+  const char *mode, *log, *prime, *emulate;
+  bool rescue, quiet;
+} run_opts;
+
+/* "12020": a CUDA driver version as cuDriverGetVersion reports it. */
+static bool valid_version(const char *s) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  return !errno && *s && !*end && v >= 1000 && v <= 999999;
+}
+
+static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
+  static const struct option opts[] = {{"mode", required_argument, NULL, 'm'},
+                                       {"log", required_argument, NULL, 'l'},
+                                       {"prime", required_argument, NULL, 'p'},
+                                       {"emulate-driver", required_argument, NULL, 'e'},
+                                       {"rescue", no_argument, NULL, 'r'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  int c;
+  opterr = 0;
+  optind = 1;
+  /* '+': stop at the first non-option, so CMD's own options are left alone. */
+  while ((c = getopt_long(argc, argv, "+:hq", opts, NULL)) != -1) {
+    switch (c) {
+    case 'm':
+      if (strcmp(optarg, "guard") && strcmp(optarg, "report") && strcmp(optarg, "off"))
+        return cg_usage_error(ME, USAGE, "--mode must be guard, report or off, not '%s'", optarg);
+      o->mode = optarg;
+      break;
+    case 'l': o->log = optarg; break;
+    case 'p': o->prime = optarg; break;
+    case 'e':
+      if (!valid_version(optarg))
+        return cg_usage_error(ME, USAGE,
+                              "--emulate-driver needs a driver version like 12020 (12.2), not '%s'",
+                              optarg);
+      o->emulate = optarg;
+      break;
+    case 'r': o->rescue = true; break;
+    case 'q': o->quiet = true; break;
+    case 'h': help(); return -1;
+    case ':': return cg_usage_error(ME, USAGE, "%s needs a value", argv[optind - 1]);
+    default: return cg_usage_error(ME, USAGE, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    return cg_usage_error(ME, USAGE, "missing command after --");
+  if (o->log && !*o->log)
+    return cg_usage_error(ME, USAGE, "--log needs a file name");
+  *cmd_at = optind;
+  return 0;
+}
+
+/* Children may chdir: hand them absolute paths. */
+static const char *absolute(const char *path, char *buf, size_t cap) {
+  if (path[0] == '/')
+    return path;
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd) || (size_t)snprintf(buf, cap, "%s/%s", cwd, path) >= cap)
+    return path;
+  return buf;
+}
+
+static int setup_env(const run_opts *o, const char *shim, const char *log) {
+  const char *old = getenv("LD_PRELOAD");
+  char *preload = NULL;
+  /* Keep what was there; the shim goes first, and only once (nested runs). */
+  if (old && *old && strstr(old, shim))
+    preload = strdup(old);
+  else if (old && *old) {
+    if (asprintf(&preload, "%s:%s", shim, old) < 0)
+      preload = NULL;
+  } else
+    preload = strdup(shim);
+  if (!preload)
+    return -1;
+  int rc = setenv("LD_PRELOAD", preload, 1);
+  free(preload);
+  char pbuf[PATH_MAX];
+  rc |= setenv("CAPGUARD_LOG", log, 1);
+  if (o->mode)
+    rc |= setenv("CAPGUARD_MODE", o->mode, 1);
+  if (o->prime)
+    rc |= setenv("CAPGUARD_PRIME", absolute(o->prime, pbuf, sizeof pbuf), 1);
+  if (o->emulate)
+    rc |= setenv("CAPGUARD_EMULATE_DRIVER", o->emulate, 1);
+  if (o->rescue)
+    rc |= setenv("CAPGUARD_RESCUE", "1", 1);
+  return rc;
+}
+
+/* A fresh, private temporary log (the shim appends to it). */
+static int temp_log(char *buf, size_t cap) {
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir)
+    dir = "/tmp";
+  if ((size_t)snprintf(buf, cap, "%s/capguard-XXXXXX.jsonl", dir) >= cap)
+    return -1;
+  int fd = mkstemps(buf, 6);
+  if (fd < 0)
+    return -1;
+  close(fd);
+  return 0;
+}
+
+static volatile sig_atomic_t child_pid;
+
+/* Forward what was sent to capguard. A terminal's Ctrl-C or hangup (si_code
+ * SI_KERNEL) already reached CMD, which shares our process group: sending it
+ * again would make CMD see it twice. */
+static void forward(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  if (child_pid > 0 && !(si && si->si_code == SI_KERNEL))
+    kill((pid_t)child_pid, sig);
+}
+
+static const int FORWARDED[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH};
+#define N_FORWARDED (sizeof FORWARDED / sizeof FORWARDED[0])
+
+/* Fork and exec argv; returns the exit status to report (CMD's, or 126/127/125). */
+static int spawn_and_wait(char **argv, bool *started) {
+  *started = false;
+  int errpipe[2];
+  if (pipe2(errpipe, O_CLOEXEC) != 0) {
+    cg_error(ME, "cannot create a pipe: %s", strerror(errno));
+    return CG_EXIT_RUN_FAILED;
+  }
+  sigset_t all, old;
+  sigemptyset(&all);
+  for (size_t i = 0; i < N_FORWARDED; i++)
+    sigaddset(&all, FORWARDED[i]);
+  /* No signal may arrive between fork and knowing the child's pid. */
+  sigprocmask(SIG_BLOCK, &all, &old);
+  struct sigaction sa, saved[N_FORWARDED];
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < N_FORWARDED; i++)
+    sigaction(FORWARDED[i], &sa, &saved[i]);
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (size_t i = 0; i < N_FORWARDED; i++)
+      sigaction(FORWARDED[i], &saved[i], NULL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(errpipe[0]);
+    execvp(argv[0], argv);
+    int e = errno;
+    if (write(errpipe[1], &e, sizeof e) < 0) { /* the parent then sees no error: nothing to do */ }
+    _exit(127);
+  }
+  int fork_errno = errno;
+  if (pid > 0)
+    child_pid = pid;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  close(errpipe[1]);
+  if (pid < 0) {
+    close(errpipe[0]);
+    cg_error(ME, "cannot start '%s': %s", argv[0], strerror(fork_errno));
+    return CG_EXIT_RUN_FAILED;
+  }
+  int exec_errno = 0;
+  ssize_t n;
+  while ((n = read(errpipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  close(errpipe[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      cg_error(ME, "lost track of '%s': %s", argv[0], strerror(errno));
+      return CG_EXIT_RUN_FAILED;
+    }
+  }
+  child_pid = 0;
+  for (size_t i = 0; i < N_FORWARDED; i++)
+    sigaction(FORWARDED[i], &saved[i], NULL);
+  *started = n != (ssize_t)sizeof exec_errno;
+  if (!*started) {
+    bool missing = exec_errno == ENOENT;
+    cg_error(ME, "cannot run '%s': %s; %s", argv[0], strerror(exec_errno),
+             missing ? "check the command name and PATH" : "check its permissions");
+    return missing ? 127 : 126;
+  }
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return CG_EXIT_RUN_FAILED;
+}
+
+int cg_cmd_run(int argc, char **argv) {
+  run_opts o = {0};
+  int cmd_at = 0;
+  int rc = parse(argc, argv, &o, &cmd_at);
+  if (rc < 0)
+    return CG_EXIT_OK; /* --help */
+  if (rc)
+    return rc;
+
+  char shim[PATH_MAX], why[PATH_MAX * 2 + 256];
+  if (cg_find_shim(shim, sizeof shim, why, sizeof why) != 0) {
+    cg_error(ME, "%s", why);
+    return CG_EXIT_RUN_FAILED;
+  }
+  /* The log: --log, else the caller's CAPGUARD_LOG, else a temporary file. */
+  char logbuf[PATH_MAX], tmp[PATH_MAX];
+  const char *log = o.log ? o.log : getenv("CAPGUARD_LOG");
+  bool temporary = false;
+  if (!log || !*log) {
+    if (temp_log(tmp, sizeof tmp) != 0) {
+      cg_error(ME, "cannot create a temporary log in %s: %s; set TMPDIR or pass --log FILE",
+               getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", strerror(errno));
+      return CG_EXIT_RUN_FAILED;
+    }
+    log = tmp;
+    temporary = true;
+  }
+  log = absolute(log, logbuf, sizeof logbuf);
+  /* Summarise only what this run appends. */
+  struct stat st;
+  long long offset = stat(log, &st) == 0 ? (long long)st.st_size : 0;
+
+  if (setup_env(&o, shim, log) != 0) {
+    cg_error(ME, "cannot set the environment: %s", strerror(errno));
+    return CG_EXIT_RUN_FAILED;
+  }
+  bool started;
+  int status = spawn_and_wait(argv + cmd_at, &started);
+  if (!started) {
+    if (temporary)
+      unlink(log);
+    return status;
+  }
+  if (!o.quiet) {
+    const char *mode = o.mode ? o.mode : getenv("CAPGUARD_MODE");
+    cg_run_summary(stderr, log, offset, temporary, mode);
+  }
+  return status;
+}

@@ -1,0 +1,115 @@
+/* --json: the analysis for machines, one JSON document (schema "capguard-report", v 1). */
+#include "report_render.h"
+
+static json_t *jstr(const char *s) { return s ? json_string(s) : json_null(); }
+
+static json_t *event_json(const cgr_analysis *a, const cgl_event *e) {
+  char site[512];
+  cgl_event_site(e, site, sizeof site);
+  json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:I, s:s, s:s, s:I}", "pid",
+                        (json_int_t)a->log->procs[e->proc].pid, "event", jstr(e->event), "call",
+                        jstr(e->call), "verdict", jstr(e->verdict), "result", (json_int_t)e->result,
+                        "time_ns", (json_int_t)e->time_ns, "site", site, "log", e->src_file, "line",
+                        (json_int_t)e->src_line);
+  json_object_set_new(o, "kernels", e->kernels ? json_deep_copy(e->kernels) : json_array());
+  return o;
+}
+
+static json_t *capture_json(const cgr_analysis *a, const cgl_capture *c) {
+  return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I}", "pid",
+                   (json_int_t)a->log->procs[c->proc].pid, "id", (json_int_t)c->id, "stream",
+                   jstr(c->stream), "mode", jstr(c->mode), "status", jstr(c->status), "began",
+                   jstr(c->began), "begin_ns", (json_int_t)c->begin_ns, "end_ns",
+                   (json_int_t)c->end_ns, "events", (json_int_t)c->events);
+}
+
+int cgr_print_json(FILE *out, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  json_t *root = json_object();
+  json_object_set_new(root, "schema", json_string("capguard-report"));
+  json_object_set_new(root, "v", json_integer(1));
+  json_t *logs = json_array();
+  for (size_t i = 0; i < log->n_files; i++)
+    json_array_append_new(logs, json_string(log->files[i]));
+  json_object_set_new(root, "logs", logs);
+  json_object_set_new(root, "lines",
+                      json_pack("{s:I, s:I, s:I, s:I, s:o}", "read", (json_int_t)log->lines,
+                                "malformed", (json_int_t)log->malformed, "newer_version",
+                                (json_int_t)log->newer, "unknown_type", (json_int_t)log->unknown,
+                                "first_malformed",
+                                log->malformed ? json_string(log->first_malformed) : json_null()));
+
+  json_t *procs = json_array();
+  for (size_t p = 0; p < log->n_procs; p++) {
+    const cgl_process *pr = &log->procs[p];
+    json_t *argv = json_array();
+    for (size_t i = 0; i < pr->argc; i++)
+      json_array_append_new(argv, json_string(pr->argv[i]));
+    json_array_append_new(procs, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:s}", "pid",
+                                           (json_int_t)pr->pid, "ppid", (json_int_t)pr->ppid,
+                                           "argv", argv, "mode", jstr(pr->mode), "driver_version",
+                                           (json_int_t)pr->driver_version, "emulate_driver",
+                                           (json_int_t)pr->emulate_driver, "exited", pr->has_summary,
+                                           "log", log->files[pr->file]));
+  }
+  json_object_set_new(root, "processes", procs);
+
+  json_t *caps = json_array();
+  for (size_t c = 0; c < log->n_caps; c++)
+    json_array_append_new(caps, capture_json(a, &log->caps[c]));
+  json_object_set_new(root, "captures", caps);
+
+  json_t *broken = json_array();
+  for (size_t b = 0; b < a->n_broken; b++) {
+    json_t *o = capture_json(a, &log->caps[a->broken[b].capture]);
+    long f = a->broken[b].first_event;
+    json_object_set_new(o, "first_call", f < 0 ? json_null() : event_json(a, &log->evs[f]));
+    json_array_append_new(broken, o);
+  }
+  json_object_set_new(root, "broken", broken);
+
+  json_t *kernels = json_array();
+  for (size_t k = 0; k < a->n_kernels; k++) {
+    char site[512];
+    cgl_event_site(&log->evs[a->kernels[k].first_event], site, sizeof site);
+    json_array_append_new(kernels, json_pack("{s:s, s:I, s:s, s:b}", "name", a->kernels[k].name,
+                                             "count", (json_int_t)a->kernels[k].count, "site",
+                                             site, "broke_capture", a->kernels[k].broke));
+  }
+  json_object_set_new(root, "kernels", kernels);
+
+  json_t *sites = json_array();
+  for (size_t s = 0; s < a->n_sites; s++) {
+    const cgr_site *st = &a->sites[s];
+    json_t *calls = json_array(), *names = json_array();
+    for (size_t i = 0; i < st->n_calls; i++)
+      json_array_append_new(calls, json_string(st->calls[i]));
+    for (size_t i = 0; i < st->n_kernels; i++)
+      json_array_append_new(names, json_string(st->kernels[i]));
+    json_array_append_new(sites, json_pack("{s:s, s:I, s:o, s:o}", "site", st->site, "count",
+                                           (json_int_t)st->count, "calls", calls, "kernels",
+                                           names));
+  }
+  json_object_set_new(root, "sites", sites);
+
+  json_object_set_new(
+      root, "totals",
+      json_pack("{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I}",
+                "captures", (json_int_t)a->captures, "captures_broken", (json_int_t)a->n_broken,
+                "module_load", (json_int_t)a->loads, "module_unload", (json_int_t)a->unloads,
+                "verdicts", "refused", (json_int_t)a->refused, "emulated", (json_int_t)a->emulated,
+                "allowed", (json_int_t)a->allowed, "served", (json_int_t)a->served, "rescued",
+                (json_int_t)a->rescued, "deferred", (json_int_t)a->deferred, "failed",
+                (json_int_t)a->failed, "recorded", (json_int_t)a->recorded, "primed_loaded",
+                (json_int_t)a->primed_loaded));
+
+  json_t *advice = json_array();
+  for (size_t i = 0; i < a->n_advice; i++)
+    json_array_append_new(advice, json_string(a->advice[i]));
+  json_object_set_new(root, "advice", advice);
+
+  int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  fputc('\n', out);
+  json_decref(root);
+  return rc;
+}

@@ -1,0 +1,18 @@
+/* Renderings of an analysed log: text for people, JSON for machines, a
+ * self-contained HTML page (inline CSS and SVG, nothing fetched). */
+#ifndef CAPGUARD_REPORT_RENDER_H
+#define CAPGUARD_REPORT_RENDER_H
+
+#include <stdio.h>
+
+#include "cli.h"
+#include "report_analysis.h"
+
+void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal);
+/* 0, or -1 when writing failed */
+int cgr_print_json(FILE *out, const cgr_analysis *a);
+int cgr_print_html(FILE *out, const cgr_analysis *a);
+
+/* "pid 1001" or "pid 1001 (run2.jsonl)" when several logs were read. */
+void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap);
+#endif

@@ -1,0 +1,20 @@
+/* Where libcapguard.so is: $CAPGUARD_SHIM, else the build tree
+ * (<dir of capguard>/../shim/), else an install next to the command
+ * (<dir>/../lib and <dir>/../lib64 or lib/<multiarch>, any ../lib* directory),
+ * else the libdir baked in at
+ * build time (CAPGUARD_LIBDIR). Shared by run and doctor. */
+#ifndef CAPGUARD_SHIM_PATH_H
+#define CAPGUARD_SHIM_PATH_H
+
+#include <stddef.h>
+
+#define CG_SHIM_NAME "libcapguard.so"
+
+/* Writes the absolute path to buf and returns 0; else -1 with why (one
+ * clause, for "capguard run: <why>; ...") in why. */
+int cg_find_shim(char *buf, size_t cap, char *why, size_t why_cap);
+
+/* Directory holding the running capguard executable (from /proc/self/exe). */
+int cg_exe_dir(char *buf, size_t cap);
+
+#endif
