@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""capguard against a real driver, torch and Triton (tests/gpu/triton_capture.py):
+  1. a Triton kernel first launched inside torch.cuda.graph: the capture succeeds
+     (driver >= 12.3 allows the load) and capguard's report names the kernel and
+     the Python line that launched it; a warm kernel (control) gives no report;
+  2. CAPGUARD_EMULATE_DRIVER=12020: run 1 fails with capguard's report naming the
+     kernel; run 2 with the same priming file captures, and the replay is right;
+     with CAPGUARD_RESCUE=1 the first run captures too;
+  3. a warm kernel's module unloaded mid-capture breaks the capture without
+     capguard (and in report mode), and not in guard mode (the unload is deferred);
+  4. `capguard run` + `capguard report` on the first scenario.
+Exits 77 (skipped) with the reason when there is no GPU, torch or Triton."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "triton_capture.py")
+KERNEL = "_capguard_first_launch_kernel"
+VICTIM = "_capguard_victim_kernel"
+
+
+def skip_reason():
+    try:
+        import torch  # noqa: F401
+        import triton  # noqa: F401
+    except ImportError as e:
+        return f"no torch/triton here ({e})"
+    import torch
+    if not torch.cuda.is_available():
+        return "no CUDA GPU here (torch.cuda.is_available() is False)"
+    return None
+
+
+def launch_line():
+    with open(SCRIPT) as f:
+        for i, line in enumerate(f, 1):
+            if "the launch a report must name" in line:
+                return i
+    raise RuntimeError("marker line missing")
+
+
+class Runner:
+    def __init__(self, build, out):
+        self.shim = os.path.abspath(os.path.join(build, "shim", "libcapguard.so"))
+        self.cli = os.path.abspath(os.path.join(build, "tools", "capguard"))
+        self.out = out
+        self.tmp = tempfile.mkdtemp(prefix="capguard-gpu-")
+        self.passed = self.failed = 0
+
+    def check(self, cond, what):
+        print(("PASS " if cond else "FAIL ") + what, flush=True)
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+
+    def run(self, name, scenario, shim=True, prime=None, **env_extra):
+        log = os.path.join(self.tmp, name + ".jsonl")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        for k in list(env):
+            if k.startswith("CAPGUARD_"):
+                del env[k]
+        if shim:
+            env["LD_PRELOAD"] = self.shim
+            env["CAPGUARD_LOG"] = log
+            env["CAPGUARD_PRIME"] = prime or os.path.join(self.tmp, name + ".cgp")
+        env.update(env_extra)
+        p = subprocess.run([sys.executable, SCRIPT, "--scenario", scenario], env=env, capture_output=True,
+                           text=True, timeout=300)
+        with open(os.path.join(self.out, name + ".txt"), "w") as f:
+            f.write(f"$ {' '.join(f'{k}={v}' for k, v in env_extra.items())} scenario={scenario} shim={shim}\n")
+            f.write(p.stdout + p.stderr)
+        records = []
+        if shim and os.path.exists(log):
+            with open(log) as f:
+                records = [json.loads(l) for l in f if l.strip()]
+        result = [l for l in p.stdout.splitlines() if l.startswith("RESULT")]
+        print(f"--- {name}: exit {p.returncode}; {result[0] if result else 'no RESULT line'}", flush=True)
+        return p, [r for r in records if r.get("type") == "event"]
+
+
+def ours(events, kernel):
+    return [e for e in events if kernel in e.get("image", {}).get("kernels", [])]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--out", default=tempfile.gettempdir())
+    args = ap.parse_args()
+    reason = skip_reason()
+    if reason:
+        print(f"SKIP: {reason}")
+        return 77
+    os.makedirs(args.out, exist_ok=True)
+    r = Runner(args.build, args.out)
+    line = launch_line()
+
+    # 1. first launch inside capture, real driver
+    p, ev = r.run("first_launch", "first-launch")
+    mine = ours(ev, KERNEL)
+    r.check(p.returncode == 0, "first launch in capture: capture succeeds under capguard")
+    r.check(len(mine) == 1 and mine[0]["verdict"] == "allowed", "report: the load was allowed by this driver")
+    frames = mine[0]["python_stack"] if mine else []
+    r.check(any(f["file"].endswith("triton_capture.py") and f["line"] == line for f in frames),
+            f"report names the Python line that launched it (triton_capture.py:{line})")
+    r.check(KERNEL in p.stderr, "stderr report names the kernel")
+    print("\n".join(l for l in p.stderr.splitlines() if "capguard" in l or l.startswith("  "))[:6000])
+    p, ev = r.run("warm", "warm")
+    r.check(p.returncode == 0 and not ours(ev, KERNEL), "warm kernel (control): capture succeeds, no report")
+
+    # 2. emulated 12.2 driver: run 1 fails, run 2 primed succeeds
+    prime = os.path.join(r.tmp, "emulated.cgp")
+    p, ev = r.run("emulate_run1", "first-launch", prime=prime, CAPGUARD_EMULATE_DRIVER="12020")
+    mine = ours(ev, KERNEL)
+    r.check(p.returncode == 1, "emulated 12.2, run 1: the capture fails")
+    r.check(len(mine) == 1 and mine[0]["verdict"] == "emulated", "run 1: capguard's report names the kernel")
+    p, ev = r.run("emulate_run2", "first-launch", prime=prime, CAPGUARD_EMULATE_DRIVER="12020")
+    mine = ours(ev, KERNEL)
+    r.check(p.returncode == 0 and "replay=correct" in p.stdout, "run 2: captures, replay gives the right numbers")
+    r.check(len(mine) == 1 and mine[0]["verdict"] == "served", "run 2: the load was served from the priming file")
+    p, ev = r.run("rescue", "first-launch", CAPGUARD_EMULATE_DRIVER="12020", CAPGUARD_RESCUE="1")
+    r.check(p.returncode == 0 and [e["verdict"] for e in ours(ev, KERNEL)] == ["rescued"],
+            "rescue: the load made in relaxed mode, capture succeeds")
+
+    # 3. unload mid-capture
+    p, _ = r.run("unload_plain", "unload", shim=False)
+    r.check(p.returncode == 1, "unload mid-capture without capguard: the capture breaks")
+    p, ev = r.run("unload_report", "unload", CAPGUARD_MODE="report")
+    r.check(p.returncode == 1 and [e["verdict"] for e in ev if e["event"] == "module-unload"] == ["refused"],
+            "report mode: behaves as without capguard, and says why")
+    p, ev = r.run("unload_guard", "unload")
+    r.check(p.returncode == 0 and "replay=correct" in p.stdout, "guard mode: the capture survives the unload")
+    r.check([e["verdict"] for e in ev if e["event"] == "module-unload"] == ["deferred"], "guard mode: unload deferred")
+
+    # 4. the CLI
+    log = os.path.join(r.tmp, "cli.jsonl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGUARD_")}
+    p = subprocess.run([r.cli, "run", "--log", log, "--prime", os.path.join(r.tmp, "cli.cgp"), "--", sys.executable,
+                        SCRIPT, "--scenario", "first-launch"], env=env, capture_output=True, text=True, timeout=300)
+    print("--- capguard run -- python tests/gpu/triton_capture.py --scenario first-launch")
+    print(p.stdout + p.stderr)
+    r.check(p.returncode == 0, "capguard run: exits with the script's status")
+    p = subprocess.run([r.cli, "report", log], capture_output=True, text=True, timeout=60)
+    print("--- capguard report")
+    print(p.stdout + p.stderr)
+    r.check(KERNEL in p.stdout, "capguard report names the kernel")
+    with open(os.path.join(args.out, "cli_report.txt"), "w") as f:
+        f.write(p.stdout)
+
+    print(f"{r.passed} passed, {r.failed} failed")
+    return 0 if r.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
