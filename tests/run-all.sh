@@ -10,6 +10,15 @@ fi
 ninja -C "$builddir" >/dev/null || { ninja -C "$builddir"; exit 1; }
 meson test -C "$builddir" --print-errorlogs "$@" 2>&1 | tee "$builddir/test-summary.txt"
 rc=${PIPESTATUS[0]}
+# Say why each skipped test was skipped (its own first line of output).
+python3 - "$builddir/meson-logs/testlog.json" <<'PY' || true
+import json, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    if t.get("result") == "SKIP":
+        why = next((l for l in (t.get("stdout") or "").splitlines() if l.strip()), "no reason given")
+        print(f"skipped: {t['name']}: {why}")
+PY
 # One plain closing line that any CI reader understands.
 ok=$(sed -n 's/^Ok: *\([0-9]*\).*/\1/p' "$builddir/test-summary.txt")
 fail=$(sed -n 's/^Fail: *\([0-9]*\).*/\1/p' "$builddir/test-summary.txt")
