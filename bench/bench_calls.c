@@ -6,6 +6,8 @@
  *   capture     cuStreamBeginCapture + cuStreamEndCapture + cuGraphDestroy (empty capture)
  * Prints "name ns_per_call owner_of_pointer" lines; median of 9 rounds. */
 #include <cuda.h>
+
+#include "capguard/file_read.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,25 +60,10 @@ static int cmp(const void *a, const void *b) {
     printf("%-12s %10.1f %s\n", label, r[ROUNDS / 2], owner((void *)(ptr)));                                      \
   } while (0)
 
-static void *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = calloc(1, (size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    b = NULL;
-  }
-  fclose(f);
-  return b;
-}
-
 int main(int argc, char **argv) {
   long iters = argc > 2 ? atol(argv[2]) : 200000;
-  void *image = argc > 1 ? read_file(argv[1]) : NULL;
+  size_t image_size;
+  void *image = argc > 1 ? cg_read_file(argv[1], (size_t)1 << 30, &image_size) : NULL;
   if (!image) {
     fprintf(stderr, "usage: bench_calls CUBIN [ITERATIONS]\n");
     return 2;

@@ -9,6 +9,8 @@
  * Usage: bench_priming IMAGE... (the first image is the one loaded mid-capture).
  * Prints "name ns" lines. */
 #include <cuda.h>
+
+#include "capguard/file_read.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,22 +20,6 @@ static double now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static void *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = calloc(1, (size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    b = NULL;
-  }
-  fclose(f);
-  return b;
 }
 
 /* Resolved with dlsym on libcuda.so.1 (the route torch's driver table takes),
@@ -68,7 +54,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_priming IMAGE...\n");
     return 2;
   }
-  void *image = read_file(argv[1]);
+  size_t image_size;
+  void *image = cg_read_file(argv[1], (size_t)1 << 30, &image_size);
   if (!image)
     return 2;
   CUdevice dev;

@@ -1,14 +1,13 @@
 #include "guard.h"
 
 #include <execinfo.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "capguard/file_read.h"
 #include "capguard/image.h"
 #include "config.h"
 #include "driver.h"
@@ -16,7 +15,6 @@
 #include "policy.h"
 #include "priming.h"
 #include "stack.h"
-#include "stack_site.h"
 
 unsigned cg_open_captures;
 
@@ -58,7 +56,7 @@ static const char *begin_site_text(begin_site *b) {
   if (!b)
     return "";
   if (!b->where[0] && b->n > 0)
-    cg_stack_symbolize_first_foreign(b->frames, (size_t)b->n, b->where, sizeof b->where);
+    cg_native_where_frames(b->frames, (size_t)b->n, b->where, sizeof b->where);
   return b->where;
 }
 
@@ -198,30 +196,6 @@ static cg_verdict verdict_of(CUresult r) {
   return CG_VERDICT_FAILED;
 }
 
-/* Read a module file named by cuModuleLoad, bounded, so it can be inspected
- * and recorded like an in-memory image. */
-static void *read_image_file(const char *path, size_t *size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return NULL;
-  struct stat st;
-  void *buf = NULL;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-      (uint64_t)st.st_size <= CG_IMAGE_MAX_BYTES && (buf = malloc((size_t)st.st_size + 1))) {
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-      ssize_t n = read(fd, (char *)buf + got, (size_t)st.st_size - got);
-      if (n <= 0)
-        break;
-      got += (size_t)n;
-    }
-    ((char *)buf)[got] = 0; /* PTX files are text without a NUL */
-    *size = got + 1;
-  }
-  close(fd);
-  return buf;
-}
-
 CUresult cg_guard_load(const cg_load *l) {
   event_scratch *s = calloc(1, sizeof *s);
   if (!s)
@@ -233,7 +207,7 @@ CUresult cg_guard_load(const cg_load *l) {
     return l->invoke(l);
   }
   size_t file_size = 0;
-  void *file = l->path ? read_image_file(l->path, &file_size) : NULL;
+  void *file = l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
   const void *img = file ? file : l->image;
   if (img) {
     cg_image_inspect(img, file ? file_size : CG_IMAGE_MAX_BYTES, &s->image);

@@ -36,5 +36,7 @@ size_t cg_stack_where(char *buf, size_t cap);
  * capguard's own object, libcuda and libcudart, as "libfoo.so(func+0x1a)"
  * without the address; "" and 0 when there is none. Returns length. */
 size_t cg_native_where(char *buf, size_t cap);
+/* The same, over n return addresses saved earlier (backtrace()), innermost first. */
+size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap);
 
 #endif

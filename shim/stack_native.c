@@ -115,16 +115,13 @@ static bool uninteresting(const Dl_info *info, const void *own_base) {
   return strncmp(b, "libcuda.so", 10) == 0 || strncmp(b, "libcudart", 9) == 0;
 }
 
-__attribute__((noinline)) size_t cg_native_where(char *buf, size_t cap) {
+size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap) {
   if (!buf || cap == 0) return 0;
   buf[0] = '\0';
   Dl_info self;
   const void *own_base = NULL;
-  if (dladdr((void *)(uintptr_t)&cg_native_where, &self)) own_base = self.dli_fbase;
-
-  void *frames[CG_BT_DEPTH];
-  int got = backtrace(frames, CG_BT_DEPTH);
-  for (int i = (int)caller_index(frames, got, __builtin_return_address(0)); i < got; i++) {
+  if (dladdr((void *)(uintptr_t)&cg_native_where_frames, &self)) own_base = self.dli_fbase;
+  for (size_t i = 0; i < n; i++) {
     Dl_info info;
     uintptr_t a = (uintptr_t)frames[i];
     if (a <= 1 || !dladdr((void *)(a - 1), &info) || !info.dli_fname) continue;
@@ -135,4 +132,16 @@ __attribute__((noinline)) size_t cg_native_where(char *buf, size_t cap) {
     return w.len;
   }
   return 0;
+}
+
+__attribute__((noinline)) size_t cg_native_where(char *buf, size_t cap) {
+  if (!buf || cap == 0) return 0;
+  void *frames[CG_BT_DEPTH];
+  int got = backtrace(frames, CG_BT_DEPTH);
+  if (got <= 0) {
+    buf[0] = '\0';
+    return 0;
+  }
+  size_t first = caller_index(frames, got, __builtin_return_address(0));
+  return cg_native_where_frames(frames + first, (size_t)got - first, buf, cap);
 }

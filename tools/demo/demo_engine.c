@@ -8,6 +8,8 @@
  * cudart reaches it: dlsym of cuGetProcAddress_v2, then everything through it.
  * Usage: demo_engine CUBIN KERNEL */
 #include <cuda.h>
+
+#include "capguard/file_read.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,28 +26,14 @@ static void *get(const char *name) {
   return p;
 }
 
-static void *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = calloc(1, (size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    b = NULL;
-  }
-  fclose(f);
-  return b;
-}
-
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* keep our lines in order with capguard's on stderr */
   if (argc != 3) {
     fprintf(stderr, "usage: demo_engine CUBIN KERNEL\n");
     return 2;
   }
-  void *image = read_file(argv[1]);
+  size_t image_size;
+  void *image = cg_read_file(argv[1], (size_t)1 << 30, &image_size);
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   gpa_fn v2 = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
   if (!image || !v2 || v2("cuGetProcAddress", (void **)&gpa, 12000, 0, NULL) != CUDA_SUCCESS) {

@@ -1,0 +1,34 @@
+#include "capguard/file_read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void *cg_read_file(const char *path, size_t max, size_t *size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  struct stat st;
+  char *buf = NULL;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max &&
+      (buf = malloc((size_t)st.st_size + 1))) {
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+      ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      got += (size_t)n;
+    }
+    buf[got] = 0;
+    *size = got + 1;
+  } else if (!errno) {
+    errno = EINVAL;
+  }
+  close(fd);
+  return buf;
+}
