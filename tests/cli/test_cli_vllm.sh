@@ -46,7 +46,9 @@ expect_in "$WORK/g1.err" "engine: 4 of 4 workers failed" "guard run 1: every wor
 check_broken_run g1 "$WORK/g1.jsonl"
 expect_in "$WORK/g1.err" "capguard: 4 processes, 4 captures, 4 broken" "guard run 1: summary over all workers"
 [ -s "$WORK/prime.cgp" ] && pass || fail "guard run 1 recorded no priming file"
-expect_in "$WORK/g1.err" "capguard: next: run again:" "guard run 1: next step"
+expect_in "$WORK/g1.err" "capguard: next: run again: 2 kernels will be loaded before capture (cg_test_axpy, cg_test_fill; recorded in the priming file)" "guard run 1: next step"
+expect_in "$WORK/g1.err" "capguard: why: 4 captures broke; the first broke in pid " "guard run 1: why"
+expect_in "$WORK/g1.err" "the driver (CUDA 12.2) refused it: drivers before 12.3 refuse module loads during capture" "guard run 1: why, in words"
 
 "$CAPGUARD" run --log "$WORK/g2.jsonl" --prime "$WORK/prime.cgp" -- "${app[@]}" >"$WORK/g2.out" 2>"$WORK/g2.err"; rc=$?
 expect_rc 0 "guard run 2 with the priming file"
@@ -83,5 +85,5 @@ grep -q '"mode":"report"' "$WORK/r2.jsonl" && pass || fail "process records say 
 expect_rc 1 "mode off: workers break (nothing served)"
 expect_in "$WORK/o1.err" "engine: 4 of 4 workers failed" "mode off: every worker broke"
 if [ -s "$WORK/o1.jsonl" ] && grep -q '"type":"event"' "$WORK/o1.jsonl"; then fail "mode off logged events"; else pass; fi
-expect_in "$WORK/o1.err" "mode off" "mode off named in the summary"
+expect_in "$WORK/o1.err" "capguard: mode off: the shim stayed out of the way and logged nothing" "mode off named in the summary"
 finish
