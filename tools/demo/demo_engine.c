@@ -45,6 +45,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: demo_engine CUBIN KERNEL\n");
     return 2;
   }
+  setvbuf(stdout, NULL, _IOLBF, 0); /* in order with stderr when piped (CI logs, less) */
   void *image = read_file(argv[1]);
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   gpa_fn v2 = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
