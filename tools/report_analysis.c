@@ -135,6 +135,8 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     a->failed += is(v, "failed");
     if (!cgr_offending(e))
       continue;
+    if (e->call && !strncmp(e->call, "cuLibraryLoad", 13) && cgl_verdict_breaks(v))
+      a->library_broke++;
     if (is(e->event, "module-load"))
       a->loads++;
     else if (is(e->event, "module-unload")) {
@@ -204,6 +206,13 @@ static void give_advice(cgr_analysis *a) {
            "on the next run",
            to_warm, to_warm == 1 ? "" : "s", names);
   }
+  if (a->library_broke)
+    advise(a,
+           "%zu of the refused loads %s cuLibraryLoadData or cuLibraryLoadFromFile, which "
+           "capguard's priming does not serve (it serves module loads): warm %s kernels up "
+           "before capture, or run with --rescue (capguard run --rescue -- CMD)",
+           a->library_broke, a->library_broke == 1 ? "was" : "were",
+           a->library_broke == 1 ? "its" : "their");
   if (a->allowed)
     advise(a,
            "%zu module load%s during capture %s allowed by this driver (12.3 or newer); drivers "

@@ -40,6 +40,7 @@ typedef struct {
   size_t captures;     /* captures begun (from summaries where known, else seen) */
   size_t loads, unloads, other_events;
   size_t unloads_deferred; /* of unloads: put off by guard mode until the capture ended */
+  size_t library_broke;    /* refused cuLibraryLoad* calls: the shim's priming serves module loads only */
   size_t refused, emulated, allowed, served, rescued, deferred, failed;
   size_t recorded, primed_loaded; /* from summaries */
   char *advice[8];

@@ -112,6 +112,12 @@ void cg_run_summary(FILE *out, const char *log_path, long long offset, bool temp
     next = "no forbidden calls during capture: nothing to do";
   }
   fprintf(out, "capguard: %snext:%s %s\n", pal.bold, pal.reset, next);
+  if (a.library_broke && guard)
+    fprintf(out, "capguard: %snote:%s %zu of the refused loads %s, which priming does not "
+                 "serve: %s break again; warm %s kernels up before capture, or run with --rescue\n",
+            pal.bold, pal.reset, a.library_broke,
+            a.library_broke == 1 ? "was a cuLibraryLoad* call" : "were cuLibraryLoad* calls",
+            a.library_broke == 1 ? "it will" : "they will", a.library_broke == 1 ? "its" : "their");
   fprintf(out, "capguard: %slog: %s%s (details: capguard report %s)\n", pal.dim, log_path,
           temporary ? " (temporary)" : "", log_path);
   if (pal.dim[0])

@@ -86,4 +86,19 @@ expect_rc 1 "mode off: workers break (nothing served)"
 expect_in "$WORK/o1.err" "engine: 4 of 4 workers failed" "mode off: every worker broke"
 if [ -s "$WORK/o1.jsonl" ] && grep -q '"type":"event"' "$WORK/o1.jsonl"; then fail "mode off logged events"; else pass; fi
 expect_in "$WORK/o1.err" "capguard: mode off: the shim stayed out of the way and logged nothing" "mode off named in the summary"
+
+# --- a worker that loads with cuLibraryLoadData: priming records the image but serves
+# module loads only, so capguard says that this load will break again, and what helps
+lib_app=("$VLLM_LIKE" --workers 1 --library "$CUBIN" cg_test_fill)
+"$CAPGUARD" run --log "$WORK/l1.jsonl" --prime "$WORK/lprime.cgp" -- "${lib_app[@]}" >/dev/null 2>"$WORK/l1.err"; rc=$?
+expect_rc 1 "library worker: run 1 breaks"
+grep -q '"call":"cuLibraryLoadData","verdict":"refused"' "$WORK/l1.jsonl" && pass || fail "cuLibraryLoadData refusal logged"
+expect_in "$WORK/l1.err" "capguard: note: 1 of the refused loads was a cuLibraryLoad* call, which priming does not serve: it will break again" "summary warns about library loads"
+run_cg l1-report report "$WORK/l1.jsonl"
+expect_in "$WORK/l1-report.out" "1 of the refused loads was cuLibraryLoadData or cuLibraryLoadFromFile, which capguard's priming does not serve" "report advice on library loads"
+expect_in "$WORK/l1-report.out" "capguard run --rescue -- CMD" "report suggests --rescue"
+"$CAPGUARD" run --log "$WORK/l2.jsonl" --prime "$WORK/lprime2.cgp" --rescue -- "${lib_app[@]}" >/dev/null 2>&1; rc=$?
+expect_rc 0 "library worker with --rescue works"
+grep -q '"call":"cuLibraryLoadData","verdict":"rescued"' "$WORK/l2.jsonl" && pass || fail "cuLibraryLoadData rescued"
+expect_not_in "$WORK/g1.err" "capguard: note:" "no library note when only module loads broke"
 finish
