@@ -1,6 +1,7 @@
 #include "log_reader.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -347,6 +348,25 @@ static bool uninteresting_native(const char *frame) {
   return strstr(frame, "libcapguard") || strstr(frame, "libcuda.so");
 }
 
+/* A native frame without its trailing absolute address: "app(main+0x343) [0x5579b1f04453]"
+ * becomes "app(main+0x343)". The address differs between processes (ASLR), the
+ * symbol or module offset before it does not: sites are compared and shown this way. */
+static void frame_without_address(const char *frame, char *buf, size_t cap) {
+  size_t n = strlen(frame);
+  if (n >= 5 && frame[n - 1] == ']') {
+    size_t open = n - 1;
+    while (open > 0 && frame[open - 1] != '[')
+      open--;
+    bool hex = open >= 2 && frame[open - 2] == ' ' && n - open >= 4 && frame[open] == '0' &&
+               frame[open + 1] == 'x';
+    for (size_t i = open + 2; hex && i < n - 1; i++)
+      hex = strchr("0123456789abcdefABCDEF", frame[i]) != NULL;
+    if (hex)
+      n = open - 2;
+  }
+  snprintf(buf, cap, "%.*s", (int)(n < (size_t)INT_MAX ? n : (size_t)INT_MAX), frame);
+}
+
 void cgl_event_site(const cgl_event *e, char *buf, size_t cap) {
   json_t *fr = json_array_get(e->python, 0);
   if (json_is_object(fr)) {
@@ -363,9 +383,12 @@ void cgl_event_site(const cgl_event *e, char *buf, size_t cap) {
     if (!fallback)
       fallback = json_string_value(n);
     if (!uninteresting_native(json_string_value(n))) {
-      snprintf(buf, cap, "%s", json_string_value(n));
+      frame_without_address(json_string_value(n), buf, cap);
       return;
     }
   }
-  snprintf(buf, cap, "%s", fallback ? fallback : "(no stack)");
+  if (fallback)
+    frame_without_address(fallback, buf, cap);
+  else
+    snprintf(buf, cap, "(no stack)");
 }

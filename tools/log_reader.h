@@ -77,7 +77,8 @@ bool cgl_verdict_breaks(const char *verdict);
 bool cgl_capture_broken(const cgl_log *log, size_t capture);
 
 /* Where an event was made, one line: innermost Python frame "file:line in func",
- * else the innermost native frame outside capguard and libcuda, else "(no stack)". */
+ * else the innermost native frame outside capguard and libcuda without its absolute
+ * " [0x...]" address (which ASLR makes differ between processes), else "(no stack)". */
 void cgl_event_site(const cgl_event *e, char *buf, size_t cap);
 
 #endif

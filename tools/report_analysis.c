@@ -135,10 +135,14 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     a->failed += is(v, "failed");
     if (!cgr_offending(e))
       continue;
+    if (e->call && !strncmp(e->call, "cuLibraryLoad", 13) && cgl_verdict_breaks(v))
+      a->library_broke++;
     if (is(e->event, "module-load"))
       a->loads++;
-    else if (is(e->event, "module-unload"))
+    else if (is(e->event, "module-unload")) {
       a->unloads++;
+      a->unloads_deferred += is(v, "deferred");
+    }
     else
       a->other_events++;
     size_t k;
@@ -179,25 +183,55 @@ static void give_advice(cgr_analysis *a) {
   for (size_t k = 0; k < a->n_kernels; k++)
     to_warm += a->kernels[k].broke;
   if (broken_loads || a->rescued) {
+    /* Name them when there are few: the advice is then complete on its own. */
+    char names[256] = "";
+    size_t used = 0;
+    for (size_t k = 0; k < a->n_kernels && to_warm <= 4; k++) {
+      if (!a->kernels[k].broke)
+        continue;
+      int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (",
+                       a->kernels[k].name);
+      if (n < 0 || (size_t)n >= sizeof names - used - 1) {
+        names[0] = '\0';
+        break;
+      }
+      used += (size_t)n;
+    }
+    if (used)
+      names[used++] = ')', names[used] = '\0';
     advise(a,
-           "warm these %zu kernel%s up before capture (run each once outside capture), or let "
-           "capguard prime them: run again under capguard in guard mode "
-           "(capguard run --mode guard -- CMD); the images it records are loaded before capture "
+           "warm these %zu kernel%s%s up before capture (run each once outside capture), or let "
+           "capguard prime them: run the same command again under capguard in guard mode "
+           "(capguard run --mode guard -- CMD); the images it recorded are loaded before capture "
            "on the next run",
-           to_warm, to_warm == 1 ? "" : "s");
+           to_warm, to_warm == 1 ? "" : "s", names);
   }
+  if (a->library_broke)
+    advise(a,
+           "%zu of the refused loads %s cuLibraryLoadData or cuLibraryLoadFromFile, which "
+           "capguard's priming does not serve (it serves module loads): warm %s kernels up "
+           "before capture, or run with --rescue (capguard run --rescue -- CMD)",
+           a->library_broke, a->library_broke == 1 ? "was" : "were",
+           a->library_broke == 1 ? "its" : "their");
   if (a->allowed)
     advise(a,
            "%zu module load%s during capture %s allowed by this driver (12.3 or newer); drivers "
            "older than 12.3 refuse them and break the capture: prime them before deploying there "
            "(guard mode), and try it with capguard run --emulate-driver 12020",
            a->allowed, a->allowed == 1 ? "" : "s", a->allowed == 1 ? "was" : "were");
-  if (a->unloads)
+  if (a->unloads_deferred)
+    advise(a,
+           "%zu module unload%s during capture %s deferred by capguard until the capture ended "
+           "(every driver refuses unloads during capture): nothing to do while running under "
+           "capguard in guard mode; without it, keep kernel objects alive across capture",
+           a->unloads_deferred, a->unloads_deferred == 1 ? "" : "s",
+           a->unloads_deferred == 1 ? "was" : "were");
+  if (a->unloads > a->unloads_deferred)
     advise(a,
            "%zu module unload%s during capture (refused by every driver): keep kernel objects "
            "alive across capture, or run in guard mode, which defers unloads until the capture "
            "ends",
-           a->unloads, a->unloads == 1 ? "" : "s");
+           a->unloads - a->unloads_deferred, a->unloads - a->unloads_deferred == 1 ? "" : "s");
   if (silent)
     advise(a,
            "%zu capture%s broke without a logged module call: something capguard does not track "
@@ -208,6 +242,58 @@ static void give_advice(cgr_analysis *a) {
            a->served == 1 ? "" : "s", a->served == 1 ? "was" : "were");
   if (!a->n_broken && !a->loads && !a->unloads && !a->other_events)
     advise(a, "no forbidden calls during capture: nothing to do");
+}
+
+static void cuda_version(long long v, char *buf, size_t cap) {
+  if (v > 0)
+    snprintf(buf, cap, "CUDA %lld.%lld", v / 1000, (v % 1000) / 10);
+  else
+    snprintf(buf, cap, "version unknown");
+}
+
+void cgr_why(const cgl_event *e, char *buf, size_t cap) {
+  char ver[48];
+  bool load = is(e->event, "module-load"), unload = is(e->event, "module-unload");
+  if (is(e->verdict, "refused") && load) {
+    cuda_version(e->driver_version, ver, sizeof ver);
+    snprintf(buf, cap, "the driver (%s) refused it: drivers before 12.3 refuse module loads during "
+                       "capture", ver);
+  } else if (is(e->verdict, "refused") && unload) {
+    snprintf(buf, cap, "the driver refused it: every driver refuses module unloads during capture");
+  } else if (is(e->verdict, "emulated")) {
+    cuda_version(e->emulate_driver, ver, sizeof ver);
+    snprintf(buf, cap, "capguard refused it the way %s would (--emulate-driver %lld): drivers "
+                       "before 12.3 refuse module loads during capture", ver, e->emulate_driver);
+  } else if (is(e->verdict, "refused")) {
+    snprintf(buf, cap, "the driver refused it during capture (CUresult %lld)", e->result);
+  } else {
+    snprintf(buf, cap, "it %s during capture (CUresult %lld)",
+             is(e->verdict, "failed") ? "failed" : "was made", e->result);
+  }
+}
+
+void cgr_kernel_list(const cgl_event *e, size_t max, char *buf, size_t cap) {
+  size_t used = 0, shown = 0, i;
+  json_t *k;
+  buf[0] = '\0';
+  json_array_foreach(e->kernels, i, k) {
+    if (!json_is_string(k))
+      continue;
+    if (shown == max) {
+      shown++;
+      break;
+    }
+    int n = snprintf(buf + used, cap - used, "%s%s", shown ? ", " : "", json_string_value(k));
+    if (n < 0 || (size_t)n >= cap - used) {
+      buf[used] = '\0';
+      shown = max + 1;
+      break;
+    }
+    used += (size_t)n;
+    shown++;
+  }
+  if ((shown > max || e->kernels_truncated) && used + 6 < cap)
+    memcpy(buf + used, ", ...", 6);
 }
 
 void cgr_analyse(const cgl_log *log, cgr_analysis *a) {

@@ -39,6 +39,8 @@ typedef struct {
   size_t n_sites;
   size_t captures;     /* captures begun (from summaries where known, else seen) */
   size_t loads, unloads, other_events;
+  size_t unloads_deferred; /* of unloads: put off by guard mode until the capture ended */
+  size_t library_broke;    /* refused cuLibraryLoad* calls: the shim's priming serves module loads only */
   size_t refused, emulated, allowed, served, rescued, deferred, failed;
   size_t recorded, primed_loaded; /* from summaries */
   char *advice[8];
@@ -49,6 +51,12 @@ typedef struct {
 bool cgr_offending(const cgl_event *e);
 
 void cgr_analyse(const cgl_log *log, cgr_analysis *a);
+
+/* Why a breaking call broke its capture, in words, e.g. "the driver (CUDA 12.2)
+ * refused it: drivers before 12.3 refuse module loads during capture". */
+void cgr_why(const cgl_event *e, char *buf, size_t cap);
+/* Up to max kernel names of an event, comma-separated ("" when none); ", ..." when cut. */
+void cgr_kernel_list(const cgl_event *e, size_t max, char *buf, size_t cap);
 void cgr_free(cgr_analysis *a);
 
 #endif

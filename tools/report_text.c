@@ -44,7 +44,53 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
       }
       fputs(e->kernels_truncated ? ", ...\n" : "\n", out);
     }
+    char why[256];
+    cgr_why(e, why, sizeof why);
+    fprintf(out, "    why: %s\n", why);
   }
+}
+
+/* One line a process: what it was, how it ran, and how its captures fared; the
+ * story of the runs in a log (run 1 broke, run 2 was primed) at a glance. */
+static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
+  const cgl_log *log = a->log;
+  const size_t shown_max = 20;
+  fprintf(out, "\n%sProcesses%s (as logged)\n", pal.bold, pal.reset);
+  for (size_t p = 0; p < log->n_procs && p < shown_max; p++) {
+    const cgl_process *pr = &log->procs[p];
+    size_t seen = 0, broken = 0, served = 0;
+    for (size_t c = 0; c < log->n_caps; c++)
+      seen += log->caps[c].proc == p;
+    for (size_t b = 0; b < a->n_broken; b++)
+      broken += log->caps[a->broken[b].capture].proc == p;
+    for (size_t i = 0; i < log->n_evs; i++)
+      served += log->evs[i].proc == p && log->evs[i].verdict && !strcmp(log->evs[i].verdict, "served");
+    size_t captures = pr->has_summary && (size_t)pr->captures > seen ? (size_t)pr->captures : seen;
+    char who[256], cmd[96] = "", drv[64] = "";
+    cgr_process_label(a, p, who, sizeof who);
+    size_t used = 0;
+    for (size_t i = 0; i < pr->argc && used < sizeof cmd - 1; i++) {
+      const char *w = pr->argv[i], *slash = i == 0 ? strrchr(w, '/') : NULL;
+      int n = snprintf(cmd + used, sizeof cmd - used, "%s%s", i ? " " : "", slash ? slash + 1 : w);
+      used = n < 0 ? used : used + (size_t)n;
+    }
+    if (used >= sizeof cmd - 1)
+      memcpy(cmd + sizeof cmd - 4, "...", 4);
+    if (pr->emulate_driver > 0)
+      snprintf(drv, sizeof drv, ", emulating CUDA %lld.%lld", pr->emulate_driver / 1000,
+               (pr->emulate_driver % 1000) / 10);
+    else if (pr->driver_version > 0)
+      snprintf(drv, sizeof drv, ", CUDA %lld.%lld", pr->driver_version / 1000,
+               (pr->driver_version % 1000) / 10);
+    fprintf(out, "  %s %s (%s mode%s): %zu capture%s, %s%zu broken%s", who, cmd[0] ? cmd : "?",
+            or(pr->mode, "?"), drv, captures, captures == 1 ? "" : "s",
+            broken ? pal.red : pal.green, broken, pal.reset);
+    if (served)
+      fprintf(out, ", %zu load%s served from the priming file", served, served == 1 ? "" : "s");
+    fputc('\n', out);
+  }
+  if (log->n_procs > shown_max)
+    fprintf(out, "  and %zu more\n", log->n_procs - shown_max);
 }
 
 static void print_kernels(FILE *out, const cgr_analysis *a, cg_palette pal) {
@@ -80,12 +126,22 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
           a->captures, a->captures == 1 ? "" : "s", a->n_broken ? pal.red : pal.green, a->n_broken,
           pal.reset);
   size_t events = a->loads + a->unloads + a->other_events;
-  fprintf(out,
-          "forbidden calls during capture: %zu (module-load %zu, module-unload %zu); verdicts: "
-          "refused %zu, emulated %zu, allowed %zu, rescued %zu, deferred %zu, failed %zu, "
-          "served %zu\n",
-          events, a->loads, a->unloads, a->refused, a->emulated, a->allowed, a->rescued,
-          a->deferred, a->failed, a->served);
+  fprintf(out, "forbidden calls during capture: %zu (module-load %zu, module-unload %zu)", events,
+          a->loads, a->unloads);
+  /* Only the verdicts that happened: zeros are noise to someone reading this the first time. */
+  const struct { const char *name; size_t n; } verdicts[] = {
+      {"refused", a->refused}, {"emulated", a->emulated}, {"failed", a->failed},
+      {"allowed", a->allowed}, {"rescued", a->rescued},   {"deferred", a->deferred},
+      {"served", a->served}};
+  bool any = false;
+  for (size_t i = 0; i < sizeof verdicts / sizeof verdicts[0]; i++)
+    if (verdicts[i].n) {
+      fprintf(out, "%s%s %zu", any ? ", " : "; verdicts: ", verdicts[i].name, verdicts[i].n);
+      any = true;
+    }
+  fputc('\n', out);
+  if (log->n_procs)
+    print_processes(out, a, pal);
   if (a->n_broken)
     print_broken(out, a, pal);
   if (a->n_kernels)

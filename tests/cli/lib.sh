@@ -38,3 +38,14 @@ finish() {
   echo "all $checks checks passed"
   exit 0
 }
+
+# use_real_shim: the project's own libcapguard.so and fake libcuda.so.1 (tests/fakecuda),
+# found by dlopen("libcuda.so.1") through LD_LIBRARY_PATH, like a real driver.
+use_real_shim() {
+  export CAPGUARD_SHIM=$REAL_SHIM LD_LIBRARY_PATH=$FAKECUDA_DIR
+  unset CAPGUARD_LOG CAPGUARD_MODE CAPGUARD_PRIME CAPGUARD_EMULATE_DRIVER CAPGUARD_RESCUE CAPGUARD_QUIET
+  unset FAKECUDA_DRIVER_VERSION FAKECUDA_SM FAKECUDA_TRACE
+  export XDG_CACHE_HOME=$WORK/cache HOME=$WORK   # the default priming file stays in the test
+}
+# field NAME FILE: the values of a top-level number field on "process" lines
+process_field() { grep '"type":"process"' "$2" | grep -o "\"$1\":[0-9-]*" | cut -d: -f2; }

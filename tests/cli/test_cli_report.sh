@@ -13,6 +13,8 @@ expect_in "$o" "pid 4101 capture 1 (stream 0x5d1e00, global, failed; began vllm/
 grep -A2 "pid 4101 capture 1 " "$o" >"$WORK/c1"
 expect_in "$WORK/c1" "first broken by cuModuleLoadData (module-load, refused, CUresult 900) at fla/ops/gated_delta_rule/chunk.py:210 in chunk_gated_delta_rule_fwd" "first breaking call by time"
 expect_in "$WORK/c1" "kernels: _gdn_fwd_kernel, _gdn_chunk_kernel" "kernels of the first breaking call"
+grep -A3 "pid 4101 capture 1 " "$o" >"$WORK/c1w"
+expect_in "$WORK/c1w" "    why: the driver (CUDA 12.2) refused it: drivers before 12.3 refuse module loads during capture" "why, in words"
 # a worker with no Python stack: the first native frame outside capguard and libcuda
 grep -A1 "pid 4102 capture 1 " "$o" >"$WORK/c2"
 expect_in "$WORK/c2" "at libtriton_launcher.so(load_binary+0x42)" "native call site fallback"
@@ -30,7 +32,14 @@ expect_in "$o" "      1  _gdn_fwd_kernel" "kernel count"
 expect_in "$o" "      1  triton/compiler/compiler.py:385 in _init_handles  [cuModuleLoadData; kernels: _attn_fwd]" "python call site"
 expect_in "$o" "      1  triton/compiler/compiler.py:470 in __del__  [cuModuleUnload]" "unload call site"
 # advice
-expect_in "$o" "warm these 3 kernels up before capture" "warm-up advice"
+expect_in "$o" "warm these 3 kernels (" "warm-up advice"
+sed -n 's/.*warm these 3 kernels (\([^)]*\)) up before capture.*/\1/p' "$o" | tr -d ' ' | tr , '\n' | sort >"$WORK/warm"
+sed -n '/^Kernels loaded/,/^$/p' "$o" | awk 'NR > 2 && NF == 2 {print $2}' | sort >"$WORK/listed"
+# the kernels named are those that broke a capture: each is among the kernels loaded during capture
+[ -s "$WORK/warm" ] && [ -z "$(comm -23 "$WORK/warm" "$WORK/listed")" ] && pass || fail "advice names kernels not listed: $(cat "$WORK/warm")"
+# one line a process: its command, mode, driver, captures and broken ones
+expect_in "$o" "Processes (as logged)" "process section"
+[ "$(sed -n '/^Processes/,/^$/p' "$o" | grep -c '^  pid ')" -eq 3 ] && pass || fail "3 process lines wanted"
 expect_in "$o" "capguard run --mode guard -- CMD" "guard-mode advice"
 expect_in "$o" "1 module unload during capture" "unload advice"
 expect_in "$o" "1 capture broke without a logged module call" "silent capture advice"

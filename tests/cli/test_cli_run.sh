@@ -51,9 +51,10 @@ before=$(wc -l <"$WORK/given.jsonl")
 CGTEST_FAKE_REFUSED=3 "$CAPGUARD" run --log "$WORK/given.jsonl" -- true >/dev/null 2>"$WORK/again.err"; rc=$?
 expect_rc 0 "second run into the same log"
 [ "$(wc -l <"$WORK/given.jsonl")" -gt "$before" ] && pass || fail "log not appended to"
-expect_in "$WORK/again.err" "capguard: 1 process, 1 capture, 1 broken; events: module-load 3, module-unload 0 (refused 3," "summary of this run only"
-expect_in "$WORK/again.err" "3 kernels in 3 images recorded" "kernels recorded"
-expect_in "$WORK/again.err" "capguard: next: run again: 3 kernels will be loaded before capture" "what to do next"
+expect_in "$WORK/again.err" "capguard: 1 process, 1 capture, 1 broken; during capture: module-load 3, module-unload 0 (refused 3)" "summary of this run only, verdicts that happened"
+expect_in "$WORK/again.err" "capguard: why: a capture broke in pid " "why line"
+expect_in "$WORK/again.err" "capguard: next: run again: 3 kernels will be loaded before capture (" "what to do next"
+expect_in "$WORK/again.err" "; recorded in the priming file)" "where they were recorded"
 
 # --- report mode records nothing: advice is guard mode
 CGTEST_FAKE_REFUSED=2 "$CAPGUARD" run --mode report --log "$WORK/rep.jsonl" -- true >/dev/null 2>"$WORK/rep.err"
@@ -73,7 +74,7 @@ expect_not_in "$WORK/envlog.err" "(temporary)" "CAPGUARD_LOG is not temporary"
 
 # --- nothing logged (here: mode off, in which the stand-in shim writes nothing) is called out
 run_cg nolog run --mode off --log "$WORK/none.jsonl" -- true
-expect_in "$WORK/nolog.err" "the shim wrote nothing to $WORK/none.jsonl (mode off)" "nothing logged"
+expect_in "$WORK/nolog.err" "capguard: mode off: the shim stayed out of the way and logged nothing to $WORK/none.jsonl, as asked" "nothing logged in mode off is expected"
 
 # --- the shim cannot be found: one line, exit 125, command not run
 CAPGUARD_SHIM=$WORK/missing.so "$CAPGUARD" run -- touch "$WORK/ran" >"$WORK/ns.out" 2>"$WORK/ns.err"; rc=$?

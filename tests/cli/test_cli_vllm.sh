@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# capguard run over a vLLM-shaped process tree with the real shim and the fake
+# driver (tests/fakecuda) as CUDA 12.2, which refuses module loads during capture:
+# a parent (no CUDA) starts 3 fork+exec'd workers and one through posix_spawn of
+# /bin/sh; each captures a graph in which it loads kernels_sm90.cubin and launches
+# cg_test_fill (see vllm_like.c). Guard mode: run 1 breaks every worker, run 2
+# with the same priming file works. Report mode: both runs break. Off: no events.
+. "$(dirname "$0")/lib.sh"
+use_real_shim
+export FAKECUDA_DRIVER_VERSION=12020
+app=("$VLLM_LIKE" "$CUBIN" cg_test_fill)
+
+# worker_pids LOG: pids of the processes that logged a "process" record
+worker_pids() { process_field pid "$1"; }
+
+# check_run1 TAG LOG MODE: what every broken first run must show
+check_broken_run() {
+  local tag=$1 log=$2
+  local pids; pids=$(worker_pids "$log")
+  local n; n=$(echo "$pids" | grep -c .)
+  [ "$n" -eq 4 ] && pass || fail "$tag: $n process records, wanted 4 (3 forked workers + 1 via sh)"
+  [ "$(echo "$pids" | sort -u | wc -l)" -eq 4 ] && pass || fail "$tag: process pids not distinct: $pids"
+  # the shell-started worker is a grandchild: its parent is the shell, not the engine
+  [ "$(process_field ppid "$log" | sort -u | wc -l)" -eq 2 ] && pass \
+    || fail "$tag: wanted 2 distinct parents (engine, sh): $(process_field ppid "$log" | tr '\n' ' ')"
+  grep -q '"argv":\["[^"]*vllm_like","--worker","3","--ex"' "$log" && pass || fail "$tag: shell-started worker's process record"
+  for p in $pids; do
+    grep -q "\"type\":\"event\",\"pid\":$p,.*\"verdict\":\"refused\"" "$log" && pass || fail "$tag: no refused load logged by pid $p"
+    grep -q "\"type\":\"capture\",\"pid\":$p,.*\"status\":\"failed\"" "$log" && pass || fail "$tag: capture of pid $p not logged as failed"
+  done
+  grep -q '"call":"cuModuleLoadDataEx","verdict":"refused"' "$log" && pass || fail "$tag: cuModuleLoadDataEx of the shell-started worker"
+  run_cg "$tag-report" report "$log"
+  expect_rc 1 "$tag: report of broken captures"
+  expect_in "$WORK/$tag-report.out" "capguard report: 1 log, 4 processes, 4 captures, 4 broken" "$tag: report counts"
+  for p in $pids; do expect_in "$WORK/$tag-report.out" "  pid $p capture 1 (" "$tag: broken capture of pid $p listed"; done
+  expect_in "$WORK/$tag-report.out" "    kernels: cg_test_fill, cg_test_axpy" "$tag: kernel named"
+  expect_in "$WORK/$tag-report.out" "      4  cg_test_fill" "$tag: kernel counted over processes"
+  # one call site, the same in 3 processes at 3 addresses, counted once
+  expect_in "$WORK/$tag-report.out" "      3  vllm_like" "$tag: cuModuleLoadData site deduplicated over processes"
+}
+
+# --- guard mode: run 1 breaks every worker and records the image; run 2 is served
+"$CAPGUARD" run --log "$WORK/g1.jsonl" --prime "$WORK/prime.cgp" -- "${app[@]}" >"$WORK/g1.out" 2>"$WORK/g1.err"; rc=$?
+expect_rc 1 "guard run 1: the engine's exit status"
+expect_in "$WORK/g1.err" "engine: 4 of 4 workers failed" "guard run 1: every worker broke"
+check_broken_run g1 "$WORK/g1.jsonl"
+expect_in "$WORK/g1.err" "capguard: 4 processes, 4 captures, 4 broken" "guard run 1: summary over all workers"
+[ -s "$WORK/prime.cgp" ] && pass || fail "guard run 1 recorded no priming file"
+expect_in "$WORK/g1.err" "capguard: next: run again: 2 kernels will be loaded before capture (cg_test_axpy, cg_test_fill; recorded in the priming file)" "guard run 1: next step"
+expect_in "$WORK/g1.err" "capguard: why: 4 captures broke; the first broke in pid " "guard run 1: why"
+expect_in "$WORK/g1.err" "the driver (CUDA 12.2) refused it: drivers before 12.3 refuse module loads during capture" "guard run 1: why, in words"
+
+"$CAPGUARD" run --log "$WORK/g2.jsonl" --prime "$WORK/prime.cgp" -- "${app[@]}" >"$WORK/g2.out" 2>"$WORK/g2.err"; rc=$?
+expect_rc 0 "guard run 2 with the priming file"
+expect_in "$WORK/g2.out" "engine: all 4 workers ready" "guard run 2: every worker captured"
+[ "$(worker_pids "$WORK/g2.jsonl" | sort -u | wc -l)" -eq 4 ] && pass || fail "guard run 2: 4 workers logged"
+n=$(grep -c '"verdict":"served"' "$WORK/g2.jsonl"); [ "$n" -eq 4 ] && pass || fail "guard run 2: $n served loads, wanted 4"
+expect_in "$WORK/g2.err" "capguard: 4 processes, 4 captures, 0 broken" "guard run 2 summary"
+run_cg g2-report report "$WORK/g2.jsonl"
+expect_rc 0 "report with no broken capture"
+expect_in "$WORK/g2-report.out" "4 processes, 4 captures, 0 broken" "run 2 report counts"
+expect_in "$WORK/g2-report.out" "served 4" "run 2 report: served loads"
+expect_in "$WORK/g2-report.out" "4 loads during capture were served from the priming file: priming works" "run 2 advice"
+expect_not_in "$WORK/g2-report.out" "Broken captures" "run 2 report lists no broken capture"
+# both runs in one report: the breakage of run 1 still counts
+run_cg both report "$WORK/g1.jsonl" "$WORK/g2.jsonl"
+expect_rc 1 "report over both runs"
+expect_in "$WORK/both.out" "2 logs, 8 processes, 8 captures, 4 broken" "both runs counted"
+
+# --- report mode: nothing recorded, nothing replayed: run 2 breaks as run 1 did
+"$CAPGUARD" run --mode report --log "$WORK/r1.jsonl" --prime "$WORK/rprime.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/r1.err"; rc=$?
+expect_rc 1 "report-mode run 1"
+check_broken_run r1 "$WORK/r1.jsonl"
+[ -e "$WORK/rprime.cgp" ] && fail "report mode wrote a priming file" || pass
+expect_in "$WORK/r1.err" "capguard: next: run again in guard mode" "report-mode advice"
+# even with guard mode's priming file at hand, report mode does not serve from it
+"$CAPGUARD" run --mode report --log "$WORK/r2.jsonl" --prime "$WORK/prime.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/r2.err"; rc=$?
+expect_rc 1 "report-mode run 2 still breaks"
+check_broken_run r2 "$WORK/r2.jsonl"
+expect_not_in "$WORK/r2.jsonl" '"verdict":"served"' "report mode serves nothing"
+grep -q '"mode":"report"' "$WORK/r2.jsonl" && pass || fail "process records say report mode"
+
+# --- off: the shim stays out of the way; the driver breaks every worker, nothing is logged
+"$CAPGUARD" run --mode off --log "$WORK/o1.jsonl" --prime "$WORK/prime.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/o1.err"; rc=$?
+expect_rc 1 "mode off: workers break (nothing served)"
+expect_in "$WORK/o1.err" "engine: 4 of 4 workers failed" "mode off: every worker broke"
+if [ -s "$WORK/o1.jsonl" ] && grep -q '"type":"event"' "$WORK/o1.jsonl"; then fail "mode off logged events"; else pass; fi
+expect_in "$WORK/o1.err" "capguard: mode off: the shim stayed out of the way and logged nothing" "mode off named in the summary"
+
+# --- a worker that loads with cuLibraryLoadData: priming records the image but serves
+# module loads only, so capguard says that this load will break again, and what helps
+lib_app=("$VLLM_LIKE" --workers 1 --library "$CUBIN" cg_test_fill)
+"$CAPGUARD" run --log "$WORK/l1.jsonl" --prime "$WORK/lprime.cgp" -- "${lib_app[@]}" >/dev/null 2>"$WORK/l1.err"; rc=$?
+expect_rc 1 "library worker: run 1 breaks"
+grep -q '"call":"cuLibraryLoadData","verdict":"refused"' "$WORK/l1.jsonl" && pass || fail "cuLibraryLoadData refusal logged"
+expect_in "$WORK/l1.err" "capguard: note: 1 of the refused loads was a cuLibraryLoad* call, which priming does not serve: it will break again" "summary warns about library loads"
+run_cg l1-report report "$WORK/l1.jsonl"
+expect_in "$WORK/l1-report.out" "1 of the refused loads was cuLibraryLoadData or cuLibraryLoadFromFile, which capguard's priming does not serve" "report advice on library loads"
+expect_in "$WORK/l1-report.out" "capguard run --rescue -- CMD" "report suggests --rescue"
+"$CAPGUARD" run --log "$WORK/l2.jsonl" --prime "$WORK/lprime2.cgp" --rescue -- "${lib_app[@]}" >/dev/null 2>&1; rc=$?
+expect_rc 0 "library worker with --rescue works"
+grep -q '"call":"cuLibraryLoadData","verdict":"rescued"' "$WORK/l2.jsonl" && pass || fail "cuLibraryLoadData rescued"
+expect_not_in "$WORK/g1.err" "capguard: note:" "no library note when only module loads broke"
+finish

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The built-in demo end to end, without its package installation and build
+# (run-demo.sh does those, then runs tools/demo/demo-steps.sh, which is run here
+# on meson's build tree): run 1 breaks and says why, run 2 works, the report names
+# the kernel and what to do.
+. "$(dirname "$0")/lib.sh"
+steps=$SOURCE_ROOT/tools/demo/demo-steps.sh
+grep -q '^exec bash tools/demo/demo-steps.sh build$' "$SOURCE_ROOT/tools/demo/run-demo.sh" && pass \
+  || fail "run-demo.sh no longer runs demo-steps.sh: this test would not test the demo"
+unset LD_LIBRARY_PATH CAPGUARD_SHIM   # the demo finds the fake driver and the shim by itself
+export XDG_CACHE_HOME=$WORK/cache HOME=$WORK
+
+bash "$steps" "$BUILD_ROOT" "$WORK/demo" >"$WORK/demo.out" 2>&1; rc=$?
+expect_rc 0 "demo-steps.sh: run 1 broke and run 2 worked"
+o=$WORK/demo.out
+expect_in "$o" "== run 1 exited with status 1: the engine gave up (its graph capture broke)" "run 1 exit status shown"
+expect_in "$o" "== run 2 exited with status 0: the engine captured its graph and serves" "run 2 exit status shown"
+# what broke, and why, in run 1's summary
+expect_in "$o" "engine: CUDA graph capture failed" "the engine's own failure"
+expect_in "$o" "capguard: why: a capture broke in pid " "run 1: why"
+expect_in "$o" "when it called cuModuleLoadData (kernels cg_test_fill, cg_test_axpy): the driver (CUDA 12.2) refused it: drivers before 12.3 refuse module loads during capture" "run 1: why, in words"
+expect_in "$o" "capguard: next: run again: 2 kernels will be loaded before capture" "run 1: what to do"
+expect_in "$o" "capguard: next: priming worked: every load during capture was served from the priming file" "run 2: priming worked"
+expect_in "$o" "engine: decode graph captured and replayed; serving" "run 2: the engine serves"
+if grep -q $'\033' "$o"; then fail "escape codes in piped demo output"; else pass; fi
+
+# the log says the same, independently of what the script printed
+log=$WORK/demo/capguard.jsonl
+[ "$(grep -c '"type":"process"' "$log")" -eq 2 ] && pass || fail "wanted 2 processes (run 1, run 2) in $log"
+first=$(process_field pid "$log" | head -1); second=$(process_field pid "$log" | tail -1)
+grep -q "\"type\":\"capture\",\"pid\":$first,.*\"status\":\"failed\"" "$log" && pass || fail "run 1's capture not failed in the log"
+grep -q "\"type\":\"capture\",\"pid\":$second,.*\"status\":\"ended\"" "$log" && pass || fail "run 2's capture did not end well"
+grep -q "\"pid\":$second,.*\"verdict\":\"served\"" "$log" && pass || fail "run 2: no served load"
+
+# the report, as the demo shows it, and its exit status
+run_cg report report "$log"
+expect_rc 1 "report of the demo log (run 1 broke)"
+r=$WORK/report.out
+expect_in "$r" "1 log, 2 processes, 2 captures, 1 broken" "report totals"
+expect_in "$r" "  pid $first demo_engine " "run 1's process"
+expect_in "$r" "(guard mode, CUDA 12.2): 1 capture, 1 broken" "run 1 broke"
+expect_in "$r" "  pid $second demo_engine " "run 2's process"
+expect_in "$r" "(guard mode, CUDA 12.2): 1 capture, 0 broken, 1 load served from the priming file" "run 2 primed"
+expect_in "$r" "    kernels: cg_test_fill, cg_test_axpy" "kernel of the broken capture"
+expect_in "$r" "      1  cg_test_fill" "kernel listed"
+expect_in "$r" "warm these 2 kernels (cg_test_axpy, cg_test_fill) up before capture" "advice names the kernel"
+expect_in "$r" "1 load during capture was served from the priming file: priming works" "advice: priming works"
+expect_in "$o" "capguard report: 1 log, 2 processes, 2 captures, 1 broken" "the demo shows the report"
+finish

@@ -1,0 +1,264 @@
+/* A process tree shaped like vLLM's start-up, for `capguard run` tests over
+ * the fake driver: a parent (the "engine core", which never touches CUDA)
+ * starts worker processes, one per GPU, and fails if any worker fails.
+ *   - workers 0..N-1 are fork+exec'd copies of this program (--worker I);
+ *   - one more worker is started with posix_spawn through /bin/sh, so that
+ *     it is a grandchild with a shell in between (the way launchers wrap
+ *     commands); it loads with cuModuleLoadDataEx (--ex), another loader.
+ * Like vLLM's workers, which meet in collectives, the workers wait for each
+ * other once every one has begun its capture, so that none can profit from
+ * what another records into a shared priming file during the same run: run
+ * 1 breaks every worker's capture, not just the first's.
+ * --library makes a worker load with cuLibraryLoadData instead.
+ * Each worker reaches the driver the way cudart does (dlopen libcuda.so.1,
+ * dlsym cuGetProcAddress_v2, ask it for "cuGetProcAddress" at 12000, then
+ * everything through that), begins a graph capture, loads the kernel image
+ * for the first time inside it (a JIT-compiled kernel's first use) and
+ * launches KERNEL from it, ends the capture and exits 1 if it broke.
+ * Usage: vllm_like [--workers N] [--ex|--library] CUBIN KERNEL
+ *        vllm_like --worker I [--ex|--library] CUBIN KERNEL   (what the parent runs) */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+static gpa_fn gpa;
+static int me = -1;
+
+static void *get(const char *name) {
+  void *p = NULL;
+  if (gpa(name, &p, 12000, 0, NULL) != CUDA_SUCCESS || !p) {
+    fprintf(stderr, "worker %d: the driver has no %s\n", me, name);
+    exit(2);
+  }
+  return p;
+}
+
+static void *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *b = NULL;
+  long n = -1;
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0)
+    b = calloc(1, (size_t)n + 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  return b;
+}
+
+/* The barrier: the parent passes two inherited descriptors in VLLM_LIKE_SYNC
+ * ("READY,GO"); a worker writes one byte to READY, then waits for GO to reach
+ * end of file (the parent closes it once every worker is ready). */
+static void meet_the_others(void) {
+  const char *sync = getenv("VLLM_LIKE_SYNC");
+  int ready, go;
+  if (!sync || sscanf(sync, "%d,%d", &ready, &go) != 2)
+    return;
+  char c = 'r';
+  ssize_t w = write(ready, &c, 1);
+  close(ready); /* a worker that died closed it too: the parent sees end of file, never hangs */
+  while (w == 1 && read(go, &c, 1) < 0 && errno == EINTR) {
+  }
+  close(go);
+}
+
+enum loader { LOAD_DATA, LOAD_DATA_EX, LIBRARY_LOAD_DATA };
+
+static int worker(int index, enum loader how, const char *cubin, const char *kernel) {
+  me = index;
+  void *image = read_file(cubin);
+  if (!image) {
+    fprintf(stderr, "worker %d: cannot read %s\n", me, cubin);
+    return 2;
+  }
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  gpa_fn v2 = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+  if (!v2 || v2("cuGetProcAddress", (void **)&gpa, 12000, 0, NULL) != CUDA_SUCCESS) {
+    fprintf(stderr, "worker %d: no CUDA driver\n", me);
+    return 2;
+  }
+  CUresult (*init)(unsigned) = get("cuInit");
+  CUresult (*device_get)(CUdevice *, int) = get("cuDeviceGet");
+  CUresult (*retain)(CUcontext *, CUdevice) = get("cuDevicePrimaryCtxRetain");
+  CUresult (*set_current)(CUcontext) = get("cuCtxSetCurrent");
+  CUresult (*stream_create)(CUstream *, unsigned) = get("cuStreamCreate");
+  CUresult (*begin)(CUstream, CUstreamCaptureMode) = get("cuStreamBeginCapture");
+  CUresult (*end)(CUstream, CUgraph *) = get("cuStreamEndCapture");
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     CUstream, void **, void **) = get("cuLaunchKernel");
+  CUresult (*error_name)(CUresult, const char **) = get("cuGetErrorName");
+
+  CUdevice dev;
+  CUcontext ctx;
+  CUstream s;
+  if (init(0) || device_get(&dev, 0) || retain(&ctx, dev) || set_current(ctx) ||
+      stream_create(&s, CU_STREAM_NON_BLOCKING)) {
+    fprintf(stderr, "worker %d: driver set-up failed\n", me);
+    return 2;
+  }
+  begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  meet_the_others();
+  CUfunction fn = NULL;
+  CUresult r;
+  if (how == LIBRARY_LOAD_DATA) {
+    CUresult (*lib_load)(CUlibrary *, const void *, CUjit_option *, void **, unsigned, CUlibraryOption *,
+                         void **, unsigned) = get("cuLibraryLoadData");
+    CUresult (*lib_kernel)(CUkernel *, CUlibrary, const char *) = get("cuLibraryGetKernel");
+    CUresult (*kernel_fn)(CUfunction *, CUkernel) = get("cuKernelGetFunction");
+    CUlibrary lib;
+    CUkernel k;
+    r = lib_load(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
+    if (r == CUDA_SUCCESS && (r = lib_kernel(&k, lib, kernel)) == CUDA_SUCCESS)
+      r = kernel_fn(&fn, k);
+  } else {
+    CUresult (*get_function)(CUfunction *, CUmodule, const char *) = get("cuModuleGetFunction");
+    CUmodule mod;
+    if (how == LOAD_DATA_EX) {
+      CUresult (*load_ex)(CUmodule *, const void *, unsigned, CUjit_option *, void **) =
+          get("cuModuleLoadDataEx");
+      r = load_ex(&mod, image, 0, NULL, NULL);
+    } else {
+      CUresult (*load)(CUmodule *, const void *) = get("cuModuleLoadData");
+      r = load(&mod, image);
+    }
+    if (r == CUDA_SUCCESS)
+      r = get_function(&fn, mod, kernel);
+  }
+  if (r == CUDA_SUCCESS)
+    launch(fn, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+  CUgraph g = NULL;
+  CUresult e = end(s, &g);
+  if (e != CUDA_SUCCESS) {
+    const char *name = "?";
+    error_name(e, &name);
+    fprintf(stderr, "worker %d (pid %d): CUDA graph capture failed: %s\n", me, (int)getpid(), name);
+    return 1;
+  }
+  printf("worker %d (pid %d): graph captured\n", me, (int)getpid());
+  return 0;
+}
+
+static int wait_for(pid_t pid, int index) {
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return 1;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return 0;
+  fprintf(stderr, "engine: worker %d (pid %d) failed (%s %d)\n", index, (int)pid,
+          WIFEXITED(status) ? "exit status" : "signal",
+          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  return 1;
+}
+
+static int parent(int n, const char *loader, const char *cubin, const char *kernel) {
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) {
+    perror("engine: /proc/self/exe");
+    return 2;
+  }
+  self[len] = '\0';
+  pid_t pids[65];
+  char idx[16], sync[32];
+  int ready[2], go[2];
+  if (pipe(ready) || pipe(go)) {
+    perror("engine: pipe");
+    return 2;
+  }
+  snprintf(sync, sizeof sync, "%d,%d", ready[1], go[0]);
+  setenv("VLLM_LIKE_SYNC", sync, 1);
+  fflush(stdout);
+  for (int i = 0; i < n; i++) {
+    snprintf(idx, sizeof idx, "%d", i);
+    pids[i] = fork();
+    if (pids[i] == 0) {
+      close(ready[0]);
+      close(go[1]);
+      execl(self, self, "--worker", idx, cubin, kernel, (char *)NULL);
+      _exit(127);
+    }
+    if (pids[i] < 0) {
+      perror("engine: fork");
+      return 2;
+    }
+  }
+  /* The last worker through a shell that stays its parent (not exec'd away). */
+  snprintf(idx, sizeof idx, "%d", n);
+  char *sh_argv[] = {"sh", "-c", "\"$0\" --worker \"$1\" \"$2\" \"$3\" \"$4\"; exit $?", self, idx,
+                     (char *)loader, (char *)cubin, (char *)kernel, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addclose(&fa, ready[0]);
+  posix_spawn_file_actions_addclose(&fa, go[1]);
+  int err = posix_spawn(&pids[n], "/bin/sh", &fa, NULL, sh_argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (err) {
+    fprintf(stderr, "engine: posix_spawn: %s\n", strerror(err));
+    return 2;
+  }
+  close(ready[1]);
+  close(go[0]);
+  /* Every worker has begun its capture (or died: end of file) before any goes on. */
+  char c;
+  for (int i = 0; i <= n; i++)
+    if (read(ready[0], &c, 1) != 1)
+      break;
+  close(go[1]);
+  close(ready[0]);
+  int failed = 0;
+  for (int i = 0; i <= n; i++)
+    failed += wait_for(pids[i], i);
+  if (failed) {
+    fprintf(stderr, "engine: %d of %d workers failed; shutting down\n", failed, n + 1);
+    return 1;
+  }
+  printf("engine: all %d workers ready\n", n + 1);
+  return 0;
+}
+
+static int loader_of(const char *flag, enum loader *how) {
+  if (!strcmp(flag, "--ex"))
+    *how = LOAD_DATA_EX;
+  else if (!strcmp(flag, "--library"))
+    *how = LIBRARY_LOAD_DATA;
+  else
+    return -1;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  enum loader how = LOAD_DATA;
+  if (argc == 5 && !strcmp(argv[1], "--worker"))
+    return worker(atoi(argv[2]), LOAD_DATA, argv[3], argv[4]);
+  if (argc == 6 && !strcmp(argv[1], "--worker") && loader_of(argv[3], &how) == 0)
+    return worker(atoi(argv[2]), how, argv[4], argv[5]);
+  int n = 3, at = 1;
+  const char *last = "--ex"; /* the shell-started worker's loader */
+  for (; at + 1 < argc && argv[at][0] == '-'; at++) {
+    if (!strcmp(argv[at], "--workers") && at + 2 < argc)
+      n = atoi(argv[++at]);
+    else if (loader_of(argv[at], &how) == 0)
+      last = argv[at];
+    else
+      break;
+  }
+  if (argc - at != 2 || n < 1 || n > 64) {
+    fprintf(stderr, "usage: vllm_like [--workers N] [--ex|--library] CUBIN KERNEL (N from 1 to 64;\n"
+                    "  the loader flag picks how the shell-started worker loads; default --ex)\n");
+    return 2;
+  }
+  return parent(n, last, argv[at], argv[at + 1]);
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The demo's runs, on an already built tree (run-demo.sh installs and builds
+# first; tests/cli/test_demo.sh runs this directly). Usage:
+#   demo-steps.sh BUILD_DIR [WORK_DIR]
+# The fake driver (tests/fakecuda) plays CUDA 12.2, which refuses module loads
+# during graph capture. Run 1 of a small engine breaks its capture and capguard
+# says why; run 2, the same command, works because capguard loads the kernel
+# run 1 recorded before capture; capguard report then reads both runs.
+# Exit status: 0 when run 1 broke and run 2 worked, as the demo means them to.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:?usage: demo-steps.sh BUILD_DIR [WORK_DIR]}" && pwd)
+work=${2:-$(mktemp -d)}
+mkdir -p "$work"
+export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export FAKECUDA_DRIVER_VERSION=12020
+unset CAPGUARD_LOG CAPGUARD_MODE CAPGUARD_PRIME CAPGUARD_EMULATE_DRIVER CAPGUARD_RESCUE
+engine=("$build/tools/demo/demo_engine" "$root/tests/data/kernels_sm90.cubin" cg_test_fill)
+cg=$build/tools/capguard
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then b=$'\033[1m' r=$'\033[0m'; else b= r=; fi
+
+say() { printf '\n%s== %s%s\n' "$b" "$*" "$r"; }
+
+echo "The engine captures a CUDA graph and, inside the capture, loads a kernel for the"
+echo "first time (as a JIT compiler does on first use). The driver here is CUDA 12.2,"
+echo "which refuses module loads during capture."
+declare -A status
+for run in 1 2; do
+  if [ "$run" = 1 ]; then
+    say "run 1: capguard run -- demo_engine"
+  else
+    say "run 2: the same command again (capguard loads what run 1 recorded before capture)"
+  fi
+  "$cg" run --log "$work/capguard.jsonl" --prime "$work/prime.cgp" -- "${engine[@]}"
+  status[$run]=$?
+  if [ "${status[$run]}" = 0 ]; then
+    say "run $run exited with status 0: the engine captured its graph and serves"
+  else
+    say "run $run exited with status ${status[$run]}: the engine gave up (its graph capture broke)"
+  fi
+done
+say "capguard report $work/capguard.jsonl (both runs)"
+"$cg" report "$work/capguard.jsonl"
+echo "(capguard report exits 1 because run 1's capture broke; the log and priming file are in $work)"
+[ "${status[1]}" = 1 ] && [ "${status[2]}" = 0 ]
