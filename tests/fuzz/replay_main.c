@@ -87,6 +87,8 @@ int main(int argc, char **argv) {
   DIR *d = opendir(argv[1]);
   if (!d) {
     fprintf(stderr, "replay: cannot open corpus %s\n", argv[1]);
+    free(m);
+    free(seed);
     return 2;
   }
   long seeds = 0, runs = 0;
@@ -113,6 +115,9 @@ int main(int argc, char **argv) {
     seeds++;
   }
   closedir(d);
+  free(m);
+  free(seed);
+  munmap(map, REPLAY_MAX_INPUT + page);
   printf("replay: %ld seeds, %ld inputs, no failure\n", seeds, runs);
   return seeds > 0 ? 0 : 1;
 }
