@@ -274,6 +274,29 @@ bool cg_guard_self_unprohibited(void) {
   return n == 0;
 }
 
+size_t cg_guard_prohibitor_refs(cg_capture_ref *out, size_t cap) {
+  cg_capture *p[16];
+  if (cap > 16)
+    cap = 16;
+  pthread_mutex_lock(&model_lock);
+  size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, cap) : 0;
+  for (size_t i = 0; i < n && i < cap; i++)
+    out[i] = (cg_capture_ref){p[i]->stream, p[i]->id};
+  pthread_mutex_unlock(&model_lock);
+  return n;
+}
+
+bool cg_guard_refs_closed(const cg_capture_ref *refs, size_t n) {
+  bool closed = true;
+  pthread_mutex_lock(&model_lock);
+  for (size_t i = 0; model && closed && i < n; i++) {
+    cg_capture *c = cg_model_find(model, refs[i].stream);
+    closed = !c || c->id != refs[i].id;
+  }
+  pthread_mutex_unlock(&model_lock);
+  return closed;
+}
+
 /* Fork: a child inherits the parent's memory but none of its other threads,
  * so the lock must not be held across fork and the child's model starts
  * empty (CUDA captures do not survive fork). */

@@ -59,6 +59,17 @@ CUresult cg_guard_unload(const cg_unload *u);
 /* True when no open capture prohibits the calling thread. */
 bool cg_guard_self_unprohibited(void);
 
+/* An open capture as the model names it: its stream and its sequence number
+ * (a stream's next capture has another id). */
+typedef struct {
+  uint64_t stream, id;
+} cg_capture_ref;
+/* The open captures that prohibit the calling thread: up to cap written to
+ * out, the total returned. */
+size_t cg_guard_prohibitor_refs(cg_capture_ref *out, size_t cap);
+/* True when none of the n captures is still open. */
+bool cg_guard_refs_closed(const cg_capture_ref *refs, size_t n);
+
 /* Start-up, fork and exit bookkeeping (init.c). */
 void cg_guard_init(void);
 void cg_guard_atfork_prepare(void);

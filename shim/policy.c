@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config.h"
 #include "driver.h"
@@ -61,9 +62,17 @@ bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *resu
 
 /* ---- deferred unloads */
 
+/* An unload waits for every capture that prohibited it when it was asked
+ * for, not only for the asking thread to be free: a thread-local capture
+ * stays open after another thread's global capture ends, and may still hold
+ * the module's kernels. More prohibitors than fit: wait until nothing captures. */
+#define MAX_WAITED_FOR 16
 typedef struct pending_unload {
   void *handle;
   CUresult (*invoke)(void *handle);
+  cg_capture_ref waits_for[MAX_WAITED_FOR];
+  size_t n_waits;
+  bool wait_for_all;
   struct pending_unload *next;
 } pending_unload;
 
@@ -74,6 +83,8 @@ static unsigned pending_count;
 bool cg_policy_defer_unload(const cg_unload *u) {
   if (cg_cfg.mode != CG_RUN_GUARD)
     return false;
+  cg_capture_ref refs[MAX_WAITED_FOR];
+  size_t n_refs = cg_guard_prohibitor_refs(refs, MAX_WAITED_FOR);
   pthread_mutex_lock(&pending_lock);
   for (pending_unload *p = pending; p; p = p->next)
     if (p->handle == u->handle) { /* asked twice: it is still unloaded once */
@@ -84,6 +95,9 @@ bool cg_policy_defer_unload(const cg_unload *u) {
   if (p) {
     p->handle = u->handle;
     p->invoke = u->invoke;
+    p->wait_for_all = n_refs > MAX_WAITED_FOR;
+    p->n_waits = p->wait_for_all ? MAX_WAITED_FOR : n_refs;
+    memcpy(p->waits_for, refs, p->n_waits * sizeof *refs);
     p->next = pending;
     pending = p;
     __atomic_add_fetch(&pending_count, 1, __ATOMIC_RELEASE);
@@ -95,19 +109,26 @@ bool cg_policy_defer_unload(const cg_unload *u) {
 void cg_policy_run_deferred(void) {
   if (!__atomic_load_n(&pending_count, __ATOMIC_ACQUIRE) || !cg_guard_self_unprohibited())
     return;
+  /* Take out the entries none of whose captures is open any more. */
   pthread_mutex_lock(&pending_lock);
-  pending_unload *list = pending;
-  pending = NULL;
-  __atomic_store_n(&pending_count, 0, __ATOMIC_RELEASE);
+  pending_unload *list = NULL, **link = &pending;
+  unsigned left = 0;
+  while (*link) {
+    pending_unload *p = *link;
+    bool ready = p->wait_for_all ? cg_nothing_captures() : cg_guard_refs_closed(p->waits_for, p->n_waits);
+    if (ready) {
+      *link = p->next;
+      p->next = list; /* list ends up oldest first: pending is newest first */
+      list = p;
+    } else {
+      link = &p->next;
+      left++;
+    }
+  }
+  __atomic_store_n(&pending_count, left, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&pending_lock);
   /* Oldest first, outside the lock: the driver may take its time. */
-  pending_unload *rev = NULL;
-  while (list) {
-    pending_unload *n = list->next;
-    list->next = rev;
-    rev = list;
-    list = n;
-  }
+  pending_unload *rev = list;
   while (rev) {
     pending_unload *n = rev->next;
     CUresult r = rev->invoke(rev->handle);

@@ -23,14 +23,22 @@ typedef struct {
 static pthread_mutex_t prime_lock = PTHREAD_MUTEX_INITIALIZER;
 static cg_prime_set *set;
 static bool set_tried;
+/* Set when the file was refused whole or an append failed: the reason was
+ * said once, and every later append would only fail and say it again. */
+static bool recording_off;
 static context_pool pools[MAX_CONTEXTS];
 static size_t n_pools;
 static uint64_t n_loaded, n_served, n_recorded;
 
 static bool priming_on(void) { return cg_cfg.mode == CG_RUN_GUARD && cg_cfg.prime_path[0]; }
 
+/* The priming file code's lines already start with "capguard: ", and
+ * cg_warn adds it again. */
 static void warn_line(void *ctx, const char *line) {
   (void)ctx;
+  static const char prefix[] = "capguard: ";
+  if (strncmp(line, prefix, sizeof prefix - 1) == 0)
+    line += sizeof prefix - 1;
   cg_warn("%s", line);
 }
 
@@ -105,8 +113,10 @@ void cg_priming_before_begin(void) {
   if (!pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_guard_self_unprohibited()) {
     if (!set_tried) {
       set_tried = true;
-      if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL))
+      if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
         set = NULL;
+        __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+      }
     }
     if (set && cg_prime_count(set)) {
       context_pool *p = &pools[n_pools++];
@@ -141,7 +151,7 @@ CUmodule cg_priming_take(const cg_image_info *image) {
 }
 
 void cg_priming_record(const cg_image_info *image) {
-  if (!priming_on())
+  if (!priming_on() || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
   uint32_t names_len = 0;
   for (const char *k = cg_image_first_kernel(image); k; k = cg_image_next_kernel(image, k))
@@ -162,6 +172,8 @@ void cg_priming_record(const cg_image_info *image) {
   };
   if (cg_prime_append(cg_cfg.prime_path, &r, cg_cfg.prime_max, warn_line, NULL) == 0)
     __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
+  else
+    __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
 }
 
 void cg_priming_summary(cg_summary *s) {

@@ -3,7 +3,15 @@
  * thread mode. Prints what the driver (or capguard) answered, one key=value
  * per line, for run_routes.py to check. Built twice: linked against libcuda
  * (-DROUTE_DIRECT, the exported-symbol route) and not linked (dlsym and
- * cuGetProcAddress routes). */
+ * cuGetProcAddress routes).
+ *
+ * Priming and deferred-unload options (test_priming.py): --op libunload
+ * (unload a library loaded before capture), --unload-loaded in|after (the
+ * program unloads the module its op got, inside the capture or after its
+ * end), --no-end (exit with the capture still open), --print-mode (the
+ * driver's mode for this thread after the op), and --second MODE: another
+ * thread holds a capture of its own (--second-ctx: on a context it creates;
+ * --second-begin and --second-end: before or after the main capture's). */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -36,19 +44,26 @@ typedef struct {
   CUresult (*GraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
   CUresult (*FuncGetName)(const char **, CUfunction);
   CUresult (*DeviceGetCount)(int *); /* never wrapped: must be the driver's own pointer */
+  CUresult (*CtxCreate)(CUcontext *, CUctxCreateParams *, unsigned, CUdevice);
 } api;
 
 static api cu;
 static struct {
   const char *route, *op, *image_path, *launch;
   CUstreamCaptureMode mode;
+  const char *unload_loaded;  /* NULL, "in" or "after" */
+  const char *second_begin, *second_end; /* "before" or "after" the main capture's */
+  CUstreamCaptureMode second_mode;
   int other_thread, swap, v1, proc_flags, proc_version, repeat;
-} opt = {.route = "dlsym", .op = "load", .mode = CU_STREAM_CAPTURE_MODE_GLOBAL, .proc_version = 12000,
+  int no_end, print_mode, second, second_ctx;
+} opt = {.second_begin = "after", .second_end = "after",.route = "dlsym", .op = "load", .mode = CU_STREAM_CAPTURE_MODE_GLOBAL, .proc_version = 12000,
          .proc_flags = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, .repeat = 1};
 
 static void *image;
 static CUcontext ctx;
+static CUdevice dev;
 static CUmodule warm_module;
+static CUlibrary warm_library;
 static CUresult op_result;
 
 static void die(const char *what) {
@@ -95,6 +110,7 @@ static void bind_api(void) {
   cu.GraphKernelNodeGetParams = cuGraphKernelNodeGetParams;
   cu.FuncGetName = cuFuncGetName;
   cu.DeviceGetCount = cuDeviceGetCount;
+  cu.CtxCreate = cuCtxCreate;
 }
 #else
 static void *libcuda;
@@ -160,6 +176,12 @@ static void bind_api(void) {
   GET(GraphKernelNodeGetParams, "cuGraphKernelNodeGetParams");
   GET(FuncGetName, "cuFuncGetName");
   GET(DeviceGetCount, "cuDeviceGetCount");
+  /* Graph inspection only reads the result, whatever the route: cuFuncGetName
+   * is newer (12.3) than the version the probe asks cuGetProcAddress for. */
+  if (!cu.FuncGetName)
+    cu.FuncGetName = (__typeof__(cu.FuncGetName))dlsym(libcuda, "cuFuncGetName");
+  /* Not wrapped by capguard, so one route is enough: the _v4 prototype. */
+  cu.CtxCreate = (__typeof__(cu.CtxCreate))dlsym(libcuda, "cuCtxCreate_v4");
 }
 #endif
 
@@ -190,6 +212,8 @@ static void do_op(void) {
       op_result = cu.LibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
     else if (!strcmp(opt.op, "unload"))
       op_result = cu.ModuleUnload(warm_module);
+    else if (!strcmp(opt.op, "libunload"))
+      op_result = cu.LibraryUnload(warm_library);
     else if (!strcmp(opt.op, "none"))
       op_result = CUDA_SUCCESS;
     else
@@ -207,6 +231,61 @@ static void *other_thread(void *arg) {
   if (opt.swap)
     cu.ExchangeMode(&m);
   return NULL;
+}
+
+/* --second: another thread's capture, begun and ended when main says. */
+static pthread_mutex_t second_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t second_cond = PTHREAD_COND_INITIALIZER;
+static int second_stage; /* 1: begun, 2: main asks it to end, 3: ended */
+static CUresult second_begin_result = -1, second_end_result = -1;
+
+static void second_set(int stage) {
+  pthread_mutex_lock(&second_lock);
+  second_stage = stage;
+  pthread_cond_broadcast(&second_cond);
+  pthread_mutex_unlock(&second_lock);
+}
+static void second_wait(int stage) {
+  pthread_mutex_lock(&second_lock);
+  while (second_stage < stage)
+    pthread_cond_wait(&second_cond, &second_lock);
+  pthread_mutex_unlock(&second_lock);
+}
+
+static void *second_thread(void *arg) {
+  (void)arg;
+  CUcontext c2;
+  CUstream s2;
+  if (opt.second_ctx ? (!cu.CtxCreate || cu.CtxCreate(&c2, NULL, 0, dev)) : cu.CtxSetCurrent(ctx))
+    die("second thread: no context");
+  if (cu.StreamCreate(&s2, CU_STREAM_NON_BLOCKING))
+    die("second thread: no stream");
+  second_begin_result = cu.BeginCapture(s2, opt.second_mode);
+  second_set(1);
+  second_wait(2);
+  CUgraph g = NULL;
+  second_end_result = cu.EndCapture(s2, &g); /* non-relaxed captures end on their own thread */
+  second_set(3);
+  return NULL;
+}
+
+static pthread_t second_tid;
+static void second_start(void) {
+  pthread_create(&second_tid, NULL, second_thread, NULL);
+  second_wait(1);
+  printf("second_begin_result=%d\n", (int)second_begin_result);
+}
+static void second_finish(void) {
+  second_set(2);
+  second_wait(3);
+  pthread_join(second_tid, NULL);
+  printf("second_end_result=%d\n", (int)second_end_result);
+}
+
+static CUstreamCaptureMode parse_mode(const char *m) {
+  return !strcmp(m, "global") ? CU_STREAM_CAPTURE_MODE_GLOBAL
+         : !strcmp(m, "thread-local") ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+                                      : CU_STREAM_CAPTURE_MODE_RELAXED;
 }
 
 static void print_graph_kernels(CUgraph g) {
@@ -239,12 +318,15 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--proc-version") && v) opt.proc_version = atoi(argv[++i]);
     else if (!strcmp(a, "--proc-flags") && v) opt.proc_flags = atoi(argv[++i]);
     else if (!strcmp(a, "--v1")) opt.v1 = 1;
-    else if (!strcmp(a, "--mode") && v) {
-      const char *m = argv[++i];
-      opt.mode = !strcmp(m, "global") ? CU_STREAM_CAPTURE_MODE_GLOBAL
-                 : !strcmp(m, "thread-local") ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
-                                              : CU_STREAM_CAPTURE_MODE_RELAXED;
-    } else
+    else if (!strcmp(a, "--mode") && v) opt.mode = parse_mode(argv[++i]);
+    else if (!strcmp(a, "--unload-loaded") && v) opt.unload_loaded = argv[++i];
+    else if (!strcmp(a, "--no-end")) opt.no_end = 1;
+    else if (!strcmp(a, "--print-mode")) opt.print_mode = 1;
+    else if (!strcmp(a, "--second") && v) { opt.second = 1; opt.second_mode = parse_mode(argv[++i]); }
+    else if (!strcmp(a, "--second-ctx")) opt.second_ctx = 1;
+    else if (!strcmp(a, "--second-begin") && v) opt.second_begin = argv[++i];
+    else if (!strcmp(a, "--second-end") && v) opt.second_end = argv[++i];
+    else
       die("usage: route_probe --route direct|dlsym|procaddr --op OP --image FILE [--mode M] [--thread same|other] [--swap]");
   }
   if (opt.image_path)
@@ -252,16 +334,22 @@ int main(int argc, char **argv) {
   bind_api();
   printf("wrapped_owner=%s\n", owner((void *)cu.ModuleLoadData));
   printf("unwrapped_owner=%s\n", owner((void *)cu.DeviceGetCount));
-  CUdevice dev;
   CUstream s;
   if (cu.Init(0) || cu.DeviceGet(&dev, 0) || cu.DevicePrimaryCtxRetain(&ctx, dev) || cu.CtxSetCurrent(ctx) ||
       cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING))
     die("driver set-up failed");
   if (!strcmp(opt.op, "unload") && (!image || cu.ModuleLoadData(&warm_module, image)))
     die("cannot load the module to unload");
+  if (!strcmp(opt.op, "libunload") &&
+      (!image || cu.LibraryLoadData(&warm_library, image, NULL, NULL, 0, NULL, NULL, 0)))
+    die("cannot load the library to unload");
+  if (opt.second && !strcmp(opt.second_begin, "before"))
+    second_start();
 
   CUresult begin = (opt.v1 || !cu.BeginCapture) ? cu.BeginCaptureV1(s) : cu.BeginCapture(s, opt.mode);
   printf("begin_result=%d\n", (int)begin);
+  if (opt.second && strcmp(opt.second_begin, "before"))
+    second_start();
   if (opt.other_thread) {
     pthread_t t;
     pthread_create(&t, NULL, other_thread, NULL);
@@ -282,9 +370,27 @@ int main(int argc, char **argv) {
       r = cu.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
     printf("launch_result=%d\n", (int)r);
   }
+  if (opt.print_mode) {
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CUresult r = cu.ExchangeMode(&m);
+    printf("thread_mode_after=%d\n", r == CUDA_SUCCESS ? (int)m : -1);
+    cu.ExchangeMode(&m);
+  }
+  if (opt.unload_loaded && !strcmp(opt.unload_loaded, "in"))
+    printf("unload_loaded_result=%d\n", (int)cu.ModuleUnload(loaded));
+  if (opt.second && !strcmp(opt.second_end, "before"))
+    second_finish();
+  if (opt.no_end) {
+    fflush(stdout);
+    return 0; /* exit with the capture still open */
+  }
   CUgraph g = NULL;
   CUresult end = cu.EndCapture(s, &g);
   printf("end_result=%d\n", (int)end);
   print_graph_kernels(g);
+  if (opt.second && strcmp(opt.second_end, "before"))
+    second_finish();
+  if (opt.unload_loaded && !strcmp(opt.unload_loaded, "after"))
+    printf("unload_loaded_result=%d\n", (int)cu.ModuleUnload(loaded));
   return 0;
 }
