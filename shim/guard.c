@@ -230,7 +230,10 @@ CUresult cg_guard_load(const cg_load *l) {
     invalidate_prohibitors(&e.capture);
   if (r == CUDA_SUCCESS && l->out && *l->out)
     e.module = (uint64_t)(uintptr_t)*l->out;
-  if (e.image && e.image->kind != CG_IMAGE_UNKNOWN && e.verdict != CG_VERDICT_SERVED)
+  /* Library loads are not recorded: the pool hands out modules, not
+   * CUlibrary handles, so a recorded library image would be preloaded and
+   * never served (a promise the next run would break). */
+  if (e.image && e.image->kind != CG_IMAGE_UNKNOWN && e.verdict != CG_VERDICT_SERVED && !l->is_library)
     cg_priming_record(e.image);
   report(&e, s);
   free(file);
