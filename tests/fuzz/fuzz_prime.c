@@ -25,14 +25,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   for (size_t i = 0; i < cg_prime_count(s); i++) {
     const cg_prime_record *r = cg_prime_get(s, i);
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION /* that mode accepts any hash */
     XXH128_hash_t h = XXH3_128bits(r->bytes, r->size);
     if (h.high64 != r->hash.hi || h.low64 != r->hash.lo) abort();
+#endif
     if (r->size == 0 || r->size > size) abort();
     if (r->names_len > size || r->kind > CG_IMAGE_PTX) abort();
     uint32_t nuls = 0;
     for (uint32_t k = 0; k < r->names_len; k++) nuls += r->kernel_names[k] == 0;
     if (nuls != r->n_kernels) abort();
-    if (cg_prime_find(s, r->bytes, r->size) == NULL) abort();
+    const cg_prime_record *f = cg_prime_find(s, r->bytes, r->size);
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+    if (f == NULL) abort();
+#else
+    (void)f;
+#endif
   }
   cg_prime_free(s);
   return 0;
