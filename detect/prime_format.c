@@ -137,6 +137,8 @@ static int64_t count_names(const uint8_t *names, uint64_t len) {
 /* Fields of an image record whose checksum is already good: a writer bug or a
  * forged file could still make them inconsistent. */
 static const char *check_image(const uint8_t *rec, uint64_t len) {
+  /* First: the fixed fields must lie inside the record before any is read. */
+  if (len < PRIME_IMAGE_FIXED + 8) return "image record too short";
   uint32_t kind = get32(rec + 16);
   uint64_t size = get64(rec + 40);
   uint32_t n_kernels = get32(rec + 48), names_len = get32(rec + 52);

@@ -565,6 +565,38 @@ START_TEST(unknown_record_type_is_ignored_with_warning) {
 }
 END_TEST
 
+/* Records with a valid checksum but a length too short for their type, at the
+ * very end of the file: reading their fields would run past the buffer (the
+ * fuzzer found this; ASan builds of this test catch a regression). */
+START_TEST(short_records_with_valid_checksums_are_rejected) {
+  cg_prime_record rec[3];
+  size_t len;
+  uint64_t off[3];
+  uint8_t *orig = three_records(rec, &len, off);
+  for (unsigned type = 1; type <= 2; type++)
+    for (unsigned l = 24; l < (type == 1 ? 96u : 64u); l += 8) {
+      uint8_t *f = malloc(len + l);
+      memcpy(f, orig, len);
+      uint8_t *r = f + len;
+      memset(r, 0, l);
+      memcpy(r, "CGPR", 4);
+      r[4] = (uint8_t)type;
+      r[8] = (uint8_t)l;
+      uint64_t sum = XXH3_64bits(r, l - 8);
+      for (int i = 0; i < 8; i++) r[l - 8 + i] = (uint8_t)(sum >> (8 * i));
+      write_file(path, f, len + l);
+      warnings w = {0};
+      cg_prime_set *s = load_ok(&w);
+      ck_assert_msg(w.n == 1, "type %u length %u: %d warnings", type, l, w.n);
+      ck_assert_uint_eq(cg_prime_count(s), 3);
+      cg_prime_free(s);
+      free(f);
+    }
+  free(orig);
+  for (int i = 0; i < 3; i++) free_record(&rec[i]);
+}
+END_TEST
+
 START_TEST(duplicate_images_fold_on_load) {
   cg_prime_record rec[3];
   size_t len;
@@ -969,6 +1001,7 @@ static Suite *suite(void) {
   tcase_add_test(t, corrupt_header_byte_refuses_file_untouched);
   tcase_add_test(t, corrupt_hit_record_loses_only_the_hit);
   tcase_add_test(t, unknown_record_type_is_ignored_with_warning);
+  tcase_add_test(t, short_records_with_valid_checksums_are_rejected);
   tcase_add_test(t, duplicate_images_fold_on_load);
   tcase_add_test(t, newer_version_refused_untouched);
   tcase_add_test(t, foreign_file_refused_untouched);
