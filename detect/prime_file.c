@@ -238,8 +238,10 @@ int cg_prime_parse_memory(const void *data, size_t len, const char *name, cg_pri
 }
 
 /* Opens, locks (shared or exclusive) and reads path. For a missing file
- * without create: *fd = -1 and an empty buffer. */
-static int open_locked(const char *path, bool write, int *fd_out, uint8_t **buf, size_t *len,
+ * without create: *fd = -1 and an empty buffer. A file larger than max_read
+ * is not read: -3, with its size in *len and nothing warned. */
+static int open_locked(const char *path, bool write, uint64_t max_read, int *fd_out,
+                       uint8_t **buf, size_t *len,
                        cg_prime_progress_fn progress, void *pctx, cg_prime_warn_fn warn,
                        void *ctx) {
   *fd_out = -1;
@@ -263,6 +265,12 @@ static int open_locked(const char *path, bool write, int *fd_out, uint8_t **buf,
                   "check for a hung capguard process", LOCK_TIMEOUT_MS / 1000);
       return -1;
     }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > max_read) {
+      *len = (size_t)st.st_size;
+      close(fd);
+      return -3;
+    }
     if (read_all(fd, path, buf, len, progress, pctx, warn, ctx) != 0 ||
         refuse_header(*buf, *len, path, warn, ctx) != 0) {
       free(*buf);
@@ -280,7 +288,8 @@ int cg_prime_load(const char *path, cg_prime_set **out, cg_prime_warn_fn warn, v
   int fd;
   uint8_t *buf;
   size_t len;
-  if (open_locked(path, false, &fd, &buf, &len, NULL, NULL, warn, ctx) != 0) return -1;
+  if (open_locked(path, false, UINT64_MAX, &fd, &buf, &len, NULL, NULL, warn, ctx) != 0)
+    return -1;
   if (fd >= 0) close(fd); /* closing drops the shared lock */
   return prime_parse_owned(buf, len, path, false, out, warn, ctx);
 }
@@ -321,18 +330,18 @@ int cg_prime_append(const char *path, const cg_prime_record *r, uint64_t max_byt
   int fd;
   uint8_t *buf;
   size_t len;
-  if (open_locked(path, true, &fd, &buf, &len, NULL, NULL, warn, ctx) != 0) return -1;
-  int rc = -1;
-  cg_prime_set *s = NULL;
-  uint8_t *rec = NULL;
-  if (len > max_bytes) {
+  /* A file already over the cap is not even read: the allocation stays
+   * bounded by the cap inside the user's process. */
+  int orc = open_locked(path, true, max_bytes, &fd, &buf, &len, NULL, NULL, warn, ctx);
+  if (orc == -3)
     prime_warnf(warn, ctx, path,
                 "already %zu bytes, over the %llu-byte cap; nothing recorded: raise "
                 "CAPGUARD_PRIME_MAX or run 'capguard prime prune %s'",
                 len, (unsigned long long)max_bytes, path);
-    free(buf);
-    goto out;
-  }
+  if (orc != 0) return -1;
+  int rc = -1;
+  cg_prime_set *s = NULL;
+  uint8_t *rec = NULL;
   /* Quiet: damage was reported when the file was loaded; warning again on
    * every append would only repeat it. */
   if (prime_parse_owned(buf, len, path, true, &s, warn, ctx) != 0) goto out;
@@ -462,7 +471,7 @@ int cg_prime_rewrite(const char *path, cg_prime_select_fn select, void *sctx,
   int fd;
   uint8_t *buf;
   size_t len;
-  if (open_locked(path, true, &fd, &buf, &len, NULL, NULL, warn, wctx) != 0) return -1;
+  if (open_locked(path, true, UINT64_MAX, &fd, &buf, &len, NULL, NULL, warn, wctx) != 0) return -1;
   int rc = -1;
   cg_prime_set *cur = NULL;
   bool *keep = NULL;
@@ -527,7 +536,8 @@ int cg_prime_verify(const char *path, cg_prime_walk_fn each, cg_prime_progress_f
   int fd;
   uint8_t *buf;
   size_t len;
-  if (open_locked(path, false, &fd, &buf, &len, progress, ctx, warn, wctx) != 0) return -1;
+  if (open_locked(path, false, UINT64_MAX, &fd, &buf, &len, progress, ctx, warn, wctx) != 0)
+    return -1;
   if (fd < 0) {
     prime_warnf(warn, wctx, path, "does not exist; nothing to verify");
     return -1;

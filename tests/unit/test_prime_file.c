@@ -767,7 +767,10 @@ START_TEST(size_cap_is_never_exceeded) {
   ck_assert_ptr_null(cg_prime_find(s, b.bytes, b.size));
   cg_prime_free(s);
   /* A file already over a lowered cap is left alone. */
+  w.n = 0;
   ck_assert_int_eq(cg_prime_append(path, &b, 100, collect_warning, &w), -1);
+  ck_assert_int_eq(w.n, 1);
+  ck_assert_ptr_nonnull(strstr(w.last, "over the 100-byte cap"));
   ck_assert_int_eq(stat(path, &st), 0);
   ck_assert_uint_le((uint64_t)st.st_size, max);
   free_record(&a);
