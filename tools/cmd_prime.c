@@ -47,26 +47,31 @@ static const char usage_text[] =
     "Exit status: 0 ok; 1 damage found (list, show, merge still do what they\n"
     "can) or a file or record could not be used; 2 usage error.\n";
 
+/* One line on stderr: "capguard prime: <what is wrong>; <what to do>" + tail. */
+static int say(int rc, const char *tail, const char *fmt, va_list ap) {
+  fputs("capguard prime: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs(tail, stderr);
+  return rc;
+}
+
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...) {
   va_list ap;
-  fputs("capguard prime: ", stderr);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  int rc = say(EXIT_USAGE, "; run 'capguard prime --help' for usage\n", fmt, ap);
   va_end(ap);
-  fputs("; run 'capguard prime --help' for usage\n", stderr);
-  return EXIT_USAGE;
+  return rc;
 }
 
+/* fmt already says what to do. */
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...) {
   va_list ap;
-  fputs("capguard prime: ", stderr);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  int rc = say(EXIT_FINDING, "\n", fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
-  return EXIT_FINDING;
+  return rc;
 }
 
 /* ctx, when not NULL, counts the lines: damage seen while loading. */
