@@ -20,13 +20,14 @@
  * holders keep it for one read and one write, so this is only reached when a
  * holder is stopped or hung, and then we would rather skip than hang. */
 #define LOCK_TIMEOUT_MS 10000
-#define REOPEN_TRIES 16 /* a rewrite replaced the file while we waited: look again */
+#define REOPEN_TRIES 16 /* open_checked: the path kept changing between open and create */
 
-static uint64_t now_ns(void) {
+static uint64_t clock_ns(clockid_t c) {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(c, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+static uint64_t now_ns(void) { return clock_ns(CLOCK_REALTIME); }
 
 /* ---- default path ---- */
 
@@ -134,23 +135,19 @@ static int open_checked(const char *path, bool create, cg_prime_warn_fn warn, vo
   return -1;
 }
 
-/* flock with a bounded wait (see LOCK_TIMEOUT_MS). */
-static int lock_fd(int fd, int op, const char *path, cg_prime_warn_fn warn, void *ctx) {
-  long waited_us = 0, nap_us = 100;
+/* flock, waiting until deadline (CLOCK_MONOTONIC ns); see LOCK_TIMEOUT_MS.
+ * Returns 0, -1 on error (warned), -2 when the deadline passed (not warned). */
+static int lock_fd(int fd, int op, uint64_t deadline, const char *path, cg_prime_warn_fn warn,
+                   void *ctx) {
+  long nap_us = 100;
   while (flock(fd, op | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) {
       prime_warnf(warn, ctx, path, "cannot lock it (%s); not used", strerror(errno));
       return -1;
     }
-    if (waited_us >= (long)LOCK_TIMEOUT_MS * 1000) {
-      prime_warnf(warn, ctx, path,
-                  "another process has held its lock for %d s; skipped: check for a hung "
-                  "capguard process", LOCK_TIMEOUT_MS / 1000);
-      return -1;
-    }
+    if (clock_ns(CLOCK_MONOTONIC) >= deadline) return -2;
     struct timespec ts = {0, nap_us * 1000};
     nanosleep(&ts, NULL);
-    waited_us += nap_us;
     if (nap_us < 5000) nap_us *= 2;
   }
   return 0;
@@ -241,24 +238,38 @@ int cg_prime_parse_memory(const void *data, size_t len, const char *name, cg_pri
 }
 
 /* Opens, locks (shared or exclusive) and reads path. For a missing file
- * without create: *fd = -1 and an empty buffer. */
-static int open_locked(const char *path, bool write, int *fd_out, uint8_t **buf, size_t *len,
+ * without create: *fd = -1 and an empty buffer. A file larger than max_read
+ * is not read: -3, with its size in *len and nothing warned. */
+static int open_locked(const char *path, bool write, uint64_t max_read, int *fd_out,
+                       uint8_t **buf, size_t *len,
                        cg_prime_progress_fn progress, void *pctx, cg_prime_warn_fn warn,
                        void *ctx) {
   *fd_out = -1;
   *buf = NULL;
   *len = 0;
-  for (int tries = 0; tries < REOPEN_TRIES; tries++) {
+  /* One deadline for waiting on the lock and for reopening after rewrites
+   * replaced the file meanwhile: either way, another process is busy with it. */
+  uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t)LOCK_TIMEOUT_MS * 1000000u;
+  for (;;) {
     int fd = open_checked(path, write, warn, ctx);
     if (fd == -2) return 0;
     if (fd < 0) return -1;
-    if (lock_fd(fd, write ? LOCK_EX : LOCK_SH, path, warn, ctx) != 0) {
+    int rc = lock_fd(fd, write ? LOCK_EX : LOCK_SH, deadline, path, warn, ctx);
+    if (rc == 0 && !still_current(fd, path)) rc = -2; /* replaced while we waited */
+    if (rc != 0) {
       close(fd);
+      if (rc == -1) return -1;
+      if (clock_ns(CLOCK_MONOTONIC) < deadline) continue;
+      prime_warnf(warn, ctx, path,
+                  "another process has kept it locked or kept replacing it for %d s; skipped: "
+                  "check for a hung capguard process", LOCK_TIMEOUT_MS / 1000);
       return -1;
     }
-    if (!still_current(fd, path)) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > max_read) {
+      *len = (size_t)st.st_size;
       close(fd);
-      continue;
+      return -3;
     }
     if (read_all(fd, path, buf, len, progress, pctx, warn, ctx) != 0 ||
         refuse_header(*buf, *len, path, warn, ctx) != 0) {
@@ -270,8 +281,6 @@ static int open_locked(const char *path, bool write, int *fd_out, uint8_t **buf,
     *fd_out = fd;
     return 0;
   }
-  prime_warnf(warn, ctx, path, "it keeps being replaced; not used");
-  return -1;
 }
 
 int cg_prime_load(const char *path, cg_prime_set **out, cg_prime_warn_fn warn, void *ctx) {
@@ -279,7 +288,8 @@ int cg_prime_load(const char *path, cg_prime_set **out, cg_prime_warn_fn warn, v
   int fd;
   uint8_t *buf;
   size_t len;
-  if (open_locked(path, false, &fd, &buf, &len, NULL, NULL, warn, ctx) != 0) return -1;
+  if (open_locked(path, false, UINT64_MAX, &fd, &buf, &len, NULL, NULL, warn, ctx) != 0)
+    return -1;
   if (fd >= 0) close(fd); /* closing drops the shared lock */
   return prime_parse_owned(buf, len, path, false, out, warn, ctx);
 }
@@ -320,18 +330,18 @@ int cg_prime_append(const char *path, const cg_prime_record *r, uint64_t max_byt
   int fd;
   uint8_t *buf;
   size_t len;
-  if (open_locked(path, true, &fd, &buf, &len, NULL, NULL, warn, ctx) != 0) return -1;
-  int rc = -1;
-  cg_prime_set *s = NULL;
-  uint8_t *rec = NULL;
-  if (len > max_bytes) {
+  /* A file already over the cap is not even read: the allocation stays
+   * bounded by the cap inside the user's process. */
+  int orc = open_locked(path, true, max_bytes, &fd, &buf, &len, NULL, NULL, warn, ctx);
+  if (orc == -3)
     prime_warnf(warn, ctx, path,
                 "already %zu bytes, over the %llu-byte cap; nothing recorded: raise "
                 "CAPGUARD_PRIME_MAX or run 'capguard prime prune %s'",
                 len, (unsigned long long)max_bytes, path);
-    free(buf);
-    goto out;
-  }
+  if (orc != 0) return -1;
+  int rc = -1;
+  cg_prime_set *s = NULL;
+  uint8_t *rec = NULL;
   /* Quiet: damage was reported when the file was loaded; warning again on
    * every append would only repeat it. */
   if (prime_parse_owned(buf, len, path, true, &s, warn, ctx) != 0) goto out;
@@ -461,7 +471,7 @@ int cg_prime_rewrite(const char *path, cg_prime_select_fn select, void *sctx,
   int fd;
   uint8_t *buf;
   size_t len;
-  if (open_locked(path, true, &fd, &buf, &len, NULL, NULL, warn, wctx) != 0) return -1;
+  if (open_locked(path, true, UINT64_MAX, &fd, &buf, &len, NULL, NULL, warn, wctx) != 0) return -1;
   int rc = -1;
   cg_prime_set *cur = NULL;
   bool *keep = NULL;
@@ -526,7 +536,8 @@ int cg_prime_verify(const char *path, cg_prime_walk_fn each, cg_prime_progress_f
   int fd;
   uint8_t *buf;
   size_t len;
-  if (open_locked(path, false, &fd, &buf, &len, progress, ctx, warn, wctx) != 0) return -1;
+  if (open_locked(path, false, UINT64_MAX, &fd, &buf, &len, progress, ctx, warn, wctx) != 0)
+    return -1;
   if (fd < 0) {
     prime_warnf(warn, wctx, path, "does not exist; nothing to verify");
     return -1;

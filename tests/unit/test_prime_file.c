@@ -329,6 +329,11 @@ START_TEST(eight_concurrent_writers_lose_nothing) {
 }
 END_TEST
 
+static void print_warning(void *ctx, const char *line) {
+  (void)ctx;
+  fprintf(stderr, "%s\n", line);
+}
+
 /* Rewrites (what prune and rm do) racing appenders: an append that waited on
  * the old file's lock must land in the new file. */
 static int keep_all(void *ctx, const cg_prime_set *cur, bool *keep) {
@@ -348,7 +353,7 @@ START_TEST(rewrite_racing_appenders_loses_nothing) {
       wait_for_start(start);
       for (int k = 0; k < 30; k++) {
         cg_prime_record r = make_record(own_seed(i, k), 80);
-        if (cg_prime_append(path, &r, CG_PRIME_DEFAULT_MAX_BYTES, NULL, NULL)) _exit(1);
+        if (cg_prime_append(path, &r, CG_PRIME_DEFAULT_MAX_BYTES, print_warning, NULL)) _exit(1);
         free_record(&r);
       }
       _exit(0);
@@ -560,6 +565,38 @@ START_TEST(unknown_record_type_is_ignored_with_warning) {
 }
 END_TEST
 
+/* Records with a valid checksum but a length too short for their type, at the
+ * very end of the file: reading their fields would run past the buffer (the
+ * fuzzer found this; ASan builds of this test catch a regression). */
+START_TEST(short_records_with_valid_checksums_are_rejected) {
+  cg_prime_record rec[3];
+  size_t len;
+  uint64_t off[3];
+  uint8_t *orig = three_records(rec, &len, off);
+  for (unsigned type = 1; type <= 2; type++)
+    for (unsigned l = 24; l < (type == 1 ? 96u : 64u); l += 8) {
+      uint8_t *f = malloc(len + l);
+      memcpy(f, orig, len);
+      uint8_t *r = f + len;
+      memset(r, 0, l);
+      memcpy(r, "CGPR", 4);
+      r[4] = (uint8_t)type;
+      r[8] = (uint8_t)l;
+      uint64_t sum = XXH3_64bits(r, l - 8);
+      for (int i = 0; i < 8; i++) r[l - 8 + i] = (uint8_t)(sum >> (8 * i));
+      write_file(path, f, len + l);
+      warnings w = {0};
+      cg_prime_set *s = load_ok(&w);
+      ck_assert_msg(w.n == 1, "type %u length %u: %d warnings", type, l, w.n);
+      ck_assert_uint_eq(cg_prime_count(s), 3);
+      cg_prime_free(s);
+      free(f);
+    }
+  free(orig);
+  for (int i = 0; i < 3; i++) free_record(&rec[i]);
+}
+END_TEST
+
 START_TEST(duplicate_images_fold_on_load) {
   cg_prime_record rec[3];
   size_t len;
@@ -730,7 +767,10 @@ START_TEST(size_cap_is_never_exceeded) {
   ck_assert_ptr_null(cg_prime_find(s, b.bytes, b.size));
   cg_prime_free(s);
   /* A file already over a lowered cap is left alone. */
+  w.n = 0;
   ck_assert_int_eq(cg_prime_append(path, &b, 100, collect_warning, &w), -1);
+  ck_assert_int_eq(w.n, 1);
+  ck_assert_ptr_nonnull(strstr(w.last, "over the 100-byte cap"));
   ck_assert_int_eq(stat(path, &st), 0);
   ck_assert_uint_le((uint64_t)st.st_size, max);
   free_record(&a);
@@ -964,6 +1004,7 @@ static Suite *suite(void) {
   tcase_add_test(t, corrupt_header_byte_refuses_file_untouched);
   tcase_add_test(t, corrupt_hit_record_loses_only_the_hit);
   tcase_add_test(t, unknown_record_type_is_ignored_with_warning);
+  tcase_add_test(t, short_records_with_valid_checksums_are_rejected);
   tcase_add_test(t, duplicate_images_fold_on_load);
   tcase_add_test(t, newer_version_refused_untouched);
   tcase_add_test(t, foreign_file_refused_untouched);

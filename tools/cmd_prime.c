@@ -1,0 +1,484 @@
+/* `capguard prime list|show|verify|prune|merge|rm`: the user's view of the
+ * priming file (docs/priming-format.md). All file work goes through
+ * capguard/prime_file.h, so the CLI gets the same locking and safety checks
+ * as the shim. */
+#include "cmd_prime.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capguard/prime_file.h"
+
+enum { EXIT_OK = 0, EXIT_FINDING = 1, EXIT_USAGE = 2 };
+
+/* Progress is shown for verify when stderr is a terminal and the file is at
+ * least this big; smaller files are checked faster than a line could be read. */
+#define PROGRESS_MIN_BYTES ((uint64_t)16 << 20)
+
+static const char usage_text[] =
+    "usage: capguard prime <command> [arguments]\n"
+    "\n"
+    "Inspect and maintain the priming file: module images that were needed while\n"
+    "a CUDA graph was being captured, preloaded by capguard on the next run.\n"
+    "\n"
+    "  list [FILE]                   one line per image: hash, kind, arch, size,\n"
+    "                                hits, last needed (UTC date), kernel names\n"
+    "  show HASH-PREFIX [FILE]       every field of one image\n"
+    "  verify [FILE]                 check every record's checksum\n"
+    "  prune [--older-than DAYS] [--max-size SIZE] [FILE]\n"
+    "                                drop images not needed for DAYS days, then the\n"
+    "                                least recently needed until the file fits SIZE\n"
+    "                                (e.g. 64M); also drops damaged records\n"
+    "  merge OUT IN...               add the images of every IN to OUT (created if\n"
+    "                                missing), once each, hit counts summed\n"
+    "  rm HASH-PREFIX... [FILE]      remove images; the last argument is FILE\n"
+    "                                unless it is all hex digits (write ./NAME)\n"
+    "\n"
+    "FILE defaults to $CAPGUARD_PRIME, else $XDG_CACHE_HOME/capguard/prime.cgp,\n"
+    "else ~/.cache/capguard/prime.cgp.\n"
+    "Exit status: 0 ok; 1 damage found (list, show, merge still do what they\n"
+    "can) or a file or record could not be used; 2 usage error.\n";
+
+/* One line on stderr: "capguard prime: <what is wrong>; <what to do>" + tail. */
+static int say(int rc, const char *tail, const char *fmt, va_list ap) {
+  fputs("capguard prime: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs(tail, stderr);
+  return rc;
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = say(EXIT_USAGE, "; run 'capguard prime --help' for usage\n", fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* fmt already says what to do. */
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = say(EXIT_FINDING, "\n", fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* ctx, when not NULL, counts the lines: damage seen while loading. */
+static void warn_line(void *ctx, const char *line) {
+  if (ctx) ++*(int *)ctx;
+  fprintf(stderr, "%s\n", line);
+}
+
+/* ---- formatting ---- */
+
+static void format_time(uint64_t ns, bool with_time, char *out, size_t cap) {
+  time_t t = (time_t)(ns / 1000000000u);
+  struct tm tm;
+  if (ns == 0 || !gmtime_r(&t, &tm)) {
+    snprintf(out, cap, "-");
+    return;
+  }
+  strftime(out, cap, with_time ? "%Y-%m-%dT%H:%M:%SZ" : "%Y-%m-%d", &tm);
+}
+
+static void format_arch(unsigned arch, char *out, size_t cap) {
+  if (arch) snprintf(out, cap, "sm_%u", arch);
+  else snprintf(out, cap, "-");
+}
+
+/* ---- arguments ---- */
+
+static bool is_hex_prefix(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 32) return false;
+  for (; *s; s++)
+    if (!isxdigit((unsigned char)*s)) return false;
+  return true;
+}
+
+/* For commands that take no options: "-x" is a mistake, not a file name. */
+static int reject_options(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (argv[i][0] == '-' && argv[i][1])
+      return usage_error("unknown option '%s' for %s", argv[i], argv[0]);
+  return 0;
+}
+
+/* Resolve FILE or the default; 0, or an exit status. */
+static int pick_file(const char *given, char *buf, size_t cap) {
+  if (given) {
+    if (snprintf(buf, cap, "%s", given) >= (int)cap) return usage_error("file name too long");
+    return 0;
+  }
+  if (cg_prime_default_path(buf, cap) != 0)
+    return fail("cannot tell where the priming file is (CAPGUARD_PRIME, XDG_CACHE_HOME and HOME "
+                "are unset); name the file or set CAPGUARD_PRIME");
+  return 0;
+}
+
+/* Loads path; *damage counts damaged records reported (each a warning). */
+static int load(const char *path, cg_prime_set **s, int *damage) {
+  if (cg_prime_load(path, s, warn_line, damage) != 0)
+    return fail("cannot use %s (see above); fix or move the file and try again", path);
+  return 0;
+}
+
+static bool file_exists(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+/* Index of the one record whose hash starts with prefix; -1 none, -2 several. */
+static long match_prefix(const cg_prime_set *s, const char *prefix) {
+  long found = -1;
+  size_t n = strlen(prefix);
+  for (size_t i = 0; i < cg_prime_count(s); i++) {
+    char hex[33];
+    cg_hash_format(cg_prime_get(s, i)->hash, hex);
+    if (strncasecmp(hex, prefix, n) != 0) continue;
+    if (found >= 0) return -2;
+    found = (long)i;
+  }
+  return found;
+}
+
+static int prefix_problem(long m, const char *prefix, const char *path) {
+  if (m == -1)
+    return fail("no image in %s has a hash starting with '%s'; run 'capguard prime list %s'",
+                path, prefix, path);
+  return fail("several images in %s have hashes starting with '%s'; give more digits", path,
+              prefix);
+}
+
+/* ---- list, show ---- */
+
+static void print_names(const cg_prime_record *r, const char *sep) {
+  if (r->n_kernels == 0) {
+    fputs("-", stdout);
+    return;
+  }
+  const char *n = r->kernel_names, *end = r->kernel_names + r->names_len;
+  for (uint32_t k = 0; k < r->n_kernels && n < end; k++) {
+    fputs(k ? sep : "", stdout);
+    fputs(n, stdout);
+    n += strlen(n) + 1;
+  }
+}
+
+static int cmd_list(int argc, char **argv) {
+  if (reject_options(argc, argv)) return EXIT_USAGE;
+  if (argc > 2) return usage_error("list takes at most one FILE");
+  char path[PATH_MAX];
+  int rc = pick_file(argc == 2 ? argv[1] : NULL, path, sizeof path);
+  if (rc) return rc;
+  cg_prime_set *s;
+  int damage = 0;
+  if ((rc = load(path, &s, &damage))) return rc;
+  for (size_t i = 0; i < cg_prime_count(s); i++) {
+    const cg_prime_record *r = cg_prime_get(s, i);
+    char hex[33], arch[16], when[32];
+    cg_hash_format(r->hash, hex);
+    format_arch(r->sm_arch, arch, sizeof arch);
+    format_time(r->last_ns, false, when, sizeof when);
+    printf("%.12s  %-6s  %-6s  %10llu  %6llu  %s  ", hex, cg_image_kind_name(r->kind), arch,
+           (unsigned long long)r->size, (unsigned long long)r->hits, when);
+    print_names(r, ",");
+    putchar('\n');
+  }
+  cg_prime_free(s);
+  return damage ? EXIT_FINDING : EXIT_OK;
+}
+
+static int cmd_show(int argc, char **argv) {
+  if (reject_options(argc, argv)) return EXIT_USAGE;
+  if (argc < 2 || argc > 3) return usage_error("show takes HASH-PREFIX and at most one FILE");
+  if (!is_hex_prefix(argv[1]))
+    return usage_error("'%s' is not a hash prefix (1 to 32 hex digits)", argv[1]);
+  char path[PATH_MAX];
+  int rc = pick_file(argc == 3 ? argv[2] : NULL, path, sizeof path);
+  if (rc) return rc;
+  cg_prime_set *s;
+  int damage = 0;
+  if ((rc = load(path, &s, &damage))) return rc;
+  long m = match_prefix(s, argv[1]);
+  if (m < 0) {
+    cg_prime_free(s);
+    return prefix_problem(m, argv[1], path);
+  }
+  const cg_prime_record *r = cg_prime_get(s, (size_t)m);
+  char hex[33], arch[16], first[32], last[32];
+  cg_hash_format(r->hash, hex);
+  format_arch(r->sm_arch, arch, sizeof arch);
+  format_time(r->first_ns, true, first, sizeof first);
+  format_time(r->last_ns, true, last, sizeof last);
+  printf("hash:         %s\nkind:         %s\narch:         %s\nsize:         %llu bytes\n"
+         "on disk:      %llu bytes\nhits:         %llu\nfirst needed: %s\nlast needed:  %s\n"
+         "kernels:      %u\n",
+         hex, cg_image_kind_name(r->kind), arch, (unsigned long long)r->size,
+         (unsigned long long)cg_prime_record_disk_size(r), (unsigned long long)r->hits, first,
+         last, r->n_kernels);
+  if (r->n_kernels) {
+    fputs("  ", stdout);
+    print_names(r, "\n  ");
+    putchar('\n');
+  }
+  cg_prime_free(s);
+  return damage ? EXIT_FINDING : EXIT_OK;
+}
+
+/* ---- verify ---- */
+
+typedef struct {
+  const char *path;
+  size_t ok, bad;
+  bool show_progress;
+  int last_pct;
+} verify_state;
+
+static void verify_entry(void *ctx, const cg_prime_walk_entry *e) {
+  verify_state *v = ctx;
+  if (e->state == CG_PRIME_REC_OK) {
+    v->ok++;
+    return;
+  }
+  v->bad++;
+  if (v->show_progress) fputs("\r\033[K", stderr);
+  printf("%s: offset %llu: %s, %llu bytes (%s)\n", v->path, (unsigned long long)e->offset,
+         e->state == CG_PRIME_REC_TORN ? "incomplete last record" : "damaged record",
+         (unsigned long long)e->length, e->why);
+}
+
+static void verify_progress(void *ctx, uint64_t done, uint64_t total) {
+  verify_state *v = ctx;
+  if (!v->show_progress || total == 0) return;
+  int pct = (int)(done * 100 / total);
+  if (pct == v->last_pct) return;
+  v->last_pct = pct;
+  fprintf(stderr, "\rcapguard prime verify: %d%%", pct);
+}
+
+static int cmd_verify(int argc, char **argv) {
+  if (reject_options(argc, argv)) return EXIT_USAGE;
+  if (argc > 2) return usage_error("verify takes at most one FILE");
+  char path[PATH_MAX];
+  int rc = pick_file(argc == 2 ? argv[1] : NULL, path, sizeof path);
+  if (rc) return rc;
+  struct stat st;
+  verify_state v = {.path = path, .last_pct = -1};
+  v.show_progress = isatty(STDERR_FILENO) && stat(path, &st) == 0 &&
+                    (uint64_t)st.st_size >= PROGRESS_MIN_BYTES;
+  int r = cg_prime_verify(path, verify_entry, verify_progress, &v, warn_line, NULL);
+  if (v.show_progress && v.last_pct >= 0) fputs("\r\033[K", stderr);
+  if (r < 0) return fail("cannot verify %s; see the line above", path);
+  printf("%s: %zu records intact, %zu damaged\n", path, v.ok, v.bad);
+  if (r > 0)
+    fprintf(stderr, "capguard prime: %s is damaged; run 'capguard prime prune %s' to keep only "
+                    "the intact records\n", path, path);
+  return r > 0 ? EXIT_FINDING : EXIT_OK;
+}
+
+/* ---- prune ---- */
+
+typedef struct {
+  bool by_age, by_size;
+  uint64_t cutoff_ns, max_size;
+  size_t kept, dropped;
+  uint64_t kept_bytes;
+} prune_state;
+
+static const cg_prime_set *sort_set; /* for qsort; the CLI is single-threaded */
+static int by_last_needed(const void *a, const void *b) {
+  uint64_t x = cg_prime_get(sort_set, *(const size_t *)a)->last_ns;
+  uint64_t y = cg_prime_get(sort_set, *(const size_t *)b)->last_ns;
+  return (x > y) - (x < y);
+}
+
+static int prune_select(void *ctx, const cg_prime_set *cur, bool *keep) {
+  prune_state *p = ctx;
+  size_t n = cg_prime_count(cur);
+  uint64_t total = CG_PRIME_HEADER_BYTES;
+  for (size_t i = 0; i < n; i++) {
+    const cg_prime_record *r = cg_prime_get(cur, i);
+    if (p->by_age && r->last_ns < p->cutoff_ns) keep[i] = false;
+    else total += cg_prime_record_disk_size(r);
+  }
+  if (p->by_size && total > p->max_size) {
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order) return -1;
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    sort_set = cur;
+    qsort(order, n, sizeof *order, by_last_needed);
+    for (size_t k = 0; k < n && total > p->max_size; k++) {
+      if (!keep[order[k]]) continue;
+      keep[order[k]] = false;
+      total -= cg_prime_record_disk_size(cg_prime_get(cur, order[k]));
+    }
+    free(order);
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (keep[i]) p->kept++;
+    else p->dropped++;
+  }
+  p->kept_bytes = total;
+  return 0;
+}
+
+static int cmd_prune(int argc, char **argv) {
+  prune_state p = {0};
+  const char *file = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val = NULL;
+    bool age = strncmp(a, "--older-than", 12) == 0 && (a[12] == 0 || a[12] == '=');
+    bool size = strncmp(a, "--max-size", 10) == 0 && (a[10] == 0 || a[10] == '=');
+    if (age || size) {
+      const char *eq = strchr(a, '=');
+      val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!val) return usage_error("%s needs a value", age ? "--older-than" : "--max-size");
+    }
+    if (age) {
+      char *end;
+      errno = 0;
+      unsigned long long days = strtoull(val, &end, 10);
+      if (!isdigit((unsigned char)*val) || *end || errno || days > 365000)
+        return usage_error("--older-than wants a whole number of days, not '%s'", val);
+      uint64_t now = (uint64_t)time(NULL) * 1000000000u, age_ns = days * 86400ull * 1000000000u;
+      p.by_age = true;
+      p.cutoff_ns = now > age_ns ? now - age_ns : 0;
+    } else if (size) {
+      if (cg_prime_parse_size(val, &p.max_size) != 0)
+        return usage_error("--max-size wants a size such as 4096, 512K, 64M or 1G, not '%s'", val);
+      p.by_size = true;
+    } else if (a[0] == '-' && a[1]) {
+      return usage_error("unknown option '%s' for prune", a);
+    } else if (file) {
+      return usage_error("prune takes at most one FILE");
+    } else {
+      file = a;
+    }
+  }
+  char path[PATH_MAX];
+  int rc = pick_file(file, path, sizeof path);
+  if (rc) return rc;
+  if (!file_exists(path)) {
+    printf("%s: no priming file; nothing to prune\n", path);
+    return EXIT_OK;
+  }
+  if (cg_prime_rewrite(path, prune_select, &p, NULL, 0, warn_line, NULL) != 0)
+    return fail("%s not pruned (see above); it is unchanged", path);
+  printf("%s: kept %zu images (%llu bytes), dropped %zu\n", path, p.kept,
+         (unsigned long long)p.kept_bytes, p.dropped);
+  return EXIT_OK;
+}
+
+/* ---- merge ---- */
+
+static int cmd_merge(int argc, char **argv) {
+  if (argc < 3) return usage_error("merge takes OUT and at least one IN");
+  if (reject_options(argc, argv)) return EXIT_USAGE;
+  size_t n = (size_t)argc - 2;
+  cg_prime_set **in = calloc(n, sizeof *in);
+  if (!in) return fail("out of memory");
+  int rc = EXIT_OK, damage = 0;
+  for (size_t i = 0; i < n && rc == EXIT_OK; i++) {
+    const char *p = argv[i + 2];
+    if (!file_exists(p)) rc = fail("%s does not exist; check the name", p);
+    else rc = load(p, &in[i], &damage);
+  }
+  if (rc == EXIT_OK) {
+    if (cg_prime_rewrite(argv[1], NULL, NULL, (const cg_prime_set *const *)in, n, warn_line,
+                         NULL) != 0) {
+      rc = fail("%s not written (see above); it is unchanged", argv[1]);
+    } else {
+      cg_prime_set *out;
+      if (cg_prime_load(argv[1], &out, warn_line, NULL) == 0) {
+        printf("%s: %zu images\n", argv[1], cg_prime_count(out));
+        cg_prime_free(out);
+      }
+    }
+  }
+  for (size_t i = 0; i < n; i++) cg_prime_free(in[i]);
+  free(in);
+  return rc == EXIT_OK && damage ? EXIT_FINDING : rc;
+}
+
+/* ---- rm ---- */
+
+typedef struct {
+  char **prefixes;
+  int n;
+  const char *path;
+  int rc;
+} rm_state;
+
+static int rm_select(void *ctx, const cg_prime_set *cur, bool *keep) {
+  rm_state *r = ctx;
+  for (int i = 0; i < r->n; i++) {
+    long m = match_prefix(cur, r->prefixes[i]);
+    if (m < 0) {
+      r->rc = prefix_problem(m, r->prefixes[i], r->path);
+      return -1;
+    }
+    keep[m] = false;
+  }
+  for (int i = 0; i < r->n; i++) {
+    long m = match_prefix(cur, r->prefixes[i]);
+    const cg_prime_record *rec = cg_prime_get(cur, (size_t)m);
+    char hex[33];
+    cg_hash_format(rec->hash, hex);
+    printf("removed %.12s  %s  %llu bytes\n", hex, cg_image_kind_name(rec->kind),
+           (unsigned long long)rec->size);
+  }
+  return 0;
+}
+
+static int cmd_rm(int argc, char **argv) {
+  if (reject_options(argc, argv)) return EXIT_USAGE;
+  if (argc < 2) return usage_error("rm takes at least one HASH-PREFIX");
+  const char *file = NULL;
+  int n = argc - 1;
+  if (n >= 2 && !is_hex_prefix(argv[argc - 1])) {
+    file = argv[argc - 1];
+    n--;
+  }
+  for (int i = 1; i <= n; i++)
+    if (!is_hex_prefix(argv[i]))
+      return usage_error("'%s' is not a hash prefix (1 to 32 hex digits)", argv[i]);
+  char path[PATH_MAX];
+  int rc = pick_file(file, path, sizeof path);
+  if (rc) return rc;
+  if (!file_exists(path)) return fail("%s does not exist; nothing to remove", path);
+  rm_state r = {argv + 1, n, path, EXIT_OK};
+  if (cg_prime_rewrite(path, rm_select, &r, NULL, 0, warn_line, NULL) != 0)
+    return r.rc ? r.rc : fail("%s unchanged; see the line above", path);
+  return EXIT_OK;
+}
+
+/* ---- dispatch ---- */
+
+int cg_cmd_prime(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(usage_text, stdout);
+      return EXIT_OK;
+    }
+  if (argc < 2) return usage_error("no command given");
+  static const struct {
+    const char *name;
+    int (*run)(int, char **);
+  } cmds[] = {{"list", cmd_list},   {"show", cmd_show},   {"verify", cmd_verify},
+              {"prune", cmd_prune}, {"merge", cmd_merge}, {"rm", cmd_rm}};
+  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+    if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].run(argc - 1, argv + 1);
+  return usage_error("unknown command '%s'", argv[1]);
+}
