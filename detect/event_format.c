@@ -213,23 +213,10 @@ const char *cg_verdict_name(cg_verdict v) {
   return "unknown";
 }
 
-/* Local copies of image.c's names and hash rendering, so formatting needs
- * nothing but the struct (image.c's cg_hash_format uses the same layout:
- * 32 lowercase hex digits, high 64 bits first, XXH3-128's canonical order). */
-static const char *image_kind_name(cg_image_kind k) {
-  switch (k) {
-  case CG_IMAGE_CUBIN: return "cubin";
-  case CG_IMAGE_FATBIN: return "fatbin";
-  case CG_IMAGE_PTX: return "ptx";
-  case CG_IMAGE_UNKNOWN: break;
-  }
-  return "unknown";
-}
-
 static void put_hash(out_t *o, cg_hash128 h) {
-  char tmp[40];
-  int n = snprintf(tmp, sizeof tmp, "%016" PRIx64 "%016" PRIx64, h.hi, h.lo);
-  put_n(o, tmp, (size_t)n);
+  char tmp[33];
+  cg_hash_format(h, tmp);
+  put_n(o, tmp, 32);
 }
 
 /* Kernel names: n_kernels NUL-terminated strings packed in kernel_names.
@@ -263,7 +250,7 @@ static size_t clamp_py(const cg_event *e) {
 
 static void put_image_json(out_t *o, const cg_image_info *im) {
   put(o, ",\"image\":{\"kind\":");
-  put_jstr(o, image_kind_name(im->kind));
+  put_jstr(o, cg_image_kind_name(im->kind));
   put_kv_u64(o, "size", im->size);
   put_kv_u64(o, "sm", im->sm_arch);
   put(o, ",\"archs\":[");
@@ -406,7 +393,7 @@ static void put_kernels_text(out_t *o, const cg_image_info *im) {
 
 static void put_image_text(out_t *o, const cg_image_info *im) {
   put(o, "  image: ");
-  put(o, image_kind_name(im->kind));
+  put(o, cg_image_kind_name(im->kind));
   if (im->kind == CG_IMAGE_UNKNOWN) {
     if (im->why_unknown) {
       put(o, " (");
