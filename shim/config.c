@@ -52,11 +52,13 @@ int cg_parse_bool(const char *s, bool *out) {
   return -1;
 }
 
-static void load_bool(const char *var, bool *out) {
+static void load_bool(const char *var, bool *out, bool dflt) {
   const char *s = getenv(var);
-  *out = false;
-  if (s && cg_parse_bool(s, out))
-    cg_warn("%s=%s is not understood (use 1 or 0); treating it as 0", var, s);
+  *out = dflt;
+  if (s && *s && cg_parse_bool(s, out)) {
+    cg_warn("%s=%s is not understood (use 1 or 0); treating it as %d", var, s, (int)dflt);
+    *out = dflt;
+  }
 }
 
 void cg_config_load(void) {
@@ -84,6 +86,7 @@ void cg_config_load(void) {
     cg_warn("CAPGUARD_EMULATE_DRIVER=%s is not a driver version like 12020; not emulating", s);
     cg_cfg.emulate_driver = 0;
   }
-  load_bool("CAPGUARD_RESCUE", &cg_cfg.rescue);
-  load_bool("CAPGUARD_QUIET", &cg_cfg.quiet);
+  load_bool("CAPGUARD_RESCUE", &cg_cfg.rescue, false);
+  load_bool("CAPGUARD_QUIET", &cg_cfg.quiet, false);
+  load_bool("CAPGUARD_SUMMARY", &cg_cfg.summary, true);
 }

@@ -20,6 +20,7 @@ typedef struct {
   int emulate_driver;        /* CAPGUARD_EMULATE_DRIVER (e.g. 12020), 0 when off */
   bool rescue;               /* CAPGUARD_RESCUE=1 */
   bool quiet;                /* CAPGUARD_QUIET=1: no stderr reports, log only */
+  bool summary;              /* CAPGUARD_SUMMARY (default 1): the exit line on stderr */
 } cg_config;
 
 extern cg_config cg_cfg;

@@ -204,7 +204,7 @@ void cg_output_summary(cg_summary *s) {
   s->log_path = log_fd >= 0 ? cg_cfg.log_path : NULL;
   char buf[2048];
   size_t n = cg_summary_format_text(s, buf, sizeof buf);
-  if (n < sizeof buf && !cg_cfg.quiet) {
+  if (n < sizeof buf && !cg_cfg.quiet && cg_cfg.summary) {
     write_all(2, buf, n);
     if (repeats_hidden) {
       int m = snprintf(buf, sizeof buf, "capguard: %llu repeated events were counted, not reprinted%s\n",

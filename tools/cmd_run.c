@@ -129,6 +129,9 @@ static int setup_env(const run_opts *o, const char *shim, const char *log) {
   free(preload);
   char pbuf[PATH_MAX];
   rc |= setenv("CAPGUARD_LOG", log, 1);
+  /* capguard run summarises every process of the run at the end, so each
+   * process's own exit line would only repeat it (the user may still ask). */
+  rc |= setenv("CAPGUARD_SUMMARY", "0", 0);
   if (o->mode)
     rc |= setenv("CAPGUARD_MODE", o->mode, 1);
   if (o->prime)

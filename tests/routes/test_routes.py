@@ -149,6 +149,15 @@ class Robustness(unittest.TestCase):
         self.assertIn("CAPGUARD_MODE=bogus is not a mode (guard, report, off); using report", r.stderr)
         self.assertEqual(len(r.events), 1)
 
+    def test_summary_line_can_be_turned_off(self):
+        r = run_probe(["--op", "load", "--image", CUBIN], driver=12020, env_extra={"CAPGUARD_SUMMARY": "0"})
+        self.assertEqual(len(r.report_lines()), 1)
+        self.assertNotRegex(r.stderr, r"capguard: \d+ captures?")
+        self.assertEqual(len(r.of_type("summary")), 1)  # the log keeps it
+        r = run_probe(["--op", "load", "--image", CUBIN], driver=12020, env_extra={"CAPGUARD_SUMMARY": "maybe"})
+        self.assertIn("CAPGUARD_SUMMARY=maybe is not understood (use 1 or 0); treating it as 1", r.stderr)
+        self.assertRegex(r.stderr, r"capguard: 1 capture \(1 broken\)")
+
     def test_unwritable_log_warns_once_and_goes_on(self):
         r = run_probe(["--op", "load", "--image", CUBIN], driver=12020, log=False,
                       env_extra={"CAPGUARD_LOG": "/nonexistent-dir/x.jsonl"})
