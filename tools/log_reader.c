@@ -367,8 +367,26 @@ static void frame_without_address(const char *frame, char *buf, size_t cap) {
   snprintf(buf, cap, "%.*s", (int)(n < (size_t)INT_MAX ? n : (size_t)INT_MAX), frame);
 }
 
+/* Frames inside the JIT and framework machinery that makes the driver call
+ * (Triton's launcher, torch's compile and graph code) are the same for every
+ * kernel; the frame a person can act on is the first one outside them. */
+static bool machinery_frame(const char *file) {
+  static const char *const dirs[] = {"/triton/", "/torch/"};
+  for (size_t i = 0; file && i < sizeof dirs / sizeof dirs[0]; i++)
+    if (strstr(file, dirs[i]))
+      return true;
+  return false;
+}
+
 void cgl_event_site(const cgl_event *e, char *buf, size_t cap) {
-  json_t *fr = json_array_get(e->python, 0);
+  size_t k;
+  json_t *fr = json_array_get(e->python, 0), *f;
+  json_array_foreach(e->python, k, f) {
+    if (json_is_object(f) && !machinery_frame(str(f, "file"))) {
+      fr = f;
+      break;
+    }
+  }
   if (json_is_object(fr)) {
     const char *file = str(fr, "file"), *func = str(fr, "func");
     snprintf(buf, cap, "%s:%lld in %s", file ? file : "?", num(fr, "line", 0), func ? func : "?");

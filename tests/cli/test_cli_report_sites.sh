@@ -41,4 +41,13 @@ expect_not_in "$WORK/json.out" "0x5579b1f04453" "JSON without the address"
 sed -e 's/demo_engine(main+0x343) \[0x5579b1f04453\]/odd[frame] [0xzz]/' "$WORK/a.jsonl" >"$WORK/odd.jsonl"
 run_cg odd report "$WORK/odd.jsonl"
 expect_in "$WORK/odd.out" "odd[frame] [0xzz]" "a frame ending in non-hex brackets is kept whole"
+
+# --- a Python site is the first frame outside Triton's and torch's machinery
+cat >"$WORK/py.jsonl" <<'JSON'
+{"v":1,"type":"event","pid":7,"time_ns":100,"event":"module-load","call":"cuModuleLoadData","verdict":"allowed","result":0,"driver_result":0,"driver_version":13000,"emulate_driver":0,"tid":7,"thread_mode":"global","capture":{"id":1,"stream":"0x1","mode":"global","tid":7,"status":"active","began":""},"prohibitors":1,"image":{"kind":"cubin","size":5640,"sm":90,"archs":[90],"hash":"f8960748498da9ffe07a13c035e596cd","kernels":["_causal_conv1d_update_kernel"],"kernels_truncated":false},"native_stack":[],"python_stack":[{"file":"/venv/lib/python3.12/site-packages/triton/compiler/compiler.py","line":465,"func":"_init_handles"},{"file":"/venv/lib/python3.12/site-packages/triton/runtime/jit.py","line":743,"func":"run"},{"file":"/venv/lib/python3.12/site-packages/vllm/model_executor/layers/mamba/ops/causal_conv1d.py","line":1068,"func":"causal_conv1d_update"},{"file":"/venv/lib/python3.12/site-packages/torch/cuda/graphs.py","line":250,"func":"__exit__"}]}
+JSON
+run_cg py report "$WORK/py.jsonl"
+expect_in "$WORK/py.out" "causal_conv1d.py:1068 in causal_conv1d_update" "Python site skips Triton's launcher frames"
+expect_not_in "$WORK/py.out" "compiler.py:465" "Triton's own frame is not the site"
+
 finish
