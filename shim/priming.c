@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "capguard/prime_file.h"
 #include "config.h"
@@ -113,7 +114,17 @@ void cg_priming_before_begin(void) {
   if (!pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_guard_self_unprohibited()) {
     if (!set_tried) {
       set_tried = true;
-      if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
+      set = NULL;
+      /* Reading allocates the file's size: a file past the cap (grown by
+       * hand, or a lowered cap) is not read into this process, and nothing
+       * more is appended to it. */
+      struct stat st;
+      if (stat(cg_cfg.prime_path, &st) == 0 && (uint64_t)st.st_size > cg_cfg.prime_max) {
+        cg_warn("priming file %s is %llu bytes, over CAPGUARD_PRIME_MAX (%llu): not loaded; "
+                "prune it (capguard prime prune --max-size) or raise the cap",
+                cg_cfg.prime_path, (unsigned long long)st.st_size, (unsigned long long)cg_cfg.prime_max);
+        __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+      } else if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
         set = NULL;
         __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
       }

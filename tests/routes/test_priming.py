@@ -274,6 +274,16 @@ class RunOneRunTwo(PrimingCase):
         self.assert_run1(r)
         self.assertEqual(r.verdicts(), ["refused"])
 
+    def test_a_file_over_the_cap_is_not_loaded(self):
+        args = ["--op", "load", "--image", CUBIN, "--launch", "cg_test_fill"]
+        self.assert_run1(probe(args, self.prime))
+        size = os.path.getsize(self.prime)
+        r = probe(args, self.prime, env={"CAPGUARD_PRIME_MAX": str(size - 1)})
+        self.assert_run1(r)
+        self.assertEqual(r.stderr.count("over CAPGUARD_PRIME_MAX (%d): not loaded" % (size - 1)), 1, r.stderr)
+        self.assertEqual(os.path.getsize(self.prime), size)
+        self.assert_served(probe(args, self.prime, env={"CAPGUARD_PRIME_MAX": str(size)}))
+
     def test_unused_records_are_counted(self):
         for image in (CUBIN, PTX, FATBIN):
             probe(["--op", "load", "--image", image], self.prime)
