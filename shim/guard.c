@@ -2,7 +2,6 @@
 
 #include <execinfo.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,15 +48,15 @@ uint64_t cg_stream_key(CUstream s, bool ptsz) {
 typedef struct {
   void *frames[BEGIN_SITE_FRAMES];
   int n;
-  char where[512];
 } begin_site;
 
-static const char *begin_site_text(begin_site *b) {
-  if (!b)
-    return "";
-  if (!b->where[0] && b->n > 0)
-    cg_native_where_frames(b->frames, (size_t)b->n, b->where, sizeof b->where);
-  return b->where;
+/* Symbolizes with dladdr, which takes the loader's lock: never call it with
+ * model_lock held (a thread inside dlopen may be waiting for model_lock in a
+ * wrapper while holding the loader's lock). */
+static void begin_site_text(const begin_site *b, char *buf, size_t cap) {
+  buf[0] = 0;
+  if (b && b->n > 0)
+    cg_native_where_frames(b->frames, (size_t)b->n, buf, cap);
 }
 
 void cg_guard_init(void) {
@@ -69,10 +68,8 @@ void cg_before_capture_begin(void) { cg_priming_before_begin(); }
 
 void cg_capture_begun(uint64_t key, cg_capture_mode mode, bool into_graph) {
   begin_site *site = malloc(sizeof *site);
-  if (site) {
+  if (site)
     site->n = backtrace(site->frames, BEGIN_SITE_FRAMES);
-    site->where[0] = 0;
-  }
   CUcontext ctx = NULL;
   if (cg_drv.CtxGetCurrent)
     cg_drv.CtxGetCurrent(&ctx);
@@ -124,8 +121,11 @@ CUresult cg_capture_ended(uint64_t key, CUresult r, CUgraph *graph) {
     *graph = NULL;
   }
   begin_site *site = closed.user;
-  if (cg_output_has_log())
-    cg_output_capture(&closed, begin_site_text(site));
+  if (cg_output_has_log()) {
+    char where[512];
+    begin_site_text(site, where, sizeof where);
+    cg_output_capture(&closed, where);
+  }
   free(site);
   cg_policy_run_deferred();
   return r;
@@ -135,14 +135,17 @@ CUresult cg_capture_ended(uint64_t key, CUresult r, CUgraph *graph) {
  * under the lock, and how many do. */
 static size_t prohibitor(cg_capture *first, char *began, size_t began_cap) {
   cg_capture *p[1];
+  begin_site site = {.n = 0};
   pthread_mutex_lock(&model_lock);
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, 1) : 0;
   if (n) {
     *first = *p[0];
     cg_model_count_event(model, cg_self_tid(), cg_self_mode());
-    snprintf(began, began_cap, "%s", begin_site_text(p[0]->user));
+    if (p[0]->user)
+      site = *(const begin_site *)p[0]->user;
   }
   pthread_mutex_unlock(&model_lock);
+  begin_site_text(&site, began, began_cap);
   return n;
 }
 

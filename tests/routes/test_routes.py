@@ -103,6 +103,8 @@ class Report(unittest.TestCase):
         self.assertIn("cg_test_fill", text)
         self.assertRegex(text, r"cubin, %d bytes, sm_90, xxh3 [0-9a-f]{32}" % CUBIN_SIZE)
         self.assertIn("route_probe", text)  # the native stack names the caller
+        # where the capture began: the probe's main, not capguard's or the driver's frames
+        self.assertRegex(text, r"capture began: route_probe_direct\(main\+0x[0-9a-f]+\)")
         self.assertRegex(lines[-1], r"^capguard: 1 captures? \(1 broken\)")
         e = r.events[0]
         self.assertEqual(e["call"], "cuModuleLoadData")
@@ -113,6 +115,8 @@ class Report(unittest.TestCase):
         self.assertEqual(e["driver_version"], 12020)
         self.assertTrue(any("route_probe" in f for f in e["native_stack"]))
         self.assertEqual(e["python_stack"], [])
+        self.assertRegex(e["capture"]["began"], r"^route_probe_direct\(main\+0x[0-9a-f]+\)$")
+        self.assertEqual(r.of_type("capture")[0]["began"], e["capture"]["began"])
         proc = r.of_type("process")
         self.assertEqual(len(proc), 1)
         self.assertEqual(proc[0]["driver_version"], 12020)
