@@ -18,6 +18,8 @@
  * Usage: vllm_like [--workers N] [--ex|--library] CUBIN KERNEL
  *        vllm_like --worker I [--ex|--library] CUBIN KERNEL   (what the parent runs) */
 #include <cuda.h>
+
+#include "capguard/file_read.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <spawn.h>
@@ -42,22 +44,6 @@ static void *get(const char *name) {
   return p;
 }
 
-static void *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  char *b = NULL;
-  long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0)
-    b = calloc(1, (size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    b = NULL;
-  }
-  fclose(f);
-  return b;
-}
-
 /* The barrier: the parent passes two inherited descriptors in VLLM_LIKE_SYNC
  * ("READY,GO"); a worker writes one byte to READY, then waits for GO to reach
  * end of file (the parent closes it once every worker is ready). */
@@ -78,7 +64,8 @@ enum loader { LOAD_DATA, LOAD_DATA_EX, LIBRARY_LOAD_DATA };
 
 static int worker(int index, enum loader how, const char *cubin, const char *kernel) {
   me = index;
-  void *image = read_file(cubin);
+  size_t image_size;
+  void *image = cg_read_file(cubin, (size_t)1 << 30, &image_size);
   if (!image) {
     fprintf(stderr, "worker %d: cannot read %s\n", me, cubin);
     return 2;

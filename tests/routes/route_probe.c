@@ -13,6 +13,8 @@
  * thread holds a capture of its own (--second-ctx: on a context it creates;
  * --second-begin and --second-end: before or after the main capture's). */
 #include <cuda.h>
+
+#include "capguard/file_read.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -69,20 +71,6 @@ static CUresult op_result;
 static void die(const char *what) {
   fprintf(stderr, "route_probe: %s\n", what);
   exit(2);
-}
-
-static void *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    die("cannot open --image");
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = calloc(1, (size_t)n + 1); /* PTX text needs its NUL */
-  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
-    die("cannot read --image");
-  fclose(f);
-  return buf;
 }
 
 #define GET(field, name) cu.field = (__typeof__(cu.field))lookup(name)
@@ -221,15 +209,21 @@ static void do_op(void) {
   }
 }
 
-static void *other_thread(void *arg) {
-  (void)arg;
-  cu.CtxSetCurrent(ctx);
+/* The op on the calling thread, switched to relaxed mode around it with --swap
+ * (the ground truth's "+swap" columns). */
+static void do_op_in_mode(void) {
   CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
   if (opt.swap)
     cu.ExchangeMode(&m);
   do_op();
   if (opt.swap)
     cu.ExchangeMode(&m);
+}
+
+static void *other_thread(void *arg) {
+  (void)arg;
+  cu.CtxSetCurrent(ctx);
+  do_op_in_mode();
   return NULL;
 }
 
@@ -330,7 +324,11 @@ int main(int argc, char **argv) {
       die("usage: route_probe --route direct|dlsym|procaddr --op OP --image FILE [--mode M] [--thread same|other] [--swap]");
   }
   if (opt.image_path)
-    image = read_file(opt.image_path);
+  {
+    size_t size;
+    if (!(image = cg_read_file(opt.image_path, (size_t)1 << 30, &size)))
+      die("cannot read --image");
+  }
   bind_api();
   printf("wrapped_owner=%s\n", owner((void *)cu.ModuleLoadData));
   printf("unwrapped_owner=%s\n", owner((void *)cu.DeviceGetCount));
@@ -355,12 +353,7 @@ int main(int argc, char **argv) {
     pthread_create(&t, NULL, other_thread, NULL);
     pthread_join(t, NULL);
   } else {
-    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
-    if (opt.swap)
-      cu.ExchangeMode(&m);
-    do_op();
-    if (opt.swap)
-      cu.ExchangeMode(&m);
+    do_op_in_mode();
   }
   printf("op_result=%d\n", (int)op_result);
   if (opt.launch && op_result == CUDA_SUCCESS) {
