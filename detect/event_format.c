@@ -543,6 +543,11 @@ size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
   put_kv_u64(&o, "primed_served", s->primed_served);
   put_kv_u64(&o, "primed_unused", s->primed_unused);
   put_kv_u64(&o, "recorded", s->recorded);
+  if (s->primed_skipped_arch) {
+    put_kv_u64(&o, "primed_skipped_arch", s->primed_skipped_arch);
+    put_kv_u64(&o, "skipped_sm", s->skipped_sm);
+    put_kv_u64(&o, "device_sm", s->device_sm);
+  }
   put_kv_str(&o, "log", s->log_path ? s->log_path : "");
   put(&o, "}\n");
   return out_finish(&o);
@@ -595,6 +600,15 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
     put(&o, " unused, ");
     put_u64(&o, s->recorded);
     put(&o, " recorded");
+  }
+  if (s->primed_skipped_arch) {
+    put(&o, s->primed_loaded || s->primed_served || s->primed_unused || s->recorded ? ", " : "; priming: ");
+    put_u64(&o, s->primed_skipped_arch);
+    put(&o, " skipped: built for sm_");
+    put_u64(&o, s->skipped_sm);
+    put(&o, ", this device is sm_");
+    put_u64(&o, s->device_sm);
+    put(&o, " (learn the priming file on this GPU architecture)");
   }
   if (s->log_path) {
     put(&o, "; log: ");

@@ -351,7 +351,22 @@ int cg_prime_append(const char *path, const cg_prime_record *r, uint64_t max_byt
   if (need_header) at = 0;
   uint64_t hits = r->hits ? r->hits : 1, t = r->last_ns ? r->last_ns : now_ns();
   const cg_prime_record *have = cg_prime_find(s, r->bytes, r->size);
-  uint64_t rec_len = have ? PRIME_HIT_LEN : prime_image_len(r->size, r->names_len);
+  /* The loads this file will state for the image: the larger of what it
+   * states now and what this process needed. A loads record is written only
+   * when that differs from what the file already says (for a new image: from
+   * the version-1 default), so version-1 readers meet one only when it
+   * matters. */
+  uint32_t want_m, want_l, have_m = 1, have_l = 0;
+  prime_effective_loads(r, &want_m, &want_l);
+  if (have) {
+    have_m = have->module_loads;
+    have_l = have->library_loads;
+    if (have_m > want_m) want_m = have_m;
+    if (have_l > want_l) want_l = have_l;
+  }
+  bool loads_rec = want_m != have_m || want_l != have_l;
+  uint64_t rec_len = (have ? PRIME_HIT_LEN : prime_image_len(r->size, r->names_len)) +
+                     (loads_rec ? PRIME_LOADS_LEN : 0);
   uint64_t total = (need_header ? CG_PRIME_HEADER_BYTES : 0) + rec_len;
   if (at + total > max_bytes) {
     prime_warnf(warn, ctx, path,
@@ -368,15 +383,20 @@ int cg_prime_append(const char *path, const cg_prime_record *r, uint64_t max_byt
   }
   if (need_header) prime_encode_header(rec, now_ns());
   uint8_t *body = rec + (need_header ? CG_PRIME_HEADER_BYTES : 0);
+  uint64_t image_off = have ? s->offs[have - s->recs] : at + (uint64_t)(body - rec);
+  uint64_t body_len;
   if (have) {
-    prime_encode_hit(body, s->offs[have - s->recs], have->hash, hits, t);
+    prime_encode_hit(body, image_off, have->hash, hits, t);
+    body_len = PRIME_HIT_LEN;
   } else {
     cg_prime_record copy = *r;
     copy.hits = hits;
     copy.last_ns = t;
     copy.first_ns = r->first_ns ? r->first_ns : t;
     prime_encode_image(body, &copy);
+    body_len = prime_image_len(r->size, r->names_len);
   }
+  if (loads_rec) prime_encode_loads(body + body_len, image_off, r->hash, want_m, want_l, t);
   if (at < len) {
     if (ftruncate(fd, (off_t)at) != 0) {
       prime_warnf(warn, ctx, path, "cannot drop its incomplete last record (%s); nothing recorded",
@@ -432,12 +452,18 @@ static int replace_file(const char *path, const cg_prime_record *recs, size_t n,
   off += sizeof hdr;
   for (size_t i = 0; rc == 0 && i < n; i++) {
     uint64_t l = prime_image_len(recs[i].size, recs[i].names_len);
-    uint8_t *b = malloc(l);
+    bool loads_rec = prime_needs_loads_record(&recs[i]);
+    uint8_t *b = malloc(l + PRIME_LOADS_LEN);
     rc = b ? 0 : -1;
     if (b) {
       prime_encode_image(b, &recs[i]);
-      rc = write_at(fd, b, l, off);
-      off += l;
+      if (loads_rec) {
+        uint32_t m, lib;
+        prime_effective_loads(&recs[i], &m, &lib);
+        prime_encode_loads(b + l, off, recs[i].hash, m, lib, recs[i].last_ns);
+      }
+      rc = write_at(fd, b, l + (loads_rec ? PRIME_LOADS_LEN : 0), off);
+      off += l + (loads_rec ? PRIME_LOADS_LEN : 0);
       free(b);
     }
   }
@@ -465,9 +491,10 @@ static int replace_file(const char *path, const cg_prime_record *recs, size_t n,
   return 0;
 }
 
-int cg_prime_rewrite(const char *path, cg_prime_select_fn select, void *sctx,
-                     const cg_prime_set *const *add, size_t n_add,
-                     cg_prime_warn_fn warn, void *wctx) {
+static int rewrite_with(const char *path, cg_prime_select_fn select, void *sctx,
+                        const cg_prime_set *const *add, size_t n_add,
+                        const cg_prime_record *extra, size_t n_extra,
+                        cg_prime_warn_fn warn, void *wctx) {
   int fd;
   uint8_t *buf;
   size_t len;
@@ -477,7 +504,7 @@ int cg_prime_rewrite(const char *path, cg_prime_select_fn select, void *sctx,
   bool *keep = NULL;
   cg_prime_record *list = NULL;
   if (prime_parse_owned(buf, len, path, false, &cur, warn, wctx) != 0) goto out;
-  size_t total = cur->n;
+  size_t total = cur->n + n_extra;
   for (size_t i = 0; i < n_add; i++) total += cg_prime_count(add[i]);
   keep = malloc((cur->n ? cur->n : 1) * sizeof *keep);
   list = malloc((total ? total : 1) * sizeof *list);
@@ -492,6 +519,7 @@ int cg_prime_rewrite(const char *path, cg_prime_select_fn select, void *sctx,
     if (keep[i]) list[n++] = cur->recs[i];
   for (size_t i = 0; i < n_add; i++)
     for (size_t j = 0; j < cg_prime_count(add[i]); j++) list[n++] = *cg_prime_get(add[i], j);
+  for (size_t i = 0; i < n_extra; i++) list[n++] = extra[i];
   n = prime_fold_dups(list, NULL, n);
   if (n == (size_t)-1) {
     prime_warnf(warn, wctx, path, "out of memory; not rewritten");
@@ -506,6 +534,22 @@ out:
   free(keep);
   cg_prime_free(cur);
   return rc;
+}
+
+int cg_prime_rewrite(const char *path, cg_prime_select_fn select, void *sctx,
+                     const cg_prime_set *const *add, size_t n_add,
+                     cg_prime_warn_fn warn, void *wctx) {
+  return rewrite_with(path, select, sctx, add, n_add, NULL, 0, warn, wctx);
+}
+
+int cg_prime_add_records(const char *path, const cg_prime_record *recs, size_t n,
+                         cg_prime_warn_fn warn, void *ctx) {
+  for (size_t i = 0; i < n; i++)
+    if (!record_ok(&recs[i])) {
+      prime_warnf(warn, ctx, path, "record %zu is inconsistent (hash, size or kernel names); not written", i);
+      return -1;
+    }
+  return rewrite_with(path, NULL, NULL, NULL, 0, recs, n, warn, ctx);
 }
 
 /* ---- verify ---- */

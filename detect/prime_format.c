@@ -125,6 +125,30 @@ void prime_encode_hit(uint8_t out[PRIME_HIT_LEN], uint64_t image_off, cg_hash128
   seal(out, PRIME_HIT_LEN);
 }
 
+void prime_encode_loads(uint8_t out[PRIME_LOADS_LEN], uint64_t image_off, cg_hash128 h,
+                        uint32_t module_loads, uint32_t library_loads, uint64_t last_ns) {
+  put_head(out, CG_PRIME_REC_LOADS, PRIME_LOADS_LEN);
+  put64(out + 16, image_off);
+  put64(out + 24, h.hi);
+  put64(out + 32, h.lo);
+  put32(out + 40, module_loads);
+  put32(out + 44, library_loads);
+  put64(out + 48, last_ns);
+  seal(out, PRIME_LOADS_LEN);
+}
+
+void prime_effective_loads(const cg_prime_record *r, uint32_t *module_loads, uint32_t *library_loads) {
+  bool legacy = r->module_loads == 0 && r->library_loads == 0;
+  *module_loads = legacy ? 1 : r->module_loads;
+  *library_loads = legacy ? 0 : r->library_loads;
+}
+
+bool prime_needs_loads_record(const cg_prime_record *r) {
+  uint32_t m, l;
+  prime_effective_loads(r, &m, &l);
+  return m != 1 || l != 0;
+}
+
 /* Counts NUL-terminated names in names[0, len); -1 if the last is unterminated. */
 static int64_t count_names(const uint8_t *names, uint64_t len) {
   if (len == 0) return 0;
@@ -172,6 +196,7 @@ static const char *check_record(const uint8_t *buf, size_t len, uint64_t off, ui
   *type = get16(rec + 4);
   if (*type == CG_PRIME_REC_IMAGE) return check_image(rec, l);
   if (*type == CG_PRIME_REC_HIT && l != PRIME_HIT_LEN) return "hit record of wrong length";
+  if (*type == CG_PRIME_REC_LOADS && l != PRIME_LOADS_LEN) return "loads record of wrong length";
   return NULL; /* an unknown type is intact; the reader decides */
 }
 
@@ -224,10 +249,18 @@ typedef struct {
 } pending_hit;
 
 typedef struct {
+  uint64_t target;
+  cg_hash128 hash;
+  uint32_t module_loads, library_loads;
+} pending_loads;
+
+typedef struct {
   cg_prime_set *set;
   size_t cap, cap_offs;
   pending_hit *hits;
   size_t n_hits, cap_hits;
+  pending_loads *loads;
+  size_t n_loads, cap_loads;
   const char *path;
   bool quiet, oom;
   cg_prime_warn_fn warn;
@@ -257,6 +290,8 @@ static void decode_image(cg_prime_record *r, const uint8_t *rec) {
   r->last_ns = get64(rec + 72);
   r->bytes = rec + PRIME_IMAGE_FIXED;
   r->kernel_names = r->names_len ? (const char *)rec + PRIME_IMAGE_FIXED + pad8(r->size) : "";
+  r->module_loads = 1; /* until a loads record says otherwise */
+  r->library_loads = 0;
 }
 
 static void collect(void *vctx, const cg_prime_walk_entry *e, const uint8_t *rec) {
@@ -290,6 +325,10 @@ static void collect(void *vctx, const cg_prime_walk_entry *e, const uint8_t *rec
     if (!grow((void **)&c->hits, &c->cap_hits, c->n_hits + 1, sizeof *c->hits)) { c->oom = true; return; }
     c->hits[c->n_hits++] = (pending_hit){get64(rec + 16), get64(rec + 40), get64(rec + 48),
                                          {get64(rec + 24), get64(rec + 32)}};
+  } else if (e->type == CG_PRIME_REC_LOADS) {
+    if (!grow((void **)&c->loads, &c->cap_loads, c->n_loads + 1, sizeof *c->loads)) { c->oom = true; return; }
+    c->loads[c->n_loads++] = (pending_loads){get64(rec + 16), {get64(rec + 24), get64(rec + 32)},
+                                             get32(rec + 40), get32(rec + 44)};
   } else if (!c->quiet) {
     prime_warnf(c->warn, c->ctx, c->path,
                 "record at offset %llu has type %u, unknown to this capguard, ignored; a newer "
@@ -353,6 +392,12 @@ size_t prime_fold_dups(cg_prime_record *recs, uint64_t *offs, size_t n) {
       a->hits = sat_add(a->hits, b->hits);
       if (b->first_ns < a->first_ns) a->first_ns = b->first_ns;
       if (b->last_ns > a->last_ns) a->last_ns = b->last_ns;
+      /* Loads are the most one process needed, not a total: the larger wins. */
+      uint32_t am, al, bm, bl;
+      prime_effective_loads(a, &am, &al);
+      prime_effective_loads(b, &bm, &bl);
+      a->module_loads = am > bm ? am : bm;
+      a->library_loads = al > bl ? al : bl;
       gone[idx[i]] = true;
     } else {
       reps[n_reps++] = idx[i];
@@ -369,17 +414,42 @@ size_t prime_fold_dups(cg_prime_record *recs, uint64_t *offs, size_t n) {
   return kept;
 }
 
-/* Hit records add to the image they name (by offset, hash checked); images
- * stored twice (files concatenated by hand, say) fold into the first. */
-static int index_and_fold(cg_prime_set *s, const pending_hit *hits, size_t n_hits) {
+static cg_prime_record *named_image(cg_prime_set *s, uint64_t off, cg_hash128 h) {
+  cg_prime_record *r = entry_at(s, off);
+  return r && r->hash.hi == h.hi && r->hash.lo == h.lo ? r : NULL;
+}
+
+/* Hit records add to the image they name (by offset, hash checked); loads
+ * records replace the version-1 default of their image with the largest
+ * counts any of them states; images stored twice (files concatenated by
+ * hand, say) fold into the first. A hit or loads record whose image was
+ * damaged is dropped with it, silently: the image's own warning already told
+ * the user. */
+static int index_and_fold(cg_prime_set *s, const pending_hit *hits, size_t n_hits,
+                          const pending_loads *loads, size_t n_loads) {
   for (size_t i = 0; i < n_hits; i++) {
-    cg_prime_record *r = entry_at(s, hits[i].target);
-    /* A hit whose image was damaged is dropped with it, silently: the image's
-     * own warning already told the user. */
-    if (!r || r->hash.hi != hits[i].hash.hi || r->hash.lo != hits[i].hash.lo) continue;
+    cg_prime_record *r = named_image(s, hits[i].target, hits[i].hash);
+    if (!r) continue;
     r->hits = sat_add(r->hits, hits[i].hits);
     if (hits[i].last_ns > r->last_ns) r->last_ns = hits[i].last_ns;
   }
+  bool *stated = n_loads ? calloc(s->n ? s->n : 1, sizeof *stated) : NULL;
+  if (n_loads && !stated) return -1;
+  for (size_t i = 0; i < n_loads; i++) {
+    cg_prime_record *r = named_image(s, loads[i].target, loads[i].hash);
+    if (!r) continue;
+    if (!stated[r - s->recs]) {
+      stated[r - s->recs] = true;
+      r->module_loads = r->library_loads = 0;
+    }
+    if (loads[i].module_loads > r->module_loads) r->module_loads = loads[i].module_loads;
+    if (loads[i].library_loads > r->library_loads) r->library_loads = loads[i].library_loads;
+  }
+  /* A loads record stating 0 and 0 would read as the default later (and
+   * could not be served at all): keep the image as a module image. */
+  for (size_t i = 0; stated && i < s->n; i++)
+    if (stated[i] && !s->recs[i].module_loads && !s->recs[i].library_loads) s->recs[i].module_loads = 1;
+  free(stated);
   s->n = prime_fold_dups(s->recs, s->offs, s->n);
   if (s->n == (size_t)-1) return -1;
   s->by_hash = sorted_index(s->recs, s->n);
@@ -417,8 +487,10 @@ int prime_parse_owned(uint8_t *buf, size_t len, const char *path, bool quiet,
   collector c = {.set = s, .path = path, .quiet = quiet, .warn = warn, .ctx = ctx};
   s->tail_off = prime_walk(buf, len, collect, &c, NULL, NULL);
   s->n_hit_recs = c.n_hits;
-  int rc = c.oom ? -1 : index_and_fold(s, c.hits, c.n_hits);
+  s->n_loads_recs = c.n_loads;
+  int rc = c.oom ? -1 : index_and_fold(s, c.hits, c.n_hits, c.loads, c.n_loads);
   free(c.hits);
+  free(c.loads);
   if (rc) {
     prime_warnf(warn, ctx, path, "out of memory reading it; nothing loaded");
     cg_prime_free(s);
@@ -465,7 +537,7 @@ void cg_prime_free(cg_prime_set *s) {
 }
 
 uint64_t cg_prime_record_disk_size(const cg_prime_record *r) {
-  return prime_image_len(r->size, r->names_len);
+  return prime_image_len(r->size, r->names_len) + (prime_needs_loads_record(r) ? PRIME_LOADS_LEN : 0);
 }
 
 int cg_prime_parse_size(const char *s, uint64_t *out) {

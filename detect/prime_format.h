@@ -10,6 +10,7 @@
 #define PRIME_REC_HEAD 16u          /* magic, type, reserved, length */
 #define PRIME_IMAGE_FIXED 80u       /* record head + image fields; bytes start here */
 #define PRIME_HIT_LEN 64u
+#define PRIME_LOADS_LEN 64u
 #define PRIME_MIN_REC 24u           /* head + checksum */
 #define PRIME_MAX_NAMES (64u << 10) /* bound on kernel-name bytes per record */
 
@@ -32,6 +33,13 @@ uint64_t prime_image_len(uint64_t size, uint64_t names_len);
 void prime_encode_image(uint8_t *out, const cg_prime_record *r); /* prime_image_len bytes */
 void prime_encode_hit(uint8_t out[PRIME_HIT_LEN], uint64_t image_off, cg_hash128 h,
                       uint64_t hits, uint64_t last_ns);
+/* Loads record (type 3): how many loads of the image one process needed. */
+void prime_encode_loads(uint8_t out[PRIME_LOADS_LEN], uint64_t image_off, cg_hash128 h,
+                        uint32_t module_loads, uint32_t library_loads, uint64_t last_ns);
+/* r's loads as a file states them: 0 and 0 is the version-1 default (1, 0). */
+void prime_effective_loads(const cg_prime_record *r, uint32_t *module_loads, uint32_t *library_loads);
+/* True when r needs a loads record (its loads differ from the default). */
+bool prime_needs_loads_record(const cg_prime_record *r);
 cg_hash128 prime_hash(const void *p, size_t n); /* XXH3-128, hi = high64 */
 
 /* Walk the records after the header, calling each for every record or damaged
@@ -51,6 +59,7 @@ struct cg_prime_set {
   uint64_t tail_off; /* where a torn tail starts (len when none) */
   size_t n_bad;      /* damaged ranges, torn tail included */
   size_t n_hit_recs; /* hit records folded in */
+  size_t n_loads_recs; /* loads records folded in */
 };
 
 /* Fold records with identical bytes into the first of them (hits summed,

@@ -79,6 +79,7 @@ static void resolve(void) {
   cg_drv.DeviceGetAttribute = (CUresult(*)(int *, CUdevice_attribute, CUdevice))sym(h, "cuDeviceGetAttribute");
   cg_drv.GraphDestroy = (CUresult(*)(CUgraph))sym(h, "cuGraphDestroy");
   cg_drv.ModuleGetFunction = (CUresult(*)(CUfunction *, CUmodule, const char *))sym(h, "cuModuleGetFunction");
+  cg_drv.LibraryGetModule = (CUresult(*)(CUmodule *, CUlibrary))sym(h, "cuLibraryGetModule");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;

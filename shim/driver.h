@@ -17,6 +17,7 @@ typedef struct {
   CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
   CUresult (*GraphDestroy)(CUgraph);
   CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*LibraryGetModule)(CUmodule *, CUlibrary);
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;

@@ -233,11 +233,12 @@ CUresult cg_guard_load(const cg_load *l) {
     invalidate_prohibitors(&e.capture);
   if (r == CUDA_SUCCESS && l->out && *l->out)
     e.module = (uint64_t)(uintptr_t)*l->out;
-  /* Library loads are not recorded: the pool hands out modules, not
-   * CUlibrary handles, so a recorded library image would be preloaded and
-   * never served (a promise the next run would break). */
-  if (e.image && e.image->kind != CG_IMAGE_UNKNOWN && e.verdict != CG_VERDICT_SERVED && !l->is_library)
-    cg_priming_record(e.image);
+  /* Every load that was not served is recorded, with how many loads of
+   * these bytes this process made during capture, except one the driver
+   * failed for its own reasons (a bad image would only fail again). */
+  if (e.image && e.image->kind != CG_IMAGE_UNKNOWN && e.verdict != CG_VERDICT_SERVED &&
+      e.verdict != CG_VERDICT_FAILED)
+    cg_priming_record(e.image, l->is_library);
   report(&e, s);
   free(file);
   free(s);

@@ -36,10 +36,10 @@ static CUresult load_relaxed(const cg_load *l) {
 }
 
 bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *result, cg_verdict *verdict) {
-  if (cg_cfg.mode == CG_RUN_GUARD && !l->is_library && image && image->kind != CG_IMAGE_UNKNOWN) {
-    CUmodule m = cg_priming_take(image);
-    if (m) {
-      *(CUmodule *)l->out = m;
+  if (cg_cfg.mode == CG_RUN_GUARD && image && image->kind != CG_IMAGE_UNKNOWN) {
+    void *h = cg_priming_take(image, l->is_library);
+    if (h) {
+      *l->out = h;
       *result = CUDA_SUCCESS;
       *verdict = CG_VERDICT_SERVED;
       return true;

@@ -1,3 +1,18 @@
+/* Priming pools: what was preloaded before the first capture on each context,
+ * and which of it has been handed out.
+ *
+ * Why one preloaded handle per load, and not one shared handle for every load
+ * of the same bytes: a process that loads identical bytes twice (two Triton
+ * specialisations compiling to the same cubin) expects two modules, each
+ * with its own module globals (a __device__ variable written through one must
+ * not change the other) and its own unload (unloading one must leave the
+ * other's kernels launchable, including inside graphs already captured).
+ * Sharing one module would break both, or need reference counts and faked
+ * globals that change what the framework observes. So the priming file keeps
+ * the most loads of each image one process needed, the preload makes that
+ * many real loads, and each mid-capture load gets one of them: exactly what a
+ * fresh load would have given it, made earlier. The cost is memory for copies
+ * a run may not use; they are counted as "unused" in the summary. */
 #include "priming.h"
 
 #include <pthread.h>
@@ -10,13 +25,21 @@
 #include "driver.h"
 #include "entry_points.h"
 #include "guard.h"
+#include "load_tally.h"
 #include "output.h"
 
-/* Modules preloaded on one context, one slot per record of the set. */
+typedef struct {
+  void *handle; /* CUmodule or CUlibrary; NULL when its load failed */
+  bool library;
+  bool handed_out;
+} pool_slot;
+
+/* Handles preloaded on one context: record i owns slots first[i] ..
+ * first[i + 1] - 1, its modules then its libraries. */
 typedef struct {
   CUcontext ctx;
-  CUmodule *modules;
-  bool *handed_out;
+  pool_slot *slots;
+  size_t *first;
 } context_pool;
 
 #define MAX_CONTEXTS 64
@@ -29,7 +52,8 @@ static bool set_tried;
 static bool recording_off;
 static context_pool pools[MAX_CONTEXTS];
 static size_t n_pools;
-static uint64_t n_loaded, n_served, n_recorded;
+static uint64_t n_loaded, n_served, n_recorded, n_skipped_arch;
+static unsigned device_sm, skipped_sm;
 
 static bool priming_on(void) { return cg_cfg.mode == CG_RUN_GUARD && cg_cfg.prime_path[0]; }
 
@@ -63,42 +87,105 @@ static int device_arch(void) {
 
 /* Whether a recorded image can load on a device of this arch: SASS must be
  * for exactly this arch; PTX JIT-compiles for this arch or newer. Records
- * that do not fit are skipped, never tried. */
+ * that do not fit are skipped, never tried. Cubin and PTX records carry
+ * their arch; only a fatbin needs its entries read. */
 static bool fits(const cg_prime_record *r, unsigned arch) {
+  if (r->kind == CG_IMAGE_CUBIN)
+    return r->sm_arch == arch;
+  if (r->kind == CG_IMAGE_PTX)
+    return r->sm_arch <= arch;
   cg_image_info info;
-  if (cg_image_inspect(r->bytes, r->size, &info))
+  if (r->kind != CG_IMAGE_FATBIN || cg_image_inspect(r->bytes, r->size, &info))
     return false;
-  if (info.kind == CG_IMAGE_PTX)
-    return info.sm_arch <= arch;
   for (unsigned i = 0; i < info.n_archs; i++)
     if (info.archs[i] == arch)
       return true;
-  return info.kind == CG_IMAGE_FATBIN && info.has_ptx;
+  return info.has_ptx;
+}
+
+typedef CUresult (*module_load_fn)(CUmodule *, const void *);
+typedef CUresult (*library_load_fn)(CUlibrary *, const void *, CUjit_option *, void **, unsigned int,
+                                    CUlibraryOption *, void **, unsigned int);
+
+static CUresult load_one(const cg_prime_record *r, bool library, void **out) {
+  if (!library) {
+    module_load_fn load = CG_REAL(cuModuleLoadData, module_load_fn);
+    return load ? load((CUmodule *)out, r->bytes) : CUDA_ERROR_NOT_FOUND;
+  }
+  library_load_fn load = CG_REAL(cuLibraryLoadData, library_load_fn);
+  if (!load)
+    return CUDA_ERROR_NOT_FOUND;
+  CUresult res = load((CUlibrary *)out, r->bytes, NULL, NULL, 0, NULL, NULL, 0);
+  /* A library loads into a context lazily, when first used there: make that
+   * happen now, before capture, not at the first cuLibraryGetKernel inside it. */
+  CUmodule m;
+  if (res == CUDA_SUCCESS && cg_drv.LibraryGetModule)
+    cg_drv.LibraryGetModule(&m, (CUlibrary)*out);
+  return res;
 }
 
 static void preload(context_pool *p) {
-  typedef CUresult (*load_fn)(CUmodule *, const void *);
-  load_fn load = CG_REAL(cuModuleLoadData, load_fn);
   size_t n = cg_prime_count(set);
-  p->modules = calloc(n ? n : 1, sizeof *p->modules);
-  p->handed_out = calloc(n ? n : 1, sizeof *p->handed_out);
-  if (!p->modules || !p->handed_out || !load)
-    return;
-  unsigned arch = (unsigned)device_arch();
+  p->first = calloc(n + 1, sizeof *p->first);
+  size_t total = 0;
   for (size_t i = 0; i < n; i++) {
     const cg_prime_record *r = cg_prime_get(set, i);
-    if (!fits(r, arch))
-      continue;
-    CUresult res = load(&p->modules[i], r->bytes);
-    if (res == CUDA_SUCCESS) {
-      n_loaded++;
+    total += (size_t)r->module_loads + r->library_loads;
+  }
+  p->slots = calloc(total ? total : 1, sizeof *p->slots);
+  if (!p->slots || !p->first) {
+    free(p->slots), free(p->first);
+    p->slots = NULL, p->first = NULL;
+    cg_warn("out of memory preloading the priming file; loads during capture reach the driver");
+    return;
+  }
+  unsigned arch = (unsigned)device_arch();
+  device_sm = arch;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    const cg_prime_record *r = cg_prime_get(set, i);
+    p->first[i] = at;
+    if (!fits(r, arch)) {
+      n_skipped_arch++;
+      skipped_sm = r->sm_arch;
+      at += (size_t)r->module_loads + r->library_loads;
       continue;
     }
-    p->modules[i] = NULL;
-    char hash[33];
-    cg_hash_format(r->hash, hash);
-    cg_warn("priming record %.12s (%s) failed to load on this device (error %d); skipped", hash,
-            r->n_kernels ? r->kernel_names : "no kernel names", (int)res);
+    for (uint32_t k = 0; k < r->module_loads + r->library_loads; k++, at++) {
+      pool_slot *s = &p->slots[at];
+      s->library = k >= r->module_loads;
+      CUresult res = load_one(r, s->library, &s->handle);
+      if (res == CUDA_SUCCESS) {
+        n_loaded++;
+        continue;
+      }
+      s->handle = NULL;
+      char hash[33];
+      cg_hash_format(r->hash, hash);
+      cg_warn("priming record %.12s (%s) failed to load on this device (error %d); skipped", hash,
+              r->n_kernels ? r->kernel_names : "no kernel names", (int)res);
+      at += r->module_loads + r->library_loads - k;
+      break;
+    }
+  }
+  p->first[n] = at;
+}
+
+/* Reading allocates the file's size: a file past the cap (grown by hand, or
+ * a lowered cap) is not read into this process, and nothing more is
+ * appended to it. */
+static void read_set(void) {
+  set_tried = true;
+  set = NULL;
+  struct stat st;
+  if (stat(cg_cfg.prime_path, &st) == 0 && (uint64_t)st.st_size > cg_cfg.prime_max) {
+    cg_warn("priming file %s is %llu bytes, over CAPGUARD_PRIME_MAX (%llu): not loaded; "
+            "prune it (capguard prime prune --max-size) or raise the cap",
+            cg_cfg.prime_path, (unsigned long long)st.st_size, (unsigned long long)cg_cfg.prime_max);
+    __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+  } else if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
+    set = NULL;
+    __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
   }
 }
 
@@ -112,23 +199,8 @@ void cg_priming_before_begin(void) {
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
   if (!pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_guard_self_unprohibited()) {
-    if (!set_tried) {
-      set_tried = true;
-      set = NULL;
-      /* Reading allocates the file's size: a file past the cap (grown by
-       * hand, or a lowered cap) is not read into this process, and nothing
-       * more is appended to it. */
-      struct stat st;
-      if (stat(cg_cfg.prime_path, &st) == 0 && (uint64_t)st.st_size > cg_cfg.prime_max) {
-        cg_warn("priming file %s is %llu bytes, over CAPGUARD_PRIME_MAX (%llu): not loaded; "
-                "prune it (capguard prime prune --max-size) or raise the cap",
-                cg_cfg.prime_path, (unsigned long long)st.st_size, (unsigned long long)cg_cfg.prime_max);
-        __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
-      } else if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
-        set = NULL;
-        __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
-      }
-    }
+    if (!set_tried)
+      read_set();
     if (set && cg_prime_count(set)) {
       context_pool *p = &pools[n_pools++];
       p->ctx = ctx;
@@ -138,36 +210,45 @@ void cg_priming_before_begin(void) {
   pthread_mutex_unlock(&prime_lock);
 }
 
-CUmodule cg_priming_take(const cg_image_info *image) {
-  if (!priming_on() || !cg_drv.CtxGetCurrent)
+void *cg_priming_take(const cg_image_info *image, bool library) {
+  if (!priming_on())
     return NULL;
+  cg_tally_add(image->hash, image->size, library);
   CUcontext ctx = NULL;
-  if (cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS)
+  if (!cg_drv.CtxGetCurrent || cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS)
     return NULL;
-  CUmodule m = NULL;
+  void *h = NULL;
   pthread_mutex_lock(&prime_lock);
   context_pool *p = set ? pool_of(ctx) : NULL;
-  const cg_prime_record *r = p && p->modules ? cg_prime_find(set, image->data, image->size) : NULL;
+  const cg_prime_record *r = p && p->slots ? cg_prime_find(set, image->data, image->size) : NULL;
   if (r) {
-    for (size_t i = 0; i < cg_prime_count(set); i++)
-      if (cg_prime_get(set, i) == r && p->modules[i] && !p->handed_out[i]) {
-        p->handed_out[i] = true;
-        m = p->modules[i];
+    size_t i = (size_t)(r - cg_prime_get(set, 0));
+    for (size_t k = p->first[i]; k < p->first[i + 1]; k++) {
+      pool_slot *s = &p->slots[k];
+      if (s->handle && s->library == library && !s->handed_out) {
+        s->handed_out = true;
+        h = s->handle;
         n_served++;
         break;
       }
+    }
   }
   pthread_mutex_unlock(&prime_lock);
-  return m;
+  return h;
 }
 
-void cg_priming_record(const cg_image_info *image) {
+void cg_priming_record(const cg_image_info *image, bool library) {
   if (!priming_on() || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
   uint32_t names_len = 0;
   for (const char *k = cg_image_first_kernel(image); k; k = cg_image_next_kernel(image, k))
     names_len += (uint32_t)strlen(k) + 1;
   uint64_t now = cg_now_ns();
+  /* An unknown count (the tally is full) records one load: never fewer
+   * than the default says. */
+  uint32_t loads = cg_tally_get(image->hash, image->size, library);
+  if (!loads)
+    loads = 1;
   cg_prime_record r = {
       .kind = image->kind,
       .sm_arch = image->sm_arch,
@@ -180,6 +261,8 @@ void cg_priming_record(const cg_image_info *image) {
       .hits = 1,
       .first_ns = now,
       .last_ns = now,
+      .module_loads = library ? 0 : loads,
+      .library_loads = library ? loads : 0,
   };
   if (cg_prime_append(cg_cfg.prime_path, &r, cg_cfg.prime_max, warn_line, NULL) == 0)
     __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
@@ -193,6 +276,9 @@ void cg_priming_summary(cg_summary *s) {
   s->primed_served = n_served;
   s->primed_unused = n_loaded - n_served;
   s->recorded = n_recorded;
+  s->primed_skipped_arch = n_skipped_arch;
+  s->device_sm = device_sm;
+  s->skipped_sm = skipped_sm;
   pthread_mutex_unlock(&prime_lock);
 }
 
@@ -200,5 +286,6 @@ void cg_priming_after_fork_child(void) {
   pthread_mutex_init(&prime_lock, NULL);
   /* The parent's modules live in the parent's contexts. */
   n_pools = 0;
-  n_loaded = n_served = n_recorded = 0;
+  n_loaded = n_served = n_recorded = n_skipped_arch = 0;
+  cg_tally_reset();
 }

@@ -1,7 +1,9 @@
 /* Priming: images needed during capture are recorded in the priming file;
  * on the next run they are loaded before the first capture begins on a
- * context, and an identical load requested mid-capture is served from them,
- * so no loader call reaches the driver during capture. Guard mode only. */
+ * context, as many times as one process needed them, and each load requested
+ * mid-capture of identical bytes is served one of them, so no loader call
+ * reaches the driver during capture. Module and library loads alike. Guard
+ * mode only. */
 #ifndef CAPGUARD_PRIMING_H
 #define CAPGUARD_PRIMING_H
 
@@ -14,11 +16,14 @@
 /* Before the driver sees a capture begin: preload this context's records
  * (once per context, and only while no capture prohibits this thread). */
 void cg_priming_before_begin(void);
-/* A module identical byte for byte to image, loaded earlier on the current
- * context and not yet handed out, or NULL. Marks it handed out. */
-CUmodule cg_priming_take(const cg_image_info *image);
-/* Append image to the priming file (guard mode). */
-void cg_priming_record(const cg_image_info *image);
+/* A load made while a capture prohibits the thread: counted (the priming file
+ * keeps the most loads of each image one process needed), then served with a
+ * CUmodule (library false) or CUlibrary (library true) preloaded from
+ * identical bytes on the current context and not yet handed out, or NULL. */
+void *cg_priming_take(const cg_image_info *image, bool library);
+/* Record image in the priming file (guard mode), with the loads of it this
+ * process has made during capture so far. */
+void cg_priming_record(const cg_image_info *image, bool library);
 void cg_priming_summary(cg_summary *s);
 void cg_priming_after_fork_child(void);
 

@@ -25,8 +25,9 @@ int main(int argc, char **argv) {
     const cg_prime_record *r = cg_prime_get(set, i);
     char hash[33];
     cg_hash_format(r->hash, hash);
-    printf("record=%zu kind=%s sm=%u size=%llu hits=%llu xxh3=%s kernels=", i, cg_image_kind_name(r->kind),
-           r->sm_arch, (unsigned long long)r->size, (unsigned long long)r->hits, hash);
+    printf("record=%zu kind=%s sm=%u size=%llu hits=%llu modules=%u libraries=%u xxh3=%s kernels=", i,
+           cg_image_kind_name(r->kind), r->sm_arch, (unsigned long long)r->size, (unsigned long long)r->hits,
+           r->module_loads, r->library_loads, hash);
     for (const char *k = r->kernel_names; k < r->kernel_names + r->names_len; k += strlen(k) + 1)
       printf("%s%s", k == r->kernel_names ? "" : ",", k);
     printf("\n");

@@ -263,16 +263,25 @@ class RunOneRunTwo(PrimingCase):
         self.assert_served(probe(["--op", "load", "--image", PTX, "--launch", "cg_test_axpy"], self.prime),
                            "cg_test_axpy")
 
-    def test_library_loads_are_reported_not_recorded(self):
-        """The pool hands out CUmodules, not CUlibrary handles, so a library
-        image is not recorded: recording it would promise a serve that the
-        next run cannot keep (and grow the file every run)."""
-        args = ["--op", "library", "--image", CUBIN]
-        self.assert_run1(probe(args, self.prime))
-        self.assertEqual(dump(self.prime) if os.path.exists(self.prime) else [], [])
-        r = probe(args, self.prime)
-        self.assert_run1(r)
-        self.assertEqual(r.verdicts(), ["refused"])
+    def test_library_loads_are_recorded_and_served_as_libraries(self):
+        """A library load is recorded as one (not as a module image), and the
+        next run preloads a CUlibrary before capture and hands it out."""
+        for route in ("direct", "dlsym", "procaddr"):
+            with self.subTest(route=route):
+                prime = self.fresh_prime("lib-%s.cgp" % route)
+                args = ["--op", "library", "--image", CUBIN]
+                self.assert_run1(probe(args, prime, route=route))
+                recs = dump(prime)
+                self.assertEqual([(r["modules"], r["libraries"]) for r in recs], [("0", "1")])
+                r = probe(args, prime, route=route)
+                self.assertEqual((r.int("op_result"), r.int("end_result")), (0, 0))
+                self.assertEqual(r.verdicts(), ["served"])
+                self.assertEqual(r.loads_in_capture(), [])
+                pre = r.calls(LOAD_CALLS)
+                self.assertEqual([(c.name, c.capturing, c.result) for c in pre], [("cuLibraryLoadData", 0, 0)])
+                self.assertLess(r.trace.index(pre[0]), r.index("cuStreamBeginCapture_v2"))
+                self.assertEqual((r.summary["primed_loaded"], r.summary["primed_served"]), (1, 1))
+                self.assertEqual(len(dump(prime)), 1)  # nothing new recorded
 
     def test_a_file_over_the_cap_is_not_loaded(self):
         args = ["--op", "load", "--image", CUBIN, "--launch", "cg_test_fill"]
@@ -313,16 +322,35 @@ class WhatIsReplayed(PrimingCase):
                 self.assertEqual((r.summary["primed_loaded"], r.summary["primed_unused"]), (1, 1))
                 self.assertEqual(len(dump(prime)), 2)  # recorded as an image of its own
 
-    def test_each_pooled_module_is_handed_out_once(self):
+    def test_repeated_loads_of_the_same_bytes_are_learned_and_each_served(self):
+        # A file that knows one load: the second identical load is the driver's
+        # (refused on 12.2), and the file learns that this process needed two.
         probe(["--op", "load", "--image", CUBIN], self.prime)
-        r = probe(["--op", "load", "--image", CUBIN, "--repeat", "2"], self.prime, driver=13000)
-        self.assertEqual(r.verdicts(), ["served", "allowed"])
-        self.assertEqual([(c.name, c.result) for c in r.loads_in_capture()], [("cuModuleLoadData", 0)])
-        self.assertEqual(r.summary["primed_served"], 1)
-        # On a 12.2 driver the second identical load is the driver's to refuse.
+        self.assertEqual(dump(self.prime)[0]["modules"], "1")
         r = probe(["--op", "load", "--image", CUBIN, "--repeat", "2"], self.prime)
         self.assertEqual(r.verdicts(), ["served", "refused"])
         self.assertEqual(r.int("end_result"), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        self.assertEqual([(d["modules"], d["hits"]) for d in dump(self.prime)], [("2", "2")])
+        # Next run: two preloaded, both served, no loader call during capture.
+        for repeat in (2, 3):
+            r = probe(["--op", "load", "--image", CUBIN, "--repeat", str(repeat), "--launch", "cg_test_fill"],
+                      self.prime)
+            if repeat == 2:
+                self.assert_served(r)
+                self.assertEqual(r.verdicts(), ["served", "served"])
+                self.assertEqual([(c.capturing, c.result) for c in r.calls(LOAD_CALLS)], [(0, 0), (0, 0)])
+                self.assertEqual((r.summary["primed_loaded"], r.summary["primed_served"]), (2, 2))
+            else:  # one more than ever seen: the third is new, refused and learned
+                self.assertEqual(r.verdicts(), ["served", "served", "refused"])
+                self.assertEqual(dump(self.prime)[0]["modules"], "3")
+        # On a driver that allows loads, one run learns the whole count.
+        fresh = self.fresh_prime("learn.cgp")
+        r = probe(["--op", "load", "--image", CUBIN, "--repeat", "4"], fresh, driver=13000)
+        self.assertEqual(r.verdicts(), ["allowed"] * 4)
+        self.assertEqual(dump(fresh)[0]["modules"], "4")
+        r = probe(["--op", "load", "--image", CUBIN, "--repeat", "4", "--launch", "cg_test_fill"], fresh)
+        self.assert_served(r)
+        self.assertEqual(r.verdicts(), ["served"] * 4)
 
     def test_records_for_another_arch_are_skipped_not_tried(self):
         for image in (CUBIN, CUBIN_SM80, PTX):  # sm_90 SASS, sm_80 SASS, PTX for compute_90

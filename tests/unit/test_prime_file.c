@@ -873,6 +873,162 @@ START_TEST(rewrite_merges_sets_by_bytes) {
 }
 END_TEST
 
+
+/* ---- loads records: how many loads of one image a process needed ---- */
+
+static void loads_of(const cg_prime_record *r, uint32_t *m, uint32_t *l) {
+  warnings w = {0};
+  cg_prime_set *s = load_ok(&w);
+  ck_assert_int_eq(w.n, 0);
+  const cg_prime_record *g = cg_prime_find(s, r->bytes, r->size);
+  ck_assert_ptr_nonnull(g);
+  *m = g->module_loads;
+  *l = g->library_loads;
+  cg_prime_free(s);
+}
+
+START_TEST(version1_file_reads_as_one_module_load) {
+  cg_prime_record a = make_record(7, 64);
+  ck_assert_int_eq(append(&a, &(warnings){0}), 0);
+  walk_log l;
+  ck_assert_int_eq(verify(&l), 0);
+  ck_assert_int_eq(l.n, 1); /* no loads record for the default: version-1 readers see nothing new */
+  uint32_t m, lib;
+  loads_of(&a, &m, &lib);
+  ck_assert_uint_eq(m, 1);
+  ck_assert_uint_eq(lib, 0);
+  free_record(&a);
+}
+END_TEST
+
+START_TEST(loads_grow_to_the_most_one_process_needed) {
+  cg_prime_record a = make_record(8, 64);
+  a.module_loads = 2;
+  ck_assert_int_eq(append(&a, &(warnings){0}), 0);
+  uint32_t m, lib;
+  loads_of(&a, &m, &lib);
+  ck_assert_uint_eq(m, 2);
+  ck_assert_uint_eq(lib, 0);
+  /* Fewer loads later change nothing and write no loads record. */
+  a.module_loads = 1;
+  ck_assert_int_eq(append(&a, &(warnings){0}), 0);
+  walk_log l;
+  ck_assert_int_eq(verify(&l), 0);
+  ck_assert_int_eq(l.n, 3); /* image, loads, hit */
+  ck_assert_uint_eq(l.e[1].type, CG_PRIME_REC_LOADS);
+  ck_assert_uint_eq(l.e[2].type, CG_PRIME_REC_HIT);
+  loads_of(&a, &m, &lib);
+  ck_assert_uint_eq(m, 2);
+  /* More loads, and as a library too: both kept, the larger wins. */
+  a.module_loads = 3;
+  a.library_loads = 0;
+  ck_assert_int_eq(append(&a, &(warnings){0}), 0);
+  a.module_loads = 0;
+  a.library_loads = 2;
+  ck_assert_int_eq(append(&a, &(warnings){0}), 0);
+  loads_of(&a, &m, &lib);
+  ck_assert_uint_eq(m, 3);
+  ck_assert_uint_eq(lib, 2);
+  warnings w = {0};
+  cg_prime_set *s = load_ok(&w);
+  ck_assert_uint_eq(cg_prime_get(s, 0)->hits, 4);
+  cg_prime_free(s);
+  free_record(&a);
+}
+END_TEST
+
+START_TEST(library_only_image_is_not_a_module_image) {
+  cg_prime_record a = make_record(9, 80);
+  a.library_loads = 1;
+  ck_assert_int_eq(append(&a, &(warnings){0}), 0);
+  uint32_t m, lib;
+  loads_of(&a, &m, &lib);
+  ck_assert_uint_eq(m, 0);
+  ck_assert_uint_eq(lib, 1);
+  free_record(&a);
+}
+END_TEST
+
+START_TEST(damaged_loads_record_falls_back_to_the_default) {
+  cg_prime_record a = make_record(10, 64);
+  a.module_loads = 4;
+  ck_assert_int_eq(append(&a, &(warnings){0}), 0);
+  walk_log l;
+  ck_assert_int_eq(verify(&l), 0);
+  ck_assert_int_eq(l.n, 2);
+  size_t len;
+  uint8_t *f = read_file(path, &len);
+  f[l.e[1].offset + 40] ^= 1; /* the module count, under the checksum */
+  write_file(path, f, len);
+  warnings w = {0};
+  cg_prime_set *s = NULL;
+  ck_assert_int_eq(cg_prime_load(path, &s, collect_warning, &w), 0);
+  ck_assert_int_eq(w.n, 1);
+  ck_assert_uint_eq(cg_prime_count(s), 1);
+  ck_assert_uint_eq(cg_prime_get(s, 0)->module_loads, 1);
+  cg_prime_free(s);
+  free(f);
+  free_record(&a);
+}
+END_TEST
+
+START_TEST(rewrite_and_merge_keep_the_largest_loads) {
+  char other[160];
+  snprintf(other, sizeof other, "%s/other.cgp", dir);
+  cg_prime_record a = make_record(11, 64), b = make_record(12, 64);
+  a.module_loads = 3;
+  ck_assert_int_eq(append(&a, &(warnings){0}), 0);
+  b.library_loads = 1;
+  ck_assert_int_eq(append(&b, &(warnings){0}), 0);
+  a.module_loads = 2; /* the other file: fewer loads of a, more of b */
+  a.library_loads = 1;
+  ck_assert_int_eq(cg_prime_append(other, &a, CG_PRIME_DEFAULT_MAX_BYTES, NULL, NULL), 0);
+  b.library_loads = 5;
+  ck_assert_int_eq(cg_prime_append(other, &b, CG_PRIME_DEFAULT_MAX_BYTES, NULL, NULL), 0);
+  cg_prime_set *in;
+  ck_assert_int_eq(cg_prime_load(other, &in, NULL, NULL), 0);
+  const cg_prime_set *add[] = {in};
+  ck_assert_int_eq(cg_prime_rewrite(path, NULL, NULL, add, 1, NULL, NULL), 0);
+  cg_prime_free(in);
+  uint32_t m, lib;
+  loads_of(&a, &m, &lib);
+  ck_assert_uint_eq(m, 3);
+  ck_assert_uint_eq(lib, 1);
+  loads_of(&b, &m, &lib);
+  ck_assert_uint_eq(m, 0);
+  ck_assert_uint_eq(lib, 5);
+  /* The rewritten file states the loads in records of its own. */
+  walk_log l;
+  ck_assert_int_eq(verify(&l), 0);
+  ck_assert_int_eq(l.n, 4);
+  ck_assert_uint_eq(l.e[1].type, CG_PRIME_REC_LOADS);
+  ck_assert_uint_eq(l.e[3].type, CG_PRIME_REC_LOADS);
+  free_record(&a);
+  free_record(&b);
+}
+END_TEST
+
+START_TEST(add_records_writes_a_batch) {
+  cg_prime_record r[3];
+  for (int i = 0; i < 3; i++) {
+    r[i] = make_record(20 + i, 48 + i);
+    r[i].module_loads = (uint32_t)i + 1;
+  }
+  ck_assert_int_eq(cg_prime_add_records(path, r, 3, NULL, NULL), 0);
+  for (int i = 0; i < 3; i++) {
+    uint32_t m, lib;
+    loads_of(&r[i], &m, &lib);
+    ck_assert_uint_eq(m, (uint32_t)i + 1);
+  }
+  cg_prime_record bad = r[0];
+  bad.size -= 1; /* hash no longer matches */
+  warnings w = {0};
+  ck_assert_int_eq(cg_prime_add_records(path, &bad, 1, collect_warning, &w), -1);
+  ck_assert_int_eq(w.n, 1);
+  for (int i = 0; i < 3; i++) free_record(&r[i]);
+}
+END_TEST
+
 START_TEST(verify_reports_offsets_and_states) {
   cg_prime_record rec[3];
   size_t len;
@@ -1015,6 +1171,12 @@ static Suite *suite(void) {
   tcase_add_test(t, size_cap_is_never_exceeded);
   tcase_add_test(t, rewrite_keeps_subset_folds_hits_drops_damage);
   tcase_add_test(t, rewrite_merges_sets_by_bytes);
+  tcase_add_test(t, version1_file_reads_as_one_module_load);
+  tcase_add_test(t, loads_grow_to_the_most_one_process_needed);
+  tcase_add_test(t, library_only_image_is_not_a_module_image);
+  tcase_add_test(t, damaged_loads_record_falls_back_to_the_default);
+  tcase_add_test(t, rewrite_and_merge_keep_the_largest_loads);
+  tcase_add_test(t, add_records_writes_a_batch);
   tcase_add_test(t, verify_reports_offsets_and_states);
   tcase_add_test(t, parse_memory_matches_load);
   tcase_add_test(t, default_path_from_environment);

@@ -67,6 +67,10 @@ typedef struct {
   uint64_t events[CG_EV_KIND_COUNT];
   uint64_t verdicts[CG_VERDICT_COUNT];
   uint64_t primed_loaded, primed_served, primed_unused, recorded;
+  /* Priming records not preloaded because they were built for another GPU
+   * architecture: how many, one arch they were for, and this device's. */
+  uint64_t primed_skipped_arch;
+  unsigned skipped_sm, device_sm;
   const char *log_path; /* NULL when no log */
 } cg_summary;
 

@@ -27,6 +27,12 @@ typedef struct {
   const char *kernel_names; /* n_kernels NUL-terminated names back to back */
   uint64_t hits;          /* how often it was needed during capture */
   uint64_t first_ns, last_ns; /* CLOCK_REALTIME when first and last needed */
+  /* The most loads of these bytes one process made during capture, as a
+   * module (cuModuleLoad*) and as a library (cuLibraryLoad*): the next run
+   * preloads that many of each. 0 and 0 in a record handed to append means
+   * the default of a version-1 file without loads records: 1 module, 0
+   * libraries. */
+  uint32_t module_loads, library_loads;
 } cg_prime_record;
 
 typedef struct cg_prime_set cg_prime_set;
@@ -60,6 +66,7 @@ int cg_prime_default_path(char *buf, size_t cap);
 #define CG_PRIME_HEADER_BYTES 32u     /* file header; records follow */
 #define CG_PRIME_REC_IMAGE 1u         /* record types (docs/priming-format.md) */
 #define CG_PRIME_REC_HIT 2u
+#define CG_PRIME_REC_LOADS 3u
 
 /* Parse a priming file already in memory (the same code cg_prime_load uses;
  * the fuzzer calls it). name is only used in warnings. The set owns a copy. */
@@ -70,7 +77,14 @@ int cg_prime_parse_memory(const void *data, size_t len, const char *name, cg_pri
  * Returns 0, or -1 for anything else (empty, sign, spaces, junk, overflow). */
 int cg_prime_parse_size(const char *s, uint64_t *out);
 
-/* Bytes the record takes in a file written by cg_prime_rewrite (hits folded). */
+/* Write a new file at path holding the records of path (if any) plus recs,
+ * folded by bytes (hits summed, loads maximised): the batch form of append,
+ * for tools and benchmarks. Atomic as cg_prime_rewrite. Returns 0 or -1. */
+int cg_prime_add_records(const char *path, const cg_prime_record *recs, size_t n,
+                         cg_prime_warn_fn warn, void *ctx);
+
+/* Bytes the record takes in a file written by cg_prime_rewrite (hits folded,
+ * loads record included when it has one). */
 uint64_t cg_prime_record_disk_size(const cg_prime_record *r);
 
 typedef enum {
