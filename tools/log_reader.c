@@ -207,6 +207,9 @@ static void read_summary(cgl_log *log, size_t proc, json_t *o) {
   p->primed_served = num(o, "primed_served", 0);
   p->primed_unused = num(o, "primed_unused", 0);
   p->recorded = num(o, "recorded", 0);
+  p->primed_skipped_arch = num(o, "primed_skipped_arch", 0);
+  p->skipped_sm = num(o, "skipped_sm", 0);
+  p->device_sm = num(o, "device_sm", 0);
   json_t *ev = json_object_get(o, "events"), *vd = json_object_get(o, "verdicts");
   p->events_by_kind = json_is_object(ev) ? ev : NULL;
   p->verdicts = json_is_object(vd) ? vd : NULL;

@@ -22,6 +22,7 @@ typedef struct {
   size_t argc;
   bool has_summary;
   long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
+  long long primed_skipped_arch, skipped_sm, device_sm;
   json_t *events_by_kind, *verdicts; /* summary objects, borrowed; may be NULL */
 } cgl_process;
 

@@ -135,8 +135,8 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     a->failed += is(v, "failed");
     if (!cgr_offending(e))
       continue;
-    if (e->call && !strncmp(e->call, "cuLibraryLoad", 13) && cgl_verdict_breaks(v))
-      a->library_broke++;
+    if (is(e->event, "module-load") && (is(v, "refused") || is(v, "emulated")))
+      a->loads_refused++;
     if (is(e->event, "module-load"))
       a->loads++;
     else if (is(e->event, "module-unload")) {
@@ -167,8 +167,19 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     a->captures += pr->has_summary && (size_t)pr->captures > seen ? (size_t)pr->captures : seen;
     a->recorded += pr->has_summary && pr->recorded > 0 ? (size_t)pr->recorded : 0;
     a->primed_loaded += pr->has_summary && pr->primed_loaded > 0 ? (size_t)pr->primed_loaded : 0;
+    if (pr->has_summary && pr->primed_skipped_arch > 0) {
+      a->skipped_arch += (size_t)pr->primed_skipped_arch;
+      a->skipped_sm = pr->skipped_sm;
+      a->device_sm = pr->device_sm;
+    }
   }
 }
+
+const char cgr_faster_advice[] =
+    "each run on a driver that refuses loads during capture (before 12.3, or emulated) learns "
+    "only the loads up to the capture that breaks; to learn them all in one run, use capguard "
+    "prime learn -- CMD on a machine with driver 12.3 or newer and the same GPU architecture, "
+    "then capguard prime check -- CMD; or run with --rescue";
 
 static void give_advice(cgr_analysis *a) {
   size_t broken_loads = 0, silent = 0;
@@ -206,13 +217,13 @@ static void give_advice(cgr_analysis *a) {
            "on the next run",
            to_warm, to_warm == 1 ? "" : "s", names);
   }
-  if (a->library_broke)
+  if (a->loads_refused)
+    advise(a, "%s", cgr_faster_advice);
+  if (a->skipped_arch)
     advise(a,
-           "%zu of the refused loads %s cuLibraryLoadData or cuLibraryLoadFromFile, which "
-           "capguard's priming does not serve (it serves module loads): warm %s kernels up "
-           "before capture, or run with --rescue (capguard run --rescue -- CMD)",
-           a->library_broke, a->library_broke == 1 ? "was" : "were",
-           a->library_broke == 1 ? "its" : "their");
+           "%zu priming record%s not used: built for sm_%lld, this device is sm_%lld; learn the "
+           "priming file on this GPU architecture (capguard prime learn)",
+           a->skipped_arch, a->skipped_arch == 1 ? " was" : "s were", a->skipped_sm, a->device_sm);
   if (a->allowed)
     advise(a,
            "%zu module load%s during capture %s allowed by this driver (12.3 or newer); drivers "

@@ -40,7 +40,9 @@ typedef struct {
   size_t captures;     /* captures begun (from summaries where known, else seen) */
   size_t loads, unloads, other_events;
   size_t unloads_deferred; /* of unloads: put off by guard mode until the capture ended */
-  size_t library_broke;    /* refused cuLibraryLoad* calls: the shim's priming serves module loads only */
+  size_t loads_refused;    /* module or library loads refused during capture (by the driver or emulation) */
+  size_t skipped_arch;     /* priming records not preloaded: built for another GPU architecture */
+  long long skipped_sm, device_sm;
   size_t refused, emulated, allowed, served, rescued, deferred, failed;
   size_t recorded, primed_loaded; /* from summaries */
   char *advice[8];
@@ -49,6 +51,9 @@ typedef struct {
 
 /* An event that counts against the workload: everything but loads served from the priming pool. */
 bool cgr_offending(const cgl_event *e);
+
+/* How to converge in fewer runs than one per breaking load. */
+extern const char cgr_faster_advice[];
 
 void cgr_analyse(const cgl_log *log, cgr_analysis *a);
 

@@ -112,12 +112,13 @@ void cg_run_summary(FILE *out, const char *log_path, long long offset, bool temp
     next = "no forbidden calls during capture: nothing to do";
   }
   fprintf(out, "capguard: %snext:%s %s\n", pal.bold, pal.reset, next);
-  if (a.library_broke && guard)
-    fprintf(out, "capguard: %snote:%s %zu of the refused loads %s, which priming does not "
-                 "serve: %s break again; warm %s kernels up before capture, or run with --rescue\n",
-            pal.bold, pal.reset, a.library_broke,
-            a.library_broke == 1 ? "was a cuLibraryLoad* call" : "were cuLibraryLoad* calls",
-            a.library_broke == 1 ? "it will" : "they will", a.library_broke == 1 ? "its" : "their");
+  if (a.loads_refused && a.n_broken && guard)
+    fprintf(out, "capguard: %sfaster:%s %s\n", pal.bold, pal.reset, cgr_faster_advice);
+  if (a.skipped_arch)
+    fprintf(out, "capguard: %snote:%s %zu priming record%s not used: built for sm_%lld, this device is "
+                 "sm_%lld; learn the priming file on this GPU architecture\n",
+            pal.bold, pal.reset, a.skipped_arch, a.skipped_arch == 1 ? " was" : "s were", a.skipped_sm,
+            a.device_sm);
   fprintf(out, "capguard: %slog: %s%s (details: capguard report %s)\n", pal.dim, log_path,
           temporary ? " (temporary)" : "", log_path);
   if (pal.dim[0])
