@@ -543,10 +543,10 @@ size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
   put_kv_u64(&o, "primed_served", s->primed_served);
   put_kv_u64(&o, "primed_unused", s->primed_unused);
   put_kv_u64(&o, "recorded", s->recorded);
+  if (s->device_sm) put_kv_u64(&o, "device_sm", s->device_sm);
   if (s->primed_skipped_arch) {
     put_kv_u64(&o, "primed_skipped_arch", s->primed_skipped_arch);
     put_kv_u64(&o, "skipped_sm", s->skipped_sm);
-    put_kv_u64(&o, "device_sm", s->device_sm);
   }
   put_kv_str(&o, "log", s->log_path ? s->log_path : "");
   put(&o, "}\n");

@@ -87,6 +87,7 @@ void cg_config_load(void) {
     cg_cfg.emulate_driver = 0;
   }
   load_bool("CAPGUARD_RESCUE", &cg_cfg.rescue, false);
+  load_bool("CAPGUARD_PRIME_READONLY", &cg_cfg.prime_readonly, false);
   load_bool("CAPGUARD_QUIET", &cg_cfg.quiet, false);
   load_bool("CAPGUARD_SUMMARY", &cg_cfg.summary, true);
 }

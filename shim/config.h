@@ -19,6 +19,7 @@ typedef struct {
   uint64_t prime_max;        /* CAPGUARD_PRIME_MAX */
   int emulate_driver;        /* CAPGUARD_EMULATE_DRIVER (e.g. 12020), 0 when off */
   bool rescue;               /* CAPGUARD_RESCUE=1 */
+  bool prime_readonly;       /* CAPGUARD_PRIME_READONLY=1: serve from the priming file, never write it */
   bool quiet;                /* CAPGUARD_QUIET=1: no stderr reports, log only */
   bool summary;              /* CAPGUARD_SUMMARY (default 1): the exit line on stderr */
 } cg_config;

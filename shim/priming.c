@@ -139,8 +139,7 @@ static void preload(context_pool *p) {
     cg_warn("out of memory preloading the priming file; loads during capture reach the driver");
     return;
   }
-  unsigned arch = (unsigned)device_arch();
-  device_sm = arch;
+  unsigned arch = device_sm;
   size_t at = 0;
   for (size_t i = 0; i < n; i++) {
     const cg_prime_record *r = cg_prime_get(set, i);
@@ -190,15 +189,19 @@ static void read_set(void) {
 }
 
 void cg_priming_before_begin(void) {
-  if (!priming_on() || !cg_drv.CtxGetCurrent)
+  if (cg_cfg.mode != CG_RUN_GUARD || !cg_drv.CtxGetCurrent)
     return;
   CUcontext ctx = NULL;
   if (cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
     return;
   pthread_mutex_lock(&prime_lock);
+  /* The device's arch, for the arch rule and for the summary (capguard
+   * prime learn names it): queries that are allowed during capture. */
+  if (!device_sm)
+    device_sm = (unsigned)device_arch();
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
-  if (!pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_guard_self_unprohibited()) {
+  if (priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_guard_self_unprohibited()) {
     if (!set_tried)
       read_set();
     if (set && cg_prime_count(set)) {
@@ -238,7 +241,7 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
 }
 
 void cg_priming_record(const cg_image_info *image, bool library) {
-  if (!priming_on() || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
+  if (!priming_on() || cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
   uint32_t names_len = 0;
   for (const char *k = cg_image_first_kernel(image); k; k = cg_image_next_kernel(image, k))

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "capguard/prime_file.h"
+#include "cmd_prime_learn.h"
 
 enum { EXIT_OK = 0, EXIT_FINDING = 1, EXIT_USAGE = 2 };
 
@@ -41,6 +42,15 @@ static const char usage_text[] =
     "                                missing), once each, hit counts summed\n"
     "  rm HASH-PREFIX... [FILE]      remove images; the last argument is FILE\n"
     "                                unless it is all hex digits (write ./NAME)\n"
+    "  learn [--prime FILE] [--log FILE] -- CMD [ARGS...]\n"
+    "                                run CMD once in guard mode and record every\n"
+    "                                load during capture, with how many times one\n"
+    "                                process needed it; use a driver 12.3 or newer\n"
+    "  check [--prime FILE] [--log FILE] -- CMD [ARGS...]\n"
+    "                                run CMD with FILE as a driver before 12.3\n"
+    "                                would (emulated), FILE left unchanged; exit 0\n"
+    "                                only if no load reached the driver during\n"
+    "                                capture, else name what is missing\n"
     "\n"
     "FILE defaults to $CAPGUARD_PRIME, else $XDG_CACHE_HOME/capguard/prime.cgp,\n"
     "else ~/.cache/capguard/prime.cgp.\n"
@@ -467,6 +477,9 @@ static int cmd_rm(int argc, char **argv) {
 /* ---- dispatch ---- */
 
 int cg_cmd_prime(int argc, char **argv) {
+  /* learn and check hand everything after -- to CMD, --help included. */
+  if (argc >= 2 && !strcmp(argv[1], "learn")) return cg_cmd_prime_learn(argc - 1, argv + 1);
+  if (argc >= 2 && !strcmp(argv[1], "check")) return cg_cmd_prime_check(argc - 1, argv + 1);
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(usage_text, stdout);

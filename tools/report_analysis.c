@@ -167,8 +167,9 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     a->captures += pr->has_summary && (size_t)pr->captures > seen ? (size_t)pr->captures : seen;
     a->recorded += pr->has_summary && pr->recorded > 0 ? (size_t)pr->recorded : 0;
     a->primed_loaded += pr->has_summary && pr->primed_loaded > 0 ? (size_t)pr->primed_loaded : 0;
-    if (pr->has_summary && pr->primed_skipped_arch > 0) {
-      a->skipped_arch += (size_t)pr->primed_skipped_arch;
+    /* Every process reads the same file: the most any skipped, not a sum. */
+    if (pr->has_summary && (size_t)pr->primed_skipped_arch > a->skipped_arch) {
+      a->skipped_arch = (size_t)pr->primed_skipped_arch;
       a->skipped_sm = pr->skipped_sm;
       a->device_sm = pr->device_sm;
     }

@@ -1,0 +1,435 @@
+/* `capguard prime learn` and `capguard prime check`: the priming workflow in
+ * two commands. learn runs CMD once in guard mode, where the driver allows
+ * loads during capture, so that every load is recorded with how many times
+ * one process needed it; check runs CMD with the file the way a driver before
+ * 12.3 would use it and passes only when no load reached the driver during
+ * capture. Both run CMD through `capguard run` (this same executable), so
+ * the shim is found, preloaded and summarised exactly as there, and then read
+ * the run's log. */
+#include "cmd_prime_learn.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "capguard/prime_file.h"
+#include "cli.h"
+#include "log_reader.h"
+
+/* Drivers before CUDA 12.3 refuse module loads during capture. */
+#define FIRST_DRIVER_ALLOWING_LOADS 12030
+#define EMULATED_OLD_DRIVER "12020"
+
+typedef struct {
+  const char *prime, *log;
+  char **cmd;
+} learn_opts;
+
+static const char LEARN_NAME[] = "capguard prime learn";
+static const char CHECK_NAME[] = "capguard prime check";
+static const char LEARN_HELP[] =
+    "Run CMD once under capguard in guard mode, so that every module or library load made\n"
+    "during capture is recorded in the priming file with the most times one process\n"
+    "needed it. Run it where the driver allows loads during capture (12.3 or newer) on\n"
+    "the GPU architecture you deploy to; on an older driver each run learns only up to\n"
+    "the first capture that breaks, and learn says so. Then check the file with\n"
+    "capguard prime check, and deploy it (capguard prime merge for fleets).\n"
+    "  --prime FILE   the priming file (default: $CAPGUARD_PRIME, else ~/.cache/capguard/prime.cgp)\n"
+    "  --log FILE     the run's log (default: a new temporary file)\n"
+    "Exit status: 0 learned; 1 incomplete (a driver that refuses loads during capture);\n"
+    "CMD's status if it failed; 2 usage error.";
+static const char CHECK_HELP[] =
+    "Run CMD under capguard with the priming file as a driver before 12.3 would need it:\n"
+    "module loads during capture are refused (emulated) unless the file serves them. The\n"
+    "file is read, never written.\n"
+    "  --prime FILE   the priming file (default as for learn)\n"
+    "  --log FILE     the run's log (default: a new temporary file)\n"
+    "Exit status: 0 when no load reached the driver during capture and CMD succeeded; 1\n"
+    "when loads are missing from the file (each is named); CMD's status if it failed\n"
+    "otherwise; 2 usage error.";
+
+static int parse(const char *me, const char *usage, int argc, char **argv, learn_opts *o) {
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--")) {
+      i++;
+      break;
+    }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      printf("usage: %s\n\n%s\n", usage, me == LEARN_NAME ? LEARN_HELP : CHECK_HELP);
+      return -1;
+    }
+    if ((!strcmp(a, "--prime") || !strcmp(a, "--log")) && i + 1 < argc) {
+      *(a[2] == 'p' ? &o->prime : &o->log) = argv[++i];
+      if (!*argv[i])
+        return cg_usage_error(me, usage, "%s needs a file name", a);
+    } else if (!strcmp(a, "--prime") || !strcmp(a, "--log")) {
+      return cg_usage_error(me, usage, "%s needs a value", a);
+    } else if (a[0] == '-') {
+      return cg_usage_error(me, usage, "unknown option '%s'", a);
+    } else {
+      break;
+    }
+  }
+  if (i >= argc)
+    return cg_usage_error(me, usage, "missing command after --");
+  o->cmd = argv + i;
+  return 0;
+}
+
+static int temp_log(char *buf, size_t cap) {
+  const char *dir = getenv("TMPDIR");
+  if ((size_t)snprintf(buf, cap, "%s/capguard-learn-XXXXXX.jsonl", dir && *dir ? dir : "/tmp") >= cap)
+    return -1;
+  int fd = mkstemps(buf, 6);
+  if (fd < 0)
+    return -1;
+  close(fd);
+  return 0;
+}
+
+static volatile sig_atomic_t child;
+static void forward(int sig) {
+  if (child > 0)
+    kill((pid_t)child, sig);
+}
+
+/* capguard run [extra...] --prime P --log L -- CMD; returns its exit status. */
+static int run_under_capguard(const char *me, const learn_opts *o, const char *log, const char *const *extra,
+                              size_t n_extra) {
+  size_t n_cmd = 0;
+  while (o->cmd[n_cmd])
+    n_cmd++;
+  char **argv = calloc(n_extra + n_cmd + 8, sizeof *argv);
+  if (!argv) {
+    cg_error(me, "out of memory");
+    return CG_EXIT_RUN_FAILED;
+  }
+  size_t k = 0;
+  argv[k++] = "capguard";
+  argv[k++] = "run";
+  for (size_t i = 0; i < n_extra; i++)
+    argv[k++] = (char *)extra[i];
+  argv[k++] = "--prime";
+  argv[k++] = (char *)o->prime;
+  argv[k++] = "--log";
+  argv[k++] = (char *)log;
+  argv[k++] = "--";
+  memcpy(argv + k, o->cmd, n_cmd * sizeof *argv);
+  static const int sigs[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+  struct sigaction sa = {.sa_handler = forward, .sa_flags = SA_RESTART}, old[6];
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < 6; i++)
+    sigaction(sigs[i], &sa, &old[i]);
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (size_t i = 0; i < 6; i++)
+      sigaction(sigs[i], &old[i], NULL);
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "%s: cannot run capguard itself (/proc/self/exe): %s\n", me, strerror(errno));
+    _exit(CG_EXIT_RUN_FAILED);
+  }
+  free(argv);
+  int status = CG_EXIT_RUN_FAILED;
+  if (pid < 0) {
+    cg_error(me, "cannot start capguard run: %s", strerror(errno));
+  } else {
+    child = pid;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    child = 0;
+    status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  for (size_t i = 0; i < 6; i++)
+    sigaction(sigs[i], &old[i], NULL);
+  return status;
+}
+
+/* ---- what the file said before and after ---- */
+
+typedef struct {
+  cg_hash128 hash;
+  uint64_t size;
+  uint32_t modules, libraries;
+} loads_seen;
+
+/* The records of path as (hash, loads); an empty list for a missing file. */
+static loads_seen *snapshot(const char *path, size_t *n) {
+  cg_prime_set *s = NULL;
+  *n = 0;
+  if (cg_prime_load(path, &s, NULL, NULL) != 0)
+    return NULL;
+  loads_seen *out = calloc(cg_prime_count(s) + 1, sizeof *out);
+  for (size_t i = 0; out && i < cg_prime_count(s); i++) {
+    const cg_prime_record *r = cg_prime_get(s, i);
+    out[(*n)++] = (loads_seen){r->hash, r->size, r->module_loads, r->library_loads};
+  }
+  cg_prime_free(s);
+  return out;
+}
+
+static const loads_seen *find_seen(const loads_seen *list, size_t n, const cg_prime_record *r) {
+  for (size_t i = 0; i < n; i++)
+    if (list[i].size == r->size && list[i].hash.hi == r->hash.hi && list[i].hash.lo == r->hash.lo)
+      return &list[i];
+  return NULL;
+}
+
+static void print_loads(const cg_prime_record *r) {
+  if (r->module_loads)
+    printf("%u module%s", r->module_loads, r->module_loads == 1 ? "" : "s");
+  if (r->module_loads && r->library_loads)
+    fputs(" + ", stdout);
+  if (r->library_loads)
+    printf("%u librar%s", r->library_loads, r->library_loads == 1 ? "y" : "ies");
+}
+
+static void print_record(const cg_prime_record *r, const char *what) {
+  char hex[33];
+  cg_hash_format(r->hash, hex);
+  printf("  %.12s  %-6s  sm_%-3u  %8llu bytes  ", hex, cg_image_kind_name(r->kind), r->sm_arch,
+         (unsigned long long)r->size);
+  print_loads(r);
+  fputs("  ", stdout);
+  const char *k = r->kernel_names;
+  for (uint32_t i = 0; i < r->n_kernels && k < r->kernel_names + r->names_len; i++, k += strlen(k) + 1)
+    printf("%s%s", i ? ", " : "", k);
+  printf("%s(%s)\n", r->n_kernels ? "  " : "-  ", what);
+}
+
+/* Prints what path gained over before; returns how many images changed and
+ * the arch they were built for (0 when none or PTX only). */
+static size_t print_learned(const char *path, const loads_seen *before, size_t n_before, unsigned *arch) {
+  cg_prime_set *s = NULL;
+  *arch = 0;
+  if (cg_prime_load(path, &s, NULL, NULL) != 0)
+    return 0;
+  size_t changed = 0;
+  for (size_t i = 0; i < cg_prime_count(s); i++) {
+    const cg_prime_record *r = cg_prime_get(s, i);
+    const loads_seen *b = find_seen(before, n_before, r);
+    if (b && b->modules >= r->module_loads && b->libraries >= r->library_loads)
+      continue;
+    print_record(r, b ? "needed more loads" : "new");
+    if (r->kind != CG_IMAGE_PTX && r->sm_arch)
+      *arch = r->sm_arch;
+    changed++;
+  }
+  printf("  the file holds %zu image%s\n", cg_prime_count(s), cg_prime_count(s) == 1 ? "" : "s");
+  cg_prime_free(s);
+  return changed;
+}
+
+/* ---- reading the run's log ---- */
+
+typedef struct {
+  size_t procs, loads, served, refused;
+  long long old_driver;                          /* a driver (or emulation) before 12.3, 0 if none */
+  long long driver;                              /* the driver the processes saw */
+  long long device_sm;                           /* the GPU's architecture, 0 if unknown */
+} run_facts;
+
+static void read_facts(const cgl_log *log, run_facts *f) {
+  memset(f, 0, sizeof *f);
+  f->procs = log->n_procs;
+  for (size_t p = 0; p < log->n_procs; p++) {
+    const cgl_process *pr = &log->procs[p];
+    long long v = pr->emulate_driver ? pr->emulate_driver : pr->driver_version;
+    if (pr->driver_version)
+      f->driver = pr->driver_version;
+    if (pr->device_sm)
+      f->device_sm = pr->device_sm;
+    if (v > 0 && v < FIRST_DRIVER_ALLOWING_LOADS)
+      f->old_driver = v;
+  }
+  for (size_t i = 0; i < log->n_evs; i++) {
+    const cgl_event *e = &log->evs[i];
+    if (!e->event || strcmp(e->event, "module-load"))
+      continue;
+    f->loads++;
+    if (e->verdict && !strcmp(e->verdict, "served")) {
+      f->served++;
+      continue;
+    }
+    f->refused += e->verdict && (!strcmp(e->verdict, "refused") || !strcmp(e->verdict, "emulated"));
+    long long v = e->emulate_driver ? e->emulate_driver : e->driver_version;
+    if (v > 0 && v < FIRST_DRIVER_ALLOWING_LOADS)
+      f->old_driver = v;
+  }
+}
+
+static int read_log(const char *me, const char *path, cgl_log *log) {
+  cgl_init(log);
+  if (cgl_read_file(log, path, 0) != 0 && errno != ENOENT) {
+    cg_error(me, "cannot read the run's log %s: %s", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- learn ---- */
+
+#define LEARN LEARN_NAME
+static const char LEARN_USAGE[] = "capguard prime learn [--prime FILE] [--log FILE] -- CMD [ARGS...]";
+#define CHECK CHECK_NAME
+static const char CHECK_USAGE[] = "capguard prime check [--prime FILE] [--log FILE] -- CMD [ARGS...]";
+
+static int resolve(const char *me, learn_opts *o, char *prime, size_t cap, char *log, size_t log_cap,
+                   bool *temporary) {
+  /* The log is kept either way: capguard run's summary names it for details. */
+  if (o->prime)
+    snprintf(prime, cap, "%s", o->prime);
+  else if (cg_prime_default_path(prime, cap) != 0) {
+    cg_error(me, "cannot tell where the priming file is (CAPGUARD_PRIME, XDG_CACHE_HOME and HOME are "
+                 "unset); pass --prime FILE");
+    return CG_EXIT_USAGE;
+  }
+  o->prime = prime;
+  *temporary = !o->log;
+  if (o->log)
+    snprintf(log, log_cap, "%s", o->log);
+  else if (temp_log(log, log_cap) != 0) {
+    cg_error(me, "cannot create a temporary log: %s; pass --log FILE", strerror(errno));
+    return CG_EXIT_RUN_FAILED;
+  }
+  return 0;
+}
+
+static void show_command(const learn_opts *o) {
+  for (char **a = o->cmd; *a; a++)
+    printf("%s%s", a == o->cmd ? "" : " ", *a);
+}
+
+int cg_cmd_prime_learn(int argc, char **argv) {
+  learn_opts o = {0};
+  int rc = parse(LEARN, LEARN_USAGE, argc, argv, &o);
+  if (rc)
+    return rc < 0 ? CG_EXIT_OK : rc;
+  char prime[PATH_MAX], log[PATH_MAX];
+  bool temporary;
+  if ((rc = resolve(LEARN, &o, prime, sizeof prime, log, sizeof log, &temporary)))
+    return rc;
+  /* Learning under emulation would learn nothing past the first refusal. */
+  if (getenv("CAPGUARD_EMULATE_DRIVER")) {
+    fprintf(stderr, "%s: CAPGUARD_EMULATE_DRIVER is ignored while learning\n", LEARN);
+    unsetenv("CAPGUARD_EMULATE_DRIVER");
+  }
+  size_t n_before;
+  loads_seen *before = snapshot(prime, &n_before);
+  setenv("CAPGUARD_QUIET", "1", 1); /* the log keeps every load; the summary says what counts */
+  unsetenv("CAPGUARD_PRIME_READONLY");
+  static const char *const extra[] = {"--mode", "guard"};
+  int status = run_under_capguard(LEARN, &o, log, extra, 2);
+  cgl_log l;
+  if (read_log(LEARN, log, &l) != 0) {
+    free(before);
+    return CG_EXIT_RUN_FAILED;
+  }
+  run_facts f;
+  read_facts(&l, &f);
+  printf("%s: %zu load%s during capture in %zu process%s (%zu served from the file)\n", LEARN, f.loads,
+         f.loads == 1 ? "" : "s", f.procs, f.procs == 1 ? "" : "es", f.served);
+  unsigned arch;
+  printf("%s: recorded into %s:\n", LEARN, prime);
+  size_t changed = print_learned(prime, before, n_before, &arch);
+  if (!changed)
+    printf("  nothing new: the file already held every load this run made during capture\n");
+  free(before);
+  int out = status;
+  if (f.old_driver && f.refused) {
+    char arch_text[32] = "";
+    if (f.device_sm || arch)
+      snprintf(arch_text, sizeof arch_text, " (sm_%lld)", f.device_sm ? f.device_sm : (long long)arch);
+    printf("%s: incomplete: this driver (%lld.%lld) refuses module loads during capture, so this run "
+           "learned only the loads up to the capture that broke. Learn on a machine with driver "
+           "12.3 or newer and the same GPU architecture%s, then copy the file here; or run with "
+           "--rescue: capguard run --rescue --prime %s -- ",
+           LEARN, f.old_driver / 1000, (f.old_driver % 1000) / 10, arch_text, prime);
+    show_command(&o);
+    printf("\n");
+    out = CG_EXIT_FINDING;
+  } else if (status != 0) {
+    printf("%s: the command exited with status %d; what it loaded before that was recorded\n", LEARN, status);
+  } else {
+    printf("%s: next: check it as a driver before 12.3 would use it: capguard prime check --prime %s -- ",
+           LEARN, prime);
+    show_command(&o);
+    printf("\n");
+  }
+  cgl_free(&l);
+  return out;
+}
+
+/* ---- check ---- */
+
+int cg_cmd_prime_check(int argc, char **argv) {
+  learn_opts o = {0};
+  int rc = parse(CHECK, CHECK_USAGE, argc, argv, &o);
+  if (rc)
+    return rc < 0 ? CG_EXIT_OK : rc;
+  char prime[PATH_MAX], log[PATH_MAX];
+  bool temporary;
+  if ((rc = resolve(CHECK, &o, prime, sizeof prime, log, sizeof log, &temporary)))
+    return rc;
+  /* The file is used, never changed: a check that wrote to it would pass the
+   * next time for having failed this time. */
+  setenv("CAPGUARD_PRIME_READONLY", "1", 1);
+  setenv("CAPGUARD_QUIET", "1", 1);
+  unsetenv("CAPGUARD_RESCUE");
+  static const char *const extra[] = {"--mode", "guard", "--emulate-driver", EMULATED_OLD_DRIVER};
+  int status = run_under_capguard(CHECK, &o, log, extra, 4);
+  cgl_log l;
+  if (read_log(CHECK, log, &l) != 0)
+    return CG_EXIT_RUN_FAILED;
+  run_facts f;
+  read_facts(&l, &f);
+  size_t missing = f.loads - f.served;
+  int out;
+  if (!f.procs) {
+    printf("%s: FAIL: capguard saw no process of the command (a static or setuid program, or "
+           "LD_PRELOAD cleared?); nothing was checked: see capguard doctor\n", CHECK);
+    out = CG_EXIT_FINDING;
+  } else if (missing) {
+    printf("%s: FAIL: %zu load%s during capture reached the driver; %s lacks %s:\n", CHECK, missing,
+           missing == 1 ? "" : "s", prime, missing == 1 ? "it" : "them");
+    for (size_t i = 0; i < l.n_evs; i++) {
+      const cgl_event *e = &l.evs[i];
+      if (!e->event || strcmp(e->event, "module-load") || (e->verdict && !strcmp(e->verdict, "served")))
+        continue;
+      char site[512], kernels[256] = "";
+      cgl_event_site(e, site, sizeof site);
+      size_t used = 0, k;
+      json_t *n;
+      json_array_foreach(e->kernels, k, n) {
+        if (json_is_string(n) && used < sizeof kernels)
+          used += (size_t)snprintf(kernels + used, sizeof kernels - used, "%s%s", used ? ", " : "",
+                                   json_string_value(n));
+      }
+      printf("  %s  %s %.12s  kernels: %s  at %s (pid %lld)\n", e->call ? e->call : "?",
+             e->image_kind ? e->image_kind : "?", e->image_hash ? e->image_hash : "?",
+             kernels[0] ? kernels : "-", site, l.procs[e->proc].pid);
+    }
+    printf("%s: learn them in one run where the driver allows loads during capture (12.3 or newer, same "
+           "GPU architecture): capguard prime learn --prime %s -- ", CHECK, prime);
+    show_command(&o);
+    printf("\n");
+    out = CG_EXIT_FINDING;
+  } else if (status != 0) {
+    printf("%s: no load reached the driver during capture, but the command exited with status %d\n", CHECK,
+           status);
+    out = status;
+  } else {
+    printf("%s: ok: all %zu load%s during capture in %zu process%s served from %s; a driver before "
+           "12.3 would capture every graph\n",
+           CHECK, f.loads, f.loads == 1 ? "" : "s", f.procs, f.procs == 1 ? "" : "es", prime);
+    out = CG_EXIT_OK;
+  }
+  cgl_free(&l);
+  return out;
+}
