@@ -8,7 +8,13 @@
      with CAPGUARD_RESCUE=1 the first run captures too;
   3. a warm kernel's module unloaded mid-capture breaks the capture without
      capguard (and in report mode), and not in guard mode (the unload is deferred);
-  4. `capguard run` + `capguard report` on the first scenario.
+  4. `capguard run` + `capguard report` on the first scenario;
+  5. a multi-size start-up (tests/gpu/triton_startup.py: ten captures, a
+     kernel only the captured path uses, specialisations compiled during
+     capture, identical bytes loaded twice): `capguard prime learn` on this
+     driver, then the emulated 12.2 driver captures every size on its first
+     run (`capguard prime check`, and `capguard run --emulate-driver 12020`),
+     and every replay is right; without the file the emulated run breaks.
 Exits 77 (skipped) with the reason when there is no GPU, torch or Triton."""
 import argparse
 import json
@@ -87,6 +93,71 @@ def ours(events, kernel):
     return [e for e in events if kernel in e.get("image", {}).get("kernels", [])]
 
 
+STARTUP = os.path.join(HERE, "triton_startup.py")
+
+
+def cli_run(r, name, argv):
+    """capguard ARGV... with a clean environment; output kept under --out."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGUARD_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    p = subprocess.run([r.cli] + argv, env=env, capture_output=True, text=True, timeout=600)
+    with open(os.path.join(r.out, name + ".txt"), "w") as f:
+        f.write("$ capguard " + " ".join(argv) + "\n" + p.stdout + p.stderr)
+    print(f"--- {name}: capguard {' '.join(argv[:2])}: exit {p.returncode}", flush=True)
+    return p
+
+
+def events_of(log):
+    if not os.path.exists(log):
+        return []
+    with open(log) as f:
+        return [e for e in (json.loads(l) for l in f if l.strip()) if e.get("type") == "event"]
+
+
+def startup(r, out):
+    py = [sys.executable, STARTUP]
+    prime = os.path.join(r.tmp, "startup.cgp")
+    learn_log = os.path.join(r.tmp, "startup_learn.jsonl")
+    p = cli_run(r, "startup_learn", ["prime", "learn", "--prime", prime, "--log", learn_log, "--"] + py)
+    print(p.stdout + p.stderr[-3000:])
+    r.check(p.returncode == 0 and "RESULT captured=10/10 replay=correct" in p.stdout,
+            "start-up, prime learn on this driver: all ten sizes captured, replays right")
+    loads = [e for e in events_of(learn_log) if e["event"] == "module-load"]
+    r.check(loads and all(e["verdict"] == "allowed" for e in loads),
+            f"prime learn: {len(loads)} loads during capture, all allowed by this driver")
+    hashes = [(e["pid"], e.get("image", {}).get("hash")) for e in loads]
+    twice = sorted({h for h in hashes if h[1] and hashes.count(h) > 1})
+    print(f"images loaded more than once during capture in one process: {twice}")
+    r.check(bool(twice), "the start-up loads identical image bytes twice (two specialisations, one cubin)")
+    r.check("2 modules" in p.stdout, "prime learn recorded 2 module loads for those bytes")
+
+    fresh = os.path.join(r.tmp, "startup_fresh.cgp")
+    p = cli_run(r, "startup_emulated_nofile",
+                ["run", "--emulate-driver", "12020", "--prime", fresh, "--log", os.path.join(r.tmp, "sn.jsonl"), "--"] + py)
+    r.check(p.returncode == 1 and "capture=failed" in p.stdout,
+            "emulated 12.2 without the learned file: the first capture that loads a kernel breaks")
+
+    with open(prime, "rb") as f:
+        before = f.read()
+    p = cli_run(r, "startup_check", ["prime", "check", "--prime", prime, "--"] + py)
+    print(p.stdout + p.stderr[-2000:])
+    r.check(p.returncode == 0 and "capguard prime check: ok:" in p.stdout,
+            "prime check (emulated 12.2): no load reached the driver during capture")
+    r.check("RESULT captured=10/10 replay=correct" in p.stdout, "prime check: every size captured, replays right")
+    with open(prime, "rb") as f:
+        r.check(f.read() == before, "prime check left the priming file unchanged")
+
+    log = os.path.join(r.tmp, "startup_emulated.jsonl")
+    p = cli_run(r, "startup_emulated",
+                ["run", "--emulate-driver", "12020", "--prime", prime, "--log", log, "--"] + py)
+    served = [e for e in events_of(log) if e["event"] == "module-load"]
+    r.check(p.returncode == 0 and "RESULT captured=10/10 replay=correct" in p.stdout,
+            "emulated 12.2 with the learned file: all ten captured on the first run, replays right")
+    r.check(served and all(e["verdict"] == "served" for e in served),
+            f"emulated 12.2: all {len(served)} loads during capture served from the file")
+    print(p.stderr[-1500:])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -151,6 +222,8 @@ def main():
     r.check(KERNEL in p.stdout, "capguard report names the kernel")
     with open(os.path.join(args.out, "cli_report.txt"), "w") as f:
         f.write(p.stdout)
+
+    startup(r, args.out)
 
     print(f"{r.passed} passed, {r.failed} failed")
     return 0 if r.failed == 0 else 1
