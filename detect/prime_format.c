@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 /* PNG-style: a high byte, a name, CR LF, ^Z, LF, so that text-mode transfers
@@ -179,9 +181,11 @@ static const char *check_image(const uint8_t *rec, uint64_t len) {
 }
 
 /* NULL when a whole, intact record starts at off; else why not. Reads only
- * buf[off, len): the length field is checked against what is there before use. */
+ * buf[off, len): the length field is checked against what is there before use.
+ * Checking costs up to twice the claimed length (checksum, image hash), taken
+ * from *budget: see prime_walk. */
 static const char *check_record(const uint8_t *buf, size_t len, uint64_t off, uint64_t *rlen,
-                                unsigned *type) {
+                                unsigned *type, uint64_t *budget) {
   uint64_t room = len - off;
   if (room < PRIME_REC_HEAD) return "incomplete record header";
   const uint8_t *rec = buf + off;
@@ -189,6 +193,8 @@ static const char *check_record(const uint8_t *buf, size_t len, uint64_t off, ui
   uint64_t l = get64(rec + 8);
   if (l < PRIME_MIN_REC || l % 8) return "impossible record length";
   if (l > room) return "record runs past the end of the file";
+  if (2 * l > *budget) return "not checked: the file's damage exceeds what a walk may spend on it";
+  *budget -= 2 * l;
   if (!FUZZ_NO_CHECKSUMS && get64(rec + l - 8) != XXH3_64bits(rec, l - 8))
     return "checksum mismatch";
   if (get16(rec + 6) != 0) return "reserved field not zero";
@@ -200,10 +206,21 @@ static const char *check_record(const uint8_t *buf, size_t len, uint64_t off, ui
   return NULL; /* an unknown type is intact; the reader decides */
 }
 
-uint64_t prime_walk(const uint8_t *buf, size_t len, prime_walk_cb each, void *ctx,
+/* Linear in the file's size, however it is damaged. Every candidate record
+ * costs up to twice its claimed length to check, and a crafted file can put
+ * a marker claiming a long record every 8 bytes, each making the walk hash
+ * to the end of the file again (quadratic: minutes for a few MiB). So a walk
+ * spends at most WALK_BUDGET(len) bytes of checking in all: intact records,
+ * which never overlap, need at most 2 * len of it; the rest is for damage.
+ * Only a file whose damage needs more than that (never an interrupted or
+ * bit-flipped one) has candidates that go unchecked, and count as damage. */
+#define WALK_BUDGET(len) (4 * (uint64_t)(len) + ((uint64_t)1 << 20))
+
+uint64_t prime_walk(const uint8_t *buf, size_t len, uint64_t start, prime_walk_cb each, void *ctx,
                     cg_prime_progress_fn progress, void *pctx) {
   const uint64_t step = 8u << 20;
-  uint64_t off = CG_PRIME_HEADER_BYTES, next_report = step;
+  uint64_t off = start < CG_PRIME_HEADER_BYTES ? CG_PRIME_HEADER_BYTES : start, next_report = off + step;
+  uint64_t budget = WALK_BUDGET(len - (off < len ? off : len));
   while (off < len) {
     if (progress && off >= next_report) {
       progress(pctx, off, len);
@@ -211,7 +228,7 @@ uint64_t prime_walk(const uint8_t *buf, size_t len, prime_walk_cb each, void *ct
     }
     uint64_t l = 0;
     unsigned type = 0;
-    const char *why = check_record(buf, len, off, &l, &type);
+    const char *why = check_record(buf, len, off, &l, &type, &budget);
     if (!why) {
       cg_prime_walk_entry e = {off, l, CG_PRIME_REC_OK, type, NULL};
       each(ctx, &e, buf + off);
@@ -224,7 +241,7 @@ uint64_t prime_walk(const uint8_t *buf, size_t len, prime_walk_cb each, void *ct
     uint64_t p = off + 8, l2;
     unsigned t2;
     while (p + PRIME_MIN_REC <= len &&
-           (get32(buf + p) != PRIME_REC_MAGIC || check_record(buf, len, p, &l2, &t2)))
+           (get32(buf + p) != PRIME_REC_MAGIC || check_record(buf, len, p, &l2, &t2, &budget)))
       p += 8;
     if (p + PRIME_MIN_REC > len) {
       cg_prime_walk_entry e = {off, len - off, CG_PRIME_REC_TORN, 0, why};
@@ -456,17 +473,30 @@ static int index_and_fold(cg_prime_set *s, const pending_hit *hits, size_t n_hit
   return s->by_hash ? 0 : -1;
 }
 
-int prime_parse_owned(uint8_t *buf, size_t len, const char *path, bool quiet,
+/* A mapped file's pages, once walked, are given back to the page cache: a
+ * process keeps resident only what it later touches (the images it
+ * preloads), not the whole file. */
+static void drop_walked(void *vctx, uint64_t done, uint64_t total) {
+  (void)total;
+  cg_prime_set *s = vctx;
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), upto = done / page * page;
+  if (upto > s->dropped_to) madvise(s->buf + s->dropped_to, upto - s->dropped_to, MADV_DONTNEED);
+  if (upto > s->dropped_to) s->dropped_to = upto;
+}
+
+int prime_parse_owned(uint8_t *buf, size_t len, bool mapped, const char *path, bool quiet,
                       cg_prime_set **out, cg_prime_warn_fn warn, void *ctx) {
   *out = NULL;
   cg_prime_set *s = calloc(1, sizeof *s);
   if (!s) {
-    free(buf);
+    if (mapped) munmap(buf, len);
+    else free(buf);
     prime_warnf(warn, ctx, path, "out of memory reading it; nothing loaded");
     return -1;
   }
   s->buf = buf;
   s->len = len;
+  s->mapped = mapped;
   unsigned version;
   prime_hdr_state h = prime_check_header(buf, len, &version);
   if (h != PRIME_HDR_OK) {
@@ -485,7 +515,8 @@ int prime_parse_owned(uint8_t *buf, size_t len, const char *path, bool quiet,
     return 0;
   }
   collector c = {.set = s, .path = path, .quiet = quiet, .warn = warn, .ctx = ctx};
-  s->tail_off = prime_walk(buf, len, collect, &c, NULL, NULL);
+  s->tail_off = prime_walk(buf, len, 0, collect, &c, mapped ? drop_walked : NULL, s);
+  if (mapped) drop_walked(s, len, len);
   s->n_hit_recs = c.n_hits;
   s->n_loads_recs = c.n_loads;
   int rc = c.oom ? -1 : index_and_fold(s, c.hits, c.n_hits, c.loads, c.n_loads);
@@ -529,7 +560,8 @@ const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, s
 
 void cg_prime_free(cg_prime_set *s) {
   if (!s) return;
-  free(s->buf);
+  if (s->mapped) munmap(s->buf, s->len);
+  else free(s->buf);
   free(s->recs);
   free(s->offs);
   free(s->by_hash);

@@ -42,16 +42,20 @@ void prime_effective_loads(const cg_prime_record *r, uint32_t *module_loads, uin
 bool prime_needs_loads_record(const cg_prime_record *r);
 cg_hash128 prime_hash(const void *p, size_t n); /* XXH3-128, hi = high64 */
 
-/* Walk the records after the header, calling each for every record or damaged
- * range. Never reads outside buf[0, len). Returns the offset where a torn tail
- * starts (len when there is none). */
+/* Walk the records from offset start (at least the header's end), calling
+ * each for every record or damaged range. Never reads outside buf[0, len);
+ * linear in len - start however the bytes are damaged. Returns the offset
+ * where a torn tail starts (len when there is none). */
 typedef void (*prime_walk_cb)(void *ctx, const cg_prime_walk_entry *e, const uint8_t *rec);
-uint64_t prime_walk(const uint8_t *buf, size_t len, prime_walk_cb each, void *ctx,
+uint64_t prime_walk(const uint8_t *buf, size_t len, uint64_t start, prime_walk_cb each, void *ctx,
                     cg_prime_progress_fn progress, void *pctx);
 
 struct cg_prime_set {
-  uint8_t *buf; /* the file's bytes; records point into it */
+  uint8_t *buf; /* the file's bytes (mapped, or a copy); records point into it */
   size_t len;
+  bool mapped;        /* buf is a read-only shared mapping of the file */
+  uint64_t dropped_to; /* mapped pages before this were handed back after the walk */
+  uint64_t dev, ino;  /* the file it was read from (0, 0 for memory) */
   cg_prime_record *recs; /* file order */
   uint64_t *offs;        /* offs[i]: file offset of recs[i]'s image record */
   size_t n;
@@ -67,10 +71,11 @@ struct cg_prime_set {
  * order. Returns the new count, or (size_t)-1 when out of memory. */
 size_t prime_fold_dups(cg_prime_record *recs, uint64_t *offs, size_t n);
 
-/* Parse buf (taking ownership: freed on failure too). Header must already be
- * PRIME_HDR_OK, EMPTY or TORN. Warnings name path; quiet suppresses the ones
- * about damage (append uses it: load already reported them). */
-int prime_parse_owned(uint8_t *buf, size_t len, const char *path, bool quiet,
+/* Parse buf (taking ownership: unmapped or freed on failure too). Header must
+ * already be PRIME_HDR_OK, EMPTY or TORN. Warnings name path; quiet
+ * suppresses the ones about damage (append uses it: load already reported
+ * them). */
+int prime_parse_owned(uint8_t *buf, size_t len, bool mapped, const char *path, bool quiet,
                       cg_prime_set **out, cg_prime_warn_fn warn, void *ctx);
 
 /* Format one warning line "capguard: priming file PATH: ..." and pass it on. */

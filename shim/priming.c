@@ -46,6 +46,12 @@ typedef struct {
 
 static pthread_mutex_t prime_lock = PTHREAD_MUTEX_INITIALIZER;
 static cg_prime_set *set;
+/* Recording has a lock of its own: a thread waiting on the priming file's
+ * lock must not keep other threads from being served. The appender indexes
+ * the file once (from the set read at preload, when there is one) and then
+ * reads only what other processes append. */
+static pthread_mutex_t record_lock = PTHREAD_MUTEX_INITIALIZER;
+static cg_prime_appender *appender;
 static bool set_tried;
 /* Set when the file was refused whole or an append failed: the reason was
  * said once, and every later append would only fail and say it again. */
@@ -267,10 +273,17 @@ void cg_priming_record(const cg_image_info *image, bool library) {
       .module_loads = library ? 0 : loads,
       .library_loads = library ? loads : 0,
   };
-  if (cg_prime_append(cg_cfg.prime_path, &r, cg_cfg.prime_max, warn_line, NULL) == 0)
+  pthread_mutex_lock(&record_lock);
+  if (!appender) {
+    pthread_mutex_lock(&prime_lock);
+    appender = cg_prime_appender_new(cg_cfg.prime_path, cg_cfg.prime_max, set, warn_line, NULL);
+    pthread_mutex_unlock(&prime_lock);
+  }
+  if (appender && cg_prime_appender_add(appender, &r) == 0)
     __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
   else
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&record_lock);
 }
 
 void cg_priming_summary(cg_summary *s) {
@@ -287,6 +300,12 @@ void cg_priming_summary(cg_summary *s) {
 
 void cg_priming_after_fork_child(void) {
   pthread_mutex_init(&prime_lock, NULL);
+  /* The appender's index describes the same file and stays right, unless a
+   * parent thread was inside it at the fork: then it may be half updated,
+   * and is left behind (leaked, not freed) for a fresh one. */
+  if (pthread_mutex_trylock(&record_lock) != 0)
+    appender = NULL;
+  pthread_mutex_init(&record_lock, NULL);
   /* The parent's modules live in the parent's contexts. */
   n_pools = 0;
   n_loaded = n_served = n_recorded = n_skipped_arch = 0;

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "capguard/prime_file.h"
+#include "prime_records.h"
 
 /* ---- helpers ---- */
 
@@ -55,42 +56,6 @@ static void make_dirs(void) {
 }
 
 static void teardown(void) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
-/* Deterministic image contents: seed picks them, size is exact. */
-static uint8_t *image_bytes(uint32_t seed, size_t size) {
-  uint8_t *b = malloc(size);
-  uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
-  for (size_t i = 0; i < size; i++) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    b[i] = (uint8_t)x;
-  }
-  return b;
-}
-
-static cg_hash128 hash_of(const void *p, size_t n) {
-  XXH128_hash_t h = XXH3_128bits(p, n);
-  return (cg_hash128){h.high64, h.low64};
-}
-
-/* A record for image `seed` of `size` bytes; bytes must be freed by the caller. */
-static cg_prime_record make_record(uint32_t seed, size_t size) {
-  static const char names[] = "kern_a\0kern_bb"; /* + the literal's NUL: 15 bytes, 2 names */
-  cg_prime_record r = {0};
-  r.kind = (cg_image_kind)(1 + seed % 3);
-  r.sm_arch = 70 + seed % 30;
-  r.bytes = image_bytes(seed, size);
-  r.size = size;
-  r.hash = hash_of(r.bytes, size);
-  r.n_kernels = 2;
-  r.names_len = sizeof names;
-  r.kernel_names = names;
-  r.hits = 1;
-  r.first_ns = 1000 + seed;
-  r.last_ns = 2000 + seed;
-  return r;
-}
-
-static void free_record(cg_prime_record *r) { free((void *)r->bytes); }
 
 static int append(const cg_prime_record *r, warnings *w) {
   return cg_prime_append(path, r, CG_PRIME_DEFAULT_MAX_BYTES, collect_warning, w);

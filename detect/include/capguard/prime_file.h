@@ -57,6 +57,16 @@ void cg_prime_free(cg_prime_set *s);
 int cg_prime_append(const char *path, const cg_prime_record *r, uint64_t max_bytes,
                     cg_prime_warn_fn warn, void *ctx);
 
+/* The same, for a process that records more than once: the appender keeps
+ * an index of the file and walks only what was added since its last append,
+ * so an append costs the record, not the file. seed (may be NULL) is a set
+ * loaded from path, which saves the first walk. */
+typedef struct cg_prime_appender cg_prime_appender;
+cg_prime_appender *cg_prime_appender_new(const char *path, uint64_t max_bytes, const cg_prime_set *seed,
+                                         cg_prime_warn_fn warn, void *ctx);
+int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r);
+void cg_prime_appender_free(cg_prime_appender *a);
+
 /* Default path: $CAPGUARD_PRIME, else $XDG_CACHE_HOME/capguard/prime.cgp, else
  * $HOME/.cache/capguard/prime.cgp. Returns 0, -1 if no home is known. */
 int cg_prime_default_path(char *buf, size_t cap);

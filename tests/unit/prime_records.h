@@ -1,0 +1,17 @@
+/* Test records for the priming-file suites: deterministic image bytes of an
+ * exact size, and a record describing them. */
+#ifndef CAPGUARD_TEST_PRIME_RECORDS_H
+#define CAPGUARD_TEST_PRIME_RECORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capguard/prime_file.h"
+
+uint8_t *image_bytes(uint32_t seed, size_t size);
+cg_hash128 hash_of(const void *p, size_t n);
+/* A record for image `seed` of `size` bytes; free its bytes with free_record. */
+cg_prime_record make_record(uint32_t seed, size_t size);
+void free_record(cg_prime_record *r);
+
+#endif
