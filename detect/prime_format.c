@@ -160,9 +160,46 @@ static int64_t count_names(const uint8_t *names, uint64_t len) {
   return n;
 }
 
+/* What a walk carries through its checks: the work it may still spend (see
+ * prime_walk) and where to say how far it has read. */
+typedef struct {
+  const uint8_t *buf;
+  uint64_t len, budget;
+  cg_prime_progress_fn progress;
+  void *pctx;
+} walker;
+
+/* Hashing a large record in slices, telling progress after each: a mapped
+ * file's reader drops the pages behind it, so checking a 200 MB image keeps
+ * a slice resident, not 200 MB. Streaming XXH3 equals the one-shot hash. */
+#define HASH_SLICE ((uint64_t)8 << 20)
+
+static uint64_t sum64(const walker *w, const uint8_t *p, uint64_t n) {
+  if (n <= HASH_SLICE || !w->progress) return XXH3_64bits(p, n);
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  for (uint64_t done = 0; done < n; done += HASH_SLICE) {
+    XXH3_64bits_update(&st, p + done, n - done < HASH_SLICE ? n - done : HASH_SLICE);
+    w->progress(w->pctx, (uint64_t)(p - w->buf) + done, w->len);
+  }
+  return XXH3_64bits_digest(&st);
+}
+
+static cg_hash128 sum128(const walker *w, const uint8_t *p, uint64_t n) {
+  if (n <= HASH_SLICE || !w->progress) return prime_hash(p, n);
+  XXH3_state_t st;
+  XXH3_128bits_reset(&st);
+  for (uint64_t done = 0; done < n; done += HASH_SLICE) {
+    XXH3_128bits_update(&st, p + done, n - done < HASH_SLICE ? n - done : HASH_SLICE);
+    w->progress(w->pctx, (uint64_t)(p - w->buf) + done, w->len);
+  }
+  XXH128_hash_t h = XXH3_128bits_digest(&st);
+  return (cg_hash128){.hi = h.high64, .lo = h.low64};
+}
+
 /* Fields of an image record whose checksum is already good: a writer bug or a
  * forged file could still make them inconsistent. */
-static const char *check_image(const uint8_t *rec, uint64_t len) {
+static const char *check_image(const walker *w, const uint8_t *rec, uint64_t len) {
   /* First: the fixed fields must lie inside the record before any is read. */
   if (len < PRIME_IMAGE_FIXED + 8) return "image record too short";
   uint32_t kind = get32(rec + 16);
@@ -174,7 +211,7 @@ static const char *check_image(const uint8_t *rec, uint64_t len) {
   if (prime_image_len(size, names_len) != len) return "record length does not match its fields";
   if (count_names(rec + PRIME_IMAGE_FIXED + pad8(size), names_len) != (int64_t)n_kernels)
     return "kernel names do not match their count";
-  cg_hash128 h = prime_hash(rec + PRIME_IMAGE_FIXED, size);
+  cg_hash128 h = sum128(w, rec + PRIME_IMAGE_FIXED, size);
   if (!FUZZ_NO_CHECKSUMS && (h.hi != get64(rec + 24) || h.lo != get64(rec + 32)))
     return "image hash does not match its bytes";
   return NULL;
@@ -184,23 +221,23 @@ static const char *check_image(const uint8_t *rec, uint64_t len) {
  * buf[off, len): the length field is checked against what is there before use.
  * Checking costs up to twice the claimed length (checksum, image hash), taken
  * from *budget: see prime_walk. */
-static const char *check_record(const uint8_t *buf, size_t len, uint64_t off, uint64_t *rlen,
-                                unsigned *type, uint64_t *budget) {
-  uint64_t room = len - off;
+static const char *check_record(walker *w, uint64_t off, uint64_t *rlen, unsigned *type) {
+  const uint8_t *buf = w->buf;
+  uint64_t room = w->len - off;
   if (room < PRIME_REC_HEAD) return "incomplete record header";
   const uint8_t *rec = buf + off;
   if (get32(rec) != PRIME_REC_MAGIC) return "no record marker";
   uint64_t l = get64(rec + 8);
   if (l < PRIME_MIN_REC || l % 8) return "impossible record length";
   if (l > room) return "record runs past the end of the file";
-  if (2 * l > *budget) return "not checked: the file's damage exceeds what a walk may spend on it";
-  *budget -= 2 * l;
-  if (!FUZZ_NO_CHECKSUMS && get64(rec + l - 8) != XXH3_64bits(rec, l - 8))
+  if (2 * l > w->budget) return "not checked: the file's damage exceeds what a walk may spend on it";
+  w->budget -= 2 * l;
+  if (!FUZZ_NO_CHECKSUMS && get64(rec + l - 8) != sum64(w, rec, l - 8))
     return "checksum mismatch";
   if (get16(rec + 6) != 0) return "reserved field not zero";
   *rlen = l;
   *type = get16(rec + 4);
-  if (*type == CG_PRIME_REC_IMAGE) return check_image(rec, l);
+  if (*type == CG_PRIME_REC_IMAGE) return check_image(w, rec, l);
   if (*type == CG_PRIME_REC_HIT && l != PRIME_HIT_LEN) return "hit record of wrong length";
   if (*type == CG_PRIME_REC_LOADS && l != PRIME_LOADS_LEN) return "loads record of wrong length";
   return NULL; /* an unknown type is intact; the reader decides */
@@ -220,7 +257,7 @@ uint64_t prime_walk(const uint8_t *buf, size_t len, uint64_t start, prime_walk_c
                     cg_prime_progress_fn progress, void *pctx) {
   const uint64_t step = 8u << 20;
   uint64_t off = start < CG_PRIME_HEADER_BYTES ? CG_PRIME_HEADER_BYTES : start, next_report = off + step;
-  uint64_t budget = WALK_BUDGET(len - (off < len ? off : len));
+  walker w = {buf, len, WALK_BUDGET(len - (off < len ? off : len)), progress, pctx};
   while (off < len) {
     if (progress && off >= next_report) {
       progress(pctx, off, len);
@@ -228,7 +265,7 @@ uint64_t prime_walk(const uint8_t *buf, size_t len, uint64_t start, prime_walk_c
     }
     uint64_t l = 0;
     unsigned type = 0;
-    const char *why = check_record(buf, len, off, &l, &type, &budget);
+    const char *why = check_record(&w, off, &l, &type);
     if (!why) {
       cg_prime_walk_entry e = {off, l, CG_PRIME_REC_OK, type, NULL};
       each(ctx, &e, buf + off);
@@ -241,7 +278,7 @@ uint64_t prime_walk(const uint8_t *buf, size_t len, uint64_t start, prime_walk_c
     uint64_t p = off + 8, l2;
     unsigned t2;
     while (p + PRIME_MIN_REC <= len &&
-           (get32(buf + p) != PRIME_REC_MAGIC || check_record(buf, len, p, &l2, &t2, &budget)))
+           (get32(buf + p) != PRIME_REC_MAGIC || check_record(&w, p, &l2, &t2)))
       p += 8;
     if (p + PRIME_MIN_REC > len) {
       cg_prime_walk_entry e = {off, len - off, CG_PRIME_REC_TORN, 0, why};
@@ -480,7 +517,10 @@ static void drop_walked(void *vctx, uint64_t done, uint64_t total) {
   (void)total;
   cg_prime_set *s = vctx;
   uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), upto = done / page * page;
-  if (upto > s->dropped_to) madvise(s->buf + s->dropped_to, upto - s->dropped_to, MADV_DONTNEED);
+  /* Behind the walk; or, while a record's image is hashed a second time
+   * from its start, behind that pass (the slices just read). */
+  uint64_t from = upto > s->dropped_to ? s->dropped_to : (upto > 2 * HASH_SLICE ? upto - 2 * HASH_SLICE : 0);
+  if (upto > from) madvise(s->buf + from, upto - from, MADV_DONTNEED);
   if (upto > s->dropped_to) s->dropped_to = upto;
 }
 
@@ -556,6 +596,13 @@ const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, s
     if (memcmp(r->bytes, bytes, size) == 0) return r;
   }
   return NULL;
+}
+
+void cg_prime_release(const cg_prime_set *s, const cg_prime_record *r) {
+  if (!s || !s->mapped || !r || r->size < 2 * (uint64_t)sysconf(_SC_PAGESIZE)) return;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = ((uintptr_t)r->bytes + page - 1) & ~(page - 1),
+            b = ((uintptr_t)r->bytes + r->size) & ~(page - 1);
+  if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 void cg_prime_free(cg_prime_set *s) {

@@ -172,6 +172,8 @@ static void preload(context_pool *p) {
       at += r->module_loads + r->library_loads - k;
       break;
     }
+    /* The driver has its own copy now: the file's pages can go. */
+    cg_prime_release(set, r);
   }
   p->first[n] = at;
 }

@@ -48,6 +48,9 @@ const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i);
 /* Record with this hash and exactly these bytes, or NULL. */
 const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, size_t size);
 void cg_prime_free(cg_prime_set *s);
+/* Done with r's bytes for now (its image was preloaded): a mapped set gives
+ * their pages back to the page cache; touching them again reads them back. */
+void cg_prime_release(const cg_prime_set *s, const cg_prime_record *r);
 
 /* Add r to path, creating it (mode 0600, never through a symlink) if needed,
  * under an exclusive lock so concurrent writers lose nothing. An image
