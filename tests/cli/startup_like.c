@@ -39,7 +39,7 @@ static gpa_fn gpa;
 static void *libcuda;
 static int worker_id;
 
-static void die(const char *what, CUresult r) {
+__attribute__((noreturn)) static void die(const char *what, CUresult r) {
   fprintf(stderr, "startup[%d]: %s failed (CUresult %d)\n", worker_id, what, (int)r);
   exit(2);
 }
