@@ -251,11 +251,9 @@ static void panel(FILE *o, const cgr_analysis *a, const size_t *group_of, size_t
       esc(o, or(e->verdict, "?"));
       fputs(") at ", o);
       esc(o, site);
-      size_t k;
-      json_t *n;
-      json_array_foreach(e->kernels, k, n) {
+      for (size_t k = 0; k < e->kernels->n; k++) {
         fputs(k ? ", " : "; kernels: ", o);
-        esc(o, json_string_value(n));
+        esc(o, e->kernels->v[k]);
       }
       fputs("</title></path>\n", o);
     }
@@ -334,28 +332,28 @@ static void findings(FILE *o, const cgr_analysis *a) {
       fputs(")</td><td><code>", o);
       esc(o, site);
       fputs("</code></td><td><code>", o);
-      size_t k;
-      json_t *n;
-      json_array_foreach(e->kernels, k, n) {
+      for (size_t k = 0; k < e->kernels->n; k++) {
         if (k) fputs("<br>", o);
-        esc(o, json_string_value(n));
+        esc(o, e->kernels->v[k]);
       }
       fputs("</code></td></tr>\n", o);
     }
     fputs("</table>\n", o);
   }
   if (a->n_kernels) {
-    fputs("<h2>Kernels loaded during capture</h2>\n<table><tr><th>count</th><th>kernel</th></tr>\n",
+    fputs("<h2>Kernels loaded during capture</h2>\n<table><tr><th>loads</th><th>served</th>"
+          "<th>kernel</th></tr>\n",
           o);
     for (size_t k = 0; k < a->n_kernels; k++) {
-      fprintf(o, "<tr><td class=\"n\">%zu</td><td><code>", a->kernels[k].count);
+      fprintf(o, "<tr><td class=\"n\">%zu</td><td class=\"n\">%zu</td><td><code>",
+              a->kernels[k].loads, a->kernels[k].served);
       esc(o, a->kernels[k].name);
       fputs("</code></td></tr>\n", o);
     }
     fputs("</table>\n", o);
   }
   if (a->n_sites) {
-    fputs("<h2>Call sites</h2>\n<table><tr><th>count</th><th>site</th><th>calls</th>"
+    fputs("<h2>Call sites</h2>\n<table><tr><th>calls</th><th>site</th><th>calls</th>"
           "<th>kernels</th></tr>\n",
           o);
     for (size_t s = 0; s < a->n_sites; s++) {

@@ -3,7 +3,7 @@
 # with a timeline of captures per process and the events inside them.
 . "$(dirname "$0")/lib.sh"
 h=$WORK/r.html
-run_cg html report --html "$h" "$DATA/run1.jsonl" "$DATA/run2.jsonl"
+run_cg html report --all --html "$h" "$DATA/run1.jsonl" "$DATA/run2.jsonl"
 expect_rc 1 "--html keeps the exit code of the findings"
 [ -s "$h" ] && pass || fail "--html wrote nothing"
 expect_in "$h" "<!DOCTYPE html>" "doctype"

@@ -8,7 +8,7 @@ if [ -z "$browser" ]; then
   exit 77
 fi
 h=$WORK/r.html
-"$CAPGUARD" report --html "$h" "$DATA/run1.jsonl" "$DATA/run2.jsonl" >/dev/null 2>&1
+"$CAPGUARD" report --all --html "$h" "$DATA/run1.jsonl" "$DATA/run2.jsonl" >/dev/null 2>&1
 png=${CAPGUARD_HTML_PNG:-$WORK/r.png}
 timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
   --disable-component-update --disable-sync --no-first-run --user-data-dir="$WORK/profile" \

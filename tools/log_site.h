@@ -1,0 +1,20 @@
+/* Where an event was made, in one line a person can read and that compares
+ * equal across processes: the innermost Python frame outside Triton's and
+ * torch's machinery, else the innermost native frame outside capguard and the
+ * driver, its absolute address dropped (ASLR) and its C++ name demangled. */
+#ifndef CAPGUARD_LOG_SITE_H
+#define CAPGUARD_LOG_SITE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* python: array of {"file","line","func"}; native: array of strings; either may
+ * be NULL. Writes "(no stack)" when neither has a frame. */
+void cgl_site_from_stacks(json_t *python, json_t *native, char *buf, size_t cap);
+/* The innermost Python frame "file:line in func" (machinery included), "" if none. */
+void cgl_python_top(json_t *python, char *buf, size_t cap);
+/* "lib.so(_ZN2at4cuda9CUDAGraph13capture_beginEv+0x29c) [0x7f..]" becomes
+ * "lib.so(at::cuda::CUDAGraph::capture_begin()+0x29c)". */
+void cgl_readable_frame(const char *frame, char *buf, size_t cap);
+
+#endif
