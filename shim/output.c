@@ -14,7 +14,6 @@
 
 #include "capguard/image.h"
 #include "config.h"
-#include "driver.h"
 
 #ifndef CAPGUARD_VERSION
 #define CAPGUARD_VERSION "unknown"
@@ -22,7 +21,6 @@
 
 static int log_fd = -1;
 static char log_path[4096];   /* CAPGUARD_LOG with %p expanded */
-static uint64_t start_ns;     /* when the shim started in this process */
 static int process_written;
 static uint64_t repeats_hidden;
 /* The log lost a line (short write, ENOSPC, EIO): warned about once, then no
@@ -108,6 +106,8 @@ static void log_line(const char *buf, size_t len) {
             "reports continue on stderr", log_path, strerror(err));
 }
 
+static void write_record(const char *type, int driver_version);
+
 /* CAPGUARD_LOG with "%p" replaced by the pid ("%%" is a '%'), as sanitizers and
  * nsys allow: one file per process. Returns -1 when it does not fit. */
 static int expand_log_path(const char *tmpl, char *out, size_t cap) {
@@ -159,11 +159,11 @@ static void open_log(void) {
 }
 
 void cg_output_open_log(void) {
-  if (!start_ns)
-    start_ns = cg_now_ns();
   if (!cg_cfg.log_path || log_fd >= 0)
     return;
   open_log();
+  if (log_fd >= 0)
+    write_record("start", 0);
 }
 
 /* Format with fmt into a stack buffer, or a heap one when it does not fit, and
@@ -311,20 +311,22 @@ static size_t json_string(const char *s, char *buf, size_t cap) {
   return n;
 }
 
-/* The "process" record. cuda: whether this process used the driver (false:
- * written at exit, so that a run of commands that never touch CUDA is told
- * apart from a shim that never loaded). */
-static void write_process(int driver_version, bool cuda) {
+/* The "start" record (every process the shim starts in, so that a command
+ * that never touches CUDA is told apart from a shim that never loaded) and
+ * the "process" record (when the process first uses the driver). */
+static void write_record(const char *type, int driver_version) {
   char buf[8192];
+  bool start = !strcmp(type, "start");
   size_t n = (size_t)snprintf(buf, sizeof buf,
-                              "{\"v\":1,\"type\":\"process\",\"pid\":%d,\"ppid\":%d,\"time_ns\":%llu,"
-                              "\"start_ns\":%llu,\"cuda\":%s,"
-                              "\"mode\":\"%s\",\"driver_version\":%d,\"emulate_driver\":%d,"
-                              "\"version\":\"%s\",\"prime\":",
-                              (int)getpid(), (int)getppid(), (unsigned long long)cg_now_ns(),
-                              (unsigned long long)start_ns, cuda ? "true" : "false",
-                              cg_run_mode_name(cg_cfg.mode), driver_version, cg_cfg.emulate_driver,
-                              CAPGUARD_VERSION);
+                              "{\"v\":1,\"type\":\"%s\",\"pid\":%d,\"ppid\":%d,\"time_ns\":%llu,"
+                              "\"mode\":\"%s\",",
+                              type, (int)getpid(), (int)getppid(), (unsigned long long)cg_now_ns(),
+                              cg_run_mode_name(cg_cfg.mode));
+  if (!start && n < sizeof buf)
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\"driver_version\":%d,\"emulate_driver\":%d,",
+                          driver_version, cg_cfg.emulate_driver);
+  if (n < sizeof buf)
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\"version\":\"%s\",\"prime\":", CAPGUARD_VERSION);
   if (n < sizeof buf)
     n += json_string(cg_cfg.prime_path, buf + n, sizeof buf - n);
   /* capguard run's id for its processes: a run is told apart from the next in one log. */
@@ -367,14 +369,7 @@ void cg_output_process(int driver_version) {
   process_written = 1;
   pthread_mutex_unlock(&out_lock);
   if (first && log_fd >= 0)
-    write_process(driver_version, true);
-}
-
-/* At exit, a process that never wrote its record says it ran under the shim. */
-__attribute__((destructor)) static void output_at_exit(void) {
-  if (log_fd < 0 || __atomic_exchange_n(&process_written, 1, __ATOMIC_ACQ_REL))
-    return;
-  write_process(0, cg_driver_resolved());
+    write_record("process", driver_version);
 }
 
 void cg_output_summary(cg_summary *s) {
@@ -428,7 +423,6 @@ void cg_output_after_fork_child(void) {
   quiet_kind_said = 0;
   lines_lost = 0;
   process_written = 0; /* a forked worker is a process of its own in the log */
-  start_ns = cg_now_ns();
   /* With %p in CAPGUARD_LOG, each process writes a file of its own. */
   if (log_fd >= 0 && cg_cfg.log_path && strstr(cg_cfg.log_path, "%p")) {
     close(log_fd);

@@ -370,10 +370,13 @@ int cg_cmd_run(int argc, char **argv) {
     return status;
   }
   list_logs(log, &after);
-  for (size_t i = 0; i < after.n; i++)
+  /* what a file held before the run is not this run's; a new file is all this run's */
+  for (size_t i = 0; i < after.n; i++) {
+    after.f[i].offset = 0;
     for (size_t j = 0; j < before.n; j++)
       if (!strcmp(after.f[i].path, before.f[j].path))
         after.f[i].offset = before.f[j].offset;
+  }
   const char *mode = o.mode ? o.mode : getenv("CAPGUARD_MODE");
   cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id};
   cg_run_outcome res;

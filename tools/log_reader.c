@@ -104,25 +104,15 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
   return log->n_caps++;
 }
 
-static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
-  /* A second "process" line for a pid already seen means a new process reused it. */
-  size_t i = proc_for(log, file, pid);
-  if (log->procs[i].seen_process)
-    i = new_proc(log, file, pid);
-  cgl_process *p = &log->procs[i];
-  p->seen_process = true;
+/* What "start" and "process" records both say about a process. */
+static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
   p->ppid = num(o, "ppid", 0);
   p->mode = str(log, o, "mode");
   p->version = str(log, o, "version");
   p->run = str(log, o, "run");
   p->prime = str(log, o, "prime");
-  p->cuda = !json_is_false(json_object_get(o, "cuda"));
-  p->driver_version = num(o, "driver_version", 0);
-  p->emulate_driver = num(o, "emulate_driver", 0);
   p->time_ns = num(o, "time_ns", 0);
   seen_at(p, p->time_ns);
-  /* A record written at exit says when the process started in "start_ns". */
-  seen_at(p, num(o, "start_ns", 0));
   json_t *argv = arr(o, "argv"), *w;
   size_t k;
   p->argc = 0;
@@ -130,6 +120,38 @@ static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
     if (p->argc < sizeof p->argv / sizeof p->argv[0] && json_is_string(w))
       p->argv[p->argc++] = cgl_intern(log->pool, json_string_value(w), json_string_length(w));
   }
+}
+
+/* A line of a pid already seen is another process (the pid was reused) when
+ * that one exited, or belongs to another capguard run. */
+static bool reused(cgl_log *log, const cgl_process *p, json_t *o) {
+  const char *run = str(log, o, "run");
+  return p->has_summary || (p->run && run && p->run != run);
+}
+
+/* "start": the shim started in this process; it has not used CUDA (yet). */
+static void read_start(cgl_log *log, size_t file, long long pid, json_t *o) {
+  size_t i = proc_for(log, file, pid);
+  if (reused(log, &log->procs[i], o) || log->procs[i].seen_process)
+    i = new_proc(log, file, pid);
+  cgl_process *p = &log->procs[i];
+  /* a second start of one pid: it exec'd another program; the latest names it */
+  p->seen_start = true;
+  p->cuda = false;
+  read_identity(log, p, o);
+}
+
+static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
+  /* A second "process" line for a pid already seen means a new process reused it. */
+  size_t i = proc_for(log, file, pid);
+  if (log->procs[i].seen_process || reused(log, &log->procs[i], o))
+    i = new_proc(log, file, pid);
+  cgl_process *p = &log->procs[i];
+  p->seen_process = true;
+  p->cuda = true;
+  read_identity(log, p, o);
+  p->driver_version = num(o, "driver_version", 0);
+  p->emulate_driver = num(o, "emulate_driver", 0);
 }
 
 static void read_capture(cgl_log *log, size_t proc, json_t *o) {
@@ -274,7 +296,7 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
     return;
   }
   bool known = !strcmp(type, "process") || !strcmp(type, "event") || !strcmp(type, "capture") ||
-               !strcmp(type, "summary");
+               !strcmp(type, "summary") || !strcmp(type, "start");
   if (!known) {
     json_decref(o);
     log->unknown++;
@@ -284,6 +306,8 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
   long long p = (long long)json_integer_value(pid);
   if (!strcmp(type, "process")) {
     read_process(log, file, p, o);
+  } else if (!strcmp(type, "start")) {
+    read_start(log, file, p, o);
   } else {
     size_t proc = proc_for(log, file, p);
     if (!strcmp(type, "event"))

@@ -27,7 +27,8 @@ typedef struct {
   size_t file;          /* index into cgl_log.files */
   long long pid, ppid;
   bool seen_process;    /* a "process" line was read (else only its other lines) */
-  bool cuda;            /* it used the driver (false: the shim loaded, libcuda never did) */
+  bool seen_start;      /* a "start" line was read: the shim started in it */
+  bool cuda;            /* it used the driver (false: a "start" line and no "process" line) */
   const char *mode, *version, *run, *prime; /* run: capguard run's id; prime: the priming file */
   long long driver_version, emulate_driver, time_ns;
   long long first_ns, last_ns; /* span of everything it logged */
