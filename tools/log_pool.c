@@ -1,6 +1,7 @@
 #include "log_pool.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,49 +98,73 @@ const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t
   return &found->list;
 }
 
+/* The indices: one open-addressing table (linear probing) of (table, a, b)
+ * -> value. Entries are 32 bytes in one array: a log of a million captures
+ * costs tens of MB here, not one allocation per capture. */
 typedef struct {
-  long long key[3]; /* table, a, b */
+  long long a, b;
+  unsigned t, used;
   size_t value;
-  UT_hash_handle hh;
 } index_entry;
 
 struct cgl_index {
-  index_entry *entries;
+  index_entry *slots;
+  size_t cap, n; /* cap: a power of two */
 };
 
 struct cgl_index *cgl_index_new(void) {
   struct cgl_index *x = cgl_xrealloc(NULL, sizeof *x);
-  x->entries = NULL;
+  memset(x, 0, sizeof *x);
   return x;
 }
 
 void cgl_index_free(struct cgl_index *x) {
   if (!x)
     return;
-  index_entry *e, *t;
-  HASH_ITER(hh, x->entries, e, t) {
-    HASH_DEL(x->entries, e);
-    free(e);
-  }
+  free(x->slots);
   free(x);
 }
 
+static size_t slot_of(int t, long long a, long long b, size_t cap) {
+  uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ ((uint64_t)b + 0x632BE59BD9B4E019ull + (uint64_t)t);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  return (size_t)h & (cap - 1);
+}
+
+static index_entry *probe(struct cgl_index *x, int t, long long a, long long b) {
+  for (size_t i = slot_of(t, a, b, x->cap);; i = (i + 1) & (x->cap - 1)) {
+    index_entry *e = &x->slots[i];
+    if (!e->used || (e->t == (unsigned)t && e->a == a && e->b == b))
+      return e;
+  }
+}
+
 long cgl_index_get(struct cgl_index *x, int t, long long a, long long b) {
-  long long key[3] = {t, a, b};
-  index_entry *e;
-  HASH_FIND(hh, x->entries, key, sizeof key, e);
-  return e ? (long)e->value : -1;
+  if (!x->cap)
+    return -1;
+  index_entry *e = probe(x, t, a, b);
+  return e->used ? (long)e->value : -1;
 }
 
 void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t value) {
-  long long key[3] = {t, a, b};
-  index_entry *e;
-  HASH_FIND(hh, x->entries, key, sizeof key, e);
-  if (!e) {
-    e = cgl_xrealloc(NULL, sizeof *e);
-    memset(e, 0, sizeof *e);
-    memcpy(e->key, key, sizeof key);
-    HASH_ADD(hh, x->entries, key, sizeof e->key, e);
+  if ((x->n + 1) * 10 > x->cap * 7) { /* keep the load under 0.7 */
+    struct cgl_index bigger = {NULL, x->cap ? x->cap * 2 : 1024, 0};
+    bigger.slots = cgl_xrealloc(NULL, bigger.cap * sizeof *bigger.slots);
+    memset(bigger.slots, 0, bigger.cap * sizeof *bigger.slots);
+    for (size_t i = 0; i < x->cap; i++)
+      if (x->slots[i].used) {
+        *probe(&bigger, (int)x->slots[i].t, x->slots[i].a, x->slots[i].b) = x->slots[i];
+        bigger.n++;
+      }
+    free(x->slots);
+    *x = bigger;
+  }
+  index_entry *e = probe(x, t, a, b);
+  if (!e->used) {
+    *e = (index_entry){a, b, (unsigned)t, 1, value};
+    x->n++;
   }
   e->value = value;
 }

@@ -53,6 +53,7 @@ typedef struct {
   long long time_ns, result, driver_result, driver_version, emulate_driver, tid;
   const char *event, *call, *verdict, *thread_mode;
   const char *image_kind, *image_hash;
+  long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
   const cgl_strs *kernels; /* never NULL: an empty list when none */
   bool kernels_truncated;
   const char *site;     /* see cgl_event_site */

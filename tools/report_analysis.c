@@ -196,7 +196,19 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
 }
 
 static void give_advice(cgr_analysis *a) {
+  /* The command in the advice is that of the run the advice is about: with
+   * --all, the latest run in which it happened. */
   size_t latest = a->log->n_runs ? a->log->n_runs - 1 : 0;
+  size_t broke_run = latest, allowed_run = latest, library_run = latest;
+  for (size_t b = 0; b < a->n_broken; b++)
+    broke_run = a->log->procs[a->log->caps[a->broken[b].capture].proc].run_index;
+  for (size_t i = 0; i < a->log->n_evs; i++) {
+    const cgl_event *e = &a->log->evs[i];
+    if (is(e->verdict, "allowed"))
+      allowed_run = a->log->procs[e->proc].run_index;
+    if (e->call && !strncmp(e->call, "cuLibraryLoad", 13) && cgl_verdict_breaks(e->verdict))
+      library_run = a->log->procs[e->proc].run_index;
+  }
   char cmd[1024];
   size_t broken_loads = 0, silent = 0;
   for (size_t b = 0; b < a->n_broken; b++) {
@@ -228,8 +240,9 @@ static void give_advice(cgr_analysis *a) {
       names[used++] = ')', names[used] = '\0';
     bool guard = true;
     for (size_t p = 0; p < a->log->n_procs; p++)
-      guard &= !a->log->procs[p].mode || is(a->log->procs[p].mode, "guard");
-    cgr_rerun_command(a->log, latest, NULL, cmd, sizeof cmd);
+      if (a->log->procs[p].run_index == broke_run)
+        guard &= !a->log->procs[p].mode || is(a->log->procs[p].mode, "guard");
+    cgr_rerun_command(a->log, broke_run, NULL, cmd, sizeof cmd);
     advise(a,
            "warm these %zu kernel%s%s up before capture (run each once outside capture), or let "
            "capguard prime them: %s: %s",
@@ -246,9 +259,9 @@ static void give_advice(cgr_analysis *a) {
            "capguard's priming does not serve (it serves module loads): warm %s kernels up "
            "before capture, or run with --rescue (%s)",
            a->library_broke, a->library_broke == 1 ? "was" : "were",
-           a->library_broke == 1 ? "its" : "their", (cgr_rerun_command_with(a->log, latest, "--rescue", cmd, sizeof cmd), cmd));
+           a->library_broke == 1 ? "its" : "their", (cgr_rerun_command_with(a->log, library_run, "--rescue", cmd, sizeof cmd), cmd));
   if (a->allowed) {
-    cgr_rerun_command_with(a->log, latest, "--emulate-driver 12020", cmd, sizeof cmd);
+    cgr_rerun_command_with(a->log, allowed_run, "--emulate-driver 12020", cmd, sizeof cmd);
     advise(a,
            "%zu module load%s during capture %s allowed by this driver (12.3 or newer); drivers "
            "older than 12.3 refuse them and break the capture: prime them before deploying there "

@@ -91,6 +91,9 @@ expect_in "$WORK/bothall.out" "pid 4101 (run1.jsonl) capture 1" "process labelle
 expect_in "$WORK/bothall.out" "Runs (all reported below)" "--all says so"
 read -r c k v st <<<"$(sums "$WORK/bothall.out")"
 [ "$c" = 6 ] && [ "$k" = "$c" ] && [ "$v" = "$c" ] && [ "$st" = "$c" ] && pass || fail "--all counts do not add up: calls $c, by kind $k, by verdict $v, by site $st"
+# the advice's command is that of the run it is about: run 1 broke, not run 2
+expect_in "$WORK/bothall.out" "on the run after: capguard run -- python3 -m vllm.entrypoints.openai.api_server --model m" "--all: warm-up advice names run 1's command"
+expect_in "$WORK/bothall.out" "see what such a driver does: capguard run --emulate-driver 12020 -- python3 bench.py" "--all: allowed-load advice names run 2's command"
 # a kernel loaded in both runs: 2 loads, 1 of them served
 expect_in "$WORK/bothall.out" "      3       1  _attn_fwd" "kernel over both runs"
 "$CAPGUARD" report - <"$DATA/run2.jsonl" >"$WORK/stdin.out" 2>&1; rc=$?
