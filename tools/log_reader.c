@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_source.h"
 #include "log_pool.h"
 #include "log_site.h"
 
@@ -36,6 +37,7 @@ void cgl_free(cgl_log *log) {
       free((char *)log->files[i]);
     free(log->files);
     cgl_pool_free(log->pool);
+    cgl_frame_source_reset();
   }
   cgl_index_free(log->index);
   free(log->procs);
@@ -225,7 +227,9 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     e->kernels_truncated = json_is_true(json_object_get(img, "kernels_truncated"));
   }
   char where[512];
-  cgl_site_from_stacks(arr(o, "python_stack"), arr(o, "native_stack"), where, sizeof where);
+  const cgl_process *pr = &log->procs[proc];
+  cgl_site_from_stacks(arr(o, "python_stack"), arr(o, "native_stack"),
+                       pr->argc ? pr->argv[0] : NULL, where, sizeof where);
   e->site = cgl_intern(log->pool, where, strlen(where));
   cgl_python_top(arr(o, "python_stack"), where, sizeof where);
   e->python_top = where[0] ? cgl_intern(log->pool, where, strlen(where)) : NULL;

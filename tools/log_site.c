@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_source.h"
+
 /* The C++ ABI's demangler (libstdc++, which the toolchain has): a C function
  * by ABI, declared here because its header is C++. */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
@@ -87,7 +89,19 @@ void cgl_readable_frame(const char *frame, char *buf, size_t cap) {
   snprintf(buf, cap, "%.*s", (int)n, frame);
 }
 
-void cgl_site_from_stacks(json_t *python, json_t *native, char *buf, size_t cap) {
+/* The readable frame, and " at file.c:123" when the object's debug info says. */
+static void native_site(const char *frame, const char *argv0, char *buf, size_t cap) {
+  char bare[1024], where[512];
+  size_t n = without_address(frame);
+  snprintf(bare, sizeof bare, "%.*s", (int)n, frame);
+  cgl_readable_frame(frame, buf, cap);
+  size_t used = strlen(buf);
+  if (cgl_frame_source(bare, argv0, where, sizeof where) && used < cap)
+    snprintf(buf + used, cap - used, " at %s", where);
+}
+
+void cgl_site_from_stacks(json_t *python, json_t *native, const char *argv0, char *buf,
+                          size_t cap) {
   size_t k;
   json_t *fr = json_array_get(python, 0), *f;
   json_array_foreach(python, k, f) {
@@ -107,12 +121,12 @@ void cgl_site_from_stacks(json_t *python, json_t *native, char *buf, size_t cap)
     if (!fallback)
       fallback = json_string_value(f);
     if (!uninteresting_native(json_string_value(f))) {
-      cgl_readable_frame(json_string_value(f), buf, cap);
+      native_site(json_string_value(f), argv0, buf, cap);
       return;
     }
   }
   if (fallback)
-    cgl_readable_frame(fallback, buf, cap);
+    native_site(fallback, argv0, buf, cap);
   else
     snprintf(buf, cap, "(no stack)");
 }

@@ -55,8 +55,11 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
     const cgl_capture *c = &log->caps[a->broken[b].capture];
     char who[256];
     cgr_process_label(a, c->proc, who, sizeof who);
-    fprintf(out, "  %s%s capture %lld%s (stream %s, %s, %s; began %s)\n", pal.red, who, c->id,
-            pal.reset, or(c->stream, "?"), or(c->mode, "?"), or(c->status, "?"),
+    /* one word for it everywhere (the log's status says how: the end failed, or
+     * the process exited with it open) */
+    bool open_at_exit = c->status && (!strcmp(c->status, "invalidated") || !strcmp(c->status, "active"));
+    fprintf(out, "  %s%s capture %lld%s (stream %s, %s, broken%s; began %s)\n", pal.red, who, c->id,
+            pal.reset, or(c->stream, "?"), or(c->mode, "?"), open_at_exit ? ", open at exit" : "",
             or(c->began, "where unknown"));
     long f = a->broken[b].first_event;
     if (f < 0) {

@@ -9,7 +9,7 @@ o=$WORK/r1.out
 expect_rc 1 "report of a run with broken captures"
 expect_in "$o" "1 log, 3 processes, 5 captures, 4 broken" "totals"
 # the first call that broke pid 4101's capture 1 is the earlier one by time (written second)
-expect_in "$o" "pid 4101 capture 1 (stream 0x5d1e00, global, failed; began vllm/worker/model_runner.py:1710 in capture)" "broken capture header"
+expect_in "$o" "pid 4101 capture 1 (stream 0x5d1e00, global, broken; began vllm/worker/model_runner.py:1710 in capture)" "broken capture header"
 grep -A2 "pid 4101 capture 1 " "$o" >"$WORK/c1"
 expect_in "$WORK/c1" "first broken by cuModuleLoadData (module-load, refused, CUresult 900) at fla/ops/gated_delta_rule/chunk.py:210 in chunk_gated_delta_rule_fwd" "first breaking call by time"
 expect_in "$WORK/c1" "kernels: _gdn_fwd_kernel, _gdn_chunk_kernel" "kernels of the first breaking call"
@@ -25,6 +25,8 @@ expect_in "$WORK/c3" "no forbidden call logged" "silent broken capture"
 grep -A1 "pid 4101 capture 3 " "$o" >"$WORK/c4"
 expect_in "$WORK/c4" "first broken by cuModuleUnload (module-unload, refused" "unload breaks a capture"
 expect_not_in "$o" "pid 4102 capture 2 " "a capture that ended is not broken"
+# one word for a capture that did not survive
+if sed -n '/^Broken captures/,/^$/p' "$o" | grep -q 'failed;\|invalid'; then fail "broken captures called failed or invalid"; else pass; fi
 # kernels deduplicated with counts: _attn_fwd came from two processes
 expect_in "$o" "      2       0  _attn_fwd" "deduplicated kernel count"
 expect_in "$o" "      1       0  _gdn_fwd_kernel" "kernel count"
@@ -109,7 +111,7 @@ expect_rc 1 "malformed log still reports (its capture broke)"
 expect_in "$WORK/bad.err" "capguard report: 4 malformed lines skipped (first: $DATA/malformed.jsonl:2: not JSON" "malformed count"
 expect_in "$WORK/bad.err" "capguard report: 1 line of a newer log version ignored" "newer version line"
 expect_lines "$WORK/bad.err" 2 "one line each for malformed and newer"
-expect_in "$WORK/bad.out" "pid 6000 capture 1 (stream 0x2000, global, invalidated; began main.c:10)" "capture known only from its event"
+expect_in "$WORK/bad.out" "pid 6000 capture 1 (stream 0x2000, global, broken, open at exit; began main.c:10)" "capture known only from its event"
 expect_in "$WORK/bad.out" "first broken by cuModuleLoadDataEx (module-load, emulated, CUresult 900) at a.out(main+0x20)" "emulated refusal"
 expect_not_in "$WORK/bad.out" "capture 9" "newer-version event ignored"
 

@@ -41,6 +41,15 @@ expect_in "$WORK/em1.err" "capguard: 1 process used CUDA, 1 capture, 1 broken" "
 # the next command repeats the emulation, so that run 2 is the same experiment
 expect_in "$WORK/em1.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/em.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture: capguard run --prime $WORK/em.cgp --emulate-driver 12020 -- ${engine[*]}" "run 1 advice"
 [ -s "$WORK/em.cgp" ] && pass || fail "run 1 recorded nothing into --prime"
+# the native call site, with its source line from the engine's debug info (libdw)
+if readelf -S "$DEMO_ENGINE" 2>/dev/null | grep -q '\.debug_line'; then
+  line=$(grep -n 'CUresult r = load(&jit, image);' "$SOURCE_ROOT/tools/demo/demo_engine.c" | cut -d: -f1)
+  run_cg em1-report report "$WORK/em1.jsonl"
+  grep -qE "^ +1  demo_engine\(main\+0x[0-9a-f]+\) at demo_engine\.c:$line  \[cuModuleLoadData" "$WORK/em1-report.out" \
+    && pass || fail "call site without demo_engine.c:$line: $(sed -n '/^Call sites/,/^$/p' "$WORK/em1-report.out")"
+else
+  echo "note: demo_engine has no debug info (a release build): file:line not checked"
+fi
 run_em em2 --prime "$WORK/em.cgp" --emulate-driver 12020
 expect_rc 0 "emulated 12.2: run 2 primed"
 grep -q '"verdict":"served"' "$WORK/em2.jsonl" && pass || fail "run 2: load served"
