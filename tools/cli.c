@@ -19,6 +19,15 @@ static void put_clean(FILE *f, const char *fmt, va_list ap) {
   free(s);
 }
 
+const char *cg_printable(const char *s, char *buf, size_t cap) {
+  size_t n = 0;
+  for (; s && *s && n + 1 < cap; s++)
+    buf[n++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+  if (cap)
+    buf[n] = '\0';
+  return buf;
+}
+
 int cg_usage_error(const char *cmd, const char *usage, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -17,10 +17,11 @@ void cgr_shell_word(const char *s, char *buf, size_t cap, size_t *used) {
     append(buf, cap, used, s);
     return;
   }
-  /* '...' with each ' written as '\'' */
+  /* '...' with each ' written as '\''; a control character (which no one types
+   * and which could drive the terminal) shown as '?' */
   append(buf, cap, used, "'");
   for (const char *p = s; *p; p++) {
-    char one[2] = {*p, '\0'};
+    char one[2] = {(unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p, '\0'};
     append(buf, cap, used, *p == '\'' ? "'\\''" : one);
   }
   append(buf, cap, used, "'");

@@ -181,7 +181,9 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   for (size_t i = 0; i < logs->n_files; i++) {
     /* A log that was never created is a log with nothing in it. */
     if (cgl_read_file(&all, logs->files[i].path, logs->files[i].offset) != 0 && errno != ENOENT) {
-      fprintf(out, "capguard: cannot read the log %s: %s\n", logs->files[i].path, strerror(errno));
+      char name[4200];
+      fprintf(out, "capguard: cannot read the log %s: %s\n",
+              cg_printable(logs->files[i].path, name, sizeof name), strerror(errno));
       cgl_free(&all);
       return;
     }
@@ -203,7 +205,8 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   for (size_t p = 0; p < log->n_procs; p++)
     flagged |= log->procs[p].log_incomplete;
   const char *incomplete = incomplete_why(logs, log, flagged);
-  const char *shown = logs->shown_path;
+  char shown_buf[4200];
+  const char *shown = cg_printable(logs->shown_path, shown_buf, sizeof shown_buf);
 
   if (log->records == 0) {
     if (*incomplete)

@@ -96,4 +96,8 @@ run_cg eebad run --error-exitcode 0 -- true; expect_rc 2 "--error-exitcode 0 is 
 run_cg esc run --mode $'gu\e[31mard' -- true; expect_rc 2 "bad --mode"
 if LC_ALL=C grep -q $'\x1b' "$WORK/esc.err"; then fail "escape character echoed"; else pass; fi
 expect_in "$WORK/esc.err" "not 'gu?[31mard'" "control character replaced"
+# ...nor a log name: the summary names it with the escape replaced
+run_cg escl run --log "$WORK/l"$'\e'"[31m.jsonl" -- true
+if LC_ALL=C grep -q $'\x1b' "$WORK/escl.err"; then fail "escape character of the log name echoed"; else pass; fi
+expect_in "$WORK/escl.err" "capguard: log: $WORK/l?[31m.jsonl" "log name shown sanitized"
 finish
