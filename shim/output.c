@@ -427,6 +427,8 @@ void cg_output_after_fork_child(void) {
   if (log_fd >= 0 && cg_cfg.log_path && strstr(cg_cfg.log_path, "%p")) {
     close(log_fd);
     log_fd = -1;
+    log_failed = 0; /* a new file: whatever failed was the parent's */
+    log_cut_mid_line = 0;
     open_log();
   }
 }

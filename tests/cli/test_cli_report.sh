@@ -134,6 +134,14 @@ expect_in "$WORK/stdin-empty.err" "not a capguard log: nothing in (stdin)" "empt
 # skipped malformed lines are counted in the verdict itself
 expect_in "$WORK/bad.out" "4 malformed log lines skipped (first: $DATA/malformed.jsonl:2: not JSON" "malformed count in the report"
 
+# --- a process whose log lost lines says so in its summary record: the report says it too
+{ cat "$DATA/run2.jsonl" | sed 's/"log":"\/tmp\/run2.jsonl"}/"log":"\/tmp\/run2.jsonl","log_incomplete":true}/'; } >"$WORK/incomplete.jsonl"
+grep -q '"log_incomplete":true' "$WORK/incomplete.jsonl" && pass || fail "test log without the flag"
+run_cg inc report "$WORK/incomplete.jsonl"
+expect_in "$WORK/inc.out" "the log is incomplete: a process could not write all its lines (full disk or I/O error); counts are lower bounds" "incomplete log said"
+run_cg inc-json report --json "$WORK/incomplete.jsonl"
+grep -q '"log_incomplete": true' "$WORK/inc-json.out" && pass || fail "--json: log_incomplete not true"
+
 # --- control characters in log text never reach the terminal
 printf '%s\n' '{"v":1,"type":"event","pid":8,"time_ns":1,"event":"module-load","call":"cuModuleLoadData\u001b[31m","verdict":"refused","capture":{"id":1,"began":"a\nb"},"image":{"kernels":["k\u0007"]}}' >"$WORK/ctl.jsonl"
 run_cg ctl report "$WORK/ctl.jsonl"
