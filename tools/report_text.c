@@ -85,12 +85,24 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
 
 /* One line a process: what it was, how it ran, and how its captures fared; the
  * story of the runs in a log (run 1 broke, run 2 was primed) at a glance. */
+/* One line a process: what it was, how it ran, and how its captures fared; the
+ * story of the runs in a log (run 1 broke, run 2 was primed) at a glance.
+ * Processes that never used CUDA (a shell, a compiler a JIT runs) are one line
+ * together when some process did. */
 static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   const size_t shown_max = 20;
+  size_t cuda = 0, shown = 0, skipped = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    cuda += log->procs[p].cuda;
   fprintf(out, "\n%sProcesses%s (as logged)\n", pal.bold, pal.reset);
-  for (size_t p = 0; p < log->n_procs && p < shown_max; p++) {
+  for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
+    if ((cuda && !pr->cuda) || shown == shown_max) {
+      skipped += !(cuda && !pr->cuda);
+      continue;
+    }
+    shown++;
     size_t captures = a->procs[p].captures, broken = a->procs[p].broken,
            served = a->procs[p].served;
     char who[256], cmd[96], drv[64] = "";
@@ -111,8 +123,27 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
       fprintf(out, ", %zu load%s served from the priming file", served, served == 1 ? "" : "s");
     fputc('\n', out);
   }
-  if (log->n_procs > shown_max)
-    fprintf(out, "  and %zu more\n", log->n_procs - shown_max);
+  if (skipped)
+    fprintf(out, "  and %zu more\n", skipped);
+  if (cuda && cuda < log->n_procs) {
+    /* their names, once each, a few */
+    fprintf(out, "  and %zu process%s without CUDA (", log->n_procs - cuda,
+            log->n_procs - cuda == 1 ? "" : "es");
+    const char *names[5];
+    size_t named = 0;
+    for (size_t p = 0; p < log->n_procs && named < 5; p++) {
+      const cgl_process *pr = &log->procs[p];
+      if (pr->cuda || !pr->argc) continue;
+      const char *slash = strrchr(pr->argv[0], '/'), *name = slash ? slash + 1 : pr->argv[0];
+      bool dup = false;
+      for (size_t k = 0; k < named && !dup; k++)
+        dup = !strcmp(names[k], name);
+      if (dup) continue;
+      fprintf(out, "%s%s", named ? ", " : "", name);
+      names[named++] = name;
+    }
+    fputs(")\n", out);
+  }
 }
 
 static void print_kernels(FILE *out, const cgr_analysis *a, cg_palette pal) {

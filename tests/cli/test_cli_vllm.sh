@@ -33,7 +33,7 @@ check_broken_run() {
   expect_rc 1 "$tag: report of broken captures"
   # 6 processes: the engine and the shell that starts worker 3 never use CUDA (their "start" records)
   expect_in "$WORK/$tag-report.out" "capguard report: 1 log, 6 processes, 4 captures, 4 broken" "$tag: report counts"
-  expect_in "$WORK/$tag-report.out" " mode, no CUDA): 0 captures" "$tag: the engine, without CUDA"
+  expect_in "$WORK/$tag-report.out" "  and 2 processes without CUDA (vllm_like, sh)" "$tag: the engine and the shell, without CUDA, in one line"
   for p in $pids; do expect_in "$WORK/$tag-report.out" "  pid $p capture 1 (" "$tag: broken capture of pid $p listed"; done
   expect_in "$WORK/$tag-report.out" "    kernels: cg_test_fill, cg_test_axpy" "$tag: kernel named"
   expect_in "$WORK/$tag-report.out" "      4       0  cg_test_fill" "$tag: kernel counted over processes"
