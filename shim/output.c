@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <uthash.h>
@@ -19,8 +20,16 @@
 #endif
 
 static int log_fd = -1;
+static char log_path[4096];   /* CAPGUARD_LOG with %p expanded */
 static int process_written;
 static uint64_t repeats_hidden;
+/* The log lost a line (short write, ENOSPC, EIO): warned about once, then no
+ * more lines are written, so the log holds whole lines and a known gap. */
+static int log_failed;
+static int log_cut_mid_line;  /* the failed write left part of a line behind */
+static uint64_t lines_lost;
+/* Served loads and deferred calls: one line per process on stderr, then counted. */
+static int quiet_kind_said;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Seen events for stderr de-duplication, keyed by a hash of what makes two
@@ -38,16 +47,23 @@ uint64_t cg_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void write_all(int fd, const char *buf, size_t len) {
-  while (len) {
-    ssize_t n = write(fd, buf, len);
+/* 0, or the errno of the write that failed (ENOSPC for a write of 0 bytes). */
+static int write_all(int fd, const char *buf, size_t len, size_t *written) {
+  size_t done = 0;
+  int err = 0;
+  while (done < len) {
+    ssize_t n = write(fd, buf + done, len - done);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
-      return; /* nowhere to complain to: the report is best effort */
-    buf += n;
-    len -= (size_t)n;
+    if (n <= 0) {
+      err = n < 0 ? errno : ENOSPC;
+      break;
+    }
+    done += (size_t)n;
   }
+  if (written)
+    *written = done;
+  return err;
 }
 
 void cg_warn(const char *fmt, ...) {
@@ -60,16 +76,94 @@ void cg_warn(const char *fmt, ...) {
   size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
   if (len > sizeof line - 2)
     len = sizeof line - 2;
+  /* What is echoed (CAPGUARD_MODE's value, a path) may hold escape sequences
+   * or newlines: none reaches the terminal, and a warning stays one line. */
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+      line[i] = '?';
   line[len++] = '\n';
-  write_all(2, line, len);
+  write_all(2, line, len, NULL); /* stderr: nowhere to complain to, best effort */
+}
+
+/* One line of the log, whole or not at all: after the first failure nothing
+ * more is written (one warning says so). */
+static void log_line(const char *buf, size_t len) {
+  if (log_fd < 0)
+    return;
+  if (__atomic_load_n(&log_failed, __ATOMIC_ACQUIRE)) {
+    __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  size_t done = 0;
+  int err = write_all(log_fd, buf, len, &done);
+  if (!err)
+    return;
+  __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
+  if (done)
+    __atomic_store_n(&log_cut_mid_line, 1, __ATOMIC_RELAXED);
+  if (__atomic_exchange_n(&log_failed, 1, __ATOMIC_ACQ_REL) == 0)
+    cg_warn("cannot write to the log %s (%s): the log is incomplete from here on; "
+            "reports continue on stderr", log_path, strerror(err));
+}
+
+static void write_record(const char *type, int driver_version);
+
+/* CAPGUARD_LOG with "%p" replaced by the pid ("%%" is a '%'), as sanitizers and
+ * nsys allow: one file per process. Returns -1 when it does not fit. */
+static int expand_log_path(const char *tmpl, char *out, size_t cap) {
+  size_t n = 0;
+  for (const char *p = tmpl; *p; p++) {
+    char pid[24];
+    const char *put = NULL;
+    size_t k = 1;
+    if (p[0] == '%' && p[1] == 'p') {
+      snprintf(pid, sizeof pid, "%d", (int)getpid());
+      put = pid;
+      k = strlen(pid);
+      p++;
+    } else if (p[0] == '%' && p[1] == '%') {
+      put = "%";
+      p++;
+    } else {
+      put = p;
+    }
+    if (n + k >= cap)
+      return -1;
+    memcpy(out + n, put, k);
+    n += k;
+  }
+  out[n] = '\0';
+  return 0;
+}
+
+/* Only a regular file is a log: a FIFO (or a device) could block the host in
+ * open or write, so it is opened non-blocking and refused with one warning. */
+static void open_log(void) {
+  if (expand_log_path(cg_cfg.log_path, log_path, sizeof log_path) != 0) {
+    cg_warn("log path %.200s... is too long; reporting on stderr only", cg_cfg.log_path);
+    return;
+  }
+  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+  if (fd < 0) {
+    cg_warn("cannot open log %s (%s); reporting on stderr only", log_path,
+            errno == ENXIO ? "a FIFO with no reader: not a regular file" : strerror(errno));
+    return;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    cg_warn("log %s is not a regular file; reporting on stderr only", log_path);
+    return;
+  }
+  log_fd = fd;
 }
 
 void cg_output_open_log(void) {
   if (!cg_cfg.log_path || log_fd >= 0)
     return;
-  log_fd = open(cg_cfg.log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (log_fd < 0)
-    cg_warn("cannot open log %s (%s); reporting on stderr only", cg_cfg.log_path, strerror(errno));
+  open_log();
+  if (log_fd >= 0)
+    write_record("start", 0);
 }
 
 /* Format with fmt into a stack buffer, or a heap one when it does not fit, and
@@ -81,18 +175,23 @@ static void emit(int fd, formatter f, const void *obj) {
   char small[8192];
   size_t need = f(obj, small, sizeof small);
   if (need < sizeof small) {
-    write_all(fd, small, need);
+    if (fd == 2)
+      write_all(fd, small, need, NULL);
+    else
+      log_line(small, need);
     return;
   }
   char *big = malloc(need + 1);
   if (!big)
     return;
   f(obj, big, need + 1);
-  write_all(fd, big, need);
+  if (fd == 2)
+    write_all(fd, big, need, NULL);
+  else
+    log_line(big, need);
   free(big);
 }
 
-static size_t fmt_event_text(const void *e, char *b, size_t c) { return cg_event_format_text(e, b, c); }
 static size_t fmt_event_json(const void *e, char *b, size_t c) { return cg_event_format_json(e, b, c); }
 
 static cg_hash128 event_identity(const cg_event *e) {
@@ -128,12 +227,62 @@ static int first_sighting(const cg_event *e) {
   return 1;
 }
 
+/* "capguard: pid 4242, 12:00:01.234 UTC: " in place of the text's "capguard: ",
+ * so the block still leaves in one write. The clock is done by hand: gmtime
+ * takes glibc's time-zone lock. */
+static size_t fmt_event_text_stamped(const void *obj, char *b, size_t c) {
+  const cg_event *e = obj;
+  static const char plain[] = "capguard: ";
+  char stamp[80];
+  uint64_t secs = e->time_ns / 1000000000u, ms = (e->time_ns / 1000000u) % 1000u;
+  int sn = snprintf(stamp, sizeof stamp, "capguard: pid %llu, %02u:%02u:%02u.%03u UTC: ",
+                    (unsigned long long)e->pid, (unsigned)(secs / 3600 % 24),
+                    (unsigned)(secs / 60 % 60), (unsigned)(secs % 60), (unsigned)ms);
+  size_t extra = (size_t)sn - (sizeof plain - 1);
+  if (c <= extra)
+    return cg_event_format_text(e, NULL, 0) + extra;
+  size_t need = cg_event_format_text(e, b + extra, c - extra) + extra;
+  if (need < c && !strncmp(b + extra, plain, sizeof plain - 1))
+    memcpy(b, stamp, (size_t)sn);
+  else if (need < c)
+    memmove(b, b + extra, need - extra + 1), need -= extra;
+  return need;
+}
+
+/* A served load or a deferred unload is the shim doing its job: the first of a
+ * process gets one line on stderr, the rest only the log and the exit counts. */
+static bool routine(const cg_event *e) {
+  return e->verdict == CG_VERDICT_SERVED || e->verdict == CG_VERDICT_DEFERRED;
+}
+
+static void say_routine(const cg_event *e) {
+  char kernels[160] = "";
+  if (e->image && e->image->n_kernels)
+    snprintf(kernels, sizeof kernels, " (%.*s%s)", 120, e->image->kernel_names,
+             e->image->n_kernels > 1 ? ", ..." : "");
+  for (char *k = kernels; *k; k++)
+    if ((unsigned char)*k < 0x20 || *k == 0x7f)
+      *k = '?';
+  cg_warn("pid %llu: %.64s during capture: %s%s; further served loads and deferred calls of this "
+          "process are counted at exit%s",
+          (unsigned long long)e->pid, e->call ? e->call : "?",
+          e->verdict == CG_VERDICT_SERVED ? "served from the priming file" : "deferred until the capture ends",
+          kernels, log_fd >= 0 ? " and logged" : "");
+}
+
 void cg_output_event(const cg_event *e) {
   pthread_mutex_lock(&out_lock);
   int show = first_sighting(e) && !cg_cfg.quiet;
+  int first_routine = routine(e) && !quiet_kind_said;
+  if (routine(e))
+    quiet_kind_said = 1;
   pthread_mutex_unlock(&out_lock);
-  if (show)
-    emit(2, fmt_event_text, e);
+  if (routine(e)) {
+    if (first_routine && !cg_cfg.quiet)
+      say_routine(e);
+  } else if (show) {
+    emit(2, fmt_event_text_stamped, e);
+  }
   emit(log_fd, fmt_event_json, e);
 }
 
@@ -145,7 +294,7 @@ void cg_output_capture(const cg_capture *c, const char *began) {
   char buf[4096];
   size_t n = cg_capture_format_json(c, (uint64_t)getpid(), began ? began : "", buf, sizeof buf);
   if (n < sizeof buf)
-    write_all(log_fd, buf, n);
+    log_line(buf, n);
 }
 
 static size_t json_string(const char *s, char *buf, size_t cap) {
@@ -162,21 +311,35 @@ static size_t json_string(const char *s, char *buf, size_t cap) {
   return n;
 }
 
-void cg_output_process(int driver_version) {
-  pthread_mutex_lock(&out_lock);
-  int first = !process_written;
-  process_written = 1;
-  pthread_mutex_unlock(&out_lock);
-  if (!first || log_fd < 0)
-    return;
+/* The "start" record (every process the shim starts in, so that a command
+ * that never touches CUDA is told apart from a shim that never loaded) and
+ * the "process" record (when the process first uses the driver). */
+static void write_record(const char *type, int driver_version) {
   char buf[8192];
+  bool start = !strcmp(type, "start");
   size_t n = (size_t)snprintf(buf, sizeof buf,
-                              "{\"v\":1,\"type\":\"process\",\"pid\":%d,\"ppid\":%d,\"time_ns\":%llu,"
-                              "\"mode\":\"%s\",\"driver_version\":%d,\"emulate_driver\":%d,"
-                              "\"version\":\"%s\",\"argv\":[",
-                              (int)getpid(), (int)getppid(), (unsigned long long)cg_now_ns(),
-                              cg_run_mode_name(cg_cfg.mode), driver_version, cg_cfg.emulate_driver,
-                              CAPGUARD_VERSION);
+                              "{\"v\":1,\"type\":\"%s\",\"pid\":%d,\"ppid\":%d,\"time_ns\":%llu,"
+                              "\"mode\":\"%s\",",
+                              type, (int)getpid(), (int)getppid(), (unsigned long long)cg_now_ns(),
+                              cg_run_mode_name(cg_cfg.mode));
+  if (!start && n < sizeof buf)
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\"driver_version\":%d,\"emulate_driver\":%d,",
+                          driver_version, cg_cfg.emulate_driver);
+  if (n < sizeof buf)
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\"version\":\"%s\",\"prime\":", CAPGUARD_VERSION);
+  if (n < sizeof buf)
+    n += json_string(cg_cfg.prime_path, buf + n, sizeof buf - n);
+  /* capguard run's id for its processes: a run is told apart from the next in one log. */
+  const char *run = getenv("CAPGUARD_RUN");
+  if (run && *run && n + 8 < sizeof buf) {
+    memcpy(buf + n, ",\"run\":", 7);
+    n += 7;
+    n += json_string(run, buf + n, sizeof buf - n);
+  }
+  if (n + 9 < sizeof buf) {
+    memcpy(buf + n, ",\"argv\":[", 9);
+    n += 9;
+  }
   /* argv from /proc: capguard has no other portable way to it from a library. */
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
@@ -196,27 +359,57 @@ void cg_output_process(int driver_version) {
   }
   if (n + 3 < sizeof buf) {
     memcpy(buf + n, "]}\n", 3);
-    write_all(log_fd, buf, n + 3);
+    log_line(buf, n + 3);
   }
 }
 
+void cg_output_process(int driver_version) {
+  pthread_mutex_lock(&out_lock);
+  int first = !process_written;
+  process_written = 1;
+  pthread_mutex_unlock(&out_lock);
+  if (first && log_fd >= 0)
+    write_record("process", driver_version);
+}
+
 void cg_output_summary(cg_summary *s) {
-  s->log_path = log_fd >= 0 ? cg_cfg.log_path : NULL;
+  s->log_path = log_fd >= 0 ? log_path : NULL;
   char buf[2048];
   size_t n = cg_summary_format_text(s, buf, sizeof buf);
-  if (n < sizeof buf && !cg_cfg.quiet && cg_cfg.summary) {
-    write_all(2, buf, n);
+  uint64_t lost = __atomic_load_n(&lines_lost, __ATOMIC_RELAXED);
+  if (n < sizeof buf && cg_cfg.summary) {
+    write_all(2, buf, n, NULL);
+    if (lost) {
+      int m = snprintf(buf, sizeof buf, "capguard: the log %s is incomplete: %llu line%s could "
+                       "not be written\n", log_path, (unsigned long long)lost, lost == 1 ? "" : "s");
+      write_all(2, buf, (size_t)m, NULL);
+    }
     if (repeats_hidden) {
       int m = snprintf(buf, sizeof buf, "capguard: %llu repeated events were counted, not reprinted%s\n",
                        (unsigned long long)repeats_hidden, log_fd >= 0 ? " (all are in the log)" : "");
-      write_all(2, buf, (size_t)m);
+      write_all(2, buf, (size_t)m, NULL);
     }
   }
-  if (log_fd >= 0) {
-    n = cg_summary_format_json(s, buf, sizeof buf);
-    if (n < sizeof buf)
-      write_all(log_fd, buf, n);
+  if (log_fd < 0)
+    return;
+  /* Last line: "log_incomplete" added when lines were lost; tried even then
+   * (the disk may have room again), on a fresh line if a write was cut. */
+  char *at = buf;
+  if (lost && __atomic_load_n(&log_cut_mid_line, __ATOMIC_RELAXED))
+    *at++ = '\n';
+  n = cg_summary_format_json(s, at, sizeof buf - 32);
+  if (n >= sizeof buf - 32 || n < 2)
+    return;
+  if (lost) {
+    static const char flag[] = ",\"log_incomplete\":true}\n";
+    memcpy(at + n - 2, flag, sizeof flag); /* replaces the closing "}\n" */
+    n += sizeof flag - 1 - 2;
   }
+  n += (size_t)(at - buf);
+  if (lost)
+    write_all(log_fd, buf, n, NULL);
+  else
+    log_line(buf, n);
 }
 
 void cg_output_after_fork_child(void) {
@@ -227,5 +420,15 @@ void cg_output_after_fork_child(void) {
     free(s);
   }
   repeats_hidden = 0;
+  quiet_kind_said = 0;
+  lines_lost = 0;
   process_written = 0; /* a forked worker is a process of its own in the log */
+  /* With %p in CAPGUARD_LOG, each process writes a file of its own. */
+  if (log_fd >= 0 && cg_cfg.log_path && strstr(cg_cfg.log_path, "%p")) {
+    close(log_fd);
+    log_fd = -1;
+    log_failed = 0; /* a new file: whatever failed was the parent's */
+    log_cut_mid_line = 0;
+    open_log();
+  }
 }

@@ -1,15 +1,38 @@
 #include "cli.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Messages echo what they were given (an option's value, a path, a log's
+ * text): control characters become '?', so none can drive the terminal. */
+static void put_clean(FILE *f, const char *fmt, va_list ap) {
+  char *s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0)
+    return;
+  for (char *p = s; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      *p = '?';
+  fputs(s, f);
+  free(s);
+}
+
+const char *cg_printable(const char *s, char *buf, size_t cap) {
+  size_t n = 0;
+  for (; s && *s && n + 1 < cap; s++)
+    buf[n++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+  if (cap)
+    buf[n] = '\0';
+  return buf;
+}
 
 int cg_usage_error(const char *cmd, const char *usage, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "%s: ", cmd);
-  vfprintf(stderr, fmt, ap);
+  put_clean(stderr, fmt, ap);
   va_end(ap);
   if (usage)
     fprintf(stderr, "; usage: %s", usage);
@@ -21,7 +44,7 @@ void cg_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "%s: ", cmd);
-  vfprintf(stderr, fmt, ap);
+  put_clean(stderr, fmt, ap);
   va_end(ap);
   fputc('\n', stderr);
 }

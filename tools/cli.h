@@ -26,6 +26,10 @@ int cg_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 /* One line "capguard CMD: message" on stderr. */
 void cg_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* s with control characters replaced by '?', in buf (cut to fit): for echoing
+ * names (paths, commands) that could otherwise drive the terminal. */
+const char *cg_printable(const char *s, char *buf, size_t cap);
+
 /* Whether to colour output written to f: a terminal and NO_COLOR unset or empty. */
 bool cg_use_colour(FILE *f);
 

@@ -59,9 +59,14 @@ static const char usage_text[] =
 
 /* One line on stderr: "capguard prime: <what is wrong>; <what to do>" + tail. */
 static int say(int rc, const char *tail, const char *fmt, va_list ap) {
-  fputs("capguard prime: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputs(tail, stderr);
+  /* what is echoed (a file name, an argument) cannot drive the terminal */
+  char *line = NULL;
+  if (vasprintf(&line, fmt, ap) < 0)
+    line = NULL;
+  for (char *c = line; c && *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+  fprintf(stderr, "capguard prime: %s%s", line ? line : "(out of memory)", tail);
+  free(line);
   return rc;
 }
 
@@ -192,9 +197,15 @@ static int cmd_list(int argc, char **argv) {
   char path[PATH_MAX];
   int rc = pick_file(argc == 2 ? argv[1] : NULL, path, sizeof path);
   if (rc) return rc;
+  /* as verify: a file that is not there is named, not listed as empty */
+  if (!file_exists(path))
+    return fail("%s does not exist; check the name (capguard run prints the priming file it used)",
+                path);
   cg_prime_set *s;
   int damage = 0;
   if ((rc = load(path, &s, &damage))) return rc;
+  printf("%-12s  %-6s  %-6s  %10s  %6s  %-10s  %s\n", "hash", "kind", "arch", "bytes", "hits",
+         "last need", "kernels");
   for (size_t i = 0; i < cg_prime_count(s); i++) {
     const cg_prime_record *r = cg_prime_get(s, i);
     char hex[33], arch[16], when[32];
@@ -251,7 +262,7 @@ static int cmd_show(int argc, char **argv) {
 
 typedef struct {
   const char *path;
-  size_t ok, bad;
+  size_t ok, bad, images;
   bool show_progress;
   int last_pct;
 } verify_state;
@@ -260,6 +271,7 @@ static void verify_entry(void *ctx, const cg_prime_walk_entry *e) {
   verify_state *v = ctx;
   if (e->state == CG_PRIME_REC_OK) {
     v->ok++;
+    v->images += e->type == CG_PRIME_REC_IMAGE;
     return;
   }
   v->bad++;
@@ -291,7 +303,10 @@ static int cmd_verify(int argc, char **argv) {
   int r = cg_prime_verify(path, verify_entry, verify_progress, &v, warn_line, NULL);
   if (v.show_progress && v.last_pct >= 0) fputs("\r\033[K", stderr);
   if (r < 0) return fail("cannot verify %s; see the line above", path);
-  printf("%s: %zu records intact, %zu damaged\n", path, v.ok, v.bad);
+  /* records, not images: an image needed again gets a hit record of its own */
+  printf("%s: %zu records intact (%zu image%s, %zu hit update%s), %zu damaged\n", path, v.ok,
+         v.images, v.images == 1 ? "" : "s", v.ok - v.images, v.ok - v.images == 1 ? "" : "s",
+         v.bad);
   if (r > 0)
     fprintf(stderr, "capguard prime: %s is damaged; run 'capguard prime prune %s' to keep only "
                     "the intact records\n", path, path);
@@ -344,6 +359,13 @@ static int prune_select(void *ctx, const cg_prime_set *cur, bool *keep) {
   return 0;
 }
 
+static void count_entry(void *ctx, const cg_prime_walk_entry *e) {
+  verify_state *v = ctx;
+  if (e->state == CG_PRIME_REC_OK) v->ok++;
+  else v->bad++;
+}
+static void ignore_line(void *ctx, const char *line) { (void)ctx, (void)line; }
+
 static int cmd_prune(int argc, char **argv) {
   prune_state p = {0};
   const char *file = NULL;
@@ -384,10 +406,15 @@ static int cmd_prune(int argc, char **argv) {
     printf("%s: no priming file; nothing to prune\n", path);
     return EXIT_OK;
   }
+  /* Damaged records are dropped by the rewrite without reaching prune_select:
+   * count them first, so that what was dropped is said. */
+  verify_state v = {.path = path, .last_pct = -1};
+  if (cg_prime_verify(path, count_entry, NULL, &v, ignore_line, NULL) < 0) v.bad = 0;
   if (cg_prime_rewrite(path, prune_select, &p, NULL, 0, warn_line, NULL) != 0)
     return fail("%s not pruned (see above); it is unchanged", path);
-  printf("%s: kept %zu images (%llu bytes), dropped %zu\n", path, p.kept,
-         (unsigned long long)p.kept_bytes, p.dropped);
+  printf("%s: kept %zu images (%llu bytes), dropped %zu image%s and %zu damaged record%s\n", path,
+         p.kept, (unsigned long long)p.kept_bytes, p.dropped, p.dropped == 1 ? "" : "s", v.bad,
+         v.bad == 1 ? "" : "s");
   return EXIT_OK;
 }
 
@@ -396,15 +423,40 @@ static int cmd_prune(int argc, char **argv) {
 static int cmd_merge(int argc, char **argv) {
   if (argc < 3) return usage_error("merge takes OUT and at least one IN");
   if (reject_options(argc, argv)) return EXIT_USAGE;
-  size_t n = (size_t)argc - 2;
-  cg_prime_set **in = calloc(n, sizeof *in);
-  if (!in) return fail("out of memory");
-  int rc = EXIT_OK, damage = 0;
-  for (size_t i = 0; i < n && rc == EXIT_OK; i++) {
-    const char *p = argv[i + 2];
-    if (!file_exists(p)) rc = fail("%s does not exist; check the name", p);
-    else rc = load(p, &in[i], &damage);
+  size_t given = (size_t)argc - 2, n = 0;
+  cg_prime_set **in = calloc(given, sizeof *in);
+  struct stat *seen = calloc(given + 1, sizeof *seen);
+  if (!in || !seen) {
+    free(in);
+    free(seen);
+    return fail("out of memory");
   }
+  int rc = EXIT_OK, damage = 0;
+  /* Each file once: OUT's own records are already in OUT, and an IN named
+   * twice would have its hit counts added twice. */
+  bool out_there = stat(argv[1], &seen[0]) == 0;
+  size_t n_seen = out_there ? 1 : 0;
+  for (size_t i = 0; i < given && rc == EXIT_OK; i++) {
+    const char *p = argv[i + 2];
+    struct stat st;
+    if (!file_exists(p) || stat(p, &st) != 0) {
+      rc = fail("%s does not exist; check the name", p);
+      break;
+    }
+    bool dup = false;
+    for (size_t k = 0; k < n_seen && !dup; k++)
+      dup = seen[k].st_dev == st.st_dev && seen[k].st_ino == st.st_ino;
+    if (dup) {
+      fprintf(stderr, "capguard prime: %s is %s; merged once\n", p,
+              out_there && seen[0].st_dev == st.st_dev && seen[0].st_ino == st.st_ino
+                  ? "OUT itself, whose images are already there"
+                  : "named more than once");
+      continue;
+    }
+    seen[n_seen++] = st;
+    rc = load(p, &in[n++], &damage);
+  }
+  free(seen);
   if (rc == EXIT_OK) {
     if (cg_prime_rewrite(argv[1], NULL, NULL, (const cg_prime_set *const *)in, n, warn_line,
                          NULL) != 0) {
@@ -417,7 +469,7 @@ static int cmd_merge(int argc, char **argv) {
       }
     }
   }
-  for (size_t i = 0; i < n; i++) cg_prime_free(in[i]);
+  for (size_t i = 0; i < given; i++) cg_prime_free(in[i]);
   free(in);
   return rc == EXIT_OK && damage ? EXIT_FINDING : rc;
 }

@@ -20,6 +20,7 @@
 #include "capguard/prime_file.h"
 #include "cli.h"
 #include "log_reader.h"
+#include "report_analysis.h"
 
 /* Drivers before CUDA 12.3 refuse module loads during capture. */
 #define FIRST_DRIVER_ALLOWING_LOADS 12030
@@ -229,7 +230,7 @@ static size_t print_learned(const char *path, const loads_seen *before, size_t n
 /* ---- reading the run's log ---- */
 
 typedef struct {
-  size_t procs, loads, served, refused;
+  size_t procs, loads, served, refused; /* procs: processes that used CUDA */
   long long old_driver;                          /* a driver (or emulation) before 12.3, 0 if none */
   long long driver;                              /* the driver the processes saw */
   long long device_sm;                           /* the GPU's architecture, 0 if unknown */
@@ -237,9 +238,9 @@ typedef struct {
 
 static void read_facts(const cgl_log *log, run_facts *f) {
   memset(f, 0, sizeof *f);
-  f->procs = log->n_procs;
   for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
+    f->procs += pr->cuda; /* processes that only started the shim did not use the driver */
     long long v = pr->emulate_driver ? pr->emulate_driver : pr->driver_version;
     if (pr->driver_version)
       f->driver = pr->driver_version;
@@ -392,8 +393,8 @@ int cg_cmd_prime_check(int argc, char **argv) {
   size_t missing = f.loads - f.served;
   int out;
   if (!f.procs) {
-    printf("%s: FAIL: capguard saw no process of the command (a static or setuid program, or "
-           "LD_PRELOAD cleared?); nothing was checked: see capguard doctor\n", CHECK);
+    printf("%s: FAIL: no process of the command used CUDA under capguard (none that does, or a static "
+           "or setuid program, or LD_PRELOAD cleared?); nothing was checked: see capguard doctor\n", CHECK);
     out = CG_EXIT_FINDING;
   } else if (missing) {
     printf("%s: FAIL: %zu load%s during capture reached the driver; %s lacks %s:\n", CHECK, missing,
@@ -402,15 +403,9 @@ int cg_cmd_prime_check(int argc, char **argv) {
       const cgl_event *e = &l.evs[i];
       if (!e->event || strcmp(e->event, "module-load") || (e->verdict && !strcmp(e->verdict, "served")))
         continue;
-      char site[512], kernels[256] = "";
+      char site[512], kernels[256];
       cgl_event_site(e, site, sizeof site);
-      size_t used = 0, k;
-      json_t *n;
-      json_array_foreach(e->kernels, k, n) {
-        if (json_is_string(n) && used < sizeof kernels)
-          used += (size_t)snprintf(kernels + used, sizeof kernels - used, "%s%s", used ? ", " : "",
-                                   json_string_value(n));
-      }
+      cgr_kernel_list(e, 8, kernels, sizeof kernels);
       printf("  %s  %s %.12s  kernels: %s  at %s (pid %lld)\n", e->call ? e->call : "?",
              e->image_kind ? e->image_kind : "?", e->image_hash ? e->image_hash : "?",
              kernels[0] ? kernels : "-", site, l.procs[e->proc].pid);

@@ -8,31 +8,40 @@
 #include "commands.h"
 #include "report_render.h"
 
-static const char USAGE[] = "capguard report [--json] [--html FILE] [LOG...]";
+static const char USAGE[] =
+    "capguard report [--all] [--json] [--html FILE] [--trace FILE] [LOG...]";
 static const char ME[] = "capguard report";
 
 static void help(void) {
   printf("usage: %s\n\n"
          "Read capguard logs (JSON Lines; several processes and runs may share one file or be\n"
          "given as several files) and print the captures that broke, the first call that broke\n"
-         "each, the kernels and call sites involved (deduplicated, with counts), and what to do.\n\n"
-         "  LOG          a log file, or - for standard input (default: $CAPGUARD_LOG)\n"
-         "  --json       print the findings as one JSON document instead of text\n"
-         "  --html FILE  also write a self-contained HTML page with a timeline of captures\n"
-         "  -h, --help   show this help\n\n"
+         "each, the kernels and call sites involved (deduplicated, with counts), and what to do.\n"
+         "A run is one 'capguard run', else one top-level process and its descendants; when\n"
+         "the logs hold several runs, each is listed and the report is of the latest.\n\n"
+         "  LOG           a log file, or - for standard input (default: $CAPGUARD_LOG)\n"
+         "  --all         report on every run, not only the latest\n"
+         "  --json        print the findings as one JSON document instead of text\n"
+         "  --html FILE   also write a self-contained HTML page with a timeline of captures\n"
+         "  --trace FILE  also write a Chrome/Perfetto trace (JSON): a track per process and\n"
+         "                thread, captures as spans, calls during capture as instants\n"
+         "  -h, --help    show this help\n\n"
          "Unknown keys and lines of a newer log version are ignored; malformed lines are\n"
          "counted and reported in one line.\n"
-         "Exit status: 0 no broken capture, 1 a capture broke, 2 usage error or unreadable log.\n",
+         "Exit status: 0 no capture broke (in the runs reported), 1 a capture broke, 2 usage\n"
+         "error, unreadable log, or input that is not a capguard log.\n",
          USAGE);
 }
 
-static int write_html(const cgr_analysis *a, const char *path) {
+static int write_page(const cgr_analysis *a, const char *path, const char *option,
+                      int (*print)(FILE *, const cgr_analysis *)) {
   FILE *f = fopen(path, "w");
   if (!f) {
-    cg_error(ME, "cannot write '%s': %s; pick a writable path for --html", path, strerror(errno));
+    cg_error(ME, "cannot write '%s': %s; pick a writable path for %s", path, strerror(errno),
+             option);
     return -1;
   }
-  int rc = cgr_print_html(f, a);
+  int rc = print(f, a);
   if (fclose(f) != 0 || rc != 0) {
     cg_error(ME, "writing '%s' failed: %s", path, strerror(errno));
     return -1;
@@ -43,10 +52,12 @@ static int write_html(const cgr_analysis *a, const char *path) {
 int cg_cmd_report(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                        {"html", required_argument, NULL, 'H'},
+                                       {"trace", required_argument, NULL, 'T'},
+                                       {"all", no_argument, NULL, 'a'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  bool json = false;
-  const char *html = NULL;
+  bool json = false, all = false;
+  const char *html = NULL, *trace = NULL;
   int c;
   opterr = 0;
   optind = 1;
@@ -54,6 +65,8 @@ int cg_cmd_report(int argc, char **argv) {
     switch (c) {
     case 'j': json = true; break;
     case 'H': html = optarg; break;
+    case 'T': trace = optarg; break;
+    case 'a': all = true; break;
     case 'h': help(); return CG_EXIT_OK;
     case ':': return cg_usage_error(ME, USAGE, "%s needs a value", argv[optind - 1]);
     default: return cg_usage_error(ME, USAGE, "unknown option '%s'", argv[optind - 1]);
@@ -79,6 +92,15 @@ int cg_cmd_report(int argc, char **argv) {
     cgl_free(&log);
     return rc;
   }
+  /* A file with no capguard record is not an all-clear: it is the wrong input. */
+  if (!cgl_is_capguard_log(&log)) {
+    cg_error(ME, "not a capguard log: %s%s%s; capguard run prints where its log is",
+             log.lines ? "no capguard record in " : "nothing in ",
+             nfiles == 1 ? log.files[0] : "the given files",
+             log.malformed ? " (every line malformed)" : "");
+    cgl_free(&log);
+    return CG_EXIT_USAGE;
+  }
   /* One line each, on stderr, so stdout stays the report. */
   if (log.malformed)
     fprintf(stderr, "%s: %zu malformed line%s skipped (first: %s)\n", ME, log.malformed,
@@ -87,19 +109,30 @@ int cg_cmd_report(int argc, char **argv) {
     fprintf(stderr, "%s: %zu line%s of a newer log version ignored; a newer capguard reads them\n",
             ME, log.newer, log.newer == 1 ? "" : "s");
 
+  /* The latest run decides, unless every run is asked for. */
+  cgl_group_runs(&log);
+  cgl_log view;
+  bool one_run = !all && log.n_runs > 1;
+  if (one_run)
+    cgl_view(&log, log.n_runs - 1, &view);
   cgr_analysis a;
-  cgr_analyse(&log, &a);
+  cgr_analyse(one_run ? &view : &log, &a);
+  cgr_count_runs(&log, one_run ? log.n_runs - 1 : SIZE_MAX, &a);
   if (json) {
     if (cgr_print_json(stdout, &a) != 0)
       rc = CG_EXIT_USAGE;
   } else {
     cgr_print_text(stdout, &a, cg_palette_for(stdout));
   }
-  if (html && write_html(&a, html) != 0)
+  if (html && write_page(&a, html, "--html", cgr_print_html) != 0)
+    rc = CG_EXIT_USAGE;
+  if (trace && write_page(&a, trace, "--trace", cgr_print_trace) != 0)
     rc = CG_EXIT_USAGE;
   if (rc == CG_EXIT_OK && a.n_broken)
     rc = CG_EXIT_FINDING;
   cgr_free(&a);
+  if (one_run)
+    cgl_free(&view);
   cgl_free(&log);
   if (fflush(stdout) != 0 && rc == CG_EXIT_OK)
     rc = CG_EXIT_USAGE;

@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -20,7 +22,7 @@
 static const char ME[] = "capguard run";
 static const char USAGE[] =
     "capguard run [--mode guard|report|off] [--log FILE] [--prime FILE] "
-    "[--emulate-driver VERSION] [--rescue] [--quiet] -- CMD [ARGS...]";
+    "[--emulate-driver VERSION] [--rescue] [--quiet] [--error-exitcode N] -- CMD [ARGS...]";
 
 static void help(void) {
   printf("usage: %s\n\n"
@@ -30,24 +32,33 @@ static void help(void) {
          "status (128+N if it died of signal N) and then prints a short summary on stderr.\n\n"
          "  --mode MODE            guard (default): prime, defer, record; report: only log;\n"
          "                         off: do nothing                  (CAPGUARD_MODE)\n"
-         "  --log FILE             append the JSON Lines log to FILE (CAPGUARD_LOG);\n"
-         "                         default: a new temporary file, named in the summary\n"
+         "  --log FILE             append the JSON Lines log to FILE (CAPGUARD_LOG); %%p in\n"
+         "                         FILE becomes each process's pid (a file per process);\n"
+         "                         default: a new temporary file, named in the summary and\n"
+         "                         removed when nothing was logged\n"
          "  --prime FILE           priming file to read and record into (CAPGUARD_PRIME)\n"
          "  --emulate-driver VER   behave like driver VER, e.g. 12020, which refuses module\n"
          "                         loads during capture        (CAPGUARD_EMULATE_DRIVER)\n"
          "  --rescue               make a refused call in relaxed mode (CAPGUARD_RESCUE=1)\n"
-         "  -q, --quiet            no summary at the end\n"
+         "  -q, --quiet            no per-event reports on stderr, only warnings and the\n"
+         "                         summary at the end; the log keeps every event\n"
+         "                         (CAPGUARD_QUIET=1)\n"
+         "  --error-exitcode N     exit N (1-255) when a capture broke, whatever CMD's status\n"
          "  -h, --help             show this help\n\n"
          "Environment: CAPGUARD_SHIM=/path/to/" CG_SHIM_NAME " overrides where the shim is\n"
-         "found. An existing LD_PRELOAD is kept (the shim goes first).\n"
-         "Exit status: CMD's; 125 if capguard could not start it, 126 not executable,\n"
-         "127 not found, 2 usage error.\n",
+         "found. An existing LD_PRELOAD is kept (the shim goes first). CAPGUARD_PRIME_MAX caps\n"
+         "the priming file's size (e.g. 256M). CAPGUARD_SUMMARY=1 makes each process print its\n"
+         "own exit line too (capguard run sets it to 0: it summarises the run itself).\n"
+         "Exit status: CMD's (128+N if it died of signal N), or N of --error-exitcode when a\n"
+         "capture broke; 125 if capguard could not start it, 126 not executable, 127 not\n"
+         "found, 2 usage error.\n",
          USAGE);
 }
 
 typedef struct {
   const char *mode, *log, *prime, *emulate;
   bool rescue, quiet;
+  int error_exitcode; /* 0: off */
 } run_opts;
 
 /* "12020": a CUDA driver version as cuDriverGetVersion reports it. */
@@ -65,6 +76,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
                                        {"emulate-driver", required_argument, NULL, 'e'},
                                        {"rescue", no_argument, NULL, 'r'},
                                        {"quiet", no_argument, NULL, 'q'},
+                                       {"error-exitcode", required_argument, NULL, 'x'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
@@ -89,6 +101,16 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
       break;
     case 'r': o->rescue = true; break;
     case 'q': o->quiet = true; break;
+    case 'x': {
+      char *end;
+      errno = 0;
+      long v = strtol(optarg, &end, 10);
+      if (errno || end == optarg || *end || v < 1 || v > 255)
+        return cg_usage_error(ME, USAGE, "--error-exitcode needs a status from 1 to 255, not '%s'",
+                              optarg);
+      o->error_exitcode = (int)v;
+      break;
+    }
     case 'h': help(); return -1;
     case ':': return cg_usage_error(ME, USAGE, "%s needs a value", argv[optind - 1]);
     default: return cg_usage_error(ME, USAGE, "unknown option '%s'", argv[optind - 1]);
@@ -112,7 +134,7 @@ static const char *absolute(const char *path, char *buf, size_t cap) {
   return buf;
 }
 
-static int setup_env(const run_opts *o, const char *shim, const char *log) {
+static int setup_env(const run_opts *o, const char *shim, const char *log, const char *run_id) {
   const char *old = getenv("LD_PRELOAD");
   char *preload = NULL;
   /* Keep what was there; the shim goes first, and only once (nested runs). */
@@ -132,6 +154,11 @@ static int setup_env(const run_opts *o, const char *shim, const char *log) {
   /* capguard run summarises every process of the run at the end, so each
    * process's own exit line would only repeat it (the user may still ask). */
   rc |= setenv("CAPGUARD_SUMMARY", "0", 0);
+  /* Names this run's processes in the log, so that its summary (and capguard
+   * report) tells this run from others appended to the same log. */
+  rc |= setenv("CAPGUARD_RUN", run_id, 1);
+  if (o->quiet)
+    rc |= setenv("CAPGUARD_QUIET", "1", 1);
   if (o->mode)
     rc |= setenv("CAPGUARD_MODE", o->mode, 1);
   if (o->prime)
@@ -155,6 +182,60 @@ static int temp_log(char *buf, size_t cap) {
     return -1;
   close(fd);
   return 0;
+}
+
+/* The log files of a run: the log itself, or with %p in its name, every file
+ * the pattern names (one per process). */
+typedef struct {
+  cg_run_log_file *f;
+  size_t n;
+} log_files;
+
+static void free_logs(log_files *l) {
+  for (size_t i = 0; i < l->n; i++)
+    free((char *)l->f[i].path);
+  free(l->f);
+  l->f = NULL;
+  l->n = 0;
+}
+
+static void add_log(log_files *l, const char *path) {
+  cg_run_log_file *f = realloc(l->f, (l->n + 1) * sizeof *f);
+  char *copy = strdup(path);
+  if (!f || !copy) {
+    free(copy);
+    if (f)
+      l->f = f;
+    return;
+  }
+  l->f = f;
+  struct stat st;
+  f[l->n].path = copy;
+  f[l->n++].offset = stat(path, &st) == 0 ? (long long)st.st_size : 0;
+}
+
+static void list_logs(const char *log, log_files *out) {
+  if (!strstr(log, "%p")) {
+    add_log(out, log);
+    return;
+  }
+  char pattern[PATH_MAX];
+  size_t n = 0;
+  for (const char *p = log; *p && n + 2 < sizeof pattern; p++) {
+    if (p[0] == '%' && (p[1] == 'p' || p[1] == '%')) {
+      pattern[n++] = p[1] == 'p' ? '*' : '%';
+      p++;
+    } else {
+      pattern[n++] = *p;
+    }
+  }
+  pattern[n] = '\0';
+  glob_t g;
+  if (glob(pattern, 0, NULL, &g) == 0) {
+    for (size_t i = 0; i < g.gl_pathc; i++)
+      add_log(out, g.gl_pathv[i]);
+    globfree(&g);
+  }
 }
 
 static volatile sig_atomic_t child_pid;
@@ -270,11 +351,13 @@ int cg_cmd_run(int argc, char **argv) {
     temporary = true;
   }
   log = absolute(log, logbuf, sizeof logbuf);
-  /* Summarise only what this run appends. */
-  struct stat st;
-  long long offset = stat(log, &st) == 0 ? (long long)st.st_size : 0;
+  /* Summarise only what this run appends: each log file's size before it. */
+  log_files before = {0}, after = {0};
+  list_logs(log, &before);
 
-  if (setup_env(&o, shim, log) != 0) {
+  char run_id[64];
+  snprintf(run_id, sizeof run_id, "%d-%llx", (int)getpid(), (unsigned long long)time(NULL));
+  if (setup_env(&o, shim, log, run_id) != 0) {
     cg_error(ME, "cannot set the environment: %s", strerror(errno));
     return CG_EXIT_RUN_FAILED;
   }
@@ -283,11 +366,24 @@ int cg_cmd_run(int argc, char **argv) {
   if (!started) {
     if (temporary)
       unlink(log);
+    free_logs(&before);
     return status;
   }
-  if (!o.quiet) {
-    const char *mode = o.mode ? o.mode : getenv("CAPGUARD_MODE");
-    cg_run_summary(stderr, log, offset, temporary, mode);
+  list_logs(log, &after);
+  /* what a file held before the run is not this run's; a new file is all this run's */
+  for (size_t i = 0; i < after.n; i++) {
+    after.f[i].offset = 0;
+    for (size_t j = 0; j < before.n; j++)
+      if (!strcmp(after.f[i].path, before.f[j].path))
+        after.f[i].offset = before.f[j].offset;
   }
+  const char *mode = o.mode ? o.mode : getenv("CAPGUARD_MODE");
+  cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id};
+  cg_run_outcome res;
+  cg_run_summary(stderr, &logs, &res);
+  free_logs(&before);
+  free_logs(&after);
+  if (o.error_exitcode && res.broken)
+    return o.error_exitcode;
   return status;
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing capguard needs, from Debian's packages.
 # Used by .ci/run and by the demo; does nothing when everything is there.
+# g++: libstdc++ for __cxa_demangle, libdw-dev: elfutils for file:line (the
+# capguard command shows native frames demangled, with their source line).
 set -euo pipefail
-packages=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev check uthash-dev libxxhash-dev
+packages=(meson ninja-build pkg-config gcc g++ libdw-dev clang libclang-rt-14-dev check uthash-dev libxxhash-dev
           libjansson-dev binutils python3)
 [ "${1:-}" = "--with-chromium" ] && packages+=(chromium)
 missing=()

@@ -1,23 +1,25 @@
 #include "log_reader.h"
 
 #include <errno.h>
-#include <limits.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Growth of the model's arrays; a log too large for memory ends the program
- * with one line rather than a crash. */
+#include "frame_source.h"
+#include "log_pool.h"
+#include "log_site.h"
+
+enum { BY_PID = 0, BY_CAPTURE = 1 };
+
+/* Growth of the model's arrays by half again: amortised constant per line,
+ * and at most a third of the array unused (a million captures are 100 MB). */
 static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap)
     return p;
-  size_t n = *cap ? *cap * 2 : 16;
+  size_t n = *cap ? *cap + *cap / 2 : 16;
   while (n < need)
-    n *= 2;
-  void *q = realloc(p, n * elem);
-  if (!q) {
-    fputs("capguard: out of memory reading the log\n", stderr);
-    exit(2);
-  }
+    n += n / 2;
+  void *q = cgl_xrealloc(p, n * elem);
   memset((char *)q + *cap * elem, 0, (n - *cap) * elem);
   *cap = n;
   return q;
@@ -25,24 +27,31 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
 
 void cgl_init(cgl_log *log) {
   memset(log, 0, sizeof *log);
-  log->roots = json_array();
+  log->pool = cgl_pool_new();
+  log->index = cgl_index_new();
 }
 
 void cgl_free(cgl_log *log) {
-  for (size_t i = 0; i < log->n_files; i++)
-    free((char *)log->files[i]);
-  free(log->files);
+  if (!log->is_view) {
+    for (size_t i = 0; i < log->n_files; i++)
+      free((char *)log->files[i]);
+    free(log->files);
+    cgl_pool_free(log->pool);
+    cgl_frame_source_reset();
+  }
+  cgl_index_free(log->index);
   free(log->procs);
   free(log->caps);
   free(log->evs);
-  json_decref(log->roots);
+  free(log->runs);
   memset(log, 0, sizeof *log);
 }
 
 /* Field accessors that tolerate absent or mistyped keys (readers ignore what they do not know). */
-static const char *str(json_t *o, const char *k) {
+static const char *str(cgl_log *log, json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
-  return json_is_string(v) ? json_string_value(v) : NULL;
+  return json_is_string(v) ? cgl_intern(log->pool, json_string_value(v), json_string_length(v))
+                           : NULL;
 }
 static long long num(json_t *o, const char *k, long long dflt) {
   json_t *v = json_object_get(o, k);
@@ -53,87 +62,103 @@ static json_t *arr(json_t *o, const char *k) {
   return json_is_array(v) ? v : NULL;
 }
 
-/* Text from a log reaches terminals and one-line reports: control characters
- * (escape sequences, newlines) become '?', in place, everywhere in the line. */
-static void sanitize(json_t *v) {
-  if (json_is_string(v)) {
-    const char *t = json_string_value(v);
-    size_t n = json_string_length(v);
-    bool bad = false;
-    for (size_t i = 0; i < n && !bad; i++)
-      bad = (unsigned char)t[i] < 0x20 || t[i] == 0x7f;
-    if (!bad)
-      return;
-    char *c = malloc(n + 1);
-    if (!c)
-      return;
-    for (size_t i = 0; i < n; i++)
-      c[i] = (unsigned char)t[i] < 0x20 || t[i] == 0x7f ? '?' : t[i];
-    c[n] = '\0';
-    json_string_setn(v, c, n);
-    free(c);
-  } else if (json_is_array(v)) {
-    size_t i;
-    json_t *e;
-    json_array_foreach(v, i, e) sanitize(e);
-  } else if (json_is_object(v)) {
-    const char *k;
-    json_t *e;
-    json_object_foreach(v, k, e) sanitize(e);
-  }
-}
-
 static void malformed(cgl_log *log, size_t file, long long lineno, const char *why) {
   if (log->malformed++ == 0)
     snprintf(log->first_malformed, sizeof log->first_malformed, "%s:%lld: %s", log->files[file],
              lineno, why);
 }
 
-/* The process a line belongs to: the latest one of that pid in the same file
- * (a pid reused by a later run writes a new "process" line first). */
-static size_t proc_for(cgl_log *log, size_t file, long long pid, bool fresh) {
-  if (!fresh)
-    for (size_t i = log->n_procs; i-- > 0;)
-      if (log->procs[i].file == file && log->procs[i].pid == pid)
-        return i;
+/* A process's span, clamped to 2^62 ns (year 2116): what is added to it later
+ * (a second of slack) cannot overflow, whatever a log says. */
+static void seen_at(cgl_process *p, long long t) {
+  if (t <= 0)
+    return;
+  if (t > 1LL << 62)
+    t = 1LL << 62;
+  if (!p->first_ns || t < p->first_ns)
+    p->first_ns = t;
+  if (t > p->last_ns)
+    p->last_ns = t;
+}
+
+static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   log->procs = grow(log->procs, &log->cap_procs, log->n_procs + 1, sizeof *log->procs);
   cgl_process *p = &log->procs[log->n_procs];
   p->file = file;
   p->pid = pid;
+  p->cuda = true;
+  cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs);
   return log->n_procs++;
 }
 
+/* The process a line belongs to: the latest one of that pid in the same file
+ * (a pid reused by a later run writes a new "process" line first). */
+static size_t proc_for(cgl_log *log, size_t file, long long pid) {
+  long i = cgl_index_get(log->index, BY_PID, (long long)file, pid);
+  return i >= 0 ? (size_t)i : new_proc(log, file, pid);
+}
+
 static size_t capture_for(cgl_log *log, size_t proc, long long id) {
-  for (size_t i = log->n_caps; i-- > 0;)
-    if (log->caps[i].proc == proc && log->caps[i].id == id)
-      return i;
+  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
+  if (i >= 0)
+    return (size_t)i;
   log->caps = grow(log->caps, &log->cap_caps, log->n_caps + 1, sizeof *log->caps);
   cgl_capture *c = &log->caps[log->n_caps];
   c->proc = proc;
   c->id = id;
+  c->first_break = -1;
+  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_caps);
   return log->n_caps++;
 }
 
-static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
-  /* A second "process" line for a pid already seen means a new process reused it. */
-  size_t existing = proc_for(log, file, pid, false);
-  bool fresh = log->procs[existing].seen_process;
-  size_t i = fresh ? proc_for(log, file, pid, true) : existing;
-  cgl_process *p = &log->procs[i];
-  p->seen_process = true;
+/* What "start" and "process" records both say about a process. */
+static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
   p->ppid = num(o, "ppid", 0);
-  p->mode = str(o, "mode");
-  p->version = str(o, "version");
-  p->driver_version = num(o, "driver_version", 0);
-  p->emulate_driver = num(o, "emulate_driver", 0);
+  p->mode = str(log, o, "mode");
+  p->version = str(log, o, "version");
+  p->run = str(log, o, "run");
+  p->prime = str(log, o, "prime");
   p->time_ns = num(o, "time_ns", 0);
+  seen_at(p, p->time_ns);
   json_t *argv = arr(o, "argv"), *w;
   size_t k;
   p->argc = 0;
   json_array_foreach(argv, k, w) {
     if (p->argc < sizeof p->argv / sizeof p->argv[0] && json_is_string(w))
-      p->argv[p->argc++] = json_string_value(w);
+      p->argv[p->argc++] = cgl_intern(log->pool, json_string_value(w), json_string_length(w));
   }
+}
+
+/* A line of a pid already seen is another process (the pid was reused) when
+ * that one exited, or belongs to another capguard run. */
+static bool reused(cgl_log *log, const cgl_process *p, json_t *o) {
+  const char *run = str(log, o, "run");
+  return p->has_summary || (p->run && run && p->run != run);
+}
+
+/* "start": the shim started in this process; it has not used CUDA (yet). */
+static void read_start(cgl_log *log, size_t file, long long pid, json_t *o) {
+  size_t i = proc_for(log, file, pid);
+  if (reused(log, &log->procs[i], o) || log->procs[i].seen_process)
+    i = new_proc(log, file, pid);
+  cgl_process *p = &log->procs[i];
+  /* a second start of one pid: it exec'd another program; the latest names it */
+  p->seen_start = true;
+  p->cuda = false;
+  read_identity(log, p, o);
+}
+
+static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
+  /* A second "process" line for a pid already seen means a new process reused it. */
+  size_t i = proc_for(log, file, pid);
+  if (log->procs[i].seen_process || reused(log, &log->procs[i], o))
+    i = new_proc(log, file, pid);
+  cgl_process *p = &log->procs[i];
+  p->seen_process = true;
+  p->cuda = true;
+  read_identity(log, p, o);
+  p->driver_version = num(o, "driver_version", 0);
+  p->emulate_driver = num(o, "emulate_driver", 0);
 }
 
 static void read_capture(cgl_log *log, size_t proc, json_t *o) {
@@ -141,66 +166,101 @@ static void read_capture(cgl_log *log, size_t proc, json_t *o) {
   size_t ci = capture_for(log, proc, num(o, "id", 0));
   cgl_capture *c = &log->caps[ci];
   c->ended_line = true;
-  c->stream = str(o, "stream");
-  c->mode = str(o, "mode");
-  c->status = str(o, "status");
-  c->began = str(o, "began");
+  c->stream = str(log, o, "stream");
+  c->mode = str(log, o, "mode");
+  c->status = str(log, o, "status");
+  c->began = str(log, o, "began");
   c->tid = num(o, "tid", 0);
-  c->begin_ns = num(o, "begin_ns", 0);
+  long long b = num(o, "begin_ns", 0);
+  if (b > 0 || !c->begin_ns)
+    c->begin_ns = b;
   c->end_ns = num(o, "end_ns", 0);
   c->events = num(o, "events", 0);
+  seen_at(&log->procs[proc], c->begin_ns);
+  seen_at(&log->procs[proc], c->end_ns);
+}
+
+/* Earlier time first; the order read breaks ties (lines of one process are in order). */
+static bool before(const cgl_event *x, const cgl_event *y) {
+  if (x->time_ns != y->time_ns)
+    return x->time_ns < y->time_ns;
+  return x->seq < y->seq;
+}
+
+static const cgl_strs *kernel_list(cgl_log *log, json_t *names) {
+  const char *small[64];
+  size_t n = json_array_size(names), k = 0, i;
+  const char **v = n <= 64 ? small : cgl_xrealloc(NULL, n * sizeof *v);
+  json_t *w;
+  json_array_foreach(names, i, w) {
+    if (json_is_string(w))
+      v[k++] = cgl_intern(log->pool, json_string_value(w), json_string_length(w));
+  }
+  const cgl_strs *l = cgl_intern_list(log->pool, v, k);
+  if (v != small)
+    free(v);
+  return l;
 }
 
 static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc, json_t *o) {
   log->evs = grow(log->evs, &log->cap_evs, log->n_evs + 1, sizeof *log->evs);
-  cgl_event *e = &log->evs[log->n_evs];
+  size_t ei = log->n_evs++;
+  cgl_event *e = &log->evs[ei];
   e->proc = proc;
-  e->seq = log->n_evs++;
+  e->seq = ei;
   e->time_ns = num(o, "time_ns", 0);
-  e->event = str(o, "event");
-  e->call = str(o, "call");
-  e->verdict = str(o, "verdict");
-  e->thread_mode = str(o, "thread_mode");
-  e->module = str(o, "module");
+  e->event = str(log, o, "event");
+  e->call = str(log, o, "call");
+  e->verdict = str(log, o, "verdict");
+  e->thread_mode = str(log, o, "thread_mode");
   e->result = num(o, "result", 0);
   e->driver_result = num(o, "driver_result", -1);
   e->driver_version = num(o, "driver_version", 0);
   e->emulate_driver = num(o, "emulate_driver", 0);
   e->tid = num(o, "tid", 0);
-  e->native = arr(o, "native_stack");
-  e->python = arr(o, "python_stack");
   json_t *img = json_object_get(o, "image");
+  e->kernels = kernel_list(log, json_is_object(img) ? arr(img, "kernels") : NULL);
   if (json_is_object(img)) {
-    e->image_kind = str(img, "kind");
-    e->image_hash = str(img, "hash");
-    e->kernels = arr(img, "kernels");
+    e->image_kind = str(log, img, "kind");
+    e->image_hash = str(log, img, "hash");
+    e->image_sm = num(img, "sm", 0);
     e->kernels_truncated = json_is_true(json_object_get(img, "kernels_truncated"));
   }
+  char where[512];
+  const cgl_process *pr = &log->procs[proc];
+  cgl_site_from_stacks(arr(o, "python_stack"), arr(o, "native_stack"),
+                       pr->argc ? pr->argv[0] : NULL, where, sizeof where);
+  e->site = cgl_intern(log->pool, where, strlen(where));
+  cgl_python_top(arr(o, "python_stack"), where, sizeof where);
+  e->python_top = where[0] ? cgl_intern(log->pool, where, strlen(where)) : NULL;
   e->src_file = log->files[file];
   e->src_line = lineno;
+  seen_at(&log->procs[proc], e->time_ns);
   /* The capture it names; known from the event alone if its "capture" line never came
    * (the process was killed with the capture open). */
   json_t *cap = json_object_get(o, "capture");
   long long id = json_is_object(cap) ? num(cap, "id", 0) : 0;
   size_t ci = capture_for(log, proc, id);
-  e = &log->evs[e->seq];
   e->capture = ci;
   cgl_capture *c = &log->caps[ci];
   if (!c->ended_line && json_is_object(cap)) {
-    c->stream = str(cap, "stream");
-    c->mode = str(cap, "mode");
-    c->status = str(cap, "status");
-    c->began = str(cap, "began");
+    c->stream = str(log, cap, "stream");
+    c->mode = str(log, cap, "mode");
+    c->status = str(log, cap, "status");
+    c->began = str(log, cap, "began");
     c->tid = num(cap, "tid", 0);
     if (!c->begin_ns || (e->time_ns && e->time_ns < c->begin_ns))
       c->begin_ns = e->time_ns;
     c->events++;
   }
+  if (cgl_verdict_breaks(e->verdict) && (c->first_break < 0 || before(e, &log->evs[c->first_break])))
+    c->first_break = (long)ei;
 }
 
 static void read_summary(cgl_log *log, size_t proc, json_t *o) {
   cgl_process *p = &log->procs[proc];
   p->has_summary = true;
+  p->log_incomplete = json_is_true(json_object_get(o, "log_incomplete"));
   p->captures = num(o, "captures", 0);
   p->captures_broken = num(o, "captures_broken", 0);
   p->primed_loaded = num(o, "primed_loaded", 0);
@@ -210,9 +270,7 @@ static void read_summary(cgl_log *log, size_t proc, json_t *o) {
   p->primed_skipped_arch = num(o, "primed_skipped_arch", 0);
   p->skipped_sm = num(o, "skipped_sm", 0);
   p->device_sm = num(o, "device_sm", 0);
-  json_t *ev = json_object_get(o, "events"), *vd = json_object_get(o, "verdicts");
-  p->events_by_kind = json_is_object(ev) ? ev : NULL;
-  p->verdicts = json_is_object(vd) ? vd : NULL;
+  seen_at(p, num(o, "time_ns", 0));
 }
 
 void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long long lineno) {
@@ -237,9 +295,9 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
     malformed(log, file, lineno, "not a JSON object");
     return;
   }
-  json_t *v = json_object_get(o, "v");
-  const char *type = str(o, "type");
-  json_t *pid = json_object_get(o, "pid");
+  json_t *v = json_object_get(o, "v"), *pid = json_object_get(o, "pid");
+  json_t *type_v = json_object_get(o, "type");
+  const char *type = json_is_string(type_v) ? json_string_value(type_v) : NULL;
   if (!json_is_integer(v) || json_integer_value(v) < 1 || !type || !json_is_integer(pid)) {
     json_decref(o);
     malformed(log, file, lineno, "missing \"v\", \"type\" or \"pid\"");
@@ -251,37 +309,36 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
     return;
   }
   bool known = !strcmp(type, "process") || !strcmp(type, "event") || !strcmp(type, "capture") ||
-               !strcmp(type, "summary");
+               !strcmp(type, "summary") || !strcmp(type, "start");
   if (!known) {
     json_decref(o);
     log->unknown++;
     return;
   }
-  sanitize(o);
-  json_array_append_new(log->roots, o); /* keeps the borrowed strings alive */
+  log->records++;
   long long p = (long long)json_integer_value(pid);
   if (!strcmp(type, "process")) {
     read_process(log, file, p, o);
-    return;
+  } else if (!strcmp(type, "start")) {
+    read_start(log, file, p, o);
+  } else {
+    size_t proc = proc_for(log, file, p);
+    if (!strcmp(type, "event"))
+      read_event(log, file, lineno, proc, o);
+    else if (!strcmp(type, "capture"))
+      read_capture(log, proc, o);
+    else
+      read_summary(log, proc, o);
   }
-  size_t proc = proc_for(log, file, p, false);
-  if (!strcmp(type, "event"))
-    read_event(log, file, lineno, proc, o);
-  else if (!strcmp(type, "capture"))
-    read_capture(log, proc, o);
-  else
-    read_summary(log, proc, o);
+  json_decref(o); /* what the report needs was copied out */
 }
 
 static size_t add_file(cgl_log *log, const char *name) {
-  const char **f = realloc(log->files, (log->n_files + 1) * sizeof *f);
+  log->files = cgl_xrealloc(log->files, (log->n_files + 1) * sizeof *log->files);
   char *copy = strdup(name);
-  if (!f || !copy) {
-    fputs("capguard: out of memory reading the log\n", stderr);
-    exit(2);
-  }
-  log->files = f;
-  f[log->n_files] = copy;
+  if (!copy)
+    copy = cgl_xrealloc(NULL, 0); /* exits */
+  log->files[log->n_files] = copy;
   return log->n_files++;
 }
 
@@ -332,6 +389,8 @@ int cgl_read_file(cgl_log *log, const char *path, long long offset) {
   return rc;
 }
 
+bool cgl_is_capguard_log(const cgl_log *log) { return log->records + log->newer > 0; }
+
 bool cgl_verdict_breaks(const char *verdict) {
   return verdict && (!strcmp(verdict, "refused") || !strcmp(verdict, "emulated"));
 }
@@ -340,76 +399,9 @@ bool cgl_capture_broken(const cgl_log *log, size_t capture) {
   const cgl_capture *c = &log->caps[capture];
   if (c->status && (!strcmp(c->status, "failed") || !strcmp(c->status, "invalidated")))
     return true;
-  for (size_t i = 0; i < log->n_evs; i++)
-    if (log->evs[i].capture == capture && cgl_verdict_breaks(log->evs[i].verdict))
-      return true;
-  return false;
-}
-
-/* Frames of capguard itself and of the driver say nothing about who made the call. */
-static bool uninteresting_native(const char *frame) {
-  return strstr(frame, "libcapguard") || strstr(frame, "libcuda.so");
-}
-
-/* A native frame without its trailing absolute address: "app(main+0x343) [0x5579b1f04453]"
- * becomes "app(main+0x343)". The address differs between processes (ASLR), the
- * symbol or module offset before it does not: sites are compared and shown this way. */
-static void frame_without_address(const char *frame, char *buf, size_t cap) {
-  size_t n = strlen(frame);
-  if (n >= 5 && frame[n - 1] == ']') {
-    size_t open = n - 1;
-    while (open > 0 && frame[open - 1] != '[')
-      open--;
-    bool hex = open >= 2 && frame[open - 2] == ' ' && n - open >= 4 && frame[open] == '0' &&
-               frame[open + 1] == 'x';
-    for (size_t i = open + 2; hex && i < n - 1; i++)
-      hex = strchr("0123456789abcdefABCDEF", frame[i]) != NULL;
-    if (hex)
-      n = open - 2;
-  }
-  snprintf(buf, cap, "%.*s", (int)(n < (size_t)INT_MAX ? n : (size_t)INT_MAX), frame);
-}
-
-/* Frames inside the JIT and framework machinery that makes the driver call
- * (Triton's launcher, torch's compile and graph code) are the same for every
- * kernel; the frame a person can act on is the first one outside them. */
-static bool machinery_frame(const char *file) {
-  static const char *const dirs[] = {"/triton/", "/torch/"};
-  for (size_t i = 0; file && i < sizeof dirs / sizeof dirs[0]; i++)
-    if (strstr(file, dirs[i]))
-      return true;
-  return false;
+  return c->first_break >= 0;
 }
 
 void cgl_event_site(const cgl_event *e, char *buf, size_t cap) {
-  size_t k;
-  json_t *fr = json_array_get(e->python, 0), *f;
-  json_array_foreach(e->python, k, f) {
-    if (json_is_object(f) && !machinery_frame(str(f, "file"))) {
-      fr = f;
-      break;
-    }
-  }
-  if (json_is_object(fr)) {
-    const char *file = str(fr, "file"), *func = str(fr, "func");
-    snprintf(buf, cap, "%s:%lld in %s", file ? file : "?", num(fr, "line", 0), func ? func : "?");
-    return;
-  }
-  size_t i;
-  json_t *n;
-  const char *fallback = NULL;
-  json_array_foreach(e->native, i, n) {
-    if (!json_is_string(n))
-      continue;
-    if (!fallback)
-      fallback = json_string_value(n);
-    if (!uninteresting_native(json_string_value(n))) {
-      frame_without_address(json_string_value(n), buf, cap);
-      return;
-    }
-  }
-  if (fallback)
-    frame_without_address(fallback, buf, cap);
-  else
-    snprintf(buf, cap, "(no stack)");
+  snprintf(buf, cap, "%s", e->site ? e->site : "(no stack)");
 }

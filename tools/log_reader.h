@@ -1,29 +1,43 @@
 /* Reader of capguard's JSON Lines logs (docs/log-format.md) into one model
  * that spans several files (several runs) and processes. Tolerant by design:
  * unknown keys and unknown "type"s are ignored, lines with a newer "v" are
- * skipped and counted, malformed lines are counted, never fatal. */
+ * skipped and counted, malformed lines are counted, never fatal.
+ *
+ * Linear in the log's size, in time and memory: each line is parsed, the
+ * fields the report uses are copied out (strings interned once, control
+ * characters replaced), and the parsed line is freed; processes and captures
+ * are found through hash tables, not searched. */
 #ifndef CAPGUARD_LOG_READER_H
 #define CAPGUARD_LOG_READER_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #define CGL_VERSION 1 /* newest log version understood */
 
+/* An interned list of strings (an event's kernel names); shared by every event
+ * that loaded the same kernels. */
+typedef struct {
+  const char **v;
+  size_t n;
+} cgl_strs;
+
 typedef struct {
   size_t file;          /* index into cgl_log.files */
   long long pid, ppid;
   bool seen_process;    /* a "process" line was read (else only its other lines) */
-  const char *mode, *version;
+  bool seen_start;      /* a "start" line was read: the shim started in it */
+  bool cuda;            /* it used the driver (false: a "start" line and no "process" line) */
+  const char *mode, *version, *run, *prime; /* run: capguard run's id; prime: the priming file */
   long long driver_version, emulate_driver, time_ns;
+  long long first_ns, last_ns; /* span of everything it logged */
   const char *argv[16];
   size_t argc;
-  bool has_summary;
+  bool has_summary, log_incomplete;
   long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
   long long primed_skipped_arch, skipped_sm, device_sm;
-  json_t *events_by_kind, *verdicts; /* summary objects, borrowed; may be NULL */
+  size_t run_index;     /* set by cgl_group_runs */
 } cgl_process;
 
 typedef struct {
@@ -31,21 +45,32 @@ typedef struct {
   long long id, tid, begin_ns, end_ns, events;
   const char *stream, *mode, *status, *began;
   bool ended_line;      /* a "capture" line was read (else known from events only) */
+  long first_break;     /* index into cgl_log.evs of the earliest breaking call, -1 if none */
 } cgl_capture;
 
 typedef struct {
   size_t proc, capture; /* capture: index into cgl_log.caps */
   size_t seq;           /* order read, breaks time ties */
   long long time_ns, result, driver_result, driver_version, emulate_driver, tid;
-  const char *event, *call, *verdict, *thread_mode, *module;
+  const char *event, *call, *verdict, *thread_mode;
   const char *image_kind, *image_hash;
-  /* borrowed JSON arrays (NULL when absent or not an array): strings, strings,
-   * {"file","line","func"} objects; innermost first */
-  json_t *kernels, *native, *python;
+  long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
+  const cgl_strs *kernels; /* never NULL: an empty list when none */
   bool kernels_truncated;
+  const char *site;     /* see cgl_event_site */
+  const char *python_top; /* innermost Python frame "file:line in func", NULL if none */
   const char *src_file;
   long long src_line;
 } cgl_event;
+
+typedef struct {
+  size_t first_proc;    /* the run's top-level process (earliest) */
+  size_t n_procs;
+  long long first_ns, last_ns;
+} cgl_run;
+
+struct cgl_pool;
+struct cgl_index;
 
 typedef struct {
   const char **files;
@@ -56,8 +81,12 @@ typedef struct {
   size_t n_caps, cap_caps;
   cgl_event *evs;
   size_t n_evs, cap_evs;
-  json_t *roots;        /* every parsed line, keeps borrowed strings alive */
-  size_t lines, malformed, newer, unknown;
+  cgl_run *runs;        /* set by cgl_group_runs */
+  size_t n_runs;
+  struct cgl_pool *pool;   /* interned strings and lists */
+  struct cgl_index *index; /* (file, pid) -> process, (process, id) -> capture */
+  bool is_view;         /* a cgl_view: shares files and pool with the log it came from */
+  size_t lines, records, malformed, newer, unknown;
   char first_malformed[512]; /* "file:line: why" of the first malformed line */
 } cgl_log;
 
@@ -72,14 +101,26 @@ int cgl_read_stream(cgl_log *log, FILE *f, const char *name);
 /* Feed one line (without its newline); exposed for tests and the run summary. */
 void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long long lineno);
 
+/* Whether anything read was a capguard record (of this or a newer version). */
+bool cgl_is_capguard_log(const cgl_log *log);
+
+/* Runs: one `capguard run` (processes sharing its run id), else one top-level
+ * process and its descendants (by ppid, in the same file). Sets log->runs,
+ * ordered by start time, and each process's run_index. */
+void cgl_group_runs(cgl_log *log);
+/* A log of one run only (indices remapped), sharing strings with log; free it
+ * with cgl_free. Call cgl_group_runs first. */
+void cgl_view(const cgl_log *log, size_t run, cgl_log *view);
+
 /* "broken" verdicts: the call invalidated its capture. */
 bool cgl_verdict_breaks(const char *verdict);
 /* A capture that broke: its end failed, it was invalidated, or a call refused inside it. */
 bool cgl_capture_broken(const cgl_log *log, size_t capture);
 
-/* Where an event was made, one line: innermost Python frame "file:line in func",
- * else the innermost native frame outside capguard and libcuda without its absolute
- * " [0x...]" address (which ASLR makes differ between processes), else "(no stack)". */
+/* Where an event was made, one line: the innermost Python frame outside Triton's
+ * and torch's machinery "file:line in func", else the innermost native frame outside
+ * capguard and libcuda without its absolute " [0x...]" address (which ASLR makes
+ * differ between processes) and with C++ names demangled, else "(no stack)". */
 void cgl_event_site(const cgl_event *e, char *buf, size_t cap);
 
 #endif

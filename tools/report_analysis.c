@@ -1,8 +1,11 @@
 #include "report_analysis.h"
 
+#include "rerun_command.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 static void *xrealloc(void *p, size_t n) {
   void *q = realloc(p, n ? n : 1);
@@ -29,13 +32,6 @@ static void advise(cgr_analysis *a, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Earlier time first; the order read breaks ties (lines of one process are in order). */
-static bool before(const cgl_event *x, const cgl_event *y) {
-  if (x->time_ns != y->time_ns)
-    return x->time_ns < y->time_ns;
-  return x->seq < y->seq;
-}
-
 static const cgl_log *sort_log;
 static int cmp_broken(const void *pa, const void *pb) {
   const cgr_broken *x = pa, *y = pb;
@@ -46,8 +42,8 @@ static int cmp_broken(const void *pa, const void *pb) {
 }
 static int cmp_kernel(const void *pa, const void *pb) {
   const cgr_kernel *x = pa, *y = pb;
-  if (x->count != y->count)
-    return x->count > y->count ? -1 : 1;
+  if (x->loads != y->loads)
+    return x->loads > y->loads ? -1 : 1;
   return strcmp(x->name, y->name);
 }
 static int cmp_site(const void *pa, const void *pb) {
@@ -59,73 +55,95 @@ static int cmp_site(const void *pa, const void *pb) {
 
 static void find_broken(const cgl_log *log, cgr_analysis *a) {
   a->broken = xrealloc(NULL, log->n_caps * sizeof *a->broken);
-  for (size_t c = 0; c < log->n_caps; c++) {
-    if (!cgl_capture_broken(log, c))
-      continue;
-    long first = -1;
-    for (size_t i = 0; i < log->n_evs; i++) {
-      const cgl_event *e = &log->evs[i];
-      if (e->capture == c && cgl_verdict_breaks(e->verdict) &&
-          (first < 0 || before(e, &log->evs[first])))
-        first = (long)i;
-    }
-    a->broken[a->n_broken++] = (cgr_broken){c, first};
-  }
+  for (size_t c = 0; c < log->n_caps; c++)
+    if (cgl_capture_broken(log, c))
+      a->broken[a->n_broken++] = (cgr_broken){c, log->caps[c].first_break};
   sort_log = log;
   if (a->n_broken)
     qsort(a->broken, a->n_broken, sizeof *a->broken, cmp_broken);
 }
 
-static void count_kernel(cgr_analysis *a, const char *name, size_t ev, bool broke) {
-  for (size_t k = 0; k < a->n_kernels; k++)
-    if (!strcmp(a->kernels[k].name, name)) {
-      a->kernels[k].count++;
-      a->kernels[k].broke |= broke;
-      return;
-    }
-  a->kernels = xrealloc(a->kernels, (a->n_kernels + 1) * sizeof *a->kernels);
-  a->kernels[a->n_kernels++] = (cgr_kernel){name, 1, ev, broke};
+/* Pointer-keyed tables: interned strings are equal exactly when their pointers are. */
+typedef struct {
+  const void *key[2];
+  size_t index;
+  UT_hash_handle hh;
+} ptr_entry;
+
+static ptr_entry *ptr_find(ptr_entry *t, const void *a, const void *b) {
+  const void *key[2] = {a, b};
+  ptr_entry *e;
+  HASH_FIND(hh, t, key, sizeof key, e);
+  return e;
+}
+static void ptr_add(ptr_entry **t, const void *a, const void *b, size_t index) {
+  ptr_entry *e = xrealloc(NULL, sizeof *e);
+  memset(e, 0, sizeof *e);
+  e->key[0] = a;
+  e->key[1] = b;
+  e->index = index;
+  HASH_ADD(hh, *t, key, sizeof e->key, e);
+}
+static void ptr_free(ptr_entry **t) {
+  ptr_entry *e, *tmp;
+  HASH_ITER(hh, *t, e, tmp) {
+    HASH_DEL(*t, e);
+    free(e);
+  }
 }
 
-static void count_site(cgr_analysis *a, const cgl_event *e, size_t ev) {
-  char site[512];
-  cgl_event_site(e, site, sizeof site);
-  cgr_site *s = NULL;
-  for (size_t k = 0; k < a->n_sites && !s; k++)
-    if (!strcmp(a->sites[k].site, site))
-      s = &a->sites[k];
-  if (!s) {
-    a->sites = xrealloc(a->sites, (a->n_sites + 1) * sizeof *a->sites);
-    s = &a->sites[a->n_sites++];
-    memset(s, 0, sizeof *s);
-    memcpy(s->site, site, sizeof site);
-    s->first_event = ev;
+static void count_kernel(cgr_analysis *a, ptr_entry **index, const char *name, size_t ev,
+                         bool served, bool broke) {
+  ptr_entry *f = ptr_find(*index, name, NULL);
+  if (!f) {
+    a->kernels = xrealloc(a->kernels, (a->n_kernels + 1) * sizeof *a->kernels);
+    a->kernels[a->n_kernels] = (cgr_kernel){name, 0, 0, ev, false};
+    ptr_add(index, name, NULL, a->n_kernels++);
+    f = ptr_find(*index, name, NULL);
   }
+  cgr_kernel *k = &a->kernels[f->index];
+  k->loads++;
+  k->served += served;
+  k->broke |= broke;
+}
+
+static void count_site(cgr_analysis *a, ptr_entry **index, ptr_entry **site_kernels,
+                       const cgl_event *e, size_t ev) {
+  ptr_entry *f = ptr_find(*index, e->site, NULL);
+  if (!f) {
+    a->sites = xrealloc(a->sites, (a->n_sites + 1) * sizeof *a->sites);
+    memset(&a->sites[a->n_sites], 0, sizeof *a->sites);
+    a->sites[a->n_sites].site = e->site;
+    a->sites[a->n_sites].first_event = ev;
+    ptr_add(index, e->site, NULL, a->n_sites++);
+    f = ptr_find(*index, e->site, NULL);
+  }
+  cgr_site *s = &a->sites[f->index];
   s->count++;
   bool have = false;
   for (size_t k = 0; k < s->n_calls; k++)
-    have |= is(s->calls[k], e->call);
+    have |= s->calls[k] == e->call;
   if (!have && e->call && s->n_calls < sizeof s->calls / sizeof s->calls[0])
     s->calls[s->n_calls++] = e->call;
-  size_t i;
-  json_t *n;
-  json_array_foreach(e->kernels, i, n) {
-    if (!json_is_string(n))
+  for (size_t i = 0; i < e->kernels->n; i++) {
+    const char *name = e->kernels->v[i];
+    if (ptr_find(*site_kernels, s->site, name))
       continue;
-    bool dup = false;
-    for (size_t k = 0; k < s->n_kernels && !dup; k++)
-      dup = !strcmp(s->kernels[k], json_string_value(n));
-    if (!dup) {
-      s->kernels = xrealloc(s->kernels, (s->n_kernels + 1) * sizeof *s->kernels);
-      s->kernels[s->n_kernels++] = json_string_value(n);
-    }
+    ptr_add(site_kernels, s->site, name, 0);
+    s->kernels = xrealloc(s->kernels, (s->n_kernels + 1) * sizeof *s->kernels);
+    s->kernels[s->n_kernels++] = name;
   }
 }
 
 static void tally(const cgl_log *log, cgr_analysis *a) {
+  ptr_entry *kernel_index = NULL, *site_index = NULL, *site_kernels = NULL;
+  a->procs = xrealloc(NULL, (log->n_procs + 1) * sizeof *a->procs);
+  memset(a->procs, 0, (log->n_procs + 1) * sizeof *a->procs);
   for (size_t i = 0; i < log->n_evs; i++) {
     const cgl_event *e = &log->evs[i];
     const char *v = e->verdict;
+    size_t known = a->refused + a->emulated + a->allowed + a->served + a->rescued + a->deferred +
+                   a->failed;
     a->refused += is(v, "refused");
     a->emulated += is(v, "emulated");
     a->allowed += is(v, "allowed");
@@ -133,38 +151,44 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     a->rescued += is(v, "rescued");
     a->deferred += is(v, "deferred");
     a->failed += is(v, "failed");
-    if (!cgr_offending(e))
-      continue;
+    a->other_verdicts += known == a->refused + a->emulated + a->allowed + a->served + a->rescued +
+                                      a->deferred + a->failed;
+    a->procs[e->proc].calls++;
+    a->procs[e->proc].served += is(v, "served");
     if (is(e->event, "module-load") && (is(v, "refused") || is(v, "emulated")))
       a->loads_refused++;
-    if (is(e->event, "module-load"))
+    if (is(e->event, "module-load")) {
       a->loads++;
-    else if (is(e->event, "module-unload")) {
+      a->offending_loads += cgr_offending(e);
+    } else if (is(e->event, "module-unload")) {
       a->unloads++;
       a->unloads_deferred += is(v, "deferred");
-    }
-    else
+    } else {
       a->other_events++;
-    size_t k;
-    json_t *n;
-    json_array_foreach(e->kernels, k, n) {
-      if (json_is_string(n))
-        count_kernel(a, json_string_value(n), i,
-                     cgl_verdict_breaks(e->verdict) || is(e->verdict, "rescued"));
     }
-    count_site(a, e, i);
+    for (size_t k = 0; k < e->kernels->n; k++)
+      count_kernel(a, &kernel_index, e->kernels->v[k], i, is(v, "served"),
+                   cgl_verdict_breaks(v) || is(v, "rescued"));
+    count_site(a, &site_index, &site_kernels, e, i);
   }
+  ptr_free(&kernel_index);
+  ptr_free(&site_index);
+  ptr_free(&site_kernels);
   if (a->n_kernels) /* qsort of NULL, even of 0 elements, is undefined */
     qsort(a->kernels, a->n_kernels, sizeof *a->kernels, cmp_kernel);
   if (a->n_sites)
     qsort(a->sites, a->n_sites, sizeof *a->sites, cmp_site);
+  for (size_t c = 0; c < log->n_caps; c++)
+    a->procs[log->caps[c].proc].captures++;
+  for (size_t b = 0; b < a->n_broken; b++)
+    a->procs[log->caps[a->broken[b].capture].proc].broken++;
   /* Processes that exited cleanly say how many captures they began; others count what was seen. */
   for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
-    size_t seen = 0;
-    for (size_t c = 0; c < log->n_caps; c++)
-      seen += log->caps[c].proc == p;
-    a->captures += pr->has_summary && (size_t)pr->captures > seen ? (size_t)pr->captures : seen;
+    struct cgr_proc_stats *st = &a->procs[p];
+    if (pr->has_summary && pr->captures > 0 && (size_t)pr->captures > st->captures)
+      st->captures = (size_t)pr->captures;
+    a->captures += st->captures;
     a->recorded += pr->has_summary && pr->recorded > 0 ? (size_t)pr->recorded : 0;
     a->primed_loaded += pr->has_summary && pr->primed_loaded > 0 ? (size_t)pr->primed_loaded : 0;
     /* Every process reads the same file: the most any skipped, not a sum. */
@@ -173,16 +197,36 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
       a->skipped_sm = pr->skipped_sm;
       a->device_sm = pr->device_sm;
     }
+    a->log_incomplete |= pr->log_incomplete;
   }
 }
 
-const char cgr_faster_advice[] =
-    "each run on a driver that refuses loads during capture (before 12.3, or emulated) learns "
-    "only the loads up to the capture that breaks; to learn them all in one run, use capguard "
-    "prime learn -- CMD on a machine with driver 12.3 or newer and the same GPU architecture, "
-    "then capguard prime check -- CMD; or run with --rescue";
+void cgr_faster_advice(const cgl_log *log, size_t run, char *buf, size_t cap) {
+  char learn[1024], check[1024], rescue[1024];
+  cgr_command_for(log, run, "capguard prime learn", NULL, false, learn, sizeof learn);
+  cgr_command_for(log, run, "capguard prime check", NULL, false, check, sizeof check);
+  cgr_rerun_command_with(log, run, "--rescue", rescue, sizeof rescue);
+  snprintf(buf, cap,
+           "each run on a driver that refuses loads during capture (before 12.3, or emulated) learns "
+           "only the loads up to the capture that breaks; learn them all in one run on a machine with "
+           "driver 12.3 or newer and the same GPU architecture: %s, then check the file as this driver "
+           "would use it: %s; or capture in one run here, each refused load made in relaxed mode: %s",
+           learn, check, rescue);
+}
 
 static void give_advice(cgr_analysis *a) {
+  /* The command in the advice is that of the run the advice is about: with
+   * --all, the latest run in which it happened. */
+  size_t latest = a->log->n_runs ? a->log->n_runs - 1 : 0;
+  size_t broke_run = latest, allowed_run = latest;
+  for (size_t b = 0; b < a->n_broken; b++)
+    broke_run = a->log->procs[a->log->caps[a->broken[b].capture].proc].run_index;
+  for (size_t i = 0; i < a->log->n_evs; i++) {
+    const cgl_event *e = &a->log->evs[i];
+    if (is(e->verdict, "allowed"))
+      allowed_run = a->log->procs[e->proc].run_index;
+  }
+  char cmd[1024];
   size_t broken_loads = 0, silent = 0;
   for (size_t b = 0; b < a->n_broken; b++) {
     long f = a->broken[b].first_event;
@@ -211,26 +255,39 @@ static void give_advice(cgr_analysis *a) {
     }
     if (used)
       names[used++] = ')', names[used] = '\0';
+    bool guard = true;
+    for (size_t p = 0; p < a->log->n_procs; p++)
+      if (a->log->procs[p].run_index == broke_run)
+        guard &= !a->log->procs[p].mode || is(a->log->procs[p].mode, "guard");
+    cgr_rerun_command(a->log, broke_run, NULL, cmd, sizeof cmd);
     advise(a,
            "warm these %zu kernel%s%s up before capture (run each once outside capture), or let "
-           "capguard prime them: run the same command again under capguard in guard mode "
-           "(capguard run --mode guard -- CMD); the images it recorded are loaded before capture "
-           "on the next run",
-           to_warm, to_warm == 1 ? "" : "s", names);
+           "capguard prime them: %s: %s",
+           to_warm, to_warm == 1 ? "" : "s", names,
+           guard ? "run the same command again under capguard; the images it recorded are loaded "
+                   "before capture"
+                 : "run it in guard mode, which records the images and loads them before capture "
+                   "on the run after",
+           cmd);
   }
-  if (a->loads_refused)
-    advise(a, "%s", cgr_faster_advice);
+  if (a->loads_refused) {
+    char faster[4096];
+    cgr_faster_advice(a->log, broke_run, faster, sizeof faster);
+    advise(a, "%s", faster);
+  }
   if (a->skipped_arch)
     advise(a,
            "%zu priming record%s not used: built for sm_%lld, this device is sm_%lld; learn the "
            "priming file on this GPU architecture (capguard prime learn)",
            a->skipped_arch, a->skipped_arch == 1 ? " was" : "s were", a->skipped_sm, a->device_sm);
-  if (a->allowed)
+  if (a->allowed) {
+    cgr_rerun_command_with(a->log, allowed_run, "--emulate-driver 12020", cmd, sizeof cmd);
     advise(a,
            "%zu module load%s during capture %s allowed by this driver (12.3 or newer); drivers "
            "older than 12.3 refuse them and break the capture: prime them before deploying there "
-           "(guard mode), and try it with capguard run --emulate-driver 12020",
-           a->allowed, a->allowed == 1 ? "" : "s", a->allowed == 1 ? "was" : "were");
+           "(guard mode), and see what such a driver does: %s",
+           a->allowed, a->allowed == 1 ? "" : "s", a->allowed == 1 ? "was" : "were", cmd);
+  }
   if (a->unloads_deferred)
     advise(a,
            "%zu module unload%s during capture %s deferred by capguard until the capture ended "
@@ -252,7 +309,7 @@ static void give_advice(cgr_analysis *a) {
   if (a->served)
     advise(a, "%zu load%s during capture %s served from the priming file: priming works", a->served,
            a->served == 1 ? "" : "s", a->served == 1 ? "was" : "were");
-  if (!a->n_broken && !a->loads && !a->unloads && !a->other_events)
+  if (!a->n_broken && !a->offending_loads && !a->unloads && !a->other_events && !a->served)
     advise(a, "no forbidden calls during capture: nothing to do");
 }
 
@@ -285,17 +342,14 @@ void cgr_why(const cgl_event *e, char *buf, size_t cap) {
 }
 
 void cgr_kernel_list(const cgl_event *e, size_t max, char *buf, size_t cap) {
-  size_t used = 0, shown = 0, i;
-  json_t *k;
+  size_t used = 0, shown = 0;
   buf[0] = '\0';
-  json_array_foreach(e->kernels, i, k) {
-    if (!json_is_string(k))
-      continue;
+  for (size_t i = 0; i < e->kernels->n; i++) {
     if (shown == max) {
       shown++;
       break;
     }
-    int n = snprintf(buf + used, cap - used, "%s%s", shown ? ", " : "", json_string_value(k));
+    int n = snprintf(buf + used, cap - used, "%s%s", shown ? ", " : "", e->kernels->v[i]);
     if (n < 0 || (size_t)n >= cap - used) {
       buf[used] = '\0';
       shown = max + 1;
@@ -311,17 +365,50 @@ void cgr_kernel_list(const cgl_event *e, size_t max, char *buf, size_t cap) {
 void cgr_analyse(const cgl_log *log, cgr_analysis *a) {
   memset(a, 0, sizeof *a);
   a->log = log;
+  a->all = log;
+  a->shown_run = SIZE_MAX;
   find_broken(log, a);
   tally(log, a);
   give_advice(a);
 }
 
+void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
+  a->all = all;
+  a->shown_run = shown;
+  a->n_runs = all->n_runs;
+  a->runs = xrealloc(NULL, (all->n_runs + 1) * sizeof *a->runs);
+  memset(a->runs, 0, (all->n_runs + 1) * sizeof *a->runs);
+  size_t *seen = xrealloc(NULL, (all->n_procs + 1) * sizeof *seen);
+  memset(seen, 0, (all->n_procs + 1) * sizeof *seen);
+  for (size_t c = 0; c < all->n_caps; c++) {
+    size_t r = all->procs[all->caps[c].proc].run_index;
+    seen[all->caps[c].proc]++;
+    a->runs[r].broken += cgl_capture_broken(all, c);
+  }
+  for (size_t p = 0; p < all->n_procs; p++) {
+    const cgl_process *pr = &all->procs[p];
+    struct cgr_run_stats *r = &a->runs[pr->run_index];
+    r->procs++;
+    r->captures += pr->has_summary && pr->captures > 0 && (size_t)pr->captures > seen[p]
+                       ? (size_t)pr->captures
+                       : seen[p];
+  }
+  for (size_t i = 0; i < all->n_evs; i++) {
+    struct cgr_run_stats *r = &a->runs[all->procs[all->evs[i].proc].run_index];
+    r->calls++;
+    r->served += is(all->evs[i].verdict, "served");
+  }
+  free(seen);
+}
+
 void cgr_free(cgr_analysis *a) {
+  free(a->runs);
   free(a->broken);
   free(a->kernels);
   for (size_t i = 0; i < a->n_sites; i++)
     free(a->sites[i].kernels);
   free(a->sites);
+  free(a->procs);
   for (size_t i = 0; i < a->n_advice; i++)
     free(a->advice[i]);
   memset(a, 0, sizeof *a);

@@ -5,6 +5,8 @@
 #ifndef CAPGUARD_REPORT_ANALYSIS_H
 #define CAPGUARD_REPORT_ANALYSIS_H
 
+#include <stdint.h>
+
 #include "log_reader.h"
 
 typedef struct {
@@ -13,15 +15,16 @@ typedef struct {
 } cgr_broken;
 
 typedef struct {
-  const char *name;
-  size_t count;        /* events that loaded it during capture */
+  const char *name;    /* interned: equal names are equal pointers */
+  size_t loads;        /* load calls during capture whose image holds it (served ones included) */
+  size_t served;       /* of loads: served from the priming file */
   size_t first_event;  /* where it was first seen */
   bool broke;          /* a load of it was refused (or rescued): it needs warming up or priming */
 } cgr_kernel;
 
 typedef struct {
-  char site[512];
-  size_t count;
+  const char *site;    /* interned (cgl_event.site) */
+  size_t count;        /* calls during capture made there (every verdict) */
   size_t first_event;
   const char *calls[4];
   size_t n_calls;
@@ -38,13 +41,27 @@ typedef struct {
   cgr_site *sites;
   size_t n_sites;
   size_t captures;     /* captures begun (from summaries where known, else seen) */
+  /* Calls made during capture, every verdict: loads + unloads + other_events ==
+   * refused + emulated + allowed + served + rescued + deferred + failed + other_verdicts. */
   size_t loads, unloads, other_events;
+  size_t offending_loads;  /* loads not served from the priming file */
   size_t unloads_deferred; /* of unloads: put off by guard mode until the capture ended */
   size_t loads_refused;    /* module or library loads refused during capture (by the driver or emulation) */
   size_t skipped_arch;     /* priming records not preloaded: built for another GPU architecture */
   long long skipped_sm, device_sm;
-  size_t refused, emulated, allowed, served, rescued, deferred, failed;
+  size_t refused, emulated, allowed, served, rescued, deferred, failed, other_verdicts;
+  struct cgr_proc_stats {
+    size_t captures, broken, served, calls;
+  } *procs;            /* per process of the log */
+  bool log_incomplete; /* a process's summary says its log lost lines (full disk, I/O error) */
   size_t recorded, primed_loaded; /* from summaries */
+  /* Every run of the whole log (cgl_group_runs), and which one this analysis
+   * covers (SIZE_MAX: all of them). */
+  struct cgr_run_stats {
+    size_t procs, captures, broken, calls, served;
+  } *runs;
+  size_t n_runs, shown_run;
+  const cgl_log *all;  /* the whole log the runs are of */
   char *advice[8];
   size_t n_advice;
 } cgr_analysis;
@@ -52,10 +69,14 @@ typedef struct {
 /* An event that counts against the workload: everything but loads served from the priming pool. */
 bool cgr_offending(const cgl_event *e);
 
-/* How to converge in fewer runs than one per breaking load. */
-extern const char cgr_faster_advice[];
+/* How to converge in fewer runs than one per breaking load, with the
+ * commands for the given run. */
+void cgr_faster_advice(const cgl_log *log, size_t run, char *buf, size_t cap);
 
 void cgr_analyse(const cgl_log *log, cgr_analysis *a);
+/* Count every run of all (grouped by cgl_group_runs) into a->runs; shown is the
+ * run a was analysed on, SIZE_MAX for all. */
+void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a);
 
 /* Why a breaking call broke its capture, in words, e.g. "the driver (CUDA 12.2)
  * refused it: drivers before 12.3 refuse module loads during capture". */

@@ -1,11 +1,20 @@
 /* --html: one self-contained page (inline CSS and SVG, no scripts, nothing
- * fetched) with a timeline of captures per process and the events inside them,
- * then the same findings as the text report. */
+ * fetched). At the top, what ran: each run's command line, the driver and the
+ * GPU architecture its images were built for; then a timeline per run (each
+ * on its own axis) of every process's captures and the calls inside them;
+ * then the findings of the text report, "why" included, and the calls during
+ * capture as a table, so that nothing lives only in a hover tooltip.
+ * One word for a capture that did not survive: broken. Linear in the log:
+ * captures and calls are bucketed by process once; the drawing stops at a
+ * fixed number of shapes (a million-capture log makes no useful picture). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report_render.h"
+#include "rerun_command.h"
+
+enum { MAX_SHAPES = 4000, MAX_ROWS = 500 };
 
 static void esc(FILE *o, const char *s) {
   for (; s && *s; s++) {
@@ -33,106 +42,42 @@ static const char *verdict_colour(const char *v) {
   return "#8c564b";
 }
 
+/* The capture's state in the page's one vocabulary. */
+static const char *capture_word(const cgl_log *log, size_t c) {
+  if (cgl_capture_broken(log, c)) return "broken";
+  const char *s = log->caps[c].status;
+  if (s && !strcmp(s, "ended")) return "ended";
+  return "open at exit";
+}
+
 static const char CSS[] =
-    "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#222}"
-    "h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}h3{font-size:13px;margin:12px 0 4px;font-weight:600}"
+    "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;margin:16px;color:#222;"
+    "max-width:1400px}"
+    "h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}"
+    "h3{font-size:14px;margin:14px 0 4px;font-weight:600}"
     ".sum{color:#444}.bad{color:#c00;font-weight:600}.good{color:#080;font-weight:600}"
-    ".warn{color:#a60}table{border-collapse:collapse;margin:4px 0}"
+    ".warn{color:#a60}table{border-collapse:collapse;margin:4px 0;max-width:100%}"
     "td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}"
+    "td code{overflow-wrap:anywhere}"
     "th{background:#f4f4f4}td.n{text-align:right}code{font:12px ui-monospace,monospace}"
-    "svg{border:1px solid #ddd;background:#fcfcfc}svg text{font:11px sans-serif;fill:#333}"
+    "svg{display:block;box-sizing:border-box;width:100%;height:auto;border:1px solid #ddd;"
+    "background:#fcfcfc}"
+    "svg text{font:13px sans-serif;fill:#333}"
     ".legend span{display:inline-block;margin-right:14px}"
     ".sw{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}";
 
-/* Time span shown by the timeline. */
+/* Times clamped to [0, 2^62] before any arithmetic: a log can hold anything,
+ * and signed overflow is undefined. Differences are taken in double. */
+static long long clamp_t(long long t) {
+  const long long max = 1LL << 62;
+  return t < 0 ? 0 : t > max ? max : t;
+}
+
 typedef struct {
   long long t0, t1;
 } span;
 
-static long long cap_begin(const cgl_log *log, size_t c) {
-  if (log->caps[c].begin_ns)
-    return log->caps[c].begin_ns;
-  for (size_t i = 0; i < log->n_evs; i++)
-    if (log->evs[i].capture == c && log->evs[i].time_ns)
-      return log->evs[i].time_ns;
-  return 0;
-}
-
-/* The span shown for one group of processes: their captures and events. */
-static span time_span(const cgl_log *log, const size_t *group_of, size_t g) {
-  span s = {INT64_MAX, 0};
-  for (size_t c = 0; c < log->n_caps; c++) {
-    if (group_of[log->caps[c].proc] != g) continue;
-    long long b = cap_begin(log, c), e = log->caps[c].end_ns;
-    if (b && b < s.t0) s.t0 = b;
-    if (b > s.t1) s.t1 = b;
-    if (e > s.t1) s.t1 = e;
-  }
-  for (size_t i = 0; i < log->n_evs; i++) {
-    long long t = log->evs[i].time_ns;
-    if (group_of[log->evs[i].proc] != g) continue;
-    if (t && t < s.t0) s.t0 = t;
-    if (t > s.t1) s.t1 = t;
-  }
-  if (s.t0 == INT64_MAX) s.t0 = s.t1 = 0;
-  if (s.t1 <= s.t0) s.t1 = s.t0 + 1000000; /* at least 1 ms */
-  return s;
-}
-
-/* Everything a process did, to tell runs apart. */
-static span proc_span(const cgl_log *log, size_t p) {
-  span s = {log->procs[p].time_ns ? log->procs[p].time_ns : INT64_MAX, log->procs[p].time_ns};
-  for (size_t c = 0; c < log->n_caps; c++) {
-    if (log->caps[c].proc != p) continue;
-    long long b = cap_begin(log, c), e = log->caps[c].end_ns;
-    if (b && b < s.t0) s.t0 = b;
-    if (b > s.t1) s.t1 = b;
-    if (e > s.t1) s.t1 = e;
-  }
-  for (size_t i = 0; i < log->n_evs; i++) {
-    long long t = log->evs[i].time_ns;
-    if (log->evs[i].proc != p || !t) continue;
-    if (t < s.t0) s.t0 = t;
-    if (t > s.t1) s.t1 = t;
-  }
-  if (s.t0 == INT64_MAX) s.t0 = s.t1;
-  return s;
-}
-
-/* Runs: processes of one log whose lifetimes overlap (a parent spans its
- * workers) share a timeline; a later run appended to the same log, or another
- * log, gets its own, so that hours between runs do not squash each. Returns
- * the number of groups; group_of[p] is each process's. */
-static size_t group_runs(const cgl_log *log, size_t *group_of) {
-  size_t groups = 0;
-  span *g = calloc(log->n_procs + 1, sizeof *g);
-  size_t *gfile = calloc(log->n_procs + 1, sizeof *gfile);
-  if (!g || !gfile) {
-    for (size_t p = 0; p < log->n_procs; p++) group_of[p] = 0;
-    free(g);
-    free(gfile);
-    return 1;
-  }
-  const long long slack = 1000000000LL; /* 1 s */
-  for (size_t p = 0; p < log->n_procs; p++) {
-    span ps = proc_span(log, p);
-    size_t k = 0;
-    while (k < groups && !(gfile[k] == log->procs[p].file && ps.t0 <= g[k].t1 + slack &&
-                           ps.t1 + slack >= g[k].t0))
-      k++;
-    if (k == groups) {
-      g[groups] = ps;
-      gfile[groups++] = log->procs[p].file;
-    } else {
-      if (ps.t0 < g[k].t0) g[k].t0 = ps.t0;
-      if (ps.t1 > g[k].t1) g[k].t1 = ps.t1;
-    }
-    group_of[p] = k;
-  }
-  free(g);
-  free(gfile);
-  return groups;
-}
+static long long cap_begin(const cgl_log *log, size_t c) { return clamp_t(log->caps[c].begin_ns); }
 
 /* Axis label in a unit that suits the span. */
 static void tick_label(char *buf, size_t cap, double ns, double span_ns) {
@@ -144,220 +89,431 @@ static void tick_label(char *buf, size_t cap, double ns, double span_ns) {
     snprintf(buf, cap, "%.*f s", span_ns < 2e11 ? 1 : 0, ns / 1e9);
 }
 
-enum { LABEL_W = 190, PLOT_W = 900, LANE_H = 22, ROW_PAD = 8, AXIS_H = 28 };
+enum { LABEL_W = 230, PLOT_W = 760, LANE_H = 22, ROW_PAD = 8, AXIS_H = 28, MAX_LANES = 16 };
 
 static double xpos(span s, long long t) {
+  t = clamp_t(t);
   if (t < s.t0) t = s.t0;
-  return LABEL_W + (double)(t - s.t0) * PLOT_W / (double)(s.t1 - s.t0);
+  if (t > s.t1) t = s.t1;
+  return LABEL_W + ((double)t - (double)s.t0) * PLOT_W / ((double)s.t1 - (double)s.t0);
+}
+
+/* Captures and calls of each process, bucketed once (counting sort):
+ * process p's are [start[p], start[p + 1]). */
+typedef struct {
+  size_t *cap_start, *caps, *ev_start, *evs;
+} buckets;
+
+static bool bucket(const cgl_log *log, buckets *b) {
+  size_t np = log->n_procs;
+  b->cap_start = calloc(np + 2, sizeof *b->cap_start);
+  b->ev_start = calloc(np + 2, sizeof *b->ev_start);
+  b->caps = malloc((log->n_caps + 1) * sizeof *b->caps);
+  b->evs = malloc((log->n_evs + 1) * sizeof *b->evs);
+  if (!b->cap_start || !b->ev_start || !b->caps || !b->evs) return false;
+  for (size_t c = 0; c < log->n_caps; c++) b->cap_start[log->caps[c].proc + 2]++;
+  for (size_t i = 0; i < log->n_evs; i++) b->ev_start[log->evs[i].proc + 2]++;
+  for (size_t p = 2; p < np + 2; p++) {
+    b->cap_start[p] += b->cap_start[p - 1];
+    b->ev_start[p] += b->ev_start[p - 1];
+  }
+  for (size_t c = 0; c < log->n_caps; c++) b->caps[b->cap_start[log->caps[c].proc + 1]++] = c;
+  for (size_t i = 0; i < log->n_evs; i++) b->evs[b->ev_start[log->evs[i].proc + 1]++] = i;
+  return true;
+}
+
+static void unbucket(buckets *b) {
+  free(b->cap_start);
+  free(b->ev_start);
+  free(b->caps);
+  free(b->evs);
+}
+
+/* The span of one run: everything its processes logged. */
+static span run_span(const cgl_log *log, size_t run) {
+  span s = {INT64_MAX, 0};
+  for (size_t p = 0; p < log->n_procs; p++) {
+    const cgl_process *pr = &log->procs[p];
+    if (pr->run_index != run) continue;
+    long long a = clamp_t(pr->first_ns), z = clamp_t(pr->last_ns);
+    if (a && a < s.t0) s.t0 = a;
+    if (z > s.t1) s.t1 = z;
+  }
+  if (s.t0 == INT64_MAX) s.t0 = s.t1;
+  if (s.t1 <= s.t0) s.t1 = s.t0 + 1000000; /* at least 1 ms; t0 <= 2^62: no overflow */
+  return s;
 }
 
 /* Overlapping captures of a process (several threads) get separate lanes. */
-static size_t assign_lanes(const cgl_log *log, size_t proc, span s, size_t *lane_of) {
-  long long lane_end[16] = {0};
+static size_t assign_lanes(const cgl_log *log, const buckets *b, size_t proc, span s,
+                           size_t *lane_of) {
+  long long lane_end[MAX_LANES] = {0};
   size_t lanes = 1;
-  for (size_t c = 0; c < log->n_caps; c++) {
-    if (log->caps[c].proc != proc) continue;
-    long long b = cap_begin(log, c), e = log->caps[c].end_ns ? log->caps[c].end_ns : s.t1;
+  for (size_t k = b->cap_start[proc]; k < b->cap_start[proc + 1]; k++) {
+    size_t c = b->caps[k];
+    long long bg = cap_begin(log, c), e = log->caps[c].end_ns ? clamp_t(log->caps[c].end_ns) : s.t1;
     size_t l = 0;
-    while (l < 15 && lane_end[l] && lane_end[l] > b) l++;
-    lane_end[l] = e > b ? e : b + 1;
+    while (l < MAX_LANES - 1 && lane_end[l] && lane_end[l] > bg) l++;
+    lane_end[l] = e > bg ? e : bg + 1;
     lane_of[c] = l;
     if (l + 1 > lanes) lanes = l + 1;
   }
   return lanes;
 }
 
-static void panel(FILE *o, const cgr_analysis *a, const size_t *group_of, size_t g,
-                  size_t *lane_of, size_t *lanes) {
-  const cgl_log *log = a->log;
-  span s = time_span(log, group_of, g);
-  size_t height = AXIS_H;
-  for (size_t p = 0; p < log->n_procs; p++) {
-    if (group_of[p] != g) continue;
-    lanes[p] = assign_lanes(log, p, s, lane_of);
-    height += lanes[p] * LANE_H + ROW_PAD;
+static void process_label(FILE *o, const cgr_analysis *a, size_t p, size_t y) {
+  const cgl_process *pr = &a->log->procs[p];
+  char who[256], cmd[64];
+  cgr_process_label(a, p, who, sizeof who);
+  cgr_process_command(pr, cmd, sizeof cmd);
+  fprintf(o, "<text x=\"4\" y=\"%zu\"><title>", y + LANE_H / 2 + 4);
+  for (size_t i = 0; i < pr->argc; i++) {
+    esc(o, pr->argv[i]);
+    fputc(' ', o);
   }
-  fprintf(o, "<svg width=\"%d\" height=\"%zu\" role=\"img\">\n",
-          LABEL_W + PLOT_W + 20, height + 10);
-  /* axis: ticks in milliseconds from the first thing seen */
-  double span_ns = (double)(s.t1 - s.t0);
+  fputs("</title>", o);
+  esc(o, who);
+  fputc(' ', o);
+  /* the label column is narrow: the first word of the command, cut */
+  char *sp = strchr(cmd, ' ');
+  if (sp) *sp = '\0';
+  if (strlen(cmd) > 16) memcpy(cmd + 13, "...", 4);
+  esc(o, cmd);
+  fputs("</text>\n", o);
+}
+
+static void axis(FILE *o, span s, size_t height) {
+  double span_ns = (double)s.t1 - (double)s.t0;
   for (int t = 0; t <= 10; t++) {
     double x = LABEL_W + PLOT_W * t / 10.0;
     char label[32];
-    tick_label(label, sizeof label, span_ns * t / 10.0, span_ns);
     fprintf(o, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%zu\" stroke=\"#eee\"/>", x, AXIS_H - 8,
             x, height);
+    if (t % 2) /* a label every other line: at every line they would touch */
+      continue;
+    tick_label(label, sizeof label, span_ns * t / 10.0, span_ns);
     fprintf(o, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>\n", x, AXIS_H - 12,
-            t == 10 ? "end" : "middle", label);
+            t == 10 ? "end" : t == 0 ? "start" : "middle", label);
   }
+}
+
+static void capture_box(FILE *o, const cgl_log *log, size_t c, span s, double y) {
+  const cgl_capture *cp = &log->caps[c];
+  long long bg = cap_begin(log, c), e = cp->end_ns ? clamp_t(cp->end_ns) : s.t1;
+  double x0 = xpos(s, bg), x1 = xpos(s, e);
+  if (x1 - x0 < 3) x1 = x0 + 3;
+  const char *word = capture_word(log, c);
+  bool broken = word[0] == 'b', ended = word[0] == 'e';
+  fprintf(o,
+          "<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" rx=\"3\" fill=\"%s\" "
+          "stroke=\"%s\"><title>capture %lld, %s, ",
+          x0, y, x1 - x0, LANE_H - 6, broken ? "#f4b6b6" : ended ? "#b9e3b9" : "#ddd",
+          broken ? "#c00" : ended ? "#3a3" : "#999", cp->id, word);
+  esc(o, or(cp->mode, "?"));
+  fputs(", stream ", o);
+  esc(o, or(cp->stream, "?"));
+  fprintf(o, ", %lld call(s) during it, began ", cp->events);
+  esc(o, or(cp->began, "where unknown"));
+  fputs("</title></rect>\n", o);
+}
+
+static void call_marker(FILE *o, const cgl_log *log, const cgl_event *e, span s, size_t cy) {
+  double x = xpos(s, e->time_ns ? e->time_ns : cap_begin(log, e->capture));
+  fprintf(o, "<path d=\"M%.1f %zu l5 5 l-5 5 l-5 -5 z\" fill=\"%s\" stroke=\"#fff\"><title>", x,
+          cy - 5, verdict_colour(e->verdict));
+  esc(o, or(e->call, "?"));
+  fputs(" (", o);
+  esc(o, or(e->event, "?"));
+  fputs(", ", o);
+  esc(o, or(e->verdict, "?"));
+  fputs(") at ", o);
+  esc(o, e->site);
+  for (size_t n = 0; n < e->kernels->n; n++) {
+    fputs(n ? ", " : "; kernels: ", o);
+    esc(o, e->kernels->v[n]);
+  }
+  fputs("</title></path>\n", o);
+}
+
+static void panel(FILE *o, const cgr_analysis *a, const buckets *b, size_t run, size_t *lane_of,
+                  size_t *lanes, size_t *shapes) {
+  const cgl_log *log = a->log;
+  span s = run_span(log, run);
+  size_t height = AXIS_H;
+  for (size_t p = 0; p < log->n_procs; p++) {
+    if (log->procs[p].run_index != run) continue;
+    lanes[p] = assign_lanes(log, b, p, s, lane_of);
+    height += lanes[p] * LANE_H + ROW_PAD;
+  }
+  /* viewBox and width 100%: the timeline scales to the page, wide or narrow */
+  fprintf(o, "<svg viewBox=\"0 0 %d %zu\" role=\"img\">\n", LABEL_W + PLOT_W + 20, height + 10);
+  axis(o, s, height);
   size_t y = AXIS_H;
   for (size_t p = 0; p < log->n_procs; p++) {
-    if (group_of[p] != g) continue;
-    char who[256];
-    cgr_process_label(a, p, who, sizeof who);
-    const cgl_process *pr = &log->procs[p];
+    if (log->procs[p].run_index != run) continue;
     size_t row_h = lanes[p] * LANE_H;
-    fprintf(o, "<text x=\"4\" y=\"%zu\"><title>", y + LANE_H / 2 + 4);
-    for (size_t i = 0; i < pr->argc; i++) {
-      esc(o, pr->argv[i]);
-      fputc(' ', o);
-    }
-    fputs("</title>", o);
-    esc(o, who);
-    if (pr->argc) {
-      const char *a0 = strrchr(pr->argv[0], '/');
-      fputs(" ", o);
-      esc(o, a0 ? a0 + 1 : pr->argv[0]);
-    }
-    fputs("</text>\n", o);
+    process_label(o, a, p, y);
     fprintf(o, "<line x1=\"0\" y1=\"%zu\" x2=\"%d\" y2=\"%zu\" stroke=\"#ddd\"/>\n",
             y + row_h + ROW_PAD / 2, LABEL_W + PLOT_W + 20, y + row_h + ROW_PAD / 2);
-    for (size_t c = 0; c < log->n_caps; c++) {
-      const cgl_capture *cp = &log->caps[c];
-      if (cp->proc != p) continue;
-      long long b = cap_begin(log, c), e = cp->end_ns ? cp->end_ns : s.t1;
-      double x0 = xpos(s, b), x1 = xpos(s, e);
-      if (x1 - x0 < 3) x1 = x0 + 3;
-      bool broken = cgl_capture_broken(log, c);
-      const char *fill = broken ? "#f4b6b6" : (cp->end_ns ? "#b9e3b9" : "#ddd");
-      const char *stroke = broken ? "#c00" : (cp->end_ns ? "#3a3" : "#999");
-      fprintf(o,
-              "<rect x=\"%.1f\" y=\"%zu\" width=\"%.1f\" height=\"%d\" rx=\"3\" fill=\"%s\" "
-              "stroke=\"%s\"><title>capture %lld, ",
-              x0, y + lane_of[c] * LANE_H + 3, x1 - x0, LANE_H - 6, fill, stroke, cp->id);
-      esc(o, or(cp->status, "?"));
-      fputs(", ", o);
-      esc(o, or(cp->mode, "?"));
-      fputs(", stream ", o);
-      esc(o, or(cp->stream, "?"));
-      fprintf(o, ", %lld event(s), began ", cp->events);
-      esc(o, or(cp->began, "where unknown"));
-      fputs("</title></rect>\n", o);
+    for (size_t k = b->cap_start[p]; k < b->cap_start[p + 1] && *shapes < MAX_SHAPES; k++) {
+      capture_box(o, log, b->caps[k], s, (double)(y + lane_of[b->caps[k]] * LANE_H + 3));
+      ++*shapes;
     }
-    for (size_t i = 0; i < log->n_evs; i++) {
-      const cgl_event *e = &log->evs[i];
-      if (e->proc != p) continue;
-      double x = xpos(s, e->time_ns ? e->time_ns : cap_begin(log, e->capture));
-      size_t cy = y + lane_of[e->capture] * LANE_H + LANE_H / 2;
-      char site[512];
-      cgl_event_site(e, site, sizeof site);
-      fprintf(o,
-              "<path d=\"M%.1f %zu l5 5 l-5 5 l-5 -5 z\" fill=\"%s\" stroke=\"#fff\"><title>",
-              x, cy - 5, verdict_colour(e->verdict));
-      esc(o, or(e->call, "?"));
-      fputs(" (", o);
-      esc(o, or(e->event, "?"));
-      fputs(", ", o);
-      esc(o, or(e->verdict, "?"));
-      fputs(") at ", o);
-      esc(o, site);
-      size_t k;
-      json_t *n;
-      json_array_foreach(e->kernels, k, n) {
-        fputs(k ? ", " : "; kernels: ", o);
-        esc(o, json_string_value(n));
-      }
-      fputs("</title></path>\n", o);
+    for (size_t k = b->ev_start[p]; k < b->ev_start[p + 1] && *shapes < MAX_SHAPES; k++) {
+      const cgl_event *e = &log->evs[b->evs[k]];
+      call_marker(o, log, e, s, y + lane_of[e->capture] * LANE_H + LANE_H / 2);
+      ++*shapes;
     }
     y += row_h + ROW_PAD;
   }
   fputs("</svg>\n", o);
 }
 
-static void timeline(FILE *o, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
-  size_t *lane_of = calloc(log->n_caps + 1, sizeof *lane_of);
-  size_t *lanes = calloc(log->n_procs + 1, sizeof *lanes);
-  size_t *group_of = calloc(log->n_procs + 1, sizeof *group_of);
-  if (!lane_of || !lanes || !group_of) {
-    free(lane_of);
-    free(lanes);
-    free(group_of);
-    fputs("<p>(timeline left out: out of memory)</p>\n", o);
-    return;
-  }
-  size_t groups = group_runs(log, group_of);
-  for (size_t g = 0; g < groups; g++) {
-    size_t first = 0;
-    while (first < log->n_procs && group_of[first] != g) first++;
-    if (groups > 1 && first < log->n_procs) {
-      fprintf(o, "<h3>run %zu: ", g + 1);
-      esc(o, log->files[log->procs[first].file]);
-      fputs("</h3>\n", o);
-    }
-    panel(o, a, group_of, g, lane_of, lanes);
-  }
-  free(group_of);
+static void legend(FILE *o) {
   fputs("<p class=\"legend\">", o);
   static const char *const verdicts[] = {"refused", "emulated", "allowed", "served", "rescued",
                                          "deferred", "failed"};
   for (size_t i = 0; i < sizeof verdicts / sizeof *verdicts; i++)
-    fprintf(o, "<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>",
+    fprintf(o, "<span><i class=\"sw\" style=\"background:%s\"></i>call %s</span>",
             verdict_colour(verdicts[i]), verdicts[i]);
   fputs("<span><i class=\"sw\" style=\"background:#b9e3b9\"></i>capture ended</span>"
         "<span><i class=\"sw\" style=\"background:#f4b6b6\"></i>capture broken</span>"
-        "<span><i class=\"sw\" style=\"background:#ddd\"></i>still open at exit</span></p>\n",
+        "<span><i class=\"sw\" style=\"background:#ddd\"></i>capture open at exit</span></p>\n",
         o);
+}
+
+static void timeline(FILE *o, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  size_t *lane_of = calloc(log->n_caps + 1, sizeof *lane_of);
+  size_t *lanes = calloc(log->n_procs + 1, sizeof *lanes);
+  buckets b = {0};
+  if (!lane_of || !lanes || !bucket(log, &b)) {
+    fputs("<p>(timeline left out: out of memory)</p>\n", o);
+  } else {
+    size_t runs = log->n_runs ? log->n_runs : 1, shapes = 0;
+    for (size_t r = 0; r < runs; r++) {
+      if (runs > 1) { /* each run on its own axis: hours between runs squash nothing */
+        const cgl_process *top = &log->procs[log->runs[r].first_proc];
+        char cmd[96];
+        cgr_process_command(top, cmd, sizeof cmd);
+        fprintf(o, "<h3>run %zu: pid %lld ", r + 1, top->pid);
+        esc(o, cmd);
+        fputs("</h3>\n", o);
+      }
+      panel(o, a, &b, r, lane_of, lanes, &shapes);
+    }
+    if (shapes >= MAX_SHAPES)
+      fprintf(o, "<p class=\"warn\">The timeline stops after %d captures and calls; "
+                 "capguard report --trace FILE writes them all for Perfetto.</p>\n", MAX_SHAPES);
+    legend(o);
+  }
+  unbucket(&b);
   free(lane_of);
   free(lanes);
 }
 
-static void findings(FILE *o, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
-  if (a->n_broken) {
-    fputs("<h2>Broken captures</h2>\n<table><tr><th>process</th><th>capture</th><th>began</th>"
-          "<th>first call that broke it</th><th>at</th><th>kernels</th></tr>\n",
-          o);
-    for (size_t b = 0; b < a->n_broken; b++) {
-      const cgl_capture *c = &log->caps[a->broken[b].capture];
-      char who[256];
-      cgr_process_label(a, c->proc, who, sizeof who);
-      fputs("<tr><td>", o);
-      esc(o, who);
-      fprintf(o, "</td><td>%lld (", c->id);
-      esc(o, or(c->status, "?"));
-      fputs(")</td><td><code>", o);
-      esc(o, or(c->began, "?"));
-      fputs("</code></td>", o);
-      long f = a->broken[b].first_event;
-      if (f < 0) {
-        fputs("<td colspan=\"3\">no forbidden call logged</td></tr>\n", o);
-        continue;
-      }
-      const cgl_event *e = &log->evs[f];
-      char site[512];
-      cgl_event_site(e, site, sizeof site);
-      fputs("<td class=\"bad\">", o);
-      esc(o, or(e->call, "?"));
-      fputs(" (", o);
-      esc(o, or(e->verdict, "?"));
-      fputs(")</td><td><code>", o);
-      esc(o, site);
-      fputs("</code></td><td><code>", o);
-      size_t k;
-      json_t *n;
-      json_array_foreach(e->kernels, k, n) {
-        if (k) fputs("<br>", o);
-        esc(o, json_string_value(n));
-      }
-      fputs("</code></td></tr>\n", o);
-    }
-    fputs("</table>\n", o);
+/* "CUDA 12.2, CUDA 13.0 (emulated 12.2)": the drivers the run's processes used. */
+static void run_drivers(const cgl_log *log, size_t r, char *buf, size_t cap) {
+  size_t used = 0, n = 0;
+  long long seen[4] = {0};
+  buf[0] = '\0';
+  for (size_t p = 0; p < log->n_procs && n < 4; p++) {
+    const cgl_process *pr = &log->procs[p];
+    if ((log->n_runs && pr->run_index != r) || !pr->cuda || pr->driver_version <= 0) continue;
+    long long v = pr->emulate_driver > 0 ? -pr->emulate_driver : pr->driver_version;
+    bool have = false;
+    for (size_t k = 0; k < n && !have; k++) have = seen[k] == v;
+    if (have) continue;
+    seen[n++] = v;
+    long long m = v < 0 ? -v : v;
+    int k = snprintf(buf + used, cap - used, "%sCUDA %lld.%lld%s", used ? ", " : "", m / 1000,
+                     (m % 1000) / 10, v < 0 ? " (emulated)" : "");
+    if (k > 0 && (size_t)k < cap - used) used += (size_t)k;
   }
+}
+
+/* "sm_80, sm_90": the architectures of the images the run loaded during capture. */
+static void run_archs(const cgl_log *log, size_t r, char *buf, size_t cap) {
+  bool sm[256] = {false};
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < log->n_evs; i++) {
+    const cgl_event *e = &log->evs[i];
+    if (log->n_runs && log->procs[e->proc].run_index != r) continue;
+    if (e->image_sm > 0 && e->image_sm < 256) sm[e->image_sm] = true;
+  }
+  for (int k = 0; k < 256; k++)
+    if (sm[k]) {
+      int n = snprintf(buf + used, cap - used, "%ssm_%d", used ? ", " : "", k);
+      if (n > 0 && (size_t)n < cap - used) used += (size_t)n;
+    }
+}
+
+/* What ran: per run, its command line, its drivers, and the GPU architecture
+ * of the images loaded during capture (the log names no GPU). */
+static void what_ran(FILE *o, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  size_t runs = log->n_runs ? log->n_runs : 1;
+  if (!log->n_procs) return;
+  fputs("<table><tr><th>run</th><th>command</th><th>driver</th><th>GPU architecture "
+        "(of the images loaded during capture)</th></tr>\n", o);
+  for (size_t r = 0; r < runs; r++) {
+    size_t top = log->n_runs ? log->runs[r].first_proc : 0;
+    char cmd[1024], drivers[128], archs[128];
+    run_drivers(log, r, drivers, sizeof drivers);
+    run_archs(log, r, archs, sizeof archs);
+    cgr_rerun_command(log, r, NULL, cmd, sizeof cmd);
+    const char *argv_part = strstr(cmd, " -- ");
+    fprintf(o, "<tr><td>%zu (pid %lld)</td><td><code>", r + 1, log->procs[top].pid);
+    esc(o, argv_part ? argv_part + 4 : "?");
+    fputs("</code></td><td>", o);
+    esc(o, drivers[0] ? drivers : "not used");
+    fputs("</td><td>", o);
+    esc(o, archs[0] ? archs : "-");
+    fputs("</td></tr>\n", o);
+  }
+  fputs("</table>\n", o);
+}
+
+static void process_driver(const cgl_process *pr, char *drv, size_t cap) {
+  if (!pr->cuda)
+    snprintf(drv, cap, "no CUDA");
+  else if (pr->emulate_driver > 0)
+    snprintf(drv, cap, "emulating CUDA %lld.%lld", pr->emulate_driver / 1000,
+             (pr->emulate_driver % 1000) / 10);
+  else if (pr->driver_version > 0)
+    snprintf(drv, cap, "CUDA %lld.%lld", pr->driver_version / 1000,
+             (pr->driver_version % 1000) / 10);
+  else
+    snprintf(drv, cap, "?");
+}
+
+static void processes(FILE *o, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  fputs("<h2>Processes</h2>\n<table><tr><th>process</th><th>parent</th><th>command</th>"
+        "<th>mode</th><th>driver</th><th>captures</th><th>broken</th><th>calls during capture</th>"
+        "<th>served</th></tr>\n", o);
+  for (size_t p = 0; p < log->n_procs && p < MAX_ROWS; p++) {
+    const cgl_process *pr = &log->procs[p];
+    const struct cgr_proc_stats *st = &a->procs[p];
+    char who[256], cmd[160], drv[64];
+    cgr_process_label(a, p, who, sizeof who);
+    cgr_process_command(pr, cmd, sizeof cmd);
+    process_driver(pr, drv, sizeof drv);
+    fputs("<tr><td>", o);
+    esc(o, who);
+    fprintf(o, "</td><td class=\"n\">%lld</td><td><code>", pr->ppid);
+    esc(o, cmd);
+    fputs("</code></td><td>", o);
+    esc(o, or(pr->mode, "?"));
+    fputs("</td><td>", o);
+    esc(o, drv);
+    fprintf(o, "</td><td class=\"n\">%zu</td><td class=\"n%s\">%zu</td><td class=\"n\">%zu</td>"
+               "<td class=\"n\">%zu</td></tr>\n",
+            st->captures, st->broken ? " bad" : "", st->broken, st->calls, st->served);
+  }
+  fputs("</table>\n", o);
+  if (log->n_procs > MAX_ROWS)
+    fprintf(o, "<p>and %zu more processes (capguard report --json lists them all)</p>\n",
+            log->n_procs - MAX_ROWS);
+}
+
+static void kernel_cell(FILE *o, const cgl_event *e) {
+  for (size_t k = 0; k < e->kernels->n; k++) {
+    if (k) fputs("<br>", o);
+    esc(o, e->kernels->v[k]);
+  }
+}
+
+static void broken_table(FILE *o, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  fputs("<h2>Broken captures</h2>\n<table><tr><th>process</th><th>capture</th><th>began</th>"
+        "<th>first call that broke it</th><th>at</th><th>kernels</th><th>why</th></tr>\n", o);
+  for (size_t b = 0; b < a->n_broken && b < MAX_ROWS; b++) {
+    const cgl_capture *c = &log->caps[a->broken[b].capture];
+    char who[256];
+    cgr_process_label(a, c->proc, who, sizeof who);
+    fputs("<tr><td>", o);
+    esc(o, who);
+    fprintf(o, "</td><td>%lld (", c->id);
+    esc(o, or(c->mode, "?"));
+    fputs(")</td><td><code>", o);
+    esc(o, or(c->began, "?"));
+    fputs("</code></td>", o);
+    long f = a->broken[b].first_event;
+    if (f < 0) {
+      fputs("<td colspan=\"3\">no call logged</td><td>something capguard does not track (a "
+            "synchronize, an allocation, a host copy) broke it</td></tr>\n", o);
+      continue;
+    }
+    const cgl_event *e = &log->evs[f];
+    char why[256];
+    cgr_why(e, why, sizeof why);
+    fputs("<td class=\"bad\">", o);
+    esc(o, or(e->call, "?"));
+    fputs(" (", o);
+    esc(o, or(e->verdict, "?"));
+    fputs(")</td><td><code>", o);
+    esc(o, e->site);
+    fputs("</code></td><td><code>", o);
+    kernel_cell(o, e);
+    fputs("</code></td><td>", o);
+    esc(o, why);
+    fputs("</td></tr>\n", o);
+  }
+  fputs("</table>\n", o);
+  if (a->n_broken > MAX_ROWS)
+    fprintf(o, "<p>and %zu more broken captures (capguard report --json lists them all)</p>\n",
+            a->n_broken - MAX_ROWS);
+}
+
+/* Every call during capture with its details: what the tooltips say, readable. */
+static void calls_table(FILE *o, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  if (!log->n_evs) return;
+  fputs("<h2>Calls during capture</h2>\n<table><tr><th>process</th><th>capture</th><th>call</th>"
+        "<th>verdict</th><th>at</th><th>kernels</th><th>log line</th></tr>\n", o);
+  for (size_t i = 0; i < log->n_evs && i < MAX_ROWS; i++) {
+    const cgl_event *e = &log->evs[i];
+    char who[256];
+    cgr_process_label(a, e->proc, who, sizeof who);
+    fputs("<tr><td>", o);
+    esc(o, who);
+    fprintf(o, "</td><td>%lld</td><td>", log->caps[e->capture].id);
+    esc(o, or(e->call, "?"));
+    fprintf(o, "</td><td style=\"color:%s\">", verdict_colour(e->verdict));
+    esc(o, or(e->verdict, "?"));
+    fputs("</td><td><code>", o);
+    esc(o, e->site);
+    fputs("</code></td><td><code>", o);
+    kernel_cell(o, e);
+    fputs("</code></td><td><code>", o);
+    const char *slash = strrchr(e->src_file, '/');
+    esc(o, slash ? slash + 1 : e->src_file);
+    fprintf(o, ":%lld</code></td></tr>\n", e->src_line);
+  }
+  fputs("</table>\n", o);
+  if (log->n_evs > MAX_ROWS)
+    fprintf(o, "<p>and %zu more calls (all are in the log and in --json)</p>\n",
+            log->n_evs - MAX_ROWS);
+}
+
+static void findings(FILE *o, const cgr_analysis *a) {
+  if (a->n_broken) broken_table(o, a);
   if (a->n_kernels) {
-    fputs("<h2>Kernels loaded during capture</h2>\n<table><tr><th>count</th><th>kernel</th></tr>\n",
-          o);
+    fputs("<h2>Kernels loaded during capture</h2>\n<table><tr><th>loads</th><th>served</th>"
+          "<th>kernel</th></tr>\n", o);
     for (size_t k = 0; k < a->n_kernels; k++) {
-      fprintf(o, "<tr><td class=\"n\">%zu</td><td><code>", a->kernels[k].count);
+      fprintf(o, "<tr><td class=\"n\">%zu</td><td class=\"n\">%zu</td><td><code>",
+              a->kernels[k].loads, a->kernels[k].served);
       esc(o, a->kernels[k].name);
       fputs("</code></td></tr>\n", o);
     }
     fputs("</table>\n", o);
   }
   if (a->n_sites) {
-    fputs("<h2>Call sites</h2>\n<table><tr><th>count</th><th>site</th><th>calls</th>"
-          "<th>kernels</th></tr>\n",
-          o);
+    fputs("<h2>Call sites</h2>\n<table><tr><th>calls</th><th>site</th><th>functions</th>"
+          "<th>kernels</th></tr>\n", o);
     for (size_t s = 0; s < a->n_sites; s++) {
       const cgr_site *st = &a->sites[s];
       fprintf(o, "<tr><td class=\"n\">%zu</td><td><code>", st->count);
@@ -388,6 +544,7 @@ static void findings(FILE *o, const cgr_analysis *a) {
 int cgr_print_html(FILE *o, const cgr_analysis *a) {
   const cgl_log *log = a->log;
   fprintf(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
              "<title>capguard report</title>\n<style>%s</style></head><body>\n",
           CSS);
   fputs("<h1>capguard report</h1>\n<p class=\"sum\">", o);
@@ -395,20 +552,31 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
     fputs(i ? ", " : "logs: ", o);
     esc(o, log->files[i]);
   }
+  size_t calls = a->loads + a->unloads + a->other_events;
   fprintf(o, "<br>%zu process%s, %zu capture%s, <span class=\"%s\">%zu broken</span>; "
-             "%zu module load%s and %zu unload%s during capture</p>\n",
+             "%zu call%s during capture (%zu module load%s, %zu unload%s)",
           log->n_procs, log->n_procs == 1 ? "" : "es", a->captures, a->captures == 1 ? "" : "s",
-          a->n_broken ? "bad" : "good", a->n_broken, a->loads, a->loads == 1 ? "" : "s",
-          a->unloads, a->unloads == 1 ? "" : "s");
+          a->n_broken ? "bad" : "good", a->n_broken, calls, calls == 1 ? "" : "s", a->loads,
+          a->loads == 1 ? "" : "s", a->unloads, a->unloads == 1 ? "" : "s");
+  if (a->n_runs > 1 && a->shown_run != SIZE_MAX)
+    fprintf(o, "<br>the latest of %zu runs in the logs (capguard report --all for every run)",
+            a->n_runs);
+  fputs("</p>\n", o);
   if (log->malformed) {
     fprintf(o, "<p class=\"warn\">%zu malformed line%s skipped (first: ", log->malformed,
             log->malformed == 1 ? "" : "s");
     esc(o, log->first_malformed);
     fputs(")</p>\n", o);
   }
+  if (a->log_incomplete)
+    fputs("<p class=\"bad\">The log is incomplete: a process could not write all its lines "
+          "(full disk or I/O error); counts are lower bounds.</p>\n", o);
+  what_ran(o, a);
   fputs("<h2>Timeline</h2>\n", o);
   timeline(o, a);
+  processes(o, a);
   findings(o, a);
+  calls_table(o, a);
   fputs("</body></html>\n", o);
   return ferror(o) ? -1 : 0;
 }

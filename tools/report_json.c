@@ -1,4 +1,6 @@
 /* --json: the analysis for machines, one JSON document (schema "capguard-report", v 1). */
+#include <jansson.h>
+
 #include "report_render.h"
 
 static json_t *jstr(const char *s) { return s ? json_string(s) : json_null(); }
@@ -11,7 +13,10 @@ static json_t *event_json(const cgr_analysis *a, const cgl_event *e) {
                         jstr(e->call), "verdict", jstr(e->verdict), "result", (json_int_t)e->result,
                         "time_ns", (json_int_t)e->time_ns, "site", site, "log", e->src_file, "line",
                         (json_int_t)e->src_line);
-  json_object_set_new(o, "kernels", e->kernels ? json_deep_copy(e->kernels) : json_array());
+  json_t *k = json_array();
+  for (size_t i = 0; i < e->kernels->n; i++)
+    json_array_append_new(k, json_string(e->kernels->v[i]));
+  json_object_set_new(o, "kernels", k);
   return o;
 }
 
@@ -72,9 +77,11 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   for (size_t k = 0; k < a->n_kernels; k++) {
     char site[512];
     cgl_event_site(&log->evs[a->kernels[k].first_event], site, sizeof site);
-    json_array_append_new(kernels, json_pack("{s:s, s:I, s:s, s:b}", "name", a->kernels[k].name,
-                                             "count", (json_int_t)a->kernels[k].count, "site",
-                                             site, "broke_capture", a->kernels[k].broke));
+    json_array_append_new(kernels, json_pack("{s:s, s:I, s:I, s:s, s:b}", "name",
+                                             a->kernels[k].name, "loads",
+                                             (json_int_t)a->kernels[k].loads, "served",
+                                             (json_int_t)a->kernels[k].served, "site", site,
+                                             "broke_capture", a->kernels[k].broke));
   }
   json_object_set_new(root, "kernels", kernels);
 
@@ -94,14 +101,33 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
 
   json_object_set_new(
       root, "totals",
-      json_pack("{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I}",
+      json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, "
+                "s:I, s:b}",
                 "captures", (json_int_t)a->captures, "captures_broken", (json_int_t)a->n_broken,
+                "calls_during_capture", (json_int_t)(a->loads + a->unloads + a->other_events),
                 "module_load", (json_int_t)a->loads, "module_unload", (json_int_t)a->unloads,
+                "other_calls", (json_int_t)a->other_events,
                 "verdicts", "refused", (json_int_t)a->refused, "emulated", (json_int_t)a->emulated,
                 "allowed", (json_int_t)a->allowed, "served", (json_int_t)a->served, "rescued",
                 (json_int_t)a->rescued, "deferred", (json_int_t)a->deferred, "failed",
-                (json_int_t)a->failed, "recorded", (json_int_t)a->recorded, "primed_loaded",
-                (json_int_t)a->primed_loaded));
+                (json_int_t)a->failed, "other", (json_int_t)a->other_verdicts, "recorded",
+                (json_int_t)a->recorded, "primed_loaded", (json_int_t)a->primed_loaded,
+                "log_incomplete", a->log_incomplete));
+
+  /* Every run in the logs, and which one the rest of this document is about. */
+  json_t *runs = json_array();
+  for (size_t r = 0; r < a->n_runs; r++) {
+    const cgl_process *top = &a->all->procs[a->all->runs[r].first_proc];
+    json_array_append_new(runs, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "run",
+                                          (json_int_t)(r + 1), "pid", (json_int_t)top->pid,
+                                          "processes", (json_int_t)a->runs[r].procs, "captures",
+                                          (json_int_t)a->runs[r].captures, "captures_broken",
+                                          (json_int_t)a->runs[r].broken, "calls_during_capture",
+                                          (json_int_t)a->runs[r].calls, "served",
+                                          (json_int_t)a->runs[r].served, "reported",
+                                          a->shown_run == SIZE_MAX || a->shown_run == r));
+  }
+  json_object_set_new(root, "runs", runs);
 
   json_t *advice = json_array();
   for (size_t i = 0; i < a->n_advice; i++)

@@ -12,7 +12,11 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal);
 /* 0, or -1 when writing failed */
 int cgr_print_json(FILE *out, const cgr_analysis *a);
 int cgr_print_html(FILE *out, const cgr_analysis *a);
+/* Chrome/Perfetto trace-event JSON. */
+int cgr_print_trace(FILE *out, const cgr_analysis *a);
 
 /* "pid 1001" or "pid 1001 (run2.jsonl)" when several logs were read. */
 void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap);
+/* A process's command line, argv[0] without its directory, cut with "..." to fit. */
+void cgr_process_command(const cgl_process *pr, char *buf, size_t cap);
 #endif

@@ -12,7 +12,41 @@ void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap
   }
 }
 
+void cgr_process_command(const cgl_process *pr, char *cmd, size_t cap) {
+  size_t used = 0;
+  cmd[0] = '\0';
+  for (size_t i = 0; i < pr->argc && used < cap - 1; i++) {
+    const char *w = pr->argv[i], *slash = i == 0 ? strrchr(w, '/') : NULL;
+    int n = snprintf(cmd + used, cap - used, "%s%s", i ? " " : "", slash ? slash + 1 : w);
+    used = n < 0 ? used : used + (size_t)n;
+  }
+  if (used >= cap - 1 && cap > 4)
+    memcpy(cmd + cap - 4, "...", 4);
+}
+
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
+
+/* One line a run, when the log holds several: which one the report is about. */
+static void print_runs(FILE *out, const cgr_analysis *a, cg_palette pal) {
+  const cgl_log *all = a->all;
+  bool one = a->shown_run != SIZE_MAX;
+  fprintf(out, "\n%sRuns%s (%s)\n", pal.bold, pal.reset,
+          one ? "the report below is of the latest; --all for every run" : "all reported below");
+  for (size_t r = 0; r < a->n_runs; r++) {
+    const struct cgr_run_stats *st = &a->runs[r];
+    const cgl_process *top = &all->procs[all->runs[r].first_proc];
+    char cmd[96];
+    cgr_process_command(top, cmd, sizeof cmd);
+    fprintf(out, "  %s run %zu: pid %lld %s (%zu process%s): %zu capture%s, %s%zu broken%s",
+            one && r == a->shown_run ? ">" : " ", r + 1, top->pid, cmd[0] ? cmd : "?", st->procs,
+            st->procs == 1 ? "" : "es", st->captures, st->captures == 1 ? "" : "s",
+            st->broken ? pal.red : pal.green, st->broken, pal.reset);
+    if (st->served)
+      fprintf(out, ", %zu load%s served from the priming file", st->served,
+              st->served == 1 ? "" : "s");
+    fputc('\n', out);
+  }
+}
 
 static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
@@ -21,8 +55,11 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
     const cgl_capture *c = &log->caps[a->broken[b].capture];
     char who[256];
     cgr_process_label(a, c->proc, who, sizeof who);
-    fprintf(out, "  %s%s capture %lld%s (stream %s, %s, %s; began %s)\n", pal.red, who, c->id,
-            pal.reset, or(c->stream, "?"), or(c->mode, "?"), or(c->status, "?"),
+    /* one word for it everywhere (the log's status says how: the end failed, or
+     * the process exited with it open) */
+    bool open_at_exit = c->status && (!strcmp(c->status, "invalidated") || !strcmp(c->status, "active"));
+    fprintf(out, "  %s%s capture %lld%s (stream %s, %s, broken%s; began %s)\n", pal.red, who, c->id,
+            pal.reset, or(c->stream, "?"), or(c->mode, "?"), open_at_exit ? ", open at exit" : "",
             or(c->began, "where unknown"));
     long f = a->broken[b].first_event;
     if (f < 0) {
@@ -34,14 +71,10 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
     cgl_event_site(e, site, sizeof site);
     fprintf(out, "    first broken by %s%s%s (%s, %s, CUresult %lld) at %s\n", pal.bold,
             or(e->call, "?"), pal.reset, or(e->event, "?"), or(e->verdict, "?"), e->result, site);
-    if (json_array_size(e->kernels)) {
+    if (e->kernels->n) {
       fputs("    kernels:", out);
-      size_t i;
-      json_t *k;
-      json_array_foreach(e->kernels, i, k) {
-        if (json_is_string(k))
-          fprintf(out, "%s %s", i ? "," : "", json_string_value(k));
-      }
+      for (size_t i = 0; i < e->kernels->n; i++)
+        fprintf(out, "%s %s", i ? "," : "", e->kernels->v[i]);
       fputs(e->kernels_truncated ? ", ...\n" : "\n", out);
     }
     char why[256];
@@ -52,31 +85,32 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
 
 /* One line a process: what it was, how it ran, and how its captures fared; the
  * story of the runs in a log (run 1 broke, run 2 was primed) at a glance. */
+/* One line a process: what it was, how it ran, and how its captures fared; the
+ * story of the runs in a log (run 1 broke, run 2 was primed) at a glance.
+ * Processes that never used CUDA (a shell, a compiler a JIT runs) are one line
+ * together when some process did. */
 static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   const size_t shown_max = 20;
+  size_t cuda = 0, shown = 0, skipped = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    cuda += log->procs[p].cuda;
   fprintf(out, "\n%sProcesses%s (as logged)\n", pal.bold, pal.reset);
-  for (size_t p = 0; p < log->n_procs && p < shown_max; p++) {
+  for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
-    size_t seen = 0, broken = 0, served = 0;
-    for (size_t c = 0; c < log->n_caps; c++)
-      seen += log->caps[c].proc == p;
-    for (size_t b = 0; b < a->n_broken; b++)
-      broken += log->caps[a->broken[b].capture].proc == p;
-    for (size_t i = 0; i < log->n_evs; i++)
-      served += log->evs[i].proc == p && log->evs[i].verdict && !strcmp(log->evs[i].verdict, "served");
-    size_t captures = pr->has_summary && (size_t)pr->captures > seen ? (size_t)pr->captures : seen;
-    char who[256], cmd[96] = "", drv[64] = "";
-    cgr_process_label(a, p, who, sizeof who);
-    size_t used = 0;
-    for (size_t i = 0; i < pr->argc && used < sizeof cmd - 1; i++) {
-      const char *w = pr->argv[i], *slash = i == 0 ? strrchr(w, '/') : NULL;
-      int n = snprintf(cmd + used, sizeof cmd - used, "%s%s", i ? " " : "", slash ? slash + 1 : w);
-      used = n < 0 ? used : used + (size_t)n;
+    if ((cuda && !pr->cuda) || shown == shown_max) {
+      skipped += !(cuda && !pr->cuda);
+      continue;
     }
-    if (used >= sizeof cmd - 1)
-      memcpy(cmd + sizeof cmd - 4, "...", 4);
-    if (pr->emulate_driver > 0)
+    shown++;
+    size_t captures = a->procs[p].captures, broken = a->procs[p].broken,
+           served = a->procs[p].served;
+    char who[256], cmd[96], drv[64] = "";
+    cgr_process_label(a, p, who, sizeof who);
+    cgr_process_command(pr, cmd, sizeof cmd);
+    if (!pr->cuda)
+      snprintf(drv, sizeof drv, ", no CUDA");
+    else if (pr->emulate_driver > 0)
       snprintf(drv, sizeof drv, ", emulating CUDA %lld.%lld", pr->emulate_driver / 1000,
                (pr->emulate_driver % 1000) / 10);
     else if (pr->driver_version > 0)
@@ -89,20 +123,43 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
       fprintf(out, ", %zu load%s served from the priming file", served, served == 1 ? "" : "s");
     fputc('\n', out);
   }
-  if (log->n_procs > shown_max)
-    fprintf(out, "  and %zu more\n", log->n_procs - shown_max);
+  if (skipped)
+    fprintf(out, "  and %zu more\n", skipped);
+  if (cuda && cuda < log->n_procs) {
+    /* their names, once each, a few */
+    fprintf(out, "  and %zu process%s without CUDA (", log->n_procs - cuda,
+            log->n_procs - cuda == 1 ? "" : "es");
+    const char *names[5];
+    size_t named = 0;
+    for (size_t p = 0; p < log->n_procs && named < 5; p++) {
+      const cgl_process *pr = &log->procs[p];
+      if (pr->cuda || !pr->argc) continue;
+      const char *slash = strrchr(pr->argv[0], '/'), *name = slash ? slash + 1 : pr->argv[0];
+      bool dup = false;
+      for (size_t k = 0; k < named && !dup; k++)
+        dup = !strcmp(names[k], name);
+      if (dup) continue;
+      fprintf(out, "%s%s", named ? ", " : "", name);
+      names[named++] = name;
+    }
+    fputs(")\n", out);
+  }
 }
 
 static void print_kernels(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  fprintf(out, "\n%sKernels loaded during capture%s (deduplicated)\n", pal.bold, pal.reset);
-  fprintf(out, "  %5s  %s\n", "count", "kernel");
+  fprintf(out, "\n%sKernels loaded during capture%s (deduplicated; loads: load calls during "
+               "capture whose image held it; served: of those, from the priming file)\n",
+          pal.bold, pal.reset);
+  fprintf(out, "  %5s  %6s  %s\n", "loads", "served", "kernel");
   for (size_t k = 0; k < a->n_kernels; k++)
-    fprintf(out, "  %5zu  %s\n", a->kernels[k].count, a->kernels[k].name);
+    fprintf(out, "  %5zu  %6zu  %s\n", a->kernels[k].loads, a->kernels[k].served,
+            a->kernels[k].name);
 }
 
 static void print_sites(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  fprintf(out, "\n%sCall sites%s (Python frame first, else native)\n", pal.bold, pal.reset);
-  fprintf(out, "  %5s  %s\n", "count", "site");
+  fprintf(out, "\n%sCall sites%s (Python frame first, else native; calls: calls during capture "
+               "made there)\n", pal.bold, pal.reset);
+  fprintf(out, "  %5s  %s\n", "calls", "site");
   for (size_t s = 0; s < a->n_sites; s++) {
     const cgr_site *st = &a->sites[s];
     fprintf(out, "  %5zu  %s  %s[", st->count, st->site, pal.dim);
@@ -126,13 +183,16 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
           a->captures, a->captures == 1 ? "" : "s", a->n_broken ? pal.red : pal.green, a->n_broken,
           pal.reset);
   size_t events = a->loads + a->unloads + a->other_events;
-  fprintf(out, "forbidden calls during capture: %zu (module-load %zu, module-unload %zu)", events,
-          a->loads, a->unloads);
+  fprintf(out, "calls during capture: %zu (module-load %zu, module-unload %zu", events, a->loads,
+          a->unloads);
+  if (a->other_events)
+    fprintf(out, ", other %zu", a->other_events);
+  fputc(')', out);
   /* Only the verdicts that happened: zeros are noise to someone reading this the first time. */
   const struct { const char *name; size_t n; } verdicts[] = {
       {"refused", a->refused}, {"emulated", a->emulated}, {"failed", a->failed},
       {"allowed", a->allowed}, {"rescued", a->rescued},   {"deferred", a->deferred},
-      {"served", a->served}};
+      {"served", a->served},   {"other", a->other_verdicts}};
   bool any = false;
   for (size_t i = 0; i < sizeof verdicts / sizeof verdicts[0]; i++)
     if (verdicts[i].n) {
@@ -140,6 +200,14 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
       any = true;
     }
   fputc('\n', out);
+  if (log->malformed)
+    fprintf(out, "%zu malformed log line%s skipped (first: %s)\n", log->malformed,
+            log->malformed == 1 ? "" : "s", log->first_malformed);
+  if (a->log_incomplete)
+    fprintf(out, "%sthe log is incomplete%s: a process could not write all its lines (full disk "
+                 "or I/O error); counts are lower bounds\n", pal.red, pal.reset);
+  if (a->n_runs > 1)
+    print_runs(out, a, pal);
   if (log->n_procs)
     print_processes(out, a, pal);
   if (a->n_broken)

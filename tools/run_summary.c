@@ -1,10 +1,18 @@
 #include "run_summary.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "report_analysis.h"
+#include "report_render.h"
+#include "rerun_command.h"
 
 /* One line that says, in words, why the first broken capture broke. */
 static void why_line(FILE *out, const cgr_analysis *a, cg_palette pal) {
@@ -31,98 +39,251 @@ static void why_line(FILE *out, const cgr_analysis *a, cg_palette pal) {
           kernels, kernels[0] ? ")" : "", why);
 }
 
-void cg_run_summary(FILE *out, const char *log_path, long long offset, bool temporary,
-                    const char *mode) {
-  cg_palette pal = cg_palette_for(out);
-  cgl_log log;
-  cgl_init(&log);
-  /* A log that was never created is a log with nothing in it. */
-  if (cgl_read_file(&log, log_path, offset) != 0 && errno != ENOENT) {
-    fprintf(out, "capguard: cannot read the log %s: %s\n", log_path, strerror(errno));
-    cgl_free(&log);
-    return;
+/* Why a log may hold less than happened: the shim says so in its summary, a
+ * write was cut mid-line, the file reached this process's size limit (which
+ * the command inherited), or its filesystem is full. "" when none. */
+static const char *incomplete_why(const cg_run_logs *logs, const cgl_log *log, bool flagged) {
+  if (flagged)
+    return "a process could not write all its lines";
+  for (size_t i = 0; i < logs->n_files; i++) {
+    const char *path = logs->files[i].path;
+    struct stat st;
+    if (stat(path, &st) != 0)
+      continue;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (unsigned long long)st.st_size >= (unsigned long long)rl.rlim_cur)
+      return "it reached the file size limit (ulimit -f)";
+    struct statvfs vfs;
+    if (statvfs(path, &vfs) == 0 && vfs.f_bavail == 0)
+      return "its filesystem is full";
+    if (st.st_size > logs->files[i].offset) {
+      FILE *f = fopen(path, "r");
+      int last = EOF;
+      if (f && fseeko(f, -1, SEEK_END) == 0)
+        last = fgetc(f);
+      if (f)
+        fclose(f);
+      if (last != EOF && last != '\n')
+        return "its last line was cut short (a write failed)";
+    }
   }
-  /* The mode the processes ran in, when the caller did not choose one. */
-  for (size_t p = 0; !mode && p < log.n_procs; p++)
-    mode = log.procs[p].mode;
-  if (!mode)
-    mode = "guard";
-  if (log.lines == 0) {
-    if (!strcmp(mode, "off"))
-      fprintf(out, "capguard: mode off: the shim stayed out of the way and logged nothing to %s, "
-                   "as asked; drop --mode off to check captures\n", log_path);
-    else
-      fprintf(out,
-              "capguard: the shim wrote nothing to %s: the command may not have loaded it (a "
-              "static or setuid program, or LD_PRELOAD cleared); check with capguard doctor\n",
-              log_path);
-    cgl_free(&log);
-    return;
+  (void)log;
+  return "";
+}
+
+static void remove_logs(const cg_run_logs *logs) {
+  for (size_t i = 0; i < logs->n_files; i++)
+    unlink(logs->files[i].path);
+}
+
+/* The processes of this run: those capguard run named (its run id), else all
+ * that were appended (a log shared with other runs at the same time). */
+static size_t this_run(const cgl_log *log, const char *run_id) {
+  for (size_t r = 0; run_id && r < log->n_runs; r++) {
+    const cgl_process *top = &log->procs[log->runs[r].first_proc];
+    if (top->run && !strcmp(top->run, run_id))
+      return r;
   }
-  cgr_analysis a;
-  cgr_analyse(&log, &a);
-  fprintf(out, "capguard: %zu process%s, %zu capture%s, %s%zu broken%s; during capture: "
-               "module-load %zu, module-unload %zu",
-          log.n_procs, log.n_procs == 1 ? "" : "es", a.captures,
-          a.captures == 1 ? "" : "s", a.n_broken ? pal.red : "", a.n_broken,
-          a.n_broken ? pal.reset : "", a.loads + a.served, a.unloads);
-  /* Verdicts that happened, in the order a reader asks about them. */
+  return SIZE_MAX;
+}
+
+static void verdict_counts(FILE *out, const cgr_analysis *a) {
+  /* Verdicts that happened, in the order a reader asks about them; they add up to the calls. */
   const struct { const char *name; size_t n; } verdicts[] = {
-      {"refused", a.refused}, {"emulated", a.emulated}, {"failed", a.failed},
-      {"allowed", a.allowed}, {"served", a.served},     {"rescued", a.rescued},
-      {"deferred", a.deferred}};
+      {"refused", a->refused}, {"emulated", a->emulated}, {"failed", a->failed},
+      {"allowed", a->allowed}, {"served", a->served},     {"rescued", a->rescued},
+      {"deferred", a->deferred}, {"other", a->other_verdicts}};
   bool any = false;
   for (size_t i = 0; i < sizeof verdicts / sizeof verdicts[0]; i++)
     if (verdicts[i].n) {
-      fprintf(out, "%s%s %zu", any ? ", " : " (", verdicts[i].name, verdicts[i].n);
+      fprintf(out, "%s%s %zu", any ? ", " : ": ", verdicts[i].name, verdicts[i].n);
       any = true;
     }
-  fputs(any ? ")\n" : "\n", out);
-  if (log.malformed)
-    fprintf(out, "capguard: %zu malformed log line%s skipped (first: %s)\n", log.malformed,
-            log.malformed == 1 ? "" : "s", log.first_malformed);
-  why_line(out, &a, pal);
+  fputc('\n', out);
+}
 
-  const char *next;
-  char buf[512];
+static void next_line(FILE *out, const cgr_analysis *a, const char *mode, const char *incomplete,
+                      cg_palette pal) {
+  const cgl_log *log = a->log;
+  size_t run = log->n_runs ? log->n_runs - 1 : 0;
+  char cmd[1024], buf[1600];
+  const char *prime = cgr_run_prime_path(log, run);
   bool guard = !strcmp(mode, "guard");
-  if (a.recorded) {
+  const char *next = buf;
+  if (a->recorded && guard) {
     /* The kernels of the loads this run recorded (every offending load is recorded in guard mode). */
     char names[160] = "";
-    size_t used = 0;
-    for (size_t k = 0; k < a.n_kernels && k < 4; k++) {
-      int n = snprintf(names + used, sizeof names - used, "%s%s", k ? ", " : "", a.kernels[k].name);
+    size_t used = 0, shown = 0;
+    for (size_t k = 0; k < a->n_kernels && shown < 4; k++) {
+      if (a->kernels[k].loads == a->kernels[k].served)
+        continue;
+      int n = snprintf(names + used, sizeof names - used, "%s%s", shown ? ", " : "",
+                       a->kernels[k].name);
       if (n < 0 || (size_t)n >= sizeof names - used)
         break;
       used += (size_t)n;
+      shown++;
     }
+    /* Images, not recordings: workers that load the same image record it once. */
+    size_t images = 0;
+    const char **seen = calloc(log->n_evs + 1, sizeof *seen);
+    for (size_t i = 0; seen && i < log->n_evs; i++) {
+      const cgl_event *e = &log->evs[i];
+      bool dup = !e->image_hash || !cgr_offending(e) || strcmp(e->event ? e->event : "", "module-load");
+      for (size_t k = 0; k < images && !dup; k++)
+        dup = seen[k] == e->image_hash; /* interned: equal strings are equal pointers */
+      if (!dup)
+        seen[images++] = e->image_hash;
+    }
+    free(seen);
+    if (!images) /* loads logged without an image: the processes' own count */
+      images = a->recorded;
+    bool whole = cgr_rerun_command(log, run, NULL, cmd, sizeof cmd);
     snprintf(buf, sizeof buf,
-             "run again: %zu kernel%s will be loaded before capture (%s%s; "
-             "recorded in the priming file)",
-             a.n_kernels, a.n_kernels == 1 ? "" : "s", names, a.n_kernels > 4 ? ", ..." : "");
-    next = buf;
-  } else if ((a.n_broken || a.loads || a.unloads) && !guard) {
-    next = "run again in guard mode (capguard run --mode guard -- CMD) to record and prime them";
-  } else if (a.n_broken || a.loads) {
+             "run it again; the %zu image%s loaded during capture, recorded in %s (kernels %s%s), "
+             "will be loaded before capture: %s%s",
+             images, images == 1 ? "" : "s", *prime ? prime : "the priming file",
+             names[0] ? names : "?", a->n_kernels > shown ? ", ..." : "", cmd,
+             whole ? "" : " (the logged command line was cut: complete it)");
+  } else if ((a->n_broken || a->offending_loads || a->unloads) && !guard) {
+    cgr_rerun_command(log, run, NULL, cmd, sizeof cmd);
+    snprintf(buf, sizeof buf, "run it in guard mode (the default) to record the images and "
+                              "prime them on the run after: %s", cmd);
+  } else if (a->n_broken || a->offending_loads) {
     next = "nothing was recorded for the next run: see capguard report below, and check the "
            "priming file with capguard doctor";
-  } else if (a.served) {
-    next = "priming worked: every load during capture was served from the priming file";
+  } else if (*incomplete) {
+    next = "the log is incomplete, so capguard cannot say that nothing broke: free space (or "
+           "pass --log elsewhere) and run it again";
+  } else if (a->served) {
+    snprintf(buf, sizeof buf, "priming worked: every load during capture was served from %s",
+             *prime ? prime : "the priming file");
   } else {
     next = "no forbidden calls during capture: nothing to do";
   }
   fprintf(out, "capguard: %snext:%s %s\n", pal.bold, pal.reset, next);
-  if (a.loads_refused && a.n_broken && guard)
-    fprintf(out, "capguard: %sfaster:%s %s\n", pal.bold, pal.reset, cgr_faster_advice);
+}
+
+/* Processes that used the driver. */
+static size_t cuda_processes(const cgl_log *log) {
+  size_t n = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    n += log->procs[p].cuda;
+  return n;
+}
+
+void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
+  cg_palette pal = cg_palette_for(out);
+  memset(res, 0, sizeof *res);
+  cgl_log all;
+  cgl_init(&all);
+  for (size_t i = 0; i < logs->n_files; i++) {
+    /* A log that was never created is a log with nothing in it. */
+    if (cgl_read_file(&all, logs->files[i].path, logs->files[i].offset) != 0 && errno != ENOENT) {
+      char name[4200];
+      fprintf(out, "capguard: cannot read the log %s: %s\n",
+              cg_printable(logs->files[i].path, name, sizeof name), strerror(errno));
+      cgl_free(&all);
+      return;
+    }
+  }
+  cgl_group_runs(&all);
+  size_t mine = this_run(&all, logs->run_id);
+  cgl_log view;
+  if (mine != SIZE_MAX && all.n_runs > 1)
+    cgl_view(&all, mine, &view);
+  cgl_log *log = mine != SIZE_MAX && all.n_runs > 1 ? &view : &all;
+
+  /* The mode the processes ran in, when the caller did not choose one. */
+  const char *mode = logs->mode;
+  for (size_t p = 0; !mode && p < log->n_procs; p++)
+    mode = log->procs[p].mode;
+  if (!mode)
+    mode = "guard";
+  bool flagged = false;
+  for (size_t p = 0; p < log->n_procs; p++)
+    flagged |= log->procs[p].log_incomplete;
+  const char *incomplete = incomplete_why(logs, log, flagged);
+  char shown_buf[4200];
+  const char *shown = cg_printable(logs->shown_path, shown_buf, sizeof shown_buf);
+
+  if (log->records == 0) {
+    if (*incomplete)
+      fprintf(out, "capguard: the log %s holds nothing: %s, so capguard cannot say what happened; "
+                   "free space or pass --log elsewhere, and run it again\n", shown, incomplete);
+    else if (!strcmp(mode, "off"))
+      fprintf(out, "capguard: mode off: the shim stayed out of the way and logged nothing, as "
+                   "asked; drop --mode off to check captures\n");
+    else
+      fprintf(out,
+              "capguard: the shim wrote nothing to %s: the command did not load it (a static or "
+              "setuid program, or LD_PRELOAD cleared) or was killed before it exited; check with "
+              "capguard doctor\n", shown);
+    if (logs->temporary && !*incomplete) {
+      remove_logs(logs);
+      res->removed_log = true;
+    }
+    goto done;
+  }
+  if (!cuda_processes(log) && log->n_evs == 0 && log->n_caps == 0) {
+    char cmd[96];
+    cgr_process_command(&log->procs[log->n_runs ? log->runs[0].first_proc : 0], cmd, sizeof cmd);
+    fprintf(out, "capguard: no CUDA used: %zu process%s ran under the shim (%s), none loaded the "
+                 "CUDA driver; nothing to check\n",
+            log->n_procs, log->n_procs == 1 ? "" : "es", cmd[0] ? cmd : "?");
+    if (logs->temporary) {
+      remove_logs(logs);
+      res->removed_log = true;
+    }
+    goto done;
+  }
+
+  cgr_analysis a;
+  cgr_analyse(log, &a);
+  res->broken = a.n_broken;
+  size_t cuda = cuda_processes(log), calls = a.loads + a.unloads + a.other_events;
+  fprintf(out, "capguard: %zu process%s used CUDA, %zu capture%s, %s%zu broken%s; %zu call%s "
+               "during capture (module-load %zu, module-unload %zu",
+          cuda, cuda == 1 ? "" : "es", a.captures, a.captures == 1 ? "" : "s",
+          a.n_broken ? pal.red : "", a.n_broken, a.n_broken ? pal.reset : "", calls,
+          calls == 1 ? "" : "s", a.loads, a.unloads);
+  if (a.other_events)
+    fprintf(out, ", other %zu", a.other_events);
+  fputc(')', out);
+  verdict_counts(out, &a);
+  if (log->malformed)
+    fprintf(out, "capguard: %zu malformed log line%s skipped (first: %s)\n", log->malformed,
+            log->malformed == 1 ? "" : "s", log->first_malformed);
+  if (*incomplete)
+    fprintf(out, "capguard: %sthe log is incomplete:%s %s; the counts above are lower bounds\n",
+            pal.red, pal.reset, incomplete);
+  why_line(out, &a, pal);
+  next_line(out, &a, mode, incomplete, pal);
+  if (a.loads_refused && a.n_broken && !strcmp(mode, "guard")) {
+    char faster[4096];
+    cgr_faster_advice(log, log->n_runs ? log->n_runs - 1 : 0, faster, sizeof faster);
+    fprintf(out, "capguard: %sfaster:%s %s\n", pal.bold, pal.reset, faster);
+  }
   if (a.skipped_arch)
     fprintf(out, "capguard: %snote:%s %zu priming record%s not used: built for sm_%lld, this device is "
                  "sm_%lld; learn the priming file on this GPU architecture\n",
             pal.bold, pal.reset, a.skipped_arch, a.skipped_arch == 1 ? " was" : "s were", a.skipped_sm,
             a.device_sm);
-  fprintf(out, "capguard: %slog: %s%s (details: capguard report %s)\n", pal.dim, log_path,
-          temporary ? " (temporary)" : "", log_path);
+  fprintf(out, "capguard: %slog: %s%s (details: capguard report ", pal.dim, shown,
+          logs->temporary ? " (temporary)" : "");
+  for (size_t i = 0; i < logs->n_files && i < 4; i++) {
+    size_t used = 0;
+    char word[4200] = "";
+    cgr_shell_word(logs->files[i].path, word, sizeof word, &used);
+    fprintf(out, "%s%s", i ? " " : "", word);
+  }
+  fprintf(out, "%s)\n", logs->n_files > 4 ? " ..." : "");
   if (pal.dim[0])
     fputs(pal.reset, out);
   cgr_free(&a);
-  cgl_free(&log);
+done:
+  if (log == &view)
+    cgl_free(&view);
+  cgl_free(&all);
 }

@@ -1,14 +1,31 @@
-/* The few lines capguard run prints after its command ends: captures, events
- * by kind, kernels recorded, and what to do next. Read from the part of the
- * log this run appended. */
+/* The few lines capguard run prints after its command ends: captures, calls
+ * during capture by verdict, what to do next as a command to paste. Read from
+ * the part of the log(s) this run appended. */
 #ifndef CAPGUARD_RUN_SUMMARY_H
 #define CAPGUARD_RUN_SUMMARY_H
 
 #include <stdbool.h>
 #include <stdio.h>
 
-/* mode: the mode asked for (NULL: the shim's default, guard). */
-void cg_run_summary(FILE *out, const char *log_path, long long offset, bool temporary,
-                    const char *mode);
+typedef struct {
+  const char *path;
+  long long offset; /* what was there before the run */
+} cg_run_log_file;
+
+typedef struct {
+  const cg_run_log_file *files; /* one, or one per process with %p in the log path */
+  size_t n_files;
+  const char *shown_path;       /* the log as the user named it (may hold %p) */
+  bool temporary;               /* capguard run made it: removed when nothing was logged */
+  const char *mode;             /* the mode asked for (NULL: the shim's default, guard) */
+  const char *run_id;           /* CAPGUARD_RUN given to this run's processes */
+} cg_run_logs;
+
+typedef struct {
+  size_t broken;      /* captures that broke in this run */
+  bool removed_log;   /* the temporary log held nothing and was removed */
+} cg_run_outcome;
+
+void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res);
 
 #endif

@@ -47,5 +47,6 @@ use_real_shim() {
   unset FAKECUDA_DRIVER_VERSION FAKECUDA_SM FAKECUDA_TRACE
   export XDG_CACHE_HOME=$WORK/cache HOME=$WORK   # the default priming file stays in the test
 }
-# field NAME FILE: the values of a top-level number field on "process" lines
+# field NAME FILE: the values of a top-level number field on "process" lines (one for
+# each process that used the driver; every process also has a "start" line)
 process_field() { grep '"type":"process"' "$2" | grep -o "\"$1\":[0-9-]*" | cut -d: -f2; }

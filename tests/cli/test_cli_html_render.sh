@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The --html page renders in headless Chromium (when installed; skipped with a
-# visible reason otherwise): a screenshot is made and is not blank.
+# visible reason otherwise) at 1400 and 800 px wide: screenshots are made, are
+# not blank, show the broken captures, and the timeline fits the width.
 . "$(dirname "$0")/lib.sh"
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$browser" ]; then
@@ -8,20 +9,23 @@ if [ -z "$browser" ]; then
   exit 77
 fi
 h=$WORK/r.html
-"$CAPGUARD" report --html "$h" "$DATA/run1.jsonl" "$DATA/run2.jsonl" >/dev/null 2>&1
-png=${CAPGUARD_HTML_PNG:-$WORK/r.png}
-timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
-  --disable-component-update --disable-sync --no-first-run --user-data-dir="$WORK/profile" \
-  --screenshot="$png" --window-size=1200,800 "file://$h" >"$WORK/chromium.log" 2>&1
-[ -s "$png" ] && pass || { fail "chromium made no screenshot"; sed 's/^/    | /' "$WORK/chromium.log" >&2; }
-# not blank: a page of one colour compresses to almost nothing; ours has text, boxes and markers
-python3 - "$png" <<'PY' >"$WORK/png" 2>&1 && pass || fail "screenshot: $(cat "$WORK/png")"
+"$CAPGUARD" report --all --html "$h" "$DATA/run1.jsonl" "$DATA/run2.jsonl" >/dev/null 2>&1
+# a wide screen and a narrow one: the page must fit both (the timeline scales, tables wrap)
+for width in 1400 800; do
+  png=${CAPGUARD_HTML_PNG:-$WORK/r}-$width.png
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --disable-component-update --disable-sync --no-first-run --user-data-dir="$WORK/profile" \
+    --screenshot="$png" --window-size=$width,1000 "file://$h" >"$WORK/chromium.log" 2>&1
+  [ -s "$png" ] && pass || { fail "chromium made no screenshot at $width px"; sed 's/^/    | /' "$WORK/chromium.log" >&2; continue; }
+  # not blank, the broken captures drawn in red, and the timeline as wide as the page:
+  # the SVG's border reaches the right side but is not cut off by it
+  python3 - "$png" "$width" <<'PY' >"$WORK/png" 2>&1 && pass || fail "screenshot at $width px: $(cat "$WORK/png")"
 import struct, sys, zlib
 d = open(sys.argv[1], "rb").read()
+want_w = int(sys.argv[2])
 assert d[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
 w, h = struct.unpack(">II", d[16:24])
-assert (w, h) == (1200, 800), (w, h)
-# decode the image and count distinct colours
+assert (w, h) == (want_w, 1000), (w, h)
 pos, idat = 8, b""
 while pos < len(d):
     n, = struct.unpack(">I", d[pos:pos+4]); t = d[pos+4:pos+8]
@@ -32,6 +36,7 @@ bpp = {2: 3, 6: 4}[d[25]]
 stride = w * bpp
 colours = set()
 prev = bytearray(stride)
+rows = []
 i = 0
 for y in range(h):
     f = raw[i]; line = bytearray(raw[i+1:i+1+stride]); i += 1 + stride
@@ -44,10 +49,31 @@ for y in range(h):
             p = a + b - c; pa, pb, pc = abs(p-a), abs(p-b), abs(p-c)
             line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
     prev = line
+    rows.append(bytes(line))
     if y % 4 == 0:
         for x in range(0, stride, bpp * 2): colours.add(bytes(line[x:x+3]))
+px = lambda x, y: rows[y][x*bpp:x*bpp+3]
 red = sum(1 for c in colours if c[0] > 180 and c[1] < 120 and c[2] < 120)
 assert len(colours) > 20, f"only {len(colours)} colours: blank page?"
 assert red > 0, "no red (broken capture / refused call) drawn"
+# the timeline's background is #fcfcfc (nothing else is): its right end must be
+# near the page's right side, and closed by the SVG's #ddd border (not cut off)
+# (runs of it 100 px or longer: a scrollbar's few pixels of that grey are not the timeline)
+ends = []
+for y in range(0, h, 2):
+    run = 0
+    for x in range(w + 1):
+        if x < w and px(x, y) == b"\xfc\xfc\xfc":
+            run += 1
+        else:
+            if run >= 100: ends.append(x - 1)
+            run = 0
+assert ends, "no timeline drawn"
+right = max(ends)
+assert right >= 0.85 * (w - 20), f"timeline ends at x={right}: narrower than the page ({w} px)"
+closed = sum(1 for y in range(h) if px(right, y) == b"\xfc\xfc\xfc" and
+             any(px(x, y) == b"\xdd\xdd\xdd" for x in range(right + 1, min(right + 3, w))))
+assert closed > 30, f"timeline cut off at x={right} by the window ({w} px): no border after it"
 PY
+done
 finish

@@ -7,6 +7,8 @@ sed 's/\\-/-/g' "$man" >"$WORK/plain"
 for word in "capguard run" "capguard report" "capguard doctor" "capguard prime" \
             CAPGUARD_MODE CAPGUARD_LOG CAPGUARD_PRIME CAPGUARD_EMULATE_DRIVER CAPGUARD_RESCUE \
             CAPGUARD_SHIM CAPGUARD_LIBCUDA NO_COLOR --emulate-driver --rescue --json --html \
+            CAPGUARD_QUIET CAPGUARD_PRIME_MAX CAPGUARD_SUMMARY CAPGUARD_RUN --trace --all \
+            --error-exitcode "not a capguard log" log-format.md \
             "EXIT STATUS" capguard-selftest; do
   grep -qF -- "$word" "$WORK/plain" && pass || fail "man page does not mention $word"
 done
@@ -16,6 +18,13 @@ for c in run report; do
     grep -qF -- "$opt" "$WORK/plain" && pass || fail "man page lacks $c $opt"
   done
 done
+# run --help names the variables a user sets by hand
+"$CAPGUARD" run --help >"$WORK/run-help"
+for v in CAPGUARD_QUIET CAPGUARD_PRIME_MAX CAPGUARD_SUMMARY CAPGUARD_SHIM; do
+  expect_in "$WORK/run-help" "$v" "run --help names $v"
+done
+# the formats the man page refers to are installed (meson install_data)
+grep -q "log-format.md" "$SOURCE_ROOT/tools/meson.build" && pass || fail "log-format.md is not installed"
 if ! command -v groff >/dev/null; then
   echo "SKIP: groff not installed - formatting of the man page not checked"; finish
 fi

@@ -16,8 +16,8 @@ JSON
 log_lines 101 0x5579b1f04453 >"$WORK/a.jsonl"
 log_lines 202 0x55d360b10453 >"$WORK/b.jsonl"
 
-# --- two processes' logs given as two files
-run_cg two report "$WORK/a.jsonl" "$WORK/b.jsonl"
+# --- two processes' logs given as two files (two top-level processes: two runs, so --all)
+run_cg two report --all "$WORK/a.jsonl" "$WORK/b.jsonl"
 expect_rc 1 "report of two logs with broken captures"
 expect_in "$WORK/two.out" "2 logs, 2 processes" "both logs read"
 expect_in "$WORK/two.out" "      2  demo_engine(main+0x343)  [cuModuleLoadData; kernels: cg_test_fill]" "one site in two processes counted once"
@@ -30,9 +30,9 @@ expect_in "$WORK/two.out" "first broken by cuModuleLoadData (module-load, refuse
 
 # --- the same two processes in one log (how capguard run writes them)
 cat "$WORK/a.jsonl" "$WORK/b.jsonl" >"$WORK/one.jsonl"
-run_cg one report "$WORK/one.jsonl"
+run_cg one report --all "$WORK/one.jsonl"
 expect_in "$WORK/one.out" "      2  demo_engine(main+0x343)  [cuModuleLoadData; kernels: cg_test_fill]" "one log: site counted once"
-run_cg json report --json "$WORK/one.jsonl"
+run_cg json report --all --json "$WORK/one.jsonl"
 n=$(grep -o '"site": *"demo_engine(main+0x343)"' "$WORK/json.out" | wc -l)
 [ "$n" -ge 1 ] && pass || fail "JSON site not address-free: $(grep -o '"site":[^,]*' "$WORK/json.out" | head -3)"
 expect_not_in "$WORK/json.out" "0x5579b1f04453" "JSON without the address"
@@ -49,5 +49,15 @@ JSON
 run_cg py report "$WORK/py.jsonl"
 expect_in "$WORK/py.out" "causal_conv1d.py:1068 in causal_conv1d_update" "Python site skips Triton's launcher frames"
 expect_not_in "$WORK/py.out" "compiler.py:465" "Triton's own frame is not the site"
+
+# --- C++ names in native frames are demangled (the address still dropped)
+sed -e 's/demo_engine(main+0x343) \[0x5579b1f04453\]/libtorch_cuda.so(_ZN2at4cuda9CUDAGraph13capture_beginESt4pairIyyE21cudaStreamCaptureMode+0x29c) [0x7f6e8a2b4c7c]/' "$WORK/a.jsonl" >"$WORK/cxx.jsonl"
+run_cg cxx report "$WORK/cxx.jsonl"
+expect_in "$WORK/cxx.out" "libtorch_cuda.so(at::cuda::CUDAGraph::capture_begin(std::pair<unsigned long long, unsigned long long>, cudaStreamCaptureMode)+0x29c)" "demangled frame"
+expect_not_in "$WORK/cxx.out" "_ZN2at4cuda" "no mangled name left"
+# a name that is not a C++ name, or does not demangle, stays as it was
+sed -e 's/demo_engine(main+0x343) \[0x5579b1f04453\]/lib.so(_Znotvalid+0x1) [0x10]/' "$WORK/a.jsonl" >"$WORK/bad-cxx.jsonl"
+run_cg bad-cxx report "$WORK/bad-cxx.jsonl"
+expect_in "$WORK/bad-cxx.out" "lib.so(_Znotvalid+0x1)" "an invalid mangled name is kept"
 
 finish

@@ -36,7 +36,7 @@ expect_in "$WORK/env.out" "child report" "grandchild inherits the env"
 # every process (sh, env, grep, sort, the inner sh) loaded the shim and logged to the same file
 n=$(grep -c '"type":"process"' "$WORK/given.jsonl")
 [ "$n" -ge 5 ] && pass || fail "$n processes logged, wanted at least 5 (children covered)"
-expect_in "$WORK/env.err" "capguard: $n processes, 0 captures, 0 broken" "summary counts every process"
+expect_in "$WORK/env.err" "capguard: $n processes used CUDA, 0 captures, 0 broken; 0 calls during capture (module-load 0, module-unload 0)" "summary counts every process"
 expect_in "$WORK/env.err" "capguard: next: no forbidden calls during capture: nothing to do" "next step"
 expect_in "$WORK/env.err" "capguard: log: $WORK/given.jsonl (details: capguard report $WORK/given.jsonl)" "log named"
 if grep -q "^capguard:" "$WORK/env.out"; then fail "summary went to stdout"; else pass; fi
@@ -51,14 +51,14 @@ before=$(wc -l <"$WORK/given.jsonl")
 CGTEST_FAKE_REFUSED=3 "$CAPGUARD" run --log "$WORK/given.jsonl" -- true >/dev/null 2>"$WORK/again.err"; rc=$?
 expect_rc 0 "second run into the same log"
 [ "$(wc -l <"$WORK/given.jsonl")" -gt "$before" ] && pass || fail "log not appended to"
-expect_in "$WORK/again.err" "capguard: 1 process, 1 capture, 1 broken; during capture: module-load 3, module-unload 0 (refused 3)" "summary of this run only, verdicts that happened"
+expect_in "$WORK/again.err" "capguard: 1 process used CUDA, 1 capture, 1 broken; 3 calls during capture (module-load 3, module-unload 0): refused 3" "summary of this run only, verdicts that happened"
 expect_in "$WORK/again.err" "capguard: why: a capture broke in pid " "why line"
-expect_in "$WORK/again.err" "capguard: next: run again: 3 kernels will be loaded before capture (" "what to do next"
-expect_in "$WORK/again.err" "; recorded in the priming file)" "where they were recorded"
+# the stand-in logs no image hashes: the images are the processes' own count
+expect_in "$WORK/again.err" "capguard: next: run it again; the 3 images loaded during capture, recorded in the priming file (kernels fake_kernel_0, fake_kernel_1, fake_kernel_2), will be loaded before capture: capguard run -- true" "what to do next, as a command"
 
 # --- report mode records nothing: advice is guard mode
 CGTEST_FAKE_REFUSED=2 "$CAPGUARD" run --mode report --log "$WORK/rep.jsonl" -- true >/dev/null 2>"$WORK/rep.err"
-expect_in "$WORK/rep.err" "capguard: next: run again in guard mode (capguard run --mode guard -- CMD)" "report-mode advice"
+expect_in "$WORK/rep.err" "capguard: next: run it in guard mode (the default) to record the images and prime them on the run after: capguard run -- true" "report-mode advice"
 
 # --- no --log: a temporary log, named in the summary, that capguard report can read
 run_cg tmp run -- true
@@ -74,7 +74,7 @@ expect_not_in "$WORK/envlog.err" "(temporary)" "CAPGUARD_LOG is not temporary"
 
 # --- nothing logged (here: mode off, in which the stand-in shim writes nothing) is called out
 run_cg nolog run --mode off --log "$WORK/none.jsonl" -- true
-expect_in "$WORK/nolog.err" "capguard: mode off: the shim stayed out of the way and logged nothing to $WORK/none.jsonl, as asked" "nothing logged in mode off is expected"
+expect_in "$WORK/nolog.err" "capguard: mode off: the shim stayed out of the way and logged nothing, as asked" "nothing logged in mode off is expected"
 
 # --- the shim cannot be found: one line, exit 125, command not run
 CAPGUARD_SHIM=$WORK/missing.so "$CAPGUARD" run -- touch "$WORK/ran" >"$WORK/ns.out" 2>"$WORK/ns.err"; rc=$?
@@ -82,6 +82,22 @@ expect_rc 125 "missing shim"
 expect_lines "$WORK/ns.err" 1 "missing shim error"
 expect_in "$WORK/ns.err" "capguard run: CAPGUARD_SHIM=$WORK/missing.so is not a readable file" "missing shim error"
 [ -e "$WORK/ran" ] && fail "command ran without the shim" || pass
-# --quiet: no summary
-run_cg quiet run -q -- true; [ -s "$WORK/quiet.err" ] && fail "--quiet printed: $(cat "$WORK/quiet.err")" || pass
+# --quiet: the shim's per-event reports are off (CAPGUARD_QUIET=1); the summary stays
+run_cg quiet run -q -- sh -c 'echo "quiet=$CAPGUARD_QUIET"'
+expect_in "$WORK/quiet.out" "quiet=1" "--quiet sets CAPGUARD_QUIET=1"
+expect_in "$WORK/quiet.err" "capguard: next: " "--quiet keeps the summary"
+# --error-exitcode: a broken capture decides the status, whatever the command's
+CGTEST_FAKE_REFUSED=1 "$CAPGUARD" run --error-exitcode 42 --log "$WORK/ee.jsonl" -- true >/dev/null 2>&1; rc=$?
+expect_rc 42 "--error-exitcode when a capture broke"
+"$CAPGUARD" run --error-exitcode 42 --log "$WORK/ee2.jsonl" -- sh -c 'exit 3' >/dev/null 2>&1; rc=$?
+expect_rc 3 "--error-exitcode: nothing broke, the command's status"
+run_cg eebad run --error-exitcode 0 -- true; expect_rc 2 "--error-exitcode 0 is a usage error"
+# an echoed option value cannot drive the terminal
+run_cg esc run --mode $'gu\e[31mard' -- true; expect_rc 2 "bad --mode"
+if LC_ALL=C grep -q $'\x1b' "$WORK/esc.err"; then fail "escape character echoed"; else pass; fi
+expect_in "$WORK/esc.err" "not 'gu?[31mard'" "control character replaced"
+# ...nor a log name: the summary names it with the escape replaced
+run_cg escl run --log "$WORK/l"$'\e'"[31m.jsonl" -- true
+if LC_ALL=C grep -q $'\x1b' "$WORK/escl.err"; then fail "escape character of the log name echoed"; else pass; fi
+expect_in "$WORK/escl.err" "capguard: log: $WORK/l?[31m.jsonl" "log name shown sanitized"
 finish

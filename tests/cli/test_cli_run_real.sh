@@ -37,9 +37,19 @@ run_em() { # run_em NAME EXTRA-OPTIONS...
 run_em em1 --prime "$WORK/em.cgp" --emulate-driver 12020
 expect_rc 1 "emulated 12.2: run 1 breaks"
 expect_in "$WORK/em1.err" "engine: CUDA graph capture failed" "the engine saw the broken capture"
-expect_in "$WORK/em1.err" "capguard: 1 process, 1 capture, 1 broken" "run 1 summary"
-expect_in "$WORK/em1.err" "capguard: next: run again: 2 kernels will be loaded before capture" "run 1 advice"
+expect_in "$WORK/em1.err" "capguard: 1 process used CUDA, 1 capture, 1 broken" "run 1 summary"
+# the next command repeats the emulation, so that run 2 is the same experiment
+expect_in "$WORK/em1.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/em.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture: capguard run --prime $WORK/em.cgp --emulate-driver 12020 -- ${engine[*]}" "run 1 advice"
 [ -s "$WORK/em.cgp" ] && pass || fail "run 1 recorded nothing into --prime"
+# the native call site, with its source line from the engine's debug info (libdw)
+if readelf -S "$DEMO_ENGINE" 2>/dev/null | grep -q '\.debug_line'; then
+  line=$(grep -n 'CUresult r = load(&jit, image);' "$SOURCE_ROOT/tools/demo/demo_engine.c" | cut -d: -f1)
+  run_cg em1-report report "$WORK/em1.jsonl"
+  grep -qE "^ +1  demo_engine\(main\+0x[0-9a-f]+\) at demo_engine\.c:$line  \[cuModuleLoadData" "$WORK/em1-report.out" \
+    && pass || fail "call site without demo_engine.c:$line: $(sed -n '/^Call sites/,/^$/p' "$WORK/em1-report.out")"
+else
+  echo "note: demo_engine has no debug info (a release build): file:line not checked"
+fi
 run_em em2 --prime "$WORK/em.cgp" --emulate-driver 12020
 expect_rc 0 "emulated 12.2: run 2 primed"
 grep -q '"verdict":"served"' "$WORK/em2.jsonl" && pass || fail "run 2: load served"
@@ -48,13 +58,13 @@ run_em new --prime "$WORK/new.cgp"
 expect_rc 0 "driver 13.0 allows loads during capture"
 run_cg new-report report "$WORK/new.jsonl"
 expect_rc 0 "report of an allowed load"
-expect_in "$WORK/new-report.out" "try it with capguard run --emulate-driver 12020" "allowed-load advice"
+expect_in "$WORK/new-report.out" "see what such a driver does: capguard run --emulate-driver 12020 --prime $WORK/new.cgp -- ${engine[*]}" "allowed-load advice"
 
 # --- --rescue: the refused load is made in relaxed mode; run 1 works
 run_em rescue --prime "$WORK/rescue.cgp" --emulate-driver 12020 --rescue
 expect_rc 0 "--rescue: run 1 works"
 grep -q '"call":"cuModuleLoadData","verdict":"rescued","result":0' "$WORK/rescue.jsonl" && pass || fail "rescued load logged"
-expect_in "$WORK/rescue.err" "capguard: 1 process, 1 capture, 0 broken" "rescue summary"
+expect_in "$WORK/rescue.err" "capguard: 1 process used CUDA, 1 capture, 0 broken" "rescue summary"
 # on the fake as a real 12.2 driver too
 FAKECUDA_DRIVER_VERSION=12020 run_em rescue122 --prime "$WORK/rescue122.cgp" --rescue
 expect_rc 0 "--rescue on a 12.2 driver"

@@ -31,10 +31,12 @@ check_broken_run() {
   grep -q '"call":"cuModuleLoadDataEx","verdict":"refused"' "$log" && pass || fail "$tag: cuModuleLoadDataEx of the shell-started worker"
   run_cg "$tag-report" report "$log"
   expect_rc 1 "$tag: report of broken captures"
-  expect_in "$WORK/$tag-report.out" "capguard report: 1 log, 4 processes, 4 captures, 4 broken" "$tag: report counts"
+  # 6 processes: the engine and the shell that starts worker 3 never use CUDA (their "start" records)
+  expect_in "$WORK/$tag-report.out" "capguard report: 1 log, 6 processes, 4 captures, 4 broken" "$tag: report counts"
+  expect_in "$WORK/$tag-report.out" "  and 2 processes without CUDA (vllm_like, sh)" "$tag: the engine and the shell, without CUDA, in one line"
   for p in $pids; do expect_in "$WORK/$tag-report.out" "  pid $p capture 1 (" "$tag: broken capture of pid $p listed"; done
   expect_in "$WORK/$tag-report.out" "    kernels: cg_test_fill, cg_test_axpy" "$tag: kernel named"
-  expect_in "$WORK/$tag-report.out" "      4  cg_test_fill" "$tag: kernel counted over processes"
+  expect_in "$WORK/$tag-report.out" "      4       0  cg_test_fill" "$tag: kernel counted over processes"
   # one call site, the same in 3 processes at 3 addresses, counted once
   expect_in "$WORK/$tag-report.out" "      3  vllm_like" "$tag: cuModuleLoadData site deduplicated over processes"
 }
@@ -44,9 +46,10 @@ check_broken_run() {
 expect_rc 1 "guard run 1: the engine's exit status"
 expect_in "$WORK/g1.err" "engine: 4 of 4 workers failed" "guard run 1: every worker broke"
 check_broken_run g1 "$WORK/g1.jsonl"
-expect_in "$WORK/g1.err" "capguard: 4 processes, 4 captures, 4 broken" "guard run 1: summary over all workers"
+expect_in "$WORK/g1.err" "capguard: 4 processes used CUDA, 4 captures, 4 broken; 4 calls during capture (module-load 4, module-unload 0): refused 4" "guard run 1: summary over all workers"
 [ -s "$WORK/prime.cgp" ] && pass || fail "guard run 1 recorded no priming file"
-expect_in "$WORK/g1.err" "capguard: next: run again: 2 kernels will be loaded before capture (cg_test_axpy, cg_test_fill; recorded in the priming file)" "guard run 1: next step"
+# the exact command, from the logged argv and priming file, pastes into a shell
+expect_in "$WORK/g1.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/prime.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture: capguard run --prime $WORK/prime.cgp -- ${app[*]}" "guard run 1: next step"
 expect_in "$WORK/g1.err" "capguard: why: 4 captures broke; the first broke in pid " "guard run 1: why"
 expect_in "$WORK/g1.err" "the driver (CUDA 12.2) refused it: drivers before 12.3 refuse module loads during capture" "guard run 1: why, in words"
 
@@ -55,24 +58,32 @@ expect_rc 0 "guard run 2 with the priming file"
 expect_in "$WORK/g2.out" "engine: all 4 workers ready" "guard run 2: every worker captured"
 [ "$(worker_pids "$WORK/g2.jsonl" | sort -u | wc -l)" -eq 4 ] && pass || fail "guard run 2: 4 workers logged"
 n=$(grep -c '"verdict":"served"' "$WORK/g2.jsonl"); [ "$n" -eq 4 ] && pass || fail "guard run 2: $n served loads, wanted 4"
-expect_in "$WORK/g2.err" "capguard: 4 processes, 4 captures, 0 broken" "guard run 2 summary"
+expect_in "$WORK/g2.err" "capguard: 4 processes used CUDA, 4 captures, 0 broken; 4 calls during capture (module-load 4, module-unload 0): served 4" "guard run 2 summary"
+expect_in "$WORK/g2.err" "capguard: next: priming worked: every load during capture was served from $WORK/prime.cgp" "guard run 2: next"
+# a healthy start is quiet: one line per worker for its served loads, no blocks
+[ "$(grep -c '^capguard: pid [0-9]*: cuModuleLoadData[Ex]* during capture: served from the priming file' "$WORK/g2.err")" -eq 4 ] && pass || fail "guard run 2: one served line per worker"
+expect_not_in "$WORK/g2.err" "native stack:" "guard run 2: no event blocks for served loads"
 run_cg g2-report report "$WORK/g2.jsonl"
 expect_rc 0 "report with no broken capture"
-expect_in "$WORK/g2-report.out" "4 processes, 4 captures, 0 broken" "run 2 report counts"
+expect_in "$WORK/g2-report.out" "6 processes, 4 captures, 0 broken" "run 2 report counts"
 expect_in "$WORK/g2-report.out" "served 4" "run 2 report: served loads"
 expect_in "$WORK/g2-report.out" "4 loads during capture were served from the priming file: priming works" "run 2 advice"
 expect_not_in "$WORK/g2-report.out" "Broken captures" "run 2 report lists no broken capture"
-# both runs in one report: the breakage of run 1 still counts
+# both runs in one report: the latest decides; --all counts the breakage of run 1 too
 run_cg both report "$WORK/g1.jsonl" "$WORK/g2.jsonl"
-expect_rc 1 "report over both runs"
-expect_in "$WORK/both.out" "2 logs, 8 processes, 8 captures, 4 broken" "both runs counted"
+expect_rc 0 "report over both runs: the latest worked"
+expect_in "$WORK/both.out" "  > run 2: pid " "both runs listed, the latest reported"
+run_cg both-all report --all "$WORK/g1.jsonl" "$WORK/g2.jsonl"
+expect_rc 1 "report --all over both runs"
+expect_in "$WORK/both-all.out" "2 logs, 12 processes, 8 captures, 4 broken" "both runs counted"
+expect_in "$WORK/both-all.out" "      8       4  cg_test_fill" "both runs: loads and served per kernel"
 
 # --- report mode: nothing recorded, nothing replayed: run 2 breaks as run 1 did
 "$CAPGUARD" run --mode report --log "$WORK/r1.jsonl" --prime "$WORK/rprime.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/r1.err"; rc=$?
 expect_rc 1 "report-mode run 1"
 check_broken_run r1 "$WORK/r1.jsonl"
 [ -e "$WORK/rprime.cgp" ] && fail "report mode wrote a priming file" || pass
-expect_in "$WORK/r1.err" "capguard: next: run again in guard mode" "report-mode advice"
+expect_in "$WORK/r1.err" "capguard: next: run it in guard mode (the default) to record the images and prime them on the run after: capguard run --prime $WORK/rprime.cgp -- ${app[*]}" "report-mode advice"
 # even with guard mode's priming file at hand, report mode does not serve from it
 "$CAPGUARD" run --mode report --log "$WORK/r2.jsonl" --prime "$WORK/prime.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/r2.err"; rc=$?
 expect_rc 1 "report-mode run 2 still breaks"
@@ -94,11 +105,13 @@ lib_app=("$VLLM_LIKE" --workers 1 --library "$CUBIN" cg_test_fill)
 expect_rc 1 "library worker: run 1 breaks"
 grep -q '"call":"cuLibraryLoadData","verdict":"refused"' "$WORK/l1.jsonl" && pass || fail "cuLibraryLoadData refusal logged"
 expect_in "$WORK/l1.err" "capguard: faster: each run on a driver that refuses loads during capture" "run summary: how to converge faster"
-expect_in "$WORK/l1.err" "capguard prime learn -- CMD on a machine with driver 12.3 or newer" "run summary names prime learn"
-expect_in "$WORK/l1.err" "or run with --rescue" "run summary names --rescue"
+expect_in "$WORK/l1.err" "on a machine with driver 12.3 or newer and the same GPU architecture: capguard prime learn --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime learn, the exact command"
+expect_in "$WORK/l1.err" "capguard prime check --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime check"
+expect_in "$WORK/l1.err" "capguard run --rescue --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names --rescue"
 expect_not_in "$WORK/l1.err" "priming does not serve" "library loads are primed now"
 run_cg l1-report report "$WORK/l1.jsonl"
-expect_in "$WORK/l1-report.out" "capguard prime learn -- CMD" "report advice: learn in one run"
+expect_in "$WORK/l1-report.out" "capguard prime learn --prime $WORK/lprime.cgp -- ${lib_app[*]}" "report advice: learn in one run, the exact command"
+expect_in "$WORK/l1-report.out" "capguard run --rescue --prime $WORK/lprime.cgp -- ${lib_app[*]}" "report suggests --rescue, the exact command"
 "$CAPGUARD" run --log "$WORK/l1b.jsonl" --prime "$WORK/lprime.cgp" -- "${lib_app[@]}" >/dev/null 2>"$WORK/l1b.err"; rc=$?
 expect_rc 0 "library worker: run 2 served from the priming file"
 grep -q '"call":"cuLibraryLoadData","verdict":"served"' "$WORK/l1b.jsonl" && pass || fail "cuLibraryLoadData served"

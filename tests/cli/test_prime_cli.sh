@@ -31,6 +31,11 @@ run() {
 out_has() { grep -qE -- "$1" "$T/out" || fail "stdout lacks /$1/: $(cat "$T/out")"; }
 err_has() { grep -qE -- "$1" "$T/err" || fail "stderr lacks /$1/: $(cat "$T/err")"; }
 lines() { [ "$(wc -l <"$T/out")" -eq "$1" ] || fail "want $1 lines, got: $(cat "$T/out")"; }
+# records N: list printed its header row and N records
+records() {
+  head -1 "$T/out" | grep -qE '^hash +kind +arch +bytes +hits +last need +kernels$' || fail "no header row: $(head -1 "$T/out")"
+  [ "$(($(wc -l <"$T/out") - 1))" -eq "$1" ] || fail "want $1 records, got: $(cat "$T/out")"
+}
 fix() { "$FIX" "$@" >>"$T/hashes" || fail "prime_fixture $*"; }
 hash_of() { "$FIX" "$T/scratch.cgp" "$1" "$2" && rm -f "$T/scratch.cgp"; }
 
@@ -42,13 +47,13 @@ run 2 prime frobnicate; err_has "unknown command 'frobnicate'"
 
 # ---- list ----
 P=$T/p.cgp
-run 0 prime list "$P"; lines 0                      # no file yet: nothing recorded
+run 1 prime list "$P"; err_has "$P does not exist"   # no file yet: named, exit 1 as verify
 fix "$P" 1 1000 3 10
 fix "$P" 2 2000 1 1
 fix "$P" 3 300 5 40
 fix "$P" 1 1000 2 0                                # needed again: hits 3 + 2
 H1=$(hash_of 1 1000); H2=$(hash_of 2 2000); H3=$(hash_of 3 300)
-run 0 prime list "$P"; lines 3
+run 0 prime list "$P"; records 3
 out_has "^${H1:0:12}  fatbin  sm_81 +1000 +5  $(date -u +%Y-%m-%d)  kern_1_a,kern_1_b$"
 out_has "^${H3:0:12}  cubin   sm_83 +300 +5  $(date -u -d '40 days ago' +%Y-%m-%d)  kern_3_a,kern_3_b$"
 run 2 prime list "$P" extra; err_has 'at most one FILE'
@@ -56,10 +61,10 @@ run 2 prime list -v; err_has "unknown option '-v'"
 
 # ---- default path ----
 mkdir -p "$T/xdg/capguard"; cp "$P" "$T/xdg/capguard/prime.cgp"
-XDG_CACHE_HOME=$T/xdg run 0 prime list; lines 3
+XDG_CACHE_HOME=$T/xdg run 0 prime list; records 3
 mkdir -p "$HOME/.cache/capguard"; "$FIX" "$HOME/.cache/capguard/prime.cgp" 9 50 >/dev/null
-run 0 prime list; lines 1
-CAPGUARD_PRIME=$P run 0 prime list; lines 3
+run 0 prime list; records 1
+CAPGUARD_PRIME=$P run 0 prime list; records 3
 env -u HOME "$CG" prime list >/dev/null 2>"$T/err"; [ $? -eq 1 ] || fail "no HOME: want exit 1"
 err_has 'cannot tell where the priming file is'
 
@@ -80,12 +85,13 @@ dup=$("$CG" prime list "$A" | cut -c1 | sort | uniq -d | head -1)
 run 1 prime show "$dup" "$A"; err_has 'several images .* give more digits'
 
 # ---- verify ----
-run 0 prime verify "$P"; out_has '4 records intact, 0 damaged'
+# records, not images: 3 images and the hit record of image 1 needed again; list shows the 3
+run 0 prime verify "$P"; out_has '4 records intact \(3 images, 1 hit update\), 0 damaged'
 cp "$P" "$T/bad.cgp"
 printf '\xff' | dd of="$T/bad.cgp" bs=1 seek=100 conv=notrunc status=none
-run 1 prime verify "$T/bad.cgp"; out_has 'offset 32: damaged record'; out_has '3 records intact, 1 damaged'
+run 1 prime verify "$T/bad.cgp"; out_has 'offset 32: damaged record'; out_has '3 records intact \([0-9]+ images?, [0-9]+ hit updates?\), 1 damaged'
 err_has "run 'capguard prime prune"
-run 1 prime list "$T/bad.cgp"; lines 2; err_has 'record at offset 32 damaged'
+run 1 prime list "$T/bad.cgp"; records 2; err_has 'record at offset 32 damaged'
 cp "$P" "$T/torn.cgp"; truncate -s -7 "$T/torn.cgp"; cp "$T/torn.cgp" "$T/torn.keep"
 run 1 prime verify "$T/torn.cgp"; out_has 'incomplete last record'
 run 1 prime verify "$T/none.cgp"; err_has 'does not exist'
@@ -111,12 +117,13 @@ run 1 prime list "$T/link.cgp"; err_has 'symbolic link'
 
 # ---- prune ----
 cp "$P" "$T/pr.cgp"
-run 0 prime prune --older-than 30 "$T/pr.cgp"; out_has 'kept 2 images .* dropped 1'
-run 0 prime list "$T/pr.cgp"; lines 2; grep -q "^${H3:0:12}" "$T/out" && fail "old image not pruned"
+run 0 prime prune --older-than 30 "$T/pr.cgp"; out_has 'kept 2 images .* dropped 1 image and 0 damaged records$'
+run 0 prime list "$T/pr.cgp"; records 2; grep -q "^${H3:0:12}" "$T/out" && fail "old image not pruned"
 run 0 prime prune --max-size=1500 "$T/pr.cgp"; out_has 'kept 1 images'
-run 0 prime list "$T/pr.cgp"; lines 1; out_has "^${H1:0:12}"   # the least recently needed went first
+run 0 prime list "$T/pr.cgp"; records 1; out_has "^${H1:0:12}"   # the least recently needed went first
 run 0 prime verify "$T/pr.cgp"; out_has '1 records intact'     # hit records folded
-run 0 prime prune "$T/bad.cgp"; run 0 prime verify "$T/bad.cgp"  # damage dropped
+run 0 prime prune "$T/bad.cgp"; out_has 'dropped 0 images and 1 damaged record$'   # said, not "dropped 0"
+run 0 prime verify "$T/bad.cgp"  # damage dropped
 run 0 prime prune "$T/absent.cgp"; out_has 'nothing to prune'; [ -e "$T/absent.cgp" ] && fail "prune created a file"
 run 2 prime prune --older-than; err_has '--older-than needs a value'
 run 2 prime prune --older-than soon "$P"; err_has 'whole number of days'
@@ -132,6 +139,11 @@ run 0 prime show "${H1:0:10}" "$T/merged/m.cgp"; out_has '^hits: +15$'
 [ "$(stat -c %a "$T/merged/m.cgp")" = 600 ] || fail "merged file mode $(stat -c %a "$T/merged/m.cgp")"
 run 0 prime merge "$T/merged/m.cgp" "$T/in2.cgp"; out_has ': 4 images'  # into an existing OUT
 run 0 prime show "${H1:0:10}" "$T/merged/m.cgp"; out_has '^hits: +25$'
+# a file merged into itself, or named twice, counts once: hits are not doubled
+run 0 prime merge "$T/merged/m.cgp" "$T/merged/m.cgp"; err_has 'is OUT itself'
+run 0 prime show "${H1:0:10}" "$T/merged/m.cgp"; out_has '^hits: +25$'
+run 0 prime merge "$T/twice.cgp" "$T/in2.cgp" "$T/in2.cgp"; err_has 'named more than once'
+run 0 prime show "${H1:0:10}" "$T/twice.cgp"; out_has '^hits: +10$'
 cp "$T/merged/m.cgp" "$T/m.orig"
 run 1 prime merge "$T/merged/m.cgp" "$T/missing.cgp"; err_has 'missing.cgp does not exist'
 run 1 prime merge "$T/merged/m.cgp" "$T/newer.cgp"; err_has 'newer capguard'
@@ -144,14 +156,14 @@ run 2 prime merge -x a b; err_has "unknown option '-x'"
 # ---- rm ----
 cp "$P" "$T/rm.cgp"
 run 0 prime rm "${H2:0:7}" "$T/rm.cgp"; out_has "^removed ${H2:0:12}  ptx  2000 bytes$"
-run 0 prime list "$T/rm.cgp"; lines 2
+run 0 prime list "$T/rm.cgp"; records 2
 run 0 prime rm "${H1:0:5}" "${H3:0:5}" "$T/rm.cgp"; lines 2
-run 0 prime list "$T/rm.cgp"; lines 0
+run 0 prime list "$T/rm.cgp"; records 0
 cp "$P" "$T/rm.cgp"; cp "$P" "$T/rm.orig"
 run 1 prime rm "${H1:0:6}" 0000000000000000 "$T/rm.cgp"; err_has "starting with '0000000000000000'"
 cmp -s "$T/rm.cgp" "$T/rm.orig" || fail "rm with an unknown prefix changed the file"
 CAPGUARD_PRIME=$T/rm.cgp run 0 prime rm "${H1:0:6}" "${H2:0:6}"   # all hex: both are prefixes
-CAPGUARD_PRIME=$T/rm.cgp run 0 prime list; lines 1
+CAPGUARD_PRIME=$T/rm.cgp run 0 prime list; records 1
 run 1 prime rm "$dup" "$A"; err_has 'several images'
 run 1 prime rm abc "$T/absent.cgp"; err_has 'does not exist'
 run 2 prime rm; err_has 'at least one HASH-PREFIX'

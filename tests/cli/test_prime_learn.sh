@@ -57,7 +57,7 @@ n=$(grep -c '"verdict":"served"' "$WORK/r122.jsonl"); [ "$n" -eq 10 ] && pass ||
 if grep -qE '"verdict":"(refused|emulated|failed|allowed)"' "$WORK/r122.jsonl"; then fail "12.2: a load was not served"; else pass; fi
 grep -q 'result=900' "$WORK/trace122" && fail "12.2: the driver refused a call" || pass
 no_loads_in_capture "$WORK/trace122" "12.2 with the learned file"
-expect_in "$WORK/r122.err" "capguard: 2 processes, 20 captures, 0 broken" "12.2: run summary"
+expect_in "$WORK/r122.err" "capguard: 2 processes used CUDA, 20 captures, 0 broken" "12.2: run summary"
 
 # --- prime check: passes with the file, on a driver that allows loads too (emulated 12.2)
 cp "$PRIME" "$WORK/before-check.cgp"
@@ -94,8 +94,8 @@ while [ $runs -lt 12 ]; do
     >"$WORK/conv$runs.out" 2>"$WORK/conv$runs.err"; rc=$?
   if [ $rc -eq 0 ]; then converged=1; break; fi
   expect_in "$WORK/conv$runs.err" "capguard: faster: each run on a driver that refuses loads during capture (before 12.3, or emulated) learns only the loads up to the capture that breaks" "failed run $runs says how to go faster"
-  expect_in "$WORK/conv$runs.err" "capguard prime learn -- CMD on a machine with driver 12.3 or newer and the same GPU architecture" "failed run $runs names prime learn"
-  expect_in "$WORK/conv$runs.err" "or run with --rescue" "failed run $runs names --rescue"
+  expect_in "$WORK/conv$runs.err" "learn them all in one run on a machine with driver 12.3 or newer and the same GPU architecture: capguard prime learn --prime $FRESH -- $STARTUP_LIKE," "failed run $runs names prime learn"
+  expect_in "$WORK/conv$runs.err" "capguard run --rescue --prime $FRESH -- $STARTUP_LIKE" "failed run $runs names --rescue"
 done
 echo "12.2 fake driver alone, fresh priming file: all ten captures after $runs runs ($((runs - 1)) failed)"
 [ $converged -eq 1 ] && pass || fail "12.2 alone never converged in 12 runs"

@@ -3,6 +3,7 @@ fake driver and read back what it printed, what capguard said on stderr, and
 the JSON Lines log."""
 import json
 import os
+import re
 import subprocess
 import tempfile
 
@@ -58,7 +59,10 @@ class Run:
         return self.of_type("event")
 
     def report_lines(self):
-        return [l for l in self.stderr.splitlines() if l.startswith("capguard: cu")]
+        # Event blocks begin "capguard: pid N, HH:MM:SS.mmm UTC: cu...": returned
+        # without the stamp, which each test would otherwise have to skip.
+        stamp = re.compile(r"^capguard: pid [0-9]+, [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} UTC: (cu.*)")
+        return ["capguard: " + m.group(1) for m in map(stamp.match, self.stderr.splitlines()) if m]
 
 
 def run_probe(args, route="dlsym", driver=13000, env_extra=None, preload=True, log=True, probe=None):

@@ -1,0 +1,173 @@
+#include "frame_source.h"
+
+#include <elfutils/libdwfl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uthash.h>
+
+typedef struct {
+  UT_hash_handle hh;
+  char *key;      /* object path, or frame text + '\n' + argv0 */
+  Dwfl *dwfl;     /* objects: NULL when it could not be read */
+  Dwfl_Module *mod;
+  char *answer;   /* frames: "file:line", NULL when none */
+} cache_entry;
+
+static cache_entry *objects, *frames, *found; /* found: object name + argv0 -> path */
+
+static cache_entry *cached(cache_entry **t, const char *key) {
+  cache_entry *e;
+  HASH_FIND_STR(*t, key, e);
+  return e;
+}
+
+static cache_entry *remember(cache_entry **t, const char *key) {
+  cache_entry *e = calloc(1, sizeof *e);
+  if (!e || !(e->key = strdup(key))) {
+    free(e);
+    return NULL;
+  }
+  HASH_ADD_KEYPTR(hh, *t, e->key, strlen(e->key), e);
+  return e;
+}
+
+void cgl_frame_source_reset(void) {
+  cache_entry *e, *tmp;
+  HASH_ITER(hh, objects, e, tmp) {
+    HASH_DEL(objects, e);
+    if (e->dwfl) dwfl_end(e->dwfl);
+    free(e->key);
+    free(e);
+  }
+  HASH_ITER(hh, found, e, tmp) {
+    HASH_DEL(found, e);
+    free(e->answer);
+    free(e->key);
+    free(e);
+  }
+  HASH_ITER(hh, frames, e, tmp) {
+    HASH_DEL(frames, e);
+    free(e->answer);
+    free(e->key);
+    free(e);
+  }
+}
+
+static bool regular_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Where the object a frame names is: the process's executable (argv[0]), else
+ * a library directory. The log has base names only. */
+static bool search_object(const char *name, const char *argv0, char *out, size_t cap) {
+  if (argv0 && strchr(argv0, '/')) {
+    const char *base = strrchr(argv0, '/') + 1;
+    if (!strcmp(base, name) && regular_file(argv0) && snprintf(out, cap, "%s", argv0) < (int)cap)
+      return true;
+  }
+  const char *env = getenv("LD_LIBRARY_PATH");
+  char dirs[4096];
+  snprintf(dirs, sizeof dirs, "%s:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:"
+                              "/usr/lib64:/usr/local/lib", env ? env : "");
+  for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save))
+    if (*d && snprintf(out, cap, "%s/%s", d, name) < (int)cap && regular_file(out))
+      return true;
+  return false;
+}
+
+/* search_object, remembered (hits and misses) per object and executable. */
+static bool find_object(const char *name, const char *argv0, char *out, size_t cap) {
+  char key[1200];
+  if (snprintf(key, sizeof key, "%s\n%s", name, argv0 ? argv0 : "") >= (int)sizeof key)
+    return false;
+  cache_entry *e = cached(&found, key);
+  if (!e) {
+    if (!(e = remember(&found, key))) return false;
+    if (search_object(name, argv0, out, cap)) e->answer = strdup(out);
+  }
+  return e->answer && snprintf(out, cap, "%s", e->answer) < (int)cap;
+}
+
+static const Dwfl_Callbacks callbacks = {
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+static Dwfl_Module *open_object(const char *path) {
+  cache_entry *e = cached(&objects, path);
+  if (e) return e->mod;
+  if (!(e = remember(&objects, path))) return NULL;
+  e->dwfl = dwfl_begin(&callbacks);
+  if (!e->dwfl) return NULL;
+  e->mod = dwfl_report_offline(e->dwfl, "", path, -1);
+  dwfl_report_end(e->dwfl, NULL, NULL);
+  return e->mod;
+}
+
+/* The address of sym in m (bias applied), 0 when absent. */
+static Dwarf_Addr symbol_address(Dwfl_Module *m, const char *sym) {
+  int n = dwfl_module_getsymtab(m);
+  for (int i = 1; i < n; i++) {
+    GElf_Sym s;
+    GElf_Addr addr;
+    const char *name = dwfl_module_getsym_info(m, i, &s, &addr, NULL, NULL, NULL);
+    if (name && !strcmp(name, sym) && addr) return addr;
+  }
+  return 0;
+}
+
+static bool resolve(const char *frame, const char *argv0, char *buf, size_t cap) {
+  /* "obj(sym+0xoff)" or "obj+0xoff" */
+  char object[512], sym[512] = "";
+  unsigned long long off;
+  const char *open = strchr(frame, '(');
+  if (open) {
+    const char *plus = strrchr(open, '+');
+    if (!plus || (size_t)(open - frame) >= sizeof object || (size_t)(plus - open - 1) >= sizeof sym ||
+        sscanf(plus + 1, "0x%llx", &off) != 1)
+      return false;
+    memcpy(object, frame, (size_t)(open - frame));
+    object[open - frame] = '\0';
+    memcpy(sym, open + 1, (size_t)(plus - open - 1));
+    sym[plus - open - 1] = '\0';
+  } else {
+    const char *plus = strrchr(frame, '+');
+    if (!plus || (size_t)(plus - frame) >= sizeof object || sscanf(plus + 1, "0x%llx", &off) != 1)
+      return false;
+    memcpy(object, frame, (size_t)(plus - frame));
+    object[plus - frame] = '\0';
+  }
+  char path[4096];
+  if (!find_object(object, argv0, path, sizeof path)) return false;
+  Dwfl_Module *m = open_object(path);
+  if (!m) return false;
+  Dwarf_Addr low = 0;
+  dwfl_module_info(m, NULL, &low, NULL, NULL, NULL, NULL, NULL);
+  Dwarf_Addr at = sym[0] ? symbol_address(m, sym) : low;
+  if (!at && sym[0]) return false;
+  /* a return address: the call is the instruction before it */
+  Dwfl_Line *line = dwfl_module_getsrc(m, at + off - 1);
+  int lineno = 0;
+  const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+  if (!file || lineno <= 0) return false;
+  const char *base = strrchr(file, '/');
+  return snprintf(buf, cap, "%s:%d", base ? base + 1 : file, lineno) < (int)cap;
+}
+
+bool cgl_frame_source(const char *frame, const char *argv0, char *buf, size_t cap) {
+  char key[1200];
+  if (snprintf(key, sizeof key, "%s\n%s", frame, argv0 ? argv0 : "") >= (int)sizeof key)
+    return false;
+  cache_entry *e = cached(&frames, key);
+  if (!e) {
+    char answer[512];
+    if (!(e = remember(&frames, key))) return false;
+    if (resolve(frame, argv0, answer, sizeof answer)) e->answer = strdup(answer);
+  }
+  if (!e->answer) return false;
+  return snprintf(buf, cap, "%s", e->answer) < (int)cap;
+}

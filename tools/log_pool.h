@@ -1,0 +1,32 @@
+/* The log reader's memory: strings and kernel lists interned once (a log
+ * repeats the same call names, kernel names and call sites on millions of
+ * lines), and the hash indices that find a line's process and capture in
+ * constant time. Text is made safe as it is interned: control characters
+ * (escape sequences, newlines, NUL) become '?', so nothing read from a log
+ * can drive a terminal. */
+#ifndef CAPGUARD_LOG_POOL_H
+#define CAPGUARD_LOG_POOL_H
+
+#include <stddef.h>
+
+#include "log_reader.h"
+
+struct cgl_pool *cgl_pool_new(void);
+void cgl_pool_free(struct cgl_pool *p);
+/* The interned copy of s[0..n) (sanitized); NULL when s is NULL. */
+const char *cgl_intern(struct cgl_pool *p, const char *s, size_t n);
+/* The interned list of n strings, each already interned. */
+const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t n);
+
+struct cgl_index *cgl_index_new(void);
+void cgl_index_free(struct cgl_index *x);
+/* The value stored for a (a, b) key of table t (0: processes by (file, pid),
+ * 1: captures by (process, id)), or -1 when none. */
+long cgl_index_get(struct cgl_index *x, int t, long long a, long long b);
+void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t value);
+
+/* Allocation that ends the program with one line instead of crashing: a log
+ * too large for memory is a usage problem. */
+void *cgl_xrealloc(void *p, size_t n);
+
+#endif

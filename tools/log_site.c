@@ -1,0 +1,132 @@
+#include "log_site.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame_source.h"
+
+/* The C++ ABI's demangler (libstdc++, which the toolchain has): a C function
+ * by ABI, declared here because its header is C++. */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+/* Frames of capguard itself and of the driver say nothing about who made the call. */
+static bool uninteresting_native(const char *frame) {
+  return strstr(frame, "libcapguard") || strstr(frame, "libcuda.so");
+}
+
+/* Python frames of Triton's and torch's own machinery: the caller is further out. */
+static bool machinery_frame(const char *file) {
+  static const char *const dirs[] = {"/triton/", "/torch/"};
+  for (size_t i = 0; file && i < sizeof dirs / sizeof dirs[0]; i++)
+    if (strstr(file, dirs[i]))
+      return true;
+  return false;
+}
+
+static const char *str(json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static void python_frame(json_t *fr, char *buf, size_t cap) {
+  const char *file = str(fr, "file"), *func = str(fr, "func");
+  json_t *line = json_object_get(fr, "line");
+  snprintf(buf, cap, "%s:%lld in %s", file ? file : "?",
+           json_is_integer(line) ? (long long)json_integer_value(line) : 0LL, func ? func : "?");
+}
+
+void cgl_python_top(json_t *python, char *buf, size_t cap) {
+  json_t *fr = json_array_get(python, 0);
+  if (json_is_object(fr))
+    python_frame(fr, buf, cap);
+  else if (cap)
+    buf[0] = '\0';
+}
+
+/* Length of frame without a trailing " [0x...]" absolute address. */
+static size_t without_address(const char *frame) {
+  size_t n = strlen(frame);
+  if (n >= 5 && frame[n - 1] == ']') {
+    size_t open = n - 1;
+    while (open > 0 && frame[open - 1] != '[')
+      open--;
+    bool hex = open >= 2 && frame[open - 2] == ' ' && n - open >= 4 && frame[open] == '0' &&
+               frame[open + 1] == 'x';
+    for (size_t i = open + 2; hex && i < n - 1; i++)
+      hex = strchr("0123456789abcdefABCDEF", frame[i]) != NULL;
+    if (hex)
+      n = open - 2;
+  }
+  return n;
+}
+
+void cgl_readable_frame(const char *frame, char *buf, size_t cap) {
+  size_t n = without_address(frame);
+  /* "obj(sym+0xoff)": demangle sym when it is a C++ name */
+  const char *open = memchr(frame, '(', n);
+  const char *plus = open ? memchr(open, '+', (size_t)(frame + n - open)) : NULL;
+  if (open && plus && open[1] == '_' && open[2] == 'Z' && frame[n - 1] == ')') {
+    size_t slen = (size_t)(plus - open - 1);
+    char *sym = malloc(slen + 1);
+    char *pretty = NULL;
+    int status = -1;
+    if (sym) {
+      memcpy(sym, open + 1, slen);
+      sym[slen] = '\0';
+      pretty = __cxa_demangle(sym, NULL, NULL, &status);
+    }
+    free(sym);
+    if (pretty && status == 0) {
+      snprintf(buf, cap, "%.*s(%s%.*s", (int)(open - frame), frame, pretty,
+               (int)(frame + n - plus), plus);
+      free(pretty);
+      return;
+    }
+    free(pretty);
+  }
+  snprintf(buf, cap, "%.*s", (int)n, frame);
+}
+
+/* The readable frame, and " at file.c:123" when the object's debug info says. */
+static void native_site(const char *frame, const char *argv0, char *buf, size_t cap) {
+  char bare[1024], where[512];
+  size_t n = without_address(frame);
+  snprintf(bare, sizeof bare, "%.*s", (int)n, frame);
+  cgl_readable_frame(frame, buf, cap);
+  size_t used = strlen(buf);
+  if (cgl_frame_source(bare, argv0, where, sizeof where) && used < cap)
+    snprintf(buf + used, cap - used, " at %s", where);
+}
+
+void cgl_site_from_stacks(json_t *python, json_t *native, const char *argv0, char *buf,
+                          size_t cap) {
+  size_t k;
+  json_t *fr = json_array_get(python, 0), *f;
+  json_array_foreach(python, k, f) {
+    if (json_is_object(f) && !machinery_frame(str(f, "file"))) {
+      fr = f;
+      break;
+    }
+  }
+  if (json_is_object(fr)) {
+    python_frame(fr, buf, cap);
+    return;
+  }
+  const char *fallback = NULL;
+  json_array_foreach(native, k, f) {
+    if (!json_is_string(f))
+      continue;
+    if (!fallback)
+      fallback = json_string_value(f);
+    if (!uninteresting_native(json_string_value(f))) {
+      native_site(json_string_value(f), argv0, buf, cap);
+      return;
+    }
+  }
+  if (fallback)
+    native_site(fallback, argv0, buf, cap);
+  else
+    snprintf(buf, cap, "(no stack)");
+}

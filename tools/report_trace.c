@@ -1,0 +1,91 @@
+/* --trace: the log as a Chrome/Perfetto trace (the JSON trace-event format:
+ * {"traceEvents":[...]}, "ts" and "dur" in microseconds). One track per process
+ * (named by its command) and thread; captures are complete events ("X") on the
+ * thread that began them, calls during capture are instants ("i") on the
+ * calling thread, with their details in "args". Times are from the first thing
+ * in the log; otherData.capguard_epoch_ns says when that was. */
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "report_render.h"
+
+/* Microseconds from t0, computed in floating point: no signed overflow on extreme times. */
+static double us_since(long long t, long long t0) { return ((double)t - (double)t0) / 1e3; }
+
+static json_t *jstr(const char *s) { return json_string(s ? s : ""); }
+
+static void name_process(json_t *evs, const cgr_analysis *a, size_t p) {
+  const cgl_process *pr = &a->log->procs[p];
+  char cmd[96], who[160];
+  cgr_process_command(pr, cmd, sizeof cmd);
+  snprintf(who, sizeof who, "%s (pid %lld, %s mode)", cmd[0] ? cmd : "?", pr->pid,
+           pr->mode ? pr->mode : "?");
+  json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:s}}", "ph", "M", "name",
+                                       "process_name", "pid", (json_int_t)pr->pid, "tid",
+                                       (json_int_t)0, "args", "name", who));
+}
+
+int cgr_print_trace(FILE *out, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  long long t0 = INT64_MAX;
+  for (size_t c = 0; c < log->n_caps; c++)
+    if (log->caps[c].begin_ns > 0 && log->caps[c].begin_ns < t0)
+      t0 = log->caps[c].begin_ns;
+  for (size_t i = 0; i < log->n_evs; i++)
+    if (log->evs[i].time_ns > 0 && log->evs[i].time_ns < t0)
+      t0 = log->evs[i].time_ns;
+  for (size_t p = 0; p < log->n_procs; p++)
+    if (log->procs[p].first_ns > 0 && log->procs[p].first_ns < t0)
+      t0 = log->procs[p].first_ns;
+  if (t0 == INT64_MAX)
+    t0 = 0;
+
+  json_t *evs = json_array();
+  for (size_t p = 0; p < log->n_procs; p++)
+    name_process(evs, a, p);
+  for (size_t c = 0; c < log->n_caps; c++) {
+    const cgl_capture *cp = &log->caps[c];
+    const cgl_process *pr = &log->procs[cp->proc];
+    long long b = cp->begin_ns > 0 ? cp->begin_ns : pr->first_ns;
+    /* still open at exit: drawn up to the last thing its process logged */
+    long long e = cp->end_ns > 0 ? cp->end_ns : pr->last_ns;
+    double dur = e > b ? us_since(e, b) : 0;
+    char name[64];
+    bool broken = cgl_capture_broken(log, c);
+    snprintf(name, sizeof name, "capture %lld%s", cp->id, broken ? " (broken)" : "");
+    json_array_append_new(
+        evs, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:b, s:I}}",
+                       "ph", "X", "cat", "capture", "name", name, "ts", us_since(b, t0), "dur", dur,
+                       "pid", (json_int_t)pr->pid, "tid", (json_int_t)cp->tid, "args", "status",
+                       jstr(cp->status), "mode", jstr(cp->mode), "stream", jstr(cp->stream),
+                       "began", jstr(cp->began), "broken", broken, "calls_during",
+                       (json_int_t)cp->events));
+  }
+  for (size_t i = 0; i < log->n_evs; i++) {
+    const cgl_event *e = &log->evs[i];
+    const cgl_process *pr = &log->procs[e->proc];
+    char name[160];
+    snprintf(name, sizeof name, "%s %s", e->call ? e->call : "?", e->verdict ? e->verdict : "?");
+    json_t *kernels = json_array();
+    for (size_t k = 0; k < e->kernels->n; k++)
+      json_array_append_new(kernels, json_string(e->kernels->v[k]));
+    long long t = e->time_ns > 0 ? e->time_ns : log->caps[e->capture].begin_ns;
+    json_array_append_new(
+        evs, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:I, s:o, s:o, s:I}}",
+                       "ph", "i", "s", "t", "cat", "call", "name", name, "ts", us_since(t, t0),
+                       "pid", (json_int_t)pr->pid, "tid", (json_int_t)e->tid, "args", "event",
+                       jstr(e->event), "verdict", jstr(e->verdict), "site", jstr(e->site),
+                       "result", (json_int_t)e->result, "kernels", kernels, "log",
+                       jstr(e->src_file), "line", (json_int_t)e->src_line));
+  }
+  json_t *root = json_pack("{s:o, s:s, s:{s:I, s:s}}", "traceEvents", evs, "displayTimeUnit", "ms",
+                           "otherData", "capguard_epoch_ns", (json_int_t)t0, "generator",
+                           "capguard report --trace");
+  if (!root)
+    return -1;
+  int rc = json_dumpf(root, out, JSON_COMPACT);
+  fputc('\n', out);
+  json_decref(root);
+  return rc != 0 || ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,93 @@
+#include "rerun_command.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void append(char *buf, size_t cap, size_t *used, const char *s) {
+  int n = snprintf(buf + *used, cap - *used, "%s", s);
+  if (n > 0)
+    *used = *used + (size_t)n < cap ? *used + (size_t)n : cap - 1;
+}
+
+void cgr_shell_word(const char *s, char *buf, size_t cap, size_t *used) {
+  bool plain = *s != '\0';
+  for (const char *p = s; *p && plain; p++)
+    plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-", *p);
+  if (plain) {
+    append(buf, cap, used, s);
+    return;
+  }
+  /* '...' with each ' written as '\''; a control character (which no one types
+   * and which could drive the terminal) shown as '?' */
+  append(buf, cap, used, "'");
+  for (const char *p = s; *p; p++) {
+    char one[2] = {(unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p, '\0'};
+    append(buf, cap, used, *p == '\'' ? "'\\''" : one);
+  }
+  append(buf, cap, used, "'");
+}
+
+const char *cgr_run_prime_path(const cgl_log *log, size_t run) {
+  if (run >= log->n_runs)
+    return "";
+  /* the top-level process, else any process of the run that logged one */
+  const cgl_process *top = &log->procs[log->runs[run].first_proc];
+  if (top->prime && *top->prime)
+    return top->prime;
+  for (size_t p = 0; p < log->n_procs; p++)
+    if (log->procs[p].run_index == run && log->procs[p].prime && *log->procs[p].prime)
+      return log->procs[p].prime;
+  return "";
+}
+
+bool cgr_rerun_command(const cgl_log *log, size_t run, const char *mode, char *buf, size_t cap) {
+  char opts[64] = "";
+  if (mode)
+    snprintf(opts, sizeof opts, "--mode %.50s", mode);
+  return cgr_rerun_command_with(log, run, mode ? opts : NULL, buf, cap);
+}
+
+bool cgr_rerun_command_with(const cgl_log *log, size_t run, const char *options, char *buf,
+                            size_t cap) {
+  return cgr_command_for(log, run, "capguard run", options, true, buf, cap);
+}
+
+bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const char *options,
+                     bool emulation, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  append(buf, cap, &used, head);
+  if (options) {
+    append(buf, cap, &used, " ");
+    append(buf, cap, &used, options);
+  }
+  const char *prime = cgr_run_prime_path(log, run);
+  if (*prime) {
+    append(buf, cap, &used, " --prime ");
+    cgr_shell_word(prime, buf, cap, &used);
+  }
+  const cgl_process *top = run < log->n_runs ? &log->procs[log->runs[run].first_proc] : NULL;
+  long long emulate = 0;
+  for (size_t p = 0; p < log->n_procs && !emulate; p++)
+    if (log->procs[p].run_index == run)
+      emulate = log->procs[p].emulate_driver;
+  if (emulation && emulate > 0 && !(options && strstr(options, "--emulate-driver"))) {
+    char v[48];
+    snprintf(v, sizeof v, " --emulate-driver %lld", emulate);
+    append(buf, cap, &used, v);
+  }
+  append(buf, cap, &used, " --");
+  if (!top || !top->argc) {
+    append(buf, cap, &used, " CMD");
+    return false;
+  }
+  for (size_t i = 0; i < top->argc; i++) {
+    append(buf, cap, &used, " ");
+    cgr_shell_word(top->argv[i], buf, cap, &used);
+  }
+  /* The shim logs the first 16 words: more may have followed. */
+  bool whole = top->argc < sizeof top->argv / sizeof top->argv[0];
+  if (!whole)
+    append(buf, cap, &used, " ...");
+  return whole;
+}
