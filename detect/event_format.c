@@ -322,13 +322,13 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
 /* What happened to the call, after "...): " on the first text line. */
 static void put_verdict_text(out_t *o, const cg_event *e) {
   bool several = e->n_prohibitors > 1;
-  const char *now_invalid = several ? "; the captures are now invalid" : "; the capture is now invalid";
+  const char *now_broken = several ? "; the captures are now broken" : "; the capture is now broken";
   int err = e->driver_result >= 0 ? e->driver_result : e->result;
   switch (e->verdict) {
   case CG_VERDICT_REFUSED:
     put(o, "refused by the driver with error ");
     put_int(o, err);
-    put(o, now_invalid);
+    put(o, now_broken);
     return;
   case CG_VERDICT_ALLOWED:
     put(o, "allowed by this driver");
@@ -345,7 +345,7 @@ static void put_verdict_text(out_t *o, const cg_event *e) {
     put(o, " (CAPGUARD_EMULATE_DRIVER=");
     put_int(o, e->emulated_version);
     put(o, ")");
-    put(o, now_invalid);
+    put(o, now_broken);
     return;
   case CG_VERDICT_SERVED:
     put(o, "served from the priming file: no loader call reached the driver");

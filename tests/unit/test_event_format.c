@@ -566,7 +566,7 @@ START_TEST(test_text_layout) {
   ck_assert_str_eq(line1(t),
                    "capguard: cuModuleLoadData during capture 7 (stream 0x7f00deadbe00, global mode, "
                    "begun by thread 12345): refused by the driver with error 900; the capture is "
-                   "now invalid");
+                   "now broken");
   static const char *const pieces[] = {
       "capguard: cuModuleLoadData during capture 7",
       "\n  kernels: _causal_conv1d_update_kernel, second_kernel\n",
@@ -599,7 +599,7 @@ START_TEST(test_text_verdicts) {
   e.driver_result = -1;
   ck_assert_ptr_nonnull(strstr(line1(text_of(&e)),
                                "): refused by capguard emulating driver 12.2 "
-                               "(CAPGUARD_EMULATE_DRIVER=12020); the capture is now invalid"));
+                               "(CAPGUARD_EMULATE_DRIVER=12020); the capture is now broken"));
   e.verdict = CG_VERDICT_SERVED;
   ck_assert_ptr_nonnull(
       strstr(line1(text_of(&e)), "): served from the priming file: no loader call reached the driver"));
@@ -629,7 +629,7 @@ START_TEST(test_text_more_captures) {
   e.n_prohibitors = 3;
   ck_assert_ptr_nonnull(strstr(line1(text_of(&e)),
                                "begun by thread 12345) (+2 more captures): refused by the driver "
-                               "with error 900; the captures are now invalid"));
+                               "with error 900; the captures are now broken"));
   e.n_prohibitors = 2;
   ck_assert_ptr_nonnull(strstr(line1(text_of(&e)), ") (+1 more capture): "));
   e.n_prohibitors = 1;
