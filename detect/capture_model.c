@@ -190,22 +190,3 @@ size_t cg_model_count_event(cg_model *m, uint64_t tid, cg_capture_mode thread_mo
   }
   return n;
 }
-
-const char *cg_capture_mode_name(cg_capture_mode mode) {
-  switch (mode) {
-  case CG_MODE_GLOBAL: return "global";
-  case CG_MODE_THREAD_LOCAL: return "thread-local";
-  case CG_MODE_RELAXED: return "relaxed";
-  }
-  return "unknown";
-}
-
-const char *cg_capture_status_name(cg_capture_status s) {
-  switch (s) {
-  case CG_CAPTURE_ACTIVE: return "active";
-  case CG_CAPTURE_INVALIDATED: return "invalidated";
-  case CG_CAPTURE_ENDED: return "ended";
-  case CG_CAPTURE_FAILED: return "failed";
-  }
-  return "unknown";
-}

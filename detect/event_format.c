@@ -7,216 +7,145 @@
  * text gets control characters replaced so they cannot drive a terminal. */
 #include "capguard/event.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
-#include <time.h>
+
+#include "capguard/clock.h"
+#include "capguard/text_out.h"
 
 /* At most this many native frames in the text; the JSON keeps them all. */
 #define TEXT_NATIVE_FRAMES 12
 /* At most this many kernel names in the text line. */
 #define TEXT_KERNELS 8
 
-/* ---- bounded output ------------------------------------------------------ */
-
-typedef struct {
-  char *buf;
-  size_t cap;
-  size_t len; /* bytes needed so far; only the first cap - 1 are stored */
-} out_t;
-
-static out_t out_init(char *buf, size_t cap) {
-  out_t o = {buf ? buf : NULL, buf ? cap : 0, 0};
-  return o;
-}
-
-static void put_n(out_t *o, const char *s, size_t n) {
-  if (o->cap > 0 && o->len < o->cap - 1) {
-    size_t room = o->cap - 1 - o->len;
-    memcpy(o->buf + o->len, s, n < room ? n : room);
-  }
-  o->len += n;
-}
-
-static void put(out_t *o, const char *s) { put_n(o, s, strlen(s)); }
-
-static void put_c(out_t *o, char c) { put_n(o, &c, 1); }
-
-static size_t out_finish(out_t *o) {
-  if (o->cap > 0) o->buf[o->len < o->cap - 1 ? o->len : o->cap - 1] = '\0';
-  return o->len;
-}
-
-static void put_u64(out_t *o, uint64_t v) {
-  char tmp[24];
-  int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v);
-  put_n(o, tmp, (size_t)n);
-}
-
-static void put_int(out_t *o, long long v) {
-  char tmp[24];
-  int n = snprintf(tmp, sizeof tmp, "%lld", v);
-  put_n(o, tmp, (size_t)n);
-}
-
-static void put_hex(out_t *o, uint64_t v) {
-  char tmp[24];
-  int n = snprintf(tmp, sizeof tmp, "0x%" PRIx64, v);
-  put_n(o, tmp, (size_t)n);
-}
-
 /* 13000 -> "13.0", 12020 -> "12.2" (CUDA's 1000 * major + 10 * minor) */
-static void put_cuda_version(out_t *o, int v) {
-  put_int(o, v / 1000);
-  put_c(o, '.');
-  put_int(o, (v % 1000) / 10);
+static void put_cuda_version(cg_out *o, int v) {
+  cg_out_int(o, v / 1000);
+  cg_out_char(o, '.');
+  cg_out_int(o, (v % 1000) / 10);
 }
 
 /* Bytes of the valid UTF-8 sequence at p (1-4), or 0 if p starts an invalid
- * one. Checks byte by byte, so it never reads past a NUL terminator. The
- * ranges are Unicode's well-formed sequences: no overlongs, no surrogates,
- * nothing above U+10FFFF. */
-static size_t utf8_len(const unsigned char *p) {
+ * one or one longer than the rem bytes left. The ranges are Unicode's
+ * well-formed sequences: no overlongs, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_len(const unsigned char *p, size_t rem) {
   unsigned c = p[0];
   if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+  if (c >= 0xC2 && c <= 0xDF) return rem >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
   if (c >= 0xE0 && c <= 0xEF) {
     unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    if (p[1] < lo || p[1] > hi) return 0;
+    if (rem < 3 || p[1] < lo || p[1] > hi) return 0;
     return (p[2] & 0xC0) == 0x80 ? 3 : 0;
   }
   if (c >= 0xF0 && c <= 0xF4) {
     unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    if (p[1] < lo || p[1] > hi) return 0;
+    if (rem < 4 || p[1] < lo || p[1] > hi) return 0;
     if ((p[2] & 0xC0) != 0x80) return 0;
     return (p[3] & 0xC0) == 0x80 ? 4 : 0;
   }
   return 0;
 }
 
-/* JSON string body: quotes, backslash and control characters escaped, each
- * byte that is not part of valid UTF-8 replaced by U+FFFD. */
-static void put_escaped(out_t *o, const char *s) {
+/* JSON string body of s[0..n): quotes, backslash and control characters
+ * escaped, each byte that is not part of valid UTF-8 replaced by U+FFFD. */
+static void put_escaped_n(cg_out *o, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
-  if (!s) return;
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
+  const unsigned char *p = (const unsigned char *)s, *end = p + n;
+  while (p < end) {
     unsigned c = *p;
     if (c == '"' || c == '\\') {
-      put_c(o, '\\');
-      put_c(o, (char)c);
+      cg_out_char(o, '\\');
+      cg_out_char(o, (char)c);
       p++;
     } else if (c < 0x20) {
       switch (c) {
-      case '\n': put(o, "\\n"); break;
-      case '\r': put(o, "\\r"); break;
-      case '\t': put(o, "\\t"); break;
-      case '\b': put(o, "\\b"); break;
-      case '\f': put(o, "\\f"); break;
+      case '\n': cg_out_str(o, "\\n"); break;
+      case '\r': cg_out_str(o, "\\r"); break;
+      case '\t': cg_out_str(o, "\\t"); break;
+      case '\b': cg_out_str(o, "\\b"); break;
+      case '\f': cg_out_str(o, "\\f"); break;
       default: {
         char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        put_n(o, u, 6);
+        cg_out_mem(o, u, 6);
       }
       }
       p++;
     } else {
-      size_t n = utf8_len(p);
-      if (n == 0) {
-        put(o, "\xEF\xBF\xBD");
+      size_t k = utf8_len(p, (size_t)(end - p));
+      if (k == 0) {
+        cg_out_str(o, "\xEF\xBF\xBD");
         p++;
       } else {
-        put_n(o, (const char *)p, n);
-        p += n;
+        cg_out_mem(o, (const char *)p, k);
+        p += k;
       }
     }
   }
 }
 
-static void put_jstr(out_t *o, const char *s) {
-  put_c(o, '"');
+/* The same for a NUL-terminated string; NULL writes nothing. */
+static void put_escaped(cg_out *o, const char *s) {
+  if (s) put_escaped_n(o, s, strlen(s));
+}
+
+static void put_jstr(cg_out *o, const char *s) {
+  cg_out_char(o, '"');
   put_escaped(o, s);
-  put_c(o, '"');
+  cg_out_char(o, '"');
 }
 
 /* ,"key": */
-static void put_key(out_t *o, const char *key) {
-  put_c(o, ',');
-  put_c(o, '"');
-  put(o, key);
-  put(o, "\":");
+static void put_key(cg_out *o, const char *key) {
+  cg_out_char(o, ',');
+  cg_out_char(o, '"');
+  cg_out_str(o, key);
+  cg_out_str(o, "\":");
 }
 
-static void put_kv_str(out_t *o, const char *key, const char *v) {
+static void put_kv_str(cg_out *o, const char *key, const char *v) {
   put_key(o, key);
   put_jstr(o, v);
 }
 
-static void put_kv_u64(out_t *o, const char *key, uint64_t v) {
+static void put_kv_u64(cg_out *o, const char *key, uint64_t v) {
   put_key(o, key);
-  put_u64(o, v);
+  cg_out_u64(o, v);
 }
 
-static void put_kv_int(out_t *o, const char *key, long long v) {
+static void put_kv_int(cg_out *o, const char *key, long long v) {
   put_key(o, key);
-  put_int(o, v);
+  cg_out_int(o, v);
 }
 
-static void put_kv_hex(out_t *o, const char *key, uint64_t v) {
+static void put_kv_hex(cg_out *o, const char *key, uint64_t v) {
   put_key(o, key);
-  put_c(o, '"');
-  put_hex(o, v);
-  put_c(o, '"');
+  cg_out_char(o, '"');
+  cg_out_hex(o, v);
+  cg_out_char(o, '"');
 }
 
 /* Text from the process for a terminal: control characters become '?'. */
-static void put_clean(out_t *o, const char *s) {
+static void put_clean(cg_out *o, const char *s) {
   if (!s) return;
-  for (; *s; s++) put_c(o, ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s);
+  for (; *s; s++) cg_out_char(o, ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s);
 }
 
-static void json_head(out_t *o, const char *type, uint64_t pid, uint64_t time_ns) {
-  put(o, "{\"v\":1,\"type\":\"");
-  put(o, type);
-  put_c(o, '"');
+/* {"v":1,"type":"...","pid":N */
+static void json_type_pid(cg_out *o, cg_record_type type, uint64_t pid) {
+  cg_out_str(o, "{\"v\":1,\"type\":\"");
+  cg_out_str(o, cg_record_type_name(type));
+  cg_out_char(o, '"');
   put_kv_u64(o, "pid", pid);
+}
+
+static void json_head(cg_out *o, cg_record_type type, uint64_t pid, uint64_t time_ns) {
+  json_type_pid(o, type, pid);
   put_kv_u64(o, "time_ns", time_ns);
 }
 
-static uint64_t realtime_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return 0;
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- names ---------------------------------------------------------------- */
-
-const char *cg_event_kind_name(cg_event_kind k) {
-  switch (k) {
-  case CG_EV_MODULE_LOAD: return "module-load";
-  case CG_EV_MODULE_UNLOAD: return "module-unload";
-  case CG_EV_KIND_COUNT: break;
-  }
-  return "unknown";
-}
-
-const char *cg_verdict_name(cg_verdict v) {
-  switch (v) {
-  case CG_VERDICT_REFUSED: return "refused";
-  case CG_VERDICT_ALLOWED: return "allowed";
-  case CG_VERDICT_EMULATED: return "emulated";
-  case CG_VERDICT_SERVED: return "served";
-  case CG_VERDICT_RESCUED: return "rescued";
-  case CG_VERDICT_DEFERRED: return "deferred";
-  case CG_VERDICT_FAILED: return "failed";
-  case CG_VERDICT_COUNT: break;
-  }
-  return "unknown";
-}
-
-static void put_hash(out_t *o, cg_hash128 h) {
+static void put_hash(cg_out *o, cg_hash128 h) {
   char tmp[33];
   cg_hash_format(h, tmp);
-  put_n(o, tmp, 32);
+  cg_out_mem(o, tmp, 32);
 }
 
 /* Kernel names: n_kernels NUL-terminated strings packed in kernel_names.
@@ -248,39 +177,39 @@ static size_t clamp_py(const cg_event *e) {
   return e->n_py < CG_MAX_PY_FRAMES ? e->n_py : CG_MAX_PY_FRAMES;
 }
 
-static void put_image_json(out_t *o, const cg_image_info *im) {
-  put(o, ",\"image\":{\"kind\":");
+static void put_image_json(cg_out *o, const cg_image_info *im) {
+  cg_out_str(o, ",\"image\":{\"kind\":");
   put_jstr(o, cg_image_kind_name(im->kind));
   put_kv_u64(o, "size", im->size);
   put_kv_u64(o, "sm", im->sm_arch);
-  put(o, ",\"archs\":[");
+  cg_out_str(o, ",\"archs\":[");
   for (unsigned i = 0; i < clamp_archs(im); i++) {
-    if (i) put_c(o, ',');
-    put_u64(o, im->archs[i]);
+    if (i) cg_out_char(o, ',');
+    cg_out_u64(o, im->archs[i]);
   }
-  put(o, "],\"hash\":\"");
+  cg_out_str(o, "],\"hash\":\"");
   put_hash(o, im->hash);
-  put(o, "\",\"kernels\":[");
+  cg_out_str(o, "\",\"kernels\":[");
   size_t pos = 0;
   unsigned seen = 0;
   for (const char *k; (k = next_kernel(im, &pos, &seen));) {
-    if (seen > 1) put_c(o, ',');
+    if (seen > 1) cg_out_char(o, ',');
     put_jstr(o, k);
   }
   /* a walk cut short by a corrupt buffer also lost names */
   bool truncated = im->names_truncated || seen < im->n_kernels;
-  put(o, "],\"kernels_truncated\":");
-  put(o, truncated ? "true" : "false");
-  put_c(o, '}');
+  cg_out_str(o, "],\"kernels_truncated\":");
+  cg_out_str(o, truncated ? "true" : "false");
+  cg_out_char(o, '}');
 }
 
 size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
-  out_t o = out_init(buf, cap);
+  cg_out o = cg_out_init(buf, cap);
   if (!e) {
-    put(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no event\"}\n");
-    return out_finish(&o);
+    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no event\"}\n");
+    return cg_out_finish(&o);
   }
-  json_head(&o, "event", e->pid, e->time_ns);
+  json_head(&o, CG_RECORD_EVENT, e->pid, e->time_ns);
   put_kv_str(&o, "event", cg_event_kind_name(e->kind));
   put_kv_str(&o, "call", e->call ? e->call : "");
   put_kv_str(&o, "verdict", cg_verdict_name(e->verdict));
@@ -290,216 +219,216 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   put_kv_int(&o, "emulate_driver", e->emulated_version);
   put_kv_u64(&o, "tid", e->tid);
   put_kv_str(&o, "thread_mode", cg_capture_mode_name(e->thread_mode));
-  put(&o, ",\"capture\":{\"id\":");
-  put_u64(&o, e->capture.id);
+  cg_out_str(&o, ",\"capture\":{\"id\":");
+  cg_out_u64(&o, e->capture.id);
   put_kv_hex(&o, "stream", e->capture.stream);
   put_kv_str(&o, "mode", cg_capture_mode_name(e->capture.mode));
   put_kv_u64(&o, "tid", e->capture.tid);
   put_kv_str(&o, "status", cg_capture_status_name(e->capture.status));
   put_kv_str(&o, "began", e->capture_began ? e->capture_began : "");
-  put_c(&o, '}');
+  cg_out_char(&o, '}');
   put_kv_u64(&o, "prohibitors", e->n_prohibitors);
   if (e->module) put_kv_hex(&o, "module", e->module);
   if (e->image) put_image_json(&o, e->image);
-  put(&o, ",\"native_stack\":[");
+  cg_out_str(&o, ",\"native_stack\":[");
   for (size_t i = 0; i < clamp_native(e); i++) {
-    if (i) put_c(&o, ',');
+    if (i) cg_out_char(&o, ',');
     put_jstr(&o, e->native[i] ? e->native[i] : "");
   }
-  put(&o, "],\"python_stack\":[");
+  cg_out_str(&o, "],\"python_stack\":[");
   for (size_t i = 0; i < clamp_py(e); i++) {
-    if (i) put_c(&o, ',');
-    put(&o, "{\"file\":");
+    if (i) cg_out_char(&o, ',');
+    cg_out_str(&o, "{\"file\":");
     put_jstr(&o, e->py[i].file ? e->py[i].file : "");
     put_kv_int(&o, "line", e->py[i].line);
     put_kv_str(&o, "func", e->py[i].func ? e->py[i].func : "");
-    put_c(&o, '}');
+    cg_out_char(&o, '}');
   }
-  put(&o, "]}\n");
-  return out_finish(&o);
+  cg_out_str(&o, "]}\n");
+  return cg_out_finish(&o);
 }
 
 /* What happened to the call, after "...): " on the first text line. */
-static void put_verdict_text(out_t *o, const cg_event *e) {
+static void put_verdict_text(cg_out *o, const cg_event *e) {
   bool several = e->n_prohibitors > 1;
   const char *now_broken = several ? "; the captures are now broken" : "; the capture is now broken";
   int err = e->driver_result >= 0 ? e->driver_result : e->result;
   switch (e->verdict) {
   case CG_VERDICT_REFUSED:
-    put(o, "refused by the driver with error ");
-    put_int(o, err);
-    put(o, now_broken);
+    cg_out_str(o, "refused by the driver with error ");
+    cg_out_int(o, err);
+    cg_out_str(o, now_broken);
     return;
   case CG_VERDICT_ALLOWED:
-    put(o, "allowed by this driver");
+    cg_out_str(o, "allowed by this driver");
     if (e->driver_version > 0) {
-      put(o, " (");
+      cg_out_str(o, " (");
       put_cuda_version(o, e->driver_version);
-      put(o, " >= 12.3)");
+      cg_out_str(o, " >= 12.3)");
     }
-    put(o, "; drivers before 12.3 refuse it");
+    cg_out_str(o, "; drivers before 12.3 refuse it");
     return;
   case CG_VERDICT_EMULATED:
-    put(o, "refused by capguard emulating driver ");
+    cg_out_str(o, "refused by capguard emulating driver ");
     put_cuda_version(o, e->emulated_version);
-    put(o, " (CAPGUARD_EMULATE_DRIVER=");
-    put_int(o, e->emulated_version);
-    put(o, ")");
-    put(o, now_broken);
+    cg_out_str(o, " (CAPGUARD_EMULATE_DRIVER=");
+    cg_out_int(o, e->emulated_version);
+    cg_out_str(o, ")");
+    cg_out_str(o, now_broken);
     return;
   case CG_VERDICT_SERVED:
-    put(o, "served from the priming file: no loader call reached the driver");
+    cg_out_str(o, "served from the priming file: no loader call reached the driver");
     return;
   case CG_VERDICT_RESCUED:
-    put(o, "made in relaxed mode for this one call (CAPGUARD_RESCUE=1)");
+    cg_out_str(o, "made in relaxed mode for this one call (CAPGUARD_RESCUE=1)");
     return;
   case CG_VERDICT_DEFERRED:
-    put(o, "returned success; the unload runs when the capture ends");
+    cg_out_str(o, "returned success; the unload runs when the capture ends");
     return;
   case CG_VERDICT_FAILED:
-    put(o, "the driver returned error ");
-    put_int(o, err);
+    cg_out_str(o, "the driver returned error ");
+    cg_out_int(o, err);
     return;
   case CG_VERDICT_COUNT:
     break;
   }
-  put(o, "unknown verdict; result ");
-  put_int(o, e->result);
+  cg_out_str(o, "unknown verdict; result ");
+  cg_out_int(o, e->result);
 }
 
-static void put_kernels_text(out_t *o, const cg_image_info *im) {
-  put(o, "  kernels: ");
+static void put_kernels_text(cg_out *o, const cg_image_info *im) {
+  cg_out_str(o, "  kernels: ");
   size_t pos = 0;
   unsigned seen = 0, shown = 0;
   for (const char *k; im && (k = next_kernel(im, &pos, &seen));) {
     if (shown == TEXT_KERNELS) break;
-    if (shown) put(o, ", ");
+    if (shown) cg_out_str(o, ", ");
     put_clean(o, k);
     shown++;
   }
   if (shown == 0) {
-    put(o, "(names unavailable)\n");
+    cg_out_str(o, "(names unavailable)\n");
     return;
   }
   if (im->n_kernels > shown) {
-    put(o, ", ... (");
-    put_u64(o, im->n_kernels);
-    put(o, " in all)");
+    cg_out_str(o, ", ... (");
+    cg_out_u64(o, im->n_kernels);
+    cg_out_str(o, " in all)");
   } else if (im->names_truncated) {
-    put(o, ", ...");
+    cg_out_str(o, ", ...");
   }
-  put_c(o, '\n');
+  cg_out_char(o, '\n');
 }
 
-static void put_image_text(out_t *o, const cg_image_info *im) {
-  put(o, "  image: ");
-  put(o, cg_image_kind_name(im->kind));
+static void put_image_text(cg_out *o, const cg_image_info *im) {
+  cg_out_str(o, "  image: ");
+  cg_out_str(o, cg_image_kind_name(im->kind));
   if (im->kind == CG_IMAGE_UNKNOWN) {
     if (im->why_unknown) {
-      put(o, " (");
+      cg_out_str(o, " (");
       put_clean(o, im->why_unknown);
-      put(o, ")");
+      cg_out_str(o, ")");
     }
-    put_c(o, '\n');
+    cg_out_char(o, '\n');
     return;
   }
-  put(o, ", ");
-  put_u64(o, im->size);
-  put(o, " bytes");
+  cg_out_str(o, ", ");
+  cg_out_u64(o, im->size);
+  cg_out_str(o, " bytes");
   unsigned na = clamp_archs(im);
   if (na > 1) {
-    put(o, ", ");
+    cg_out_str(o, ", ");
     for (unsigned i = 0; i < na; i++) {
-      if (i) put_c(o, '/');
-      put(o, "sm_");
-      put_u64(o, im->archs[i]);
+      if (i) cg_out_char(o, '/');
+      cg_out_str(o, "sm_");
+      cg_out_u64(o, im->archs[i]);
     }
   } else if (im->sm_arch) {
-    put(o, ", sm_");
-    put_u64(o, im->sm_arch);
+    cg_out_str(o, ", sm_");
+    cg_out_u64(o, im->sm_arch);
   }
-  if (im->kind == CG_IMAGE_FATBIN && im->has_ptx) put(o, " +ptx");
-  put(o, ", xxh3 ");
+  if (im->kind == CG_IMAGE_FATBIN && im->has_ptx) cg_out_str(o, " +ptx");
+  cg_out_str(o, ", xxh3 ");
   put_hash(o, im->hash);
-  put_c(o, '\n');
+  cg_out_char(o, '\n');
 }
 
 size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
-  out_t o = out_init(buf, cap);
+  cg_out o = cg_out_init(buf, cap);
   if (!e) {
-    put(&o, "capguard: (no event)\n");
-    return out_finish(&o);
+    cg_out_str(&o, "capguard: (no event)\n");
+    return cg_out_finish(&o);
   }
-  put(&o, "capguard: ");
+  cg_out_str(&o, "capguard: ");
   put_clean(&o, e->call ? e->call : "(unknown call)");
-  put(&o, " during capture ");
-  put_u64(&o, e->capture.id);
-  put(&o, " (stream ");
-  put_hex(&o, e->capture.stream);
-  put(&o, ", ");
-  put(&o, cg_capture_mode_name(e->capture.mode));
-  put(&o, " mode, begun by thread ");
-  put_u64(&o, e->capture.tid);
-  put(&o, ")");
+  cg_out_str(&o, " during capture ");
+  cg_out_u64(&o, e->capture.id);
+  cg_out_str(&o, " (stream ");
+  cg_out_hex(&o, e->capture.stream);
+  cg_out_str(&o, ", ");
+  cg_out_str(&o, cg_capture_mode_name(e->capture.mode));
+  cg_out_str(&o, " mode, begun by thread ");
+  cg_out_u64(&o, e->capture.tid);
+  cg_out_str(&o, ")");
   if (e->n_prohibitors > 1) {
-    put(&o, " (+");
-    put_u64(&o, e->n_prohibitors - 1);
-    put(&o, e->n_prohibitors > 2 ? " more captures)" : " more capture)");
+    cg_out_str(&o, " (+");
+    cg_out_u64(&o, e->n_prohibitors - 1);
+    cg_out_str(&o, e->n_prohibitors > 2 ? " more captures)" : " more capture)");
   }
-  put(&o, ": ");
+  cg_out_str(&o, ": ");
   put_verdict_text(&o, e);
-  put_c(&o, '\n');
+  cg_out_char(&o, '\n');
 
   if (e->kind == CG_EV_MODULE_LOAD) put_kernels_text(&o, e->image);
   if (e->image) put_image_text(&o, e->image);
   if (e->capture_began && e->capture_began[0]) {
-    put(&o, "  capture began: ");
+    cg_out_str(&o, "  capture began: ");
     put_clean(&o, e->capture_began);
-    put_c(&o, '\n');
+    cg_out_char(&o, '\n');
   }
   size_t npy = clamp_py(e);
   if (npy) {
-    put(&o, "  python stack (most recent call first):\n");
+    cg_out_str(&o, "  python stack (most recent call first):\n");
     for (size_t i = 0; i < npy; i++) {
-      put(&o, "    File \"");
+      cg_out_str(&o, "    File \"");
       put_clean(&o, e->py[i].file ? e->py[i].file : "?");
-      put(&o, "\", line ");
-      put_int(&o, e->py[i].line);
-      put(&o, ", in ");
+      cg_out_str(&o, "\", line ");
+      cg_out_int(&o, e->py[i].line);
+      cg_out_str(&o, ", in ");
       put_clean(&o, e->py[i].func ? e->py[i].func : "?");
-      put_c(&o, '\n');
+      cg_out_char(&o, '\n');
     }
   }
   size_t nn = clamp_native(e);
   if (nn) {
-    put(&o, "  native stack:\n");
+    cg_out_str(&o, "  native stack:\n");
     for (size_t i = 0; i < nn && i < TEXT_NATIVE_FRAMES; i++) {
-      put(&o, "    #");
-      put_u64(&o, i);
-      put_c(&o, ' ');
+      cg_out_str(&o, "    #");
+      cg_out_u64(&o, i);
+      cg_out_char(&o, ' ');
       put_clean(&o, e->native[i] ? e->native[i] : "?");
-      put_c(&o, '\n');
+      cg_out_char(&o, '\n');
     }
     if (nn > TEXT_NATIVE_FRAMES) {
-      put(&o, "    ... (");
-      put_u64(&o, nn - TEXT_NATIVE_FRAMES);
-      put(&o, " more frames in the log)\n");
+      cg_out_str(&o, "    ... (");
+      cg_out_u64(&o, nn - TEXT_NATIVE_FRAMES);
+      cg_out_str(&o, " more frames in the log)\n");
     }
   }
-  return out_finish(&o);
+  return cg_out_finish(&o);
 }
 
 /* ---- capture -------------------------------------------------------------- */
 
 size_t cg_capture_format_json(const cg_capture *c, uint64_t pid, const char *began, char *buf,
                               size_t cap) {
-  out_t o = out_init(buf, cap);
+  cg_out o = cg_out_init(buf, cap);
   if (!c) {
-    put(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no capture\"}\n");
-    return out_finish(&o);
+    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no capture\"}\n");
+    return cg_out_finish(&o);
   }
   /* the record's time: when the capture ended, or now for one still open at exit */
-  json_head(&o, "capture", pid, c->end_ns ? c->end_ns : realtime_ns());
+  json_head(&o, CG_RECORD_CAPTURE, pid, c->end_ns ? c->end_ns : cg_now_ns());
   put_kv_u64(&o, "id", c->id);
   put_kv_hex(&o, "stream", c->stream);
   put_kv_str(&o, "mode", cg_capture_mode_name(c->mode));
@@ -509,36 +438,36 @@ size_t cg_capture_format_json(const cg_capture *c, uint64_t pid, const char *beg
   put_kv_u64(&o, "end_ns", c->end_ns);
   put_kv_u64(&o, "events", c->events);
   put_kv_str(&o, "began", began ? began : "");
-  put(&o, "}\n");
-  return out_finish(&o);
+  cg_out_str(&o, "}\n");
+  return cg_out_finish(&o);
 }
 
 /* ---- summary -------------------------------------------------------------- */
 
 size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
-  out_t o = out_init(buf, cap);
+  cg_out o = cg_out_init(buf, cap);
   if (!s) {
-    put(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no summary\"}\n");
-    return out_finish(&o);
+    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no summary\"}\n");
+    return cg_out_finish(&o);
   }
-  json_head(&o, "summary", s->pid, realtime_ns());
+  json_head(&o, CG_RECORD_SUMMARY, s->pid, cg_now_ns());
   put_kv_u64(&o, "captures", s->captures_begun);
   put_kv_u64(&o, "captures_broken", s->captures_broken);
-  put(&o, ",\"events\":{");
+  cg_out_str(&o, ",\"events\":{");
   for (int k = 0; k < CG_EV_KIND_COUNT; k++) {
-    if (k) put_c(&o, ',');
+    if (k) cg_out_char(&o, ',');
     put_jstr(&o, cg_event_kind_name((cg_event_kind)k));
-    put_c(&o, ':');
-    put_u64(&o, s->events[k]);
+    cg_out_char(&o, ':');
+    cg_out_u64(&o, s->events[k]);
   }
-  put(&o, "},\"verdicts\":{");
+  cg_out_str(&o, "},\"verdicts\":{");
   for (int v = 0; v < CG_VERDICT_COUNT; v++) {
-    if (v) put_c(&o, ',');
+    if (v) cg_out_char(&o, ',');
     put_jstr(&o, cg_verdict_name((cg_verdict)v));
-    put_c(&o, ':');
-    put_u64(&o, s->verdicts[v]);
+    cg_out_char(&o, ':');
+    cg_out_u64(&o, s->verdicts[v]);
   }
-  put_c(&o, '}');
+  cg_out_char(&o, '}');
   put_kv_u64(&o, "primed_loaded", s->primed_loaded);
   put_kv_u64(&o, "primed_served", s->primed_served);
   put_kv_u64(&o, "primed_unused", s->primed_unused);
@@ -549,79 +478,121 @@ size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
     put_kv_u64(&o, "skipped_sm", s->skipped_sm);
   }
   put_kv_str(&o, "log", s->log_path ? s->log_path : "");
-  put(&o, "}\n");
-  return out_finish(&o);
+  if (s->log_incomplete) {
+    put_key(&o, "log_incomplete");
+    cg_out_str(&o, "true");
+  }
+  cg_out_str(&o, "}\n");
+  return cg_out_finish(&o);
+}
+
+/* ---- start and process ---------------------------------------------------- */
+
+size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  if (!r) {
+    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no process\"}\n");
+    return cg_out_finish(&o);
+  }
+  bool process = r->type == CG_RECORD_PROCESS;
+  /* the keys in the order the log has always had them */
+  json_type_pid(&o, process ? CG_RECORD_PROCESS : CG_RECORD_START, r->pid);
+  put_kv_u64(&o, "ppid", r->ppid);
+  put_kv_u64(&o, "time_ns", r->time_ns);
+  put_kv_str(&o, "mode", cg_run_mode_name(r->mode));
+  if (process) {
+    put_kv_int(&o, "driver_version", r->driver_version);
+    put_kv_int(&o, "emulate_driver", r->emulate_driver);
+  }
+  put_kv_str(&o, "version", r->version ? r->version : "");
+  put_kv_str(&o, "prime", r->prime ? r->prime : "");
+  if (r->run && *r->run) put_kv_str(&o, "run", r->run);
+  cg_out_str(&o, ",\"argv\":[");
+  /* the words, up to CG_RECORD_MAX_ARGV, each ending at its NUL or the end */
+  size_t at = 0;
+  for (unsigned w = 0; r->cmdline && at < r->cmdline_len && w < CG_RECORD_MAX_ARGV; w++) {
+    const char *word = r->cmdline + at;
+    const char *nul = memchr(word, '\0', r->cmdline_len - at);
+    size_t n = nul ? (size_t)(nul - word) : r->cmdline_len - at;
+    if (w) cg_out_char(&o, ',');
+    cg_out_char(&o, '"');
+    put_escaped_n(&o, word, n);
+    cg_out_char(&o, '"');
+    at += n + 1;
+  }
+  cg_out_str(&o, "]}\n");
+  return cg_out_finish(&o);
 }
 
 size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
-  out_t o = out_init(buf, cap);
+  cg_out o = cg_out_init(buf, cap);
   if (!s) {
-    put(&o, "capguard: (no summary)\n");
-    return out_finish(&o);
+    cg_out_str(&o, "capguard: (no summary)\n");
+    return cg_out_finish(&o);
   }
-  put(&o, "capguard: ");
-  put_u64(&o, s->captures_begun);
-  put(&o, s->captures_begun == 1 ? " capture" : " captures");
+  cg_out_str(&o, "capguard: ");
+  cg_out_u64(&o, s->captures_begun);
+  cg_out_str(&o, s->captures_begun == 1 ? " capture" : " captures");
   if (s->captures_broken) {
-    put(&o, " (");
-    put_u64(&o, s->captures_broken);
-    put(&o, " broken)");
+    cg_out_str(&o, " (");
+    cg_out_u64(&o, s->captures_broken);
+    cg_out_str(&o, " broken)");
   }
-  put(&o, ", ");
+  cg_out_str(&o, ", ");
   bool any = false;
   for (int k = 0; k < CG_EV_KIND_COUNT; k++) {
     if (!s->events[k]) continue;
-    put(&o, any ? ", " : "events: ");
-    put_u64(&o, s->events[k]);
-    put_c(&o, ' ');
-    put(&o, cg_event_kind_name((cg_event_kind)k));
+    cg_out_str(&o, any ? ", " : "events: ");
+    cg_out_u64(&o, s->events[k]);
+    cg_out_char(&o, ' ');
+    cg_out_str(&o, cg_event_kind_name((cg_event_kind)k));
     any = true;
   }
-  if (!any) put(&o, "no events");
+  if (!any) cg_out_str(&o, "no events");
   if (any) { /* what became of them: did anything actually break? */
     bool first = true;
     for (int v = 0; v < CG_VERDICT_COUNT; v++) {
       if (!s->verdicts[v]) continue;
-      put(&o, first ? " (" : ", ");
-      put_u64(&o, s->verdicts[v]);
-      put_c(&o, ' ');
-      put(&o, cg_verdict_name((cg_verdict)v));
+      cg_out_str(&o, first ? " (" : ", ");
+      cg_out_u64(&o, s->verdicts[v]);
+      cg_out_char(&o, ' ');
+      cg_out_str(&o, cg_verdict_name((cg_verdict)v));
       first = false;
     }
-    if (!first) put_c(&o, ')');
+    if (!first) cg_out_char(&o, ')');
   }
   if (s->primed_loaded || s->primed_served || s->primed_unused || s->recorded) {
-    put(&o, "; priming: ");
-    put_u64(&o, s->primed_loaded);
-    put(&o, " preloaded, ");
-    put_u64(&o, s->primed_served);
-    put(&o, " served, ");
-    put_u64(&o, s->primed_unused);
-    put(&o, " unused, ");
-    put_u64(&o, s->recorded);
-    put(&o, " recorded");
+    cg_out_str(&o, "; priming: ");
+    cg_out_u64(&o, s->primed_loaded);
+    cg_out_str(&o, " preloaded, ");
+    cg_out_u64(&o, s->primed_served);
+    cg_out_str(&o, " served, ");
+    cg_out_u64(&o, s->primed_unused);
+    cg_out_str(&o, " unused, ");
+    cg_out_u64(&o, s->recorded);
+    cg_out_str(&o, " recorded");
   }
   if (s->primed_skipped_arch) {
-    put(&o, s->primed_loaded || s->primed_served || s->primed_unused || s->recorded ? ", " : "; priming: ");
-    put_u64(&o, s->primed_skipped_arch);
-    put(&o, " skipped: built for sm_");
-    put_u64(&o, s->skipped_sm);
-    put(&o, ", this device is sm_");
-    put_u64(&o, s->device_sm);
-    put(&o, " (learn the priming file on this GPU architecture)");
+    cg_out_str(&o, s->primed_loaded || s->primed_served || s->primed_unused || s->recorded ? ", " : "; priming: ");
+    cg_out_u64(&o, s->primed_skipped_arch);
+    cg_out_str(&o, " skipped: built for sm_");
+    cg_out_u64(&o, s->skipped_sm);
+    cg_out_str(&o, ", this device is sm_");
+    cg_out_u64(&o, s->device_sm);
+    cg_out_str(&o, " (learn the priming file on this GPU architecture)");
   }
   if (s->log_path) {
-    put(&o, "; log: ");
+    cg_out_str(&o, "; log: ");
     put_clean(&o, s->log_path);
   } else {
-    put(&o, "; no log (set CAPGUARD_LOG=path)");
+    cg_out_str(&o, "; no log (set CAPGUARD_LOG=path)");
   }
-  put_c(&o, '\n');
-  return out_finish(&o);
+  cg_out_char(&o, '\n');
+  return cg_out_finish(&o);
 }
 
 size_t cg_json_escape(const char *s, char *buf, size_t cap) {
-  out_t o = out_init(buf, cap);
+  cg_out o = cg_out_init(buf, cap);
   put_escaped(&o, s);
-  return out_finish(&o);
+  return cg_out_finish(&o);
 }

@@ -247,7 +247,7 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
   a->dev = (uint64_t)st.st_dev;
   a->ino = (uint64_t)st.st_ino;
 
-  uint64_t hits = r->hits ? r->hits : 1, t = r->last_ns ? r->last_ns : prime_now_ns();
+  uint64_t hits = r->hits ? r->hits : 1, t = r->last_ns ? r->last_ns : cg_now_ns();
   index_entry *have = need_header ? NULL : find(a, map, len, r->hash, r->bytes, r->size);
   /* The loads the file will state for the image: the larger of what it
    * states now and what this process needed. A loads record is written only
@@ -274,7 +274,7 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
     prime_warnf(warn, ctx, path, "out of memory; nothing recorded");
     goto out;
   }
-  if (need_header) prime_encode_header(rec, prime_now_ns());
+  if (need_header) prime_encode_header(rec, cg_now_ns());
   uint8_t *body = rec + (need_header ? CG_PRIME_HEADER_BYTES : 0);
   uint64_t image_off = have ? have->off : at + (uint64_t)(body - rec);
   if (have) {

@@ -19,16 +19,16 @@
 
 /* ---- default path ---- */
 
-int cg_prime_default_path(char *buf, size_t cap) {
-  const char *p = getenv("CAPGUARD_PRIME");
+int cg_prime_default_path(const char *prime, const char *xdg_cache_home, const char *home,
+                          char *buf, size_t cap) {
   int n;
-  if (p && *p) {
-    n = snprintf(buf, cap, "%s", p);
-  } else if ((p = getenv("XDG_CACHE_HOME")) && p[0] == '/') {
+  if (prime && *prime) {
+    n = snprintf(buf, cap, "%s", prime);
+  } else if (xdg_cache_home && xdg_cache_home[0] == '/') {
     /* The XDG spec says a relative XDG_CACHE_HOME is invalid and to be ignored. */
-    n = snprintf(buf, cap, "%s/capguard/prime.cgp", p);
-  } else if ((p = getenv("HOME")) && *p) {
-    n = snprintf(buf, cap, "%s/.cache/capguard/prime.cgp", p);
+    n = snprintf(buf, cap, "%s/capguard/prime.cgp", xdg_cache_home);
+  } else if (home && *home) {
+    n = snprintf(buf, cap, "%s/.cache/capguard/prime.cgp", home);
   } else {
     return -1;
   }
@@ -121,7 +121,7 @@ static int replace_file(const char *path, const cg_prime_record *recs, size_t n,
     return -1;
   }
   uint8_t hdr[CG_PRIME_HEADER_BYTES];
-  prime_encode_header(hdr, prime_now_ns());
+  prime_encode_header(hdr, cg_now_ns());
   uint64_t off = 0;
   int rc = prime_write_at(fd, hdr, sizeof hdr, off);
   off += sizeof hdr;

@@ -34,11 +34,6 @@ static void put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
 static void put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
-cg_hash128 prime_hash(const void *p, size_t n) {
-  XXH128_hash_t h = XXH3_128bits(p, n);
-  return (cg_hash128){.hi = h.high64, .lo = h.low64};
-}
-
 void prime_warnf(cg_prime_warn_fn warn, void *ctx, const char *path, const char *fmt, ...) {
   if (!warn) return;
   char line[1024];
@@ -186,7 +181,7 @@ static uint64_t sum64(const walker *w, const uint8_t *p, uint64_t n) {
 }
 
 static cg_hash128 sum128(const walker *w, const uint8_t *p, uint64_t n) {
-  if (n <= HASH_SLICE || !w->progress) return prime_hash(p, n);
+  if (n <= HASH_SLICE || !w->progress) return cg_hash_bytes(p, n);
   XXH3_state_t st;
   XXH3_128bits_reset(&st);
   for (uint64_t done = 0; done < n; done += HASH_SLICE) {
@@ -581,7 +576,7 @@ const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i) {
 
 const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, size_t size) {
   if (!s || !bytes || size == 0) return NULL;
-  cg_hash128 h = prime_hash(bytes, size);
+  cg_hash128 h = cg_hash_bytes(bytes, size);
   size_t lo = 0, hi = s->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;

@@ -40,7 +40,6 @@ void prime_encode_loads(uint8_t out[PRIME_LOADS_LEN], uint64_t image_off, cg_has
 void prime_effective_loads(const cg_prime_record *r, uint32_t *module_loads, uint32_t *library_loads);
 /* True when r needs a loads record (its loads differ from the default). */
 bool prime_needs_loads_record(const cg_prime_record *r);
-cg_hash128 prime_hash(const void *p, size_t n); /* XXH3-128, hi = high64 */
 
 /* Walk the records from offset start (at least the header's end), calling
  * each for every record or damaged range. Never reads outside buf[0, len);

@@ -23,12 +23,6 @@
 #define MAX_WAIT_MS 120000
 #define REOPEN_TRIES 16 /* the path kept changing between open and create */
 
-static uint64_t clock_ns(clockid_t c) {
-  struct timespec ts;
-  clock_gettime(c, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-uint64_t prime_now_ns(void) { return clock_ns(CLOCK_REALTIME); }
 
 static int check_owner(const struct stat *st, const char *path, cg_prime_warn_fn warn, void *ctx) {
   if (!S_ISREG(st->st_mode)) {
@@ -140,7 +134,7 @@ static bool still_current(const struct stat *a, const char *path) {
 }
 
 int prime_open_locked(const char *path, bool create, int op, struct stat *st, cg_prime_warn_fn warn, void *ctx) {
-  uint64_t start = clock_ns(CLOCK_MONOTONIC), last_change = start;
+  uint64_t start = cg_monotonic_ns(), last_change = start;
   struct stat seen = {0};
   for (;;) {
     int fd = prime_open_checked(path, create, st, warn, ctx);
@@ -153,7 +147,7 @@ int prime_open_locked(const char *path, bool create, int op, struct stat *st, cg
         close(fd);
         return -1;
       }
-      uint64_t now = clock_ns(CLOCK_MONOTONIC);
+      uint64_t now = cg_monotonic_ns();
       struct stat cur;
       if (fstat(fd, &cur) == 0 && (cur.st_size != seen.st_size || cur.st_mtim.tv_nsec != seen.st_mtim.tv_nsec ||
                                    cur.st_mtim.tv_sec != seen.st_mtim.tv_sec)) {
@@ -182,7 +176,7 @@ int prime_open_locked(const char *path, bool create, int op, struct stat *st, cg
     }
     if (still_current(st, path) && fstat(fd, st) == 0) return fd;
     close(fd); /* replaced while we waited: the new file is the one to use */
-    last_change = clock_ns(CLOCK_MONOTONIC);
+    last_change = cg_monotonic_ns();
   }
 }
 
@@ -240,6 +234,6 @@ bool prime_record_ok(const cg_prime_record *r) {
   uint32_t nuls = 0;
   for (uint32_t i = 0; i < r->names_len; i++) nuls += r->kernel_names[i] == 0;
   if (r->names_len && r->kernel_names[r->names_len - 1] != 0) return false;
-  cg_hash128 h = prime_hash(r->bytes, r->size);
+  cg_hash128 h = cg_hash_bytes(r->bytes, r->size);
   return nuls == r->n_kernels && h.hi == r->hash.hi && h.lo == r->hash.lo;
 }

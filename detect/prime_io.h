@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "capguard/clock.h"
 #include "prime_format.h"
 
 /* Opens path, never through a symlink, and checks it is a regular file we
@@ -33,7 +34,6 @@ int prime_map(int fd, size_t len, uint8_t **map, const char *path, cg_prime_warn
 int prime_refuse_header(const uint8_t *buf, size_t len, const char *path, cg_prime_warn_fn warn, void *ctx);
 
 int prime_write_at(int fd, const uint8_t *p, size_t n, uint64_t off);
-uint64_t prime_now_ns(void); /* CLOCK_REALTIME */
 
 /* r is an image record a writer may store: sizes in range, names match their
  * count, hash matches the bytes. */

@@ -9,25 +9,6 @@
 
 cg_config cg_cfg;
 
-const char *cg_run_mode_name(cg_run_mode m) {
-  switch (m) {
-  case CG_RUN_GUARD: return "guard";
-  case CG_RUN_REPORT: return "report";
-  case CG_RUN_OFF: return "off";
-  }
-  return "?";
-}
-
-int cg_parse_run_mode(const char *s, cg_run_mode *out) {
-  static const cg_run_mode all[] = {CG_RUN_GUARD, CG_RUN_REPORT, CG_RUN_OFF};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    if (strcmp(s, cg_run_mode_name(all[i])) == 0) {
-      *out = all[i];
-      return 0;
-    }
-  return -1;
-}
-
 /* A driver version as cuDriverGetVersion spells it: 1000*major + 10*minor,
  * e.g. 12020. Anything else is a typo worth saying so. */
 int cg_parse_driver_version(const char *s, int *out) {
@@ -64,7 +45,7 @@ static void load_bool(const char *var, bool *out, bool dflt) {
 void cg_config_load(void) {
   const char *s;
   cg_cfg.mode = CG_RUN_GUARD;
-  if ((s = getenv("CAPGUARD_MODE")) && *s && cg_parse_run_mode(s, &cg_cfg.mode)) {
+  if ((s = getenv("CAPGUARD_MODE")) && *s && !cg_run_mode_parse(s, &cg_cfg.mode)) {
     cg_warn("CAPGUARD_MODE=%s is not a mode (guard, report, off); using report", s);
     cg_cfg.mode = CG_RUN_REPORT;
   }
@@ -77,7 +58,9 @@ void cg_config_load(void) {
             (unsigned long long)(CG_PRIME_DEFAULT_MAX_BYTES >> 20));
     cg_cfg.prime_max = CG_PRIME_DEFAULT_MAX_BYTES;
   }
-  if (cg_prime_default_path(cg_cfg.prime_path, sizeof cg_cfg.prime_path))
+  /* CAPGUARD_PRIME, else the XDG cache, else ~/.cache: read here, like every variable */
+  if (cg_prime_default_path(getenv("CAPGUARD_PRIME"), getenv("XDG_CACHE_HOME"), getenv("HOME"),
+                            cg_cfg.prime_path, sizeof cg_cfg.prime_path))
     cg_cfg.prime_path[0] = 0;
 
   cg_cfg.emulate_driver = 0;
@@ -90,4 +73,6 @@ void cg_config_load(void) {
   load_bool("CAPGUARD_PRIME_READONLY", &cg_cfg.prime_readonly, false);
   load_bool("CAPGUARD_QUIET", &cg_cfg.quiet, false);
   load_bool("CAPGUARD_SUMMARY", &cg_cfg.summary, true);
+  s = getenv("CAPGUARD_RUN");
+  cg_cfg.run_id = (s && *s) ? s : NULL;
 }

@@ -6,11 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef enum {
-  CG_RUN_GUARD = 0,  /* report, record, replay, defer unloads (default) */
-  CG_RUN_REPORT = 1, /* observe and report; the process behaves as without capguard */
-  CG_RUN_OFF = 2,    /* pure pass-through */
-} cg_run_mode;
+#include "capguard/log_schema.h" /* cg_run_mode: guard, report, off, and their names */
 
 typedef struct {
   cg_run_mode mode;
@@ -22,16 +18,15 @@ typedef struct {
   bool prime_readonly;       /* CAPGUARD_PRIME_READONLY=1: serve from the priming file, never write it */
   bool quiet;                /* CAPGUARD_QUIET=1: no stderr reports, log only */
   bool summary;              /* CAPGUARD_SUMMARY (default 1): the exit line on stderr */
+  const char *run_id;        /* CAPGUARD_RUN: capguard run's id for its processes, NULL when unset */
 } cg_config;
 
 extern cg_config cg_cfg;
 
 /* Parse the environment into cg_cfg; warnings go through cg_warn. */
 void cg_config_load(void);
-const char *cg_run_mode_name(cg_run_mode m);
 
 /* Parsers, exposed for tests. Each returns 0 on success, -1 on a bad value. */
-int cg_parse_run_mode(const char *s, cg_run_mode *out);
 int cg_parse_driver_version(const char *s, int *out);
 int cg_parse_bool(const char *s, bool *out);
 

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <uthash.h>
 
@@ -40,12 +39,6 @@ typedef struct {
   UT_hash_handle hh;
 } seen_event;
 static seen_event *seen;
-
-uint64_t cg_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* 0, or the errno of the write that failed (ENOSPC for a write of 0 bytes). */
 static int write_all(int fd, const char *buf, size_t len, size_t *written) {
@@ -106,7 +99,7 @@ static void log_line(const char *buf, size_t len) {
             "reports continue on stderr", log_path, strerror(err));
 }
 
-static void write_record(const char *type, int driver_version);
+static void write_record(cg_record_type type, int driver_version);
 
 /* CAPGUARD_LOG with "%p" replaced by the pid ("%%" is a '%'), as sanitizers and
  * nsys allow: one file per process. Returns -1 when it does not fit. */
@@ -163,7 +156,7 @@ void cg_output_open_log(void) {
     return;
   open_log();
   if (log_fd >= 0)
-    write_record("start", 0);
+    write_record(CG_RECORD_START, 0);
 }
 
 /* Format with fmt into a stack buffer, or a heap one when it does not fit, and
@@ -297,70 +290,37 @@ void cg_output_capture(const cg_capture *c, const char *began) {
     log_line(buf, n);
 }
 
-static size_t json_string(const char *s, char *buf, size_t cap) {
-  size_t n = 0;
-  if (cap > 1)
-    buf[n] = '"';
-  n++;
-  n += cg_json_escape(s, n < cap ? buf + n : NULL, n < cap ? cap - n : 0);
-  if (n < cap)
-    buf[n] = '"';
-  n++;
-  if (n < cap)
-    buf[n] = 0;
-  return n;
-}
-
 /* The "start" record (every process the shim starts in, so that a command
  * that never touches CUDA is told apart from a shim that never loaded) and
- * the "process" record (when the process first uses the driver). */
-static void write_record(const char *type, int driver_version) {
-  char buf[8192];
-  bool start = !strcmp(type, "start");
-  size_t n = (size_t)snprintf(buf, sizeof buf,
-                              "{\"v\":1,\"type\":\"%s\",\"pid\":%d,\"ppid\":%d,\"time_ns\":%llu,"
-                              "\"mode\":\"%s\",",
-                              type, (int)getpid(), (int)getppid(), (unsigned long long)cg_now_ns(),
-                              cg_run_mode_name(cg_cfg.mode));
-  if (!start && n < sizeof buf)
-    n += (size_t)snprintf(buf + n, sizeof buf - n, "\"driver_version\":%d,\"emulate_driver\":%d,",
-                          driver_version, cg_cfg.emulate_driver);
-  if (n < sizeof buf)
-    n += (size_t)snprintf(buf + n, sizeof buf - n, "\"version\":\"%s\",\"prime\":", CAPGUARD_VERSION);
-  if (n < sizeof buf)
-    n += json_string(cg_cfg.prime_path, buf + n, sizeof buf - n);
-  /* capguard run's id for its processes: a run is told apart from the next in one log. */
-  const char *run = getenv("CAPGUARD_RUN");
-  if (run && *run && n + 8 < sizeof buf) {
-    memcpy(buf + n, ",\"run\":", 7);
-    n += 7;
-    n += json_string(run, buf + n, sizeof buf - n);
-  }
-  if (n + 9 < sizeof buf) {
-    memcpy(buf + n, ",\"argv\":[", 9);
-    n += 9;
-  }
+ * the "process" record (when the process first uses the driver). The words
+ * are detect's (cg_process_format_json); this only gathers and writes them. */
+static void write_record(cg_record_type type, int driver_version) {
   /* argv from /proc: capguard has no other portable way to it from a library. */
+  char args[2048];
+  ssize_t len = -1;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
-    char args[2048];
-    ssize_t len = read(fd, args, sizeof args - 1);
+    len = read(fd, args, sizeof args - 1);
     close(fd);
-    if (len > 0) {
-      args[len] = 0;
-      int words = 0;
-      for (char *p = args; p < args + len && words < 16; p += strlen(p) + 1, words++) {
-        if (words && n < sizeof buf)
-          buf[n++] = ',';
-        if (n < sizeof buf)
-          n += json_string(p, buf + n, sizeof buf - n);
-      }
-    }
   }
-  if (n + 3 < sizeof buf) {
-    memcpy(buf + n, "]}\n", 3);
-    log_line(buf, n + 3);
-  }
+  cg_process_record r = {
+      .type = type,
+      .pid = (uint64_t)getpid(),
+      .ppid = (uint64_t)getppid(),
+      .time_ns = cg_now_ns(),
+      .mode = cg_cfg.mode,
+      .driver_version = driver_version,
+      .emulate_driver = cg_cfg.emulate_driver,
+      .version = CAPGUARD_VERSION,
+      .prime = cg_cfg.prime_path,
+      .run = cg_cfg.run_id, /* capguard run's id: a run is told apart from the next in one log */
+      .cmdline = len > 0 ? args : NULL,
+      .cmdline_len = len > 0 ? (size_t)len : 0,
+  };
+  char buf[8192];
+  size_t n = cg_process_format_json(&r, buf, sizeof buf);
+  if (n < sizeof buf)
+    log_line(buf, n);
 }
 
 void cg_output_process(int driver_version) {
@@ -369,7 +329,7 @@ void cg_output_process(int driver_version) {
   process_written = 1;
   pthread_mutex_unlock(&out_lock);
   if (first && log_fd >= 0)
-    write_record("process", driver_version);
+    write_record(CG_RECORD_PROCESS, driver_version);
 }
 
 void cg_output_summary(cg_summary *s) {
@@ -397,14 +357,10 @@ void cg_output_summary(cg_summary *s) {
   char *at = buf;
   if (lost && __atomic_load_n(&log_cut_mid_line, __ATOMIC_RELAXED))
     *at++ = '\n';
-  n = cg_summary_format_json(s, at, sizeof buf - 32);
-  if (n >= sizeof buf - 32 || n < 2)
+  s->log_incomplete = lost != 0;
+  n = cg_summary_format_json(s, at, sizeof buf - (size_t)(at - buf));
+  if (n >= sizeof buf - (size_t)(at - buf))
     return;
-  if (lost) {
-    static const char flag[] = ",\"log_incomplete\":true}\n";
-    memcpy(at + n - 2, flag, sizeof flag); /* replaces the closing "}\n" */
-    n += sizeof flag - 1 - 2;
-  }
   n += (size_t)(at - buf);
   if (lost)
     write_all(log_fd, buf, n, NULL);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "capguard/clock.h" /* cg_now_ns: the log's clock */
 #include "capguard/event.h"
 
 void cg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -23,6 +24,5 @@ void cg_output_capture(const cg_capture *c, const char *began);
 void cg_output_summary(cg_summary *s);
 /* After fork: the child starts with nothing counted and nothing held. */
 void cg_output_after_fork_child(void);
-uint64_t cg_now_ns(void);
 
 #endif

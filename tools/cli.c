@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capguard/prime_file.h"
+
 /* Messages echo what they were given (an option's value, a path, a log's
  * text): control characters become '?', so none can drive the terminal. */
 static void put_clean(FILE *f, const char *fmt, va_list ap) {
@@ -64,4 +66,9 @@ cg_palette cg_palette_for(FILE *f) {
   if (cg_use_colour(f))
     return (cg_palette){"\033[1m", "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"};
   return (cg_palette){"", "", "", "", "", ""};
+}
+
+int cg_cli_prime_default(char *buf, size_t cap) {
+  return cg_prime_default_path(getenv("CAPGUARD_PRIME"), getenv("XDG_CACHE_HOME"), getenv("HOME"),
+                               buf, cap);
 }

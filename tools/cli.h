@@ -30,6 +30,10 @@ void cg_error(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * names (paths, commands) that could otherwise drive the terminal. */
 const char *cg_printable(const char *s, char *buf, size_t cap);
 
+/* The priming file in effect for this environment (CAPGUARD_PRIME,
+ * XDG_CACHE_HOME, HOME), as the shim chooses it. 0, or -1 when none is known. */
+int cg_cli_prime_default(char *buf, size_t cap);
+
 /* Whether to colour output written to f: a terminal and NO_COLOR unset or empty. */
 bool cg_use_colour(FILE *f);
 

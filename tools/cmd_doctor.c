@@ -344,7 +344,7 @@ static void collect(void *ctx, const char *l) {
 static void check_files(doctor *d) {
   printf("%sfiles%s\n", d->pal.bold, d->pal.reset);
   char path[PATH_MAX], why[PATH_MAX + 128];
-  if (cg_prime_default_path(path, sizeof path) != 0) {
+  if (cg_cli_prime_default(path, sizeof path) != 0) {
     problem(d, "priming file", "no location: HOME is not set; set CAPGUARD_PRIME=/path/to/prime.cgp");
   } else {
     cg_prime_set *set = NULL;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "capguard/prime_file.h"
+#include "cli.h"
 #include "cmd_prime_learn.h"
 
 enum { EXIT_OK = 0, EXIT_FINDING = 1, EXIT_USAGE = 2 };
@@ -136,7 +137,7 @@ static int pick_file(const char *given, char *buf, size_t cap) {
     if (snprintf(buf, cap, "%s", given) >= (int)cap) return usage_error("file name too long");
     return 0;
   }
-  if (cg_prime_default_path(buf, cap) != 0)
+  if (cg_cli_prime_default(buf, cap) != 0)
     return fail("cannot tell where the priming file is (CAPGUARD_PRIME, XDG_CACHE_HOME and HOME "
                 "are unset); name the file or set CAPGUARD_PRIME");
   return 0;

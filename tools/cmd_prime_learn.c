@@ -286,7 +286,7 @@ static int resolve(const char *me, learn_opts *o, char *prime, size_t cap, char 
   /* The log is kept either way: capguard run's summary names it for details. */
   if (o->prime)
     snprintf(prime, cap, "%s", o->prime);
-  else if (cg_prime_default_path(prime, cap) != 0) {
+  else if (cg_cli_prime_default(prime, cap) != 0) {
     cg_error(me, "cannot tell where the priming file is (CAPGUARD_PRIME, XDG_CACHE_HOME and HOME are "
                  "unset); pass --prime FILE");
     return CG_EXIT_USAGE;

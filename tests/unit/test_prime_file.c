@@ -1059,28 +1059,21 @@ END_TEST
 /* ---- configuration ---- */
 
 START_TEST(default_path_from_environment) {
+  /* detect/ reads no environment: the shim (config.c) and the CLI pass
+   * CAPGUARD_PRIME, XDG_CACHE_HOME and HOME in. */
   char buf[256];
-  unsetenv("CAPGUARD_PRIME");
-  unsetenv("XDG_CACHE_HOME");
-  setenv("HOME", "/home/u", 1);
-  ck_assert_int_eq(cg_prime_default_path(buf, sizeof buf), 0);
+  ck_assert_int_eq(cg_prime_default_path(NULL, NULL, "/home/u", buf, sizeof buf), 0);
   ck_assert_str_eq(buf, "/home/u/.cache/capguard/prime.cgp");
-  setenv("XDG_CACHE_HOME", "/xdg", 1);
-  ck_assert_int_eq(cg_prime_default_path(buf, sizeof buf), 0);
+  ck_assert_int_eq(cg_prime_default_path(NULL, "/xdg", "/home/u", buf, sizeof buf), 0);
   ck_assert_str_eq(buf, "/xdg/capguard/prime.cgp");
-  setenv("XDG_CACHE_HOME", "relative", 1); /* invalid per the XDG spec: ignored */
-  ck_assert_int_eq(cg_prime_default_path(buf, sizeof buf), 0);
+  /* invalid per the XDG spec: ignored */
+  ck_assert_int_eq(cg_prime_default_path(NULL, "relative", "/home/u", buf, sizeof buf), 0);
   ck_assert_str_eq(buf, "/home/u/.cache/capguard/prime.cgp");
-  setenv("CAPGUARD_PRIME", "/p/x.cgp", 1);
-  ck_assert_int_eq(cg_prime_default_path(buf, sizeof buf), 0);
+  ck_assert_int_eq(cg_prime_default_path("/p/x.cgp", "relative", "/home/u", buf, sizeof buf), 0);
   ck_assert_str_eq(buf, "/p/x.cgp");
-  ck_assert_int_eq(cg_prime_default_path(buf, 5), -1); /* too small */
-  unsetenv("CAPGUARD_PRIME");
-  unsetenv("XDG_CACHE_HOME");
-  unsetenv("HOME");
-  ck_assert_int_eq(cg_prime_default_path(buf, sizeof buf), -1);
-  setenv("HOME", "", 1);
-  ck_assert_int_eq(cg_prime_default_path(buf, sizeof buf), -1);
+  ck_assert_int_eq(cg_prime_default_path("/p/x.cgp", NULL, NULL, buf, 5), -1); /* too small */
+  ck_assert_int_eq(cg_prime_default_path(NULL, NULL, NULL, buf, sizeof buf), -1);
+  ck_assert_int_eq(cg_prime_default_path("", "", "", buf, sizeof buf), -1);
 }
 END_TEST
 

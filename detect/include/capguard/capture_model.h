@@ -11,19 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Same values as CUstreamCaptureMode. */
-typedef enum {
-  CG_MODE_GLOBAL = 0,
-  CG_MODE_THREAD_LOCAL = 1,
-  CG_MODE_RELAXED = 2,
-} cg_capture_mode;
-
-typedef enum {
-  CG_CAPTURE_ACTIVE = 0,
-  CG_CAPTURE_INVALIDATED = 1, /* the driver (or emulation) broke it; still open until ended */
-  CG_CAPTURE_ENDED = 2,       /* ended and the driver returned a graph */
-  CG_CAPTURE_FAILED = 3,      /* end returned an error */
-} cg_capture_status;
+/* cg_capture_mode (CUstreamCaptureMode's values) and cg_capture_status are
+ * words of the log: their rows are in log_schema.h. */
+#include "capguard/log_schema.h"
 
 typedef struct {
   uint64_t id;      /* capguard's own sequence number, 1, 2, ... per model */
@@ -82,8 +72,5 @@ size_t cg_model_invalidate_prohibitors(cg_model *m, uint64_t tid, cg_capture_mod
 /* Count one forbidden call against every capture that prohibits tid (their
  * `events`). Returns how many captures were counted. */
 size_t cg_model_count_event(cg_model *m, uint64_t tid, cg_capture_mode thread_mode);
-
-const char *cg_capture_mode_name(cg_capture_mode mode); /* "global", "thread-local", "relaxed" */
-const char *cg_capture_status_name(cg_capture_status s); /* "active", "invalidated", "ended", "failed" */
 
 #endif

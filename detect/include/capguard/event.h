@@ -11,23 +11,9 @@
 
 #include "capguard/capture_model.h"
 #include "capguard/image.h"
+#include "capguard/log_schema.h"
 
-typedef enum {
-  CG_EV_MODULE_LOAD = 0,  /* cuModuleLoad*, cuLibraryLoad* while prohibited */
-  CG_EV_MODULE_UNLOAD = 1,/* cuModuleUnload, cuLibraryUnload while prohibited */
-  CG_EV_KIND_COUNT
-} cg_event_kind;
-
-typedef enum {
-  CG_VERDICT_REFUSED = 0,   /* the driver returned 900; captures that prohibited the thread are invalid */
-  CG_VERDICT_ALLOWED,       /* this driver (>= 12.3) allowed it; older drivers refuse it */
-  CG_VERDICT_EMULATED,      /* capguard refused it, emulating an older driver (CAPGUARD_EMULATE_DRIVER) */
-  CG_VERDICT_SERVED,        /* served from the priming pool; no loader call reached the driver */
-  CG_VERDICT_RESCUED,       /* made in relaxed mode for that one call (CAPGUARD_RESCUE) */
-  CG_VERDICT_DEFERRED,      /* unload returned success and was queued until the capture ends */
-  CG_VERDICT_FAILED,        /* the driver returned another error */
-  CG_VERDICT_COUNT
-} cg_verdict;
+/* cg_event_kind and cg_verdict, with their names, are rows of log_schema.h. */
 
 typedef struct {
   const char *file;
@@ -72,10 +58,26 @@ typedef struct {
   uint64_t primed_skipped_arch;
   unsigned skipped_sm, device_sm;
   const char *log_path; /* NULL when no log */
+  bool log_incomplete;  /* lines of this process could not be written (JSON: "log_incomplete") */
 } cg_summary;
 
-const char *cg_event_kind_name(cg_event_kind k);  /* "module-load", "module-unload" */
-const char *cg_verdict_name(cg_verdict v);        /* "refused", "allowed", ... */
+/* The "start" record (the shim started in a process) and the "process" record
+ * (the process first used the driver): who the process is. */
+typedef struct {
+  cg_record_type type;       /* CG_RECORD_START or CG_RECORD_PROCESS */
+  uint64_t pid, ppid, time_ns;
+  cg_run_mode mode;
+  int driver_version;        /* process record only: cuDriverGetVersion, 0 unknown */
+  int emulate_driver;        /* process record only: CAPGUARD_EMULATE_DRIVER, 0 off */
+  const char *version;       /* capguard's */
+  const char *prime;         /* the priming file, "" or NULL when none */
+  const char *run;           /* CAPGUARD_RUN; NULL or "" leaves the key out */
+  const char *cmdline;       /* /proc/self/cmdline: NUL-separated words (the last may lack its NUL) */
+  size_t cmdline_len;
+} cg_process_record;
+
+/* Most words of the command line a start or process record keeps. */
+#define CG_RECORD_MAX_ARGV 16
 
 /* Each writes at most cap bytes including the NUL and returns the length it
  * would have written (like snprintf), so callers can detect truncation. */
@@ -84,6 +86,7 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap); /* one li
 size_t cg_capture_format_json(const cg_capture *c, uint64_t pid, const char *began, char *buf, size_t cap);
 size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap); /* one line */
 size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap);
+size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap);
 
 /* JSON string escaping into buf (no quotes added); returns the length it would need. */
 size_t cg_json_escape(const char *s, char *buf, size_t cap);

@@ -70,9 +70,13 @@ cg_prime_appender *cg_prime_appender_new(const char *path, uint64_t max_bytes, c
 int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r);
 void cg_prime_appender_free(cg_prime_appender *a);
 
-/* Default path: $CAPGUARD_PRIME, else $XDG_CACHE_HOME/capguard/prime.cgp, else
- * $HOME/.cache/capguard/prime.cgp. Returns 0, -1 if no home is known. */
-int cg_prime_default_path(char *buf, size_t cap);
+/* The priming file's path: prime ($CAPGUARD_PRIME), else
+ * xdg_cache_home/capguard/prime.cgp (only when absolute, as the XDG spec
+ * says), else home/.cache/capguard/prime.cgp. Each may be NULL. The caller
+ * reads the environment (the shim in config.c, the CLI with getenv): detect/
+ * reads none. Returns 0, -1 if no home is known or buf is too small. */
+int cg_prime_default_path(const char *prime, const char *xdg_cache_home, const char *home,
+                          char *buf, size_t cap);
 
 /* ---- Added for the CLI, the fuzzer and the shim's size cap. ---- */
 

@@ -1,0 +1,122 @@
+/* The log's vocabulary: every word the JSON Lines log (docs/log-format.md)
+ * holds as a value, one row each. A table gives the enum, the word the log
+ * writes, the parse back to the enum, what the word means, and flags the
+ * reports decide by. The shim writes through these names, the tools parse
+ * each word once when they read a log and loop over the tables to report, so
+ * adding a word (a verdict, say) is adding one row here.
+ *
+ * Rows are in the order the log has always written them (the summary's
+ * "events" and "verdicts" objects follow row order, and the enum values of
+ * capture modes are CUstreamCaptureMode's): add new rows at the end.
+ *
+ * Pure data: no I/O, no allocation, safe in the shim. */
+#ifndef CAPGUARD_LOG_SCHEMA_H
+#define CAPGUARD_LOG_SCHEMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What a row's flags say (each table uses the ones that apply to it). */
+enum {
+  CG_WORD_BREAKS = 1u << 0,  /* verdict: the call invalidated the captures that prohibited it;
+                                status: the capture is broken */
+  CG_WORD_ROUTINE = 1u << 1, /* verdict: the shim doing its job (one line on stderr per process) */
+  CG_WORD_OPEN = 1u << 2,    /* status: the capture was still open (at exit) */
+  CG_WORD_SKIPPED = 1u << 3, /* record type: readers skip it */
+};
+
+/* Each table's rows: X(ENUM, "word", flags, "what it means"). */
+
+#define CG_RECORD_TYPES(X)                                                                          \
+  X(CG_RECORD_START, "start", 0, "the shim started in a process (every process, CUDA or not)")     \
+  X(CG_RECORD_PROCESS, "process", 0, "the process first used the driver")                         \
+  X(CG_RECORD_EVENT, "event", 0, "a call made while a capture prohibited the thread")              \
+  X(CG_RECORD_CAPTURE, "capture", 0, "a capture ended (or the process exited with it open)")       \
+  X(CG_RECORD_SUMMARY, "summary", 0, "the process exited")                                         \
+  X(CG_RECORD_ERROR, "error", CG_WORD_SKIPPED,                                                     \
+    "a formatter was handed nothing to format (a capguard bug); readers skip it")
+
+#define CG_EVENT_KINDS(X)                                                                           \
+  X(CG_EV_MODULE_LOAD, "module-load", 0, "cuModuleLoad*, cuLibraryLoad* while prohibited")          \
+  X(CG_EV_MODULE_UNLOAD, "module-unload", 0, "cuModuleUnload, cuLibraryUnload while prohibited")
+
+#define CG_VERDICTS(X)                                                                              \
+  X(CG_VERDICT_REFUSED, "refused", CG_WORD_BREAKS, "the driver returned 900, capture invalid")      \
+  X(CG_VERDICT_ALLOWED, "allowed", 0, "the driver (12.3 or newer) let it through")                  \
+  X(CG_VERDICT_EMULATED, "emulated", CG_WORD_BREAKS,                                                \
+    "capguard refused it as an older driver would (CAPGUARD_EMULATE_DRIVER)")                       \
+  X(CG_VERDICT_SERVED, "served", CG_WORD_ROUTINE, "handed out from the priming pool")              \
+  X(CG_VERDICT_RESCUED, "rescued", 0, "made in relaxed mode for that one call (CAPGUARD_RESCUE)")   \
+  X(CG_VERDICT_DEFERRED, "deferred", CG_WORD_ROUTINE, "unload queued until the capture ends")      \
+  X(CG_VERDICT_FAILED, "failed", 0, "the driver returned another error")
+
+/* capguard's run modes (CAPGUARD_MODE). */
+#define CG_RUN_MODES(X)                                                                             \
+  X(CG_RUN_GUARD, "guard", 0, "report, record, replay, defer unloads (the default)")               \
+  X(CG_RUN_REPORT, "report", 0, "observe and report; the process behaves as without capguard")     \
+  X(CG_RUN_OFF, "off", 0, "pure pass-through")
+
+/* Capture modes, in CUstreamCaptureMode's order (its values are the enum's). */
+#define CG_CAPTURE_MODES(X)                                                                         \
+  X(CG_MODE_GLOBAL, "global", 0, "prohibits its own thread and every other thread in global mode") \
+  X(CG_MODE_THREAD_LOCAL, "thread-local", 0, "prohibits only its own thread")                      \
+  X(CG_MODE_RELAXED, "relaxed", 0, "prohibits no thread")
+
+#define CG_CAPTURE_STATUSES(X)                                                                      \
+  X(CG_CAPTURE_ACTIVE, "active", CG_WORD_OPEN, "still open at exit")                                \
+  X(CG_CAPTURE_INVALIDATED, "invalidated", CG_WORD_OPEN | CG_WORD_BREAKS,                           \
+    "broken by the driver (or emulation), still open at exit")                                     \
+  X(CG_CAPTURE_ENDED, "ended", 0, "ended and the driver returned a graph")                         \
+  X(CG_CAPTURE_FAILED, "failed", CG_WORD_BREAKS, "its end returned an error (e.g. invalidated)")
+
+#define CG_WORD_ENUM(id, word, flags, what) id,
+typedef enum { CG_RECORD_TYPES(CG_WORD_ENUM) CG_RECORD_TYPE_COUNT } cg_record_type;
+typedef enum { CG_EVENT_KINDS(CG_WORD_ENUM) CG_EV_KIND_COUNT } cg_event_kind;
+typedef enum { CG_VERDICTS(CG_WORD_ENUM) CG_VERDICT_COUNT } cg_verdict;
+typedef enum { CG_RUN_MODES(CG_WORD_ENUM) CG_RUN_MODE_COUNT } cg_run_mode;
+typedef enum { CG_CAPTURE_MODES(CG_WORD_ENUM) CG_CAPTURE_MODE_COUNT } cg_capture_mode;
+typedef enum { CG_CAPTURE_STATUSES(CG_WORD_ENUM) CG_CAPTURE_STATUS_COUNT } cg_capture_status;
+#undef CG_WORD_ENUM
+
+/* One row. */
+typedef struct {
+  const char *word;
+  unsigned flags;
+  const char *what;
+} cg_word;
+
+/* A table: its rows, in order; n rows. */
+typedef struct {
+  const cg_word *rows;
+  size_t n;
+} cg_words;
+
+extern const cg_words cg_record_types, cg_event_kinds, cg_verdicts, cg_run_modes,
+    cg_capture_modes, cg_capture_statuses;
+
+/* The row's word, or "unknown" for a value outside the table. */
+const char *cg_word_name(const cg_words *t, unsigned v);
+/* What the row means, or "" outside the table. */
+const char *cg_word_what(const cg_words *t, unsigned v);
+/* Whether the row carries every flag of flags (false outside the table). */
+bool cg_word_is(const cg_words *t, unsigned v, unsigned flags);
+/* The row whose word is s (NUL-terminated, or the first len bytes when len is
+ * not (size_t)-1); t->n (one past the last row) when there is none. */
+unsigned cg_word_parse(const cg_words *t, const char *s, size_t len);
+
+/* Typed names and parses (parse: true and *out set when s is a word of the table). */
+const char *cg_record_type_name(cg_record_type t);
+const char *cg_event_kind_name(cg_event_kind k);   /* "module-load", "module-unload" */
+const char *cg_verdict_name(cg_verdict v);         /* "refused", "allowed", ... */
+const char *cg_run_mode_name(cg_run_mode m);       /* "guard", "report", "off" */
+const char *cg_capture_mode_name(cg_capture_mode mode); /* "global", "thread-local", "relaxed" */
+const char *cg_capture_status_name(cg_capture_status s); /* "active", "invalidated", "ended", "failed" */
+bool cg_verdict_parse(const char *s, cg_verdict *out);
+bool cg_run_mode_parse(const char *s, cg_run_mode *out);
+
+/* A verdict that invalidated the captures that prohibited the call. */
+bool cg_verdict_breaks(cg_verdict v);
+/* A status of a broken capture (its end failed, or it was invalidated). */
+bool cg_capture_status_broken(cg_capture_status s);
+
+#endif

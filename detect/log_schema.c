@@ -1,0 +1,75 @@
+/* The tables of log_schema.h, and the lookups every user of the log's words
+ * goes through. */
+#include "capguard/log_schema.h"
+
+#include <string.h>
+
+#define CG_WORD_ROW(id, word, flags, what) {word, flags, what},
+#define CG_TABLE(name, ROWS, count)                                             \
+  static const cg_word name##_rows[] = {ROWS(CG_WORD_ROW)};                     \
+  _Static_assert(sizeof name##_rows / sizeof name##_rows[0] == (count),         \
+                 "one row per enum value");                                     \
+  const cg_words name = {name##_rows, sizeof name##_rows / sizeof name##_rows[0]};
+
+CG_TABLE(cg_record_types, CG_RECORD_TYPES, CG_RECORD_TYPE_COUNT)
+CG_TABLE(cg_event_kinds, CG_EVENT_KINDS, CG_EV_KIND_COUNT)
+CG_TABLE(cg_verdicts, CG_VERDICTS, CG_VERDICT_COUNT)
+CG_TABLE(cg_run_modes, CG_RUN_MODES, CG_RUN_MODE_COUNT)
+CG_TABLE(cg_capture_modes, CG_CAPTURE_MODES, CG_CAPTURE_MODE_COUNT)
+CG_TABLE(cg_capture_statuses, CG_CAPTURE_STATUSES, CG_CAPTURE_STATUS_COUNT)
+
+/* The driver's CUstreamCaptureMode values are the enum's: the shim passes them through. */
+_Static_assert(CG_MODE_GLOBAL == 0 && CG_MODE_THREAD_LOCAL == 1 && CG_MODE_RELAXED == 2,
+               "capture modes are CUstreamCaptureMode's values");
+
+const char *cg_word_name(const cg_words *t, unsigned v) {
+  return v < t->n ? t->rows[v].word : "unknown";
+}
+
+const char *cg_word_what(const cg_words *t, unsigned v) { return v < t->n ? t->rows[v].what : ""; }
+
+bool cg_word_is(const cg_words *t, unsigned v, unsigned flags) {
+  return v < t->n && (t->rows[v].flags & flags) == flags;
+}
+
+unsigned cg_word_parse(const cg_words *t, const char *s, size_t len) {
+  if (!s)
+    return (unsigned)t->n;
+  if (len == (size_t)-1)
+    len = strlen(s);
+  for (size_t i = 0; i < t->n; i++)
+    if (strlen(t->rows[i].word) == len && memcmp(t->rows[i].word, s, len) == 0)
+      return (unsigned)i;
+  return (unsigned)t->n;
+}
+
+const char *cg_record_type_name(cg_record_type t) { return cg_word_name(&cg_record_types, t); }
+const char *cg_event_kind_name(cg_event_kind k) { return cg_word_name(&cg_event_kinds, k); }
+const char *cg_verdict_name(cg_verdict v) { return cg_word_name(&cg_verdicts, v); }
+const char *cg_run_mode_name(cg_run_mode m) { return cg_word_name(&cg_run_modes, m); }
+const char *cg_capture_mode_name(cg_capture_mode m) { return cg_word_name(&cg_capture_modes, m); }
+const char *cg_capture_status_name(cg_capture_status s) {
+  return cg_word_name(&cg_capture_statuses, s);
+}
+
+bool cg_verdict_parse(const char *s, cg_verdict *out) {
+  unsigned v = cg_word_parse(&cg_verdicts, s, (size_t)-1);
+  if (v >= CG_VERDICT_COUNT)
+    return false;
+  *out = (cg_verdict)v;
+  return true;
+}
+
+bool cg_run_mode_parse(const char *s, cg_run_mode *out) {
+  unsigned v = cg_word_parse(&cg_run_modes, s, (size_t)-1);
+  if (v >= CG_RUN_MODE_COUNT)
+    return false;
+  *out = (cg_run_mode)v;
+  return true;
+}
+
+bool cg_verdict_breaks(cg_verdict v) { return cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS); }
+
+bool cg_capture_status_broken(cg_capture_status s) {
+  return cg_word_is(&cg_capture_statuses, s, CG_WORD_BREAKS);
+}
