@@ -245,7 +245,7 @@ static size_t fmt_event_text_stamped(const void *obj, char *b, size_t c) {
 /* A served load or a deferred unload is the shim doing its job: the first of a
  * process gets one line on stderr, the rest only the log and the exit counts. */
 static bool routine(const cg_event *e) {
-  return e->verdict == CG_VERDICT_SERVED || e->verdict == CG_VERDICT_DEFERRED;
+  return cg_word_is(&cg_verdicts, e->verdict, CG_WORD_ROUTINE);
 }
 
 static void say_routine(const cg_event *e) {

@@ -72,3 +72,16 @@ int cg_cli_prime_default(char *buf, size_t cap) {
   return cg_prime_default_path(getenv("CAPGUARD_PRIME"), getenv("XDG_CACHE_HOME"), getenv("HOME"),
                                buf, cap);
 }
+
+void cg_word_list(const cg_words *t, char *buf, size_t cap) {
+  size_t used = 0;
+  if (cap)
+    buf[0] = '\0';
+  for (size_t i = 0; i < t->n && used < cap; i++) {
+    const char *sep = i == 0 ? "" : i + 1 == t->n ? " or " : ", ";
+    int n = snprintf(buf + used, cap - used, "%s%s", sep, t->rows[i].word);
+    if (n < 0)
+      break;
+    used += (size_t)n;
+  }
+}

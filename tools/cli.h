@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "capguard/log_schema.h"
+
 /* Exit codes of every capguard command (run passes its command's status on). */
 enum {
   CG_EXIT_OK = 0,
@@ -33,6 +35,9 @@ const char *cg_printable(const char *s, char *buf, size_t cap);
 /* The priming file in effect for this environment (CAPGUARD_PRIME,
  * XDG_CACHE_HOME, HOME), as the shim chooses it. 0, or -1 when none is known. */
 int cg_cli_prime_default(char *buf, size_t cap);
+
+/* Every word of a schema table, in row order, for a message: "guard, report or off". */
+void cg_word_list(const cg_words *t, char *buf, size_t cap);
 
 /* Whether to colour output written to f: a terminal and NO_COLOR unset or empty. */
 bool cg_use_colour(FILE *f);

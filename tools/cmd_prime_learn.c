@@ -251,14 +251,14 @@ static void read_facts(const cgl_log *log, run_facts *f) {
   }
   for (size_t i = 0; i < log->n_evs; i++) {
     const cgl_event *e = &log->evs[i];
-    if (!e->event || strcmp(e->event, "module-load"))
+    if (e->kind != CG_EV_MODULE_LOAD)
       continue;
     f->loads++;
-    if (e->verdict && !strcmp(e->verdict, "served")) {
+    if (e->verdict == CG_VERDICT_SERVED) {
       f->served++;
       continue;
     }
-    f->refused += e->verdict && (!strcmp(e->verdict, "refused") || !strcmp(e->verdict, "emulated"));
+    f->refused += cg_verdict_breaks(e->verdict);
     long long v = e->emulate_driver ? e->emulate_driver : e->driver_version;
     if (v > 0 && v < FIRST_DRIVER_ALLOWING_LOADS)
       f->old_driver = v;
@@ -325,7 +325,7 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   loads_seen *before = snapshot(prime, &n_before);
   setenv("CAPGUARD_QUIET", "1", 1); /* the log keeps every load; the summary says what counts */
   unsetenv("CAPGUARD_PRIME_READONLY");
-  static const char *const extra[] = {"--mode", "guard"};
+  const char *const extra[] = {"--mode", cg_run_mode_name(CG_RUN_GUARD)};
   int status = run_under_capguard(LEARN, &o, log, extra, 2);
   cgl_log l;
   if (read_log(LEARN, log, &l) != 0) {
@@ -383,7 +383,8 @@ int cg_cmd_prime_check(int argc, char **argv) {
   setenv("CAPGUARD_PRIME_READONLY", "1", 1);
   setenv("CAPGUARD_QUIET", "1", 1);
   unsetenv("CAPGUARD_RESCUE");
-  static const char *const extra[] = {"--mode", "guard", "--emulate-driver", EMULATED_OLD_DRIVER};
+  const char *const extra[] = {"--mode", cg_run_mode_name(CG_RUN_GUARD), "--emulate-driver",
+                               EMULATED_OLD_DRIVER};
   int status = run_under_capguard(CHECK, &o, log, extra, 4);
   cgl_log l;
   if (read_log(CHECK, log, &l) != 0)
@@ -401,7 +402,7 @@ int cg_cmd_prime_check(int argc, char **argv) {
            missing == 1 ? "" : "s", prime, missing == 1 ? "it" : "them");
     for (size_t i = 0; i < l.n_evs; i++) {
       const cgl_event *e = &l.evs[i];
-      if (!e->event || strcmp(e->event, "module-load") || (e->verdict && !strcmp(e->verdict, "served")))
+      if (e->kind != CG_EV_MODULE_LOAD || e->verdict == CG_VERDICT_SERVED)
         continue;
       char site[512], kernels[256];
       cgl_event_site(e, site, sizeof site);

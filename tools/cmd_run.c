@@ -86,8 +86,11 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
   while ((c = getopt_long(argc, argv, "+:hq", opts, NULL)) != -1) {
     switch (c) {
     case 'm':
-      if (strcmp(optarg, "guard") && strcmp(optarg, "report") && strcmp(optarg, "off"))
-        return cg_usage_error(ME, USAGE, "--mode must be guard, report or off, not '%s'", optarg);
+      if (!cg_run_mode_parse(optarg, &(cg_run_mode){0})) {
+        char modes[128];
+        cg_word_list(&cg_run_modes, modes, sizeof modes);
+        return cg_usage_error(ME, USAGE, "--mode must be %s, not '%s'", modes, optarg);
+      }
       o->mode = optarg;
       break;
     case 'l': o->log = optarg; break;
@@ -377,7 +380,11 @@ int cg_cmd_run(int argc, char **argv) {
       if (!strcmp(after.f[i].path, before.f[j].path))
         after.f[i].offset = before.f[j].offset;
   }
-  const char *mode = o.mode ? o.mode : getenv("CAPGUARD_MODE");
+  /* The mode the shim will run in: a word it does not know makes it use report. */
+  const char *mode_word = o.mode ? o.mode : getenv("CAPGUARD_MODE");
+  cg_run_mode mode = CG_RUN_MODE_COUNT;
+  if (mode_word && *mode_word && !cg_run_mode_parse(mode_word, &mode))
+    mode = CG_RUN_REPORT;
   cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id};
   cg_run_outcome res;
   cg_run_summary(stderr, &logs, &res);

@@ -57,6 +57,12 @@ static long long num(json_t *o, const char *k, long long dflt) {
   json_t *v = json_object_get(o, k);
   return json_is_integer(v) ? (long long)json_integer_value(v) : dflt;
 }
+/* The row of t that o's key k names; t->n when absent or unknown. */
+static unsigned word(const cg_words *t, json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return json_is_string(v) ? cg_word_parse(t, json_string_value(v), json_string_length(v))
+                           : (unsigned)t->n;
+}
 static json_t *arr(json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
   return json_is_array(v) ? v : NULL;
@@ -87,6 +93,7 @@ static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   p->file = file;
   p->pid = pid;
   p->cuda = true;
+  p->mode = CG_RUN_MODE_COUNT;
   cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs);
   return log->n_procs++;
 }
@@ -107,6 +114,8 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
   c->proc = proc;
   c->id = id;
   c->first_break = -1;
+  c->mode = CG_CAPTURE_MODE_COUNT;
+  c->status = CG_CAPTURE_STATUS_COUNT;
   cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_caps);
   return log->n_caps++;
 }
@@ -114,7 +123,7 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
 /* What "start" and "process" records both say about a process. */
 static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
   p->ppid = num(o, "ppid", 0);
-  p->mode = str(log, o, "mode");
+  p->mode = (cg_run_mode)word(&cg_run_modes, o, "mode");
   p->version = str(log, o, "version");
   p->run = str(log, o, "run");
   p->prime = str(log, o, "prime");
@@ -167,8 +176,8 @@ static void read_capture(cgl_log *log, size_t proc, json_t *o) {
   cgl_capture *c = &log->caps[ci];
   c->ended_line = true;
   c->stream = str(log, o, "stream");
-  c->mode = str(log, o, "mode");
-  c->status = str(log, o, "status");
+  c->mode = (cg_capture_mode)word(&cg_capture_modes, o, "mode");
+  c->status = (cg_capture_status)word(&cg_capture_statuses, o, "status");
   c->began = str(log, o, "began");
   c->tid = num(o, "tid", 0);
   long long b = num(o, "begin_ns", 0);
@@ -209,10 +218,10 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->proc = proc;
   e->seq = ei;
   e->time_ns = num(o, "time_ns", 0);
-  e->event = str(log, o, "event");
+  e->kind = (cg_event_kind)word(&cg_event_kinds, o, "event");
   e->call = str(log, o, "call");
-  e->verdict = str(log, o, "verdict");
-  e->thread_mode = str(log, o, "thread_mode");
+  e->verdict = (cg_verdict)word(&cg_verdicts, o, "verdict");
+  e->thread_mode = (cg_capture_mode)word(&cg_capture_modes, o, "thread_mode");
   e->result = num(o, "result", 0);
   e->driver_result = num(o, "driver_result", -1);
   e->driver_version = num(o, "driver_version", 0);
@@ -245,15 +254,15 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   cgl_capture *c = &log->caps[ci];
   if (!c->ended_line && json_is_object(cap)) {
     c->stream = str(log, cap, "stream");
-    c->mode = str(log, cap, "mode");
-    c->status = str(log, cap, "status");
+    c->mode = (cg_capture_mode)word(&cg_capture_modes, cap, "mode");
+    c->status = (cg_capture_status)word(&cg_capture_statuses, cap, "status");
     c->began = str(log, cap, "began");
     c->tid = num(cap, "tid", 0);
     if (!c->begin_ns || (e->time_ns && e->time_ns < c->begin_ns))
       c->begin_ns = e->time_ns;
     c->events++;
   }
-  if (cgl_verdict_breaks(e->verdict) && (c->first_break < 0 || before(e, &log->evs[c->first_break])))
+  if (cg_verdict_breaks(e->verdict) && (c->first_break < 0 || before(e, &log->evs[c->first_break])))
     c->first_break = (long)ei;
 }
 
@@ -297,8 +306,8 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
   }
   json_t *v = json_object_get(o, "v"), *pid = json_object_get(o, "pid");
   json_t *type_v = json_object_get(o, "type");
-  const char *type = json_is_string(type_v) ? json_string_value(type_v) : NULL;
-  if (!json_is_integer(v) || json_integer_value(v) < 1 || !type || !json_is_integer(pid)) {
+  if (!json_is_integer(v) || json_integer_value(v) < 1 || !json_is_string(type_v) ||
+      !json_is_integer(pid)) {
     json_decref(o);
     malformed(log, file, lineno, "missing \"v\", \"type\" or \"pid\"");
     return;
@@ -308,27 +317,22 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
     log->newer++;
     return;
   }
-  bool known = !strcmp(type, "process") || !strcmp(type, "event") || !strcmp(type, "capture") ||
-               !strcmp(type, "summary") || !strcmp(type, "start");
-  if (!known) {
+  cg_record_type type = (cg_record_type)word(&cg_record_types, o, "type");
+  if (type >= CG_RECORD_TYPE_COUNT || cg_word_is(&cg_record_types, type, CG_WORD_SKIPPED)) {
     json_decref(o);
     log->unknown++;
     return;
   }
   log->records++;
   long long p = (long long)json_integer_value(pid);
-  if (!strcmp(type, "process")) {
-    read_process(log, file, p, o);
-  } else if (!strcmp(type, "start")) {
-    read_start(log, file, p, o);
-  } else {
-    size_t proc = proc_for(log, file, p);
-    if (!strcmp(type, "event"))
-      read_event(log, file, lineno, proc, o);
-    else if (!strcmp(type, "capture"))
-      read_capture(log, proc, o);
-    else
-      read_summary(log, proc, o);
+  switch (type) {
+  case CG_RECORD_PROCESS: read_process(log, file, p, o); break;
+  case CG_RECORD_START: read_start(log, file, p, o); break;
+  case CG_RECORD_EVENT: read_event(log, file, lineno, proc_for(log, file, p), o); break;
+  case CG_RECORD_CAPTURE: read_capture(log, proc_for(log, file, p), o); break;
+  case CG_RECORD_SUMMARY: read_summary(log, proc_for(log, file, p), o); break;
+  case CG_RECORD_ERROR:
+  case CG_RECORD_TYPE_COUNT: break; /* skipped above */
   }
   json_decref(o); /* what the report needs was copied out */
 }
@@ -391,15 +395,11 @@ int cgl_read_file(cgl_log *log, const char *path, long long offset) {
 
 bool cgl_is_capguard_log(const cgl_log *log) { return log->records + log->newer > 0; }
 
-bool cgl_verdict_breaks(const char *verdict) {
-  return verdict && (!strcmp(verdict, "refused") || !strcmp(verdict, "emulated"));
-}
+const char *cgl_word(const cg_words *t, unsigned v) { return v < t->n ? t->rows[v].word : NULL; }
 
 bool cgl_capture_broken(const cgl_log *log, size_t capture) {
   const cgl_capture *c = &log->caps[capture];
-  if (c->status && (!strcmp(c->status, "failed") || !strcmp(c->status, "invalidated")))
-    return true;
-  return c->first_break >= 0;
+  return cg_capture_status_broken(c->status) || c->first_break >= 0;
 }
 
 void cgl_event_site(const cgl_event *e, char *buf, size_t cap) {

@@ -6,13 +6,20 @@
  * Linear in the log's size, in time and memory: each line is parsed, the
  * fields the report uses are copied out (strings interned once, control
  * characters replaced), and the parsed line is freed; processes and captures
- * are found through hash tables, not searched. */
+ * are found through hash tables, not searched.
+ *
+ * The log's words (record types, event kinds, verdicts, modes, statuses) are
+ * parsed into log_schema.h's enums here, once: a word that is absent, or that
+ * this reader does not know (a newer capguard's), reads as the table's count
+ * (e.g. CG_VERDICT_COUNT), which cgl_word prints as NULL. */
 #ifndef CAPGUARD_LOG_READER_H
 #define CAPGUARD_LOG_READER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "capguard/log_schema.h"
 
 #define CGL_VERSION 1 /* newest log version understood */
 
@@ -29,7 +36,8 @@ typedef struct {
   bool seen_process;    /* a "process" line was read (else only its other lines) */
   bool seen_start;      /* a "start" line was read: the shim started in it */
   bool cuda;            /* it used the driver (false: a "start" line and no "process" line) */
-  const char *mode, *version, *run, *prime; /* run: capguard run's id; prime: the priming file */
+  cg_run_mode mode;     /* CG_RUN_MODE_COUNT: not logged */
+  const char *version, *run, *prime; /* run: capguard run's id; prime: the priming file */
   long long driver_version, emulate_driver, time_ns;
   long long first_ns, last_ns; /* span of everything it logged */
   const char *argv[16];
@@ -43,7 +51,9 @@ typedef struct {
 typedef struct {
   size_t proc;          /* index into cgl_log.procs */
   long long id, tid, begin_ns, end_ns, events;
-  const char *stream, *mode, *status, *began;
+  const char *stream, *began;
+  cg_capture_mode mode;     /* CG_CAPTURE_MODE_COUNT: not logged */
+  cg_capture_status status; /* CG_CAPTURE_STATUS_COUNT: not logged */
   bool ended_line;      /* a "capture" line was read (else known from events only) */
   long first_break;     /* index into cgl_log.evs of the earliest breaking call, -1 if none */
 } cgl_capture;
@@ -52,7 +62,10 @@ typedef struct {
   size_t proc, capture; /* capture: index into cgl_log.caps */
   size_t seq;           /* order read, breaks time ties */
   long long time_ns, result, driver_result, driver_version, emulate_driver, tid;
-  const char *event, *call, *verdict, *thread_mode;
+  cg_event_kind kind;   /* CG_EV_KIND_COUNT: not one this reader knows */
+  cg_verdict verdict;   /* CG_VERDICT_COUNT: likewise */
+  cg_capture_mode thread_mode;
+  const char *call;
   const char *image_kind, *image_hash;
   long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
   const cgl_strs *kernels; /* never NULL: an empty list when none */
@@ -112,8 +125,9 @@ void cgl_group_runs(cgl_log *log);
  * with cgl_free. Call cgl_group_runs first. */
 void cgl_view(const cgl_log *log, size_t run, cgl_log *view);
 
-/* "broken" verdicts: the call invalidated its capture. */
-bool cgl_verdict_breaks(const char *verdict);
+/* A word of the log for printing: row v of table t, NULL for a value outside
+ * it (absent from the log, or unknown to this reader). */
+const char *cgl_word(const cg_words *t, unsigned v);
 /* A capture that broke: its end failed, it was invalidated, or a call refused inside it. */
 bool cgl_capture_broken(const cgl_log *log, size_t capture);
 

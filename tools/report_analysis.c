@@ -16,9 +16,7 @@ static void *xrealloc(void *p, size_t n) {
   return q;
 }
 
-static bool is(const char *s, const char *want) { return s && want && !strcmp(s, want); }
-
-bool cgr_offending(const cgl_event *e) { return !is(e->verdict, "served"); }
+bool cgr_offending(const cgl_event *e) { return e->verdict != CG_VERDICT_SERVED; }
 
 static void advise(cgr_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void advise(cgr_analysis *a, const char *fmt, ...) {
@@ -141,34 +139,24 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
   memset(a->procs, 0, (log->n_procs + 1) * sizeof *a->procs);
   for (size_t i = 0; i < log->n_evs; i++) {
     const cgl_event *e = &log->evs[i];
-    const char *v = e->verdict;
-    size_t known = a->refused + a->emulated + a->allowed + a->served + a->rescued + a->deferred +
-                   a->failed;
-    a->refused += is(v, "refused");
-    a->emulated += is(v, "emulated");
-    a->allowed += is(v, "allowed");
-    a->served += is(v, "served");
-    a->rescued += is(v, "rescued");
-    a->deferred += is(v, "deferred");
-    a->failed += is(v, "failed");
-    a->other_verdicts += known == a->refused + a->emulated + a->allowed + a->served + a->rescued +
-                                      a->deferred + a->failed;
+    cg_verdict v = e->verdict < CG_VERDICT_COUNT ? e->verdict : CG_VERDICT_COUNT;
+    cg_event_kind kind = e->kind < CG_EV_KIND_COUNT ? e->kind : CG_EV_KIND_COUNT;
+    bool served = v == CG_VERDICT_SERVED;
+    a->calls++;
+    a->verdicts[v]++;
+    a->events[kind]++;
     a->procs[e->proc].calls++;
-    a->procs[e->proc].served += is(v, "served");
-    if (is(e->event, "module-load") && (is(v, "refused") || is(v, "emulated")))
-      a->loads_refused++;
-    if (is(e->event, "module-load")) {
-      a->loads++;
+    a->procs[e->proc].served += served;
+    if (kind == CG_EV_MODULE_LOAD) {
+      a->loads_refused += cg_verdict_breaks(v);
       a->offending_loads += cgr_offending(e);
-    } else if (is(e->event, "module-unload")) {
-      a->unloads++;
-      a->unloads_deferred += is(v, "deferred");
-    } else {
-      a->other_events++;
+    } else if (kind == CG_EV_MODULE_UNLOAD) {
+      a->unloads_deferred += v == CG_VERDICT_DEFERRED;
     }
+    /* a rescued load would have broken the capture too: its kernel needs warming up */
     for (size_t k = 0; k < e->kernels->n; k++)
-      count_kernel(a, &kernel_index, e->kernels->v[k], i, is(v, "served"),
-                   cgl_verdict_breaks(v) || is(v, "rescued"));
+      count_kernel(a, &kernel_index, e->kernels->v[k], i, served,
+                   cg_verdict_breaks(v) || v == CG_VERDICT_RESCUED);
     count_site(a, &site_index, &site_kernels, e, i);
   }
   ptr_free(&kernel_index);
@@ -223,7 +211,7 @@ static void give_advice(cgr_analysis *a) {
     broke_run = a->log->procs[a->log->caps[a->broken[b].capture].proc].run_index;
   for (size_t i = 0; i < a->log->n_evs; i++) {
     const cgl_event *e = &a->log->evs[i];
-    if (is(e->verdict, "allowed"))
+    if (e->verdict == CG_VERDICT_ALLOWED)
       allowed_run = a->log->procs[e->proc].run_index;
   }
   char cmd[1024];
@@ -232,13 +220,15 @@ static void give_advice(cgr_analysis *a) {
     long f = a->broken[b].first_event;
     if (f < 0)
       silent++;
-    else if (is(a->log->evs[f].event, "module-load"))
+    else if (a->log->evs[f].kind == CG_EV_MODULE_LOAD)
       broken_loads++;
   }
   size_t to_warm = 0;
   for (size_t k = 0; k < a->n_kernels; k++)
     to_warm += a->kernels[k].broke;
-  if (broken_loads || a->rescued) {
+  size_t rescued = a->verdicts[CG_VERDICT_RESCUED], allowed = a->verdicts[CG_VERDICT_ALLOWED],
+         served = a->verdicts[CG_VERDICT_SERVED], unloads = a->events[CG_EV_MODULE_UNLOAD];
+  if (broken_loads || rescued) {
     /* Name them when there are few: the advice is then complete on its own. */
     char names[256] = "";
     size_t used = 0;
@@ -258,7 +248,7 @@ static void give_advice(cgr_analysis *a) {
     bool guard = true;
     for (size_t p = 0; p < a->log->n_procs; p++)
       if (a->log->procs[p].run_index == broke_run)
-        guard &= !a->log->procs[p].mode || is(a->log->procs[p].mode, "guard");
+        guard &= a->log->procs[p].mode == CG_RUN_GUARD || a->log->procs[p].mode == CG_RUN_MODE_COUNT;
     cgr_rerun_command(a->log, broke_run, NULL, cmd, sizeof cmd);
     advise(a,
            "warm these %zu kernel%s%s up before capture (run each once outside capture), or let "
@@ -280,13 +270,13 @@ static void give_advice(cgr_analysis *a) {
            "%zu priming record%s not used: built for sm_%lld, this device is sm_%lld; learn the "
            "priming file on this GPU architecture (capguard prime learn)",
            a->skipped_arch, a->skipped_arch == 1 ? " was" : "s were", a->skipped_sm, a->device_sm);
-  if (a->allowed) {
+  if (allowed) {
     cgr_rerun_command_with(a->log, allowed_run, "--emulate-driver 12020", cmd, sizeof cmd);
     advise(a,
            "%zu module load%s during capture %s allowed by this driver (12.3 or newer); drivers "
            "older than 12.3 refuse them and break the capture: prime them before deploying there "
            "(guard mode), and see what such a driver does: %s",
-           a->allowed, a->allowed == 1 ? "" : "s", a->allowed == 1 ? "was" : "were", cmd);
+           allowed, allowed == 1 ? "" : "s", allowed == 1 ? "was" : "were", cmd);
   }
   if (a->unloads_deferred)
     advise(a,
@@ -295,21 +285,21 @@ static void give_advice(cgr_analysis *a) {
            "capguard in guard mode; without it, keep kernel objects alive across capture",
            a->unloads_deferred, a->unloads_deferred == 1 ? "" : "s",
            a->unloads_deferred == 1 ? "was" : "were");
-  if (a->unloads > a->unloads_deferred)
+  if (unloads > a->unloads_deferred)
     advise(a,
            "%zu module unload%s during capture (refused by every driver): keep kernel objects "
            "alive across capture, or run in guard mode, which defers unloads until the capture "
            "ends",
-           a->unloads - a->unloads_deferred, a->unloads - a->unloads_deferred == 1 ? "" : "s");
+           unloads - a->unloads_deferred, unloads - a->unloads_deferred == 1 ? "" : "s");
   if (silent)
     advise(a,
            "%zu capture%s broke without a logged module call: something capguard does not track "
            "(a synchronize, an allocation, a host copy) invalidated %s",
            silent, silent == 1 ? "" : "s", silent == 1 ? "it" : "them");
-  if (a->served)
-    advise(a, "%zu load%s during capture %s served from the priming file: priming works", a->served,
-           a->served == 1 ? "" : "s", a->served == 1 ? "was" : "were");
-  if (!a->n_broken && !a->offending_loads && !a->unloads && !a->other_events && !a->served)
+  if (served)
+    advise(a, "%zu load%s during capture %s served from the priming file: priming works", served,
+           served == 1 ? "" : "s", served == 1 ? "was" : "were");
+  if (!a->n_broken && !a->offending_loads && !unloads && !a->events[CG_EV_KIND_COUNT] && !served)
     advise(a, "no forbidden calls during capture: nothing to do");
 }
 
@@ -322,22 +312,23 @@ static void cuda_version(long long v, char *buf, size_t cap) {
 
 void cgr_why(const cgl_event *e, char *buf, size_t cap) {
   char ver[48];
-  bool load = is(e->event, "module-load"), unload = is(e->event, "module-unload");
-  if (is(e->verdict, "refused") && load) {
+  bool load = e->kind == CG_EV_MODULE_LOAD, unload = e->kind == CG_EV_MODULE_UNLOAD;
+  bool refused = e->verdict == CG_VERDICT_REFUSED;
+  if (refused && load) {
     cuda_version(e->driver_version, ver, sizeof ver);
     snprintf(buf, cap, "the driver (%s) refused it: drivers before 12.3 refuse module loads during "
                        "capture", ver);
-  } else if (is(e->verdict, "refused") && unload) {
+  } else if (refused && unload) {
     snprintf(buf, cap, "the driver refused it: every driver refuses module unloads during capture");
-  } else if (is(e->verdict, "emulated")) {
+  } else if (e->verdict == CG_VERDICT_EMULATED) {
     cuda_version(e->emulate_driver, ver, sizeof ver);
     snprintf(buf, cap, "capguard refused it the way %s would (--emulate-driver %lld): drivers "
                        "before 12.3 refuse module loads during capture", ver, e->emulate_driver);
-  } else if (is(e->verdict, "refused")) {
+  } else if (refused) {
     snprintf(buf, cap, "the driver refused it during capture (CUresult %lld)", e->result);
   } else {
     snprintf(buf, cap, "it %s during capture (CUresult %lld)",
-             is(e->verdict, "failed") ? "failed" : "was made", e->result);
+             e->verdict == CG_VERDICT_FAILED ? "failed" : "was made", e->result);
   }
 }
 
@@ -396,7 +387,7 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
   for (size_t i = 0; i < all->n_evs; i++) {
     struct cgr_run_stats *r = &a->runs[all->procs[all->evs[i].proc].run_index];
     r->calls++;
-    r->served += is(all->evs[i].verdict, "served");
+    r->served += all->evs[i].verdict == CG_VERDICT_SERVED;
   }
   free(seen);
 }

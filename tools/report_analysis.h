@@ -41,15 +41,17 @@ typedef struct {
   cgr_site *sites;
   size_t n_sites;
   size_t captures;     /* captures begun (from summaries where known, else seen) */
-  /* Calls made during capture, every verdict: loads + unloads + other_events ==
-   * refused + emulated + allowed + served + rescued + deferred + failed + other_verdicts. */
-  size_t loads, unloads, other_events;
+  /* Calls made during capture, by event kind and by verdict, each in the
+   * schema's row order; index CG_EV_KIND_COUNT / CG_VERDICT_COUNT counts words
+   * this reader does not know (a newer capguard's). Each array sums to calls. */
+  size_t calls;
+  size_t events[CG_EV_KIND_COUNT + 1];
+  size_t verdicts[CG_VERDICT_COUNT + 1];
   size_t offending_loads;  /* loads not served from the priming file */
   size_t unloads_deferred; /* of unloads: put off by guard mode until the capture ended */
   size_t loads_refused;    /* module or library loads refused during capture (by the driver or emulation) */
   size_t skipped_arch;     /* priming records not preloaded: built for another GPU architecture */
   long long skipped_sm, device_sm;
-  size_t refused, emulated, allowed, served, rescued, deferred, failed, other_verdicts;
   struct cgr_proc_stats {
     size_t captures, broken, served, calls;
   } *procs;            /* per process of the log */

@@ -31,22 +31,24 @@ static void esc(FILE *o, const char *s) {
 
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
 
-static const char *verdict_colour(const char *v) {
-  if (!v) return "#888";
-  if (!strcmp(v, "refused")) return "#d62728";
-  if (!strcmp(v, "emulated")) return "#e7298a";
-  if (!strcmp(v, "allowed")) return "#ff7f0e";
-  if (!strcmp(v, "served")) return "#1f77b4";
-  if (!strcmp(v, "rescued")) return "#9467bd";
-  if (!strcmp(v, "deferred")) return "#7f7f7f";
-  return "#8c564b";
+/* A verdict's colour; a verdict without one here (a new row) gets brown, a
+ * word this reader does not know grey. */
+static const char *verdict_colour(cg_verdict v) {
+  static const char *const colour[CG_VERDICT_COUNT] = {
+      [CG_VERDICT_REFUSED] = "#d62728", [CG_VERDICT_EMULATED] = "#e7298a",
+      [CG_VERDICT_ALLOWED] = "#ff7f0e", [CG_VERDICT_SERVED] = "#1f77b4",
+      [CG_VERDICT_RESCUED] = "#9467bd", [CG_VERDICT_DEFERRED] = "#7f7f7f",
+  };
+  if (v >= CG_VERDICT_COUNT) return "#888";
+  return colour[v] ? colour[v] : "#8c564b";
 }
+
+static const char *verdict_word(cg_verdict v) { return or(cgl_word(&cg_verdicts, v), "?"); }
 
 /* The capture's state in the page's one vocabulary. */
 static const char *capture_word(const cgl_log *log, size_t c) {
   if (cgl_capture_broken(log, c)) return "broken";
-  const char *s = log->caps[c].status;
-  if (s && !strcmp(s, "ended")) return "ended";
+  if (log->caps[c].status == CG_CAPTURE_ENDED) return "ended";
   return "open at exit";
 }
 
@@ -209,7 +211,7 @@ static void capture_box(FILE *o, const cgl_log *log, size_t c, span s, double y)
           "stroke=\"%s\"><title>capture %lld, %s, ",
           x0, y, x1 - x0, LANE_H - 6, broken ? "#f4b6b6" : ended ? "#b9e3b9" : "#ddd",
           broken ? "#c00" : ended ? "#3a3" : "#999", cp->id, word);
-  esc(o, or(cp->mode, "?"));
+  esc(o, or(cgl_word(&cg_capture_modes, cp->mode), "?"));
   fputs(", stream ", o);
   esc(o, or(cp->stream, "?"));
   fprintf(o, ", %lld call(s) during it, began ", cp->events);
@@ -223,9 +225,9 @@ static void call_marker(FILE *o, const cgl_log *log, const cgl_event *e, span s,
           cy - 5, verdict_colour(e->verdict));
   esc(o, or(e->call, "?"));
   fputs(" (", o);
-  esc(o, or(e->event, "?"));
+  esc(o, or(cgl_word(&cg_event_kinds, e->kind), "?"));
   fputs(", ", o);
-  esc(o, or(e->verdict, "?"));
+  esc(o, verdict_word(e->verdict));
   fputs(") at ", o);
   esc(o, e->site);
   for (size_t n = 0; n < e->kernels->n; n++) {
@@ -271,11 +273,9 @@ static void panel(FILE *o, const cgr_analysis *a, const buckets *b, size_t run, 
 
 static void legend(FILE *o) {
   fputs("<p class=\"legend\">", o);
-  static const char *const verdicts[] = {"refused", "emulated", "allowed", "served", "rescued",
-                                         "deferred", "failed"};
-  for (size_t i = 0; i < sizeof verdicts / sizeof *verdicts; i++)
+  for (unsigned v = 0; v < CG_VERDICT_COUNT; v++)
     fprintf(o, "<span><i class=\"sw\" style=\"background:%s\"></i>call %s</span>",
-            verdict_colour(verdicts[i]), verdicts[i]);
+            verdict_colour(v), cg_verdict_name(v));
   fputs("<span><i class=\"sw\" style=\"background:#b9e3b9\"></i>capture ended</span>"
         "<span><i class=\"sw\" style=\"background:#f4b6b6\"></i>capture broken</span>"
         "<span><i class=\"sw\" style=\"background:#ddd\"></i>capture open at exit</span></p>\n",
@@ -405,7 +405,7 @@ static void processes(FILE *o, const cgr_analysis *a) {
     fprintf(o, "</td><td class=\"n\">%lld</td><td><code>", pr->ppid);
     esc(o, cmd);
     fputs("</code></td><td>", o);
-    esc(o, or(pr->mode, "?"));
+    esc(o, or(cgl_word(&cg_run_modes, pr->mode), "?"));
     fputs("</td><td>", o);
     esc(o, drv);
     fprintf(o, "</td><td class=\"n\">%zu</td><td class=\"n%s\">%zu</td><td class=\"n\">%zu</td>"
@@ -436,7 +436,7 @@ static void broken_table(FILE *o, const cgr_analysis *a) {
     fputs("<tr><td>", o);
     esc(o, who);
     fprintf(o, "</td><td>%lld (", c->id);
-    esc(o, or(c->mode, "?"));
+    esc(o, or(cgl_word(&cg_capture_modes, c->mode), "?"));
     fputs(")</td><td><code>", o);
     esc(o, or(c->began, "?"));
     fputs("</code></td>", o);
@@ -452,7 +452,7 @@ static void broken_table(FILE *o, const cgr_analysis *a) {
     fputs("<td class=\"bad\">", o);
     esc(o, or(e->call, "?"));
     fputs(" (", o);
-    esc(o, or(e->verdict, "?"));
+    esc(o, verdict_word(e->verdict));
     fputs(")</td><td><code>", o);
     esc(o, e->site);
     fputs("</code></td><td><code>", o);
@@ -482,7 +482,7 @@ static void calls_table(FILE *o, const cgr_analysis *a) {
     fprintf(o, "</td><td>%lld</td><td>", log->caps[e->capture].id);
     esc(o, or(e->call, "?"));
     fprintf(o, "</td><td style=\"color:%s\">", verdict_colour(e->verdict));
-    esc(o, or(e->verdict, "?"));
+    esc(o, verdict_word(e->verdict));
     fputs("</td><td><code>", o);
     esc(o, e->site);
     fputs("</code></td><td><code>", o);
@@ -552,12 +552,13 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
     fputs(i ? ", " : "logs: ", o);
     esc(o, log->files[i]);
   }
-  size_t calls = a->loads + a->unloads + a->other_events;
+  size_t calls = a->calls, loads = a->events[CG_EV_MODULE_LOAD],
+         unloads = a->events[CG_EV_MODULE_UNLOAD];
   fprintf(o, "<br>%zu process%s, %zu capture%s, <span class=\"%s\">%zu broken</span>; "
              "%zu call%s during capture (%zu module load%s, %zu unload%s)",
           log->n_procs, log->n_procs == 1 ? "" : "es", a->captures, a->captures == 1 ? "" : "s",
-          a->n_broken ? "bad" : "good", a->n_broken, calls, calls == 1 ? "" : "s", a->loads,
-          a->loads == 1 ? "" : "s", a->unloads, a->unloads == 1 ? "" : "s");
+          a->n_broken ? "bad" : "good", a->n_broken, calls, calls == 1 ? "" : "s", loads,
+          loads == 1 ? "" : "s", unloads, unloads == 1 ? "" : "s");
   if (a->n_runs > 1 && a->shown_run != SIZE_MAX)
     fprintf(o, "<br>the latest of %zu runs in the logs (capguard report --all for every run)",
             a->n_runs);

@@ -9,8 +9,9 @@ static json_t *event_json(const cgr_analysis *a, const cgl_event *e) {
   char site[512];
   cgl_event_site(e, site, sizeof site);
   json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:I, s:s, s:s, s:I}", "pid",
-                        (json_int_t)a->log->procs[e->proc].pid, "event", jstr(e->event), "call",
-                        jstr(e->call), "verdict", jstr(e->verdict), "result", (json_int_t)e->result,
+                        (json_int_t)a->log->procs[e->proc].pid, "event",
+                        jstr(cgl_word(&cg_event_kinds, e->kind)), "call", jstr(e->call), "verdict",
+                        jstr(cgl_word(&cg_verdicts, e->verdict)), "result", (json_int_t)e->result,
                         "time_ns", (json_int_t)e->time_ns, "site", site, "log", e->src_file, "line",
                         (json_int_t)e->src_line);
   json_t *k = json_array();
@@ -23,7 +24,8 @@ static json_t *event_json(const cgr_analysis *a, const cgl_event *e) {
 static json_t *capture_json(const cgr_analysis *a, const cgl_capture *c) {
   return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I}", "pid",
                    (json_int_t)a->log->procs[c->proc].pid, "id", (json_int_t)c->id, "stream",
-                   jstr(c->stream), "mode", jstr(c->mode), "status", jstr(c->status), "began",
+                   jstr(c->stream), "mode", jstr(cgl_word(&cg_capture_modes, c->mode)), "status",
+                   jstr(cgl_word(&cg_capture_statuses, c->status)), "began",
                    jstr(c->began), "begin_ns", (json_int_t)c->begin_ns, "end_ns",
                    (json_int_t)c->end_ns, "events", (json_int_t)c->events);
 }
@@ -52,7 +54,8 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
       json_array_append_new(argv, json_string(pr->argv[i]));
     json_array_append_new(procs, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:s}", "pid",
                                            (json_int_t)pr->pid, "ppid", (json_int_t)pr->ppid,
-                                           "argv", argv, "mode", jstr(pr->mode), "driver_version",
+                                           "argv", argv, "mode",
+                                           jstr(cgl_word(&cg_run_modes, pr->mode)), "driver_version",
                                            (json_int_t)pr->driver_version, "emulate_driver",
                                            (json_int_t)pr->emulate_driver, "exited", pr->has_summary,
                                            "log", log->files[pr->file]));
@@ -99,20 +102,28 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   }
   json_object_set_new(root, "sites", sites);
 
-  json_object_set_new(
-      root, "totals",
-      json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, "
-                "s:I, s:b}",
-                "captures", (json_int_t)a->captures, "captures_broken", (json_int_t)a->n_broken,
-                "calls_during_capture", (json_int_t)(a->loads + a->unloads + a->other_events),
-                "module_load", (json_int_t)a->loads, "module_unload", (json_int_t)a->unloads,
-                "other_calls", (json_int_t)a->other_events,
-                "verdicts", "refused", (json_int_t)a->refused, "emulated", (json_int_t)a->emulated,
-                "allowed", (json_int_t)a->allowed, "served", (json_int_t)a->served, "rescued",
-                (json_int_t)a->rescued, "deferred", (json_int_t)a->deferred, "failed",
-                (json_int_t)a->failed, "other", (json_int_t)a->other_verdicts, "recorded",
-                (json_int_t)a->recorded, "primed_loaded", (json_int_t)a->primed_loaded,
-                "log_incomplete", a->log_incomplete));
+  /* Counts by event kind ("module_load": the word with '_') and by verdict,
+   * each in the schema's row order; "other": words this reader does not know. */
+  json_t *totals = json_pack("{s:I, s:I, s:I}", "captures", (json_int_t)a->captures,
+                             "captures_broken", (json_int_t)a->n_broken, "calls_during_capture",
+                             (json_int_t)a->calls);
+  for (unsigned k = 0; k < CG_EV_KIND_COUNT; k++) {
+    char key[64];
+    snprintf(key, sizeof key, "%s", cg_event_kind_name(k));
+    for (char *c = key; *c; c++)
+      *c = *c == '-' ? '_' : *c;
+    json_object_set_new(totals, key, json_integer((json_int_t)a->events[k]));
+  }
+  json_object_set_new(totals, "other_calls", json_integer((json_int_t)a->events[CG_EV_KIND_COUNT]));
+  json_t *verdicts = json_object();
+  for (unsigned v = 0; v <= CG_VERDICT_COUNT; v++)
+    json_object_set_new(verdicts, v < CG_VERDICT_COUNT ? cg_verdict_name(v) : "other",
+                        json_integer((json_int_t)a->verdicts[v]));
+  json_object_set_new(totals, "verdicts", verdicts);
+  json_object_set_new(totals, "recorded", json_integer((json_int_t)a->recorded));
+  json_object_set_new(totals, "primed_loaded", json_integer((json_int_t)a->primed_loaded));
+  json_object_set_new(totals, "log_incomplete", json_boolean(a->log_incomplete));
+  json_object_set_new(root, "totals", totals);
 
   /* Every run in the logs, and which one the rest of this document is about. */
   json_t *runs = json_array();

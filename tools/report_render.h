@@ -15,6 +15,13 @@ int cgr_print_html(FILE *out, const cgr_analysis *a);
 /* Chrome/Perfetto trace-event JSON. */
 int cgr_print_trace(FILE *out, const cgr_analysis *a);
 
+/* "module-load 3, module-unload 0": every event kind of the schema, in row
+ * order, then ", other N" for words this reader does not know. */
+void cgr_print_event_counts(FILE *out, const cgr_analysis *a);
+/* lead and "refused 3, served 1": the verdicts that happened, in the schema's
+ * row order, then "other N"; nothing when no call was made. */
+void cgr_print_verdict_counts(FILE *out, const cgr_analysis *a, const char *lead);
+
 /* "pid 1001" or "pid 1001 (run2.jsonl)" when several logs were read. */
 void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap);
 /* A process's command line, argv[0] without its directory, cut with "..." to fit. */

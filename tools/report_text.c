@@ -26,6 +26,24 @@ void cgr_process_command(const cgl_process *pr, char *cmd, size_t cap) {
 
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
 
+void cgr_print_event_counts(FILE *out, const cgr_analysis *a) {
+  for (unsigned k = 0; k < CG_EV_KIND_COUNT; k++)
+    fprintf(out, "%s%s %zu", k ? ", " : "", cg_event_kind_name(k), a->events[k]);
+  if (a->events[CG_EV_KIND_COUNT])
+    fprintf(out, ", other %zu", a->events[CG_EV_KIND_COUNT]);
+}
+
+/* Only the verdicts that happened: zeros are noise to someone reading this the first time. */
+void cgr_print_verdict_counts(FILE *out, const cgr_analysis *a, const char *lead) {
+  bool any = false;
+  for (unsigned v = 0; v <= CG_VERDICT_COUNT; v++)
+    if (a->verdicts[v]) {
+      fprintf(out, "%s%s %zu", any ? ", " : lead, v < CG_VERDICT_COUNT ? cg_verdict_name(v) : "other",
+              a->verdicts[v]);
+      any = true;
+    }
+}
+
 /* One line a run, when the log holds several: which one the report is about. */
 static void print_runs(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *all = a->all;
@@ -57,9 +75,9 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
     cgr_process_label(a, c->proc, who, sizeof who);
     /* one word for it everywhere (the log's status says how: the end failed, or
      * the process exited with it open) */
-    bool open_at_exit = c->status && (!strcmp(c->status, "invalidated") || !strcmp(c->status, "active"));
+    bool open_at_exit = cg_word_is(&cg_capture_statuses, c->status, CG_WORD_OPEN);
     fprintf(out, "  %s%s capture %lld%s (stream %s, %s, broken%s; began %s)\n", pal.red, who, c->id,
-            pal.reset, or(c->stream, "?"), or(c->mode, "?"), open_at_exit ? ", open at exit" : "",
+            pal.reset, or(c->stream, "?"), or(cgl_word(&cg_capture_modes, c->mode), "?"), open_at_exit ? ", open at exit" : "",
             or(c->began, "where unknown"));
     long f = a->broken[b].first_event;
     if (f < 0) {
@@ -70,7 +88,8 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
     char site[512];
     cgl_event_site(e, site, sizeof site);
     fprintf(out, "    first broken by %s%s%s (%s, %s, CUresult %lld) at %s\n", pal.bold,
-            or(e->call, "?"), pal.reset, or(e->event, "?"), or(e->verdict, "?"), e->result, site);
+            or(e->call, "?"), pal.reset, or(cgl_word(&cg_event_kinds, e->kind), "?"),
+            or(cgl_word(&cg_verdicts, e->verdict), "?"), e->result, site);
     if (e->kernels->n) {
       fputs("    kernels:", out);
       for (size_t i = 0; i < e->kernels->n; i++)
@@ -117,7 +136,7 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
       snprintf(drv, sizeof drv, ", CUDA %lld.%lld", pr->driver_version / 1000,
                (pr->driver_version % 1000) / 10);
     fprintf(out, "  %s %s (%s mode%s): %zu capture%s, %s%zu broken%s", who, cmd[0] ? cmd : "?",
-            or(pr->mode, "?"), drv, captures, captures == 1 ? "" : "s",
+            or(cgl_word(&cg_run_modes, pr->mode), "?"), drv, captures, captures == 1 ? "" : "s",
             broken ? pal.red : pal.green, broken, pal.reset);
     if (served)
       fprintf(out, ", %zu load%s served from the priming file", served, served == 1 ? "" : "s");
@@ -182,23 +201,10 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
           log->n_files, log->n_files == 1 ? "" : "s", log->n_procs, log->n_procs == 1 ? "" : "es",
           a->captures, a->captures == 1 ? "" : "s", a->n_broken ? pal.red : pal.green, a->n_broken,
           pal.reset);
-  size_t events = a->loads + a->unloads + a->other_events;
-  fprintf(out, "calls during capture: %zu (module-load %zu, module-unload %zu", events, a->loads,
-          a->unloads);
-  if (a->other_events)
-    fprintf(out, ", other %zu", a->other_events);
+  fprintf(out, "calls during capture: %zu (", a->calls);
+  cgr_print_event_counts(out, a);
   fputc(')', out);
-  /* Only the verdicts that happened: zeros are noise to someone reading this the first time. */
-  const struct { const char *name; size_t n; } verdicts[] = {
-      {"refused", a->refused}, {"emulated", a->emulated}, {"failed", a->failed},
-      {"allowed", a->allowed}, {"rescued", a->rescued},   {"deferred", a->deferred},
-      {"served", a->served},   {"other", a->other_verdicts}};
-  bool any = false;
-  for (size_t i = 0; i < sizeof verdicts / sizeof verdicts[0]; i++)
-    if (verdicts[i].n) {
-      fprintf(out, "%s%s %zu", any ? ", " : "; verdicts: ", verdicts[i].name, verdicts[i].n);
-      any = true;
-    }
+  cgr_print_verdict_counts(out, a, "; verdicts: ");
   fputc('\n', out);
   if (log->malformed)
     fprintf(out, "%zu malformed log line%s skipped (first: %s)\n", log->malformed,

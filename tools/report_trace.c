@@ -20,7 +20,7 @@ static void name_process(json_t *evs, const cgr_analysis *a, size_t p) {
   char cmd[96], who[160];
   cgr_process_command(pr, cmd, sizeof cmd);
   snprintf(who, sizeof who, "%s (pid %lld, %s mode)", cmd[0] ? cmd : "?", pr->pid,
-           pr->mode ? pr->mode : "?");
+           pr->mode < CG_RUN_MODE_COUNT ? cg_run_mode_name(pr->mode) : "?");
   json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:s}}", "ph", "M", "name",
                                        "process_name", "pid", (json_int_t)pr->pid, "tid",
                                        (json_int_t)0, "args", "name", who));
@@ -58,7 +58,8 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
         evs, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:b, s:I}}",
                        "ph", "X", "cat", "capture", "name", name, "ts", us_since(b, t0), "dur", dur,
                        "pid", (json_int_t)pr->pid, "tid", (json_int_t)cp->tid, "args", "status",
-                       jstr(cp->status), "mode", jstr(cp->mode), "stream", jstr(cp->stream),
+                       jstr(cgl_word(&cg_capture_statuses, cp->status)), "mode",
+                       jstr(cgl_word(&cg_capture_modes, cp->mode)), "stream", jstr(cp->stream),
                        "began", jstr(cp->began), "broken", broken, "calls_during",
                        (json_int_t)cp->events));
   }
@@ -66,7 +67,8 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
     const cgl_event *e = &log->evs[i];
     const cgl_process *pr = &log->procs[e->proc];
     char name[160];
-    snprintf(name, sizeof name, "%s %s", e->call ? e->call : "?", e->verdict ? e->verdict : "?");
+    const char *verdict = cgl_word(&cg_verdicts, e->verdict);
+    snprintf(name, sizeof name, "%s %s", e->call ? e->call : "?", verdict ? verdict : "?");
     json_t *kernels = json_array();
     for (size_t k = 0; k < e->kernels->n; k++)
       json_array_append_new(kernels, json_string(e->kernels->v[k]));
@@ -75,7 +77,8 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
         evs, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:I, s:o, s:o, s:I}}",
                        "ph", "i", "s", "t", "cat", "call", "name", name, "ts", us_since(t, t0),
                        "pid", (json_int_t)pr->pid, "tid", (json_int_t)e->tid, "args", "event",
-                       jstr(e->event), "verdict", jstr(e->verdict), "site", jstr(e->site),
+                       jstr(cgl_word(&cg_event_kinds, e->kind)), "verdict", jstr(verdict), "site",
+                       jstr(e->site),
                        "result", (json_int_t)e->result, "kernels", kernels, "log",
                        jstr(e->src_file), "line", (json_int_t)e->src_line));
   }

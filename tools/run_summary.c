@@ -88,28 +88,13 @@ static size_t this_run(const cgl_log *log, const char *run_id) {
   return SIZE_MAX;
 }
 
-static void verdict_counts(FILE *out, const cgr_analysis *a) {
-  /* Verdicts that happened, in the order a reader asks about them; they add up to the calls. */
-  const struct { const char *name; size_t n; } verdicts[] = {
-      {"refused", a->refused}, {"emulated", a->emulated}, {"failed", a->failed},
-      {"allowed", a->allowed}, {"served", a->served},     {"rescued", a->rescued},
-      {"deferred", a->deferred}, {"other", a->other_verdicts}};
-  bool any = false;
-  for (size_t i = 0; i < sizeof verdicts / sizeof verdicts[0]; i++)
-    if (verdicts[i].n) {
-      fprintf(out, "%s%s %zu", any ? ", " : ": ", verdicts[i].name, verdicts[i].n);
-      any = true;
-    }
-  fputc('\n', out);
-}
-
-static void next_line(FILE *out, const cgr_analysis *a, const char *mode, const char *incomplete,
+static void next_line(FILE *out, const cgr_analysis *a, cg_run_mode mode, const char *incomplete,
                       cg_palette pal) {
   const cgl_log *log = a->log;
   size_t run = log->n_runs ? log->n_runs - 1 : 0;
   char cmd[1024], buf[1600];
   const char *prime = cgr_run_prime_path(log, run);
-  bool guard = !strcmp(mode, "guard");
+  bool guard = mode == CG_RUN_GUARD;
   const char *next = buf;
   if (a->recorded && guard) {
     /* The kernels of the loads this run recorded (every offending load is recorded in guard mode). */
@@ -130,7 +115,7 @@ static void next_line(FILE *out, const cgr_analysis *a, const char *mode, const 
     const char **seen = calloc(log->n_evs + 1, sizeof *seen);
     for (size_t i = 0; seen && i < log->n_evs; i++) {
       const cgl_event *e = &log->evs[i];
-      bool dup = !e->image_hash || !cgr_offending(e) || strcmp(e->event ? e->event : "", "module-load");
+      bool dup = !e->image_hash || !cgr_offending(e) || e->kind != CG_EV_MODULE_LOAD;
       for (size_t k = 0; k < images && !dup; k++)
         dup = seen[k] == e->image_hash; /* interned: equal strings are equal pointers */
       if (!dup)
@@ -146,7 +131,7 @@ static void next_line(FILE *out, const cgr_analysis *a, const char *mode, const 
              images, images == 1 ? "" : "s", *prime ? prime : "the priming file",
              names[0] ? names : "?", a->n_kernels > shown ? ", ..." : "", cmd,
              whole ? "" : " (the logged command line was cut: complete it)");
-  } else if ((a->n_broken || a->offending_loads || a->unloads) && !guard) {
+  } else if ((a->n_broken || a->offending_loads || a->events[CG_EV_MODULE_UNLOAD]) && !guard) {
     cgr_rerun_command(log, run, NULL, cmd, sizeof cmd);
     snprintf(buf, sizeof buf, "run it in guard mode (the default) to record the images and "
                               "prime them on the run after: %s", cmd);
@@ -156,7 +141,7 @@ static void next_line(FILE *out, const cgr_analysis *a, const char *mode, const 
   } else if (*incomplete) {
     next = "the log is incomplete, so capguard cannot say that nothing broke: free space (or "
            "pass --log elsewhere) and run it again";
-  } else if (a->served) {
+  } else if (a->verdicts[CG_VERDICT_SERVED]) {
     snprintf(buf, sizeof buf, "priming worked: every load during capture was served from %s",
              *prime ? prime : "the priming file");
   } else {
@@ -196,11 +181,11 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   cgl_log *log = mine != SIZE_MAX && all.n_runs > 1 ? &view : &all;
 
   /* The mode the processes ran in, when the caller did not choose one. */
-  const char *mode = logs->mode;
-  for (size_t p = 0; !mode && p < log->n_procs; p++)
+  cg_run_mode mode = logs->mode;
+  for (size_t p = 0; mode == CG_RUN_MODE_COUNT && p < log->n_procs; p++)
     mode = log->procs[p].mode;
-  if (!mode)
-    mode = "guard";
+  if (mode == CG_RUN_MODE_COUNT)
+    mode = CG_RUN_GUARD;
   bool flagged = false;
   for (size_t p = 0; p < log->n_procs; p++)
     flagged |= log->procs[p].log_incomplete;
@@ -212,7 +197,7 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
     if (*incomplete)
       fprintf(out, "capguard: the log %s holds nothing: %s, so capguard cannot say what happened; "
                    "free space or pass --log elsewhere, and run it again\n", shown, incomplete);
-    else if (!strcmp(mode, "off"))
+    else if (mode == CG_RUN_OFF)
       fprintf(out, "capguard: mode off: the shim stayed out of the way and logged nothing, as "
                    "asked; drop --mode off to check captures\n");
     else
@@ -242,16 +227,16 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   cgr_analysis a;
   cgr_analyse(log, &a);
   res->broken = a.n_broken;
-  size_t cuda = cuda_processes(log), calls = a.loads + a.unloads + a.other_events;
+  size_t cuda = cuda_processes(log);
   fprintf(out, "capguard: %zu process%s used CUDA, %zu capture%s, %s%zu broken%s; %zu call%s "
-               "during capture (module-load %zu, module-unload %zu",
+               "during capture (",
           cuda, cuda == 1 ? "" : "es", a.captures, a.captures == 1 ? "" : "s",
-          a.n_broken ? pal.red : "", a.n_broken, a.n_broken ? pal.reset : "", calls,
-          calls == 1 ? "" : "s", a.loads, a.unloads);
-  if (a.other_events)
-    fprintf(out, ", other %zu", a.other_events);
+          a.n_broken ? pal.red : "", a.n_broken, a.n_broken ? pal.reset : "", a.calls,
+          a.calls == 1 ? "" : "s");
+  cgr_print_event_counts(out, &a);
   fputc(')', out);
-  verdict_counts(out, &a);
+  cgr_print_verdict_counts(out, &a, ": ");
+  fputc('\n', out);
   if (log->malformed)
     fprintf(out, "capguard: %zu malformed log line%s skipped (first: %s)\n", log->malformed,
             log->malformed == 1 ? "" : "s", log->first_malformed);
@@ -260,7 +245,7 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
             pal.red, pal.reset, incomplete);
   why_line(out, &a, pal);
   next_line(out, &a, mode, incomplete, pal);
-  if (a.loads_refused && a.n_broken && !strcmp(mode, "guard")) {
+  if (a.loads_refused && a.n_broken && mode == CG_RUN_GUARD) {
     char faster[4096];
     cgr_faster_advice(log, log->n_runs ? log->n_runs - 1 : 0, faster, sizeof faster);
     fprintf(out, "capguard: %sfaster:%s %s\n", pal.bold, pal.reset, faster);

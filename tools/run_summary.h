@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "capguard/log_schema.h"
+
 typedef struct {
   const char *path;
   long long offset; /* what was there before the run */
@@ -17,7 +19,7 @@ typedef struct {
   size_t n_files;
   const char *shown_path;       /* the log as the user named it (may hold %p) */
   bool temporary;               /* capguard run made it: removed when nothing was logged */
-  const char *mode;             /* the mode asked for (NULL: the shim's default, guard) */
+  cg_run_mode mode;             /* the mode asked for (CG_RUN_MODE_COUNT: none; the processes' own) */
   const char *run_id;           /* CAPGUARD_RUN given to this run's processes */
 } cg_run_logs;
 
