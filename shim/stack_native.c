@@ -11,38 +11,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "capguard/frame_filter.h"
+#include "capguard/text_out.h"
+
 /* Deepest stack walked; frames past it are not reported. */
 #define CG_BT_DEPTH 128
-
-/* An append-only writer over a caller's buffer that never overflows: it keeps
- * len < cap so a NUL always fits, copies what fits, and says when it cut. */
-typedef struct {
-  char *buf;
-  size_t cap;
-  size_t len;
-} sbuf;
-
-static bool put_mem(sbuf *w, const char *s, size_t n) {
-  size_t room = w->cap - w->len - 1;
-  size_t k = n < room ? n : room;
-  memcpy(w->buf + w->len, s, k);
-  w->len += k;
-  return k == n;
-}
-
-static bool put_str(sbuf *w, const char *s) { return put_mem(w, s, strlen(s)); }
-
-static bool put_hex(sbuf *w, uintptr_t v) {
-  char tmp[2 + 2 * sizeof v];
-  size_t i = sizeof tmp;
-  do {
-    tmp[--i] = "0123456789abcdef"[v & 0xf];
-    v >>= 4;
-  } while (v);
-  tmp[--i] = 'x';
-  tmp[--i] = '0';
-  return put_mem(w, tmp + i, sizeof tmp - i);
-}
 
 static const char *base_name(const char *path) {
   if (!path || !*path) return "?";
@@ -52,24 +25,32 @@ static const char *base_name(const char *path) {
 
 /* Symbolizes one return address into w as "obj(sym+0x1a)" or "obj+0x1234"
  * (and " [0x7f..]" when with_addr). Looks up addr-1: a return address can
- * point past the end of a function that ends in a call to a noreturn one. */
-static bool put_frame(sbuf *w, void *addr, bool with_addr) {
+ * point past the end of a function that ends in a call to a noreturn one.
+ * Returns whether all of it fit (cg_out_fits). */
+static bool put_frame(cg_out *w, void *addr, bool with_addr) {
   Dl_info info;
   uintptr_t a = (uintptr_t)addr;
-  bool ok;
   if (a > 1 && dladdr((void *)(a - 1), &info) && info.dli_fname) {
-    ok = put_str(w, base_name(info.dli_fname));
+    cg_out_str(w, base_name(info.dli_fname));
     if (info.dli_sname && info.dli_saddr) {
-      ok = ok && put_str(w, "(") && put_str(w, info.dli_sname) && put_str(w, "+") &&
-           put_hex(w, a - (uintptr_t)info.dli_saddr) && put_str(w, ")");
+      cg_out_char(w, '(');
+      cg_out_str(w, info.dli_sname);
+      cg_out_char(w, '+');
+      cg_out_hex(w, a - (uintptr_t)info.dli_saddr);
+      cg_out_char(w, ')');
     } else {
-      ok = ok && put_str(w, "+") && put_hex(w, a - (uintptr_t)info.dli_fbase);
+      cg_out_char(w, '+');
+      cg_out_hex(w, a - (uintptr_t)info.dli_fbase);
     }
   } else {
-    ok = put_str(w, "??");
+    cg_out_str(w, "??");
   }
-  if (with_addr) ok = ok && put_str(w, " [") && put_hex(w, a) && put_str(w, "]");
-  return ok;
+  if (with_addr) {
+    cg_out_str(w, " [");
+    cg_out_hex(w, a);
+    cg_out_char(w, ']');
+  }
+  return cg_out_fits(w);
 }
 
 /* Index of our caller's frame: the one holding our own return address.
@@ -93,26 +74,23 @@ __attribute__((noinline)) size_t cg_native_stack(int skip, const char **out, siz
   size_t first = caller_index(frames, got, __builtin_return_address(0)) + (size_t)skip;
   if (got <= 0 || (size_t)got <= first) return 0;
 
-  sbuf w = {buf, bufcap, 0};
+  cg_out w = cg_out_init(buf, bufcap);
   size_t n = 0;
   for (size_t i = first; i < (size_t)got && n < max; i++) {
-    if (w.len + 1 >= w.cap) break; /* put_mem needs len < cap - 1 to write anything */
+    if (w.len + 1 >= w.cap) break; /* no room for a byte and its NUL */
     size_t start = w.len;
     /* out of room: stop rather than hand back a cut frame */
     if (!put_frame(&w, frames[i], true)) break;
-    w.buf[w.len++] = '\0'; /* put_frame left len <= cap - 1 */
+    w.buf[w.len++] = '\0'; /* fits: buf[len] has room for the frame's NUL */
     out[n++] = w.buf + start;
   }
   return n;
 }
 
-/* Frames to skip for "where": capguard's own, and the CUDA libraries the
- * call went through (driver libcuda.so.1, runtime libcudart.so.12 or a
- * wheel's libcudart-<hash>.so.12). */
+/* Frames to skip for "where": capguard's own object (whatever its file is
+ * called), and those cg_frame_is_plumbing names. */
 static bool uninteresting(const Dl_info *info, const void *own_base) {
-  if (info->dli_fbase == own_base) return true;
-  const char *b = base_name(info->dli_fname);
-  return strncmp(b, "libcuda.so", 10) == 0 || strncmp(b, "libcudart", 9) == 0;
+  return info->dli_fbase == own_base || cg_frame_is_plumbing(base_name(info->dli_fname));
 }
 
 size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap) {
@@ -126,10 +104,10 @@ size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t c
     uintptr_t a = (uintptr_t)frames[i];
     if (a <= 1 || !dladdr((void *)(a - 1), &info) || !info.dli_fname) continue;
     if (uninteresting(&info, own_base)) continue;
-    sbuf w = {buf, cap, 0};
+    cg_out w = cg_out_init(buf, cap);
     (void)put_frame(&w, frames[i], false); /* too long for cap: keep what fits */
-    buf[w.len] = '\0';
-    return w.len;
+    cg_out_finish(&w);
+    return cg_out_stored(&w);
   }
   return 0;
 }

@@ -36,6 +36,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capguard/text_out.h"
+
 typedef void *(*this_state_fn)(void);
 typedef void (*dump_fn)(int fd, void *tstate);
 typedef int (*is_init_fn)(void);
@@ -387,31 +389,20 @@ static const char *short_path(const char *file) {
   return best;
 }
 
-static size_t put(char *buf, size_t cap, size_t len, const char *s) {
-  while (*s && len + 1 < cap) buf[len++] = *s++;
-  buf[len] = '\0';
-  return len;
-}
-
 size_t cg_stack_where(char *buf, size_t cap) {
   if (!buf || cap == 0) return 0;
   buf[0] = '\0';
   cg_py_frame f;
   char sb[2048];
   if (cg_python_stack(&f, 1, sb, sizeof sb) == 1) {
-    char num[16];
-    size_t i = sizeof num;
-    unsigned v = f.line > 0 ? (unsigned)f.line : 0;
-    num[--i] = '\0';
-    do {
-      num[--i] = (char)('0' + v % 10);
-      v /= 10;
-    } while (v && i > 0);
-    size_t len = put(buf, cap, 0, short_path(f.file));
-    len = put(buf, cap, len, ":");
-    len = put(buf, cap, len, num + i);
-    len = put(buf, cap, len, " in ");
-    return put(buf, cap, len, f.func);
+    cg_out w = cg_out_init(buf, cap); /* too long for cap: keep what fits */
+    cg_out_str(&w, short_path(f.file));
+    cg_out_char(&w, ':');
+    cg_out_u64(&w, f.line > 0 ? (unsigned)f.line : 0);
+    cg_out_str(&w, " in ");
+    cg_out_str(&w, f.func);
+    cg_out_finish(&w);
+    return cg_out_stored(&w);
   }
   return cg_native_where(buf, cap);
 }

@@ -5,16 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capguard/frame_filter.h"
 #include "frame_source.h"
 
 /* The C++ ABI's demangler (libstdc++, which the toolchain has): a C function
  * by ABI, declared here because its header is C++. */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-
-/* Frames of capguard itself and of the driver say nothing about who made the call. */
-static bool uninteresting_native(const char *frame) {
-  return strstr(frame, "libcapguard") || strstr(frame, "libcuda.so");
-}
 
 /* Python frames of Triton's and torch's own machinery: the caller is further out. */
 static bool machinery_frame(const char *file) {
@@ -120,7 +116,7 @@ void cgl_site_from_stacks(json_t *python, json_t *native, const char *argv0, cha
       continue;
     if (!fallback)
       fallback = json_string_value(f);
-    if (!uninteresting_native(json_string_value(f))) {
+    if (!cg_frame_is_plumbing(json_string_value(f))) {
       native_site(json_string_value(f), argv0, buf, cap);
       return;
     }
