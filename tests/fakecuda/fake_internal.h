@@ -1,8 +1,9 @@
 /* fakecuda: shared state of the stand-in libcuda.so.1 (internal to tests/fakecuda).
  *
  * The fake is an independent model of the driver's stream-capture rules, written from
- * /work/shared/ground-truth/capture-semantics.md, so that it can cross-check capguard's
- * own model in detect/. It deliberately shares no code with detect/.
+ * the measured table shared/ground-truth/capture-semantics.md, so that it can
+ * cross-check capguard's own model in detect/. It deliberately shares no code
+ * with detect/.
  *
  * Every entry point runs under one process-wide mutex (FC_BEGIN / FC_END): the fake
  * is for tests, simplicity beats concurrency. Handles are pointers to small structs

@@ -1,5 +1,5 @@
 /* fakecuda: drives the fake through the measured ground-truth table
- * (/work/shared/ground-truth/capture-semantics.md), every row it implements in every
+ * (shared/ground-truth/capture-semantics.md), every row it implements in every
  * column. Each cell: a fresh capture on a non-blocking stream already holding one kernel
  * node; the row's call made mid-capture by the capturing thread or by a second thread,
  * optionally with that thread swapped to RELAXED around it; then the result code, the
