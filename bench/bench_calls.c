@@ -7,24 +7,13 @@
  * Prints "name ns_per_call owner_of_pointer" lines; median of 9 rounds. */
 #include <cuda.h>
 
+#include "capguard/clock.h"
 #include "capguard/file_read.h"
+#include "driver_open.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-static gpa_fn gpa;
-
-static void *get(const char *name) {
-  void *p = NULL;
-  if (gpa(name, &p, 12000, 0, NULL) != CUDA_SUCCESS || !p) {
-    fprintf(stderr, "bench: %s not found\n", name);
-    exit(2);
-  }
-  return p;
-}
 
 static const char *owner(void *p) {
   Dl_info i;
@@ -34,11 +23,7 @@ static const char *owner(void *p) {
   return s ? s + 1 : i.dli_fname;
 }
 
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
+static double now_ns(void) { return (double)cg_monotonic_ns(); }
 
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -68,31 +53,19 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_calls CUBIN [ITERATIONS]\n");
     return 2;
   }
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fprintf(stderr, "bench: %s\n", dlerror());
+  if (tk_driver_open("bench") != 0) {
+    fprintf(stderr, "bench: no CUDA driver (libcuda.so.1 with cuGetProcAddress)\n");
     return 2;
   }
-  gpa_fn v2 = (gpa_fn)dlsym(h, "cuGetProcAddress_v2");
-  if (!v2 || v2("cuGetProcAddress", (void **)&gpa, 12000, 0, NULL) != CUDA_SUCCESS)
-    return 2;
-  CUresult (*init)(unsigned) = get("cuInit");
-  CUresult (*device_get)(CUdevice *, int) = get("cuDeviceGet");
-  CUresult (*retain)(CUcontext *, CUdevice) = get("cuDevicePrimaryCtxRetain");
-  CUresult (*set_current)(CUcontext) = get("cuCtxSetCurrent");
-  CUresult (*stream_create)(CUstream *, unsigned) = get("cuStreamCreate");
-  CUresult (*count)(int *) = get("cuDeviceGetCount");
-  CUresult (*exchange)(CUstreamCaptureMode *) = get("cuThreadExchangeStreamCaptureMode");
-  CUresult (*load)(CUmodule *, const void *) = get("cuModuleLoadData");
-  CUresult (*unload)(CUmodule) = get("cuModuleUnload");
-  CUresult (*begin)(CUstream, CUstreamCaptureMode) = get("cuStreamBeginCapture");
-  CUresult (*end)(CUstream, CUgraph *) = get("cuStreamEndCapture");
-  CUresult (*graph_destroy)(CUgraph) = get("cuGraphDestroy");
-  CUdevice dev;
-  CUcontext ctx;
+  CUresult (*count)(int *) = tk_driver_get("cuDeviceGetCount");
+  CUresult (*exchange)(CUstreamCaptureMode *) = tk_driver_get("cuThreadExchangeStreamCaptureMode");
+  CUresult (*load)(CUmodule *, const void *) = tk_driver_get("cuModuleLoadData");
+  CUresult (*unload)(CUmodule) = tk_driver_get("cuModuleUnload");
+  CUresult (*begin)(CUstream, CUstreamCaptureMode) = tk_driver_get("cuStreamBeginCapture");
+  CUresult (*end)(CUstream, CUgraph *) = tk_driver_get("cuStreamEndCapture");
+  CUresult (*graph_destroy)(CUgraph) = tk_driver_get("cuGraphDestroy");
   CUstream s;
-  if (init(0) || device_get(&dev, 0) || retain(&ctx, dev) || set_current(ctx) ||
-      stream_create(&s, CU_STREAM_NON_BLOCKING)) {
+  if (tk_driver_setup(&s)) {
     fprintf(stderr, "bench: driver set-up failed\n");
     return 2;
   }

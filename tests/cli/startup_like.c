@@ -24,6 +24,7 @@
  * Usage: startup_like [--workers N] */
 #include <cuda.h>
 
+#include "driver_open.h"
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -34,22 +35,12 @@
 
 #define SIZES 10
 
-typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-static gpa_fn gpa;
 static void *libcuda;
 static int worker_id;
 
 __attribute__((noreturn)) static void die(const char *what, CUresult r) {
   fprintf(stderr, "startup[%d]: %s failed (CUresult %d)\n", worker_id, what, (int)r);
   exit(2);
-}
-
-/* cudart's route: everything through cuGetProcAddress. */
-static void *get(const char *name) {
-  void *p = NULL;
-  if (gpa(name, &p, 12000, 0, NULL) != CUDA_SUCCESS || !p)
-    die(name, CUDA_ERROR_NOT_FOUND);
-  return p;
 }
 
 /* A JIT-compiled kernel image: PTX text naming the given entries. */
@@ -88,37 +79,32 @@ static struct {
 } cu;
 
 static void bind(void) {
-  libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  gpa_fn v2 = libcuda ? (gpa_fn)dlsym(libcuda, "cuGetProcAddress_v2") : NULL;
-  if (!v2 || v2("cuGetProcAddress", (void **)&gpa, 12000, 0, NULL) != CUDA_SUCCESS)
+  char who[32];
+  snprintf(who, sizeof who, "startup[%d]", worker_id);
+  if (tk_driver_open(who) != 0)
     die("finding the CUDA driver", CUDA_ERROR_NOT_FOUND);
-  CUresult (*init)(unsigned) = get("cuInit");
-  CUresult (*device_get)(CUdevice *, int) = get("cuDeviceGet");
-  CUresult (*retain)(CUcontext *, CUdevice) = get("cuDevicePrimaryCtxRetain");
-  CUresult (*set_current)(CUcontext) = get("cuCtxSetCurrent");
-  cu.load_gpa = get("cuModuleLoadData");
+  libcuda = tk_driver_handle();
+  cu.load_gpa = tk_driver_get("cuModuleLoadData");
   cu.load_dlsym = (__typeof__(cu.load_dlsym))dlsym(libcuda, "cuModuleLoadData"); /* torch's route */
-  cu.load_ex = get("cuModuleLoadDataEx");
-  cu.lib_load = get("cuLibraryLoadData");
-  cu.lib_kernel = get("cuLibraryGetKernel");
-  cu.kernel_fn = get("cuKernelGetFunction");
-  cu.lib_module = get("cuLibraryGetModule");
-  cu.get_fn = get("cuModuleGetFunction");
-  cu.get_global = get("cuModuleGetGlobal");
-  cu.begin = get("cuStreamBeginCapture");
-  cu.end = get("cuStreamEndCapture");
-  cu.launch = get("cuLaunchKernel");
-  cu.instantiate = get("cuGraphInstantiateWithFlags");
-  cu.graph_launch = get("cuGraphLaunch");
-  cu.sync = get("cuStreamSynchronize");
-  cu.nodes = get("cuGraphGetNodes");
-  cu.node_params = get("cuGraphKernelNodeGetParams");
+  cu.load_ex = tk_driver_get("cuModuleLoadDataEx");
+  cu.lib_load = tk_driver_get("cuLibraryLoadData");
+  cu.lib_kernel = tk_driver_get("cuLibraryGetKernel");
+  cu.kernel_fn = tk_driver_get("cuKernelGetFunction");
+  cu.lib_module = tk_driver_get("cuLibraryGetModule");
+  cu.get_fn = tk_driver_get("cuModuleGetFunction");
+  cu.get_global = tk_driver_get("cuModuleGetGlobal");
+  cu.begin = tk_driver_get("cuStreamBeginCapture");
+  cu.end = tk_driver_get("cuStreamEndCapture");
+  cu.launch = tk_driver_get("cuLaunchKernel");
+  cu.instantiate = tk_driver_get("cuGraphInstantiateWithFlags");
+  cu.graph_launch = tk_driver_get("cuGraphLaunch");
+  cu.sync = tk_driver_get("cuStreamSynchronize");
+  cu.nodes = tk_driver_get("cuGraphGetNodes");
+  cu.node_params = tk_driver_get("cuGraphKernelNodeGetParams");
   cu.fn_name = (__typeof__(cu.fn_name))dlsym(libcuda, "cuFuncGetName");
-  cu.stream_create = get("cuStreamCreate");
-  CUdevice dev;
-  CUcontext ctx;
-  CUresult r;
-  if ((r = init(0)) || (r = device_get(&dev, 0)) || (r = retain(&ctx, dev)) || (r = set_current(ctx)))
+  cu.stream_create = tk_driver_get("cuStreamCreate");
+  CUresult r = tk_driver_setup(NULL);
+  if (r)
     die("driver set-up", r);
   if (!cu.load_dlsym || !cu.fn_name)
     die("dlsym", CUDA_ERROR_NOT_FOUND);

@@ -20,7 +20,7 @@
 #include <cuda.h>
 
 #include "capguard/file_read.h"
-#include <dlfcn.h>
+#include "driver_open.h"
 #include <errno.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -31,18 +31,7 @@
 
 extern char **environ;
 
-typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-static gpa_fn gpa;
 static int me = -1;
-
-static void *get(const char *name) {
-  void *p = NULL;
-  if (gpa(name, &p, 12000, 0, NULL) != CUDA_SUCCESS || !p) {
-    fprintf(stderr, "worker %d: the driver has no %s\n", me, name);
-    exit(2);
-  }
-  return p;
-}
 
 /* The barrier: the parent passes two inherited descriptors in VLLM_LIKE_SYNC
  * ("READY,GO"); a worker writes one byte to READY, then waits for GO to reach
@@ -70,28 +59,20 @@ static int worker(int index, enum loader how, const char *cubin, const char *ker
     fprintf(stderr, "worker %d: cannot read %s\n", me, cubin);
     return 2;
   }
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  gpa_fn v2 = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
-  if (!v2 || v2("cuGetProcAddress", (void **)&gpa, 12000, 0, NULL) != CUDA_SUCCESS) {
+  char who[32];
+  snprintf(who, sizeof who, "worker %d", me);
+  if (tk_driver_open(who) != 0) {
     fprintf(stderr, "worker %d: no CUDA driver\n", me);
     return 2;
   }
-  CUresult (*init)(unsigned) = get("cuInit");
-  CUresult (*device_get)(CUdevice *, int) = get("cuDeviceGet");
-  CUresult (*retain)(CUcontext *, CUdevice) = get("cuDevicePrimaryCtxRetain");
-  CUresult (*set_current)(CUcontext) = get("cuCtxSetCurrent");
-  CUresult (*stream_create)(CUstream *, unsigned) = get("cuStreamCreate");
-  CUresult (*begin)(CUstream, CUstreamCaptureMode) = get("cuStreamBeginCapture");
-  CUresult (*end)(CUstream, CUgraph *) = get("cuStreamEndCapture");
+  CUresult (*begin)(CUstream, CUstreamCaptureMode) = tk_driver_get("cuStreamBeginCapture");
+  CUresult (*end)(CUstream, CUgraph *) = tk_driver_get("cuStreamEndCapture");
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                     CUstream, void **, void **) = get("cuLaunchKernel");
-  CUresult (*error_name)(CUresult, const char **) = get("cuGetErrorName");
+                     CUstream, void **, void **) = tk_driver_get("cuLaunchKernel");
+  CUresult (*error_name)(CUresult, const char **) = tk_driver_get("cuGetErrorName");
 
-  CUdevice dev;
-  CUcontext ctx;
   CUstream s;
-  if (init(0) || device_get(&dev, 0) || retain(&ctx, dev) || set_current(ctx) ||
-      stream_create(&s, CU_STREAM_NON_BLOCKING)) {
+  if (tk_driver_setup(&s)) {
     fprintf(stderr, "worker %d: driver set-up failed\n", me);
     return 2;
   }
@@ -101,23 +82,23 @@ static int worker(int index, enum loader how, const char *cubin, const char *ker
   CUresult r;
   if (how == LIBRARY_LOAD_DATA) {
     CUresult (*lib_load)(CUlibrary *, const void *, CUjit_option *, void **, unsigned, CUlibraryOption *,
-                         void **, unsigned) = get("cuLibraryLoadData");
-    CUresult (*lib_kernel)(CUkernel *, CUlibrary, const char *) = get("cuLibraryGetKernel");
-    CUresult (*kernel_fn)(CUfunction *, CUkernel) = get("cuKernelGetFunction");
+                         void **, unsigned) = tk_driver_get("cuLibraryLoadData");
+    CUresult (*lib_kernel)(CUkernel *, CUlibrary, const char *) = tk_driver_get("cuLibraryGetKernel");
+    CUresult (*kernel_fn)(CUfunction *, CUkernel) = tk_driver_get("cuKernelGetFunction");
     CUlibrary lib;
     CUkernel k;
     r = lib_load(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
     if (r == CUDA_SUCCESS && (r = lib_kernel(&k, lib, kernel)) == CUDA_SUCCESS)
       r = kernel_fn(&fn, k);
   } else {
-    CUresult (*get_function)(CUfunction *, CUmodule, const char *) = get("cuModuleGetFunction");
+    CUresult (*get_function)(CUfunction *, CUmodule, const char *) = tk_driver_get("cuModuleGetFunction");
     CUmodule mod;
     if (how == LOAD_DATA_EX) {
       CUresult (*load_ex)(CUmodule *, const void *, unsigned, CUjit_option *, void **) =
-          get("cuModuleLoadDataEx");
+          tk_driver_get("cuModuleLoadDataEx");
       r = load_ex(&mod, image, 0, NULL, NULL);
     } else {
-      CUresult (*load)(CUmodule *, const void *) = get("cuModuleLoadData");
+      CUresult (*load)(CUmodule *, const void *) = tk_driver_get("cuModuleLoadData");
       r = load(&mod, image);
     }
     if (r == CUDA_SUCCESS)

@@ -10,21 +10,9 @@
 #include <cuda.h>
 
 #include "capguard/file_read.h"
-#include <dlfcn.h>
+#include "driver_open.h"
 #include <stdio.h>
 #include <stdlib.h>
-
-typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-static gpa_fn gpa;
-
-static void *get(const char *name) {
-  void *p = NULL;
-  if (gpa(name, &p, 12000, 0, NULL) != CUDA_SUCCESS || !p) {
-    fprintf(stderr, "engine: the driver has no %s\n", name);
-    exit(2);
-  }
-  return p;
-}
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* keep our lines in order with capguard's on stderr */
@@ -34,35 +22,25 @@ int main(int argc, char **argv) {
   }
   size_t image_size;
   void *image = cg_read_file(argv[1], (size_t)1 << 30, &image_size);
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  gpa_fn v2 = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
-  if (!image || !v2 || v2("cuGetProcAddress", (void **)&gpa, 12000, 0, NULL) != CUDA_SUCCESS) {
+  if (!image || tk_driver_open("engine") != 0) {
     fprintf(stderr, "engine: cannot start (%s)\n", image ? "no CUDA driver" : "cannot read the kernel image");
     return 2;
   }
-  CUresult (*init)(unsigned) = get("cuInit");
-  CUresult (*device_get)(CUdevice *, int) = get("cuDeviceGet");
-  CUresult (*retain)(CUcontext *, CUdevice) = get("cuDevicePrimaryCtxRetain");
-  CUresult (*set_current)(CUcontext) = get("cuCtxSetCurrent");
-  CUresult (*stream_create)(CUstream *, unsigned) = get("cuStreamCreate");
-  CUresult (*load)(CUmodule *, const void *) = get("cuModuleLoadData");
-  CUresult (*unload)(CUmodule) = get("cuModuleUnload");
-  CUresult (*get_function)(CUfunction *, CUmodule, const char *) = get("cuModuleGetFunction");
+  CUresult (*load)(CUmodule *, const void *) = tk_driver_get("cuModuleLoadData");
+  CUresult (*unload)(CUmodule) = tk_driver_get("cuModuleUnload");
+  CUresult (*get_function)(CUfunction *, CUmodule, const char *) = tk_driver_get("cuModuleGetFunction");
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                     void **, void **) = get("cuLaunchKernel");
-  CUresult (*begin)(CUstream, CUstreamCaptureMode) = get("cuStreamBeginCapture");
-  CUresult (*end)(CUstream, CUgraph *) = get("cuStreamEndCapture");
-  CUresult (*instantiate)(CUgraphExec *, CUgraph, unsigned long long) = get("cuGraphInstantiateWithFlags");
-  CUresult (*graph_launch)(CUgraphExec, CUstream) = get("cuGraphLaunch");
-  CUresult (*error_name)(CUresult, const char **) = get("cuGetErrorName");
+                     void **, void **) = tk_driver_get("cuLaunchKernel");
+  CUresult (*begin)(CUstream, CUstreamCaptureMode) = tk_driver_get("cuStreamBeginCapture");
+  CUresult (*end)(CUstream, CUgraph *) = tk_driver_get("cuStreamEndCapture");
+  CUresult (*instantiate)(CUgraphExec *, CUgraph, unsigned long long) = tk_driver_get("cuGraphInstantiateWithFlags");
+  CUresult (*graph_launch)(CUgraphExec, CUstream) = tk_driver_get("cuGraphLaunch");
+  CUresult (*error_name)(CUresult, const char **) = tk_driver_get("cuGetErrorName");
 
-  CUdevice dev;
-  CUcontext ctx;
   CUstream s;
   CUmodule warm, stale, jit = NULL;
   CUfunction warm_fn, jit_fn;
-  if (init(0) || device_get(&dev, 0) || retain(&ctx, dev) || set_current(ctx) ||
-      stream_create(&s, CU_STREAM_NON_BLOCKING) || load(&warm, image) || load(&stale, image) ||
+  if (tk_driver_setup(&s) || load(&warm, image) || load(&stale, image) ||
       get_function(&warm_fn, warm, argv[2])) {
     fprintf(stderr, "engine: driver set-up failed\n");
     return 2;
