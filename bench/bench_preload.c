@@ -21,23 +21,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "capguard/clock.h"
 #include "capguard/image.h"
+#include "driver_open.h"
 #include "capguard/prime_file.h"
 
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
+static double now_ns(void) { return (double)cg_monotonic_ns(); }
 
 #define API(X)                                                                                                 \
-  X(cuInit, CUresult (*)(unsigned))                                                                            \
-  X(cuDeviceGet, CUresult (*)(CUdevice *, int))                                                                \
-  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))                                             \
-  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                                  \
-  X(cuStreamCreate, CUresult (*)(CUstream *, unsigned))                                                        \
   X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, CUstreamCaptureMode))                                      \
   X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph *))                                                     \
   X(cuGraphDestroy, CUresult (*)(CUgraph))                                                                     \
@@ -45,11 +37,7 @@ static double now_ns(void) {
   X(cuModuleUnload, CUresult (*)(CUmodule))
 #define DECLARE(name, type) static __typeof__(type) p_##name;
 API(DECLARE)
-#define LOOKUP(name, type)                                                                                     \
-  if (!(p_##name = (type)dlsym(h, #name))) {                                                                   \
-    fprintf(stderr, "bench: no %s\n", #name);                                                                  \
-    exit(2);                                                                                                   \
-  }
+#define LOOKUP(name, type) p_##name = (type)tk_driver_get(#name);
 
 typedef CUresult (*link_create_fn)(unsigned, CUjit_option *, void **, CUlinkState *);
 typedef CUresult (*link_add_fn)(CUlinkState, CUjitInputType, void *, size_t, const char *, unsigned,
@@ -61,20 +49,17 @@ static void *libcuda;
 static CUstream stream;
 
 static void setup(void) {
-  void *h = libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
+  if (tk_driver_open_dlsym("bench") != 0) {
     fprintf(stderr, "bench: %s\n", dlerror());
     exit(2);
   }
+  libcuda = tk_driver_handle();
   API(LOOKUP)
   /* glibc's first backtrace() loads libgcc_s: a one-time cost of the
    * process (capguard records where each capture begins), not of preloading. */
   void *frames[4];
   backtrace(frames, 4);
-  CUdevice dev;
-  CUcontext ctx;
-  if (p_cuInit(0) || p_cuDeviceGet(&dev, 0) || p_cuDevicePrimaryCtxRetain(&ctx, dev) || p_cuCtxSetCurrent(ctx) ||
-      p_cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)) {
+  if (tk_driver_setup(&stream)) {
     fprintf(stderr, "bench: driver set-up failed\n");
     exit(2);
   }

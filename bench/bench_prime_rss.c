@@ -6,13 +6,13 @@
  * Prints "name kB" lines (VmHWM, RssAnon, RssFile). */
 #include <cuda.h>
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "capguard/image.h"
 #include "capguard/prime_file.h"
+#include "driver_open.h"
 
 static int write_file(const char *path, size_t mb) {
   static const char head[] = ".version 8.0\n.target sm_80\n.address_size 64\n";
@@ -52,22 +52,12 @@ static void status(void) {
 }
 
 static int begin(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) return 2;
-  CUresult (*init)(unsigned) = dlsym(h, "cuInit");
-  CUresult (*device_get)(CUdevice *, int) = dlsym(h, "cuDeviceGet");
-  CUresult (*retain)(CUcontext *, CUdevice) = dlsym(h, "cuDevicePrimaryCtxRetain");
-  CUresult (*set_current)(CUcontext) = dlsym(h, "cuCtxSetCurrent");
-  CUresult (*stream_create)(CUstream *, unsigned) = dlsym(h, "cuStreamCreate");
-  CUresult (*begin_capture)(CUstream, CUstreamCaptureMode) = dlsym(h, "cuStreamBeginCapture_v2");
-  CUresult (*end_capture)(CUstream, CUgraph *) = dlsym(h, "cuStreamEndCapture");
-  CUdevice dev;
-  CUcontext ctx;
+  if (tk_driver_open_dlsym("bench") != 0) return 2;
+  CUresult (*begin_capture)(CUstream, CUstreamCaptureMode) = tk_driver_get("cuStreamBeginCapture_v2");
+  CUresult (*end_capture)(CUstream, CUgraph *) = tk_driver_get("cuStreamEndCapture");
   CUstream s;
   CUgraph g;
-  if (!init || !end_capture || init(0) || device_get(&dev, 0) || retain(&ctx, dev) || set_current(ctx) ||
-      stream_create(&s, CU_STREAM_NON_BLOCKING) || begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) ||
-      end_capture(s, &g))
+  if (tk_driver_setup(&s) || begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) || end_capture(s, &g))
     return 2;
   status();
   return 0;

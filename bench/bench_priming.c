@@ -10,26 +10,18 @@
  * Prints "name ns" lines. */
 #include <cuda.h>
 
+#include "capguard/clock.h"
 #include "capguard/file_read.h"
+#include "driver_open.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
+static double now_ns(void) { return (double)cg_monotonic_ns(); }
 
 /* Resolved with dlsym on libcuda.so.1 (the route torch's driver table takes),
  * so the same binary measures the fake driver and the real one. */
 #define API(X)                                                                                                 \
-  X(cuInit, CUresult (*)(unsigned))                                                                            \
-  X(cuDeviceGet, CUresult (*)(CUdevice *, int))                                                                \
-  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))                                             \
-  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                                  \
-  X(cuStreamCreate, CUresult (*)(CUstream *, unsigned))                                                        \
   X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, CUstreamCaptureMode))                                      \
   X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph *))                                                     \
   X(cuGraphDestroy, CUresult (*)(CUgraph))                                                                     \
@@ -37,15 +29,10 @@ static double now_ns(void) {
   X(cuModuleUnload, CUresult (*)(CUmodule))
 #define DECLARE(name, type) static __typeof__(type) p_##name;
 API(DECLARE)
-#define LOOKUP(name, type)                                                                                     \
-  if (!(p_##name = (type)dlsym(h, #name))) {                                                                   \
-    fprintf(stderr, "bench: no %s\n", #name);                                                                  \
-    return 2;                                                                                                  \
-  }
+#define LOOKUP(name, type) p_##name = (type)tk_driver_get(#name);
 
 int main(int argc, char **argv) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
+  if (tk_driver_open_dlsym("bench") != 0) {
     fprintf(stderr, "bench: %s\n", dlerror());
     return 2;
   }
@@ -58,13 +45,10 @@ int main(int argc, char **argv) {
   void *image = cg_read_file(argv[1], (size_t)1 << 30, &image_size);
   if (!image)
     return 2;
-  CUdevice dev;
-  CUcontext ctx;
   CUstream s;
   CUgraph g;
   CUmodule m;
-  if (p_cuInit(0) || p_cuDeviceGet(&dev, 0) || p_cuDevicePrimaryCtxRetain(&ctx, dev) || p_cuCtxSetCurrent(ctx) ||
-      p_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))
+  if (tk_driver_setup(&s))
     return 2;
   double t0 = now_ns();
   p_cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);

@@ -1,6 +1,7 @@
 #include "driver_open.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,6 +9,7 @@ typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcA
 
 static gpa_fn gpa;
 static void *libcuda;
+static bool by_dlsym; /* tk_driver_open_dlsym: entry points by dlsym, not cuGetProcAddress */
 static char who_buf[64] = "program";
 
 int tk_driver_open(const char *who) {
@@ -22,9 +24,20 @@ int tk_driver_open(const char *who) {
   return 0;
 }
 
+int tk_driver_open_dlsym(const char *who) {
+  snprintf(who_buf, sizeof who_buf, "%s", who ? who : "program");
+  libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  by_dlsym = libcuda != NULL;
+  return libcuda ? 0 : -1;
+}
+
 void *tk_driver_get(const char *name) {
   void *p = NULL;
-  if (!gpa || gpa(name, &p, 12000, 0, NULL) != CUDA_SUCCESS || !p) {
+  if (by_dlsym)
+    p = dlsym(libcuda, name);
+  else if (gpa && gpa(name, &p, 12000, 0, NULL) != CUDA_SUCCESS)
+    p = NULL;
+  if (!p) {
     fprintf(stderr, "%s: the driver has no %s\n", who_buf, name);
     exit(2);
   }

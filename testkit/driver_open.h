@@ -11,7 +11,10 @@
 /* Open the driver. who names the program in messages ("engine", "worker 3").
  * 0, or -1 with nothing opened (no libcuda.so.1, or no cuGetProcAddress). */
 int tk_driver_open(const char *who);
-/* An entry point through cuGetProcAddress; one line on stderr and exit(2)
+/* The same library, but every entry point by dlsym on its handle: the route
+ * torch's driver table takes, for the benches that measure it. */
+int tk_driver_open_dlsym(const char *who);
+/* An entry point (through cuGetProcAddress, or dlsym after tk_driver_open_dlsym); one line on stderr and exit(2)
  * when the driver has none. */
 void *tk_driver_get(const char *name);
 /* The dlopen handle, for programs that also take torch's route (dlsym). */
