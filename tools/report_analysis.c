@@ -249,7 +249,7 @@ static void give_advice(cgr_analysis *a) {
     for (size_t p = 0; p < a->log->n_procs; p++)
       if (a->log->procs[p].run_index == broke_run)
         guard &= a->log->procs[p].mode == CG_RUN_GUARD || a->log->procs[p].mode == CG_RUN_MODE_COUNT;
-    cgr_rerun_command(a->log, broke_run, NULL, cmd, sizeof cmd);
+    cgr_rerun_command(a->log, broke_run, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
     advise(a,
            "warm these %zu kernel%s%s up before capture (run each once outside capture), or let "
            "capguard prime them: %s: %s",

@@ -362,7 +362,7 @@ static void what_ran(FILE *o, const cgr_analysis *a) {
     char cmd[1024], drivers[128], archs[128];
     run_drivers(log, r, drivers, sizeof drivers);
     run_archs(log, r, archs, sizeof archs);
-    cgr_rerun_command(log, r, NULL, cmd, sizeof cmd);
+    cgr_rerun_command(log, r, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
     const char *argv_part = strstr(cmd, " -- ");
     fprintf(o, "<tr><td>%zu (pid %lld)</td><td><code>", r + 1, log->procs[top].pid);
     esc(o, argv_part ? argv_part + 4 : "?");

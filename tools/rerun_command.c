@@ -40,11 +40,12 @@ const char *cgr_run_prime_path(const cgl_log *log, size_t run) {
   return "";
 }
 
-bool cgr_rerun_command(const cgl_log *log, size_t run, const char *mode, char *buf, size_t cap) {
+bool cgr_rerun_command(const cgl_log *log, size_t run, cg_run_mode mode, char *buf, size_t cap) {
   char opts[64] = "";
-  if (mode)
-    snprintf(opts, sizeof opts, "--mode %.50s", mode);
-  return cgr_rerun_command_with(log, run, mode ? opts : NULL, buf, cap);
+  bool named = mode < CG_RUN_MODE_COUNT;
+  if (named)
+    snprintf(opts, sizeof opts, "--mode %s", cg_run_mode_name(mode));
+  return cgr_rerun_command_with(log, run, named ? opts : NULL, buf, cap);
 }
 
 bool cgr_rerun_command_with(const cgl_log *log, size_t run, const char *options, char *buf,

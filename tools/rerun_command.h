@@ -11,10 +11,10 @@
 
 /* "capguard run [--mode M] --prime P [--emulate-driver V] -- ARGV..." for the
  * run's top-level process (log->runs[run].first_proc; call cgl_group_runs
- * first). mode NULL: leave the mode out (guard, the default). Returns false
+ * first). mode CG_RUN_MODE_COUNT: leave the mode out (guard, the default). Returns false
  * when the logged command line was cut (16 words) or is unknown: the text
  * then ends in " ..." or "CMD". */
-bool cgr_rerun_command(const cgl_log *log, size_t run, const char *mode, char *buf, size_t cap);
+bool cgr_rerun_command(const cgl_log *log, size_t run, cg_run_mode mode, char *buf, size_t cap);
 /* The same with options (e.g. "--rescue") right after "capguard run". */
 bool cgr_rerun_command_with(const cgl_log *log, size_t run, const char *options, char *buf,
                             size_t cap);

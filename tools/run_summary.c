@@ -124,7 +124,7 @@ static void next_line(FILE *out, const cgr_analysis *a, cg_run_mode mode, const 
     free(seen);
     if (!images) /* loads logged without an image: the processes' own count */
       images = a->recorded;
-    bool whole = cgr_rerun_command(log, run, NULL, cmd, sizeof cmd);
+    bool whole = cgr_rerun_command(log, run, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
     snprintf(buf, sizeof buf,
              "run it again; the %zu image%s loaded during capture, recorded in %s (kernels %s%s), "
              "will be loaded before capture: %s%s",
@@ -132,7 +132,7 @@ static void next_line(FILE *out, const cgr_analysis *a, cg_run_mode mode, const 
              names[0] ? names : "?", a->n_kernels > shown ? ", ..." : "", cmd,
              whole ? "" : " (the logged command line was cut: complete it)");
   } else if ((a->n_broken || a->offending_loads || a->events[CG_EV_MODULE_UNLOAD]) && !guard) {
-    cgr_rerun_command(log, run, NULL, cmd, sizeof cmd);
+    cgr_rerun_command(log, run, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
     snprintf(buf, sizeof buf, "run it in guard mode (the default) to record the images and "
                               "prime them on the run after: %s", cmd);
   } else if (a->n_broken || a->offending_loads) {
