@@ -496,6 +496,16 @@ static void calls_table(FILE *o, const cgr_analysis *a) {
   if (log->n_evs > MAX_ROWS)
     fprintf(o, "<p>and %zu more calls (all are in the log and in --json)</p>\n",
             log->n_evs - MAX_ROWS);
+  /* What the verdicts that happened mean, in the schema's words and order. */
+  fputs("<p class=\"sum\">", o);
+  bool first = true;
+  for (unsigned v = 0; v < CG_VERDICT_COUNT; v++) {
+    if (!a->verdicts[v]) continue;
+    fprintf(o, "%s<strong>%s</strong>: ", first ? "" : "; ", cg_verdict_name(v));
+    esc(o, cg_word_what(&cg_verdicts, v));
+    first = false;
+  }
+  fputs("</p>\n", o);
 }
 
 static void findings(FILE *o, const cgr_analysis *a) {

@@ -41,13 +41,18 @@ enum {
   X(CG_EV_MODULE_UNLOAD, "module-unload", 0, "cuModuleUnload, cuLibraryUnload while prohibited")
 
 #define CG_VERDICTS(X)                                                                              \
-  X(CG_VERDICT_REFUSED, "refused", CG_WORD_BREAKS, "the driver returned 900, capture invalid")      \
-  X(CG_VERDICT_ALLOWED, "allowed", 0, "the driver (12.3 or newer) let it through")                  \
+  X(CG_VERDICT_REFUSED, "refused", CG_WORD_BREAKS,                                                  \
+    "the driver returned 900 (not permitted during capture): the capture is invalid")              \
+  X(CG_VERDICT_ALLOWED, "allowed", 0,                                                               \
+    "this driver (12.3 or newer) let it through; older drivers refuse it")                          \
   X(CG_VERDICT_EMULATED, "emulated", CG_WORD_BREAKS,                                                \
-    "capguard refused it as an older driver would (CAPGUARD_EMULATE_DRIVER)")                       \
-  X(CG_VERDICT_SERVED, "served", CG_WORD_ROUTINE, "handed out from the priming pool")              \
+    "capguard refused it as a driver before 12.3 would (CAPGUARD_EMULATE_DRIVER): the capture is "  \
+    "invalid")                                                                                      \
+  X(CG_VERDICT_SERVED, "served", CG_WORD_ROUTINE,                                                   \
+    "handed out from the priming file: no loader call reached the driver")                          \
   X(CG_VERDICT_RESCUED, "rescued", 0, "made in relaxed mode for that one call (CAPGUARD_RESCUE)")   \
-  X(CG_VERDICT_DEFERRED, "deferred", CG_WORD_ROUTINE, "unload queued until the capture ends")      \
+  X(CG_VERDICT_DEFERRED, "deferred", CG_WORD_ROUTINE,                                               \
+    "the unload returned success and runs when the capture ends")                                  \
   X(CG_VERDICT_FAILED, "failed", 0, "the driver returned another error")
 
 /* capguard's run modes (CAPGUARD_MODE). */
