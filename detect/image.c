@@ -366,15 +366,6 @@ int cg_image_inspect(const void *p, size_t limit, cg_image_info *out) {
   return inspect_image(b, avail, out);
 }
 
-const char *cg_image_kind_name(cg_image_kind kind) {
-  switch (kind) {
-  case CG_IMAGE_CUBIN: return "cubin";
-  case CG_IMAGE_FATBIN: return "fatbin";
-  case CG_IMAGE_PTX: return "ptx";
-  default: return "unknown";
-  }
-}
-
 const char *cg_image_first_kernel(const cg_image_info *info) {
   if (!info || info->n_kernels == 0 || info->kernel_names[0] == '\0') return NULL;
   return info->kernel_names;

@@ -17,10 +17,14 @@ CG_TABLE(cg_verdicts, CG_VERDICTS, CG_VERDICT_COUNT)
 CG_TABLE(cg_run_modes, CG_RUN_MODES, CG_RUN_MODE_COUNT)
 CG_TABLE(cg_capture_modes, CG_CAPTURE_MODES, CG_CAPTURE_MODE_COUNT)
 CG_TABLE(cg_capture_statuses, CG_CAPTURE_STATUSES, CG_CAPTURE_STATUS_COUNT)
+CG_TABLE(cg_image_kinds, CG_IMAGE_KINDS, CG_IMAGE_KIND_COUNT)
 
 /* The driver's CUstreamCaptureMode values are the enum's: the shim passes them through. */
 _Static_assert(CG_MODE_GLOBAL == 0 && CG_MODE_THREAD_LOCAL == 1 && CG_MODE_RELAXED == 2,
                "capture modes are CUstreamCaptureMode's values");
+/* Priming files store image kinds by value. */
+_Static_assert(CG_IMAGE_UNKNOWN == 0 && CG_IMAGE_CUBIN == 1 && CG_IMAGE_FATBIN == 2 && CG_IMAGE_PTX == 3,
+               "image kinds keep the values priming files hold");
 
 const char *cg_word_name(const cg_words *t, unsigned v) {
   return v < t->n ? t->rows[v].word : "unknown";
@@ -51,6 +55,8 @@ const char *cg_capture_mode_name(cg_capture_mode m) { return cg_word_name(&cg_ca
 const char *cg_capture_status_name(cg_capture_status s) {
   return cg_word_name(&cg_capture_statuses, s);
 }
+
+const char *cg_image_kind_name(cg_image_kind k) { return cg_word_name(&cg_image_kinds, k); }
 
 bool cg_verdict_parse(const char *s, cg_verdict *out) {
   unsigned v = cg_word_parse(&cg_verdicts, s, (size_t)-1);

@@ -408,7 +408,7 @@ int cg_cmd_prime_check(int argc, char **argv) {
       cgl_event_site(e, site, sizeof site);
       cgr_kernel_list(e, 8, kernels, sizeof kernels);
       printf("  %s  %s %.12s  kernels: %s  at %s (pid %lld)\n", e->call ? e->call : "?",
-             e->image_kind ? e->image_kind : "?", e->image_hash ? e->image_hash : "?",
+             e->image_kind < CG_IMAGE_KIND_COUNT ? cg_image_kind_name(e->image_kind) : "?", e->image_hash ? e->image_hash : "?",
              kernels[0] ? kernels : "-", site, l.procs[e->proc].pid);
     }
     printf("%s: learn them in one run where the driver allows loads during capture (12.3 or newer, same "

@@ -229,8 +229,9 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->tid = num(o, "tid", 0);
   json_t *img = json_object_get(o, "image");
   e->kernels = kernel_list(log, json_is_object(img) ? arr(img, "kernels") : NULL);
+  e->image_kind = CG_IMAGE_KIND_COUNT;
   if (json_is_object(img)) {
-    e->image_kind = str(log, img, "kind");
+    e->image_kind = (cg_image_kind)word(&cg_image_kinds, img, "kind");
     e->image_hash = str(log, img, "hash");
     e->image_sm = num(img, "sm", 0);
     e->kernels_truncated = json_is_true(json_object_get(img, "kernels_truncated"));

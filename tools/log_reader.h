@@ -66,7 +66,8 @@ typedef struct {
   cg_verdict verdict;   /* CG_VERDICT_COUNT: likewise */
   cg_capture_mode thread_mode;
   const char *call;
-  const char *image_kind, *image_hash;
+  cg_image_kind image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
+  const char *image_hash;
   long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
   const cgl_strs *kernels; /* never NULL: an empty list when none */
   bool kernels_truncated;

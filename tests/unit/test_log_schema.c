@@ -22,6 +22,7 @@ static const struct {
     {"run modes", &cg_run_modes, CG_RUN_MODE_COUNT},
     {"capture modes", &cg_capture_modes, CG_CAPTURE_MODE_COUNT},
     {"capture statuses", &cg_capture_statuses, CG_CAPTURE_STATUS_COUNT},
+    {"image kinds", &cg_image_kinds, CG_IMAGE_KIND_COUNT},
 };
 #define N_TABLES (sizeof tables / sizeof tables[0])
 

@@ -14,12 +14,11 @@
 #define CG_IMAGE_NAMES_BYTES 4096 /* kernel names, NUL-separated */
 #define CG_IMAGE_MAX_ARCHS 16
 
-typedef enum {
-  CG_IMAGE_UNKNOWN = 0,
-  CG_IMAGE_CUBIN = 1,  /* ELF, e_machine EM_CUDA (190) */
-  CG_IMAGE_FATBIN = 2, /* fatbin container, magic 0xBA55ED50 (or its wrapper 0x466243B1) */
-  CG_IMAGE_PTX = 3,    /* NUL-terminated PTX text */
-} cg_image_kind;
+/* cg_image_kind (unknown; cubin: ELF, e_machine EM_CUDA (190); fatbin:
+ * container magic 0xBA55ED50, or its wrapper 0x466243B1; ptx: NUL-terminated
+ * text) is a word of the log: its rows, and cg_image_kind_name, are in
+ * log_schema.h. */
+#include "capguard/log_schema.h"
 
 typedef struct {
   uint64_t hi, lo; /* XXH3-128 */
@@ -46,7 +45,6 @@ typedef struct {
  * out->why_unknown set otherwise. Never allocates. */
 int cg_image_inspect(const void *p, size_t limit, cg_image_info *out);
 
-const char *cg_image_kind_name(cg_image_kind kind); /* "cubin", "fatbin", "ptx", "unknown" */
 
 /* Iterate kernel names: for (const char *n = cg_image_first_kernel(i); n; n = cg_image_next_kernel(i, n)) */
 const char *cg_image_first_kernel(const cg_image_info *info);

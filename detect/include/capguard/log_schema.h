@@ -74,6 +74,14 @@ enum {
   X(CG_CAPTURE_ENDED, "ended", 0, "ended and the driver returned a graph")                         \
   X(CG_CAPTURE_FAILED, "failed", CG_WORD_BREAKS, "its end returned an error (e.g. invalidated)")
 
+/* A module image's kind (an event's image.kind; priming records store the
+ * enum's values, so rows keep their places). */
+#define CG_IMAGE_KINDS(X)                                                                           \
+  X(CG_IMAGE_UNKNOWN, "unknown", 0, "not an image capguard recognises")                             \
+  X(CG_IMAGE_CUBIN, "cubin", 0, "an ELF image for one GPU architecture (e_machine EM_CUDA)")        \
+  X(CG_IMAGE_FATBIN, "fatbin", 0, "a fat binary: images for several architectures, PTX maybe")     \
+  X(CG_IMAGE_PTX, "ptx", 0, "PTX text, compiled by the driver when loaded")
+
 #define CG_WORD_ENUM(id, word, flags, what) id,
 typedef enum { CG_RECORD_TYPES(CG_WORD_ENUM) CG_RECORD_TYPE_COUNT } cg_record_type;
 typedef enum { CG_EVENT_KINDS(CG_WORD_ENUM) CG_EV_KIND_COUNT } cg_event_kind;
@@ -81,6 +89,7 @@ typedef enum { CG_VERDICTS(CG_WORD_ENUM) CG_VERDICT_COUNT } cg_verdict;
 typedef enum { CG_RUN_MODES(CG_WORD_ENUM) CG_RUN_MODE_COUNT } cg_run_mode;
 typedef enum { CG_CAPTURE_MODES(CG_WORD_ENUM) CG_CAPTURE_MODE_COUNT } cg_capture_mode;
 typedef enum { CG_CAPTURE_STATUSES(CG_WORD_ENUM) CG_CAPTURE_STATUS_COUNT } cg_capture_status;
+typedef enum { CG_IMAGE_KINDS(CG_WORD_ENUM) CG_IMAGE_KIND_COUNT } cg_image_kind;
 #undef CG_WORD_ENUM
 
 /* One row. */
@@ -97,7 +106,7 @@ typedef struct {
 } cg_words;
 
 extern const cg_words cg_record_types, cg_event_kinds, cg_verdicts, cg_run_modes,
-    cg_capture_modes, cg_capture_statuses;
+    cg_capture_modes, cg_capture_statuses, cg_image_kinds;
 
 /* The row's word, or "unknown" for a value outside the table. */
 const char *cg_word_name(const cg_words *t, unsigned v);
@@ -116,6 +125,7 @@ const char *cg_verdict_name(cg_verdict v);         /* "refused", "allowed", ... 
 const char *cg_run_mode_name(cg_run_mode m);       /* "guard", "report", "off" */
 const char *cg_capture_mode_name(cg_capture_mode mode); /* "global", "thread-local", "relaxed" */
 const char *cg_capture_status_name(cg_capture_status s); /* "active", "invalidated", "ended", "failed" */
+const char *cg_image_kind_name(cg_image_kind kind);    /* "unknown", "cubin", "fatbin", "ptx" */
 bool cg_verdict_parse(const char *s, cg_verdict *out);
 bool cg_run_mode_parse(const char *s, cg_run_mode *out);
 
