@@ -109,6 +109,14 @@ void cg_priming_before_begin(void) {
   if (cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
     return;
   pthread_mutex_lock(&prime_lock);
+  bool may_preload = !pool_of(ctx) && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)));
+  pthread_mutex_unlock(&prime_lock);
+  if (!may_preload)
+    return;
+  /* The capture gate (taken before prime_lock, as on the load path) keeps
+   * any capture from beginning between the check below and the loads. */
+  cg_gate_lock();
+  pthread_mutex_lock(&prime_lock);
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
   if (!pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_guard_self_unprohibited()) {
@@ -136,6 +144,7 @@ void cg_priming_before_begin(void) {
     }
   }
   pthread_mutex_unlock(&prime_lock);
+  cg_gate_unlock();
 }
 
 CUmodule cg_priming_take(const cg_image_info *image) {
