@@ -52,7 +52,7 @@ int fc_env_driver_version(void);   /* FAKECUDA_DRIVER_VERSION, default 13000 */
 int fc_env_sm(void);               /* FAKECUDA_SM, default 90 */
 
 /* ---- call bracket and tracing (fake_call.c) ----------------------------------------- */
-struct fc_call { int captures_at_entry; };
+struct fc_call { int captures_at_entry; int prohibited_at_entry; };
 struct fc_call fc_enter(void);
 CUresult fc_leave(const struct fc_call *c, const char *name, CUresult rc);
 #define FC_BEGIN struct fc_call fc_call_ = fc_enter()
@@ -112,6 +112,8 @@ struct fc_stream {
 /* The stream a handle names; ptsz says how the NULL handle is read. NULL if invalid. */
 struct fc_stream *fc_stream_resolve(CUstream s, int ptsz);
 int fc_open_captures(void);
+/* Whether an open capture prohibits the calling thread (the rule, nothing invalidated). */
+int fc_prohibited(void);
 /* If the calling thread is prohibited (capture-interaction rule), invalidates every
  * capture that prohibits it and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
 CUresult fc_refuse_if_prohibited(void);
