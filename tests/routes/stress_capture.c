@@ -143,5 +143,8 @@ int main(int argc, char **argv) {
          "begins_failed=%ld\ncleanup_unloads=%ld\ncleanup_failed=%ld\n",
          sum.loads, sum.loads_failed, sum.unload_calls, sum.unloads_failed, sum.ends, sum.ends_broken,
          sum.begins_failed, left, cleanup_failed);
+  free(w);
+  free(t);
+  free((void *)image);
   return 0;
 }

@@ -36,17 +36,24 @@ def stress(mode, driver):
                    CAPGUARD_LOG=paths["log"], CAPGUARD_PRIME=os.path.join(tmp, "none", "prime.cgp"),
                    FAKECUDA_DRIVER_VERSION=str(driver), FAKECUDA_TRACE=paths["trace"],
                    FAKECUDA_TRACE_RULE="1", FAKECUDA_STATS=paths["stats"])
+        if os.environ.get("CG_SANITIZED") == "1":  # this program frees all it allocates: check the shim's
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "").replace("detect_leaks=0", "detect_leaks=1")
         p = subprocess.run([STRESS, CUBIN, str(THREADS), str(ITERATIONS)], env=env, capture_output=True,
                            text=True, timeout=600)
         out = {"rc": p.returncode, "stderr": p.stderr}
         out["totals"] = dict((k, int(v)) for k, v in (l.split("=") for l in p.stdout.split()))
         out["trace"] = []
-        for line in open(paths["trace"]):
-            m = TRACE_LINE.fullmatch(line.rstrip("\n"))
-            assert m, line
-            out["trace"].append((m[1], int(m[2]), int(m[4]), m[5] == "1"))
-        out["log"] = [json.loads(l) for l in open(paths["log"])] if os.path.exists(paths["log"]) else []
-        out["stats"] = dict(l.strip().split("=") for l in open(paths["stats"]))
+        with open(paths["trace"]) as f:
+            for line in f:
+                m = TRACE_LINE.fullmatch(line.rstrip("\n"))
+                assert m, line
+                out["trace"].append((m[1], int(m[2]), int(m[4]), m[5] == "1"))
+        out["log"] = []
+        if os.path.exists(paths["log"]):
+            with open(paths["log"]) as f:
+                out["log"] = [json.loads(l) for l in f]
+        with open(paths["stats"]) as f:
+            out["stats"] = dict(l.strip().split("=") for l in f)
         return out
 
 
