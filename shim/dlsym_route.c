@@ -14,6 +14,17 @@
 void *cg_dlsym_driver_symbol(void *handle, const char *name) __attribute__((visibility("hidden")));
 void *cg_dlsym_early(void *handle, const char *name) __attribute__((visibility("hidden")));
 
+/* What glibc answers for name without capguard's own export: the next
+ * object's symbol if one has it, else NULL with glibc's "undefined symbol"
+ * text in dlerror() -- not the error left by capguard's own look for
+ * libcuda.so.1. (glibc names the object it searched from in that text: here
+ * libcapguard.so, where without capguard it names the caller; the lookup
+ * cannot be made from the caller's place without finding capguard's export.) */
+static void *absent(const char *name) {
+  void *p = cg_real_dlsym(RTLD_NEXT, name);
+  return p ? p : ANSWER_NULL;
+}
+
 void *cg_dlsym_driver_symbol(void *handle, const char *name) {
   int ep = cg_ep_find(name);
   if (ep < 0 || cg_cfg.mode == CG_RUN_OFF || cg_real_dlsym_resolve())
@@ -27,7 +38,7 @@ void *cg_dlsym_driver_symbol(void *handle, const char *name) {
      * capguard were absent: the wrapper when the driver has this entry
      * point, else NULL. */
     if (!cg_driver_loaded() || !cg_driver_ready() || !cg_ep_real[ep])
-      return ANSWER_NULL;
+      return absent(name);
     return p;
   }
   if (!cg_driver_loaded())

@@ -181,6 +181,28 @@ class Robustness(unittest.TestCase):
         self.assertEqual((plain.returncode, plain.stdout, plain.stderr),
                          (shimmed.returncode, shimmed.stdout, shimmed.stderr))
 
+    def test_without_libcuda_dlerror_is_glibcs_own(self):
+        # A failed dlsym(RTLD_DEFAULT, "cu...") leaves glibc's "undefined
+        # symbol" text in dlerror(), not the error of capguard's own look for
+        # libcuda.so.1 (issue 11). A name capguard does not wrap is untouched.
+        import os
+        import subprocess
+        from routes_common import PROBE, SHIM
+        env = dict(os.environ, LD_LIBRARY_PATH="/nonexistent")
+        env.pop("LD_PRELOAD", None)
+        for name in ("cuModuleLoadData", "cuStreamBeginCapture_v2", "cuNoSuchEntryPoint"):
+            with self.subTest(name=name):
+                plain = subprocess.run([PROBE, "--dlsym-default", name], env=env, capture_output=True, text=True)
+                shimmed = subprocess.run([PROBE, "--dlsym-default", name], env=dict(env, LD_PRELOAD=SHIM),
+                                         capture_output=True, text=True)
+                self.assertIn("dlsym_found=0\n", plain.stdout)
+                self.assertIn("dlsym_found=0\n", shimmed.stdout)
+                self.assertRegex(plain.stdout, r"dlerror=\S+: undefined symbol: %s\n" % name)
+                self.assertRegex(shimmed.stdout, r"dlerror=\S+: undefined symbol: %s\n" % name)
+                self.assertNotIn("libcuda", shimmed.stdout)
+                if name == "cuNoSuchEntryPoint":
+                    self.assertEqual(plain.stdout, shimmed.stdout)
+
     def test_dlsym_rtld_next_is_relative_to_the_caller(self):
         # A second interposer that finds the real function with
         # dlsym(RTLD_NEXT, ...) must not get itself back (it would recurse).
