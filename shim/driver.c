@@ -109,6 +109,11 @@ bool cg_driver_ready(void) {
 
 int cg_driver_version(void) { return cg_driver_ready() ? driver_version : 0; }
 
+bool cg_driver_rules_loads(void) {
+  int v = cg_driver_version();
+  return v <= 0 || v < 12030;
+}
+
 int cg_effective_driver_version(void) {
   return cg_cfg.emulate_driver ? cg_cfg.emulate_driver : cg_driver_version();
 }

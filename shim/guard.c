@@ -256,19 +256,32 @@ static void report_unexplained_refusal(cg_event *e, event_scratch *s, CUresult r
   report(e, s);
 }
 
-/* Takes the gate and says whether a capture prohibits this thread; with no
- * prohibition the caller makes the driver call under the gate and releases it. */
-static bool gate_and_check(void) {
-  cg_gate_lock();
-  return prohibitor_count() > 0;
+/* Makes the driver's load and releases the gate (held on entry), after the
+ * driver has answered: no capture may begin or end between capguard's check
+ * and the driver's, so the report says what the driver saw. One exception:
+ * a load from a file on a driver that never refuses loads mid-capture (12.3
+ * and later) is made after the gate is released, since the driver's reading
+ * of a file can block indefinitely (a FIFO, a hung network file system), and
+ * other threads' captures must not wait for it; its verdict cannot change. */
+static CUresult load_and_ungate(const cg_load *l, cg_capture *first) {
+  if (l->path && !cg_driver_rules_loads()) {
+    cg_gate_unlock();
+    return l->invoke(l);
+  }
+  CUresult r = l->invoke(l);
+  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) /* the driver invalidated them: so does the model */
+    invalidate_prohibitors(first);
+  cg_gate_unlock();
+  return r;
 }
 
 CUresult cg_guard_load(const cg_load *l) {
   /* Cheap check first: loads while another thread's capture does not
    * prohibit this one need no inspection. */
-  if (!gate_and_check()) {
-    CUresult r = l->invoke(l);
-    cg_gate_unlock();
+  cg_gate_lock();
+  if (!prohibitor_count()) {
+    cg_capture none;
+    CUresult r = load_and_ungate(l, &none);
     if (r != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
       return r;
     event_scratch *s = calloc(1, sizeof *s);
@@ -298,8 +311,7 @@ CUresult cg_guard_load(const cg_load *l) {
   begin_site site;
   e.n_prohibitors = prohibitor(&e.capture, &site);
   if (!e.n_prohibitors || !s) {
-    CUresult r = l->invoke(l);
-    cg_gate_unlock();
+    CUresult r = load_and_ungate(l, &e.capture);
     if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
       report_unexplained_refusal(&e, s, r);
     free(file);
@@ -317,15 +329,15 @@ CUresult cg_guard_load(const cg_load *l) {
     e.verdict = v;
     if (v == CG_VERDICT_RESCUED || v == CG_VERDICT_FAILED)
       e.driver_result = (int)r;
+    if (v == CG_VERDICT_EMULATED)
+      invalidate_prohibitors(&e.capture);
+    cg_gate_unlock();
   } else {
-    r = l->invoke(l);
+    r = load_and_ungate(l, &e.capture);
     e.driver_result = (int)r;
     e.verdict = verdict_of(r);
   }
   e.result = (int)r;
-  if (e.verdict == CG_VERDICT_REFUSED || e.verdict == CG_VERDICT_EMULATED)
-    invalidate_prohibitors(&e.capture);
-  cg_gate_unlock();
 
   if (r == CUDA_SUCCESS && l->out && *l->out)
     e.module = (uint64_t)(uintptr_t)*l->out;

@@ -113,9 +113,12 @@ void cg_priming_before_begin(void) {
   pthread_mutex_unlock(&prime_lock);
   if (!may_preload)
     return;
-  /* The capture gate (taken before prime_lock, as on the load path) keeps
-   * any capture from beginning between the check below and the loads. */
-  cg_gate_lock();
+  /* On a driver that refuses loads mid-capture, the capture gate (taken
+   * before prime_lock, as on the load path) keeps any capture from beginning
+   * between the check below and the loads. */
+  bool gated = cg_driver_rules_loads();
+  if (gated)
+    cg_gate_lock();
   pthread_mutex_lock(&prime_lock);
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
@@ -144,7 +147,8 @@ void cg_priming_before_begin(void) {
     }
   }
   pthread_mutex_unlock(&prime_lock);
-  cg_gate_unlock();
+  if (gated)
+    cg_gate_unlock();
 }
 
 CUmodule cg_priming_take(const cg_image_info *image) {
