@@ -7,7 +7,9 @@
  * claim. When the caller has only the pointer (limit CG_IMAGE_MAX_BYTES), a
  * third: bytes are read only after cg_mem_check said they are mapped
  * readable, as far as the headers ask and no further (a lying header then
- * makes the image unknown instead of faulting). All offset arithmetic goes
+ * makes the image unknown instead of faulting; memory another thread unmaps
+ * between the check and the read still faults, but then the caller is handing
+ * the driver memory it is freeing). All offset arithmetic goes
  * through overflow-checked helpers, fields are read byte by byte (little
  * endian, no alignment assumptions), and nothing is allocated: this runs
  * inside someone else's process.

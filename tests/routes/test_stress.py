@@ -100,10 +100,13 @@ class Stress(unittest.TestCase):
         unloads = [r for n, _, r, _ in run["trace"] if n == "cuModuleUnload"]
         loads_ok = sum(1 for n, _, r, _ in run["trace"] if n == "cuModuleLoadData" and r == 0)
         self.assertEqual(sum(1 for r in unloads if r == 0), loads_ok)
-        print("%s %d: %d threads x %d captures, %d broken, %d loads, %d unload calls (%d refused), "
-              "%d prohibited module calls" %
+        verdicts = collections.Counter(e["verdict"] for e in run["log"] if e.get("type") == "event")
+        print("%s %d: %d threads x %d captures, %d broken, %d loads, %d unload calls (%d refused by the driver), "
+              "%d module calls the driver saw as prohibited, all matched in the log; verdicts %s; modules live "
+              "at exit %s" %
               (mode, driver, THREADS, ITERATIONS, t["ends_broken"], t["loads"], t["unload_calls"],
-               t["unloads_failed"], sum(1 for c in run["trace"] if c[0] in MODULE_CALLS and c[3])))
+               t["unloads_failed"], sum(1 for c in run["trace"] if c[0] in MODULE_CALLS and c[3]),
+               dict(verdicts), run["stats"]["modules_live"]))
         return run
 
     def test_guard_13_0_breaks_nothing(self):
