@@ -18,11 +18,17 @@
 #define FC_IMAGE_MAX ((size_t)1 << 30)   /* larger "images" are garbage, not kernels */
 #define EM_CUDA_MACHINE 190
 
-/* Whether [p, p + n) can be read without a fault. */
+/* The buffer an image read from a file lies in (a plain static: every entry point
+ * runs under the fake's one lock); NULL when only the pointer is known. */
+static const unsigned char *bound_lo, *bound_hi;
+
+/* Whether [p, p + n) can be read without a fault (and lies inside the bounds). */
 static int readable(const void *p, size_t n)
 {
   char sink[4096];
   const unsigned char *b = p;
+  if (bound_lo != NULL && (b < bound_lo || b > bound_hi || n > (size_t)(bound_hi - b)))
+    return 0;
   while (n > 0) {
     size_t len = n < sizeof(sink) ? n : sizeof(sink);
     struct iovec local = { sink, len }, remote = { (void *)(uintptr_t)b, len };
@@ -115,7 +121,9 @@ static size_t text_len(const unsigned char *img)
   size_t n = 0;
   while (n < FC_IMAGE_MAX) {
     size_t step = 4096 - (size_t)((uintptr_t)(img + n) % 4096);
-    if (!readable(img + n, step))
+    if (bound_hi != NULL && step > (size_t)(bound_hi - (img + n)))
+      step = (size_t)(bound_hi - (img + n));
+    if (step == 0 || !readable(img + n, step))
       return FC_IMAGE_MAX;
     const unsigned char *nul = memchr(img + n, '\0', step);
     if (nul != NULL)
@@ -137,8 +145,21 @@ static int starts_with(const unsigned char *img, const unsigned char *magic, siz
 static const unsigned char fatbin_magic[4] = { 0x50, 0xED, 0x55, 0xBA };   /* 0xBA55ED50 */
 static const unsigned char wrapper_magic[4] = { 0xB1, 0x43, 0x62, 0x46 };  /* 0x466243B1 */
 
-CUresult fc_image_inspect(const void *image, int sm, enum fc_image_kind *kind,
+static CUresult inspect(const void *image, int sm, enum fc_image_kind *kind, const unsigned char **start,
+                        size_t *size);
+
+CUresult fc_image_inspect(const void *image, size_t limit, int sm, enum fc_image_kind *kind,
                           const unsigned char **start, size_t *size)
+{
+  bound_lo = limit ? image : NULL;
+  bound_hi = limit ? (const unsigned char *)image + limit : NULL;
+  CUresult rc = inspect(image, sm, kind, start, size);
+  bound_lo = bound_hi = NULL;
+  return rc;
+}
+
+static CUresult inspect(const void *image, int sm, enum fc_image_kind *kind, const unsigned char **start,
+                        size_t *size)
 {
   const unsigned char *img = image;
   if (starts_with(img, wrapper_magic, 4)) {

@@ -131,7 +131,7 @@ enum fc_image_kind { FC_IMG_CUBIN = 1, FC_IMG_FATBIN, FC_IMG_PTX };
 /* Recognises a cubin, fatbin (or its wrapper) or PTX text and measures it from its own
  * headers. *start is where the image bytes begin (differs from image for the wrapper).
  * Returns CUDA_ERROR_INVALID_IMAGE or CUDA_ERROR_NO_BINARY_FOR_GPU on rejection. */
-CUresult fc_image_inspect(const void *image, int sm, enum fc_image_kind *kind,
+CUresult fc_image_inspect(const void *image, size_t limit, int sm, enum fc_image_kind *kind,
                           const unsigned char **start, size_t *size);
 /* Whether name is a kernel/global of the image (see fake_image.c for the rule). */
 int fc_image_has_name(enum fc_image_kind kind, const unsigned char *img, size_t size,
