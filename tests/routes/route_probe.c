@@ -323,12 +323,6 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--second") && v) { opt.second = 1; opt.second_mode = parse_mode(argv[++i]); }
     else if (!strcmp(a, "--second-ctx")) opt.second_ctx = 1;
     else if (!strcmp(a, "--guard-image")) opt.guard_image = 1;
-    else if (!strcmp(a, "--dlsym-default") && v) { /* look one name up, say what dlerror says, exit */
-      void *p = dlsym(RTLD_DEFAULT, argv[++i]);
-      const char *err = dlerror();
-      printf("dlsym_found=%d\ndlerror=%s\n", p != NULL, err ? err : "(none)");
-      return 0;
-    }
     else if (!strcmp(a, "--second-begin") && v) opt.second_begin = argv[++i];
     else if (!strcmp(a, "--second-end") && v) opt.second_end = argv[++i];
     else

@@ -1,0 +1,18 @@
+/* dlsym(RTLD_DEFAULT, NAME) from the main program and from a shared object
+ * (dlsym_caller.c); prints whether it was found and what dlerror() said. */
+#include <dlfcn.h>
+#include <stdio.h>
+
+void cg_test_dlsym_default(const char *name);
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: dlsym_probe NAME\n");
+    return 2;
+  }
+  void *p = dlsym(RTLD_DEFAULT, argv[1]);
+  const char *err = dlerror();
+  printf("main_dlsym_found=%d\nmain_dlerror=%s\n", p != NULL, err ? err : "(none)");
+  cg_test_dlsym_default(argv[1]);
+  return 0;
+}
