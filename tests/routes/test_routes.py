@@ -211,6 +211,14 @@ class Robustness(unittest.TestCase):
                 self.assertNotIn("libcuda", shimmed.stdout)
                 if name == "cuNoSuchEntryPoint":
                     self.assertEqual(shimmed.stdout, plain.stdout)
+        # A wrapped name another object defines: found as glibc finds it, and
+        # dlerror() stays empty after the successful lookup.
+        plain = subprocess.run([probe, "cuLibraryUnload"], env=env, capture_output=True, text=True)
+        shimmed = subprocess.run([probe, "cuLibraryUnload"], env=dict(env, LD_PRELOAD=SHIM), capture_output=True,
+                                 text=True)
+        self.assertIn("main_dlsym_found=1\nmain_dlerror=(none)\nlib_dlsym_found=1\nlib_dlerror=(none)\n"
+                      "handle_dlsym_found=1\nhandle_dlerror=(none)\n", plain.stdout)
+        self.assertEqual(shimmed.stdout, plain.stdout)
 
     def test_dlsym_rtld_next_is_relative_to_the_caller(self):
         # A second interposer that finds the real function with
