@@ -271,6 +271,7 @@ static void put_image_json(out_t *o, const cg_image_info *im) {
   bool truncated = im->names_truncated || seen < im->n_kernels;
   put(o, "],\"kernels_truncated\":");
   put(o, truncated ? "true" : "false");
+  if (im->kind == CG_IMAGE_UNKNOWN && im->why_unknown) put_kv_str(o, "why_unknown", im->why_unknown);
   put_c(o, '}');
 }
 

@@ -4,11 +4,14 @@
 #include "guard.h"
 #include "wrapper.h"
 
-static CUresult begun(CUresult r, CUstream s, bool ptsz, CUstreamCaptureMode mode, bool into_graph) {
-  if (r == CUDA_SUCCESS)
-    cg_capture_begun(cg_stream_key(s, ptsz), (cg_capture_mode)mode, into_graph);
-  return r;
-}
+/* Each begin: the driver's call between cg_capture_begin_enter and _leave. */
+#define BEGIN(call, s, ptsz, mode, into_graph)                                                           \
+  do {                                                                                                   \
+    void *site_ = cg_capture_begin_enter();                                                              \
+    CUresult r_ = (call);                                                                                \
+    cg_capture_begin_leave(site_, r_, cg_stream_key((s), (ptsz)), (cg_capture_mode)(mode), (into_graph)); \
+    return r_;                                                                                           \
+  } while (0)
 
 typedef CUresult (*begin_v1_fn)(CUstream);
 typedef CUresult (*begin_v2_fn)(CUstream, CUstreamCaptureMode);
@@ -22,32 +25,28 @@ CG_WRAPPER(CUresult, cuStreamBeginCapture, (CUstream s)) {
   CG_REAL_OR_RETURN(cuStreamBeginCapture, begin_v1_fn, real);
   if (off())
     return real(s);
-  cg_before_capture_begin();
-  return begun(real(s), s, false, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
+  BEGIN(real(s), s, false, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
 }
 
 CG_WRAPPER(CUresult, cuStreamBeginCapture_ptsz, (CUstream s)) {
   CG_REAL_OR_RETURN(cuStreamBeginCapture_ptsz, begin_v1_fn, real);
   if (off())
     return real(s);
-  cg_before_capture_begin();
-  return begun(real(s), s, true, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
+  BEGIN(real(s), s, true, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
 }
 
 CG_WRAPPER(CUresult, cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode)) {
   CG_REAL_OR_RETURN(cuStreamBeginCapture_v2, begin_v2_fn, real);
   if (off())
     return real(s, mode);
-  cg_before_capture_begin();
-  return begun(real(s, mode), s, false, mode, false);
+  BEGIN(real(s, mode), s, false, mode, false);
 }
 
 CG_WRAPPER(CUresult, cuStreamBeginCapture_v2_ptsz, (CUstream s, CUstreamCaptureMode mode)) {
   CG_REAL_OR_RETURN(cuStreamBeginCapture_v2_ptsz, begin_v2_fn, real);
   if (off())
     return real(s, mode);
-  cg_before_capture_begin();
-  return begun(real(s, mode), s, true, mode, false);
+  BEGIN(real(s, mode), s, true, mode, false);
 }
 
 typedef CUresult (*begin_to_graph_fn)(CUstream, CUgraph, const CUgraphNode *, const CUgraphEdgeData *,
@@ -59,8 +58,7 @@ CG_WRAPPER(CUresult, cuStreamBeginCaptureToGraph,
   CG_REAL_OR_RETURN(cuStreamBeginCaptureToGraph, begin_to_graph_fn, real);
   if (off())
     return real(s, g, deps, data, n, mode);
-  cg_before_capture_begin();
-  return begun(real(s, g, deps, data, n, mode), s, false, mode, true);
+  BEGIN(real(s, g, deps, data, n, mode), s, false, mode, true);
 }
 
 CG_WRAPPER(CUresult, cuStreamBeginCaptureToGraph_ptsz,
@@ -69,24 +67,23 @@ CG_WRAPPER(CUresult, cuStreamBeginCaptureToGraph_ptsz,
   CG_REAL_OR_RETURN(cuStreamBeginCaptureToGraph_ptsz, begin_to_graph_fn, real);
   if (off())
     return real(s, g, deps, data, n, mode);
-  cg_before_capture_begin();
-  return begun(real(s, g, deps, data, n, mode), s, true, mode, true);
+  BEGIN(real(s, g, deps, data, n, mode), s, true, mode, true);
 }
 
 CG_WRAPPER(CUresult, cuStreamEndCapture, (CUstream s, CUgraph *graph)) {
   CG_REAL_OR_RETURN(cuStreamEndCapture, end_fn, real);
-  CUresult r = real(s, graph);
-  if (off() || cg_nothing_captures())
-    return r;
-  return cg_capture_ended(cg_stream_key(s, false), r, graph);
+  if (off())
+    return real(s, graph);
+  cg_capture_end_enter();
+  return cg_capture_end_leave(cg_stream_key(s, false), real(s, graph), graph);
 }
 
 CG_WRAPPER(CUresult, cuStreamEndCapture_ptsz, (CUstream s, CUgraph *graph)) {
   CG_REAL_OR_RETURN(cuStreamEndCapture_ptsz, end_fn, real);
-  CUresult r = real(s, graph);
-  if (off() || cg_nothing_captures())
-    return r;
-  return cg_capture_ended(cg_stream_key(s, true), r, graph);
+  if (off())
+    return real(s, graph);
+  cg_capture_end_enter();
+  return cg_capture_end_leave(cg_stream_key(s, true), real(s, graph), graph);
 }
 
 CG_WRAPPER(CUresult, cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode * mode)) {

@@ -50,8 +50,10 @@ bool cg_driver_loaded(void) {
   if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY)
     return true;
   void *h = dlopen(libcuda_name, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-  if (!h)
+  if (!h) {
+    (void)dlerror(); /* capguard's question is not the caller's error (its dlsym may succeed) */
     return false;
+  }
   dlclose(h);
   return true;
 }
@@ -68,6 +70,7 @@ static void resolve(void) {
   if (!h)
     h = dlopen(libcuda_name, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
+    (void)dlerror(); /* not the caller's error */
     __atomic_store_n(&drv_state, DRV_ABSENT, __ATOMIC_RELEASE);
     return;
   }
@@ -109,6 +112,11 @@ bool cg_driver_ready(void) {
 }
 
 int cg_driver_version(void) { return cg_driver_ready() ? driver_version : 0; }
+
+bool cg_driver_rules_loads(void) {
+  int v = cg_driver_version();
+  return v <= 0 || v < 12030;
+}
 
 int cg_effective_driver_version(void) {
   return cg_cfg.emulate_driver ? cg_cfg.emulate_driver : cg_driver_version();

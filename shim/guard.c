@@ -16,6 +16,22 @@
 #include "stack.h"
 
 unsigned cg_open_captures;
+unsigned cg_begins_in_flight;
+
+/* The capture gate. Capture begins and ends hold it shared from before the
+ * driver's call until the model has the result; every call whose outcome
+ * depends on which captures are open (a load or unload while something
+ * captures, a deferred unload, a priming preload) holds it exclusive from the
+ * check until the driver has answered. So whenever capguard decides, the
+ * model is what the driver sees: no capture can be begun (or ended) in the
+ * driver and not yet (or no longer) in the model, and none can be begun
+ * between capguard's check and the driver's call. Writer-preferring, so that
+ * a stream of begins cannot starve a decision; nothing takes it twice on one
+ * thread. Never held across a report, a log write or the loader's lock. */
+static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
+void cg_gate_lock(void) { pthread_rwlock_wrlock(&gate); }
+void cg_gate_unlock(void) { pthread_rwlock_unlock(&gate); }
 
 static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
 static cg_model *model;
@@ -64,12 +80,30 @@ void cg_guard_init(void) {
     model = cg_model_new();
 }
 
-void cg_before_capture_begin(void) { cg_priming_before_begin(); }
-
-void cg_capture_begun(uint64_t key, cg_capture_mode mode, bool into_graph) {
+void *cg_capture_begin_enter(void) {
+  cg_priming_before_begin();
+  /* The begin site is taken before the gate: the first backtrace may take
+   * the loader's lock, and a thread inside dlopen may be waiting for the gate. */
   begin_site *site = malloc(sizeof *site);
   if (site)
     site->n = backtrace(site->frames, BEGIN_SITE_FRAMES);
+  pthread_rwlock_rdlock(&gate);
+  __atomic_add_fetch(&cg_begins_in_flight, 1, __ATOMIC_ACQ_REL);
+  return site;
+}
+
+static void capture_begun(uint64_t key, cg_capture_mode mode, bool into_graph, begin_site *site);
+
+void cg_capture_begin_leave(void *site, CUresult r, uint64_t key, cg_capture_mode mode, bool into_graph) {
+  if (r == CUDA_SUCCESS)
+    capture_begun(key, mode, into_graph, site);
+  else
+    free(site);
+  __atomic_sub_fetch(&cg_begins_in_flight, 1, __ATOMIC_ACQ_REL);
+  pthread_rwlock_unlock(&gate);
+}
+
+static void capture_begun(uint64_t key, cg_capture_mode mode, bool into_graph, begin_site *site) {
   CUcontext ctx = NULL;
   if (cg_drv.CtxGetCurrent)
     cg_drv.CtxGetCurrent(&ctx);
@@ -95,11 +129,14 @@ void cg_capture_begun(uint64_t key, cg_capture_mode mode, bool into_graph) {
   pthread_mutex_unlock(&model_lock);
 }
 
-CUresult cg_capture_ended(uint64_t key, CUresult r, CUgraph *graph) {
+void cg_capture_end_enter(void) { pthread_rwlock_rdlock(&gate); }
+
+CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
   pthread_mutex_lock(&model_lock);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;
   if (!open) {
     pthread_mutex_unlock(&model_lock);
+    pthread_rwlock_unlock(&gate);
     return r;
   }
   /* The model says invalid but the driver returned a graph: capguard itself
@@ -114,6 +151,7 @@ CUresult cg_capture_ended(uint64_t key, CUresult r, CUgraph *graph) {
     captures_broken++;
   __atomic_store_n(&cg_open_captures, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
   pthread_mutex_unlock(&model_lock);
+  pthread_rwlock_unlock(&gate);
 
   if (emulated_break && graph && *graph) {
     if (cg_drv.GraphDestroy)
@@ -131,21 +169,28 @@ CUresult cg_capture_ended(uint64_t key, CUresult r, CUgraph *graph) {
   return r;
 }
 
-/* The open capture that prohibits this thread (oldest first), copied out
- * under the lock, and how many do. */
-static size_t prohibitor(cg_capture *first, char *began, size_t began_cap) {
+/* How many open captures prohibit this thread. */
+static size_t prohibitor_count(void) {
+  pthread_mutex_lock(&model_lock);
+  size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), NULL, 0) : 0;
+  pthread_mutex_unlock(&model_lock);
+  return n;
+}
+
+/* The open capture that prohibits this thread (oldest first) and where it
+ * began, copied out under the lock, and how many do. Counts the event. */
+static size_t prohibitor(cg_capture *first, begin_site *site) {
   cg_capture *p[1];
-  begin_site site = {.n = 0};
+  site->n = 0;
   pthread_mutex_lock(&model_lock);
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, 1) : 0;
   if (n) {
     *first = *p[0];
     cg_model_count_event(model, cg_self_tid(), cg_self_mode());
     if (p[0]->user)
-      site = *(const begin_site *)p[0]->user;
+      *site = *(const begin_site *)p[0]->user;
   }
   pthread_mutex_unlock(&model_lock);
-  begin_site_text(&site, began, began_cap);
   return n;
 }
 
@@ -165,6 +210,7 @@ typedef struct {
   cg_py_frame py[CG_MAX_PY_FRAMES];
   char py_buf[8192];
   char began[512];
+  begin_site site;
   cg_image_info image;
 } event_scratch;
 
@@ -175,6 +221,7 @@ static void report(cg_event *e, event_scratch *s) {
   e->thread_mode = cg_self_mode();
   e->driver_version = cg_driver_version();
   e->emulated_version = cg_cfg.emulate_driver;
+  begin_site_text(&s->site, s->began, sizeof s->began); /* dladdr: never under model_lock or the gate */
   e->capture_began = s->began;
   size_t n = cg_native_stack(0, s->native, CG_MAX_NATIVE_FRAMES, s->native_buf, sizeof s->native_buf);
   /* Start at the caller of the driver entry point: capguard's own frames
@@ -199,38 +246,99 @@ static cg_verdict verdict_of(CUresult r) {
   return CG_VERDICT_FAILED;
 }
 
+/* A load or unload the driver refused although capguard saw no capture
+ * prohibiting the thread (a capture begun where capguard could not see it):
+ * reported all the same, so that no refusal goes unsaid. */
+static void report_unexplained_refusal(cg_event *e, event_scratch *s, CUresult r) {
+  e->driver_result = (int)r;
+  e->result = (int)r;
+  e->verdict = CG_VERDICT_REFUSED;
+  report(e, s);
+}
+
+/* Makes the driver's load and releases the gate (held on entry), after the
+ * driver has answered: no capture may begin or end between capguard's check
+ * and the driver's, so the report says what the driver saw. One exception:
+ * a load from a file on a driver that never refuses loads mid-capture (12.3
+ * and later) is made after the gate is released, since the driver's reading
+ * of a file can block indefinitely (a FIFO, a hung network file system), and
+ * other threads' captures must not wait for it; its verdict cannot change. */
+static CUresult load_and_ungate(const cg_load *l, cg_capture *first) {
+  if (l->path && !cg_driver_rules_loads()) {
+    cg_gate_unlock();
+    return l->invoke(l);
+  }
+  CUresult r = l->invoke(l);
+  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) /* the driver invalidated them: so does the model */
+    invalidate_prohibitors(first);
+  cg_gate_unlock();
+  return r;
+}
+
 CUresult cg_guard_load(const cg_load *l) {
+  /* Cheap check first: loads while another thread's capture does not
+   * prohibit this one need no inspection. */
+  cg_gate_lock();
+  if (!prohibitor_count()) {
+    cg_capture none;
+    CUresult r = load_and_ungate(l, &none);
+    if (r != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+      return r;
+    event_scratch *s = calloc(1, sizeof *s);
+    if (s) {
+      cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep]};
+      report_unexplained_refusal(&e, s, r);
+      free(s);
+    }
+    return r;
+  }
+  cg_gate_unlock();
+
   event_scratch *s = calloc(1, sizeof *s);
-  if (!s)
-    return l->invoke(l);
-  cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep], .driver_result = -1};
-  e.n_prohibitors = prohibitor(&e.capture, s->began, sizeof s->began);
-  if (!e.n_prohibitors) {
-    free(s);
-    return l->invoke(l);
-  }
   size_t file_size = 0;
-  void *file = l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
+  void *file = s && l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
   const void *img = file ? file : l->image;
-  if (img) {
-    cg_image_inspect(img, file ? file_size : CG_IMAGE_MAX_BYTES, &s->image);
-    e.image = &s->image;
+  bool malformed = false;
+  if (s && img) {
+    /* An in-memory image has no length: inspected with CG_IMAGE_MAX_BYTES,
+     * so that every byte is probed readable before it is read. */
+    malformed = cg_image_inspect(img, file ? file_size : CG_IMAGE_MAX_BYTES, &s->image) != 0;
   }
+
+  /* Inspection happened outside the gate; now decide and call under it. */
+  cg_gate_lock();
+  cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep], .driver_result = -1};
+  begin_site site;
+  e.n_prohibitors = prohibitor(&e.capture, &site);
+  if (!e.n_prohibitors || !s) {
+    CUresult r = load_and_ungate(l, &e.capture);
+    if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+      report_unexplained_refusal(&e, s, r);
+    free(file);
+    free(s);
+    return r;
+  }
+  if (img)
+    e.image = &s->image;
 
   CUresult r;
   cg_verdict v;
-  if (cg_policy_load(l, e.image, &r, &v)) {
+  /* A malformed image is the driver's business: it gets the driver's own
+   * answer, in every mode, and nothing of capguard's policy. */
+  if (!malformed && cg_policy_load(l, e.image, &r, &v)) {
     e.verdict = v;
     if (v == CG_VERDICT_RESCUED || v == CG_VERDICT_FAILED)
       e.driver_result = (int)r;
+    if (v == CG_VERDICT_EMULATED)
+      invalidate_prohibitors(&e.capture);
+    cg_gate_unlock();
   } else {
-    r = l->invoke(l);
+    r = load_and_ungate(l, &e.capture);
     e.driver_result = (int)r;
     e.verdict = verdict_of(r);
   }
   e.result = (int)r;
-  if (e.verdict == CG_VERDICT_REFUSED || e.verdict == CG_VERDICT_EMULATED)
-    invalidate_prohibitors(&e.capture);
+
   if (r == CUDA_SUCCESS && l->out && *l->out)
     e.module = (uint64_t)(uintptr_t)*l->out;
   /* Every load that was not served is recorded, with how many loads of
@@ -239,6 +347,7 @@ CUresult cg_guard_load(const cg_load *l) {
   if (e.image && e.image->kind != CG_IMAGE_UNKNOWN && e.verdict != CG_VERDICT_SERVED &&
       e.verdict != CG_VERDICT_FAILED)
     cg_priming_record(e.image, l->is_library);
+  s->site = site;
   report(&e, s);
   free(file);
   free(s);
@@ -247,14 +356,18 @@ CUresult cg_guard_load(const cg_load *l) {
 
 CUresult cg_guard_unload(const cg_unload *u) {
   event_scratch *s = calloc(1, sizeof *s);
-  if (!s)
-    return u->invoke(u->handle);
   cg_event e = {.kind = CG_EV_MODULE_UNLOAD, .call = cg_ep_name[u->ep], .driver_result = -1,
                 .module = (uint64_t)(uintptr_t)u->handle};
-  e.n_prohibitors = prohibitor(&e.capture, s->began, sizeof s->began);
-  if (!e.n_prohibitors) {
+  begin_site site;
+  cg_gate_lock();
+  e.n_prohibitors = prohibitor(&e.capture, &site);
+  if (!e.n_prohibitors || !s) {
+    CUresult r = u->invoke(u->handle);
+    cg_gate_unlock();
+    if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+      report_unexplained_refusal(&e, s, r);
     free(s);
-    return u->invoke(u->handle);
+    return r;
   }
   CUresult r;
   if (cg_policy_defer_unload(u)) {
@@ -267,19 +380,16 @@ CUresult cg_guard_unload(const cg_unload *u) {
     if (e.verdict == CG_VERDICT_REFUSED)
       invalidate_prohibitors(&e.capture);
   }
+  cg_gate_unlock();
   e.result = (int)r;
+  s->site = site;
   report(&e, s);
   free(s);
   return r;
 }
 
 /* True when no open capture prohibits the calling thread (deferred work may run). */
-bool cg_guard_self_unprohibited(void) {
-  pthread_mutex_lock(&model_lock);
-  size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), NULL, 0) : 0;
-  pthread_mutex_unlock(&model_lock);
-  return n == 0;
-}
+bool cg_guard_self_unprohibited(void) { return prohibitor_count() == 0; }
 
 size_t cg_guard_prohibitor_refs(cg_capture_ref *out, size_t cap) {
   cg_capture *p[16];
@@ -307,10 +417,18 @@ bool cg_guard_refs_closed(const cg_capture_ref *refs, size_t n) {
 /* Fork: a child inherits the parent's memory but none of its other threads,
  * so the lock must not be held across fork and the child's model starts
  * empty (CUDA captures do not survive fork). */
-void cg_guard_atfork_prepare(void) { pthread_mutex_lock(&model_lock); }
-void cg_guard_atfork_parent(void) { pthread_mutex_unlock(&model_lock); }
+void cg_guard_atfork_prepare(void) {
+  pthread_rwlock_wrlock(&gate);
+  pthread_mutex_lock(&model_lock);
+}
+void cg_guard_atfork_parent(void) {
+  pthread_mutex_unlock(&model_lock);
+  pthread_rwlock_unlock(&gate);
+}
 void cg_guard_atfork_child(void) {
   pthread_mutex_init(&model_lock, NULL);
+  gate = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+  cg_begins_in_flight = 0;
   /* The parent's captures are leaked in the child rather than freed: their
    * user pointers belong to the parent's bookkeeping. Small and one-off. */
   model = cg_model_new();

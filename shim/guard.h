@@ -13,10 +13,15 @@
 #include "capguard/event.h"
 #include "entry_points.h"
 
-/* Open captures in this process; the fast path's one atomic load. */
+/* Open captures in this process, and capture begins the driver may be
+ * answering right now; the fast path's two atomic loads. A begin counts from
+ * before the driver sees it, so a call that reads both as zero cannot meet a
+ * capture the driver has and capguard has not. */
 extern unsigned cg_open_captures;
+extern unsigned cg_begins_in_flight;
 static inline bool cg_nothing_captures(void) {
-  return __atomic_load_n(&cg_open_captures, __ATOMIC_ACQUIRE) == 0;
+  return __atomic_load_n(&cg_begins_in_flight, __ATOMIC_ACQUIRE) == 0 &&
+         __atomic_load_n(&cg_open_captures, __ATOMIC_ACQUIRE) == 0;
 }
 
 uint64_t cg_self_tid(void);
@@ -27,13 +32,23 @@ void cg_set_self_mode(cg_capture_mode mode);
  * different stream on every thread. */
 uint64_t cg_stream_key(CUstream s, bool ptsz);
 
-/* Called before the driver sees a capture begin (priming runs here). */
-void cg_before_capture_begin(void);
-void cg_capture_begun(uint64_t stream_key, cg_capture_mode mode, bool into_graph);
-/* Called after the driver's end; returns the result for the caller (an
- * emulated invalidation turns success into CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
- * and discards the graph). */
-CUresult cg_capture_ended(uint64_t stream_key, CUresult driver_result, CUgraph *graph);
+/* A capture begin: _enter before the driver's call (priming runs here, the
+ * begin site is taken, the gate is held shared), _leave after it with the
+ * driver's result (the model learns of the capture, the gate is released). */
+void *cg_capture_begin_enter(void);
+void cg_capture_begin_leave(void *site, CUresult driver_result, uint64_t stream_key, cg_capture_mode mode,
+                            bool into_graph);
+/* A capture end: _enter before the driver's call (gate shared), _leave after
+ * it; returns the result for the caller (an emulated invalidation turns
+ * success into CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and discards the graph),
+ * then runs deferred unloads that may now run. */
+void cg_capture_end_enter(void);
+CUresult cg_capture_end_leave(uint64_t stream_key, CUresult driver_result, CUgraph *graph);
+
+/* The capture gate, held exclusive (see guard.c): no capture begins or ends
+ * while it is held. For calls that must not race a begin. */
+void cg_gate_lock(void);
+void cg_gate_unlock(void);
 
 /* A load as a wrapper hands it over: what to inspect, and how to make the
  * real call. */

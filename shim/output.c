@@ -66,21 +66,28 @@ static int write_all(int fd, const char *buf, size_t len, size_t *written) {
   return err;
 }
 
+/* A warning is one line, whatever it quotes: values from the environment
+ * (CAPGUARD_MODE, paths) may hold newlines or terminal escape sequences, so
+ * control characters are written as \xNN, never raw. */
 void cg_warn(const char *fmt, ...) {
-  char line[1024];
-  int n = snprintf(line, sizeof line, "capguard: ");
+  char msg[1024], line[4 * sizeof msg + 16];
   va_list ap;
   va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  int m = vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-  if (len > sizeof line - 2)
-    len = sizeof line - 2;
-  /* What is echoed (CAPGUARD_MODE's value, a path) may hold escape sequences
-   * or newlines: none reaches the terminal, and a warning stays one line. */
-  for (size_t i = 0; i < len; i++)
-    if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
-      line[i] = '?';
+  size_t mlen = m < 0 ? 0 : (size_t)m < sizeof msg ? (size_t)m : sizeof msg - 1;
+  size_t len = (size_t)snprintf(line, sizeof line, "capguard: ");
+  for (size_t i = 0; i < mlen; i++) {
+    unsigned char c = (unsigned char)msg[i];
+    if (c < 0x20 || c == 0x7f) {
+      line[len++] = '\\';
+      line[len++] = 'x';
+      line[len++] = "0123456789abcdef"[c >> 4];
+      line[len++] = "0123456789abcdef"[c & 0xf];
+    } else {
+      line[len++] = (char)c;
+    }
+  }
   line[len++] = '\n';
   write_all(2, line, len, NULL); /* stderr: nowhere to complain to, best effort */
 }

@@ -207,6 +207,17 @@ void cg_priming_before_begin(void) {
    * prime learn names it): queries that are allowed during capture. */
   if (!device_sm)
     device_sm = (unsigned)device_arch();
+  bool may_preload = priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)));
+  pthread_mutex_unlock(&prime_lock);
+  if (!may_preload)
+    return;
+  /* On a driver that refuses loads mid-capture, the capture gate (taken
+   * before prime_lock, as on the load path) keeps any capture from beginning
+   * between the check below and the loads. */
+  bool gated = cg_driver_rules_loads();
+  if (gated)
+    cg_gate_lock();
+  pthread_mutex_lock(&prime_lock);
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
   if (priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_guard_self_unprohibited()) {
@@ -219,6 +230,8 @@ void cg_priming_before_begin(void) {
     }
   }
   pthread_mutex_unlock(&prime_lock);
+  if (gated)
+    cg_gate_unlock();
 }
 
 void *cg_priming_take(const cg_image_info *image, bool library) {

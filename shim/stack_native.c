@@ -106,13 +106,15 @@ __attribute__((noinline)) size_t cg_native_stack(int skip, const char **out, siz
   return n;
 }
 
-/* Frames to skip for "where": capguard's own, and the CUDA libraries the
- * call went through (driver libcuda.so.1, runtime libcudart.so.12 or a
- * wheel's libcudart-<hash>.so.12). */
+/* Frames to skip for "where": capguard's own, the CUDA libraries the call
+ * went through (driver libcuda.so.1, runtime libcudart.so.12 or a wheel's
+ * libcudart-<hash>.so.12), and a sanitizer runtime's interceptor of
+ * backtrace() in a sanitized build. */
 static bool uninteresting(const Dl_info *info, const void *own_base) {
   if (info->dli_fbase == own_base) return true;
   const char *b = base_name(info->dli_fname);
-  return strncmp(b, "libcuda.so", 10) == 0 || strncmp(b, "libcudart", 9) == 0;
+  return strncmp(b, "libcuda.so", 10) == 0 || strncmp(b, "libcudart", 9) == 0 ||
+         strncmp(b, "libclang_rt.", 12) == 0 || strncmp(b, "libasan.so", 10) == 0;
 }
 
 size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap) {
