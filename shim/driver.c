@@ -8,6 +8,7 @@
 #include "config.h"
 #include "entry_points.h"
 #include "output.h"
+#include "warn.h"
 #include "real_dlsym.h"
 
 cg_driver_calls cg_drv;
