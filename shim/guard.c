@@ -145,12 +145,18 @@ CUresult cg_guard_load(const cg_load *l) {
       cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep]};
       report_unexplained_refusal(&e, s, r);
       free(s);
+    } else {
+      cg_warn_oom("a refused load's report");
     }
     return r;
   }
   cg_gate_unlock();
 
+  /* Without room for the event, the load goes to the driver as it would
+   * without capguard. */
   event_scratch *s = calloc(1, sizeof *s);
+  if (!s)
+    cg_warn_oom("a load's report");
   size_t file_size = 0;
   void *file = s && l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
   const void *img = file ? file : l->image;
@@ -212,6 +218,8 @@ CUresult cg_guard_load(const cg_load *l) {
 
 CUresult cg_guard_unload(const cg_unload *u) {
   event_scratch *s = calloc(1, sizeof *s);
+  if (!s)
+    cg_warn_oom("an unload's report");
   cg_event e = {.kind = CG_EV_MODULE_UNLOAD, .call = cg_ep_name[u->ep], .driver_result = -1,
                 .module = (uint64_t)(uintptr_t)u->handle};
   cg_begin_site site;
@@ -226,7 +234,8 @@ CUresult cg_guard_unload(const cg_unload *u) {
     return r;
   }
   CUresult r;
-  if (cg_policy_defer_unload(u)) {
+  bool defer_oom = false;
+  if (cg_policy_defer_unload(u, &defer_oom)) {
     r = CUDA_SUCCESS;
     e.verdict = CG_VERDICT_DEFERRED;
   } else {
@@ -237,6 +246,8 @@ CUresult cg_guard_unload(const cg_unload *u) {
       invalidate_prohibitors(&e.capture);
   }
   cg_gate_unlock();
+  if (defer_oom)
+    cg_warn_oom("a deferred unload"); /* said after the gate: stderr may block */
   e.result = (int)r;
   s->site = site;
   report(&e, s);

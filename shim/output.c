@@ -9,6 +9,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+/* uthash's default reaction to a failed malloc is exit(): in someone else's
+ * process that is unacceptable. With non-fatal OOM a failed add leaves the
+ * element out of the table, which first_sighting detects with a lookup. */
+#define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
 #include "capguard/image.h"
@@ -33,7 +37,11 @@ static int quiet_kind_said;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Seen events for stderr de-duplication, keyed by a hash of what makes two
- * events the same to a person: call, verdict, image and call site. */
+ * events the same to a person: call, verdict, image and call site. Bounded:
+ * past SEEN_MAX distinct events (or out of memory) a new one is printed and
+ * not remembered, so nothing new is ever hidden and the table never grows
+ * with a pathological program. */
+#define SEEN_MAX 4096
 typedef struct {
   cg_hash128 key;
   uint64_t count;
@@ -180,12 +188,18 @@ static int first_sighting(const cg_event *e) {
     repeats_hidden++;
     return 0;
   }
+  if (HASH_COUNT(seen) >= SEEN_MAX)
+    return 1;
   s = calloc(1, sizeof *s);
-  if (s) {
-    s->key = k;
-    s->count = 1;
-    HASH_ADD(hh, seen, key, sizeof s->key, s);
-  }
+  if (!s)
+    return 1;
+  s->key = k;
+  s->count = 1;
+  HASH_ADD(hh, seen, key, sizeof s->key, s);
+  seen_event *added = NULL;
+  HASH_FIND(hh, seen, &k, sizeof k, added);
+  if (added != s) /* the add ran out of memory */
+    free(s);
   return 1;
 }
 

@@ -80,7 +80,7 @@ static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_unload *pending;
 static unsigned pending_count;
 
-bool cg_policy_defer_unload(const cg_unload *u) {
+bool cg_policy_defer_unload(const cg_unload *u, bool *oom) {
   if (cg_cfg.mode != CG_RUN_GUARD)
     return false;
   cg_capture_ref refs[MAX_WAITED_FOR];
@@ -103,6 +103,7 @@ bool cg_policy_defer_unload(const cg_unload *u) {
     __atomic_add_fetch(&pending_count, 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&pending_lock);
+  *oom = p == NULL;
   return p != NULL;
 }
 

@@ -143,7 +143,7 @@ static void preload(context_pool *p) {
   if (!p->slots || !p->first) {
     free(p->slots), free(p->first);
     p->slots = NULL, p->first = NULL;
-    cg_warn("out of memory preloading the priming file; loads during capture reach the driver");
+    cg_warn_oom("preloading the priming file");
     return;
   }
   unsigned arch = device_sm;
