@@ -247,7 +247,7 @@ CUresult cg_guard_unload(const cg_unload *u) {
   }
   cg_gate_unlock();
   if (defer_oom)
-    cg_warn_oom("a deferred unload"); /* said after the gate: stderr may block */
+    cg_warn_oom("queueing a deferred unload, or 4096 were queued already"); /* after the gate: stderr may block */
   e.result = (int)r;
   s->site = site;
   report(&e, s);

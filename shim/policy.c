@@ -76,6 +76,11 @@ typedef struct pending_unload {
   struct pending_unload *next;
 } pending_unload;
 
+/* Bounded like every table of the shim: a program that unloads more
+ * distinct modules than this during one capture gets the rest passed to the
+ * driver, as without capguard. */
+#define MAX_PENDING 4096
+
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_unload *pending;
 static unsigned pending_count;
@@ -91,7 +96,8 @@ bool cg_policy_defer_unload(const cg_unload *u, bool *oom) {
       pthread_mutex_unlock(&pending_lock);
       return true;
     }
-  pending_unload *p = malloc(sizeof *p);
+  bool full = pending_count >= MAX_PENDING;
+  pending_unload *p = full ? NULL : malloc(sizeof *p);
   if (p) {
     p->handle = u->handle;
     p->invoke = u->invoke;
@@ -103,7 +109,7 @@ bool cg_policy_defer_unload(const cg_unload *u, bool *oom) {
     __atomic_add_fetch(&pending_count, 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&pending_lock);
-  *oom = p == NULL;
+  *oom = p == NULL; /* no room: full, or out of memory */
   return p != NULL;
 }
 

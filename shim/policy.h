@@ -14,8 +14,8 @@
 bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *result, cg_verdict *verdict);
 
 /* Queue a prohibited unload (guard mode); true if queued. False with *oom
- * set when there was no memory to queue it: the unload then goes to the
- * driver, as without capguard. */
+ * set when there was no room to queue it (the queue is bounded, or memory
+ * ran out): the unload then goes to the driver, as without capguard. */
 bool cg_policy_defer_unload(const cg_unload *u, bool *oom);
 /* After a capture ends, and at other safe points: carry out queued unloads
  * if nothing prohibits this thread any more. */
