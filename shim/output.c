@@ -152,8 +152,12 @@ static void emit(int fd, formatter f, const void *obj) {
     return;
   }
   char *big = malloc(need + 1);
-  if (!big)
+  if (!big) {
+    cg_warn_oom("a report too long for the stack: this one is left out");
+    if (fd != 2) /* the summary says the log is incomplete */
+      __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
     return;
+  }
   f(obj, big, need + 1);
   if (fd == 2)
     cg_write_all(fd, big, need, NULL);
