@@ -11,7 +11,9 @@ import os
 import subprocess
 import sys
 
-CALL_RELOCS = {"R_X86_64_PLT32", "R_X86_64_PC32", "R_AARCH64_CALL26", "R_AARCH64_JUMP26"}
+# A call or a tail jump; PIC code (gcc and clang alike) calls every function
+# of another file through these. An address taken (lea: R_X86_64_PC32) is not a call.
+CALL_RELOCS = {"R_X86_64_PLT32", "R_AARCH64_CALL26", "R_AARCH64_JUMP26"}
 
 
 def run(*cmd):
@@ -53,8 +55,6 @@ def main():
                 continue
             sym = parts[4].split("@")[0]
             other = defined.get(sym)
-            # A PC32 relocation is a call only to a function; to data it is a
-            # load, and data is not in `defined`.
             if other and other != me:
                 edges.setdefault(me, {}).setdefault(other, set()).add(sym)
     n_edges = sum(len(v) for v in edges.values())
