@@ -8,7 +8,7 @@
 
 #include "capguard/image.h"
 #include "capguard/prime_file.h"
-#include "output.h"
+#include "warn.h"
 
 cg_config cg_cfg;
 

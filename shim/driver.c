@@ -8,23 +8,24 @@
 #include "config.h"
 #include "entry_points.h"
 #include "output.h"
+#include "warn.h"
 #include "real_dlsym.h"
 
 cg_driver_calls cg_drv;
 void *cg_ep_real[CG_EP_COUNT];
 
 const char *const cg_ep_name[CG_EP_COUNT] = {
-#define CG_EP_NAME(name) #name,
+#define CG_EP_NAME(family, name, ...) #name,
     CG_ENTRY_POINTS(CG_EP_NAME)
 #undef CG_EP_NAME
 };
 
 /* The wrappers under the exported names they are defined with (asm labels). */
-#define CG_EP_DECL(name) extern void cg_w_##name(void) __asm__(#name);
+#define CG_EP_DECL(family, name, ...) extern void cg_w_##name(void) __asm__(#name);
 CG_ENTRY_POINTS(CG_EP_DECL)
 #undef CG_EP_DECL
 void *const cg_ep_wrapper[CG_EP_COUNT] = {
-#define CG_EP_WRAP(name) (void *)cg_w_##name,
+#define CG_EP_WRAP(family, name, ...) (void *)cg_w_##name,
     CG_ENTRY_POINTS(CG_EP_WRAP)
 #undef CG_EP_WRAP
 };

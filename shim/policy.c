@@ -6,7 +6,7 @@
 
 #include "config.h"
 #include "driver.h"
-#include "output.h"
+#include "warn.h"
 #include "priming.h"
 
 /* Drivers before CUDA 12.3 refuse module loads while a capture prohibits the
@@ -76,22 +76,28 @@ typedef struct pending_unload {
   struct pending_unload *next;
 } pending_unload;
 
+/* Bounded like every table of the shim: a program that unloads more
+ * distinct modules than this during one capture gets the rest passed to the
+ * driver, as without capguard. */
+#define MAX_PENDING 4096
+
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_unload *pending;
 static unsigned pending_count;
 
-bool cg_policy_defer_unload(const cg_unload *u) {
+bool cg_policy_defer_unload(const cg_unload *u, bool *oom) {
   if (cg_cfg.mode != CG_RUN_GUARD)
     return false;
   cg_capture_ref refs[MAX_WAITED_FOR];
-  size_t n_refs = cg_guard_prohibitor_refs(refs, MAX_WAITED_FOR);
+  size_t n_refs = cg_captures_prohibitor_refs(refs, MAX_WAITED_FOR);
   pthread_mutex_lock(&pending_lock);
   for (pending_unload *p = pending; p; p = p->next)
     if (p->handle == u->handle) { /* asked twice: it is still unloaded once */
       pthread_mutex_unlock(&pending_lock);
       return true;
     }
-  pending_unload *p = malloc(sizeof *p);
+  bool full = pending_count >= MAX_PENDING;
+  pending_unload *p = full ? NULL : malloc(sizeof *p);
   if (p) {
     p->handle = u->handle;
     p->invoke = u->invoke;
@@ -103,6 +109,7 @@ bool cg_policy_defer_unload(const cg_unload *u) {
     __atomic_add_fetch(&pending_count, 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&pending_lock);
+  *oom = p == NULL; /* no room: full, or out of memory */
   return p != NULL;
 }
 
@@ -120,14 +127,14 @@ void cg_policy_run_deferred(void) {
   failure failed[8];
   size_t n_failed = 0, more_failed = 0;
   cg_gate_lock();
-  if (cg_guard_self_unprohibited()) {
+  if (cg_captures_self_unprohibited()) {
     /* Take out the entries none of whose captures is open any more. */
     pthread_mutex_lock(&pending_lock);
     pending_unload *list = NULL, **link = &pending;
     unsigned left = 0;
     while (*link) {
       pending_unload *p = *link;
-      bool ready = p->wait_for_all ? cg_nothing_captures() : cg_guard_refs_closed(p->waits_for, p->n_waits);
+      bool ready = p->wait_for_all ? cg_nothing_captures() : cg_captures_refs_closed(p->waits_for, p->n_waits);
       if (ready) {
         *link = p->next;
         p->next = list; /* list ends up oldest first: pending is newest first */

@@ -24,9 +24,10 @@
 #include "config.h"
 #include "driver.h"
 #include "entry_points.h"
-#include "guard.h"
+#include "captures.h"
 #include "load_tally.h"
 #include "output.h"
+#include "warn.h"
 
 typedef struct {
   void *handle; /* CUmodule or CUlibrary; NULL when its load failed */
@@ -142,7 +143,7 @@ static void preload(context_pool *p) {
   if (!p->slots || !p->first) {
     free(p->slots), free(p->first);
     p->slots = NULL, p->first = NULL;
-    cg_warn("out of memory preloading the priming file; loads during capture reach the driver");
+    cg_warn_oom("preloading the priming file");
     return;
   }
   unsigned arch = device_sm;
@@ -220,7 +221,7 @@ void cg_priming_before_begin(void) {
   pthread_mutex_lock(&prime_lock);
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
-  if (priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_guard_self_unprohibited()) {
+  if (priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_captures_self_unprohibited()) {
     if (!set_tried)
       read_set();
     if (set && cg_prime_count(set)) {
