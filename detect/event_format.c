@@ -200,6 +200,7 @@ static void put_image_json(cg_out *o, const cg_image_info *im) {
   bool truncated = im->names_truncated || seen < im->n_kernels;
   cg_out_str(o, "],\"kernels_truncated\":");
   cg_out_str(o, truncated ? "true" : "false");
+  if (im->kind == CG_IMAGE_UNKNOWN && im->why_unknown) put_kv_str(o, "why_unknown", im->why_unknown);
   cg_out_char(o, '}');
 }
 

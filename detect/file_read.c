@@ -8,13 +8,16 @@
 #include <unistd.h>
 
 void *cg_read_file(const char *path, size_t max, size_t *size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer before fstat
+   * says it is not a regular file (capguard reads cuModuleLoad's path inside
+   * someone else's process). */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return NULL;
   struct stat st;
   char *buf = NULL;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max &&
-      (buf = malloc((size_t)st.st_size + 1))) {
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 && (buf = malloc((size_t)st.st_size + 1))) {
     size_t got = 0;
     while (got < (size_t)st.st_size) {
       ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);

@@ -4,9 +4,15 @@
  * The driver API passes images without a length, so everything here is read
  * from the image's own headers. Two bounds guard every read: the caller's
  * limit (clamped to CG_IMAGE_MAX_BYTES) and, once known, the size the headers
- * claim. All offset arithmetic goes through overflow-checked helpers, fields
- * are read byte by byte (little endian, no alignment assumptions), and nothing
- * is allocated: this runs inside someone else's process.
+ * claim. When the caller has only the pointer (limit CG_IMAGE_MAX_BYTES), a
+ * third: bytes are read only after cg_mem_check said they are mapped
+ * readable, as far as the headers ask and no further (a lying header then
+ * makes the image unknown instead of faulting; memory another thread unmaps
+ * between the check and the read still faults, but then the caller is handing
+ * the driver memory it is freeing). All offset arithmetic goes
+ * through overflow-checked helpers, fields are read byte by byte (little
+ * endian, no alignment assumptions), and nothing is allocated: this runs
+ * inside someone else's process.
  *
  * Layouts, checked against nvcc 13.0 output (tests/data/README.md):
  *  - cubin: ELF64 LE, e_machine 190. ABI version >= 8 (OSABI 0x41) keeps the
@@ -20,6 +26,8 @@
  *    u32 version, const void *data, const void *filename_or_fatbins}.
  *  - PTX: NUL-terminated text starting (after comments) with .version. */
 #include "capguard/image.h"
+
+#include "capguard/mem_probe.h"
 
 #include <string.h>
 #include <xxhash.h>
@@ -70,6 +78,74 @@ static bool table_ok(uint64_t off, uint64_t n, uint64_t entsize, uint64_t bound,
   return span_ok(off, len, bound, end);
 }
 
+/* ---- what may be read ---- */
+
+/* An image's bytes as the parsers see them: never read at or past b + avail,
+ * and only the first `ok` bytes are known readable. A caller that knows its
+ * buffer sets ok = avail; for a bare pointer ok grows, probe by probe, as the
+ * headers ask for more. */
+typedef struct {
+  const unsigned char *b;
+  size_t avail;
+  size_t ok;
+  const char *why; /* set when a probe said no */
+} reader;
+
+static reader trusted(const unsigned char *b, size_t avail) { return (reader){b, avail, avail, NULL}; }
+
+/* NULL when [b, b + end) may be read; else why not (past_limit when end is
+ * past avail). */
+static const char *reach(reader *r, uint64_t end, const char *past_limit) {
+  if (end > r->avail) return past_limit;
+  if (end <= r->ok) return NULL;
+  switch (cg_mem_check(r->b + r->ok, (size_t)end - r->ok)) {
+  case CG_MEM_READABLE:
+    r->ok = (size_t)end;
+    return NULL;
+  case CG_MEM_UNREADABLE:
+    return r->why = "image runs into memory that is not readable";
+  default:
+    return r->why = "image memory could not be checked for readability";
+  }
+}
+
+#define PROBE_BIG ((size_t)64 << 10)
+#define PROBE_PAGE ((size_t)4 << 10)
+
+/* The bytes up to the next multiple of `align` in address space after b + i
+ * (capped at limit). */
+static size_t step_end(const reader *r, size_t i, size_t align, size_t limit) {
+  size_t e = i + (align - (size_t)((uintptr_t)(r->b + i) % align));
+  return e < limit ? e : limit;
+}
+
+enum { TEXT_NUL, TEXT_LIMIT, TEXT_UNREADABLE };
+/* Looks for the NUL that ends text at r->b, within limit bytes, making readable
+ * as it goes (64 KiB at a time, then a page at a time near unreadable
+ * memory). *len is the NUL's index, or where the search stopped. */
+static int text_len(reader *r, size_t limit, size_t *len) {
+  if (limit > r->avail) limit = r->avail;
+  size_t i = 0;
+  while (i < limit) {
+    size_t e = step_end(r, i, PROBE_BIG, limit);
+    if (reach(r, e, NULL)) {
+      e = step_end(r, i, PROBE_PAGE, limit);
+      if (reach(r, e, NULL)) {
+        *len = i;
+        return TEXT_UNREADABLE;
+      }
+    }
+    const unsigned char *nul = memchr(r->b + i, '\0', e - i);
+    if (nul) {
+      *len = (size_t)(nul - r->b);
+      return TEXT_NUL;
+    }
+    i = e;
+  }
+  *len = limit;
+  return TEXT_LIMIT;
+}
+
 /* ---- result building ---- */
 
 /* Kernel names are stored NUL-separated with one extra NUL after the last
@@ -103,12 +179,13 @@ static void add_arch(cg_image_info *out, unsigned arch) {
 
 /* ---- cubin (ELF) ---- */
 
-/* Parses the cubin at b (at most `avail` readable bytes); sets *size and
- * *arch and adds its entry kernels to out. Returns NULL or the reason it
- * is not a cubin we can trust. */
-static const char *parse_cubin(const unsigned char *b, size_t avail, cg_image_info *out, size_t *size,
-                               unsigned *arch) {
-  if (avail < ELF_EHDR_SIZE) return "truncated ELF header";
+/* Parses the cubin r holds; sets *size and *arch and adds its entry kernels
+ * to out. Returns NULL or the reason it is not a cubin we can trust. */
+static const char *parse_cubin(reader *r, cg_image_info *out, size_t *size, unsigned *arch) {
+  const unsigned char *b = r->b;
+  size_t avail = r->avail;
+  const char *why;
+  if ((why = reach(r, ELF_EHDR_SIZE, "truncated ELF header"))) return why;
   if (b[4] != 2) return "ELF is not 64-bit";
   if (b[5] != 1) return "ELF is not little-endian";
   if (rd16(b + 18) != EM_CUDA) return "ELF is not a CUDA cubin (e_machine != 190)";
@@ -131,6 +208,9 @@ static const char *parse_cubin(const unsigned char *b, size_t avail, cg_image_in
     if (!table_ok(shoff, shnum, ELF_SHDR_SIZE, avail, &e)) return "truncated ELF section table";
     if (e > end) end = e;
   }
+  /* The section table is read next (the program header table only counts
+   * towards the size). */
+  if (shnum && (why = reach(r, shoff + (uint64_t)shnum * ELF_SHDR_SIZE, NULL))) return why;
   /* Every section's bytes must lie inside what we may read; the image ends
    * where the last of them (or of the header tables) ends. */
   const unsigned char *sh = b + shoff;
@@ -143,6 +223,8 @@ static const char *parse_cubin(const unsigned char *b, size_t avail, cg_image_in
     if (!span_ok(rd64(s + 24), rd64(s + 32), avail, &e)) return "truncated ELF section data";
     if (e > end) end = e;
   }
+  /* Everything below (symbols, names, and the caller's hash) lies within. */
+  if ((why = reach(r, end, NULL))) return why;
   *size = (size_t)end;
   /* Since CUDA 12 (ELF ABI 8, OSABI 0x41) the SM moved up one byte. */
   *arch = (osabi == 0x41 || abiver >= 8) ? (flags >> 8) & 0xffu : flags & 0xffu;
@@ -251,11 +333,14 @@ static void ptx_scan(const char *t, size_t n, cg_image_info *out, unsigned *arch
 
 /* ---- fatbin ---- */
 
-static const char *parse_fatbin(const unsigned char *b, size_t avail, cg_image_info *out, size_t *size) {
-  if (avail < FATBIN_HEADER_SIZE) return "truncated fatbin header";
+static const char *parse_fatbin(reader *r, cg_image_info *out, size_t *size) {
+  const unsigned char *b = r->b;
+  const char *why;
+  if ((why = reach(r, FATBIN_HEADER_SIZE, "truncated fatbin header"))) return why;
   uint64_t hdr = rd16(b + 6), total;
   if (hdr < FATBIN_HEADER_SIZE) return "bad fatbin header size";
-  if (!span_ok(hdr, rd64(b + 8), avail, &total)) return "truncated fatbin (size past the limit)";
+  if (!span_ok(hdr, rd64(b + 8), r->avail, &total)) return "truncated fatbin (size past the limit)";
+  if ((why = reach(r, total, NULL))) return why;
 
   unsigned best_sass = 0;
   uint64_t off = hdr;
@@ -279,7 +364,8 @@ static const char *parse_fatbin(const unsigned char *b, size_t avail, cg_image_i
         size_t csize;
         unsigned carch;
         if (plen < 4 || memcmp(pl, "\177ELF", 4) != 0) return "fatbin ELF entry is not an ELF image";
-        if (parse_cubin(pl, plen, out, &csize, &carch)) return "fatbin holds a malformed ELF entry";
+        reader entry = trusted(pl, plen); /* inside total, already readable */
+        if (parse_cubin(&entry, out, &csize, &carch)) return "fatbin holds a malformed ELF entry";
       }
     } else if (kind == FATBIN_KIND_PTX) {
       out->has_ptx = true;
@@ -306,30 +392,37 @@ static int fail(cg_image_info *out, const char *why) {
   return -1;
 }
 
-/* Inspects one image that starts at p (no wrapper). */
-static int inspect_image(const unsigned char *b, size_t avail, cg_image_info *out) {
+/* Inspects one image that starts at r->b (no wrapper). */
+static int inspect_image(reader *r, cg_image_info *out) {
+  const unsigned char *b = r->b;
   const char *why;
-  size_t size = 0;
-  if (avail >= 4 && memcmp(b, "\177ELF", 4) == 0) {
+  size_t size = 0, len = 0;
+  bool magic = r->avail >= 4 && !reach(r, 4, NULL);
+  if (r->why) return fail(out, r->why);
+  if (magic && memcmp(b, "\177ELF", 4) == 0) {
     unsigned arch = 0;
-    if ((why = parse_cubin(b, avail, out, &size, &arch))) return fail(out, why);
+    if ((why = parse_cubin(r, out, &size, &arch))) return fail(out, why);
     out->kind = CG_IMAGE_CUBIN;
     out->sm_arch = arch;
     add_arch(out, arch);
-  } else if (avail >= 4 && rd32(b) == FATBIN_MAGIC) {
-    if ((why = parse_fatbin(b, avail, out, &size))) return fail(out, why);
+  } else if (magic && rd32(b) == FATBIN_MAGIC) {
+    if ((why = parse_fatbin(r, out, &size))) return fail(out, why);
     out->kind = CG_IMAGE_FATBIN;
-  } else if (ptx_recognised((const char *)b, avail)) {
-    const char *nul = memchr(b, '\0', avail);
-    if (!nul) return fail(out, "PTX text not NUL-terminated within the limit");
-    size = (size_t)(nul - (const char *)b) + 1;
+  } else {
+    /* PTX: recognition reads only the text that is there (up to its NUL, the
+     * preamble's bound or unreadable memory); then the whole text must end. */
+    text_len(r, PTX_PREAMBLE_MAX, &len);
+    if (!ptx_recognised((const char *)b, len))
+      return fail(out, len == 0 && r->why ? r->why : "not a cubin, fatbin or PTX image");
+    int t = text_len(r, r->avail, &len);
+    if (t == TEXT_UNREADABLE) return fail(out, "PTX text runs into memory that is not readable before its NUL");
+    if (t == TEXT_LIMIT) return fail(out, "PTX text not NUL-terminated within the limit");
+    size = len + 1;
     unsigned arch = 0;
     ptx_scan((const char *)b, size - 1, out, &arch);
     out->kind = CG_IMAGE_PTX;
     out->sm_arch = arch;
     if (arch) add_arch(out, arch);
-  } else {
-    return fail(out, "not a cubin, fatbin or PTX image");
   }
   out->data = b;
   out->size = size;
@@ -341,29 +434,34 @@ int cg_image_inspect(const void *p, size_t limit, cg_image_info *out) {
   if (!out) return -1;
   memset(out, 0, sizeof *out);
   if (!p) return fail(out, "null image pointer");
-  size_t avail = limit < CG_IMAGE_MAX_BYTES ? limit : CG_IMAGE_MAX_BYTES;
+  bool bare = limit >= CG_IMAGE_MAX_BYTES; /* only the pointer is known: probe before reading */
+  size_t avail = bare ? CG_IMAGE_MAX_BYTES : limit;
   const unsigned char *b = p;
+  reader r = trusted(b, avail);
+  if (bare) r.ok = 0;
 
-  if (avail >= 4 && rd32(b) == FATBIN_WRAPPER_MAGIC) {
+  if (r.avail >= 4 && !reach(&r, 4, NULL) && rd32(b) == FATBIN_WRAPPER_MAGIC) {
     /* {u32 magic, u32 version, const void *data, const void *filenames} */
     size_t wsize = 8 + 2 * sizeof(void *);
-    if (avail < wsize) return fail(out, "truncated fatbin wrapper");
+    if (reach(&r, wsize, "truncated fatbin wrapper")) return fail(out, r.why ? r.why : "truncated fatbin wrapper");
     const unsigned char *data;
     memcpy(&data, b + 8, sizeof data);
     if (!data) return fail(out, "fatbin wrapper has a null fatbin pointer");
     /* A caller that knows the buffer's bounds (limit below the maximum) gets
      * no read outside them: the fatbin must lie inside. A caller that only
      * has the pointer trusts it as the driver would. */
-    size_t davail = CG_IMAGE_MAX_BYTES;
-    if (limit < CG_IMAGE_MAX_BYTES) {
-      uintptr_t lo = (uintptr_t)b, d = (uintptr_t)data;
-      if (d < lo || d - lo >= avail) return fail(out, "fatbin wrapper points outside the limit");
-      davail = avail - (size_t)(d - lo);
+    reader d = {data, CG_IMAGE_MAX_BYTES, 0, NULL};
+    if (!bare) {
+      uintptr_t lo = (uintptr_t)b, dp = (uintptr_t)data;
+      if (dp < lo || dp - lo >= avail) return fail(out, "fatbin wrapper points outside the limit");
+      d = trusted(data, avail - (size_t)(dp - lo));
     }
-    if (davail < 4 || rd32(data) != FATBIN_MAGIC) return fail(out, "fatbin wrapper does not point to a fatbin");
-    return inspect_image(data, davail, out);
+    if (d.avail < 4 || reach(&d, 4, NULL) || rd32(data) != FATBIN_MAGIC)
+      return fail(out, d.why ? d.why : "fatbin wrapper does not point to a fatbin");
+    return inspect_image(&d, out);
   }
-  return inspect_image(b, avail, out);
+  if (r.why) return fail(out, r.why);
+  return inspect_image(&r, out);
 }
 
 const char *cg_image_first_kernel(const cg_image_info *info) {

@@ -44,8 +44,13 @@ static int check_owner(const struct stat *st, const char *path, cg_prime_warn_fn
   return 0;
 }
 
-static void warn_open(const char *path, int err, cg_prime_warn_fn warn, void *ctx) {
-  if (err == ELOOP || err == EMLINK)
+static void warn_open(const char *path, int err, bool create, cg_prime_warn_fn warn, void *ctx) {
+  if (create && (err == EACCES || err == EROFS || err == EPERM))
+    /* Only appends open for writing: a read-only file was still read and served. */
+    prime_warnf(warn, ctx, path,
+                "cannot open it for writing (%s); nothing more recorded, what it holds is still used",
+                strerror(err));
+  else if (err == ELOOP || err == EMLINK)
     prime_warnf(warn, ctx, path,
                 "is a symbolic link, which capguard does not follow; not used: replace it with "
                 "the file itself or set CAPGUARD_PRIME to the real path");
@@ -89,7 +94,7 @@ int prime_open_checked(const char *path, bool create, struct stat *st, cg_prime_
     }
     if (fd < 0) {
       if (errno == ENOENT && !create) return -2;
-      warn_open(path, errno, warn, ctx);
+      warn_open(path, errno, create, warn, ctx);
       return -1;
     }
     if (fstat(fd, st) != 0) {

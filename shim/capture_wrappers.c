@@ -1,101 +1,47 @@
-/* Wrappers for capture begin (every variant), end, and the thread's
- * capture-interaction mode. Each calls the driver exactly as the caller asked
- * and tells guard.c what happened. */
+/* The wrappers of the capture families (entry_point_rows.h): capture begin
+ * (every variant), capture end, and the thread's capture-interaction mode.
+ * Each calls the driver exactly as the caller asked and tells guard.c what
+ * happened. */
 #include "guard.h"
+
 #include "wrapper.h"
-
-static CUresult begun(CUresult r, CUstream s, bool ptsz, CUstreamCaptureMode mode, bool into_graph) {
-  if (r == CUDA_SUCCESS)
-    cg_capture_begun(cg_stream_key(s, ptsz), (cg_capture_mode)mode, into_graph);
-  return r;
-}
-
-typedef CUresult (*begin_v1_fn)(CUstream);
-typedef CUresult (*begin_v2_fn)(CUstream, CUstreamCaptureMode);
-typedef CUresult (*end_fn)(CUstream, CUgraph *);
-typedef CUresult (*exchange_fn)(CUstreamCaptureMode *);
 
 static bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
 
-/* Version 1 (CUDA 10.0) takes no mode; it behaves as global mode, the default. */
-CG_WRAPPER(CUresult, cuStreamBeginCapture, (CUstream s)) {
-  CG_REAL_OR_RETURN(cuStreamBeginCapture, begin_v1_fn, real);
-  if (off())
-    return real(s);
-  cg_before_capture_begin();
-  return begun(real(s), s, false, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
-}
+/* A begin: the driver's call between cg_capture_begin_enter and _leave.
+ * Version 1 (CUDA 10.0) takes no mode; its row says global, the default. */
+#define CG_WRAP_CAPTURE_BEGIN(cname, sname, ep, params, stream, ptsz, mode, into_graph)              \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
+    CG_REAL_OR_RETURN(ep, params, real);                                                           \
+    if (off())                                                                                     \
+      return real(CG_ARGS(params));                                                                \
+    void *site_ = cg_capture_begin_enter();                                                        \
+    CUresult r_ = real(CG_ARGS(params));                                                           \
+    cg_capture_begin_leave(site_, r_, cg_stream_key((stream), (ptsz)), (cg_capture_mode)(mode),    \
+                           (into_graph));                                                          \
+    return r_;                                                                                     \
+  }
 
-CG_WRAPPER(CUresult, cuStreamBeginCapture_ptsz, (CUstream s)) {
-  CG_REAL_OR_RETURN(cuStreamBeginCapture_ptsz, begin_v1_fn, real);
-  if (off())
-    return real(s);
-  cg_before_capture_begin();
-  return begun(real(s), s, true, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
-}
+#define CG_WRAP_CAPTURE_END(cname, sname, ep, params, stream, ptsz, graph)                         \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
+    CG_REAL_OR_RETURN(ep, params, real);                                                           \
+    if (off())                                                                                     \
+      return real(CG_ARGS(params));                                                                \
+    cg_capture_end_enter();                                                                        \
+    return cg_capture_end_leave(cg_stream_key((stream), (ptsz)), real(CG_ARGS(params)), (graph));  \
+  }
 
-CG_WRAPPER(CUresult, cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode)) {
-  CG_REAL_OR_RETURN(cuStreamBeginCapture_v2, begin_v2_fn, real);
-  if (off())
-    return real(s, mode);
-  cg_before_capture_begin();
-  return begun(real(s, mode), s, false, mode, false);
-}
+/* The mode the thread asked for is recorded once the driver accepted it. */
+#define CG_WRAP_MODE_EXCHANGE(cname, sname, ep, params, mode)                                      \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
+    CG_REAL_OR_RETURN(ep, params, real);                                                           \
+    if (!(mode))                                                                                   \
+      return real(CG_ARGS(params));                                                                \
+    CUstreamCaptureMode wanted_ = *(mode);                                                         \
+    CUresult r_ = real(CG_ARGS(params));                                                           \
+    if (r_ == CUDA_SUCCESS)                                                                        \
+      cg_set_self_mode((cg_capture_mode)wanted_);                                                  \
+    return r_;                                                                                     \
+  }
 
-CG_WRAPPER(CUresult, cuStreamBeginCapture_v2_ptsz, (CUstream s, CUstreamCaptureMode mode)) {
-  CG_REAL_OR_RETURN(cuStreamBeginCapture_v2_ptsz, begin_v2_fn, real);
-  if (off())
-    return real(s, mode);
-  cg_before_capture_begin();
-  return begun(real(s, mode), s, true, mode, false);
-}
-
-typedef CUresult (*begin_to_graph_fn)(CUstream, CUgraph, const CUgraphNode *, const CUgraphEdgeData *,
-                                      size_t, CUstreamCaptureMode);
-
-CG_WRAPPER(CUresult, cuStreamBeginCaptureToGraph,
-           (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n,
-            CUstreamCaptureMode mode)) {
-  CG_REAL_OR_RETURN(cuStreamBeginCaptureToGraph, begin_to_graph_fn, real);
-  if (off())
-    return real(s, g, deps, data, n, mode);
-  cg_before_capture_begin();
-  return begun(real(s, g, deps, data, n, mode), s, false, mode, true);
-}
-
-CG_WRAPPER(CUresult, cuStreamBeginCaptureToGraph_ptsz,
-           (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n,
-            CUstreamCaptureMode mode)) {
-  CG_REAL_OR_RETURN(cuStreamBeginCaptureToGraph_ptsz, begin_to_graph_fn, real);
-  if (off())
-    return real(s, g, deps, data, n, mode);
-  cg_before_capture_begin();
-  return begun(real(s, g, deps, data, n, mode), s, true, mode, true);
-}
-
-CG_WRAPPER(CUresult, cuStreamEndCapture, (CUstream s, CUgraph *graph)) {
-  CG_REAL_OR_RETURN(cuStreamEndCapture, end_fn, real);
-  CUresult r = real(s, graph);
-  if (off() || cg_nothing_captures())
-    return r;
-  return cg_capture_ended(cg_stream_key(s, false), r, graph);
-}
-
-CG_WRAPPER(CUresult, cuStreamEndCapture_ptsz, (CUstream s, CUgraph *graph)) {
-  CG_REAL_OR_RETURN(cuStreamEndCapture_ptsz, end_fn, real);
-  CUresult r = real(s, graph);
-  if (off() || cg_nothing_captures())
-    return r;
-  return cg_capture_ended(cg_stream_key(s, true), r, graph);
-}
-
-CG_WRAPPER(CUresult, cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode * mode)) {
-  CG_REAL_OR_RETURN(cuThreadExchangeStreamCaptureMode, exchange_fn, real);
-  if (!mode)
-    return real(mode);
-  CUstreamCaptureMode wanted = *mode;
-  CUresult r = real(mode);
-  if (r == CUDA_SUCCESS)
-    cg_set_self_mode((cg_capture_mode)wanted);
-  return r;
-}
+#include "wrap_rows.h"

@@ -7,7 +7,9 @@
  * dlsym(RTLD_NEXT, "malloc") could then get its own symbol back and recurse
  * forever. So names that cannot be driver entry points (not starting "cu")
  * are passed to glibc with a tail jump, which leaves the caller's return
- * address in place. For "cu..." names, cg_dlsym_driver_symbol (C) decides:
+ * address in place. For "cu..." names, cg_dlsym_driver_symbol (C) decides
+ * (it gets the caller's return address too, to fail as glibc would fail for
+ * that caller):
  *   returns 0            -> tail-jump to glibc's dlsym as if capguard were absent;
  *   returns 1            -> answer NULL (the symbol does not exist without capguard);
  *   returns any pointer  -> answer it (capguard's wrapper, or what glibc found). */
@@ -29,6 +31,7 @@ dlsym:
         jne     .Lpass
         cmpb    $0x75, 1(%rsi)          /* 'u' */
         jne     .Lpass
+        movq    (%rsp), %rdx            /* third argument: the caller's return address */
         pushq   %rdi
         .cfi_adjust_cfa_offset 8
         pushq   %rsi
@@ -75,6 +78,7 @@ dlsym:
         ldrb    w2, [x1, #1]
         cmp     w2, #0x75
         b.ne    .Lpass
+        mov     x2, x30                 /* third argument: the caller's return address */
         stp     x29, x30, [sp, #-32]!
         .cfi_def_cfa_offset 32
         .cfi_offset 29, -32

@@ -1,6 +1,7 @@
 /* The C half of capguard's dlsym (see dlsym_hook.S): what to answer when
  * someone looks up a "cu..." name. */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -11,10 +12,37 @@
 #define PASS_THROUGH ((void *)0)
 #define ANSWER_NULL ((void *)1)
 
-void *cg_dlsym_driver_symbol(void *handle, const char *name) __attribute__((visibility("hidden")));
+void *cg_dlsym_driver_symbol(void *handle, const char *name, const void *caller)
+    __attribute__((visibility("hidden")));
 void *cg_dlsym_early(void *handle, const char *name) __attribute__((visibility("hidden")));
 
-void *cg_dlsym_driver_symbol(void *handle, const char *name) {
+/* What glibc answers for name without capguard's own export: another
+ * object's symbol if one has it, else NULL with glibc's own "undefined
+ * symbol" text in dlerror() -- not the error left by capguard's own look for
+ * libcuda.so.1. glibc's text names the caller's object. For a caller that is
+ * a shared object, the lookup is made in that object's own scope through a
+ * handle to it (capguard's preloaded export is not in that scope), which
+ * fails with the same words; the handle is closed before the lookup, since
+ * any dl* call clears dlerror(), and stays valid: the object is running. The
+ * main program's scope holds capguard's export, so for it the lookup is made
+ * after capguard, and the text names libcapguard.so instead of the program. */
+static void *absent(const char *name, const void *caller, void *wrapper) {
+  Dl_info info;
+  struct link_map *lm = NULL;
+  if (caller && dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm && lm->l_name && lm->l_name[0]) {
+    void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (h) {
+      dlclose(h);
+      void *p = cg_real_dlsym(h, name);
+      if (p != wrapper)
+        return p ? p : ANSWER_NULL;
+    }
+  }
+  void *p = cg_real_dlsym(RTLD_NEXT, name);
+  return p ? p : ANSWER_NULL;
+}
+
+void *cg_dlsym_driver_symbol(void *handle, const char *name, const void *caller) {
   int ep = cg_ep_find(name);
   if (ep < 0 || cg_cfg.mode == CG_RUN_OFF || cg_real_dlsym_resolve())
     return PASS_THROUGH;
@@ -27,7 +55,7 @@ void *cg_dlsym_driver_symbol(void *handle, const char *name) {
      * capguard were absent: the wrapper when the driver has this entry
      * point, else NULL. */
     if (!cg_driver_loaded() || !cg_driver_ready() || !cg_ep_real[ep])
-      return ANSWER_NULL;
+      return absent(name, caller, p);
     return p;
   }
   if (!cg_driver_loaded())

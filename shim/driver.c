@@ -8,23 +8,24 @@
 #include "config.h"
 #include "entry_points.h"
 #include "output.h"
+#include "warn.h"
 #include "real_dlsym.h"
 
 cg_driver_calls cg_drv;
 void *cg_ep_real[CG_EP_COUNT];
 
 const char *const cg_ep_name[CG_EP_COUNT] = {
-#define CG_EP_NAME(name) #name,
+#define CG_EP_NAME(family, name, ...) #name,
     CG_ENTRY_POINTS(CG_EP_NAME)
 #undef CG_EP_NAME
 };
 
 /* The wrappers under the exported names they are defined with (asm labels). */
-#define CG_EP_DECL(name) extern void cg_w_##name(void) __asm__(#name);
+#define CG_EP_DECL(family, name, ...) extern void cg_w_##name(void) __asm__(#name);
 CG_ENTRY_POINTS(CG_EP_DECL)
 #undef CG_EP_DECL
 void *const cg_ep_wrapper[CG_EP_COUNT] = {
-#define CG_EP_WRAP(name) (void *)cg_w_##name,
+#define CG_EP_WRAP(family, name, ...) (void *)cg_w_##name,
     CG_ENTRY_POINTS(CG_EP_WRAP)
 #undef CG_EP_WRAP
 };
@@ -50,8 +51,10 @@ bool cg_driver_loaded(void) {
   if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY)
     return true;
   void *h = dlopen(libcuda_name, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-  if (!h)
+  if (!h) {
+    (void)dlerror(); /* capguard's question is not the caller's error (its dlsym may succeed) */
     return false;
+  }
   dlclose(h);
   return true;
 }
@@ -68,6 +71,7 @@ static void resolve(void) {
   if (!h)
     h = dlopen(libcuda_name, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
+    (void)dlerror(); /* not the caller's error */
     __atomic_store_n(&drv_state, DRV_ABSENT, __ATOMIC_RELEASE);
     return;
   }
@@ -109,6 +113,11 @@ bool cg_driver_ready(void) {
 }
 
 int cg_driver_version(void) { return cg_driver_ready() ? driver_version : 0; }
+
+bool cg_driver_rules_loads(void) {
+  int v = cg_driver_version();
+  return v <= 0 || v < 12030;
+}
 
 int cg_effective_driver_version(void) {
   return cg_cfg.emulate_driver ? cg_cfg.emulate_driver : cg_driver_version();

@@ -31,6 +31,9 @@ bool cg_driver_resolved(void);
 bool cg_driver_loaded(void);
 /* cuDriverGetVersion, 0 if unknown. */
 int cg_driver_version(void);
+/* Whether the real driver itself refuses module loads while a capture
+ * prohibits the thread (before CUDA 12.3; also when the version is unknown). */
+bool cg_driver_rules_loads(void);
 /* The version whose rules apply: CAPGUARD_EMULATE_DRIVER if set, else the driver's. */
 int cg_effective_driver_version(void);
 

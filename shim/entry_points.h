@@ -1,36 +1,20 @@
-/* The driver entry points capguard wraps: one row per exported variant of the
- * real libcuda (version suffix and _ptsz included). Each row has a wrapper,
- * defined as cg_w_<name> and exported as <name>, and a slot for the driver's
- * own pointer. Every other entry point is never touched: callers get the
+/* The tables the entry-point rows (entry_point_rows.h) give: each row's
+ * enum value, exported name, capguard's wrapper and the driver's pointer.
+ * Every entry point not in the rows is never touched: callers get the
  * driver's pointer. */
 #ifndef CAPGUARD_ENTRY_POINTS_H
 #define CAPGUARD_ENTRY_POINTS_H
 
 #include <stddef.h>
 
-#define CG_ENTRY_POINTS(X)                  \
-  X(cuGetProcAddress)                       \
-  X(cuGetProcAddress_v2)                    \
-  X(cuStreamBeginCapture)                   \
-  X(cuStreamBeginCapture_ptsz)              \
-  X(cuStreamBeginCapture_v2)                \
-  X(cuStreamBeginCapture_v2_ptsz)           \
-  X(cuStreamBeginCaptureToGraph)            \
-  X(cuStreamBeginCaptureToGraph_ptsz)       \
-  X(cuStreamEndCapture)                     \
-  X(cuStreamEndCapture_ptsz)                \
-  X(cuThreadExchangeStreamCaptureMode)      \
-  X(cuModuleLoad)                           \
-  X(cuModuleLoadData)                       \
-  X(cuModuleLoadDataEx)                     \
-  X(cuModuleLoadFatBinary)                  \
-  X(cuModuleUnload)                         \
-  X(cuLibraryLoadData)                      \
-  X(cuLibraryLoadFromFile)                  \
-  X(cuLibraryUnload)
+#include "entry_point_rows.h"
 
+/* A row's name is only ever pasted (CG_EP_##name) or quoted (#name), never
+ * passed on to another macro: passed on, it would be expanded first, and
+ * cuda.h maps e.g. cuGetProcAddress to cuGetProcAddress_v2 -- the wrong
+ * variant with the wrong arguments. */
 typedef enum {
-#define CG_EP_ENUM(name) CG_EP_##name,
+#define CG_EP_ENUM(family, name, ...) CG_EP_##name,
   CG_ENTRY_POINTS(CG_EP_ENUM)
 #undef CG_EP_ENUM
   CG_EP_COUNT

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "captures.h"
 #include "config.h"
 #include "driver.h"
 #include "guard.h"
@@ -12,11 +13,14 @@
 #include "priming.h"
 #include "real_dlsym.h"
 #include "stack.h"
+#include "warn.h"
 
-static void atfork_prepare(void) { cg_guard_atfork_prepare(); }
-static void atfork_parent(void) { cg_guard_atfork_parent(); }
+static void atfork_prepare(void) { cg_captures_atfork_prepare(); }
+static void atfork_parent(void) { cg_captures_atfork_parent(); }
 static void atfork_child(void) {
+  cg_captures_atfork_child();
   cg_guard_atfork_child();
+  cg_warn_after_fork_child();
   cg_output_after_fork_child();
   cg_priming_after_fork_child();
   cg_policy_after_fork_child();
@@ -30,7 +34,7 @@ __attribute__((constructor(101))) static void capguard_init(void) {
   if (cg_cfg.mode == CG_RUN_OFF)
     return;
   cg_output_open_log();
-  cg_guard_init();
+  cg_captures_init();
   cg_stack_init();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

@@ -3,16 +3,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+/* uthash's default reaction to a failed malloc is exit(): in someone else's
+ * process that is unacceptable. With non-fatal OOM a failed add leaves the
+ * element out of the table, which first_sighting detects with a lookup. */
+#define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
 #include "capguard/image.h"
 #include "config.h"
+#include "warn.h"
 
 #ifndef CAPGUARD_VERSION
 #define CAPGUARD_VERSION "unknown"
@@ -32,51 +36,17 @@ static int quiet_kind_said;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Seen events for stderr de-duplication, keyed by a hash of what makes two
- * events the same to a person: call, verdict, image and call site. */
+ * events the same to a person: call, verdict, image and call site. Bounded:
+ * past SEEN_MAX distinct events (or out of memory) a new one is printed and
+ * not remembered, so nothing new is ever hidden and the table never grows
+ * with a pathological program. */
+#define SEEN_MAX 4096
 typedef struct {
   cg_hash128 key;
   uint64_t count;
   UT_hash_handle hh;
 } seen_event;
 static seen_event *seen;
-
-/* 0, or the errno of the write that failed (ENOSPC for a write of 0 bytes). */
-static int write_all(int fd, const char *buf, size_t len, size_t *written) {
-  size_t done = 0;
-  int err = 0;
-  while (done < len) {
-    ssize_t n = write(fd, buf + done, len - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      err = n < 0 ? errno : ENOSPC;
-      break;
-    }
-    done += (size_t)n;
-  }
-  if (written)
-    *written = done;
-  return err;
-}
-
-void cg_warn(const char *fmt, ...) {
-  char line[1024];
-  int n = snprintf(line, sizeof line, "capguard: ");
-  va_list ap;
-  va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-  va_end(ap);
-  size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-  if (len > sizeof line - 2)
-    len = sizeof line - 2;
-  /* What is echoed (CAPGUARD_MODE's value, a path) may hold escape sequences
-   * or newlines: none reaches the terminal, and a warning stays one line. */
-  for (size_t i = 0; i < len; i++)
-    if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
-      line[i] = '?';
-  line[len++] = '\n';
-  write_all(2, line, len, NULL); /* stderr: nowhere to complain to, best effort */
-}
 
 /* One line of the log, whole or not at all: after the first failure nothing
  * more is written (one warning says so). */
@@ -88,7 +58,7 @@ static void log_line(const char *buf, size_t len) {
     return;
   }
   size_t done = 0;
-  int err = write_all(log_fd, buf, len, &done);
+  int err = cg_write_all(log_fd, buf, len, &done);
   if (!err)
     return;
   __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
@@ -169,17 +139,21 @@ static void emit(int fd, formatter f, const void *obj) {
   size_t need = f(obj, small, sizeof small);
   if (need < sizeof small) {
     if (fd == 2)
-      write_all(fd, small, need, NULL);
+      cg_write_all(fd, small, need, NULL);
     else
       log_line(small, need);
     return;
   }
   char *big = malloc(need + 1);
-  if (!big)
+  if (!big) {
+    cg_warn_oom("a report too long for the stack: this one is left out");
+    if (fd != 2) /* the summary says the log is incomplete */
+      __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
     return;
+  }
   f(obj, big, need + 1);
   if (fd == 2)
-    write_all(fd, big, need, NULL);
+    cg_write_all(fd, big, need, NULL);
   else
     log_line(big, need);
   free(big);
@@ -211,12 +185,18 @@ static int first_sighting(const cg_event *e) {
     repeats_hidden++;
     return 0;
   }
+  if (HASH_COUNT(seen) >= SEEN_MAX)
+    return 1;
   s = calloc(1, sizeof *s);
-  if (s) {
-    s->key = k;
-    s->count = 1;
-    HASH_ADD(hh, seen, key, sizeof s->key, s);
-  }
+  if (!s)
+    return 1;
+  s->key = k;
+  s->count = 1;
+  HASH_ADD(hh, seen, key, sizeof s->key, s);
+  seen_event *added = NULL;
+  HASH_FIND(hh, seen, &k, sizeof k, added);
+  if (added != s) /* the add ran out of memory */
+    free(s);
   return 1;
 }
 
@@ -338,16 +318,16 @@ void cg_output_summary(cg_summary *s) {
   size_t n = cg_summary_format_text(s, buf, sizeof buf);
   uint64_t lost = __atomic_load_n(&lines_lost, __ATOMIC_RELAXED);
   if (n < sizeof buf && cg_cfg.summary) {
-    write_all(2, buf, n, NULL);
+    cg_write_all(2, buf, n, NULL);
     if (lost) {
       int m = snprintf(buf, sizeof buf, "capguard: the log %s is incomplete: %llu line%s could "
                        "not be written\n", log_path, (unsigned long long)lost, lost == 1 ? "" : "s");
-      write_all(2, buf, (size_t)m, NULL);
+      cg_write_all(2, buf, (size_t)m, NULL);
     }
     if (repeats_hidden) {
       int m = snprintf(buf, sizeof buf, "capguard: %llu repeated events were counted, not reprinted%s\n",
                        (unsigned long long)repeats_hidden, log_fd >= 0 ? " (all are in the log)" : "");
-      write_all(2, buf, (size_t)m, NULL);
+      cg_write_all(2, buf, (size_t)m, NULL);
     }
   }
   if (log_fd < 0)
@@ -363,7 +343,7 @@ void cg_output_summary(cg_summary *s) {
     return;
   n += (size_t)(at - buf);
   if (lost)
-    write_all(log_fd, buf, n, NULL);
+    cg_write_all(log_fd, buf, n, NULL);
   else
     log_line(buf, n);
 }

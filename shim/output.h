@@ -11,8 +11,6 @@
 #include "capguard/clock.h" /* cg_now_ns: the log's clock */
 #include "capguard/event.h"
 
-void cg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 /* Open the log named by the configuration (one warning if it cannot be). */
 void cg_output_open_log(void);
 /* The "process" record, written once, when the process first uses the driver. */

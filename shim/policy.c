@@ -6,7 +6,7 @@
 
 #include "config.h"
 #include "driver.h"
-#include "output.h"
+#include "warn.h"
 #include "priming.h"
 
 /* Drivers before CUDA 12.3 refuse module loads while a capture prohibits the
@@ -76,22 +76,28 @@ typedef struct pending_unload {
   struct pending_unload *next;
 } pending_unload;
 
+/* Bounded like every table of the shim: a program that unloads more
+ * distinct modules than this during one capture gets the rest passed to the
+ * driver, as without capguard. */
+#define MAX_PENDING 4096
+
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_unload *pending;
 static unsigned pending_count;
 
-bool cg_policy_defer_unload(const cg_unload *u) {
+bool cg_policy_defer_unload(const cg_unload *u, bool *oom) {
   if (cg_cfg.mode != CG_RUN_GUARD)
     return false;
   cg_capture_ref refs[MAX_WAITED_FOR];
-  size_t n_refs = cg_guard_prohibitor_refs(refs, MAX_WAITED_FOR);
+  size_t n_refs = cg_captures_prohibitor_refs(refs, MAX_WAITED_FOR);
   pthread_mutex_lock(&pending_lock);
   for (pending_unload *p = pending; p; p = p->next)
     if (p->handle == u->handle) { /* asked twice: it is still unloaded once */
       pthread_mutex_unlock(&pending_lock);
       return true;
     }
-  pending_unload *p = malloc(sizeof *p);
+  bool full = pending_count >= MAX_PENDING;
+  pending_unload *p = full ? NULL : malloc(sizeof *p);
   if (p) {
     p->handle = u->handle;
     p->invoke = u->invoke;
@@ -103,40 +109,60 @@ bool cg_policy_defer_unload(const cg_unload *u) {
     __atomic_add_fetch(&pending_count, 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&pending_lock);
+  *oom = p == NULL; /* no room: full, or out of memory */
   return p != NULL;
 }
 
+/* Deferred unloads never break a capture: they run with the capture gate
+ * held exclusive (no capture can begin or end meanwhile), only when no open
+ * capture prohibits the calling thread, and only once the captures each one
+ * waits for have ended. The driver then has no reason to refuse them. */
 void cg_policy_run_deferred(void) {
-  if (!__atomic_load_n(&pending_count, __ATOMIC_ACQUIRE) || !cg_guard_self_unprohibited())
+  if (!__atomic_load_n(&pending_count, __ATOMIC_ACQUIRE))
     return;
-  /* Take out the entries none of whose captures is open any more. */
-  pthread_mutex_lock(&pending_lock);
-  pending_unload *list = NULL, **link = &pending;
-  unsigned left = 0;
-  while (*link) {
-    pending_unload *p = *link;
-    bool ready = p->wait_for_all ? cg_nothing_captures() : cg_guard_refs_closed(p->waits_for, p->n_waits);
-    if (ready) {
-      *link = p->next;
-      p->next = list; /* list ends up oldest first: pending is newest first */
-      list = p;
-    } else {
-      link = &p->next;
-      left++;
+  typedef struct {
+    void *handle;
+    CUresult r;
+  } failure;
+  failure failed[8];
+  size_t n_failed = 0, more_failed = 0;
+  cg_gate_lock();
+  if (cg_captures_self_unprohibited()) {
+    /* Take out the entries none of whose captures is open any more. */
+    pthread_mutex_lock(&pending_lock);
+    pending_unload *list = NULL, **link = &pending;
+    unsigned left = 0;
+    while (*link) {
+      pending_unload *p = *link;
+      bool ready = p->wait_for_all ? cg_nothing_captures() : cg_captures_refs_closed(p->waits_for, p->n_waits);
+      if (ready) {
+        *link = p->next;
+        p->next = list; /* list ends up oldest first: pending is newest first */
+        list = p;
+      } else {
+        link = &p->next;
+        left++;
+      }
+    }
+    __atomic_store_n(&pending_count, left, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&pending_lock);
+    while (list) {
+      pending_unload *n = list->next;
+      CUresult r = list->invoke(list->handle);
+      if (r != CUDA_SUCCESS && n_failed < sizeof failed / sizeof failed[0])
+        failed[n_failed++] = (failure){list->handle, r};
+      else if (r != CUDA_SUCCESS)
+        more_failed++;
+      free(list);
+      list = n;
     }
   }
-  __atomic_store_n(&pending_count, left, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&pending_lock);
-  /* Oldest first, outside the lock: the driver may take its time. */
-  pending_unload *rev = list;
-  while (rev) {
-    pending_unload *n = rev->next;
-    CUresult r = rev->invoke(rev->handle);
-    if (r != CUDA_SUCCESS)
-      cg_warn("deferred unload of %p failed with error %d", rev->handle, (int)r);
-    free(rev);
-    rev = n;
-  }
+  cg_gate_unlock();
+  /* Said after the gate is released: stderr may block. */
+  for (size_t i = 0; i < n_failed; i++)
+    cg_warn("deferred unload of %p failed with error %d", failed[i].handle, (int)failed[i].r);
+  if (more_failed)
+    cg_warn("%zu more deferred unloads failed", more_failed);
 }
 
 void cg_policy_at_exit(cg_summary *s) {

@@ -13,8 +13,10 @@
  * would (emulation). Returns false to let the driver decide as usual. */
 bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *result, cg_verdict *verdict);
 
-/* Queue a prohibited unload (guard mode); true if queued. */
-bool cg_policy_defer_unload(const cg_unload *u);
+/* Queue a prohibited unload (guard mode); true if queued. False with *oom
+ * set when there was no room to queue it (the queue is bounded, or memory
+ * ran out): the unload then goes to the driver, as without capguard. */
+bool cg_policy_defer_unload(const cg_unload *u, bool *oom);
 /* After a capture ends, and at other safe points: carry out queued unloads
  * if nothing prohibits this thread any more. */
 void cg_policy_run_deferred(void);

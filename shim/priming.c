@@ -24,9 +24,10 @@
 #include "config.h"
 #include "driver.h"
 #include "entry_points.h"
-#include "guard.h"
+#include "captures.h"
 #include "load_tally.h"
 #include "output.h"
+#include "warn.h"
 
 typedef struct {
   void *handle; /* CUmodule or CUlibrary; NULL when its load failed */
@@ -142,7 +143,7 @@ static void preload(context_pool *p) {
   if (!p->slots || !p->first) {
     free(p->slots), free(p->first);
     p->slots = NULL, p->first = NULL;
-    cg_warn("out of memory preloading the priming file; loads during capture reach the driver");
+    cg_warn_oom("preloading the priming file");
     return;
   }
   unsigned arch = device_sm;
@@ -207,9 +208,20 @@ void cg_priming_before_begin(void) {
    * prime learn names it): queries that are allowed during capture. */
   if (!device_sm)
     device_sm = (unsigned)device_arch();
+  bool may_preload = priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)));
+  pthread_mutex_unlock(&prime_lock);
+  if (!may_preload)
+    return;
+  /* On a driver that refuses loads mid-capture, the capture gate (taken
+   * before prime_lock, as on the load path) keeps any capture from beginning
+   * between the check below and the loads. */
+  bool gated = cg_driver_rules_loads();
+  if (gated)
+    cg_gate_lock();
+  pthread_mutex_lock(&prime_lock);
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
-  if (priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_guard_self_unprohibited()) {
+  if (priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_captures_self_unprohibited()) {
     if (!set_tried)
       read_set();
     if (set && cg_prime_count(set)) {
@@ -219,6 +231,8 @@ void cg_priming_before_begin(void) {
     }
   }
   pthread_mutex_unlock(&prime_lock);
+  if (gated)
+    cg_gate_unlock();
 }
 
 void *cg_priming_take(const cg_image_info *image, bool library) {

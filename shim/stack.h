@@ -27,16 +27,10 @@ size_t cg_native_stack(int skip, const char **out, size_t max, char *buf, size_t
 /* The calling thread's Python stack, innermost first, when the process runs CPython
  * and this thread has a Python thread state; 0 otherwise. Strings live in buf. */
 size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap);
-/* One short line saying where the calling thread is: innermost Python frame
- * ("vllm/worker/model_runner.py:1234 in capture_model") else the first native frame
- * outside capguard, libcuda and libcudart. Returns length. */
-size_t cg_stack_where(char *buf, size_t cap);
-
-/* Helper behind cg_stack_where (stack_native.c): the first native frame outside
- * capguard's own object, libcuda and libcudart, as "libfoo.so(func+0x1a)"
- * without the address; "" and 0 when there is none. Returns length. */
-size_t cg_native_where(char *buf, size_t cap);
-/* The same, over n return addresses saved earlier (backtrace()), innermost first. */
+/* The first of n return addresses saved earlier (backtrace(), innermost
+ * first) outside capguard's own object, libcuda and libcudart, as
+ * "libfoo.so(func+0x1a)" without the address; "" and 0 when there is none.
+ * Returns length. */
 size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap);
 
 #endif

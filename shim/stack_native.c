@@ -111,15 +111,3 @@ size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t c
   }
   return 0;
 }
-
-__attribute__((noinline)) size_t cg_native_where(char *buf, size_t cap) {
-  if (!buf || cap == 0) return 0;
-  void *frames[CG_BT_DEPTH];
-  int got = backtrace(frames, CG_BT_DEPTH);
-  if (got <= 0) {
-    buf[0] = '\0';
-    return 0;
-  }
-  size_t first = caller_index(frames, got, __builtin_return_address(0));
-  return cg_native_where_frames(frames + first, (size_t)got - first, buf, cap);
-}

@@ -36,8 +36,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "capguard/text_out.h"
-
 typedef void *(*this_state_fn)(void);
 typedef void (*dump_fn)(int fd, void *tstate);
 typedef int (*is_init_fn)(void);
@@ -371,38 +369,4 @@ size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap) {
   parse_dump(fd, &k);
   close(fd);
   return k.n;
-}
-
-/* ---- where ------------------------------------------------------------- */
-
-/* Drops the site-packages prefix: "vllm/worker/model_runner.py". */
-static const char *short_path(const char *file) {
-  const char *best = file;
-  static const char *const roots[] = {"site-packages/", "dist-packages/"};
-  for (size_t r = 0; r < 2; r++) {
-    const char *p = file, *hit;
-    while ((hit = strstr(p, roots[r])) != NULL) {
-      p = hit + strlen(roots[r]);
-      if (p > best) best = p;
-    }
-  }
-  return best;
-}
-
-size_t cg_stack_where(char *buf, size_t cap) {
-  if (!buf || cap == 0) return 0;
-  buf[0] = '\0';
-  cg_py_frame f;
-  char sb[2048];
-  if (cg_python_stack(&f, 1, sb, sizeof sb) == 1) {
-    cg_out w = cg_out_init(buf, cap); /* too long for cap: keep what fits */
-    cg_out_str(&w, short_path(f.file));
-    cg_out_char(&w, ':');
-    cg_out_u64(&w, f.line > 0 ? (unsigned)f.line : 0);
-    cg_out_str(&w, " in ");
-    cg_out_str(&w, f.func);
-    cg_out_finish(&w);
-    return cg_out_stored(&w);
-  }
-  return cg_native_where(buf, cap);
 }

@@ -1,6 +1,5 @@
-/* How a wrapper is defined: the C name is cg_w_<name>, the exported symbol is
- * <name> itself (an asm label, so cuda.h's renaming macros such as
- * "#define cuStreamBeginCapture cuStreamBeginCapture_v2" cannot touch it). */
+/* What every generated wrapper needs (wrap_rows.h says how wrappers are
+ * generated from the rows). */
 #ifndef CAPGUARD_WRAPPER_H
 #define CAPGUARD_WRAPPER_H
 
@@ -9,20 +8,22 @@
 #include "config.h"
 #include "driver.h"
 #include "entry_points.h"
+#include "params.h"
 
-#define CG_WRAPPER(ret, name, params)                                                      \
-  ret cg_w_##name params __asm__(#name) __attribute__((visibility("default"), used));       \
-  ret cg_w_##name params
+/* The wrapper's C name is cg_w_<name>, its exported symbol <name> itself
+ * (an asm label, so cuda.h's renaming macros cannot touch it). */
+#define CG_WRAPPER_HEAD(cname, sname, params)                                                     \
+  CUresult cname(CG_PARAMS(params)) __asm__(sname) __attribute__((visibility("default"), used)); \
+  CUresult cname(CG_PARAMS(params))
 
-/* The driver's pointer for this wrapper, or return from the wrapper: with no
+/* The driver's pointer for this row, or return from the wrapper: with no
  * driver (or a driver without this variant) the caller gets the error it
  * would get from a driver that does not initialise. */
-/* name is pasted here, not passed on to CG_REAL: passed on, it would be
- * macro-expanded first, and cuda.h maps e.g. cuGetProcAddress to
- * cuGetProcAddress_v2 -- the wrong variant with the wrong arguments. */
-#define CG_REAL_OR_RETURN(name, type, var)                                                 \
-  type var = (cg_driver_ready() ? (type)cg_ep_real[CG_EP_##name] : (type)0);              \
-  if (!var)                                                                                \
-    return CUDA_ERROR_NOT_INITIALIZED
+#define CG_REAL_OR_RETURN(ep, params, var)                                                     \
+  CUresult (*var)(CG_PARAMS(params)) =                                                         \
+      cg_driver_ready() ? (CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep] : NULL;               \
+  if (!var)                                                                                    \
+  return CUDA_ERROR_NOT_INITIALIZED
 
 #endif
+

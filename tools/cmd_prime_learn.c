@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "log_reader.h"
 #include "report_analysis.h"
+#include "rerun_command.h"
 
 /* Drivers before CUDA 12.3 refuse module loads during capture. */
 #define FIRST_DRIVER_ALLOWING_LOADS 12030
@@ -281,9 +282,13 @@ static const char LEARN_USAGE[] = "capguard prime learn [--prime FILE] [--log FI
 #define CHECK CHECK_NAME
 static const char CHECK_USAGE[] = "capguard prime check [--prime FILE] [--log FILE] -- CMD [ARGS...]";
 
-static int resolve(const char *me, learn_opts *o, char *prime, size_t cap, char *log, size_t log_cap,
-                   bool *temporary) {
-  /* The log is kept either way: capguard run's summary names it for details. */
+/* Arguments, the priming file and the log: 0, -1 after --help, or an exit
+ * status. The log is kept either way: capguard run's summary names it. */
+static int prepare(const char *me, const char *usage, int argc, char **argv, learn_opts *o, char *prime,
+                   size_t cap, char *log, size_t log_cap) {
+  int rc = parse(me, usage, argc, argv, o);
+  if (rc)
+    return rc;
   if (o->prime)
     snprintf(prime, cap, "%s", o->prime);
   else if (cg_cli_prime_default(prime, cap) != 0) {
@@ -292,7 +297,6 @@ static int resolve(const char *me, learn_opts *o, char *prime, size_t cap, char 
     return CG_EXIT_USAGE;
   }
   o->prime = prime;
-  *temporary = !o->log;
   if (o->log)
     snprintf(log, log_cap, "%s", o->log);
   else if (temp_log(log, log_cap) != 0) {
@@ -302,20 +306,27 @@ static int resolve(const char *me, learn_opts *o, char *prime, size_t cap, char 
   return 0;
 }
 
-static void show_command(const learn_opts *o) {
-  for (char **a = o->cmd; *a; a++)
-    printf("%s%s", a == o->cmd ? "" : " ", *a);
+/* "HEAD --prime FILE -- CMD ARGS", quoted for a shell where it must be: a
+ * line to paste. */
+static void print_command(const char *head, const learn_opts *o) {
+  char buf[8192];
+  size_t used = 0;
+  buf[0] = '\0';
+  cgr_shell_word(o->prime, buf, sizeof buf, &used);
+  printf("%s --prime %s --", head, buf);
+  for (char **a = o->cmd; *a; a++) {
+    used = 0;
+    cgr_shell_word(*a, buf, sizeof buf, &used);
+    printf(" %s", buf);
+  }
 }
 
 int cg_cmd_prime_learn(int argc, char **argv) {
   learn_opts o = {0};
-  int rc = parse(LEARN, LEARN_USAGE, argc, argv, &o);
+  char prime[PATH_MAX], log[PATH_MAX];
+  int rc = prepare(LEARN, LEARN_USAGE, argc, argv, &o, prime, sizeof prime, log, sizeof log);
   if (rc)
     return rc < 0 ? CG_EXIT_OK : rc;
-  char prime[PATH_MAX], log[PATH_MAX];
-  bool temporary;
-  if ((rc = resolve(LEARN, &o, prime, sizeof prime, log, sizeof log, &temporary)))
-    return rc;
   /* Learning under emulation would learn nothing past the first refusal. */
   if (getenv("CAPGUARD_EMULATE_DRIVER")) {
     fprintf(stderr, "%s: CAPGUARD_EMULATE_DRIVER is ignored while learning\n", LEARN);
@@ -350,17 +361,16 @@ int cg_cmd_prime_learn(int argc, char **argv) {
     printf("%s: incomplete: this driver (%lld.%lld) refuses module loads during capture, so this run "
            "learned only the loads up to the capture that broke. Learn on a machine with driver "
            "12.3 or newer and the same GPU architecture%s, then copy the file here; or run with "
-           "--rescue: capguard run --rescue --prime %s -- ",
-           LEARN, f.old_driver / 1000, (f.old_driver % 1000) / 10, arch_text, prime);
-    show_command(&o);
+           "--rescue: ",
+           LEARN, f.old_driver / 1000, (f.old_driver % 1000) / 10, arch_text);
+    print_command("capguard run --rescue", &o);
     printf("\n");
     out = CG_EXIT_FINDING;
   } else if (status != 0) {
     printf("%s: the command exited with status %d; what it loaded before that was recorded\n", LEARN, status);
   } else {
-    printf("%s: next: check it as a driver before 12.3 would use it: capguard prime check --prime %s -- ",
-           LEARN, prime);
-    show_command(&o);
+    printf("%s: next: check it as a driver before 12.3 would use it: ", LEARN);
+    print_command("capguard prime check", &o);
     printf("\n");
   }
   cgl_free(&l);
@@ -371,13 +381,10 @@ int cg_cmd_prime_learn(int argc, char **argv) {
 
 int cg_cmd_prime_check(int argc, char **argv) {
   learn_opts o = {0};
-  int rc = parse(CHECK, CHECK_USAGE, argc, argv, &o);
+  char prime[PATH_MAX], log[PATH_MAX];
+  int rc = prepare(CHECK, CHECK_USAGE, argc, argv, &o, prime, sizeof prime, log, sizeof log);
   if (rc)
     return rc < 0 ? CG_EXIT_OK : rc;
-  char prime[PATH_MAX], log[PATH_MAX];
-  bool temporary;
-  if ((rc = resolve(CHECK, &o, prime, sizeof prime, log, sizeof log, &temporary)))
-    return rc;
   /* The file is used, never changed: a check that wrote to it would pass the
    * next time for having failed this time. */
   setenv("CAPGUARD_PRIME_READONLY", "1", 1);
@@ -412,8 +419,8 @@ int cg_cmd_prime_check(int argc, char **argv) {
              kernels[0] ? kernels : "-", site, l.procs[e->proc].pid);
     }
     printf("%s: learn them in one run where the driver allows loads during capture (12.3 or newer, same "
-           "GPU architecture): capguard prime learn --prime %s -- ", CHECK, prime);
-    show_command(&o);
+           "GPU architecture): ", CHECK);
+    print_command("capguard prime learn", &o);
     printf("\n");
     out = CG_EXIT_FINDING;
   } else if (status != 0) {

@@ -1,5 +1,6 @@
 #include "frame_source.h"
 
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,6 +121,20 @@ static Dwarf_Addr symbol_address(Dwfl_Module *m, const char *sym) {
   return 0;
 }
 
+/* The line of pc found by asking each compilation unit whether it holds pc.
+ * dwfl_module_getsrc finds the unit through .debug_aranges, which clang does
+ * not emit; elfutils before 0.189 then answers "address out of range" for
+ * every clang-built object (the sanitized build's programs among them). */
+static const char *source_by_cu_scan(Dwfl_Module *m, Dwarf_Addr pc, int *lineno) {
+  Dwarf_Addr bias;
+  for (Dwarf_Die *cu = NULL; (cu = dwfl_module_nextcu(m, cu, &bias));) {
+    if (dwarf_haspc(cu, pc - bias) <= 0) continue;
+    Dwarf_Line *l = dwarf_getsrc_die(cu, pc - bias);
+    if (l && dwarf_lineno(l, lineno) == 0) return dwarf_linesrc(l, NULL, NULL);
+  }
+  return NULL;
+}
+
 static bool resolve(const char *frame, const char *argv0, char *buf, size_t cap) {
   /* "obj(sym+0xoff)" or "obj+0xoff" */
   char object[512], sym[512] = "";
@@ -150,9 +165,11 @@ static bool resolve(const char *frame, const char *argv0, char *buf, size_t cap)
   Dwarf_Addr at = sym[0] ? symbol_address(m, sym) : low;
   if (!at && sym[0]) return false;
   /* a return address: the call is the instruction before it */
-  Dwfl_Line *line = dwfl_module_getsrc(m, at + off - 1);
+  Dwarf_Addr pc = at + off - 1;
+  Dwfl_Line *line = dwfl_module_getsrc(m, pc);
   int lineno = 0;
   const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+  if (!file || lineno <= 0) file = source_by_cu_scan(m, pc, &lineno);
   if (!file || lineno <= 0) return false;
   const char *base = strrchr(file, '/');
   return snprintf(buf, cap, "%s:%d", base ? base + 1 : file, lineno) < (int)cap;

@@ -72,14 +72,16 @@ FAKECUDA_DRIVER_VERSION=12020 run_em plain122 --prime "$WORK/plain122.cgp"
 expect_rc 1 "the same without --rescue breaks on 12.2"
 
 # --- an existing LD_PRELOAD is kept: both libraries are mapped into the command
-libm=$(ldconfig -p | awk '/libm\.so\.6 .*x86-64/ {print $NF; exit}')
-[ -n "$libm" ] || libm=libm.so.6
+# (libresolv: a glibc library nothing here maps by itself; a sanitized shim
+# brings libm in with the sanitizer's runtime)
+libm=$(ldconfig -p | awk '/libresolv\.so\.2 .*x86-64/ {print $NF; exit}')
+[ -n "$libm" ] || libm=libresolv.so.2
 "$CAPGUARD" run -q --log "$WORK/maps.jsonl" -- cat /proc/self/maps >"$WORK/plain.maps" 2>&1
-grep -q 'libm\.so' "$WORK/plain.maps" && fail "control: cat maps libm by itself" || pass
+grep -q 'libresolv\.so' "$WORK/plain.maps" && fail "control: cat maps libresolv by itself" || pass
 LD_PRELOAD=$libm "$CAPGUARD" run -q --log "$WORK/maps.jsonl" -- cat /proc/self/maps >"$WORK/pre.maps" 2>&1; rc=$?
 expect_rc 0 "run with an existing LD_PRELOAD"
 expect_in "$WORK/pre.maps" "$(readlink -f "$REAL_SHIM")" "the shim is mapped"
-grep -q 'libm\.so' "$WORK/pre.maps" && pass || fail "the existing LD_PRELOAD ($libm) was dropped"
+grep -q 'libresolv\.so' "$WORK/pre.maps" && pass || fail "the existing LD_PRELOAD ($libm) was dropped"
 # the engine still works under both
 LD_PRELOAD=$libm run_em pre --prime "$WORK/pre.cgp" --emulate-driver 12020
 expect_rc 1 "engine with an existing LD_PRELOAD: run 1 breaks as without it"

@@ -1,6 +1,9 @@
 /* fakecuda: the bracket around every entry point — the process-wide lock and the
  * optional trace line (FAKECUDA_TRACE=path) that tests read to see which calls reached
- * the driver and whether a capture was open at the time. */
+ * the driver and whether a capture was open at the time; with FAKECUDA_TRACE_RULE=1 each
+ * line also says whether an open capture prohibited the calling thread when the call
+ * arrived (the fake's own rule), and FAKECUDA_STATS=path gets the live module count at
+ * exit, for leak checks. */
 #include "fake_internal.h"
 
 #include <fcntl.h>
@@ -38,10 +41,35 @@ __attribute__((constructor)) static void fc_call_init(void)
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
+static void count_live(struct fc_handle *h, void *arg)
+{
+  const struct fc_module *m = (const struct fc_module *)h;
+  if (m->lib == NULL)
+    ++*(int *)arg;
+}
+
+/* FAKECUDA_STATS=path: "modules_live=<n>" at exit (modules loaded and not unloaded;
+ * libraries' modules are not counted). */
+__attribute__((destructor)) static void fc_call_fini(void)
+{
+  const char *path = getenv("FAKECUDA_STATS");
+  if (path == NULL || *path == '\0')
+    return;
+  pthread_mutex_lock(&fc_lock);
+  int live = 0;
+  fc_foreach(FC_MODULE, count_live, &live);
+  pthread_mutex_unlock(&fc_lock);
+  FILE *f = fopen(path, "w");
+  if (f != NULL) {
+    fprintf(f, "modules_live=%d\n", live);
+    fclose(f);
+  }
+}
+
 struct fc_call fc_enter(void)
 {
   pthread_mutex_lock(&fc_lock);
-  struct fc_call c = { fc_open_captures() };
+  struct fc_call c = { fc_open_captures(), fc_prohibited() };
   return c;
 }
 
@@ -74,8 +102,12 @@ CUresult fc_leave(const struct fc_call *c, const char *name, CUresult rc)
   int fd = trace_fd();
   if (fd >= 0) {
     char line[256];
-    int n = snprintf(line, sizeof(line), "%s tid=%d capturing=%d result=%d\n", name,
-                     (int)fc_tid(), c->captures_at_entry, (int)rc);
+    const char *rule = getenv("FAKECUDA_TRACE_RULE");
+    int n = rule != NULL && strcmp(rule, "1") == 0
+                ? snprintf(line, sizeof(line), "%s tid=%d capturing=%d result=%d prohibited=%d\n", name,
+                           (int)fc_tid(), c->captures_at_entry, (int)rc, c->prohibited_at_entry)
+                : snprintf(line, sizeof(line), "%s tid=%d capturing=%d result=%d\n", name,
+                           (int)fc_tid(), c->captures_at_entry, (int)rc);
     if (n > 0 && (size_t)n < sizeof(line)) {
       /* One write per line: O_APPEND keeps lines from several processes whole. */
       ssize_t w = write(fd, line, (size_t)n);

@@ -51,6 +51,14 @@ static int prohibits(const struct fc_capture *c, pid_t tid, CUstreamCaptureMode 
   return mode == CU_STREAM_CAPTURE_MODE_GLOBAL && c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
 }
 
+int fc_prohibited(void)
+{
+  for (struct fc_capture *c = open_captures; c != NULL; c = c->next)
+    if (prohibits(c, fc_tid(), thread_mode))
+      return 1;
+  return 0;
+}
+
 CUresult fc_refuse_if_prohibited(void)
 {
   int refused = 0;

@@ -53,7 +53,7 @@ int fc_env_driver_version(void);   /* FAKECUDA_DRIVER_VERSION, default 13000 */
 int fc_env_sm(void);               /* FAKECUDA_SM, default 90 */
 
 /* ---- call bracket and tracing (fake_call.c) ----------------------------------------- */
-struct fc_call { int captures_at_entry; };
+struct fc_call { int captures_at_entry; int prohibited_at_entry; };
 struct fc_call fc_enter(void);
 CUresult fc_leave(const struct fc_call *c, const char *name, CUresult rc);
 #define FC_BEGIN struct fc_call fc_call_ = fc_enter()
@@ -113,6 +113,8 @@ struct fc_stream {
 /* The stream a handle names; ptsz says how the NULL handle is read. NULL if invalid. */
 struct fc_stream *fc_stream_resolve(CUstream s, int ptsz);
 int fc_open_captures(void);
+/* Whether an open capture prohibits the calling thread (the rule, nothing invalidated). */
+int fc_prohibited(void);
 /* If the calling thread is prohibited (capture-interaction rule), invalidates every
  * capture that prohibits it and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
 CUresult fc_refuse_if_prohibited(void);
@@ -130,7 +132,7 @@ enum fc_image_kind { FC_IMG_CUBIN = 1, FC_IMG_FATBIN, FC_IMG_PTX };
 /* Recognises a cubin, fatbin (or its wrapper) or PTX text and measures it from its own
  * headers. *start is where the image bytes begin (differs from image for the wrapper).
  * Returns CUDA_ERROR_INVALID_IMAGE or CUDA_ERROR_NO_BINARY_FOR_GPU on rejection. */
-CUresult fc_image_inspect(const void *image, int sm, enum fc_image_kind *kind,
+CUresult fc_image_inspect(const void *image, size_t limit, int sm, enum fc_image_kind *kind,
                           const unsigned char **start, size_t *size);
 /* Whether name is a kernel/global of the image (see fake_image.c for the rule). */
 int fc_image_has_name(enum fc_image_kind kind, const unsigned char *img, size_t size,

@@ -39,14 +39,15 @@ static CUresult load_rule(void)
   return CUDA_SUCCESS;
 }
 
-static CUresult module_create(const void *image, struct fc_module **out)
+/* limit: the bytes the image may span (a file's size), 0 when only the pointer is known. */
+static CUresult module_create(const void *image, size_t limit, struct fc_module **out)
 {
   if (image == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   enum fc_image_kind kind;
   const unsigned char *start;
   size_t size;
-  CUresult rc = fc_image_inspect(image, fc_env_sm(), &kind, &start, &size);
+  CUresult rc = fc_image_inspect(image, limit, fc_env_sm(), &kind, &start, &size);
   if (rc != CUDA_SUCCESS)
     return rc;
   struct fc_module *m = calloc(1, sizeof(*m));
@@ -65,7 +66,7 @@ static CUresult module_create(const void *image, struct fc_module **out)
 }
 
 /* Reads a whole file, NUL-terminated (PTX files are text without a terminator). */
-static CUresult read_file(const char *path, unsigned char **out)
+static CUresult read_file(const char *path, unsigned char **out, size_t *len)
 {
   if (path == NULL)
     return CUDA_ERROR_INVALID_VALUE;
@@ -90,12 +91,14 @@ static CUresult read_file(const char *path, unsigned char **out)
   close(fd);
   if (rc != CUDA_SUCCESS)
     free(buf);
-  else
+  else {
     *out = buf;
+    *len = (size_t)sb.st_size + 1;
+  }
   return rc;
 }
 
-static CUresult module_load(CUmodule *module, const void *image)
+static CUresult module_load(CUmodule *module, const void *image, size_t limit)
 {
   CUresult rc = fc_need_ctx();
   if (rc == CUDA_SUCCESS)
@@ -103,7 +106,7 @@ static CUresult module_load(CUmodule *module, const void *image)
   if (rc == CUDA_SUCCESS && module == NULL)
     rc = CUDA_ERROR_INVALID_VALUE;
   struct fc_module *m = NULL;
-  if (rc == CUDA_SUCCESS && (rc = module_create(image, &m)) == CUDA_SUCCESS)
+  if (rc == CUDA_SUCCESS && (rc = module_create(image, limit, &m)) == CUDA_SUCCESS)
     *module = (CUmodule)m;
   return rc;
 }
@@ -114,10 +117,11 @@ static CUresult module_load_file(CUmodule *module, const char *fname)
   if (rc == CUDA_SUCCESS)
     rc = load_rule();
   unsigned char *buf = NULL;
+  size_t len = 0;
   if (rc == CUDA_SUCCESS)
-    rc = read_file(fname, &buf);
+    rc = read_file(fname, &buf, &len);
   if (rc == CUDA_SUCCESS) {
-    rc = module_load(module, buf);
+    rc = module_load(module, buf, len);
     free(buf);
   }
   return rc;
@@ -132,7 +136,7 @@ FC_EXPORT CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname)
 FC_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
 {
   FC_BEGIN;
-  FC_END(module_load(module, image));
+  FC_END(module_load(module, image, 0));
 }
 
 FC_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
@@ -141,14 +145,14 @@ FC_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *imag
   FC_BEGIN;
   (void)options; (void)optionValues;
   CUresult rc = (numOptions > 0 && (options == NULL || optionValues == NULL))
-                    ? CUDA_ERROR_INVALID_VALUE : module_load(module, image);
+                    ? CUDA_ERROR_INVALID_VALUE : module_load(module, image, 0);
   FC_END(rc);
 }
 
 FC_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 {
   FC_BEGIN;
-  FC_END(module_load(module, fatCubin));
+  FC_END(module_load(module, fatCubin, 0));
 }
 
 /* Frees what an unloaded module owned; the module and function structs stay as tombstones. */
@@ -265,10 +269,11 @@ static CUresult library_load(CUlibrary *library, const void *code, const char *p
   if (rc == CUDA_SUCCESS && library == NULL)
     rc = CUDA_ERROR_INVALID_VALUE;
   unsigned char *buf = NULL;
-  if (rc == CUDA_SUCCESS && path != NULL && (rc = read_file(path, &buf)) == CUDA_SUCCESS)
+  size_t len = 0;
+  if (rc == CUDA_SUCCESS && path != NULL && (rc = read_file(path, &buf, &len)) == CUDA_SUCCESS)
     code = buf;
   struct fc_module *m = NULL;
-  if (rc == CUDA_SUCCESS && (rc = module_create(code, &m)) == CUDA_SUCCESS)
+  if (rc == CUDA_SUCCESS && (rc = module_create(code, len, &m)) == CUDA_SUCCESS)
     rc = library_wrap(m, library);
   free(buf);
   return rc;

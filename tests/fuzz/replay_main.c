@@ -13,6 +13,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Every input ends right before a PROT_NONE page (targets may rely on it). */
+int cg_fuzz_input_at_guard = 1;
+
 #define REPLAY_MAX_INPUT ((size_t)1 << 20)
 
 static uint64_t rng_state;

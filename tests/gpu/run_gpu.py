@@ -14,7 +14,10 @@
      capture, identical bytes loaded twice): `capguard prime learn` on this
      driver, then the emulated 12.2 driver captures every size on its first
      run (`capguard prime check`, and `capguard run --emulate-driver 12020`),
-     and every replay is right; without the file the emulated run breaks.
+     and every replay is right; without the file the emulated run breaks;
+  6. the same for CUlibrary loads (tests/gpu/library_capture.py: one cubin
+     loaded twice with cuLibraryLoadData during capture, its kernels taken with
+     cuLibraryGetKernel + cuKernelGetFunction and cuLibraryGetModule).
 Exits 77 (skipped) with the reason when there is no GPU, torch or Triton."""
 import argparse
 import json
@@ -114,48 +117,57 @@ def events_of(log):
         return [e for e in (json.loads(l) for l in f if l.strip()) if e.get("type") == "event"]
 
 
-def startup(r, out):
-    py = [sys.executable, STARTUP]
-    prime = os.path.join(r.tmp, "startup.cgp")
-    learn_log = os.path.join(r.tmp, "startup_learn.jsonl")
-    p = cli_run(r, "startup_learn", ["prime", "learn", "--prime", prime, "--log", learn_log, "--"] + py)
+LIBRARY = os.path.join(HERE, "library_capture.py")
+
+
+def learn_then_check(r, name, script, done, twice_text):
+    """prime learn SCRIPT on this driver; then without the file the emulated
+    12.2 driver breaks; with it prime check passes and capguard run
+    --emulate-driver 12020 captures on its first run, replays right."""
+    py = [sys.executable, script]
+    prime = os.path.join(r.tmp, name + ".cgp")
+    learn_log = os.path.join(r.tmp, name + "_learn.jsonl")
+    p = cli_run(r, name + "_learn", ["prime", "learn", "--prime", prime, "--log", learn_log, "--"] + py)
     print(p.stdout + p.stderr[-3000:])
-    r.check(p.returncode == 0 and "RESULT captured=10/10 replay=correct" in p.stdout,
-            "start-up, prime learn on this driver: all ten sizes captured, replays right")
+    r.check(p.returncode == 0 and done in p.stdout, f"{name}, prime learn on this driver: captured, replays right")
     loads = [e for e in events_of(learn_log) if e["event"] == "module-load"]
     r.check(loads and all(e["verdict"] == "allowed" for e in loads),
-            f"prime learn: {len(loads)} loads during capture, all allowed by this driver")
+            f"{name}, prime learn: {len(loads)} loads during capture, all allowed by this driver")
     hashes = [(e["pid"], e.get("image", {}).get("hash")) for e in loads]
     twice = sorted({h for h in hashes if h[1] and hashes.count(h) > 1})
-    print(f"images loaded more than once during capture in one process: {twice}")
-    r.check(bool(twice), "the start-up loads identical image bytes twice (two specialisations, one cubin)")
-    r.check("2 modules" in p.stdout, "prime learn recorded 2 module loads for those bytes")
+    print(f"{name}: images loaded more than once during capture in one process: {twice}")
+    r.check(bool(twice), f"{name}: identical image bytes loaded twice in one process")
+    r.check(twice_text in p.stdout, f"{name}: prime learn recorded them as '{twice_text}'")
 
-    fresh = os.path.join(r.tmp, "startup_fresh.cgp")
-    p = cli_run(r, "startup_emulated_nofile",
-                ["run", "--emulate-driver", "12020", "--prime", fresh, "--log", os.path.join(r.tmp, "sn.jsonl"), "--"] + py)
+    fresh = os.path.join(r.tmp, name + "_fresh.cgp")
+    p = cli_run(r, name + "_emulated_nofile", ["run", "--emulate-driver", "12020", "--prime", fresh, "--log",
+                                               os.path.join(r.tmp, name + "_nofile.jsonl"), "--"] + py)
     r.check(p.returncode == 1 and "capture=failed" in p.stdout,
-            "emulated 12.2 without the learned file: the first capture that loads a kernel breaks")
+            f"{name}, emulated 12.2 without the learned file: the capture breaks")
 
     with open(prime, "rb") as f:
         before = f.read()
-    p = cli_run(r, "startup_check", ["prime", "check", "--prime", prime, "--"] + py)
+    p = cli_run(r, name + "_check", ["prime", "check", "--prime", prime, "--"] + py)
     print(p.stdout + p.stderr[-2000:])
     r.check(p.returncode == 0 and "capguard prime check: ok:" in p.stdout,
-            "prime check (emulated 12.2): no load reached the driver during capture")
-    r.check("RESULT captured=10/10 replay=correct" in p.stdout, "prime check: every size captured, replays right")
+            f"{name}, prime check (emulated 12.2): no load reached the driver during capture")
+    r.check(done in p.stdout, f"{name}, prime check: captured, replays right")
     with open(prime, "rb") as f:
-        r.check(f.read() == before, "prime check left the priming file unchanged")
+        r.check(f.read() == before, f"{name}: prime check left the priming file unchanged")
 
-    log = os.path.join(r.tmp, "startup_emulated.jsonl")
-    p = cli_run(r, "startup_emulated",
-                ["run", "--emulate-driver", "12020", "--prime", prime, "--log", log, "--"] + py)
+    log = os.path.join(r.tmp, name + "_emulated.jsonl")
+    p = cli_run(r, name + "_emulated", ["run", "--emulate-driver", "12020", "--prime", prime, "--log", log, "--"] + py)
     served = [e for e in events_of(log) if e["event"] == "module-load"]
-    r.check(p.returncode == 0 and "RESULT captured=10/10 replay=correct" in p.stdout,
-            "emulated 12.2 with the learned file: all ten captured on the first run, replays right")
+    r.check(p.returncode == 0 and done in p.stdout,
+            f"{name}, emulated 12.2 with the learned file: captured on the first run, replays right")
     r.check(served and all(e["verdict"] == "served" for e in served),
-            f"emulated 12.2: all {len(served)} loads during capture served from the file")
+            f"{name}, emulated 12.2: all {len(served)} loads during capture served from the file")
     print(p.stderr[-1500:])
+
+
+def startup(r, out):
+    learn_then_check(r, "startup", STARTUP, "RESULT captured=10/10 replay=correct", "2 modules")
+    learn_then_check(r, "library", LIBRARY, "RESULT library capture=ok replay=correct", "2 libraries")
 
 
 def main():

@@ -11,7 +11,9 @@
  * end), --no-end (exit with the capture still open), --print-mode (the
  * driver's mode for this thread after the op), and --second MODE: another
  * thread holds a capture of its own (--second-ctx: on a context it creates;
- * --second-begin and --second-end: before or after the main capture's). */
+ * --second-begin and --second-end: before or after the main capture's).
+ * --guard-image: the image's bytes end right before a PROT_NONE page, so a
+ * read past what the file holds faults (hostile-image tests). */
 #include <cuda.h>
 
 #include "capguard/file_read.h"
@@ -20,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct {
   CUresult (*Init)(unsigned);
@@ -57,7 +61,7 @@ static struct {
   const char *second_begin, *second_end; /* "before" or "after" the main capture's */
   CUstreamCaptureMode second_mode;
   int other_thread, swap, v1, proc_flags, proc_version, repeat;
-  int no_end, print_mode, second, second_ctx;
+  int no_end, print_mode, second, second_ctx, guard_image;
 } opt = {.second_begin = "after", .second_end = "after",.route = "dlsym", .op = "load", .mode = CU_STREAM_CAPTURE_MODE_GLOBAL, .proc_version = 12000,
          .proc_flags = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, .repeat = 1};
 
@@ -318,6 +322,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--print-mode")) opt.print_mode = 1;
     else if (!strcmp(a, "--second") && v) { opt.second = 1; opt.second_mode = parse_mode(argv[++i]); }
     else if (!strcmp(a, "--second-ctx")) opt.second_ctx = 1;
+    else if (!strcmp(a, "--guard-image")) opt.guard_image = 1;
     else if (!strcmp(a, "--second-begin") && v) opt.second_begin = argv[++i];
     else if (!strcmp(a, "--second-end") && v) opt.second_end = argv[++i];
     else
@@ -328,6 +333,16 @@ int main(int argc, char **argv) {
     size_t size;
     if (!(image = cg_read_file(opt.image_path, (size_t)1 << 30, &size)))
       die("cannot read --image");
+    if (opt.guard_image) {
+      size--; /* cg_read_file's own NUL is not the file's */
+      size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (size + page - 1) / page * page + page;
+      unsigned char *m = mmap(NULL, body + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED || mprotect(m + body, page, PROT_NONE))
+        die("cannot map the guarded image");
+      memcpy(m + body - size, image, size);
+      free(image);
+      image = m + body - size;
+    }
   }
   bind_api();
   printf("wrapped_owner=%s\n", owner((void *)cu.ModuleLoadData));

@@ -181,6 +181,45 @@ class Robustness(unittest.TestCase):
         self.assertEqual((plain.returncode, plain.stdout, plain.stderr),
                          (shimmed.returncode, shimmed.stdout, shimmed.stderr))
 
+    def test_without_libcuda_dlerror_is_glibcs_own(self):
+        # A failed dlsym(RTLD_DEFAULT, "cu...") leaves glibc's own "undefined
+        # symbol" text in dlerror(), not the error of capguard's own look for
+        # libcuda.so.1 (issue 11): word for word when a shared object asks;
+        # from the main program, glibc names libcapguard.so instead of the
+        # program (its scope holds capguard's export). A name capguard does
+        # not wrap is untouched.
+        import os
+        import subprocess
+        from routes_common import SHIM
+        probe = os.environ["CG_DLSYM_PROBE"]
+        env = dict(os.environ, LD_LIBRARY_PATH="/nonexistent")
+        env.pop("LD_PRELOAD", None)
+        for name in ("cuModuleLoadData", "cuStreamBeginCapture_v2", "cuNoSuchEntryPoint"):
+            with self.subTest(name=name):
+                plain = subprocess.run([probe, name], env=env, capture_output=True, text=True)
+                shimmed = subprocess.run([probe, name], env=dict(env, LD_PRELOAD=SHIM), capture_output=True,
+                                         text=True)
+                self.assertEqual(plain.returncode, 0, plain.stderr)
+                self.assertEqual(shimmed.returncode, 0, shimmed.stderr)
+                p = dict(l.split("=", 1) for l in plain.stdout.splitlines())
+                s = dict(l.split("=", 1) for l in shimmed.stdout.splitlines())
+                self.assertEqual((p["main_dlsym_found"], p["lib_dlsym_found"]), ("0", "0"))
+                self.assertEqual((s["main_dlsym_found"], s["lib_dlsym_found"]), ("0", "0"))
+                self.assertRegex(p["lib_dlerror"], r"libdlsym_caller\.so: undefined symbol: %s$" % name)
+                self.assertEqual(s["lib_dlerror"], p["lib_dlerror"])
+                self.assertRegex(s["main_dlerror"], r"\S+: undefined symbol: %s$" % name)
+                self.assertNotIn("libcuda", shimmed.stdout)
+                if name == "cuNoSuchEntryPoint":
+                    self.assertEqual(shimmed.stdout, plain.stdout)
+        # A wrapped name another object defines: found as glibc finds it, and
+        # dlerror() stays empty after the successful lookup.
+        plain = subprocess.run([probe, "cuLibraryUnload"], env=env, capture_output=True, text=True)
+        shimmed = subprocess.run([probe, "cuLibraryUnload"], env=dict(env, LD_PRELOAD=SHIM), capture_output=True,
+                                 text=True)
+        self.assertIn("main_dlsym_found=1\nmain_dlerror=(none)\nlib_dlsym_found=1\nlib_dlerror=(none)\n"
+                      "handle_dlsym_found=1\nhandle_dlerror=(none)\n", plain.stdout)
+        self.assertEqual(shimmed.stdout, plain.stdout)
+
     def test_dlsym_rtld_next_is_relative_to_the_caller(self):
         # A second interposer that finds the real function with
         # dlsym(RTLD_NEXT, ...) must not get itself back (it would recurse).

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "stack.h"
+#include "stack_where.h"
 
 __attribute__((constructor)) static void probe_init(void) { cg_stack_init(); }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "stack.h"
+#include "stack_where.h"
 
 #define MAXF 32
 static const char *frames[MAXF];

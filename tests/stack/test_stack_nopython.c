@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "stack.h"
+#include "stack_where.h"
 
 #define MAXF 8
 

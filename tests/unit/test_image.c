@@ -3,8 +3,16 @@
  * cg_image_inspect ends exactly at a PROT_NONE guard page, so a read past the
  * limit crashes the test instead of passing silently. */
 #include "capguard/image.h"
+#include "capguard/mem_probe.h"
 
 #include <check.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -737,6 +745,150 @@ START_TEST(hash_roundtrip) {
 }
 END_TEST
 
+/* ---- images handed over as a bare pointer (the shim's case) ----
+ * cuModuleLoadData gets no length: the inspector must read only what the
+ * headers ask for, and only once it is known readable. Each input here ends
+ * right before a PROT_NONE page; a single read too far kills the test. */
+
+static void expect_bare_reject(const void *src, size_t n, const char *what, const char *why_part) {
+  guarded g = guarded_new(n);
+  cg_image_info info;
+  int rc = cg_image_inspect(at_guard(&g, src, n), CG_IMAGE_MAX_BYTES, &info);
+  ck_assert_msg(rc == -1, "%s: accepted as %s, size %zu", what, cg_image_kind_name(info.kind), info.size);
+  ck_assert_int_eq(info.kind, CG_IMAGE_UNKNOWN);
+  ck_assert_ptr_nonnull(info.why_unknown);
+  if (why_part)
+    ck_assert_msg(strstr(info.why_unknown, why_part) != NULL, "%s: why is '%s'", what, info.why_unknown);
+  guarded_free(&g);
+}
+
+/* The headers of the reliability issue (#11), each before an unreadable page. */
+START_TEST(bare_crafted_headers) {
+  blob b = load("kernels_sm90.cubin");
+  unsigned char *c = malloc(b.size);
+  expect_bare_reject(b.bytes, 64, "64-byte header whose tables lie past it", "not readable");
+  memcpy(c, b.bytes, b.size);
+  put(c, 40, 8, 0x3fff0000); /* e_shoff */
+  expect_bare_reject(c, b.size, "e_shoff 0x3fff0000", "not readable");
+  memcpy(c, b.bytes, b.size);
+  put(c, 32, 8, 0x3fff0000); /* e_phoff */
+  if (get(c, 56, 2) == 0) put(c, 56, 2, 1);
+  expect_bare_reject(c, b.size, "e_phoff 0x3fff0000", "not readable");
+  memcpy(c, b.bytes, b.size);
+  put(c, 56, 2, 0xffff); /* e_phnum */
+  expect_bare_reject(c, b.size, "e_phnum 0xffff", "not readable");
+  memcpy(c, b.bytes, b.size);
+  put(c, 60, 2, 0xffff); /* e_shnum */
+  expect_bare_reject(c, b.size, "e_shnum 0xffff", "not readable");
+  /* A section whose data lies far away. */
+  memcpy(c, b.bytes, b.size);
+  unsigned sym = find_section(c, 2);
+  put(c, shdr(c, sym) + 24, 8, 0x3fff0000);
+  expect_bare_reject(c, b.size, "symtab at 0x3fff0000", "not readable");
+  free(c);
+  free(b.bytes);
+
+  blob f = load("kernels_multi.fatbin");
+  unsigned char *fc = malloc(f.size);
+  memcpy(fc, f.bytes, f.size);
+  put(fc, 8, 8, 0x3fff0000); /* fat_size */
+  expect_bare_reject(fc, f.size, "fatbin claiming 1 GiB", "not readable");
+  expect_bare_reject(f.bytes, 16, "fatbin header alone", "not readable");
+  free(fc);
+  free(f.bytes);
+
+  blob t = load("kernels_sm90.ptx");
+  expect_bare_reject(t.bytes, t.size - 1, "PTX without its NUL", "not readable");
+  free(t.bytes);
+  expect_bare_reject("\177EL", 3, "3 bytes", "not readable");
+  expect_bare_reject("", 0, "nothing at all", "not readable");
+}
+END_TEST
+
+/* Every sample, exactly at the page, bare: recognised, same size and hash as
+ * with a known bound; every proper prefix refused without a fault. */
+START_TEST(bare_samples_and_prefixes) {
+  for (size_t s = 0; s < N_SAMPLES; s++) {
+    blob b = load(all_samples[s]);
+    guarded g = guarded_new(b.size);
+    cg_image_info info;
+    ck_assert_int_eq(cg_image_inspect(at_guard(&g, b.bytes, b.size), CG_IMAGE_MAX_BYTES, &info), 0);
+    ck_assert_uint_eq(info.size, b.size);
+    expect_hash_of(&info, &b);
+    for (size_t n = 0; n < b.size; n += n < 256 ? 1 : 61) {
+      int rc = cg_image_inspect(at_guard(&g, b.bytes, n), CG_IMAGE_MAX_BYTES, &info);
+      ck_assert_msg(rc == -1, "%s cut to %zu accepted bare", all_samples[s], n);
+      ck_assert_ptr_nonnull(info.why_unknown);
+    }
+    guarded_free(&g);
+    free(b.bytes);
+  }
+}
+END_TEST
+
+START_TEST(bare_wrapper_to_unreadable) {
+  guarded gw = guarded_new(sizeof(wrapper)), hole = guarded_new(1);
+  wrapper w = {0x466243B1u, 1, hole.guard, NULL}; /* points at the PROT_NONE page itself */
+  cg_image_info info;
+  ck_assert_int_eq(cg_image_inspect(at_guard(&gw, &w, sizeof w), CG_IMAGE_MAX_BYTES, &info), -1);
+  ck_assert_msg(strstr(info.why_unknown, "not readable") != NULL, "why: %s", info.why_unknown);
+  /* and a wrapper cut short by the page */
+  ck_assert_int_eq(cg_image_inspect(at_guard(&gw, &w, 12), CG_IMAGE_MAX_BYTES, &info), -1);
+  guarded_free(&gw);
+  guarded_free(&hole);
+}
+END_TEST
+
+START_TEST(mem_check_ranges) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), len = 1u << 20;
+  unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ck_assert_ptr_ne(m, MAP_FAILED);
+  ck_assert_int_eq(cg_mem_check(m, len), CG_MEM_READABLE); /* more than one 256 KiB round */
+  ck_assert_int_eq(cg_mem_check(m, 0), CG_MEM_READABLE);
+  ck_assert_int_eq(mprotect(m + 150 * page, page, PROT_NONE), 0);
+  ck_assert_int_eq(cg_mem_check(m, len), CG_MEM_UNREADABLE);
+  ck_assert_int_eq(cg_mem_check(m + 150 * page - 1, 2), CG_MEM_UNREADABLE);
+  ck_assert_int_eq(cg_mem_check(m + 150 * page - 100, 100), CG_MEM_READABLE);
+  ck_assert_int_eq(cg_mem_check(m + 151 * page, len - 151 * page), CG_MEM_READABLE);
+  ck_assert_int_eq(cg_mem_check(NULL, 1), CG_MEM_UNREADABLE);
+  ck_assert_int_eq(cg_mem_check((void *)(uintptr_t)-16, 64), CG_MEM_UNREADABLE); /* wraps around */
+  munmap(m, len);
+  ck_assert_int_eq(cg_mem_check(m, page), CG_MEM_UNREADABLE); /* unmapped */
+}
+END_TEST
+
+/* Where a seccomp filter refuses process_vm_readv (some containers), the
+ * check falls back to a pipe and still tells readable from not. Check runs
+ * each test in its own child, so the filter dies with it. */
+START_TEST(mem_check_without_process_vm_readv) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+  ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+  ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+  char a = 1, b2;
+  struct iovec l = {&b2, 1}, r = {&a, 1};
+  ck_assert_int_eq((int)process_vm_readv(getpid(), &l, 1, &r, 1, 0), -1);
+  ck_assert_int_eq(errno, EPERM);
+
+  guarded g = guarded_new(3 * 4096);
+  ck_assert_int_eq(cg_mem_check(g.base, (size_t)(g.guard - g.base)), CG_MEM_READABLE);
+  ck_assert_int_eq(cg_mem_check(g.guard - 10, 11), CG_MEM_UNREADABLE);
+  ck_assert_int_eq(cg_mem_check(g.guard, 1), CG_MEM_UNREADABLE);
+  blob b = load("kernels_sm90.cubin");
+  cg_image_info info;
+  ck_assert_int_eq(cg_image_inspect(at_guard(&g, b.bytes, b.size), CG_IMAGE_MAX_BYTES, &info), 0);
+  ck_assert_uint_eq(info.size, b.size);
+  ck_assert_int_eq(cg_image_inspect(at_guard(&g, b.bytes, 64), CG_IMAGE_MAX_BYTES, &info), -1);
+  guarded_free(&g);
+  free(b.bytes);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("image");
   TCase *ok = tcase_create("recognise");
@@ -766,6 +918,14 @@ int main(void) {
   tcase_add_test(bad, random_garbage);
   tcase_add_test(bad, random_mutations);
   suite_add_tcase(s, bad);
+  TCase *bare = tcase_create("bare pointer");
+  tcase_set_timeout(bare, 60);
+  tcase_add_test(bare, bare_crafted_headers);
+  tcase_add_test(bare, bare_samples_and_prefixes);
+  tcase_add_test(bare, bare_wrapper_to_unreadable);
+  tcase_add_test(bare, mem_check_ranges);
+  tcase_add_test(bare, mem_check_without_process_vm_readv);
+  suite_add_tcase(s, bare);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);

@@ -1,7 +1,8 @@
 /* Which native frames say nothing about who made a driver call: capguard's
  * own, and the CUDA libraries every call goes through (the driver
  * libcuda.so.1, the runtime libcudart.so.12 or a wheel's
- * libcudart-<hash>.so.12). The shim skips them for "where a capture began",
+ * libcudart-<hash>.so.12), and in a sanitized build the sanitizer runtime
+ * that intercepts backtrace(). The shim skips them for "where a capture began",
  * the report for a call's site: one rule for both. */
 #ifndef CAPGUARD_FRAME_FILTER_H
 #define CAPGUARD_FRAME_FILTER_H

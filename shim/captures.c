@@ -1,0 +1,229 @@
+#include "captures.h"
+
+#include <execinfo.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "driver.h"
+#include "output.h"
+#include "stack.h"
+#include "warn.h"
+
+unsigned cg_open_captures;
+unsigned cg_begins_in_flight;
+
+/* The capture gate (captures.h). So whenever capguard decides, the model is
+ * what the driver sees: no capture can be begun (or ended) in the driver and
+ * not yet (or no longer) in the model, and none can be begun between
+ * capguard's check and the driver's call. Writer-preferring, so that a
+ * stream of begins cannot starve a decision; nothing takes it twice on one
+ * thread. Never held across a report, a log write or the loader's lock. */
+static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
+void cg_gate_lock(void) { pthread_rwlock_wrlock(&gate); }
+void cg_gate_unlock(void) { pthread_rwlock_unlock(&gate); }
+
+static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
+static cg_model *model;
+static uint64_t captures_broken;
+
+/* initial-exec: a preloaded library's TLS is static; no allocation on first use. */
+static __thread uint64_t self_tid __attribute__((tls_model("initial-exec")));
+static __thread int self_mode __attribute__((tls_model("initial-exec"))); /* 0 == CG_MODE_GLOBAL */
+
+uint64_t cg_self_tid(void) {
+  if (!self_tid)
+    self_tid = (uint64_t)gettid();
+  return self_tid;
+}
+cg_capture_mode cg_self_mode(void) { return (cg_capture_mode)self_mode; }
+void cg_set_self_mode(cg_capture_mode mode) { self_mode = (int)mode; }
+
+uint64_t cg_stream_key(CUstream s, bool ptsz) {
+  if (s == CU_STREAM_PER_THREAD || (ptsz && s == NULL))
+    return (cg_self_tid() << 2) | 3; /* no stream handle has its two low bits set */
+  return (uint64_t)(uintptr_t)s;
+}
+
+cg_begin_site *cg_begin_site_take(void) {
+  cg_begin_site *site = malloc(sizeof *site);
+  if (site)
+    site->n = backtrace(site->frames, CG_BEGIN_SITE_FRAMES);
+  else
+    cg_warn_oom("where a capture began");
+  return site;
+}
+
+/* Symbolizes with dladdr, which takes the loader's lock: never call it with
+ * model_lock held (a thread inside dlopen may be waiting for model_lock in a
+ * wrapper while holding the loader's lock). */
+void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap) {
+  buf[0] = 0;
+  if (b && b->n > 0)
+    cg_native_where_frames(b->frames, (size_t)b->n, buf, cap);
+}
+
+void cg_captures_init(void) {
+  if (!model)
+    model = cg_model_new();
+  if (!model)
+    cg_warn_oom("the capture model");
+}
+
+void cg_captures_begin_enter(void) {
+  pthread_rwlock_rdlock(&gate);
+  __atomic_add_fetch(&cg_begins_in_flight, 1, __ATOMIC_ACQ_REL);
+}
+
+static void capture_begun(uint64_t key, cg_capture_mode mode, bool into_graph, cg_begin_site *site) {
+  CUcontext ctx = NULL;
+  if (cg_drv.CtxGetCurrent)
+    cg_drv.CtxGetCurrent(&ctx);
+  pthread_mutex_lock(&model_lock);
+  if (!model) {
+    pthread_mutex_unlock(&model_lock);
+    free(site);
+    return;
+  }
+  cg_capture *c = cg_model_begin(model, key, (uint64_t)(uintptr_t)ctx, mode, cg_self_tid(), into_graph,
+                                 cg_now_ns(), site);
+  if (!c) {
+    /* The model still has a capture open on this stream, so it missed an
+     * end: close the stale one and track the new one. */
+    cg_capture stale;
+    if (cg_model_end(model, key, false, cg_now_ns(), &stale) == 0)
+      free(stale.user);
+    c = cg_model_begin(model, key, (uint64_t)(uintptr_t)ctx, mode, cg_self_tid(), into_graph, cg_now_ns(), site);
+  }
+  if (!c)
+    free(site);
+  __atomic_store_n(&cg_open_captures, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&model_lock);
+}
+
+void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, cg_capture_mode mode,
+                             bool into_graph) {
+  if (r == CUDA_SUCCESS)
+    capture_begun(key, mode, into_graph, site);
+  else
+    free(site);
+  __atomic_sub_fetch(&cg_begins_in_flight, 1, __ATOMIC_ACQ_REL);
+  pthread_rwlock_unlock(&gate);
+}
+
+void cg_captures_end_enter(void) { pthread_rwlock_rdlock(&gate); }
+
+bool cg_captures_end_leave(uint64_t key, CUresult *result, cg_capture *closed, bool *emulated_break) {
+  pthread_mutex_lock(&model_lock);
+  cg_capture *open = model ? cg_model_find(model, key) : NULL;
+  if (!open) {
+    pthread_mutex_unlock(&model_lock);
+    pthread_rwlock_unlock(&gate);
+    return false;
+  }
+  /* The model says invalid but the driver returned a graph: capguard itself
+   * refused a call in this capture (emulating an older driver), so the
+   * capture must fail the way that driver would have failed it. */
+  *emulated_break = open->status == CG_CAPTURE_INVALIDATED && *result == CUDA_SUCCESS;
+  if (*emulated_break)
+    *result = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  cg_model_end(model, key, *result == CUDA_SUCCESS, cg_now_ns(), closed);
+  if (*result != CUDA_SUCCESS)
+    captures_broken++;
+  __atomic_store_n(&cg_open_captures, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&model_lock);
+  pthread_rwlock_unlock(&gate);
+  return true;
+}
+
+size_t cg_captures_prohibitor_count(void) {
+  pthread_mutex_lock(&model_lock);
+  size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), NULL, 0) : 0;
+  pthread_mutex_unlock(&model_lock);
+  return n;
+}
+
+bool cg_captures_self_unprohibited(void) { return cg_captures_prohibitor_count() == 0; }
+
+size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site) {
+  cg_capture *p[1];
+  site->n = 0;
+  pthread_mutex_lock(&model_lock);
+  size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, 1) : 0;
+  if (n) {
+    *first = *p[0];
+    cg_model_count_event(model, cg_self_tid(), cg_self_mode());
+    if (p[0]->user)
+      *site = *(const cg_begin_site *)p[0]->user;
+  }
+  pthread_mutex_unlock(&model_lock);
+  return n;
+}
+
+void cg_captures_invalidate_prohibitors(void) {
+  pthread_mutex_lock(&model_lock);
+  if (model)
+    cg_model_invalidate_prohibitors(model, cg_self_tid(), cg_self_mode());
+  pthread_mutex_unlock(&model_lock);
+}
+
+size_t cg_captures_prohibitor_refs(cg_capture_ref *out, size_t cap) {
+  cg_capture *p[16];
+  if (cap > 16)
+    cap = 16;
+  pthread_mutex_lock(&model_lock);
+  size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, cap) : 0;
+  for (size_t i = 0; i < n && i < cap; i++)
+    out[i] = (cg_capture_ref){p[i]->stream, p[i]->id};
+  pthread_mutex_unlock(&model_lock);
+  return n;
+}
+
+bool cg_captures_refs_closed(const cg_capture_ref *refs, size_t n) {
+  bool closed = true;
+  pthread_mutex_lock(&model_lock);
+  for (size_t i = 0; model && closed && i < n; i++) {
+    cg_capture *c = cg_model_find(model, refs[i].stream);
+    closed = !c || c->id != refs[i].id;
+  }
+  pthread_mutex_unlock(&model_lock);
+  return closed;
+}
+
+uint64_t cg_captures_begun_total(void) {
+  pthread_mutex_lock(&model_lock);
+  uint64_t n = model ? cg_model_begun_total(model) : 0;
+  pthread_mutex_unlock(&model_lock);
+  return n;
+}
+
+uint64_t cg_captures_broken(void) {
+  pthread_mutex_lock(&model_lock);
+  uint64_t n = captures_broken;
+  pthread_mutex_unlock(&model_lock);
+  return n;
+}
+
+/* Fork: a child inherits the parent's memory but none of its other threads,
+ * so the locks must not be held across fork and the child's model starts
+ * empty (CUDA captures do not survive fork). */
+void cg_captures_atfork_prepare(void) {
+  pthread_rwlock_wrlock(&gate);
+  pthread_mutex_lock(&model_lock);
+}
+void cg_captures_atfork_parent(void) {
+  pthread_mutex_unlock(&model_lock);
+  pthread_rwlock_unlock(&gate);
+}
+void cg_captures_atfork_child(void) {
+  pthread_mutex_init(&model_lock, NULL);
+  gate = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+  cg_begins_in_flight = 0;
+  /* The parent's captures are leaked in the child rather than freed: their
+   * user pointers belong to the parent's bookkeeping. Small and one-off. */
+  model = cg_model_new();
+  __atomic_store_n(&cg_open_captures, 0, __ATOMIC_RELEASE);
+  captures_broken = 0;
+  self_tid = 0;
+}

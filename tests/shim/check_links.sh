@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# libcapguard.so links only what it calls: its undefined symbols are glibc
+# functions on the list below, each one the shim (or the detect code it
+# calls) really uses -- a name that leaves the code must leave the list --
+# and it carries none of the code that only the CLI or the tests call
+# (linked with --gc-sections over per-function sections, shim/meson.build).
+set -euo pipefail
+lib=$1
+# What the shim calls, by purpose. The loader's and the toolchain's own
+# (_ITM_*, __gmon_start__, __cxa_finalize) are not calls of capguard's.
+allowed="
+  malloc calloc realloc free
+  memchr memcmp memcpy memmove memset strcmp strlen strncmp strrchr strstr strtol strerror
+  snprintf vsnprintf __isoc99_sscanf getenv setenv qsort_r __errno_location
+  open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 mkdir
+  fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf
+  getpid getppid gettid geteuid clock_gettime nanosleep
+  dlopen dlclose dlerror dlvsym dladdr dladdr1 dl_iterate_phdr backtrace
+  pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_unlock
+  pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_unlock __register_atfork
+"
+toolchain="_ITM_deregisterTMCloneTable _ITM_registerTMCloneTable __gmon_start__ __cxa_finalize"
+# What a compiler may call in place of a function on the list (clang: bcmp
+# for a memcmp compared with zero), as "listed:instead".
+instead="memcmp:bcmp"
+# Code the shim must not carry: the CLI's priming-file maintenance, the
+# model's unused setter, and the tests' "where am I" helpers.
+absent="cg_prime_rewrite cg_prime_verify cg_model_set_thread_mode cg_stack_where cg_native_where short_path"
+
+got=$(nm -D --undefined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' | sort -u)
+status=0
+for s in $got; do
+  case " $(echo $allowed $toolchain ${instead//*:/}) " in *" $s "*) continue;; esac
+  # A sanitized build (CG_SANITIZED) calls the sanitizer's runtime and its
+  # interceptors' variants of glibc functions.
+  if [ "${CG_SANITIZED:-}" = 1 ]; then
+    case $s in __asan_*|__ubsan_*|__sanitizer_*|__lsan_*) continue;; esac
+  fi
+  echo "libcapguard.so calls $s, which is not on the list of what it may call ($0)"; status=1
+done
+# The list stays honest: each name on it is called (a sanitized build may
+# call its runtime's versions instead, so only the plain build checks this).
+if [ "${CG_SANITIZED:-}" != 1 ]; then
+  for s in $allowed; do
+    alt=$(tr ' ' '\n' <<<"$instead" | sed -n "s/^$s://p")
+    grep -qx "$s" <<<"$got" || { [ -n "$alt" ] && grep -qx "$alt" <<<"$got"; } || { echo "$s is on the list but libcapguard.so does not call it: drop it"; status=1; }
+  done
+fi
+defined=$(nm "$lib" | awk 'NF == 3 && $2 ~ /^[tTwW]$/ {print $3}' | sort -u)
+[ "$(echo "$defined" | wc -l)" -gt 50 ] || { echo "nm found too few functions in $lib: is it stripped?"; exit 1; }
+for s in $absent; do
+  if grep -qx "$s" <<<"$defined"; then echo "libcapguard.so carries $s, which it never calls"; status=1; fi
+done
+[ $status = 0 ] && echo "links: $(echo "$got" | wc -w) undefined symbols, all on the list; none of: $absent"
+exit $status
