@@ -41,6 +41,8 @@ typedef struct cg_load {
   const void *args;   /* the wrapper's arguments, for invoke */
 } cg_load;
 CUresult cg_guard_load(const cg_load *l);
+/* The driver refused a call its wrapper passed straight through: report it. */
+void cg_guard_refused_unseen(cg_entry_point ep, bool unload);
 
 typedef struct cg_unload {
   cg_entry_point ep;

@@ -8,6 +8,15 @@
 
 static bool pass(void) { return cg_nothing_captures() || cg_cfg.mode == CG_RUN_OFF; }
 
+/* What the driver answered a call passed straight through. A capture may have
+ * begun on another thread after pass() looked: a refusal is then reported
+ * (off mode reports nothing). */
+static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
+  if (__builtin_expect(r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 0) && cg_cfg.mode != CG_RUN_OFF)
+    cg_guard_refused_unseen(ep, unload);
+  return r;
+}
+
 /* A load hands guard.c its arguments, kept in a struct of the row's
  * parameters, and a thunk that makes the real call from them (guard.c may
  * make it, make it in relaxed mode, or not make it at all). */
@@ -22,7 +31,7 @@ static bool pass(void) { return cg_nothing_captures() || cg_cfg.mode == CG_RUN_O
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
     CG_REAL_OR_RETURN(ep, params, real);                                                           \
     if (pass() || ((const void *)(image) == NULL && (const void *)(path) == NULL))                 \
-      return real(CG_ARGS(params));                                                                \
+      return passed(real(CG_ARGS(params)), ep, false);                                             \
     cname##_args args_ = {CG_ARGS(params)};                                                        \
     cg_load l = {ep, (image), (path), (library), (void **)(out), cname##_invoke, &args_};          \
     return cg_guard_load(&l);                                                                      \
@@ -39,7 +48,7 @@ static bool pass(void) { return cg_nothing_captures() || cg_cfg.mode == CG_RUN_O
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
     CG_REAL_OR_RETURN(ep, params, real);                                                           \
     if (pass())                                                                                    \
-      return real(CG_ARGS(params));                                                                \
+      return passed(real(CG_ARGS(params)), ep, true);                                              \
     cg_unload u = {ep, (void *)(handle), (library), cname##_invoke};                               \
     return cg_guard_unload(&u);                                                                    \
   }
