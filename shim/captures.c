@@ -1,10 +1,12 @@
 #include "captures.h"
 
 #include <execinfo.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "capguard/frame_filter.h"
 #include "driver.h"
 #include "output.h"
 #include "stack.h"
@@ -46,11 +48,31 @@ uint64_t cg_stream_key(CUstream s, bool ptsz) {
   return (uint64_t)(uintptr_t)s;
 }
 
+/* The caller's Python line: the innermost frame outside the frameworks'
+ * machinery (torch/cuda/graphs.py's capture_begin is not what a person
+ * wrote), or the innermost frame when all are. */
+static void python_site(char *buf, size_t cap) {
+  cg_py_frame py[16];
+  char text[4096];
+  size_t n = cg_python_stack(py, sizeof py / sizeof py[0], text, sizeof text);
+  buf[0] = 0;
+  if (!n)
+    return;
+  size_t pick = 0;
+  while (pick < n && cg_py_file_is_machinery(py[pick].file))
+    pick++;
+  if (pick == n)
+    pick = 0;
+  snprintf(buf, cap, "%s:%d in %s", py[pick].file ? py[pick].file : "?", py[pick].line,
+           py[pick].func ? py[pick].func : "?");
+}
+
 cg_begin_site *cg_begin_site_take(void) {
   cg_begin_site *site = malloc(sizeof *site);
-  if (site)
+  if (site) {
     site->n = backtrace(site->frames, CG_BEGIN_SITE_FRAMES);
-  else
+    python_site(site->python, sizeof site->python);
+  } else
     cg_warn_oom("where a capture began");
   return site;
 }
@@ -60,8 +82,15 @@ cg_begin_site *cg_begin_site_take(void) {
  * wrapper while holding the loader's lock). */
 void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap) {
   buf[0] = 0;
-  if (b && b->n > 0)
-    cg_native_where_frames(b->frames, (size_t)b->n, buf, cap);
+  if (!b)
+    return;
+  char native[384] = "";
+  if (b->n > 0)
+    cg_native_where_frames(b->frames, (size_t)b->n, native, sizeof native);
+  if (b->python[0] && native[0])
+    snprintf(buf, cap, "%s (%s)", b->python, native);
+  else
+    snprintf(buf, cap, "%s", b->python[0] ? b->python : native);
 }
 
 void cg_captures_init(void) {

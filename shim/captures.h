@@ -38,12 +38,16 @@ uint64_t cg_stream_key(CUstream s, bool ptsz);
 typedef struct {
   void *frames[CG_BEGIN_SITE_FRAMES];
   int n;
+  /* In a CPython process, the innermost Python frame outside torch's and
+   * Triton's own code ("model_runner.py:1234 in capture"), "" otherwise:
+   * Python frames are gone once the begin returns, so they are read now. */
+  char python[256];
 } cg_begin_site;
 /* The calling thread's site, on the heap (owned by the capture once begun);
  * NULL when out of memory. Take it before the gate: the first backtrace may
  * take the loader's lock. */
 cg_begin_site *cg_begin_site_take(void);
-/* Symbolized ("" when unknown). Takes the loader's lock (dladdr): never with
+/* Symbolized: "PYTHON (NATIVE)", or the native frame alone ("" when unknown). Takes the loader's lock (dladdr): never with
  * the gate held. */
 void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap);
 

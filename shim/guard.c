@@ -134,8 +134,8 @@ static CUresult load_and_ungate(const cg_load *l, cg_capture *first) {
 /* A load or unload that went straight to the driver (nothing captured when
  * its wrapper looked) and was refused: a capture began on another thread in
  * between. The wrapper's fast path stays one atomic load; the rare refusal
- * is reported after the fact, against the capture that now prohibits the
- * thread, which the driver has invalidated. */
+ * is reported after the fact, naming the capture that now prohibits the
+ * thread. */
 void cg_guard_refused_unseen(cg_entry_point ep, bool unload) {
   event_scratch *s = calloc(1, sizeof *s);
   if (!s) {
@@ -144,10 +144,11 @@ void cg_guard_refused_unseen(cg_entry_point ep, bool unload) {
   }
   cg_event e = {.kind = unload ? CG_EV_MODULE_UNLOAD : CG_EV_MODULE_LOAD, .call = cg_ep_name[ep]};
   cg_begin_site site;
+  /* Only named, not marked invalid: the capture the driver saw may have
+   * ended since, and marking a newer one would make capguard fail a capture
+   * the driver kept (the driver's own end reports the one it broke). */
   cg_gate_lock();
   e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
-  if (e.n_prohibitors)
-    invalidate_prohibitors(&e.capture);
   cg_gate_unlock();
   s->site = site;
   report_unexplained_refusal(&e, s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);

@@ -8,6 +8,22 @@
 
 static bool pass(void) { return cg_nothing_captures() || cg_cfg.mode == CG_RUN_OFF; }
 
+/* Nothing captured when the wrapper looked, but a capture may begin on
+ * another thread before the call reaches the driver, and an unload (or, on a
+ * driver before 12.3, a load) would then break it. Such calls are made under
+ * the capture gate, which no begin passes, once nothing captures there either;
+ * false sends them down guard.c's path instead. Loads on newer drivers, never
+ * refused, and off mode skip the gate. */
+static bool call_gated(bool unload) {
+  if (cg_cfg.mode == CG_RUN_OFF || (!unload && !cg_driver_rules_loads()))
+    return false;
+  cg_gate_lock();
+  if (cg_nothing_captures())
+    return true; /* the caller calls the driver, then cg_gate_unlock() */
+  cg_gate_unlock();
+  return false;
+}
+
 /* What the driver answered a call passed straight through. A capture may have
  * begun on another thread after pass() looked: a refusal is then reported
  * (off mode reports nothing). */
@@ -30,8 +46,18 @@ static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
   }                                                                                                \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
     CG_REAL_OR_RETURN(ep, params, real);                                                           \
-    if (pass() || ((const void *)(image) == NULL && (const void *)(path) == NULL))                 \
-      return passed(real(CG_ARGS(params)), ep, false);                                             \
+    if ((const void *)(image) == NULL && (const void *)(path) == NULL)                             \
+      return real(CG_ARGS(params));                                                                \
+    if (pass()) {                                                                                  \
+      bool gated_ = call_gated(false);                                                             \
+      if (!gated_ && !pass())                                                                      \
+        goto guarded_;                                                                             \
+      CUresult r_ = real(CG_ARGS(params));                                                         \
+      if (gated_)                                                                                  \
+        cg_gate_unlock();                                                                          \
+      return passed(r_, ep, false);                                                                \
+    }                                                                                              \
+  guarded_:;                                                                                       \
     cname##_args args_ = {CG_ARGS(params)};                                                        \
     cg_load l = {ep, (image), (path), (library), (void **)(out), cname##_invoke, &args_};          \
     return cg_guard_load(&l);                                                                      \
@@ -47,8 +73,15 @@ static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
   }                                                                                                \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
     CG_REAL_OR_RETURN(ep, params, real);                                                           \
-    if (pass())                                                                                    \
-      return passed(real(CG_ARGS(params)), ep, true);                                              \
+    if (pass()) {                                                                                  \
+      bool gated_ = call_gated(true);                                                              \
+      if (gated_ || cg_cfg.mode == CG_RUN_OFF) {                                                   \
+        CUresult r_ = real(CG_ARGS(params));                                                       \
+        if (gated_)                                                                                \
+          cg_gate_unlock();                                                                        \
+        return passed(r_, ep, true);                                                               \
+      }                                                                                            \
+    }                                                                                              \
     cg_unload u = {ep, (void *)(handle), (library), cname##_invoke};                               \
     return cg_guard_unload(&u);                                                                    \
   }

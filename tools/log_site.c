@@ -12,14 +12,6 @@
  * by ABI, declared here because its header is C++. */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
-/* Python frames of Triton's and torch's own machinery: the caller is further out. */
-static bool machinery_frame(const char *file) {
-  static const char *const dirs[] = {"/triton/", "/torch/"};
-  for (size_t i = 0; file && i < sizeof dirs / sizeof dirs[0]; i++)
-    if (strstr(file, dirs[i]))
-      return true;
-  return false;
-}
 
 static const char *str(json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
@@ -101,7 +93,7 @@ void cgl_site_from_stacks(json_t *python, json_t *native, const char *argv0, cha
   size_t k;
   json_t *fr = json_array_get(python, 0), *f;
   json_array_foreach(python, k, f) {
-    if (json_is_object(f) && !machinery_frame(str(f, "file"))) {
+    if (json_is_object(f) && !cg_py_file_is_machinery(str(f, "file"))) {
       fr = f;
       break;
     }
