@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,23 +101,46 @@ static int expand_log_path(const char *tmpl, char *out, size_t cap) {
   return 0;
 }
 
+/* A log that cannot be used is said once per process tree, as configuration
+ * warnings are (config.c): every child inherits the same CAPGUARD_LOG, and a
+ * script of five commands would say it five times. The first process leaves
+ * LOG_MARK, a hash of what it said; a child that would say the same stays
+ * quiet. setenv only in the constructor, before the program's threads. */
+#define LOG_MARK "CAPGUARD_LOG_WARNED"
+static bool in_constructor;
+
+__attribute__((format(printf, 1, 2))) static void log_warn(const char *fmt, ...) {
+  char msg[768], mark[33];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cg_hash_format(cg_hash_bytes(msg, strlen(msg)), mark);
+  const char *seen = getenv(LOG_MARK);
+  if (seen && strcmp(seen, mark) == 0)
+    return;
+  cg_warn("%s", msg);
+  if (in_constructor)
+    setenv(LOG_MARK, mark, 1);
+}
+
 /* Only a regular file is a log: a FIFO (or a device) could block the host in
  * open or write, so it is opened non-blocking and refused with one warning. */
 static void open_log(void) {
   if (expand_log_path(cg_cfg.log_path, log_path, sizeof log_path) != 0) {
-    cg_warn("log path %.200s... is too long; reporting on stderr only", cg_cfg.log_path);
+    log_warn("log path %.200s... is too long; reporting on stderr only", cg_cfg.log_path);
     return;
   }
   int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
   if (fd < 0) {
-    cg_warn("cannot open log %s (%s); reporting on stderr only", log_path,
+    log_warn("cannot open log %s (%s); reporting on stderr only", log_path,
             errno == ENXIO ? "a FIFO with no reader: not a regular file" : strerror(errno));
     return;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    cg_warn("log %s is not a regular file; reporting on stderr only", log_path);
+    log_warn("log %s is not a regular file; reporting on stderr only", log_path);
     return;
   }
   log_fd = fd;
@@ -124,7 +149,9 @@ static void open_log(void) {
 void cg_output_open_log(void) {
   if (!cg_cfg.log_path || log_fd >= 0)
     return;
+  in_constructor = true; /* init.c calls this from the constructor only */
   open_log();
+  in_constructor = false;
   if (log_fd >= 0)
     write_record(CG_RECORD_START, 0);
 }

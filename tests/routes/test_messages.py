@@ -35,6 +35,18 @@ class ConfigWarnings(unittest.TestCase):
         lines = capguard_lines(p.stderr)
         self.assertEqual(lines, ["capguard: CAPGUARD_MODE=bogus is not a mode (guard, report, off); using report"])
 
+    def test_an_unusable_log_is_said_once_per_process_tree(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "fifo")
+            os.mkfifo(fifo)
+            for log, why in ((os.path.join(tmp, "no", "such", "dir", "log"), "cannot open log"),
+                             (fifo, "a FIFO with no reader")):
+                p = run_sh(SCRIPT, clean_env(CAPGUARD_LOG=log))
+                self.assertEqual(p.returncode, 0)
+                lines = capguard_lines(p.stderr)
+                self.assertEqual(len(lines), 1, p.stderr)
+                self.assertIn(why, lines[0])
+
     def test_a_child_with_other_settings_speaks(self):
         p = run_sh("/bin/true; CAPGUARD_MODE=other /bin/true; /bin/true", clean_env(CAPGUARD_MODE="bogus"))
         lines = capguard_lines(p.stderr)
