@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,4 +85,19 @@ void cg_word_list(const cg_words *t, char *buf, size_t cap) {
       break;
     used += (size_t)n;
   }
+}
+
+int cg_temp_log(const char *prefix, char *buf, size_t cap) {
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir)
+    dir = "/tmp";
+  if ((size_t)snprintf(buf, cap, "%s/%s-XXXXXX.jsonl", dir, prefix) >= cap) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  int fd = mkstemps(buf, 6);
+  if (fd < 0)
+    return -1;
+  close(fd);
+  return 0;
 }

@@ -25,6 +25,10 @@ enum {
 int cg_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A new, private, empty log file $TMPDIR/PREFIX-XXXXXX.jsonl (/tmp without
+ * TMPDIR), its name in buf. 0, or -1 with errno set. */
+int cg_temp_log(const char *prefix, char *buf, size_t cap);
+
 /* One line "capguard CMD: message" on stderr. */
 void cg_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -85,16 +85,6 @@ static int parse(const char *me, const char *usage, int argc, char **argv, learn
   return 0;
 }
 
-static int temp_log(char *buf, size_t cap) {
-  const char *dir = getenv("TMPDIR");
-  if ((size_t)snprintf(buf, cap, "%s/capguard-learn-XXXXXX.jsonl", dir && *dir ? dir : "/tmp") >= cap)
-    return -1;
-  int fd = mkstemps(buf, 6);
-  if (fd < 0)
-    return -1;
-  close(fd);
-  return 0;
-}
 
 static volatile sig_atomic_t child;
 static void forward(int sig) {
@@ -299,7 +289,7 @@ static int prepare(const char *me, const char *usage, int argc, char **argv, lea
   o->prime = prime;
   if (o->log)
     snprintf(log, log_cap, "%s", o->log);
-  else if (temp_log(log, log_cap) != 0) {
+  else if (cg_temp_log("capguard-learn", log, log_cap) != 0) {
     cg_error(me, "cannot create a temporary log: %s; pass --log FILE", strerror(errno));
     return CG_EXIT_RUN_FAILED;
   }

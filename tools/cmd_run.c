@@ -174,18 +174,6 @@ static int setup_env(const run_opts *o, const char *shim, const char *log, const
 }
 
 /* A fresh, private temporary log (the shim appends to it). */
-static int temp_log(char *buf, size_t cap) {
-  const char *dir = getenv("TMPDIR");
-  if (!dir || !*dir)
-    dir = "/tmp";
-  if ((size_t)snprintf(buf, cap, "%s/capguard-XXXXXX.jsonl", dir) >= cap)
-    return -1;
-  int fd = mkstemps(buf, 6);
-  if (fd < 0)
-    return -1;
-  close(fd);
-  return 0;
-}
 
 /* The log files of a run: the log itself, or with %p in its name, every file
  * the pattern names (one per process). */
@@ -345,7 +333,7 @@ int cg_cmd_run(int argc, char **argv) {
   const char *log = o.log ? o.log : getenv("CAPGUARD_LOG");
   bool temporary = false;
   if (!log || !*log) {
-    if (temp_log(tmp, sizeof tmp) != 0) {
+    if (cg_temp_log("capguard", tmp, sizeof tmp) != 0) {
       cg_error(ME, "cannot create a temporary log in %s: %s; set TMPDIR or pass --log FILE",
                getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", strerror(errno));
       return CG_EXIT_RUN_FAILED;
