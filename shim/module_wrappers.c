@@ -9,13 +9,16 @@
 static bool pass(void) { return cg_nothing_captures() || cg_cfg.mode == CG_RUN_OFF; }
 
 /* Nothing captured when the wrapper looked, but a capture may begin on
- * another thread before the call reaches the driver, and an unload (or, on a
- * driver before 12.3, a load) would then break it. Such calls are made under
- * the capture gate, which no begin passes, once nothing captures there either;
- * false sends them down guard.c's path instead. Loads on newer drivers, never
- * refused, and off mode skip the gate. */
-static bool call_gated(bool unload) {
-  if (cg_cfg.mode == CG_RUN_OFF || (!unload && !cg_driver_rules_loads()))
+ * another thread before the call reaches the driver: an unload (or, on a
+ * driver before 12.3, a load) would then break it, and any load would be one
+ * the driver saw during capture and capguard did not report. Such calls are
+ * made under the capture gate, which no begin passes, once nothing captures
+ * there either; false sends them down guard.c's path instead. Off mode skips
+ * the gate, and so does a load from a file on a driver that never refuses
+ * loads: reading a file can block (a FIFO, a hung network file system), and
+ * no begin may wait on it. */
+static bool call_gated(bool unload, bool from_file) {
+  if (cg_cfg.mode == CG_RUN_OFF || (!unload && from_file && !cg_driver_rules_loads()))
     return false;
   cg_gate_lock();
   if (cg_nothing_captures())
@@ -49,7 +52,7 @@ static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
     if ((const void *)(image) == NULL && (const void *)(path) == NULL)                             \
       return real(CG_ARGS(params));                                                                \
     if (pass()) {                                                                                  \
-      bool gated_ = call_gated(false);                                                             \
+      bool gated_ = call_gated(false, (const void *)(path) != NULL);                               \
       if (!gated_ && !pass())                                                                      \
         goto guarded_;                                                                             \
       CUresult r_ = real(CG_ARGS(params));                                                         \
@@ -74,7 +77,7 @@ static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
     CG_REAL_OR_RETURN(ep, params, real);                                                           \
     if (pass()) {                                                                                  \
-      bool gated_ = call_gated(true);                                                              \
+      bool gated_ = call_gated(true, false);                                                       \
       if (gated_ || cg_cfg.mode == CG_RUN_OFF) {                                                   \
         CUresult r_ = real(CG_ARGS(params));                                                       \
         if (gated_)                                                                                \
