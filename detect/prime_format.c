@@ -576,7 +576,12 @@ const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i) {
 
 const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, size_t size) {
   if (!s || !bytes || size == 0) return NULL;
-  cg_hash128 h = cg_hash_bytes(bytes, size);
+  return cg_prime_find_hashed(s, cg_hash_bytes(bytes, size), bytes, size);
+}
+
+const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 h, const void *bytes,
+                                            size_t size) {
+  if (!s || !bytes || size == 0) return NULL;
   size_t lo = 0, hi = s->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;

@@ -245,7 +245,7 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
   void *h = NULL;
   pthread_mutex_lock(&prime_lock);
   context_pool *p = set ? pool_of(ctx) : NULL;
-  const cg_prime_record *r = p && p->slots ? cg_prime_find(set, image->data, image->size) : NULL;
+  const cg_prime_record *r = p && p->slots ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
   if (r) {
     size_t i = (size_t)(r - cg_prime_get(set, 0));
     for (size_t k = p->first[i]; k < p->first[i + 1]; k++) {

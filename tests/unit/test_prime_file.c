@@ -902,6 +902,22 @@ START_TEST(loads_grow_to_the_most_one_process_needed) {
 }
 END_TEST
 
+START_TEST(find_with_a_known_hash_still_compares_bytes) {
+  cg_prime_record a = make_record(12, 64), b = make_record(13, 64);
+  ck_assert_int_eq(append(&a, &(warnings){0}), 0);
+  warnings w = {0};
+  cg_prime_set *s = load_ok(&w);
+  ck_assert_ptr_eq(cg_prime_find_hashed(s, a.hash, a.bytes, a.size), cg_prime_find(s, a.bytes, a.size));
+  ck_assert_ptr_nonnull(cg_prime_find_hashed(s, a.hash, a.bytes, a.size));
+  /* a's hash with other bytes of the same size: the bytes decide */
+  ck_assert_ptr_null(cg_prime_find_hashed(s, a.hash, b.bytes, b.size));
+  ck_assert_ptr_null(cg_prime_find_hashed(s, b.hash, a.bytes, a.size));
+  cg_prime_free(s);
+  free_record(&a);
+  free_record(&b);
+}
+END_TEST
+
 START_TEST(library_only_image_is_not_a_module_image) {
   cg_prime_record a = make_record(9, 80);
   a.library_loads = 1;
@@ -1131,6 +1147,7 @@ static Suite *suite(void) {
   tcase_add_test(t, rewrite_merges_sets_by_bytes);
   tcase_add_test(t, version1_file_reads_as_one_module_load);
   tcase_add_test(t, loads_grow_to_the_most_one_process_needed);
+  tcase_add_test(t, find_with_a_known_hash_still_compares_bytes);
   tcase_add_test(t, library_only_image_is_not_a_module_image);
   tcase_add_test(t, damaged_loads_record_falls_back_to_the_default);
   tcase_add_test(t, rewrite_and_merge_keep_the_largest_loads);

@@ -47,6 +47,11 @@ size_t cg_prime_count(const cg_prime_set *s);
 const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i);
 /* Record with this hash and exactly these bytes, or NULL. */
 const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, size_t size);
+/* The same for bytes whose XXH3-128 the caller already has (an inspected
+ * image): the hash only narrows the search, the bytes still decide, so a
+ * wrong hash can miss but never match wrongly. */
+const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 hash, const void *bytes,
+                                            size_t size);
 void cg_prime_free(cg_prime_set *s);
 /* Done with r's bytes for now (its image was preloaded): a mapped set gives
  * their pages back to the page cache; touching them again reads them back. */
