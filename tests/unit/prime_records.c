@@ -1,6 +1,11 @@
 #include "prime_records.h"
 
+#include <check.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 uint8_t *image_bytes(uint32_t seed, size_t size) {
@@ -36,3 +41,24 @@ cg_prime_record make_record(uint32_t seed, size_t size) {
 }
 
 void free_record(cg_prime_record *r) { free((void *)r->bytes); }
+
+void collect_warning(void *ctx, const char *line) {
+  warnings *w = ctx;
+  ck_assert_ptr_null(strchr(line, '\n'));
+  ck_assert_msg(strncmp(line, "capguard: priming file ", 23) == 0, "warning: %s", line);
+  w->n++;
+  snprintf(w->last, sizeof w->last, "%s", line);
+}
+
+void make_test_dir(char *dir, size_t cap, const char *tag) {
+  umask(022);
+  snprintf(dir, cap, "/tmp/%s.XXXXXX", tag);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
+  (void)st, (void)flag, (void)f;
+  return remove(p);
+}
+
+void remove_test_dir(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }

@@ -14,4 +14,17 @@ cg_hash128 hash_of(const void *p, size_t n);
 cg_prime_record make_record(uint32_t seed, size_t size);
 void free_record(cg_prime_record *r);
 
+/* Warnings a priming-file call gave, checked as they come: each is one line
+ * that names the file. */
+typedef struct {
+  int n;
+  char last[1024];
+} warnings;
+void collect_warning(void *ctx, const char *line);
+
+/* A fresh directory /tmp/TAG.XXXXXX in dir (cap bytes), and its removal with
+ * everything in it. */
+void make_test_dir(char *dir, size_t cap, const char *tag);
+void remove_test_dir(const char *dir);
+
 #endif

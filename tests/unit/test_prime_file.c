@@ -4,7 +4,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,31 +17,10 @@
 
 /* ---- helpers ---- */
 
-typedef struct {
-  int n;
-  char last[1024];
-} warnings;
-
-static void collect_warning(void *ctx, const char *line) {
-  warnings *w = ctx;
-  /* Every warning is one line that names the file. */
-  ck_assert_ptr_null(strchr(line, '\n'));
-  ck_assert_msg(strncmp(line, "capguard: priming file ", 23) == 0, "warning: %s", line);
-  w->n++;
-  snprintf(w->last, sizeof w->last, "%s", line);
-}
-
 static char dir[64], path[128];
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
-  (void)st, (void)flag, (void)f;
-  return remove(p);
-}
-
 static void setup(void) {
-  umask(022);
-  snprintf(dir, sizeof dir, "/tmp/cgprime.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  make_test_dir(dir, sizeof dir, "cgprime");
   snprintf(path, sizeof path, "%s/cache/capguard/prime.cgp", dir);
 }
 
@@ -55,7 +33,7 @@ static void make_dirs(void) {
   ck_assert_int_eq(mkdir(d, 0700), 0);
 }
 
-static void teardown(void) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void) { remove_test_dir(dir); }
 
 static int append(const cg_prime_record *r, warnings *w) {
   return cg_prime_append(path, r, CG_PRIME_DEFAULT_MAX_BYTES, collect_warning, w);

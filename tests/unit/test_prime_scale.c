@@ -7,7 +7,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,27 +23,11 @@
 
 static char dir[64], path[128];
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
-  (void)st, (void)flag, (void)f;
-  return remove(p);
-}
 static void setup(void) {
-  umask(022);
-  snprintf(dir, sizeof dir, "/tmp/cgscale.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  make_test_dir(dir, sizeof dir, "cgscale");
   snprintf(path, sizeof path, "%s/prime.cgp", dir);
 }
-static void teardown(void) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
-typedef struct {
-  int n;
-  char last[1024];
-} warnings;
-static void collect(void *ctx, const char *line) {
-  warnings *w = ctx;
-  w->n++;
-  snprintf(w->last, sizeof w->last, "%s", line);
-}
+static void teardown(void) { remove_test_dir(dir); }
 
 static double seconds(void) {
   struct timespec t;
@@ -64,7 +47,7 @@ START_TEST(a_loaded_file_holds_no_lock) {
   cg_prime_set *s = load(); /* mapped: the mapping keeps the open file alive */
   double t0 = seconds();
   warnings w = {0};
-  ck_assert_int_eq(cg_prime_append(path, &b, CG_PRIME_DEFAULT_MAX_BYTES, collect, &w), 0);
+  ck_assert_int_eq(cg_prime_append(path, &b, CG_PRIME_DEFAULT_MAX_BYTES, collect_warning, &w), 0);
   ck_assert_msg(seconds() - t0 < 5, "the append waited on this process's own mapping's lock");
   ck_assert_int_eq(w.n, 0);
   ck_assert_ptr_nonnull(cg_prime_find(s, a.bytes, a.size)); /* the old mapping still reads */
@@ -154,7 +137,7 @@ START_TEST(a_crafted_file_is_walked_in_linear_time) {
   warnings w = {0};
   cg_prime_set *s = NULL;
   double t0 = seconds();
-  ck_assert_int_eq(cg_prime_load(path, &s, collect, &w), 0);
+  ck_assert_int_eq(cg_prime_load(path, &s, collect_warning, &w), 0);
   double t = seconds() - t0;
   ck_assert_uint_eq(cg_prime_count(s), 1); /* the record before the junk */
   ck_assert_ptr_nonnull(cg_prime_find(s, a.bytes, a.size));
@@ -184,7 +167,7 @@ START_TEST(damage_in_the_middle_costs_no_record_after_it) {
   write_crafted(256, rec, rec_len);
   warnings w = {0};
   cg_prime_set *s = NULL;
-  ck_assert_int_eq(cg_prime_load(path, &s, collect, &w), 0);
+  ck_assert_int_eq(cg_prime_load(path, &s, collect_warning, &w), 0);
   ck_assert_uint_eq(cg_prime_count(s), 2);
   ck_assert_ptr_nonnull(cg_prime_find(s, b.bytes, b.size));
   ck_assert_int_eq(w.n, 1); /* one damaged range */
@@ -215,8 +198,8 @@ START_TEST(sixty_four_recorders_on_a_256_MB_file_lose_nothing) {
       if (read(go[0], &c, 1) < 0) _exit(3);
       cg_prime_record own = make_record(1000 + (uint32_t)i, 96), shared = make_record(999, 80);
       warnings w = {0};
-      int rc = cg_prime_append(path, &own, CG_PRIME_DEFAULT_MAX_BYTES, collect, &w) |
-               cg_prime_append(path, &shared, CG_PRIME_DEFAULT_MAX_BYTES, collect, &w);
+      int rc = cg_prime_append(path, &own, CG_PRIME_DEFAULT_MAX_BYTES, collect_warning, &w) |
+               cg_prime_append(path, &shared, CG_PRIME_DEFAULT_MAX_BYTES, collect_warning, &w);
       if (rc || w.n) fprintf(stderr, "recorder %d: %s\n", i, w.last);
       _exit(rc || w.n ? 1 : 0);
     }
@@ -271,7 +254,7 @@ START_TEST(a_waiter_gives_up_on_a_stuck_holder_and_names_it) {
   pid_t h = holder(30, false, ready);
   warnings w = {0};
   double t0 = seconds();
-  ck_assert_int_eq(cg_prime_append(path, &b, CG_PRIME_DEFAULT_MAX_BYTES, collect, &w), -1);
+  ck_assert_int_eq(cg_prime_append(path, &b, CG_PRIME_DEFAULT_MAX_BYTES, collect_warning, &w), -1);
   double t = seconds() - t0;
   kill(h, SIGKILL);
   waitpid(h, NULL, 0);
@@ -292,7 +275,7 @@ START_TEST(a_waiter_waits_on_while_the_queue_moves) {
   ck_assert_int_eq(pipe(ready), 0);
   pid_t h = holder(13, true, ready); /* longer than the stall limit, but never still */
   warnings w = {0};
-  ck_assert_int_eq(cg_prime_append(path, &b, CG_PRIME_DEFAULT_MAX_BYTES, collect, &w), 0);
+  ck_assert_int_eq(cg_prime_append(path, &b, CG_PRIME_DEFAULT_MAX_BYTES, collect_warning, &w), 0);
   ck_assert_int_eq(w.n, 0);
   waitpid(h, NULL, 0);
   cg_prime_set *s = load();
