@@ -24,20 +24,11 @@
 
 #include "capguard/clock.h"
 #include "capguard/image.h"
-#include "driver_open.h"
+#include "capture_calls.h"
 #include "capguard/prime_file.h"
 
 static double now_ns(void) { return (double)cg_monotonic_ns(); }
 
-#define API(X)                                                                                                 \
-  X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, CUstreamCaptureMode))                                      \
-  X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph *))                                                     \
-  X(cuGraphDestroy, CUresult (*)(CUgraph))                                                                     \
-  X(cuModuleLoadData, CUresult (*)(CUmodule *, const void *))                                                  \
-  X(cuModuleUnload, CUresult (*)(CUmodule))
-#define DECLARE(name, type) static __typeof__(type) p_##name;
-API(DECLARE)
-#define LOOKUP(name, type) p_##name = (type)tk_driver_get(#name);
 
 typedef CUresult (*link_create_fn)(unsigned, CUjit_option *, void **, CUlinkState *);
 typedef CUresult (*link_add_fn)(CUlinkState, CUjitInputType, void *, size_t, const char *, unsigned,
@@ -54,7 +45,7 @@ static void setup(void) {
     exit(2);
   }
   libcuda = tk_driver_handle();
-  API(LOOKUP)
+  capture_calls_resolve();
   /* glibc's first backtrace() loads libgcc_s: a one-time cost of the
    * process (capguard records where each capture begins), not of preloading. */
   void *frames[4];

@@ -12,31 +12,21 @@
 
 #include "capguard/clock.h"
 #include "capguard/file_read.h"
-#include "driver_open.h"
+#include "capture_calls.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static double now_ns(void) { return (double)cg_monotonic_ns(); }
 
-/* Resolved with dlsym on libcuda.so.1 (the route torch's driver table takes),
- * so the same binary measures the fake driver and the real one. */
-#define API(X)                                                                                                 \
-  X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, CUstreamCaptureMode))                                      \
-  X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph *))                                                     \
-  X(cuGraphDestroy, CUresult (*)(CUgraph))                                                                     \
-  X(cuModuleLoadData, CUresult (*)(CUmodule *, const void *))                                                  \
-  X(cuModuleUnload, CUresult (*)(CUmodule))
-#define DECLARE(name, type) static __typeof__(type) p_##name;
-API(DECLARE)
-#define LOOKUP(name, type) p_##name = (type)tk_driver_get(#name);
-
 int main(int argc, char **argv) {
+  /* Resolved with dlsym on libcuda.so.1 (the route torch's driver table
+   * takes), so the same binary measures the fake driver and the real one. */
   if (tk_driver_open_dlsym("bench") != 0) {
     fprintf(stderr, "bench: %s\n", dlerror());
     return 2;
   }
-  API(LOOKUP)
+  capture_calls_resolve();
   if (argc < 2) {
     fprintf(stderr, "usage: bench_priming IMAGE...\n");
     return 2;
