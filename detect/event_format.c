@@ -230,6 +230,11 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   cg_out_char(&o, '}');
   put_kv_u64(&o, "prohibitors", e->n_prohibitors);
   if (e->module) put_kv_hex(&o, "module", e->module);
+  if (e->has_handle) put_kv_hex(&o, "handle", e->handle);
+  {
+    const char *meaning = cg_cuda_result_words(e->driver_result >= 0 ? e->driver_result : e->result);
+    if (meaning) put_kv_str(&o, "meaning", meaning);
+  }
   if (e->image) put_image_json(&o, e->image);
   cg_out_str(&o, ",\"native_stack\":[");
   for (size_t i = 0; i < clamp_native(e); i++) {
@@ -250,6 +255,16 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
 }
 
 /* What happened to the call, after "...): " on the first text line. */
+/* "900 operation not permitted when stream is capturing" */
+static void put_result_words(cg_out *o, int code) {
+  cg_out_int(o, code);
+  const char *w = cg_cuda_result_words(code);
+  if (w) {
+    cg_out_char(o, ' ');
+    cg_out_str(o, w);
+  }
+}
+
 static void put_verdict_text(cg_out *o, const cg_event *e) {
   bool several = e->n_prohibitors > 1;
   const char *now_broken = several ? "; the captures are now broken" : "; the capture is now broken";
@@ -257,11 +272,13 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
   switch (e->verdict) {
   case CG_VERDICT_REFUSED:
     cg_out_str(o, "refused by the driver with error ");
-    cg_out_int(o, err);
+    put_result_words(o, err);
     cg_out_str(o, now_broken);
     return;
   case CG_VERDICT_ALLOWED:
     cg_out_str(o, "allowed by this driver");
+    if (e->kind != CG_EV_MODULE_LOAD)
+      return;
     if (e->driver_version > 0) {
       cg_out_str(o, " (");
       put_cuda_version(o, e->driver_version);
@@ -288,7 +305,18 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
     return;
   case CG_VERDICT_FAILED:
     cg_out_str(o, "the driver returned error ");
-    cg_out_int(o, err);
+    put_result_words(o, err);
+    return;
+  case CG_VERDICT_DEFERRED_FREE:
+    cg_out_str(o, "returned success; the memory stays allocated until the capture ends, then is freed");
+    return;
+  case CG_VERDICT_DEFERRED_DESTROY:
+    cg_out_str(o, "returned success; the executable graph is destroyed when the capture ends");
+    return;
+  case CG_VERDICT_NOT_READY:
+    cg_out_str(o, "answered 600 (not ready) by capguard without calling the driver: the event was "
+                  "recorded in a still-capturing stream, where the driver would answer 907 and break "
+                  "the capture");
     return;
   case CG_VERDICT_COUNT:
     break;
@@ -421,15 +449,35 @@ size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
 
 /* ---- capture -------------------------------------------------------------- */
 
-size_t cg_capture_format_json(const cg_capture *c, uint64_t pid, const char *began, char *buf,
-                              size_t cap) {
+static void put_offender_json(cg_out *o, const cg_offender *b) {
+  cg_out_str(o, ",\"broken_by\":");
+  if (!b) {
+    cg_out_str(o, "null");
+    return;
+  }
+  cg_out_char(o, '{');
+  put_jstr(o, "call");
+  cg_out_char(o, ':');
+  put_jstr(o, b->call ? b->call : "");
+  put_kv_str(o, "event", cg_event_kind_name(b->kind));
+  put_kv_str(o, "verdict", cg_verdict_name(b->verdict));
+  put_kv_int(o, "result", b->result);
+  put_kv_u64(o, "tid", b->tid);
+  put_kv_u64(o, "time_ns", b->time_ns);
+  put_kv_str(o, "python", b->python ? b->python : "");
+  put_kv_str(o, "where", b->where ? b->where : "");
+  cg_out_char(o, '}');
+}
+
+size_t cg_capture_format_json(const cg_capture_record *r, char *buf, size_t cap) {
   cg_out o = cg_out_init(buf, cap);
+  const cg_capture *c = r ? r->capture : NULL;
   if (!c) {
     cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no capture\"}\n");
     return cg_out_finish(&o);
   }
   /* the record's time: when the capture ended, or now for one still open at exit */
-  json_head(&o, CG_RECORD_CAPTURE, pid, c->end_ns ? c->end_ns : cg_now_ns());
+  json_head(&o, CG_RECORD_CAPTURE, r->pid, c->end_ns ? c->end_ns : cg_now_ns());
   put_kv_u64(&o, "id", c->id);
   put_kv_hex(&o, "stream", c->stream);
   put_kv_str(&o, "mode", cg_capture_mode_name(c->mode));
@@ -438,8 +486,58 @@ size_t cg_capture_format_json(const cg_capture *c, uint64_t pid, const char *beg
   put_kv_u64(&o, "begin_ns", c->begin_ns);
   put_kv_u64(&o, "end_ns", c->end_ns);
   put_kv_u64(&o, "events", c->events);
-  put_kv_str(&o, "began", began ? began : "");
+  put_kv_str(&o, "began", r->began ? r->began : "");
+  if (r->ended)
+    put_kv_int(&o, "end_result", r->end_result);
+  if (r->repeats)
+    put_kv_u64(&o, "repeats", r->repeats);
+  if (cg_capture_status_broken(c->status))
+    put_offender_json(&o, r->broken_by);
   cg_out_str(&o, "}\n");
+  return cg_out_finish(&o);
+}
+
+size_t cg_capture_format_broken_text(const cg_capture_record *r, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  const cg_capture *c = r ? r->capture : NULL;
+  if (!c) {
+    cg_out_str(&o, "capguard: (no capture)\n");
+    return cg_out_finish(&o);
+  }
+  cg_out_str(&o, "capguard: capture ");
+  cg_out_u64(&o, c->id);
+  cg_out_str(&o, " (stream ");
+  cg_out_hex(&o, c->stream);
+  cg_out_str(&o, ", ");
+  cg_out_str(&o, cg_capture_mode_name(c->mode));
+  if (r->began && r->began[0]) {
+    cg_out_str(&o, ", began at ");
+    put_clean(&o, r->began);
+  }
+  cg_out_str(&o, ") broke");
+  if (r->ended && r->end_result) {
+    cg_out_str(&o, " (its end returned ");
+    put_result_words(&o, r->end_result);
+    cg_out_char(&o, ')');
+  }
+  const cg_offender *b = r->broken_by;
+  if (!b) {
+    cg_out_str(&o, ": broken by a call capguard does not watch\n");
+    return cg_out_finish(&o);
+  }
+  cg_out_str(&o, ": first offender ");
+  put_clean(&o, b->call ? b->call : "(unknown call)");
+  if (b->where && b->where[0]) {
+    cg_out_str(&o, " at ");
+    put_clean(&o, b->where);
+  }
+  cg_out_str(&o, " (");
+  cg_out_str(&o, cg_verdict_name(b->verdict));
+  cg_out_str(&o, ": ");
+  put_result_words(&o, b->result);
+  cg_out_str(&o, ", thread ");
+  cg_out_u64(&o, b->tid);
+  cg_out_str(&o, ")\n");
   return cg_out_finish(&o);
 }
 

@@ -43,11 +43,11 @@ CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
     *graph = NULL;
   }
   cg_begin_site *site = closed.user;
-  if (cg_output_has_log()) {
-    char where[512];
-    cg_begin_site_text(site, where, sizeof where);
-    cg_output_capture(&closed, where);
-  }
+  char where[512];
+  cg_begin_site_text(site, where, sizeof where);
+  cg_capture_record rec = {.capture = &closed, .pid = (uint64_t)getpid(), .began = where, .ended = true,
+                           .end_result = (int)r};
+  cg_output_capture(&rec);
   free(site);
   cg_policy_run_deferred();
   return r;

@@ -288,11 +288,20 @@ void cg_output_event(const cg_event *e) {
 
 bool cg_output_has_log(void) { return log_fd >= 0; }
 
-void cg_output_capture(const cg_capture *c, const char *began) {
+static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {
+  return cg_capture_format_broken_text(obj, b, c);
+}
+
+/* A capture that broke is said on stderr, naming its first offender (or
+ * that capguard saw none), since that is the line a person reading a
+ * start-up failure needs; every capture goes to the log. */
+void cg_output_capture(const cg_capture_record *r) {
+  if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet)
+    emit(2, fmt_capture_broken_text, r);
   if (log_fd < 0)
     return;
   char buf[4096];
-  size_t n = cg_capture_format_json(c, (uint64_t)getpid(), began ? began : "", buf, sizeof buf);
+  size_t n = cg_capture_format_json(r, buf, sizeof buf);
   if (n < sizeof buf)
     log_line(buf, n);
 }

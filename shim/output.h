@@ -17,7 +17,7 @@ void cg_output_open_log(void);
 void cg_output_process(int driver_version);
 void cg_output_event(const cg_event *e);
 bool cg_output_has_log(void);
-void cg_output_capture(const cg_capture *c, const char *began);
+void cg_output_capture(const cg_capture_record *r);
 /* The summary line on stderr and the "summary" record in the log. */
 void cg_output_summary(cg_summary *s);
 /* After fork: the child starts with nothing counted and nothing held. */

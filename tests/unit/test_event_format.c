@@ -331,9 +331,11 @@ END_TEST
 START_TEST(test_capture_json) {
   cg_capture c = {.id = 3, .stream = 0xabc, .tid = 99, .mode = CG_MODE_RELAXED,
                   .status = CG_CAPTURE_FAILED, .begin_ns = 1000, .end_ns = 5000, .events = 4};
-  json_t *j = parse_line(cg_capture_format_json(&c, 4242, "x.py:1 in g", jbuf, sizeof jbuf));
-  static const char *const keys[] = {"v", "type", "pid", "time_ns", "id", "stream", "mode",
-                                     "tid", "status", "begin_ns", "end_ns", "events", "began"};
+  cg_capture_record r = {.capture = &c, .pid = 4242, .began = "x.py:1 in g", .ended = true, .end_result = 901};
+  json_t *j = parse_line(cg_capture_format_json(&r, jbuf, sizeof jbuf));
+  static const char *const keys[] = {"v",      "type",   "pid",    "time_ns", "id",
+                                     "stream", "mode",   "tid",    "status",  "begin_ns",
+                                     "end_ns", "events", "began",  "end_result", "broken_by"};
   expect_keys(j, keys, sizeof keys / sizeof keys[0]);
   expect_int(j, "v", 1);
   expect_str(j, "type", "capture");
@@ -348,13 +350,54 @@ START_TEST(test_capture_json) {
   expect_int(j, "end_ns", 5000);
   expect_int(j, "events", 4);
   expect_str(j, "began", "x.py:1 in g");
+  expect_int(j, "end_result", 901);
+  /* broken, and capguard saw nothing break it: null, never a guess */
+  ck_assert(json_is_null(json_object_get(j, "broken_by")));
   json_decref(j);
 
-  /* still open at exit: end_ns 0, time_ns is the time of writing */
+  /* broken by a call capguard saw: the first offender, with its Python line */
+  cg_offender off = {.call = "cuMemAlloc_v2", .kind = CG_EV_ALLOCATION, .verdict = CG_VERDICT_REFUSED,
+                     .result = 900, .tid = 7, .time_ns = 4000, .python = "app.py:40 in step",
+                     .where = "app.py:40 in step (libfoo.so(f+0x1))"};
+  r.broken_by = &off;
+  r.repeats = 12;
+  j = parse_line(cg_capture_format_json(&r, jbuf, sizeof jbuf));
+  expect_int(j, "repeats", 12);
+  json_t *b = json_object_get(j, "broken_by");
+  ck_assert(json_is_object(b));
+  expect_str(b, "call", "cuMemAlloc_v2");
+  expect_str(b, "event", "allocation");
+  expect_str(b, "verdict", "refused");
+  expect_int(b, "result", 900);
+  expect_int(b, "tid", 7);
+  expect_int(b, "time_ns", 4000);
+  expect_str(b, "python", "app.py:40 in step");
+  expect_str(b, "where", "app.py:40 in step (libfoo.so(f+0x1))");
+  json_decref(j);
+  char line[1024];
+  cg_capture_format_broken_text(&r, line, sizeof line);
+  ck_assert_str_eq(line, "capguard: capture 3 (stream 0xabc, relaxed, began at x.py:1 in g) broke (its end "
+                         "returned 901 operation failed due to a previous error during capture): first "
+                         "offender cuMemAlloc_v2 at app.py:40 in step (libfoo.so(f+0x1)) (refused: 900 "
+                         "operation not permitted when stream is capturing, thread 7)\n");
+  r.broken_by = NULL;
+  cg_capture_format_broken_text(&r, line, sizeof line);
+  ck_assert_msg(strstr(line, ": broken by a call capguard does not watch\n") != NULL, "%s", line);
+
+  /* an ended capture has no broken_by at all */
+  c.status = CG_CAPTURE_ENDED;
+  r.end_result = 0;
+  j = parse_line(cg_capture_format_json(&r, jbuf, sizeof jbuf));
+  ck_assert_ptr_null(json_object_get(j, "broken_by"));
+  expect_int(j, "end_result", 0);
+  json_decref(j);
+
+  /* still open at exit: end_ns 0, time_ns is the time of writing, no end_result */
   c.end_ns = 0;
   c.status = CG_CAPTURE_ACTIVE;
+  r = (cg_capture_record){.capture = &c, .pid = 1};
   uint64_t before = now_ns();
-  j = parse_line(cg_capture_format_json(&c, 1, NULL, jbuf, sizeof jbuf));
+  j = parse_line(cg_capture_format_json(&r, jbuf, sizeof jbuf));
   uint64_t after = now_ns();
   expect_int(j, "end_ns", 0);
   expect_str(j, "status", "active");
@@ -468,7 +511,12 @@ typedef size_t (*fmt_fn)(const void *arg, char *buf, size_t cap);
 static size_t f_event_json(const void *a, char *b, size_t c) { return cg_event_format_json(a, b, c); }
 static size_t f_event_text(const void *a, char *b, size_t c) { return cg_event_format_text(a, b, c); }
 static size_t f_capture_json(const void *a, char *b, size_t c) {
-  return cg_capture_format_json(a, 5, "began \"here\"", b, c);
+  static const cg_offender off = {.call = "cuCtxSynchronize", .kind = CG_EV_SYNCHRONIZE,
+                                  .verdict = CG_VERDICT_REFUSED, .result = 900, .python = "a.py:1 in f",
+                                  .where = "a.py:1 in f (x.so)"};
+  cg_capture_record r = {.capture = a, .pid = 5, .began = "began \"here\"", .ended = true,
+                         .end_result = 901, .repeats = 2, .broken_by = &off};
+  return cg_capture_format_json(&r, b, c);
 }
 static size_t f_summary_json(const void *a, char *b, size_t c) { return cg_summary_format_json(a, b, c); }
 static size_t f_summary_text(const void *a, char *b, size_t c) { return cg_summary_format_text(a, b, c); }
@@ -512,7 +560,7 @@ START_TEST(test_truncation_contract) {
   cg_event u = unload_event();
   check_contract("unload json", f_event_json, &u, false);
   check_contract("unload text", f_event_text, &u, false);
-  cg_capture c = {.id = 1, .stream = 2, .tid = 3, .end_ns = 4};
+  cg_capture c = {.id = 1, .stream = 2, .tid = 3, .end_ns = 4, .status = CG_CAPTURE_FAILED};
   check_contract("capture json", f_capture_json, &c, false);
   cg_summary s = summary_fixture();
   s.recorded = 1;
@@ -736,7 +784,8 @@ START_TEST(test_names_and_null) {
   char b[128];
   ck_assert_uint_gt(cg_event_format_json(NULL, b, sizeof b), 0);
   ck_assert_uint_gt(cg_event_format_text(NULL, b, sizeof b), 0);
-  ck_assert_uint_gt(cg_capture_format_json(NULL, 1, NULL, b, sizeof b), 0);
+  ck_assert_uint_gt(cg_capture_format_json(NULL, b, sizeof b), 0);
+  ck_assert_uint_gt(cg_capture_format_broken_text(NULL, b, sizeof b), 0);
   ck_assert_uint_gt(cg_summary_format_json(NULL, b, sizeof b), 0);
   ck_assert_uint_gt(cg_summary_format_text(NULL, b, sizeof b), 0);
 }

@@ -41,6 +41,8 @@ typedef struct {
   size_t n_prohibitors;      /* how many open captures prohibited the call */
   const cg_image_info *image; /* NULL for unloads, or when not inspected */
   uint64_t module;           /* CUmodule/CUlibrary handle, 0 if none */
+  bool has_handle;           /* what the call worked on (stream, event, pointer, graph exec) */
+  uint64_t handle;
   const char *const *native; /* symbolized frames, innermost first */
   size_t n_native;
   const cg_py_frame *py;     /* Python frames, innermost first */
@@ -83,7 +85,37 @@ typedef struct {
  * would have written (like snprintf), so callers can detect truncation. */
 size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap); /* several lines, ends in \n */
 size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap); /* one line, ends in \n */
-size_t cg_capture_format_json(const cg_capture *c, uint64_t pid, const char *began, char *buf, size_t cap);
+/* The first call capguard saw break a capture (the capture record's
+ * "broken_by"; docs/log-format.md). */
+typedef struct {
+  const char *call;
+  cg_event_kind kind;
+  cg_verdict verdict;
+  int result;
+  uint64_t tid, time_ns;
+  const char *python; /* "file.py:12 in f", "" when not CPython */
+  const char *where;  /* python (native caller), as a capture's "began" */
+} cg_offender;
+
+/* A capture record: the capture, where it began, what its end returned, how
+ * many events were counted and not written again, and for a broken capture
+ * the first offender (NULL: capguard saw none). */
+typedef struct {
+  const cg_capture *capture;
+  uint64_t pid;
+  const char *began;
+  bool ended;             /* cuStreamEndCapture answered (end_result holds what the caller got) */
+  int end_result;
+  uint64_t repeats;
+  const cg_offender *broken_by;
+} cg_capture_record;
+
+size_t cg_capture_format_json(const cg_capture_record *r, char *buf, size_t cap);
+/* One line for a person, for a broken capture: "capguard: capture 3 (stream
+ * 0x.., global, began at x.py:1 in f) broke: first offender cuMemAlloc_v2 at
+ * y.py:9 in g (refused: 900 operation not permitted when stream is
+ * capturing)", or "... broken by a call capguard does not watch". Ends in \n. */
+size_t cg_capture_format_broken_text(const cg_capture_record *r, char *buf, size_t cap);
 size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap); /* one line */
 size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap);
 size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap);

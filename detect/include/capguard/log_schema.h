@@ -38,22 +38,45 @@ enum {
 
 #define CG_EVENT_KINDS(X)                                                                           \
   X(CG_EV_MODULE_LOAD, "module-load", 0, "cuModuleLoad*, cuLibraryLoad* while prohibited")          \
-  X(CG_EV_MODULE_UNLOAD, "module-unload", 0, "cuModuleUnload, cuLibraryUnload while prohibited")
+  X(CG_EV_MODULE_UNLOAD, "module-unload", 0, "cuModuleUnload, cuLibraryUnload while prohibited")      \
+  X(CG_EV_ALLOCATION, "allocation", 0,                                                              \
+    "cuMemAlloc, cuMemAllocPitch, cuMemAllocHost, cuMemHostAlloc, cuMemHostRegister, "               \
+    "cuMemAllocManaged while prohibited")                                                          \
+  X(CG_EV_FREE, "free", 0, "cuMemFree, cuMemFreeHost while prohibited")                             \
+  X(CG_EV_GRAPH_EXEC_DESTROY, "graph-exec-destroy", 0,                                               \
+    "cuGraphExecDestroy (an executable graph destroyed) while prohibited")                         \
+  X(CG_EV_SET_LIMIT, "set-limit", 0, "cuCtxSetLimit while prohibited")                              \
+  X(CG_EV_SYNCHRONIZE, "synchronize", 0,                                                            \
+    "cuCtxSynchronize (any capture, every mode), cuStreamSynchronize or cuStreamQuery of a "         \
+    "capturing stream (every mode) or of another stream while prohibited")                        \
+  X(CG_EV_EVENT_WAIT, "event-wait", 0,                                                              \
+    "cuEventQuery, cuEventSynchronize of an event recorded in a capturing stream (every mode, "    \
+    "every thread) or of another event while prohibited")
 
 #define CG_VERDICTS(X)                                                                              \
   X(CG_VERDICT_REFUSED, "refused", CG_WORD_BREAKS,                                                  \
-    "the driver returned 900 (not permitted during capture): the capture is invalid")              \
+    "the driver refused it (900: not permitted during capture; 907: an event recorded in a "       \
+    "capturing stream): the capture is invalid")                                                   \
   X(CG_VERDICT_ALLOWED, "allowed", 0,                                                               \
-    "this driver (12.3 or newer) let it through; older drivers refuse it")                          \
+    "the driver let it through (loads: drivers 12.3 and newer do; older drivers refuse them)")     \
   X(CG_VERDICT_EMULATED, "emulated", CG_WORD_BREAKS,                                                \
     "capguard refused it as a driver before 12.3 would (CAPGUARD_EMULATE_DRIVER): the capture is "  \
     "invalid")                                                                                      \
   X(CG_VERDICT_SERVED, "served", CG_WORD_ROUTINE,                                                   \
     "handed out from the priming file: no loader call reached the driver")                          \
-  X(CG_VERDICT_RESCUED, "rescued", 0, "made in relaxed mode for that one call (CAPGUARD_RESCUE)")   \
+  X(CG_VERDICT_RESCUED, "rescued", 0,                                                               \
+    "made in relaxed mode for that one call (CAPGUARD_RESCUE): a load on an old driver, or an "    \
+    "allocation")                                                                                  \
   X(CG_VERDICT_DEFERRED, "deferred", CG_WORD_ROUTINE,                                               \
     "the unload returned success and runs when the capture ends")                                  \
-  X(CG_VERDICT_FAILED, "failed", 0, "the driver returned another error")
+  X(CG_VERDICT_FAILED, "failed", 0, "the driver returned another error")                           \
+  X(CG_VERDICT_DEFERRED_FREE, "deferred-free", CG_WORD_ROUTINE,                                      \
+    "the free returned success; the memory stays allocated until the capture ends, then is freed") \
+  X(CG_VERDICT_DEFERRED_DESTROY, "deferred-destroy", CG_WORD_ROUTINE,                                \
+    "the executable graph's destroy returned success and runs when the capture ends")              \
+  X(CG_VERDICT_NOT_READY, "not-ready", CG_WORD_ROUTINE,                                              \
+    "capguard answered CUDA_ERROR_NOT_READY for an event recorded in a still-capturing stream, "   \
+    "without calling the driver: the capture survives")
 
 /* capguard's run modes (CAPGUARD_MODE). */
 #define CG_RUN_MODES(X)                                                                             \
@@ -120,7 +143,7 @@ unsigned cg_word_parse(const cg_words *t, const char *s, size_t len);
 
 /* Typed names and parses (parse: true and *out set when s is a word of the table). */
 const char *cg_record_type_name(cg_record_type t);
-const char *cg_event_kind_name(cg_event_kind k);   /* "module-load", "module-unload" */
+const char *cg_event_kind_name(cg_event_kind k);   /* "module-load", "module-unload", "allocation", ... */
 const char *cg_verdict_name(cg_verdict v);         /* "refused", "allowed", ... */
 const char *cg_run_mode_name(cg_run_mode m);       /* "guard", "report", "off" */
 const char *cg_capture_mode_name(cg_capture_mode mode); /* "global", "thread-local", "relaxed" */
@@ -133,5 +156,14 @@ bool cg_run_mode_parse(const char *s, cg_run_mode *out);
 bool cg_verdict_breaks(cg_verdict v);
 /* A status of a broken capture (its end failed, or it was invalidated). */
 bool cg_capture_status_broken(cg_capture_status s);
+
+/* What a CUresult the log holds means, in words a person reads: the
+ * driver's own description for the codes capture breaks produce ("operation
+ * not permitted when stream is capturing" for 900) and the common ones
+ * around them; NULL for a code not in the table. The code's symbolic name
+ * ("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"), or NULL. No driver call: the
+ * tools read logs on machines without one. */
+const char *cg_cuda_result_words(int code);
+const char *cg_cuda_result_name(int code);
 
 #endif
