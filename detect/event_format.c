@@ -232,7 +232,8 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   if (e->module) put_kv_hex(&o, "module", e->module);
   if (e->has_handle) put_kv_hex(&o, "handle", e->handle);
   {
-    const char *meaning = cg_cuda_result_words(e->driver_result >= 0 ? e->driver_result : e->result);
+    int code = e->driver_result >= 0 ? e->driver_result : e->result;
+    const char *meaning = code ? cg_cuda_result_words(code) : NULL; /* success needs no words */
     if (meaning) put_kv_str(&o, "meaning", meaning);
   }
   if (e->image) put_image_json(&o, e->image);

@@ -153,8 +153,9 @@ START_TEST(test_event_json_load) {
   static const char *const keys[] = {
       "v", "type", "pid", "time_ns", "event", "call", "verdict", "result", "driver_result",
       "driver_version", "emulate_driver", "tid", "thread_mode", "capture", "prohibitors",
-      "module", "image", "native_stack", "python_stack"};
+      "module", "image", "native_stack", "python_stack", "meaning"};
   expect_keys(j, keys, sizeof keys / sizeof keys[0]);
+  expect_str(j, "meaning", "operation not permitted when stream is capturing");
   expect_int(j, "v", 1);
   expect_str(j, "type", "event");
   expect_int(j, "pid", 4242);
@@ -613,8 +614,8 @@ START_TEST(test_text_layout) {
   const char *t = text_of(&e);
   ck_assert_str_eq(line1(t),
                    "capguard: cuModuleLoadData during capture 7 (stream 0x7f00deadbe00, global mode, "
-                   "begun by thread 12345): refused by the driver with error 900; the capture is "
-                   "now broken");
+                   "begun by thread 12345): refused by the driver with error 900 operation not "
+                   "permitted when stream is capturing; the capture is now broken");
   static const char *const pieces[] = {
       "capguard: cuModuleLoadData during capture 7",
       "\n  kernels: _causal_conv1d_update_kernel, second_kernel\n",
@@ -677,7 +678,7 @@ START_TEST(test_text_more_captures) {
   e.n_prohibitors = 3;
   ck_assert_ptr_nonnull(strstr(line1(text_of(&e)),
                                "begun by thread 12345) (+2 more captures): refused by the driver "
-                               "with error 900; the captures are now broken"));
+                               "with error 900 operation not permitted when stream is capturing; the captures are now broken"));
   e.n_prohibitors = 2;
   ck_assert_ptr_nonnull(strstr(line1(text_of(&e)), ") (+1 more capture): "));
   e.n_prohibitors = 1;
@@ -775,9 +776,11 @@ END_TEST
 START_TEST(test_names_and_null) {
   ck_assert_str_eq(cg_event_kind_name(CG_EV_MODULE_LOAD), "module-load");
   ck_assert_str_eq(cg_event_kind_name(CG_EV_MODULE_UNLOAD), "module-unload");
-  ck_assert_str_eq(cg_event_kind_name((cg_event_kind)9), "unknown");
+  ck_assert_str_eq(cg_event_kind_name(CG_EV_EVENT_WAIT), "event-wait");
+  ck_assert_str_eq(cg_event_kind_name(CG_EV_KIND_COUNT), "unknown");
   static const char *const names[CG_VERDICT_COUNT] = {"refused", "allowed", "emulated", "served",
-                                                      "rescued", "deferred", "failed"};
+                                                      "rescued", "deferred", "failed", "deferred-free",
+                                                      "deferred-destroy", "not-ready"};
   for (int v = 0; v < CG_VERDICT_COUNT; v++) ck_assert_str_eq(cg_verdict_name((cg_verdict)v), names[v]);
   ck_assert_str_eq(cg_verdict_name(CG_VERDICT_COUNT), "unknown");
   /* NULL inputs give a clear line, never a crash */
