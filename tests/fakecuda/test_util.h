@@ -30,5 +30,6 @@ Suite *suite_ground_truth(void);
 Suite *suite_procaddress(void);
 Suite *suite_modules(void);
 Suite *suite_trace(void);
+Suite *suite_rules(void);
 
 #endif
