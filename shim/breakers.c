@@ -99,6 +99,7 @@ CUresult cg_breaker_call(const cg_call *c) {
         report_unforeseen(c, r);
       return r;
     }
+    cg_captures_check_driver_state(&hit.first);
     r = decide(c, &hit, &v, &driver_result);
   }
 

@@ -11,6 +11,10 @@
 #include "driver.h"
 #include "warn.h"
 
+/* The most captures one call is counted against or marks broken: more open
+ * at once than any real program holds (vLLM captures one at a time). */
+#define CG_HIT_MAX 64
+
 uint64_t cg_captures_driver_id(CUstream s, bool ptsz) {
   if (!cg_drv.StreamGetCaptureInfo)
     return 0;
@@ -38,6 +42,21 @@ static void set_first(cg_hit *hit, cg_hit_class cls, const cg_capture *c, size_t
     hit->site = *(const cg_begin_site *)c->user;
 }
 
+/* The open captures of a context (a synchronisation of it waits for their
+ * streams), oldest first; up to cap written, the total returned. */
+static size_t captures_of_context(cg_model *m, uint64_t ctx, cg_capture **out, size_t cap) {
+  cg_capture *all[CG_HIT_MAX];
+  size_t n = cg_model_open_captures(m, all, CG_HIT_MAX), k = 0;
+  for (size_t i = 0; i < n && i < CG_HIT_MAX; i++) {
+    if (all[i]->context != ctx && all[i]->context && ctx) /* unknown on either side: counted */
+      continue;
+    if (k < cap)
+      out[k] = all[i];
+    k++;
+  }
+  return k;
+}
+
 static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t joined_id, cg_hit *hit) {
   memset(hit, 0, sizeof *hit);
   uint64_t tid = cg_self_tid();
@@ -56,13 +75,12 @@ static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t joined_id, 
     set_first(hit, rule == CG_RULE_STREAM ? CG_HIT_STREAM : CG_HIT_EVENT, c, 1);
     c->events++;
   } else if (rule == CG_RULE_ANY) {
-    cg_capture *oldest[1];
-    size_t n = cg_model_open_captures(m, oldest, 1);
+    cg_capture *all[CG_HIT_MAX];
+    size_t n = captures_of_context(m, target, all, CG_HIT_MAX);
     if (n) {
-      set_first(hit, CG_HIT_ANY, oldest[0], n);
-      cg_capture *all[64];
-      size_t k = cg_model_open_captures(m, all, 64);
-      for (size_t i = 0; i < k && i < 64; i++)
+      set_first(hit, CG_HIT_ANY, all[0], n);
+      hit->context = target;
+      for (size_t i = 0; i < n && i < CG_HIT_MAX; i++)
         all[i]->events++;
     }
   } else {
@@ -76,14 +94,23 @@ static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t joined_id, 
   cg_captures_model_unlock();
 }
 
+/* The context a cuCtxSynchronize waits for: its argument, or the calling
+ * thread's (0 when unknown: then every open capture counts). */
+static uint64_t context_of(uint64_t target) {
+  CUcontext c = NULL;
+  if (!target && cg_drv.CtxGetCurrent)
+    cg_drv.CtxGetCurrent(&c);
+  return target ? target : (uint64_t)(uintptr_t)c;
+}
+
 void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
   /* Asked before the model's lock: the driver is never called with it held. */
   uint64_t joined = rule == CG_RULE_STREAM ? cg_captures_driver_id((CUstream)(uintptr_t)target, ptsz) : 0;
-  judge(rule, target, ptsz, joined, hit);
+  judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, joined, hit);
 }
 
 void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
-  judge(rule, target, ptsz, 0, hit);
+  judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, 0, hit);
 }
 
 /* One capture broken: invalidated, and b its first offender if it was
@@ -112,10 +139,10 @@ void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated) {
       if (c && c->id == hit->first.id)
         mark(c, b, emulated);
     } else {
-      cg_capture *all[64];
-      size_t n = hit->cls == CG_HIT_ANY ? cg_model_open_captures(m, all, 64)
-                                        : cg_model_prohibitors(m, cg_self_tid(), cg_self_mode(), all, 64);
-      for (size_t i = 0; i < n && i < 64; i++)
+      cg_capture *all[CG_HIT_MAX];
+      size_t n = hit->cls == CG_HIT_ANY ? captures_of_context(m, hit->context, all, CG_HIT_MAX)
+                                        : cg_model_prohibitors(m, cg_self_tid(), cg_self_mode(), all, CG_HIT_MAX);
+      for (size_t i = 0; i < n && i < CG_HIT_MAX; i++)
         mark(all[i], b, emulated);
     }
   }
@@ -145,5 +172,22 @@ void cg_captures_event_recorded(uint64_t event, CUstream s, bool ptsz) {
   uint64_t joined = cg_captures_driver_id(s, ptsz);
   m = cg_captures_model_lock();
   cg_model_event_recorded(m, event, joined ? cg_model_find_driver_id(m, joined) : NULL);
+  cg_captures_model_unlock();
+}
+
+void cg_captures_check_driver_state(const cg_capture *c) {
+  /* A stream key with its two low bits set is a per-thread default stream,
+   * which only its own thread can name to the driver. */
+  if (!c->id || !cg_drv.StreamGetCaptureInfo || (c->stream & 3) == 3)
+    return;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  if (cg_drv.StreamGetCaptureInfo((CUstream)(uintptr_t)c->stream, &st, &id) != CUDA_SUCCESS ||
+      st != CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+    return;
+  cg_model *m = cg_captures_model_lock();
+  cg_capture *open = m ? cg_model_find(m, c->stream) : NULL;
+  if (open && open->id == c->id && open->status == CG_CAPTURE_ACTIVE)
+    open->status = CG_CAPTURE_INVALIDATED; /* broken, by nothing capguard saw */
   cg_captures_model_unlock();
 }

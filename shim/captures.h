@@ -101,7 +101,8 @@ bool cg_captures_refs_closed(const cg_capture_ref *refs, size_t n);
  * (capture-semantics.md, both matrices). */
 typedef enum {
   CG_RULE_PROHIBITED, /* where a capture prohibits the calling thread (allocations, frees, ...) */
-  CG_RULE_ANY,        /* while any capture is open, every mode, every thread (cuCtxSynchronize) */
+  CG_RULE_ANY,        /* while any capture of the context is open, every mode, every thread
+                         (cuCtxSynchronize; target: the context, 0 the current one) */
   CG_RULE_STREAM,     /* the call's stream captures: every mode; else as PROHIBITED */
   CG_RULE_EVENT,      /* the call's event was last recorded in a still-open capture: 907 in
                          every mode, from every thread; else as PROHIBITED */
@@ -116,6 +117,7 @@ typedef struct {
   cg_capture first;
   cg_begin_site site;
   size_t n;
+  uint64_t context; /* CG_HIT_ANY: the context synchronised */
 } cg_hit;
 
 /* Which captures a call on target (a CUstream, with ptsz, for STREAM; a
@@ -140,6 +142,12 @@ typedef struct {
  * had none and was active. emulated: capguard itself refused the call, so
  * the end must fail as the emulated driver's would. */
 void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated);
+/* Before a call that may break capture c: if the driver already holds c
+ * invalid (a call capguard does not watch broke it), so does the model,
+ * with no first offender, so that a later call capguard sees is never named
+ * for a break it did not make. Asks the driver (cuStreamGetCaptureInfo):
+ * never with the model's lock held. */
+void cg_captures_check_driver_state(const cg_capture *c);
 /* A repeat of a reported call, counted against the hit's first capture. */
 void cg_captures_count_repeat(const cg_hit *hit);
 

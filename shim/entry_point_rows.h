@@ -24,7 +24,8 @@
  *                  library (out receives a CUlibrary), out
  *   UNLOAD         handle, library
  *   BREAKER        kind (the event kind), rule (cg_rule: which captures it
- *                  breaks), target (the stream, event... it works on, or 0),
+ *                  breaks), target (the stream, event, context... it works
+ *                  on, or 0: the current context for CG_RULE_ANY),
  *                  has_target, ptsz, fix (cg_fix: what guard mode may do)
  *   DEFERRABLE     kind, fix: a BREAKER on one handle (its one parameter)
  *                  that guard mode may defer until the capture ends
@@ -78,7 +79,7 @@
 /* Traits shared by rows (a row's name itself is never passed through a
  * helper macro: see entry_points.h). */
 #define CG_ALLOCATION_TRAITS CG_EV_ALLOCATION, CG_RULE_PROHIBITED, 0, false, false, CG_FIX_RESCUE
-#define CG_CTX_SYNC_TRAITS CG_EV_SYNCHRONIZE, CG_RULE_ANY, 0, false, false, CG_FIX_NONE
+#define CG_CTX_SYNC_TRAITS(ctx) CG_EV_SYNCHRONIZE, CG_RULE_ANY, ctx, false, false, CG_FIX_NONE
 #define CG_STREAM_SYNC_TRAITS(ptsz) CG_EV_SYNCHRONIZE, CG_RULE_STREAM, stream, true, ptsz, CG_FIX_NONE
 
 #define CG_BREAKER_ROWS(X)                                                                               \
@@ -105,8 +106,8 @@
   X(DEFERRABLE, cuGraphExecDestroy, (CUgraphExec, exec), CG_EV_GRAPH_EXEC_DESTROY, CG_FIX_DEFER_DESTROY)  \
   X(BREAKER, cuCtxSetLimit, (CUlimit, limit, size_t, value), CG_EV_SET_LIMIT, CG_RULE_PROHIBITED, 0, false, \
     false, CG_FIX_NONE)                                                                                  \
-  X(BREAKER, cuCtxSynchronize, (), CG_CTX_SYNC_TRAITS)                                                    \
-  X(BREAKER, cuCtxSynchronize_v2, (CUcontext, ctx), CG_CTX_SYNC_TRAITS)                                   \
+  X(BREAKER, cuCtxSynchronize, (), CG_CTX_SYNC_TRAITS(0))                                                 \
+  X(BREAKER, cuCtxSynchronize_v2, (CUcontext, ctx), CG_CTX_SYNC_TRAITS(ctx))                              \
   X(BREAKER, cuStreamSynchronize, (CUstream, stream), CG_STREAM_SYNC_TRAITS(false))                       \
   X(BREAKER, cuStreamSynchronize_ptsz, (CUstream, stream), CG_STREAM_SYNC_TRAITS(true))                   \
   X(BREAKER, cuStreamQuery, (CUstream, stream), CG_STREAM_SYNC_TRAITS(false))                             \

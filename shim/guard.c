@@ -178,6 +178,8 @@ CUresult cg_guard_load(const cg_load *l) {
   cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep], .driver_result = -1};
   cg_begin_site site;
   e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
+  if (e.n_prohibitors)
+    cg_captures_check_driver_state(&e.capture);
   if (!e.n_prohibitors || !s) {
     CUresult r = load_and_ungate(l, &e, here);
     if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
@@ -234,6 +236,8 @@ CUresult cg_guard_unload(const cg_unload *u) {
   cg_begin_site site;
   cg_gate_lock();
   e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
+  if (e.n_prohibitors)
+    cg_captures_check_driver_state(&e.capture);
   if (!e.n_prohibitors || !s) {
     CUresult r = u->invoke(u->handle);
     cg_gate_unlock();

@@ -28,6 +28,7 @@ static int log_fd = -1;
 static char log_path[4096];   /* CAPGUARD_LOG with %p expanded */
 static int process_written;
 static uint64_t repeats_hidden;
+static uint64_t broken_hidden; /* broken captures not reprinted (same begin, same offender) */
 /* The log lost a line (short write, ENOSPC, EIO): warned about once, then no
  * more lines are written, so the log holds whole lines and a known gap. */
 static int log_failed;
@@ -202,14 +203,13 @@ static cg_hash128 event_identity(const cg_event *e) {
   return cg_hash_bytes(key, (size_t)n);
 }
 
-/* True the first time an event like e is seen. */
-static int first_sighting(const cg_event *e) {
-  cg_hash128 k = event_identity(e);
+/* True the first time a report with identity k is seen. */
+static int first_sighting_of(cg_hash128 k, uint64_t *repeats) {
   seen_event *s;
   HASH_FIND(hh, seen, &k, sizeof k, s);
   if (s) {
     s->count++;
-    repeats_hidden++;
+    (*repeats)++;
     return 0;
   }
   if (HASH_COUNT(seen) >= SEEN_MAX)
@@ -225,6 +225,21 @@ static int first_sighting(const cg_event *e) {
   if (added != s) /* the add ran out of memory */
     free(s);
   return 1;
+}
+
+static int first_sighting(const cg_event *e) { return first_sighting_of(event_identity(e), &repeats_hidden); }
+
+/* Broken captures are the same to a person when they began at the same
+ * place and the same call broke them the same way (a start-up that breaks
+ * every size's capture says it once). */
+static cg_hash128 broken_identity(const cg_capture_record *r) {
+  char key[1400];
+  const cg_offender *b = r->broken_by;
+  int n = snprintf(key, sizeof key, "capture|%s|%d|%s|%s|%d", r->began ? r->began : "", r->end_result,
+                   b && b->call ? b->call : "", b && b->where ? b->where : "", b ? b->result : -1);
+  if (n < 0)
+    n = 0;
+  return cg_hash_bytes(key, (size_t)n < sizeof key ? (size_t)n : sizeof key);
 }
 
 /* "capguard: pid 4242, 12:00:01.234 UTC: " in place of the text's "capguard: ",
@@ -296,8 +311,13 @@ static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {
  * that capguard saw none), since that is the line a person reading a
  * start-up failure needs; every capture goes to the log. */
 void cg_output_capture(const cg_capture_record *r) {
-  if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet)
-    emit(2, fmt_capture_broken_text, r);
+  if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet) {
+    pthread_mutex_lock(&out_lock);
+    int show = first_sighting_of(broken_identity(r), &broken_hidden);
+    pthread_mutex_unlock(&out_lock);
+    if (show)
+      emit(2, fmt_capture_broken_text, r);
+  }
   if (log_fd < 0)
     return;
   char buf[4096];
@@ -365,6 +385,13 @@ void cg_output_summary(cg_summary *s) {
                        (unsigned long long)repeats_hidden, log_fd >= 0 ? " (all are in the log)" : "");
       cg_write_all(2, buf, (size_t)m, NULL);
     }
+    if (broken_hidden) {
+      int m = snprintf(buf, sizeof buf,
+                       "capguard: %llu more capture%s broke the same way (same start, same first offender)%s\n",
+                       (unsigned long long)broken_hidden, broken_hidden == 1 ? "" : "s",
+                       log_fd >= 0 ? "; all are in the log" : "");
+      cg_write_all(2, buf, (size_t)m, NULL);
+    }
   }
   if (log_fd < 0)
     return;
@@ -392,6 +419,7 @@ void cg_output_after_fork_child(void) {
     free(s);
   }
   repeats_hidden = 0;
+  broken_hidden = 0;
   quiet_kind_said = 0;
   lines_lost = 0;
   process_written = 0; /* a forked worker is a process of its own in the log */

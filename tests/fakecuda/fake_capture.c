@@ -371,3 +371,17 @@ FC_EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode
   }
   FC_END(rc);
 }
+
+/* Not a driver entry point: a test hook standing for "a call capguard does
+ * not watch" that breaks every open capture (as a failed launch into a
+ * capture does on a real driver), so that capguard's "broken by a call
+ * capguard does not watch" can be tested. Its cu prefix only gets it through
+ * the fake's export map. */
+FC_EXPORT CUresult CUDAAPI cuFakeBreakCaptures(void);
+FC_EXPORT CUresult CUDAAPI cuFakeBreakCaptures(void)
+{
+  FC_BEGIN;
+  for (struct fc_capture *c = open_captures; c != NULL; c = c->next)
+    c->invalidated = 1;
+  FC_END(CUDA_SUCCESS);
+}

@@ -135,6 +135,16 @@ static void *pre_host, *new_host;
 static CUgraphExec pre_exec;
 static char registered[4096];
 
+/* The fake driver's test hook: a call that breaks every open capture and
+ * that capguard does not watch (tests/fakecuda/README.md). */
+static CUresult unwatched(void) {
+  void *fake = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  CUresult (*hook)(void) = fake ? (CUresult(*)(void))dlsym(fake, "cuFakeBreakCaptures") : NULL;
+  if (!hook)
+    die("no cuFakeBreakCaptures: not the fake driver");
+  return hook();
+}
+
 static CUresult op(const char *name) {
   size_t pitch;
   if (!strcmp(name, "alloc")) return cu.MemAlloc(&new_mem, 4096);
@@ -154,6 +164,7 @@ static CUresult op(const char *name) {
   if (!strcmp(name, "eventquery")) return cu.EventQuery(recorded_in);
   if (!strcmp(name, "eventsync")) return cu.EventSynchronize(recorded_in);
   if (!strcmp(name, "prequery")) return cu.EventQuery(recorded_before);
+  if (!strcmp(name, "unwatched")) return unwatched();
   if (!strcmp(name, "none")) return CUDA_SUCCESS;
   die("unknown op");
   return CUDA_ERROR_UNKNOWN;

@@ -7,6 +7,7 @@ answers a query of a captured event as not ready, rescues allocations with
 CAPGUARD_RESCUE=1; the capture record names the first offender; repeats are
 counted, not written again."""
 import os
+import tempfile
 import unittest
 
 from routes_common import COLUMNS, FAKE_DIR, PROHIBITED, Run, column_args  # noqa: F401
@@ -116,20 +117,17 @@ class Matrix(unittest.TestCase):
         # queries aside).
         own = {"cuDriverGetVersion", "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGetAttribute",
                "cuStreamGetCaptureInfo"}
-        for op in ("alloc", "free", "execdestroy", "eventquery", "ctxsync", "prequery"):
-            with self.subTest(op=op):
-                traces = []
-                for preload in (False, True):
-                    with open(os.devnull) as _:
-                        pass
-                    import tempfile
-                    with tempfile.NamedTemporaryFile("r", suffix=".trace") as t:
-                        probe(["--op", op, "--watchdog", "5"], preload=preload, env={"FAKECUDA_TRACE": t.name})
-                        lines = [ln.split()[0] + " " + ln.split()[-1] for ln in t.read().splitlines()]
-                    traces.append([ln for ln in lines if ln.split()[0] not in own])
-                # the watchdog's poll count varies run to run: compare the rest
-                strip = [[ln for ln in tr if not ln.startswith("cuEventQuery")] for tr in traces]
-                self.assertEqual(strip[1], strip[0])
+        for op in ("alloc", "free", "execdestroy", "eventquery", "ctxsync", "prequery", "streamsync"):
+            for col in (COLUMNS[0], COLUMNS[4]):
+                with self.subTest(op=op, column=col):
+                    traces = []
+                    for preload in (False, True):
+                        with tempfile.NamedTemporaryFile("r", suffix=".trace") as t:
+                            probe(["--op", op] + column_args(col), preload=preload,
+                                  env={"FAKECUDA_TRACE": t.name})
+                            calls = [ln.split()[0] + " " + ln.split()[-1] for ln in t.read().splitlines()]
+                        traces.append([c for c in calls if c.split()[0] not in own])
+                    self.assertEqual(traces[1], traces[0])
 
 
 class Guard(unittest.TestCase):
@@ -222,6 +220,21 @@ class FirstOffender(unittest.TestCase):
         self.assertEqual(cap["broken_by"]["event"], "allocation")
         self.assertRegex(rep.stderr, r"capture 2 \(stream 0x[0-9a-f]+, global, began at [^)]*breaker_probe.*\) broke "
                                      r"\(its end returned 901 [^)]*\): first offender cuMemAlloc_v2 at ")
+
+    def test_a_break_capguard_did_not_see_is_said_plainly(self):
+        rep = probe(["--op", "unwatched"])
+        self.assertEqual(rep.int("end_result"), INVALIDATED)
+        self.assertEqual(rep.events, [])
+        [cap] = captures(rep)
+        self.assertEqual(cap["status"], "failed")
+        self.assertIn("broken_by", cap)
+        self.assertIsNone(cap["broken_by"])
+        self.assertRegex(rep.stderr, r"capture 2 \(stream 0x[0-9a-f]+, global, began at [^)]*breaker_probe.*\) broke "
+                                     r"\(its end returned 901 [^)]*\): broken by a call capguard does not watch\n")
+        # a call capguard saw after the break is not its first offender
+        later = probe(["--op", "unwatched", "--then", "alloc"])
+        self.assertEqual(later.int("then_result"), UNSUPPORTED)
+        self.assertIsNone(captures(later)[0]["broken_by"])
 
     def test_repeats_are_counted_not_written(self):
         rep = probe(["--op", "prequery", "--repeat", "50", "--mode", "global"])
