@@ -51,7 +51,7 @@ static api cu;
 static struct {
   const char *route, *op, *then;
   CUstreamCaptureMode mode;
-  int other_thread, swap, repeat, watchdog_ms;
+  int other_thread, swap, repeat, watchdog_ms, ptsz;
 } opt = {.route = "dlsym", .op = "none", .mode = CU_STREAM_CAPTURE_MODE_GLOBAL, .repeat = 1};
 
 static void die(const char *what) {
@@ -74,12 +74,14 @@ static void *libcuda;
 static gpa_fn gpa;
 
 /* dlsym takes the exported (versioned) name; cuGetProcAddress the base
- * name at the version cudart 12 asks for, as torch does. */
+ * name at the version cudart 12 asks for, as torch does (--ptsz: with the
+ * per-thread default stream flag, which hands out the _ptsz variants). */
 static void *lookup(const char *exported, const char *base) {
   void *p = NULL;
   if (!strcmp(opt.route, "dlsym"))
     p = dlsym(libcuda, exported);
-  else if (gpa(base, &p, 12000, 0, NULL) != CUDA_SUCCESS)
+  else if (gpa(base, &p, 12000, opt.ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0, NULL) !=
+           CUDA_SUCCESS)
     p = NULL;
   if (!p)
     fprintf(stderr, "breaker_probe: %s not found by %s\n", base, opt.route);
@@ -228,6 +230,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--swap")) opt.swap = 1;
     else if (!strcmp(a, "--repeat") && v) opt.repeat = atoi(argv[++i]);
     else if (!strcmp(a, "--watchdog") && v) opt.watchdog_ms = atoi(argv[++i]);
+    else if (!strcmp(a, "--ptsz")) opt.ptsz = 1;
     else die("usage: breaker_probe [--route direct|dlsym|procaddr] --op OP [--then OP] [--mode M] "
              "[--thread same|other] [--swap] [--repeat N] [--watchdog MS]");
   }

@@ -111,6 +111,18 @@ class Matrix(unittest.TestCase):
                     self.assertEqual(rep.rc, 0, rep.stderr)
                     self.assertEqual([(e["call"], e["event"]) for e in rep.events], [(call, kind)], rep.stderr)
 
+    def test_per_thread_stream_variants(self):
+        # cudart built for the per-thread default stream asks cuGetProcAddress
+        # with that flag and calls the _ptsz variants: wrapped as well.
+        for op, call in (("streamsync", "cuStreamSynchronize_ptsz"), ("streamquery", "cuStreamQuery_ptsz"),
+                         ("eventquery", "cuEventQuery")):
+            with self.subTest(op=op):
+                rep = probe(["--op", op, "--ptsz"], route="procaddr")
+                self.assertEqual([e["call"] for e in rep.events], [call], rep.stderr)
+                g = probe(["--op", op, "--ptsz"], route="procaddr", mode="guard")
+                if op == "eventquery":  # recorded with cuEventRecord_ptsz: known to be in the capture
+                    self.assertEqual(g.events[0]["verdict"], "not-ready")
+
     def test_report_mode_changes_no_driver_call(self):
         # The driver sees the same calls, in the same order, with the same
         # answers, with capguard in report mode as without it (capguard's own

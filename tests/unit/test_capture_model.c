@@ -441,6 +441,75 @@ START_TEST(test_open_captures_bounded) {
 }
 END_TEST
 
+/* ---- events recorded into captures, driver ids, every open capture ------- */
+
+START_TEST(test_events_follow_their_capture) {
+  cg_model *m = cg_model_new();
+  cg_capture *a = cg_model_begin(m, 0x100, 0, CG_MODE_GLOBAL, 1, false, 0, NULL);
+  cg_capture *b = cg_model_begin(m, 0x200, 0, CG_MODE_RELAXED, 2, false, 0, NULL);
+  uint64_t a_id = a->id;
+  ck_assert_ptr_null(cg_model_event_capture(m, 7)); /* never recorded */
+  cg_model_event_recorded(m, 7, a);
+  cg_model_event_recorded(m, 8, b);
+  ck_assert_ptr_eq(cg_model_event_capture(m, 7), a);
+  ck_assert_ptr_eq(cg_model_event_capture(m, 8), b);
+  /* recorded again, outside any capture: the driver's business again */
+  cg_model_event_recorded(m, 8, NULL);
+  ck_assert_ptr_null(cg_model_event_capture(m, 8));
+  ck_assert_uint_eq(cg_model_tracked_events(m), 1);
+  /* recorded again into another capture: follows it */
+  cg_model_event_recorded(m, 7, b);
+  ck_assert_ptr_eq(cg_model_event_capture(m, 7), b);
+  cg_model_event_recorded(m, 7, a);
+  /* the capture ends: a new capture on the same stream is not the event's */
+  ck_assert_int_eq(cg_model_end(m, 0x100, true, 1, NULL), 0);
+  cg_capture *again = cg_model_begin(m, 0x100, 0, CG_MODE_GLOBAL, 1, false, 2, NULL);
+  ck_assert_uint_ne(again->id, a_id);
+  ck_assert_ptr_null(cg_model_event_capture(m, 7));
+  /* forgetting a capture's events leaves the others' */
+  cg_model_event_recorded(m, 9, again);
+  cg_model_event_recorded(m, 10, b);
+  cg_model_forget_events_of(m, again->id);
+  ck_assert_ptr_null(cg_model_event_capture(m, 9));
+  ck_assert_ptr_eq(cg_model_event_capture(m, 10), b);
+  cg_model_free(m);
+}
+END_TEST
+
+START_TEST(test_tracked_events_bounded) {
+  cg_model *m = cg_model_new();
+  cg_capture *a = cg_model_begin(m, 0x100, 0, CG_MODE_GLOBAL, 1, false, 0, NULL);
+  for (uint64_t e = 1; e <= 70000; e++)
+    cg_model_event_recorded(m, e, a);
+  ck_assert_uint_eq(cg_model_tracked_events(m), 65536);
+  ck_assert_ptr_eq(cg_model_event_capture(m, 65536), a);
+  ck_assert_ptr_null(cg_model_event_capture(m, 65537)); /* past the bound: not tracked, never wrong */
+  cg_model_free(m);
+}
+END_TEST
+
+START_TEST(test_driver_ids_and_open_captures) {
+  cg_model *m = cg_model_new();
+  cg_capture *a = cg_model_begin(m, 0x100, 0, CG_MODE_GLOBAL, 1, false, 0, NULL);
+  cg_capture *b = cg_model_begin(m, 0x200, 0, CG_MODE_RELAXED, 2, false, 0, NULL);
+  a->driver_id = 41;
+  b->driver_id = 42;
+  ck_assert_ptr_eq(cg_model_find_driver_id(m, 42), b);
+  ck_assert_ptr_null(cg_model_find_driver_id(m, 0)); /* unknown ids never match */
+  ck_assert_ptr_null(cg_model_find_driver_id(m, 43));
+  cg_capture *open[4];
+  /* a relaxed capture prohibits nobody, yet it is open: cuCtxSynchronize counts it */
+  ck_assert_uint_eq(cg_model_open_captures(m, open, 1), 2);
+  ck_assert_ptr_eq(open[0], a); /* oldest first */
+  ck_assert_uint_eq(cg_model_open_captures(m, open, 4), 2);
+  ck_assert_ptr_eq(open[1], b);
+  cg_model_end(m, 0x100, true, 1, NULL);
+  ck_assert_ptr_null(cg_model_find_driver_id(m, 41));
+  ck_assert_uint_eq(cg_model_open_captures(NULL, open, 4), 0);
+  cg_model_free(m);
+}
+END_TEST
+
 START_TEST(test_null_and_names) {
   ck_assert_ptr_null(cg_model_begin(NULL, 1, 0, CG_MODE_GLOBAL, 1, false, 1, NULL));
   ck_assert_int_eq(cg_model_end(NULL, 1, true, 1, NULL), -1);
@@ -481,6 +550,9 @@ int main(void) {
   tcase_add_test(tc, test_count_event);
   tcase_add_test(tc, test_open_count_and_ids);
   tcase_add_test(tc, test_open_captures_bounded);
+  tcase_add_test(tc, test_events_follow_their_capture);
+  tcase_add_test(tc, test_tracked_events_bounded);
+  tcase_add_test(tc, test_driver_ids_and_open_captures);
   tcase_add_test(tc, test_null_and_names);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
