@@ -167,8 +167,11 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     qsort(a->kernels, a->n_kernels, sizeof *a->kernels, cmp_kernel);
   if (a->n_sites)
     qsort(a->sites, a->n_sites, sizeof *a->sites, cmp_site);
-  for (size_t c = 0; c < log->n_caps; c++)
+  for (size_t c = 0; c < log->n_caps; c++) {
     a->procs[log->caps[c].proc].captures++;
+    long long r = log->caps[c].repeats;
+    a->repeats += r > 0 && (unsigned long long)r < SIZE_MAX - a->repeats ? (size_t)r : 0;
+  }
   for (size_t b = 0; b < a->n_broken; b++)
     a->procs[log->caps[a->broken[b].capture].proc].broken++;
   /* Processes that exited cleanly say how many captures they began; others count what was seen. */

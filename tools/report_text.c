@@ -234,6 +234,10 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   fputc(')', out);
   cgr_print_verdict_counts(out, a, "; verdicts: ");
   fputc('\n', out);
+  if (a->repeats)
+    fprintf(out, "repeats: %zu more call%s during capture like one logged (same call, verdict and "
+                 "site): counted in the capture records, not above\n",
+            a->repeats, a->repeats == 1 ? "" : "s");
   if (log->malformed)
     fprintf(out, "%zu malformed log line%s skipped (first: %s)\n", log->malformed,
             log->malformed == 1 ? "" : "s", log->first_malformed);
