@@ -321,7 +321,8 @@ static void give_advice(cgr_analysis *a) {
   if (not_said)
     advise(a,
            "%zu capture%s broke and the log does not say which call broke %s (an older capguard "
-           "wrote it): run the command again under this capguard to have the first offender named",
+           "wrote it, or the process did not exit through capguard): run the command again under "
+           "this capguard to have the first offender named",
            not_said, not_said == 1 ? "" : "s", not_said == 1 ? "it" : "them");
   if (served)
     advise(a, "%zu load%s during capture %s served from the priming file: priming works", served,

@@ -468,7 +468,7 @@ static void broken_table(FILE *o, const cgr_analysis *a) {
         fputs("</code></td><td></td><td>", o);
       } else {
         fputs("<td colspan=\"3\">", o);
-        esc(o, phrase[0] ? phrase : CGR_NOT_SAID);
+        esc(o, phrase);
         fputs("</td><td>", o);
       }
       end_cell(o, c);

@@ -54,7 +54,7 @@ static void offender_json(const cgr_analysis *a, size_t capture, long first_even
   json_object_set_new(o, "offender",
                       json_string(by == CGL_BY_CALL ? "named" : by == CGL_BY_UNWATCHED ? "unwatched"
                                                                                     : "not-said"));
-  json_object_set_new(o, "offender_text", json_string(phrase[0] ? phrase : CGR_NOT_SAID));
+  json_object_set_new(o, "offender_text", json_string(phrase));
 }
 
 static json_t *capture_json(const cgr_analysis *a, const cgl_capture *c) {

@@ -56,8 +56,11 @@ void cgr_offender_phrase(const cgl_log *log, size_t capture, long first_event, c
              c->began && *c->began ? c->began : "a place the log does not give");
     return;
   }
-  if (by != CGL_BY_CALL)
+  if (by != CGL_BY_CALL) {
+    /* never a guess: why the log cannot say */
+    snprintf(buf, cap, "%s", c->ended_line ? CGR_NOT_SAID : CGR_NO_RECORD);
     return;
+  }
   const char *at = cgr_offender_at(&f), *verdict = cgl_word(&cg_verdicts, f.verdict);
   char result[160];
   cgr_result_words(f.result, NULL, result, sizeof result);

@@ -16,6 +16,9 @@
 /* The plain phrase for a capture whose offender is not known. */
 #define CGR_UNWATCHED "broken by a call capguard does not watch"
 #define CGR_NOT_SAID "the log does not say which call broke it (an older capguard wrote it)"
+#define CGR_NO_RECORD                                                                             \
+  "the log holds no record of its end (its process did not exit through capguard), so it does " \
+  "not say which call broke it"
 
 /* "900 operation not permitted when stream is capturing": the code, then its
  * words (meaning, as the log gave them, else capguard's table), or the code
@@ -36,7 +39,7 @@ const char *cgr_offender_at(const cgl_offender *f);
 cgl_broken_by cgr_first_offender(const cgl_log *log, size_t capture, long first_event,
                                  cgl_offender *out);
 /* The phrase for a capture: its first offender (cgr_first_offender), or that
- * none was seen with where it began; "" when the log does not say. */
+ * none was seen with where it began, or why the log does not say. */
 void cgr_offender_phrase(const cgl_log *log, size_t capture, long first_event, char *buf,
                          size_t cap);
 

@@ -101,7 +101,7 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
       /* what the capture record says (or that the log does not say) */
       char phrase[1024];
       cgr_offender_phrase(log, a->broken[b].capture, f, phrase, sizeof phrase);
-      fprintf(out, "    %s%s%s\n", pal.bold, phrase[0] ? phrase : CGR_NOT_SAID, pal.reset);
+      fprintf(out, "    %s%s%s\n", pal.bold, phrase, pal.reset);
       if (c->by == CGL_BY_CALL && *c->offender.where && strcmp(c->offender.where, cgr_offender_at(&c->offender)))
         fprintf(out, "    where: %s\n", c->offender.where);
       /* the logged event of that call, when it is in the log: its kernels and why */

@@ -57,7 +57,7 @@ expect_in "$o" "Processes (as logged)" "process section"
 # the exact command, from the top-level process's logged argv (report mode: guard is the default)
 expect_in "$o" "run it in guard mode, which records the images and loads them before capture on the run after: capguard run -- python3 -m vllm.entrypoints.openai.api_server --model m" "guard-mode advice"
 expect_in "$o" "1 module unload during capture" "unload advice"
-expect_in "$o" "1 capture broke and the log does not say which call broke it (an older capguard wrote it)" "silent capture advice"
+expect_in "$o" "1 capture broke and the log does not say which call broke it (an older capguard wrote it" "silent capture advice"
 if [ -s "$WORK/r1.err" ]; then fail "clean log produced stderr"; else pass; fi
 
 # --- a later run where priming worked: nothing broke, exit 0
