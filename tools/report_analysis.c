@@ -309,8 +309,9 @@ static void give_advice(cgr_analysis *a) {
                         phrase, sizeof phrase);
     advise(a,
            "%zu capture%s first broken by a call other than a module load, which priming cannot "
-           "serve (the first: %s): make that call before the capture begins, or after it ends",
-           other, other == 1 ? " was" : "s were", phrase);
+           "serve (%s): make that call before the capture begins, or after it ends",
+           other, other == 1 ? " was" : "s were",
+           strncmp(phrase, "first offender ", 15) ? phrase : phrase + 15);
   }
   if (unwatched)
     advise(a,

@@ -95,7 +95,6 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
     fprintf(out, "  %s%s capture %lld%s (stream %s, %s, broken%s; began %s)\n", pal.red, who, c->id,
             pal.reset, or(c->stream, "?"), or(cgl_word(&cg_capture_modes, c->mode), "?"), open_at_exit ? ", open at exit" : "",
             or(c->began, "where unknown"));
-    print_capture_end(out, c);
     long f = a->broken[b].first_event;
     if (c->by == CGL_BY_CALL || f < 0) {
       /* what the capture record says (or that the log does not say) */
@@ -104,6 +103,7 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
       fprintf(out, "    %s%s%s\n", pal.bold, phrase, pal.reset);
       if (c->by == CGL_BY_CALL && *c->offender.where && strcmp(c->offender.where, cgr_offender_at(&c->offender)))
         fprintf(out, "    where: %s\n", c->offender.where);
+      print_capture_end(out, c);
       /* the logged event of that call, when it is in the log: its kernels and why */
       if (f < 0 || c->by != CGL_BY_CALL || log->evs[f].call != c->offender.call)
         continue;
@@ -116,6 +116,7 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
       fprintf(out, "    first broken by %s%s%s (%s, %s, CUresult %s) at %s\n", pal.bold,
               or(e->call, "?"), pal.reset, or(cgl_word(&cg_event_kinds, e->kind), "?"),
               or(cgl_word(&cg_verdicts, e->verdict), "?"), result, site);
+      print_capture_end(out, c);
     }
     const cgl_event *e = &log->evs[f];
     if (e->kernels->n) {
