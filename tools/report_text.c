@@ -101,7 +101,9 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
       char phrase[1024];
       cgr_offender_phrase(log, a->broken[b].capture, f, phrase, sizeof phrase);
       fprintf(out, "    %s%s%s\n", pal.bold, phrase, pal.reset);
-      if (c->by == CGL_BY_CALL && *c->offender.where && strcmp(c->offender.where, cgr_offender_at(&c->offender)))
+      /* the native caller too, when the phrase gave the Python line */
+      const cgl_offender *o = &c->offender;
+      if (c->by == CGL_BY_CALL && *o->where && strcmp(o->where, cgr_offender_at(o)))
         fprintf(out, "    where: %s\n", c->offender.where);
       print_capture_end(out, c);
       /* the logged event of that call, when it is in the log: its kernels and why */
