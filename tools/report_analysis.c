@@ -328,7 +328,20 @@ static void give_advice(cgr_analysis *a) {
   if (served)
     advise(a, "%zu load%s during capture %s served from the priming file: priming works", served,
            served == 1 ? "" : "s", served == 1 ? "was" : "were");
-  if (!a->n_broken && !a->offending_loads && !unloads && !a->events[CG_EV_KIND_COUNT] && !served)
+  /* calls that break a capture without capguard, which guard mode answered so that it survived */
+  size_t kept = a->verdicts[CG_VERDICT_DEFERRED_FREE] + a->verdicts[CG_VERDICT_DEFERRED_DESTROY] +
+                a->verdicts[CG_VERDICT_NOT_READY];
+  if (kept)
+    advise(a,
+           "%zu call%s during capture (deferred-free %zu, deferred-destroy %zu, not-ready %zu) "
+           "would break the capture without capguard; guard mode answered %s so that the capture "
+           "survived: nothing to do under capguard; without it, make %s outside capture",
+           kept, kept == 1 ? "" : "s", a->verdicts[CG_VERDICT_DEFERRED_FREE],
+           a->verdicts[CG_VERDICT_DEFERRED_DESTROY], a->verdicts[CG_VERDICT_NOT_READY],
+           kept == 1 ? "it" : "them", kept == 1 ? "it" : "them");
+  /* nothing to do only when no call at all was made during capture, of any kind */
+  size_t other_kinds = a->calls - a->events[CG_EV_MODULE_LOAD] - unloads;
+  if (!a->n_broken && !a->offending_loads && !unloads && !other_kinds && !served)
     advise(a, "no forbidden calls during capture: nothing to do");
 }
 

@@ -149,6 +149,10 @@ static void next_line(FILE *out, const cgr_analysis *a, cg_run_mode mode, const 
   } else if (a->verdicts[CG_VERDICT_SERVED]) {
     snprintf(buf, sizeof buf, "priming worked: every load during capture was served from %s",
              *prime ? prime : "the priming file");
+  } else if (a->calls) {
+    /* calls were made and none broke a capture (guard mode answered them) */
+    next = "no capture broke: the calls during capture (counted above) were handled; nothing to do "
+           "(capguard report gives each with where it was made)";
   } else {
     next = "no forbidden calls during capture: nothing to do";
   }
