@@ -170,6 +170,29 @@ static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
   p->emulate_driver = num(o, "emulate_driver", 0);
 }
 
+/* "broken_by": an object names the first offender, null says none was seen,
+ * absent (or any other type: a damaged line) says nothing. */
+static void read_broken_by(cgl_log *log, cgl_capture *c, json_t *o) {
+  json_t *b = json_object_get(o, "broken_by");
+  c->by = CGL_BY_UNKNOWN;
+  memset(&c->offender, 0, sizeof c->offender);
+  if (json_is_null(b)) {
+    c->by = CGL_BY_UNWATCHED;
+  } else if (json_is_object(b)) {
+    cgl_offender *f = &c->offender;
+    c->by = CGL_BY_CALL;
+    const char *s;
+    f->call = (s = str(log, b, "call")) ? s : "";
+    f->python = (s = str(log, b, "python")) ? s : "";
+    f->where = (s = str(log, b, "where")) ? s : "";
+    f->kind = (cg_event_kind)word(&cg_event_kinds, b, "event");
+    f->verdict = (cg_verdict)word(&cg_verdicts, b, "verdict");
+    f->result = num(b, "result", 0);
+    f->tid = num(b, "tid", 0);
+    f->time_ns = num(b, "time_ns", 0);
+  }
+}
+
 static void read_capture(cgl_log *log, size_t proc, json_t *o) {
   /* index first: capture_for may move log->caps */
   size_t ci = capture_for(log, proc, num(o, "id", 0));
@@ -185,6 +208,13 @@ static void read_capture(cgl_log *log, size_t proc, json_t *o) {
     c->begin_ns = b;
   c->end_ns = num(o, "end_ns", 0);
   c->events = num(o, "events", 0);
+  json_t *er = json_object_get(o, "end_result");
+  c->has_end_result = json_is_integer(er);
+  c->end_result = c->has_end_result ? (long long)json_integer_value(er) : 0;
+  c->repeats = num(o, "repeats", 0);
+  if (c->repeats < 0)
+    c->repeats = 0;
+  read_broken_by(log, c, o);
   seen_at(&log->procs[proc], c->begin_ns);
   seen_at(&log->procs[proc], c->end_ns);
 }
@@ -220,6 +250,8 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->time_ns = num(o, "time_ns", 0);
   e->kind = (cg_event_kind)word(&cg_event_kinds, o, "event");
   e->call = str(log, o, "call");
+  e->handle = str(log, o, "handle");
+  e->meaning = str(log, o, "meaning");
   e->verdict = (cg_verdict)word(&cg_verdicts, o, "verdict");
   e->thread_mode = (cg_capture_mode)word(&cg_capture_modes, o, "thread_mode");
   e->result = num(o, "result", 0);

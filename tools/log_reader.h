@@ -48,9 +48,28 @@ typedef struct {
   size_t run_index;     /* set by cgl_group_runs */
 } cgl_process;
 
+/* What a capture record says broke it ("broken_by"): older capguards did
+ * not say (UNKNOWN: readers name no offender, they never guess), null means
+ * capguard saw no call break it (a call it does not watch did), an object
+ * names the first call it saw break it. */
+typedef enum { CGL_BY_UNKNOWN = 0, CGL_BY_UNWATCHED, CGL_BY_CALL } cgl_broken_by;
+
+/* The first offender of a capture (broken_by's object). */
+typedef struct {
+  const char *call, *python, *where; /* never NULL once read: "" when absent */
+  cg_event_kind kind;   /* CG_EV_KIND_COUNT: absent or unknown */
+  cg_verdict verdict;   /* CG_VERDICT_COUNT: likewise */
+  long long result, tid, time_ns;
+} cgl_offender;
+
 typedef struct {
   size_t proc;          /* index into cgl_log.procs */
   long long id, tid, begin_ns, end_ns, events;
+  bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
+  long long end_result; /* what cuStreamEndCapture returned to the caller */
+  long long repeats;    /* events counted and not written again (0 when absent) */
+  cgl_broken_by by;
+  cgl_offender offender; /* set when by is CGL_BY_CALL */
   const char *stream, *began;
   cg_capture_mode mode;     /* CG_CAPTURE_MODE_COUNT: not logged */
   cg_capture_status status; /* CG_CAPTURE_STATUS_COUNT: not logged */
@@ -66,6 +85,8 @@ typedef struct {
   cg_verdict verdict;   /* CG_VERDICT_COUNT: likewise */
   cg_capture_mode thread_mode;
   const char *call;
+  const char *handle;   /* hex: what the call worked on (stream, event, pointer), NULL if absent */
+  const char *meaning;  /* the result in words, as the shim wrote it, NULL if absent */
   cg_image_kind image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
   const char *image_hash;
   long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */

@@ -1,5 +1,6 @@
 #include "report_analysis.h"
 
+#include "report_offender.h"
 #include "rerun_command.h"
 
 #include <stdarg.h>
@@ -166,8 +167,11 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     qsort(a->kernels, a->n_kernels, sizeof *a->kernels, cmp_kernel);
   if (a->n_sites)
     qsort(a->sites, a->n_sites, sizeof *a->sites, cmp_site);
-  for (size_t c = 0; c < log->n_caps; c++)
+  for (size_t c = 0; c < log->n_caps; c++) {
     a->procs[log->caps[c].proc].captures++;
+    long long r = log->caps[c].repeats;
+    a->repeats += r > 0 && (unsigned long long)r < SIZE_MAX - a->repeats ? (size_t)r : 0;
+  }
   for (size_t b = 0; b < a->n_broken; b++)
     a->procs[log->caps[a->broken[b].capture].proc].broken++;
   /* Processes that exited cleanly say how many captures they began; others count what was seen. */
@@ -215,13 +219,21 @@ static void give_advice(cgr_analysis *a) {
       allowed_run = a->log->procs[e->proc].run_index;
   }
   char cmd[1024];
-  size_t broken_loads = 0, silent = 0;
+  /* What broke each capture (cgr_first_offender). */
+  size_t broken_loads = 0, unwatched = 0, not_said = 0, other = 0;
+  size_t first_other = 0;
   for (size_t b = 0; b < a->n_broken; b++) {
-    long f = a->broken[b].first_event;
-    if (f < 0)
-      silent++;
-    else if (a->log->evs[f].kind == CG_EV_MODULE_LOAD)
-      broken_loads++;
+    cgl_offender f;
+    switch (cgr_first_offender(a->log, a->broken[b].capture, a->broken[b].first_event, &f)) {
+    case CGL_BY_UNWATCHED: unwatched++; break;
+    case CGL_BY_UNKNOWN: not_said++; break;
+    case CGL_BY_CALL:
+      if (f.kind == CG_EV_MODULE_LOAD)
+        broken_loads++;
+      else if (!other++)
+        first_other = b;
+      break;
+    }
   }
   size_t to_warm = 0;
   for (size_t k = 0; k < a->n_kernels; k++)
@@ -291,15 +303,45 @@ static void give_advice(cgr_analysis *a) {
            "alive across capture, or run in guard mode, which defers unloads until the capture "
            "ends",
            unloads - a->unloads_deferred, unloads - a->unloads_deferred == 1 ? "" : "s");
-  if (silent)
+  if (other) {
+    char phrase[1024];
+    cgr_offender_phrase(a->log, a->broken[first_other].capture, a->broken[first_other].first_event,
+                        phrase, sizeof phrase);
     advise(a,
-           "%zu capture%s broke without a logged module call: something capguard does not track "
-           "(a synchronize, an allocation, a host copy) invalidated %s",
-           silent, silent == 1 ? "" : "s", silent == 1 ? "it" : "them");
+           "%zu capture%s first broken by a call other than a module load, which priming cannot "
+           "serve (%s): make that call before the capture begins, or after it ends",
+           other, other == 1 ? " was" : "s were",
+           strncmp(phrase, "first offender ", 15) ? phrase : phrase + 15);
+  }
+  if (unwatched)
+    advise(a,
+           "%zu capture%s " CGR_UNWATCHED ": capguard saw no call break %s; look at the code "
+           "between where %s began (above) and where %s ended",
+           unwatched, unwatched == 1 ? " was" : "s were", unwatched == 1 ? "it" : "them",
+           unwatched == 1 ? "it" : "each", unwatched == 1 ? "it" : "each");
+  if (not_said)
+    advise(a,
+           "%zu capture%s broke and the log does not say which call broke %s (an older capguard "
+           "wrote it, or the process did not exit through capguard): run the command again under "
+           "this capguard to have the first offender named",
+           not_said, not_said == 1 ? "" : "s", not_said == 1 ? "it" : "them");
   if (served)
     advise(a, "%zu load%s during capture %s served from the priming file: priming works", served,
            served == 1 ? "" : "s", served == 1 ? "was" : "were");
-  if (!a->n_broken && !a->offending_loads && !unloads && !a->events[CG_EV_KIND_COUNT] && !served)
+  /* calls that break a capture without capguard, which guard mode answered so that it survived */
+  size_t kept = a->verdicts[CG_VERDICT_DEFERRED_FREE] + a->verdicts[CG_VERDICT_DEFERRED_DESTROY] +
+                a->verdicts[CG_VERDICT_NOT_READY];
+  if (kept)
+    advise(a,
+           "%zu call%s during capture (deferred-free %zu, deferred-destroy %zu, not-ready %zu) "
+           "would break the capture without capguard; guard mode answered %s so that the capture "
+           "survived: nothing to do under capguard; without it, make %s outside capture",
+           kept, kept == 1 ? "" : "s", a->verdicts[CG_VERDICT_DEFERRED_FREE],
+           a->verdicts[CG_VERDICT_DEFERRED_DESTROY], a->verdicts[CG_VERDICT_NOT_READY],
+           kept == 1 ? "it" : "them", kept == 1 ? "it" : "them");
+  /* nothing to do only when no call at all was made during capture, of any kind */
+  size_t other_kinds = a->calls - a->events[CG_EV_MODULE_LOAD] - unloads;
+  if (!a->n_broken && !a->offending_loads && !unloads && !other_kinds && !served)
     advise(a, "no forbidden calls during capture: nothing to do");
 }
 
@@ -324,11 +366,16 @@ void cgr_why(const cgl_event *e, char *buf, size_t cap) {
     cuda_version(e->emulate_driver, ver, sizeof ver);
     snprintf(buf, cap, "capguard refused it the way %s would (--emulate-driver %lld): drivers "
                        "before 12.3 refuse module loads during capture", ver, e->emulate_driver);
-  } else if (refused) {
-    snprintf(buf, cap, "the driver refused it during capture (CUresult %lld)", e->result);
   } else {
-    snprintf(buf, cap, "it %s during capture (CUresult %lld)",
-             e->verdict == CG_VERDICT_FAILED ? "failed" : "was made", e->result);
+    /* the result in words: what the driver (or capguard for it) answered */
+    char result[160];
+    cgr_result_words(e->driver_result >= 0 ? e->driver_result : e->result, e->meaning, result,
+                     sizeof result);
+    if (refused)
+      snprintf(buf, cap, "the driver refused it during capture (CUresult %s)", result);
+    else
+      snprintf(buf, cap, "it %s during capture (CUresult %s)",
+               e->verdict == CG_VERDICT_FAILED ? "failed" : "was made", result);
   }
 }
 

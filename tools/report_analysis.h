@@ -47,6 +47,7 @@ typedef struct {
   size_t calls;
   size_t events[CG_EV_KIND_COUNT + 1];
   size_t verdicts[CG_VERDICT_COUNT + 1];
+  size_t repeats;          /* calls like one logged, counted in capture records, not logged again */
   size_t offending_loads;  /* loads not served from the priming file */
   size_t unloads_deferred; /* of unloads: put off by guard mode until the capture ended */
   size_t loads_refused;    /* module or library loads refused during capture (by the driver or emulation) */

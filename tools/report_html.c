@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report_offender.h"
 #include "report_render.h"
 #include "rerun_command.h"
 
@@ -38,6 +39,8 @@ static const char *verdict_colour(cg_verdict v) {
       [CG_VERDICT_REFUSED] = "#d62728", [CG_VERDICT_EMULATED] = "#e7298a",
       [CG_VERDICT_ALLOWED] = "#ff7f0e", [CG_VERDICT_SERVED] = "#1f77b4",
       [CG_VERDICT_RESCUED] = "#9467bd", [CG_VERDICT_DEFERRED] = "#7f7f7f",
+      [CG_VERDICT_DEFERRED_FREE] = "#7f7f7f", [CG_VERDICT_DEFERRED_DESTROY] = "#7f7f7f",
+      [CG_VERDICT_NOT_READY] = "#17becf",
   };
   if (v >= CG_VERDICT_COUNT) return "#888";
   return colour[v] ? colour[v] : "#8c564b";
@@ -425,10 +428,22 @@ static void kernel_cell(FILE *o, const cgl_event *e) {
   }
 }
 
+/* What the capture's end returned and its repeats, after the why. */
+static void end_cell(FILE *o, const cgl_capture *c) {
+  if (c->has_end_result && c->end_result) {
+    char result[160];
+    cgr_result_words(c->end_result, NULL, result, sizeof result);
+    fputs("<br>its end returned ", o);
+    esc(o, result);
+  }
+  if (c->repeats > 0)
+    fprintf(o, "<br>repeats: %lld more like one logged, not logged again", c->repeats);
+}
+
 static void broken_table(FILE *o, const cgr_analysis *a) {
   const cgl_log *log = a->log;
   fputs("<h2>Broken captures</h2>\n<table><tr><th>process</th><th>capture</th><th>began</th>"
-        "<th>first call that broke it</th><th>at</th><th>kernels</th><th>why</th></tr>\n", o);
+        "<th>first offender</th><th>at</th><th>kernels</th><th>why</th></tr>\n", o);
   for (size_t b = 0; b < a->n_broken && b < MAX_ROWS; b++) {
     const cgl_capture *c = &log->caps[a->broken[b].capture];
     char who[256];
@@ -441,24 +456,38 @@ static void broken_table(FILE *o, const cgr_analysis *a) {
     esc(o, or(c->began, "?"));
     fputs("</code></td>", o);
     long f = a->broken[b].first_event;
-    if (f < 0) {
-      fputs("<td colspan=\"3\">no call logged</td><td>something capguard does not track (a "
-            "synchronize, an allocation, a host copy) broke it</td></tr>\n", o);
+    if (f < 0 || (c->by == CGL_BY_CALL && log->evs[f].call != c->offender.call)) {
+      /* no logged event of the offender: what the capture record says, or that the log does not */
+      char phrase[1024];
+      cgr_offender_phrase(log, a->broken[b].capture, f, phrase, sizeof phrase);
+      if (c->by == CGL_BY_CALL) {
+        fputs("<td class=\"bad\">", o);
+        esc(o, phrase);
+        fputs("</td><td><code>", o);
+        esc(o, or(c->offender.where, cgr_offender_at(&c->offender)));
+        fputs("</code></td><td></td><td>", o);
+      } else {
+        fputs("<td colspan=\"3\">", o);
+        esc(o, phrase);
+        fputs("</td><td>", o);
+      }
+      end_cell(o, c);
+      fputs("</td></tr>\n", o);
       continue;
     }
     const cgl_event *e = &log->evs[f];
-    char why[256];
+    char why[256], phrase[1024];
     cgr_why(e, why, sizeof why);
+    cgr_offender_phrase(log, a->broken[b].capture, f, phrase, sizeof phrase);
     fputs("<td class=\"bad\">", o);
-    esc(o, or(e->call, "?"));
-    fputs(" (", o);
-    esc(o, verdict_word(e->verdict));
-    fputs(")</td><td><code>", o);
+    esc(o, phrase);
+    fputs("</td><td><code>", o);
     esc(o, e->site);
     fputs("</code></td><td><code>", o);
     kernel_cell(o, e);
     fputs("</code></td><td>", o);
     esc(o, why);
+    end_cell(o, c);
     fputs("</td></tr>\n", o);
   }
   fputs("</table>\n", o);
@@ -472,7 +501,7 @@ static void calls_table(FILE *o, const cgr_analysis *a) {
   const cgl_log *log = a->log;
   if (!log->n_evs) return;
   fputs("<h2>Calls during capture</h2>\n<table><tr><th>process</th><th>capture</th><th>call</th>"
-        "<th>verdict</th><th>at</th><th>kernels</th><th>log line</th></tr>\n", o);
+        "<th>kind</th><th>verdict</th><th>result</th><th>at</th><th>kernels</th><th>log line</th></tr>\n", o);
   for (size_t i = 0; i < log->n_evs && i < MAX_ROWS; i++) {
     const cgl_event *e = &log->evs[i];
     char who[256];
@@ -481,8 +510,14 @@ static void calls_table(FILE *o, const cgr_analysis *a) {
     esc(o, who);
     fprintf(o, "</td><td>%lld</td><td>", log->caps[e->capture].id);
     esc(o, or(e->call, "?"));
+    fputs("</td><td>", o);
+    esc(o, or(cgl_word(&cg_event_kinds, e->kind), "other"));
     fprintf(o, "</td><td style=\"color:%s\">", verdict_colour(e->verdict));
     esc(o, verdict_word(e->verdict));
+    char result[160];
+    cgr_event_result(e, result, sizeof result);
+    fputs("</td><td>", o);
+    esc(o, result);
     fputs("</td><td><code>", o);
     esc(o, e->site);
     fputs("</code></td><td><code>", o);
@@ -565,10 +600,17 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   size_t calls = a->calls, loads = a->events[CG_EV_MODULE_LOAD],
          unloads = a->events[CG_EV_MODULE_UNLOAD];
   fprintf(o, "<br>%zu process%s, %zu capture%s, <span class=\"%s\">%zu broken</span>; "
-             "%zu call%s during capture (%zu module load%s, %zu unload%s)",
+             "%zu call%s during capture (%zu module load%s, %zu unload%s",
           log->n_procs, log->n_procs == 1 ? "" : "es", a->captures, a->captures == 1 ? "" : "s",
           a->n_broken ? "bad" : "good", a->n_broken, calls, calls == 1 ? "" : "s", loads,
           loads == 1 ? "" : "s", unloads, unloads == 1 ? "" : "s");
+  /* the other kinds of call, in the schema's words, when they happened */
+  for (unsigned k = 0; k <= CG_EV_KIND_COUNT; k++)
+    if (k != CG_EV_MODULE_LOAD && k != CG_EV_MODULE_UNLOAD && a->events[k])
+      fprintf(o, ", %s %zu", k < CG_EV_KIND_COUNT ? cg_event_kind_name(k) : "other", a->events[k]);
+  fputc(')', o);
+  if (a->repeats)
+    fprintf(o, "; %zu more like one logged (repeats), not logged again", a->repeats);
   if (a->n_runs > 1 && a->shown_run != SIZE_MAX)
     fprintf(o, "<br>the latest of %zu runs in the logs (capguard report --all for every run)",
             a->n_runs);

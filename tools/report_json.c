@@ -1,5 +1,8 @@
 /* --json: the analysis for machines, one JSON document (schema "capguard-report", v 1). */
 #include <jansson.h>
+#include <stdlib.h>
+
+#include "report_offender.h"
 
 #include "report_render.h"
 
@@ -18,16 +21,73 @@ static json_t *event_json(const cgr_analysis *a, const cgl_event *e) {
   for (size_t i = 0; i < e->kernels->n; i++)
     json_array_append_new(k, json_string(e->kernels->v[i]));
   json_object_set_new(o, "kernels", k);
+  char result[160];
+  cgr_event_result(e, result, sizeof result);
+  json_object_set_new(o, "result_words", json_string(result));
+  json_object_set_new(o, "meaning", jstr(e->meaning));
+  json_object_set_new(o, "handle", jstr(e->handle));
   return o;
 }
 
+/* What broke a broken capture: "broken_by" as cgr_first_offender reads it (an
+ * object, or null: a call capguard does not watch; absent when the log does
+ * not say), "offender" (named, unwatched, not-said) and the phrase every
+ * rendering uses. */
+static void offender_json(const cgr_analysis *a, size_t capture, long first_event, json_t *o) {
+  cgl_offender f;
+  cgl_broken_by by = cgr_first_offender(a->log, capture, first_event, &f);
+  char phrase[1024], result[160];
+  cgr_offender_phrase(a->log, capture, first_event, phrase, sizeof phrase);
+  if (by == CGL_BY_CALL) {
+    cgr_result_words(f.result, NULL, result, sizeof result);
+    json_object_set_new(
+        o, "broken_by",
+        json_pack("{s:s, s:o, s:o, s:I, s:s, s:I, s:I, s:s, s:s, s:s}", "call", f.call, "event",
+                  jstr(cgl_word(&cg_event_kinds, f.kind)), "verdict",
+                  jstr(cgl_word(&cg_verdicts, f.verdict)), "result", (json_int_t)f.result,
+                  "result_words", result, "tid", (json_int_t)f.tid, "time_ns", (json_int_t)f.time_ns,
+                  "python", f.python, "where", f.where, "from",
+                  a->log->caps[capture].by == CGL_BY_CALL ? "capture record" : "logged event"));
+  } else if (by == CGL_BY_UNWATCHED) {
+    json_object_set_new(o, "broken_by", json_null());
+  }
+  json_object_set_new(o, "offender",
+                      json_string(by == CGL_BY_CALL ? "named" : by == CGL_BY_UNWATCHED ? "unwatched"
+                                                                                    : "not-said"));
+  json_object_set_new(o, "offender_text", json_string(phrase));
+}
+
 static json_t *capture_json(const cgr_analysis *a, const cgl_capture *c) {
-  return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I}", "pid",
+  json_t *o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I}", "pid",
                    (json_int_t)a->log->procs[c->proc].pid, "id", (json_int_t)c->id, "stream",
                    jstr(c->stream), "mode", jstr(cgl_word(&cg_capture_modes, c->mode)), "status",
                    jstr(cgl_word(&cg_capture_statuses, c->status)), "began",
                    jstr(c->began), "begin_ns", (json_int_t)c->begin_ns, "end_ns",
                    (json_int_t)c->end_ns, "events", (json_int_t)c->events);
+  json_object_set_new(o, "end_result",
+                      c->has_end_result ? json_integer((json_int_t)c->end_result) : json_null());
+  json_object_set_new(o, "repeats", json_integer((json_int_t)c->repeats));
+  size_t ci = (size_t)(c - a->log->caps);
+  if (cgl_capture_broken(a->log, ci))
+    offender_json(a, ci, c->first_break, o);
+  return o;
+}
+
+/* Each process's broken captures: id, where it began, what broke it. */
+static json_t **broken_by_process(const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  json_t **per = calloc(log->n_procs + 1, sizeof *per);
+  if (!per)
+    return NULL;
+  for (size_t p = 0; p < log->n_procs; p++)
+    per[p] = json_array();
+  for (size_t b = 0; b < a->n_broken; b++) {
+    const cgl_capture *c = &log->caps[a->broken[b].capture];
+    json_t *o = json_pack("{s:I, s:o}", "id", (json_int_t)c->id, "began", jstr(c->began));
+    offender_json(a, a->broken[b].capture, a->broken[b].first_event, o);
+    json_array_append_new(per[c->proc], o);
+  }
+  return per;
 }
 
 int cgr_print_json(FILE *out, const cgr_analysis *a) {
@@ -46,7 +106,7 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
                                 "first_malformed",
                                 log->malformed ? json_string(log->first_malformed) : json_null()));
 
-  json_t *procs = json_array();
+  json_t *procs = json_array(), **per = broken_by_process(a);
   for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
     json_t *argv = json_array();
@@ -59,7 +119,10 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
                                            (json_int_t)pr->driver_version, "emulate_driver",
                                            (json_int_t)pr->emulate_driver, "exited", pr->has_summary,
                                            "log", log->files[pr->file]));
+    json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "broken_captures",
+                        per ? per[p] : json_array());
   }
+  free(per);
   json_object_set_new(root, "processes", procs);
 
   json_t *caps = json_array();
@@ -120,6 +183,7 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
     json_object_set_new(verdicts, v < CG_VERDICT_COUNT ? cg_verdict_name(v) : "other",
                         json_integer((json_int_t)a->verdicts[v]));
   json_object_set_new(totals, "verdicts", verdicts);
+  json_object_set_new(totals, "repeats", json_integer((json_int_t)a->repeats));
   json_object_set_new(totals, "recorded", json_integer((json_int_t)a->recorded));
   json_object_set_new(totals, "primed_loaded", json_integer((json_int_t)a->primed_loaded));
   json_object_set_new(totals, "log_incomplete", json_boolean(a->log_incomplete));

@@ -15,8 +15,9 @@ int cgr_print_html(FILE *out, const cgr_analysis *a);
 /* Chrome/Perfetto trace-event JSON. */
 int cgr_print_trace(FILE *out, const cgr_analysis *a);
 
-/* "module-load 3, module-unload 0": every event kind of the schema, in row
- * order, then ", other N" for words this reader does not know. */
+/* "module-load 3, module-unload 0, allocation 1": loads and unloads always,
+ * the schema's other event kinds when they happened, in row order, then
+ * ", other N" for words this reader does not know. */
 void cgr_print_event_counts(FILE *out, const cgr_analysis *a);
 /* lead and "refused 3, served 1": the verdicts that happened, in the schema's
  * row order, then "other N"; nothing when no call was made. */

@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "report_offender.h"
 #include "report_render.h"
 
 void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap) {
@@ -26,9 +27,12 @@ void cgr_process_command(const cgl_process *pr, char *cmd, size_t cap) {
 
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
 
+/* Module loads and unloads always (what priming is about: "0 loads" is news),
+ * the other kinds when they happened (eight zeros would bury the line). */
 void cgr_print_event_counts(FILE *out, const cgr_analysis *a) {
   for (unsigned k = 0; k < CG_EV_KIND_COUNT; k++)
-    fprintf(out, "%s%s %zu", k ? ", " : "", cg_event_kind_name(k), a->events[k]);
+    if (k == CG_EV_MODULE_LOAD || k == CG_EV_MODULE_UNLOAD || a->events[k])
+      fprintf(out, "%s%s %zu", k ? ", " : "", cg_event_kind_name(k), a->events[k]);
   if (a->events[CG_EV_KIND_COUNT])
     fprintf(out, ", other %zu", a->events[CG_EV_KIND_COUNT]);
 }
@@ -66,6 +70,18 @@ static void print_runs(FILE *out, const cgr_analysis *a, cg_palette pal) {
   }
 }
 
+/* What the capture's end returned, and the calls it counted and did not log again. */
+static void print_capture_end(FILE *out, const cgl_capture *c) {
+  if (c->has_end_result && c->end_result) {
+    char result[160];
+    cgr_result_words(c->end_result, NULL, result, sizeof result);
+    fprintf(out, "    its end returned %s\n", result);
+  }
+  if (c->repeats > 0)
+    fprintf(out, "    repeats: %lld more call%s like one logged (same call, verdict and site), "
+                 "counted, not logged again\n", c->repeats, c->repeats == 1 ? "" : "s");
+}
+
 static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   fprintf(out, "\n%sBroken captures%s\n", pal.bold, pal.reset);
@@ -80,16 +96,31 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
             pal.reset, or(c->stream, "?"), or(cgl_word(&cg_capture_modes, c->mode), "?"), open_at_exit ? ", open at exit" : "",
             or(c->began, "where unknown"));
     long f = a->broken[b].first_event;
-    if (f < 0) {
-      fprintf(out, "    no forbidden call logged: something capguard does not track broke it\n");
-      continue;
+    if (c->by == CGL_BY_CALL || f < 0) {
+      /* what the capture record says (or that the log does not say) */
+      char phrase[1024];
+      cgr_offender_phrase(log, a->broken[b].capture, f, phrase, sizeof phrase);
+      fprintf(out, "    %s%s%s\n", pal.bold, phrase, pal.reset);
+      /* the native caller too, when the phrase gave the Python line */
+      const cgl_offender *o = &c->offender;
+      if (c->by == CGL_BY_CALL && *o->where && strcmp(o->where, cgr_offender_at(o)))
+        fprintf(out, "    where: %s\n", c->offender.where);
+      print_capture_end(out, c);
+      /* the logged event of that call, when it is in the log: its kernels and why */
+      if (f < 0 || c->by != CGL_BY_CALL || log->evs[f].call != c->offender.call)
+        continue;
+    } else {
+      const cgl_event *e = &log->evs[f];
+      char site[512];
+      char result[160];
+      cgl_event_site(e, site, sizeof site);
+      cgr_event_result(e, result, sizeof result);
+      fprintf(out, "    first broken by %s%s%s (%s, %s, CUresult %s) at %s\n", pal.bold,
+              or(e->call, "?"), pal.reset, or(cgl_word(&cg_event_kinds, e->kind), "?"),
+              or(cgl_word(&cg_verdicts, e->verdict), "?"), result, site);
+      print_capture_end(out, c);
     }
     const cgl_event *e = &log->evs[f];
-    char site[512];
-    cgl_event_site(e, site, sizeof site);
-    fprintf(out, "    first broken by %s%s%s (%s, %s, CUresult %lld) at %s\n", pal.bold,
-            or(e->call, "?"), pal.reset, or(cgl_word(&cg_event_kinds, e->kind), "?"),
-            or(cgl_word(&cg_verdicts, e->verdict), "?"), e->result, site);
     if (e->kernels->n) {
       fputs("    kernels:", out);
       for (size_t i = 0; i < e->kernels->n; i++)
@@ -206,6 +237,10 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   fputc(')', out);
   cgr_print_verdict_counts(out, a, "; verdicts: ");
   fputc('\n', out);
+  if (a->repeats)
+    fprintf(out, "repeats: %zu more call%s during capture like one logged (same call, verdict and "
+                 "site): counted in the capture records, not above\n",
+            a->repeats, a->repeats == 1 ? "" : "s");
   if (log->malformed)
     fprintf(out, "%zu malformed log line%s skipped (first: %s)\n", log->malformed,
             log->malformed == 1 ? "" : "s", log->first_malformed);

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "report_offender.h"
 #include "report_render.h"
 
 /* Microseconds from t0, computed in floating point: no signed overflow on extreme times. */
@@ -62,6 +63,15 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
                        jstr(cgl_word(&cg_capture_modes, cp->mode)), "stream", jstr(cp->stream),
                        "began", jstr(cp->began), "broken", broken, "calls_during",
                        (json_int_t)cp->events));
+    /* what broke it, in the words the other reports use */
+    json_t *args = json_object_get(json_array_get(evs, json_array_size(evs) - 1), "args");
+    if (broken && args) {
+      char phrase[1024];
+      cgr_offender_phrase(log, c, cp->first_break, phrase, sizeof phrase);
+      json_object_set_new(args, "first_offender", json_string(phrase));
+    }
+    if (args && cp->repeats > 0)
+      json_object_set_new(args, "repeats", json_integer((json_int_t)cp->repeats));
   }
   for (size_t i = 0; i < log->n_evs; i++) {
     const cgl_event *e = &log->evs[i];
@@ -81,6 +91,14 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
                        jstr(e->site),
                        "result", (json_int_t)e->result, "kernels", kernels, "log",
                        jstr(e->src_file), "line", (json_int_t)e->src_line));
+    json_t *args = json_object_get(json_array_get(evs, json_array_size(evs) - 1), "args");
+    if (args) {
+      char result[160];
+      cgr_event_result(e, result, sizeof result);
+      json_object_set_new(args, "result_words", json_string(result));
+      if (e->handle)
+        json_object_set_new(args, "handle", json_string(e->handle));
+    }
   }
   json_t *root = json_pack("{s:o, s:s, s:{s:I, s:s}}", "traceEvents", evs, "displayTimeUnit", "ms",
                            "otherData", "capguard_epoch_ns", (json_int_t)t0, "generator",

@@ -13,8 +13,11 @@
 #include "report_analysis.h"
 #include "report_render.h"
 #include "rerun_command.h"
+#include "run_broken.h"
 
-/* One line that says, in words, why the first broken capture broke. */
+/* One line that says, in words, why the first broken capture broke, when the
+ * call that broke it is logged (its kernels, the driver's rule); the
+ * "broken:" lines above name the offender of each, or say none was seen. */
 static void why_line(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (!a->n_broken)
     return;
@@ -23,12 +26,9 @@ static void why_line(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (a->n_broken > 1)
     snprintf(more, sizeof more, "%zu captures broke; the first ", a->n_broken);
   long f = a->broken[0].first_event;
-  if (f < 0) {
-    fprintf(out, "capguard: %swhy:%s %s%s without a module call capguard tracks (a synchronize, an "
-                 "allocation or a host copy during capture?)\n",
-            pal.bold, pal.reset, more, a->n_broken > 1 ? "broke" : "the capture broke");
+  const cgl_capture *c = &log->caps[a->broken[0].capture];
+  if (f < 0 || (c->by == CGL_BY_CALL && log->evs[f].call != c->offender.call))
     return;
-  }
   const cgl_event *e = &log->evs[f];
   char why[256], kernels[160];
   cgr_why(e, why, sizeof why);
@@ -131,6 +131,11 @@ static void next_line(FILE *out, const cgr_analysis *a, cg_run_mode mode, const 
              images, images == 1 ? "" : "s", *prime ? prime : "the priming file",
              names[0] ? names : "?", a->n_kernels > shown ? ", ..." : "", cmd,
              whole ? "" : " (the logged command line was cut: complete it)");
+  } else if (a->n_broken && !a->offending_loads && !a->events[CG_EV_MODULE_UNLOAD]) {
+    /* nothing to record or prime: the fix is in the program */
+    next = "no module load broke a capture, so priming cannot help: make the call each broken: "
+           "line names before its capture begins or after it ends; for a capture broken by a call "
+           "capguard does not watch, look at the code between where it began and where it ended";
   } else if ((a->n_broken || a->offending_loads || a->events[CG_EV_MODULE_UNLOAD]) && !guard) {
     cgr_rerun_command(log, run, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
     snprintf(buf, sizeof buf, "run it in guard mode (the default) to record the images and "
@@ -144,6 +149,10 @@ static void next_line(FILE *out, const cgr_analysis *a, cg_run_mode mode, const 
   } else if (a->verdicts[CG_VERDICT_SERVED]) {
     snprintf(buf, sizeof buf, "priming worked: every load during capture was served from %s",
              *prime ? prime : "the priming file");
+  } else if (a->calls) {
+    /* calls were made and none broke a capture (guard mode answered them) */
+    next = "no capture broke: the calls during capture (counted above) were handled; nothing to do "
+           "(capguard report gives each with where it was made)";
   } else {
     next = "no forbidden calls during capture: nothing to do";
   }
@@ -243,6 +252,7 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   if (*incomplete)
     fprintf(out, "capguard: %sthe log is incomplete:%s %s; the counts above are lower bounds\n",
             pal.red, pal.reset, incomplete);
+  cg_run_broken_lines(out, &a, pal);
   why_line(out, &a, pal);
   next_line(out, &a, mode, incomplete, pal);
   if (a.loads_refused && a.n_broken && mode == CG_RUN_GUARD) {

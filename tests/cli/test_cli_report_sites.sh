@@ -26,7 +26,7 @@ n=$(sed -n '/^Call sites/,/^$/p' "$WORK/two.out" | grep -c '^ *[0-9]')
 [ "$n" -eq 2 ] && pass || fail "$n call sites listed, wanted 2"
 expect_not_in "$WORK/two.out" "[0x5579b1f04453]" "address not shown"
 expect_not_in "$WORK/two.out" "[0x55d360b10453]" "address not shown"
-expect_in "$WORK/two.out" "first broken by cuModuleLoadData (module-load, refused, CUresult 900) at demo_engine(main+0x343)" "first call's site without address"
+expect_in "$WORK/two.out" "first broken by cuModuleLoadData (module-load, refused, CUresult 900 operation not permitted when stream is capturing) at demo_engine(main+0x343)" "first call's site without address"
 
 # --- the same two processes in one log (how capguard run writes them)
 cat "$WORK/a.jsonl" "$WORK/b.jsonl" >"$WORK/one.jsonl"

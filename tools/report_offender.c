@@ -1,0 +1,69 @@
+#include "report_offender.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+void cgr_result_words(long long code, const char *meaning, char *buf, size_t cap) {
+  /* a code outside int is no CUresult: its number alone */
+  const char *w = meaning && *meaning ? meaning
+                  : code >= INT_MIN && code <= INT_MAX ? cg_cuda_result_words((int)code)
+                                                       : NULL;
+  if (w)
+    snprintf(buf, cap, "%lld %s", code, w);
+  else
+    snprintf(buf, cap, "%lld", code);
+}
+
+void cgr_event_result(const cgl_event *e, char *buf, size_t cap) {
+  bool about_result = e->driver_result < 0 || e->driver_result == e->result;
+  cgr_result_words(e->result, about_result ? e->meaning : NULL, buf, cap);
+}
+
+const char *cgr_offender_at(const cgl_offender *f) {
+  if (f->python && *f->python)
+    return f->python;
+  return f->where ? f->where : "";
+}
+
+cgl_broken_by cgr_first_offender(const cgl_log *log, size_t capture, long first_event,
+                                 cgl_offender *out) {
+  const cgl_capture *c = &log->caps[capture];
+  if (c->by == CGL_BY_CALL) {
+    *out = c->offender;
+    return CGL_BY_CALL;
+  }
+  if (first_event >= 0 && (size_t)first_event < log->n_evs) {
+    const cgl_event *e = &log->evs[first_event];
+    *out = (cgl_offender){.call = e->call ? e->call : "", .python = e->python_top ? e->python_top : "",
+                          .where = e->site ? e->site : "", .kind = e->kind, .verdict = e->verdict,
+                          .result = e->result, .tid = e->tid, .time_ns = e->time_ns};
+    return CGL_BY_CALL;
+  }
+  return c->by;
+}
+
+void cgr_offender_phrase(const cgl_log *log, size_t capture, long first_event, char *buf,
+                         size_t cap) {
+  if (!cap)
+    return;
+  buf[0] = '\0';
+  const cgl_capture *c = &log->caps[capture];
+  cgl_offender f;
+  cgl_broken_by by = cgr_first_offender(log, capture, first_event, &f);
+  if (by == CGL_BY_UNWATCHED) {
+    snprintf(buf, cap, CGR_UNWATCHED " (began at %s)",
+             c->began && *c->began ? c->began : "a place the log does not give");
+    return;
+  }
+  if (by != CGL_BY_CALL) {
+    /* never a guess: why the log cannot say */
+    snprintf(buf, cap, "%s", c->ended_line ? CGR_NOT_SAID : CGR_NO_RECORD);
+    return;
+  }
+  const char *at = cgr_offender_at(&f), *verdict = cgl_word(&cg_verdicts, f.verdict);
+  char result[160];
+  cgr_result_words(f.result, NULL, result, sizeof result);
+  snprintf(buf, cap, "first offender %s%s%s (%s: %s, thread %lld)", *f.call ? f.call : "(unknown call)",
+           *at ? " at " : "", at, verdict ? verdict : "unknown", result, f.tid);
+}
