@@ -54,9 +54,14 @@ static int cmp_site(const void *pa, const void *pb) {
 
 static void find_broken(const cgl_log *log, cgr_analysis *a) {
   a->broken = xrealloc(NULL, log->n_caps * sizeof *a->broken);
-  for (size_t c = 0; c < log->n_caps; c++)
-    if (cgl_capture_broken(log, c))
-      a->broken[a->n_broken++] = (cgr_broken){c, log->caps[c].first_break};
+  for (size_t c = 0; c < log->n_caps; c++) {
+    if (!cgl_capture_broken(log, c))
+      continue;
+    /* a capture the shim says nothing it saw broke: a refused call logged
+     * in it came after the break, and is not its offender */
+    long first = log->caps[c].by == CGL_BY_UNWATCHED ? -1 : log->caps[c].first_break;
+    a->broken[a->n_broken++] = (cgr_broken){c, first};
+  }
   sort_log = log;
   if (a->n_broken)
     qsort(a->broken, a->n_broken, sizeof *a->broken, cmp_broken);

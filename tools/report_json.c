@@ -69,7 +69,7 @@ static json_t *capture_json(const cgr_analysis *a, const cgl_capture *c) {
   json_object_set_new(o, "repeats", json_integer((json_int_t)c->repeats));
   size_t ci = (size_t)(c - a->log->caps);
   if (cgl_capture_broken(a->log, ci))
-    offender_json(a, ci, c->first_break, o);
+    offender_json(a, ci, c->by == CGL_BY_UNWATCHED ? -1 : c->first_break, o);
   return o;
 }
 

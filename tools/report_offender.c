@@ -33,6 +33,12 @@ cgl_broken_by cgr_first_offender(const cgl_log *log, size_t capture, long first_
     *out = c->offender;
     return CGL_BY_CALL;
   }
+  /* null: the shim saw no call break the capture while it was still valid
+   * (a call it does not watch did first); a refused call logged in it
+   * after that is not its offender. Only a log too old to say either way
+   * falls back to the first breaking event logged in the capture. */
+  if (c->by == CGL_BY_UNWATCHED)
+    return CGL_BY_UNWATCHED;
   if (first_event >= 0 && (size_t)first_event < log->n_evs) {
     const cgl_event *e = &log->evs[first_event];
     *out = (cgl_offender){.call = e->call ? e->call : "", .python = e->python_top ? e->python_top : "",

@@ -32,9 +32,10 @@ void cgr_event_result(const cgl_event *e, char *buf, size_t cap);
 const char *cgr_offender_at(const cgl_offender *f);
 /* What the log says broke capture c (first_event: the first call logged in
  * it with a breaking verdict, -1 if none): the record's "broken_by" object;
- * else that logged call (the event itself says it broke the capture: a
- * record, not a guess; older logs name offenders only this way); else
- * "broken_by": null (CGL_BY_UNWATCHED); else CGL_BY_UNKNOWN. *out is set for
+ * "broken_by": null (CGL_BY_UNWATCHED: the shim saw nothing break it while
+ * it was valid, so a call logged after the break is not named); for a log
+ * too old to have the key, that logged call (the event itself says it broke
+ * the capture: a record, not a guess); else CGL_BY_UNKNOWN. *out is set for
  * CGL_BY_CALL. */
 cgl_broken_by cgr_first_offender(const cgl_log *log, size_t capture, long first_event,
                                  cgl_offender *out);

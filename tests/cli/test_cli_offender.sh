@@ -33,6 +33,15 @@ expect_in "$WORK/c2" "    $unwatched" "broken_by null: said plainly, with where 
 expect_not_in "$t" "pid 5001 capture 3 " "an ended capture is not listed as broken"
 expect_in "$t" "1 capture was first broken by a call other than a module load, which priming cannot serve (cuMemAlloc_v2 at model.py:77 in forward" "advice for a non-load offender"
 expect_in "$t" "1 capture was broken by a call capguard does not watch" "advice for an unwatched break"
+# broken_by null with a refused call logged later in that capture: the call
+# came after the break (the shim checked), so it is not named
+late=$WORK/late.jsonl
+cp "$log" "$late"
+echo '{"v":1,"type":"event","pid":5001,"time_ns":1800000002100000000,"event":"allocation","call":"cuMemAlloc_v2","verdict":"refused","result":900,"driver_result":900,"driver_version":12040,"emulate_driver":0,"tid":5001,"thread_mode":"global","capture":{"id":2,"stream":"0x20","mode":"thread-local","tid":5001,"status":"invalidated","began":"model.py:60 in capture_decode"},"prohibitors":1,"native_stack":[],"python_stack":[{"file":"model.py","line":99,"func":"late"}]}' >>"$late"
+run_cg latetext report "$late"
+grep -A1 "pid 5001 capture 2 " "$WORK/latetext.out" >"$WORK/c2late"
+expect_in "$WORK/c2late" "    $unwatched" "a call logged after an unwatched break is not its offender"
+expect_not_in "$WORK/c2late" "model.py:99" "the later call is not named"
 # an older log: no key, no offender claimed
 run_cg oldtext report "$old"
 expect_in "$WORK/oldtext.out" "    $not_said" "older log: no offender"
