@@ -3,7 +3,9 @@
 #include <string.h>
 
 bool cg_py_file_is_machinery(const char *file) {
-  static const char *const dirs[] = {"/triton/", "/torch/"};
+  /* The frameworks' and array libraries' own code: a CuPy array made inside
+   * a capture allocates in cupy/_core, but the line to fix is the caller's. */
+  static const char *const dirs[] = {"/triton/", "/torch/", "/cupy/", "/cupy_backends/", "/numba/", "/warp/"};
   for (size_t i = 0; file && i < sizeof dirs / sizeof dirs[0]; i++)
     if (strstr(file, dirs[i]))
       return true;

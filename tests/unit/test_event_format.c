@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "capguard/event.h"
+#include "capguard/frame_filter.h"
 
 #define BIG 65536
 
@@ -773,6 +774,20 @@ START_TEST(test_summary_text) {
 }
 END_TEST
 
+/* Where a report says a call was made: past the frameworks' own Python. */
+START_TEST(test_python_machinery) {
+  static const char *const machinery[] = {
+      "/usr/lib/python3/site-packages/torch/cuda/graphs.py", "/x/triton/runtime/jit.py",
+      "/x/site-packages/cupy/_creation/basic.py", "/x/site-packages/cupy_backends/cuda/api/runtime.pyx",
+      "/x/numba/cuda/cudadrv/driver.py", "/x/warp/context.py"};
+  for (size_t i = 0; i < sizeof machinery / sizeof machinery[0]; i++)
+    ck_assert_msg(cg_py_file_is_machinery(machinery[i]), "%s", machinery[i]);
+  static const char *const users[] = {"/srv/app/model_runner.py", "torchvision_like.py", "cupyish.py", NULL};
+  for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
+    ck_assert_msg(!cg_py_file_is_machinery(users[i]), "%s", users[i] ? users[i] : "NULL");
+}
+END_TEST
+
 START_TEST(test_names_and_null) {
   ck_assert_str_eq(cg_event_kind_name(CG_EV_MODULE_LOAD), "module-load");
   ck_assert_str_eq(cg_event_kind_name(CG_EV_MODULE_UNLOAD), "module-unload");
@@ -815,6 +830,7 @@ int main(void) {
   tcase_add_test(tc, test_text_omits_empty_sections);
   tcase_add_test(tc, test_text_caps_and_cleaning);
   tcase_add_test(tc, test_summary_text);
+  tcase_add_test(tc, test_python_machinery);
   tcase_add_test(tc, test_names_and_null);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -13,7 +13,7 @@
  * holds it, which starts with one ("libcuda.so.1(cuModuleLoadData+0x1a) [0x7f..]"). */
 bool cg_frame_is_plumbing(const char *object);
 
-/* A Python file of Triton's or torch's own machinery: the line a person wrote
+/* A Python file of Triton's, torch's, CuPy's, Numba's or Warp's own machinery: the line a person wrote
  * is further out. */
 bool cg_py_file_is_machinery(const char *file);
 
