@@ -108,10 +108,7 @@ CUresult cg_breaker_call(const cg_call *c) {
    * held (a backtrace may take the loader's lock). */
   cg_begin_site *here = cg_begin_site_take();
   if (cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS)) {
-    cg_break b = {.call = cg_ep_name[c->ep], .kind = c->kind, .verdict = v, .result = (int)r,
-                  .tid = cg_self_tid(), .time_ns = cg_now_ns()};
-    if (here)
-      b.site = *here;
+    cg_break b = cg_break_of(cg_ep_name[c->ep], c->kind, v, r, here);
     cg_captures_break(&hit, &b, false);
     hit.first.status = CG_CAPTURE_INVALIDATED;
   }

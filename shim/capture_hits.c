@@ -8,6 +8,7 @@
 
 #include "captures.h"
 #include "captures_model.h"
+#include "capguard/clock.h"
 #include "driver.h"
 #include "warn.h"
 
@@ -111,6 +112,14 @@ void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
 
 void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
   judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, 0, hit);
+}
+
+cg_break cg_break_of(const char *call, cg_event_kind kind, cg_verdict v, CUresult r, const cg_begin_site *site) {
+  cg_break b = {.who = {.call = call, .kind = kind, .verdict = v, .result = (int)r, .tid = cg_self_tid(),
+                        .time_ns = cg_now_ns()}};
+  if (site)
+    b.site = *site;
+  return b;
 }
 
 /* One capture broken: invalidated, and b its first offender if it was

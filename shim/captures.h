@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "capguard/capture_model.h"
+#include "capguard/event.h"
 
 /* Open captures in this process, and capture begins the driver may be
  * answering right now; the fast path's two atomic loads. A begin counts from
@@ -129,15 +130,16 @@ void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);
  * stream that is not where a capture began counts as not capturing). */
 void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);
 
-/* The first call capguard saw break a capture, and where it was made. */
+/* The first call capguard saw break a capture, and where it was made:
+ * who.python and who.where stay NULL until the capture's record symbolizes
+ * site (guard.c). */
 typedef struct {
-  const char *call;
-  cg_event_kind kind;
-  cg_verdict verdict;
-  int result;
-  uint64_t tid, time_ns;
+  cg_offender who;
   cg_begin_site site;
 } cg_break;
+/* The calling thread's break: the call, what came of it, now, and site
+ * (where the call was made; NULL when it could not be taken). */
+cg_break cg_break_of(const char *call, cg_event_kind kind, cg_verdict v, CUresult r, const cg_begin_site *site);
 /* Marks the captures hit invalidated, and b the first offender of each that
  * had none and was active. emulated: capguard itself refused the call, so
  * the end must fail as the emulated driver's would. */

@@ -39,8 +39,9 @@ void cg_capture_end_enter(void) { cg_captures_end_enter(); }
  * capture record's first offender. dladdr: outside every capguard lock. */
 static void offender_text(const cg_break *b, cg_offender *o, char *where, size_t cap) {
   cg_begin_site_text(&b->site, where, cap);
-  *o = (cg_offender){.call = b->call, .kind = b->kind, .verdict = b->verdict, .result = b->result,
-                     .tid = b->tid, .time_ns = b->time_ns, .python = b->site.python, .where = where};
+  *o = b->who;
+  o->python = b->site.python;
+  o->where = where;
 }
 
 CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
@@ -72,22 +73,11 @@ CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
   return r;
 }
 
-/* The first offender as the capture will name it: the call, what came of
- * it, and where it was made (site, taken before any lock; NULL when out of
- * memory: the capture then names the call without a line). */
-static cg_break breaker(const cg_event *e, cg_verdict v, CUresult r, const cg_begin_site *site) {
-  cg_break b = {.call = e->call, .kind = e->kind, .verdict = v, .result = (int)r, .tid = cg_self_tid(),
-                .time_ns = cg_now_ns()};
-  if (site)
-    b.site = *site;
-  return b;
-}
-
 /* The driver refused the call (or capguard did, emulating): the captures
  * that prohibited it are broken, this call their first offender. */
 static void break_prohibitors(cg_event *e, cg_verdict v, CUresult r, const cg_begin_site *where) {
   cg_hit hit = {.cls = CG_HIT_PROHIBITED, .first = e->capture};
-  cg_break b = breaker(e, v, r, where);
+  cg_break b = cg_break_of(e->call, e->kind, v, r, where);
   cg_captures_break(&hit, &b, v == CG_VERDICT_EMULATED);
   e->capture.status = CG_CAPTURE_INVALIDATED;
 }
