@@ -2,7 +2,6 @@
 
 #include <stdlib.h>
 
-#include "capguard/clock.h"
 #include "config.h"
 #include "policy.h"
 #include "report.h"
