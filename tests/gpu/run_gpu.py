@@ -17,7 +17,23 @@
      and every replay is right; without the file the emulated run breaks;
   6. the same for CUlibrary loads (tests/gpu/library_capture.py: one cubin
      loaded twice with cuLibraryLoadData during capture, its kernels taken with
-     cuLibraryGetKernel + cuKernelGetFunction and cuLibraryGetModule).
+     cuLibraryGetKernel + cuKernelGetFunction and cuLibraryGetModule);
+  7. calls that break a capture on every driver, in real torch programs
+     (tests/gpu/capture_breakers.py), each run without capguard (LD_PRELOAD
+     unset), with CAPGUARD_MODE=report and in guard mode (the default), with a
+     log: a CuPy array created inside the capture (breaks without capguard;
+     report mode breaks the same way and its log names the cuMemAlloc* call,
+     the marked Python line and, as broken_by, the offender; guard mode without
+     CAPGUARD_RESCUE still breaks and says so; with CAPGUARD_RESCUE=1 it
+     survives, verdict rescued), a 256 MiB torch tensor created inside the
+     capture (control: captures without capguard, no allocation event, since
+     torch allocates in relaxed mode), a second thread polling query() on an
+     event recorded inside the capture (breaks; report mode logs event-wait
+     with driver_result 907; guard mode answers not-ready and survives, replay
+     right), and an earlier CUDAGraph deleted inside a second capture (breaks;
+     guard mode defers the cuGraphExecDestroy, replay right). The CuPy case is
+     skipped, with the reason printed, where CuPy is not installed.
+--only breakers runs section 7 alone.
 Exits 77 (skipped) with the reason when there is no GPU, torch or Triton."""
 import argparse
 import json
@@ -316,6 +332,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default=tempfile.gettempdir())
+    ap.add_argument("--only", choices=["all", "breakers"], default="all",
+                    help="breakers: only the capture breakers (7.)")
     args = ap.parse_args()
     reason = skip_reason()
     if reason:
@@ -323,6 +341,10 @@ def main():
         return 77
     os.makedirs(args.out, exist_ok=True)
     r = Runner(args.build, args.out)
+    if args.only == "breakers":
+        breakers(r)
+        print(f"{r.passed} passed, {r.failed} failed")
+        return 0 if r.failed == 0 else 1
     line = launch_line()
 
     # 1. first launch inside capture, real driver
