@@ -26,6 +26,7 @@ import gc
 import sys
 import threading
 import time
+import warnings
 
 import torch
 
@@ -73,6 +74,8 @@ def cupy_alloc():
         print(f"RESULT scenario=cupy_alloc skipped=1 reason=no-cupy ({e})", flush=True)
         return 3
     print(f"INFO torch={torch.__version__} cupy={cupy.__version__}", flush=True)
+    # CuPy 14 deprecates ExternalStream (for Stream.from_external); it still works
+    warnings.filterwarnings("ignore", message="ExternalStream is deprecated", category=DeprecationWarning)
     x = fresh()
     # CuPy set up before the capture (its device, its pool, a kernel), on
     # torch's stream: inside the capture only the pool's growth is new.
