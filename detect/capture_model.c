@@ -18,6 +18,7 @@
  * the tables forever. Real programs stay far below both. */
 #define CG_MODEL_MAX_OPEN 4096
 #define CG_MODEL_MAX_THREAD_MODES 65536
+#define CG_MODEL_MAX_EVENTS 65536
 
 typedef struct {
   cg_capture cap;
@@ -30,9 +31,18 @@ typedef struct {
   UT_hash_handle hh; /* key: tid */
 } thread_entry;
 
+/* An event last recorded into a capture: which one (stream and id, so that
+ * a later capture on the same stream is not mistaken for it). */
+typedef struct {
+  uint64_t event;
+  uint64_t stream, capture_id;
+  UT_hash_handle hh; /* key: event */
+} event_entry;
+
 struct cg_model {
   open_entry *open;      /* uthash keeps insertion order: iteration is oldest first */
   thread_entry *threads; /* only threads whose mode is not GLOBAL */
+  event_entry *events;   /* events last recorded into a capture */
   uint64_t next_id;
   uint64_t begun;
 };
@@ -54,6 +64,11 @@ void cg_model_free(cg_model *m) {
   HASH_ITER(hh, m->threads, t, ttmp) {
     HASH_DEL(m->threads, t);
     free(t);
+  }
+  event_entry *e, *etmp;
+  HASH_ITER(hh, m->events, e, etmp) {
+    HASH_DEL(m->events, e);
+    free(e);
   }
   free(m);
 }
@@ -190,3 +205,70 @@ size_t cg_model_count_event(cg_model *m, uint64_t tid, cg_capture_mode thread_mo
   }
   return n;
 }
+
+size_t cg_model_open_captures(cg_model *m, cg_capture **out, size_t cap) {
+  if (!m) return 0;
+  size_t n = 0;
+  for (open_entry *o = m->open; o; o = o->hh.next) {
+    if (out && n < cap) out[n] = &o->cap;
+    n++;
+  }
+  return n;
+}
+
+cg_capture *cg_model_find_driver_id(cg_model *m, uint64_t driver_id) {
+  if (!m || !driver_id) return NULL;
+  for (open_entry *o = m->open; o; o = o->hh.next)
+    if (o->cap.driver_id == driver_id) return &o->cap;
+  return NULL;
+}
+
+static event_entry *find_event(const cg_model *m, uint64_t event) {
+  event_entry *e = NULL;
+  HASH_FIND(hh, m->events, &event, sizeof event, e);
+  return e;
+}
+
+void cg_model_event_recorded(cg_model *m, uint64_t event, const cg_capture *into) {
+  if (!m) return;
+  event_entry *e = find_event(m, event);
+  if (!into) { /* recorded outside any capture: a query is the driver's business again */
+    if (e) {
+      HASH_DEL(m->events, e);
+      free(e);
+    }
+    return;
+  }
+  if (!e) {
+    if (HASH_COUNT(m->events) >= CG_MODEL_MAX_EVENTS) return;
+    e = calloc(1, sizeof *e);
+    if (!e) return;
+    e->event = event;
+    HASH_ADD(hh, m->events, event, sizeof e->event, e);
+    if (find_event(m, event) != e) { /* the add ran out of memory */
+      free(e);
+      return;
+    }
+  }
+  e->stream = into->stream;
+  e->capture_id = into->id;
+}
+
+cg_capture *cg_model_event_capture(cg_model *m, uint64_t event) {
+  event_entry *e = m ? find_event(m, event) : NULL;
+  if (!e) return NULL;
+  open_entry *o = find_open(m, e->stream);
+  return o && o->cap.id == e->capture_id ? &o->cap : NULL;
+}
+
+void cg_model_forget_events_of(cg_model *m, uint64_t capture_id) {
+  if (!m) return;
+  event_entry *e, *tmp;
+  HASH_ITER(hh, m->events, e, tmp) {
+    if (e->capture_id != capture_id) continue;
+    HASH_DEL(m->events, e);
+    free(e);
+  }
+}
+
+size_t cg_model_tracked_events(const cg_model *m) { return m ? HASH_COUNT(m->events) : 0; }

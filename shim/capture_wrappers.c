@@ -17,8 +17,7 @@ static bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
       return real(CG_ARGS(params));                                                                \
     void *site_ = cg_capture_begin_enter();                                                        \
     CUresult r_ = real(CG_ARGS(params));                                                           \
-    cg_capture_begin_leave(site_, r_, cg_stream_key((stream), (ptsz)), (cg_capture_mode)(mode),    \
-                           (into_graph));                                                          \
+    cg_capture_begin_leave(site_, r_, (stream), (ptsz), (cg_capture_mode)(mode), (into_graph));     \
     return r_;                                                                                     \
   }
 

@@ -1,4 +1,5 @@
 #include "captures.h"
+#include "captures_model.h"
 
 #include <execinfo.h>
 #include <stdio.h>
@@ -29,6 +30,13 @@ void cg_gate_unlock(void) { pthread_rwlock_unlock(&gate); }
 static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
 static cg_model *model;
 static uint64_t captures_broken;
+
+/* For capture_hits.c (captures_model.h). */
+cg_model *cg_captures_model_lock(void) {
+  pthread_mutex_lock(&model_lock);
+  return model;
+}
+void cg_captures_model_unlock(void) { pthread_mutex_unlock(&model_lock); }
 
 /* initial-exec: a preloaded library's TLS is static; no allocation on first use. */
 static __thread uint64_t self_tid __attribute__((tls_model("initial-exec")));
@@ -105,7 +113,8 @@ void cg_captures_begin_enter(void) {
   __atomic_add_fetch(&cg_begins_in_flight, 1, __ATOMIC_ACQ_REL);
 }
 
-static void capture_begun(uint64_t key, cg_capture_mode mode, bool into_graph, cg_begin_site *site) {
+static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
+                          cg_begin_site *site) {
   CUcontext ctx = NULL;
   if (cg_drv.CtxGetCurrent)
     cg_drv.CtxGetCurrent(&ctx);
@@ -121,20 +130,25 @@ static void capture_begun(uint64_t key, cg_capture_mode mode, bool into_graph, c
     /* The model still has a capture open on this stream, so it missed an
      * end: close the stale one and track the new one. */
     cg_capture stale;
-    if (cg_model_end(model, key, false, cg_now_ns(), &stale) == 0)
+    if (cg_model_end(model, key, false, cg_now_ns(), &stale) == 0) {
+      cg_model_forget_events_of(model, stale.id);
       free(stale.user);
+      free(stale.broken_by);
+    }
     c = cg_model_begin(model, key, (uint64_t)(uintptr_t)ctx, mode, cg_self_tid(), into_graph, cg_now_ns(), site);
   }
-  if (!c)
+  if (c)
+    c->driver_id = driver_id;
+  else
     free(site);
   __atomic_store_n(&cg_open_captures, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
   pthread_mutex_unlock(&model_lock);
 }
 
-void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, cg_capture_mode mode,
-                             bool into_graph) {
+void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint64_t driver_id,
+                             cg_capture_mode mode, bool into_graph) {
   if (r == CUDA_SUCCESS)
-    capture_begun(key, mode, into_graph, site);
+    capture_begun(key, driver_id, mode, into_graph, site);
   else
     free(site);
   __atomic_sub_fetch(&cg_begins_in_flight, 1, __ATOMIC_ACQ_REL);
@@ -151,13 +165,16 @@ bool cg_captures_end_leave(uint64_t key, CUresult *result, cg_capture *closed, b
     pthread_rwlock_unlock(&gate);
     return false;
   }
-  /* The model says invalid but the driver returned a graph: capguard itself
-   * refused a call in this capture (emulating an older driver), so the
-   * capture must fail the way that driver would have failed it. */
-  *emulated_break = open->status == CG_CAPTURE_INVALIDATED && *result == CUDA_SUCCESS;
+  /* capguard itself refused a call in this capture (emulating an older
+   * driver) and the driver returned a graph: the capture must fail the way
+   * that driver would have failed it. Any other invalidation is the
+   * driver's: if it returned a graph all the same, the capture stands. */
+  *emulated_break = open->emulated && *result == CUDA_SUCCESS;
   if (*emulated_break)
     *result = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  uint64_t id = open->id;
   cg_model_end(model, key, *result == CUDA_SUCCESS, cg_now_ns(), closed);
+  cg_model_forget_events_of(model, id);
   if (*result != CUDA_SUCCESS)
     captures_broken++;
   __atomic_store_n(&cg_open_captures, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
@@ -190,12 +207,6 @@ size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site) {
   return n;
 }
 
-void cg_captures_invalidate_prohibitors(void) {
-  pthread_mutex_lock(&model_lock);
-  if (model)
-    cg_model_invalidate_prohibitors(model, cg_self_tid(), cg_self_mode());
-  pthread_mutex_unlock(&model_lock);
-}
 
 size_t cg_captures_prohibitor_refs(cg_capture_ref *out, size_t cap) {
   cg_capture *p[16];

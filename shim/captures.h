@@ -61,10 +61,11 @@ void cg_gate_unlock(void);
 
 /* A begin: _enter (gate shared, the begin counted in flight) before the
  * driver's call, _leave after it: on success the model learns of the
- * capture and owns site; the gate is released. */
+ * capture (with the driver's id for it, 0 unknown) and owns site; the gate
+ * is released. */
 void cg_captures_begin_enter(void);
 void cg_captures_begin_leave(cg_begin_site *site, CUresult driver_result, uint64_t stream_key,
-                             cg_capture_mode mode, bool into_graph);
+                             uint64_t driver_id, cg_capture_mode mode, bool into_graph);
 /* An end: _enter (gate shared) before the driver's call, _leave after it.
  * Returns false when the model had no capture on the stream. Otherwise
  * closed is the capture as it ended (closed->user its begin site, now the
@@ -79,9 +80,7 @@ size_t cg_captures_prohibitor_count(void);
 /* The same, with the oldest one copied to *first and where it began to
  * *site; counts the event in the model. */
 size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site);
-/* Marks every capture prohibiting the calling thread invalidated (the driver
- * refused a call in them, or capguard did, emulating). */
-void cg_captures_invalidate_prohibitors(void);
+
 /* True when no open capture prohibits the calling thread. */
 bool cg_captures_self_unprohibited(void);
 
@@ -95,6 +94,63 @@ typedef struct {
 size_t cg_captures_prohibitor_refs(cg_capture_ref *out, size_t cap);
 /* True when none of the n captures is still open. */
 bool cg_captures_refs_closed(const cg_capture_ref *refs, size_t n);
+
+/* ---- calls that break captures on every driver (breakers.c) */
+
+/* Which captures a call breaks, by the rule its entry point follows
+ * (capture-semantics.md, both matrices). */
+typedef enum {
+  CG_RULE_PROHIBITED, /* where a capture prohibits the calling thread (allocations, frees, ...) */
+  CG_RULE_ANY,        /* while any capture is open, every mode, every thread (cuCtxSynchronize) */
+  CG_RULE_STREAM,     /* the call's stream captures: every mode; else as PROHIBITED */
+  CG_RULE_EVENT,      /* the call's event was last recorded in a still-open capture: 907 in
+                         every mode, from every thread; else as PROHIBITED */
+} cg_rule;
+
+/* How a call met the captures: which rule applied, the first (oldest)
+ * capture it breaks, copied, where that capture began, and how many it
+ * breaks. */
+typedef enum { CG_HIT_NONE, CG_HIT_PROHIBITED, CG_HIT_ANY, CG_HIT_STREAM, CG_HIT_EVENT } cg_hit_class;
+typedef struct {
+  cg_hit_class cls;
+  cg_capture first;
+  cg_begin_site site;
+  size_t n;
+} cg_hit;
+
+/* Which captures a call on target (a CUstream, with ptsz, for STREAM; a
+ * CUevent for EVENT) would break now; counts the event in them. May ask the
+ * driver which capture a stream belongs to (cuStreamGetCaptureInfo, allowed
+ * during capture): never call it with the gate held. */
+void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);
+/* Called again with the gate held: the same, without asking the driver (a
+ * stream that is not where a capture began counts as not capturing). */
+void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);
+
+/* The first call capguard saw break a capture, and where it was made. */
+typedef struct {
+  const char *call;
+  cg_event_kind kind;
+  cg_verdict verdict;
+  int result;
+  uint64_t tid, time_ns;
+  cg_begin_site site;
+} cg_break;
+/* Marks the captures hit invalidated, and b the first offender of each that
+ * had none and was active. emulated: capguard itself refused the call, so
+ * the end must fail as the emulated driver's would. */
+void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated);
+/* A repeat of a reported call, counted against the hit's first capture. */
+void cg_captures_count_repeat(const cg_hit *hit);
+
+/* An event recorded on stream (cuEventRecord*): into the capture the stream
+ * belongs to, or outside any. Asks the driver when the stream is not where
+ * a capture began (a stream joined to a capture); never with the gate held. */
+void cg_captures_event_recorded(uint64_t event, CUstream s, bool ptsz);
+
+/* The driver's id for the capture on s, 0 when it does not capture (or
+ * cannot say). */
+uint64_t cg_captures_driver_id(CUstream s, bool ptsz);
 
 /* For the exit summary. */
 uint64_t cg_captures_begun_total(void);

@@ -84,6 +84,8 @@ static void resolve(void) {
   cg_drv.GraphDestroy = (CUresult(*)(CUgraph))sym(h, "cuGraphDestroy");
   cg_drv.ModuleGetFunction = (CUresult(*)(CUfunction *, CUmodule, const char *))sym(h, "cuModuleGetFunction");
   cg_drv.LibraryGetModule = (CUresult(*)(CUmodule *, CUlibrary))sym(h, "cuLibraryGetModule");
+  cg_drv.StreamGetCaptureInfo =
+      (CUresult(*)(CUstream, CUstreamCaptureStatus *, cuuint64_t *))sym(h, "cuStreamGetCaptureInfo");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;

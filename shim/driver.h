@@ -18,6 +18,9 @@ typedef struct {
   CUresult (*GraphDestroy)(CUgraph);
   CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*LibraryGetModule)(CUmodule *, CUlibrary);
+  /* the first version's three parameters (status, id): every driver since
+   * CUDA 10.1 exports it, and torch's cudart asks for it */
+  CUresult (*StreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus *, cuuint64_t *);
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;

@@ -23,9 +23,15 @@
  *   LOAD           image (bytes in memory, or NULL), path (file, or NULL),
  *                  library (out receives a CUlibrary), out
  *   UNLOAD         handle, library
- * Families the capture-breakers issue adds (allocation, free, sync, event
- * query and record, graph-exec destroy, ...) are new FAMILY words with a
- * wrapper definition each (wrap_rows.h). */
+ *   BREAKER        kind (the event kind), rule (cg_rule: which captures it
+ *                  breaks), target (the stream, event... it works on, or 0),
+ *                  has_target, ptsz, fix (cg_fix: what guard mode may do)
+ *   DEFERRABLE     kind, fix: a BREAKER on one handle (its one parameter)
+ *                  that guard mode may defer until the capture ends
+ *   EVENT_RECORD   event, stream, ptsz
+ * The breakers' rules are the measured matrices (capture-semantics.md); the
+ * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
+ * them, and an old binary calls them. */
 #ifndef CAPGUARD_ENTRY_POINT_ROWS_H
 #define CAPGUARD_ENTRY_POINT_ROWS_H
 
@@ -66,6 +72,54 @@
     true, lib)                                                                                            \
   X(LOAD, cuLibraryLoadFromFile, (CUlibrary *, lib, const char *, fname, CG_LIBRARY_LOAD_OPTIONS), NULL,    \
     fname, true, lib)                                                                                     \
-  X(UNLOAD, cuLibraryUnload, (CUlibrary, lib), lib, true)
+  X(UNLOAD, cuLibraryUnload, (CUlibrary, lib), lib, true)                                                \
+  CG_BREAKER_ROWS(X)
+
+/* Traits shared by rows (a row's name itself is never passed through a
+ * helper macro: see entry_points.h). */
+#define CG_ALLOCATION_TRAITS CG_EV_ALLOCATION, CG_RULE_PROHIBITED, 0, false, false, CG_FIX_RESCUE
+#define CG_CTX_SYNC_TRAITS CG_EV_SYNCHRONIZE, CG_RULE_ANY, 0, false, false, CG_FIX_NONE
+#define CG_STREAM_SYNC_TRAITS(ptsz) CG_EV_SYNCHRONIZE, CG_RULE_STREAM, stream, true, ptsz, CG_FIX_NONE
+
+#define CG_BREAKER_ROWS(X)                                                                               \
+  X(BREAKER, cuMemAlloc, (unsigned int *, dptr, unsigned int, bytesize), CG_ALLOCATION_TRAITS)            \
+  X(BREAKER, cuMemAlloc_v2, (CUdeviceptr *, dptr, size_t, bytesize), CG_ALLOCATION_TRAITS)                \
+  X(BREAKER, cuMemAllocPitch,                                                                            \
+    (unsigned int *, dptr, unsigned int *, pitch, unsigned int, width, unsigned int, height, unsigned int,  \
+     elem),                                                                                              \
+    CG_ALLOCATION_TRAITS)                                                                                \
+  X(BREAKER, cuMemAllocPitch_v2,                                                                         \
+    (CUdeviceptr *, dptr, size_t *, pitch, size_t, width, size_t, height, unsigned int, elem),              \
+    CG_ALLOCATION_TRAITS)                                                                                \
+  X(BREAKER, cuMemAllocHost, (void **, pp, unsigned int, bytesize), CG_ALLOCATION_TRAITS)                 \
+  X(BREAKER, cuMemAllocHost_v2, (void **, pp, size_t, bytesize), CG_ALLOCATION_TRAITS)                    \
+  X(BREAKER, cuMemHostAlloc, (void **, pp, size_t, bytesize, unsigned int, flags), CG_ALLOCATION_TRAITS)  \
+  X(BREAKER, cuMemHostRegister, (void *, p, size_t, bytesize, unsigned int, flags), CG_ALLOCATION_TRAITS) \
+  X(BREAKER, cuMemHostRegister_v2, (void *, p, size_t, bytesize, unsigned int, flags),                   \
+    CG_ALLOCATION_TRAITS)                                                                                \
+  X(BREAKER, cuMemAllocManaged, (CUdeviceptr *, dptr, size_t, bytesize, unsigned int, flags),            \
+    CG_ALLOCATION_TRAITS)                                                                                \
+  X(DEFERRABLE, cuMemFree, (unsigned int, dptr), CG_EV_FREE, CG_FIX_DEFER_FREE)                           \
+  X(DEFERRABLE, cuMemFree_v2, (CUdeviceptr, dptr), CG_EV_FREE, CG_FIX_DEFER_FREE)                         \
+  X(DEFERRABLE, cuMemFreeHost, (void *, p), CG_EV_FREE, CG_FIX_DEFER_FREE)                                \
+  X(DEFERRABLE, cuGraphExecDestroy, (CUgraphExec, exec), CG_EV_GRAPH_EXEC_DESTROY, CG_FIX_DEFER_DESTROY)  \
+  X(BREAKER, cuCtxSetLimit, (CUlimit, limit, size_t, value), CG_EV_SET_LIMIT, CG_RULE_PROHIBITED, 0, false, \
+    false, CG_FIX_NONE)                                                                                  \
+  X(BREAKER, cuCtxSynchronize, (), CG_CTX_SYNC_TRAITS)                                                    \
+  X(BREAKER, cuCtxSynchronize_v2, (CUcontext, ctx), CG_CTX_SYNC_TRAITS)                                   \
+  X(BREAKER, cuStreamSynchronize, (CUstream, stream), CG_STREAM_SYNC_TRAITS(false))                       \
+  X(BREAKER, cuStreamSynchronize_ptsz, (CUstream, stream), CG_STREAM_SYNC_TRAITS(true))                   \
+  X(BREAKER, cuStreamQuery, (CUstream, stream), CG_STREAM_SYNC_TRAITS(false))                             \
+  X(BREAKER, cuStreamQuery_ptsz, (CUstream, stream), CG_STREAM_SYNC_TRAITS(true))                         \
+  X(BREAKER, cuEventQuery, (CUevent, event), CG_EV_EVENT_WAIT, CG_RULE_EVENT, event, true, false,          \
+    CG_FIX_NOT_READY)                                                                                    \
+  X(BREAKER, cuEventSynchronize, (CUevent, event), CG_EV_EVENT_WAIT, CG_RULE_EVENT, event, true, false,    \
+    CG_FIX_NONE)                                                                                         \
+  X(EVENT_RECORD, cuEventRecord, (CUevent, event, CUstream, stream), event, stream, false)                \
+  X(EVENT_RECORD, cuEventRecord_ptsz, (CUevent, event, CUstream, stream), event, stream, true)            \
+  X(EVENT_RECORD, cuEventRecordWithFlags, (CUevent, event, CUstream, stream, unsigned int, flags), event,  \
+    stream, false)                                                                                       \
+  X(EVENT_RECORD, cuEventRecordWithFlags_ptsz, (CUevent, event, CUstream, stream, unsigned int, flags),    \
+    event, stream, true)
 
 #endif

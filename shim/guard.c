@@ -12,10 +12,8 @@
 #include "warn.h"
 #include "policy.h"
 #include "priming.h"
+#include "report.h"
 #include "stack.h"
-
-static uint64_t counters_events[CG_EV_KIND_COUNT];
-static uint64_t counters_verdicts[CG_VERDICT_COUNT];
 
 void *cg_capture_begin_enter(void) {
   cg_priming_before_begin();
@@ -26,11 +24,24 @@ void *cg_capture_begin_enter(void) {
   return site;
 }
 
-void cg_capture_begin_leave(void *site, CUresult r, uint64_t key, cg_capture_mode mode, bool into_graph) {
-  cg_captures_begin_leave(site, r, key, mode, into_graph);
+void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_capture_mode mode,
+                            bool into_graph) {
+  /* The driver's id lets a stream that joins the capture be told apart
+   * (capture_hits.c); asked under the gate held shared, which no driver
+   * call of capguard's waits for. */
+  uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_driver_id(s, ptsz) : 0;
+  cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph);
 }
 
 void cg_capture_end_enter(void) { cg_captures_end_enter(); }
+
+/* "app.py:40 in step" and "app.py:40 in step (libfoo.so(f+0x1))" for the
+ * capture record's first offender. dladdr: outside every capguard lock. */
+static void offender_text(const cg_break *b, cg_offender *o, char *where, size_t cap) {
+  cg_begin_site_text(&b->site, where, cap);
+  *o = (cg_offender){.call = b->call, .kind = b->kind, .verdict = b->verdict, .result = b->result,
+                     .tid = b->tid, .time_ns = b->time_ns, .python = b->site.python, .where = where};
+}
 
 CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
   cg_capture closed;
@@ -43,73 +54,42 @@ CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
     *graph = NULL;
   }
   cg_begin_site *site = closed.user;
-  char where[512];
-  cg_begin_site_text(site, where, sizeof where);
-  cg_capture_record rec = {.capture = &closed, .pid = (uint64_t)getpid(), .began = where, .ended = true,
+  cg_break *broke = closed.broken_by;
+  char began[512], where[512];
+  cg_begin_site_text(site, began, sizeof began);
+  cg_offender off;
+  cg_capture_record rec = {.capture = &closed, .pid = (uint64_t)getpid(), .began = began, .ended = true,
                            .end_result = (int)r};
+  if (broke) {
+    offender_text(broke, &off, where, sizeof where);
+    rec.broken_by = &off;
+  }
+  rec.repeats = closed.repeats;
   cg_output_capture(&rec);
   free(site);
+  free(broke);
   cg_policy_run_deferred();
   return r;
 }
 
-static void invalidate_prohibitors(cg_capture *first) {
-  cg_captures_invalidate_prohibitors();
-  first->status = CG_CAPTURE_INVALIDATED;
+/* The first offender as the capture will name it: the call, what came of
+ * it, and where it was made (site, taken before any lock; NULL when out of
+ * memory: the capture then names the call without a line). */
+static cg_break breaker(const cg_event *e, cg_verdict v, CUresult r, const cg_begin_site *site) {
+  cg_break b = {.call = e->call, .kind = e->kind, .verdict = v, .result = (int)r, .tid = cg_self_tid(),
+                .time_ns = cg_now_ns()};
+  if (site)
+    b.site = *site;
+  return b;
 }
 
-/* Stack buffers for one event; on the heap because the calling thread may
- * have a small stack and events are rare. */
-typedef struct {
-  const char *native[CG_MAX_NATIVE_FRAMES];
-  char native_buf[8192];
-  cg_py_frame py[CG_MAX_PY_FRAMES];
-  char py_buf[8192];
-  char began[512];
-  cg_begin_site site;
-  cg_image_info image;
-} event_scratch;
-
-static void report(cg_event *e, event_scratch *s) {
-  e->pid = (uint64_t)getpid();
-  e->tid = cg_self_tid();
-  e->time_ns = cg_now_ns();
-  e->thread_mode = cg_self_mode();
-  e->driver_version = cg_driver_version();
-  e->emulated_version = cg_cfg.emulate_driver;
-  cg_begin_site_text(&s->site, s->began, sizeof s->began); /* dladdr: never under model_lock or the gate */
-  e->capture_began = s->began;
-  size_t n = cg_native_stack(0, s->native, CG_MAX_NATIVE_FRAMES, s->native_buf, sizeof s->native_buf);
-  /* Start at the caller of the driver entry point: capguard's own frames
-   * (inlined or not) say nothing to the person reading the report. */
-  size_t first = 0;
-  while (first < n && strncmp(s->native[first], "libcapguard", 11) == 0)
-    first++;
-  e->native = s->native + first;
-  e->n_native = n - first;
-  e->n_py = cg_python_stack(s->py, CG_MAX_PY_FRAMES, s->py_buf, sizeof s->py_buf);
-  e->py = s->py;
-  __atomic_add_fetch(&counters_events[e->kind], 1, __ATOMIC_RELAXED);
-  __atomic_add_fetch(&counters_verdicts[e->verdict], 1, __ATOMIC_RELAXED);
-  cg_output_event(e);
-}
-
-static cg_verdict verdict_of(CUresult r) {
-  if (r == CUDA_SUCCESS)
-    return CG_VERDICT_ALLOWED;
-  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-    return CG_VERDICT_REFUSED;
-  return CG_VERDICT_FAILED;
-}
-
-/* A load or unload the driver refused although capguard saw no capture
- * prohibiting the thread (a capture begun where capguard could not see it):
- * reported all the same, so that no refusal goes unsaid. */
-static void report_unexplained_refusal(cg_event *e, event_scratch *s, CUresult r) {
-  e->driver_result = (int)r;
-  e->result = (int)r;
-  e->verdict = CG_VERDICT_REFUSED;
-  report(e, s);
+/* The driver refused the call (or capguard did, emulating): the captures
+ * that prohibited it are broken, this call their first offender. */
+static void break_prohibitors(cg_event *e, cg_verdict v, CUresult r, const cg_begin_site *where) {
+  cg_hit hit = {.cls = CG_HIT_PROHIBITED, .first = e->capture};
+  cg_break b = breaker(e, v, r, where);
+  cg_captures_break(&hit, &b, v == CG_VERDICT_EMULATED);
+  e->capture.status = CG_CAPTURE_INVALIDATED;
 }
 
 /* Makes the driver's load and releases the gate (held on entry), after the
@@ -119,14 +99,14 @@ static void report_unexplained_refusal(cg_event *e, event_scratch *s, CUresult r
  * and later) is made after the gate is released, since the driver's reading
  * of a file can block indefinitely (a FIFO, a hung network file system), and
  * other threads' captures must not wait for it; its verdict cannot change. */
-static CUresult load_and_ungate(const cg_load *l, cg_capture *first) {
+static CUresult load_and_ungate(const cg_load *l, cg_event *e, const cg_begin_site *where) {
   if (l->path && !cg_driver_rules_loads()) {
     cg_gate_unlock();
     return l->invoke(l);
   }
   CUresult r = l->invoke(l);
-  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) /* the driver invalidated them: so does the model */
-    invalidate_prohibitors(first);
+  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && e->n_prohibitors) /* the driver invalidated them: so does the model */
+    break_prohibitors(e, CG_VERDICT_REFUSED, r, where);
   cg_gate_unlock();
   return r;
 }
@@ -137,7 +117,7 @@ static CUresult load_and_ungate(const cg_load *l, cg_capture *first) {
  * is reported after the fact, naming the capture that now prohibits the
  * thread. */
 void cg_guard_refused_unseen(cg_entry_point ep, bool unload) {
-  event_scratch *s = calloc(1, sizeof *s);
+  cg_report_scratch *s = calloc(1, sizeof *s);
   if (!s) {
     cg_warn_oom("a refused call's report");
     return;
@@ -151,7 +131,7 @@ void cg_guard_refused_unseen(cg_entry_point ep, bool unload) {
   e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
   cg_gate_unlock();
   s->site = site;
-  report_unexplained_refusal(&e, s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  cg_report_refusal(&e, s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   free(s);
 }
 
@@ -160,14 +140,13 @@ CUresult cg_guard_load(const cg_load *l) {
    * prohibit this one need no inspection. */
   cg_gate_lock();
   if (!cg_captures_prohibitor_count()) {
-    cg_capture none;
-    CUresult r = load_and_ungate(l, &none);
+    cg_event none = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep]};
+    CUresult r = load_and_ungate(l, &none, NULL);
     if (r != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
       return r;
-    event_scratch *s = calloc(1, sizeof *s);
+    cg_report_scratch *s = calloc(1, sizeof *s);
     if (s) {
-      cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep]};
-      report_unexplained_refusal(&e, s, r);
+      cg_report_refusal(&none, s, r);
       free(s);
     } else {
       cg_warn_oom("a refused load's report");
@@ -177,10 +156,13 @@ CUresult cg_guard_load(const cg_load *l) {
   cg_gate_unlock();
 
   /* Without room for the event, the load goes to the driver as it would
-   * without capguard. */
-  event_scratch *s = calloc(1, sizeof *s);
+   * without capguard. Where the call was made is taken now, before the
+   * gate (a backtrace may take the loader's lock): it names the call if it
+   * breaks the capture. */
+  cg_report_scratch *s = calloc(1, sizeof *s);
   if (!s)
     cg_warn_oom("a load's report");
+  cg_begin_site *here = s ? cg_begin_site_take() : NULL;
   size_t file_size = 0;
   void *file = s && l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
   const void *img = file ? file : l->image;
@@ -197,9 +179,10 @@ CUresult cg_guard_load(const cg_load *l) {
   cg_begin_site site;
   e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
   if (!e.n_prohibitors || !s) {
-    CUresult r = load_and_ungate(l, &e.capture);
+    CUresult r = load_and_ungate(l, &e, here);
     if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-      report_unexplained_refusal(&e, s, r);
+      cg_report_refusal(&e, s, r);
+    free(here);
     free(file);
     free(s);
     return r;
@@ -216,12 +199,12 @@ CUresult cg_guard_load(const cg_load *l) {
     if (v == CG_VERDICT_RESCUED || v == CG_VERDICT_FAILED)
       e.driver_result = (int)r;
     if (v == CG_VERDICT_EMULATED)
-      invalidate_prohibitors(&e.capture);
+      break_prohibitors(&e, v, r, here);
     cg_gate_unlock();
   } else {
-    r = load_and_ungate(l, &e.capture);
+    r = load_and_ungate(l, &e, here);
     e.driver_result = (int)r;
-    e.verdict = verdict_of(r);
+    e.verdict = cg_report_verdict_of(r);
   }
   e.result = (int)r;
 
@@ -234,16 +217,18 @@ CUresult cg_guard_load(const cg_load *l) {
       e.verdict != CG_VERDICT_FAILED)
     cg_priming_record(e.image, l->is_library);
   s->site = site;
-  report(&e, s);
+  cg_report(&e, s);
+  free(here);
   free(file);
   free(s);
   return r;
 }
 
 CUresult cg_guard_unload(const cg_unload *u) {
-  event_scratch *s = calloc(1, sizeof *s);
+  cg_report_scratch *s = calloc(1, sizeof *s);
   if (!s)
     cg_warn_oom("an unload's report");
+  cg_begin_site *here = s ? cg_begin_site_take() : NULL; /* before the gate, as for loads */
   cg_event e = {.kind = CG_EV_MODULE_UNLOAD, .call = cg_ep_name[u->ep], .driver_result = -1,
                 .module = (uint64_t)(uintptr_t)u->handle};
   cg_begin_site site;
@@ -253,44 +238,42 @@ CUresult cg_guard_unload(const cg_unload *u) {
     CUresult r = u->invoke(u->handle);
     cg_gate_unlock();
     if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-      report_unexplained_refusal(&e, s, r);
+      cg_report_refusal(&e, s, r);
+    free(here);
     free(s);
     return r;
   }
   CUresult r;
   bool defer_oom = false;
-  if (cg_policy_defer_unload(u, &defer_oom)) {
+  if (cg_policy_defer(u->handle, u->invoke, &defer_oom)) {
     r = CUDA_SUCCESS;
     e.verdict = CG_VERDICT_DEFERRED;
   } else {
     r = u->invoke(u->handle);
     e.driver_result = (int)r;
-    e.verdict = verdict_of(r);
+    e.verdict = cg_report_verdict_of(r);
     if (e.verdict == CG_VERDICT_REFUSED)
-      invalidate_prohibitors(&e.capture);
+      break_prohibitors(&e, e.verdict, r, here);
   }
   cg_gate_unlock();
   if (defer_oom)
-    cg_warn_oom("queueing a deferred unload, or 4096 were queued already"); /* after the gate: stderr may block */
+    cg_warn_oom("queueing a deferred call, or 4096 were queued already"); /* after the gate: stderr may block */
   e.result = (int)r;
   s->site = site;
-  report(&e, s);
+  cg_report(&e, s);
+  free(here);
   free(s);
   return r;
 }
 
 /* Fork: the child is a process of its own, with nothing counted yet. */
-void cg_guard_atfork_child(void) {
-  memset(counters_events, 0, sizeof counters_events);
-  memset(counters_verdicts, 0, sizeof counters_verdicts);
-}
+void cg_guard_atfork_child(void) { cg_report_atfork_child(); }
 
 void cg_guard_exit(void) {
   cg_summary sum = {.pid = (uint64_t)getpid()};
   sum.captures_begun = cg_captures_begun_total();
   sum.captures_broken = cg_captures_broken();
-  memcpy(sum.events, counters_events, sizeof sum.events);
-  memcpy(sum.verdicts, counters_verdicts, sizeof sum.verdicts);
+  cg_report_counts(sum.events, sum.verdicts);
   cg_priming_summary(&sum);
   cg_policy_at_exit(&sum);
   cg_output_summary(&sum);

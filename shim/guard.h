@@ -20,8 +20,8 @@
  * begin site is taken, the gate is held shared), _leave after it with the
  * driver's result (the model learns of the capture, the gate is released). */
 void *cg_capture_begin_enter(void);
-void cg_capture_begin_leave(void *site, CUresult driver_result, uint64_t stream_key, cg_capture_mode mode,
-                            bool into_graph);
+void cg_capture_begin_leave(void *site, CUresult driver_result, CUstream stream, bool ptsz,
+                            cg_capture_mode mode, bool into_graph);
 /* A capture end: _enter before the driver's call (gate shared), _leave after
  * it; returns the result for the caller (an emulated invalidation turns
  * success into CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and discards the graph),

@@ -1,7 +1,8 @@
 /* A row's parameter list, (type, name, type, name, ...), turned into what a
  * wrapper needs: the parameter declarations, the argument list, a struct of
  * the arguments. Plain C preprocessor; up to 8 parameters (the most any
- * wrapped entry point takes: cuLibraryLoadData). */
+ * wrapped entry point takes: cuLibraryLoadData), or none: () (cuCtxSynchronize),
+ * whose declaration is "void" and whose other lists are empty. */
 #ifndef CAPGUARD_PARAMS_H
 #define CAPGUARD_PARAMS_H
 
@@ -11,13 +12,17 @@
 #define CG_PP_COMMA() ,
 #define CG_PP_NOTHING()
 
-/* How many (type, name) pairs. */
-#define CG_PP_NPAIRS(...) CG_PP_NPAIRS_(__VA_ARGS__, 8, 8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0)
+/* How many (type, name) pairs. An empty list is one (empty) argument, and
+ * one argument is never a pair: so one argument counts as none. (ISO C has
+ * no portable comma elision; this needs none.) */
+#define CG_PP_NPAIRS(...) CG_PP_NPAIRS_(__VA_ARGS__, 8, 8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 0, 0)
 #define CG_PP_NPAIRS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, n, ...) n
 
 /* m(type, name) for each pair of list, with sep() between two. */
 #define CG_PP_PAIRS(m, sep, list) CG_PP_PAIRS_(m, sep, CG_PP_UNPAREN list)
 #define CG_PP_PAIRS_(m, sep, ...) CG_PP_CAT(CG_PP_P, CG_PP_NPAIRS(__VA_ARGS__))(m, sep, __VA_ARGS__)
+/* No parameters: each list's own word for "none" (m is pasted, not expanded). */
+#define CG_PP_P0(m, sep, ...) CG_PP_NONE_##m
 #define CG_PP_P1(m, sep, t, n) m(t, n)
 #define CG_PP_P2(m, sep, t, n, ...) m(t, n) sep() CG_PP_P1(m, sep, __VA_ARGS__)
 #define CG_PP_P3(m, sep, t, n, ...) m(t, n) sep() CG_PP_P2(m, sep, __VA_ARGS__)
@@ -31,6 +36,10 @@
 #define CG_PP_NAME(t, n) n
 #define CG_PP_MEMBER(t, n) t n;
 #define CG_PP_FIELD(t, n) args_->n
+#define CG_PP_NONE_CG_PP_DECL void
+#define CG_PP_NONE_CG_PP_NAME
+#define CG_PP_NONE_CG_PP_MEMBER
+#define CG_PP_NONE_CG_PP_FIELD
 
 /* "CUstream s, CUstreamCaptureMode mode" */
 #define CG_PARAMS(list) CG_PP_PAIRS(CG_PP_DECL, CG_PP_COMMA, list)

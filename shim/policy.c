@@ -22,18 +22,20 @@ static bool driver_refuses_loads(void) {
  * capture prohibits it (measured on driver 580; unproven on older drivers,
  * hence opt-in). The real exchange is called directly, so capguard's record
  * of the thread's own mode stays what the program set. */
-static CUresult load_relaxed(const cg_load *l) {
+CUresult cg_policy_call_relaxed(CUresult (*invoke)(const void *args), const void *args) {
   typedef CUresult (*exchange_fn)(CUstreamCaptureMode *);
   exchange_fn exchange = CG_REAL(cuThreadExchangeStreamCaptureMode, exchange_fn);
   if (!exchange)
-    return l->invoke(l);
+    return invoke(args);
   CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
   if (exchange(&m) != CUDA_SUCCESS)
-    return l->invoke(l);
-  CUresult r = l->invoke(l);
+    return invoke(args);
+  CUresult r = invoke(args);
   exchange(&m); /* m holds the mode the thread had: put it back */
   return r;
 }
+
+static CUresult invoke_load(const void *l) { return ((const cg_load *)l)->invoke(l); }
 
 bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *result, cg_verdict *verdict) {
   if (cg_cfg.mode == CG_RUN_GUARD && image && image->kind != CG_IMAGE_UNKNOWN) {
@@ -48,7 +50,7 @@ bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *resu
   if (!driver_refuses_loads())
     return false;
   if (cg_cfg.mode == CG_RUN_GUARD && cg_cfg.rescue) {
-    *result = load_relaxed(l);
+    *result = cg_policy_call_relaxed(invoke_load, l);
     *verdict = *result == CUDA_SUCCESS ? CG_VERDICT_RESCUED : CG_VERDICT_FAILED;
     return true;
   }
@@ -60,12 +62,13 @@ bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *resu
   return false; /* a real old driver refuses by itself */
 }
 
-/* ---- deferred unloads */
+/* ---- deferred calls: unloads, frees, graph-exec destroys */
 
-/* An unload waits for every capture that prohibited it when it was asked
- * for, not only for the asking thread to be free: a thread-local capture
- * stays open after another thread's global capture ends, and may still hold
- * the module's kernels. More prohibitors than fit: wait until nothing captures. */
+/* A deferred call waits for every capture that prohibited it when it was
+ * asked for, not only for the asking thread to be free: a thread-local
+ * capture stays open after another thread's global capture ends, and may
+ * still hold the module's kernels (or use the memory). More prohibitors
+ * than fit: wait until nothing captures. */
 #define MAX_WAITED_FOR 16
 typedef struct pending_unload {
   void *handle;
@@ -76,31 +79,31 @@ typedef struct pending_unload {
   struct pending_unload *next;
 } pending_unload;
 
-/* Bounded like every table of the shim: a program that unloads more
- * distinct modules than this during one capture gets the rest passed to the
- * driver, as without capguard. */
+/* Bounded like every table of the shim: a program that defers more calls
+ * than this during one capture gets the rest passed to the driver, as
+ * without capguard. */
 #define MAX_PENDING 4096
 
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_unload *pending;
 static unsigned pending_count;
 
-bool cg_policy_defer_unload(const cg_unload *u, bool *oom) {
+bool cg_policy_defer(void *handle, CUresult (*invoke)(void *handle), bool *oom) {
   if (cg_cfg.mode != CG_RUN_GUARD)
     return false;
   cg_capture_ref refs[MAX_WAITED_FOR];
   size_t n_refs = cg_captures_prohibitor_refs(refs, MAX_WAITED_FOR);
   pthread_mutex_lock(&pending_lock);
   for (pending_unload *p = pending; p; p = p->next)
-    if (p->handle == u->handle) { /* asked twice: it is still unloaded once */
+    if (p->handle == handle && p->invoke == invoke) { /* asked twice: it still runs once */
       pthread_mutex_unlock(&pending_lock);
       return true;
     }
   bool full = pending_count >= MAX_PENDING;
   pending_unload *p = full ? NULL : malloc(sizeof *p);
   if (p) {
-    p->handle = u->handle;
-    p->invoke = u->invoke;
+    p->handle = handle;
+    p->invoke = invoke;
     p->wait_for_all = n_refs > MAX_WAITED_FOR;
     p->n_waits = p->wait_for_all ? MAX_WAITED_FOR : n_refs;
     memcpy(p->waits_for, refs, p->n_waits * sizeof *refs);
@@ -113,7 +116,7 @@ bool cg_policy_defer_unload(const cg_unload *u, bool *oom) {
   return p != NULL;
 }
 
-/* Deferred unloads never break a capture: they run with the capture gate
+/* Deferred calls never break a capture: they run with the capture gate
  * held exclusive (no capture can begin or end meanwhile), only when no open
  * capture prohibits the calling thread, and only once the captures each one
  * waits for have ended. The driver then has no reason to refuse them. */
@@ -160,17 +163,18 @@ void cg_policy_run_deferred(void) {
   cg_gate_unlock();
   /* Said after the gate is released: stderr may block. */
   for (size_t i = 0; i < n_failed; i++)
-    cg_warn("deferred unload of %p failed with error %d", failed[i].handle, (int)failed[i].r);
+    cg_warn("deferred call on %p (an unload, free or graph-exec destroy) failed with error %d",
+            failed[i].handle, (int)failed[i].r);
   if (more_failed)
-    cg_warn("%zu more deferred unloads failed", more_failed);
+    cg_warn("%zu more deferred calls failed", more_failed);
 }
 
 void cg_policy_at_exit(cg_summary *s) {
   (void)s;
   unsigned n = __atomic_load_n(&pending_count, __ATOMIC_ACQUIRE);
   if (n && !cg_cfg.quiet)
-    cg_warn("%u deferred unloads were still waiting for a capture to end at exit; "
-            "left to the driver, which frees them with the process",
+    cg_warn("%u deferred calls (unloads, frees, graph-exec destroys) were still waiting for a "
+            "capture to end at exit; left to the driver, which frees them with the process",
             n);
 }
 

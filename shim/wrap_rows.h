@@ -32,6 +32,15 @@
 #ifndef CG_WRAP_UNLOAD
 #define CG_WRAP_UNLOAD(...)
 #endif
+#ifndef CG_WRAP_BREAKER
+#define CG_WRAP_BREAKER(...)
+#endif
+#ifndef CG_WRAP_DEFERRABLE
+#define CG_WRAP_DEFERRABLE(...)
+#endif
+#ifndef CG_WRAP_EVENT_RECORD
+#define CG_WRAP_EVENT_RECORD(...)
+#endif
 
 #define CG_WRAP_ROW(family, name, params, ...) CG_WRAP_##family(cg_w_##name, #name, CG_EP_##name, params, __VA_ARGS__)
 CG_ENTRY_POINTS(CG_WRAP_ROW)

@@ -71,18 +71,24 @@ CUresult fc_refuse_if_prohibited(void)
   return refused ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
-void fc_invalidate_all(void)
+CUresult fc_refuse_in_ctx(struct fc_ctx *ctx)
 {
-  for (struct fc_capture *c = open_captures; c != NULL; c = c->next)
-    c->invalidated = 1;
+  int refused = 0;
+  for (struct fc_capture *c = open_captures; c != NULL; c = c->next) {
+    if (c->ctx == ctx) {
+      c->invalidated = 1;
+      refused = 1;
+    }
+  }
+  return refused ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
-int fc_capture_is_open(uint64_t id)
+struct fc_capture *fc_capture_find(uint64_t id)
 {
   for (struct fc_capture *c = open_captures; c != NULL; c = c->next)
     if (c->id == id)
-      return 1;
-  return 0;
+      return c;
+  return NULL;
 }
 
 void fc_capture_close(struct fc_capture *c, int discard_graph)
@@ -149,6 +155,7 @@ static CUresult begin_capture(CUstream hs, int ptsz, CUstreamCaptureMode mode, C
   c->id = next_capture_id++;
   c->mode = mode;
   c->owner = fc_tid();
+  c->ctx = fc_current_ctx();
   c->graph = g;
   c->last = g->n > 0 ? g->nodes[g->n - 1] : NULL;
   c->stream = st;

@@ -293,17 +293,23 @@ FC_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
   FC_END(ctx_get_device(device, ctx));
 }
 
-/* Ground truth: a context-wide sync is refused, and breaks every capture, while any
- * capture is open — whatever the calling thread's mode. */
+struct fc_ctx *fc_ctx_resolve(CUcontext ctx)
+{
+  return ctx == NULL ? fc_current_ctx() : (struct fc_ctx *)fc_lookup(ctx, FC_CTX);
+}
+
+/* Ground truth: a context-wide sync is refused, and breaks the captures, while a capture
+ * is open — whatever the calling thread's mode (relaxed or swapped to relaxed too). The
+ * fake counts only the captures of the context synchronised (one device, one context in
+ * the measurement; which contexts a sync looks at is the fake's choice). */
 static CUresult ctx_sync(CUcontext ctx)
 {
   CUresult rc = ctx == NULL ? fc_need_ctx() : fc_need_init();
-  if (rc == CUDA_SUCCESS && ctx != NULL && fc_lookup(ctx, FC_CTX) == NULL)
+  struct fc_ctx *c = fc_ctx_resolve(ctx);
+  if (rc == CUDA_SUCCESS && c == NULL)
     rc = CUDA_ERROR_INVALID_CONTEXT;
-  if (rc == CUDA_SUCCESS && fc_open_captures() > 0) {
-    fc_invalidate_all();
-    rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
+  if (rc == CUDA_SUCCESS)
+    rc = fc_refuse_in_ctx(c);
   return rc;
 }
 

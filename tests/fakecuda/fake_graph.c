@@ -242,6 +242,8 @@ FC_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream h
   FC_END(graph_launch(hGraphExec, hStream, 1));
 }
 
+/* Ground truth (second matrix): destroying an executable graph, even one unrelated to the
+ * capture, follows the prohibition rule. */
 FC_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
   FC_BEGIN;
@@ -249,6 +251,8 @@ FC_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
   struct fc_exec *x = (struct fc_exec *)fc_lookup(hGraphExec, FC_EXEC);
   if (rc == CUDA_SUCCESS && x == NULL)
     rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS)
+    rc = fc_refuse_if_prohibited();
   if (rc == CUDA_SUCCESS) {
     fc_unregister(&x->h);
     free(x->fns);
@@ -263,7 +267,7 @@ static CUresult launch_kernel(CUfunction f, const unsigned grid[3], const unsign
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
     return rc;
-  struct fc_function *fn = fc_function_live(f);
+  struct fc_function *fn = fc_function_or_kernel(f);   /* a CUkernel may be passed too */
   struct fc_stream *st = fc_stream_resolve(hs, ptsz);
   if (fn == NULL || st == NULL)
     return CUDA_ERROR_INVALID_HANDLE;

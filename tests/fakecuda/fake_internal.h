@@ -72,6 +72,18 @@ extern int fc_initialized;
 CUresult fc_need_ctx(void);
 CUresult fc_need_init(void);
 struct fc_ctx *fc_current_ctx(void);
+/* The context a CUcontext argument names: the current one for NULL; NULL if invalid. */
+struct fc_ctx *fc_ctx_resolve(CUcontext ctx);
+
+/* ---- memory (fake_memory.c) --------------------------------------------------------- */
+enum fc_mem_kind { FC_MEM_DEVICE = 0, FC_MEM_HOST, FC_MEM_REGISTERED };
+/* Allocates zeroed host memory standing in for the kind asked (not FC_MEM_REGISTERED). */
+CUresult fc_mem_alloc(void **out, size_t size, enum fc_mem_kind kind);
+/* Registers caller-owned memory [p, p + size) (cuMemHostRegister). */
+CUresult fc_mem_register(void *p, size_t size);
+/* Frees (or unregisters) the allocation starting at p; INVALID_VALUE if p is not the start
+ * of a live allocation of that kind. */
+CUresult fc_mem_release(const void *p, enum fc_mem_kind kind);
 
 /* ---- graphs (fake_graph.c) ---------------------------------------------------------- */
 struct fc_function;
@@ -80,6 +92,8 @@ struct fc_node {
   struct fc_graph *graph;
   CUgraphNodeType type;
   struct fc_function *fn;                 /* kernel nodes */
+  CUhostFn host_fn;                       /* host nodes */
+  void *host_data;
   unsigned grid[3], block[3], shmem;
 };
 struct fc_graph {
@@ -97,6 +111,7 @@ struct fc_capture {
   uint64_t id;
   CUstreamCaptureMode mode;
   pid_t owner;                             /* thread that began the capture */
+  struct fc_ctx *ctx;                      /* context current when it began */
   int invalidated;
   struct fc_graph *graph;
   int graph_external;                      /* cuStreamBeginCaptureToGraph: caller owns it */
@@ -118,8 +133,11 @@ int fc_prohibited(void);
 /* If the calling thread is prohibited (capture-interaction rule), invalidates every
  * capture that prohibits it and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
 CUresult fc_refuse_if_prohibited(void);
-void fc_invalidate_all(void);
-int fc_capture_is_open(uint64_t id);
+/* If a capture of ctx is open, invalidates every open capture of ctx and returns
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, whatever the calling thread's mode. */
+CUresult fc_refuse_in_ctx(struct fc_ctx *ctx);
+/* The open capture (active or invalidated) with this id, or NULL. */
+struct fc_capture *fc_capture_find(uint64_t id);
 void fc_capture_close(struct fc_capture *c, int discard_graph);
 /* For stream work (launch, record, async alloc): INVALIDATED if the stream's capture
  * is invalidated, else SUCCESS; *cap is the active capture or NULL. */
@@ -156,5 +174,8 @@ struct fc_function {
   struct fc_function *next;
 };
 struct fc_function *fc_function_live(CUfunction f);
+/* A live function named by f, or by a live CUkernel cast to CUfunction (as cuLaunchKernel
+ * and the occupancy calls accept since CUDA 12.0); NULL if neither. */
+struct fc_function *fc_function_or_kernel(CUfunction f);
 
 #endif

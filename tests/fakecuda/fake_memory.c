@@ -1,25 +1,29 @@
-/* fakecuda: device and pinned host memory, backed by host memory so that copies work.
- * Ground truth: cuMemAlloc, cuMemFree and cuMemHostAlloc follow the prohibition rule;
- * cuMemAllocAsync on the capturing stream and a synchronous cuMemcpyHtoD are allowed. */
+/* fakecuda: device memory (plain, pitched, managed, stream-ordered), backed by host
+ * memory so that copies work; the allocation registry shared with fake_hostmem.c.
+ * Ground truth: cuMemAlloc and cuMemFree follow the prohibition rule (first matrix);
+ * cuMemAllocManaged too (second matrix); cuMemAllocPitch is not measured and follows it
+ * like cuMemAlloc. cuMemAllocAsync / cuMemFreeAsync on the capturing stream, a synchronous
+ * cuMemcpyHtoD / cuMemcpyDtoH and cuMemsetD8 are allowed. */
 #include "fake_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define FC_TOTAL_MEMORY (80ull << 30)
+#define FC_PITCH_ALIGN 512
 
 struct fc_alloc {
   struct fc_handle h;     /* key: the memory's address */
   void *p;
   size_t size;
-  int host;
+  enum fc_mem_kind kind;
 };
 
 static unsigned long long allocated;
 
-static CUresult alloc(void **out, size_t size, int host)
+CUresult fc_mem_alloc(void **out, size_t size, enum fc_mem_kind kind)
 {
-  if (size == 0)
+  if (size == 0 || kind == FC_MEM_REGISTERED)
     return CUDA_ERROR_INVALID_VALUE;
   if (size > FC_TOTAL_MEMORY - allocated)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -31,35 +35,112 @@ static CUresult alloc(void **out, size_t size, int host)
   }
   a->p = p;
   a->size = size;
-  a->host = host;
+  a->kind = kind;
   allocated += size;
   fc_register(&a->h, p, FC_ALLOC);
   *out = p;
   return CUDA_SUCCESS;
 }
 
-static CUresult release(const void *p, int host)
+/* The allocation holding [p, p + n), or NULL. */
+struct span { uintptr_t p; size_t n; struct fc_alloc *hit; };
+static void find_span(struct fc_handle *h, void *arg)
+{
+  struct span *s = arg;
+  struct fc_alloc *a = (struct fc_alloc *)h;
+  uintptr_t base = (uintptr_t)a->p;
+  if (s->p >= base && s->p - base <= a->size && s->n <= a->size - (s->p - base))
+    s->hit = a;
+}
+
+static struct fc_alloc *alloc_holding(const void *p, size_t n)
+{
+  struct span s = { (uintptr_t)p, n, NULL };
+  fc_foreach(FC_ALLOC, find_span, &s);
+  return s.hit;
+}
+
+CUresult fc_mem_register(void *p, size_t size)
+{
+  if (p == NULL || size == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (alloc_holding(p, 1) != NULL || alloc_holding((const char *)p + size - 1, 1) != NULL)
+    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  struct fc_alloc *a = calloc(1, sizeof(*a));
+  if (a == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  a->p = p;
+  a->size = size;
+  a->kind = FC_MEM_REGISTERED;
+  fc_register(&a->h, p, FC_ALLOC);
+  return CUDA_SUCCESS;
+}
+
+CUresult fc_mem_release(const void *p, enum fc_mem_kind kind)
 {
   struct fc_alloc *a = (struct fc_alloc *)fc_lookup(p, FC_ALLOC);
-  if (a == NULL || a->host != host)
-    return CUDA_ERROR_INVALID_VALUE;
-  allocated -= a->size;
+  if (a == NULL || a->kind != kind)
+    return kind == FC_MEM_REGISTERED ? CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED
+                                     : CUDA_ERROR_INVALID_VALUE;
   fc_unregister(&a->h);
-  free(a->p);
+  if (kind != FC_MEM_REGISTERED) {
+    allocated -= a->size;
+    free(a->p);
+  }
   free(a);
   return CUDA_SUCCESS;
+}
+
+/* The prohibition rule, after the context check: what every synchronous allocation and
+ * free of this file does first. */
+static CUresult sync_mem_rule(void)
+{
+  CUresult rc = fc_need_ctx();
+  return rc == CUDA_SUCCESS ? fc_refuse_if_prohibited() : rc;
 }
 
 FC_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
   FC_BEGIN;
-  CUresult rc = fc_need_ctx();
-  if (rc == CUDA_SUCCESS)
-    rc = fc_refuse_if_prohibited();
+  CUresult rc = sync_mem_rule();
   if (rc == CUDA_SUCCESS && dptr == NULL)
     rc = CUDA_ERROR_INVALID_VALUE;
   void *p = NULL;
-  if (rc == CUDA_SUCCESS && (rc = alloc(&p, bytesize, 0)) == CUDA_SUCCESS)
+  if (rc == CUDA_SUCCESS && (rc = fc_mem_alloc(&p, bytesize, FC_MEM_DEVICE)) == CUDA_SUCCESS)
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+  FC_END(rc);
+}
+
+/* Rows padded to a multiple of FC_PITCH_ALIGN; element sizes 4, 8 or 16 as documented. */
+FC_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                              size_t Height, unsigned int ElementSizeBytes)
+{
+  FC_BEGIN;
+  CUresult rc = sync_mem_rule();
+  if (rc == CUDA_SUCCESS && (dptr == NULL || pPitch == NULL || WidthInBytes == 0 || Height == 0 ||
+                             (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16) ||
+                             WidthInBytes > FC_TOTAL_MEMORY))
+    rc = CUDA_ERROR_INVALID_VALUE;
+  size_t pitch = (WidthInBytes + FC_PITCH_ALIGN - 1) / FC_PITCH_ALIGN * FC_PITCH_ALIGN;
+  if (rc == CUDA_SUCCESS && Height > FC_TOTAL_MEMORY / pitch)
+    rc = CUDA_ERROR_OUT_OF_MEMORY;
+  void *p = NULL;
+  if (rc == CUDA_SUCCESS && (rc = fc_mem_alloc(&p, pitch * Height, FC_MEM_DEVICE)) == CUDA_SUCCESS) {
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    *pPitch = pitch;
+  }
+  FC_END(rc);
+}
+
+/* Managed memory is device memory to the fake (freed with cuMemFree). */
+FC_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+  FC_BEGIN;
+  CUresult rc = sync_mem_rule();
+  if (rc == CUDA_SUCCESS && (dptr == NULL || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)))
+    rc = CUDA_ERROR_INVALID_VALUE;
+  void *p = NULL;
+  if (rc == CUDA_SUCCESS && (rc = fc_mem_alloc(&p, bytesize, FC_MEM_DEVICE)) == CUDA_SUCCESS)
     *dptr = (CUdeviceptr)(uintptr_t)p;
   FC_END(rc);
 }
@@ -67,37 +148,9 @@ FC_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 FC_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
   FC_BEGIN;
-  CUresult rc = fc_need_ctx();
-  if (rc == CUDA_SUCCESS)
-    rc = fc_refuse_if_prohibited();
+  CUresult rc = sync_mem_rule();
   if (rc == CUDA_SUCCESS && dptr != 0)
-    rc = release((const void *)(uintptr_t)dptr, 0);
-  FC_END(rc);
-}
-
-FC_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
-{
-  FC_BEGIN;
-  CUresult rc = fc_need_ctx();
-  if (rc == CUDA_SUCCESS)
-    rc = fc_refuse_if_prohibited();
-  unsigned known = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
-  if (rc == CUDA_SUCCESS && (pp == NULL || (Flags & ~known) != 0))
-    rc = CUDA_ERROR_INVALID_VALUE;
-  if (rc == CUDA_SUCCESS)
-    rc = alloc(pp, bytesize, 1);
-  FC_END(rc);
-}
-
-/* Not measured; freeing pinned memory synchronises, so the fake treats it like cuMemFree. */
-FC_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
-{
-  FC_BEGIN;
-  CUresult rc = fc_need_ctx();
-  if (rc == CUDA_SUCCESS)
-    rc = fc_refuse_if_prohibited();
-  if (rc == CUDA_SUCCESS)
-    rc = release(p, 1);
+    rc = fc_mem_release((const void *)(uintptr_t)dptr, FC_MEM_DEVICE);
   FC_END(rc);
 }
 
@@ -115,10 +168,10 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hs, int
   if ((rc = fc_stream_work(st, &cap)) != CUDA_SUCCESS)
     return rc;
   void *p = NULL;
-  if ((rc = alloc(&p, bytesize, 0)) != CUDA_SUCCESS)
+  if ((rc = fc_mem_alloc(&p, bytesize, FC_MEM_DEVICE)) != CUDA_SUCCESS)
     return rc;
   if (cap != NULL && fc_capture_add(cap, CU_GRAPH_NODE_TYPE_MEM_ALLOC) == NULL) {
-    release(p, 0);
+    fc_mem_release(p, FC_MEM_DEVICE);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   *dptr = (CUdeviceptr)(uintptr_t)p;
@@ -137,6 +190,39 @@ FC_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesi
   FC_END(alloc_async(dptr, bytesize, hStream, 1));
 }
 
+/* Stream-ordered free: all work is done at once, so the memory goes now; a capture gets
+ * a free node for it. */
+static CUresult free_async(CUdeviceptr dptr, CUstream hs, int ptsz)
+{
+  CUresult rc = fc_need_ctx();
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  struct fc_stream *st = fc_stream_resolve(hs, ptsz);
+  if (st == NULL)
+    return CUDA_ERROR_INVALID_HANDLE;
+  struct fc_alloc *a = (struct fc_alloc *)fc_lookup((const void *)(uintptr_t)dptr, FC_ALLOC);
+  if (a == NULL || a->kind != FC_MEM_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct fc_capture *cap;
+  if ((rc = fc_stream_work(st, &cap)) != CUDA_SUCCESS)
+    return rc;
+  if (cap != NULL && fc_capture_add(cap, CU_GRAPH_NODE_TYPE_MEM_FREE) == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  return fc_mem_release(a->p, FC_MEM_DEVICE);
+}
+
+FC_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+  FC_BEGIN;
+  FC_END(free_async(dptr, hStream, 0));
+}
+
+FC_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+  FC_BEGIN;
+  FC_END(free_async(dptr, hStream, 1));
+}
+
 FC_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
   FC_BEGIN;
@@ -150,22 +236,9 @@ FC_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
   FC_END(rc);
 }
 
-/* The allocation holding [p, p + n), or NULL. */
-struct span { uintptr_t p; size_t n; struct fc_alloc *hit; };
-static void find_span(struct fc_handle *h, void *arg)
-{
-  struct span *s = arg;
-  struct fc_alloc *a = (struct fc_alloc *)h;
-  uintptr_t base = (uintptr_t)a->p;
-  if (s->p >= base && s->p - base <= a->size && s->n <= a->size - (s->p - base))
-    s->hit = a;
-}
-
 static void *device_span(CUdeviceptr d, size_t n)
 {
-  struct span s = { (uintptr_t)d, n, NULL };
-  fc_foreach(FC_ALLOC, find_span, &s);
-  return s.hit != NULL ? (void *)s.p : NULL;
+  return alloc_holding((const void *)(uintptr_t)d, n) != NULL ? (void *)(uintptr_t)d : NULL;
 }
 
 static CUresult copy(void *dst, const void *src, size_t n)
@@ -191,5 +264,18 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice,
   CUresult rc = fc_need_ctx();
   if (rc == CUDA_SUCCESS)
     rc = copy(dstHost, device_span(srcDevice, ByteCount), ByteCount);
+  FC_END(rc);
+}
+
+/* Synchronous, on the legacy stream (which the fake never lets capture): allowed. */
+FC_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+{
+  FC_BEGIN;
+  CUresult rc = fc_need_ctx();
+  void *dst = device_span(dstDevice, N);
+  if (rc == CUDA_SUCCESS && dst == NULL)
+    rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS)
+    memset(dst, uc, N);
   FC_END(rc);
 }

@@ -32,6 +32,15 @@ struct fc_function *fc_function_live(CUfunction f)
   return (struct fc_function *)fc_lookup(f, FC_FUNCTION);
 }
 
+struct fc_function *fc_function_or_kernel(CUfunction f)
+{
+  struct fc_function *fn = fc_function_live(f);
+  if (fn != NULL)
+    return fn;
+  struct fc_kernel *k = (struct fc_kernel *)fc_lookup(f, FC_KERNEL);
+  return (k != NULL && k->fn->h.alive) ? k->fn : NULL;
+}
+
 static CUresult load_rule(void)
 {
   if (fc_env_driver_version() < FC_MODULE_LOAD_ALLOWED_IN_CAPTURE)

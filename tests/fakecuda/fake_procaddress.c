@@ -33,6 +33,8 @@
   D(cuCtxGetDevice, 13000, cuCtxGetDevice_v2) \
   D(cuCtxSynchronize, 2000, cuCtxSynchronize) \
   D(cuCtxSynchronize, 13000, cuCtxSynchronize_v2) \
+  D(cuCtxSetLimit, 3010, cuCtxSetLimit) \
+  D(cuCtxGetLimit, 3010, cuCtxGetLimit) \
   D(cuStreamCreate, 2000, cuStreamCreate) \
   D(cuStreamDestroy, 2000, cuStreamDestroy) \
   D(cuStreamDestroy, 4000, cuStreamDestroy_v2) \
@@ -76,6 +78,9 @@
   D(cuFuncSetCacheConfig, 3000, cuFuncSetCacheConfig) \
   D(cuLaunchKernel, 4000, cuLaunchKernel) \
   P(cuLaunchKernel, 7000, cuLaunchKernel_ptsz) \
+  D(cuLaunchHostFunc, 10000, cuLaunchHostFunc) \
+  P(cuLaunchHostFunc, 10000, cuLaunchHostFunc_ptsz) \
+  D(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050, cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   D(cuGraphCreate, 10000, cuGraphCreate) \
   D(cuGraphDestroy, 10000, cuGraphDestroy) \
   D(cuGraphGetNodes, 10000, cuGraphGetNodes) \
@@ -89,17 +94,29 @@
   P(cuGraphLaunch, 10000, cuGraphLaunch_ptsz) \
   D(cuGraphExecDestroy, 10000, cuGraphExecDestroy) \
   D(cuMemAlloc, 3020, cuMemAlloc_v2) \
+  D(cuMemAllocPitch, 3020, cuMemAllocPitch_v2) \
+  D(cuMemAllocManaged, 6000, cuMemAllocManaged) \
   D(cuMemFree, 3020, cuMemFree_v2) \
+  D(cuMemAllocHost, 3020, cuMemAllocHost_v2) \
+  D(cuMemHostRegister, 6050, cuMemHostRegister_v2) \
+  D(cuMemHostUnregister, 4000, cuMemHostUnregister) \
   D(cuMemHostAlloc, 2020, cuMemHostAlloc) \
   D(cuMemFreeHost, 2000, cuMemFreeHost) \
   D(cuMemAllocAsync, 11020, cuMemAllocAsync) \
   P(cuMemAllocAsync, 11020, cuMemAllocAsync_ptsz) \
+  D(cuMemFreeAsync, 11020, cuMemFreeAsync) \
+  P(cuMemFreeAsync, 11020, cuMemFreeAsync_ptsz) \
+  D(cuMemsetD8, 3020, cuMemsetD8_v2) \
   D(cuMemGetInfo, 3020, cuMemGetInfo_v2) \
   D(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2) \
   D(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2) \
   D(cuEventCreate, 2000, cuEventCreate) \
   D(cuEventRecord, 2000, cuEventRecord) \
   P(cuEventRecord, 7000, cuEventRecord_ptsz) \
+  D(cuEventRecordWithFlags, 11010, cuEventRecordWithFlags) \
+  P(cuEventRecordWithFlags, 11010, cuEventRecordWithFlags_ptsz) \
+  D(cuStreamWaitEvent, 3020, cuStreamWaitEvent) \
+  P(cuStreamWaitEvent, 7000, cuStreamWaitEvent_ptsz) \
   D(cuEventQuery, 2000, cuEventQuery) \
   D(cuEventSynchronize, 2000, cuEventSynchronize) \
   D(cuEventDestroy, 2000, cuEventDestroy) \

@@ -1,15 +1,9 @@
-/* fakecuda: streams, events and the synchronising calls.
+/* fakecuda: streams, stream synchronisation, and host functions launched on a stream.
  * There is no device, so all work is complete as soon as it is queued: a query or sync
  * that is allowed always succeeds. What the fake models is whether it is allowed. */
 #include "fake_internal.h"
 
 #include <stdlib.h>
-
-struct fc_event {
-  struct fc_handle h;
-  unsigned flags;
-  uint64_t captured_in;   /* id of the capture it was last recorded in, 0 if none */
-};
 
 FC_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags)
 {
@@ -99,101 +93,51 @@ FC_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream)
   FC_END(stream_wait(hStream, 1));
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
+/* Ground truth (second matrix): allowed on the capturing stream in every mode, where it
+ * adds a host node. Outside a capture the function runs at once, in the calling thread,
+ * after the fake's lock is released (a host function must not call the driver anyway). */
+static CUresult launch_host_func(CUstream hs, int ptsz, CUhostFn fn, void *data, int *run_now)
 {
-  FC_BEGIN;
-  CUresult rc = fc_need_ctx();
-  unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
-  if (rc == CUDA_SUCCESS && (phEvent == NULL || (Flags & ~known) != 0))
-    rc = CUDA_ERROR_INVALID_VALUE;
-  struct fc_event *ev = NULL;
-  if (rc == CUDA_SUCCESS && (ev = calloc(1, sizeof(*ev))) == NULL)
-    rc = CUDA_ERROR_OUT_OF_MEMORY;
-  if (rc == CUDA_SUCCESS) {
-    ev->flags = Flags;
-    fc_register(&ev->h, ev, FC_EVENT);
-    *phEvent = (CUevent)ev;
-  }
-  FC_END(rc);
-}
-
-static CUresult event_record(CUevent e, CUstream hs, int ptsz)
-{
+  *run_now = 0;
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
     return rc;
-  struct fc_event *ev = (struct fc_event *)fc_lookup(e, FC_EVENT);
   struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (ev == NULL || st == NULL)
+  if (st == NULL)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (fn == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
   struct fc_capture *cap;
-  rc = fc_stream_work(st, &cap);
-  if (rc == CUDA_SUCCESS)
-    ev->captured_in = cap != NULL ? cap->id : 0;
-  return rc;
-}
-
-FC_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
-{
-  FC_BEGIN;
-  FC_END(event_record(hEvent, hStream, 0));
-}
-
-FC_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
-  FC_BEGIN;
-  FC_END(event_record(hEvent, hStream, 1));
-}
-
-/* Ground truth (event recorded before the capture): follows the prohibition rule.
- * An event last recorded inside a still-open capture cannot be waited on from the host. */
-static CUresult event_wait(CUevent e)
-{
-  CUresult rc = fc_need_ctx();
-  if (rc != CUDA_SUCCESS)
+  if ((rc = fc_stream_work(st, &cap)) != CUDA_SUCCESS)
     return rc;
-  struct fc_event *ev = (struct fc_event *)fc_lookup(e, FC_EVENT);
-  if (ev == NULL)
-    return CUDA_ERROR_INVALID_HANDLE;
-  rc = fc_refuse_if_prohibited();
-  if (rc == CUDA_SUCCESS && ev->captured_in != 0 && fc_capture_is_open(ev->captured_in))
-    rc = CUDA_ERROR_CAPTURED_EVENT;
-  return rc;
-}
-
-FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
-{
-  FC_BEGIN;
-  FC_END(event_wait(hEvent));
-}
-
-FC_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
-{
-  FC_BEGIN;
-  FC_END(event_wait(hEvent));
-}
-
-static CUresult event_destroy(CUevent e)
-{
-  CUresult rc = fc_need_ctx();
-  if (rc != CUDA_SUCCESS)
-    return rc;
-  struct fc_event *ev = (struct fc_event *)fc_lookup(e, FC_EVENT);
-  if (ev == NULL)
-    return CUDA_ERROR_INVALID_HANDLE;
-  fc_unregister(&ev->h);
-  free(ev);
+  if (cap == NULL) {
+    *run_now = 1;
+    return CUDA_SUCCESS;
+  }
+  struct fc_node *n = fc_capture_add(cap, CU_GRAPH_NODE_TYPE_HOST);
+  if (n == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  n->host_fn = fn;
+  n->host_data = data;
   return CUDA_SUCCESS;
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
+FC_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 {
   FC_BEGIN;
-  FC_END(event_destroy(hEvent));
+  int run_now;
+  CUresult rc = fc_leave(&fc_call_, __func__, launch_host_func(hStream, 0, fn, userData, &run_now));
+  if (run_now)
+    fn(userData);
+  return rc;
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent)
+FC_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
 {
   FC_BEGIN;
-  FC_END(event_destroy(hEvent));
+  int run_now;
+  CUresult rc = fc_leave(&fc_call_, __func__, launch_host_func(hStream, 1, fn, userData, &run_now));
+  if (run_now)
+    fn(userData);
+  return rc;
 }

@@ -66,6 +66,21 @@ void test_kernel_names(CUgraph g, char *out, size_t outlen)
   }
 }
 
+size_t test_count_nodes(CUgraph g, CUgraphNodeType type)
+{
+  size_t n = 0, count = 0;
+  CU_OK(cuGraphGetNodes(g, NULL, &n));
+  CUgraphNode nodes[64];
+  ck_assert_uint_le(n, 64);
+  CU_OK(cuGraphGetNodes(g, nodes, &n));
+  for (size_t i = 0; i < n; i++) {
+    CUgraphNodeType t;
+    CU_OK(cuGraphNodeGetType(nodes[i], &t));
+    count += t == type;
+  }
+  return count;
+}
+
 int test_driver_version(void)
 {
   const char *s = getenv("FAKECUDA_DRIVER_VERSION");

@@ -21,6 +21,8 @@ unsigned char *test_read_data(const char *name, size_t *len);
 CUmodule test_load_module(const char *name);
 /* Names of the kernel nodes of g in node order, joined by ','. */
 void test_kernel_names(CUgraph g, char *out, size_t outlen);
+/* How many nodes of g have this type. */
+size_t test_count_nodes(CUgraph g, CUgraphNodeType type);
 /* FAKECUDA_DRIVER_VERSION as the fake reads it (13000 when unset). */
 int test_driver_version(void);
 
@@ -28,5 +30,6 @@ Suite *suite_ground_truth(void);
 Suite *suite_procaddress(void);
 Suite *suite_modules(void);
 Suite *suite_trace(void);
+Suite *suite_rules(void);
 
 #endif

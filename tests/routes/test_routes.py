@@ -97,7 +97,7 @@ class Report(unittest.TestCase):
         lines = r.stderr.splitlines()
         first = r.report_lines()[0]
         self.assertRegex(first, r"^capguard: cuModuleLoadData during capture 1 \(stream 0x[0-9a-f]+, global mode, "
-                                r"begun by thread \d+\): refused by the driver with error 900; the capture is now broken")
+                                r"begun by thread \d+\): refused by the driver with error 900 operation not permitted when stream is capturing; the capture is now broken")
         text = "\n".join(lines)
         self.assertIn("cg_test_axpy", text)
         self.assertIn("cg_test_fill", text)

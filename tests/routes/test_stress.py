@@ -96,7 +96,7 @@ class Stress(unittest.TestCase):
         # No module lost: everything loaded was unloaded by the driver by exit.
         self.assertEqual(t["cleanup_failed"], 0)
         self.assertEqual(run["stats"]["modules_live"], "0", "modules leaked")
-        self.assertNotIn("deferred unload", run["stderr"])  # no failed or abandoned deferred unload
+        self.assertNotIn("deferred call", run["stderr"])  # no failed or abandoned deferred unload
         unloads = [r for n, _, r, _ in run["trace"] if n == "cuModuleUnload"]
         loads_ok = sum(1 for n, _, r, _ in run["trace"] if n == "cuModuleLoadData" and r == 0)
         self.assertEqual(sum(1 for r in unloads if r == 0), loads_ok)

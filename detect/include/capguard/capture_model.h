@@ -25,7 +25,11 @@ typedef struct {
   bool into_graph;  /* begun with cuStreamBeginCaptureToGraph */
   uint64_t begin_ns, end_ns;
   uint64_t events;  /* forbidden calls made while it prohibited a thread */
+  uint64_t repeats; /* of those, counted and not reported again (same call, verdict and site) */
+  uint64_t driver_id; /* the driver's id for the capture sequence (cuStreamGetCaptureInfo), 0 unknown */
+  bool emulated;    /* invalidated by capguard itself, emulating an older driver's refusal */
   void *user;       /* caller's attachment (e.g. where it began); never freed by the model */
+  void *broken_by;  /* caller's attachment: the first call that broke it; never freed by the model */
 } cg_capture;
 
 typedef struct cg_model cg_model;
@@ -72,5 +76,24 @@ size_t cg_model_invalidate_prohibitors(cg_model *m, uint64_t tid, cg_capture_mod
 /* Count one forbidden call against every capture that prohibits tid (their
  * `events`). Returns how many captures were counted. */
 size_t cg_model_count_event(cg_model *m, uint64_t tid, cg_capture_mode thread_mode);
+
+/* Every open capture, oldest first (cuCtxSynchronize is refused while any
+ * capture is open, whatever the modes); up to cap written, the total returned. */
+size_t cg_model_open_captures(cg_model *m, cg_capture **out, size_t cap);
+/* The open capture the driver knows by this id (cg_capture.driver_id), or NULL. */
+cg_capture *cg_model_find_driver_id(cg_model *m, uint64_t driver_id);
+
+/* Events recorded into captures. The driver answers a query or a wait on an
+ * event last recorded in a still-capturing stream with 907 and invalidates
+ * that capture, in every mode, from every thread (capture-semantics.md,
+ * second matrix). into: the open capture the event was just recorded into,
+ * or NULL when it was recorded outside any capture (forgotten). Bounded:
+ * past CG_MODEL_MAX_EVENTS tracked events a new one is not tracked. */
+void cg_model_event_recorded(cg_model *m, uint64_t event, const cg_capture *into);
+/* The still-open capture the event was last recorded into, or NULL. */
+cg_capture *cg_model_event_capture(cg_model *m, uint64_t event);
+/* Forgets the events recorded into the capture (it ended). */
+void cg_model_forget_events_of(cg_model *m, uint64_t capture_id);
+size_t cg_model_tracked_events(const cg_model *m);
 
 #endif

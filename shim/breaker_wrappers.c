@@ -1,0 +1,73 @@
+/* The wrappers of the BREAKER, DEFERRABLE and EVENT_RECORD families
+ * (entry_point_rows.h): the calls that break captures on every driver, and
+ * the event records the 907 rule needs. These are hot (torch's caching
+ * allocator records and queries events constantly, NCCL's watchdog polls):
+ * with nothing capturing, or in off mode, each is two atomic loads and the
+ * driver's call; breakers.c decides only while something captures. */
+#include "breakers.h"
+
+#include "wrapper.h"
+
+static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
+
+/* What the driver answered a call passed straight through: a capture may
+ * have begun on another thread after the wrapper looked; a refusal is then
+ * reported after the fact (off mode reports nothing). */
+static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind) {
+  if (__builtin_expect(r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT, 0) &&
+      !off())
+    cg_breaker_refused_unseen(ep, kind, r);
+  return r;
+}
+
+/* The arguments kept in a struct (its first member only so that a call
+ * without parameters, cuCtxSynchronize, has a struct too) and a thunk that
+ * makes the real call from them (breakers.c may make it, make it in relaxed
+ * mode, or not make it). handle_thunk is the call on one handle, for
+ * deferral, or NULL. */
+#define CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, handle_thunk) \
+  typedef struct {                                                                                    \
+    int unused_;                                                                                      \
+    CG_MEMBERS(params)                                                                                \
+  } cname##_args;                                                                                     \
+  static CUresult cname##_invoke(const void *a) {                                                     \
+    const cname##_args *args_ = a;                                                                    \
+    (void)args_;                                                                                      \
+    return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(CG_FIELDS(params));                       \
+  }                                                                                                   \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
+    CG_REAL_OR_RETURN(ep, params, real);                                                              \
+    if (__builtin_expect(cg_nothing_captures(), 1) || off())                                          \
+      return passed(real(CG_ARGS(params)), ep, (kind));                                               \
+    cname##_args args_ = {0, CG_ARGS(params)};                                                        \
+    cg_call c_ = {(ep),      (kind),       (rule),         (fix), (uint64_t)(uintptr_t)(target),      \
+                  (has_target), (ptsz),    cname##_invoke, &args_, (handle_thunk)};                   \
+    return cg_breaker_call(&c_);                                                                      \
+  }
+
+#define CG_WRAP_BREAKER(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix)         \
+  CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, NULL)
+
+/* One parameter, the handle: the target, and the thunk deferral runs. */
+#define CG_PP_FROM_HANDLE(t, n) (t)(uintptr_t)h
+#define CG_WRAP_DEFERRABLE(cname, sname, ep, params, kind, fix)                                      \
+  static CUresult cname##_on_handle(void *h) {                                                        \
+    return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(                                          \
+        CG_PP_PAIRS(CG_PP_FROM_HANDLE, CG_PP_COMMA, params));                                         \
+  }                                                                                                   \
+  CG_BREAKER_BODY(cname, sname, ep, params, kind, CG_RULE_PROHIBITED, CG_ARGS(params), true, false,   \
+                  fix, cname##_on_handle)
+
+/* A record on a capturing stream puts the event into the capture; one on
+ * any other stream takes it out. Nothing capturing: nothing to remember
+ * (an event recorded into a capture that ended is the driver's again). */
+#define CG_WRAP_EVENT_RECORD(cname, sname, ep, params, event, stream, ptsz)                          \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
+    CG_REAL_OR_RETURN(ep, params, real);                                                              \
+    CUresult r_ = real(CG_ARGS(params));                                                              \
+    if (__builtin_expect(!cg_nothing_captures(), 0) && r_ == CUDA_SUCCESS && !off())                  \
+      cg_captures_event_recorded((uint64_t)(uintptr_t)(event), (stream), (ptsz));                     \
+    return r_;                                                                                        \
+  }
+
+#include "wrap_rows.h"

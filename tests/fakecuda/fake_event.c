@@ -1,0 +1,175 @@
+/* fakecuda: events — create, record, host waits (query, synchronize), stream waits,
+ * destroy.
+ * Ground truth: a host wait on an event recorded before the capture follows the
+ * prohibition rule (first matrix); on an event last recorded into a capture that is still
+ * open it answers CUDA_ERROR_CAPTURED_EVENT and invalidates that capture, in every mode
+ * and from every thread (second matrix). A stream waiting on an event recorded in the
+ * capture is allowed (the fake does not make that stream join the capture). */
+#include "fake_internal.h"
+
+#include <stdlib.h>
+
+struct fc_event {
+  struct fc_handle h;
+  unsigned flags;
+  uint64_t captured_in;   /* id of the capture it was last recorded in, 0 if none */
+};
+
+static struct fc_event *event_live(CUevent e)
+{
+  return (struct fc_event *)fc_lookup(e, FC_EVENT);
+}
+
+FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+  FC_BEGIN;
+  CUresult rc = fc_need_ctx();
+  unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  if (rc == CUDA_SUCCESS && (phEvent == NULL || (Flags & ~known) != 0))
+    rc = CUDA_ERROR_INVALID_VALUE;
+  struct fc_event *ev = NULL;
+  if (rc == CUDA_SUCCESS && (ev = calloc(1, sizeof(*ev))) == NULL)
+    rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (rc == CUDA_SUCCESS) {
+    ev->flags = Flags;
+    fc_register(&ev->h, ev, FC_EVENT);
+    *phEvent = (CUevent)ev;
+  }
+  FC_END(rc);
+}
+
+/* Into a capture, a record makes the event stand for the capture's current point (for
+ * cross-stream waits) and, like the real driver, adds a node only when recorded with
+ * CU_EVENT_RECORD_EXTERNAL. Either way the event is "last recorded in that capture"
+ * until it is recorded again outside it. */
+static CUresult event_record(CUevent e, CUstream hs, int ptsz, unsigned flags)
+{
+  CUresult rc = fc_need_ctx();
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  struct fc_event *ev = event_live(e);
+  struct fc_stream *st = fc_stream_resolve(hs, ptsz);
+  if (ev == NULL || st == NULL)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if ((flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct fc_capture *cap;
+  if ((rc = fc_stream_work(st, &cap)) != CUDA_SUCCESS)
+    return rc;
+  if (cap != NULL && (flags & CU_EVENT_RECORD_EXTERNAL) &&
+      fc_capture_add(cap, CU_GRAPH_NODE_TYPE_EVENT_RECORD) == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  ev->captured_in = cap != NULL ? cap->id : 0;
+  return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+  FC_BEGIN;
+  FC_END(event_record(hEvent, hStream, 0, CU_EVENT_RECORD_DEFAULT));
+}
+
+FC_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+{
+  FC_BEGIN;
+  FC_END(event_record(hEvent, hStream, 1, CU_EVENT_RECORD_DEFAULT));
+}
+
+FC_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+  FC_BEGIN;
+  FC_END(event_record(hEvent, hStream, 0, flags));
+}
+
+FC_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
+                                                      unsigned int flags)
+{
+  FC_BEGIN;
+  FC_END(event_record(hEvent, hStream, 1, flags));
+}
+
+static CUresult event_wait(CUevent e)
+{
+  CUresult rc = fc_need_ctx();
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  struct fc_event *ev = event_live(e);
+  if (ev == NULL)
+    return CUDA_ERROR_INVALID_HANDLE;
+  struct fc_capture *c = ev->captured_in != 0 ? fc_capture_find(ev->captured_in) : NULL;
+  if (c != NULL) {
+    c->invalidated = 1;
+    return CUDA_ERROR_CAPTURED_EVENT;
+  }
+  return fc_refuse_if_prohibited();
+}
+
+FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
+{
+  FC_BEGIN;
+  FC_END(event_wait(hEvent));
+}
+
+FC_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
+{
+  FC_BEGIN;
+  FC_END(event_wait(hEvent));
+}
+
+/* The waiting stream, if capturing, gets a wait node only for CU_EVENT_WAIT_EXTERNAL. */
+static CUresult stream_wait_event(CUstream hs, int ptsz, CUevent e, unsigned flags)
+{
+  CUresult rc = fc_need_ctx();
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  struct fc_stream *st = fc_stream_resolve(hs, ptsz);
+  if (st == NULL || event_live(e) == NULL)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if ((flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct fc_capture *cap;
+  if ((rc = fc_stream_work(st, &cap)) != CUDA_SUCCESS)
+    return rc;
+  if (cap != NULL && (flags & CU_EVENT_WAIT_EXTERNAL) &&
+      fc_capture_add(cap, CU_GRAPH_NODE_TYPE_WAIT_EVENT) == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+  FC_BEGIN;
+  FC_END(stream_wait_event(hStream, 0, hEvent, Flags));
+}
+
+FC_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+  FC_BEGIN;
+  FC_END(stream_wait_event(hStream, 1, hEvent, Flags));
+}
+
+/* Allowed mid-capture (second matrix), also for an event recorded in the capture. */
+static CUresult event_destroy(CUevent e)
+{
+  CUresult rc = fc_need_ctx();
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  struct fc_event *ev = event_live(e);
+  if (ev == NULL)
+    return CUDA_ERROR_INVALID_HANDLE;
+  fc_unregister(&ev->h);
+  free(ev);
+  return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
+{
+  FC_BEGIN;
+  FC_END(event_destroy(hEvent));
+}
+
+FC_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent)
+{
+  FC_BEGIN;
+  FC_END(event_destroy(hEvent));
+}
