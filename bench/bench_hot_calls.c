@@ -10,6 +10,8 @@
  * alternates between rounds); per call the medians over the rounds are
  * printed, and the median of the rounds' differences (capguard - driver):
  *   call ns_driver ns_capguard diff_ns ratio
+ * and a last row, A/A-noise: the driver's cuEventQuery against itself, timed
+ * the same way (what a difference of nothing measures on this machine).
  * Usage: bench_hot_calls SHIM [ITERATIONS [ROUNDS]]
  * Exit 2 (one line on stderr) when there is no driver, the set-up fails, or
  * the shim exports no wrapper for one of the calls. */
@@ -23,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_ROUNDS = 201, NCALLS = 3 };
+enum { MAX_ROUNDS = 1001, NCALLS = 3 };
 
 static const char *const names[NCALLS] = {"cuEventRecord", "cuEventQuery", "cuStreamQuery"};
 
@@ -155,21 +157,26 @@ int main(int argc, char **argv) {
   printf("# %ld calls per round, %d rounds, interleaved; driver %s, capguard %s\n", iters, rounds, file_of(drv[0]),
          file_of(cg[0]));
   printf("%-14s %10s %12s %9s %7s\n", "call", "ns_driver", "ns_capguard", "diff_ns", "ratio");
-  for (int c = 0; c < NCALLS; c++) {
+  /* Row NCALLS: the noise floor, cuEventQuery of the driver against itself
+   * (A/A), measured the same way. */
+  for (int row = 0; row <= NCALLS; row++) {
     static double d[MAX_ROUNDS], w[MAX_ROUNDS], diff[MAX_ROUNDS];
+    int c = row < NCALLS ? row : 1;
+    void *other = row < NCALLS ? cg[c] : drv[c];
     for (int k = 0; k < rounds; k++) {
       if (k % 2) {
-        w[k] = time_calls(c, cg[c], iters);
+        w[k] = time_calls(c, other, iters);
         d[k] = time_calls(c, drv[c], iters);
       } else {
         d[k] = time_calls(c, drv[c], iters);
-        w[k] = time_calls(c, cg[c], iters);
+        w[k] = time_calls(c, other, iters);
       }
       diff[k] = w[k] - d[k];
       stream_sync(st);
     }
     double md = median(d, rounds), mw = median(w, rounds), mdiff = median(diff, rounds);
-    printf("%-14s %10.2f %12.2f %9.2f %7.3f\n", names[c], md, mw, mdiff, md > 0 ? mw / md : 0.0);
+    printf("%-14s %10.2f %12.2f %9.2f %7.3f\n", row < NCALLS ? names[c] : "A/A-noise", md, mw, mdiff,
+           md > 0 ? mw / md : 0.0);
   }
   if (sink == (CUresult)-1)
     printf("#\n");
