@@ -4,15 +4,18 @@
 # interleaved round by round (bench_hot_calls.c). The shim is dlopen'ed by the
 # program, never preloaded. Goal: at most 2 ns more per call. Exit 1 when a
 # call misses it, 2 when the benchmark cannot run (e.g. no such wrapper).
-# Usage: bench/run_bench_hot.sh [--real] BUILDDIR [ITERATIONS [ROUNDS]]
-#   default: over the fake driver (BUILDDIR/tests/fakecuda);
+# Usage: bench/run_bench_hot.sh [--real|--null] BUILDDIR [ITERATIONS [ROUNDS]]
+#   default: over the fake driver (BUILDDIR/tests/fakecuda; its calls take a
+#            mutex, ~20-90 ns, and their noise is of the order of the goal);
+#   --null:  over a driver whose calls do nothing (BUILDDIR/bench/nulldrv):
+#            the wrapper's own cost;
 #   --real:  over the libcuda.so.1 the loader finds (a GPU machine).
 set -euo pipefail
-real=0
-if [ "${1:-}" = --real ]; then
-  real=1
-  shift
-fi
+driver=fake
+case "${1:-}" in
+--real) driver=real; shift ;;
+--null) driver=null; shift ;;
+esac
 build=${1:-build}
 iters=${2:-200000}
 rounds=${3:-21}
@@ -22,12 +25,16 @@ shim=$build/shim/libcapguard.so
 unset LD_PRELOAD CAPGUARD_LOG
 # guard mode (the default) and nothing else: no priming file, no log, no summary line
 export CAPGUARD_MODE=guard CAPGUARD_PRIME=/dev/null/none CAPGUARD_QUIET=1 CAPGUARD_SUMMARY=0
-if [ "$real" = 0 ]; then
+case $driver in
+fake)
   export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  echo "# driver: the fake (fake entry points take a global mutex: ~20-40 ns each)"
-else
-  echo "# driver: the real libcuda.so.1"
-fi
+  echo "# driver: the fake (its entry points take a global mutex)" ;;
+null)
+  export LD_LIBRARY_PATH=$build/bench/nulldrv${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  echo "# driver: the null driver (calls that do nothing: the wrapper's own cost)" ;;
+real)
+  echo "# driver: the real libcuda.so.1" ;;
+esac
 set +e
 out=$("$bench" "$shim" "$iters" "$rounds")
 rc=$?
