@@ -17,7 +17,23 @@
      and every replay is right; without the file the emulated run breaks;
   6. the same for CUlibrary loads (tests/gpu/library_capture.py: one cubin
      loaded twice with cuLibraryLoadData during capture, its kernels taken with
-     cuLibraryGetKernel + cuKernelGetFunction and cuLibraryGetModule).
+     cuLibraryGetKernel + cuKernelGetFunction and cuLibraryGetModule);
+  7. calls that break a capture on every driver, in real torch programs
+     (tests/gpu/capture_breakers.py), each run without capguard (LD_PRELOAD
+     unset), with CAPGUARD_MODE=report and in guard mode (the default), with a
+     log: a CuPy array created inside the capture (breaks without capguard;
+     report mode breaks the same way and its log names the cuMemAlloc* call,
+     the marked Python line and, as broken_by, the offender; guard mode without
+     CAPGUARD_RESCUE still breaks and says so; with CAPGUARD_RESCUE=1 it
+     survives, verdict rescued), a 256 MiB torch tensor created inside the
+     capture (control: captures without capguard, no allocation event, since
+     torch allocates in relaxed mode), a second thread polling query() on an
+     event recorded inside the capture (breaks; report mode logs event-wait
+     with driver_result 907; guard mode answers not-ready and survives, replay
+     right), and an earlier CUDAGraph deleted inside a second capture (breaks;
+     guard mode defers the cuGraphExecDestroy, replay right). The CuPy case is
+     skipped, with the reason printed, where CuPy is not installed.
+--only breakers runs section 7 alone.
 Exits 77 (skipped) with the reason when there is no GPU, torch or Triton."""
 import argparse
 import json
@@ -170,10 +186,154 @@ def startup(r, out):
     learn_then_check(r, "library", LIBRARY, "RESULT library capture=ok replay=correct", "2 libraries")
 
 
+BREAKERS = os.path.join(HERE, "capture_breakers.py")
+ALLOC_MARK = "the allocation a report must name"
+
+
+def marker_line(script, marker):
+    with open(script) as f:
+        for i, line in enumerate(f, 1):
+            if marker in line:
+                return i
+    raise RuntimeError(f"marker line missing in {script}")
+
+
+def run_breaker(r, name, scenario, mode, **env_extra):
+    """tests/gpu/capture_breakers.py SCENARIO: mode None = without capguard
+    (LD_PRELOAD unset), "report" = CAPGUARD_MODE=report, "guard" = the
+    default (CAPGUARD_MODE unset), both with CAPGUARD_LOG. Returns the RESULT
+    line's keys, the exit status, the ERROR lines, the log's events and its
+    capture records."""
+    log = os.path.join(r.tmp, name + ".jsonl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGUARD_") and k != "LD_PRELOAD"}
+    env["PYTHONUNBUFFERED"] = "1"
+    if mode is not None:
+        env["LD_PRELOAD"] = r.shim
+        env["CAPGUARD_LOG"] = log
+        env["CAPGUARD_PRIME"] = os.path.join(r.tmp, name + ".cgp")
+        if mode != "guard":
+            env["CAPGUARD_MODE"] = mode
+    env.update(env_extra)
+    p = subprocess.run([sys.executable, BREAKERS, scenario], env=env, capture_output=True, text=True, timeout=300)
+    with open(os.path.join(r.out, name + ".txt"), "w") as f:
+        shown = " ".join(f"{k}={v}" for k, v in env.items() if k.startswith("CAPGUARD_") or k == "LD_PRELOAD")
+        f.write(f"$ {shown} python capture_breakers.py {scenario}\nexit {p.returncode}\n{p.stdout}{p.stderr}")
+    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    res = dict(kv.split("=", 1) for kv in lines[-1].split()[1:] if "=" in kv) if lines else {}
+    errors = [l for l in p.stdout.splitlines() if l.startswith("ERROR ")]
+    records = []
+    if mode is not None and os.path.exists(log):
+        with open(log) as f:
+            records = [json.loads(l) for l in f if l.strip()]
+    events = [e for e in records if e.get("type") == "event"]
+    captures = [c for c in records if c.get("type") == "capture"]
+    print(f"--- {name}: exit {p.returncode}; {lines[-1] if lines else 'no RESULT line'}", flush=True)
+    for l in errors:
+        print("    " + l[:300])
+    if not lines:
+        print(p.stdout[-2000:] + p.stderr[-3000:])
+    for e in events:
+        print(f"    event {e.get('event')} {e.get('call')} verdict={e.get('verdict')} result={e.get('result')} "
+              f"driver_result={e.get('driver_result')} tid={e.get('tid')}")
+    for c in captures:
+        print(f"    capture {c.get('id')} status={c.get('status')} end_result={c.get('end_result')} "
+              f"broken_by={json.dumps(c.get('broken_by')) if 'broken_by' in c else '-'}")
+    return {"res": res, "rc": p.returncode, "errors": errors, "events": events, "captures": captures, "log": log}
+
+
+def broken(run):
+    return [c for c in run["captures"] if c.get("status") in ("failed", "invalidated")]
+
+
+def captured(run):
+    return run["res"].get("captured")
+
+
+def breakers(r):
+    """Calls that break a capture on every driver, in real torch programs
+    (tests/gpu/capture_breakers.py), each run without capguard, in report
+    mode and in guard mode."""
+    # scenario: (event kind, is the offending call, breaks without capguard, guard verdict when fixed)
+    cases = [
+        ("cupy_alloc", "allocation", lambda c: c.startswith("cuMemAlloc"), True, None),
+        ("torch_pool_growth", "allocation", None, False, None),
+        ("watchdog_query", "event-wait", lambda c: c.startswith("cuEventQuery"), True, "not-ready"),
+        ("graph_exec_destroy", "graph-exec-destroy", lambda c: c == "cuGraphExecDestroy", True, "deferred-destroy"),
+    ]
+    try:
+        import importlib.util
+        have_cupy = importlib.util.find_spec("cupy") is not None
+    except (ImportError, ValueError):
+        have_cupy = False
+    alloc_line = marker_line(BREAKERS, ALLOC_MARK)
+    for scenario, kind, is_offender, breaks, fixed in cases:
+        if scenario == "cupy_alloc" and not have_cupy:
+            print(f"SKIP {scenario}: cupy is not installed for {sys.executable} (pip install cupy-cuda13x); "
+                  "its checks are not run", flush=True)
+            continue
+        plain = run_breaker(r, f"{scenario}_plain", scenario, None)
+        report = run_breaker(r, f"{scenario}_report", scenario, "report")
+        guard = run_breaker(r, f"{scenario}_guard", scenario, "guard")
+        want = "0" if breaks else "1"
+        r.check(captured(plain) == want, f"{scenario} without capguard: the capture {'breaks' if breaks else 'succeeds'}")
+        if not breaks:
+            r.check(plain["res"].get("replay_ok") == "1", f"{scenario} without capguard: the replay is right")
+        r.check(captured(report) == captured(plain) and captured(report) is not None,
+                f"{scenario}, report mode: the same outcome as without capguard (captured={captured(report)})")
+        mine = [e for e in report["events"] if e.get("event") == kind]
+        if not breaks:
+            for run, how in ((report, "report"), (guard, "guard")):
+                r.check(not [e for e in run["events"] if e.get("event") == "allocation"],
+                        f"{scenario}, {how} mode: no allocation event (torch allocates in relaxed mode)")
+                r.check(captured(run) == "1" and run["res"].get("replay_ok") == "1" and not broken(run),
+                        f"{scenario}, {how} mode: captured, replay right")
+            continue
+        r.check(bool(mine) and all(is_offender(e.get("call", "")) and e.get("verdict") == "refused" for e in mine),
+                f"{scenario}, report mode: the log names the call ({kind}: "
+                f"{sorted({e.get('call') for e in mine}) or 'none'}, verdict refused)")
+        if scenario == "watchdog_query":
+            r.check(any(e.get("driver_result") == 907 for e in mine),
+                    f"{scenario}, report mode: an event-wait event with driver_result 907")
+        if scenario == "cupy_alloc":
+            frames = [f for e in mine for f in e.get("python_stack", [])]
+            r.check(any(f.get("file", "").endswith("capture_breakers.py") and f.get("line") == alloc_line
+                        for f in frames),
+                    f"{scenario}, report mode: the event's python_stack names capture_breakers.py:{alloc_line}")
+        for run, how in ((report, "report"),) + (((guard, "guard"),) if fixed is None else ()):
+            caps = broken(run)
+            r.check(bool(caps) and all((c.get("broken_by") or {}).get("event") == kind
+                                       and is_offender((c.get("broken_by") or {}).get("call", "")) for c in caps),
+                    f"{scenario}, {how} mode: every broken capture's broken_by names the offender "
+                    f"({[(c.get('broken_by') or {}).get('call') for c in caps]})")
+        if fixed is None:
+            # cupy_alloc: guard mode without rescue still breaks and says so; with rescue it survives
+            mine = [e for e in guard["events"] if e.get("event") == kind]
+            r.check(captured(guard) == "0" and bool(mine) and all(e.get("verdict") == "refused" for e in mine),
+                    f"{scenario}, guard mode without CAPGUARD_RESCUE: still breaks, reported as refused")
+            rescue = run_breaker(r, f"{scenario}_rescue", scenario, "guard", CAPGUARD_RESCUE="1")
+            mine = [e for e in rescue["events"] if e.get("event") == kind]
+            r.check(captured(rescue) == "1" and rescue["res"].get("replay_ok") == "1" and not broken(rescue),
+                    f"{scenario}, CAPGUARD_RESCUE=1: the capture survives, replay right")
+            r.check(bool(mine) and all(e.get("verdict") == "rescued" and is_offender(e.get("call", "")) for e in mine),
+                    f"{scenario}, CAPGUARD_RESCUE=1: verdict rescued ({[e.get('verdict') for e in mine]})")
+            continue
+        mine = [e for e in guard["events"] if e.get("event") == kind]
+        r.check(captured(guard) == "1" and guard["res"].get("replay_ok") == "1" and not broken(guard),
+                f"{scenario}, guard mode: the capture survives, replay right")
+        r.check(bool(mine) and all(e.get("verdict") == fixed and is_offender(e.get("call", "")) for e in mine),
+                f"{scenario}, guard mode: verdict {fixed} ({[e.get('verdict') for e in mine]})")
+        if scenario == "watchdog_query":
+            r.check(guard["res"].get("query_error") == "0",
+                    f"{scenario}, guard mode: the watchdog's query() raised nothing "
+                    f"(queries={guard['res'].get('queries')}, ready={guard['res'].get('ready')})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default=tempfile.gettempdir())
+    ap.add_argument("--only", choices=["all", "breakers"], default="all",
+                    help="breakers: only the capture breakers (7.)")
     args = ap.parse_args()
     reason = skip_reason()
     if reason:
@@ -181,6 +341,10 @@ def main():
         return 77
     os.makedirs(args.out, exist_ok=True)
     r = Runner(args.build, args.out)
+    if args.only == "breakers":
+        breakers(r)
+        print(f"{r.passed} passed, {r.failed} failed")
+        return 0 if r.failed == 0 else 1
     line = launch_line()
 
     # 1. first launch inside capture, real driver
@@ -236,6 +400,8 @@ def main():
         f.write(p.stdout)
 
     startup(r, args.out)
+
+    breakers(r)
 
     print(f"{r.passed} passed, {r.failed} failed")
     return 0 if r.failed == 0 else 1

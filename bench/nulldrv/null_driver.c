@@ -1,0 +1,58 @@
+/* A libcuda.so.1 whose entry points do nothing and return CUDA_SUCCESS: just
+ * enough for bench_hot_calls (set-up, the three hot calls) and for the shim
+ * to find a driver. Against calls that cost ~2 ns, what bench_hot_calls
+ * measures is the wrapper's own cost, without the fake driver's mutex and
+ * its noise (run_bench_hot.sh --null). Not a model of anything. */
+#include <cuda.h>
+#include <stdint.h>
+
+#define NULLDRV_EXPORT __attribute__((visibility("default")))
+
+NULLDRV_EXPORT CUresult CUDAAPI cuInit(unsigned int flags) {
+  (void)flags;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuDriverGetVersion(int *v) {
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal) {
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+  (void)d;
+  *c = (CUcontext)(uintptr_t)0x1000;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) {
+  (void)c;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
+  (void)flags;
+  *s = (CUstream)(uintptr_t)0x2000;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned int flags) {
+  (void)flags;
+  *e = (CUevent)(uintptr_t)0x3000;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
+  (void)s;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
+  (void)e;
+  (void)s;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
+  (void)e;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) {
+  (void)s;
+  return CUDA_SUCCESS;
+}
