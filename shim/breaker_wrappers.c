@@ -2,8 +2,9 @@
  * (entry_point_rows.h): the calls that break captures on every driver, and
  * the event records the 907 rule needs. These are hot (torch's caching
  * allocator records and queries events constantly, NCCL's watchdog polls):
- * with nothing capturing, or in off mode, each is two atomic loads and the
- * driver's call; breakers.c decides only while something captures. */
+ * with nothing capturing, or in off mode, each is the load of the driver's
+ * pointer, one atomic load and the driver's call (bench/run_bench_hot.sh);
+ * breakers.c decides only while something captures. */
 #include "breakers.h"
 
 #include "wrapper.h"
@@ -13,10 +14,13 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
 /* What the driver answered a call passed straight through: a capture may
  * have begun on another thread after the wrapper looked; a refusal is then
  * reported after the fact (off mode reports nothing). */
-static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind) {
-  if (__builtin_expect(r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT, 0) &&
-      !off())
+static __attribute__((noinline, cold)) void refused_unseen(CUresult r, cg_entry_point ep, cg_event_kind kind) {
+  if (!off())
     cg_breaker_refused_unseen(ep, kind, r);
+}
+static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind) {
+  if (__builtin_expect(r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT, 0))
+    refused_unseen(r, ep, kind);
   return r;
 }
 
@@ -24,7 +28,9 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind)
  * without parameters, cuCtxSynchronize, has a struct too) and a thunk that
  * makes the real call from them (breakers.c may make it, make it in relaxed
  * mode, or not make it). handle_thunk is the call on one handle, for
- * deferral, or NULL. */
+ * deferral, or NULL. The slow path is a function of its own, so that the
+ * wrapper's frame holds nothing whose address is taken (no stack-protector
+ * canary, no struct to set up) on the path taken when nothing captures. */
 #define CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, handle_thunk) \
   typedef struct {                                                                                    \
     int unused_;                                                                                      \
@@ -35,14 +41,17 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind)
     (void)args_;                                                                                      \
     return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(CG_FIELDS(params));                       \
   }                                                                                                   \
-  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
-    CG_REAL_OR_RETURN(ep, params, real);                                                              \
-    if (__builtin_expect(cg_nothing_captures(), 1) || off())                                          \
-      return passed(real(CG_ARGS(params)), ep, (kind));                                               \
+  static __attribute__((noinline)) CUresult cname##_slow(CG_PARAMS(params)) {                        \
     cname##_args args_ = {0, CG_ARGS(params)};                                                        \
     cg_call c_ = {(ep),      (kind),       (rule),         (fix), (uint64_t)(uintptr_t)(target),      \
                   (has_target), (ptsz),    cname##_invoke, &args_, (handle_thunk)};                   \
     return cg_breaker_call(&c_);                                                                      \
+  }                                                                                                   \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
+    CG_REAL_OR_RETURN(ep, params, real);                                                              \
+    if (__builtin_expect(cg_nothing_captures(), 1) || off())                                          \
+      return passed(real(CG_ARGS(params)), ep, (kind));                                               \
+    return cname##_slow(CG_ARGS(params));                                                             \
   }
 
 #define CG_WRAP_BREAKER(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix)         \
@@ -59,15 +68,24 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind)
                   fix, cname##_on_handle)
 
 /* A record on a capturing stream puts the event into the capture; one on
- * any other stream takes it out. Nothing capturing: nothing to remember
- * (an event recorded into a capture that ended is the driver's again). */
+ * any other stream takes it out. Nothing capturing: nothing to remember (an
+ * event recorded into a capture that ended is the driver's again), and the
+ * driver's call is the wrapper's last act. A capture begun on another
+ * thread between the look and the record is missed: a query of that event
+ * is then the driver's to answer (907, reported), not guard mode's. */
 #define CG_WRAP_EVENT_RECORD(cname, sname, ep, params, event, stream, ptsz)                          \
-  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
-    CG_REAL_OR_RETURN(ep, params, real);                                                              \
+  static __attribute__((noinline)) CUresult cname##_slow(CUresult (*real)(CG_PARAMS(params)),          \
+                                                         CG_PARAMS(params)) {                         \
     CUresult r_ = real(CG_ARGS(params));                                                              \
-    if (__builtin_expect(!cg_nothing_captures(), 0) && r_ == CUDA_SUCCESS && !off())                  \
+    if (r_ == CUDA_SUCCESS && !off())                                                                 \
       cg_captures_event_recorded((uint64_t)(uintptr_t)(event), (stream), (ptsz));                     \
     return r_;                                                                                        \
+  }                                                                                                   \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
+    CG_REAL_OR_RETURN(ep, params, real);                                                              \
+    if (__builtin_expect(cg_nothing_captures(), 1))                                                   \
+      return real(CG_ARGS(params));                                                                   \
+    return cname##_slow(real, CG_ARGS(params));                                                       \
   }
 
 #include "wrap_rows.h"

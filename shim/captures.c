@@ -13,8 +13,7 @@
 #include "stack.h"
 #include "warn.h"
 
-unsigned cg_open_captures;
-unsigned cg_begins_in_flight;
+cg_capture_activity cg_activity __attribute__((aligned(8)));
 
 /* The capture gate (captures.h). So whenever capguard decides, the model is
  * what the driver sees: no capture can be begun (or ended) in the driver and
@@ -110,7 +109,7 @@ void cg_captures_init(void) {
 
 void cg_captures_begin_enter(void) {
   pthread_rwlock_rdlock(&gate);
-  __atomic_add_fetch(&cg_begins_in_flight, 1, __ATOMIC_ACQ_REL);
+  __atomic_add_fetch(&cg_activity.n.begins_in_flight, 1, __ATOMIC_ACQ_REL);
 }
 
 static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
@@ -141,7 +140,7 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
     c->driver_id = driver_id;
   else
     free(site);
-  __atomic_store_n(&cg_open_captures, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
+  __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
   pthread_mutex_unlock(&model_lock);
 }
 
@@ -151,7 +150,7 @@ void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint
     capture_begun(key, driver_id, mode, into_graph, site);
   else
     free(site);
-  __atomic_sub_fetch(&cg_begins_in_flight, 1, __ATOMIC_ACQ_REL);
+  __atomic_sub_fetch(&cg_activity.n.begins_in_flight, 1, __ATOMIC_ACQ_REL);
   pthread_rwlock_unlock(&gate);
 }
 
@@ -177,7 +176,7 @@ bool cg_captures_end_leave(uint64_t key, CUresult *result, cg_capture *closed, b
   cg_model_forget_events_of(model, id);
   if (*result != CUDA_SUCCESS)
     captures_broken++;
-  __atomic_store_n(&cg_open_captures, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
+  __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
   pthread_mutex_unlock(&model_lock);
   pthread_rwlock_unlock(&gate);
   return true;
@@ -259,11 +258,11 @@ void cg_captures_atfork_parent(void) {
 void cg_captures_atfork_child(void) {
   pthread_mutex_init(&model_lock, NULL);
   gate = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
-  cg_begins_in_flight = 0;
+  cg_activity.n.begins_in_flight = 0;
   /* The parent's captures are leaked in the child rather than freed: their
    * user pointers belong to the parent's bookkeeping. Small and one-off. */
   model = cg_model_new();
-  __atomic_store_n(&cg_open_captures, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&cg_activity.n.open, 0, __ATOMIC_RELEASE);
   captures_broken = 0;
   self_tid = 0;
 }

@@ -14,15 +14,17 @@
 #include "capguard/event.h"
 
 /* Open captures in this process, and capture begins the driver may be
- * answering right now; the fast path's two atomic loads. A begin counts from
- * before the driver sees it, so a call that reads both as zero cannot meet a
- * capture the driver has and capguard has not. */
-extern unsigned cg_open_captures;
-extern unsigned cg_begins_in_flight;
-static inline bool cg_nothing_captures(void) {
-  return __atomic_load_n(&cg_begins_in_flight, __ATOMIC_ACQUIRE) == 0 &&
-         __atomic_load_n(&cg_open_captures, __ATOMIC_ACQUIRE) == 0;
-}
+ * answering right now: the fast path's one atomic load, of both at once. A
+ * begin counts from before the driver sees it, so a call that reads both as
+ * zero cannot meet a capture the driver has and capguard has not. */
+typedef union {
+  struct {
+    unsigned open, begins_in_flight;
+  } n;
+  uint64_t both;
+} cg_capture_activity;
+extern cg_capture_activity cg_activity;
+static inline bool cg_nothing_captures(void) { return __atomic_load_n(&cg_activity.both, __ATOMIC_ACQUIRE) == 0; }
 
 uint64_t cg_self_tid(void);
 cg_capture_mode cg_self_mode(void);

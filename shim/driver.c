@@ -75,8 +75,9 @@ static void resolve(void) {
     __atomic_store_n(&drv_state, DRV_ABSENT, __ATOMIC_RELEASE);
     return;
   }
+  void *real[CG_EP_COUNT];
   for (int i = 0; i < CG_EP_COUNT; i++)
-    cg_ep_real[i] = sym(h, cg_ep_name[i]);
+    real[i] = sym(h, cg_ep_name[i]);
   cg_drv.DriverGetVersion = (CUresult(*)(int *))sym(h, "cuDriverGetVersion");
   cg_drv.CtxGetCurrent = (CUresult(*)(CUcontext *))sym(h, "cuCtxGetCurrent");
   cg_drv.CtxGetDevice = (CUresult(*)(CUdevice *))sym(h, "cuCtxGetDevice");
@@ -91,6 +92,10 @@ static void resolve(void) {
     v = 0;
   driver_version = v;
   __atomic_store_n(&drv_state, DRV_READY, __ATOMIC_RELEASE);
+  /* Published last: a wrapper that sees its pointer (its one load) finds
+   * everything above done (wrapper.h). */
+  for (int i = 0; i < CG_EP_COUNT; i++)
+    __atomic_store_n(&cg_ep_real[i], real[i], __ATOMIC_RELEASE);
   cg_output_process(v);
 }
 

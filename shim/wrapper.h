@@ -18,12 +18,20 @@
 
 /* The driver's pointer for this row, or return from the wrapper: with no
  * driver (or a driver without this variant) the caller gets the error it
- * would get from a driver that does not initialise. */
+ * would get from a driver that does not initialise. One load once the
+ * driver is found: driver.c publishes the pointers after everything else it
+ * sets up, so a wrapper that sees its pointer sees a driver that is ready
+ * (an acquire load: a plain load on x86). */
 #define CG_REAL_OR_RETURN(ep, params, var)                                                     \
   CUresult (*var)(CG_PARAMS(params)) =                                                         \
-      cg_driver_ready() ? (CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep] : NULL;               \
-  if (!var)                                                                                    \
-  return CUDA_ERROR_NOT_INITIALIZED
+      (CUresult(*)(CG_PARAMS(params)))__atomic_load_n(&cg_ep_real[ep], __ATOMIC_ACQUIRE);      \
+  if (__builtin_expect(!var, 0)) {                                                             \
+    if (!cg_driver_ready())                                                                    \
+      return CUDA_ERROR_NOT_INITIALIZED;                                                       \
+    var = (CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep];                                      \
+    if (!var)                                                                                  \
+      return CUDA_ERROR_NOT_INITIALIZED;                                                       \
+  }
 
 #endif
 
