@@ -34,8 +34,9 @@ static uint64_t broken_hidden; /* broken captures not reprinted (same begin, sam
 static int log_failed;
 static int log_cut_mid_line;  /* the failed write left part of a line behind */
 static uint64_t lines_lost;
-/* Served loads and deferred calls: one line per process on stderr, then counted. */
-static int quiet_kind_said;
+/* Calls guard mode handled as its job (routine verdicts: served, deferred,
+ * not ready): one line per verdict per process on stderr, then counted. */
+static unsigned quiet_kinds_said; /* a bit per verdict */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Seen events for stderr de-duplication, keyed by a hash of what makes two
@@ -278,19 +279,26 @@ static void say_routine(const cg_event *e) {
   for (char *k = kernels; *k; k++)
     if ((unsigned char)*k < 0x20 || *k == 0x7f)
       *k = '?';
-  cg_warn("pid %llu: %.64s during capture: %s%s; further served loads and deferred calls of this "
-          "process are counted at exit%s",
-          (unsigned long long)e->pid, e->call ? e->call : "?",
-          e->verdict == CG_VERDICT_SERVED ? "served from the priming file" : "deferred until the capture ends",
-          kernels, log_fd >= 0 ? " and logged" : "");
+  const char *what;
+  switch (e->verdict) {
+  case CG_VERDICT_SERVED: what = "served from the priming file"; break;
+  case CG_VERDICT_DEFERRED_FREE: what = "returned success; the memory is freed when the capture ends"; break;
+  case CG_VERDICT_DEFERRED_DESTROY: what = "returned success; the graph is destroyed when the capture ends"; break;
+  case CG_VERDICT_NOT_READY: what = "answered not ready by capguard (the event is in a still-capturing stream)"; break;
+  default: what = "deferred until the capture ends"; break;
+  }
+  cg_warn("pid %llu: %.64s during capture: %s%s; further calls handled this way in this process are "
+          "counted at exit%s",
+          (unsigned long long)e->pid, e->call ? e->call : "?", what, kernels, log_fd >= 0 ? " and logged" : "");
 }
 
 void cg_output_event(const cg_event *e) {
   pthread_mutex_lock(&out_lock);
   int show = first_sighting(e) && !cg_cfg.quiet;
-  int first_routine = routine(e) && !quiet_kind_said;
+  unsigned bit = 1u << ((unsigned)e->verdict % 32);
+  int first_routine = routine(e) && !(quiet_kinds_said & bit);
   if (routine(e))
-    quiet_kind_said = 1;
+    quiet_kinds_said |= bit;
   pthread_mutex_unlock(&out_lock);
   if (routine(e)) {
     if (first_routine && !cg_cfg.quiet)
@@ -420,7 +428,7 @@ void cg_output_after_fork_child(void) {
   }
   repeats_hidden = 0;
   broken_hidden = 0;
-  quiet_kind_said = 0;
+  quiet_kinds_said = 0;
   lines_lost = 0;
   process_written = 0; /* a forked worker is a process of its own in the log */
   /* With %p in CAPGUARD_LOG, each process writes a file of its own. */

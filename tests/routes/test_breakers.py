@@ -163,6 +163,16 @@ class Guard(unittest.TestCase):
                     self.assertNotIn("deferred call on", g.stderr)  # none failed
                     self.assertNotIn("deferred calls (", g.stderr)  # none left over
 
+    def test_each_fix_is_said_once_in_its_own_words(self):
+        g = probe(["--op", "free", "--then", "execdestroy", "--watchdog", "10"], mode="guard")
+        lines = [ln for ln in g.stderr.splitlines() if " during capture: " in ln and "further calls" in ln]
+        self.assertEqual(len(lines), 3, g.stderr)
+        self.assertRegex(lines[0] + lines[1] + lines[2], "cuEventQuery during capture: answered not ready by capguard")
+        self.assertIn("cuMemFree_v2 during capture: returned success; the memory is freed when the capture ends",
+                      g.stderr)
+        self.assertIn("cuGraphExecDestroy during capture: returned success; the graph is destroyed when the "
+                      "capture ends", g.stderr)
+
     def test_captured_event_query_is_not_ready(self):
         for col in COLUMNS:
             with self.subTest(column=col):
