@@ -4,7 +4,9 @@
  * a buffer of any size keeps snprintf's contract: it returns the same length
  * whatever the room, writes inside the buffer, NUL-terminates, and at full
  * size writes one line. Any word parses to a row or to "none", never reads
- * past its length. Built as a libFuzzer binary with -Dfuzz=true and clang,
+ * past its length. A capture record with any strings and codes (where it
+ * began, its first offender) keeps the same contract, as JSON and as the
+ * line a person reads. Built as a libFuzzer binary with -Dfuzz=true and clang,
  * and always linked into the replay runner. */
 #include "capguard/event.h"
 #include "capguard/log_schema.h"
@@ -25,6 +27,64 @@
 static const cg_words *const tables[] = {&cg_record_types, &cg_event_kinds, &cg_verdicts,
                                          &cg_run_modes, &cg_capture_modes, &cg_capture_statuses,
                                          &cg_image_kinds};
+
+/* A formatter's contract on one object: the same length whatever the room,
+ * nothing written past the room, NUL-terminated, the full text one line
+ * (json) or ending in a newline (text). */
+typedef size_t (*formatter)(const void *obj, char *buf, size_t cap);
+static void check_contract(formatter f, const void *obj, uint8_t ctl, int one_line) {
+  size_t need = f(obj, NULL, 0);
+  REQUIRE(need > 0);
+  char *full = malloc(need + 1);
+  REQUIRE(full);
+  REQUIRE(f(obj, full, need + 1) == need);
+  REQUIRE(strlen(full) == need && full[need - 1] == '\n');
+  if (one_line)
+    REQUIRE(memchr(full, '\n', need) == full + need - 1);
+  size_t room = (size_t)(ctl >> 2) % (need + 1);
+  char *cut = malloc(room + 1);
+  REQUIRE(cut);
+  cut[room] = 'Z'; /* one byte past the room: never written */
+  REQUIRE(f(obj, room ? cut : NULL, room) == need);
+  if (room) {
+    REQUIRE(strlen(cut) == room - 1);
+    REQUIRE(memcmp(cut, full, room - 1) == 0);
+  }
+  REQUIRE(cut[room] == 'Z');
+  free(cut);
+  free(full);
+}
+
+static size_t capture_json(const void *r, char *b, size_t c) { return cg_capture_format_json(r, b, c); }
+static size_t capture_text(const void *r, char *b, size_t c) { return cg_capture_format_broken_text(r, b, c); }
+
+/* A capture record whose strings (where it began, the offender's call and
+ * lines) and numbers come from the input: any bytes, any codes. */
+static void check_capture(const char *text, size_t len, uint8_t ctl) {
+  char began[96], call[48], where[96];
+  size_t a = len < sizeof began - 1 ? len : sizeof began - 1;
+  memcpy(began, text, a);
+  began[a] = '\0';
+  size_t b = len / 2 < sizeof call - 1 ? len / 2 : sizeof call - 1;
+  memcpy(call, text + len - b, b);
+  call[b] = '\0';
+  size_t w = len / 3 < sizeof where - 1 ? len / 3 : sizeof where - 1;
+  memcpy(where, text + len / 3, w);
+  where[w] = '\0';
+  cg_capture c = {.id = ctl, .stream = (uint64_t)len << 3, .tid = ctl, .mode = (cg_capture_mode)(ctl % 4),
+                  .status = (cg_capture_status)((ctl >> 2) % (CG_CAPTURE_STATUS_COUNT + 1)),
+                  .begin_ns = len, .end_ns = len * 3 + 1, .events = ctl}; /* ended: no clock in the record */
+  cg_offender off = {.call = call, .kind = (cg_event_kind)((ctl >> 3) % (CG_EV_KIND_COUNT + 1)),
+                     .verdict = (cg_verdict)((ctl >> 1) % (CG_VERDICT_COUNT + 1)),
+                     .result = (int)(900 + (ctl % 12)) * (ctl & 64 ? -1 : 1), .tid = len,
+                     .python = where, .where = ctl & 4 ? where : began};
+  cg_capture_record r = {.capture = &c, .pid = ctl, .began = began, .ended = ctl & 16,
+                         .end_result = (int)(ctl % 910), .repeats = ctl & 32 ? len : 0,
+                         .broken_by = ctl & 128 ? &off : NULL};
+  check_contract(capture_json, &r, ctl, 1);
+  check_contract(capture_text, &r, ctl, 1);
+  REQUIRE(cg_cuda_result_words(off.result) == NULL || strlen(cg_cuda_result_words(off.result)) > 0);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
@@ -68,5 +128,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   REQUIRE(cut[room] == 'Z');
   free(cut);
   free(full);
+  check_capture(cmdline, len, ctl);
   return 0;
 }
