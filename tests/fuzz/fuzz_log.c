@@ -1,0 +1,164 @@
+/* libFuzzer target for the capguard command's log reader and report
+ * (tools/log_reader.c, log_pool.c, log_site.c, frame_source.c, log_runs.c,
+ * report_*.c, rerun_command.c): any bytes are a log's text, read as
+ * `capguard report` reads a file (cgl_read_stream on an fmemopen'ed buffer;
+ * a form feed byte starts another file, up to 4, as when several logs are
+ * given), then, when it holds a capguard record, grouped into runs and
+ * analysed both as --all and as the latest run alone, and rendered every way
+ * (text with and without colour, --json, --html, --trace) into memory, then
+ * everything freed (LeakSanitizer checks it).
+ *
+ * What the renderings must hold whatever the log says:
+ * - --json and --trace print one JSON document that jansson parses, and return 0;
+ * - --html returns 0 and writes a page that ends its document;
+ * - the text without colour holds no control character but newlines: nothing
+ *   read from a log drives a terminal.
+ * Built as a libFuzzer binary with -Dfuzz=true and clang, and always linked
+ * into the replay runner. */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_render.h"
+
+#define REQUIRE(cond)                                                      \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      fprintf(stderr, "fuzz_log: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      abort();                                                             \
+    }                                                                      \
+  } while (0)
+
+#define MAX_FILES 4
+
+static const char *const names[MAX_FILES] = {"run.jsonl", "/tmp/logs/worker.jsonl", "-",
+                                             "(stdin)"};
+
+/* One rendering into memory: its text (malloc'd, NUL-terminated) and length. */
+typedef struct {
+  char *text;
+  size_t len;
+} page;
+
+static FILE *page_open(page *p) {
+  p->text = NULL;
+  p->len = 0;
+  FILE *f = open_memstream(&p->text, &p->len);
+  REQUIRE(f);
+  return f;
+}
+
+static void page_close(FILE *f, page *p) {
+  REQUIRE(fclose(f) == 0);
+  REQUIRE(p->text && strlen(p->text) == p->len); /* no NUL written */
+}
+
+static void require_json(const page *p, const char *what) {
+  json_error_t err;
+  json_t *doc = json_loadb(p->text, p->len, 0, &err);
+  if (!doc) {
+    fprintf(stderr, "fuzz_log: %s is not JSON: %s (line %d, column %d)\n%.*s\n", what, err.text,
+            err.line, err.column, (int)(p->len < 4000 ? p->len : 4000), p->text);
+    abort();
+  }
+  json_decref(doc);
+}
+
+static void render(const cgr_analysis *a) {
+  page p;
+  FILE *f;
+
+  f = page_open(&p);
+  cgr_print_text(f, a, (cg_palette){"", "", "", "", "", ""});
+  page_close(f, &p);
+  for (size_t i = 0; i < p.len; i++) {
+    unsigned char c = (unsigned char)p.text[i];
+    if ((c < 0x20 && c != '\n') || c == 0x7f) {
+      fprintf(stderr, "fuzz_log: control character 0x%02x at %zu of the text report:\n%s\n", c, i,
+              p.text);
+      abort();
+    }
+  }
+  free(p.text);
+
+  f = page_open(&p);
+  cgr_print_text(f, a,
+                 (cg_palette){"\033[1m", "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"});
+  page_close(f, &p);
+  free(p.text);
+
+  f = page_open(&p);
+  REQUIRE(cgr_print_json(f, a) == 0);
+  page_close(f, &p);
+  require_json(&p, "--json");
+  free(p.text);
+
+  f = page_open(&p);
+  REQUIRE(cgr_print_html(f, a) == 0);
+  page_close(f, &p);
+  REQUIRE(strstr(p.text, "</html>"));
+  free(p.text);
+
+  f = page_open(&p);
+  REQUIRE(cgr_print_trace(f, a) == 0);
+  page_close(f, &p);
+  require_json(&p, "--trace");
+  free(p.text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  cgl_log log;
+  cgl_init(&log);
+  /* Files split at form feeds (JSON escapes one inside a string, so none of a real log's). */
+  size_t at = 0;
+  for (size_t nf = 0; nf < MAX_FILES && (at < size || nf == 0); nf++) {
+    const uint8_t *ff = nf + 1 < MAX_FILES ? memchr(data + at, '\f', size - at) : NULL;
+    size_t end = ff ? (size_t)(ff - data) : size;
+    if (end > at) {
+      /* fmemopen reads in place; "r" never writes the buffer */
+      FILE *f = fmemopen((void *)(uintptr_t)(data + at), end - at, "r");
+      REQUIRE(f);
+      REQUIRE(cgl_read_stream(&log, f, names[nf]) == 0);
+      fclose(f);
+    } else {
+      /* an empty file (fmemopen may refuse size 0): read as nothing */
+      FILE *f = fopen("/dev/null", "r");
+      REQUIRE(f);
+      REQUIRE(cgl_read_stream(&log, f, names[nf]) == 0);
+      fclose(f);
+    }
+    at = ff ? end + 1 : size;
+  }
+  REQUIRE(log.malformed <= log.lines);
+  REQUIRE(log.records <= log.lines);
+  if (!cgl_is_capguard_log(&log)) { /* report stops here: not a capguard log */
+    cgl_free(&log);
+    return 0;
+  }
+  cgl_group_runs(&log);
+  REQUIRE(log.n_procs == 0 || log.n_runs > 0);
+  for (size_t i = 0; i < log.n_procs; i++)
+    REQUIRE(log.procs[i].run_index < log.n_runs);
+
+  /* --all */
+  cgr_analysis a;
+  cgr_analyse(&log, &a);
+  cgr_count_runs(&log, SIZE_MAX, &a);
+  render(&a);
+  cgr_free(&a);
+
+  /* the default: the latest run alone, when there are several */
+  if (log.n_runs > 1) {
+    cgl_log view;
+    cgl_view(&log, log.n_runs - 1, &view);
+    cgr_analyse(&view, &a);
+    cgr_count_runs(&log, log.n_runs - 1, &a);
+    render(&a);
+    cgr_free(&a);
+    cgl_free(&view);
+  }
+  cgl_free(&log);
+  return 0;
+}
