@@ -68,45 +68,13 @@ static json_t *arr(json_t *o, const char *k) {
   return json_is_array(v) ? v : NULL;
 }
 
-/* Bytes of the valid UTF-8 sequence at p (1-4), or 0 if p starts an invalid
- * one (overlong, surrogate, above U+10FFFF, cut short by the NUL). */
-static size_t utf8_len(const unsigned char *p) {
-  unsigned c = p[0];
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return (p[1] & 0xC0) == 0x80 ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    if (p[1] < lo || p[1] > hi) return 0;
-    return (p[2] & 0xC0) == 0x80 ? 3 : 0;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    if (p[1] < lo || p[1] > hi || (p[2] & 0xC0) != 0x80) return 0;
-    return (p[3] & 0xC0) == 0x80 ? 4 : 0;
-  }
-  return 0;
-}
-
 /* The message holds the log's own bytes (jansson's "near '...'" quotes the
- * line): control characters become '?', as cgl_intern makes them, so none can
- * drive a terminal, and so does each byte that is not valid UTF-8 (the line's,
- * or a character the buffer cut), so that --json can hold it. */
-static void make_printable(char *s) {
-  for (unsigned char *p = (unsigned char *)s; *p;) {
-    size_t k = utf8_len(p);
-    if (k == 0 || *p < 0x20 || *p == 0x7f) {
-      *p++ = '?';
-      continue;
-    }
-    p += k;
-  }
-}
-
+ * line): made printable, as the log's strings are (cgl_intern). */
 static void malformed(cgl_log *log, size_t file, long long lineno, const char *why) {
   if (log->malformed++ == 0) {
     snprintf(log->first_malformed, sizeof log->first_malformed, "%s:%lld: %s", log->files[file],
              lineno, why);
-    make_printable(log->first_malformed);
+    cgl_make_printable(log->first_malformed, strlen(log->first_malformed));
   }
 }
 
