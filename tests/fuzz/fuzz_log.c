@@ -71,7 +71,7 @@ static void page_close(FILE *f, page *p) {
   REQUIRE(p->text && strlen(p->text) == p->len); /* no NUL written */
 }
 
-static void require_json(const page *p, const char *what) {
+static json_t *require_json(const page *p, const char *what) {
   json_error_t err;
   json_t *doc = json_loadb(p->text, p->len, 0, &err);
   if (!doc) {
@@ -79,7 +79,51 @@ static void require_json(const page *p, const char *what) {
             err.line, err.column, (int)(p->len < 4000 ? p->len : 4000), p->text);
     abort();
   }
-  json_decref(doc);
+  return doc;
+}
+
+/* --json holds one entry per thing analysed, each whole: none dropped (jansson
+ * refuses a string that is not UTF-8, and a dropped entry would be silent). */
+static void require_array(json_t *doc, const char *key, size_t n, const char *member) {
+  json_t *v = json_object_get(doc, key);
+  if (!json_is_array(v) || json_array_size(v) != n) {
+    fprintf(stderr, "fuzz_log: --json \"%s\" has %zu entries, the analysis %zu\n", key,
+            json_is_array(v) ? json_array_size(v) : (size_t)0, n);
+    abort();
+  }
+  size_t i;
+  json_t *e;
+  json_array_foreach(v, i, e) {
+    if (member && !json_object_get(e, member)) {
+      fprintf(stderr, "fuzz_log: --json \"%s\"[%zu] lacks \"%s\"\n", key, i, member);
+      abort();
+    }
+  }
+}
+
+static void require_report_json(json_t *doc, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  require_array(doc, "logs", log->n_files, NULL);
+  require_array(doc, "processes", log->n_procs, "broken_captures");
+  require_array(doc, "captures", log->n_caps, "repeats");
+  require_array(doc, "broken", a->n_broken, "first_call");
+  require_array(doc, "kernels", a->n_kernels, "site");
+  require_array(doc, "sites", a->n_sites, "kernels");
+  require_array(doc, "runs", a->n_runs, "reported");
+  require_array(doc, "advice", a->n_advice, NULL);
+  size_t per_proc = 0, i;
+  json_t *pr;
+  json_array_foreach(json_object_get(doc, "processes"), i, pr)
+    per_proc += json_array_size(json_object_get(pr, "broken_captures"));
+  REQUIRE(per_proc == a->n_broken);
+  json_t *b;
+  json_array_foreach(json_object_get(doc, "broken"), i, b) {
+    REQUIRE(json_object_get(b, "offender_text"));
+    json_t *f = json_object_get(b, "first_call");
+    REQUIRE(json_is_null(f) || json_object_get(f, "handle"));
+  }
+  REQUIRE(json_object_get(json_object_get(doc, "lines"), "first_malformed"));
+  REQUIRE(json_object_get(json_object_get(doc, "totals"), "log_incomplete"));
 }
 
 static void render(const cgr_analysis *a) {
@@ -108,7 +152,9 @@ static void render(const cgr_analysis *a) {
   f = page_open(&p);
   REQUIRE(cgr_print_json(f, a) == 0);
   page_close(f, &p);
-  require_json(&p, "--json");
+  json_t *doc = require_json(&p, "--json");
+  require_report_json(doc, a);
+  json_decref(doc);
   free(p.text);
 
   f = page_open(&p);
@@ -120,7 +166,14 @@ static void render(const cgr_analysis *a) {
   f = page_open(&p);
   REQUIRE(cgr_print_trace(f, a) == 0);
   page_close(f, &p);
-  require_json(&p, "--trace");
+  doc = require_json(&p, "--trace");
+  /* one event a process (its name), a capture and a call, none dropped */
+  json_t *evs = json_object_get(doc, "traceEvents");
+  REQUIRE(json_array_size(evs) == a->log->n_procs + a->log->n_caps + a->log->n_evs);
+  size_t i;
+  json_t *ev;
+  json_array_foreach(evs, i, ev) REQUIRE(json_object_get(ev, "args") && json_object_get(ev, "name"));
+  json_decref(doc);
   free(p.text);
 }
 
