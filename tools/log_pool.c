@@ -58,14 +58,47 @@ void cgl_pool_free(struct cgl_pool *p) {
 
 static bool unsafe(unsigned char c) { return c < 0x20 || c == 0x7f; }
 
+/* Bytes of the valid UTF-8 sequence at p (1-4), or 0 if p starts an invalid
+ * one or one longer than the rem bytes left. The ranges are Unicode's
+ * well-formed sequences: no overlongs, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_len(const unsigned char *p, size_t rem) {
+  unsigned c = p[0];
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return rem >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    if (rem < 3 || p[1] < lo || p[1] > hi) return 0;
+    return (p[2] & 0xC0) == 0x80 ? 3 : 0;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    if (rem < 4 || p[1] < lo || p[1] > hi) return 0;
+    if ((p[2] & 0xC0) != 0x80) return 0;
+    return (p[3] & 0xC0) == 0x80 ? 4 : 0;
+  }
+  return 0;
+}
+
+void cgl_make_printable(char *s, size_t n) {
+  unsigned char *p = (unsigned char *)s, *end = p + n;
+  while (p < end) {
+    size_t k = unsafe(*p) ? 0 : utf8_len(p, (size_t)(end - p));
+    if (k == 0) {
+      *p++ = '?';
+      continue;
+    }
+    p += k;
+  }
+}
+
 const char *cgl_intern(struct cgl_pool *p, const char *s, size_t n) {
   if (!s)
     return NULL;
   char small[256];
   char *clean = n < sizeof small ? small : cgl_xrealloc(NULL, n + 1);
-  for (size_t i = 0; i < n; i++)
-    clean[i] = unsafe((unsigned char)s[i]) ? '?' : s[i];
+  memcpy(clean, s, n);
   clean[n] = '\0';
+  cgl_make_printable(clean, n);
   pooled_str *found;
   HASH_FIND(hh, p->strs, clean, n, found);
   if (!found) {

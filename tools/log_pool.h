@@ -13,7 +13,12 @@
 
 struct cgl_pool *cgl_pool_new(void);
 void cgl_pool_free(struct cgl_pool *p);
-/* The interned copy of s[0..n) (sanitized); NULL when s is NULL. */
+/* s[0..n) made safe in place: each control character (escape sequences,
+ * newlines, NUL) and each byte that is not part of valid UTF-8 (a character
+ * a buffer cut in two) becomes '?', so that the text can neither drive a
+ * terminal nor make a JSON string (jansson) refuse it. */
+void cgl_make_printable(char *s, size_t n);
+/* The interned copy of s[0..n) (made printable); NULL when s is NULL. */
 const char *cgl_intern(struct cgl_pool *p, const char *s, size_t n);
 /* The interned list of n strings, each already interned. */
 const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t n);

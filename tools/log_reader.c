@@ -68,10 +68,14 @@ static json_t *arr(json_t *o, const char *k) {
   return json_is_array(v) ? v : NULL;
 }
 
+/* The message holds the log's own bytes (jansson's "near '...'" quotes the
+ * line): made printable, as the log's strings are (cgl_intern). */
 static void malformed(cgl_log *log, size_t file, long long lineno, const char *why) {
-  if (log->malformed++ == 0)
+  if (log->malformed++ == 0) {
     snprintf(log->first_malformed, sizeof log->first_malformed, "%s:%lld: %s", log->files[file],
              lineno, why);
+    cgl_make_printable(log->first_malformed, strlen(log->first_malformed));
+  }
 }
 
 /* A process's span, clamped to 2^62 ns (year 2116): what is added to it later

@@ -1,29 +1,47 @@
 /* --json: the analysis for machines, one JSON document (schema "capguard-report", v 1). */
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "log_pool.h"
 #include "report_offender.h"
 
 #include "report_render.h"
 
-static json_t *jstr(const char *s) { return s ? json_string(s) : json_null(); }
+/* Text as a JSON string, never refused: the log's strings are valid UTF-8
+ * (cgl_intern), but a buffer that cut one in the middle of a character, or a
+ * file name from the command line, need not be; such bytes become '?'. */
+static json_t *jtext(const char *s) {
+  json_t *j = json_string(s);
+  if (j)
+    return j;
+  char *copy = strdup(s);
+  if (!copy)
+    return NULL;
+  cgl_make_printable(copy, strlen(copy));
+  j = json_string(copy);
+  free(copy);
+  return j;
+}
+
+static json_t *jstr(const char *s) { return s ? jtext(s) : json_null(); }
 
 static json_t *event_json(const cgr_analysis *a, const cgl_event *e) {
   char site[512];
   cgl_event_site(e, site, sizeof site);
-  json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:I, s:s, s:s, s:I}", "pid",
+  json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}", "pid",
                         (json_int_t)a->log->procs[e->proc].pid, "event",
                         jstr(cgl_word(&cg_event_kinds, e->kind)), "call", jstr(e->call), "verdict",
                         jstr(cgl_word(&cg_verdicts, e->verdict)), "result", (json_int_t)e->result,
-                        "time_ns", (json_int_t)e->time_ns, "site", site, "log", e->src_file, "line",
+                        "time_ns", (json_int_t)e->time_ns, "site", jtext(site), "log", jtext(e->src_file), "line",
                         (json_int_t)e->src_line);
   json_t *k = json_array();
   for (size_t i = 0; i < e->kernels->n; i++)
-    json_array_append_new(k, json_string(e->kernels->v[i]));
+    json_array_append_new(k, jtext(e->kernels->v[i]));
   json_object_set_new(o, "kernels", k);
   char result[160];
   cgr_event_result(e, result, sizeof result);
-  json_object_set_new(o, "result_words", json_string(result));
+  json_object_set_new(o, "result_words", jtext(result));
   json_object_set_new(o, "meaning", jstr(e->meaning));
   json_object_set_new(o, "handle", jstr(e->handle));
   return o;
@@ -54,7 +72,7 @@ static void offender_json(const cgr_analysis *a, size_t capture, long first_even
   json_object_set_new(o, "offender",
                       json_string(by == CGL_BY_CALL ? "named" : by == CGL_BY_UNWATCHED ? "unwatched"
                                                                                     : "not-said"));
-  json_object_set_new(o, "offender_text", json_string(phrase));
+  json_object_set_new(o, "offender_text", jtext(phrase));
 }
 
 static json_t *capture_json(const cgr_analysis *a, const cgl_capture *c) {
@@ -97,28 +115,28 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   json_object_set_new(root, "v", json_integer(1));
   json_t *logs = json_array();
   for (size_t i = 0; i < log->n_files; i++)
-    json_array_append_new(logs, json_string(log->files[i]));
+    json_array_append_new(logs, jtext(log->files[i]));
   json_object_set_new(root, "logs", logs);
   json_object_set_new(root, "lines",
                       json_pack("{s:I, s:I, s:I, s:I, s:o}", "read", (json_int_t)log->lines,
                                 "malformed", (json_int_t)log->malformed, "newer_version",
                                 (json_int_t)log->newer, "unknown_type", (json_int_t)log->unknown,
                                 "first_malformed",
-                                log->malformed ? json_string(log->first_malformed) : json_null()));
+                                log->malformed ? jtext(log->first_malformed) : json_null()));
 
   json_t *procs = json_array(), **per = broken_by_process(a);
   for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
     json_t *argv = json_array();
     for (size_t i = 0; i < pr->argc; i++)
-      json_array_append_new(argv, json_string(pr->argv[i]));
-    json_array_append_new(procs, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:s}", "pid",
+      json_array_append_new(argv, jtext(pr->argv[i]));
+    json_array_append_new(procs, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:o}", "pid",
                                            (json_int_t)pr->pid, "ppid", (json_int_t)pr->ppid,
                                            "argv", argv, "mode",
                                            jstr(cgl_word(&cg_run_modes, pr->mode)), "driver_version",
                                            (json_int_t)pr->driver_version, "emulate_driver",
                                            (json_int_t)pr->emulate_driver, "exited", pr->has_summary,
-                                           "log", log->files[pr->file]));
+                                           "log", jtext(log->files[pr->file])));
     json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "broken_captures",
                         per ? per[p] : json_array());
   }
@@ -143,10 +161,10 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   for (size_t k = 0; k < a->n_kernels; k++) {
     char site[512];
     cgl_event_site(&log->evs[a->kernels[k].first_event], site, sizeof site);
-    json_array_append_new(kernels, json_pack("{s:s, s:I, s:I, s:s, s:b}", "name",
-                                             a->kernels[k].name, "loads",
+    json_array_append_new(kernels, json_pack("{s:o, s:I, s:I, s:o, s:b}", "name",
+                                             jtext(a->kernels[k].name), "loads",
                                              (json_int_t)a->kernels[k].loads, "served",
-                                             (json_int_t)a->kernels[k].served, "site", site,
+                                             (json_int_t)a->kernels[k].served, "site", jtext(site),
                                              "broke_capture", a->kernels[k].broke));
   }
   json_object_set_new(root, "kernels", kernels);
@@ -156,10 +174,10 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
     const cgr_site *st = &a->sites[s];
     json_t *calls = json_array(), *names = json_array();
     for (size_t i = 0; i < st->n_calls; i++)
-      json_array_append_new(calls, json_string(st->calls[i]));
+      json_array_append_new(calls, jtext(st->calls[i]));
     for (size_t i = 0; i < st->n_kernels; i++)
-      json_array_append_new(names, json_string(st->kernels[i]));
-    json_array_append_new(sites, json_pack("{s:s, s:I, s:o, s:o}", "site", st->site, "count",
+      json_array_append_new(names, jtext(st->kernels[i]));
+    json_array_append_new(sites, json_pack("{s:o, s:I, s:o, s:o}", "site", jtext(st->site), "count",
                                            (json_int_t)st->count, "calls", calls, "kernels",
                                            names));
   }
@@ -206,7 +224,7 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
 
   json_t *advice = json_array();
   for (size_t i = 0; i < a->n_advice; i++)
-    json_array_append_new(advice, json_string(a->advice[i]));
+    json_array_append_new(advice, jtext(a->advice[i]));
   json_object_set_new(root, "advice", advice);
 
   int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -5,16 +5,33 @@
  * calling thread, with their details in "args". Times are from the first thing
  * in the log; otherData.capguard_epoch_ns says when that was. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
+#include "log_pool.h"
 #include "report_offender.h"
 #include "report_render.h"
 
 /* Microseconds from t0, computed in floating point: no signed overflow on extreme times. */
 static double us_since(long long t, long long t0) { return ((double)t - (double)t0) / 1e3; }
 
-static json_t *jstr(const char *s) { return json_string(s ? s : ""); }
+/* Text as a JSON string, never refused: a buffer that cut a character in the
+ * middle, or a file name from the command line, need not be UTF-8; such bytes
+ * become '?' (the log's own strings already are, cgl_intern). */
+static json_t *jstr(const char *s) {
+  json_t *j = json_string(s ? s : "");
+  if (j)
+    return j;
+  char *copy = strdup(s);
+  if (!copy)
+    return NULL;
+  cgl_make_printable(copy, strlen(copy));
+  j = json_string(copy);
+  free(copy);
+  return j;
+}
 
 static void name_process(json_t *evs, const cgr_analysis *a, size_t p) {
   const cgl_process *pr = &a->log->procs[p];
@@ -22,9 +39,9 @@ static void name_process(json_t *evs, const cgr_analysis *a, size_t p) {
   cgr_process_command(pr, cmd, sizeof cmd);
   snprintf(who, sizeof who, "%s (pid %lld, %s mode)", cmd[0] ? cmd : "?", pr->pid,
            pr->mode < CG_RUN_MODE_COUNT ? cg_run_mode_name(pr->mode) : "?");
-  json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:s}}", "ph", "M", "name",
+  json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name",
                                        "process_name", "pid", (json_int_t)pr->pid, "tid",
-                                       (json_int_t)0, "args", "name", who));
+                                       (json_int_t)0, "args", "name", jstr(who)));
 }
 
 int cgr_print_trace(FILE *out, const cgr_analysis *a) {
@@ -68,7 +85,7 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
     if (broken && args) {
       char phrase[1024];
       cgr_offender_phrase(log, c, cp->first_break, phrase, sizeof phrase);
-      json_object_set_new(args, "first_offender", json_string(phrase));
+      json_object_set_new(args, "first_offender", jstr(phrase));
     }
     if (args && cp->repeats > 0)
       json_object_set_new(args, "repeats", json_integer((json_int_t)cp->repeats));
@@ -81,11 +98,11 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
     snprintf(name, sizeof name, "%s %s", e->call ? e->call : "?", verdict ? verdict : "?");
     json_t *kernels = json_array();
     for (size_t k = 0; k < e->kernels->n; k++)
-      json_array_append_new(kernels, json_string(e->kernels->v[k]));
+      json_array_append_new(kernels, jstr(e->kernels->v[k]));
     long long t = e->time_ns > 0 ? e->time_ns : log->caps[e->capture].begin_ns;
     json_array_append_new(
-        evs, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:I, s:o, s:o, s:I}}",
-                       "ph", "i", "s", "t", "cat", "call", "name", name, "ts", us_since(t, t0),
+        evs, json_pack("{s:s, s:s, s:s, s:o, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:I, s:o, s:o, s:I}}",
+                       "ph", "i", "s", "t", "cat", "call", "name", jstr(name), "ts", us_since(t, t0),
                        "pid", (json_int_t)pr->pid, "tid", (json_int_t)e->tid, "args", "event",
                        jstr(cgl_word(&cg_event_kinds, e->kind)), "verdict", jstr(verdict), "site",
                        jstr(e->site),
@@ -95,9 +112,9 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
     if (args) {
       char result[160];
       cgr_event_result(e, result, sizeof result);
-      json_object_set_new(args, "result_words", json_string(result));
+      json_object_set_new(args, "result_words", jstr(result));
       if (e->handle)
-        json_object_set_new(args, "handle", json_string(e->handle));
+        json_object_set_new(args, "handle", jstr(e->handle));
     }
   }
   json_t *root = json_pack("{s:o, s:s, s:{s:I, s:s}}", "traceEvents", evs, "displayTimeUnit", "ms",

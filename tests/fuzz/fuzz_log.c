@@ -1,0 +1,233 @@
+/* libFuzzer target for the capguard command's log reader and report
+ * (tools/log_reader.c, log_pool.c, log_site.c, frame_source.c, log_runs.c,
+ * report_*.c, rerun_command.c): any bytes are a log's text, read as
+ * `capguard report` reads a file (cgl_read_stream on an fmemopen'ed buffer;
+ * a form feed byte starts another file, up to 4, as when several logs are
+ * given), then, when it holds a capguard record, grouped into runs and
+ * analysed both as --all and as the latest run alone, and rendered every way
+ * (text with and without colour, --json, --html, --trace) into memory, then
+ * everything freed (LeakSanitizer checks it).
+ *
+ * What the renderings must hold whatever the log says:
+ * - --json and --trace print one JSON document that jansson parses, and return 0;
+ * - --html returns 0 and writes a page that ends its document;
+ * - the text without colour holds no control character but newlines: nothing
+ *   read from a log drives a terminal.
+ * Built as a libFuzzer binary with -Dfuzz=true and clang, and always linked
+ * into the replay runner. */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_render.h"
+
+#define REQUIRE(cond)                                                      \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      fprintf(stderr, "fuzz_log: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      abort();                                                             \
+    }                                                                      \
+  } while (0)
+
+#define MAX_FILES 4
+
+#ifdef CG_FUZZ_LOG_RESET_EVERY
+/* The libFuzzer binary is linked with --wrap=cgl_frame_source_reset: opening
+ * an object a native frame names (libc.so.6 and its detached debug info,
+ * say) takes tens of milliseconds, once a report, which would be once an
+ * input. cgl_free's reset of frame_source's caches is done every
+ * CG_FUZZ_LOG_RESET_EVERY inputs instead: the reset is still exercised, the
+ * caches stay bounded, and an input alone replays as it ran. */
+void __real_cgl_frame_source_reset(void);
+void __wrap_cgl_frame_source_reset(void);
+void __wrap_cgl_frame_source_reset(void) {
+  static unsigned calls;
+  if (++calls % CG_FUZZ_LOG_RESET_EVERY == 0)
+    __real_cgl_frame_source_reset();
+}
+#endif
+
+static const char *const names[MAX_FILES] = {"run.jsonl", "/tmp/logs/worker.jsonl", "-",
+                                             "(stdin)"};
+
+/* One rendering into memory: its text (malloc'd, NUL-terminated) and length. */
+typedef struct {
+  char *text;
+  size_t len;
+} page;
+
+static FILE *page_open(page *p) {
+  p->text = NULL;
+  p->len = 0;
+  FILE *f = open_memstream(&p->text, &p->len);
+  REQUIRE(f);
+  return f;
+}
+
+static void page_close(FILE *f, page *p) {
+  REQUIRE(fclose(f) == 0);
+  REQUIRE(p->text && strlen(p->text) == p->len); /* no NUL written */
+}
+
+static json_t *require_json(const page *p, const char *what) {
+  json_error_t err;
+  json_t *doc = json_loadb(p->text, p->len, 0, &err);
+  if (!doc) {
+    fprintf(stderr, "fuzz_log: %s is not JSON: %s (line %d, column %d)\n%.*s\n", what, err.text,
+            err.line, err.column, (int)(p->len < 4000 ? p->len : 4000), p->text);
+    abort();
+  }
+  return doc;
+}
+
+/* --json holds one entry per thing analysed, each whole: none dropped (jansson
+ * refuses a string that is not UTF-8, and a dropped entry would be silent). */
+static void require_array(json_t *doc, const char *key, size_t n, const char *member) {
+  json_t *v = json_object_get(doc, key);
+  if (!json_is_array(v) || json_array_size(v) != n) {
+    fprintf(stderr, "fuzz_log: --json \"%s\" has %zu entries, the analysis %zu\n", key,
+            json_is_array(v) ? json_array_size(v) : (size_t)0, n);
+    abort();
+  }
+  size_t i;
+  json_t *e;
+  json_array_foreach(v, i, e) {
+    if (member && !json_object_get(e, member)) {
+      fprintf(stderr, "fuzz_log: --json \"%s\"[%zu] lacks \"%s\"\n", key, i, member);
+      abort();
+    }
+  }
+}
+
+static void require_report_json(json_t *doc, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  require_array(doc, "logs", log->n_files, NULL);
+  require_array(doc, "processes", log->n_procs, "broken_captures");
+  require_array(doc, "captures", log->n_caps, "repeats");
+  require_array(doc, "broken", a->n_broken, "first_call");
+  require_array(doc, "kernels", a->n_kernels, "site");
+  require_array(doc, "sites", a->n_sites, "kernels");
+  require_array(doc, "runs", a->n_runs, "reported");
+  require_array(doc, "advice", a->n_advice, NULL);
+  size_t per_proc = 0, i;
+  json_t *pr;
+  json_array_foreach(json_object_get(doc, "processes"), i, pr)
+    per_proc += json_array_size(json_object_get(pr, "broken_captures"));
+  REQUIRE(per_proc == a->n_broken);
+  json_t *b;
+  json_array_foreach(json_object_get(doc, "broken"), i, b) {
+    REQUIRE(json_object_get(b, "offender_text"));
+    json_t *f = json_object_get(b, "first_call");
+    REQUIRE(json_is_null(f) || json_object_get(f, "handle"));
+  }
+  REQUIRE(json_object_get(json_object_get(doc, "lines"), "first_malformed"));
+  REQUIRE(json_object_get(json_object_get(doc, "totals"), "log_incomplete"));
+}
+
+static void render(const cgr_analysis *a) {
+  page p;
+  FILE *f;
+
+  f = page_open(&p);
+  cgr_print_text(f, a, (cg_palette){"", "", "", "", "", ""});
+  page_close(f, &p);
+  for (size_t i = 0; i < p.len; i++) {
+    unsigned char c = (unsigned char)p.text[i];
+    if ((c < 0x20 && c != '\n') || c == 0x7f) {
+      fprintf(stderr, "fuzz_log: control character 0x%02x at %zu of the text report:\n%s\n", c, i,
+              p.text);
+      abort();
+    }
+  }
+  free(p.text);
+
+  f = page_open(&p);
+  cgr_print_text(f, a,
+                 (cg_palette){"\033[1m", "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"});
+  page_close(f, &p);
+  free(p.text);
+
+  f = page_open(&p);
+  REQUIRE(cgr_print_json(f, a) == 0);
+  page_close(f, &p);
+  json_t *doc = require_json(&p, "--json");
+  require_report_json(doc, a);
+  json_decref(doc);
+  free(p.text);
+
+  f = page_open(&p);
+  REQUIRE(cgr_print_html(f, a) == 0);
+  page_close(f, &p);
+  REQUIRE(strstr(p.text, "</html>"));
+  free(p.text);
+
+  f = page_open(&p);
+  REQUIRE(cgr_print_trace(f, a) == 0);
+  page_close(f, &p);
+  doc = require_json(&p, "--trace");
+  /* one event a process (its name), a capture and a call, none dropped */
+  json_t *evs = json_object_get(doc, "traceEvents");
+  REQUIRE(json_array_size(evs) == a->log->n_procs + a->log->n_caps + a->log->n_evs);
+  size_t i;
+  json_t *ev;
+  json_array_foreach(evs, i, ev) REQUIRE(json_object_get(ev, "args") && json_object_get(ev, "name"));
+  json_decref(doc);
+  free(p.text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  cgl_log log;
+  cgl_init(&log);
+  /* Files split at form feeds (JSON escapes one inside a string, so none of a real log's). */
+  size_t at = 0;
+  for (size_t nf = 0; nf < MAX_FILES && (at < size || nf == 0); nf++) {
+    const uint8_t *ff = nf + 1 < MAX_FILES ? memchr(data + at, '\f', size - at) : NULL;
+    size_t end = ff ? (size_t)(ff - data) : size;
+    if (end > at) {
+      /* fmemopen reads in place; "r" never writes the buffer */
+      FILE *f = fmemopen((void *)(uintptr_t)(data + at), end - at, "r");
+      REQUIRE(f);
+      REQUIRE(cgl_read_stream(&log, f, names[nf]) == 0);
+      fclose(f);
+    } else {
+      /* an empty file (fmemopen may refuse size 0): read as nothing */
+      FILE *f = fopen("/dev/null", "r");
+      REQUIRE(f);
+      REQUIRE(cgl_read_stream(&log, f, names[nf]) == 0);
+      fclose(f);
+    }
+    at = ff ? end + 1 : size;
+  }
+  REQUIRE(log.malformed <= log.lines);
+  REQUIRE(log.records <= log.lines);
+  if (!cgl_is_capguard_log(&log)) { /* report stops here: not a capguard log */
+    cgl_free(&log);
+    return 0;
+  }
+  cgl_group_runs(&log);
+  REQUIRE(log.n_procs == 0 || log.n_runs > 0);
+  for (size_t i = 0; i < log.n_procs; i++)
+    REQUIRE(log.procs[i].run_index < log.n_runs);
+
+  /* --all */
+  cgr_analysis a;
+  cgr_analyse(&log, &a);
+  cgr_count_runs(&log, SIZE_MAX, &a);
+  render(&a);
+  cgr_free(&a);
+
+  /* the default: the latest run alone, when there are several */
+  if (log.n_runs > 1) {
+    cgl_log view;
+    cgl_view(&log, log.n_runs - 1, &view);
+    cgr_analyse(&view, &a);
+    cgr_count_runs(&log, log.n_runs - 1, &a);
+    render(&a);
+    cgr_free(&a);
+    cgl_free(&view);
+  }
+  cgl_free(&log);
+  return 0;
+}
