@@ -24,26 +24,6 @@ static void put_cuda_version(cg_out *o, int v) {
   cg_out_int(o, (v % 1000) / 10);
 }
 
-/* Bytes of the valid UTF-8 sequence at p (1-4), or 0 if p starts an invalid
- * one or one longer than the rem bytes left. The ranges are Unicode's
- * well-formed sequences: no overlongs, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_len(const unsigned char *p, size_t rem) {
-  unsigned c = p[0];
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return rem >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    if (rem < 3 || p[1] < lo || p[1] > hi) return 0;
-    return (p[2] & 0xC0) == 0x80 ? 3 : 0;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    if (rem < 4 || p[1] < lo || p[1] > hi) return 0;
-    if ((p[2] & 0xC0) != 0x80) return 0;
-    return (p[3] & 0xC0) == 0x80 ? 4 : 0;
-  }
-  return 0;
-}
 
 /* JSON string body of s[0..n): quotes, backslash and control characters
  * escaped, each byte that is not part of valid UTF-8 replaced by U+FFFD. */
@@ -70,7 +50,7 @@ static void put_escaped_n(cg_out *o, const char *s, size_t n) {
       }
       p++;
     } else {
-      size_t k = utf8_len(p, (size_t)(end - p));
+      size_t k = cg_utf8_len(p, (size_t)(end - p));
       if (k == 0) {
         cg_out_str(o, "\xEF\xBF\xBD");
         p++;

@@ -67,3 +67,24 @@ size_t cg_out_finish(cg_out *o) {
     o->buf[cg_out_stored(o)] = '\0';
   return o->len;
 }
+
+/* Bytes of the valid UTF-8 sequence at p (1-4), or 0 if p starts an invalid
+ * one or one longer than the rem bytes left. The ranges are Unicode's
+ * well-formed sequences: no overlongs, no surrogates, nothing above U+10FFFF. */
+size_t cg_utf8_len(const unsigned char *p, size_t rem) {
+  unsigned c = p[0];
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return rem >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    if (rem < 3 || p[1] < lo || p[1] > hi) return 0;
+    return (p[2] & 0xC0) == 0x80 ? 3 : 0;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    if (rem < 4 || p[1] < lo || p[1] > hi) return 0;
+    if ((p[2] & 0xC0) != 0x80) return 0;
+    return (p[3] & 0xC0) == 0x80 ? 4 : 0;
+  }
+  return 0;
+}

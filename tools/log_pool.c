@@ -1,5 +1,7 @@
 #include "log_pool.h"
 
+#include "capguard/text_out.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,31 +60,11 @@ void cgl_pool_free(struct cgl_pool *p) {
 
 static bool unsafe(unsigned char c) { return c < 0x20 || c == 0x7f; }
 
-/* Bytes of the valid UTF-8 sequence at p (1-4), or 0 if p starts an invalid
- * one or one longer than the rem bytes left. The ranges are Unicode's
- * well-formed sequences: no overlongs, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_len(const unsigned char *p, size_t rem) {
-  unsigned c = p[0];
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return rem >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    if (rem < 3 || p[1] < lo || p[1] > hi) return 0;
-    return (p[2] & 0xC0) == 0x80 ? 3 : 0;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    if (rem < 4 || p[1] < lo || p[1] > hi) return 0;
-    if ((p[2] & 0xC0) != 0x80) return 0;
-    return (p[3] & 0xC0) == 0x80 ? 4 : 0;
-  }
-  return 0;
-}
 
 void cgl_make_printable(char *s, size_t n) {
   unsigned char *p = (unsigned char *)s, *end = p + n;
   while (p < end) {
-    size_t k = unsafe(*p) ? 0 : utf8_len(p, (size_t)(end - p));
+    size_t k = unsafe(*p) ? 0 : cg_utf8_len(p, (size_t)(end - p));
     if (k == 0) {
       *p++ = '?';
       continue;
@@ -200,4 +182,17 @@ void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t 
     x->n++;
   }
   e->value = value;
+}
+
+json_t *cgl_json_text(const char *s) {
+  json_t *j = json_string(s ? s : "");
+  if (j || !s)
+    return j;
+  char *copy = strdup(s);
+  if (!copy)
+    return NULL;
+  cgl_make_printable(copy, strlen(copy));
+  j = json_string(copy);
+  free(copy);
+  return j;
 }

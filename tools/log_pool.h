@@ -7,6 +7,7 @@
 #ifndef CAPGUARD_LOG_POOL_H
 #define CAPGUARD_LOG_POOL_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "log_reader.h"
@@ -33,5 +34,11 @@ void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t 
 /* Allocation that ends the program with one line instead of crashing: a log
  * too large for memory is a usage problem. */
 void *cgl_xrealloc(void *p, size_t n);
+
+/* Text as a JSON string, never refused: a buffer that cut a character in
+ * the middle, or a file name from the command line, need not be UTF-8; such
+ * bytes become '?' (the log's own strings already are, cgl_intern). NULL
+ * is "". NULL only when out of memory. */
+json_t *cgl_json_text(const char *s);
 
 #endif

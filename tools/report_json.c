@@ -8,21 +8,7 @@
 
 #include "report_render.h"
 
-/* Text as a JSON string, never refused: the log's strings are valid UTF-8
- * (cgl_intern), but a buffer that cut one in the middle of a character, or a
- * file name from the command line, need not be; such bytes become '?'. */
-static json_t *jtext(const char *s) {
-  json_t *j = json_string(s);
-  if (j)
-    return j;
-  char *copy = strdup(s);
-  if (!copy)
-    return NULL;
-  cgl_make_printable(copy, strlen(copy));
-  j = json_string(copy);
-  free(copy);
-  return j;
-}
+static json_t *jtext(const char *s) { return cgl_json_text(s); }
 
 static json_t *jstr(const char *s) { return s ? jtext(s) : json_null(); }
 

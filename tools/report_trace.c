@@ -17,21 +17,7 @@
 /* Microseconds from t0, computed in floating point: no signed overflow on extreme times. */
 static double us_since(long long t, long long t0) { return ((double)t - (double)t0) / 1e3; }
 
-/* Text as a JSON string, never refused: a buffer that cut a character in the
- * middle, or a file name from the command line, need not be UTF-8; such bytes
- * become '?' (the log's own strings already are, cgl_intern). */
-static json_t *jstr(const char *s) {
-  json_t *j = json_string(s ? s : "");
-  if (j)
-    return j;
-  char *copy = strdup(s);
-  if (!copy)
-    return NULL;
-  cgl_make_printable(copy, strlen(copy));
-  j = json_string(copy);
-  free(copy);
-  return j;
-}
+static json_t *jstr(const char *s) { return cgl_json_text(s); }
 
 static void name_process(json_t *evs, const cgr_analysis *a, size_t p) {
   const cgl_process *pr = &a->log->procs[p];

@@ -32,4 +32,9 @@ size_t cg_out_stored(const cg_out *o);
 /* NUL-terminate what is stored; returns len, what the whole text needs. */
 size_t cg_out_finish(cg_out *o);
 
+/* Bytes of the valid UTF-8 sequence at p (1-4), or 0 if p starts an invalid
+ * one or one longer than the rem bytes left (Unicode's well-formed
+ * sequences: no overlongs, no surrogates, nothing above U+10FFFF). */
+size_t cg_utf8_len(const unsigned char *p, size_t rem);
+
 #endif
