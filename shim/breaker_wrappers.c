@@ -3,7 +3,8 @@
  * the event records the 907 rule needs. These are hot (torch's caching
  * allocator records and queries events constantly, NCCL's watchdog polls):
  * with nothing capturing, or in off mode, each is the load of the driver's
- * pointer, one atomic load and the driver's call (bench/run_bench_hot.sh);
+ * pointer, one atomic load and the driver's call, a tail call for the
+ * polled ones (bench/run_bench_hot.sh);
  * breakers.c decides only while something captures. */
 #include "breakers.h"
 
@@ -23,6 +24,16 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind)
     refused_unseen(r, ep, kind);
   return r;
 }
+
+/* The polled queries (torch's caching allocator, NCCL's watchdog) end in a
+ * tail call to the driver, checking nothing after it: on the H100 a check of
+ * the answer kept the wrapper's frame under the driver's call and cost
+ * cuStreamQuery 6-7 ns, the tail call 1-3 ns (bench/run_bench_hot.sh). What
+ * is given up: a query refused because another thread began a capture in
+ * the nanoseconds between the wrapper's look and the driver's answer is not
+ * reported (its capture is then "broken by a call capguard does not
+ * watch"). Every other breaker keeps the check. */
+#define CG_POLLED(ep) ((ep) == CG_EP_cuEventQuery || (ep) == CG_EP_cuStreamQuery || (ep) == CG_EP_cuStreamQuery_ptsz)
 
 /* The arguments kept in a struct (its first member only so that a call
  * without parameters, cuCtxSynchronize, has a struct too) and a thunk that
@@ -49,8 +60,11 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind)
   }                                                                                                   \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
     CG_REAL_OR_RETURN(ep, params, real);                                                              \
-    if (__builtin_expect(cg_nothing_captures(), 1) || off())                                          \
+    if (__builtin_expect(cg_nothing_captures(), 1) || off()) {                                        \
+      if (CG_POLLED(ep))                                                                              \
+        return real(CG_ARGS(params));                                                                 \
       return passed(real(CG_ARGS(params)), ep, (kind));                                               \
+    }                                                                                                 \
     return cname##_slow(CG_ARGS(params));                                                             \
   }
 
