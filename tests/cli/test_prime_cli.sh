@@ -88,7 +88,11 @@ run 1 prime show "$dup" "$A"; err_has 'several images .* give more digits'
 # records, not images: 3 images and the hit record of image 1 needed again; list shows the 3
 run 0 prime verify "$P"; out_has '4 records intact \(3 images, 1 hit update\), 0 damaged'
 cp "$P" "$T/bad.cgp"
-printf '\xff' | dd of="$T/bad.cgp" bs=1 seek=100 conv=notrunc status=none
+# flip every bit of byte 100 (inside record 1): writing a fixed value would
+# change nothing when the byte (a time stamp's, a hash's) already held it
+old=$(od -An -tu1 -j100 -N1 "$T/bad.cgp" | tr -d ' ')
+printf "\\$(printf '%03o' $((old ^ 255)))" | dd of="$T/bad.cgp" bs=1 seek=100 conv=notrunc status=none
+[ "$(od -An -tu1 -j100 -N1 "$T/bad.cgp" | tr -d ' ')" -eq $((old ^ 255)) ] || fail "byte 100 not flipped"
 run 1 prime verify "$T/bad.cgp"; out_has 'offset 32: damaged record'; out_has '3 records intact \([0-9]+ images?, [0-9]+ hit updates?\), 1 damaged'
 err_has "run 'capguard prime prune"
 run 1 prime list "$T/bad.cgp"; records 2; err_has 'record at offset 32 damaged'
