@@ -67,6 +67,10 @@ static CUresult decide(const cg_call *c, const cg_hit *hit, cg_verdict *v, int *
     *driver_result = -1;
     return CUDA_ERROR_NOT_READY;
   }
+  /* The driver is called, and may break the capture: if something capguard
+   * does not watch broke it first, the model must know before this call is
+   * named its first offender. */
+  cg_captures_check_driver_state(&hit->first);
   if (guard && c->fix == CG_FIX_RESCUE && cg_cfg.rescue && hit->cls == CG_HIT_PROHIBITED) {
     r = cg_policy_call_relaxed(c->invoke, c->args);
     *v = r == CUDA_SUCCESS ? CG_VERDICT_RESCUED : cg_report_verdict_of(r);
@@ -98,7 +102,6 @@ CUresult cg_breaker_call(const cg_call *c) {
         report_unforeseen(c, r);
       return r;
     }
-    cg_captures_check_driver_state(&hit.first);
     r = decide(c, &hit, &v, &driver_result);
   }
 

@@ -16,16 +16,25 @@
  * at once than any real program holds (vLLM captures one at a time). */
 #define CG_HIT_MAX 64
 
+/* What the driver says of the capture on s (cuStreamGetCaptureInfo,
+ * allowed during capture): false when it cannot say. */
+static bool driver_capture_state(CUstream s, CUstreamCaptureStatus *st, uint64_t *id) {
+  cuuint64_t raw = 0;
+  *st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!cg_drv.StreamGetCaptureInfo || cg_drv.StreamGetCaptureInfo(s, st, &raw) != CUDA_SUCCESS)
+    return false;
+  *id = (uint64_t)raw;
+  return true;
+}
+
 uint64_t cg_captures_driver_id(CUstream s, bool ptsz) {
-  if (!cg_drv.StreamGetCaptureInfo)
-    return 0;
   if (ptsz && s == NULL)
     s = CU_STREAM_PER_THREAD; /* the _ptsz variant's NULL is this thread's stream */
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  cuuint64_t id = 0;
-  if (cg_drv.StreamGetCaptureInfo(s, &st, &id) != CUDA_SUCCESS || st == CU_STREAM_CAPTURE_STATUS_NONE)
+  CUstreamCaptureStatus st;
+  uint64_t id = 0;
+  if (!driver_capture_state(s, &st, &id) || st == CU_STREAM_CAPTURE_STATUS_NONE)
     return 0;
-  return (uint64_t)id;
+  return id;
 }
 
 /* The open capture a stream belongs to: where it began, or (joined_id) the
@@ -185,13 +194,14 @@ void cg_captures_event_recorded(uint64_t event, CUstream s, bool ptsz) {
 }
 
 void cg_captures_check_driver_state(const cg_capture *c) {
-  /* A stream key with its two low bits set is a per-thread default stream,
-   * which only its own thread can name to the driver. */
-  if (!c->id || !cg_drv.StreamGetCaptureInfo || (c->stream & 3) == 3)
+  /* Nothing to learn of a capture the model holds broken already, or of a
+   * per-thread default stream (a key with its two low bits set), which
+   * only its own thread can name to the driver. */
+  if (!c->id || c->status != CG_CAPTURE_ACTIVE || (c->stream & 3) == 3)
     return;
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  cuuint64_t id = 0;
-  if (cg_drv.StreamGetCaptureInfo((CUstream)(uintptr_t)c->stream, &st, &id) != CUDA_SUCCESS ||
+  CUstreamCaptureStatus st;
+  uint64_t id;
+  if (!driver_capture_state((CUstream)(uintptr_t)c->stream, &st, &id) ||
       st != CU_STREAM_CAPTURE_STATUS_INVALIDATED)
     return;
   cg_model *m = cg_captures_model_lock();

@@ -10,14 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-/* uthash's default reaction to a failed malloc is exit(): in someone else's
- * process that is unacceptable. With non-fatal OOM a failed add leaves the
- * element out of the table, which first_sighting detects with a lookup. */
-#define HASH_NONFATAL_OOM 1
-#include <uthash.h>
 
 #include "capguard/image.h"
 #include "config.h"
+#include "seen_set.h"
 #include "warn.h"
 
 #ifndef CAPGUARD_VERSION
@@ -39,18 +35,9 @@ static uint64_t lines_lost;
 static unsigned quiet_kinds_said; /* a bit per verdict */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Seen events for stderr de-duplication, keyed by a hash of what makes two
- * events the same to a person: call, verdict, image and call site. Bounded:
- * past SEEN_MAX distinct events (or out of memory) a new one is printed and
- * not remembered, so nothing new is ever hidden and the table never grows
- * with a pathological program. */
-#define SEEN_MAX 4096
-typedef struct {
-  cg_hash128 key;
-  uint64_t count;
-  UT_hash_handle hh;
-} seen_event;
-static seen_event *seen;
+/* Seen reports for stderr de-duplication, keyed by a hash of what makes two
+ * the same to a person: call, verdict, image and call site (seen_set.h). */
+static cg_seen_set seen;
 
 /* One line of the log, whole or not at all: after the first failure nothing
  * more is written (one warning says so). */
@@ -204,28 +191,12 @@ static cg_hash128 event_identity(const cg_event *e) {
   return cg_hash_bytes(key, (size_t)n);
 }
 
-/* True the first time a report with identity k is seen. */
+/* True the first time a report with identity k is seen; a repeat is counted. */
 static int first_sighting_of(cg_hash128 k, uint64_t *repeats) {
-  seen_event *s;
-  HASH_FIND(hh, seen, &k, sizeof k, s);
-  if (s) {
-    s->count++;
-    (*repeats)++;
-    return 0;
-  }
-  if (HASH_COUNT(seen) >= SEEN_MAX)
+  if (cg_seen_first(&seen, k))
     return 1;
-  s = calloc(1, sizeof *s);
-  if (!s)
-    return 1;
-  s->key = k;
-  s->count = 1;
-  HASH_ADD(hh, seen, key, sizeof s->key, s);
-  seen_event *added = NULL;
-  HASH_FIND(hh, seen, &k, sizeof k, added);
-  if (added != s) /* the add ran out of memory */
-    free(s);
-  return 1;
+  (*repeats)++;
+  return 0;
 }
 
 static int first_sighting(const cg_event *e) { return first_sighting_of(event_identity(e), &repeats_hidden); }
@@ -421,11 +392,7 @@ void cg_output_summary(cg_summary *s) {
 
 void cg_output_after_fork_child(void) {
   pthread_mutex_init(&out_lock, NULL);
-  seen_event *s, *tmp;
-  HASH_ITER(hh, seen, s, tmp) {
-    HASH_DEL(seen, s);
-    free(s);
-  }
+  cg_seen_clear(&seen);
   repeats_hidden = 0;
   broken_hidden = 0;
   quiet_kinds_said = 0;

@@ -5,13 +5,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define HASH_NONFATAL_OOM 1
-#include <uthash.h>
-
 #include "capguard/image.h" /* cg_hash_bytes */
 #include "config.h"
 #include "driver.h"
 #include "output.h"
+#include "seen_set.h"
 
 static uint64_t counters_events[CG_EV_KIND_COUNT];
 static uint64_t counters_verdicts[CG_VERDICT_COUNT];
@@ -63,15 +61,8 @@ void cg_report_refusal(cg_event *e, cg_report_scratch *s, CUresult r) {
 
 /* ---- repeats: a watchdog polling an event, an allocation in a loop */
 
-/* Bounded like every table of the shim: past it, events are reported
- * again rather than lost. */
-#define SEEN_MAX 4096
-typedef struct {
-  cg_hash128 key;
-  UT_hash_handle hh;
-} seen_call;
 static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
-static seen_call *seen;
+static cg_seen_set seen;
 
 bool cg_report_first_sighting(const char *call, cg_event_kind kind, cg_verdict v, uint64_t capture_id,
                               const cg_begin_site *where) {
@@ -93,17 +84,7 @@ bool cg_report_first_sighting(const char *call, cg_event_kind kind, cg_verdict v
   }
   cg_hash128 k = cg_hash_bytes(&id, sizeof id);
   pthread_mutex_lock(&seen_lock);
-  seen_call *s = NULL;
-  HASH_FIND(hh, seen, &k, sizeof k, s);
-  bool first = s == NULL;
-  if (first && HASH_COUNT(seen) < SEEN_MAX && (s = calloc(1, sizeof *s))) {
-    s->key = k;
-    HASH_ADD(hh, seen, key, sizeof s->key, s);
-    seen_call *added = NULL;
-    HASH_FIND(hh, seen, &k, sizeof k, added);
-    if (added != s) /* the add ran out of memory */
-      free(s);
-  }
+  bool first = cg_seen_first(&seen, k);
   pthread_mutex_unlock(&seen_lock);
   if (!first)
     count(kind, v);
@@ -124,5 +105,5 @@ void cg_report_atfork_child(void) {
   memset(counters_events, 0, sizeof counters_events);
   memset(counters_verdicts, 0, sizeof counters_verdicts);
   pthread_mutex_init(&seen_lock, NULL);
-  seen = NULL;
+  seen.head = NULL;
 }
