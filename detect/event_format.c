@@ -503,7 +503,9 @@ size_t cg_capture_format_broken_text(const cg_capture_record *r, char *buf, size
   }
   const cg_offender *b = r->broken_by;
   if (!b) {
-    cg_out_str(&o, ": broken by a call capguard does not watch\n");
+    cg_out_str(&o, ": ");
+    put_clean(&o, r->no_offender ? r->no_offender : "broken by a call capguard does not watch");
+    cg_out_char(&o, '\n');
     return cg_out_finish(&o);
   }
   cg_out_str(&o, ": first offender ");

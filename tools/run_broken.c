@@ -41,23 +41,17 @@ static void one(FILE *out, const cgr_analysis *a, size_t b, cg_palette pal) {
                          .end_result = clamp_int(c->end_result),
                          .repeats = unsigned_of(c->repeats),
                          .broken_by = by == CGL_BY_CALL ? &off : NULL};
+  char phrase[1024];
+  if (by == CGL_BY_UNKNOWN) { /* the log does not say: its own words, not "does not watch" */
+    cgr_offender_phrase(log, ci, a->broken[b].first_event, phrase, sizeof phrase);
+    r.no_offender = phrase;
+  }
   char line[4096];
   cg_capture_format_broken_text(&r, line, sizeof line);
   size_t n = strlen(line);
   if (n && line[n - 1] == '\n')
     line[--n] = '\0';
   const char *rest = strncmp(line, PREFIX, sizeof PREFIX - 1) ? line : line + sizeof PREFIX - 1;
-  if (by == CGL_BY_UNKNOWN) {
-    /* the shim's formatter says "not watch" for no offender: here the log does not say */
-    char *colon = strstr(line, ": " CGR_UNWATCHED);
-    if (colon)
-      *colon = '\0';
-    char phrase[1024];
-    cgr_offender_phrase(log, ci, a->broken[b].first_event, phrase, sizeof phrase);
-    fprintf(out, "%s%sbroken:%s pid %lld: %s: %s\n", PREFIX, pal.red, pal.reset,
-            log->procs[c->proc].pid, rest, phrase);
-    return;
-  }
   fprintf(out, "%s%sbroken:%s pid %lld: %s\n", PREFIX, pal.red, pal.reset, log->procs[c->proc].pid,
           rest);
 }

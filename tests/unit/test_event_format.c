@@ -385,6 +385,12 @@ START_TEST(test_capture_json) {
   r.broken_by = NULL;
   cg_capture_format_broken_text(&r, line, sizeof line);
   ck_assert_msg(strstr(line, ": broken by a call capguard does not watch\n") != NULL, "%s", line);
+  /* a reader of a log that does not say gives its own words instead */
+  r.no_offender = "the log does not say which call broke it";
+  cg_capture_format_broken_text(&r, line, sizeof line);
+  ck_assert_msg(strstr(line, "): the log does not say which call broke it\n") != NULL, "%s", line);
+  ck_assert_ptr_null(strstr(line, "does not watch"));
+  r.no_offender = NULL;
 
   /* an ended capture has no broken_by at all */
   c.status = CG_CAPTURE_ENDED;

@@ -108,6 +108,10 @@ typedef struct {
   int end_result;
   uint64_t repeats;
   const cg_offender *broken_by;
+  /* The text line only, when broken_by is NULL: what to say instead of
+   * "broken by a call capguard does not watch" (a reader of an older log,
+   * which does not say); NULL for that. */
+  const char *no_offender;
 } cg_capture_record;
 
 size_t cg_capture_format_json(const cg_capture_record *r, char *buf, size_t cap);
