@@ -27,9 +27,7 @@ static bool try_defer(const cg_call *c, cg_hit *hit, bool *judged) {
   return queued;
 }
 
-static bool is_refusal(CUresult r) {
-  return r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT;
-}
+static bool is_refusal(CUresult r) { return cg_report_verdict_of(r) == CG_VERDICT_REFUSED; }
 
 /* A refusal capguard did not foresee: named with the capture that now
  * prohibits the call, not marked (the capture the driver saw may have
@@ -41,7 +39,7 @@ static void report_unforeseen(const cg_call *c, CUresult r) {
     return;
   }
   cg_hit hit;
-  cg_captures_judge(c->rule, c->target, c->ptsz, &hit);
+  cg_captures_judge_aux(c->rule, c->target, c->ptsz, c->aux, &hit);
   cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
   s->site = hit.site;
@@ -95,7 +93,7 @@ CUresult cg_breaker_call(const cg_call *c) {
     v = deferred_verdict(c->fix);
   } else {
     if (!judged)
-      cg_captures_judge(c->rule, c->target, c->ptsz, &hit);
+      cg_captures_judge_aux(c->rule, c->target, c->ptsz, c->aux, &hit);
     if (hit.cls == CG_HIT_NONE) { /* no capture forbids it: the driver's business */
       r = c->invoke(c->args);
       if (__builtin_expect(is_refusal(r), 0))
@@ -103,6 +101,15 @@ CUresult cg_breaker_call(const cg_call *c) {
       return r;
     }
     r = decide(c, &hit, &v, &driver_result);
+    /* Third-matrix rules: what the driver let through is news only when it
+     * escaped the calling thread's own capture (run now, not in replay); a
+     * wait on an event never recorded, or legacy-stream work the driver
+     * took after all, is nothing to report. */
+    if (v == CG_VERDICT_ALLOWED && c->rule >= CG_RULE_LEGACY) {
+      if (hit.cls != CG_HIT_ESCAPE)
+        return r;
+      v = CG_VERDICT_ESCAPED;
+    }
   }
 
   /* Where the call was made: the first offender's line if it broke the

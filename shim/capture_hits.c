@@ -67,7 +67,32 @@ static size_t captures_of_context(cg_model *m, uint64_t ctx, cg_capture **out, s
   return k;
 }
 
-static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t joined_id, cg_hit *hit) {
+/* Legacy-stream work (third matrix): the blocking captures of the context,
+ * or, when there are none, the calling thread's own capture of it, whose
+ * graph the work escapes. */
+static void judge_legacy(cg_model *m, uint64_t ctx, uint64_t tid, cg_hit *hit) {
+  cg_capture *all[CG_HIT_MAX], *own = NULL, *first = NULL;
+  size_t n = captures_of_context(m, ctx, all, CG_HIT_MAX), blocking = 0;
+  for (size_t i = 0; i < n && i < CG_HIT_MAX; i++) {
+    if (!all[i]->nonblocking) {
+      if (!first)
+        first = all[i];
+      blocking++;
+      all[i]->events++;
+    } else if (!own && all[i]->tid == tid) {
+      own = all[i];
+    }
+  }
+  if (first) {
+    set_first(hit, CG_HIT_LEGACY, first, blocking);
+    hit->context = ctx;
+  } else if (own) {
+    set_first(hit, CG_HIT_ESCAPE, own, 1);
+    own->events++;
+  }
+}
+
+static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, uint64_t joined_id, cg_hit *hit) {
   memset(hit, 0, sizeof *hit);
   uint64_t tid = cg_self_tid();
   cg_capture_mode mode = cg_self_mode();
@@ -77,6 +102,22 @@ static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t joined_id, 
     return;
   }
   cg_capture *c = NULL;
+  if (rule == CG_RULE_LEGACY || rule == CG_RULE_WAIT_EVENT || rule == CG_RULE_CAPTURING) {
+    if (rule == CG_RULE_LEGACY) {
+      judge_legacy(m, target, tid, hit);
+    } else {
+      c = capture_of_stream(m, cg_stream_key((CUstream)(uintptr_t)target, ptsz), joined_id);
+      /* A wait on an event recorded into this very capture is a join: fine. */
+      if (c && rule == CG_RULE_WAIT_EVENT && cg_model_event_capture(m, aux) == c)
+        c = NULL;
+      if (c) {
+        set_first(hit, CG_HIT_STREAM, c, 1);
+        c->events++;
+      }
+    }
+    cg_captures_model_unlock();
+    return;
+  }
   if (rule == CG_RULE_STREAM)
     c = capture_of_stream(m, cg_stream_key((CUstream)(uintptr_t)target, ptsz), joined_id);
   else if (rule == CG_RULE_EVENT)
@@ -113,14 +154,24 @@ static uint64_t context_of(uint64_t target) {
   return target ? target : (uint64_t)(uintptr_t)c;
 }
 
-void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
+static bool on_stream(cg_rule rule) {
+  return rule == CG_RULE_STREAM || rule == CG_RULE_WAIT_EVENT || rule == CG_RULE_CAPTURING;
+}
+
+void cg_captures_judge_aux(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, cg_hit *hit) {
   /* Asked before the model's lock: the driver is never called with it held. */
-  uint64_t joined = rule == CG_RULE_STREAM ? cg_captures_driver_id((CUstream)(uintptr_t)target, ptsz) : 0;
-  judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, joined, hit);
+  uint64_t joined = on_stream(rule) ? cg_captures_driver_id((CUstream)(uintptr_t)target, ptsz) : 0;
+  /* Legacy-stream work meets the captures of the caller's context. */
+  uint64_t t = rule == CG_RULE_ANY ? context_of(target) : rule == CG_RULE_LEGACY ? context_of(0) : target;
+  judge(rule, t, ptsz, aux, joined, hit);
+}
+
+void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
+  cg_captures_judge_aux(rule, target, ptsz, 0, hit);
 }
 
 void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
-  judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, 0, hit);
+  judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, 0, 0, hit);
 }
 
 cg_break cg_break_of(const char *call, cg_event_kind kind, cg_verdict v, CUresult r, const cg_begin_site *site) {
@@ -152,10 +203,16 @@ void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated) {
     return;
   cg_model *m = cg_captures_model_lock();
   if (m) {
-    if (hit->cls == CG_HIT_STREAM || hit->cls == CG_HIT_EVENT) {
+    if (hit->cls == CG_HIT_STREAM || hit->cls == CG_HIT_EVENT || hit->cls == CG_HIT_ESCAPE) {
       cg_capture *c = cg_model_find(m, hit->first.stream);
       if (c && c->id == hit->first.id)
         mark(c, b, emulated);
+    } else if (hit->cls == CG_HIT_LEGACY) {
+      cg_capture *all[CG_HIT_MAX];
+      size_t n = captures_of_context(m, hit->context, all, CG_HIT_MAX);
+      for (size_t i = 0; i < n && i < CG_HIT_MAX; i++)
+        if (!all[i]->nonblocking)
+          mark(all[i], b, emulated);
     } else {
       cg_capture *all[CG_HIT_MAX];
       size_t n = hit->cls == CG_HIT_ANY ? captures_of_context(m, hit->context, all, CG_HIT_MAX)

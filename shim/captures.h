@@ -109,12 +109,27 @@ typedef enum {
   CG_RULE_STREAM,     /* the call's stream captures: every mode; else as PROHIBITED */
   CG_RULE_EVENT,      /* the call's event was last recorded in a still-open capture: 907 in
                          every mode, from every thread; else as PROHIBITED */
+  /* Third matrix: no prohibited-thread fallback (stream_work_wrappers.c). */
+  CG_RULE_LEGACY,     /* work on the legacy stream (target; 0 for the synchronous copies):
+                         906 while a blocking stream of the context captures, every mode,
+                         every thread; run outside the graph while only non-blocking ones do */
+  CG_RULE_WAIT_EVENT, /* the call's stream captures and waits on an event (aux) not recorded
+                         into that capture: 905 if it was recorded before the capture */
+  CG_RULE_CAPTURING,  /* the call's stream captures (cuGraphLaunch): 900 */
 } cg_rule;
 
 /* How a call met the captures: which rule applied, the first (oldest)
  * capture it breaks, copied, where that capture began, and how many it
  * breaks. */
-typedef enum { CG_HIT_NONE, CG_HIT_PROHIBITED, CG_HIT_ANY, CG_HIT_STREAM, CG_HIT_EVENT } cg_hit_class;
+typedef enum {
+  CG_HIT_NONE,
+  CG_HIT_PROHIBITED,
+  CG_HIT_ANY,
+  CG_HIT_STREAM,
+  CG_HIT_EVENT,
+  CG_HIT_LEGACY, /* the blocking captures of the context (906); first: the oldest */
+  CG_HIT_ESCAPE, /* only non-blocking captures, one begun by the calling thread (first) */
+} cg_hit_class;
 typedef struct {
   cg_hit_class cls;
   cg_capture first;
@@ -128,6 +143,8 @@ typedef struct {
  * driver which capture a stream belongs to (cuStreamGetCaptureInfo, allowed
  * during capture): never call it with the gate held. */
 void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);
+/* The same, for a rule that needs a second handle (CG_RULE_WAIT_EVENT: the event). */
+void cg_captures_judge_aux(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, cg_hit *hit);
 /* Called again with the gate held: the same, without asking the driver (a
  * stream that is not where a capture began counts as not capturing). */
 void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);

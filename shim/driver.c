@@ -87,6 +87,7 @@ static void resolve(void) {
   cg_drv.LibraryGetModule = (CUresult(*)(CUmodule *, CUlibrary))sym(h, "cuLibraryGetModule");
   cg_drv.StreamGetCaptureInfo =
       (CUresult(*)(CUstream, CUstreamCaptureStatus *, cuuint64_t *))sym(h, "cuStreamGetCaptureInfo");
+  cg_drv.StreamGetFlags = (CUresult(*)(CUstream, unsigned int *))sym(h, "cuStreamGetFlags");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;

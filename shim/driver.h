@@ -21,6 +21,7 @@ typedef struct {
   /* the first version's three parameters (status, id): every driver since
    * CUDA 10.1 exports it, and torch's cudart asks for it */
   CUresult (*StreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus *, cuuint64_t *);
+  CUresult (*StreamGetFlags)(CUstream, unsigned int *);
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;

@@ -1,0 +1,205 @@
+/* The third matrix under capguard: one capture (on a blocking stream with
+ * --blocking, else non-blocking; --mode) holding one kernel, and in it one
+ * --op, made by the capturing thread or another one (--thread other),
+ * reached by the exported symbol (built with -DROUTE_DIRECT) or by dlsym:
+ *   legacy-launch, legacy-launch-ex, legacy-coop, legacy-memcpy,
+ *   legacy-memset: work on the legacy stream (906, or escaping the graph);
+ *   per-thread-launch: a launch on CU_STREAM_PER_THREAD (fine);
+ *   wait-before, wait-never: cuStreamWaitEvent on an event recorded before
+ *   the capture (905) or never recorded (fine);
+ *   graph-launch: cuGraphLaunch of an earlier graph into the capture (900);
+ *   fork-unjoined: a stream forked into the capture with a kernel on it and
+ *   never joined back (the end returns 904);
+ *   pageable-copy: cuMemcpyHtoDAsync from pageable memory into the capture.
+ * --repeat N makes the op N times. --unwatched calls the fake's
+ * cuFakeBreakCaptures after the op instead (a call capguard does not wrap).
+ * Prints op_result=, end_result= for test_escapes.py. */
+#include <cuda.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API(X)                                                                                     \
+  X(Init, cuInit, CUresult (*)(unsigned))                                                          \
+  X(DeviceGet, cuDeviceGet, CUresult (*)(CUdevice *, int))                                         \
+  X(Retain, cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))                         \
+  X(SetCurrent, cuCtxSetCurrent, CUresult (*)(CUcontext))                                          \
+  X(StreamCreate, cuStreamCreate, CUresult (*)(CUstream *, unsigned))                              \
+  X(Begin, cuStreamBeginCapture_v2, CUresult (*)(CUstream, CUstreamCaptureMode))                   \
+  X(End, cuStreamEndCapture, CUresult (*)(CUstream, CUgraph *))                                    \
+  X(Instantiate, cuGraphInstantiateWithFlags, CUresult (*)(CUgraphExec *, CUgraph, unsigned long long)) \
+  X(GraphLaunch, cuGraphLaunch, CUresult (*)(CUgraphExec, CUstream))                               \
+  X(EventCreate, cuEventCreate, CUresult (*)(CUevent *, unsigned))                                 \
+  X(EventRecord, cuEventRecord, CUresult (*)(CUevent, CUstream))                                   \
+  X(WaitEvent, cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned))                       \
+  X(ModuleLoad, cuModuleLoad, CUresult (*)(CUmodule *, const char *))                              \
+  X(GetFunction, cuModuleGetFunction, CUresult (*)(CUfunction *, CUmodule, const char *))          \
+  X(Launch, cuLaunchKernel,                                                                        \
+    CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, \
+                 void **, void **))                                                                \
+  X(LaunchEx, cuLaunchKernelEx, CUresult (*)(const CUlaunchConfig *, CUfunction, void **, void **)) \
+  X(LaunchCoop, cuLaunchCooperativeKernel,                                                         \
+    CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, \
+                 void **))                                                                         \
+  X(MemAlloc, cuMemAlloc_v2, CUresult (*)(CUdeviceptr *, size_t))                                  \
+  X(MemcpyHtoD, cuMemcpyHtoD_v2, CUresult (*)(CUdeviceptr, const void *, size_t))                  \
+  X(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void *, size_t, CUstream)) \
+  X(MemsetD8, cuMemsetD8_v2, CUresult (*)(CUdeviceptr, unsigned char, size_t))
+
+static struct {
+#define FIELD(f, name, type) __typeof__(type) f;
+  API(FIELD)
+} cu;
+
+static void die(const char *what) {
+  fprintf(stderr, "escape_probe: %s\n", what);
+  exit(2);
+}
+
+static void bind_api(const char *route) {
+#ifdef ROUTE_DIRECT
+  (void)route;
+#define DIRECT(f, name, type) cu.f = (type)name;
+  API(DIRECT)
+#else
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h || strcmp(route, "dlsym"))
+    die("dlsym route only (or build with -DROUTE_DIRECT)");
+#define LOOKUP(f, name, type)                                                                      \
+  if (!(cu.f = (type)dlsym(h, #name)))                                                             \
+    die(#name " not found");
+  API(LOOKUP)
+#endif
+}
+
+static const char *op = "none";
+static int blocking, other, repeat = 1;
+static CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+static CUcontext ctx;
+static CUstream capturing, side;
+static CUfunction fn;
+static CUevent before, never, fork_ev;
+static CUdeviceptr mem;
+static CUgraphExec earlier;
+static unsigned char pageable[64];
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    CUresult r_ = (call);                                                                          \
+    if (r_ != CUDA_SUCCESS) {                                                                      \
+      fprintf(stderr, "escape_probe: %s returned %d\n", #call, (int)r_);                           \
+      exit(2);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+static CUresult launch_on(CUstream s) { return cu.Launch(fn, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL); }
+
+static CUresult do_op(void) {
+  if (!strcmp(op, "legacy-launch"))
+    return launch_on(NULL);
+  if (!strcmp(op, "legacy-launch-ex")) {
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = 32;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    return cu.LaunchEx(&cfg, fn, NULL, NULL);
+  }
+  if (!strcmp(op, "legacy-coop"))
+    return cu.LaunchCoop(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL);
+  if (!strcmp(op, "legacy-memcpy"))
+    return cu.MemcpyHtoD(mem, pageable, sizeof pageable);
+  if (!strcmp(op, "legacy-memset"))
+    return cu.MemsetD8(mem, 7, sizeof pageable);
+  if (!strcmp(op, "per-thread-launch"))
+    return launch_on(CU_STREAM_PER_THREAD);
+  if (!strcmp(op, "wait-before"))
+    return cu.WaitEvent(capturing, before, 0);
+  if (!strcmp(op, "wait-never"))
+    return cu.WaitEvent(capturing, never, 0);
+  if (!strcmp(op, "graph-launch"))
+    return cu.GraphLaunch(earlier, capturing);
+  if (!strcmp(op, "fork-unjoined")) {
+    CUresult r = cu.EventRecord(fork_ev, capturing);
+    if (r == CUDA_SUCCESS)
+      r = cu.WaitEvent(side, fork_ev, 0);
+    return r == CUDA_SUCCESS ? launch_on(side) : r;
+  }
+  if (!strcmp(op, "pageable-copy"))
+    return cu.MemcpyHtoDAsync(mem, pageable, sizeof pageable, capturing);
+  if (!strcmp(op, "unwatched")) {
+    CUresult (*brk)(void) = (CUresult(*)(void))dlsym(RTLD_DEFAULT, "cuFakeBreakCaptures");
+    return brk ? brk() : CUDA_ERROR_NOT_FOUND;
+  }
+  die("unknown --op");
+  return CUDA_ERROR_UNKNOWN;
+}
+
+static CUresult op_result;
+static void *op_thread(void *arg) {
+  (void)arg;
+  CHECK(cu.SetCurrent(ctx));
+  for (int i = 0; i < repeat; i++)
+    op_result = do_op();
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  const char *route = "dlsym";
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+    if (!strcmp(a, "--route")) route = v, i++;
+    else if (!strcmp(a, "--op")) op = v, i++;
+    else if (!strcmp(a, "--thread")) other = !strcmp(v, "other"), i++;
+    else if (!strcmp(a, "--repeat")) repeat = atoi(v), i++;
+    else if (!strcmp(a, "--blocking")) blocking = 1;
+    else if (!strcmp(a, "--mode")) {
+      mode = !strcmp(v, "relaxed") ? CU_STREAM_CAPTURE_MODE_RELAXED
+             : !strcmp(v, "thread-local") ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+                                          : CU_STREAM_CAPTURE_MODE_GLOBAL;
+      i++;
+    } else die("unknown argument");
+  }
+  bind_api(route);
+  CUdevice dev;
+  CUmodule mod;
+  CHECK(cu.Init(0));
+  CHECK(cu.DeviceGet(&dev, 0));
+  CHECK(cu.Retain(&ctx, dev));
+  CHECK(cu.SetCurrent(ctx));
+  const char *cubin = getenv("CG_CUBIN");
+  if (!cubin)
+    die("CG_CUBIN not set");
+  CHECK(cu.ModuleLoad(&mod, cubin));
+  CHECK(cu.GetFunction(&fn, mod, "fake_add_one"));
+  CHECK(cu.StreamCreate(&capturing, blocking ? 0 : CU_STREAM_NON_BLOCKING));
+  CHECK(cu.StreamCreate(&side, CU_STREAM_NON_BLOCKING));
+  CHECK(cu.EventCreate(&before, 0));
+  CHECK(cu.EventCreate(&never, 0));
+  CHECK(cu.EventCreate(&fork_ev, 0));
+  CHECK(cu.EventRecord(before, capturing));
+  CHECK(cu.MemAlloc(&mem, sizeof pageable));
+  /* An earlier graph, for graph-launch. */
+  CUgraph g;
+  CHECK(cu.Begin(capturing, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CHECK(launch_on(capturing));
+  CHECK(cu.End(capturing, &g));
+  CHECK(cu.Instantiate(&earlier, g, 0));
+
+  CHECK(cu.Begin(capturing, mode));
+  CHECK(launch_on(capturing));
+  if (other) {
+    pthread_t t;
+    pthread_create(&t, NULL, op_thread, NULL);
+    pthread_join(t, NULL);
+  } else {
+    for (int i = 0; i < repeat; i++)
+      op_result = do_op();
+  }
+  CUresult end = cu.End(capturing, &g);
+  printf("op_result=%d\nend_result=%d\n", (int)op_result, (int)end);
+  return 0;
+}

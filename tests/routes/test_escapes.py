@@ -1,0 +1,129 @@
+"""The third matrix under capguard (capture-semantics.md), over the fake
+driver, through the exported symbol and dlsym: work on the legacy stream
+while a blocking stream captures (906), a wait on an event recorded before
+the capture (905) and a graph launched into a capture (900) are named as the
+first offender of the capture they broke; legacy-stream work while only a
+non-blocking stream captures is reported as escaping the graph, once per call
+site; what the program sees never changes."""
+import os
+import unittest
+
+import routes_common
+
+PROBE = os.environ["CG_ESCAPE_PROBE"]
+PROBE_DIRECT = os.environ["CG_ESCAPE_PROBE_DIRECT"]
+CUBIN = os.path.join(os.environ["CG_FAKE_DATA"], "kernels_sm90.cubin")
+
+IMPLICIT, ISOLATION, UNSUPPORTED, INVALIDATED = 906, 905, 900, 901
+
+# op: (the entry point capguard names, event kind)
+LEGACY = {
+    "legacy-launch": "cuLaunchKernel",
+    "legacy-launch-ex": "cuLaunchKernelEx",
+    "legacy-coop": "cuLaunchCooperativeKernel",
+    "legacy-memcpy": "cuMemcpyHtoD_v2",
+    "legacy-memset": "cuMemsetD8_v2",
+}
+
+
+def probe(args, route="direct", preload=True, mode="report", driver=13000, env=None):
+    extra = {"CAPGUARD_MODE": mode, "CG_CUBIN": CUBIN}
+    extra.update(env or {})
+    exe = PROBE_DIRECT if route == "direct" else PROBE
+    return routes_common.run_probe(args, route=route, env_extra=extra, preload=preload, probe=exe,
+                                   driver=driver)
+
+
+def the_capture(run):
+    """The probe's second capture (its first only makes a graph to launch)."""
+    caps = [c for c in run.of_type("capture") if c["id"] == 2]
+    return caps[0] if caps else None
+
+
+class Named(unittest.TestCase):
+    def assert_named(self, run, call, kind, result):
+        self.assertEqual(run.rc, 0, run.stderr)
+        self.assertEqual(run.int("op_result"), result, run.stdout)
+        self.assertEqual(run.int("end_result"), INVALIDATED, run.stdout)
+        evs = [e for e in run.events if e["call"] == call]
+        self.assertEqual(len(evs), 1, run.records)
+        self.assertEqual(evs[0]["event"], kind)
+        self.assertEqual(evs[0]["verdict"], "refused")
+        self.assertEqual(evs[0]["result"], result)
+        cap = the_capture(run)
+        self.assertIsNotNone(cap, run.records)
+        self.assertEqual(cap["status"], "failed")
+        self.assertIsNotNone(cap["broken_by"], cap)
+        self.assertEqual(cap["broken_by"]["call"], call)
+        self.assertIn("escape_probe", cap["broken_by"]["where"])
+
+    def test_legacy_work_with_a_blocking_capture_is_named_every_mode_every_thread(self):
+        for op, call in LEGACY.items():
+            for mode in ("global", "thread-local", "relaxed"):
+                for thread in ("same", "other"):
+                    for route in ("direct", "dlsym"):
+                        with self.subTest(op=op, mode=mode, thread=thread, route=route):
+                            args = ["--op", op, "--blocking", "--mode", mode, "--thread", thread]
+                            bare = probe(args, route=route, preload=False)
+                            self.assertEqual(bare.int("op_result"), IMPLICIT)
+                            run = probe(args, route=route)
+                            self.assert_named(run, call, "legacy-stream", IMPLICIT)
+
+    def test_wait_on_an_event_recorded_before_the_capture_is_named(self):
+        for route in ("direct", "dlsym"):
+            run = probe(["--op", "wait-before", "--blocking"], route=route)
+            self.assert_named(run, "cuStreamWaitEvent", "stream-wait", ISOLATION)
+
+    def test_graph_launched_into_the_capture_is_named(self):
+        for route in ("direct", "dlsym"):
+            run = probe(["--op", "graph-launch", "--blocking"], route=route)
+            self.assert_named(run, "cuGraphLaunch", "graph-launch", UNSUPPORTED)
+
+    def test_what_the_driver_allows_is_not_reported(self):
+        for op in ("per-thread-launch", "wait-never"):
+            for flags in ([], ["--blocking"]):
+                with self.subTest(op=op, flags=flags):
+                    run = probe(["--op", op] + flags)
+                    self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0), run.stdout)
+                    self.assertEqual(run.events, [])
+                    self.assertEqual(the_capture(run)["status"], "ended")
+
+    def test_off_mode_sees_nothing(self):
+        run = probe(["--op", "legacy-launch", "--blocking"], mode="off")
+        self.assertEqual(run.int("op_result"), IMPLICIT)
+        self.assertEqual(run.events, [])
+
+
+class Escapes(unittest.TestCase):
+    def test_legacy_work_escaping_a_nonblocking_capture_is_said(self):
+        for op, call in LEGACY.items():
+            with self.subTest(op=op):
+                bare = probe(["--op", op], preload=False)
+                run = probe(["--op", op])
+                self.assertEqual((run.int("op_result"), run.int("end_result")),
+                                 (bare.int("op_result"), bare.int("end_result")))
+                self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0))
+                evs = run.events
+                self.assertEqual(len(evs), 1, run.records)
+                self.assertEqual((evs[0]["call"], evs[0]["event"], evs[0]["verdict"]),
+                                 (call, "legacy-stream", "escaped"))
+                self.assertTrue(any("escape_probe" in f for f in evs[0]["native_stack"]), evs[0])
+                self.assertIn("escaped", run.stderr)
+                cap = the_capture(run)
+                self.assertEqual(cap["status"], "ended")   # the capture itself is fine
+                summary = run.of_type("summary")[0]
+                self.assertEqual(summary["verdicts"]["escaped"], 1)
+
+    def test_another_threads_legacy_work_is_its_own_business(self):
+        run = probe(["--op", "legacy-launch", "--thread", "other"])
+        self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0))
+        self.assertEqual(run.events, [])
+
+    def test_an_escape_in_a_loop_is_counted_not_rewritten(self):
+        run = probe(["--op", "legacy-launch", "--repeat", "5"])
+        self.assertEqual(len(run.events), 1, run.records)
+        self.assertEqual(the_capture(run).get("repeats"), 4)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
