@@ -267,3 +267,31 @@ void cg_captures_check_driver_state(const cg_capture *c) {
     open->status = CG_CAPTURE_INVALIDATED; /* broken, by nothing capguard saw */
   cg_captures_model_unlock();
 }
+
+void cg_captures_break_logged(int code, const cg_break *b) {
+  cg_capture *all[CG_HIT_MAX], *pick[CG_HIT_MAX];
+  size_t k = 0;
+  uint64_t tid = cg_self_tid();
+  cg_model *m = cg_captures_model_lock();
+  if (m) {
+    size_t n = cg_model_open_captures(m, all, CG_HIT_MAX);
+    if (n > CG_HIT_MAX)
+      n = CG_HIT_MAX;
+    /* Which captures the refusal broke, by what the driver's rules say of it. */
+    for (size_t i = 0; i < n; i++) {
+      bool hit = code == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT ? !all[i]->nonblocking
+                                                             : cg_capture_prohibits(all[i], tid, cg_self_mode());
+      if (hit && all[i]->status == CG_CAPTURE_ACTIVE)
+        pick[k++] = all[i];
+    }
+    for (size_t i = 0; !k && i < n; i++)
+      if (all[i]->tid == tid && all[i]->status == CG_CAPTURE_ACTIVE)
+        pick[k++] = all[i];
+    for (size_t i = 0; !k && i < n; i++)
+      if (all[i]->status == CG_CAPTURE_ACTIVE)
+        pick[k++] = all[i];
+    for (size_t i = 0; i < k; i++)
+      mark(pick[i], b, false);
+  }
+  cg_captures_model_unlock();
+}

@@ -74,10 +74,12 @@ static void python_site(char *buf, size_t cap) {
            py[pick].func ? py[pick].func : "?");
 }
 
-cg_begin_site *cg_begin_site_take(void) {
+cg_begin_site *cg_begin_site_take(void) { return cg_site_take(CG_BEGIN_SITE_FRAMES); }
+
+cg_begin_site *cg_site_take(int depth) {
   cg_begin_site *site = malloc(sizeof *site);
   if (site) {
-    site->n = backtrace(site->frames, CG_BEGIN_SITE_FRAMES);
+    site->n = backtrace(site->frames, depth < CG_SITE_MAX_FRAMES ? depth : CG_SITE_MAX_FRAMES);
     python_site(site->python, sizeof site->python);
   } else
     cg_warn_oom("where a capture began");

@@ -38,8 +38,9 @@ uint64_t cg_stream_key(CUstream s, bool ptsz);
  * someone asks (an event or the capture's log record), so a begin costs a
  * short unwind and no formatting. */
 #define CG_BEGIN_SITE_FRAMES 6 /* enough to climb out of cudart; each frame costs an unwind step */
+#define CG_SITE_MAX_FRAMES 24  /* from inside the driver's log callback: the driver's own frames first */
 typedef struct {
-  void *frames[CG_BEGIN_SITE_FRAMES];
+  void *frames[CG_SITE_MAX_FRAMES];
   int n;
   /* In a CPython process, the innermost Python frame outside torch's and
    * Triton's own code ("model_runner.py:1234 in capture"), "" otherwise:
@@ -50,6 +51,8 @@ typedef struct {
  * NULL when out of memory. Take it before the gate: the first backtrace may
  * take the loader's lock. */
 cg_begin_site *cg_begin_site_take(void);
+/* The same, depth frames deep (at most CG_SITE_MAX_FRAMES). */
+cg_begin_site *cg_site_take(int depth);
 /* Symbolized: "PYTHON (NATIVE)", or the native frame alone ("" when unknown). Takes the loader's lock (dladdr): never with
  * the gate held. */
 void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap);
@@ -169,6 +172,14 @@ void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated);
  * for a break it did not make. Asks the driver (cuStreamGetCaptureInfo):
  * never with the model's lock held. */
 void cg_captures_check_driver_state(const cg_capture *c);
+/* A refusal the driver's log named (driver_log.c), with no wrapper to say
+ * which capture it met: marks b the first offender of the captures such a
+ * refusal breaks (code 906: the blocking captures of the caller's context,
+ * as the model knows them; otherwise the captures that prohibit the calling
+ * thread), or, when the model has none of those, of the active captures the
+ * calling thread began, else of every active capture. Never calls the
+ * driver: it runs inside the driver's callback. */
+void cg_captures_break_logged(int code, const cg_break *b);
 /* A repeat of a reported call, counted against the hit's first capture. */
 void cg_captures_count_repeat(const cg_hit *hit);
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "driver_log.h"
 #include "entry_points.h"
 #include "output.h"
 #include "warn.h"
@@ -61,6 +62,21 @@ bool cg_driver_loaded(void) {
 
 static void *sym(void *h, const char *name) { return h ? cg_real_dlsym(h, name) : NULL; }
 
+/* The driver's log (drivers 12.9 and later) names every call it refuses,
+ * wrapped or not (driver_log.c). Registered once, here, at the first driver
+ * use: a call allowed at any time, capture or not. The program's own
+ * callbacks are the driver's to call: they keep receiving everything. */
+static void register_log_callback(void *h, int version) {
+  if (version < 12090 || cg_cfg.mode == CG_RUN_OFF)
+    return;
+  CUresult (*reg)(CUlogsCallback, void *, CUlogsCallbackHandle *) =
+      (CUresult(*)(CUlogsCallback, void *, CUlogsCallbackHandle *))sym(h, "cuLogsRegisterCallback");
+  CUlogsCallbackHandle handle;
+  if (reg && reg(cg_driver_log_callback, NULL, &handle) != CUDA_SUCCESS)
+    cg_warn("the driver's log callback could not be registered; calls capguard does not wrap will "
+            "not be named");
+}
+
 static void resolve(void) {
   if (cg_real_dlsym_resolve()) {
     cg_warn("glibc's dlsym not found; passing every call through untouched");
@@ -98,6 +114,7 @@ static void resolve(void) {
   for (int i = 0; i < CG_EP_COUNT; i++)
     __atomic_store_n(&cg_ep_real[i], real[i], __ATOMIC_RELEASE);
   cg_output_process(v);
+  register_log_callback(h, v);
 }
 
 bool cg_driver_ready(void) {

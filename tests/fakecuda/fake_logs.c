@@ -112,3 +112,21 @@ FC_EXPORT CUresult CUDAAPI cuLogsUnregisterCallback(CUlogsCallbackHandle callbac
   }
   FC_END(rc);
 }
+
+/* Not a driver entry point: a test hook standing for a refusal by a call
+ * capguard does not wrap (every open capture invalidated, 900 returned and
+ * logged like any refusal), so that naming such calls through the driver's
+ * log can be tested. Its cu prefix only gets it through the fake's export map. */
+FC_EXPORT CUresult CUDAAPI cuFakeUnwatchedRefusal(void);
+FC_EXPORT CUresult CUDAAPI cuFakeUnwatchedRefusal(void)
+{
+  FC_BEGIN;
+  CUresult rc = CUDA_SUCCESS;
+  for (struct fc_capture *c = fc_captures_head(); c != NULL; c = c->next) {
+    c->invalidated = 1;
+    rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  if (rc != CUDA_SUCCESS)
+    fc_logs_cause("API call conflicts with a stream capture sequence initiated from the calling thread");
+  FC_END(rc);
+}

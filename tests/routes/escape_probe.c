@@ -11,9 +11,11 @@
  *   fork-unjoined: a stream forked into the capture with a kernel on it and
  *   never joined back (the end returns 904);
  *   pageable-copy: cuMemcpyHtoDAsync from pageable memory into the capture.
- * --repeat N makes the op N times. --unwatched calls the fake's
- * cuFakeBreakCaptures after the op instead (a call capguard does not wrap).
- * Prints op_result=, end_result= for test_escapes.py. */
+ *   unwatched: the fake's cuFakeUnwatchedRefusal, a call capguard does not
+ *   wrap that the driver refuses (900) and logs.
+ * --repeat N makes the op N times. --own-log registers the program's own
+ * driver log callback (drivers 12.9 and later) and prints how many lines it
+ * got. Prints op_result=, end_result= for test_escapes.py. */
 #include <cuda.h>
 
 #include <dlfcn.h>
@@ -85,6 +87,12 @@ static CUevent before, never, fork_ev;
 static CUdeviceptr mem;
 static CUgraphExec earlier;
 static unsigned char pageable[64];
+static int own_log, own_lines;
+
+static void CUDA_CB on_own_log(void *data, CUlogLevel level, char *message, size_t length) {
+  (void)data, (void)level, (void)message, (void)length;
+  __atomic_add_fetch(&own_lines, 1, __ATOMIC_RELAXED);
+}
 
 #define CHECK(call)                                                                                \
   do {                                                                                             \
@@ -131,7 +139,7 @@ static CUresult do_op(void) {
   if (!strcmp(op, "pageable-copy"))
     return cu.MemcpyHtoDAsync(mem, pageable, sizeof pageable, capturing);
   if (!strcmp(op, "unwatched")) {
-    CUresult (*brk)(void) = (CUresult(*)(void))dlsym(RTLD_DEFAULT, "cuFakeBreakCaptures");
+    CUresult (*brk)(void) = (CUresult(*)(void))dlsym(RTLD_DEFAULT, "cuFakeUnwatchedRefusal");
     return brk ? brk() : CUDA_ERROR_NOT_FOUND;
   }
   die("unknown --op");
@@ -156,6 +164,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--thread")) other = !strcmp(v, "other"), i++;
     else if (!strcmp(a, "--repeat")) repeat = atoi(v), i++;
     else if (!strcmp(a, "--blocking")) blocking = 1;
+    else if (!strcmp(a, "--own-log")) own_log = 1;
     else if (!strcmp(a, "--mode")) {
       mode = !strcmp(v, "relaxed") ? CU_STREAM_CAPTURE_MODE_RELAXED
              : !strcmp(v, "thread-local") ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
@@ -170,6 +179,13 @@ int main(int argc, char **argv) {
   CHECK(cu.DeviceGet(&dev, 0));
   CHECK(cu.Retain(&ctx, dev));
   CHECK(cu.SetCurrent(ctx));
+  if (own_log) {
+    CUresult (*reg)(CUlogsCallback, void *, CUlogsCallbackHandle *) =
+        (CUresult(*)(CUlogsCallback, void *, CUlogsCallbackHandle *))dlsym(RTLD_DEFAULT, "cuLogsRegisterCallback");
+    CUlogsCallbackHandle h;
+    if (!reg || reg(on_own_log, NULL, &h) != CUDA_SUCCESS)
+      die("cuLogsRegisterCallback failed");
+  }
   const char *cubin = getenv("CG_CUBIN");
   if (!cubin)
     die("CG_CUBIN not set");
@@ -200,6 +216,6 @@ int main(int argc, char **argv) {
       op_result = do_op();
   }
   CUresult end = cu.End(capturing, &g);
-  printf("op_result=%d\nend_result=%d\n", (int)op_result, (int)end);
+  printf("op_result=%d\nend_result=%d\nown_log_lines=%d\n", (int)op_result, (int)end, own_lines);
   return 0;
 }

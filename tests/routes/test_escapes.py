@@ -125,5 +125,65 @@ class Escapes(unittest.TestCase):
         self.assertEqual(the_capture(run).get("repeats"), 4)
 
 
+class DriverLog(unittest.TestCase):
+    """Drivers 12.9 and later log every refusal: a call capguard does not
+    wrap is named as the first offender, at its call site."""
+
+    def test_a_call_capguard_does_not_wrap_is_named_from_the_log(self):
+        run = probe(["--op", "unwatched", "--blocking"], driver=13000)
+        self.assertEqual((run.int("op_result"), run.int("end_result")), (UNSUPPORTED, INVALIDATED))
+        cap = the_capture(run)
+        self.assertEqual(cap["status"], "failed")
+        self.assertIsNotNone(cap["broken_by"], cap)
+        self.assertEqual(cap["broken_by"]["call"], "cuFakeUnwatchedRefusal")
+        self.assertEqual(cap["broken_by"]["verdict"], "broke")
+        self.assertEqual(cap["broken_by"]["event"], "driver-log")
+        self.assertEqual(cap["broken_by"]["result"], UNSUPPORTED)
+        self.assertIn("escape_probe", cap["broken_by"]["where"])
+        self.assertIn("first offender cuFakeUnwatchedRefusal", run.stderr)
+
+    def test_before_12_9_it_is_said_plainly(self):
+        run = probe(["--op", "unwatched", "--blocking"], driver=12020)
+        cap = the_capture(run)
+        self.assertEqual(cap["status"], "failed")
+        self.assertIsNone(cap["broken_by"])
+        self.assertIn("broken by a call capguard does not watch", run.stderr)
+
+    def test_unwatched_breaks_are_rare_on_12_9(self):
+        # Every breaking op of the third matrix, and the unwrapped one: on a
+        # 12.9+ driver none leaves a capture "broken by a call capguard does
+        # not watch".
+        unnamed = broken = 0
+        for op in list(LEGACY) + ["wait-before", "graph-launch", "unwatched"]:
+            for thread in ("same", "other"):
+                run = probe(["--op", op, "--blocking", "--thread", thread], driver=13000)
+                cap = the_capture(run)
+                if cap["status"] == "failed":
+                    broken += 1
+                    unnamed += cap["broken_by"] is None
+        self.assertEqual(broken, 16)
+        self.assertEqual(unnamed, 0)
+
+    def test_the_programs_own_log_callback_keeps_receiving_everything(self):
+        for op in ("legacy-launch", "unwatched", "wait-before"):
+            with self.subTest(op=op):
+                bare = probe(["--op", op, "--blocking", "--own-log"], preload=False)
+                run = probe(["--op", op, "--blocking", "--own-log"])
+                self.assertGreaterEqual(bare.int("own_log_lines"), 3)
+                self.assertEqual(run.int("own_log_lines"), bare.int("own_log_lines"))
+
+    def test_no_deadlock_with_the_callback_under_the_drivers_lock(self):
+        # The fake calls the callback with its own lock held, on the
+        # offending thread; six threads race captures and refusals.
+        import subprocess
+        env = dict(os.environ, LD_LIBRARY_PATH=routes_common.FAKE_DIR, FAKECUDA_DRIVER_VERSION="13000",
+                   LD_PRELOAD=routes_common.SHIM, CAPGUARD_MODE="report")
+        env.pop("CAPGUARD_LOG", None)
+        proc = subprocess.run([os.environ["CG_LOG_STRESS"], CUBIN], env=env, capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        self.assertGreater(int(proc.stdout.split("refusals=")[1]), 100)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
