@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "forks.h"
 #include "policy.h"
 #include "report.h"
 #include "warn.h"
@@ -80,6 +81,17 @@ static CUresult decide(const cg_call *c, const cg_hit *hit, cg_verdict *v, int *
   return r;
 }
 
+/* A wait on an event recorded in a capture: a stream outside every capture
+ * is forked into it (where, remembered for an end refused with 904); a
+ * stream of the capture joins back the fork that recorded the event. */
+static void note_fork_or_join(const cg_call *c, const cg_hit *hit) {
+  if (hit->stream_captures)
+    cg_fork_joined(hit->event_capture, c->aux);
+  else
+    cg_fork_add(hit->event_capture, cg_stream_key((CUstream)(uintptr_t)c->target, c->ptsz), cg_ep_name[c->ep],
+                cg_begin_site_take());
+}
+
 CUresult cg_breaker_call(const cg_call *c) {
   cg_hit hit;
   bool judged = false;
@@ -96,6 +108,8 @@ CUresult cg_breaker_call(const cg_call *c) {
       cg_captures_judge_aux(c->rule, c->target, c->ptsz, c->aux, &hit);
     if (hit.cls == CG_HIT_NONE) { /* no capture forbids it: the driver's business */
       r = c->invoke(c->args);
+      if (c->rule == CG_RULE_WAIT_EVENT && hit.event_capture && r == CUDA_SUCCESS)
+        note_fork_or_join(c, &hit);
       if (__builtin_expect(is_refusal(r), 0))
         report_unforeseen(c, r);
       return r;

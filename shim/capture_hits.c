@@ -10,6 +10,7 @@
 #include "captures_model.h"
 #include "capguard/clock.h"
 #include "driver.h"
+#include "forks.h"
 #include "warn.h"
 
 /* The most captures one call is counted against or marks broken: more open
@@ -107,9 +108,14 @@ static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, uint64
       judge_legacy(m, target, tid, hit);
     } else {
       c = capture_of_stream(m, cg_stream_key((CUstream)(uintptr_t)target, ptsz), joined_id);
-      /* A wait on an event recorded into this very capture is a join: fine. */
-      if (c && rule == CG_RULE_WAIT_EVENT && cg_model_event_capture(m, aux) == c)
-        c = NULL;
+      if (rule == CG_RULE_WAIT_EVENT) {
+        cg_capture *in = cg_model_event_capture(m, aux);
+        hit->event_capture = in ? in->id : 0;
+        hit->stream_captures = c != NULL;
+        /* A wait on an event recorded into this very capture is a join: fine. */
+        if (c && in == c)
+          c = NULL;
+      }
       if (c) {
         set_first(hit, CG_HIT_STREAM, c, 1);
         c->events++;
@@ -234,6 +240,7 @@ void cg_captures_count_repeat(const cg_hit *hit) {
 
 void cg_captures_event_recorded(uint64_t event, CUstream s, bool ptsz) {
   uint64_t key = cg_stream_key(s, ptsz);
+  cg_fork_event_recorded(key, event);
   cg_model *m = cg_captures_model_lock();
   cg_capture *c = m ? cg_model_find(m, key) : NULL;
   if (c || !m) {

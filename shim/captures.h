@@ -139,6 +139,10 @@ typedef struct {
   cg_begin_site site;
   size_t n;
   uint64_t context; /* CG_HIT_ANY: the context synchronised */
+  /* CG_RULE_WAIT_EVENT: the open capture the event was recorded into (0:
+   * none), and whether the waiting stream captures (else: a fork into it) */
+  uint64_t event_capture;
+  bool stream_captures;
 } cg_hit;
 
 /* Which captures a call on target (a CUstream, with ptsz, for STREAM; a

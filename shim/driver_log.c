@@ -7,13 +7,12 @@
  * loader's lock, which a thread waiting for the driver may hold). */
 #include "driver_log.h"
 
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "captures.h"
 #include "entry_points.h"
+#include "names.h"
 
 /* needle in the n bytes at hay, or NULL (memmem is not on the shim's list of
  * glibc functions: tests/shim/check_links.sh). */
@@ -67,42 +66,16 @@ static _Bool breaks(int code) {
          code == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT || code == CUDA_ERROR_CAPTURED_EVENT;
 }
 
-/* The first offender keeps a pointer to its call's name for the life of the
- * process: names are interned, a bounded few (past the bound, the break is
- * still marked, named "a call capguard does not wrap"). */
-#define NAMES 64
-#define NAME_LEN 64
-static char names[NAMES][NAME_LEN];
-static unsigned n_names;
-static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static const char *intern(const char *call) {
-  const char *found = "a call capguard does not wrap";
-  pthread_mutex_lock(&names_lock);
-  for (unsigned i = 0; i < n_names; i++)
-    if (!strcmp(names[i], call)) {
-      found = names[i];
-      goto out;
-    }
-  if (n_names < NAMES) {
-    snprintf(names[n_names], NAME_LEN, "%s", call);
-    found = names[n_names++];
-  }
-out:
-  pthread_mutex_unlock(&names_lock);
-  return found;
-}
-
 void cg_driver_log_callback(void *data, CUlogLevel level, char *message, size_t length) {
   (void)data;
   (void)level;
   int code;
-  char call[NAME_LEN];
+  char call[96];
   if (cg_nothing_captures() || !cg_driver_log_parse(message, length, &code, call, sizeof call) ||
       !breaks(code) || cg_ep_find(call) >= 0)
     return;
   cg_begin_site *site = cg_site_take(CG_SITE_MAX_FRAMES);
-  cg_break b = cg_break_of(intern(call), CG_EV_DRIVER_LOG, CG_VERDICT_BROKE, (CUresult)code, site);
+  cg_break b = cg_break_of(cg_name_intern(call, "a call capguard does not wrap"), CG_EV_DRIVER_LOG, CG_VERDICT_BROKE, (CUresult)code, site);
   cg_captures_break_logged(code, &b);
   free(site);
 }

@@ -10,6 +10,7 @@
  *   graph-launch: cuGraphLaunch of an earlier graph into the capture (900);
  *   fork-unjoined: a stream forked into the capture with a kernel on it and
  *   never joined back (the end returns 904);
+ *   end-other: the capture is ended by another thread (908 unless relaxed);
  *   pageable-copy: cuMemcpyHtoDAsync from pageable memory into the capture.
  *   unwatched: the fake's cuFakeUnwatchedRefusal, a call capguard does not
  *   wrap that the driver refuses (900) and logs.
@@ -136,6 +137,8 @@ static CUresult do_op(void) {
       r = cu.WaitEvent(side, fork_ev, 0);
     return r == CUDA_SUCCESS ? launch_on(side) : r;
   }
+  if (!strcmp(op, "end-other"))
+    return CUDA_SUCCESS; /* main's end is made by another thread */
   if (!strcmp(op, "pageable-copy"))
     return cu.MemcpyHtoDAsync(mem, pageable, sizeof pageable, capturing);
   if (!strcmp(op, "unwatched")) {
@@ -146,7 +149,14 @@ static CUresult do_op(void) {
   return CUDA_ERROR_UNKNOWN;
 }
 
-static CUresult op_result;
+static CUresult op_result, end_result;
+static CUgraph end_graph;
+static void *end_thread(void *arg) {
+  (void)arg;
+  if (cu.SetCurrent(ctx) == CUDA_SUCCESS)
+    end_result = cu.End(capturing, &end_graph);
+  return NULL;
+}
 static void *op_thread(void *arg) {
   (void)arg;
   CHECK(cu.SetCurrent(ctx));
@@ -215,7 +225,15 @@ int main(int argc, char **argv) {
     for (int i = 0; i < repeat; i++)
       op_result = do_op();
   }
-  CUresult end = cu.End(capturing, &g);
+  CUresult end;
+  if (!strcmp(op, "end-other")) {
+    pthread_t t;
+    pthread_create(&t, NULL, end_thread, NULL);
+    pthread_join(t, NULL);
+    end = end_result;
+  } else {
+    end = cu.End(capturing, &g);
+  }
   printf("op_result=%d\nend_result=%d\nown_log_lines=%d\n", (int)op_result, (int)end, own_lines);
   return 0;
 }

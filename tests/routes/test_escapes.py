@@ -79,6 +79,29 @@ class Named(unittest.TestCase):
             run = probe(["--op", "graph-launch", "--blocking"], route=route)
             self.assert_named(run, "cuGraphLaunch", "graph-launch", UNSUPPORTED)
 
+    def test_a_fork_never_joined_is_named_at_the_end(self):
+        for route in ("direct", "dlsym"):
+            run = probe(["--op", "fork-unjoined", "--blocking"], route=route)
+            self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 904), run.stdout)
+            cap = the_capture(run)
+            self.assertEqual(cap["status"], "failed")
+            self.assertEqual(cap["end_result"], 904)
+            b = cap["broken_by"]
+            self.assertIsNotNone(b, cap)
+            self.assertRegex(b["call"], r"^cuStreamWaitEvent forking stream 0x[0-9a-f]+, never joined$")
+            self.assertEqual((b["event"], b["verdict"], b["result"]), ("unjoined", "broke", 904))
+            self.assertIn("escape_probe", b["where"])
+
+    def test_an_end_from_the_wrong_thread_names_that_thread(self):
+        run = probe(["--op", "end-other", "--blocking"])
+        self.assertEqual(run.int("end_result"), 908, run.stdout)
+        cap = the_capture(run)
+        b = cap["broken_by"]
+        self.assertIsNotNone(b, cap)
+        self.assertEqual((b["event"], b["verdict"], b["result"]), ("wrong-thread", "broke", 908))
+        self.assertNotEqual(b["tid"], cap["tid"])   # the ending thread, not the one that began it
+        self.assertIn("escape_probe", b["where"])
+
     def test_what_the_driver_allows_is_not_reported(self):
         for op in ("per-thread-launch", "wait-never"):
             for flags in ([], ["--blocking"]):
