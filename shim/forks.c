@@ -5,9 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capguard/clock.h"
 #include "names.h"
 
 #define FORKS 256
+
+/* A first offender made here (cg_break_of is capture_hits.c's, which calls
+ * in here: no call loops between files). */
+static cg_break offender(const char *call, cg_event_kind kind, CUresult r, const cg_begin_site *site) {
+  cg_break b = {.who = {.call = call, .kind = kind, .verdict = CG_VERDICT_BROKE, .result = (int)r,
+                        .tid = cg_self_tid(), .time_ns = cg_now_ns()}};
+  if (site)
+    b.site = *site;
+  return b;
+}
 
 typedef struct {
   uint64_t capture_id, stream_key, last_event;
@@ -79,13 +90,13 @@ cg_break *cg_end_offender(uint64_t capture_id, CUresult r) {
              (unsigned long long)unjoined.stream_key);
     b = malloc(sizeof *b);
     if (b)
-      *b = cg_break_of(cg_name_intern(call, unjoined.call), CG_EV_UNJOINED, CG_VERDICT_BROKE, r, unjoined.site);
+      *b = offender(cg_name_intern(call, unjoined.call), CG_EV_UNJOINED, r, unjoined.site);
   } else if (r == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
     cg_begin_site *here = cg_site_take(CG_BEGIN_SITE_FRAMES + 2);
     b = malloc(sizeof *b);
     if (b)
-      *b = cg_break_of("cuStreamEndCapture from a thread that did not begin the capture", CG_EV_WRONG_THREAD,
-                       CG_VERDICT_BROKE, r, here);
+      *b = offender("cuStreamEndCapture from a thread that did not begin the capture", CG_EV_WRONG_THREAD, r,
+                    here);
     free(here);
   }
   free(unjoined.site);
