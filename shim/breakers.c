@@ -120,7 +120,7 @@ CUresult cg_breaker_call(const cg_call *c) {
      * wait on an event never recorded, or legacy-stream work the driver
      * took after all, is nothing to report. */
     if (v == CG_VERDICT_ALLOWED && c->rule >= CG_RULE_LEGACY) {
-      if (hit.cls != CG_HIT_ESCAPE)
+      if (hit.cls != CG_HIT_ESCAPE && hit.cls != CG_HIT_PAGEABLE)
         return r;
       v = CG_VERDICT_ESCAPED;
     }
@@ -131,11 +131,12 @@ CUresult cg_breaker_call(const cg_call *c) {
    * held (a backtrace may take the loader's lock). */
   cg_begin_site *here = cg_begin_site_take();
   if (cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS)) {
-    cg_break b = cg_break_of(cg_ep_name[c->ep], c->kind, v, r, here);
+    cg_break b = cg_break_of(cg_ep_name[c->ep], hit.cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind, v, r, here);
     cg_captures_break(&hit, &b, false);
     hit.first.status = CG_CAPTURE_INVALIDATED;
   }
-  if (!cg_report_first_sighting(cg_ep_name[c->ep], c->kind, v, hit.first.id, here)) {
+  if (!cg_report_first_sighting(cg_ep_name[c->ep], hit.cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind, v,
+                                hit.first.id, here)) {
     cg_captures_count_repeat(&hit);
     free(here);
     return r;
@@ -146,7 +147,8 @@ CUresult cg_breaker_call(const cg_call *c) {
     cg_warn_oom("a call's report");
     return r;
   }
-  cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .verdict = v, .result = (int)r,
+  cg_event_kind kind = hit.cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind;
+  cg_event e = {.kind = kind, .call = cg_ep_name[c->ep], .verdict = v, .result = (int)r,
                 .driver_result = driver_result, .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
   s->site = hit.site;

@@ -93,6 +93,22 @@ static void judge_legacy(cg_model *m, uint64_t ctx, uint64_t tid, cg_hit *hit) {
   }
 }
 
+/* The legacy stream: the NULL handle of a non-_ptsz entry point, or
+ * CU_STREAM_LEGACY by name. */
+static bool legacy_stream(uint64_t s, bool ptsz) {
+  return (s == 0 && !ptsz) || s == (uint64_t)(uintptr_t)CU_STREAM_LEGACY;
+}
+
+/* Host memory the driver does not know as page-locked (or device) memory:
+ * a captured copy from it reads it at replay. A query, allowed mid-capture;
+ * unknown (no such entry point) counts as not pageable: nothing is said. */
+static bool pageable(uint64_t p) {
+  unsigned type = 0;
+  return p && cg_drv.PointerGetAttribute &&
+         cg_drv.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) ==
+             CUDA_ERROR_INVALID_VALUE;
+}
+
 static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, uint64_t joined_id, cg_hit *hit) {
   memset(hit, 0, sizeof *hit);
   uint64_t tid = cg_self_tid();
@@ -103,9 +119,19 @@ static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, uint64
     return;
   }
   cg_capture *c = NULL;
-  if (rule == CG_RULE_LEGACY || rule == CG_RULE_WAIT_EVENT || rule == CG_RULE_CAPTURING) {
+  if (rule == CG_RULE_LEGACY || rule == CG_RULE_WAIT_EVENT || rule == CG_RULE_CAPTURING ||
+      rule == CG_RULE_COPY_ASYNC) {
     if (rule == CG_RULE_LEGACY) {
       judge_legacy(m, target, tid, hit);
+    } else if (rule == CG_RULE_COPY_ASYNC) {
+      /* target: the context for the legacy stream, else the stream; aux:
+       * set (1) when the source is pageable (asked before the lock). */
+      if (aux == UINT64_MAX)
+        judge_legacy(m, target, tid, hit);
+      else if (aux == 1 && (c = capture_of_stream(m, cg_stream_key((CUstream)(uintptr_t)target, ptsz), joined_id))) {
+        set_first(hit, CG_HIT_PAGEABLE, c, 1);
+        c->events++;
+      }
     } else {
       c = capture_of_stream(m, cg_stream_key((CUstream)(uintptr_t)target, ptsz), joined_id);
       if (rule == CG_RULE_WAIT_EVENT) {
@@ -161,10 +187,24 @@ static uint64_t context_of(uint64_t target) {
 }
 
 static bool on_stream(cg_rule rule) {
-  return rule == CG_RULE_STREAM || rule == CG_RULE_WAIT_EVENT || rule == CG_RULE_CAPTURING;
+  return rule == CG_RULE_STREAM || rule == CG_RULE_WAIT_EVENT || rule == CG_RULE_CAPTURING ||
+         rule == CG_RULE_COPY_ASYNC;
 }
 
 void cg_captures_judge_aux(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, cg_hit *hit) {
+  if (rule == CG_RULE_COPY_ASYNC) {
+    /* On the legacy stream: legacy-stream work (aux UINT64_MAX says so to
+     * judge); elsewhere, only a copy from pageable memory is news. */
+    if (legacy_stream(target, ptsz)) {
+      judge(rule, context_of(0), false, UINT64_MAX, 0, hit);
+      return;
+    }
+    if (!pageable(aux)) {
+      memset(hit, 0, sizeof *hit);
+      return;
+    }
+    aux = 1;
+  }
   /* Asked before the model's lock: the driver is never called with it held. */
   uint64_t joined = on_stream(rule) ? cg_captures_driver_id((CUstream)(uintptr_t)target, ptsz) : 0;
   /* Legacy-stream work meets the captures of the caller's context. */

@@ -119,6 +119,9 @@ typedef enum {
   CG_RULE_WAIT_EVENT, /* the call's stream captures and waits on an event (aux) not recorded
                          into that capture: 905 if it was recorded before the capture */
   CG_RULE_CAPTURING,  /* the call's stream captures (cuGraphLaunch): 900 */
+  CG_RULE_COPY_ASYNC, /* an asynchronous host-to-device copy: as CG_RULE_LEGACY on the legacy
+                         stream; into a capture from pageable host memory (aux: the source)
+                         it is captured, and each replay reads that memory as it is then */
 } cg_rule;
 
 /* How a call met the captures: which rule applied, the first (oldest)
@@ -132,6 +135,7 @@ typedef enum {
   CG_HIT_EVENT,
   CG_HIT_LEGACY, /* the blocking captures of the context (906); first: the oldest */
   CG_HIT_ESCAPE, /* only non-blocking captures, one begun by the calling thread (first) */
+  CG_HIT_PAGEABLE, /* a copy from pageable memory into the capture first */
 } cg_hit_class;
 typedef struct {
   cg_hit_class cls;

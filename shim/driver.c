@@ -104,6 +104,8 @@ static void resolve(void) {
   cg_drv.StreamGetCaptureInfo =
       (CUresult(*)(CUstream, CUstreamCaptureStatus *, cuuint64_t *))sym(h, "cuStreamGetCaptureInfo");
   cg_drv.StreamGetFlags = (CUresult(*)(CUstream, unsigned int *))sym(h, "cuStreamGetFlags");
+  cg_drv.PointerGetAttribute =
+      (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))sym(h, "cuPointerGetAttribute");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;

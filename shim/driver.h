@@ -22,6 +22,7 @@ typedef struct {
    * CUDA 10.1 exports it, and torch's cudart asks for it */
   CUresult (*StreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus *, cuuint64_t *);
   CUresult (*StreamGetFlags)(CUstream, unsigned int *);
+  CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;

@@ -30,10 +30,11 @@
  *   DEFERRABLE     kind, fix: a BREAKER on one handle (its one parameter)
  *                  that guard mode may defer until the capture ends
  *   EVENT_RECORD   event, stream, ptsz
- *   STREAM_WORK    kind, rule (cg_rule: CG_RULE_LEGACY, CG_RULE_WAIT_EVENT or
- *                  CG_RULE_CAPTURING), stream (the stream the work goes to;
- *                  0 for the synchronous copies and memsets, which use the
- *                  legacy stream), ptsz, aux (the event a wait waits on, or 0).
+ *   STREAM_WORK    kind, rule (cg_rule: CG_RULE_LEGACY, CG_RULE_WAIT_EVENT,
+ *                  CG_RULE_CAPTURING or CG_RULE_COPY_ASYNC), stream (the
+ *                  stream the work goes to; 0 for the synchronous copies and
+ *                  memsets, which use the legacy stream), ptsz, aux (the
+ *                  event a wait waits on, a copy's host source, or 0).
  *                  The launches and copies: with nothing capturing, or on a
  *                  stream that cannot hit the rule, a tail call to the driver
  * The breakers' rules are the measured matrices (capture-semantics.md); the
@@ -169,9 +170,10 @@
   X(STREAM_WORK, cuMemsetD2D32_v2, (CUdeviceptr, dst, size_t, pitch, unsigned int, v, size_t, w, size_t, h), \
     CG_SYNC_COPY_TRAITS)                                                                                \
   X(STREAM_WORK, cuMemcpyHtoDAsync_v2, (CUdeviceptr, dst, const void *, src, size_t, n, CUstream, stream), \
-    CG_LEGACY_TRAITS(stream, false))                                                                    \
+    CG_EV_LEGACY_STREAM, CG_RULE_COPY_ASYNC, stream, false, src)                                        \
   X(STREAM_WORK, cuMemcpyHtoDAsync_v2_ptsz,                                                             \
-    (CUdeviceptr, dst, const void *, src, size_t, n, CUstream, stream), CG_LEGACY_TRAITS(stream, true))  \
+    (CUdeviceptr, dst, const void *, src, size_t, n, CUstream, stream), CG_EV_LEGACY_STREAM,             \
+    CG_RULE_COPY_ASYNC, stream, true, src)                                                              \
   X(STREAM_WORK, cuStreamWaitEvent, (CUstream, stream, CUevent, event, unsigned int, flags),             \
     CG_EV_STREAM_WAIT, CG_RULE_WAIT_EVENT, stream, false, event)                                        \
   X(STREAM_WORK, cuStreamWaitEvent_ptsz, (CUstream, stream, CUevent, event, unsigned int, flags),        \

@@ -128,16 +128,27 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, cons
 }
 
 /* A query, allowed mid-capture: the flags the stream was created with. */
-FC_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int *flags)
+static CUresult stream_flags(CUstream hStream, int ptsz, unsigned int *flags)
 {
-  FC_BEGIN;
   CUresult rc = fc_need_ctx();
-  struct fc_stream *st = rc == CUDA_SUCCESS ? fc_stream_resolve(hStream, 0) : NULL;
+  struct fc_stream *st = rc == CUDA_SUCCESS ? fc_stream_resolve(hStream, ptsz) : NULL;
   if (rc == CUDA_SUCCESS && st == NULL)
     rc = CUDA_ERROR_INVALID_HANDLE;
   if (rc == CUDA_SUCCESS && flags == NULL)
     rc = CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS)
     *flags = st->flags;
-  FC_END(rc);
+  return rc;
+}
+
+FC_EXPORT CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int *flags)
+{
+  FC_BEGIN;
+  FC_END(stream_flags(hStream, 0, flags));
+}
+
+FC_EXPORT CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
+{
+  FC_BEGIN;
+  FC_END(stream_flags(hStream, 1, flags));
 }

@@ -286,3 +286,21 @@ FC_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc
     memset(dst, uc, N);
   FC_END(rc);
 }
+
+/* A query, allowed mid-capture. Only CU_POINTER_ATTRIBUTE_MEMORY_TYPE is modelled:
+ * device for device and managed allocations, host for page-locked host memory
+ * (allocated or registered); pageable host memory the driver never saw is
+ * CUDA_ERROR_INVALID_VALUE, as on the real driver. */
+FC_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+  FC_BEGIN;
+  CUresult rc = fc_need_ctx();
+  if (rc == CUDA_SUCCESS && (data == NULL || attribute != CU_POINTER_ATTRIBUTE_MEMORY_TYPE))
+    rc = CUDA_ERROR_INVALID_VALUE;
+  struct fc_alloc *a = rc == CUDA_SUCCESS ? alloc_holding((const void *)(uintptr_t)ptr, 1) : NULL;
+  if (rc == CUDA_SUCCESS && a == NULL)
+    rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS)
+    *(unsigned int *)data = a->kind == FC_MEM_DEVICE ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  FC_END(rc);
+}

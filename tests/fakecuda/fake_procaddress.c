@@ -85,6 +85,9 @@
   D(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2) \
   P(cuMemcpyHtoDAsync, 7000, cuMemcpyHtoDAsync_v2_ptsz) \
   D(cuLogsRegisterCallback, 12090, cuLogsRegisterCallback) \
+  D(cuPointerGetAttribute, 4000, cuPointerGetAttribute) \
+  D(cuStreamGetFlags, 5050, cuStreamGetFlags) \
+  P(cuStreamGetFlags, 7000, cuStreamGetFlags_ptsz) \
   D(cuLogsUnregisterCallback, 12090, cuLogsUnregisterCallback) \
   D(cuLaunchHostFunc, 10000, cuLaunchHostFunc) \
   P(cuLaunchHostFunc, 10000, cuLaunchHostFunc_ptsz) \

@@ -11,7 +11,8 @@
  *   fork-unjoined: a stream forked into the capture with a kernel on it and
  *   never joined back (the end returns 904);
  *   end-other: the capture is ended by another thread (908 unless relaxed);
- *   pageable-copy: cuMemcpyHtoDAsync from pageable memory into the capture.
+ *   pageable-copy: cuMemcpyHtoDAsync from pageable memory into the capture;
+ *   pinned-copy: the same from page-locked memory (fine).
  *   unwatched: the fake's cuFakeUnwatchedRefusal, a call capguard does not
  *   wrap that the driver refuses (900) and logs.
  * --repeat N makes the op N times. --own-log registers the program's own
@@ -48,6 +49,7 @@
     CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, \
                  void **))                                                                         \
   X(MemAlloc, cuMemAlloc_v2, CUresult (*)(CUdeviceptr *, size_t))                                  \
+  X(MemAllocHost, cuMemAllocHost_v2, CUresult (*)(void **, size_t))                                 \
   X(MemcpyHtoD, cuMemcpyHtoD_v2, CUresult (*)(CUdeviceptr, const void *, size_t))                  \
   X(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void *, size_t, CUstream)) \
   X(MemsetD8, cuMemsetD8_v2, CUresult (*)(CUdeviceptr, unsigned char, size_t))
@@ -88,6 +90,7 @@ static CUevent before, never, fork_ev;
 static CUdeviceptr mem;
 static CUgraphExec earlier;
 static unsigned char pageable[64];
+static void *pinned;
 static int own_log, own_lines;
 
 static void CUDA_CB on_own_log(void *data, CUlogLevel level, char *message, size_t length) {
@@ -141,6 +144,8 @@ static CUresult do_op(void) {
     return CUDA_SUCCESS; /* main's end is made by another thread */
   if (!strcmp(op, "pageable-copy"))
     return cu.MemcpyHtoDAsync(mem, pageable, sizeof pageable, capturing);
+  if (!strcmp(op, "pinned-copy"))
+    return cu.MemcpyHtoDAsync(mem, pinned, 64, capturing);
   if (!strcmp(op, "unwatched")) {
     CUresult (*brk)(void) = (CUresult(*)(void))dlsym(RTLD_DEFAULT, "cuFakeUnwatchedRefusal");
     return brk ? brk() : CUDA_ERROR_NOT_FOUND;
@@ -208,6 +213,7 @@ int main(int argc, char **argv) {
   CHECK(cu.EventCreate(&fork_ev, 0));
   CHECK(cu.EventRecord(before, capturing));
   CHECK(cu.MemAlloc(&mem, sizeof pageable));
+  CHECK(cu.MemAllocHost(&pinned, 64));
   /* An earlier graph, for graph-launch. */
   CUgraph g;
   CHECK(cu.Begin(capturing, CU_STREAM_CAPTURE_MODE_GLOBAL));

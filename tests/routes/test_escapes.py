@@ -148,6 +148,26 @@ class Escapes(unittest.TestCase):
         self.assertEqual(the_capture(run).get("repeats"), 4)
 
 
+class PageableCopy(unittest.TestCase):
+    def test_a_captured_copy_from_pageable_memory_is_said(self):
+        for flags in ([], ["--blocking"]):
+            for route in ("direct", "dlsym"):
+                with self.subTest(flags=flags, route=route):
+                    run = probe(["--op", "pageable-copy"] + flags, route=route)
+                    self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0))
+                    evs = run.events
+                    self.assertEqual(len(evs), 1, run.records)
+                    self.assertEqual((evs[0]["call"], evs[0]["event"], evs[0]["verdict"]),
+                                     ("cuMemcpyHtoDAsync_v2", "pageable-copy", "escaped"))
+                    self.assertIn("pageable host memory", run.stderr)
+                    self.assertEqual(the_capture(run)["status"], "ended")
+
+    def test_a_copy_from_pinned_memory_is_not(self):
+        run = probe(["--op", "pinned-copy"])
+        self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0))
+        self.assertEqual(run.events, [])
+
+
 class DriverLog(unittest.TestCase):
     """Drivers 12.9 and later log every refusal: a call capguard does not
     wrap is named as the first offender, at its call site."""
