@@ -37,11 +37,23 @@ static inline bool is_legacy(CUstream s, bool ptsz) { return (s == NULL && !ptsz
                   .invoke = cname##_invoke, .args = &args_, .aux = (uint64_t)(uintptr_t)(aux_)};     \
     return cg_breaker_call(&c_);                                                                    \
   }                                                                                                 \
-  CG_WRAPPER_HEAD(cname, sname, params) {                                                           \
-    CG_REAL_OR_RETURN(ep_, params, real);                                                            \
-    if (__builtin_expect(cg_nothing_captures(), 1) || off() || !CG_MAY_HIT((rule_), (stream_), (ptsz_))) \
-      return real(CG_ARGS(params));                                                                 \
-    return cname##_slow(CG_ARGS(params));                                                           \
+  /* Everything but the fast path: finding the driver, off mode, a stream   \
+   * the rule cannot touch, the decision. */                                 \
+  static __attribute__((noinline)) CUresult cname##_other(CG_PARAMS(params)) { \
+    CG_REAL_OR_RETURN(ep_, params, real);                                     \
+    if (cg_nothing_captures() || off() || !CG_MAY_HIT((rule_), (stream_), (ptsz_))) \
+      return real(CG_ARGS(params));                                           \
+    return cname##_slow(CG_ARGS(params));                                     \
+  }                                                                           \
+  /* The fast path: two loads and a tail call; every other path is a tail    \
+   * call too, so the wrapper sets up no frame (11 parameters: 5 on the      \
+   * stack, passed through untouched). */                                     \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                     \
+    CUresult (*real)(CG_PARAMS(params)) =                                     \
+        (CUresult(*)(CG_PARAMS(params)))__atomic_load_n(&cg_ep_real[ep_], __ATOMIC_ACQUIRE); \
+    if (__builtin_expect(real != NULL, 1) && __builtin_expect(cg_nothing_captures(), 1)) \
+      return real(CG_ARGS(params));                                           \
+    return cname##_other(CG_ARGS(params));                                    \
   }
 
 #include "wrap_rows.h"
