@@ -137,6 +137,28 @@ class Escapes(unittest.TestCase):
                 summary = run.of_type("summary")[0]
                 self.assertEqual(summary["verdicts"]["escaped"], 1)
 
+    def test_capguard_report_groups_them_and_run_counts_them(self):
+        import subprocess
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            for op, kind, call in (("legacy-launch", "legacy-stream", "cuLaunchKernel"),
+                                   ("pageable-copy", "pageable-copy", "cuMemcpyHtoDAsync_v2")):
+                log = os.path.join(tmp, op + ".jsonl")
+                env = dict(os.environ, LD_LIBRARY_PATH=routes_common.FAKE_DIR, CG_CUBIN=CUBIN)
+                env.pop("LD_PRELOAD", None)
+                for k in [k for k in env if k.startswith("CAPGUARD_")]:
+                    del env[k]
+                p = subprocess.run([os.environ["CG_CLI"], "run", "--mode", "report", "--log", log, "--",
+                                    PROBE_DIRECT, "--route", "direct", "--op", op, "--repeat", "3"],
+                                   env=env, capture_output=True, text=True, timeout=60)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn("1 call escaped a capture", p.stderr + p.stdout)
+                p = subprocess.run([os.environ["CG_CLI"], "report", log], capture_output=True, text=True,
+                                   timeout=60)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                section = p.stdout.split("Escaped captures", 1)[1].split("\n\n", 1)[0]
+                self.assertRegex(section, r"\n\s+1\s+%s\s+%s\s+\S" % (kind, call))
+
     def test_another_threads_legacy_work_is_its_own_business(self):
         run = probe(["--op", "legacy-launch", "--thread", "other"])
         self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0))
