@@ -16,9 +16,4 @@
  * nothing: the break it names is written with its capture's record. */
 void cg_driver_log_callback(void *data, CUlogLevel level, char *message, size_t length);
 
-/* Parses one log message: true for "... Returning N (NAME) from CALL ...",
- * with *code = N and the call's name copied to call (NUL-terminated, cut to
- * cap - 1). Pure; fuzzed through tests/unit. */
-_Bool cg_driver_log_parse(const char *message, size_t length, int *code, char *call, size_t cap);
-
 #endif
