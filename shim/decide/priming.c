@@ -24,7 +24,7 @@
 #include "config.h"
 #include "driver.h"
 #include "entry_points.h"
-#include "captures.h"
+#include "live_captures.h"
 #include "load_tally.h"
 #include "output.h"
 #include "warn.h"

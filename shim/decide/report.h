@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "capguard/event.h"
-#include "captures.h"
+#include "live_captures.h"
 #include "stack.h"
 
 /* Stack buffers for one event; on the heap (cg_report_scratch) because the

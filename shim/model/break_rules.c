@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "captures.h"
-#include "captures_model.h"
+#include "live_captures.h"
+#include "model_lock.h"
 #include "capguard/clock.h"
 #include "driver.h"
 #include "warn.h"

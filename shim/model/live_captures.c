@@ -1,5 +1,5 @@
-#include "captures.h"
-#include "captures_model.h"
+#include "live_captures.h"
+#include "model_lock.h"
 
 #include <execinfo.h>
 #include <stdio.h>

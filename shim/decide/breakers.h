@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "capguard/log_schema.h"
-#include "captures.h"
+#include "live_captures.h"
 #include "entry_points.h"
 
 /* What guard mode may do instead of letting the driver break the capture

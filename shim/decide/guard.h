@@ -13,7 +13,7 @@
 
 #include "capguard/capture_model.h"
 #include "capguard/event.h"
-#include "captures.h"
+#include "live_captures.h"
 #include "entry_points.h"
 
 /* A capture begin: _enter before the driver's call (priming runs here, the
