@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "capguard/event.h"
-#include "guard.h"
+#include "calls.h"
 
 /* Decide a prohibited load without the driver's plain path: served from the
  * priming pool, made in relaxed mode (rescue), or refused as an older driver

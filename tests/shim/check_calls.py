@@ -6,7 +6,8 @@
   defined in another's) and an include (`#include "x.h"` of a shim header)
   go to the same floor or a lower one, never up.
 - The file-level graph of calls has no loop, direct (a calls b, b calls a)
-  or through others, on one floor either.
+  or through others, on one floor either; nor has the graph of includes
+  between rooms (a room: x.c with its x.h).
 
 Taking a function's address (the wrapper table, a thunk handed down) is not
 a call and is not counted. The floors are read from shim/README.md's table,
@@ -55,6 +56,43 @@ def sources(src):
             if n.endswith(SOURCE_EXTS):
                 out.append(os.path.relpath(os.path.join(root, n), src))
     return sorted(out)
+
+
+def room(rel):
+    return os.path.splitext(rel)[0]
+
+
+def loops_of(edges):
+    """Tarjan's strongly connected components: each with two or more nodes is a loop."""
+    index, low, stack, on, loops = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                loops.append(sorted(comp))
+
+    for v in sorted(set(edges) | {w for ws in edges.values() for w in ws}):
+        if v not in index:
+            visit(v)
+    return loops
 
 
 def main():
@@ -131,6 +169,7 @@ def main():
                                 + ", ".join(sorted(syms)))
 
     n_includes = 0
+    room_edges = {}
     for s in srcs:
         with open(os.path.join(src, s)) as f:
             for line in f:
@@ -139,50 +178,31 @@ def main():
                     continue  # capguard/... (the core), or not the shim's
                 n_includes += 1
                 h = headers[m.group(1)]
+                if room(h) != room(s):
+                    room_edges.setdefault(room(s), {}).setdefault(room(h), set()).add(f"{s} includes {h}")
                 if floor_of(h) is not None and floor_of(s) is not None and floor_of(h) > floor_of(s):
                     failures.append(f"include back up: {s} (floor {floor_of(s)}) includes {h} (floor {floor_of(h)})")
 
-    # Tarjan's strongly connected components: any with two or more files is a loop.
-    index, low, stack, on, loops = {}, {}, [], set(), []
-    counter = [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in edges.get(v, {}):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                loops.append(sorted(comp))
-
-    files = sorted(set(file_of.values()))
-    for f in files:
-        if f not in index:
-            visit(f)
-    for comp in loops:
+    for comp in loops_of(edges):
         failures.append("call loop between: " + ", ".join(comp))
         for a in comp:
             for b, syms in sorted(edges.get(a, {}).items()):
                 if b in comp:
                     failures.append(f"  {a} -> {b}: {', '.join(sorted(syms))}")
+    # A room is a .c and its .h: a room whose header includes another's, and
+    # that one's source includes the first one's header (policy.h including
+    # guard.h for a type, while guard.c includes policy.h) is a loop too.
+    for comp in loops_of(room_edges):
+        failures.append("include loop between: " + ", ".join(comp))
+        for a in comp:
+            for b, why in sorted(room_edges.get(a, {}).items()):
+                if b in comp:
+                    failures.append(f"  {a} -> {b}: {', '.join(sorted(why))}")
     if failures:
         print("\n".join(failures))
         return 1
     print(f"{len(set(floors.values()))} floors, {len(srcs)} sources, {n_edges} file-to-file call edges and "
-          f"{n_includes} includes, none back up, no loops")
+          f"{n_includes} includes, none back up, no call or include loops")
     for a in sorted(edges):
         print(f"  {a} -> {', '.join(sorted(edges[a]))}")
     return 0
