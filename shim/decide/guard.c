@@ -27,7 +27,7 @@ void *cg_capture_begin_enter(void) {
 void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_capture_mode mode,
                             bool into_graph) {
   /* The driver's id lets a stream that joins the capture be told apart
-   * (capture_hits.c); asked under the gate held shared, which no driver
+   * (model/break_rules.c); asked under the gate held shared, which no driver
    * call of capguard's waits for. */
   uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_driver_id(s, ptsz) : 0;
   cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph);

@@ -1,7 +1,7 @@
 /* What happens at a capture begin or end, and to a module load or unload
  * made while a capture prohibits the calling thread: guard.c asks the
- * capture bookkeeping (captures.c), priming and policy, and reports. The
- * wrappers (capture_wrappers.c, module_wrappers.c) call in here for loads
+ * capture bookkeeping (model/), priming and policy, and reports. The
+ * wrappers (begin_end_wrappers.c, module_wrappers.c) call in here for loads
  * and unloads only when something captures; otherwise they pass straight to
  * the driver after one atomic load. */
 #ifndef CAPGUARD_GUARD_H
