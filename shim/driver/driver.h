@@ -42,6 +42,11 @@ bool cg_driver_rules_loads(void);
 /* The version whose rules apply: CAPGUARD_EMULATE_DRIVER if set, else the driver's. */
 int cg_effective_driver_version(void);
 
+/* The driver's log callback to register at the first driver use (drivers
+ * 12.9 and later; decide/driver_log.c's, set by init.c before any driver
+ * use): a pointer handed down, so that this floor calls nothing above it. */
+void cg_driver_set_log_callback(CUlogsCallback cb);
+
 /* The wrapper for a pointer the driver handed out (cuGetProcAddress, dlsym),
  * found by comparing it with the driver's own exported pointers; p itself if
  * capguard does not wrap it. */

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "driver_log.h"
 #include "entry_points.h"
 #include "output.h"
 #include "warn.h"
@@ -63,16 +62,20 @@ bool cg_driver_loaded(void) {
 static void *sym(void *h, const char *name) { return h ? cg_real_dlsym(h, name) : NULL; }
 
 /* The driver's log (drivers 12.9 and later) names every call it refuses,
- * wrapped or not (driver_log.c). Registered once, here, at the first driver
+ * wrapped or not (decide/driver_log.c, handed over by init.c: no floor calls
+ * up). Registered once, here, at the first driver
  * use: a call allowed at any time, capture or not. The program's own
  * callbacks are the driver's to call: they keep receiving everything. */
+static CUlogsCallback log_callback;
+void cg_driver_set_log_callback(CUlogsCallback cb) { log_callback = cb; }
+
 static void register_log_callback(void *h, int version) {
-  if (version < 12090 || cg_cfg.mode == CG_RUN_OFF)
+  if (version < 12090 || cg_cfg.mode == CG_RUN_OFF || !log_callback)
     return;
   CUresult (*reg)(CUlogsCallback, void *, CUlogsCallbackHandle *) =
       (CUresult(*)(CUlogsCallback, void *, CUlogsCallbackHandle *))sym(h, "cuLogsRegisterCallback");
   CUlogsCallbackHandle handle;
-  if (reg && reg(cg_driver_log_callback, NULL, &handle) != CUDA_SUCCESS)
+  if (reg && reg(log_callback, NULL, &handle) != CUDA_SUCCESS)
     cg_warn("the driver's log callback could not be registered; calls capguard does not wrap will "
             "not be named");
 }

@@ -9,7 +9,7 @@
 #include <cuda.h>
 #include <stdint.h>
 
-#include "captures.h"
+#include "live_captures.h"
 
 /* A fork of stream_key into the capture capture_id, made by call at site
  * (owned by the table from here on; NULL allowed). Bounded: past 256 forks

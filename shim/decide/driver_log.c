@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "capguard/driver_log.h"
-#include "captures.h"
+#include "live_captures.h"
 #include "entry_points.h"
 #include "names.h"
 
