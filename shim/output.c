@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "capguard/image.h"
+#include "capguard/log_file.h"
 #include "config.h"
 #include "seen_set.h"
 #include "warn.h"
@@ -113,23 +114,18 @@ __attribute__((format(printf, 1, 2))) static void log_warn(const char *fmt, ...)
     setenv(LOG_MARK, mark, 1);
 }
 
-/* Only a regular file is a log: a FIFO (or a device) could block the host in
- * open or write, so it is opened non-blocking and refused with one warning. */
+/* The log is opened under the priming file's rules (capguard/log_file.h):
+ * no symbolic link followed, a regular file only (a FIFO or device could
+ * block the host in open or write), ours and writable by nobody else. */
 static void open_log(void) {
   if (expand_log_path(cg_cfg.log_path, log_path, sizeof log_path) != 0) {
     log_warn("log path %.200s... is too long; reporting on stderr only", cg_cfg.log_path);
     return;
   }
-  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+  char why[256];
+  int fd = cg_log_open(log_path, why, sizeof why);
   if (fd < 0) {
-    log_warn("cannot open log %s (%s); reporting on stderr only", log_path,
-            errno == ENXIO ? "a FIFO with no reader: not a regular file" : strerror(errno));
-    return;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    log_warn("log %s is not a regular file; reporting on stderr only", log_path);
+    log_warn("cannot open log %s: it %s; reporting on stderr only", log_path, why);
     return;
   }
   log_fd = fd;

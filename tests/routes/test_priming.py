@@ -221,16 +221,18 @@ class Modes(PrimingCase):
                 self.assertEqual(off.records, [])  # no log written
                 self.assertFalse(os.path.exists(self.prime))
 
-    def test_unknown_mode_says_so_once_and_reports(self):
-        r = probe(["--op", "unload", "--image", CUBIN], self.prime, driver=13000, mode="guardian")
+    def test_unknown_mode_says_so_once_and_guards(self):
+        # A typo must not turn protection off (issue 15, item 11): guard, the
+        # default, is kept, and the typo is said once.
+        r = probe(["--op", "unload", "--image", CUBIN], self.prime, driver=13000, mode="gaurd")
         self.assertEqual(r.warnings("CAPGUARD_MODE"),
-                         ["capguard: CAPGUARD_MODE=guardian is not a mode (guard, report, off); using report"])
-        # Report, not guard: the unload reaches the driver and is refused.
-        self.assertEqual(r.int("op_result"), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-        self.assertEqual(r.verdicts(), ["refused"])
-        r = probe(["--op", "load", "--image", CUBIN], self.prime, mode="guardian")
-        self.assertEqual(r.summary["recorded"], 0)
-        self.assertFalse(os.path.exists(self.prime))
+                         ["capguard: CAPGUARD_MODE=gaurd is not a mode (guard, report, off); using guard, the default"])
+        # Guard, not report: the unload is deferred to the capture's end.
+        self.assertEqual(r.int("op_result"), 0)
+        self.assertEqual(r.verdicts(), ["deferred"])
+        r = probe(["--op", "load", "--image", CUBIN], self.prime, mode="gaurd")
+        self.assertEqual(r.summary["recorded"], 1)
+        self.assertTrue(os.path.exists(self.prime))
 
 
 class RunOneRunTwo(PrimingCase):
