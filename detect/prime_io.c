@@ -3,6 +3,8 @@
  * shim: every failure is one warning and a -1, and no wait is unbounded. */
 #include "prime_io.h"
 
+#include "capguard/write_whole.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -220,16 +222,14 @@ int prime_refuse_header(const uint8_t *buf, size_t len, const char *path, cg_pri
   }
 }
 
+/* Through cg_write_whole: a record crossing the file-size limit fails with
+ * EFBIG and never raises SIGXFSZ in the host (issue 15); the appender then
+ * cuts the part written, so no damaged record stays behind. */
 int prime_write_at(int fd, const uint8_t *p, size_t n, uint64_t off) {
-  while (n) {
-    ssize_t w = pwrite(fd, p, n, (off_t)off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w;
-    n -= (size_t)w;
-    off += (uint64_t)w;
-  }
-  return 0;
+  int err = cg_write_whole(fd, p, n, (int64_t)off, NULL);
+  if (!err) return 0;
+  errno = err;
+  return -1;
 }
 
 bool prime_record_ok(const cg_prime_record *r) {

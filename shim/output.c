@@ -13,6 +13,7 @@
 
 #include "capguard/image.h"
 #include "capguard/log_file.h"
+#include "capguard/write_whole.h"
 #include "config.h"
 #include "seen_set.h"
 #include "warn.h"
@@ -26,10 +27,12 @@ static char log_path[4096];   /* CAPGUARD_LOG with %p expanded */
 static int process_written;
 static uint64_t repeats_hidden;
 static uint64_t broken_hidden; /* broken captures not reprinted (same begin, same offender) */
-/* The log lost a line (short write, ENOSPC, EIO): warned about once, then no
- * more lines are written, so the log holds whole lines and a known gap. */
+/* The log lost a line (short write, ENOSPC, EFBIG, EIO): warned about once,
+ * then no more lines are written, so the log holds whole lines and a known
+ * gap. The part of a line a failed write left is cut off again
+ * (cg_append_whole), so the log ends on a whole line, as log-format.md says. */
 static int log_failed;
-static int log_cut_mid_line;  /* the failed write left part of a line behind */
+static int log_cut_mid_line;  /* a failed write left part of a line that could not be taken back */
 static uint64_t lines_lost;
 /* Calls guard mode handled as its job (routine verdicts: served, deferred,
  * not ready): one line per verdict per process on stderr, then counted. */
@@ -49,12 +52,12 @@ static void log_line(const char *buf, size_t len) {
     __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
     return;
   }
-  size_t done = 0;
-  int err = cg_write_all(log_fd, buf, len, &done);
+  int torn = 0;
+  int err = cg_append_whole(log_fd, buf, len, &torn);
   if (!err)
     return;
   __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
-  if (done)
+  if (torn)
     __atomic_store_n(&log_cut_mid_line, 1, __ATOMIC_RELAXED);
   if (__atomic_exchange_n(&log_failed, 1, __ATOMIC_ACQ_REL) == 0)
     cg_warn("cannot write to the log %s (%s): the log is incomplete from here on; "
@@ -380,9 +383,10 @@ void cg_output_summary(cg_summary *s) {
   if (n >= sizeof buf - (size_t)(at - buf))
     return;
   n += (size_t)(at - buf);
-  if (lost)
-    cg_write_all(log_fd, buf, n, NULL);
-  else
+  if (lost) {
+    int torn = 0;
+    cg_append_whole(log_fd, buf, n, &torn);
+  } else
     log_line(buf, n);
 }
 

@@ -97,6 +97,15 @@ if mount -t tmpfs -o size=64k tmpfs "$WORK/small" 2>/dev/null; then
   head -c 60000 /dev/zero >"$WORK/small/filler" 2>/dev/null
   head -c 100000 /dev/zero >>"$WORK/small/filler" 2>/dev/null
   "$CAPGUARD" run --log "$WORK/small/full.jsonl" --prime "$WORK/fs.cgp" -- "${engine[@]}" >/dev/null 2>"$WORK/fs.err"
+  # whole lines on a full disk too (issue 15, item 6): the part of a line the
+  # disk had no room for is taken back
+  python3 - "$WORK/small/full.jsonl" <<'PY' && pass || fail "a full disk left a torn line in the log"
+import json, sys
+data = open(sys.argv[1], "rb").read()
+assert not data or data.endswith(b"\n"), "torn last line"
+for line in data.splitlines():
+    json.loads(line)
+PY
   umount "$WORK/small"
   expect_in "$WORK/fs.err" "capguard: cannot write to the log $WORK/small/full.jsonl (No space left on device)" "ENOSPC warned"
   expect_in "$WORK/fs.err" "its filesystem is full" "summary: filesystem full"
