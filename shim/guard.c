@@ -6,6 +6,7 @@
 
 #include "capguard/file_read.h"
 #include "capguard/image.h"
+#include "captures_exit.h"
 #include "config.h"
 #include "driver.h"
 #include "output.h"
@@ -267,6 +268,8 @@ void cg_guard_exit(void) {
   cg_summary sum = {.pid = (uint64_t)getpid()};
   sum.captures_begun = cg_captures_begun_total();
   sum.captures_broken = cg_captures_broken();
+  /* Captures still open get their records before the summary counts them. */
+  sum.captures_open = cg_captures_write_open_at_exit();
   cg_report_counts(sum.events, sum.verdicts);
   cg_priming_summary(&sum);
   cg_policy_at_exit(&sum);

@@ -6,6 +6,9 @@
  *   attack_files open-at-exit N
  *       begins N captures (relaxed mode, N streams), launches nothing more
  *       and exits 0 without ending them (item 7);
+ *   attack_files open-broken 1
+ *       begins a global capture, loads an image in it (a driver before 12.3
+ *       refuses it and so breaks the capture) and exits 0 with it open;
  *   attack_files fill IMAGES FILE
  *       one capture loading IMAGES distinct PTX images of about 1.5 KB each
  *       (each recorded in guard mode, each one log line), ended; then checks
@@ -83,6 +86,18 @@ static int open_at_exit(int n) {
   exit(0);
 }
 
+static int open_broken(void) {
+  CUstream s;
+  CUresult r;
+  CUmodule m;
+  if ((r = stream_create(&s, CU_STREAM_NON_BLOCKING)) || (r = begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL)))
+    return failed("begin", r);
+  r = load(&m, ptx("k_open", 0));
+  printf("attack_files: load in the capture answered %d; exiting with it open\n", (int)r);
+  fflush(stdout);
+  exit(0);
+}
+
 static int fill(int images, const char *file) {
   CUstream s;
   CUresult r;
@@ -141,6 +156,8 @@ int main(int argc, char **argv) {
     return load_unload(n);
   if (!strcmp(argv[1], "open-at-exit"))
     return open_at_exit(n);
+  if (!strcmp(argv[1], "open-broken"))
+    return open_broken();
   if (!strcmp(argv[1], "fill") && argc == 4)
     return fill(n, argv[3]);
 usage:
