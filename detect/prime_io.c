@@ -187,6 +187,24 @@ int prime_open_locked(const char *path, bool create, int op, struct stat *st, cg
   }
 }
 
+int prime_open_locked_nowait(const char *path, bool create, int op, struct stat *st, cg_prime_warn_fn warn,
+                             void *ctx) {
+  for (int tries = 0; tries < REOPEN_TRIES; tries++) {
+    int fd = prime_open_checked(path, create, st, warn, ctx);
+    if (fd < 0) return fd;
+    if (flock(fd, op | LOCK_NB) != 0) {
+      int err = errno;
+      close(fd);
+      if (err == EWOULDBLOCK || err == EINTR) return -3;
+      prime_warnf(warn, ctx, path, "cannot lock it (%s); not used", strerror(err));
+      return -1;
+    }
+    if (still_current(st, path) && fstat(fd, st) == 0) return fd;
+    close(fd); /* replaced meanwhile: the new file is the one to use */
+  }
+  return -3;
+}
+
 int prime_map(int fd, size_t len, uint8_t **map, const char *path, cg_prime_warn_fn warn, void *ctx) {
   *map = NULL;
   if (!len) return 0;

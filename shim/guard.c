@@ -71,6 +71,7 @@ CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
   free(site);
   free(broke);
   cg_policy_run_deferred();
+  cg_priming_refresh_served(false);
   return r;
 }
 
@@ -271,6 +272,7 @@ void cg_guard_exit(void) {
   /* Captures still open get their records before the summary counts them. */
   sum.captures_open = cg_captures_write_open_at_exit();
   cg_report_counts(sum.events, sum.verdicts);
+  cg_priming_refresh_served(true);
   cg_priming_summary(&sum);
   cg_policy_at_exit(&sum);
   cg_output_summary(&sum);

@@ -57,9 +57,18 @@ static bool set_tried;
 /* Set when the file was refused whole or an append failed: the reason was
  * said once, and every later append would only fail and say it again. */
 static bool recording_off;
+/* A served image counts as needed (issue 15, item 5: prune dropped every
+ * image the runs were served, and the next run on 12.2 broke): each record
+ * served in this process is marked when served (REFRESH_PENDING, a store
+ * under prime_lock, nothing more on the capture's path) and its hit written
+ * once per process (REFRESH_DONE) by cg_priming_refresh_served, outside any
+ * capture. */
+enum { REFRESH_NONE, REFRESH_PENDING, REFRESH_DONE };
+static uint8_t *refresh_mark; /* one per record of set */
+static size_t refresh_pending;
 static context_pool pools[MAX_CONTEXTS];
 static size_t n_pools;
-static uint64_t n_loaded, n_served, n_recorded, n_skipped_arch;
+static uint64_t n_loaded, n_served, n_recorded, n_skipped_arch, n_refreshed;
 static unsigned device_sm, skipped_sm;
 
 static bool priming_on(void) { return cg_cfg.mode == CG_RUN_GUARD && cg_cfg.prime_path[0]; }
@@ -194,6 +203,8 @@ static void read_set(void) {
   } else if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
     set = NULL;
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+  } else if (cg_prime_count(set)) {
+    refresh_mark = calloc(cg_prime_count(set), 1); /* NULL: served images are not refreshed */
   }
 }
 
@@ -254,12 +265,26 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
         s->handed_out = true;
         h = s->handle;
         n_served++;
+        if (refresh_mark && refresh_mark[i] == REFRESH_NONE) {
+          refresh_mark[i] = REFRESH_PENDING;
+          __atomic_add_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+        }
         break;
       }
     }
   }
   pthread_mutex_unlock(&prime_lock);
   return h;
+}
+
+/* The appender, made on first use (record_lock held). */
+static cg_prime_appender *the_appender(void) {
+  if (!appender) {
+    pthread_mutex_lock(&prime_lock);
+    appender = cg_prime_appender_new(cg_cfg.prime_path, cg_cfg.prime_max, set, warn_line, NULL);
+    pthread_mutex_unlock(&prime_lock);
+  }
+  return appender;
 }
 
 void cg_priming_record(const cg_image_info *image, bool library) {
@@ -269,6 +294,17 @@ void cg_priming_record(const cg_image_info *image, bool library) {
   for (const char *k = cg_image_first_kernel(image); k; k = cg_image_next_kernel(image, k))
     names_len += (uint32_t)strlen(k) + 1;
   uint64_t now = cg_now_ns();
+  /* The hit this writes refreshes the image too: no second one for it. */
+  pthread_mutex_lock(&prime_lock);
+  const cg_prime_record *known =
+      refresh_mark ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
+  if (known) {
+    size_t i = (size_t)(known - cg_prime_get(set, 0));
+    if (refresh_mark[i] == REFRESH_PENDING)
+      __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+    refresh_mark[i] = REFRESH_DONE;
+  }
+  pthread_mutex_unlock(&prime_lock);
   /* An unknown count (the tally is full) records one load: never fewer
    * than the default says. */
   uint32_t loads = cg_tally_get(image->hash, image->size, library);
@@ -290,15 +326,53 @@ void cg_priming_record(const cg_image_info *image, bool library) {
       .library_loads = library ? loads : 0,
   };
   pthread_mutex_lock(&record_lock);
-  if (!appender) {
-    pthread_mutex_lock(&prime_lock);
-    appender = cg_prime_appender_new(cg_cfg.prime_path, cg_cfg.prime_max, set, warn_line, NULL);
-    pthread_mutex_unlock(&prime_lock);
-  }
-  if (appender && cg_prime_appender_add(appender, &r) == 0)
+  if (the_appender() && cg_prime_appender_add(appender, &r) == 0)
     __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
   else
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&record_lock);
+}
+
+void cg_priming_refresh_served(bool at_exit) {
+  if (!__atomic_load_n(&refresh_pending, __ATOMIC_RELAXED) || !priming_on() || cg_cfg.prime_readonly ||
+      __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
+    return;
+  /* Never while a capture prohibits this thread: that is the capture's path. */
+  if (!at_exit && !cg_captures_self_unprohibited())
+    return;
+  /* Another thread recording holds record_lock: it is left to a later end. */
+  if (at_exit ? pthread_mutex_lock(&record_lock) != 0 : pthread_mutex_trylock(&record_lock) != 0)
+    return;
+  cg_prime_appender *a = the_appender();
+  if (a)
+    cg_prime_appender_nowait(a, !at_exit); /* a busy file: at a later end, or at exit */
+  size_t n = cg_prime_count(set);
+  for (size_t i = 0; a && i < n; i++) {
+    pthread_mutex_lock(&prime_lock);
+    bool pending = refresh_mark && refresh_mark[i] == REFRESH_PENDING;
+    pthread_mutex_unlock(&prime_lock);
+    if (!pending)
+      continue;
+    /* The record as the file has it (its loads, so no loads record is
+     * written): the appender finds its image and appends one hit record. */
+    cg_prime_record r = *cg_prime_get(set, i);
+    r.hits = 1;
+    r.last_ns = cg_now_ns();
+    int rc = cg_prime_appender_add(a, &r);
+    if (rc == 1)
+      break;
+    pthread_mutex_lock(&prime_lock);
+    refresh_mark[i] = REFRESH_DONE;
+    pthread_mutex_unlock(&prime_lock);
+    __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+    if (rc != 0) { /* said by the appender; every later write would fail the same way */
+      __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+      break;
+    }
+    __atomic_add_fetch(&n_refreshed, 1, __ATOMIC_RELAXED);
+  }
+  if (a)
+    cg_prime_appender_nowait(a, false);
   pthread_mutex_unlock(&record_lock);
 }
 
@@ -324,6 +398,10 @@ void cg_priming_after_fork_child(void) {
   pthread_mutex_init(&record_lock, NULL);
   /* The parent's modules live in the parent's contexts. */
   n_pools = 0;
-  n_loaded = n_served = n_recorded = n_skipped_arch = 0;
+  n_loaded = n_served = n_recorded = n_skipped_arch = n_refreshed = 0;
+  /* A new process: what it is served is refreshed for it again. */
+  if (refresh_mark)
+    memset(refresh_mark, REFRESH_NONE, cg_prime_count(set));
+  refresh_pending = 0;
   cg_tally_reset();
 }

@@ -24,6 +24,13 @@ void *cg_priming_take(const cg_image_info *image, bool library);
 /* Record image in the priming file (guard mode), with the loads of it this
  * process has made during capture so far. */
 void cg_priming_record(const cg_image_info *image, bool library);
+/* Write a hit for each image this process was served and has not yet
+ * refreshed, so that prune counts it as needed: once per process and image,
+ * under the file's lock, never while a capture prohibits the calling thread.
+ * After a capture's end (at_exit false) it does not wait: a file another
+ * process holds locked, or a thread busy recording, leaves it for a later
+ * end; at exit it waits as an append does. */
+void cg_priming_refresh_served(bool at_exit);
 void cg_priming_summary(cg_summary *s);
 void cg_priming_after_fork_child(void);
 

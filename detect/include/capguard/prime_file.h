@@ -73,6 +73,10 @@ typedef struct cg_prime_appender cg_prime_appender;
 cg_prime_appender *cg_prime_appender_new(const char *path, uint64_t max_bytes, const cg_prime_set *seed,
                                          cg_prime_warn_fn warn, void *ctx);
 int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r);
+/* With on, an append whose lock another process holds returns 1 at once
+ * (nothing written, nothing said) instead of waiting: for work that can as
+ * well be done at a later moment. */
+void cg_prime_appender_nowait(cg_prime_appender *a, bool on);
 void cg_prime_appender_free(cg_prime_appender *a);
 
 /* The priming file's path: prime ($CAPGUARD_PRIME), else
