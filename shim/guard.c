@@ -204,6 +204,8 @@ CUresult cg_guard_load(const cg_load *l) {
 
   if (r == CUDA_SUCCESS && l->out && *l->out)
     e.module = (uint64_t)(uintptr_t)*l->out;
+  if (r == CUDA_SUCCESS && e.module && e.image && e.verdict != CG_VERDICT_SERVED)
+    cg_priming_loaded(*l->out, e.image, l->is_library);
   /* Every load that was not served is recorded, with how many loads of
    * these bytes this process made during capture, except one the driver
    * failed for its own reasons (a bad image would only fail again). */

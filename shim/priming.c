@@ -9,10 +9,12 @@
  * other's kernels launchable, including inside graphs already captured).
  * Sharing one module would break both, or need reference counts and faked
  * globals that change what the framework observes. So the priming file keeps
- * the most loads of each image one process needed, the preload makes that
- * many real loads, and each mid-capture load gets one of them: exactly what a
- * fresh load would have given it, made earlier. The cost is memory for copies
- * a run may not use; they are counted as "unused" in the summary. */
+ * the most copies of each image one process had alive at once during
+ * capture (load_tally.h), the preload makes that many real loads, each
+ * mid-capture load gets one of them (exactly what a fresh load would have
+ * given it, made earlier), and a served copy the program unloads is loaded
+ * again before the next begin. The cost is memory for copies a run may not
+ * use; they are counted as "unused" in the summary. */
 #include "priming.h"
 
 #include <pthread.h>
@@ -33,6 +35,7 @@ typedef struct {
   void *handle; /* CUmodule or CUlibrary; NULL when its load failed */
   bool library;
   bool handed_out;
+  bool refill;  /* handed out and since unloaded: loaded again before the next begin */
 } pool_slot;
 
 /* Handles preloaded on one context: record i owns slots first[i] ..
@@ -66,6 +69,11 @@ static bool recording_off;
 enum { REFRESH_NONE, REFRESH_PENDING, REFRESH_DONE };
 static uint8_t *refresh_mark; /* one per record of set */
 static size_t refresh_pending;
+/* Served copies the program has unloaded since (refill): the file asks for
+ * the most copies alive at once, so a copy served, unloaded and needed again
+ * (one load and unload per capture) is loaded again before the next begin. */
+static size_t refill_pending;
+static size_t handed_out_now; /* served copies not yet unloaded: the unload path looks only when > 0 */
 static context_pool pools[MAX_CONTEXTS];
 static size_t n_pools;
 static uint64_t n_loaded, n_served, n_recorded, n_skipped_arch, n_refreshed;
@@ -208,6 +216,8 @@ static void read_set(void) {
   }
 }
 
+static void refill(context_pool *p);
+
 void cg_priming_before_begin(void) {
   if (cg_cfg.mode != CG_RUN_GUARD || !cg_drv.CtxGetCurrent)
     return;
@@ -219,7 +229,9 @@ void cg_priming_before_begin(void) {
    * prime learn names it): queries that are allowed during capture. */
   if (!device_sm)
     device_sm = (unsigned)device_arch();
-  bool may_preload = priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)));
+  context_pool *have = pool_of(ctx);
+  bool may_preload = priming_on() && ((!have && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)))) ||
+                                      (have && have->slots && refill_pending));
   pthread_mutex_unlock(&prime_lock);
   if (!may_preload)
     return;
@@ -232,7 +244,10 @@ void cg_priming_before_begin(void) {
   pthread_mutex_lock(&prime_lock);
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
-  if (priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_captures_self_unprohibited()) {
+  have = pool_of(ctx);
+  if (priming_on() && have && have->slots && refill_pending && cg_captures_self_unprohibited())
+    refill(have);
+  else if (priming_on() && !have && n_pools < MAX_CONTEXTS && cg_captures_self_unprohibited()) {
     if (!set_tried)
       read_set();
     if (set && cg_prime_count(set)) {
@@ -265,6 +280,7 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
         s->handed_out = true;
         h = s->handle;
         n_served++;
+        __atomic_add_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
         if (refresh_mark && refresh_mark[i] == REFRESH_NONE) {
           refresh_mark[i] = REFRESH_PENDING;
           __atomic_add_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
@@ -274,7 +290,59 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
     }
   }
   pthread_mutex_unlock(&prime_lock);
+  if (h)
+    cg_tally_handle(h, image->hash, image->size, library);
   return h;
+}
+
+void cg_priming_loaded(void *handle, const cg_image_info *image, bool library) {
+  if (priming_on())
+    cg_tally_handle(handle, image->hash, image->size, library);
+}
+
+void cg_priming_unloaded(void *handle) {
+  cg_tally_unloaded(handle);
+  if (!__atomic_load_n(&handed_out_now, __ATOMIC_RELAXED))
+    return;
+  pthread_mutex_lock(&prime_lock);
+  size_t n = cg_prime_count(set);
+  for (size_t p = 0; p < n_pools; p++) {
+    if (!pools[p].slots)
+      continue;
+    for (size_t k = 0; k < pools[p].first[n]; k++) {
+      pool_slot *s = &pools[p].slots[k];
+      if (s->handle != handle || !s->handed_out)
+        continue;
+      s->handle = NULL;
+      s->handed_out = false;
+      s->refill = true;
+      refill_pending++;
+      __atomic_sub_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
+      pthread_mutex_unlock(&prime_lock);
+      return;
+    }
+  }
+  pthread_mutex_unlock(&prime_lock);
+}
+
+/* Loads again the served copies that were unloaded, on this context (gated
+ * and under prime_lock, as the preload). */
+static void refill(context_pool *p) {
+  size_t n = cg_prime_count(set);
+  for (size_t i = 0; i < n && refill_pending; i++) {
+    const cg_prime_record *r = cg_prime_get(set, i);
+    for (size_t k = p->first[i]; k < p->first[i + 1]; k++) {
+      pool_slot *s = &p->slots[k];
+      if (!s->refill)
+        continue;
+      s->refill = false;
+      refill_pending--;
+      if (load_one(r, s->library, &s->handle) == CUDA_SUCCESS)
+        n_loaded++;
+      else
+        s->handle = NULL; /* said at the first preload if it fails for good */
+    }
+  }
 }
 
 /* The appender, made on first use (record_lock held). */
@@ -399,6 +467,7 @@ void cg_priming_after_fork_child(void) {
   /* The parent's modules live in the parent's contexts. */
   n_pools = 0;
   n_loaded = n_served = n_recorded = n_skipped_arch = n_refreshed = 0;
+  refill_pending = handed_out_now = 0;
   /* A new process: what it is served is refreshed for it again. */
   if (refresh_mark)
     memset(refresh_mark, REFRESH_NONE, cg_prime_count(set));

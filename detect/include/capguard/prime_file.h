@@ -27,7 +27,7 @@ typedef struct {
   const char *kernel_names; /* n_kernels NUL-terminated names back to back */
   uint64_t hits;          /* how often it was needed during capture */
   uint64_t first_ns, last_ns; /* CLOCK_REALTIME when first and last needed */
-  /* The most loads of these bytes one process made during capture, as a
+  /* The most copies of these bytes one process had alive at once, loaded during capture, as a
    * module (cuModuleLoad*) and as a library (cuLibraryLoad*): the next run
    * preloads that many of each. 0 and 0 in a record handed to append means
    * the default of a version-1 file without loads records: 1 module, 0
