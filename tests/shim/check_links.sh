@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # libcapguard.so links only what it calls: its undefined symbols are glibc
-# functions on the list below, each one the shim (or the detect code it
+# functions on the list below, each one the shim (or the core code it
 # calls) really uses -- a name that leaves the code must leave the list --
 # and it carries none of the code that only the CLI or the tests call
 # (linked with --gc-sections over per-function sections, shim/meson.build).
 set -euo pipefail
 lib=$1
 # What the shim calls, by purpose (the sig* line: its own writes keep a
-# SIGXFSZ they raise from the host, detect/write_whole.c). The loader's and the toolchain's own
+# SIGXFSZ they raise from the host, core/write_whole.c). The loader's and the toolchain's own
 # (_ITM_*, __gmon_start__, __cxa_finalize) are not calls of capguard's.
 allowed="
   malloc calloc realloc free

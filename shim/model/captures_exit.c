@@ -4,8 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "captures.h"
-#include "captures_model.h"
+#include "live_captures.h"
+#include "model_lock.h"
 #include "output.h"
 #include "warn.h"
 

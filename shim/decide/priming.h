@@ -21,9 +21,12 @@ void cg_priming_before_begin(void);
  * CUmodule (library false) or CUlibrary (library true) preloaded from
  * identical bytes on the current context and not yet handed out, or NULL. */
 void *cg_priming_take(const cg_image_info *image, bool library);
-/* Record image in the priming file (guard mode), with the loads of it this
- * process has made during capture so far. */
-void cg_priming_record(const cg_image_info *image, bool library);
+/* A load made while a capture prohibited the thread, and what came of it:
+ * its image is recorded in the priming file (guard mode), with the most copies
+ * of it this process has had alive at once during capture, unless it was served from
+ * the file already, or failed for the driver's own reasons (a bad image would
+ * only fail again), or is no image capguard knows. */
+void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v);
 /* A load made while a capture prohibited the thread, not served, that the
  * driver answered with handle: counted alive until it is unloaded. */
 void cg_priming_loaded(void *handle, const cg_image_info *image, bool library);
