@@ -119,8 +119,8 @@ def unwrapped_log():
     buf = torch.zeros(N, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
     s = blocking_capture()
-    rc = cuda.cuMemsetD8Async(ctypes.c_uint64(buf.data_ptr()), ctypes.c_ubyte(7), ctypes.c_size_t(N),
-                              ctypes.c_void_p(0))  # CAPGUARD-MARK unwrapped: not a call capguard wraps
+    args = (ctypes.c_uint64(buf.data_ptr()), ctypes.c_ubyte(7), ctypes.c_size_t(N), ctypes.c_void_p(0))
+    rc = cuda.cuMemsetD8Async(*args)  # CAPGUARD-MARK unwrapped: not a call capguard wraps
     r = end_capture(s)
     result("unwrapped_log", r == 0, call_result=rc, end_result=r)
 
