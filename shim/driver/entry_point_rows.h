@@ -35,8 +35,9 @@
  *                  stream the work goes to; 0 for the synchronous copies and
  *                  memsets, which use the legacy stream), ptsz, aux (the
  *                  event a wait waits on, a copy's host source, or 0).
- *                  The launches and copies: with nothing capturing, or on a
- *                  stream that cannot hit the rule, a tail call to the driver
+ *                  With nothing capturing, or on a stream the rule cannot
+ *                  touch, the wrapper jumps straight to the driver
+ *                  (route/stream_work_wrappers.c).
  * The breakers' rules are the measured matrices (capture-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */
