@@ -71,18 +71,29 @@ void cg_fork_joined(uint64_t capture_id, uint64_t event) {
 }
 
 cg_break *cg_end_offender(uint64_t capture_id, CUresult r) {
-  fork_entry unjoined = {0};
+  /* The first fork never joined back; failing that (work on a joined fork
+   * after its last join is invisible to capguard: launches on other streams
+   * pass straight through), the last fork joined, which then holds it. */
+  fork_entry unjoined = {0}, joined = {0};
   pthread_mutex_lock(&lock);
   for (int i = 0; i < FORKS; i++) {
     if (forks[i].capture_id != capture_id)
       continue;
-    if (!unjoined.capture_id && !forks[i].joined)
+    if (!unjoined.capture_id && !forks[i].joined) {
       unjoined = forks[i];
-    else
+    } else if (forks[i].joined) {
+      free(joined.site);
+      joined = forks[i];
+    } else {
       free(forks[i].site);
+    }
     forks[i] = (fork_entry){0};
   }
   pthread_mutex_unlock(&lock);
+  if (!unjoined.capture_id)
+    unjoined = joined;
+  else
+    free(joined.site);
   cg_break *b = NULL;
   if (r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED && unjoined.capture_id) {
     char call[96];

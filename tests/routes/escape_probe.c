@@ -10,6 +10,7 @@
  *   graph-launch: cuGraphLaunch of an earlier graph into the capture (900);
  *   fork-unjoined: a stream forked into the capture with a kernel on it and
  *   never joined back (the end returns 904);
+ *   fork-joined-then-work: a fork joined back, then more work on it (904);
  *   end-other: the capture is ended by another thread (908 unless relaxed);
  *   pageable-copy: cuMemcpyHtoDAsync from pageable memory into the capture;
  *   pinned-copy: the same from page-locked memory (fine).
@@ -139,6 +140,18 @@ static CUresult do_op(void) {
     if (r == CUDA_SUCCESS)
       r = cu.WaitEvent(side, fork_ev, 0);
     return r == CUDA_SUCCESS ? launch_on(side) : r;
+  }
+  if (!strcmp(op, "fork-joined-then-work")) {
+    CUresult r = cu.EventRecord(fork_ev, capturing);
+    if (r == CUDA_SUCCESS)
+      r = cu.WaitEvent(side, fork_ev, 0);
+    if (r == CUDA_SUCCESS)
+      r = launch_on(side);
+    if (r == CUDA_SUCCESS)
+      r = cu.EventRecord(before, side); /* reused as the join event */
+    if (r == CUDA_SUCCESS)
+      r = cu.WaitEvent(capturing, before, 0);
+    return r == CUDA_SUCCESS ? launch_on(side) : r; /* work after the join, never joined */
   }
   if (!strcmp(op, "end-other"))
     return CUDA_SUCCESS; /* main's end is made by another thread */

@@ -92,6 +92,14 @@ class Named(unittest.TestCase):
             self.assertEqual((b["event"], b["verdict"], b["result"]), ("unjoined", "broke", 904))
             self.assertIn("escape_probe", b["where"])
 
+    def test_work_after_a_join_names_that_fork(self):
+        run = probe(["--op", "fork-joined-then-work", "--blocking"])
+        self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 904), run.stdout)
+        b = the_capture(run)["broken_by"]
+        self.assertIsNotNone(b)
+        self.assertRegex(b["call"], r"^cuStreamWaitEvent forking stream 0x[0-9a-f]+, never joined$")
+        self.assertEqual((b["event"], b["result"]), ("unjoined", 904))
+
     def test_an_end_from_the_wrong_thread_names_that_thread(self):
         run = probe(["--op", "end-other", "--blocking"])
         self.assertEqual(run.int("end_result"), 908, run.stdout)
