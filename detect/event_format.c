@@ -535,6 +535,7 @@ size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
   json_head(&o, CG_RECORD_SUMMARY, s->pid, cg_now_ns());
   put_kv_u64(&o, "captures", s->captures_begun);
   put_kv_u64(&o, "captures_broken", s->captures_broken);
+  put_kv_u64(&o, "captures_open", s->captures_open);
   cg_out_str(&o, ",\"events\":{");
   for (int k = 0; k < CG_EV_KIND_COUNT; k++) {
     if (k) cg_out_char(&o, ',');

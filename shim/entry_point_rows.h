@@ -30,6 +30,8 @@
  *   DEFERRABLE     kind, fix: a BREAKER on one handle (its one parameter)
  *                  that guard mode may defer until the capture ends
  *   EVENT_RECORD   event, stream, ptsz
+ *   EVENT_DESTROY  event:  forgotten by the model once destroyed
+ *   STREAM_DESTROY stream: a capture on it is over once destroyed
  * The breakers' rules are the measured matrices (capture-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */
@@ -74,6 +76,8 @@
   X(LOAD, cuLibraryLoadFromFile, (CUlibrary *, lib, const char *, fname, CG_LIBRARY_LOAD_OPTIONS), NULL,    \
     fname, true, lib)                                                                                     \
   X(UNLOAD, cuLibraryUnload, (CUlibrary, lib), lib, true)                                                \
+  X(STREAM_DESTROY, cuStreamDestroy, (CUstream, stream), stream)                                         \
+  X(STREAM_DESTROY, cuStreamDestroy_v2, (CUstream, stream), stream)                                      \
   CG_BREAKER_ROWS(X)
 
 /* Traits shared by rows (a row's name itself is never passed through a
@@ -121,6 +125,8 @@
   X(EVENT_RECORD, cuEventRecordWithFlags, (CUevent, event, CUstream, stream, unsigned int, flags), event,  \
     stream, false)                                                                                       \
   X(EVENT_RECORD, cuEventRecordWithFlags_ptsz, (CUevent, event, CUstream, stream, unsigned int, flags),    \
-    event, stream, true)
+    event, stream, true)                                                                                 \
+  X(EVENT_DESTROY, cuEventDestroy, (CUevent, event), event)                                              \
+  X(EVENT_DESTROY, cuEventDestroy_v2, (CUevent, event), event)
 
 #endif

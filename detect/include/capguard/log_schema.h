@@ -51,7 +51,10 @@ enum {
     "capturing stream (every mode) or of another stream while prohibited")                        \
   X(CG_EV_EVENT_WAIT, "event-wait", 0,                                                              \
     "cuEventQuery, cuEventSynchronize of an event recorded in a capturing stream (every mode, "    \
-    "every thread) or of another event while prohibited")
+    "every thread) or of another event while prohibited")                                         \
+  X(CG_EV_STREAM_DESTROY, "stream-destroy", 0,                                                      \
+    "cuStreamDestroy of a capturing stream: the driver ends the capture (no graph); named as the " \
+    "capture's first offender")
 
 #define CG_VERDICTS(X)                                                                              \
   X(CG_VERDICT_REFUSED, "refused", CG_WORD_BREAKS,                                                  \
