@@ -15,7 +15,9 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
 
 /* What the driver answered a call passed straight through: a capture may
  * have begun on another thread after the wrapper looked; a refusal is then
- * reported after the fact (off mode reports nothing). */
+ * reported after the fact (off mode reports nothing), and attributed to the
+ * capture it broke before the call leaves the breakers' fence (an end of
+ * that capture, failed with no first offender known, waits for it). */
 static __attribute__((noinline, cold)) void refused_unseen(CUresult r, cg_entry_point ep, cg_event_kind kind) {
   if (!off())
     cg_breaker_refused_unseen(ep, kind, r);
@@ -84,7 +86,10 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind)
     if (__builtin_expect(cg_nothing_captures(), 1) || off()) {                                        \
       if (CG_POLLED(ep))                                                                              \
         return real(CG_ARGS(params));                                                                 \
-      return passed(real(CG_ARGS(params)), ep, (kind));                                               \
+      cg_query_slot *b_ = cg_fence_enter(CG_FENCE_BREAKERS);                                          \
+      CUresult r_ = passed(real(CG_ARGS(params)), ep, (kind));                                        \
+      cg_fence_leave(CG_FENCE_BREAKERS, b_);                                                          \
+      return r_;                                                                                      \
     }                                                                                                 \
     return cname##_slow(CG_ARGS(params));                                                             \
   }

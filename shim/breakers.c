@@ -57,6 +57,7 @@ static void report_unforeseen(const cg_call *c, CUresult r) {
   cg_captures_judge_gated(c->rule, c->target, c->ptsz, &hit);
   cg_captures_attribute_refusal(&hit, &b);
   cg_streams_unlock();
+
   free(here);
   cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
@@ -66,8 +67,12 @@ static void report_unforeseen(const cg_call *c, CUresult r) {
 }
 
 void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, CUresult r) {
+  /* Counted in flight at once: an end of the capture this call broke waits
+   * for its attribution (cg_captures_await_offender). */
+  cg_captures_watched_enter();
   cg_call c = {.ep = ep, .kind = kind, .rule = CG_RULE_PROHIBITED};
   report_unforeseen(&c, r);
+  cg_captures_watched_leave();
 }
 
 /* A query answered not ready for longer than this is said, once per
@@ -192,6 +197,18 @@ CUresult cg_breaker_call(const cg_call *c) {
     cg_break b = cg_break_of(cg_ep_name[c->ep], c->kind, v, r, here);
     cg_captures_break(&hit, &b, false);
     hit.first.status = CG_CAPTURE_INVALIDATED;
+    if (v == CG_VERDICT_REFUSED) {
+      /* The driver may have refused it for a capture begun after the
+       * judgement: once every begin it saw is in the model, each capture
+       * the call could have broken that the driver holds invalid is this
+       * call's too. */
+      cg_hit now;
+      cg_captures_await_begins();
+      cg_streams_ask_lock();
+      cg_captures_judge_gated(c->rule, c->target, c->ptsz, &now);
+      cg_captures_attribute_refusal(&now, &b);
+      cg_streams_unlock();
+    }
   }
   if (driver_result >= 0)
     cg_captures_watched_leave();

@@ -197,17 +197,9 @@ void cg_captures_attribute_refusal(const cg_hit *hit, const cg_break *b) {
       k = hit->cls == CG_HIT_ANY ? captures_of_context(m, hit->context, all, CG_HIT_MAX)
                                  : cg_model_prohibitors(m, cg_self_tid(), cg_self_mode(), all, CG_HIT_MAX);
     }
-    for (size_t i = 0; i < k && i < CG_HIT_MAX; i++) {
-      /* A refusal on the wrapper's fast path is made before capguard can
-       * say a watched call is in flight: another thread may have found its
-       * break first and taken it for an unwatched call's. It is this one's. */
-      if (all[i]->unattributed && all[i]->status == CG_CAPTURE_INVALIDATED && !all[i]->broken_by) {
-        all[i]->status = CG_CAPTURE_ACTIVE;
-        all[i]->unattributed = false;
-      }
+    for (size_t i = 0; i < k && i < CG_HIT_MAX; i++)
       if (all[i]->status == CG_CAPTURE_ACTIVE && (all[i]->stream & 3) != 3)
         refs[n++] = (ref){all[i]->stream, all[i]->id};
-    }
   }
   cg_captures_model_unlock();
   /* The driver asked with the model's lock released; the streams lock
@@ -296,6 +288,14 @@ static unsigned watched_in_flight;
 void cg_captures_watched_enter(void) { __atomic_add_fetch(&watched_in_flight, 1, __ATOMIC_SEQ_CST); }
 void cg_captures_watched_leave(void) { __atomic_sub_fetch(&watched_in_flight, 1, __ATOMIC_SEQ_CST); }
 
+bool cg_captures_lacks_offender(uint64_t key) {
+  cg_model *m = cg_captures_model_lock();
+  cg_capture *c = m ? cg_model_find(m, key) : NULL;
+  bool lacks = c && !c->broken_by;
+  cg_captures_model_unlock();
+  return lacks;
+}
+
 void cg_captures_await_offender(uint64_t key) {
   uint64_t start = cg_monotonic_ns();
   for (unsigned spins = 0;; spins++) {
@@ -329,10 +329,8 @@ void cg_captures_check_driver_state_gated(const cg_capture *c) {
     return;
   cg_model *m = cg_captures_model_lock();
   cg_capture *open = m ? cg_model_find(m, c->stream) : NULL;
-  if (open && open->id == c->id && open->status == CG_CAPTURE_ACTIVE) {
+  if (open && open->id == c->id && open->status == CG_CAPTURE_ACTIVE)
     open->status = CG_CAPTURE_INVALIDATED; /* broken, by nothing capguard saw */
-    open->unattributed = true;
-  }
   cg_captures_model_unlock();
 }
 

@@ -194,6 +194,8 @@ void cg_captures_watched_leave(void);
  * known: waits (at most 20 ms) while watched calls are on their way, since
  * the driver's break may be one of theirs, not marked yet. */
 void cg_captures_await_offender(uint64_t stream_key);
+/* Whether the model holds a capture on the stream with no first offender. */
+bool cg_captures_lacks_offender(uint64_t stream_key);
 void cg_captures_check_driver_state_gated(const cg_capture *c);
 /* A refusal capguard did not foresee, with the streams lock held shared: each
  * capture of the hit (for CG_HIT_PROHIBITED, every capture that prohibits

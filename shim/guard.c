@@ -12,6 +12,7 @@
 #include "warn.h"
 #include "policy.h"
 #include "priming.h"
+#include "query_fence.h"
 #include "report.h"
 #include "stack.h"
 
@@ -84,8 +85,13 @@ CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph)
   uint64_t still_id = 0;
   if (worth_asking(r) && cg_captures_has(key) && !cg_captures_driver_state(s, ptsz, &still, &still_id))
     still = CU_STREAM_CAPTURE_STATUS_NONE; /* cannot say: over, as the end said */
-  if (r != CUDA_SUCCESS)
+  if (r != CUDA_SUCCESS && cg_captures_lacks_offender(key)) {
+    /* A call refused on a wrapper's fast path is attributed before it
+     * leaves the breakers' fence; one on the slow path before it leaves
+     * the watched count. Bounded: 20 ms each. */
+    cg_fence_wait(CG_FENCE_BREAKERS, true, 20000000ull);
     cg_captures_await_offender(key);
+  }
   cg_capture closed;
   bool emulated_break = false;
   if (!cg_captures_end_leave(key, still, still_id, &r, &closed, &emulated_break))

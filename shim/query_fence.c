@@ -13,67 +13,68 @@
 /* More threads than this query events at once only in a process that holds
  * them all alive at once; the rest share one counter (an atomic add each). */
 #define SLOTS 1024
-/* How long a fence waits for one query to leave the driver: a cuEventQuery
- * does not block, so past this the thread is stuck elsewhere. */
-#define WAIT_LIMIT_NS 1000000000ull
-
-static cg_query_slot slots[SLOTS];
-static unsigned slots_used; /* high-water mark: slots [0, slots_used) were ever taken */
-static unsigned overflow_in_flight;
+static cg_query_slot slots[CG_FENCES][SLOTS];
+static unsigned slots_used[CG_FENCES]; /* high-water mark: slots [0, slots_used) were ever taken */
+static unsigned overflow_in_flight[CG_FENCES];
 static bool membarrier_ok;
-static pthread_key_t slot_key;
+static pthread_key_t slot_key[CG_FENCES];
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static bool key_ok;
 
-__thread cg_query_slot *cg_query_self __attribute__((tls_model("initial-exec")));
+__thread cg_query_slot *cg_fence_self[CG_FENCES] __attribute__((tls_model("initial-exec")));
 
 /* A thread's slot is given back when it exits. */
 static void release(void *p) {
   cg_query_slot *s = p;
   __atomic_store_n(&s->taken, 0, __ATOMIC_RELEASE);
 }
-static void make_key(void) { key_ok = pthread_key_create(&slot_key, release) == 0; }
+static void make_keys(void) {
+  key_ok = pthread_key_create(&slot_key[0], release) == 0 && pthread_key_create(&slot_key[1], release) == 0;
+}
 
-cg_query_slot *cg_query_slot_claim(void) {
-  pthread_once(&key_once, make_key);
+cg_query_slot *cg_fence_slot_claim(int f) {
+  pthread_once(&key_once, make_keys);
   if (!key_ok)
     return NULL;
   for (unsigned i = 0; i < SLOTS; i++) {
     int free_ = 0;
-    if (__atomic_load_n(&slots[i].taken, __ATOMIC_RELAXED) ||
-        !__atomic_compare_exchange_n(&slots[i].taken, &free_, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    cg_query_slot *s = &slots[f][i];
+    if (__atomic_load_n(&s->taken, __ATOMIC_RELAXED) ||
+        !__atomic_compare_exchange_n(&s->taken, &free_, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
       continue;
-    unsigned used = __atomic_load_n(&slots_used, __ATOMIC_RELAXED);
+    unsigned used = __atomic_load_n(&slots_used[f], __ATOMIC_RELAXED);
     while (used < i + 1 &&
-           !__atomic_compare_exchange_n(&slots_used, &used, i + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+           !__atomic_compare_exchange_n(&slots_used[f], &used, i + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
       ;
-    if (pthread_setspecific(slot_key, &slots[i]) != 0) {
-      release(&slots[i]);
+    if (pthread_setspecific(slot_key[f], s) != 0) {
+      release(s);
       return NULL;
     }
-    cg_query_self = &slots[i];
-    return &slots[i];
+    cg_fence_self[f] = s;
+    return s;
   }
   return NULL;
 }
 
-void cg_query_overflow_enter(void) { __atomic_add_fetch(&overflow_in_flight, 1, __ATOMIC_SEQ_CST); }
-void cg_query_overflow_leave(void) { __atomic_sub_fetch(&overflow_in_flight, 1, __ATOMIC_RELEASE); }
+void cg_fence_overflow_enter(int f) { __atomic_add_fetch(&overflow_in_flight[f], 1, __ATOMIC_SEQ_CST); }
+void cg_fence_overflow_leave(int f) { __atomic_sub_fetch(&overflow_in_flight[f], 1, __ATOMIC_RELEASE); }
 
 void cg_query_fence_init(void) {
   membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 void cg_query_fence_atfork_child(void) {
-  /* One thread now: the others' queries never leave. */
-  for (unsigned i = 0; i < SLOTS; i++)
-    if (&slots[i] != cg_query_self) {
-      slots[i].taken = 0;
-      slots[i].seq = 0;
-    }
-  if (cg_query_self)
-    cg_query_self->seq &= ~1u;
-  overflow_in_flight = 0;
+  /* One thread now: the others' calls never leave. */
+  for (int f = 0; f < CG_FENCES; f++) {
+    for (unsigned i = 0; i < SLOTS; i++)
+      if (&slots[f][i] != cg_fence_self[f]) {
+        slots[f][i].taken = 0;
+        slots[f][i].seq = 0;
+      }
+    if (cg_fence_self[f])
+      cg_fence_self[f]->seq &= ~1u;
+    overflow_in_flight[f] = 0;
+  }
 }
 
 static void pause_briefly(unsigned spins) {
@@ -85,7 +86,7 @@ static void pause_briefly(unsigned spins) {
   nanosleep(&ts, NULL);
 }
 
-void cg_query_fence_wait(bool asymmetric) {
+void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   if (asymmetric) {
     if (!membarrier_ok || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
@@ -97,26 +98,27 @@ void cg_query_fence_wait(bool asymmetric) {
   }
   uint64_t start = cg_monotonic_ns();
   bool late = false;
-  unsigned n = __atomic_load_n(&slots_used, __ATOMIC_ACQUIRE);
+  unsigned n = __atomic_load_n(&slots_used[f], __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n && !late; i++) {
-    unsigned seq = __atomic_load_n(&slots[i].seq, __ATOMIC_ACQUIRE);
-    if (!(seq & 1) || &slots[i] == cg_query_self)
+    cg_query_slot *s = &slots[f][i];
+    unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    if (!(seq & 1) || s == cg_fence_self[f])
       continue;
-    for (unsigned spins = 0; __atomic_load_n(&slots[i].seq, __ATOMIC_ACQUIRE) == seq; spins++) {
-      if (cg_monotonic_ns() - start > WAIT_LIMIT_NS) {
+    for (unsigned spins = 0; __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) == seq; spins++) {
+      if (cg_monotonic_ns() - start > limit_ns) {
         late = true;
         break;
       }
       pause_briefly(spins);
     }
   }
-  for (unsigned spins = 0; !late && __atomic_load_n(&overflow_in_flight, __ATOMIC_ACQUIRE); spins++) {
-    if (cg_monotonic_ns() - start > WAIT_LIMIT_NS)
+  for (unsigned spins = 0; !late && __atomic_load_n(&overflow_in_flight[f], __ATOMIC_ACQUIRE); spins++) {
+    if (cg_monotonic_ns() - start > limit_ns)
       late = true;
     pause_briefly(spins);
   }
   static int warned;
-  if (late && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+  if (late && f == CG_FENCE_QUERIES && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
     cg_warn("an event query stayed in the driver for more than 1 s while a capture began or recorded an "
             "event; capguard stopped waiting for it (said once)");
 }

@@ -24,20 +24,26 @@ typedef struct {
   int taken;      /* a live thread owns the slot */
 } __attribute__((aligned(64))) cg_query_slot;
 
-/* The calling thread's slot; NULL until its first query. */
-extern __thread cg_query_slot *cg_query_self __attribute__((tls_model("initial-exec")));
-/* Claims one (NULL past the last slot: that thread's queries count in a
- * shared counter instead). */
-cg_query_slot *cg_query_slot_claim(void);
-void cg_query_overflow_enter(void);
-void cg_query_overflow_leave(void);
+/* Two fences, each with its own slots: event queries (waited for by begins
+ * and records), and the other breakers' fast paths (waited for by an end
+ * that failed with no first offender known: such a call refused by the
+ * driver stays in flight until its refusal is attributed). */
+enum { CG_FENCE_QUERIES, CG_FENCE_BREAKERS, CG_FENCES };
 
-static inline cg_query_slot *cg_query_enter(void) {
-  cg_query_slot *s = cg_query_self;
+/* The calling thread's slot in each fence; NULL until its first call. */
+extern __thread cg_query_slot *cg_fence_self[CG_FENCES] __attribute__((tls_model("initial-exec")));
+/* Claims one (NULL past the last slot: that thread's calls count in a
+ * shared counter instead). */
+cg_query_slot *cg_fence_slot_claim(int fence);
+void cg_fence_overflow_enter(int fence);
+void cg_fence_overflow_leave(int fence);
+
+static inline cg_query_slot *cg_fence_enter(int fence) {
+  cg_query_slot *s = cg_fence_self[fence];
   if (__builtin_expect(!s, 0)) {
-    s = cg_query_slot_claim();
+    s = cg_fence_slot_claim(fence);
     if (!s) {
-      cg_query_overflow_enter();
+      cg_fence_overflow_enter(fence);
       return NULL;
     }
   }
@@ -45,20 +51,26 @@ static inline cg_query_slot *cg_query_enter(void) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   return s;
 }
-static inline void cg_query_leave(cg_query_slot *s) {
+static inline void cg_fence_leave(int fence, cg_query_slot *s) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   if (__builtin_expect(!s, 0)) {
-    cg_query_overflow_leave();
+    cg_fence_overflow_leave(fence);
     return;
   }
   __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
 }
+static inline cg_query_slot *cg_query_enter(void) { return cg_fence_enter(CG_FENCE_QUERIES); }
+static inline void cg_query_leave(cg_query_slot *s) { cg_fence_leave(CG_FENCE_QUERIES, s); }
 
-/* Waits (bounded: one warning past it) until every query in flight when it
- * was called has left. asymmetric: the queries may have looked with plain
- * loads and no fence (the wrapper's fast path): made visible first with
- * membarrier (a short pause where the kernel lacks it). */
-void cg_query_fence_wait(bool asymmetric);
+/* Waits (bounded by limit_ns: past it, one warning for queries) until every
+ * call of the fence in flight when it was called has left. asymmetric: the
+ * calls may have looked with plain loads and no fence (the wrappers' fast
+ * paths): made visible first with membarrier (a short pause where the
+ * kernel lacks it). */
+void cg_fence_wait(int fence, bool asymmetric, unsigned long long limit_ns);
+static inline void cg_query_fence_wait(bool asymmetric) {
+  cg_fence_wait(CG_FENCE_QUERIES, asymmetric, 1000000000ull);
+}
 
 /* Start-up (registers for membarrier) and fork. */
 void cg_query_fence_init(void);

@@ -115,6 +115,56 @@ class LongNotReady(unittest.TestCase):
         self.assertNotIn("has been answered not ready", p.stderr)
 
 
+WATCHED = {"cuMemAlloc_v2", "cuMemFree_v2", "cuCtxSynchronize", "cuStreamSynchronize", "cuCtxSetLimit",
+           "cuEventQuery", "cuModuleLoadData", "cuModuleUnload"}
+
+
+class ReportRaces(unittest.TestCase):
+    """Item 8: two capturing threads, two threads calling allocations, frees,
+    syncs, cuCtxSetLimit, event queries, module loads and unloads; what
+    capguard says is checked against the fake driver's trace (FAKECUDA_TRACE
+    with FAKECUDA_TRACE_RULE: each call's result, and whether a capture
+    prohibited it when it arrived)."""
+
+    def check(self, mode):
+        run = race(["mixed", str(MIXED), CUBIN], mode=mode, env={"FAKECUDA_TRACE_RULE": "1"})
+        self.assertEqual(run.rc, 0, run.stderr[-3000:])
+        s = summary(run)
+        refusals = [t for t in run.trace if t[0] in WATCHED and t[3] in (UNSUPPORTED, CAPTURED_EVENT)]
+        allowed = [t for t in run.trace if t[0] == "cuModuleLoadData" and t[4] and t[3] == 0]
+        ends = [t for t in run.trace if t[0] == "cuStreamEndCapture"]
+        self.assertEqual(len(ends), 2 * MIXED)
+        self.assertGreater(len(refusals), 0, "no call was refused: the stress tests nothing")
+        mismatches = []
+        # every refusal reported (written, or counted as a repeat of one written), and only those
+        if s["verdicts"]["refused"] != len(refusals):
+            mismatches.append("refused: %d reported, the driver refused %d" % (s["verdicts"]["refused"], len(refusals)))
+        # the verdict is what the driver did: "allowed" only for a load the driver saw prohibited and allowed
+        if s["verdicts"]["allowed"] != len(allowed):
+            mismatches.append("allowed: %d reported, %d loads the driver allowed while prohibited"
+                              % (s["verdicts"]["allowed"], len(allowed)))
+        broken = [t for t in ends if t[3] != 0]
+        if s["captures_broken"] != len(broken) or run.int("broken") != len(broken):
+            mismatches.append("broken: capguard %d, program %d, driver %d"
+                              % (s["captures_broken"], run.int("broken"), len(broken)))
+        # Every capture here is broken by a watched call, so each should name
+        # its first offender. Not yet so under every interleaving (issue 15,
+        # item 8, open): the figure is printed, not asserted.
+        no_offender = [c for c in run.of_type("capture") if c["status"] == "failed" and c.get("broken_by") is None]
+        if mode == "guard" and [t for t in run.trace if t[3] == CAPTURED_EVENT]:
+            mismatches.append("a captured event's query reached the driver in guard mode")
+        self.assertEqual(mismatches, [])
+        print("%s: %d captures (%d broken, %d of them without a first offender), %d refusals, %d loads allowed "
+              "while prohibited: 0 mismatches" % (mode, 2 * MIXED, len(broken), len(no_offender), len(refusals),
+                                                  len(allowed)))
+
+    def test_report_mode(self):
+        self.check("report")
+
+    def test_guard_mode(self):
+        self.check("guard")
+
+
 class Ends(unittest.TestCase):
     def common_after(self, run):
         """The capture is over in the driver, and in capguard's model: the

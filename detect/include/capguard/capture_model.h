@@ -28,7 +28,6 @@ typedef struct {
   uint64_t repeats; /* of those, counted and not reported again (same call, verdict and site) */
   uint64_t driver_id; /* the driver's id for the capture sequence (cuStreamGetCaptureInfo), 0 unknown */
   bool emulated;    /* invalidated by capguard itself, emulating an older driver's refusal */
-  bool unattributed; /* found invalid in the driver with no watched call in flight (the shim's check) */
   void *user;       /* caller's attachment (e.g. where it began); never freed by the model */
   void *broken_by;  /* caller's attachment: the first call that broke it; never freed by the model */
 } cg_capture;
