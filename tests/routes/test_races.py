@@ -179,7 +179,7 @@ class Ends(unittest.TestCase):
         self.assertNotEqual(run.int("free_again"), 0)
         self.assertEqual(run.int("query_after"), 0)
         self.assertEqual(run.int("alloc_after"), 0)
-        self.assertEqual(summary(run)["captures_open"], 0)
+        self.assertEqual(summary(run).get("captures_open", 0), 0)
         self.assertNotIn("deferred call on", run.stderr)
         self.assertNotIn("deferred calls (", run.stderr)
 
@@ -191,7 +191,7 @@ class Ends(unittest.TestCase):
                 self.assertEqual(run.int("own_end"), ILLEGAL_STATE)
                 if mode == "relaxed":  # not prohibited: the free went straight to the driver
                     self.assertEqual(run.int("free_result"), 0)
-                    self.assertEqual(summary(run)["captures_open"], 0)
+                    self.assertEqual(summary(run).get("captures_open", 0), 0)
                     continue
                 self.common_after(run)
                 [cap] = run.of_type("capture")
@@ -228,7 +228,7 @@ class Ends(unittest.TestCase):
         [cap] = run.of_type("capture")
         self.assertEqual((cap["status"], cap["end_result"]), ("failed", INVALIDATED))
         self.assertEqual(cap["broken_by"]["call"], "cuMemAlloc_v2")
-        self.assertEqual(summary(run)["captures_open"], 0)
+        self.assertEqual(summary(run).get("captures_open", 0), 0)
 
 
 if __name__ == "__main__":
