@@ -34,7 +34,7 @@
 
 static CUcontext ctx;
 
-static void die(const char *what) {
+static __attribute__((noreturn)) void die(const char *what) {
   fprintf(stderr, "race_probe: %s\n", what);
   exit(2);
 }
@@ -383,5 +383,4 @@ int main(int argc, char **argv) {
   if (!strcmp(sc, "mixed") && argc == 4)
     return mixed(atoi(a), argv[3]);
   die("unknown scenario");
-  return 2;
 }
