@@ -261,6 +261,15 @@ cg_capture *cg_model_event_capture(cg_model *m, uint64_t event) {
   return o && o->cap.id == e->capture_id ? &o->cap : NULL;
 }
 
+void cg_model_event_forget(cg_model *m, uint64_t event) {
+  event_entry *e = m ? find_event(m, event) : NULL;
+  if (!e) return;
+  HASH_DEL(m->events, e);
+  free(e);
+}
+
+bool cg_model_event_tracked(const cg_model *m, uint64_t event) { return m && find_event(m, event); }
+
 void cg_model_forget_events_of(cg_model *m, uint64_t capture_id) {
   if (!m) return;
   event_entry *e, *tmp;

@@ -5,7 +5,10 @@
 #include "config.h"
 #include "forks.h"
 #include "policy.h"
+#include "query_fence.h"
 #include "report.h"
+#include "capguard/clock.h"
+#include "warn.h"
 
 static cg_verdict deferred_verdict(cg_fix f) {
   return f == CG_FIX_DEFER_FREE ? CG_VERDICT_DEFERRED_FREE : CG_VERDICT_DEFERRED_DESTROY;
@@ -29,20 +32,66 @@ static bool try_defer(const cg_call *c, cg_hit *hit, bool *judged) {
 
 static bool is_refusal(CUresult r) { return cg_report_verdict_of(r) == CG_VERDICT_REFUSED; }
 
-/* A refusal capguard did not foresee: named with the capture that now
- * prohibits the call, not marked (the capture the driver saw may have
- * ended since, and the driver's own end reports the one it broke). */
+/* A refusal capguard did not foresee (its model, or the wrapper's look,
+ * was a moment behind the driver: a capture began in between). Judged again
+ * once every begin the driver saw is in the model, with the streams lock
+ * held (no stream asked about can be destroyed meanwhile);
+ * each capture the call could have broken that the driver now
+ * holds invalid, and the model still active, gets this call as its first
+ * offender (the driver broke it for this call: capguard watched every call
+ * made to it). Then reported, after the gate. */
 static void report_unforeseen(const cg_call *c, CUresult r) {
+  cg_begin_site *here = cg_begin_site_take(); /* before any lock: may take the loader's lock */
+  cg_break b = cg_break_of(cg_ep_name[c->ep], c->kind, CG_VERDICT_REFUSED, r, here);
   cg_hit hit;
-  cg_captures_judge_aux(c->rule, c->target, c->ptsz, c->aux, &hit);
+  cg_captures_await_begins();
+  /* Not the gate: an end waiting for this attribution holds it shared, and
+   * a decision queued for it exclusive would hold this back. */
+  cg_streams_ask_lock();
+  cg_captures_judge_gated(c->rule, c->target, c->ptsz, &hit);
+  cg_captures_attribute_refusal(&hit, &b);
+  cg_streams_unlock();
+
+  free(here);
   cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
   cg_report_refusal_and_free(&e, NULL, &hit.site, r, "a refused call's report");
 }
 
 void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, CUresult r) {
+  /* Counted in flight at once: an end of the capture this call broke waits
+   * for its attribution (cg_captures_await_offender). */
+  cg_captures_watched_enter();
   cg_call c = {.ep = ep, .kind = kind, .rule = CG_RULE_PROHIBITED};
   report_unforeseen(&c, r);
+  cg_captures_watched_leave();
+}
+
+/* A query answered not ready for longer than this is said, once per
+ * process: a thread may be waiting for a capture that never ends. */
+#define LONG_NOT_READY_NS (5ull * 1000000000ull)
+
+/* The event this thread was last answered not ready for, and since when
+ * (a poller asks for the same event over and over). */
+static __thread uint64_t not_ready_event __attribute__((tls_model("initial-exec")));
+static __thread uint64_t not_ready_since __attribute__((tls_model("initial-exec")));
+
+static void say_long_not_ready(uint64_t event, const cg_capture *c) {
+  static int said;
+  uint64_t now = cg_monotonic_ns();
+  if (not_ready_event != event || !not_ready_since) {
+    not_ready_event = event;
+    not_ready_since = now;
+    return;
+  }
+  if (now - not_ready_since < LONG_NOT_READY_NS || __atomic_load_n(&said, __ATOMIC_RELAXED) ||
+      __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+    return;
+  cg_warn("cuEventQuery of event 0x%llx has been answered not ready for %llu s: it was recorded in capture %llu "
+          "(stream 0x%llx, begun by thread %llu), which is still open; a thread waiting for the event waits for "
+          "that capture to end (said once per process)",
+          (unsigned long long)event, (unsigned long long)((now - not_ready_since) / 1000000000ull),
+          (unsigned long long)c->id, (unsigned long long)c->stream, (unsigned long long)c->tid);
 }
 
 /* The call made by the driver, or answered by guard mode's fix; *v and
@@ -50,18 +99,35 @@ void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, CUresult r
 static CUresult decide(const cg_call *c, const cg_hit *hit, cg_verdict *v, int *driver_result) {
   bool guard = cg_cfg.mode == CG_RUN_GUARD;
   CUresult r;
-  if (guard && c->fix == CG_FIX_NOT_READY && hit->cls == CG_HIT_EVENT) {
+  if (guard && c->fix == CG_FIX_NOT_READY && hit->cls == CG_HIT_EVENT && hit->first.tid != cg_self_tid()) {
     /* The driver would answer 907 and break the capture. The event is in a
      * graph that has not run: it is not ready, which is what a poller
-     * expects to hear while work is outstanding. */
+     * expects to hear while work is outstanding. Never to the thread that
+     * began the capture (the one that must end it): a poll there would
+     * wait for its own end forever, so it gets the driver's 907. */
     *v = CG_VERDICT_NOT_READY;
     *driver_result = -1;
+    say_long_not_ready(c->target, &hit->first);
     return CUDA_ERROR_NOT_READY;
   }
   /* The driver is called, and may break the capture: if something capguard
    * does not watch broke it first, the model must know before this call is
    * named its first offender. */
   cg_captures_check_driver_state(&hit->first);
+  cg_captures_watched_enter(); /* left once its break is marked (cg_breaker_call) */
+  if (guard && c->fix == CG_FIX_NOT_READY && hit->cls == CG_HIT_PROHIBITED) {
+    /* An event that is not in a capture, queried from a thread a capture
+     * prohibits (a global-mode watchdog between a capture's begin and the
+     * event's record into it): the driver would answer 900 and break the
+     * capture. Asked in relaxed mode, it answers the truth and breaks
+     * nothing (capture-semantics.md, first matrix, "+swap" columns). A
+     * record of the event into a capture cannot overtake the question
+     * (query_fence.h). */
+    r = cg_policy_call_relaxed(c->invoke, c->args);
+    *v = r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY ? CG_VERDICT_RESCUED : cg_report_verdict_of(r);
+    *driver_result = (int)r;
+    return r;
+  }
   if (guard && c->fix == CG_FIX_RESCUE && cg_cfg.rescue && hit->cls == CG_HIT_PROHIBITED) {
     r = cg_policy_call_relaxed(c->invoke, c->args);
     *v = r == CUDA_SUCCESS ? CG_VERDICT_RESCUED : cg_report_verdict_of(r);
@@ -84,6 +150,12 @@ static void note_fork_or_join(const cg_call *c, const cg_hit *hit) {
                 cg_begin_site_take());
 }
 
+/* The kind an event of this call is logged as: a captured copy from
+ * pageable memory is its own kind, whatever row made it. */
+static cg_event_kind kind_of(const cg_call *c, const cg_hit *hit) {
+  return hit->cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind;
+}
+
 CUresult cg_breaker_call(const cg_call *c) {
   cg_hit hit;
   bool judged = false;
@@ -96,25 +168,42 @@ CUresult cg_breaker_call(const cg_call *c) {
     r = CUDA_SUCCESS;
     v = deferred_verdict(c->fix);
   } else {
+    /* An event query is in flight from its judgement until the driver has
+     * answered: a record of the event into a capture waits for it
+     * (query_fence.h). */
+    bool fenced = c->fix == CG_FIX_NOT_READY;
+    cg_query_slot *q = fenced ? cg_query_enter() : NULL;
     if (!judged)
       cg_captures_judge_aux(c->rule, c->target, c->ptsz, c->aux, &hit);
     if (hit.cls == CG_HIT_NONE) { /* no capture forbids it: the driver's business */
-      r = c->invoke(c->args);
+      cg_captures_watched_enter();
+      /* A query judged with a capture's begin still on its way into the
+       * model may meet that capture in the driver: asked in relaxed mode,
+       * where no capture prohibits it (an event in a capture is marked
+       * before its record, so this one is in none). */
+      r = fenced && cg_cfg.mode == CG_RUN_GUARD ? cg_policy_call_relaxed(c->invoke, c->args) : c->invoke(c->args);
+      if (fenced)
+        cg_query_leave(q);
       if (c->rule == CG_RULE_WAIT_EVENT && hit.event_capture && r == CUDA_SUCCESS)
         note_fork_or_join(c, &hit);
       if (__builtin_expect(is_refusal(r), 0))
         report_unforeseen(c, r);
+      cg_captures_watched_leave();
       return r;
     }
     r = decide(c, &hit, &v, &driver_result);
+    if (fenced)
+      cg_query_leave(q);
     /* Third-matrix rules: what the driver let through is news only when it
-     * escaped the calling thread's own capture (run now, not in replay); a
-     * wait on an event never recorded, or legacy-stream work the driver
-     * took after all, is nothing to report. */
-    if (v == CG_VERDICT_ALLOWED && c->rule >= CG_RULE_LEGACY) {
-      if (hit.cls != CG_HIT_ESCAPE && hit.cls != CG_HIT_PAGEABLE)
-        return r;
+     * escaped the calling thread's own capture (run now, not in replay). */
+    if (v == CG_VERDICT_ALLOWED && c->rule >= CG_RULE_LEGACY && (hit.cls == CG_HIT_ESCAPE || hit.cls == CG_HIT_PAGEABLE))
       v = CG_VERDICT_ESCAPED;
+    if (v == CG_VERDICT_ALLOWED) {
+      cg_captures_watched_leave();
+      /* The driver saw no capture forbid it (the one judged ended
+       * meanwhile; a wait on an event never recorded; legacy-stream work
+       * the driver took after all): no event. */
+      return r;
     }
   }
 
@@ -123,19 +212,31 @@ CUresult cg_breaker_call(const cg_call *c) {
    * held (a backtrace may take the loader's lock). */
   cg_begin_site *here = cg_begin_site_take();
   if (cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS)) {
-    cg_break b = cg_break_of(cg_ep_name[c->ep], hit.cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind, v, r, here);
+    cg_break b = cg_break_of(cg_ep_name[c->ep], kind_of(c, &hit), v, r, here);
     cg_captures_break(&hit, &b, false);
     hit.first.status = CG_CAPTURE_INVALIDATED;
+    if (v == CG_VERDICT_REFUSED) {
+      /* The driver may have refused it for a capture begun after the
+       * judgement: once every begin it saw is in the model, each capture
+       * the call could have broken that the driver holds invalid is this
+       * call's too. */
+      cg_hit now;
+      cg_captures_await_begins();
+      cg_streams_ask_lock();
+      cg_captures_judge_gated(c->rule, c->target, c->ptsz, &now);
+      cg_captures_attribute_refusal(&now, &b);
+      cg_streams_unlock();
+    }
   }
-  if (!cg_report_first_sighting(cg_ep_name[c->ep], hit.cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind, v,
-                                hit.first.id, here)) {
+  if (driver_result >= 0)
+    cg_captures_watched_leave();
+  if (!cg_report_first_sighting(cg_ep_name[c->ep], kind_of(c, &hit), v, hit.first.id, here)) {
     cg_captures_count_repeat(&hit);
     free(here);
     return r;
   }
   free(here);
-  cg_event_kind kind = hit.cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind;
-  cg_event e = {.kind = kind, .call = cg_ep_name[c->ep], .verdict = v, .result = (int)r,
+  cg_event e = {.kind = kind_of(c, &hit), .call = cg_ep_name[c->ep], .verdict = v, .result = (int)r,
                 .driver_result = driver_result, .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
   cg_report_and_free(&e, NULL, &hit.site, "a call's report");

@@ -13,6 +13,7 @@
 #include "output.h"
 #include "policy.h"
 #include "priming.h"
+#include "query_fence.h"
 #include "report.h"
 #include "stack.h"
 
@@ -45,39 +46,93 @@ static void offender_text(const cg_break *b, cg_offender *o, char *where, size_t
   o->where = where;
 }
 
-CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
+/* Writes the record of a capture that is over (its begin site and first
+ * offender freed here), then runs the deferred calls that may now run. */
+static void capture_over(cg_capture *closed, bool ended, CUresult r) {
+  cg_begin_site *site = closed->user;
+  cg_break *broke = closed->broken_by;
+  char began[512], where[512];
+  cg_begin_site_text(site, began, sizeof began);
+  cg_offender off;
+  cg_capture_record rec = {.capture = closed, .pid = (uint64_t)getpid(), .began = began, .ended = ended,
+                           .end_result = (int)r};
+  if (broke) {
+    offender_text(broke, &off, where, sizeof where);
+    rec.broken_by = &off;
+  }
+  rec.repeats = closed->repeats;
+  cg_output_capture(&rec);
+  free(site);
+  free(broke);
+  cg_policy_run_deferred();
+  cg_priming_refresh_served(false);
+}
+
+/* Whether the driver may still hold a capture on the stream after an end
+ * that returned r: the end succeeded or was refused for a capture reason.
+ * After any other error (an invalid or destroyed handle) the stream is not
+ * asked about. */
+static bool worth_asking(CUresult r) {
+  return r == CUDA_SUCCESS || r == CUDA_ERROR_ILLEGAL_STATE ||
+         (r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+}
+
+CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph) {
+  uint64_t key = cg_stream_key(s, ptsz);
+  /* The model follows the driver, not the end's result: an end from the
+   * wrong thread (908) or with a NULL graph pointer ends the capture too,
+   * and a refused end may leave it open. Asked with the gate still held
+   * shared (no destroy of the stream can run), capture-safe. */
+  CUstreamCaptureStatus still = CU_STREAM_CAPTURE_STATUS_NONE;
+  uint64_t still_id = 0;
+  if (worth_asking(r) && cg_captures_has(key) && !cg_captures_driver_state(s, ptsz, &still, &still_id))
+    still = CU_STREAM_CAPTURE_STATUS_NONE; /* cannot say: over, as the end said */
+  if (r != CUDA_SUCCESS && cg_captures_lacks_offender(key)) {
+    /* A call refused on a wrapper's fast path is attributed before it
+     * leaves the breakers' fence; one on the slow path before it leaves
+     * the watched count. Bounded: 20 ms each. */
+    cg_fence_wait(CG_FENCE_BREAKERS, true, 20000000ull);
+    cg_captures_await_offender(key);
+  }
   cg_capture closed;
   bool emulated_break = false;
-  if (!cg_captures_end_leave(key, &r, &closed, &emulated_break))
+  if (!cg_captures_end_leave(key, still, still_id, &r, &closed, &emulated_break))
     return r;
   if (emulated_break && graph && *graph) {
     if (cg_drv.GraphDestroy)
       cg_drv.GraphDestroy(*graph);
     *graph = NULL;
   }
-  cg_begin_site *site = closed.user;
-  cg_break *broke = closed.broken_by;
-  /* An end refused with 904 or 908 names its own cause (forks.c). */
+  /* An end refused with 904 or 908 names its own cause (forks.c) when no
+   * call broke the capture before. */
   cg_break *end_cause = cg_end_offender(closed.id, r);
-  if (!broke)
-    broke = end_cause;
+  if (!closed.broken_by)
+    closed.broken_by = end_cause;
   else
     free(end_cause);
-  char began[512], where[512];
-  cg_begin_site_text(site, began, sizeof began);
-  cg_offender off;
-  cg_capture_record rec = {.capture = &closed, .pid = (uint64_t)getpid(), .began = began, .ended = true,
-                           .end_result = (int)r};
-  if (broke) {
-    offender_text(broke, &off, where, sizeof where);
-    rec.broken_by = &off;
+  capture_over(&closed, true, r);
+  return r;
+}
+
+CUresult cg_capture_stream_destroy(cg_entry_point ep, CUstream s, CUresult (*invoke)(CUstream)) {
+  cg_begin_site *here = cg_begin_site_take(); /* before the gate: names the destroy if it ends a capture */
+  cg_gate_lock();
+  cg_streams_destroy_lock();
+  CUresult r = invoke(s);
+  cg_capture closed;
+  bool over = r == CUDA_SUCCESS && cg_captures_stream_destroyed(cg_stream_key(s, false), &closed);
+  cg_streams_unlock();
+  cg_gate_unlock();
+  if (over) {
+    if (!closed.broken_by) { /* the destroy ended it: its first offender */
+      cg_break *b = malloc(sizeof *b);
+      if (b)
+        *b = cg_break_of(cg_ep_name[ep], CG_EV_STREAM_DESTROY, CG_VERDICT_ALLOWED, r, here);
+      closed.broken_by = b;
+    }
+    capture_over(&closed, false, r);
   }
-  rec.repeats = closed.repeats;
-  cg_output_capture(&rec);
-  free(site);
-  free(broke);
-  cg_policy_run_deferred();
-  cg_priming_refresh_served(false);
+  free(here);
   return r;
 }
 
@@ -161,7 +216,7 @@ CUresult cg_guard_load(const cg_load *l) {
   cg_begin_site site;
   e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
   if (e.n_prohibitors)
-    cg_captures_check_driver_state(&e.capture);
+    cg_captures_check_driver_state_gated(&e.capture);
   if (!e.n_prohibitors || !s) {
     CUresult r = load_and_ungate(l, &e, here);
     if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
@@ -213,7 +268,7 @@ CUresult cg_guard_unload(const cg_unload *u) {
   cg_gate_lock();
   e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
   if (e.n_prohibitors)
-    cg_captures_check_driver_state(&e.capture);
+    cg_captures_check_driver_state_gated(&e.capture);
   if (!e.n_prohibitors || !s) {
     CUresult r = u->invoke(u->handle);
     cg_gate_unlock();

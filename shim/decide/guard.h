@@ -27,7 +27,11 @@ void cg_capture_begin_leave(void *site, CUresult driver_result, CUstream stream,
  * success into CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and discards the graph),
  * then runs deferred unloads that may now run. */
 void cg_capture_end_enter(void);
-CUresult cg_capture_end_leave(uint64_t stream_key, CUresult driver_result, CUgraph *graph);
+CUresult cg_capture_end_leave(CUstream stream, bool ptsz, CUresult driver_result, CUgraph *graph);
+/* cuStreamDestroy* while something captures: invoke(stream) under the gate
+ * held exclusive; a capture on the stream is then over (its record written,
+ * deferred calls that waited for it run). */
+CUresult cg_capture_stream_destroy(cg_entry_point ep, CUstream stream, CUresult (*invoke)(CUstream));
 
 /* A load or an unload (model/calls.h) made while something captures. */
 CUresult cg_guard_load(const cg_load *l);

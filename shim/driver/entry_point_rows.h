@@ -38,6 +38,8 @@
  *                  With nothing capturing, or on a stream the rule cannot
  *                  touch, the wrapper jumps straight to the driver
  *                  (route/stream_work_wrappers.c).
+ *   EVENT_DESTROY  event:  forgotten by the model once destroyed
+ *   STREAM_DESTROY stream: a capture on it is over once destroyed
  * The breakers' rules are the measured matrices (capture-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */
@@ -82,6 +84,8 @@
   X(LOAD, cuLibraryLoadFromFile, (CUlibrary *, lib, const char *, fname, CG_LIBRARY_LOAD_OPTIONS), NULL,    \
     fname, true, lib)                                                                                     \
   X(UNLOAD, cuLibraryUnload, (CUlibrary, lib), lib, true)                                                \
+  X(STREAM_DESTROY, cuStreamDestroy, (CUstream, stream), stream)                                         \
+  X(STREAM_DESTROY, cuStreamDestroy_v2, (CUstream, stream), stream)                                      \
   CG_BREAKER_ROWS(X)                                                                                      \
   CG_STREAM_WORK_ROWS(X)
 
@@ -130,7 +134,9 @@
   X(EVENT_RECORD, cuEventRecordWithFlags, (CUevent, event, CUstream, stream, unsigned int, flags), event,  \
     stream, false)                                                                                       \
   X(EVENT_RECORD, cuEventRecordWithFlags_ptsz, (CUevent, event, CUstream, stream, unsigned int, flags),    \
-    event, stream, true)
+    event, stream, true)                                                                                 \
+  X(EVENT_DESTROY, cuEventDestroy, (CUevent, event), event)                                              \
+  X(EVENT_DESTROY, cuEventDestroy_v2, (CUevent, event), event)
 
 /* Work on streams (third matrix): launches, copies and memsets on the legacy
  * stream while a stream of the context captures (906 when a blocking one does;

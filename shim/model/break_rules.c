@@ -3,14 +3,18 @@
  * (live_captures.h, cg_rule), and the events recorded into captures that the
  * 907 rule needs. Part of the capture bookkeeping (live_captures.c holds the
  * model and its lock). */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "live_captures.h"
 #include "model_lock.h"
 #include "capguard/clock.h"
+#include "config.h"
 #include "driver.h"
 #include "forks.h"
+#include "query_fence.h"
 #include "warn.h"
 
 /* The most captures one call is counted against or marks broken: more open
@@ -26,6 +30,13 @@ static bool driver_capture_state(CUstream s, CUstreamCaptureStatus *st, uint64_t
     return false;
   *id = (uint64_t)raw;
   return true;
+}
+
+bool cg_captures_driver_state(CUstream s, bool ptsz, CUstreamCaptureStatus *st, uint64_t *id) {
+  if (ptsz && s == NULL)
+    s = CU_STREAM_PER_THREAD;
+  *id = 0;
+  return driver_capture_state(s, st, id);
 }
 
 uint64_t cg_captures_driver_id(CUstream s, bool ptsz) {
@@ -270,6 +281,48 @@ void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated) {
   cg_captures_model_unlock();
 }
 
+void cg_captures_attribute_refusal(const cg_hit *hit, const cg_break *b) {
+  if (hit->cls == CG_HIT_NONE)
+    return;
+  typedef struct {
+    uint64_t stream, id;
+  } ref;
+  ref refs[CG_HIT_MAX];
+  size_t n = 0;
+  cg_model *m = cg_captures_model_lock();
+  if (m) {
+    cg_capture *all[CG_HIT_MAX];
+    size_t k;
+    if (hit->cls == CG_HIT_STREAM || hit->cls == CG_HIT_EVENT) {
+      all[0] = cg_model_find(m, hit->first.stream);
+      k = all[0] && all[0]->id == hit->first.id ? 1 : 0;
+    } else {
+      k = hit->cls == CG_HIT_ANY ? captures_of_context(m, hit->context, all, CG_HIT_MAX)
+                                 : cg_model_prohibitors(m, cg_self_tid(), cg_self_mode(), all, CG_HIT_MAX);
+    }
+    for (size_t i = 0; i < k && i < CG_HIT_MAX; i++)
+      if (all[i]->status == CG_CAPTURE_ACTIVE && (all[i]->stream & 3) != 3)
+        refs[n++] = (ref){all[i]->stream, all[i]->id};
+  }
+  cg_captures_model_unlock();
+  /* The driver asked with the model's lock released; the streams lock
+   * (held) keeps every stream asked about from being destroyed. */
+  bool invalid[CG_HIT_MAX];
+  for (size_t i = 0; i < n; i++) {
+    CUstreamCaptureStatus st;
+    uint64_t id;
+    invalid[i] = driver_capture_state((CUstream)(uintptr_t)refs[i].stream, &st, &id) &&
+                 st == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  }
+  m = cg_captures_model_lock();
+  for (size_t i = 0; m && i < n; i++) {
+    cg_capture *c = invalid[i] ? cg_model_find(m, refs[i].stream) : NULL;
+    if (c && c->id == refs[i].id)
+      mark(c, b, false);
+  }
+  cg_captures_model_unlock();
+}
+
 void cg_captures_count_repeat(const cg_hit *hit) {
   cg_model *m = cg_captures_model_lock();
   cg_capture *c = m ? cg_model_find(m, hit->first.stream) : NULL;
@@ -278,35 +331,105 @@ void cg_captures_count_repeat(const cg_hit *hit) {
   cg_captures_model_unlock();
 }
 
-void cg_captures_event_recorded(uint64_t event, CUstream s, bool ptsz) {
+void cg_captures_event_record_begin(uint64_t event, CUstream s, bool ptsz, cg_record_mark *mk) {
+  *mk = (cg_record_mark){.event = event};
   uint64_t key = cg_stream_key(s, ptsz);
   cg_fork_event_recorded(key, event);
   cg_model *m = cg_captures_model_lock();
   cg_capture *c = m ? cg_model_find(m, key) : NULL;
-  if (c || !m) {
+  cg_captures_model_unlock();
+  uint64_t joined = 0;
+  if (!c && m) /* not where a capture began: it may have joined one; only the driver knows */
+    joined = cg_captures_driver_id(s, ptsz);
+  bool wait = false;
+  m = cg_captures_model_lock();
+  c = !m ? NULL : joined ? cg_model_find_driver_id(m, joined) : cg_model_find(m, key);
+  if (c) {
+    mk->was_tracked = cg_model_event_tracked(m, event);
+    wait = cg_model_event_capture(m, event) != c; /* already marked in it: no query can meet it unmarked */
     cg_model_event_recorded(m, event, c);
-    cg_captures_model_unlock();
-    return;
+    mk->marked = true;
   }
   cg_captures_model_unlock();
-  /* Not where a capture began: it may have joined one (a side stream that
-   * waited on an event of the capture). Only the driver knows. */
-  uint64_t joined = cg_captures_driver_id(s, ptsz);
-  m = cg_captures_model_lock();
-  cg_model_event_recorded(m, event, joined ? cg_model_find_driver_id(m, joined) : NULL);
+  /* A query that judged the event not captured before the mark leaves the
+   * driver before the driver records the event into the capture. */
+  if (wait && cg_cfg.mode == CG_RUN_GUARD)
+    cg_query_fence_wait(false);
+}
+
+void cg_captures_event_record_end(const cg_record_mark *mk, CUresult r) {
+  if (r == CUDA_SUCCESS && mk->marked)
+    return;
+  if (r != CUDA_SUCCESS && (!mk->marked || mk->was_tracked))
+    return; /* refused: the event is as it was (a mark over an older one stays: a query of it waits) */
+  cg_model *m = cg_captures_model_lock();
+  /* recorded outside any capture: queries are the driver's again; or the
+   * driver refused the record into the capture: undone */
+  cg_model_event_forget(m, mk->event);
   cg_captures_model_unlock();
 }
 
-void cg_captures_check_driver_state(const cg_capture *c) {
+void cg_captures_event_destroyed(uint64_t event) {
+  cg_model *m = cg_captures_model_lock();
+  cg_model_event_forget(m, event);
+  cg_captures_model_unlock();
+}
+
+/* The model's capture c, still open and active, or NULL. */
+static bool still_active(const cg_capture *c) {
+  cg_model *m = cg_captures_model_lock();
+  cg_capture *open = m ? cg_model_find(m, c->stream) : NULL;
+  bool yes = open && open->id == c->id && open->status == CG_CAPTURE_ACTIVE;
+  cg_captures_model_unlock();
+  return yes;
+}
+
+/* Watched calls on their way to the driver that may break a capture, until
+ * their breaks are marked (cg_captures_watched_enter/_leave). While one is,
+ * a capture the driver holds invalid may be that call's break, not marked
+ * yet: it is not taken for an unwatched call's. */
+static unsigned watched_in_flight;
+void cg_captures_watched_enter(void) { __atomic_add_fetch(&watched_in_flight, 1, __ATOMIC_SEQ_CST); }
+void cg_captures_watched_leave(void) { __atomic_sub_fetch(&watched_in_flight, 1, __ATOMIC_SEQ_CST); }
+
+bool cg_captures_lacks_offender(uint64_t key) {
+  cg_model *m = cg_captures_model_lock();
+  cg_capture *c = m ? cg_model_find(m, key) : NULL;
+  bool lacks = c && !c->broken_by;
+  cg_captures_model_unlock();
+  return lacks;
+}
+
+void cg_captures_await_offender(uint64_t key) {
+  uint64_t start = cg_monotonic_ns();
+  for (unsigned spins = 0;; spins++) {
+    cg_model *m = cg_captures_model_lock();
+    cg_capture *c = m ? cg_model_find(m, key) : NULL;
+    bool done = !c || c->broken_by || !__atomic_load_n(&watched_in_flight, __ATOMIC_SEQ_CST);
+    cg_captures_model_unlock();
+    if (done || cg_monotonic_ns() - start > 20000000ull)
+      return;
+    if (spins < 64) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+void cg_captures_check_driver_state_gated(const cg_capture *c) {
   /* Nothing to learn of a capture the model holds broken already, or of a
    * per-thread default stream (a key with its two low bits set), which
-   * only its own thread can name to the driver. */
-  if (!c->id || c->status != CG_CAPTURE_ACTIVE || (c->stream & 3) == 3)
+   * only its own thread can name to the driver. The capture must still be
+   * open in the model: then its stream was not destroyed (a destroy drops
+   * it under the streams lock held exclusive). */
+  if (!c->id || c->status != CG_CAPTURE_ACTIVE || (c->stream & 3) == 3 || !still_active(c))
     return;
   CUstreamCaptureStatus st;
   uint64_t id;
   if (!driver_capture_state((CUstream)(uintptr_t)c->stream, &st, &id) ||
-      st != CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+      st != CU_STREAM_CAPTURE_STATUS_INVALIDATED || __atomic_load_n(&watched_in_flight, __ATOMIC_SEQ_CST))
     return;
   cg_model *m = cg_captures_model_lock();
   cg_capture *open = m ? cg_model_find(m, c->stream) : NULL;
@@ -341,4 +464,10 @@ void cg_captures_break_logged(int code, const cg_break *b) {
       mark(pick[i], b, false);
   }
   cg_captures_model_unlock();
+void cg_captures_check_driver_state(const cg_capture *c) {
+  if (!c->id || c->status != CG_CAPTURE_ACTIVE || (c->stream & 3) == 3)
+    return;
+  cg_streams_ask_lock();
+  cg_captures_check_driver_state_gated(c);
+  cg_streams_unlock();
 }

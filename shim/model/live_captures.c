@@ -4,16 +4,21 @@
 #include <execinfo.h>
 #include <stdio.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "capguard/clock.h"
 #include "capguard/frame_filter.h"
 #include "driver.h"
 #include "output.h"
+#include "query_fence.h"
 #include "stack.h"
 #include "warn.h"
 
 cg_capture_activity cg_activity __attribute__((aligned(8)));
+/* Begins between their driver call and the model's update. */
+static unsigned begins_at_driver;
 
 /* The capture gate (live_captures.h). So whenever capguard decides, the model is
  * what the driver sees: no capture can be begun (or ended) in the driver and
@@ -25,6 +30,17 @@ static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
 
 void cg_gate_lock(void) { pthread_rwlock_wrlock(&gate); }
 void cg_gate_unlock(void) { pthread_rwlock_unlock(&gate); }
+void cg_gate_read_lock(void) { pthread_rwlock_rdlock(&gate); }
+
+/* Held shared while capguard asks the driver about a capture's stream that
+ * it took from the model (not from the caller's arguments), exclusive by a
+ * destroy of a stream the model holds a capture on: the real driver
+ * segfaults when asked about a destroyed stream. Apart from the gate, so
+ * that asking never queues behind a decision waiting for the gate. */
+static pthread_rwlock_t streams = PTHREAD_RWLOCK_INITIALIZER;
+void cg_streams_ask_lock(void) { pthread_rwlock_rdlock(&streams); }
+void cg_streams_destroy_lock(void) { pthread_rwlock_wrlock(&streams); }
+void cg_streams_unlock(void) { pthread_rwlock_unlock(&streams); }
 
 static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
 static cg_model *model;
@@ -103,6 +119,7 @@ void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap) {
 }
 
 void cg_captures_init(void) {
+  cg_query_fence_init();
   if (!model)
     model = cg_model_new();
   if (!model)
@@ -110,8 +127,23 @@ void cg_captures_init(void) {
 }
 
 void cg_captures_begin_enter(void) {
+  __atomic_add_fetch(&cg_activity.n.begins_in_flight, 1, __ATOMIC_SEQ_CST);
+  /* Every event query that looked before this begin (and saw nothing
+   * capturing) leaves the driver before the driver sees the begin: none can
+   * then meet this capture unseen (query_fence.h), in guard mode (no query
+   * of an event recorded into it reaches the driver) as in report mode (no
+   * refusal of such a query goes unreported). Waited
+   * for before the gate: a query may want the gate shared, and a decision
+   * queued for it exclusive would hold that query back. */
+  cg_query_fence_wait(true);
   pthread_rwlock_rdlock(&gate);
-  __atomic_add_fetch(&cg_activity.n.begins_in_flight, 1, __ATOMIC_ACQ_REL);
+  __atomic_add_fetch(&begins_at_driver, 1, __ATOMIC_SEQ_CST);
+}
+
+void cg_captures_await_begins(void) {
+  uint64_t start = cg_monotonic_ns();
+  while (__atomic_load_n(&begins_at_driver, __ATOMIC_SEQ_CST) && cg_monotonic_ns() - start < 20000000ull)
+    sched_yield();
 }
 
 static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
@@ -160,15 +192,24 @@ void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint
     capture_begun(key, driver_id, mode, into_graph, site);
   else
     free(site);
+  __atomic_sub_fetch(&begins_at_driver, 1, __ATOMIC_SEQ_CST);
   __atomic_sub_fetch(&cg_activity.n.begins_in_flight, 1, __ATOMIC_ACQ_REL);
   pthread_rwlock_unlock(&gate);
 }
 
 void cg_captures_end_enter(void) { pthread_rwlock_rdlock(&gate); }
 
-bool cg_captures_end_leave(uint64_t key, CUresult *result, cg_capture *closed, bool *emulated_break) {
+bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t still_id, CUresult *result,
+                           cg_capture *closed, bool *emulated_break) {
   pthread_mutex_lock(&model_lock);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;
+  bool same = open && (!still_id || !open->driver_id || still_id == open->driver_id);
+  if (open && still != CU_STREAM_CAPTURE_STATUS_NONE && same) {
+    /* The driver refused the end and still captures: so does the model. */
+    if (still == CU_STREAM_CAPTURE_STATUS_INVALIDATED && open->status == CG_CAPTURE_ACTIVE)
+      open->status = CG_CAPTURE_INVALIDATED;
+    open = NULL;
+  }
   if (!open) {
     pthread_mutex_unlock(&model_lock);
     pthread_rwlock_unlock(&gate);
@@ -190,6 +231,27 @@ bool cg_captures_end_leave(uint64_t key, CUresult *result, cg_capture *closed, b
   pthread_mutex_unlock(&model_lock);
   pthread_rwlock_unlock(&gate);
   return true;
+}
+
+bool cg_captures_has(uint64_t key) {
+  pthread_mutex_lock(&model_lock);
+  bool has = model && cg_model_find(model, key);
+  pthread_mutex_unlock(&model_lock);
+  return has;
+}
+
+bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
+  pthread_mutex_lock(&model_lock);
+  cg_capture *open = model ? cg_model_find(model, key) : NULL;
+  if (open) {
+    uint64_t id = open->id;
+    cg_model_end(model, key, false, cg_now_ns(), closed); /* no graph: failed */
+    cg_model_forget_events_of(model, id);
+    captures_broken++;
+    __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&model_lock);
+  return open != NULL;
 }
 
 size_t cg_captures_prohibitor_count(void) {
@@ -259,20 +321,25 @@ uint64_t cg_captures_broken(void) {
  * empty (CUDA captures do not survive fork). */
 void cg_captures_atfork_prepare(void) {
   pthread_rwlock_wrlock(&gate);
+  pthread_rwlock_wrlock(&streams);
   pthread_mutex_lock(&model_lock);
 }
 void cg_captures_atfork_parent(void) {
   pthread_mutex_unlock(&model_lock);
+  pthread_rwlock_unlock(&streams);
   pthread_rwlock_unlock(&gate);
 }
 void cg_captures_atfork_child(void) {
+  cg_query_fence_atfork_child();
   pthread_mutex_init(&model_lock, NULL);
   gate = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+  streams = (pthread_rwlock_t)PTHREAD_RWLOCK_INITIALIZER;
   cg_activity.n.begins_in_flight = 0;
   /* The parent's captures are leaked in the child rather than freed: their
    * user pointers belong to the parent's bookkeeping. Small and one-off. */
   model = cg_model_new();
   __atomic_store_n(&cg_activity.n.open, 0, __ATOMIC_RELEASE);
   captures_broken = 0;
+  begins_at_driver = 0;
   self_tid = 0;
 }

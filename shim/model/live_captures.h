@@ -64,6 +64,14 @@ void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap);
  * exclusive. */
 void cg_gate_lock(void);
 void cg_gate_unlock(void);
+/* Shared, as begins and ends hold it. */
+void cg_gate_read_lock(void);
+/* Asking the driver about a stream taken from the model: shared (_ask), and
+ * exclusive around the driver's destroy of a stream the model may hold a
+ * capture on (_destroy): capguard never asks about a destroyed stream. */
+void cg_streams_ask_lock(void);
+void cg_streams_destroy_lock(void);
+void cg_streams_unlock(void);
 
 /* A begin: _enter (gate shared, the begin counted in flight) before the
  * driver's call, _leave after it: on success the model learns of the
@@ -72,14 +80,35 @@ void cg_gate_unlock(void);
 void cg_captures_begin_enter(void);
 void cg_captures_begin_leave(cg_begin_site *site, CUresult driver_result, uint64_t stream_key,
                              uint64_t driver_id, cg_capture_mode mode, bool into_graph);
-/* An end: _enter (gate shared) before the driver's call, _leave after it.
- * Returns false when the model had no capture on the stream. Otherwise
- * closed is the capture as it ended (closed->user its begin site, now the
- * caller's), and *result is what the caller gets: an emulated invalidation
- * turns success into CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (*emulated_break).
+/* An end: _enter (gate shared) before the driver's call, _leave after it,
+ * with what the driver says of the stream after the end (driver_still:
+ * CU_STREAM_CAPTURE_STATUS_NONE when it no longer captures, or cannot say;
+ * still_id the capture it holds). The model follows the driver: a capture
+ * the driver still holds after a refused end stays open (false is
+ * returned); otherwise it is closed whatever the end returned (908 from
+ * another thread, or a NULL graph pointer, end it too). Returns false when
+ * the model had no capture on the stream, or keeps it. Otherwise closed is
+ * the capture as it ended (closed->user its begin site, now the caller's),
+ * and *result is what the caller gets: an emulated invalidation turns
+ * success into CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (*emulated_break).
  * The gate is released either way. */
+/* Waits (at most 20 ms) until every begin the driver may have seen is in
+ * the model: for a refusal capguard did not foresee, whose capture may be
+ * one such. Never with the gate held. */
+void cg_captures_await_begins(void);
 void cg_captures_end_enter(void);
-bool cg_captures_end_leave(uint64_t stream_key, CUresult *result, cg_capture *closed, bool *emulated_break);
+bool cg_captures_end_leave(uint64_t stream_key, CUstreamCaptureStatus driver_still, uint64_t still_id,
+                           CUresult *result, cg_capture *closed, bool *emulated_break);
+/* Whether the model holds a capture open on the stream. */
+bool cg_captures_has(uint64_t stream_key);
+
+/* A stream destroyed (cuStreamDestroy*) while it may capture: the caller
+ * holds the gate exclusive around the driver's destroy, so that capguard
+ * asks the driver nothing about that stream meanwhile or after (the real
+ * driver segfaults when asked about a destroyed stream). On success the
+ * capture on the stream, if any, is over: copied to *closed and dropped
+ * from the model (true). */
+bool cg_captures_stream_destroyed(uint64_t stream_key, cg_capture *closed);
 
 /* How many open captures prohibit the calling thread. */
 size_t cg_captures_prohibitor_count(void);
@@ -177,8 +206,11 @@ void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated);
 /* Before a call that may break capture c: if the driver already holds c
  * invalid (a call capguard does not watch broke it), so does the model,
  * with no first offender, so that a later call capguard sees is never named
- * for a break it did not make. Asks the driver (cuStreamGetCaptureInfo):
- * never with the model's lock held. */
+ * for a break it did not make. Asks the driver (cuStreamGetCaptureInfo)
+ * about c's stream only while the model still holds c open, with the
+ * streams lock held shared (_gated: the caller holds the gate exclusive),
+ * so that the stream cannot be destroyed meanwhile. Never with the model's
+ * lock held. */
 void cg_captures_check_driver_state(const cg_capture *c);
 /* A refusal the driver's log named (driver_log.c), with no wrapper to say
  * which capture it met: marks b the first offender of the captures such a
@@ -188,13 +220,49 @@ void cg_captures_check_driver_state(const cg_capture *c);
  * calling thread began, else of every active capture. Never calls the
  * driver: it runs inside the driver's callback. */
 void cg_captures_break_logged(int code, const cg_break *b);
+/* A watched call that may break a capture is on its way to the driver, from
+ * just before the driver's call until its breaks are marked: meanwhile a
+ * capture the driver holds invalid is not taken for one broken by a call
+ * capguard does not watch (it may be this call's, not marked yet). */
+void cg_captures_watched_enter(void);
+void cg_captures_watched_leave(void);
+/* Before the model closes a capture whose end failed with no first offender
+ * known: waits (at most 20 ms) while watched calls are on their way, since
+ * the driver's break may be one of theirs, not marked yet. */
+void cg_captures_await_offender(uint64_t stream_key);
+/* Whether the model holds a capture on the stream with no first offender. */
+bool cg_captures_lacks_offender(uint64_t stream_key);
+void cg_captures_check_driver_state_gated(const cg_capture *c);
+/* A refusal capguard did not foresee, with the streams lock held shared: each
+ * capture of the hit (for CG_HIT_PROHIBITED, every capture that prohibits
+ * the calling thread) that the driver holds invalid and the model active
+ * is marked broken, b its first offender. Asks the driver. */
+void cg_captures_attribute_refusal(const cg_hit *hit, const cg_break *b);
 /* A repeat of a reported call, counted against the hit's first capture. */
 void cg_captures_count_repeat(const cg_hit *hit);
 
-/* An event recorded on stream (cuEventRecord*): into the capture the stream
- * belongs to, or outside any. Asks the driver when the stream is not where
- * a capture began (a stream joined to a capture); never with the gate held. */
-void cg_captures_event_recorded(uint64_t event, CUstream s, bool ptsz);
+/* An event recorded on stream (cuEventRecord*), in two halves around the
+ * driver's record. _begin, before it: if the stream belongs to an open
+ * capture (where it began, or joined: then the driver is asked), the event
+ * is marked in the model as recorded into it, and in guard mode every event
+ * query in flight is waited for (query_fence.h), so that no query of the
+ * event reaches the driver once the driver holds it captured. _end, after
+ * it: a record outside any capture makes the event the driver's again; a
+ * refused record is undone. Never with the gate held. */
+typedef struct {
+  uint64_t event;
+  bool marked, was_tracked;
+} cg_record_mark;
+void cg_captures_event_record_begin(uint64_t event, CUstream s, bool ptsz, cg_record_mark *mk);
+void cg_captures_event_record_end(const cg_record_mark *mk, CUresult driver_result);
+/* An event destroyed (cuEventDestroy*): forgotten, so that a new event the
+ * driver hands out under the same handle is the driver's to answer. */
+void cg_captures_event_destroyed(uint64_t event);
+
+/* What the driver says of the capture on s (cuStreamGetCaptureInfo,
+ * capture-safe): false when it cannot say. Only for a stream the caller
+ * knows is not destroyed. */
+bool cg_captures_driver_state(CUstream s, bool ptsz, CUstreamCaptureStatus *st, uint64_t *id);
 
 /* The driver's id for the capture on s, 0 when it does not capture (or
  * cannot say). */

@@ -1,5 +1,6 @@
 /* The wrappers of the capture families (entry_point_rows.h): capture begin
- * (every variant), capture end, and the thread's capture-interaction mode.
+ * (every variant), capture end, the thread's capture-interaction mode, and
+ * stream destroys (a capturing stream's capture ends with it).
  * Each calls the driver exactly as the caller asked and tells guard.c what
  * happened. */
 #include "guard.h"
@@ -27,7 +28,18 @@ static bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     if (off())                                                                                     \
       return real(CG_ARGS(params));                                                                \
     cg_capture_end_enter();                                                                        \
-    return cg_capture_end_leave(cg_stream_key((stream), (ptsz)), real(CG_ARGS(params)), (graph));  \
+    return cg_capture_end_leave((stream), (ptsz), real(CG_ARGS(params)), (graph));                 \
+  }
+
+/* A stream destroyed: with nothing capturing, a tail call; otherwise guard.c
+ * drops a capture on it (the driver ends it) and never asks the driver about
+ * it again. The per-thread and legacy streams are never destroyed. */
+#define CG_WRAP_STREAM_DESTROY(cname, sname, ep, params, stream)                                   \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
+    CG_REAL_OR_RETURN(ep, params, real);                                                           \
+    if (__builtin_expect(cg_nothing_captures(), 1) || off())                                       \
+      return real(CG_ARGS(params));                                                                \
+    return cg_capture_stream_destroy(ep, (stream), real);                                          \
   }
 
 /* The mode the thread asked for is recorded once the driver accepted it. */

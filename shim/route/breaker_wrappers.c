@@ -1,4 +1,4 @@
-/* The wrappers of the BREAKER, DEFERRABLE and EVENT_RECORD families
+/* The wrappers of the BREAKER, DEFERRABLE, EVENT_RECORD and EVENT_DESTROY families
  * (entry_point_rows.h): the calls that break captures on every driver, and
  * the event records the 907 rule needs. These are hot (torch's caching
  * allocator records and queries events constantly, NCCL's watchdog polls):
@@ -8,13 +8,16 @@
  * breakers.c decides only while something captures. */
 #include "breakers.h"
 
+#include "query_fence.h"
 #include "wrapper.h"
 
 static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
 
 /* What the driver answered a call passed straight through: a capture may
  * have begun on another thread after the wrapper looked; a refusal is then
- * reported after the fact (off mode reports nothing). */
+ * reported after the fact (off mode reports nothing), and attributed to the
+ * capture it broke before the call leaves the breakers' fence (an end of
+ * that capture, failed with no first offender known, waits for it). */
 static __attribute__((noinline, cold)) void refused_unseen(CUresult r, cg_entry_point ep, cg_event_kind kind) {
   if (!off())
     cg_breaker_refused_unseen(ep, kind, r);
@@ -34,6 +37,14 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind)
  * reported (its capture is then "broken by a call capguard does not
  * watch"). Every other breaker keeps the check. */
 #define CG_POLLED(ep) ((ep) == CG_EP_cuEventQuery || (ep) == CG_EP_cuStreamQuery || (ep) == CG_EP_cuStreamQuery_ptsz)
+/* cuEventQuery, which guard mode may answer for the driver, is the
+ * exception to that: its fast path says it is in flight (query_fence.h: two
+ * plain stores to the thread's slot around the driver's call), so that no
+ * capture begins in the driver while a query that saw nothing capturing is
+ * on its way there. That costs the tail call (bench/run_bench_hot.sh), and
+ * buys more than the check would: such a query cannot be refused at all,
+ * since every begin waits for it. */
+#define CG_FENCED(ep) ((ep) == CG_EP_cuEventQuery)
 
 /* The arguments kept in a struct (its first member only so that a call
  * without parameters, cuCtxSynchronize, has a struct too) and a thunk that
@@ -60,10 +71,25 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind)
   }                                                                                                   \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
     CG_REAL_OR_RETURN(ep, params, real);                                                              \
+    if (CG_FENCED(ep)) {                                                                              \
+      cg_query_slot *q_ = cg_query_enter();                                                           \
+      if (__builtin_expect(cg_nothing_captures(), 1)) {                                               \
+        CUresult r_ = real(CG_ARGS(params));                                                          \
+        cg_query_leave(q_);                                                                           \
+        return r_;                                                                                    \
+      }                                                                                               \
+      cg_query_leave(q_);                                                                             \
+      if (off())                                                                                      \
+        return real(CG_ARGS(params));                                                                 \
+      return cname##_slow(CG_ARGS(params));                                                           \
+    }                                                                                                 \
     if (__builtin_expect(cg_nothing_captures(), 1) || off()) {                                        \
       if (CG_POLLED(ep))                                                                              \
         return real(CG_ARGS(params));                                                                 \
-      return passed(real(CG_ARGS(params)), ep, (kind));                                               \
+      cg_query_slot *b_ = cg_fence_enter(CG_FENCE_BREAKERS);                                          \
+      CUresult r_ = passed(real(CG_ARGS(params)), ep, (kind));                                        \
+      cg_fence_leave(CG_FENCE_BREAKERS, b_);                                                          \
+      return r_;                                                                                      \
     }                                                                                                 \
     return cname##_slow(CG_ARGS(params));                                                             \
   }
@@ -84,15 +110,39 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind)
 /* A record on a capturing stream puts the event into the capture; one on
  * any other stream takes it out. Nothing capturing: nothing to remember (an
  * event recorded into a capture that ended is the driver's again), and the
- * driver's call is the wrapper's last act. A capture begun on another
- * thread between the look and the record is missed: a query of that event
- * is then the driver's to answer (907, reported), not guard mode's. */
+ * driver's call is the wrapper's last act. Otherwise the model is told
+ * before the driver records into a capture (cg_captures_event_record_begin:
+ * no query of the event may reach the driver once it is captured) and after
+ * it records outside any (the event is the driver's again only then). */
 #define CG_WRAP_EVENT_RECORD(cname, sname, ep, params, event, stream, ptsz)                          \
   static __attribute__((noinline)) CUresult cname##_slow(CUresult (*real)(CG_PARAMS(params)),          \
                                                          CG_PARAMS(params)) {                         \
+    if (off())                                                                                        \
+      return real(CG_ARGS(params));                                                                   \
+    cg_record_mark mk_;                                                                               \
+    cg_captures_event_record_begin((uint64_t)(uintptr_t)(event), (stream), (ptsz), &mk_);             \
     CUresult r_ = real(CG_ARGS(params));                                                              \
-    if (r_ == CUDA_SUCCESS && !off())                                                                 \
-      cg_captures_event_recorded((uint64_t)(uintptr_t)(event), (stream), (ptsz));                     \
+    cg_captures_event_record_end(&mk_, r_);                                                           \
+    return r_;                                                                                        \
+  }                                                                                                   \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
+    CG_REAL_OR_RETURN(ep, params, real);                                                              \
+    if (__builtin_expect(cg_nothing_captures(), 1))                                                   \
+      return real(CG_ARGS(params));                                                                   \
+    return cname##_slow(real, CG_ARGS(params));                                                       \
+  }
+
+/* An event destroyed while something captures is forgotten by the model once
+ * the driver destroyed it (before, a query of the still captured event would
+ * reach the driver): the driver may hand its handle out again, for an event
+ * that is the driver's to answer (issue 15, item 2). With nothing capturing
+ * the model tracks no event: a tail call. */
+#define CG_WRAP_EVENT_DESTROY(cname, sname, ep, params, event)                                       \
+  static __attribute__((noinline)) CUresult cname##_slow(CUresult (*real)(CG_PARAMS(params)),          \
+                                                         CG_PARAMS(params)) {                         \
+    CUresult r_ = real(CG_ARGS(params));                                                              \
+    if (r_ == CUDA_SUCCESS)                                                                           \
+      cg_captures_event_destroyed((uint64_t)(uintptr_t)(event));                                      \
     return r_;                                                                                        \
   }                                                                                                   \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                             \

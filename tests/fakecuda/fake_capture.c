@@ -221,31 +221,25 @@ FC_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CU
   FC_END(hGraph == NULL ? CUDA_ERROR_INVALID_VALUE : begin_capture(hStream, 1, mode, hGraph));
 }
 
-static CUresult end_capture(CUstream hs, int ptsz, CUgraph *phGraph)
+static CUresult end_capture(CUstream hs, int ptsz, CUgraph *phGraph, const char *call)
 {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
     return rc;
   struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_HANDLE;
-  if (phGraph == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (st == NULL) {
+    rc = fc_destroyed_stream_call(hs, call, 1);
+    return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_INVALID_HANDLE;
+  }
   struct fc_capture *c = st->cap;
   if (c == NULL)
     return CUDA_ERROR_ILLEGAL_STATE;
   if (c->stream != st)
     return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;   /* a stream forked into it */
-  if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && c->owner != fc_tid()) {
-    fc_logs_cause("CU_STREAM_CAPTURE_MODE_RELAXED is required to begin and end the capture on different threads");
-    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
-  }
-  if (c->invalidated) {
-    *phGraph = NULL;
-    fc_capture_close(c, 1);
-    fc_logs_cause("Capture was invalidated by a prior API call");
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  }
+  int done;
+  rc = fc_end_refused_or_made(c, phGraph, &done);
+  if (done)
+    return rc;
   if (fc_fork_check_end(c) != CUDA_SUCCESS) {
     *phGraph = NULL;
     fc_capture_close(c, 1);
@@ -260,13 +254,13 @@ static CUresult end_capture(CUstream hs, int ptsz, CUgraph *phGraph)
 FC_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 {
   FC_BEGIN;
-  FC_END(end_capture(hStream, 0, phGraph));
+  FC_END(end_capture(hStream, 0, phGraph, __func__));
 }
 
 FC_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 {
   FC_BEGIN;
-  FC_END(end_capture(hStream, 1, phGraph));
+  FC_END(end_capture(hStream, 1, phGraph, __func__));
 }
 
 static CUstreamCaptureStatus status_of(const struct fc_stream *st)
@@ -283,8 +277,10 @@ static CUresult is_capturing(CUstream hs, int ptsz, CUstreamCaptureStatus *statu
   if (rc != CUDA_SUCCESS)
     return rc;
   struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (st == NULL)
+  if (st == NULL) {
+    fc_destroyed_stream_call(hs, "a capture query", 0);
     return CUDA_ERROR_INVALID_HANDLE;
+  }
   if (status == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   *status = status_of(st);

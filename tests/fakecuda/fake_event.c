@@ -8,6 +8,7 @@
 #include "fake_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct fc_event {
   struct fc_handle h;
@@ -23,6 +24,28 @@ static struct fc_event *event_live(CUevent e)
   return (struct fc_event *)fc_lookup(e, FC_EVENT);
 }
 
+/* Handle reuse: a destroyed event's handle is handed out again by the next
+ * cuEventCreate, as drivers recycle their event objects (issue 15, item 2: a
+ * new, never recorded event under the handle of one recorded into a capture). */
+static struct fc_event *recycled;
+
+static struct fc_event *event_new(void)
+{
+  struct fc_event *ev = recycled;
+  if (ev == NULL)
+    return calloc(1, sizeof(*ev));
+  recycled = *(struct fc_event **)ev;
+  memset(ev, 0, sizeof(*ev));
+  return ev;
+}
+
+static void event_recycle(struct fc_event *ev)
+{
+  memset(ev, 0, sizeof(*ev));
+  *(struct fc_event **)ev = recycled;
+  recycled = ev;
+}
+
 FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
   FC_BEGIN;
@@ -31,7 +54,7 @@ FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
   if (rc == CUDA_SUCCESS && (phEvent == NULL || (Flags & ~known) != 0))
     rc = CUDA_ERROR_INVALID_VALUE;
   struct fc_event *ev = NULL;
-  if (rc == CUDA_SUCCESS && (ev = calloc(1, sizeof(*ev))) == NULL)
+  if (rc == CUDA_SUCCESS && (ev = event_new()) == NULL)
     rc = CUDA_ERROR_OUT_OF_MEMORY;
   if (rc == CUDA_SUCCESS) {
     ev->flags = Flags;
@@ -190,7 +213,7 @@ static CUresult event_destroy(CUevent e)
   if (ev == NULL)
     return CUDA_ERROR_INVALID_HANDLE;
   fc_unregister(&ev->h);
-  free(ev);
+  event_recycle(ev);
   return CUDA_SUCCESS;
 }
 

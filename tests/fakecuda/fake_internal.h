@@ -128,6 +128,7 @@ struct fc_stream {
   /* fake_fork.c: a forked stream's work since it was last joined back */
   int unjoined;
   uint64_t gen;                            /* bumped by every piece of work on it */
+  pid_t destroyed_owner;                   /* destroyed while capturing: who began that capture */
 };
 /* The stream a handle names; ptsz says how the NULL handle is read. NULL if invalid. */
 struct fc_stream *fc_stream_resolve(CUstream s, int ptsz);
@@ -143,6 +144,16 @@ CUresult fc_refuse_in_ctx(struct fc_ctx *ctx);
 /* The open capture (active or invalidated) with this id, or NULL. */
 struct fc_capture *fc_capture_find(uint64_t id);
 void fc_capture_close(struct fc_capture *c, int discard_graph);
+/* Ends the driver refuses or makes, and destroyed capturing streams (fake_ends.c).
+ * The end of capture c as measured: *done = 1 and the result when the end is one of
+ * those (c is closed), *done = 0 for an ordinary end. */
+CUresult fc_end_refused_or_made(struct fc_capture *c, CUgraph *phGraph, int *done);
+/* cuStreamDestroy of a capturing stream: the capture is over, the stream a tombstone. */
+void fc_stream_destroy_capturing(struct fc_stream *st);
+/* A capture call (query or end) on a handle that is not a live stream: aborts where the
+ * real driver segfaults (a stream destroyed while capturing), 709 for another thread's
+ * end of it, CUDA_SUCCESS otherwise (the caller then answers INVALID_HANDLE). */
+CUresult fc_destroyed_stream_call(CUstream hs, const char *call, int is_end);
 /* For stream work (launch, record, async alloc): INVALIDATED if the stream's capture
  * is invalidated, else SUCCESS; *cap is the active capture or NULL. */
 CUresult fc_stream_work(struct fc_stream *st, struct fc_capture **cap);

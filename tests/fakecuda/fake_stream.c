@@ -30,8 +30,10 @@ static CUresult stream_destroy(CUstream hs)
   struct fc_stream *st = (struct fc_stream *)fc_lookup(hs, FC_STREAM);
   if (st == NULL)
     return CUDA_ERROR_INVALID_HANDLE;
-  if (st->cap != NULL && st->cap->stream == st)
-    fc_capture_close(st->cap, 1);   /* the capture dies with its stream */
+  if (st->cap != NULL && st->cap->stream == st) {
+    fc_stream_destroy_capturing(st);   /* the capture is over; the handle a tombstone */
+    return CUDA_SUCCESS;
+  }
   /* (a stream forked into a capture just leaves it) */
   fc_unregister(&st->h);
   free(st);

@@ -303,11 +303,18 @@ START_TEST(test_capture_bookkeeping)
   ck_assert_int_eq(pthread_create(&t, NULL, end_from_other_thread, NULL), 0);
   ck_assert_int_eq(pthread_join(t, NULL), 0);
   ck_assert_int_eq(other_end_rc, CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+  /* Refused, and over (test_ends.c has the measured cells). */
+  CUstreamCaptureStatus st;
+  CU_OK(cuStreamIsCapturing(s, &st));
+  ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  CU_EQ(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
+
+  /* Work on an invalidated capture. */
+  CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
   CUdeviceptr p;
   CU_EQ(cuMemAlloc(&p, 16), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   CU_EQ(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
   CU_EQ(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-  CUstreamCaptureStatus st;
   CU_OK(cuStreamGetCaptureInfo_v3(s, &st, NULL, NULL, NULL, NULL, NULL));
   ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
   g = (CUgraph)&st;

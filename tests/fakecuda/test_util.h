@@ -32,5 +32,6 @@ Suite *suite_modules(void);
 Suite *suite_trace(void);
 Suite *suite_rules(void);
 Suite *suite_third(void);
+Suite *suite_ends(void);
 
 #endif

@@ -42,7 +42,18 @@
      recorded before the capture is named (905); cuMemsetD8Async, a call
      capguard does not wrap, is named through the driver's log callback as
      the capture's first offender at its Python line.
---only breakers runs section 7 alone, --only escapes section 8 alone.
+  9. guard mode under races and odd ends (tests/gpu/guard_races.py, issue 15):
+     a watchdog thread started before the captures polls query() on a
+     torch.cuda.Event recorded in each of 200 captures: 0 broken, replay
+     right; an event recorded in a capture and destroyed mid-capture, its
+     handle handed out again: the new event is answered by the driver (ready),
+     not not-ready; a capture ended by another thread (908 global and
+     thread-local, 0 relaxed; the own end then 401), ended with a NULL graph
+     pointer, or its stream destroyed: capguard's count of open captures at
+     exit (the summary's captures_open, absent when 0) is 0, the process carries on, and
+     capguard never asks the driver about the destroyed stream (the driver
+     segfaults when asked).
+--only breakers runs section 7 alone, --only escapes section 8, --only guard section 9.
 Exits 77 (skipped) with the reason when there is no GPU, torch or Triton."""
 import argparse
 import json
@@ -50,6 +61,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "triton_capture.py")
@@ -420,12 +432,90 @@ def escapes(r):
                 f"{scenario}: at its Python line {py}:{line} ({[x.get('python') for x in b]})")
 
 
+RACES = os.path.join(HERE, "guard_races.py")
+
+
+def run_race(r, name, args):
+    """tests/gpu/guard_races.py ARGS in guard mode (the default) with a log:
+    the RESULT line's keys, the exit status, the log's records."""
+    log = os.path.join(r.tmp, name + ".jsonl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGUARD_") and k != "LD_PRELOAD"}
+    env.update(PYTHONUNBUFFERED="1", LD_PRELOAD=r.shim, CAPGUARD_LOG=log,
+               CAPGUARD_PRIME=os.path.join(r.tmp, name + ".cgp"))
+    t0 = time.time()
+    p = subprocess.run([sys.executable, RACES] + args, env=env, capture_output=True, text=True, timeout=300)
+    with open(os.path.join(r.out, name + ".txt"), "w") as f:
+        f.write(f"$ LD_PRELOAD={r.shim} python guard_races.py {' '.join(args)}\nexit {p.returncode}\n"
+                f"{p.stdout}{p.stderr}")
+    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    res = dict(kv.split("=", 1) for kv in lines[-1].split()[1:] if "=" in kv) if lines else {}
+    records = []
+    if os.path.exists(log):
+        with open(log) as f:
+            records = [json.loads(l) for l in f if l.strip()]
+    print(f"--- {name}: exit {p.returncode} in {time.time() - t0:.1f} s; {lines[-1] if lines else 'no RESULT line'}",
+          flush=True)
+    for l in p.stdout.splitlines():
+        if l.startswith("ERROR "):
+            print("    " + l[:300])
+    if not lines or p.returncode:
+        print(p.stdout[-2000:] + p.stderr[-3000:])
+    summary = [x for x in records if x.get("type") == "summary"]
+    return {"res": res, "rc": p.returncode, "records": records, "summary": summary[0] if summary else {},
+            "stderr": p.stderr}
+
+
+def guard_races(r):
+    """Issue 15, items 1, 2 and 4, with real torch and the real driver."""
+    w = run_race(r, "race_watchdog", ["watchdog", "200"])
+    res = w["res"]
+    r.check(w["rc"] == 0 and res.get("captures") == "200" and res.get("broken") == "0",
+            f"watchdog: a thread polling a torch.cuda.Event recorded in each capture, 200 captures, 0 broken "
+            f"(broken={res.get('broken')}, queries={res.get('queries')}, not ready={res.get('not_ready')})")
+    r.check(res.get("query_errors") == "0" and res.get("replay_ok") == "1",
+            "watchdog: no query raised, and the last graph replays right")
+    r.check(int(res.get("not_ready", "0")) > 0, "watchdog: the poller met captured events (answered not ready)")
+    r.check(w["summary"].get("captures_broken") == 0 and
+            not [e for e in w["records"] if e.get("type") == "event" and e.get("driver_result") in (900, 907)],
+            "watchdog: no query reached the driver to be refused (log)")
+
+    u = run_race(r, "race_reuse", ["reuse"])
+    res = u["res"]
+    if res.get("reused") != "1":
+        print("NOTE reuse: the driver did not hand the destroyed event's handle out again in 16 creates; "
+              "the check below then only shows a new event is answered by the driver")
+    r.check(u["rc"] == 0 and res.get("query_result") == "0" and res.get("replay_ok") == "1",
+            f"reused event handle: answered by the driver (ready), not not-ready "
+            f"(query_result={res.get('query_result')}, reused={res.get('reused')})")
+
+    for mode, want in (("global", "908"), ("thread-local", "908"), ("relaxed", "0")):
+        e = run_race(r, "race_wrongend_" + mode, ["wrongend", mode])
+        res = e["res"]
+        r.check(e["rc"] == 0 and res.get("other_end") == want and res.get("own_end") == "401" and
+                res.get("works_after") == "1",
+                f"wrong-thread end, {mode}: another thread's end returns {want}, the own end 401 "
+                f"(got {res.get('other_end')}, {res.get('own_end')})")
+        r.check(e["summary"].get("captures_open", 0) == 0 and bool(e["summary"]),
+                f"wrong-thread end, {mode}: capguard's count of open captures at exit is 0 "
+                f"(captures_open={e['summary'].get('captures_open', 0)}, summary present={bool(e['summary'])})")
+    n = run_race(r, "race_nullend", ["nullend"])
+    r.check(n["rc"] == 0 and n["res"].get("null_end") == "0" and n["res"].get("end_again") == "401" and
+            n["summary"].get("captures_open", 0) == 0 and bool(n["summary"]),
+            f"end with a NULL graph pointer: 0, then 401; captures_open 0 (got {n['res']})")
+    d = run_race(r, "race_destroy", ["destroy"])
+    r.check(d["rc"] == 0 and d["res"].get("destroy_result") == "0" and d["res"].get("end2") == "0" and
+            d["summary"].get("captures_open", 0) == 0 and bool(d["summary"]),
+            f"capturing stream destroyed: no crash (capguard never asks about it), captures_open 0 "
+            f"(exit {d['rc']}, {d['res']})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default=tempfile.gettempdir())
-    ap.add_argument("--only", choices=["all", "breakers", "escapes"], default="all",
-                    help="breakers: only the capture breakers (7.); escapes: only the third matrix (8.)")
+    ap.add_argument("--only", choices=["all", "breakers", "escapes", "guard"], default="all",
+                    help="breakers: only the capture breakers (7.); escapes: only the third matrix (8.); "
+                         "guard: only races and odd ends (9.)")
     args = ap.parse_args()
     reason = skip_reason()
     if reason:
@@ -433,8 +523,8 @@ def main():
         return 77
     os.makedirs(args.out, exist_ok=True)
     r = Runner(args.build, args.out)
-    if args.only in ("breakers", "escapes"):
-        (breakers if args.only == "breakers" else escapes)(r)
+    if args.only in ("breakers", "escapes", "guard"):
+        {"breakers": breakers, "escapes": escapes, "guard": guard_races}[args.only](r)
         print(f"{r.passed} passed, {r.failed} failed")
         return 0 if r.failed == 0 else 1
     line = launch_line()
@@ -494,8 +584,8 @@ def main():
     startup(r, args.out)
 
     breakers(r)
-
     escapes(r)
+    guard_races(r)
 
     print(f"{r.passed} passed, {r.failed} failed")
     return 0 if r.failed == 0 else 1

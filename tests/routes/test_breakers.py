@@ -119,7 +119,7 @@ class Matrix(unittest.TestCase):
             with self.subTest(op=op):
                 rep = probe(["--op", op, "--ptsz"], route="procaddr")
                 self.assertEqual([e["call"] for e in rep.events], [call], rep.stderr)
-                g = probe(["--op", op, "--ptsz"], route="procaddr", mode="guard")
+                g = probe(["--op", op, "--ptsz", "--thread", "other"], route="procaddr", mode="guard")
                 if op == "eventquery":  # recorded with cuEventRecord_ptsz: known to be in the capture
                     self.assertEqual(g.events[0]["verdict"], "not-ready")
 
@@ -175,12 +175,29 @@ class Guard(unittest.TestCase):
                       "capture ends", g.stderr)
 
     def test_captured_event_query_is_not_ready(self):
+        # ... to any thread but the one that began the capture (issue 15, item 3).
         for col in COLUMNS:
+            if col[0] != "other":
+                continue
             with self.subTest(column=col):
                 g = probe(["--op", "eventquery"] + column_args(col), mode="guard")
                 self.assertEqual((g.int("op_result"), g.int("end_result")), (NOT_READY, 0), g.stderr)
                 [e] = g.events
                 self.assertEqual((e["verdict"], e["driver_result"], e["result"]), ("not-ready", -1, NOT_READY))
+
+    def test_the_capturing_thread_gets_the_drivers_answer(self):
+        # Issue 15, item 3: the thread that must end the capture is never
+        # answered not ready for an event of it (a poll there would spin
+        # forever): it gets the driver's 907 at once, in every mode.
+        for col in COLUMNS:
+            if col[0] != "same":
+                continue
+            with self.subTest(column=col):
+                g = probe(["--op", "eventquery", "--repeat", "3"] + column_args(col), mode="guard")
+                self.assertEqual((g.int("op_result"), g.int("end_result")), (CAPTURED_EVENT, INVALIDATED), g.stderr)
+                self.assertEqual(g.events[0]["verdict"], "refused")
+                self.assertEqual(g.events[0]["driver_result"], CAPTURED_EVENT)
+                self.assertEqual(captures(g)[0]["broken_by"]["call"], "cuEventQuery")
 
     def test_captured_event_wait_is_reported_not_faked(self):
         g = probe(["--op", "eventsync"], mode="guard")
@@ -222,11 +239,25 @@ class Guard(unittest.TestCase):
                 self.assertEqual(r.events[0]["driver_result"], 0)
 
     def test_what_cannot_be_fixed_is_reported(self):
-        for op in ("ctxsync", "streamsync", "streamquery", "setlimit", "idlesync", "prequery"):
+        for op in ("ctxsync", "streamsync", "streamquery", "setlimit", "idlesync"):
             with self.subTest(op=op):
                 g = probe(["--op", op], mode="guard", env={"CAPGUARD_RESCUE": "1"})
                 self.assertEqual((g.int("op_result"), g.int("end_result")), (UNSUPPORTED, INVALIDATED))
                 self.assertEqual(captures(g)[0]["broken_by"]["call"], OPS[op][0])
+
+    def test_a_prohibited_event_query_is_asked_in_relaxed_mode(self):
+        # Issue 15, item 1: a query of an event recorded before the capture,
+        # from a thread the capture prohibits (a global-mode watchdog before
+        # the event is recorded into the capture), is asked in relaxed mode:
+        # the driver answers it (capture-semantics.md, "+swap" columns).
+        for col in COLUMNS:
+            if col not in PROHIBITED:
+                continue
+            with self.subTest(column=col):
+                g = probe(["--op", "prequery"] + column_args(col), mode="guard")
+                self.assertEqual((g.int("op_result"), g.int("end_result"), g.int("replay_result")), (0, 0, 0),
+                                 g.stderr)
+                self.assertEqual([(e["verdict"], e["driver_result"]) for e in g.events], [("rescued", 0)])
 
     def test_off_mode_sees_nothing(self):
         off = probe(["--op", "alloc", "--then", "eventquery"], mode="off")

@@ -16,10 +16,11 @@ allowed="
   open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
   pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait
   fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf
-  getpid getppid gettid geteuid clock_gettime nanosleep
+  getpid getppid gettid geteuid clock_gettime nanosleep sched_yield syscall
   dlopen dlclose dlerror dlvsym dladdr dladdr1 dl_iterate_phdr backtrace
   pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_unlock
   pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_unlock __register_atfork
+  pthread_once pthread_key_create pthread_setspecific
 "
 toolchain="_ITM_deregisterTMCloneTable _ITM_registerTMCloneTable __gmon_start__ __cxa_finalize"
 # What a compiler may call in place of a function on the list (clang: bcmp

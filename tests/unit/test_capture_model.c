@@ -472,6 +472,12 @@ START_TEST(test_events_follow_their_capture) {
   cg_model_forget_events_of(m, again->id);
   ck_assert_ptr_null(cg_model_event_capture(m, 9));
   ck_assert_ptr_eq(cg_model_event_capture(m, 10), b);
+  /* a destroyed event is forgotten: its handle may come back as a new event */
+  ck_assert(cg_model_event_tracked(m, 10));
+  cg_model_event_forget(m, 10);
+  ck_assert(!cg_model_event_tracked(m, 10));
+  ck_assert_ptr_null(cg_model_event_capture(m, 10));
+  cg_model_event_forget(m, 10); /* twice, or never tracked: nothing */
   cg_model_free(m);
 }
 END_TEST

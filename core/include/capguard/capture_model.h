@@ -94,6 +94,11 @@ cg_capture *cg_model_find_driver_id(cg_model *m, uint64_t driver_id);
 void cg_model_event_recorded(cg_model *m, uint64_t event, const cg_capture *into);
 /* The still-open capture the event was last recorded into, or NULL. */
 cg_capture *cg_model_event_capture(cg_model *m, uint64_t event);
+/* Forgets one event (destroyed; or a record into a capture the driver
+ * refused). */
+void cg_model_event_forget(cg_model *m, uint64_t event);
+/* Whether the event is tracked at all (recorded into a capture, open or not). */
+bool cg_model_event_tracked(const cg_model *m, uint64_t event);
 /* Forgets the events recorded into the capture (it ended). */
 void cg_model_forget_events_of(cg_model *m, uint64_t capture_id);
 size_t cg_model_tracked_events(const cg_model *m);

@@ -66,7 +66,10 @@ enum {
     "a call capguard does not wrap, named by the driver's own log (drivers 12.9 and later)")       \
   X(CG_EV_PAGEABLE_COPY, "pageable-copy", 0,                                                        \
     "an asynchronous copy from pageable host memory captured into a graph: each replay reads "     \
-    "whatever that host memory then holds")
+    "whatever that host memory then holds")                                                       \
+  X(CG_EV_STREAM_DESTROY, "stream-destroy", 0,                                                      \
+    "cuStreamDestroy of a capturing stream: the driver ends the capture (no graph); named as the " \
+    "capture's first offender")
 
 #define CG_VERDICTS(X)                                                                              \
   X(CG_VERDICT_REFUSED, "refused", CG_WORD_BREAKS,                                                  \

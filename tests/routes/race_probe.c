@@ -1,0 +1,386 @@
+/* Races and odd ends for issue 15 (items 1, 2, 3, 4), each a scenario run
+ * under capguard over the fake driver (linked directly: the exported-symbol
+ * route). Prints what the program saw as key=value lines; test_races.py
+ * checks them, the fake's trace and capguard's log.
+ *
+ *   watchdog N global|relaxed   a thread polls an event from before the first
+ *                               capture; the main thread makes N captures, each
+ *                               recording the event into itself (item 1)
+ *   reuse                       an event recorded in a capture is destroyed
+ *                               mid-capture; a new event (likely the same
+ *                               handle) is queried from another thread (item 2)
+ *   wrongend global|thread-local|relaxed
+ *                               another thread ends the main thread's capture,
+ *                               which holds a deferred free and a captured
+ *                               event; then the main thread ends it (item 4)
+ *   nullend                     cuStreamEndCapture(stream, NULL) (item 4)
+ *   destroy same|other          the capturing stream is destroyed mid-capture
+ *                               by the capturing thread or another (item 4)
+ *   threadexit                  a thread begins a global capture and exits;
+ *                               the main thread allocates, then ends it (item 4)
+ *   mixed N IMAGE               two threads make N captures each (recording an
+ *                               event into each), two others call allocations,
+ *                               frees, syncs, cuCtxSetLimit, event queries and
+ *                               module loads and unloads meanwhile (item 8)
+ */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static CUcontext ctx;
+
+static __attribute__((noreturn)) void die(const char *what) {
+  fprintf(stderr, "race_probe: %s\n", what);
+  exit(2);
+}
+
+static CUstreamCaptureMode mode_of(const char *m) {
+  return !strcmp(m, "global") ? CU_STREAM_CAPTURE_MODE_GLOBAL
+         : !strcmp(m, "thread-local") ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+                                      : CU_STREAM_CAPTURE_MODE_RELAXED;
+}
+
+/* ---- watchdog */
+static CUevent watched;
+static volatile int stop;
+static CUstreamCaptureMode poller_mode;
+static long polls, polls_ready, polls_not_ready, polls_captured, polls_other;
+
+static void *poller(void *arg) {
+  (void)arg;
+  if (cuCtxSetCurrent(ctx))
+    die("poller set-up");
+  CUstreamCaptureMode m = poller_mode;
+  cuThreadExchangeStreamCaptureMode(&m);
+  while (!stop) {
+    CUresult r = cuEventQuery(watched);
+    polls++;
+    if (r == CUDA_SUCCESS)
+      polls_ready++;
+    else if (r == CUDA_ERROR_NOT_READY)
+      polls_not_ready++;
+    else if (r == CUDA_ERROR_CAPTURED_EVENT)
+      polls_captured++;
+    else
+      polls_other++;
+  }
+  return NULL;
+}
+
+static int watchdog(int n, const char *mode) {
+  poller_mode = mode_of(mode);
+  CUstream s, side;
+  if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) || cuStreamCreate(&side, CU_STREAM_NON_BLOCKING) ||
+      cuEventCreate(&watched, 0) || cuEventRecord(watched, side))
+    die("watchdog set-up");
+  pthread_t t;
+  pthread_create(&t, NULL, poller, NULL);
+  while (!__atomic_load_n(&polls, __ATOMIC_RELAXED)) /* started before the first capture */
+    sched_yield();
+  int broken = 0, begins_failed = 0;
+  for (int i = 0; i < n; i++) {
+    if (cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) {
+      begins_failed++;
+      continue;
+    }
+    if (i % 3 == 0)
+      sched_yield(); /* the poller may come between the begin and the record */
+    cuEventRecord(watched, s);
+    struct timespec ts = {0, 20000}; /* and poll the captured event */
+    nanosleep(&ts, NULL);
+    CUgraph g = NULL;
+    if (cuStreamEndCapture(s, &g) != CUDA_SUCCESS)
+      broken++;
+    if (g)
+      cuGraphDestroy(g);
+    if (i % 7 == 0)
+      sched_yield(); /* let the poller meet the next begin from anywhere */
+  }
+  stop = 1;
+  pthread_join(t, NULL);
+  printf("captures=%d\nbroken=%d\nbegins_failed=%d\npolls=%ld\npolls_ready=%ld\npolls_not_ready=%ld\n"
+         "polls_captured=%ld\npolls_other=%ld\n",
+         n, broken, begins_failed, polls, polls_ready, polls_not_ready, polls_captured, polls_other);
+  return 0;
+}
+
+/* ---- one call on another thread */
+typedef struct {
+  int what; /* 0: query event, 1: end capture, 2: destroy stream, 3: begin and exit */
+  CUevent e;
+  CUstream s;
+  CUstreamCaptureMode mode;
+  CUresult r;
+  CUgraph g;
+} job;
+static void *run_job(void *arg) {
+  job *j = arg;
+  if (cuCtxSetCurrent(ctx))
+    die("thread set-up");
+  if (j->what == 0)
+    j->r = cuEventQuery(j->e);
+  else if (j->what == 1)
+    j->r = cuStreamEndCapture(j->s, &j->g);
+  else if (j->what == 2)
+    j->r = cuStreamDestroy(j->s);
+  else
+    j->r = cuStreamBeginCapture(j->s, j->mode);
+  return NULL;
+}
+static CUresult on_thread(job *j) {
+  pthread_t t;
+  pthread_create(&t, NULL, run_job, j);
+  pthread_join(t, NULL);
+  return j->r;
+}
+
+/* ---- item 2 */
+static int reuse(void) {
+  CUstream s;
+  CUevent e1, e2;
+  if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) || cuEventCreate(&e1, 0))
+    die("reuse set-up");
+  printf("begin_result=%d\n", (int)cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  printf("record_result=%d\n", (int)cuEventRecord(e1, s));
+  printf("destroy_result=%d\n", (int)cuEventDestroy(e1));
+  /* The fake hands a freed event's memory out again, unless capguard's own
+   * allocations took it in between: new events until one has the handle. */
+  CUevent spare[64];
+  int n = 0;
+  for (; n < 64; n++) {
+    if (cuEventCreate(&e2, 0))
+      die("event create");
+    if (e2 == e1)
+      break;
+    spare[n] = e2;
+  }
+  printf("reused=%d\n", e2 == e1);
+  job q = {.what = 0, .e = e2};
+  printf("query_result=%d\n", (int)on_thread(&q));
+  CUgraph g = NULL;
+  printf("end_result=%d\n", (int)cuStreamEndCapture(s, &g));
+  for (int i = 0; i < n; i++)
+    cuEventDestroy(spare[i]);
+  return 0;
+}
+
+/* ---- item 4 */
+
+/* A capture on s holding a deferred free (of *p) and a captured event. */
+static void capture_with_work(CUstream s, CUstreamCaptureMode mode, CUdeviceptr *p, CUevent *e) {
+  if (cuMemAlloc(p, 4096) || cuEventCreate(e, 0))
+    die("set-up");
+  printf("begin_result=%d\n", (int)cuStreamBeginCapture(s, mode));
+  printf("record_result=%d\n", (int)cuEventRecord(*e, s));
+  printf("free_result=%d\n", (int)cuMemFree(*p)); /* guard mode defers it where prohibited */
+}
+
+/* After the capture is over: the deferred free ran (so freeing again is the
+ * driver's error), the event is the driver's to answer, an allocation
+ * succeeds. */
+static void after(CUdeviceptr p, CUevent e) {
+  job q = {.what = 0, .e = e};
+  printf("query_after=%d\n", (int)on_thread(&q));
+  printf("free_again=%d\n", (int)cuMemFree(p));
+  CUdeviceptr x;
+  CUresult r = cuMemAlloc(&x, 64);
+  printf("alloc_after=%d\n", (int)r);
+  if (r == CUDA_SUCCESS)
+    cuMemFree(x);
+}
+
+static int wrongend(const char *mode) {
+  CUstream s;
+  CUdeviceptr p;
+  CUevent e;
+  if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))
+    die("stream");
+  capture_with_work(s, mode_of(mode), &p, &e);
+  job j = {.what = 1, .s = s};
+  printf("other_end=%d\n", (int)on_thread(&j));
+  if (j.g)
+    cuGraphDestroy(j.g);
+  after(p, e);
+  CUgraph g = NULL;
+  printf("own_end=%d\n", (int)cuStreamEndCapture(s, &g));
+  return 0;
+}
+
+static int nullend(void) {
+  CUstream s;
+  CUdeviceptr p;
+  CUevent e;
+  if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))
+    die("stream");
+  capture_with_work(s, CU_STREAM_CAPTURE_MODE_GLOBAL, &p, &e);
+  printf("null_end=%d\n", (int)cuStreamEndCapture(s, NULL));
+  after(p, e);
+  CUgraph g = NULL;
+  printf("own_end=%d\n", (int)cuStreamEndCapture(s, &g));
+  return 0;
+}
+
+static int destroy(const char *who) {
+  CUstream s, other;
+  CUdeviceptr p;
+  CUevent e;
+  if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) || cuStreamCreate(&other, CU_STREAM_NON_BLOCKING))
+    die("stream");
+  capture_with_work(s, CU_STREAM_CAPTURE_MODE_GLOBAL, &p, &e);
+  CUresult r;
+  if (!strcmp(who, "same"))
+    r = cuStreamDestroy(s);
+  else {
+    job j = {.what = 2, .s = s};
+    r = on_thread(&j);
+  }
+  printf("destroy_result=%d\n", (int)r);
+  after(p, e);
+  /* Another capture, with a call that makes capguard look at every open
+   * capture: the destroyed stream must never be named to the driver. */
+  CUdeviceptr q;
+  if (cuMemAlloc(&q, 64))
+    die("alloc");
+  printf("begin2_result=%d\n", (int)cuStreamBeginCapture(other, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  printf("free2_result=%d\n", (int)cuMemFree(q));
+  CUgraph g = NULL;
+  printf("end2_result=%d\n", (int)cuStreamEndCapture(other, &g));
+  return 0;
+}
+
+static int threadexit(void) {
+  CUstream s;
+  if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))
+    die("stream");
+  job j = {.what = 3, .s = s, .mode = CU_STREAM_CAPTURE_MODE_GLOBAL};
+  printf("begin_result=%d\n", (int)on_thread(&j));
+  CUdeviceptr x;
+  printf("alloc_result=%d\n", (int)cuMemAlloc(&x, 64));
+  CUgraph g = NULL;
+  printf("end_result=%d\n", (int)cuStreamEndCapture(s, &g));
+  CUresult r = cuMemAlloc(&x, 64);
+  printf("alloc_after=%d\n", (int)r);
+  return 0;
+}
+
+/* ---- item 8 */
+static int mixed_captures;
+static volatile int capturers_left;
+static CUevent captured_ev[2], before_ev;
+static CUstream idle_stream;
+static const void *image;
+static long mixed_ends, mixed_broken;
+
+static void *capturer(void *arg) {
+  int k = (int)(intptr_t)arg;
+  CUstream s;
+  if (cuCtxSetCurrent(ctx) || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))
+    die("capturer set-up");
+  for (int i = 0; i < mixed_captures; i++) {
+    if (cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL))
+      die("begin");
+    cuEventRecord(captured_ev[k], s);
+    for (int y = 0; y < i % 4; y++) /* short captures and longer ones */
+      sched_yield();
+    CUgraph g = NULL;
+    __atomic_add_fetch(&mixed_ends, 1, __ATOMIC_RELAXED);
+    if (cuStreamEndCapture(s, &g) != CUDA_SUCCESS)
+      __atomic_add_fetch(&mixed_broken, 1, __ATOMIC_RELAXED);
+    if (g)
+      cuGraphDestroy(g);
+    if (i % 2) { /* moments with nothing capturing: the callers' fast paths meet the next begin */
+      struct timespec ts = {0, 30000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  __atomic_sub_fetch(&capturers_left, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static uint64_t next_rand(uint64_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 7;
+  *x ^= *x << 17;
+  return *x;
+}
+
+static void *caller(void *arg) {
+  uint64_t rnd = 0x9e3779b97f4a7c15ull * (uint64_t)((intptr_t)arg + 1);
+  if (cuCtxSetCurrent(ctx))
+    die("caller set-up");
+  while (__atomic_load_n(&capturers_left, __ATOMIC_ACQUIRE)) {
+    CUdeviceptr p;
+    CUmodule m;
+    switch (next_rand(&rnd) % 8) {
+    case 0:
+      if (cuMemAlloc(&p, 256) == CUDA_SUCCESS)
+        cuMemFree(p);
+      break;
+    case 1: cuCtxSynchronize(); break;
+    case 2: cuStreamSynchronize(idle_stream); break;
+    case 3: cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 1 << 20); break;
+    case 4: cuEventQuery(before_ev); break;
+    case 5: cuEventQuery(captured_ev[next_rand(&rnd) & 1]); break;
+    case 6:
+      if (cuModuleLoadData(&m, image) == CUDA_SUCCESS)
+        while (cuModuleUnload(m) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+          sched_yield();
+      break;
+    default: sched_yield(); break;
+    }
+  }
+  return NULL;
+}
+
+static int mixed(int n, const char *path) {
+  FILE *f = fopen(path, "rb");
+  static char buf[1 << 20];
+  size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
+  if (f)
+    fclose(f);
+  if (!len)
+    die("image");
+  image = buf;
+  mixed_captures = n;
+  if (cuStreamCreate(&idle_stream, CU_STREAM_NON_BLOCKING) || cuEventCreate(&before_ev, 0) ||
+      cuEventCreate(&captured_ev[0], 0) || cuEventCreate(&captured_ev[1], 0) || cuEventRecord(before_ev, idle_stream))
+    die("mixed set-up");
+  capturers_left = 2;
+  pthread_t t[4];
+  for (int i = 0; i < 2; i++)
+    pthread_create(&t[i], NULL, capturer, (void *)(intptr_t)i);
+  for (int i = 0; i < 2; i++)
+    pthread_create(&t[2 + i], NULL, caller, (void *)(intptr_t)i);
+  for (int i = 0; i < 4; i++)
+    pthread_join(t[i], NULL);
+  printf("ends=%ld\nbroken=%ld\n", mixed_ends, mixed_broken);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  CUdevice dev;
+  if (argc < 2 || cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
+      cuCtxSetCurrent(ctx))
+    die("usage: race_probe SCENARIO [ARGS] (or driver set-up failed)");
+  const char *sc = argv[1], *a = argc > 2 ? argv[2] : "";
+  if (!strcmp(sc, "watchdog") && argc == 4)
+    return watchdog(atoi(a), argv[3]);
+  if (!strcmp(sc, "reuse"))
+    return reuse();
+  if (!strcmp(sc, "wrongend") && argc == 3)
+    return wrongend(a);
+  if (!strcmp(sc, "nullend"))
+    return nullend();
+  if (!strcmp(sc, "destroy") && argc == 3)
+    return destroy(a);
+  if (!strcmp(sc, "threadexit"))
+    return threadexit();
+  if (!strcmp(sc, "mixed") && argc == 4)
+    return mixed(atoi(a), argv[3]);
+  die("unknown scenario");
+}
