@@ -578,9 +578,11 @@ static void findings(FILE *o, const cgr_analysis *a) {
     fputs("</table>\n", o);
   }
   fputs("<h2>What to do</h2>\n<ul>\n", o);
-  for (size_t i = 0; i < a->n_advice; i++) {
+  for (size_t i = 0; i < a->advice.n; i++) {
     fputs("<li>", o);
-    esc(o, a->advice[i]);
+    char *line = cgf_line(&a->advice.v[i]);
+    esc(o, line);
+    free(line);
     fputs("</li>\n", o);
   }
   fputs("</ul>\n", o);

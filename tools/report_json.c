@@ -209,8 +209,11 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   json_object_set_new(root, "runs", runs);
 
   json_t *advice = json_array();
-  for (size_t i = 0; i < a->n_advice; i++)
-    json_array_append_new(advice, jtext(a->advice[i]));
+  for (size_t i = 0; i < a->advice.n; i++) {
+    char *line = cgf_line(&a->advice.v[i]);
+    json_array_append_new(advice, jtext(line));
+    free(line);
+  }
   json_object_set_new(root, "advice", advice);
 
   int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

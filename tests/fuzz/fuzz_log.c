@@ -110,7 +110,7 @@ static void require_report_json(json_t *doc, const cgr_analysis *a) {
   require_array(doc, "kernels", a->n_kernels, "site");
   require_array(doc, "sites", a->n_sites, "kernels");
   require_array(doc, "runs", a->n_runs, "reported");
-  require_array(doc, "advice", a->n_advice, NULL);
+  require_array(doc, "advice", a->advice.n, NULL);
   size_t per_proc = 0, i;
   json_t *pr;
   json_array_foreach(json_object_get(doc, "processes"), i, pr)
