@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,4 +101,22 @@ int cg_temp_log(const char *prefix, char *buf, size_t cap) {
     return -1;
   close(fd);
   return 0;
+}
+
+int cg_log_pattern_glob(const char *log, glob_t *g) {
+  char pattern[PATH_MAX];
+  size_t n = 0;
+  for (const char *p = log; *p && n + 2 < sizeof pattern; p++) {
+    if (p[0] == '%' && (p[1] == 'p' || p[1] == '%')) {
+      pattern[n++] = p[1] == 'p' ? '*' : '%';
+      p++;
+    } else if (strchr("*?[\\", *p)) { /* the rest of the name is literal */
+      pattern[n++] = '\\';
+      pattern[n++] = *p;
+    } else {
+      pattern[n++] = *p;
+    }
+  }
+  pattern[n] = '\0';
+  return glob(pattern, 0, NULL, g);
 }

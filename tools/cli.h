@@ -3,6 +3,7 @@
 #ifndef CAPGUARD_CLI_H
 #define CAPGUARD_CLI_H
 
+#include <glob.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -39,6 +40,11 @@ const char *cg_printable(const char *s, char *buf, size_t cap);
 /* The priming file in effect for this environment (CAPGUARD_PRIME,
  * XDG_CACHE_HOME, HOME), as the shim chooses it. 0, or -1 when none is known. */
 int cg_cli_prime_default(char *buf, size_t cap);
+
+/* The files a log name with %p (capguard run --log, CAPGUARD_LOG: one per
+ * process, %p its pid; %% a '%') names, by glob(3) into g: 0, or glob's
+ * error (GLOB_NOMATCH: none). Free g with globfree. */
+int cg_log_pattern_glob(const char *log, glob_t *g);
 
 /* Every word of a schema table, in row order, for a message: "guard, report or off". */
 void cg_word_list(const cg_words *t, char *buf, size_t cap);

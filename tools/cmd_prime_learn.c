@@ -176,24 +176,24 @@ static const loads_seen *find_seen(const loads_seen *list, size_t n, const cg_pr
 
 static void print_loads(const cg_prime_record *r) {
   if (r->module_loads)
-    printf("%u module%s", r->module_loads, r->module_loads == 1 ? "" : "s");
+    fprintf(stderr, "%u module%s", r->module_loads, r->module_loads == 1 ? "" : "s");
   if (r->module_loads && r->library_loads)
-    fputs(" + ", stdout);
+    fputs(" + ", stderr);
   if (r->library_loads)
-    printf("%u librar%s", r->library_loads, r->library_loads == 1 ? "y" : "ies");
+    fprintf(stderr, "%u librar%s", r->library_loads, r->library_loads == 1 ? "y" : "ies");
 }
 
 static void print_record(const cg_prime_record *r, const char *what) {
   char hex[33];
   cg_hash_format(r->hash, hex);
-  printf("  %.12s  %-6s  sm_%-3u  %8llu bytes  ", hex, cg_image_kind_name(r->kind), r->sm_arch,
+  fprintf(stderr, "  %.12s  %-6s  sm_%-3u  %8llu bytes  ", hex, cg_image_kind_name(r->kind), r->sm_arch,
          (unsigned long long)r->size);
   print_loads(r);
-  fputs("  ", stdout);
+  fputs("  ", stderr);
   const char *k = r->kernel_names;
   for (uint32_t i = 0; i < r->n_kernels && k < r->kernel_names + r->names_len; i++, k += strlen(k) + 1)
-    printf("%s%s", i ? ", " : "", k);
-  printf("%s(%s)\n", r->n_kernels ? "  " : "-  ", what);
+    fprintf(stderr, "%s%s", i ? ", " : "", k);
+  fprintf(stderr, "%s(%s)\n", r->n_kernels ? "  " : "-  ", what);
 }
 
 /* Prints what path gained over before; returns how many images changed and
@@ -214,7 +214,7 @@ static size_t print_learned(const char *path, const loads_seen *before, size_t n
       *arch = r->sm_arch;
     changed++;
   }
-  printf("  the file holds %zu image%s\n", cg_prime_count(s), cg_prime_count(s) == 1 ? "" : "s");
+  fprintf(stderr, "  the file holds %zu image%s\n", cg_prime_count(s), cg_prime_count(s) == 1 ? "" : "s");
   cg_prime_free(s);
   return changed;
 }
@@ -331,7 +331,7 @@ static bool verdict(FILE *out, const char *me, unsigned audience, const cgf_prim
   cgf_finding rest = *x;
   rest.sentence = NULL;
   for (size_t k = 0; k < rest.n_commands; k++)
-    fprintf(out, "%s%s: %s\n", first, rest.commands[k].lead, rest.commands[k].text);
+    fprintf(out, "%s%s:\n    %s\n", first, rest.commands[k].lead, rest.commands[k].text);
   cgf_list_free(&list);
   return fails;
 }
@@ -350,6 +350,7 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   size_t n_before;
   loads_seen *before = snapshot(prime, &n_before);
   setenv("CAPGUARD_QUIET", "1", 1); /* the log keeps every load; the summary says what counts */
+  setenv("CAPGUARD_VERDICT_FOLLOWS", LEARN, 1); /* run's summary leaves what to do to learn */
   unsetenv("CAPGUARD_PRIME_READONLY");
   const char *const extra[] = {"--mode", cg_run_mode_name(CG_RUN_GUARD)};
   int status = run_under_capguard(LEARN, &o, log, extra, 2);
@@ -360,18 +361,18 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   }
   run_facts f;
   read_facts(&l, &f);
-  printf("%s: %zu load%s during capture in %zu process%s (%zu served from the file)\n", LEARN, f.loads,
+  fprintf(stderr, "%s: %zu load%s during capture in %zu process%s (%zu served from the file)\n", LEARN, f.loads,
          f.loads == 1 ? "" : "s", f.procs, f.procs == 1 ? "" : "es", f.served);
   unsigned arch;
-  printf("%s: recorded into %s:\n", LEARN, prime);
+  fprintf(stderr, "%s: recorded into %s:\n", LEARN, prime);
   size_t changed = print_learned(prime, before, n_before, &arch);
   if (!changed)
-    printf("  nothing new: the file already held every load this run made during capture\n");
+    fprintf(stderr, "  nothing new: the file already held every load this run made during capture\n");
   free(before);
   cgf_prime_run r = {.procs = f.procs, .loads = f.loads, .served = f.served,
                      .refused = f.refused, .old_driver = f.old_driver, .device_sm = f.device_sm,
                      .learned_arch = arch, .status = status, .prime = prime, .cmd = o.cmd};
-  int out = verdict(stdout, LEARN, CGF_LEARN, &r, &l) ? CG_EXIT_FINDING : status;
+  int out = verdict(stderr, LEARN, CGF_LEARN, &r, &l) ? CG_EXIT_FINDING : status;
   cgl_free(&l);
   return out;
 }
@@ -388,6 +389,7 @@ int cg_cmd_prime_check(int argc, char **argv) {
    * next time for having failed this time. */
   setenv("CAPGUARD_PRIME_READONLY", "1", 1);
   setenv("CAPGUARD_QUIET", "1", 1);
+  setenv("CAPGUARD_VERDICT_FOLLOWS", CHECK, 1); /* run's summary leaves what to do to check */
   unsetenv("CAPGUARD_RESCUE");
   const char *const extra[] = {"--mode", cg_run_mode_name(CG_RUN_GUARD), "--emulate-driver",
                                EMULATED_OLD_DRIVER};
@@ -400,7 +402,7 @@ int cg_cmd_prime_check(int argc, char **argv) {
   cgf_prime_run r = {.procs = f.procs, .loads = f.loads, .served = f.served,
                      .refused = f.refused, .old_driver = f.old_driver, .device_sm = f.device_sm,
                      .status = status, .prime = prime, .cmd = o.cmd};
-  bool failed = verdict(stdout, CHECK, CGF_CHECK, &r, &l);
+  bool failed = verdict(stderr, CHECK, CGF_CHECK, &r, &l);
   /* a command that failed with every load served fails with its own status */
   int out = !failed ? CG_EXIT_OK : f.procs && f.loads == f.served ? status : CG_EXIT_FINDING;
   cgl_free(&l);

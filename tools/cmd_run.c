@@ -211,19 +211,8 @@ static void list_logs(const char *log, log_files *out) {
     add_log(out, log);
     return;
   }
-  char pattern[PATH_MAX];
-  size_t n = 0;
-  for (const char *p = log; *p && n + 2 < sizeof pattern; p++) {
-    if (p[0] == '%' && (p[1] == 'p' || p[1] == '%')) {
-      pattern[n++] = p[1] == 'p' ? '*' : '%';
-      p++;
-    } else {
-      pattern[n++] = *p;
-    }
-  }
-  pattern[n] = '\0';
   glob_t g;
-  if (glob(pattern, 0, NULL, &g) == 0) {
+  if (cg_log_pattern_glob(log, &g) == 0) {
     for (size_t i = 0; i < g.gl_pathc; i++)
       add_log(out, g.gl_pathv[i]);
     globfree(&g);
@@ -353,6 +342,12 @@ int cg_cmd_run(int argc, char **argv) {
     cg_error(ME, "cannot set the environment: %s", strerror(errno));
     return CG_EXIT_RUN_FAILED;
   }
+  /* prime learn / check run this: their verdict, not this summary, says what to do */
+  const char *verdict_by = getenv("CAPGUARD_VERDICT_FOLLOWS");
+  char verdict_buf[64] = "";
+  if (verdict_by)
+    snprintf(verdict_buf, sizeof verdict_buf, "%s", verdict_by);
+  unsetenv("CAPGUARD_VERDICT_FOLLOWS");
   bool started;
   int status = spawn_and_wait(argv + cmd_at, &started);
   if (!started) {
@@ -374,7 +369,8 @@ int cg_cmd_run(int argc, char **argv) {
   cg_run_mode mode = CG_RUN_MODE_COUNT;
   if (mode_word && *mode_word && !cg_run_mode_parse(mode_word, &mode))
     mode = CG_RUN_REPORT;
-  cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id};
+  cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id,
+                      verdict_buf[0] ? verdict_buf : NULL};
   cg_run_outcome res;
   cg_run_summary(stderr, &logs, &res);
   free_logs(&before);

@@ -110,7 +110,8 @@ static char *prime_command(const cgf_prime_run *r, const char *head) {
   char buf[8192];
   size_t used = 0;
   buf[0] = '\0';
-  int n = snprintf(buf, sizeof buf, "%s --prime ", head); /* head: several words, as given */
+  /* head: several words, as given, its "capguard" as a shell here finds it */
+  int n = snprintf(buf, sizeof buf, "%s%s --prime ", cgr_self_word(), head + strlen("capguard"));
   used = n > 0 && (size_t)n < sizeof buf ? (size_t)n : 0;
   cgr_shell_word(r->prime, buf, sizeof buf, &used);
   snprintf(buf + used, sizeof buf - used, " --");
@@ -532,10 +533,16 @@ char *cgf_line(const cgf_finding *x) {
 }
 
 void cgf_print(FILE *out, const cgf_finding *x, const char *first, const char *indent) {
-  char *s = cgf_line(x);
-  fprintf(out, "%s%s\n", first, s);
-  (void)indent;
-  free(s);
+  fprintf(out, "%s%s%s\n", first, x->sentence, x->n_commands ? ":" : "");
+  for (size_t i = 0; i < x->n_commands; i++) {
+    const cgf_command *k = &x->commands[i];
+    if (k->lead)
+      fprintf(out, "%s%s:\n", indent, k->lead);
+    /* the command alone on its line: copied whole, it runs */
+    fprintf(out, "%s  %s\n", indent, k->text);
+    if (k->note)
+      fprintf(out, "%s(%s)\n", indent, k->note);
+  }
 }
 
 void cgf_list_free(cgf_list *l) {

@@ -71,8 +71,9 @@ const cgf_finding *cgf_first(const cgf_facts *f, unsigned audience, cgf_list *li
 /* The finding on one line: sentence, then each command after its lead
  * (malloc'd; NULL when out of memory). */
 char *cgf_line(const cgf_finding *x);
-/* The finding with each command on a line of its own, after indent: what a
- * terminal shows, so that a command is copied whole. */
+/* The finding as a terminal shows it: first, then the sentence; each
+ * command's lead on a line after indent, and the command alone on the next
+ * (indent and two spaces), so that it is copied whole and runs as shown. */
 void cgf_print(FILE *out, const cgf_finding *x, const char *first, const char *indent);
 void cgf_list_free(cgf_list *l);
 

@@ -103,7 +103,7 @@ static void findings_lines(FILE *out, const cgr_analysis *a, cg_run_mode mode,
     for (size_t k = 0; k < l.n; k++) {
       char first[64];
       snprintf(first, sizeof first, "capguard: %s%s%s ", pal.bold, parts[i].label, pal.reset);
-      cgf_print(out, &l.v[k], first, "capguard:   ");
+      cgf_print(out, &l.v[k], first, "  ");
     }
     cgf_list_free(&l);
   }
@@ -204,18 +204,19 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
             pal.red, pal.reset, incomplete);
   cg_run_broken_lines(out, &a, pal);
   why_line(out, &a, pal);
-  findings_lines(out, &a, mode, incomplete, pal);
-  fprintf(out, "capguard: %slog: %s%s (details: capguard report ", pal.dim, shown,
-          logs->temporary ? " (temporary)" : "");
-  for (size_t i = 0; i < logs->n_files && i < 4; i++) {
-    size_t used = 0;
-    char word[4200] = "";
-    cgr_shell_word(logs->files[i].path, word, sizeof word, &used);
-    fprintf(out, "%s%s", i ? " " : "", word);
-  }
-  fprintf(out, "%s)\n", logs->n_files > 4 ? " ..." : "");
-  if (pal.dim[0])
-    fputs(pal.reset, out);
+  if (!logs->verdict_by)
+    findings_lines(out, &a, mode, incomplete, pal);
+  /* The command that reads it, alone on its line: with %p, the pattern itself
+   * (capguard report reads every file it names). A temporary log is kept for
+   * that command: it is removed only when it holds nothing. */
+  char word[4200] = "";
+  size_t used = 0;
+  cgr_shell_word(logs->shown_path, word, sizeof word, &used);
+  fprintf(out, "capguard: %slog: %s%s; details:%s\n", pal.dim, shown,
+          logs->temporary ? " (a temporary file, kept for the command below: delete it when done)"
+                          : "",
+          pal.dim[0] ? pal.reset : "");
+  fprintf(out, "  %s report %s\n", cgr_self_word(), word);
   cgr_free(&a);
 done:
   if (log == &view)

@@ -29,7 +29,7 @@ expect_in "$WORK/nocuda-report.out" "(guard mode, no CUDA): 0 captures, 0 broken
 
 # --- a temporary log that holds something is kept and named
 run_cg tmpkept run -- "${engine[@]}"
-tmplog=$(sed -n 's/^capguard: log: \(.*\) (temporary) (details.*/\1/p' "$WORK/tmpkept.err")
+tmplog=$(sed -n 's/^capguard: log: \(.*\) (a temporary file, kept for the command below: delete it when done); details:$/\1/p' "$WORK/tmpkept.err")
 [ -s "$tmplog" ] && pass || fail "temporary log with events not kept: '$tmplog'"
 
 # --- --quiet (CAPGUARD_QUIET=1): no event blocks; the summary stays
@@ -57,7 +57,8 @@ for f in "$WORK"/pp-*.jsonl; do
   [ "$(grep -o '"pid":[0-9]*' "$f" | sort -u)" = "\"pid\":$pid" ] && pass || fail "$f holds lines of other pids"
 done
 expect_in "$WORK/perpid.err" "capguard: 4 processes used CUDA, 4 captures, 4 broken" "%p: the summary covers every file"
-expect_in "$WORK/perpid.err" "capguard: log: $WORK/pp-%p.jsonl (details: capguard report $WORK/pp-" "%p: the files named"
+expect_in "$WORK/perpid.err" "capguard: log: $WORK/pp-%p.jsonl; details:" "%p: the pattern named"
+expect_in "$WORK/perpid.err" "  capguard report $WORK/pp-%p.jsonl" "%p: the command reads the pattern"
 
 # --- a FIFO as the log never blocks the host: refused with one warning
 mkfifo "$WORK/fifo"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The command as an operator meets it (issue 18), over the real shim and the
+# fake driver (CUDA 12.2 unless said): verdicts on stderr, the inner summary
+# never contradicting them; commands that paste and run (the full path when
+# capguard is not on PATH, the log always, the %p pattern read back, one
+# command per line); bad priming files named before the engine starts.
+. "$(dirname "$0")/lib.sh"
+use_real_shim
+export FAKECUDA_DRIVER_VERSION=12020
+app=("$VLLM_LIKE" --workers 1 "$CUBIN" cg_test_fill)
+offpath=/usr/bin:/bin   # a shell where capguard is not on PATH
+
+# --- 1. prime learn / check: verdicts on stderr, stdout the engine's alone; the
+# inner run summary leaves what to do to the verdict
+"$CAPGUARD" prime learn --prime "$WORK/l.cgp" -- "${app[@]}" >"$WORK/learn.out" 2>"$WORK/learn.err"; rc=$?
+expect_rc 1 "learn on 12.2 is incomplete"
+expect_in "$WORK/learn.err" "capguard prime learn: incomplete: this driver (12.2)" "learn's verdict on stderr"
+expect_not_in "$WORK/learn.out" "capguard" "learn: nothing of capguard's on stdout"
+expect_not_in "$WORK/learn.err" "capguard: faster:" "the inner summary does not suggest prime learn again"
+expect_not_in "$WORK/learn.err" "capguard: next:" "the inner summary gives no next step of its own"
+cp "$WORK/l.cgp" "$WORK/empty.cgp"   # the same file, its one record removed
+"$CAPGUARD" prime rm "$("$CAPGUARD" prime list "$WORK/empty.cgp" | awk '/cg_test_fill/ {print $1}')" "$WORK/empty.cgp" >/dev/null 2>&1
+"$CAPGUARD" prime check --prime "$WORK/empty.cgp" -- "${app[@]}" >"$WORK/check.out" 2>"$WORK/check.err"; rc=$?
+expect_rc 1 "check of a file that lacks the load fails"
+expect_in "$WORK/check.err" "capguard prime check: FAIL: " "check's verdict on stderr"
+expect_not_in "$WORK/check.out" "capguard" "check: nothing of capguard's on stdout"
+expect_not_in "$WORK/check.err" "nothing was recorded" "the inner summary does not contradict the check"
+
+# --- 3. commands that paste: the full path when capguard is not on PATH; the log always
+PATH=$offpath "$CAPGUARD" run --log "$WORK/r.jsonl" --prime "$WORK/r.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/r.err"
+expect_in "$WORK/r.err" "  $CAPGUARD run --prime $WORK/r.cgp -- ${app[*]}" "next: the full path, capguard not on PATH"
+expect_in "$WORK/r.err" "  $CAPGUARD report $WORK/r.jsonl" "details: the full path and the log"
+details=$(grep "^  $CAPGUARD report " "$WORK/r.err")
+(PATH=$offpath; eval "$details") >"$WORK/details.out" 2>&1; rc=$?
+expect_rc 1 "the details command runs as printed (exit 1: a capture broke)"
+expect_in "$WORK/details.out" "capguard report: 1 log, " "and reports"
+# one command per line in the faster: advice
+sed -n '/^capguard: faster:/,/^capguard: /p' "$WORK/r.err" | grep -c -- " -- " >"$WORK/nf"
+[ "$(cat "$WORK/nf")" -eq 3 ] && pass || fail "faster: $(cat "$WORK/nf") command lines, wanted 3"
+if sed -n '/^capguard: faster:/,/^capguard: log/p' "$WORK/r.err" | grep -- " -- .* -- " >/dev/null; then
+  fail "faster: two commands on one line"; else pass; fi
+while read -r line; do
+  case $line in "$CAPGUARD prime learn "*|"$CAPGUARD prime check "*|"$CAPGUARD run --rescue "*) pass ;;
+    *) fail "faster: a command line that is not a command: '$line'" ;; esac
+done < <(sed -n '/^capguard: faster:/,/^capguard: log/p' "$WORK/r.err" | grep -- " -- ")
+# %p: report reads the pattern capguard run was given
+mkdir -p "$WORK/pp"
+"$CAPGUARD" run --log "$WORK/pp/log.%p.jsonl" --prime "$WORK/pp.cgp" -- "$VLLM_LIKE" --workers 2 "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/pp.err"
+expect_in "$WORK/pp.err" "  capguard report $WORK/pp/log.%p.jsonl" "%p: the details command names the pattern"
+run_cg ppr report "$WORK/pp/log.%p.jsonl"
+expect_rc 1 "report of the pattern reads it (a capture broke)"
+n=$(ls "$WORK"/pp/log.*.jsonl | wc -l)
+expect_in "$WORK/ppr.out" "capguard report: $n logs, " "report read every per-process file"
+run_cg ppnone report "$WORK/pp/none.%p.jsonl"
+expect_rc 2 "a pattern that names no file"
+expect_in "$WORK/ppnone.err" "no file matches '$WORK/pp/none.%p.jsonl'" "said so, in one line"
+finish
