@@ -20,6 +20,7 @@
 #include "capguard/prime_file.h"
 #include "cli.h"
 #include "findings.h"
+#include "prime_precheck.h"
 #include "log_reader.h"
 #include "report_analysis.h"
 #include "rerun_command.h"
@@ -288,6 +289,17 @@ static int prepare(const char *me, const char *usage, int argc, char **argv, lea
     return CG_EXIT_USAGE;
   }
   o->prime = prime;
+  /* A file the shim would not read, or (for check) none at all, is said now,
+   * before the command starts: a run would only learn or check nothing. */
+  char why[PATH_MAX + 512], shown[PATH_MAX];
+  cg_precheck pc = cg_prime_precheck(prime, why, sizeof why, NULL);
+  if (pc == CG_PRECHECK_BAD || (pc == CG_PRECHECK_MISSING && me == CHECK_NAME)) {
+    cg_error(me, "priming file %s %s%s", cg_printable(prime, shown, sizeof shown), why,
+             pc == CG_PRECHECK_MISSING ? ": nothing to check (learn it first with capguard prime "
+                                         "learn, or check the path)"
+                                       : "");
+    return CG_EXIT_USAGE;
+  }
   if (o->log)
     snprintf(log, log_cap, "%s", o->log);
   else if (cg_temp_log("capguard-learn", log, log_cap) != 0) {

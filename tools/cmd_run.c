@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "prime_precheck.h"
 #include "run_summary.h"
 #include "shim_path.h"
 
@@ -336,6 +337,20 @@ int cg_cmd_run(int argc, char **argv) {
   log_files before = {0}, after = {0};
   list_logs(log, &before);
 
+  /* A priming file the shim would not read is named now, before the command
+   * starts; the command still runs (the shim then primes nothing). */
+  const char *run_mode = o.mode ? o.mode : getenv("CAPGUARD_MODE");
+  if (!run_mode || !*run_mode || !strcmp(run_mode, cg_run_mode_name(CG_RUN_GUARD))) {
+    char prime[PATH_MAX], why[PATH_MAX + 512];
+    if (o.prime ? snprintf(prime, sizeof prime, "%s", o.prime) > 0
+                : cg_cli_prime_default(prime, sizeof prime) == 0) {
+      if (cg_prime_precheck(prime, why, sizeof why, NULL) == CG_PRECHECK_BAD) {
+        char shown[PATH_MAX];
+        cg_error(ME, "priming file %s %s; the command runs without priming",
+                 cg_printable(prime, shown, sizeof shown), why);
+      }
+    }
+  }
   char run_id[64];
   snprintf(run_id, sizeof run_id, "%d-%llx", (int)getpid(), (unsigned long long)time(NULL));
   if (setup_env(&o, shim, log, run_id) != 0) {

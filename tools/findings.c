@@ -203,9 +203,14 @@ static void guard_mode_say(const ctx *c, cgf_finding *x) {
 
 static bool not_recorded_holds(const ctx *c) { return c->a->n_broken || c->a->offending_loads; }
 static void not_recorded_say(const ctx *c, cgf_finding *x) {
-  (void)c;
-  x->sentence = xprintf("nothing was recorded for the next run: see capguard report below, and "
-                        "check the priming file with capguard doctor");
+  x->sentence = xprintf("nothing was recorded for the next run: see the details below, and check "
+                        "the priming file");
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  char word[4200] = "";
+  size_t used = 0;
+  if (*prime)
+    cgr_shell_word(prime, word, sizeof word, &used);
+  command(x, NULL, NULL, xprintf("%s doctor%s%s", cgr_self_word(), *prime ? " --prime " : "", word));
 }
 
 static bool incomplete_holds(const ctx *c) { return c->f->incomplete && *c->f->incomplete; }

@@ -54,4 +54,33 @@ expect_in "$WORK/ppr.out" "capguard report: $n logs, " "report read every per-pr
 run_cg ppnone report "$WORK/pp/none.%p.jsonl"
 expect_rc 2 "a pattern that names no file"
 expect_in "$WORK/ppnone.err" "no file matches '$WORK/pp/none.%p.jsonl'" "said so, in one line"
+
+# --- 2. bad priming files named before the engine starts, and capguard doctor --prime
+head -c 4096 /dev/urandom >"$WORK/g.cgp"
+cp "$WORK/g.cgp" "$WORK/g-before.cgp"
+"$CAPGUARD" run --prime "$WORK/g.cgp" --log "$WORK/g.jsonl" -- "${app[@]}" >/dev/null 2>"$WORK/g.err"
+first=$(head -n 1 "$WORK/g.err")
+case $first in "capguard run: priming file $WORK/g.cgp is not a priming file the shim can read (not a capguard priming file): move it away, or pass another --prime; the command runs without priming") pass ;;
+  *) fail "run: the bad file is not named first: '$first'" ;; esac
+cmp -s "$WORK/g.cgp" "$WORK/g-before.cgp" && pass || fail "the bad file was changed"
+expect_in "$WORK/g.err" "  capguard doctor --prime $WORK/g.cgp" "the summary's check names the file"
+run_cg doc doctor --prime "$WORK/g.cgp"
+expect_rc 1 "doctor --prime: a problem"
+expect_in "$WORK/doc.out" "PROBLEM priming file: $WORK/g.cgp is not a priming file the shim can read" "doctor --prime names what is wrong"
+run_cg docok doctor --prime "$WORK/l.cgp"
+expect_in "$WORK/docok.out" "priming file: $WORK/l.cgp: 1 image, intact" "doctor --prime: a good file"
+run_cg docnope doctor --prime "$WORK/nope.cgp"
+expect_in "$WORK/docnope.out" "PROBLEM priming file: $WORK/nope.cgp does not exist" "doctor --prime: a typo"
+run_cg docbare doctor --prime
+expect_rc 2 "doctor --prime without a file"
+"$CAPGUARD" prime check --prime "$WORK/nope.cgp" -- "${app[@]}" >"$WORK/nope.out" 2>"$WORK/nope.err"; rc=$?
+expect_rc 2 "check of a file that does not exist"
+expect_in "$WORK/nope.err" "capguard prime check: priming file $WORK/nope.cgp does not exist: nothing to check" "the typo named"
+[ -s "$WORK/nope.out" ] && fail "check ran the engine for a missing file" || pass
+"$CAPGUARD" prime learn --prime "$WORK/g.cgp" -- "${app[@]}" >"$WORK/glearn.out" 2>"$WORK/glearn.err"; rc=$?
+expect_rc 2 "learn into a file that is not a priming file"
+[ -s "$WORK/glearn.out" ] && fail "learn ran the engine for a bad file" || pass
+# over the cap: said before the run, with the command that prunes it
+CAPGUARD_PRIME_MAX=1K "$CAPGUARD" doctor --prime "$WORK/g.cgp" >"$WORK/cap.out" 2>&1
+expect_in "$WORK/cap.out" "is 4096 bytes, over CAPGUARD_PRIME_MAX (1024): the shim would not read it; prune it (capguard prime prune --max-size 1M $WORK/g.cgp)" "over the cap"
 finish

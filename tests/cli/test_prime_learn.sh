@@ -85,7 +85,9 @@ expect_in "$WORK/check-miss.out" "capguard prime learn --prime $WORK/no-d.cgp --
 cmp -s "$WORK/no-d.cgp" "$WORK/no-d-before.cgp" && pass || fail "a failed check wrote to the priming file"
 # an old file with only one load of k_b: the second specialisation is missing
 "$CAPGUARD" prime check --prime "$WORK/nothing.cgp" -- "${app[@]}" >"$WORK/check-empty.out" 2>&1; rc=$?
-expect_rc 1 "prime check with no priming file"
+expect_rc 2 "prime check with no priming file: nothing to check"
+expect_in "$WORK/check-empty.out" "capguard prime check: priming file $WORK/nothing.cgp does not exist: nothing to check" "the missing file named"
+expect_not_in "$WORK/check-empty.out" "lacks" "no engine run, no claim that the file lacks a load"
 [ -e "$WORK/nothing.cgp" ] && fail "prime check created a priming file" || pass
 
 # --- the 12.2 driver alone, fresh file: one run per breaking load (one worker,
