@@ -125,6 +125,12 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
     return cg_usage_error(ME, USAGE, "missing command after --");
   if (o->log && !*o->log)
     return cg_usage_error(ME, USAGE, "--log needs a file name");
+  /* --rescue acts in guard mode only: in report or off it would be ignored without a word */
+  const char *mode = o->mode ? o->mode : getenv("CAPGUARD_MODE");
+  if (o->rescue && mode && *mode && strcmp(mode, cg_run_mode_name(CG_RUN_GUARD)))
+    return cg_usage_error(ME, USAGE, "--rescue works in guard mode only, not with %s%s (report "
+                                     "and off leave every call to the driver)",
+                          o->mode ? "--mode " : "CAPGUARD_MODE=", mode);
   *cmd_at = optind;
   return 0;
 }

@@ -83,4 +83,21 @@ expect_rc 2 "learn into a file that is not a priming file"
 # over the cap: said before the run, with the command that prunes it
 CAPGUARD_PRIME_MAX=1K "$CAPGUARD" doctor --prime "$WORK/g.cgp" >"$WORK/cap.out" 2>&1
 expect_in "$WORK/cap.out" "is 4096 bytes, over CAPGUARD_PRIME_MAX (1024): the shim would not read it; prune it (capguard prime prune --max-size 1M $WORK/g.cgp)" "over the cap"
+
+# --- 7. small ones
+run_cg listhelp prime list --help
+expect_rc 0 "prime list --help"
+expect_in "$WORK/listhelp.out" "usage: capguard prime list [FILE]" "prime list --help: its own usage"
+expect_not_in "$WORK/listhelp.out" "usage: capguard prime <command>" "not the generic help"
+run_cg list prime list "$WORK/l.cgp"
+head -n 1 "$WORK/list.out" | grep -qE ' last needed +kernels$' && pass || fail "list header: $(head -n 1 "$WORK/list.out")"
+run_cg merge1 prime merge "$WORK/m1.cgp" "$WORK/l.cgp"
+expect_in "$WORK/merge1.out" "$WORK/m1.cgp: 1 image" "one image, not 1 images"
+expect_not_in "$WORK/merge1.out" "1 images" "plural"
+run_cg rescue run --rescue --mode report -- true
+expect_rc 2 "--rescue with --mode report is refused"
+expect_in "$WORK/rescue.err" "capguard run: --rescue works in guard mode only, not with --mode report" "said why"
+CAPGUARD_MODE=off "$CAPGUARD" run --rescue -- true >/dev/null 2>"$WORK/rescue2.err"; rc=$?
+expect_rc 2 "--rescue with CAPGUARD_MODE=off is refused"
+expect_in "$WORK/rescue2.err" "not with CAPGUARD_MODE=off" "said which setting"
 finish

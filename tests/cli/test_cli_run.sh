@@ -20,19 +20,19 @@ expect_in "$WORK/own.out" "--mode x" "command's own arguments"
 
 # --- environment seen by the command (and by its children)
 echo "preexisting" >/dev/null
-LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$CAPGUARD" run --mode report --log "$WORK/given.jsonl" \
+LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$CAPGUARD" run --mode guard --log "$WORK/given.jsonl" \
   --prime "rel/prime.cgp" --emulate-driver 12020 --rescue -- \
   sh -c 'env | grep -E "^(LD_PRELOAD|CAPGUARD_[A-Z_]*)=" | sort; sh -c "echo child \$CAPGUARD_MODE"' \
   >"$WORK/env.out" 2>"$WORK/env.err"; rc=$?
 expect_rc 0 "run with every option"
 real_shim=$(readlink -f "$FAKE_SHIM")
 expect_in "$WORK/env.out" "LD_PRELOAD=$real_shim:/lib/x86_64-linux-gnu/libc.so.6" "shim first, existing LD_PRELOAD kept"
-expect_in "$WORK/env.out" "CAPGUARD_MODE=report" "--mode"
+expect_in "$WORK/env.out" "CAPGUARD_MODE=guard" "--mode"
 expect_in "$WORK/env.out" "CAPGUARD_LOG=$WORK/given.jsonl" "--log"
 expect_in "$WORK/env.out" "CAPGUARD_PRIME=$PWD/rel/prime.cgp" "--prime made absolute"
 expect_in "$WORK/env.out" "CAPGUARD_EMULATE_DRIVER=12020" "--emulate-driver"
 expect_in "$WORK/env.out" "CAPGUARD_RESCUE=1" "--rescue"
-expect_in "$WORK/env.out" "child report" "grandchild inherits the env"
+expect_in "$WORK/env.out" "child guard" "grandchild inherits the env"
 # every process (sh, env, grep, sort, the inner sh) loaded the shim and logged to the same file
 n=$(grep -c '"type":"process"' "$WORK/given.jsonl")
 [ "$n" -ge 5 ] && pass || fail "$n processes logged, wanted at least 5 (children covered)"
