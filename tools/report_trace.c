@@ -2,8 +2,10 @@
  * {"traceEvents":[...]}, "ts" and "dur" in microseconds). One track per process
  * (named by its command) and thread; captures are complete events ("X") on the
  * thread that began them, calls during capture are instants ("i") on the
- * calling thread, with their details in "args". Times are from the first thing
- * in the log; otherData.capguard_epoch_ns says when that was. */
+ * calling thread, with their details in "args"; threads are named by what the
+ * log knows of them. Times are exact to the nanosecond from the first thing in
+ * the log; otherData.capguard_epoch_ns says when that was (docs/trace.md:
+ * lining it up with an nsys export). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +16,16 @@
 #include "report_offender.h"
 #include "report_render.h"
 
-/* Microseconds from t0, computed in floating point: no signed overflow on extreme times. */
-static double us_since(long long t, long long t0) { return ((double)t - (double)t0) / 1e3; }
+/* Microseconds from t0: the difference taken in integers, exact to the
+ * nanosecond (converting each time to a double first rounded them to 256 ns);
+ * in floating point only when it would overflow (a hostile log's times). */
+static double us_since(long long t, long long t0) {
+  long long d;
+  if (__builtin_sub_overflow(t, t0, &d))
+    return ((double)t - (double)t0) / 1e3;
+  /* whole microseconds and the nanoseconds apart: each exact in a double */
+  return (double)(d / 1000) + (double)(d % 1000) / 1e3;
+}
 
 static json_t *jstr(const char *s) { return cgl_json_text(s); }
 
@@ -28,6 +38,55 @@ static void name_process(json_t *evs, const cgr_analysis *a, size_t p) {
   json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name",
                                        "process_name", "pid", (json_int_t)pr->pid, "tid",
                                        (json_int_t)0, "args", "name", jstr(who)));
+}
+
+/* Each thread the log names, named on its track: the process's main thread,
+ * the threads that began captures (and which), the others by their id. The
+ * log holds no thread names of the program's own. */
+static void name_threads(json_t *evs, const cgl_log *log) {
+  for (size_t p = 0; p < log->n_procs; p++) {
+    long long pid = log->procs[p].pid;
+    long long *tids = NULL;
+    size_t n = 0;
+    for (size_t pass = 0; pass < 2; pass++) {
+      size_t count = pass ? log->n_evs : log->n_caps;
+      for (size_t i = 0; i < count; i++) {
+        size_t proc = pass ? log->evs[i].proc : log->caps[i].proc;
+        long long tid = pass ? log->evs[i].tid : log->caps[i].tid;
+        if (proc != p)
+          continue;
+        bool seen = false;
+        for (size_t k = 0; k < n && !seen; k++)
+          seen = tids[k] == tid;
+        if (seen)
+          continue;
+        long long *more = realloc(tids, (n + 1) * sizeof *tids);
+        if (!more)
+          break;
+        tids = more;
+        tids[n++] = tid;
+      }
+    }
+    for (size_t k = 0; k < n; k++) {
+      char name[256], caps[160] = "";
+      size_t used = 0, shown = 0;
+      for (size_t c = 0; c < log->n_caps; c++) {
+        if (log->caps[c].proc != p || log->caps[c].tid != tids[k])
+          continue;
+        if (shown++ < 8) {
+          int w = snprintf(caps + used, sizeof caps - used, "%s%lld", used ? ", " : "", log->caps[c].id);
+          used = w > 0 && (size_t)w < sizeof caps - used ? used + (size_t)w : used;
+        }
+      }
+      snprintf(name, sizeof name, "%s %lld%s%s%s%s", tids[k] == pid ? "main thread" : "thread",
+               tids[k], shown ? shown == 1 ? ", began capture " : ", began captures " : "", caps,
+               shown > 8 ? ", ..." : "", "");
+      json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name",
+                                           "thread_name", "pid", (json_int_t)pid, "tid",
+                                           (json_int_t)tids[k], "args", "name", jstr(name)));
+    }
+    free(tids);
+  }
 }
 
 int cgr_print_trace(FILE *out, const cgr_analysis *a) {
@@ -48,6 +107,7 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
   json_t *evs = json_array();
   for (size_t p = 0; p < log->n_procs; p++)
     name_process(evs, a, p);
+  name_threads(evs, log);
   for (size_t c = 0; c < log->n_caps; c++) {
     const cgl_capture *cp = &log->caps[c];
     const cgl_process *pr = &log->procs[cp->proc];
@@ -103,8 +163,12 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
         json_object_set_new(args, "handle", jstr(e->handle));
     }
   }
-  json_t *root = json_pack("{s:o, s:s, s:{s:I, s:s}}", "traceEvents", evs, "displayTimeUnit", "ms",
-                           "otherData", "capguard_epoch_ns", (json_int_t)t0, "generator",
+  /* ts 0 is capguard_epoch_ns of the shim's clock (CLOCK_REALTIME, UTC): the
+   * offset to another trace of the same machine, e.g. an nsys export
+   * (docs/trace.md says how) */
+  json_t *root = json_pack("{s:o, s:s, s:{s:I, s:s, s:s}}", "traceEvents", evs, "displayTimeUnit",
+                           "ms", "otherData", "capguard_epoch_ns", (json_int_t)t0, "clock",
+                           "CLOCK_REALTIME (UTC nanoseconds since 1970)", "generator",
                            "capguard report --trace");
   if (!root)
     return -1;

@@ -100,4 +100,32 @@ expect_in "$WORK/rescue.err" "capguard run: --rescue works in guard mode only, n
 CAPGUARD_MODE=off "$CAPGUARD" run --rescue -- true >/dev/null 2>"$WORK/rescue2.err"; rc=$?
 expect_rc 2 "--rescue with CAPGUARD_MODE=off is refused"
 expect_in "$WORK/rescue2.err" "not with CAPGUARD_MODE=off" "said which setting"
+
+# --- 5. the trace: exact times, named threads; the page: no mid-token breaks, told-apart greys, commands to copy
+t0=1700000000000000000
+printf '%s\n' \
+ '{"v":1,"type":"process","pid":41,"time_ns":'$t0',"ppid":1,"argv":["./e"],"mode":"guard","driver_version":12020,"emulate_driver":0,"version":"0.1.0"}' \
+ '{"v":1,"type":"event","pid":41,"time_ns":'$((t0 + 1001))',"event":"module-load","call":"cuModuleLoadData","verdict":"refused","result":900,"driver_result":900,"driver_version":12020,"emulate_driver":0,"tid":43,"thread_mode":"global","capture":{"id":1,"stream":"0x10","mode":"global","tid":41,"status":"invalidated","began":"e.py:1 in cap"},"prohibitors":1,"module":"0x0","image":{"kind":"cubin","size":64,"sm":90,"archs":[90],"hash":"00112233445566778899aabbccddeeff","kernels":["cg_test_fill"],"kernels_truncated":false},"native_stack":[],"python_stack":[]}' \
+ '{"v":1,"type":"capture","pid":41,"time_ns":'$((t0 + 5000))',"id":1,"stream":"0x10","mode":"global","tid":41,"status":"failed","begin_ns":'$((t0 + 1))',"end_ns":'$((t0 + 5003))',"events":1,"began":"e.py:1 in cap","end_result":901,"broken_by":{"call":"cuModuleLoadData","event":"module-load","verdict":"refused","result":900,"tid":43,"time_ns":'$((t0 + 1001))'}}' \
+ >"$WORK/t.jsonl"
+run_cg tr report --trace "$WORK/t.json" --html "$WORK/t.html" "$WORK/t.jsonl"
+python3 - "$WORK/t.json" >"$WORK/tr.check" 2>&1 <<'PY' && pass || fail "trace: $(cat "$WORK/tr.check")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+cap = [e for e in ev if e["ph"] == "X"][0]
+call = [e for e in ev if e["ph"] == "i"][0]
+# exact to the nanosecond: 1 ns and 1001 ns after the first thing in the log, 5002 ns long
+assert round(cap["ts"] * 1000) == 1 and round(call["ts"] * 1000) == 1001, (cap["ts"], call["ts"])
+assert round(cap["dur"] * 1000) == 5002, cap["dur"]
+names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+assert names[41] == "main thread 41, began capture 1", names
+assert names[43] == "thread 43", names
+assert d["otherData"]["capguard_epoch_ns"] == 1700000000000000000
+assert "CLOCK_REALTIME" in d["otherData"]["clock"]
+PY
+expect_not_in "$WORK/t.html" "overflow-wrap:anywhere" "the page never breaks a name mid-token"
+greys=$(grep -o 'background:#[0-9a-f]*"></i>call deferred[a-z-]*' "$WORK/t.html" | cut -d'"' -f1 | sort -u | wc -l)
+[ "$greys" -eq 3 ] && pass || fail "the three deferral colours: $greys distinct, wanted 3"
+expect_in "$WORK/t.html" '<pre class="cmd"><code>capguard run -- ./e</code></pre>' "the page's advice: a command to copy, alone"
 finish
