@@ -46,6 +46,12 @@ int cg_cli_prime_default(char *buf, size_t cap);
  * error (GLOB_NOMATCH: none). Free g with globfree. */
 int cg_log_pattern_glob(const char *log, glob_t *g);
 
+/* The priming file for a command when the user named none: CAPGUARD_PRIME
+ * when set, else a file of the program's own, prime.d/PROGRAM.cgp beside the
+ * shared default (docs/priming.md, "One file per program"), so that a program
+ * never preloads another's images. 0, or -1 when none is known. */
+int cg_cli_prime_for(char *const *cmd, char *buf, size_t cap);
+
 /* Every word of a schema table, in row order, for a message: "guard, report or off". */
 void cg_word_list(const cg_words *t, char *buf, size_t cap);
 

@@ -283,7 +283,7 @@ static int prepare(const char *me, const char *usage, int argc, char **argv, lea
     return rc;
   if (o->prime)
     snprintf(prime, cap, "%s", o->prime);
-  else if (cg_cli_prime_default(prime, cap) != 0) {
+  else if (cg_cli_prime_for(o->cmd, prime, cap) != 0) { /* as capguard run picks it */
     cg_error(me, "cannot tell where the priming file is (CAPGUARD_PRIME, XDG_CACHE_HOME and HOME are "
                  "unset); pass --prime FILE");
     return CG_EXIT_USAGE;

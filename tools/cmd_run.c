@@ -343,6 +343,13 @@ int cg_cmd_run(int argc, char **argv) {
   log_files before = {0}, after = {0};
   list_logs(log, &before);
 
+  /* No priming file named: the program's own (cg_cli_prime_for), so that it
+   * never preloads another program's images. */
+  char own_prime[PATH_MAX];
+  const char *env_prime = getenv("CAPGUARD_PRIME");
+  if (!o.prime && !(env_prime && *env_prime) &&
+      cg_cli_prime_for(argv + cmd_at, own_prime, sizeof own_prime) == 0)
+    o.prime = own_prime;
   /* A priming file the shim would not read is named now, before the command
    * starts; the command still runs (the shim then primes nothing). */
   const char *run_mode = o.mode ? o.mode : getenv("CAPGUARD_MODE");

@@ -303,6 +303,23 @@ static void skipped_arch_say(const ctx *c, cgf_finding *x) {
                         a->device_sm);
 }
 
+static bool unused_holds(const ctx *c) { return c->a->primed_unused != 0; }
+static void unused_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->a->primed_unused;
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  x->sentence = xprintf("a process preloaded %zu image%s from %s that it never used (another "
+                        "program's, recorded in the same file, or a path this run did not take): "
+                        "each costs start-up time and device memory; give each program its own "
+                        "file (capguard run does when no --prime is given), or see what the file "
+                        "holds",
+                        n, plural(n), *prime ? prime : "the priming file");
+  char word[4200] = "";
+  size_t used = 0;
+  if (*prime)
+    cgr_shell_word(prime, word, sizeof word, &used);
+  command(x, NULL, NULL, xprintf("%s prime list%s%s", cgr_self_word(), *prime ? " " : "", word));
+}
+
 static bool allowed_holds(const ctx *c) { return c->a->verdicts[CG_VERDICT_ALLOWED] != 0; }
 static void allowed_say(const ctx *c, cgf_finding *x) {
   size_t allowed = c->a->verdicts[CG_VERDICT_ALLOWED];
@@ -475,6 +492,7 @@ static const row rows[] = {
     {"faster", CGF_REPORT, faster_report_holds, faster_say},
     {"faster", CGF_FASTER, faster_run_holds, faster_say},
     {"skipped-arch", CGF_REPORT | CGF_NOTE, skipped_arch_holds, skipped_arch_say},
+    {"preloaded-unused", CGF_REPORT | CGF_NOTE, unused_holds, unused_say},
     {"allowed-loads", CGF_REPORT, allowed_holds, allowed_say},
     {"unloads-deferred", CGF_REPORT, unloads_deferred_holds, unloads_deferred_say},
     {"unloads", CGF_REPORT, unloads_holds, unloads_say},

@@ -174,6 +174,8 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     a->captures += st->captures;
     a->recorded += pr->has_summary && pr->recorded > 0 ? (size_t)pr->recorded : 0;
     a->primed_loaded += pr->has_summary && pr->primed_loaded > 0 ? (size_t)pr->primed_loaded : 0;
+    if (pr->has_summary && pr->primed_unused > 0 && (size_t)pr->primed_unused > a->primed_unused)
+      a->primed_unused = (size_t)pr->primed_unused;
     /* Every process reads the same file: the most any skipped, not a sum. */
     if (pr->has_summary && (size_t)pr->primed_skipped_arch > a->skipped_arch) {
       a->skipped_arch = (size_t)pr->primed_skipped_arch;

@@ -59,6 +59,7 @@ typedef struct cgr_analysis {
   } *procs;            /* per process of the log */
   bool log_incomplete; /* a process's summary says its log lost lines (full disk, I/O error) */
   size_t recorded, primed_loaded; /* from summaries */
+  size_t primed_unused;            /* the most images one process preloaded and never used */
   /* Every run of the whole log (cgl_group_runs), and which one this analysis
    * covers (SIZE_MAX: all of them). */
   struct cgr_run_stats {

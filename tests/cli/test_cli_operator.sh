@@ -128,4 +128,31 @@ expect_not_in "$WORK/t.html" "overflow-wrap:anywhere" "the page never breaks a n
 greys=$(grep -o 'background:#[0-9a-f]*"></i>call deferred[a-z-]*' "$WORK/t.html" | cut -d'"' -f1 | sort -u | wc -l)
 [ "$greys" -eq 3 ] && pass || fail "the three deferral colours: $greys distinct, wanted 3"
 expect_in "$WORK/t.html" '<pre class="cmd"><code>capguard run -- ./e</code></pre>' "the page's advice: a command to copy, alone"
+
+# --- 4. the shared default priming file: a program does not pay for another's images
+export FAKECUDA_DRIVER_VERSION=13000 CAPGUARD_MODE=guard
+multi=$SOURCE_ROOT/tests/data/kernels_multi.fatbin
+a=("$VLLM_LIKE" --workers 1 "$CUBIN" cg_test_fill)
+b=("$DEMO_ENGINE" "$CUBIN" cg_test_fill)
+"$CAPGUARD" run --log "$WORK/a.jsonl" -- "${a[@]}" >/dev/null 2>"$WORK/a.err"
+"$CAPGUARD" run --log "$WORK/b.jsonl" -- "${b[@]}" >/dev/null 2>"$WORK/b.err"
+[ -s "$WORK/cache/capguard/prime.d/vllm_like.cgp" ] && pass || fail "program a's own file: $(ls -R "$WORK/cache" 2>&1)"
+[ -s "$WORK/cache/capguard/prime.d/demo_engine.cgp" ] && pass || fail "program b's own file"
+[ -e "$WORK/cache/capguard/prime.cgp" ] && fail "the shared file was written" || pass
+summary_field() { grep '"type":"summary"' "$2" | grep -o "\"$1\":[0-9-]*" | cut -d: -f2; }
+[ "$(summary_field primed_loaded "$WORK/b.jsonl" | sort -u)" = 0 ] && pass || fail "b preloaded a's image"
+# prime learn picks the same file as run for the same command
+"$CAPGUARD" prime learn -- "${b[@]}" >/dev/null 2>"$WORK/bl.err"
+expect_in "$WORK/bl.err" "recorded into $WORK/cache/capguard/prime.d/demo_engine.cgp" "learn: the program's own file"
+# one file named for both: the summary says what was preloaded and not used
+"$CAPGUARD" run --prime "$WORK/shared.cgp" --log "$WORK/s1.jsonl" -- "$DEMO_ENGINE" "$multi" cg_test_fill >/dev/null 2>&1
+"$CAPGUARD" run --prime "$WORK/shared.cgp" --log "$WORK/s2.jsonl" -- "${b[@]}" >/dev/null 2>"$WORK/s2.err"
+run_cg s2r report "$WORK/s2.jsonl"
+if [ "$(summary_field primed_unused "$WORK/s2.jsonl" | sort -n | tail -1)" -ge 1 ]; then
+  expect_in "$WORK/s2.err" "capguard: note: a process preloaded 1 image from $WORK/shared.cgp that it never used" "summary: preloaded and not used"
+  expect_in "$WORK/s2r.out" "a process preloaded 1 image from $WORK/shared.cgp that it never used" "report: preloaded and not used"
+else
+  fail "the setup did not preload an unused image: $(grep summary "$WORK/s2.jsonl")"
+fi
+unset CAPGUARD_MODE
 finish

@@ -11,7 +11,7 @@ mkdir -p "$WORK/rel" "$WORK/elsewhere"
 
 # --- every option, seen by a shell and by the engine it execs (a child of capguard's child)
 cd "$WORK"
-"$CAPGUARD" run --mode report --log "$WORK/env.jsonl" --prime rel/p.cgp --emulate-driver 12020 --rescue -- \
+"$CAPGUARD" run --mode report --log "$WORK/env.jsonl" --prime rel/p.cgp --emulate-driver 12020 -- \
   sh -c 'env | grep -E "^CAPGUARD_[A-Z_]*=" | sort; cd elsewhere; exec "$@"' sh "${engine[@]}" \
   >"$WORK/env.out" 2>"$WORK/env.err"; rc=$?
 cd - >/dev/null
@@ -19,7 +19,7 @@ expect_in "$WORK/env.out" "CAPGUARD_MODE=report" "--mode in the environment"
 expect_in "$WORK/env.out" "CAPGUARD_LOG=$WORK/env.jsonl" "--log in the environment"
 expect_in "$WORK/env.out" "CAPGUARD_PRIME=$WORK/rel/p.cgp" "--prime made absolute"
 expect_in "$WORK/env.out" "CAPGUARD_EMULATE_DRIVER=12020" "--emulate-driver in the environment"
-expect_in "$WORK/env.out" "CAPGUARD_RESCUE=1" "--rescue in the environment"
+# (--rescue with report mode is refused: test_cli_operator.sh; its variable: test_cli_run.sh)
 # ...and what the shim in the exec'd engine made of them
 grep '"type":"process"' "$WORK/env.jsonl" | grep -q '"mode":"report","driver_version":13000,"emulate_driver":12020' \
   && pass || fail "engine's process record: mode report, driver 13000, emulating 12020: $(grep '"type":"process"' "$WORK/env.jsonl")"
