@@ -155,4 +155,22 @@ else
   fail "the setup did not preload an unused image: $(grep summary "$WORK/s2.jsonl")"
 fi
 unset CAPGUARD_MODE
+
+# --- 6. the docs say what the code does
+sed 's/\\-/-/g' "$MANPAGE" >"$WORK/man"
+for sub in list show verify prune merge rm learn check; do
+  expect_in "$WORK/man" "capguard prime $sub" "man page: prime $sub"
+done
+for w in "device allocations" synchronisation "event queries" "doctor [--prime file]"; do
+  expect_in "$WORK/man" "$w" "man page: $w"
+done
+"$CAPGUARD" run --help >"$WORK/runhelp"
+expect_not_in "$WORK/runhelp" "only log" "run --help: report mode does not only log"
+expect_in "$WORK/runhelp" "report each forbidden call (stderr" "run --help: report mode reports on stderr"
+readme=$SOURCE_ROOT/README.md
+expect_in "$readme" "sudo meson install -C build   # then \`capguard\` is on PATH" "README: how capguard gets on PATH"
+expect_in "$readme" "[docs/benchmarks.md](docs/benchmarks.md)" "README links the benchmark page"
+expect_not_in "$readme" "| call | H100 run 1 |" "the benchmark tables left the README"
+expect_in "$SOURCE_ROOT/docs/benchmarks.md" "| call | H100 run 1 |" "the benchmark tables are in docs/benchmarks.md"
+n=$(wc -l <"$readme"); [ "$n" -lt 400 ] && pass || fail "README: $n lines"
 finish
