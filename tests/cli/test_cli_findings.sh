@@ -24,6 +24,16 @@ n=$(sed -n '/^What to do/,$p' "$t" | grep -c '^  - ')
 run_cg allj report --all --json "${logs[@]}"
 n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["advice"]))' "$WORK/allj.out")
 [ "$n" = 11 ] && pass || fail "json report: $n advices, wanted 11"
+python3 - "$WORK/allj.out" >"$WORK/fj" 2>&1 <<'PY' && pass || fail "json findings: $(cat "$WORK/fj")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = d["findings"]
+assert len(f) == 11 and len({x["finding"] for x in f}) == 11, [x["finding"] for x in f]
+faster = [x for x in f if x["finding"] == "faster"][0]
+assert [c["command"].split(" -- ")[0] for c in faster["commands"]] == [
+    "capguard prime learn --prime /tmp/p.cgp", "capguard prime check --prime /tmp/p.cgp",
+    "capguard run --rescue --prime /tmp/p.cgp"], faster
+PY
 
 # --- the all-clear: one sentence, the same in the report and the run summary
 printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x"],"mode":"guard","driver_version":12040,"emulate_driver":0,"version":"0.1.0"}' \
