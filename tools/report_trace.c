@@ -42,51 +42,55 @@ static void name_process(json_t *evs, const cgr_analysis *a, size_t p) {
 
 /* Each thread the log names, named on its track: the process's main thread,
  * the threads that began captures (and which), the others by their id. The
- * log holds no thread names of the program's own. */
+ * log holds no thread names of the program's own. One sort of (process,
+ * thread, capture) over every capture and call: linear in the log however
+ * many processes it holds. */
+typedef struct {
+  size_t proc;
+  long long tid;
+  long long cap_id; /* the capture it began, -1 for a call */
+  size_t order;
+} thread_seen;
+
+static int cmp_seen(const void *pa, const void *pb) {
+  const thread_seen *x = pa, *y = pb;
+  if (x->proc != y->proc)
+    return x->proc < y->proc ? -1 : 1;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
 static void name_threads(json_t *evs, const cgl_log *log) {
-  for (size_t p = 0; p < log->n_procs; p++) {
-    long long pid = log->procs[p].pid;
-    long long *tids = NULL;
-    size_t n = 0;
-    for (size_t pass = 0; pass < 2; pass++) {
-      size_t count = pass ? log->n_evs : log->n_caps;
-      for (size_t i = 0; i < count; i++) {
-        size_t proc = pass ? log->evs[i].proc : log->caps[i].proc;
-        long long tid = pass ? log->evs[i].tid : log->caps[i].tid;
-        if (proc != p)
-          continue;
-        bool seen = false;
-        for (size_t k = 0; k < n && !seen; k++)
-          seen = tids[k] == tid;
-        if (seen)
-          continue;
-        long long *more = realloc(tids, (n + 1) * sizeof *tids);
-        if (!more)
-          break;
-        tids = more;
-        tids[n++] = tid;
-      }
+  size_t n = log->n_caps + log->n_evs;
+  thread_seen *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v)
+    return;
+  for (size_t c = 0; c < log->n_caps; c++)
+    v[c] = (thread_seen){log->caps[c].proc, log->caps[c].tid, log->caps[c].id, c};
+  for (size_t i = 0; i < log->n_evs; i++)
+    v[log->n_caps + i] = (thread_seen){log->evs[i].proc, log->evs[i].tid, -1, log->n_caps + i};
+  qsort(v, n, sizeof *v, cmp_seen);
+  for (size_t i = 0; i < n;) {
+    size_t j = i, shown = 0, used = 0;
+    char caps[160] = "";
+    for (; j < n && v[j].proc == v[i].proc && v[j].tid == v[i].tid; j++) {
+      if (v[j].cap_id < 0 || shown++ >= 8)
+        continue;
+      int w = snprintf(caps + used, sizeof caps - used, "%s%lld", used ? ", " : "", v[j].cap_id);
+      used = w > 0 && (size_t)w < sizeof caps - used ? used + (size_t)w : used;
     }
-    for (size_t k = 0; k < n; k++) {
-      char name[256], caps[160] = "";
-      size_t used = 0, shown = 0;
-      for (size_t c = 0; c < log->n_caps; c++) {
-        if (log->caps[c].proc != p || log->caps[c].tid != tids[k])
-          continue;
-        if (shown++ < 8) {
-          int w = snprintf(caps + used, sizeof caps - used, "%s%lld", used ? ", " : "", log->caps[c].id);
-          used = w > 0 && (size_t)w < sizeof caps - used ? used + (size_t)w : used;
-        }
-      }
-      snprintf(name, sizeof name, "%s %lld%s%s%s%s", tids[k] == pid ? "main thread" : "thread",
-               tids[k], shown ? shown == 1 ? ", began capture " : ", began captures " : "", caps,
-               shown > 8 ? ", ..." : "", "");
-      json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name",
-                                           "thread_name", "pid", (json_int_t)pid, "tid",
-                                           (json_int_t)tids[k], "args", "name", jstr(name)));
-    }
-    free(tids);
+    long long pid = log->procs[v[i].proc].pid;
+    char name[256];
+    snprintf(name, sizeof name, "%s %lld%s%s%s", v[i].tid == pid ? "main thread" : "thread",
+             v[i].tid, shown ? shown == 1 ? ", began capture " : ", began captures " : "", caps,
+             shown > 8 ? ", ..." : "");
+    json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name",
+                                         "thread_name", "pid", (json_int_t)pid, "tid",
+                                         (json_int_t)v[i].tid, "args", "name", jstr(name)));
+    i = j;
   }
+  free(v);
 }
 
 int cgr_print_trace(FILE *out, const cgr_analysis *a) {
