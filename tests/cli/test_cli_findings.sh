@@ -40,12 +40,13 @@ printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x
   '{"v":1,"type":"summary","pid":7,"time_ns":2,"captures":1,"captures_broken":0,"events":{},"verdicts":{},"primed_loaded":0,"primed_served":0,"primed_unused":0,"recorded":0,"log":"x"}' >"$WORK/clear.jsonl"
 run_cg clear report "$WORK/clear.jsonl"
 expect_in "$WORK/clear.out" "  - no forbidden calls during capture: nothing to do" "report: the all-clear"
-grep -rn "no forbidden calls during capture: nothing to do" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/detect" >"$WORK/allclear.src"
+grep -rn "no forbidden calls during capture: nothing to do" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/allclear.src"
 expect_lines "$WORK/allclear.src" 1 "the all-clear sentence is written once"
 
 # --- the shim says facts, not advice
+for d in shim core; do [ -d "$SOURCE_ROOT/$d" ] && pass || fail "no $d/ to search: this test would search nothing"; done
 for s in "learn the priming file on this GPU architecture" "prune it"; do
-  grep -rn "$s" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/detect" >"$WORK/shimadv" && fail "shim words advice: $(cat "$WORK/shimadv")" || pass
+  grep -rn "$s" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/shimadv" && fail "shim words advice: $(cat "$WORK/shimadv")" || pass
 done
 
 # --- under capguard run, a broken capture's line is said once (by the summary)
