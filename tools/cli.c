@@ -106,6 +106,8 @@ static void program_key(char *const *cmd, char *buf, size_t cap) {
   for (char *c = key; *c; c++)
     if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
       *c = '_';
+  /* a file name well under NAME_MAX, whatever a script's name (sh -c TEXT) */
+  key[100] = '\0';
   snprintf(buf, cap, "%s", key[0] == '.' ? key + 1 : key);
 }
 

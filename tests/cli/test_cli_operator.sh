@@ -141,6 +141,14 @@ b=("$DEMO_ENGINE" "$CUBIN" cg_test_fill)
 [ -e "$WORK/cache/capguard/prime.cgp" ] && fail "the shared file was written" || pass
 summary_field() { grep '"type":"summary"' "$2" | grep -o "\"$1\":[0-9-]*" | cut -d: -f2; }
 [ "$(summary_field primed_loaded "$WORK/b.jsonl" | sort -u)" = 0 ] && pass || fail "b preloaded a's image"
+# an interpreter's program is its script or module
+printf 'echo "prime=$CAPGUARD_PRIME"\n' >"$WORK/show.sh"
+"$CAPGUARD" run -q -- sh "$WORK/show.sh" >"$WORK/show.out" 2>/dev/null
+expect_in "$WORK/show.out" "prime=$WORK/cache/capguard/prime.d/sh-show.sh.cgp" "sh SCRIPT: keyed by the script"
+"$CAPGUARD" run -q -- sh -c 'echo "prime=$CAPGUARD_PRIME"' >"$WORK/show2.out" 2>/dev/null
+n=$(sed -n 's|^prime=.*/prime.d/\(.*\)$|\1|p' "$WORK/show2.out"); [ "${#n}" -le 104 ] && [ -n "$n" ] && pass || fail "sh -c TEXT: a short file name, got '$n'"
+CAPGUARD_PRIME=$WORK/named.cgp "$CAPGUARD" run -q -- sh "$WORK/show.sh" >"$WORK/show3.out" 2>/dev/null
+expect_in "$WORK/show3.out" "prime=$WORK/named.cgp" "a file named by CAPGUARD_PRIME is used as named"
 # prime learn picks the same file as run for the same command
 "$CAPGUARD" prime learn -- "${b[@]}" >/dev/null 2>"$WORK/bl.err"
 expect_in "$WORK/bl.err" "recorded into $WORK/cache/capguard/prime.d/demo_engine.cgp" "learn: the program's own file"
