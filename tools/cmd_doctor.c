@@ -381,6 +381,15 @@ static void check_files(doctor *d, const char *named) {
     }
     cg_prime_free(set);
   }
+  const char *env_prime = getenv("CAPGUARD_PRIME");
+  if (!named && !(env_prime && *env_prime) && path[0]) {
+    char *slash = strrchr(path, '/');
+    if (slash)
+      *slash = '\0';
+    note(d, "priming file", "the shim alone uses the file above; capguard run, given no --prime, "
+                            "uses one per program, %s/prime.d/PROGRAM.cgp (capguard doctor --prime "
+                            "FILE checks one)", path);
+  }
   const char *log = getenv("CAPGUARD_LOG");
   if (!log || !*log)
     note(d, "log", "CAPGUARD_LOG is not set (capguard run uses a temporary log unless --log is given)");

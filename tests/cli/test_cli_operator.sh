@@ -149,6 +149,8 @@ expect_in "$WORK/show.out" "prime=$WORK/cache/capguard/prime.d/sh-show.sh.cgp" "
 n=$(sed -n 's|^prime=.*/prime.d/\(.*\)$|\1|p' "$WORK/show2.out"); [ "${#n}" -le 104 ] && [ -n "$n" ] && pass || fail "sh -c TEXT: a short file name, got '$n'"
 CAPGUARD_PRIME=$WORK/named.cgp "$CAPGUARD" run -q -- sh "$WORK/show.sh" >"$WORK/show3.out" 2>/dev/null
 expect_in "$WORK/show3.out" "prime=$WORK/named.cgp" "a file named by CAPGUARD_PRIME is used as named"
+run_cg docdefault doctor
+expect_in "$WORK/docdefault.out" "capguard run, given no --prime, uses one per program, $WORK/cache/capguard/prime.d/PROGRAM.cgp" "doctor says where run's files are"
 # prime learn picks the same file as run for the same command
 "$CAPGUARD" prime learn -- "${b[@]}" >/dev/null 2>"$WORK/bl.err"
 expect_in "$WORK/bl.err" "recorded into $WORK/cache/capguard/prime.d/demo_engine.cgp" "learn: the program's own file"
