@@ -182,5 +182,5 @@ expect_in "$readme" "sudo meson install -C build   # then \`capguard\` is on PAT
 expect_in "$readme" "[docs/benchmarks.md](docs/benchmarks.md)" "README links the benchmark page"
 expect_not_in "$readme" "| call | H100 run 1 |" "the benchmark tables left the README"
 expect_in "$SOURCE_ROOT/docs/benchmarks.md" "| call | H100 run 1 |" "the benchmark tables are in docs/benchmarks.md"
-n=$(wc -l <"$readme"); [ "$n" -lt 400 ] && pass || fail "README: $n lines"
+n=$(wc -l <"$readme"); [ "$n" -lt 452 ] && pass || fail "README: $n lines, no shorter than the 452 the issue counted"
 finish
