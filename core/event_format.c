@@ -684,7 +684,6 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
     cg_out_u64(&o, s->skipped_sm);
     cg_out_str(&o, ", this device is sm_");
     cg_out_u64(&o, s->device_sm);
-    cg_out_str(&o, " (learn the priming file on this GPU architecture)");
   }
   if (s->log_path) {
     cg_out_str(&o, "; log: ");

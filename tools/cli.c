@@ -1,6 +1,8 @@
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +76,59 @@ int cg_cli_prime_default(char *buf, size_t cap) {
                                buf, cap);
 }
 
+/* The program a command runs, as a file name: its command's base name, and
+ * for an interpreter the script or module it runs ("python3-serve.py",
+ * "python3-m-vllm.entrypoints.openai.api_server"), every byte outside
+ * [A-Za-z0-9._-] made '_'. */
+static void program_key(char *const *cmd, char *buf, size_t cap) {
+  static const char *const interpreters[] = {"python", "python2", "python3", "pypy", "pypy3",
+                                             "bash", "sh", "node", "perl", "ruby", "uv", NULL};
+  const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
+  char key[256];
+  snprintf(key, sizeof key, "%s", *base ? base : "program");
+  bool interp = false;
+  for (size_t i = 0; interpreters[i] && !interp; i++) {
+    size_t n = strlen(interpreters[i]);
+    /* python3.11 is python3 */
+    interp = !strncmp(base, interpreters[i], n) && (!base[n] || base[n] == '.' || isdigit((unsigned char)base[n]));
+  }
+  for (size_t i = 1; interp && cmd[i]; i++) {
+    if (!strcmp(cmd[i], "-m") && cmd[i + 1]) {
+      snprintf(key + strlen(key), sizeof key - strlen(key), "-m-%s", cmd[i + 1]);
+      break;
+    }
+    if (cmd[i][0] == '-')
+      continue;
+    const char *s = strrchr(cmd[i], '/') ? strrchr(cmd[i], '/') + 1 : cmd[i];
+    snprintf(key + strlen(key), sizeof key - strlen(key), "-%s", s);
+    break;
+  }
+  for (char *c = key; *c; c++)
+    if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
+      *c = '_';
+  /* a file name well under NAME_MAX, whatever a script's name (sh -c TEXT) */
+  key[100] = '\0';
+  snprintf(buf, cap, "%s", key[0] == '.' ? key + 1 : key);
+}
+
+int cg_cli_prime_for(char *const *cmd, char *buf, size_t cap) {
+  const char *named = getenv("CAPGUARD_PRIME");
+  if ((named && *named) || !cmd || !cmd[0])
+    return cg_cli_prime_default(buf, cap);
+  char shared[PATH_MAX];
+  if (cg_cli_prime_default(shared, sizeof shared) != 0)
+    return -1;
+  char *slash = strrchr(shared, '/');
+  if (!slash)
+    return -1;
+  *slash = '\0';
+  char key[256];
+  program_key(cmd, key, sizeof key);
+  if (!key[0])
+    snprintf(key, sizeof key, "program");
+  return (size_t)snprintf(buf, cap, "%s/prime.d/%s.cgp", shared, key) < cap ? 0 : -1;
+}
+
 void cg_word_list(const cg_words *t, char *buf, size_t cap) {
   size_t used = 0;
   if (cap)
@@ -100,4 +155,22 @@ int cg_temp_log(const char *prefix, char *buf, size_t cap) {
     return -1;
   close(fd);
   return 0;
+}
+
+int cg_log_pattern_glob(const char *log, glob_t *g) {
+  char pattern[PATH_MAX];
+  size_t n = 0;
+  for (const char *p = log; *p && n + 2 < sizeof pattern; p++) {
+    if (p[0] == '%' && (p[1] == 'p' || p[1] == '%')) {
+      pattern[n++] = p[1] == 'p' ? '*' : '%';
+      p++;
+    } else if (strchr("*?[\\", *p)) { /* the rest of the name is literal */
+      pattern[n++] = '\\';
+      pattern[n++] = *p;
+    } else {
+      pattern[n++] = *p;
+    }
+  }
+  pattern[n] = '\0';
+  return glob(pattern, 0, NULL, g);
 }

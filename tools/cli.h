@@ -3,6 +3,7 @@
 #ifndef CAPGUARD_CLI_H
 #define CAPGUARD_CLI_H
 
+#include <glob.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -39,6 +40,17 @@ const char *cg_printable(const char *s, char *buf, size_t cap);
 /* The priming file in effect for this environment (CAPGUARD_PRIME,
  * XDG_CACHE_HOME, HOME), as the shim chooses it. 0, or -1 when none is known. */
 int cg_cli_prime_default(char *buf, size_t cap);
+
+/* The files a log name with %p (capguard run --log, CAPGUARD_LOG: one per
+ * process, %p its pid; %% a '%') names, by glob(3) into g: 0, or glob's
+ * error (GLOB_NOMATCH: none). Free g with globfree. */
+int cg_log_pattern_glob(const char *log, glob_t *g);
+
+/* The priming file for a command when the user named none: CAPGUARD_PRIME
+ * when set, else a file of the program's own, prime.d/PROGRAM.cgp beside the
+ * shared default (docs/priming.md, "One file per program"), so that a program
+ * never preloads another's images. 0, or -1 when none is known. */
+int cg_cli_prime_for(char *const *cmd, char *buf, size_t cap);
 
 /* Every word of a schema table, in row order, for a message: "guard, report or off". */
 void cg_word_list(const cg_words *t, char *buf, size_t cap);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "capguard/prime_file.h"
+#include "prime_precheck.h"
 #include "cli.h"
 #include "commands.h"
 #include "shim_path.h"
@@ -23,7 +24,7 @@
 extern char **environ;
 
 static const char ME[] = "capguard doctor";
-static const char USAGE[] = "capguard doctor";
+static const char USAGE[] = "capguard doctor [--prime FILE]";
 #define SELFTEST_NAME "capguard-selftest"
 
 typedef struct {
@@ -73,6 +74,8 @@ static void help(void) {
          "           libcuda handle, and the cuGetProcAddress_v2 bootstrap (checked by running\n"
          "           " SELFTEST_NAME " under it)\n"
          "  files    the priming file's health and whether the log can be written\n\n"
+         "  --prime FILE   check this priming file instead of the one in effect\n"
+         "                 (CAPGUARD_PRIME, else ~/.cache/capguard/prime.cgp)\n\n"
          "Environment: CAPGUARD_SHIM, CAPGUARD_PRIME, CAPGUARD_LOG, and CAPGUARD_LIBCUDA (a\n"
          "library to open instead of libcuda.so.1).\n"
          "Exit status: 0 no problem found, 1 a problem found, 2 usage error.\n",
@@ -341,33 +344,51 @@ static void collect(void *ctx, const char *l) {
     snprintf(w->text, sizeof w->text, "%s", l);
 }
 
-static void check_files(doctor *d) {
+static void check_files(doctor *d, const char *named) {
   printf("%sfiles%s\n", d->pal.bold, d->pal.reset);
-  char path[PATH_MAX], why[PATH_MAX + 128];
-  if (cg_cli_prime_default(path, sizeof path) != 0) {
+  char path[PATH_MAX], why[PATH_MAX + 512];
+  if (named) {
+    snprintf(path, sizeof path, "%s", named);
+  } else if (cg_cli_prime_default(path, sizeof path) != 0) {
     problem(d, "priming file", "no location: HOME is not set; set CAPGUARD_PRIME=/path/to/prime.cgp");
-  } else {
+    path[0] = '\0';
+  }
+  if (path[0]) {
     cg_prime_set *set = NULL;
-    warnings w = {{0}, 0};
-    struct stat st;
-    bool exists = lstat(path, &st) == 0;
-    if (cg_prime_load(path, &set, collect, &w) != 0) {
-      problem(d, "priming file", "%s refused: %s", path, w.n ? w.text : "unreadable");
+    size_t damaged = 0;
+    /* the same words capguard run and prime learn/check say before a run */
+    cg_precheck pc = cg_prime_precheck(path, why, sizeof why, &damaged);
+    if (pc == CG_PRECHECK_BAD) {
+      problem(d, "priming file", "%s %s", path, why);
+    } else if (pc == CG_PRECHECK_MISSING && named) {
+      problem(d, "priming file", "%s does not exist (check the path)", path);
     } else {
-      size_t n = cg_prime_count(set);
-      if (!exists)
+      warnings w = {{0}, 0};
+      if (pc == CG_PRECHECK_OK && cg_prime_load(path, &set, collect, &w) != 0)
+        set = NULL;
+      size_t n = set ? cg_prime_count(set) : 0;
+      if (pc == CG_PRECHECK_MISSING)
         ok(d, "priming file", "%s: not created yet (the first run in guard mode creates it)", path);
       else
         ok(d, "priming file", "%s: %zu image%s%s", path, n, n == 1 ? "" : "s",
-           w.n ? "" : ", intact");
-      if (w.n)
-        note(d, "priming file", "%zu damaged record%s skipped (first: %s)", w.n,
-             w.n == 1 ? "" : "s", w.text);
+           damaged ? "" : ", intact");
+      if (damaged)
+        note(d, "priming file", "%zu damaged record%s skipped (first: %s)", damaged,
+             damaged == 1 ? "" : "s", w.text);
       if (!writable(path, true, why, sizeof why))
         problem(d, "priming file", "%s cannot be written: %s; set CAPGUARD_PRIME to a writable path",
                 path, why);
     }
     cg_prime_free(set);
+  }
+  const char *env_prime = getenv("CAPGUARD_PRIME");
+  if (!named && !(env_prime && *env_prime) && path[0]) {
+    char *slash = strrchr(path, '/');
+    if (slash)
+      *slash = '\0';
+    note(d, "priming file", "the shim alone uses the file above; capguard run, given no --prime, "
+                            "uses one per program, %s/prime.d/PROGRAM.cgp (capguard doctor --prime "
+                            "FILE checks one)", path);
   }
   const char *log = getenv("CAPGUARD_LOG");
   if (!log || !*log)
@@ -379,7 +400,10 @@ static void check_files(doctor *d) {
 }
 
 int cg_cmd_doctor(int argc, char **argv) {
-  static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+                                       {"prime", required_argument, NULL, 'p'},
+                                       {NULL, 0, NULL, 0}};
+  const char *prime = NULL;
   int c;
   opterr = 0;
   optind = 1;
@@ -388,6 +412,12 @@ int cg_cmd_doctor(int argc, char **argv) {
       help();
       return CG_EXIT_OK;
     }
+    if (c == 'p' && *optarg) {
+      prime = optarg;
+      continue;
+    }
+    if (c == 'p' || c == ':')
+      return cg_usage_error(ME, USAGE, "--prime needs a file name");
     return cg_usage_error(ME, USAGE, "unknown option '%s'", argv[optind - 1]);
   }
   if (optind < argc)
@@ -397,7 +427,7 @@ int cg_cmd_doctor(int argc, char **argv) {
   int version;
   check_driver(&d, &version);
   check_shim(&d);
-  check_files(&d);
+  check_files(&d, prime);
   if (d.problems)
     printf("%s%d problem%s found%s\n", d.pal.red, d.problems, d.problems == 1 ? "" : "s",
            d.pal.reset);

@@ -40,7 +40,9 @@ static const char usage_text[] =
     "                                least recently needed until the file fits SIZE\n"
     "                                (e.g. 64M); also drops damaged records\n"
     "  merge OUT IN...               add the images of every IN to OUT (created if\n"
-    "                                missing), once each, hit counts summed\n"
+    "                                missing), once each; an image's hit count is\n"
+    "                                the largest any file holds (merging again\n"
+    "                                changes nothing)\n"
     "  rm HASH-PREFIX... [FILE]      remove images; the last argument is FILE\n"
     "                                unless it is all hex digits (write ./NAME)\n"
     "  learn [--prime FILE] [--log FILE] -- CMD [ARGS...]\n"
@@ -205,15 +207,15 @@ static int cmd_list(int argc, char **argv) {
   cg_prime_set *s;
   int damage = 0;
   if ((rc = load(path, &s, &damage))) return rc;
-  printf("%-12s  %-6s  %-6s  %10s  %6s  %-10s  %s\n", "hash", "kind", "arch", "bytes", "hits",
-         "last need", "kernels");
+  printf("%-12s  %-6s  %-6s  %10s  %6s  %-11s  %s\n", "hash", "kind", "arch", "bytes", "hits",
+         "last needed", "kernels");
   for (size_t i = 0; i < cg_prime_count(s); i++) {
     const cg_prime_record *r = cg_prime_get(s, i);
     char hex[33], arch[16], when[32];
     cg_hash_format(r->hash, hex);
     format_arch(r->sm_arch, arch, sizeof arch);
     format_time(r->last_ns, false, when, sizeof when);
-    printf("%.12s  %-6s  %-6s  %10llu  %6llu  %s  ", hex, cg_image_kind_name(r->kind), arch,
+    printf("%.12s  %-6s  %-6s  %10llu  %6llu  %-11s  ", hex, cg_image_kind_name(r->kind), arch,
            (unsigned long long)r->size, (unsigned long long)r->hits, when);
     print_names(r, ",");
     putchar('\n');
@@ -415,13 +417,50 @@ static int cmd_prune(int argc, char **argv) {
   if (cg_prime_verify(path, count_entry, NULL, &v, ignore_line, NULL) < 0) v.bad = 0;
   if (cg_prime_rewrite(path, prune_select, &p, NULL, 0, warn_line, NULL) != 0)
     return fail("%s not pruned (see above); it is unchanged", path);
-  printf("%s: kept %zu images (%llu bytes), dropped %zu image%s and %zu damaged record%s\n", path,
-         p.kept, (unsigned long long)p.kept_bytes, p.dropped, p.dropped == 1 ? "" : "s", v.bad,
+  printf("%s: kept %zu image%s (%llu bytes), dropped %zu image%s and %zu damaged record%s\n", path,
+         p.kept, p.kept == 1 ? "" : "s", (unsigned long long)p.kept_bytes, p.dropped, p.dropped == 1 ? "" : "s", v.bad,
          v.bad == 1 ? "" : "s");
   return EXIT_OK;
 }
 
 /* ---- merge ---- */
+
+/* Merging is idempotent: an image's hit count becomes the largest any file
+ * (OUT or an IN) holds, never a sum, so that merging the same file again, or
+ * a file already merged into another IN, changes nothing. The rewrite sums
+ * the copies of one image, so each IN copy is given what it adds to OUT's
+ * count: the first the rest up to the largest, the others nothing. */
+static bool same_image(const cg_prime_record *a, const cg_prime_record *b) {
+  return a->size == b->size && a->hash.hi == b->hash.hi && a->hash.lo == b->hash.lo &&
+         !memcmp(a->bytes, b->bytes, a->size);
+}
+
+static void hits_as_largest(const char *out_path, cg_prime_set **in, size_t n) {
+  cg_prime_set *out = NULL;
+  if (!file_exists(out_path) || cg_prime_load(out_path, &out, NULL, NULL) != 0)
+    out = NULL;
+  for (size_t i = 0; i < n; i++) {
+    for (size_t r = 0; r < cg_prime_count(in[i]); r++) {
+      /* records are the merge's own copies, loaded into memory by it */
+      cg_prime_record *rec = (cg_prime_record *)cg_prime_get(in[i], r);
+      bool earlier = false;
+      uint64_t most = rec->hits;
+      for (size_t j = 0; j < n; j++)
+        for (size_t k = 0; k < cg_prime_count(in[j]); k++) {
+          const cg_prime_record *o = cg_prime_get(in[j], k);
+          if ((j == i && k == r) || !same_image(rec, o))
+            continue;
+          earlier |= j < i || (j == i && k < r);
+          if (o->hits > most)
+            most = o->hits;
+        }
+      const cg_prime_record *had = out ? cg_prime_find_hashed(out, rec->hash, rec->bytes, rec->size) : NULL;
+      uint64_t base = had ? had->hits : 0;
+      rec->hits = earlier || most <= base ? 0 : most - base;
+    }
+  }
+  cg_prime_free(out);
+}
 
 static int cmd_merge(int argc, char **argv) {
   if (argc < 3) return usage_error("merge takes OUT and at least one IN");
@@ -460,6 +499,8 @@ static int cmd_merge(int argc, char **argv) {
     rc = load(p, &in[n++], &damage);
   }
   free(seen);
+  if (rc == EXIT_OK)
+    hits_as_largest(argv[1], in, n);
   if (rc == EXIT_OK) {
     if (cg_prime_rewrite(argv[1], NULL, NULL, (const cg_prime_set *const *)in, n, warn_line,
                          NULL) != 0) {
@@ -467,7 +508,7 @@ static int cmd_merge(int argc, char **argv) {
     } else {
       cg_prime_set *out;
       if (cg_prime_load(argv[1], &out, warn_line, NULL) == 0) {
-        printf("%s: %zu images\n", argv[1], cg_prime_count(out));
+        printf("%s: %zu image%s\n", argv[1], cg_prime_count(out), cg_prime_count(out) == 1 ? "" : "s");
         cg_prime_free(out);
       }
     }
@@ -537,6 +578,31 @@ int cg_cmd_prime(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "check")) return cg_cmd_prime_check(argc - 1, argv + 1);
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      /* a command's own help: its lines of the overview, and where FILE is */
+      static const struct {
+        const char *name, *text;
+      } helps[] = {
+          {"list", "usage: capguard prime list [FILE]\n\nOne line per image of the priming file: "
+                   "hash, kind, arch, size, hits,\nlast needed (UTC date), kernel names.\n"},
+          {"show", "usage: capguard prime show HASH-PREFIX [FILE]\n\nEvery field of the one "
+                   "image whose hash starts with HASH-PREFIX.\n"},
+          {"verify", "usage: capguard prime verify [FILE]\n\nCheck every record's checksum; "
+                     "exit 1 and name the damaged ones.\n"},
+          {"prune", "usage: capguard prime prune [--older-than DAYS] [--max-size SIZE] [FILE]\n\n"
+                    "Drop images not needed for DAYS days, then the least recently needed\n"
+                    "until the file fits SIZE (e.g. 64M); also drops damaged records.\n"},
+          {"merge", "usage: capguard prime merge OUT IN...\n\nAdd the images of every IN to OUT "
+                    "(created if missing), once each; an\nimage's hit count is the largest any "
+                    "file holds, so merging again\nchanges nothing.\n"},
+          {"rm", "usage: capguard prime rm HASH-PREFIX... [FILE]\n\nRemove images; the last "
+                 "argument is FILE unless it is all hex digits\n(write ./NAME).\n"},
+      };
+      for (size_t h = 0; i > 1 && h < sizeof helps / sizeof *helps; h++)
+        if (!strcmp(argv[1], helps[h].name)) {
+          printf("%s\nFILE defaults to $CAPGUARD_PRIME, else $XDG_CACHE_HOME/capguard/prime.cgp,\n"
+                 "else ~/.cache/capguard/prime.cgp.\n", helps[h].text);
+          return EXIT_OK;
+        }
       fputs(usage_text, stdout);
       return EXIT_OK;
     }

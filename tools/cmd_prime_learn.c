@@ -19,6 +19,8 @@
 
 #include "capguard/prime_file.h"
 #include "cli.h"
+#include "findings.h"
+#include "prime_precheck.h"
 #include "log_reader.h"
 #include "report_analysis.h"
 #include "rerun_command.h"
@@ -175,24 +177,24 @@ static const loads_seen *find_seen(const loads_seen *list, size_t n, const cg_pr
 
 static void print_loads(const cg_prime_record *r) {
   if (r->module_loads)
-    printf("%u module%s", r->module_loads, r->module_loads == 1 ? "" : "s");
+    fprintf(stderr, "%u module%s", r->module_loads, r->module_loads == 1 ? "" : "s");
   if (r->module_loads && r->library_loads)
-    fputs(" + ", stdout);
+    fputs(" + ", stderr);
   if (r->library_loads)
-    printf("%u librar%s", r->library_loads, r->library_loads == 1 ? "y" : "ies");
+    fprintf(stderr, "%u librar%s", r->library_loads, r->library_loads == 1 ? "y" : "ies");
 }
 
 static void print_record(const cg_prime_record *r, const char *what) {
   char hex[33];
   cg_hash_format(r->hash, hex);
-  printf("  %.12s  %-6s  sm_%-3u  %8llu bytes  ", hex, cg_image_kind_name(r->kind), r->sm_arch,
+  fprintf(stderr, "  %.12s  %-6s  sm_%-3u  %8llu bytes  ", hex, cg_image_kind_name(r->kind), r->sm_arch,
          (unsigned long long)r->size);
   print_loads(r);
-  fputs("  ", stdout);
+  fputs("  ", stderr);
   const char *k = r->kernel_names;
   for (uint32_t i = 0; i < r->n_kernels && k < r->kernel_names + r->names_len; i++, k += strlen(k) + 1)
-    printf("%s%s", i ? ", " : "", k);
-  printf("%s(%s)\n", r->n_kernels ? "  " : "-  ", what);
+    fprintf(stderr, "%s%s", i ? ", " : "", k);
+  fprintf(stderr, "%s(%s)\n", r->n_kernels ? "  " : "-  ", what);
 }
 
 /* Prints what path gained over before; returns how many images changed and
@@ -213,7 +215,7 @@ static size_t print_learned(const char *path, const loads_seen *before, size_t n
       *arch = r->sm_arch;
     changed++;
   }
-  printf("  the file holds %zu image%s\n", cg_prime_count(s), cg_prime_count(s) == 1 ? "" : "s");
+  fprintf(stderr, "  the file holds %zu image%s\n", cg_prime_count(s), cg_prime_count(s) == 1 ? "" : "s");
   cg_prime_free(s);
   return changed;
 }
@@ -281,12 +283,23 @@ static int prepare(const char *me, const char *usage, int argc, char **argv, lea
     return rc;
   if (o->prime)
     snprintf(prime, cap, "%s", o->prime);
-  else if (cg_cli_prime_default(prime, cap) != 0) {
+  else if (cg_cli_prime_for(o->cmd, prime, cap) != 0) { /* as capguard run picks it */
     cg_error(me, "cannot tell where the priming file is (CAPGUARD_PRIME, XDG_CACHE_HOME and HOME are "
                  "unset); pass --prime FILE");
     return CG_EXIT_USAGE;
   }
   o->prime = prime;
+  /* A file the shim would not read, or (for check) none at all, is said now,
+   * before the command starts: a run would only learn or check nothing. */
+  char why[PATH_MAX + 512], shown[PATH_MAX];
+  cg_precheck pc = cg_prime_precheck(prime, why, sizeof why, NULL);
+  if (pc == CG_PRECHECK_BAD || (pc == CG_PRECHECK_MISSING && me == CHECK_NAME)) {
+    cg_error(me, "priming file %s %s%s", cg_printable(prime, shown, sizeof shown), why,
+             pc == CG_PRECHECK_MISSING ? ": nothing to check (learn it first with capguard prime "
+                                         "learn, or check the path)"
+                                       : "");
+    return CG_EXIT_USAGE;
+  }
   if (o->log)
     snprintf(log, log_cap, "%s", o->log);
   else if (cg_temp_log("capguard-learn", log, log_cap) != 0) {
@@ -296,19 +309,43 @@ static int prepare(const char *me, const char *usage, int argc, char **argv, lea
   return 0;
 }
 
-/* "HEAD --prime FILE -- CMD ARGS", quoted for a shell where it must be: a
- * line to paste. */
-static void print_command(const char *head, const learn_opts *o) {
-  char buf[8192];
-  size_t used = 0;
-  buf[0] = '\0';
-  cgr_shell_word(o->prime, buf, sizeof buf, &used);
-  printf("%s --prime %s --", head, buf);
-  for (char **a = o->cmd; *a; a++) {
-    used = 0;
-    cgr_shell_word(*a, buf, sizeof buf, &used);
-    printf(" %s", buf);
+/* The verdict: the findings table's first row for me that holds, said on
+ * out; the loads missing from the file listed after its sentence when it
+ * says so. Returns whether it is a failure. */
+static bool verdict(FILE *out, const char *me, unsigned audience, const cgf_prime_run *r,
+                    const cgl_log *l) {
+  cgf_facts facts = {.prime_run = r};
+  cgf_list list;
+  const cgf_finding *x = cgf_first(&facts, audience, &list);
+  if (!x)
+    return false;
+  bool fails = x->fails;
+  char first[64];
+  snprintf(first, sizeof first, "%s: ", me);
+  if (!x->lists_loads) {
+    cgf_print(out, x, first, "  ");
+    cgf_list_free(&list);
+    return fails;
   }
+  fprintf(out, "%s%s:\n", first, x->sentence);
+  for (size_t i = 0; i < l->n_evs; i++) {
+    const cgl_event *e = &l->evs[i];
+    if (e->kind != CG_EV_MODULE_LOAD || e->verdict == CG_VERDICT_SERVED)
+      continue;
+    char site[512], kernels[256];
+    cgl_event_site(e, site, sizeof site);
+    cgr_kernel_list(e, 8, kernels, sizeof kernels);
+    fprintf(out, "  %s  %s %.12s  kernels: %s  at %s (pid %lld)\n", e->call ? e->call : "?",
+            e->image_kind < CG_IMAGE_KIND_COUNT ? cg_image_kind_name(e->image_kind) : "?",
+            e->image_hash ? e->image_hash : "?", kernels[0] ? kernels : "-", site,
+            l->procs[e->proc].pid);
+  }
+  cgf_finding rest = *x;
+  rest.sentence = NULL;
+  for (size_t k = 0; k < rest.n_commands; k++)
+    fprintf(out, "%s%s:\n    %s\n", first, rest.commands[k].lead, rest.commands[k].text);
+  cgf_list_free(&list);
+  return fails;
 }
 
 int cg_cmd_prime_learn(int argc, char **argv) {
@@ -325,6 +362,7 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   size_t n_before;
   loads_seen *before = snapshot(prime, &n_before);
   setenv("CAPGUARD_QUIET", "1", 1); /* the log keeps every load; the summary says what counts */
+  setenv("CAPGUARD_VERDICT_FOLLOWS", LEARN, 1); /* run's summary leaves what to do to learn */
   unsetenv("CAPGUARD_PRIME_READONLY");
   const char *const extra[] = {"--mode", cg_run_mode_name(CG_RUN_GUARD)};
   int status = run_under_capguard(LEARN, &o, log, extra, 2);
@@ -335,34 +373,18 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   }
   run_facts f;
   read_facts(&l, &f);
-  printf("%s: %zu load%s during capture in %zu process%s (%zu served from the file)\n", LEARN, f.loads,
+  fprintf(stderr, "%s: %zu load%s during capture in %zu process%s (%zu served from the file)\n", LEARN, f.loads,
          f.loads == 1 ? "" : "s", f.procs, f.procs == 1 ? "" : "es", f.served);
   unsigned arch;
-  printf("%s: recorded into %s:\n", LEARN, prime);
+  fprintf(stderr, "%s: recorded into %s:\n", LEARN, prime);
   size_t changed = print_learned(prime, before, n_before, &arch);
   if (!changed)
-    printf("  nothing new: the file already held every load this run made during capture\n");
+    fprintf(stderr, "  nothing new: the file already held every load this run made during capture\n");
   free(before);
-  int out = status;
-  if (f.old_driver && f.refused) {
-    char arch_text[32] = "";
-    if (f.device_sm || arch)
-      snprintf(arch_text, sizeof arch_text, " (sm_%lld)", f.device_sm ? f.device_sm : (long long)arch);
-    printf("%s: incomplete: this driver (%lld.%lld) refuses module loads during capture, so this run "
-           "learned only the loads up to the capture that broke. Learn on a machine with driver "
-           "12.3 or newer and the same GPU architecture%s, then copy the file here; or run with "
-           "--rescue: ",
-           LEARN, f.old_driver / 1000, (f.old_driver % 1000) / 10, arch_text);
-    print_command("capguard run --rescue", &o);
-    printf("\n");
-    out = CG_EXIT_FINDING;
-  } else if (status != 0) {
-    printf("%s: the command exited with status %d; what it loaded before that was recorded\n", LEARN, status);
-  } else {
-    printf("%s: next: check it as a driver before 12.3 would use it: ", LEARN);
-    print_command("capguard prime check", &o);
-    printf("\n");
-  }
+  cgf_prime_run r = {.procs = f.procs, .loads = f.loads, .served = f.served,
+                     .refused = f.refused, .old_driver = f.old_driver, .device_sm = f.device_sm,
+                     .learned_arch = arch, .status = status, .prime = prime, .cmd = o.cmd};
+  int out = verdict(stderr, LEARN, CGF_LEARN, &r, &l) ? CG_EXIT_FINDING : status;
   cgl_free(&l);
   return out;
 }
@@ -379,6 +401,7 @@ int cg_cmd_prime_check(int argc, char **argv) {
    * next time for having failed this time. */
   setenv("CAPGUARD_PRIME_READONLY", "1", 1);
   setenv("CAPGUARD_QUIET", "1", 1);
+  setenv("CAPGUARD_VERDICT_FOLLOWS", CHECK, 1); /* run's summary leaves what to do to check */
   unsetenv("CAPGUARD_RESCUE");
   const char *const extra[] = {"--mode", cg_run_mode_name(CG_RUN_GUARD), "--emulate-driver",
                                EMULATED_OLD_DRIVER};
@@ -388,41 +411,12 @@ int cg_cmd_prime_check(int argc, char **argv) {
     return CG_EXIT_RUN_FAILED;
   run_facts f;
   read_facts(&l, &f);
-  size_t missing = f.loads - f.served;
-  int out;
-  if (!f.procs) {
-    printf("%s: FAIL: no process of the command used CUDA under capguard (none that does, or a static "
-           "or setuid program, or LD_PRELOAD cleared?); nothing was checked: see capguard doctor\n", CHECK);
-    out = CG_EXIT_FINDING;
-  } else if (missing) {
-    printf("%s: FAIL: %zu load%s during capture reached the driver; %s lacks %s:\n", CHECK, missing,
-           missing == 1 ? "" : "s", prime, missing == 1 ? "it" : "them");
-    for (size_t i = 0; i < l.n_evs; i++) {
-      const cgl_event *e = &l.evs[i];
-      if (e->kind != CG_EV_MODULE_LOAD || e->verdict == CG_VERDICT_SERVED)
-        continue;
-      char site[512], kernels[256];
-      cgl_event_site(e, site, sizeof site);
-      cgr_kernel_list(e, 8, kernels, sizeof kernels);
-      printf("  %s  %s %.12s  kernels: %s  at %s (pid %lld)\n", e->call ? e->call : "?",
-             e->image_kind < CG_IMAGE_KIND_COUNT ? cg_image_kind_name(e->image_kind) : "?", e->image_hash ? e->image_hash : "?",
-             kernels[0] ? kernels : "-", site, l.procs[e->proc].pid);
-    }
-    printf("%s: learn them in one run where the driver allows loads during capture (12.3 or newer, same "
-           "GPU architecture): ", CHECK);
-    print_command("capguard prime learn", &o);
-    printf("\n");
-    out = CG_EXIT_FINDING;
-  } else if (status != 0) {
-    printf("%s: no load reached the driver during capture, but the command exited with status %d\n", CHECK,
-           status);
-    out = status;
-  } else {
-    printf("%s: ok: all %zu load%s during capture in %zu process%s served from %s; a driver before "
-           "12.3 would capture every graph\n",
-           CHECK, f.loads, f.loads == 1 ? "" : "s", f.procs, f.procs == 1 ? "" : "es", prime);
-    out = CG_EXIT_OK;
-  }
+  cgf_prime_run r = {.procs = f.procs, .loads = f.loads, .served = f.served,
+                     .refused = f.refused, .old_driver = f.old_driver, .device_sm = f.device_sm,
+                     .status = status, .prime = prime, .cmd = o.cmd};
+  bool failed = verdict(stderr, CHECK, CGF_CHECK, &r, &l);
+  /* a command that failed with every load served fails with its own status */
+  int out = !failed ? CG_EXIT_OK : f.procs && f.loads == f.served ? status : CG_EXIT_FINDING;
   cgl_free(&l);
   return out;
 }

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -19,12 +20,16 @@ static void help(void) {
          "each, the kernels and call sites involved (deduplicated, with counts), and what to do.\n"
          "A run is one 'capguard run', else one top-level process and its descendants; when\n"
          "the logs hold several runs, each is listed and the report is of the latest.\n\n"
-         "  LOG           a log file, or - for standard input (default: $CAPGUARD_LOG)\n"
+         "  LOG           a log file, or - for standard input (default: $CAPGUARD_LOG); a\n"
+         "                name with %%p (as given to capguard run --log) reads every\n"
+         "                per-process file it names\n"
          "  --all         report on every run, not only the latest\n"
          "  --json        print the findings as one JSON document instead of text\n"
          "  --html FILE   also write a self-contained HTML page with a timeline of captures\n"
          "  --trace FILE  also write a Chrome/Perfetto trace (JSON): a track per process and\n"
-         "                thread, captures as spans, calls during capture as instants\n"
+         "                thread, captures as spans, calls during capture as instants;\n"
+         "                times exact to the nanosecond (docs/trace.md: lining it up\n"
+         "                with an nsys profile)\n"
          "  -h, --help    show this help\n\n"
          "Unknown keys and lines of a newer log version are ignored; malformed lines are\n"
          "counted and reported in one line.\n"
@@ -47,6 +52,24 @@ static int write_page(const cgr_analysis *a, const char *path, const char *optio
     return -1;
   }
   return 0;
+}
+
+static int read_pattern(cgl_log *log, const char *pattern) {
+  glob_t g;
+  int found = cg_log_pattern_glob(pattern, &g);
+  if (found != 0) {
+    cg_error(ME, "no file matches '%s' (%%p stands for a process id); check the path (capguard "
+                 "run prints where its log is)", pattern);
+    return -1;
+  }
+  int rc = 0;
+  for (size_t k = 0; k < g.gl_pathc; k++)
+    if (cgl_read_file(log, g.gl_pathv[k], 0) != 0) {
+      cg_error(ME, "cannot read '%s': %s", g.gl_pathv[k], strerror(errno));
+      rc = -1;
+    }
+  globfree(&g);
+  return rc;
 }
 
 int cg_cmd_report(int argc, char **argv) {
@@ -82,6 +105,13 @@ int cg_cmd_report(int argc, char **argv) {
   int nfiles = optind == argc ? 1 : argc - optind;
   for (int i = 0; i < nfiles; i++) {
     const char *path = optind == argc ? env_log : argv[optind + i];
+    struct stat st;
+    if (strstr(path, "%p") && strcmp(path, "-") && stat(path, &st) != 0) {
+      /* the pattern capguard run was given: every per-process file it names */
+      if (read_pattern(&log, path) != 0)
+        rc = CG_EXIT_USAGE;
+      continue;
+    }
     if (cgl_read_file(&log, path, 0) != 0) {
       cg_error(ME, "cannot read '%s': %s; check the path (capguard run prints where its log is)",
                path, strerror(errno));

@@ -17,6 +17,7 @@
 #include "capguard/log_file.h"
 #include "cli.h"
 #include "commands.h"
+#include "prime_precheck.h"
 #include "run_summary.h"
 #include "shim_path.h"
 
@@ -31,17 +32,21 @@ static void help(void) {
          "covered too: they inherit LD_PRELOAD and the CAPGUARD_* variables and write to the\n"
          "same log. Signals sent to capguard are forwarded to CMD; capguard exits with CMD's\n"
          "status (128+N if it died of signal N) and then prints a short summary on stderr.\n\n"
-         "  --mode MODE            guard (default): prime, defer, record; report: only log;\n"
-         "                         off: do nothing                  (CAPGUARD_MODE)\n"
+         "  --mode MODE            guard (default): prime, defer, record; report: change\n"
+         "                         nothing, log and report each forbidden call (stderr\n"
+         "                         too, unless --quiet); off: do nothing (CAPGUARD_MODE)\n"
          "  --log FILE             append the JSON Lines log to FILE (CAPGUARD_LOG); %%p in\n"
          "                         FILE becomes each process's pid (a file per process);\n"
          "                         default: a new temporary file, named in the summary and\n"
          "                         removed when nothing was logged\n"
-         "  --prime FILE           priming file to read and record into (CAPGUARD_PRIME)\n"
+         "  --prime FILE           priming file to read and record into (CAPGUARD_PRIME);\n"
+         "                         default: the program's own, ~/.cache/capguard/prime.d/\n"
+         "                         PROGRAM.cgp\n"
          "  --emulate-driver VER   behave like driver VER, e.g. 12020, which refuses module\n"
          "                         loads during capture        (CAPGUARD_EMULATE_DRIVER)\n"
          "  --rescue               make a refused load, or a prohibited allocation, in\n"
-         "                         relaxed mode for that one call (CAPGUARD_RESCUE=1)\n"
+         "                         relaxed mode for that one call (CAPGUARD_RESCUE=1);\n"
+         "                         guard mode only\n"
          "  -q, --quiet            no per-event reports on stderr, only warnings and the\n"
          "                         summary at the end; the log keeps every event\n"
          "                         (CAPGUARD_QUIET=1)\n"
@@ -136,6 +141,12 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
     return cg_usage_error(ME, USAGE, "missing command after --");
   if (o->log && !*o->log)
     return cg_usage_error(ME, USAGE, "--log needs a file name");
+  /* --rescue acts in guard mode only: in report or off it would be ignored without a word */
+  const char *mode = o->mode ? o->mode : getenv("CAPGUARD_MODE");
+  if (o->rescue && mode && *mode && strcmp(mode, cg_run_mode_name(CG_RUN_GUARD)))
+    return cg_usage_error(ME, USAGE, "--rescue works in guard mode only, not with %s%s (report "
+                                     "and off leave every call to the driver)",
+                          o->mode ? "--mode " : "CAPGUARD_MODE=", mode);
   *cmd_at = optind;
   return 0;
 }
@@ -223,19 +234,8 @@ static void list_logs(const char *log, log_files *out) {
     add_log(out, log);
     return;
   }
-  char pattern[PATH_MAX];
-  size_t n = 0;
-  for (const char *p = log; *p && n + 2 < sizeof pattern; p++) {
-    if (p[0] == '%' && (p[1] == 'p' || p[1] == '%')) {
-      pattern[n++] = p[1] == 'p' ? '*' : '%';
-      p++;
-    } else {
-      pattern[n++] = *p;
-    }
-  }
-  pattern[n] = '\0';
   glob_t g;
-  if (glob(pattern, 0, NULL, &g) == 0) {
+  if (cg_log_pattern_glob(log, &g) == 0) {
     for (size_t i = 0; i < g.gl_pathc; i++)
       add_log(out, g.gl_pathv[i]);
     globfree(&g);
@@ -366,12 +366,39 @@ int cg_cmd_run(int argc, char **argv) {
   log_files before = {0}, after = {0};
   list_logs(log, &before);
 
+  /* No priming file named: the program's own (cg_cli_prime_for), so that it
+   * never preloads another program's images. */
+  char own_prime[PATH_MAX];
+  const char *env_prime = getenv("CAPGUARD_PRIME");
+  if (!o.prime && !(env_prime && *env_prime) &&
+      cg_cli_prime_for(argv + cmd_at, own_prime, sizeof own_prime) == 0)
+    o.prime = own_prime;
+  /* A priming file the shim would not read is named now, before the command
+   * starts; the command still runs (the shim then primes nothing). */
+  const char *run_mode = o.mode ? o.mode : getenv("CAPGUARD_MODE");
+  if (!run_mode || !*run_mode || !strcmp(run_mode, cg_run_mode_name(CG_RUN_GUARD))) {
+    char prime[PATH_MAX], why[PATH_MAX + 512];
+    if (o.prime ? snprintf(prime, sizeof prime, "%s", o.prime) > 0
+                : cg_cli_prime_default(prime, sizeof prime) == 0) {
+      if (cg_prime_precheck(prime, why, sizeof why, NULL) == CG_PRECHECK_BAD) {
+        char shown[PATH_MAX];
+        cg_error(ME, "priming file %s %s; the command runs without priming",
+                 cg_printable(prime, shown, sizeof shown), why);
+      }
+    }
+  }
   char run_id[64];
   snprintf(run_id, sizeof run_id, "%d-%llx", (int)getpid(), (unsigned long long)time(NULL));
   if (setup_env(&o, shim, log, run_id) != 0) {
     cg_error(ME, "cannot set the environment: %s", strerror(errno));
     return CG_EXIT_RUN_FAILED;
   }
+  /* prime learn / check run this: their verdict, not this summary, says what to do */
+  const char *verdict_by = getenv("CAPGUARD_VERDICT_FOLLOWS");
+  char verdict_buf[64] = "";
+  if (verdict_by)
+    snprintf(verdict_buf, sizeof verdict_buf, "%s", verdict_by);
+  unsetenv("CAPGUARD_VERDICT_FOLLOWS");
   bool started;
   int status = spawn_and_wait(argv + cmd_at, &started);
   if (!started) {
@@ -393,7 +420,8 @@ int cg_cmd_run(int argc, char **argv) {
   cg_run_mode mode = CG_RUN_MODE_COUNT;
   if (mode_word && *mode_word && !cg_run_mode_parse(mode_word, &mode))
     mode = CG_RUN_GUARD;
-  cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id};
+  cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id,
+                      verdict_buf[0] ? verdict_buf : NULL};
   cg_run_outcome res;
   cg_run_summary(stderr, &logs, &res);
   free_logs(&before);

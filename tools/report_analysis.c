@@ -1,9 +1,7 @@
 #include "report_analysis.h"
 
 #include "report_offender.h"
-#include "rerun_command.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -18,18 +16,6 @@ static void *xrealloc(void *p, size_t n) {
 }
 
 bool cgr_offending(const cgl_event *e) { return e->verdict != CG_VERDICT_SERVED; }
-
-static void advise(cgr_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void advise(cgr_analysis *a, const char *fmt, ...) {
-  if (a->n_advice >= sizeof a->advice / sizeof a->advice[0])
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  char *s = NULL;
-  if (vasprintf(&s, fmt, ap) >= 0)
-    a->advice[a->n_advice++] = s;
-  va_end(ap);
-}
 
 static const cgl_log *sort_log;
 static int cmp_broken(const void *pa, const void *pb) {
@@ -188,6 +174,8 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     a->captures += st->captures;
     a->recorded += pr->has_summary && pr->recorded > 0 ? (size_t)pr->recorded : 0;
     a->primed_loaded += pr->has_summary && pr->primed_loaded > 0 ? (size_t)pr->primed_loaded : 0;
+    if (pr->has_summary && pr->primed_unused > 0 && (size_t)pr->primed_unused > a->primed_unused)
+      a->primed_unused = (size_t)pr->primed_unused;
     /* Every process reads the same file: the most any skipped, not a sum. */
     if (pr->has_summary && (size_t)pr->primed_skipped_arch > a->skipped_arch) {
       a->skipped_arch = (size_t)pr->primed_skipped_arch;
@@ -196,158 +184,6 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     }
     a->log_incomplete |= pr->log_incomplete;
   }
-}
-
-void cgr_faster_advice(const cgl_log *log, size_t run, char *buf, size_t cap) {
-  char learn[1024], check[1024], rescue[1024];
-  cgr_command_for(log, run, "capguard prime learn", NULL, false, learn, sizeof learn);
-  cgr_command_for(log, run, "capguard prime check", NULL, false, check, sizeof check);
-  cgr_rerun_command_with(log, run, "--rescue", rescue, sizeof rescue);
-  snprintf(buf, cap,
-           "each run on a driver that refuses loads during capture (before 12.3, or emulated) learns "
-           "only the loads up to the capture that breaks; learn them all in one run on a machine with "
-           "driver 12.3 or newer and the same GPU architecture: %s, then check the file as this driver "
-           "would use it: %s; or capture in one run here, each refused load made in relaxed mode: %s",
-           learn, check, rescue);
-}
-
-static void give_advice(cgr_analysis *a) {
-  /* The command in the advice is that of the run the advice is about: with
-   * --all, the latest run in which it happened. */
-  size_t latest = a->log->n_runs ? a->log->n_runs - 1 : 0;
-  size_t broke_run = latest, allowed_run = latest;
-  for (size_t b = 0; b < a->n_broken; b++)
-    broke_run = a->log->procs[a->log->caps[a->broken[b].capture].proc].run_index;
-  for (size_t i = 0; i < a->log->n_evs; i++) {
-    const cgl_event *e = &a->log->evs[i];
-    if (e->verdict == CG_VERDICT_ALLOWED)
-      allowed_run = a->log->procs[e->proc].run_index;
-  }
-  char cmd[1024];
-  /* What broke each capture (cgr_first_offender). */
-  size_t broken_loads = 0, unwatched = 0, not_said = 0, other = 0;
-  size_t first_other = 0;
-  for (size_t b = 0; b < a->n_broken; b++) {
-    cgl_offender f;
-    switch (cgr_first_offender(a->log, a->broken[b].capture, a->broken[b].first_event, &f)) {
-    case CGL_BY_UNWATCHED: unwatched++; break;
-    case CGL_BY_UNKNOWN: not_said++; break;
-    case CGL_BY_CALL:
-      if (f.kind == CG_EV_MODULE_LOAD)
-        broken_loads++;
-      else if (!other++)
-        first_other = b;
-      break;
-    }
-  }
-  size_t to_warm = 0;
-  for (size_t k = 0; k < a->n_kernels; k++)
-    to_warm += a->kernels[k].broke;
-  size_t rescued = a->verdicts[CG_VERDICT_RESCUED], allowed = a->verdicts[CG_VERDICT_ALLOWED],
-         served = a->verdicts[CG_VERDICT_SERVED], unloads = a->events[CG_EV_MODULE_UNLOAD];
-  if (broken_loads || rescued) {
-    /* Name them when there are few: the advice is then complete on its own. */
-    char names[256] = "";
-    size_t used = 0;
-    for (size_t k = 0; k < a->n_kernels && to_warm <= 4; k++) {
-      if (!a->kernels[k].broke)
-        continue;
-      int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (",
-                       a->kernels[k].name);
-      if (n < 0 || (size_t)n >= sizeof names - used - 1) {
-        names[0] = '\0';
-        break;
-      }
-      used += (size_t)n;
-    }
-    if (used)
-      names[used++] = ')', names[used] = '\0';
-    bool guard = true;
-    for (size_t p = 0; p < a->log->n_procs; p++)
-      if (a->log->procs[p].run_index == broke_run)
-        guard &= a->log->procs[p].mode == CG_RUN_GUARD || a->log->procs[p].mode == CG_RUN_MODE_COUNT;
-    cgr_rerun_command(a->log, broke_run, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
-    advise(a,
-           "warm these %zu kernel%s%s up before capture (run each once outside capture), or let "
-           "capguard prime them: %s: %s",
-           to_warm, to_warm == 1 ? "" : "s", names,
-           guard ? "run the same command again under capguard; the images it recorded are loaded "
-                   "before capture"
-                 : "run it in guard mode, which records the images and loads them before capture "
-                   "on the run after",
-           cmd);
-  }
-  if (a->loads_refused) {
-    char faster[4096];
-    cgr_faster_advice(a->log, broke_run, faster, sizeof faster);
-    advise(a, "%s", faster);
-  }
-  if (a->skipped_arch)
-    advise(a,
-           "%zu priming record%s not used: built for sm_%lld, this device is sm_%lld; learn the "
-           "priming file on this GPU architecture (capguard prime learn)",
-           a->skipped_arch, a->skipped_arch == 1 ? " was" : "s were", a->skipped_sm, a->device_sm);
-  if (allowed) {
-    cgr_rerun_command_with(a->log, allowed_run, "--emulate-driver 12020", cmd, sizeof cmd);
-    advise(a,
-           "%zu module load%s during capture %s allowed by this driver (12.3 or newer); drivers "
-           "older than 12.3 refuse them and break the capture: prime them before deploying there "
-           "(guard mode), and see what such a driver does: %s",
-           allowed, allowed == 1 ? "" : "s", allowed == 1 ? "was" : "were", cmd);
-  }
-  if (a->unloads_deferred)
-    advise(a,
-           "%zu module unload%s during capture %s deferred by capguard until the capture ended "
-           "(every driver refuses unloads during capture): nothing to do while running under "
-           "capguard in guard mode; without it, keep kernel objects alive across capture",
-           a->unloads_deferred, a->unloads_deferred == 1 ? "" : "s",
-           a->unloads_deferred == 1 ? "was" : "were");
-  if (unloads > a->unloads_deferred)
-    advise(a,
-           "%zu module unload%s during capture (refused by every driver): keep kernel objects "
-           "alive across capture, or run in guard mode, which defers unloads until the capture "
-           "ends",
-           unloads - a->unloads_deferred, unloads - a->unloads_deferred == 1 ? "" : "s");
-  if (other) {
-    char phrase[1024];
-    cgr_offender_phrase(a->log, a->broken[first_other].capture, a->broken[first_other].first_event,
-                        phrase, sizeof phrase);
-    advise(a,
-           "%zu capture%s first broken by a call other than a module load, which priming cannot "
-           "serve (%s): make that call before the capture begins, or after it ends",
-           other, other == 1 ? " was" : "s were",
-           strncmp(phrase, "first offender ", 15) ? phrase : phrase + 15);
-  }
-  if (unwatched)
-    advise(a,
-           "%zu capture%s " CGR_UNWATCHED ": capguard saw no call break %s; look at the code "
-           "between where %s began (above) and where %s ended",
-           unwatched, unwatched == 1 ? " was" : "s were", unwatched == 1 ? "it" : "them",
-           unwatched == 1 ? "it" : "each", unwatched == 1 ? "it" : "each");
-  if (not_said)
-    advise(a,
-           "%zu capture%s broke and the log does not say which call broke %s (an older capguard "
-           "wrote it, or the process did not exit through capguard): run the command again under "
-           "this capguard to have the first offender named",
-           not_said, not_said == 1 ? "" : "s", not_said == 1 ? "it" : "them");
-  if (served)
-    advise(a, "%zu load%s during capture %s served from the priming file: priming works", served,
-           served == 1 ? "" : "s", served == 1 ? "was" : "were");
-  /* calls that break a capture without capguard, which guard mode answered so that it survived */
-  size_t kept = a->verdicts[CG_VERDICT_DEFERRED_FREE] + a->verdicts[CG_VERDICT_DEFERRED_DESTROY] +
-                a->verdicts[CG_VERDICT_NOT_READY];
-  if (kept)
-    advise(a,
-           "%zu call%s during capture (deferred-free %zu, deferred-destroy %zu, not-ready %zu) "
-           "would break the capture without capguard; guard mode answered %s so that the capture "
-           "survived: nothing to do under capguard; without it, make %s outside capture",
-           kept, kept == 1 ? "" : "s", a->verdicts[CG_VERDICT_DEFERRED_FREE],
-           a->verdicts[CG_VERDICT_DEFERRED_DESTROY], a->verdicts[CG_VERDICT_NOT_READY],
-           kept == 1 ? "it" : "them", kept == 1 ? "it" : "them");
-  /* nothing to do only when no call at all was made during capture, of any kind */
-  size_t other_kinds = a->calls - a->events[CG_EV_MODULE_LOAD] - unloads;
-  if (!a->n_broken && !a->offending_loads && !unloads && !other_kinds && !served)
-    advise(a, "no forbidden calls during capture: nothing to do");
 }
 
 static void cuda_version(long long v, char *buf, size_t cap) {
@@ -417,7 +253,9 @@ void cgr_analyse(const cgl_log *log, cgr_analysis *a) {
       a->open_unbroken += !cgl_capture_broken(log, c);
     }
   tally(log, a);
-  give_advice(a);
+  /* what it means: the table of findings, every row that holds */
+  cgf_facts facts = {.a = a, .mode = CG_RUN_MODE_COUNT};
+  cgf_collect(&facts, CGF_REPORT, false, &a->advice);
 }
 
 void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
@@ -457,7 +295,6 @@ void cgr_free(cgr_analysis *a) {
     free(a->sites[i].kernels);
   free(a->sites);
   free(a->procs);
-  for (size_t i = 0; i < a->n_advice; i++)
-    free(a->advice[i]);
+  cgf_list_free(&a->advice);
   memset(a, 0, sizeof *a);
 }

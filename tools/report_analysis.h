@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "findings.h"
 #include "log_reader.h"
 
 typedef struct {
@@ -32,7 +33,7 @@ typedef struct {
   size_t n_kernels;
 } cgr_site;
 
-typedef struct {
+typedef struct cgr_analysis {
   const cgl_log *log;
   cgr_broken *broken;
   size_t n_broken;
@@ -60,6 +61,7 @@ typedef struct {
   } *procs;            /* per process of the log */
   bool log_incomplete; /* a process's summary says its log lost lines (full disk, I/O error) */
   size_t recorded, primed_loaded; /* from summaries */
+  size_t primed_unused;            /* the most images one process preloaded and never used */
   /* Every run of the whole log (cgl_group_runs), and which one this analysis
    * covers (SIZE_MAX: all of them). */
   struct cgr_run_stats {
@@ -67,16 +69,11 @@ typedef struct {
   } *runs;
   size_t n_runs, shown_run;
   const cgl_log *all;  /* the whole log the runs are of */
-  char *advice[8];
-  size_t n_advice;
+  cgf_list advice;     /* what to do: the findings (findings.h) that hold for the report */
 } cgr_analysis;
 
 /* An event that counts against the workload: everything but loads served from the priming pool. */
 bool cgr_offending(const cgl_event *e);
-
-/* How to converge in fewer runs than one per breaking load, with the
- * commands for the given run. */
-void cgr_faster_advice(const cgl_log *log, size_t run, char *buf, size_t cap);
 
 void cgr_analyse(const cgl_log *log, cgr_analysis *a);
 /* Count every run of all (grouped by cgl_group_runs) into a->runs; shown is the

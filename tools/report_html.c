@@ -38,8 +38,9 @@ static const char *verdict_colour(cg_verdict v) {
   static const char *const colour[CG_VERDICT_COUNT] = {
       [CG_VERDICT_REFUSED] = "#d62728", [CG_VERDICT_EMULATED] = "#e7298a",
       [CG_VERDICT_ALLOWED] = "#ff7f0e", [CG_VERDICT_SERVED] = "#1f77b4",
+      /* the three deferrals told apart: grey, olive, sienna */
       [CG_VERDICT_RESCUED] = "#9467bd", [CG_VERDICT_DEFERRED] = "#7f7f7f",
-      [CG_VERDICT_DEFERRED_FREE] = "#7f7f7f", [CG_VERDICT_DEFERRED_DESTROY] = "#7f7f7f",
+      [CG_VERDICT_DEFERRED_FREE] = "#bcbd22", [CG_VERDICT_DEFERRED_DESTROY] = "#a0522d",
       [CG_VERDICT_NOT_READY] = "#17becf",
   };
   if (v >= CG_VERDICT_COUNT) return "#888";
@@ -63,7 +64,11 @@ static const char CSS[] =
     ".sum{color:#444}.bad{color:#c00;font-weight:600}.good{color:#080;font-weight:600}"
     ".warn{color:#a60}table{border-collapse:collapse;margin:4px 0;max-width:100%}"
     "td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}"
-    "td code{overflow-wrap:anywhere}"
+    /* a long name wraps only where it must, never mid-token in a narrow column */
+    "td code{overflow-wrap:break-word;word-break:normal}"
+    /* a command: on a line of its own, selected whole with one click */
+    "pre.cmd{margin:4px 0 8px;padding:4px 8px;background:#f4f4f4;white-space:pre-wrap;"
+    "overflow-wrap:break-word;user-select:all}"
     "th{background:#f4f4f4}td.n{text-align:right}code{font:12px ui-monospace,monospace}"
     "svg{display:block;box-sizing:border-box;width:100%;height:auto;border:1px solid #ddd;"
     "background:#fcfcfc}"
@@ -578,9 +583,27 @@ static void findings(FILE *o, const cgr_analysis *a) {
     fputs("</table>\n", o);
   }
   fputs("<h2>What to do</h2>\n<ul>\n", o);
-  for (size_t i = 0; i < a->n_advice; i++) {
+  for (size_t i = 0; i < a->advice.n; i++) {
+    const cgf_finding *x = &a->advice.v[i];
     fputs("<li>", o);
-    esc(o, a->advice[i]);
+    esc(o, x->sentence);
+    if (x->n_commands)
+      fputc(':', o);
+    for (size_t k = 0; k < x->n_commands; k++) {
+      if (x->commands[k].lead) {
+        fputs("<br>", o);
+        esc(o, x->commands[k].lead);
+        fputc(':', o);
+      }
+      fputs("<pre class=\"cmd\"><code>", o);
+      esc(o, x->commands[k].text);
+      fputs("</code></pre>", o);
+      if (x->commands[k].note) {
+        fputc('(', o);
+        esc(o, x->commands[k].note);
+        fputc(')', o);
+      }
+    }
     fputs("</li>\n", o);
   }
   fputs("</ul>\n", o);

@@ -94,6 +94,27 @@ static json_t **broken_by_process(const cgr_analysis *a) {
   return per;
 }
 
+/* The findings taken apart: which row, its sentence, each command alone. */
+static json_t *findings_json(const cgr_analysis *a) {
+  json_t *findings = json_array();
+  for (size_t i = 0; i < a->advice.n; i++) {
+    const cgf_finding *x = &a->advice.v[i];
+    json_t *cmds = json_array();
+    for (size_t k = 0; k < x->n_commands; k++) {
+      json_t *c = json_object();
+      json_object_set_new(c, "what", jtext(x->commands[k].lead ? x->commands[k].lead : ""));
+      json_object_set_new(c, "command", jtext(x->commands[k].text));
+      json_array_append_new(cmds, c);
+    }
+    json_t *f = json_object();
+    json_object_set_new(f, "finding", jtext(x->key));
+    json_object_set_new(f, "sentence", jtext(x->sentence));
+    json_object_set_new(f, "commands", cmds);
+    json_array_append_new(findings, f);
+  }
+  return findings;
+}
+
 int cgr_print_json(FILE *out, const cgr_analysis *a) {
   const cgl_log *log = a->log;
   json_t *root = json_object();
@@ -209,9 +230,13 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   json_object_set_new(root, "runs", runs);
 
   json_t *advice = json_array();
-  for (size_t i = 0; i < a->n_advice; i++)
-    json_array_append_new(advice, jtext(a->advice[i]));
+  for (size_t i = 0; i < a->advice.n; i++) {
+    char *line = cgf_line(&a->advice.v[i]);
+    json_array_append_new(advice, jtext(line));
+    free(line);
+  }
   json_object_set_new(root, "advice", advice);
+  json_object_set_new(root, "findings", findings_json(a));
 
   int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   fputc('\n', out);

@@ -316,6 +316,6 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (a->n_sites)
     print_sites(out, a, pal);
   fprintf(out, "\n%sWhat to do%s\n", pal.bold, pal.reset);
-  for (size_t i = 0; i < a->n_advice; i++)
-    fprintf(out, "  - %s\n", a->advice[i]);
+  for (size_t i = 0; i < a->advice.n; i++)
+    cgf_print(out, &a->advice.v[i], "  - ", "      ");
 }

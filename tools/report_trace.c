@@ -2,8 +2,10 @@
  * {"traceEvents":[...]}, "ts" and "dur" in microseconds). One track per process
  * (named by its command) and thread; captures are complete events ("X") on the
  * thread that began them, calls during capture are instants ("i") on the
- * calling thread, with their details in "args". Times are from the first thing
- * in the log; otherData.capguard_epoch_ns says when that was. */
+ * calling thread, with their details in "args"; threads are named by what the
+ * log knows of them. Times are exact to the nanosecond from the first thing in
+ * the log; otherData.capguard_epoch_ns says when that was (docs/trace.md:
+ * lining it up with an nsys export). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +16,16 @@
 #include "report_offender.h"
 #include "report_render.h"
 
-/* Microseconds from t0, computed in floating point: no signed overflow on extreme times. */
-static double us_since(long long t, long long t0) { return ((double)t - (double)t0) / 1e3; }
+/* Microseconds from t0: the difference taken in integers, exact to the
+ * nanosecond (converting each time to a double first rounded them to 256 ns);
+ * in floating point only when it would overflow (a hostile log's times). */
+static double us_since(long long t, long long t0) {
+  long long d;
+  if (__builtin_sub_overflow(t, t0, &d))
+    return ((double)t - (double)t0) / 1e3;
+  /* whole microseconds and the nanoseconds apart: each exact in a double */
+  return (double)(d / 1000) + (double)(d % 1000) / 1e3;
+}
 
 static json_t *jstr(const char *s) { return cgl_json_text(s); }
 
@@ -28,6 +38,59 @@ static void name_process(json_t *evs, const cgr_analysis *a, size_t p) {
   json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name",
                                        "process_name", "pid", (json_int_t)pr->pid, "tid",
                                        (json_int_t)0, "args", "name", jstr(who)));
+}
+
+/* Each thread the log names, named on its track: the process's main thread,
+ * the threads that began captures (and which), the others by their id. The
+ * log holds no thread names of the program's own. One sort of (process,
+ * thread, capture) over every capture and call: linear in the log however
+ * many processes it holds. */
+typedef struct {
+  size_t proc;
+  long long tid;
+  long long cap_id; /* the capture it began, -1 for a call */
+  size_t order;
+} thread_seen;
+
+static int cmp_seen(const void *pa, const void *pb) {
+  const thread_seen *x = pa, *y = pb;
+  if (x->proc != y->proc)
+    return x->proc < y->proc ? -1 : 1;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void name_threads(json_t *evs, const cgl_log *log) {
+  size_t n = log->n_caps + log->n_evs;
+  thread_seen *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v)
+    return;
+  for (size_t c = 0; c < log->n_caps; c++)
+    v[c] = (thread_seen){log->caps[c].proc, log->caps[c].tid, log->caps[c].id, c};
+  for (size_t i = 0; i < log->n_evs; i++)
+    v[log->n_caps + i] = (thread_seen){log->evs[i].proc, log->evs[i].tid, -1, log->n_caps + i};
+  qsort(v, n, sizeof *v, cmp_seen);
+  for (size_t i = 0; i < n;) {
+    size_t j = i, shown = 0, used = 0;
+    char caps[160] = "";
+    for (; j < n && v[j].proc == v[i].proc && v[j].tid == v[i].tid; j++) {
+      if (v[j].cap_id < 0 || shown++ >= 8)
+        continue;
+      int w = snprintf(caps + used, sizeof caps - used, "%s%lld", used ? ", " : "", v[j].cap_id);
+      used = w > 0 && (size_t)w < sizeof caps - used ? used + (size_t)w : used;
+    }
+    long long pid = log->procs[v[i].proc].pid;
+    char name[256];
+    snprintf(name, sizeof name, "%s %lld%s%s%s", v[i].tid == pid ? "main thread" : "thread",
+             v[i].tid, shown ? shown == 1 ? ", began capture " : ", began captures " : "", caps,
+             shown > 8 ? ", ..." : "");
+    json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name",
+                                         "thread_name", "pid", (json_int_t)pid, "tid",
+                                         (json_int_t)v[i].tid, "args", "name", jstr(name)));
+    i = j;
+  }
+  free(v);
 }
 
 int cgr_print_trace(FILE *out, const cgr_analysis *a) {
@@ -48,6 +111,7 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
   json_t *evs = json_array();
   for (size_t p = 0; p < log->n_procs; p++)
     name_process(evs, a, p);
+  name_threads(evs, log);
   for (size_t c = 0; c < log->n_caps; c++) {
     const cgl_capture *cp = &log->caps[c];
     const cgl_process *pr = &log->procs[cp->proc];
@@ -103,8 +167,12 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
         json_object_set_new(args, "handle", jstr(e->handle));
     }
   }
-  json_t *root = json_pack("{s:o, s:s, s:{s:I, s:s}}", "traceEvents", evs, "displayTimeUnit", "ms",
-                           "otherData", "capguard_epoch_ns", (json_int_t)t0, "generator",
+  /* ts 0 is capguard_epoch_ns of the shim's clock (CLOCK_REALTIME, UTC): the
+   * offset to another trace of the same machine, e.g. an nsys export
+   * (docs/trace.md says how) */
+  json_t *root = json_pack("{s:o, s:s, s:{s:I, s:s, s:s}}", "traceEvents", evs, "displayTimeUnit",
+                           "ms", "otherData", "capguard_epoch_ns", (json_int_t)t0, "clock",
+                           "CLOCK_REALTIME (UTC nanoseconds since 1970)", "generator",
                            "capguard report --trace");
   if (!root)
     return -1;

@@ -1,7 +1,11 @@
 #include "rerun_command.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void append(char *buf, size_t cap, size_t *used, const char *s) {
   int n = snprintf(buf + *used, cap - *used, "%s", s);
@@ -25,6 +29,39 @@ void cgr_shell_word(const char *s, char *buf, size_t cap, size_t *used) {
     append(buf, cap, used, *p == '\'' ? "'\\''" : one);
   }
   append(buf, cap, used, "'");
+}
+
+/* Whether the "capguard" a shell finds on PATH is this very executable. */
+static bool on_path(const struct stat *self) {
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    const char *end = strchr(path, ':');
+    size_t n = end ? (size_t)(end - path) : strlen(path);
+    char file[PATH_MAX];
+    struct stat st;
+    if (n && snprintf(file, sizeof file, "%.*s/capguard", (int)n, path) < (int)sizeof file &&
+        stat(file, &st) == 0)
+      return st.st_dev == self->st_dev && st.st_ino == self->st_ino;
+    path = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
+const char *cgr_self_word(void) {
+  static char word[PATH_MAX + 64];
+  if (word[0])
+    return word;
+  struct stat self;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0 || stat("/proc/self/exe", &self) != 0 || on_path(&self)) {
+    snprintf(word, sizeof word, "capguard");
+    return word;
+  }
+  exe[n] = '\0';
+  size_t used = 0;
+  cgr_shell_word(exe, word, sizeof word, &used);
+  return word;
 }
 
 const char *cgr_run_prime_path(const cgl_log *log, size_t run) {
@@ -57,6 +94,11 @@ bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const cha
                      bool emulation, char *buf, size_t cap) {
   size_t used = 0;
   buf[0] = '\0';
+  /* "capguard ..." as a shell here finds it: the full path when it is not on PATH */
+  if (!strncmp(head, "capguard ", 9)) {
+    append(buf, cap, &used, cgr_self_word());
+    head += 8;
+  }
   append(buf, cap, &used, head);
   if (options) {
     append(buf, cap, &used, " ");

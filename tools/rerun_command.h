@@ -25,6 +25,10 @@ bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const cha
                      bool emulation, char *buf, size_t cap);
 /* The priming file the run used ("" when not logged). */
 const char *cgr_run_prime_path(const cgl_log *log, size_t run);
+/* The word that runs this capguard from a shell: "capguard" when PATH finds
+ * this executable, else its full path (quoted where it must be). A command
+ * capguard prints starts with it, so that it pastes and runs. */
+const char *cgr_self_word(void);
 /* s quoted for a POSIX shell when it needs it; appended to buf at *used. */
 void cgr_shell_word(const char *s, char *buf, size_t cap, size_t *used);
 

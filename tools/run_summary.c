@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "findings.h"
 #include "report_analysis.h"
 #include "report_render.h"
 #include "rerun_command.h"
@@ -92,75 +93,24 @@ static size_t this_run(const cgl_log *log, const char *run_id) {
   return SIZE_MAX;
 }
 
-static void next_line(FILE *out, const cgr_analysis *a, cg_run_mode mode, const char *incomplete,
-                      cg_palette pal) {
-  const cgl_log *log = a->log;
-  size_t run = log->n_runs ? log->n_runs - 1 : 0;
-  char cmd[1024], buf[1600];
-  const char *prime = cgr_run_prime_path(log, run);
-  bool guard = mode == CG_RUN_GUARD;
-  const char *next = buf;
-  if (a->recorded && guard) {
-    /* The kernels of the loads this run recorded (every offending load is recorded in guard mode). */
-    char names[160] = "";
-    size_t used = 0, shown = 0;
-    for (size_t k = 0; k < a->n_kernels && shown < 4; k++) {
-      if (a->kernels[k].loads == a->kernels[k].served)
-        continue;
-      int n = snprintf(names + used, sizeof names - used, "%s%s", shown ? ", " : "",
-                       a->kernels[k].name);
-      if (n < 0 || (size_t)n >= sizeof names - used)
-        break;
-      used += (size_t)n;
-      shown++;
+/* What to do next, and what else the findings table says to a run. */
+static void findings_lines(FILE *out, const cgr_analysis *a, cg_run_mode mode,
+                           const char *incomplete, cg_palette pal) {
+  cgf_facts facts = {.a = a, .mode = mode, .incomplete = incomplete};
+  static const struct {
+    unsigned audience;
+    const char *label;
+  } parts[] = {{CGF_NEXT, "next:"}, {CGF_FASTER, "faster:"}, {CGF_NOTE, "note:"}};
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+    cgf_list l = {0};
+    cgf_collect(&facts, parts[i].audience, parts[i].audience == CGF_NEXT, &l);
+    for (size_t k = 0; k < l.n; k++) {
+      char first[64];
+      snprintf(first, sizeof first, "capguard: %s%s%s ", pal.bold, parts[i].label, pal.reset);
+      cgf_print(out, &l.v[k], first, "  ");
     }
-    /* Images, not recordings: workers that load the same image record it once. */
-    size_t images = 0;
-    const char **seen = calloc(log->n_evs + 1, sizeof *seen);
-    for (size_t i = 0; seen && i < log->n_evs; i++) {
-      const cgl_event *e = &log->evs[i];
-      bool dup = !e->image_hash || !cgr_offending(e) || e->kind != CG_EV_MODULE_LOAD;
-      for (size_t k = 0; k < images && !dup; k++)
-        dup = seen[k] == e->image_hash; /* interned: equal strings are equal pointers */
-      if (!dup)
-        seen[images++] = e->image_hash;
-    }
-    free(seen);
-    if (!images) /* loads logged without an image: the processes' own count */
-      images = a->recorded;
-    bool whole = cgr_rerun_command(log, run, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
-    snprintf(buf, sizeof buf,
-             "run it again; the %zu image%s loaded during capture, recorded in %s (kernels %s%s), "
-             "will be loaded before capture: %s%s",
-             images, images == 1 ? "" : "s", *prime ? prime : "the priming file",
-             names[0] ? names : "?", a->n_kernels > shown ? ", ..." : "", cmd,
-             whole ? "" : " (the logged command line was cut: complete it)");
-  } else if (a->n_broken && !a->offending_loads && !a->events[CG_EV_MODULE_UNLOAD]) {
-    /* nothing to record or prime: the fix is in the program */
-    next = "no module load broke a capture, so priming cannot help: make the call each broken: "
-           "line names before its capture begins or after it ends; for a capture broken by a call "
-           "capguard does not watch, look at the code between where it began and where it ended";
-  } else if ((a->n_broken || a->offending_loads || a->events[CG_EV_MODULE_UNLOAD]) && !guard) {
-    cgr_rerun_command(log, run, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
-    snprintf(buf, sizeof buf, "run it in guard mode (the default) to record the images and "
-                              "prime them on the run after: %s", cmd);
-  } else if (a->n_broken || a->offending_loads) {
-    next = "nothing was recorded for the next run: see capguard report below, and check the "
-           "priming file with capguard doctor";
-  } else if (*incomplete) {
-    next = "the log is incomplete, so capguard cannot say that nothing broke: free space (or "
-           "pass --log elsewhere) and run it again";
-  } else if (a->verdicts[CG_VERDICT_SERVED]) {
-    snprintf(buf, sizeof buf, "priming worked: every load during capture was served from %s",
-             *prime ? prime : "the priming file");
-  } else if (a->calls) {
-    /* calls were made and none broke a capture (guard mode answered them) */
-    next = "no capture broke: the calls during capture (counted above) were handled; nothing to do "
-           "(capguard report gives each with where it was made)";
-  } else {
-    next = "no forbidden calls during capture: nothing to do";
+    cgf_list_free(&l);
   }
-  fprintf(out, "capguard: %snext:%s %s\n", pal.bold, pal.reset, next);
 }
 
 /* Processes that used the driver. */
@@ -270,28 +220,19 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
             a.open_unbroken, a.open_unbroken == 1 ? " was" : "s were", a.open_unbroken == 1 ? "its" : "their",
             a.open_unbroken == 1 ? "it" : "them", a.open_unbroken == 1 ? "it" : "they");
   why_line(out, &a, pal);
-  next_line(out, &a, mode, incomplete, pal);
-  if (a.loads_refused && a.n_broken && mode == CG_RUN_GUARD) {
-    char faster[4096];
-    cgr_faster_advice(log, log->n_runs ? log->n_runs - 1 : 0, faster, sizeof faster);
-    fprintf(out, "capguard: %sfaster:%s %s\n", pal.bold, pal.reset, faster);
-  }
-  if (a.skipped_arch)
-    fprintf(out, "capguard: %snote:%s %zu priming record%s not used: built for sm_%lld, this device is "
-                 "sm_%lld; learn the priming file on this GPU architecture\n",
-            pal.bold, pal.reset, a.skipped_arch, a.skipped_arch == 1 ? " was" : "s were", a.skipped_sm,
-            a.device_sm);
-  fprintf(out, "capguard: %slog: %s%s (details: capguard report ", pal.dim, shown,
-          logs->temporary ? " (temporary)" : "");
-  for (size_t i = 0; i < logs->n_files && i < 4; i++) {
-    size_t used = 0;
-    char word[4200] = "";
-    cgr_shell_word(logs->files[i].path, word, sizeof word, &used);
-    fprintf(out, "%s%s", i ? " " : "", word);
-  }
-  fprintf(out, "%s)\n", logs->n_files > 4 ? " ..." : "");
-  if (pal.dim[0])
-    fputs(pal.reset, out);
+  if (!logs->verdict_by)
+    findings_lines(out, &a, mode, incomplete, pal);
+  /* The command that reads it, alone on its line: with %p, the pattern itself
+   * (capguard report reads every file it names). A temporary log is kept for
+   * that command: it is removed only when it holds nothing. */
+  char word[4200] = "";
+  size_t used = 0;
+  cgr_shell_word(logs->shown_path, word, sizeof word, &used);
+  fprintf(out, "capguard: %slog: %s%s; details:%s\n", pal.dim, shown,
+          logs->temporary ? " (a temporary file, kept for the command below: delete it when done)"
+                          : "",
+          pal.dim[0] ? pal.reset : "");
+  fprintf(out, "  %s report %s\n", cgr_self_word(), word);
   cgr_free(&a);
 done:
   if (log == &view)

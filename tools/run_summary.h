@@ -21,6 +21,8 @@ typedef struct {
   bool temporary;               /* capguard run made it: removed when nothing was logged */
   cg_run_mode mode;             /* the mode asked for (CG_RUN_MODE_COUNT: none; the processes' own) */
   const char *run_id;           /* CAPGUARD_RUN given to this run's processes */
+  const char *verdict_by;       /* prime learn / check, whose verdict follows and says what to
+                                   do: the summary then gives facts only (NULL: none) */
 } cg_run_logs;
 
 typedef struct {

@@ -204,8 +204,9 @@ static void read_set(void) {
   set = NULL;
   struct stat st;
   if (stat(cg_cfg.prime_path, &st) == 0 && (uint64_t)st.st_size > cg_cfg.prime_max) {
-    cg_warn("priming file %s is %llu bytes, over CAPGUARD_PRIME_MAX (%llu): not loaded; "
-            "prune it (capguard prime prune --max-size) or raise the cap",
+    /* facts only: capguard doctor --prime says what to do about it */
+    cg_warn("priming file %s is %llu bytes, over CAPGUARD_PRIME_MAX (%llu): not loaded, nothing "
+            "recorded into it (capguard doctor --prime FILE)",
             cg_cfg.prime_path, (unsigned long long)st.st_size, (unsigned long long)cg_cfg.prime_max);
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
   } else if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {

@@ -287,9 +287,12 @@ static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {
 
 /* A capture that broke is said on stderr, naming its first offender (or
  * that capguard saw none), since that is the line a person reading a
- * start-up failure needs; every capture goes to the log. */
+ * start-up failure needs; every capture goes to the log. Under capguard run
+ * (CAPGUARD_RUN) with a log, its closing summary says the same line from
+ * the log, with the process: said there once, not twice. */
 void cg_output_capture(const cg_capture_record *r) {
-  if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet) {
+  bool summarised = cg_cfg.run_id && log_fd >= 0;
+  if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet && !summarised) {
     pthread_mutex_lock(&out_lock);
     int show = first_sighting_of(broken_identity(r), &broken_hidden);
     pthread_mutex_unlock(&out_lock);

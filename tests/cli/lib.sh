@@ -9,6 +9,9 @@ trap 'rm -rf "$WORK"' EXIT
 # meson points LD_LIBRARY_PATH at the fake driver it built; tests choose for themselves
 unset LD_LIBRARY_PATH
 export NO_COLOR=1   # plain text to compare; colour has its own test
+# capguard on PATH, as after an install: its advice then says "capguard ..."
+# (test_cli_paste.sh checks the full path it prints when it is not)
+PATH=$(dirname "$CAPGUARD"):$PATH
 
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 pass() { checks=$((checks + 1)); }

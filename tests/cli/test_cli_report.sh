@@ -55,7 +55,8 @@ sed -n '/^Kernels loaded/,/^$/p' "$o" | awk 'NR > 2 && NF == 3 {print $3}' | sor
 expect_in "$o" "Processes (as logged)" "process section"
 [ "$(sed -n '/^Processes/,/^$/p' "$o" | grep -c '^  pid ')" -eq 3 ] && pass || fail "3 process lines wanted"
 # the exact command, from the top-level process's logged argv (report mode: guard is the default)
-expect_in "$o" "run it in guard mode, which records the images and loads them before capture on the run after: capguard run -- python3 -m vllm.entrypoints.openai.api_server --model m" "guard-mode advice"
+expect_in "$o" "run it in guard mode, which records the images and loads them before capture on the run after:" "guard-mode advice"
+expect_in "$o" "      capguard run -- python3 -m vllm.entrypoints.openai.api_server --model m" "guard-mode advice: the command on its own line"
 expect_in "$o" "1 module unload during capture" "unload advice"
 expect_in "$o" "1 capture broke and the log does not say which call broke it (an older capguard wrote it" "silent capture advice"
 if [ -s "$WORK/r1.err" ]; then fail "clean log produced stderr"; else pass; fi
@@ -94,8 +95,8 @@ expect_in "$WORK/bothall.out" "Runs (all reported below)" "--all says so"
 read -r c k v st <<<"$(sums "$WORK/bothall.out")"
 [ "$c" = 6 ] && [ "$k" = "$c" ] && [ "$v" = "$c" ] && [ "$st" = "$c" ] && pass || fail "--all counts do not add up: calls $c, by kind $k, by verdict $v, by site $st"
 # the advice's command is that of the run it is about: run 1 broke, not run 2
-expect_in "$WORK/bothall.out" "on the run after: capguard run -- python3 -m vllm.entrypoints.openai.api_server --model m" "--all: warm-up advice names run 1's command"
-expect_in "$WORK/bothall.out" "see what such a driver does: capguard run --emulate-driver 12020 -- python3 bench.py" "--all: allowed-load advice names run 2's command"
+expect_in "$WORK/bothall.out" "      capguard run -- python3 -m vllm.entrypoints.openai.api_server --model m" "--all: warm-up advice names run 1's command"
+expect_in "$WORK/bothall.out" "      capguard run --emulate-driver 12020 -- python3 bench.py" "--all: allowed-load advice names run 2's command"
 # a kernel loaded in both runs: 2 loads, 1 of them served
 expect_in "$WORK/bothall.out" "      3       1  _attn_fwd" "kernel over both runs"
 "$CAPGUARD" report - <"$DATA/run2.jsonl" >"$WORK/stdin.out" 2>&1; rc=$?

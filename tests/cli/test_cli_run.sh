@@ -20,25 +20,26 @@ expect_in "$WORK/own.out" "--mode x" "command's own arguments"
 
 # --- environment seen by the command (and by its children)
 echo "preexisting" >/dev/null
-LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$CAPGUARD" run --mode report --log "$WORK/given.jsonl" \
+LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$CAPGUARD" run --mode guard --log "$WORK/given.jsonl" \
   --prime "rel/prime.cgp" --emulate-driver 12020 --rescue -- \
   sh -c 'env | grep -E "^(LD_PRELOAD|CAPGUARD_[A-Z_]*)=" | sort; sh -c "echo child \$CAPGUARD_MODE"' \
   >"$WORK/env.out" 2>"$WORK/env.err"; rc=$?
 expect_rc 0 "run with every option"
 real_shim=$(readlink -f "$FAKE_SHIM")
 expect_in "$WORK/env.out" "LD_PRELOAD=$real_shim:/lib/x86_64-linux-gnu/libc.so.6" "shim first, existing LD_PRELOAD kept"
-expect_in "$WORK/env.out" "CAPGUARD_MODE=report" "--mode"
+expect_in "$WORK/env.out" "CAPGUARD_MODE=guard" "--mode"
 expect_in "$WORK/env.out" "CAPGUARD_LOG=$WORK/given.jsonl" "--log"
 expect_in "$WORK/env.out" "CAPGUARD_PRIME=$PWD/rel/prime.cgp" "--prime made absolute"
 expect_in "$WORK/env.out" "CAPGUARD_EMULATE_DRIVER=12020" "--emulate-driver"
 expect_in "$WORK/env.out" "CAPGUARD_RESCUE=1" "--rescue"
-expect_in "$WORK/env.out" "child report" "grandchild inherits the env"
+expect_in "$WORK/env.out" "child guard" "grandchild inherits the env"
 # every process (sh, env, grep, sort, the inner sh) loaded the shim and logged to the same file
 n=$(grep -c '"type":"process"' "$WORK/given.jsonl")
 [ "$n" -ge 5 ] && pass || fail "$n processes logged, wanted at least 5 (children covered)"
 expect_in "$WORK/env.err" "capguard: $n processes used CUDA, 0 captures, 0 broken; 0 calls during capture (module-load 0, module-unload 0)" "summary counts every process"
 expect_in "$WORK/env.err" "capguard: next: no forbidden calls during capture: nothing to do" "next step"
-expect_in "$WORK/env.err" "capguard: log: $WORK/given.jsonl (details: capguard report $WORK/given.jsonl)" "log named"
+expect_in "$WORK/env.err" "capguard: log: $WORK/given.jsonl; details:" "log named"
+expect_in "$WORK/env.err" "  capguard report $WORK/given.jsonl" "the command that reads it, on its own line"
 if grep -q "^capguard:" "$WORK/env.out"; then fail "summary went to stdout"; else pass; fi
 
 # the shim only once in nested runs
@@ -54,23 +55,25 @@ expect_rc 0 "second run into the same log"
 expect_in "$WORK/again.err" "capguard: 1 process used CUDA, 1 capture, 1 broken; 3 calls during capture (module-load 3, module-unload 0): refused 3" "summary of this run only, verdicts that happened"
 expect_in "$WORK/again.err" "capguard: why: a capture broke in pid " "why line"
 # the stand-in logs no image hashes: the images are the processes' own count
-expect_in "$WORK/again.err" "capguard: next: run it again; the 3 images loaded during capture, recorded in the priming file (kernels fake_kernel_0, fake_kernel_1, fake_kernel_2), will be loaded before capture: capguard run -- true" "what to do next, as a command"
+expect_in "$WORK/again.err" "capguard: next: run it again; the 3 images loaded during capture, recorded in the priming file (kernels fake_kernel_0, fake_kernel_1, fake_kernel_2), will be loaded before capture:" "what to do next"
+expect_in "$WORK/again.err" "  capguard run -- true" "as a command on its own line"
 
 # --- report mode records nothing: advice is guard mode
 CGTEST_FAKE_REFUSED=2 "$CAPGUARD" run --mode report --log "$WORK/rep.jsonl" -- true >/dev/null 2>"$WORK/rep.err"
-expect_in "$WORK/rep.err" "capguard: next: run it in guard mode (the default) to record the images and prime them on the run after: capguard run -- true" "report-mode advice"
+expect_in "$WORK/rep.err" "capguard: next: run it in guard mode (the default) to record the images and prime them on the run after:" "report-mode advice"
+expect_in "$WORK/rep.err" "  capguard run -- true" "report-mode advice: the command"
 
 # --- no --log: a temporary log, named in the summary, that capguard report can read
 run_cg tmp run -- true
 expect_rc 0 "run with a temporary log"
-tmplog=$(sed -n 's/^capguard: log: \(.*\) (temporary) (details.*/\1/p' "$WORK/tmp.err")
+tmplog=$(sed -n 's/^capguard: log: \(.*\) (a temporary file, kept for the command below: delete it when done); details:$/\1/p' "$WORK/tmp.err")
 case $tmplog in "$WORK"/capguard-*.jsonl) pass ;; *) fail "temporary log not under \$TMPDIR: '$tmplog'" ;; esac
 [ -s "$tmplog" ] && pass || fail "temporary log is empty"
 "$CAPGUARD" report "$tmplog" >/dev/null 2>&1; rc=$?; expect_rc 0 "report of the temporary log"
 # CAPGUARD_LOG from the environment is used when --log is not given
 CAPGUARD_LOG=$WORK/envlog.jsonl "$CAPGUARD" run -- true 2>"$WORK/envlog.err" >/dev/null
 [ -s "$WORK/envlog.jsonl" ] && pass || fail "CAPGUARD_LOG not honoured"
-expect_not_in "$WORK/envlog.err" "(temporary)" "CAPGUARD_LOG is not temporary"
+expect_not_in "$WORK/envlog.err" "temporary" "CAPGUARD_LOG is not temporary"
 
 # --- nothing logged (here: mode off, in which the stand-in shim writes nothing) is called out
 run_cg nolog run --mode off --log "$WORK/none.jsonl" -- true

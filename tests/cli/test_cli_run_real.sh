@@ -11,7 +11,7 @@ mkdir -p "$WORK/rel" "$WORK/elsewhere"
 
 # --- every option, seen by a shell and by the engine it execs (a child of capguard's child)
 cd "$WORK"
-"$CAPGUARD" run --mode report --log "$WORK/env.jsonl" --prime rel/p.cgp --emulate-driver 12020 --rescue -- \
+"$CAPGUARD" run --mode report --log "$WORK/env.jsonl" --prime rel/p.cgp --emulate-driver 12020 -- \
   sh -c 'env | grep -E "^CAPGUARD_[A-Z_]*=" | sort; cd elsewhere; exec "$@"' sh "${engine[@]}" \
   >"$WORK/env.out" 2>"$WORK/env.err"; rc=$?
 cd - >/dev/null
@@ -19,7 +19,7 @@ expect_in "$WORK/env.out" "CAPGUARD_MODE=report" "--mode in the environment"
 expect_in "$WORK/env.out" "CAPGUARD_LOG=$WORK/env.jsonl" "--log in the environment"
 expect_in "$WORK/env.out" "CAPGUARD_PRIME=$WORK/rel/p.cgp" "--prime made absolute"
 expect_in "$WORK/env.out" "CAPGUARD_EMULATE_DRIVER=12020" "--emulate-driver in the environment"
-expect_in "$WORK/env.out" "CAPGUARD_RESCUE=1" "--rescue in the environment"
+# (--rescue with report mode is refused: test_cli_operator.sh; its variable: test_cli_run.sh)
 # ...and what the shim in the exec'd engine made of them
 grep '"type":"process"' "$WORK/env.jsonl" | grep -q '"mode":"report","driver_version":13000,"emulate_driver":12020' \
   && pass || fail "engine's process record: mode report, driver 13000, emulating 12020: $(grep '"type":"process"' "$WORK/env.jsonl")"
@@ -39,7 +39,8 @@ expect_rc 1 "emulated 12.2: run 1 breaks"
 expect_in "$WORK/em1.err" "engine: CUDA graph capture failed" "the engine saw the broken capture"
 expect_in "$WORK/em1.err" "capguard: 1 process used CUDA, 1 capture, 1 broken" "run 1 summary"
 # the next command repeats the emulation, so that run 2 is the same experiment
-expect_in "$WORK/em1.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/em.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture: capguard run --prime $WORK/em.cgp --emulate-driver 12020 -- ${engine[*]}" "run 1 advice"
+expect_in "$WORK/em1.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/em.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture:" "run 1 advice"
+expect_in "$WORK/em1.err" "  capguard run --prime $WORK/em.cgp --emulate-driver 12020 -- ${engine[*]}" "run 1 advice: the command"
 [ -s "$WORK/em.cgp" ] && pass || fail "run 1 recorded nothing into --prime"
 # the native call site, with its source line from the engine's debug info (libdw)
 if readelf -S "$DEMO_ENGINE" 2>/dev/null | grep -q '\.debug_line'; then
@@ -58,7 +59,7 @@ run_em new --prime "$WORK/new.cgp"
 expect_rc 0 "driver 13.0 allows loads during capture"
 run_cg new-report report "$WORK/new.jsonl"
 expect_rc 0 "report of an allowed load"
-expect_in "$WORK/new-report.out" "see what such a driver does: capguard run --emulate-driver 12020 --prime $WORK/new.cgp -- ${engine[*]}" "allowed-load advice"
+expect_in "$WORK/new-report.out" "        capguard run --emulate-driver 12020 --prime $WORK/new.cgp -- ${engine[*]}" "allowed-load advice"
 
 # --- --rescue: the refused load is made in relaxed mode; run 1 works
 run_em rescue --prime "$WORK/rescue.cgp" --emulate-driver 12020 --rescue

@@ -49,7 +49,8 @@ check_broken_run g1 "$WORK/g1.jsonl"
 expect_in "$WORK/g1.err" "capguard: 4 processes used CUDA, 4 captures, 4 broken; 4 calls during capture (module-load 4, module-unload 0): refused 4" "guard run 1: summary over all workers"
 [ -s "$WORK/prime.cgp" ] && pass || fail "guard run 1 recorded no priming file"
 # the exact command, from the logged argv and priming file, pastes into a shell
-expect_in "$WORK/g1.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/prime.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture: capguard run --prime $WORK/prime.cgp -- ${app[*]}" "guard run 1: next step"
+expect_in "$WORK/g1.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/prime.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture:" "guard run 1: next step"
+expect_in "$WORK/g1.err" "  capguard run --prime $WORK/prime.cgp -- ${app[*]}" "guard run 1: next step: the command on its own line"
 expect_in "$WORK/g1.err" "capguard: why: 4 captures broke; the first broke in pid " "guard run 1: why"
 expect_in "$WORK/g1.err" "the driver (CUDA 12.2) refused it: drivers before 12.3 refuse module loads during capture" "guard run 1: why, in words"
 
@@ -83,7 +84,8 @@ expect_in "$WORK/both-all.out" "      8       4  cg_test_fill" "both runs: loads
 expect_rc 1 "report-mode run 1"
 check_broken_run r1 "$WORK/r1.jsonl"
 [ -e "$WORK/rprime.cgp" ] && fail "report mode wrote a priming file" || pass
-expect_in "$WORK/r1.err" "capguard: next: run it in guard mode (the default) to record the images and prime them on the run after: capguard run --prime $WORK/rprime.cgp -- ${app[*]}" "report-mode advice"
+expect_in "$WORK/r1.err" "capguard: next: run it in guard mode (the default) to record the images and prime them on the run after:" "report-mode advice"
+expect_in "$WORK/r1.err" "  capguard run --prime $WORK/rprime.cgp -- ${app[*]}" "report-mode advice: the command"
 # even with guard mode's priming file at hand, report mode does not serve from it
 "$CAPGUARD" run --mode report --log "$WORK/r2.jsonl" --prime "$WORK/prime.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/r2.err"; rc=$?
 expect_rc 1 "report-mode run 2 still breaks"
@@ -105,7 +107,7 @@ lib_app=("$VLLM_LIKE" --workers 1 --library "$CUBIN" cg_test_fill)
 expect_rc 1 "library worker: run 1 breaks"
 grep -q '"call":"cuLibraryLoadData","verdict":"refused"' "$WORK/l1.jsonl" && pass || fail "cuLibraryLoadData refusal logged"
 expect_in "$WORK/l1.err" "capguard: faster: each run on a driver that refuses loads during capture" "run summary: how to converge faster"
-expect_in "$WORK/l1.err" "on a machine with driver 12.3 or newer and the same GPU architecture: capguard prime learn --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime learn, the exact command"
+expect_in "$WORK/l1.err" "    capguard prime learn --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime learn, the exact command"
 expect_in "$WORK/l1.err" "capguard prime check --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime check"
 expect_in "$WORK/l1.err" "capguard run --rescue --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names --rescue"
 expect_not_in "$WORK/l1.err" "priming does not serve" "library loads are primed now"

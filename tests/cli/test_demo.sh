@@ -13,8 +13,8 @@ export XDG_CACHE_HOME=$WORK/cache HOME=$WORK
 bash "$steps" "$BUILD_ROOT" "$WORK/demo" >"$WORK/demo.out" 2>&1; rc=$?
 expect_rc 0 "demo-steps.sh: run 1 broke, run 2 worked, the report says the latest run is healthy"
 o=$WORK/demo.out
-# README's first command tells the whole story in under 30 lines
-n=$(wc -l <"$o"); [ "$n" -lt 30 ] && pass || fail "the demo printed $n lines, wanted under 30"
+# README's first command tells the whole story in under 45 lines (each command on a line of its own)
+n=$(wc -l <"$o"); [ "$n" -lt 45 ] && pass || fail "the demo printed $n lines, wanted under 45"
 expect_in "$o" "== run 1 exited with status 1: the engine gave up (its graph capture broke)" "run 1 exit status shown"
 expect_in "$o" "== run 2 exited with status 0: the engine captured its graph and serves" "run 2 exit status shown"
 # the commands shown are the commands run
@@ -24,7 +24,8 @@ grep -q '"$cg" run --quiet --log "$work/capguard.jsonl" --prime "$work/prime.cgp
 expect_in "$o" "engine: CUDA graph capture failed" "the engine's own failure"
 expect_in "$o" "capguard: why: a capture broke in pid " "run 1: why"
 expect_in "$o" "when it called cuModuleLoadData (kernels cg_test_fill, cg_test_axpy): the driver (CUDA 12.2) refused it: drivers before 12.3 refuse module loads during capture" "run 1: why, in words"
-expect_in "$o" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/demo/prime.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture: capguard run --prime $WORK/demo/prime.cgp -- $BUILD_ROOT/tools/demo/demo_engine $SOURCE_ROOT/tests/data/kernels_sm90.cubin cg_test_fill" "run 1: what to do, as a command"
+expect_in "$o" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/demo/prime.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture:" "run 1: what to do, as a command"
+expect_in "$o" "  capguard run --prime $WORK/demo/prime.cgp -- $BUILD_ROOT/tools/demo/demo_engine $SOURCE_ROOT/tests/data/kernels_sm90.cubin cg_test_fill" "run 1: what to do, as a command: the command on its own line"
 expect_in "$o" "capguard: next: priming worked: every load during capture was served from $WORK/demo/prime.cgp" "run 2: priming worked"
 expect_in "$o" "engine: decode graph captured and replayed; serving" "run 2: the engine serves"
 expect_not_in "$o" "native stack:" "--quiet: no event blocks"
@@ -33,6 +34,13 @@ expect_in "$o" "    run 1: pid " "the report lists run 1"
 expect_in "$o" "(1 process): 1 capture, 1 broken" "run 1 broke"
 expect_in "$o" "  > run 2: pid " "the report is of run 2"
 expect_in "$o" "(1 process): 1 capture, 0 broken, 1 load served from the priming file" "run 2 primed"
+
+# the page-and-trace hint pastes and runs as shown, capguard on PATH or not
+hint=$(tail -n 1 "$o")
+case $hint in "  $BUILD_ROOT/tools/capguard report --all --html "*) pass ;; *) fail "hint is not a full command: '$hint'" ;; esac
+(PATH=/usr/bin:/bin; eval "$hint") >"$WORK/hint.out" 2>&1; rc=$?
+expect_rc 1 "the hint runs (exit 1: run 1's capture broke)"
+[ -s "$WORK/demo/page.html" ] && [ -s "$WORK/demo/trace.json" ] && pass || fail "the hint wrote no page or trace: $(cat "$WORK/hint.out")"
 
 # the log says the same, independently of what the script printed
 log=$WORK/demo/capguard.jsonl

@@ -33,7 +33,7 @@ err_has() { grep -qE -- "$1" "$T/err" || fail "stderr lacks /$1/: $(cat "$T/err"
 lines() { [ "$(wc -l <"$T/out")" -eq "$1" ] || fail "want $1 lines, got: $(cat "$T/out")"; }
 # records N: list printed its header row and N records
 records() {
-  head -1 "$T/out" | grep -qE '^hash +kind +arch +bytes +hits +last need +kernels$' || fail "no header row: $(head -1 "$T/out")"
+  head -1 "$T/out" | grep -qE '^hash +kind +arch +bytes +hits +last needed +kernels$' || fail "no header row: $(head -1 "$T/out")"
   [ "$(($(wc -l <"$T/out") - 1))" -eq "$1" ] || fail "want $1 records, got: $(cat "$T/out")"
 }
 fix() { "$FIX" "$@" >>"$T/hashes" || fail "prime_fixture $*"; }
@@ -54,8 +54,8 @@ fix "$P" 3 300 5 40
 fix "$P" 1 1000 2 0                                # needed again: hits 3 + 2
 H1=$(hash_of 1 1000); H2=$(hash_of 2 2000); H3=$(hash_of 3 300)
 run 0 prime list "$P"; records 3
-out_has "^${H1:0:12}  fatbin  sm_81 +1000 +5  $(date -u +%Y-%m-%d)  kern_1_a,kern_1_b$"
-out_has "^${H3:0:12}  cubin   sm_83 +300 +5  $(date -u -d '40 days ago' +%Y-%m-%d)  kern_3_a,kern_3_b$"
+out_has "^${H1:0:12}  fatbin  sm_81 +1000 +5  $(date -u +%Y-%m-%d)   kern_1_a,kern_1_b$"
+out_has "^${H3:0:12}  cubin   sm_83 +300 +5  $(date -u -d '40 days ago' +%Y-%m-%d)   kern_3_a,kern_3_b$"
 run 2 prime list "$P" extra; err_has 'at most one FILE'
 run 2 prime list -v; err_has "unknown option '-v'"
 
@@ -123,7 +123,7 @@ run 1 prime list "$T/link.cgp"; err_has 'symbolic link'
 cp "$P" "$T/pr.cgp"
 run 0 prime prune --older-than 30 "$T/pr.cgp"; out_has 'kept 2 images .* dropped 1 image and 0 damaged records$'
 run 0 prime list "$T/pr.cgp"; records 2; grep -q "^${H3:0:12}" "$T/out" && fail "old image not pruned"
-run 0 prime prune --max-size=1500 "$T/pr.cgp"; out_has 'kept 1 images'
+run 0 prime prune --max-size=1500 "$T/pr.cgp"; out_has 'kept 1 image '
 run 0 prime list "$T/pr.cgp"; records 1; out_has "^${H1:0:12}"   # the least recently needed went first
 run 0 prime verify "$T/pr.cgp"; out_has '1 records intact'     # hit records folded
 run 0 prime prune "$T/bad.cgp"; out_has 'dropped 0 images and 1 damaged record$'   # said, not "dropped 0"
@@ -139,13 +139,18 @@ run 2 prime prune "$P" "$P"; err_has 'at most one FILE'
 fix "$T/in2.cgp" 1 1000 10 0                     # shares image 1 with p.cgp
 fix "$T/in2.cgp" 4 500
 run 0 prime merge "$T/merged/m.cgp" "$P" "$T/in2.cgp"; out_has ': 4 images'
-run 0 prime show "${H1:0:10}" "$T/merged/m.cgp"; out_has '^hits: +15$'
+# an image's hits: the largest any file holds (5 in P, 10 in in2), never a sum
+run 0 prime show "${H1:0:10}" "$T/merged/m.cgp"; out_has '^hits: +10$'
 [ "$(stat -c %a "$T/merged/m.cgp")" = 600 ] || fail "merged file mode $(stat -c %a "$T/merged/m.cgp")"
+cp "$T/merged/m.cgp" "$T/m.once"
 run 0 prime merge "$T/merged/m.cgp" "$T/in2.cgp"; out_has ': 4 images'  # into an existing OUT
-run 0 prime show "${H1:0:10}" "$T/merged/m.cgp"; out_has '^hits: +25$'
+# merging the same input again changes nothing: idempotent
+run 0 prime show "${H1:0:10}" "$T/merged/m.cgp"; out_has '^hits: +10$'
+run 0 prime list "$T/merged/m.cgp"; cp "$T/out" "$T/list.twice"
+run 0 prime list "$T/m.once"; cmp -s "$T/out" "$T/list.twice" || fail "merging in2 again changed the list"
 # a file merged into itself, or named twice, counts once: hits are not doubled
 run 0 prime merge "$T/merged/m.cgp" "$T/merged/m.cgp"; err_has 'is OUT itself'
-run 0 prime show "${H1:0:10}" "$T/merged/m.cgp"; out_has '^hits: +25$'
+run 0 prime show "${H1:0:10}" "$T/merged/m.cgp"; out_has '^hits: +10$'
 run 0 prime merge "$T/twice.cgp" "$T/in2.cgp" "$T/in2.cgp"; err_has 'named more than once'
 run 0 prime show "${H1:0:10}" "$T/twice.cgp"; out_has '^hits: +10$'
 cp "$T/merged/m.cgp" "$T/m.orig"

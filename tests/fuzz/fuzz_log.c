@@ -110,7 +110,7 @@ static void require_report_json(json_t *doc, const cgr_analysis *a) {
   require_array(doc, "kernels", a->n_kernels, "site");
   require_array(doc, "sites", a->n_sites, "kernels");
   require_array(doc, "runs", a->n_runs, "reported");
-  require_array(doc, "advice", a->n_advice, NULL);
+  require_array(doc, "advice", a->advice.n, NULL);
   size_t per_proc = 0, i;
   json_t *pr;
   json_array_foreach(json_object_get(doc, "processes"), i, pr)
@@ -167,12 +167,17 @@ static void render(const cgr_analysis *a) {
   REQUIRE(cgr_print_trace(f, a) == 0);
   page_close(f, &p);
   doc = require_json(&p, "--trace");
-  /* one event a process (its name), a capture and a call, none dropped */
+  /* one event a process (its name), a capture and a call, none dropped; a
+   * thread's name at most once for each capture or call on it */
   json_t *evs = json_object_get(doc, "traceEvents");
-  REQUIRE(json_array_size(evs) == a->log->n_procs + a->log->n_caps + a->log->n_evs);
-  size_t i;
+  size_t i, threads = 0;
   json_t *ev;
-  json_array_foreach(evs, i, ev) REQUIRE(json_object_get(ev, "args") && json_object_get(ev, "name"));
+  json_array_foreach(evs, i, ev) {
+    REQUIRE(json_object_get(ev, "args") && json_object_get(ev, "name"));
+    threads += !strcmp(json_string_value(json_object_get(ev, "name")), "thread_name");
+  }
+  REQUIRE(threads <= a->log->n_caps + a->log->n_evs);
+  REQUIRE(json_array_size(evs) - threads == a->log->n_procs + a->log->n_caps + a->log->n_evs);
   json_decref(doc);
   free(p.text);
 }

@@ -40,6 +40,7 @@ say "capguard report capguard.jsonl: a line per run; the report is of the latest
 "$cg" report "$work/capguard.jsonl" >"$work/report.txt"
 report_status=$?
 sed -n '/^Runs/,/^$/p' "$work/report.txt" | sed '/^$/d'
-echo "(exit $report_status: the latest run is healthy; the full report: $work/report.txt;"
-echo " capguard report --all --html page.html --trace trace.json for a page and a Perfetto trace)"
+echo "(exit $report_status: the latest run is healthy; the full report: $work/report.txt)"
+echo "A page and a Perfetto trace of both runs:"
+printf '  %q report --all --html %q --trace %q %q\n' "$cg" "$work/page.html" "$work/trace.json" "$work/capguard.jsonl"
 [ "${status[1]}" = 1 ] && [ "${status[2]}" = 0 ] && [ "$report_status" = 0 ]

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# One owner for what a log means (tools/findings.c): every advice that holds
+# is given, none dropped without a word (the report kept at most 8 before);
+# the all-clear sentence is the same in the report and run's summary; a
+# broken capture's "first offender" line is said once under capguard run (by
+# its summary), not again by the shim; the shim's own lines say facts only.
+. "$(dirname "$0")/lib.sh"
+logs=("$DATA/run1.jsonl" "$DATA/offender.jsonl" "$DATA/offender_old.jsonl" "$DATA/findings_more.jsonl")
+sed 's/"run":"@RUN@",//' "$DATA/offender.jsonl" >"$WORK/offender.jsonl"
+logs[1]=$WORK/offender.jsonl
+
+# --- eleven findings hold: all eleven are given, in text and JSON
+run_cg all report --all "${logs[@]}"
+t=$WORK/all.out
+for s in "warm these 3 kernels" "each run on a driver that refuses loads" "2 priming records were not used" \
+         "1 module load during capture was allowed" "1 module unload during capture was deferred" \
+         "2 module unloads during capture (refused" "first broken by a call other than a module load" \
+         "capguard saw no call break it" "the log does not say which call broke them" \
+         "served from the priming file: priming works" "would break the capture without capguard"; do
+  expect_in "$t" "$s" "every finding is given"
+done
+n=$(sed -n '/^What to do/,$p' "$t" | grep -c '^  - ')
+[ "$n" -eq 11 ] && pass || fail "text report: $n advices, wanted 11 (none dropped)"
+run_cg allj report --all --json "${logs[@]}"
+n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["advice"]))' "$WORK/allj.out")
+[ "$n" = 11 ] && pass || fail "json report: $n advices, wanted 11"
+python3 - "$WORK/allj.out" >"$WORK/fj" 2>&1 <<'PY' && pass || fail "json findings: $(cat "$WORK/fj")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = d["findings"]
+assert len(f) == 11 and len({x["finding"] for x in f}) == 11, [x["finding"] for x in f]
+faster = [x for x in f if x["finding"] == "faster"][0]
+assert [c["command"].split(" -- ")[0] for c in faster["commands"]] == [
+    "capguard prime learn --prime /tmp/p.cgp", "capguard prime check --prime /tmp/p.cgp",
+    "capguard run --rescue --prime /tmp/p.cgp"], faster
+PY
+
+# --- the all-clear: one sentence, the same in the report and the run summary
+printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x"],"mode":"guard","driver_version":12040,"emulate_driver":0,"version":"0.1.0"}' \
+  '{"v":1,"type":"summary","pid":7,"time_ns":2,"captures":1,"captures_broken":0,"events":{},"verdicts":{},"primed_loaded":0,"primed_served":0,"primed_unused":0,"recorded":0,"log":"x"}' >"$WORK/clear.jsonl"
+run_cg clear report "$WORK/clear.jsonl"
+expect_in "$WORK/clear.out" "  - no forbidden calls during capture: nothing to do" "report: the all-clear"
+grep -rn "no forbidden calls during capture: nothing to do" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/allclear.src"
+expect_lines "$WORK/allclear.src" 1 "the all-clear sentence is written once"
+
+# --- the shim says facts, not advice
+for d in shim core; do [ -d "$SOURCE_ROOT/$d" ] && pass || fail "no $d/ to search: this test would search nothing"; done
+for s in "learn the priming file on this GPU architecture" "prune it"; do
+  grep -rn "$s" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/shimadv" && fail "shim words advice: $(cat "$WORK/shimadv")" || pass
+done
+
+# --- under capguard run, a broken capture's line is said once (by the summary)
+use_real_shim
+"$CAPGUARD" run --mode report --log "$WORK/a.jsonl" -- "$BREAKER_PROBE" --route dlsym --op alloc \
+  >"$WORK/a.out" 2>"$WORK/a.err"
+n=$(grep -c "): first offender cuMemAlloc_v2" "$WORK/a.err")
+[ "$n" -eq 1 ] && pass || { fail "the broken line was said $n times, wanted once"; sed 's/^/    | /' "$WORK/a.err" >&2; }
+expect_in "$WORK/a.err" "capguard: broken: pid " "said by the run summary, with the process"
+# without capguard run the shim still says it itself
+CAPGUARD_LOG=$WORK/b.jsonl LD_PRELOAD=$REAL_SHIM "$BREAKER_PROBE" --route dlsym --op alloc >"$WORK/b.out" 2>"$WORK/b.err"
+n=$(grep -c "): first offender cuMemAlloc_v2" "$WORK/b.err")
+[ "$n" -eq 1 ] && pass || { fail "plain LD_PRELOAD: the broken line said $n times, wanted once"; sed 's/^/    | /' "$WORK/b.err" >&2; }
+finish

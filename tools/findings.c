@@ -1,0 +1,580 @@
+/* The table of findings: every sentence capguard's commands say about what a
+ * log means, each with the condition that makes it true and the commands
+ * that act on it. Rows are in the order they are said. */
+#include "findings.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_analysis.h"
+#include "report_offender.h"
+#include "rerun_command.h"
+
+static void *xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n ? n : 1);
+  if (!q) {
+    fputs("capguard: out of memory wording the findings\n", stderr);
+    exit(2);
+  }
+  return q;
+}
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0)
+    s = NULL;
+  va_end(ap);
+  if (!s) {
+    fputs("capguard: out of memory wording the findings\n", stderr);
+    exit(2);
+  }
+  return s;
+}
+
+static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
+static const char *was_were(size_t n) { return n == 1 ? "was" : "were"; }
+
+/* ---- what the rows look at, derived once per question ---- */
+
+typedef struct {
+  const cgf_facts *f;
+  const cgr_analysis *a;
+  const cgl_log *log;
+  size_t latest, broke_run, allowed_run;
+  size_t broken_loads, unwatched, not_said, other, first_other;
+  size_t to_warm, unloads, kept;
+} ctx;
+
+static void derive(const cgf_facts *f, ctx *c) {
+  memset(c, 0, sizeof *c);
+  c->f = f;
+  c->a = f->a;
+  if (!c->a)
+    return;
+  const cgr_analysis *a = c->a;
+  c->log = a->log;
+  /* The command in the advice is that of the run the advice is about: with
+   * --all, the latest run in which it happened. */
+  c->latest = c->log->n_runs ? c->log->n_runs - 1 : 0;
+  c->broke_run = c->allowed_run = c->latest;
+  for (size_t b = 0; b < a->n_broken; b++)
+    c->broke_run = c->log->procs[c->log->caps[a->broken[b].capture].proc].run_index;
+  for (size_t i = 0; i < c->log->n_evs; i++)
+    if (c->log->evs[i].verdict == CG_VERDICT_ALLOWED)
+      c->allowed_run = c->log->procs[c->log->evs[i].proc].run_index;
+  /* What broke each capture (cgr_first_offender). */
+  for (size_t b = 0; b < a->n_broken; b++) {
+    cgl_offender off;
+    switch (cgr_first_offender(c->log, a->broken[b].capture, a->broken[b].first_event, &off)) {
+    case CGL_BY_UNWATCHED: c->unwatched++; break;
+    case CGL_BY_UNKNOWN: c->not_said++; break;
+    case CGL_BY_CALL:
+      if (off.kind == CG_EV_MODULE_LOAD)
+        c->broken_loads++;
+      else if (!c->other++)
+        c->first_other = b;
+      break;
+    }
+  }
+  for (size_t k = 0; k < a->n_kernels; k++)
+    c->to_warm += a->kernels[k].broke;
+  c->unloads = a->events[CG_EV_MODULE_UNLOAD];
+  /* calls that break a capture without capguard, which guard mode answered so that it survived */
+  c->kept = a->verdicts[CG_VERDICT_DEFERRED_FREE] + a->verdicts[CG_VERDICT_DEFERRED_DESTROY] +
+            a->verdicts[CG_VERDICT_NOT_READY];
+}
+
+static void command(cgf_finding *x, const char *sep, const char *lead, char *text) {
+  x->commands[x->n_commands++] = (cgf_command){.sep = sep, .lead = lead, .text = text};
+}
+
+static char *rerun(const ctx *c, size_t run, const char *options) {
+  char buf[1024];
+  cgr_rerun_command_with(c->log, run, options, buf, sizeof buf);
+  return xprintf("%s", buf);
+}
+
+static char *capguard_command(const ctx *c, size_t run, const char *head) {
+  char buf[1024];
+  cgr_command_for(c->log, run, head, NULL, false, buf, sizeof buf);
+  return xprintf("%s", buf);
+}
+
+/* "HEAD --prime FILE -- CMD ARGS" for prime learn / check's own command. */
+static char *prime_command(const cgf_prime_run *r, const char *head) {
+  char buf[8192];
+  size_t used = 0;
+  buf[0] = '\0';
+  /* head: several words, as given, its "capguard" as a shell here finds it */
+  int n = snprintf(buf, sizeof buf, "%s%s --prime ", cgr_self_word(), head + strlen("capguard"));
+  used = n > 0 && (size_t)n < sizeof buf ? (size_t)n : 0;
+  cgr_shell_word(r->prime, buf, sizeof buf, &used);
+  snprintf(buf + used, sizeof buf - used, " --");
+  used = strlen(buf);
+  for (char *const *w = r->cmd; w && *w; w++) {
+    snprintf(buf + used, sizeof buf - used, " ");
+    used = strlen(buf);
+    cgr_shell_word(*w, buf, sizeof buf, &used);
+  }
+  return xprintf("%s", buf);
+}
+
+/* ---- the rows ---- */
+
+typedef struct {
+  const char *key;
+  unsigned audience;
+  bool (*holds)(const ctx *c);
+  void (*say)(const ctx *c, cgf_finding *x);
+} row;
+
+/* -- run's summary, "next:" -- */
+
+static bool recorded_holds(const ctx *c) { return c->a->recorded && c->f->mode == CG_RUN_GUARD; }
+static void recorded_say(const ctx *c, cgf_finding *x) {
+  const cgr_analysis *a = c->a;
+  const cgl_log *log = c->log;
+  /* The kernels of the loads this run recorded (every offending load is recorded in guard mode). */
+  char names[160] = "";
+  size_t used = 0, shown = 0;
+  for (size_t k = 0; k < a->n_kernels && shown < 4; k++) {
+    if (a->kernels[k].loads == a->kernels[k].served)
+      continue;
+    int n = snprintf(names + used, sizeof names - used, "%s%s", shown ? ", " : "",
+                     a->kernels[k].name);
+    if (n < 0 || (size_t)n >= sizeof names - used)
+      break;
+    used += (size_t)n;
+    shown++;
+  }
+  /* Images, not recordings: workers that load the same image record it once. */
+  size_t images = 0;
+  const char **seen = calloc(log->n_evs + 1, sizeof *seen);
+  for (size_t i = 0; seen && i < log->n_evs; i++) {
+    const cgl_event *e = &log->evs[i];
+    bool dup = !e->image_hash || !cgr_offending(e) || e->kind != CG_EV_MODULE_LOAD;
+    for (size_t k = 0; k < images && !dup; k++)
+      dup = seen[k] == e->image_hash; /* interned: equal strings are equal pointers */
+    if (!dup)
+      seen[images++] = e->image_hash;
+  }
+  free(seen);
+  if (!images) /* loads logged without an image: the processes' own count */
+    images = a->recorded;
+  const char *prime = cgr_run_prime_path(log, c->latest);
+  char cmd[1024];
+  bool whole = cgr_rerun_command(log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
+  x->sentence = xprintf("run it again; the %zu image%s loaded during capture, recorded in %s "
+                        "(kernels %s%s), will be loaded before capture",
+                        images, plural(images), *prime ? prime : "the priming file",
+                        names[0] ? names : "?", a->n_kernels > shown ? ", ..." : "");
+  command(x, NULL, NULL, xprintf("%s", cmd));
+  if (!whole)
+    x->commands[0].note = "the logged command line was cut: complete it";
+}
+
+static bool no_load_broke_holds(const ctx *c) {
+  return c->a->n_broken && !c->a->offending_loads && !c->unloads;
+}
+static void no_load_broke_say(const ctx *c, cgf_finding *x) {
+  (void)c;
+  /* nothing to record or prime: the fix is in the program */
+  x->sentence = xprintf("no module load broke a capture, so priming cannot help: make the call "
+                        "each broken: line names before its capture begins or after it ends; for "
+                        "a capture broken by a call capguard does not watch, look at the code "
+                        "between where it began and where it ended");
+}
+
+static bool guard_mode_holds(const ctx *c) {
+  return (c->a->n_broken || c->a->offending_loads || c->unloads) && c->f->mode != CG_RUN_GUARD;
+}
+static void guard_mode_say(const ctx *c, cgf_finding *x) {
+  x->sentence = xprintf("run it in guard mode (the default) to record the images and prime them "
+                        "on the run after");
+  char cmd[1024];
+  cgr_rerun_command(c->log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
+  command(x, NULL, NULL, xprintf("%s", cmd));
+}
+
+static bool not_recorded_holds(const ctx *c) { return c->a->n_broken || c->a->offending_loads; }
+static void not_recorded_say(const ctx *c, cgf_finding *x) {
+  x->sentence = xprintf("nothing was recorded for the next run: see the details below, and check "
+                        "the priming file");
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  char word[4200] = "";
+  size_t used = 0;
+  if (*prime)
+    cgr_shell_word(prime, word, sizeof word, &used);
+  command(x, NULL, NULL, xprintf("%s doctor%s%s", cgr_self_word(), *prime ? " --prime " : "", word));
+}
+
+static bool incomplete_holds(const ctx *c) { return c->f->incomplete && *c->f->incomplete; }
+static void incomplete_say(const ctx *c, cgf_finding *x) {
+  (void)c;
+  x->sentence = xprintf("the log is incomplete, so capguard cannot say that nothing broke: free "
+                        "space (or pass --log elsewhere) and run it again");
+}
+
+static bool primed_holds(const ctx *c) { return c->a->verdicts[CG_VERDICT_SERVED] != 0; }
+static void primed_say(const ctx *c, cgf_finding *x) {
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  x->sentence = xprintf("priming worked: every load during capture was served from %s",
+                        *prime ? prime : "the priming file");
+}
+
+static bool handled_holds(const ctx *c) { return c->a->calls != 0; }
+static void handled_say(const ctx *c, cgf_finding *x) {
+  (void)c;
+  /* calls were made and none broke a capture (guard mode answered them) */
+  x->sentence = xprintf("no capture broke: the calls during capture (counted above) were "
+                        "handled; nothing to do (capguard report gives each with where it was "
+                        "made)");
+}
+
+/* -- the report's advice (and run's faster: and note:) -- */
+
+static bool warm_holds(const ctx *c) {
+  return c->broken_loads || c->a->verdicts[CG_VERDICT_RESCUED];
+}
+static void warm_say(const ctx *c, cgf_finding *x) {
+  const cgr_analysis *a = c->a;
+  /* Name them when there are few: the advice is then complete on its own. */
+  char names[256] = "";
+  size_t used = 0;
+  for (size_t k = 0; k < a->n_kernels && c->to_warm <= 4; k++) {
+    if (!a->kernels[k].broke)
+      continue;
+    int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (",
+                     a->kernels[k].name);
+    if (n < 0 || (size_t)n >= sizeof names - used - 1) {
+      names[0] = '\0';
+      break;
+    }
+    used += (size_t)n;
+  }
+  if (used)
+    names[used++] = ')', names[used] = '\0';
+  bool guard = true;
+  for (size_t p = 0; p < c->log->n_procs; p++)
+    if (c->log->procs[p].run_index == c->broke_run)
+      guard &= c->log->procs[p].mode == CG_RUN_GUARD || c->log->procs[p].mode == CG_RUN_MODE_COUNT;
+  x->sentence = xprintf(
+      "warm these %zu kernel%s%s up before capture (run each once outside capture), or let "
+      "capguard prime them: %s",
+      c->to_warm, plural(c->to_warm), names,
+      guard ? "run the same command again under capguard; the images it recorded are loaded "
+              "before capture"
+            : "run it in guard mode, which records the images and loads them before capture on "
+              "the run after");
+  char cmd[1024];
+  cgr_rerun_command(c->log, c->broke_run, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
+  command(x, NULL, NULL, xprintf("%s", cmd));
+}
+
+/* How to converge in fewer runs than one per breaking load. */
+static void faster_say(const ctx *c, cgf_finding *x) {
+  size_t run = c->f->mode == CG_RUN_MODE_COUNT ? c->broke_run : c->latest;
+  x->sentence = xprintf("each run on a driver that refuses loads during capture (before 12.3, or "
+                        "emulated) learns only the loads up to the capture that breaks");
+  command(x, "; ", "learn them all in one run on a machine with driver 12.3 or newer and the "
+                   "same GPU architecture", capguard_command(c, run, "capguard prime learn"));
+  command(x, ", ", "then check the file as this driver would use it",
+          capguard_command(c, run, "capguard prime check"));
+  command(x, "; ", "or capture in one run here, each refused load made in relaxed mode",
+          rerun(c, run, "--rescue"));
+}
+static bool faster_report_holds(const ctx *c) { return c->a->loads_refused != 0; }
+static bool faster_run_holds(const ctx *c) {
+  return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD;
+}
+
+static bool skipped_arch_holds(const ctx *c) { return c->a->skipped_arch != 0; }
+static void skipped_arch_say(const ctx *c, cgf_finding *x) {
+  const cgr_analysis *a = c->a;
+  x->sentence = xprintf("%zu priming record%s not used: built for sm_%lld, this device is "
+                        "sm_%lld; learn the priming file on this GPU architecture (capguard prime "
+                        "learn)",
+                        a->skipped_arch, a->skipped_arch == 1 ? " was" : "s were", a->skipped_sm,
+                        a->device_sm);
+}
+
+static bool unused_holds(const ctx *c) { return c->a->primed_unused != 0; }
+static void unused_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->a->primed_unused;
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  x->sentence = xprintf("a process preloaded %zu image%s from %s that it never used (another "
+                        "program's, recorded in the same file, or a path this run did not take): "
+                        "each costs start-up time and device memory; give each program its own "
+                        "file (capguard run does when no --prime is given), or see what the file "
+                        "holds",
+                        n, plural(n), *prime ? prime : "the priming file");
+  char word[4200] = "";
+  size_t used = 0;
+  if (*prime)
+    cgr_shell_word(prime, word, sizeof word, &used);
+  command(x, NULL, NULL, xprintf("%s prime list%s%s", cgr_self_word(), *prime ? " " : "", word));
+}
+
+static bool allowed_holds(const ctx *c) { return c->a->verdicts[CG_VERDICT_ALLOWED] != 0; }
+static void allowed_say(const ctx *c, cgf_finding *x) {
+  size_t allowed = c->a->verdicts[CG_VERDICT_ALLOWED];
+  x->sentence = xprintf("%zu module load%s during capture %s allowed by this driver (12.3 or "
+                        "newer); drivers older than 12.3 refuse them and break the capture: prime "
+                        "them before deploying there (guard mode)",
+                        allowed, plural(allowed), was_were(allowed));
+  command(x, ", ", "and see what such a driver does",
+          rerun(c, c->allowed_run, "--emulate-driver 12020"));
+}
+
+static bool unloads_deferred_holds(const ctx *c) { return c->a->unloads_deferred != 0; }
+static void unloads_deferred_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->a->unloads_deferred;
+  x->sentence = xprintf("%zu module unload%s during capture %s deferred by capguard until the "
+                        "capture ended (every driver refuses unloads during capture): nothing to "
+                        "do while running under capguard in guard mode; without it, keep kernel "
+                        "objects alive across capture",
+                        n, plural(n), was_were(n));
+}
+
+static bool unloads_holds(const ctx *c) { return c->unloads > c->a->unloads_deferred; }
+static void unloads_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->unloads - c->a->unloads_deferred;
+  x->sentence = xprintf("%zu module unload%s during capture (refused by every driver): keep "
+                        "kernel objects alive across capture, or run in guard mode, which defers "
+                        "unloads until the capture ends",
+                        n, plural(n));
+}
+
+static bool other_holds(const ctx *c) { return c->other != 0; }
+static void other_say(const ctx *c, cgf_finding *x) {
+  const cgr_analysis *a = c->a;
+  char phrase[1024];
+  cgr_offender_phrase(c->log, a->broken[c->first_other].capture,
+                      a->broken[c->first_other].first_event, phrase, sizeof phrase);
+  x->sentence = xprintf("%zu capture%s first broken by a call other than a module load, which "
+                        "priming cannot serve (%s): make that call before the capture begins, or "
+                        "after it ends",
+                        c->other, c->other == 1 ? " was" : "s were",
+                        strncmp(phrase, "first offender ", 15) ? phrase : phrase + 15);
+}
+
+static bool unwatched_holds(const ctx *c) { return c->unwatched != 0; }
+static void unwatched_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->unwatched;
+  const char *it = n == 1 ? "it" : "them", *each = n == 1 ? "it" : "each";
+  x->sentence = xprintf("%zu capture%s " CGR_UNWATCHED ": capguard saw no call break %s; look at "
+                        "the code between where %s began (above) and where %s ended",
+                        n, n == 1 ? " was" : "s were", it, each, each);
+}
+
+static bool not_said_holds(const ctx *c) { return c->not_said != 0; }
+static void not_said_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->not_said;
+  x->sentence = xprintf("%zu capture%s broke and the log does not say which call broke %s (an "
+                        "older capguard wrote it, or the process did not exit through capguard): "
+                        "run the command again under this capguard to have the first offender "
+                        "named",
+                        n, plural(n), n == 1 ? "it" : "them");
+}
+
+static bool served_holds(const ctx *c) { return c->a->verdicts[CG_VERDICT_SERVED] != 0; }
+static void served_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->a->verdicts[CG_VERDICT_SERVED];
+  x->sentence = xprintf("%zu load%s during capture %s served from the priming file: priming works",
+                        n, plural(n), was_were(n));
+}
+
+static bool kept_holds(const ctx *c) { return c->kept != 0; }
+static void kept_say(const ctx *c, cgf_finding *x) {
+  const cgr_analysis *a = c->a;
+  size_t n = c->kept;
+  const char *them = n == 1 ? "it" : "them";
+  x->sentence = xprintf("%zu call%s during capture (deferred-free %zu, deferred-destroy %zu, "
+                        "not-ready %zu) would break the capture without capguard; guard mode "
+                        "answered %s so that the capture survived: nothing to do under capguard; "
+                        "without it, make %s outside capture",
+                        n, plural(n), a->verdicts[CG_VERDICT_DEFERRED_FREE],
+                        a->verdicts[CG_VERDICT_DEFERRED_DESTROY], a->verdicts[CG_VERDICT_NOT_READY],
+                        them, them);
+}
+
+/* nothing to do only when no call at all was made during capture, of any kind */
+static bool all_clear_holds(const ctx *c) { return !c->a->n_broken && !c->a->calls; }
+static void all_clear_say(const ctx *c, cgf_finding *x) {
+  (void)c;
+  x->sentence = xprintf("no forbidden calls during capture: nothing to do");
+}
+
+/* -- prime learn's and prime check's verdicts -- */
+
+static bool learn_incomplete_holds(const ctx *c) {
+  return c->f->prime_run->old_driver && c->f->prime_run->refused;
+}
+static void learn_incomplete_say(const ctx *c, cgf_finding *x) {
+  const cgf_prime_run *r = c->f->prime_run;
+  char arch[32] = "";
+  if (r->device_sm || r->learned_arch)
+    snprintf(arch, sizeof arch, " (sm_%lld)", r->device_sm ? r->device_sm : (long long)r->learned_arch);
+  x->sentence = xprintf("incomplete: this driver (%lld.%lld) refuses module loads during capture, "
+                        "so this run learned only the loads up to the capture that broke. Learn "
+                        "on a machine with driver 12.3 or newer and the same GPU architecture%s, "
+                        "then copy the file here",
+                        r->old_driver / 1000, (r->old_driver % 1000) / 10, arch);
+  command(x, "; ", "or run with --rescue", prime_command(r, "capguard run --rescue"));
+  x->fails = true;
+}
+
+static bool command_failed_holds(const ctx *c) { return c->f->prime_run->status != 0; }
+static void learn_failed_say(const ctx *c, cgf_finding *x) {
+  x->sentence = xprintf("the command exited with status %d; what it loaded before that was "
+                        "recorded", c->f->prime_run->status);
+}
+
+static bool learned_holds(const ctx *c) { (void)c; return true; }
+static void learned_say(const ctx *c, cgf_finding *x) {
+  x->sentence = xprintf("next");
+  command(x, ": ", "check it as a driver before 12.3 would use it",
+          prime_command(c->f->prime_run, "capguard prime check"));
+}
+
+static bool check_nothing_holds(const ctx *c) { return !c->f->prime_run->procs; }
+static void check_nothing_say(const ctx *c, cgf_finding *x) {
+  (void)c;
+  x->sentence = xprintf("FAIL: no process of the command used CUDA under capguard (none that "
+                        "does, or a static or setuid program, or LD_PRELOAD cleared?); nothing "
+                        "was checked: see capguard doctor");
+  x->fails = true;
+}
+
+static bool check_missing_holds(const ctx *c) {
+  return c->f->prime_run->loads > c->f->prime_run->served;
+}
+static void check_missing_say(const ctx *c, cgf_finding *x) {
+  const cgf_prime_run *r = c->f->prime_run;
+  size_t missing = r->loads - r->served;
+  x->sentence = xprintf("FAIL: %zu load%s during capture reached the driver; %s lacks %s",
+                        missing, plural(missing), r->prime, missing == 1 ? "it" : "them");
+  x->lists_loads = true;
+  command(x, NULL, "learn them in one run where the driver allows loads during capture (12.3 or "
+                   "newer, same GPU architecture)", prime_command(r, "capguard prime learn"));
+  x->fails = true;
+}
+
+static void check_failed_say(const ctx *c, cgf_finding *x) {
+  x->sentence = xprintf("no load reached the driver during capture, but the command exited with "
+                        "status %d", c->f->prime_run->status);
+  x->fails = true;
+}
+
+static void check_ok_say(const ctx *c, cgf_finding *x) {
+  const cgf_prime_run *r = c->f->prime_run;
+  x->sentence = xprintf("ok: all %zu load%s during capture in %zu process%s served from %s; a "
+                        "driver before 12.3 would capture every graph",
+                        r->loads, plural(r->loads), r->procs, r->procs == 1 ? "" : "es", r->prime);
+}
+
+static const row rows[] = {
+    /* run's summary: what to do next, the first that holds */
+    {"run-again", CGF_NEXT, recorded_holds, recorded_say},
+    {"no-load-broke", CGF_NEXT, no_load_broke_holds, no_load_broke_say},
+    {"guard-mode", CGF_NEXT, guard_mode_holds, guard_mode_say},
+    {"nothing-recorded", CGF_NEXT, not_recorded_holds, not_recorded_say},
+    {"log-incomplete", CGF_NEXT, incomplete_holds, incomplete_say},
+    {"priming-worked", CGF_NEXT, primed_holds, primed_say},
+    {"handled", CGF_NEXT, handled_holds, handled_say},
+    /* the report's advice, every one that holds */
+    {"warm-up", CGF_REPORT, warm_holds, warm_say},
+    {"faster", CGF_REPORT, faster_report_holds, faster_say},
+    {"faster", CGF_FASTER, faster_run_holds, faster_say},
+    {"skipped-arch", CGF_REPORT | CGF_NOTE, skipped_arch_holds, skipped_arch_say},
+    {"preloaded-unused", CGF_REPORT | CGF_NOTE, unused_holds, unused_say},
+    {"allowed-loads", CGF_REPORT, allowed_holds, allowed_say},
+    {"unloads-deferred", CGF_REPORT, unloads_deferred_holds, unloads_deferred_say},
+    {"unloads", CGF_REPORT, unloads_holds, unloads_say},
+    {"other-call", CGF_REPORT, other_holds, other_say},
+    {"unwatched", CGF_REPORT, unwatched_holds, unwatched_say},
+    {"offender-not-said", CGF_REPORT, not_said_holds, not_said_say},
+    {"served", CGF_REPORT, served_holds, served_say},
+    {"kept-alive", CGF_REPORT, kept_holds, kept_say},
+    {"all-clear", CGF_REPORT | CGF_NEXT, all_clear_holds, all_clear_say},
+    /* prime learn's verdict */
+    {"learn-incomplete", CGF_LEARN, learn_incomplete_holds, learn_incomplete_say},
+    {"learn-command-failed", CGF_LEARN, command_failed_holds, learn_failed_say},
+    {"learned", CGF_LEARN, learned_holds, learned_say},
+    /* prime check's verdict */
+    {"check-nothing-checked", CGF_CHECK, check_nothing_holds, check_nothing_say},
+    {"check-missing", CGF_CHECK, check_missing_holds, check_missing_say},
+    {"check-command-failed", CGF_CHECK, command_failed_holds, check_failed_say},
+    {"check-ok", CGF_CHECK, learned_holds, check_ok_say},
+};
+
+void cgf_collect(const cgf_facts *f, unsigned audience, bool first_only, cgf_list *out) {
+  ctx c;
+  derive(f, &c);
+  bool prime_rows = audience & (CGF_LEARN | CGF_CHECK);
+  if (prime_rows ? !f->prime_run : !f->a)
+    return;
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    if (!(rows[i].audience & audience) || !rows[i].holds(&c))
+      continue;
+    out->v = xrealloc(out->v, (out->n + 1) * sizeof *out->v);
+    cgf_finding *x = &out->v[out->n++];
+    memset(x, 0, sizeof *x);
+    x->key = rows[i].key;
+    rows[i].say(&c, x);
+    if (first_only)
+      return;
+  }
+}
+
+const cgf_finding *cgf_first(const cgf_facts *f, unsigned audience, cgf_list *list) {
+  memset(list, 0, sizeof *list);
+  cgf_collect(f, audience, true, list);
+  return list->n ? &list->v[0] : NULL;
+}
+
+char *cgf_line(const cgf_finding *x) {
+  char *s = xprintf("%s", x->sentence);
+  for (size_t i = 0; i < x->n_commands; i++) {
+    const cgf_command *k = &x->commands[i];
+    char *t = k->lead ? xprintf("%s%s%s: %s", s, k->sep ? k->sep : ": ", k->lead, k->text)
+                      : xprintf("%s: %s", s, k->text);
+    free(s);
+    s = t;
+    if (k->note) {
+      t = xprintf("%s (%s)", s, k->note);
+      free(s);
+      s = t;
+    }
+  }
+  return s;
+}
+
+void cgf_print(FILE *out, const cgf_finding *x, const char *first, const char *indent) {
+  fprintf(out, "%s%s%s\n", first, x->sentence, x->n_commands ? ":" : "");
+  for (size_t i = 0; i < x->n_commands; i++) {
+    const cgf_command *k = &x->commands[i];
+    if (k->lead)
+      fprintf(out, "%s%s:\n", indent, k->lead);
+    /* the command alone on its line: copied whole, it runs */
+    fprintf(out, "%s  %s\n", indent, k->text);
+    if (k->note)
+      fprintf(out, "%s(%s)\n", indent, k->note);
+  }
+}
+
+void cgf_list_free(cgf_list *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    free(l->v[i].sentence);
+    for (size_t k = 0; k < l->v[i].n_commands; k++)
+      free(l->v[i].commands[k].text);
+  }
+  free(l->v);
+  l->v = NULL;
+  l->n = 0;
+}

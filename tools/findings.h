@@ -1,0 +1,80 @@
+/* What a log means, in one table (findings.c): each row a condition over
+ * what was found, a sentence, and the commands that act on it. The report
+ * (text, JSON, HTML), capguard run's closing summary, and prime learn and
+ * prime check all ask this table; none of them words advice of its own, and
+ * the shim says only facts and where the details are. */
+#ifndef CAPGUARD_FINDINGS_H
+#define CAPGUARD_FINDINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "capguard/log_schema.h"
+
+struct cgr_analysis;
+
+/* Who asks: a row says which of them it speaks to. */
+enum {
+  CGF_REPORT = 1u << 0, /* capguard report: every row that holds, in table order */
+  CGF_NEXT = 1u << 1,   /* run's summary, "next:": the first row that holds */
+  CGF_FASTER = 1u << 2, /* run's summary, "faster:" */
+  CGF_NOTE = 1u << 3,   /* run's summary, "note:" */
+  CGF_LEARN = 1u << 4,  /* prime learn's verdict: the first row that holds */
+  CGF_CHECK = 1u << 5,  /* prime check's verdict: the first row that holds */
+};
+
+/* One command to paste: "lead: text". sep joins it to what came before on one
+ * line (cgf_line); note follows it (words, never part of the command). */
+typedef struct {
+  const char *sep, *lead, *note;
+  char *text;
+} cgf_command;
+
+typedef struct {
+  const char *key;   /* the row's stable name ("warm-up"), JSON's "finding" */
+  char *sentence;
+  cgf_command commands[3];
+  size_t n_commands;
+  bool fails;        /* learn/check: the verdict is a failure (exit status 1) */
+  bool lists_loads;  /* check: the loads that reached the driver follow the sentence */
+} cgf_finding;
+
+typedef struct {
+  cgf_finding *v;
+  size_t n;
+} cgf_list;
+
+/* What prime learn / prime check saw in their run. */
+typedef struct {
+  size_t procs, loads, served, refused; /* procs: processes that used CUDA */
+  long long old_driver; /* a driver (or emulation) before 12.3 that refused loads, 0 if none */
+  long long device_sm;  /* the GPU's architecture, 0 if unknown */
+  unsigned learned_arch; /* learn: the architecture of what it recorded, 0 if none */
+  int status;           /* the command's exit status */
+  const char *prime;    /* the priming file */
+  char *const *cmd;     /* the command, NULL-terminated */
+} cgf_prime_run;
+
+typedef struct {
+  const struct cgr_analysis *a; /* the report's and the run summary's analysis */
+  cg_run_mode mode;             /* run summary: the mode the run ran in */
+  const char *incomplete;       /* run summary: why the log may hold less ("" when not) */
+  const cgf_prime_run *prime_run; /* prime learn and prime check */
+} cgf_facts;
+
+/* The findings for an audience (one CGF_ bit), appended to out; first_only:
+ * stop at the first row that holds. */
+void cgf_collect(const cgf_facts *f, unsigned audience, bool first_only, cgf_list *out);
+/* The first finding for an audience, or NULL; kept in *list (free it). */
+const cgf_finding *cgf_first(const cgf_facts *f, unsigned audience, cgf_list *list);
+/* The finding on one line: sentence, then each command after its lead
+ * (malloc'd; NULL when out of memory). */
+char *cgf_line(const cgf_finding *x);
+/* The finding as a terminal shows it: first, then the sentence; each
+ * command's lead on a line after indent, and the command alone on the next
+ * (indent and two spaces), so that it is copied whole and runs as shown. */
+void cgf_print(FILE *out, const cgf_finding *x, const char *first, const char *indent);
+void cgf_list_free(cgf_list *l);
+
+#endif
