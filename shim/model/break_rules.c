@@ -464,6 +464,8 @@ void cg_captures_break_logged(int code, const cg_break *b) {
       mark(pick[i], b, false);
   }
   cg_captures_model_unlock();
+}
+
 void cg_captures_check_driver_state(const cg_capture *c) {
   if (!c->id || c->status != CG_CAPTURE_ACTIVE || (c->stream & 3) == 3)
     return;
