@@ -1,5 +1,7 @@
 /* capguard's settings, read once from the environment at start-up. A bad
- * value is reported in one line and replaced by its default. */
+ * value is reported in one line and replaced by its default, except a bad
+ * CAPGUARD_MODE, which becomes report (config.c): the mode that only
+ * watches, where the default, guard, would act on the program's calls. */
 #ifndef CAPGUARD_CONFIG_H
 #define CAPGUARD_CONFIG_H
 

@@ -280,7 +280,6 @@ void cg_output_event(const cg_event *e) {
   emit(log_fd, fmt_event_json, e);
 }
 
-bool cg_output_has_log(void) { return log_fd >= 0; }
 
 static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {
   return cg_capture_format_broken_text(obj, b, c);

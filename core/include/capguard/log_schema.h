@@ -160,10 +160,8 @@ bool cg_capture_status_broken(cg_capture_status s);
 /* What a CUresult the log holds means, in words a person reads: the
  * driver's own description for the codes capture breaks produce ("operation
  * not permitted when stream is capturing" for 900) and the common ones
- * around them; NULL for a code not in the table. The code's symbolic name
- * ("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"), or NULL. No driver call: the
+ * around them; NULL for a code not in the table. No driver call: the
  * tools read logs on machines without one. */
 const char *cg_cuda_result_words(int code);
-const char *cg_cuda_result_name(int code);
 
 #endif
