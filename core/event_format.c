@@ -250,6 +250,11 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
   bool several = e->n_prohibitors > 1;
   const char *now_broken = several ? "; the captures are now broken" : "; the capture is now broken";
   int err = e->driver_result >= 0 ? e->driver_result : e->result;
+  const char *said = cg_verdict_said(e->verdict); /* the verdicts whose sentence is fixed */
+  if (said) {
+    cg_out_str(o, said);
+    return;
+  }
   switch (e->verdict) {
   case CG_VERDICT_REFUSED:
     cg_out_str(o, "refused by the driver with error ");
@@ -275,31 +280,11 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
     cg_out_str(o, ")");
     cg_out_str(o, now_broken);
     return;
-  case CG_VERDICT_SERVED:
-    cg_out_str(o, "served from the priming file: no loader call reached the driver");
-    return;
-  case CG_VERDICT_RESCUED:
-    cg_out_str(o, "made in relaxed mode for this one call (CAPGUARD_RESCUE=1)");
-    return;
-  case CG_VERDICT_DEFERRED:
-    cg_out_str(o, "returned success; the unload runs when the capture ends");
-    return;
   case CG_VERDICT_FAILED:
     cg_out_str(o, "the driver returned error ");
     put_result_words(o, err);
     return;
-  case CG_VERDICT_DEFERRED_FREE:
-    cg_out_str(o, "returned success; the memory stays allocated until the capture ends, then is freed");
-    return;
-  case CG_VERDICT_DEFERRED_DESTROY:
-    cg_out_str(o, "returned success; the executable graph is destroyed when the capture ends");
-    return;
-  case CG_VERDICT_NOT_READY:
-    cg_out_str(o, "answered 600 (not ready) by capguard without calling the driver: the event was "
-                  "recorded in a still-capturing stream, where the driver would answer 907 and break "
-                  "the capture");
-    return;
-  case CG_VERDICT_COUNT:
+  default: /* a verdict with a fixed sentence (above), or none of the table's */
     break;
   }
   cg_out_str(o, "unknown verdict; result ");
