@@ -53,6 +53,7 @@
 #define CG_KEY_REPEATS "repeats"
 #define CG_KEY_CAPTURES "captures"
 #define CG_KEY_CAPTURES_BROKEN "captures_broken"
+#define CG_KEY_CAPTURES_OPEN "captures_open"
 #define CG_KEY_VERDICTS "verdicts"
 #define CG_KEY_PRIMED_LOADED "primed_loaded"
 #define CG_KEY_PRIMED_SERVED "primed_served"
