@@ -94,7 +94,7 @@ static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
       }                                                                                            \
     }                                                                                              \
     cg_call c_ = {(ep), CG_EV_MODULE_UNLOAD, CG_RULE_PROHIBITED, CG_FIX_DEFER_UNLOAD,               \
-                  (uint64_t)(uintptr_t)(handle), false, false, NULL, NULL, cname##_invoke};        \
+                  (uint64_t)(uintptr_t)(handle), false, false, NULL, NULL, cname##_invoke, 0};     \
     (void)(library);                                                                               \
     return cg_breaker_unload(&c_);                                                                 \
   }
