@@ -1,5 +1,7 @@
-/* Capture-state model: open captures keyed by stream, thread capture-interaction
- * modes keyed by thread id, and the documented prohibition rule that joins them.
+/* Capture-state model: open captures keyed by stream, the events recorded into
+ * them, and the documented prohibition rule (a thread in a given
+ * capture-interaction mode against an open capture; the shim keeps each
+ * thread's mode itself, model/live_captures.c).
  * No locking here (the caller serialises); no driver calls. Runs inside the
  * shim, so every allocation failure degrades to "not recorded", never a crash. */
 #include "capguard/capture_model.h"
@@ -13,23 +15,17 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
-/* Bounds on what a misbehaving process can make us allocate: a capture whose
- * end we never see, or threads that set a mode and die, would otherwise grow
- * the tables forever. Real programs stay far below both. */
+/* Bounds on what a misbehaving process can make us allocate: captures whose
+ * end we never see, or events recorded into captures and never recorded
+ * again, would otherwise grow the tables forever. Real programs stay far
+ * below both. */
 #define CG_MODEL_MAX_OPEN 4096
-#define CG_MODEL_MAX_THREAD_MODES 65536
 #define CG_MODEL_MAX_EVENTS 65536
 
 typedef struct {
   cg_capture cap;
   UT_hash_handle hh; /* key: cap.stream */
 } open_entry;
-
-typedef struct {
-  uint64_t tid;
-  cg_capture_mode mode;
-  UT_hash_handle hh; /* key: tid */
-} thread_entry;
 
 /* An event last recorded into a capture: which one (stream and id, so that
  * a later capture on the same stream is not mistaken for it). */
@@ -41,7 +37,6 @@ typedef struct {
 
 struct cg_model {
   open_entry *open;      /* uthash keeps insertion order: iteration is oldest first */
-  thread_entry *threads; /* only threads whose mode is not GLOBAL */
   event_entry *events;   /* events last recorded into a capture */
   uint64_t next_id;
   uint64_t begun;
@@ -59,11 +54,6 @@ void cg_model_free(cg_model *m) {
   HASH_ITER(hh, m->open, o, otmp) {
     HASH_DEL(m->open, o);
     free(o);
-  }
-  thread_entry *t, *ttmp;
-  HASH_ITER(hh, m->threads, t, ttmp) {
-    HASH_DEL(m->threads, t);
-    free(t);
   }
   event_entry *e, *etmp;
   HASH_ITER(hh, m->events, e, etmp) {
@@ -123,38 +113,6 @@ cg_capture *cg_model_find(cg_model *m, uint64_t stream) {
 size_t cg_model_open_count(const cg_model *m) { return m ? HASH_COUNT(m->open) : 0; }
 
 uint64_t cg_model_begun_total(const cg_model *m) { return m ? m->begun : 0; }
-
-void cg_model_set_thread_mode(cg_model *m, uint64_t tid, cg_capture_mode mode) {
-  if (!m) return;
-  thread_entry *t = NULL;
-  HASH_FIND(hh, m->threads, &tid, sizeof tid, t);
-  if (mode == CG_MODE_GLOBAL) { /* the default: forget the thread, keeping the table small */
-    if (t) {
-      HASH_DEL(m->threads, t);
-      free(t);
-    }
-    return;
-  }
-  if (t) {
-    t->mode = mode;
-    return;
-  }
-  if (HASH_COUNT(m->threads) >= CG_MODEL_MAX_THREAD_MODES) return;
-  t = calloc(1, sizeof *t);
-  if (!t) return;
-  t->tid = tid;
-  t->mode = mode;
-  HASH_ADD(hh, m->threads, tid, sizeof t->tid, t);
-  thread_entry *check = NULL;
-  HASH_FIND(hh, m->threads, &tid, sizeof tid, check);
-  if (check != t) free(t); /* out of memory: the thread stays GLOBAL */
-}
-
-cg_capture_mode cg_model_thread_mode(const cg_model *m, uint64_t tid) {
-  thread_entry *t = NULL;
-  if (m) HASH_FIND(hh, m->threads, &tid, sizeof tid, t);
-  return t ? t->mode : CG_MODE_GLOBAL;
-}
 
 bool cg_capture_prohibits(const cg_capture *c, uint64_t tid, cg_capture_mode thread_mode) {
   if (!c) return false;

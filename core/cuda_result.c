@@ -51,8 +51,3 @@ const char *cg_cuda_result_words(int code) {
   const result_row *r = find(code);
   return r ? r->words : NULL;
 }
-
-const char *cg_cuda_result_name(int code) {
-  const result_row *r = find(code);
-  return r ? r->name : NULL;
-}

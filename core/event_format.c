@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "capguard/clock.h"
+#include "capguard/log_keys.h"
 #include "capguard/text_out.h"
 
 /* At most this many native frames in the text; the JSON keeps them all. */
@@ -111,15 +112,15 @@ static void put_clean(cg_out *o, const char *s) {
 
 /* {"v":1,"type":"...","pid":N */
 static void json_type_pid(cg_out *o, cg_record_type type, uint64_t pid) {
-  cg_out_str(o, "{\"v\":1,\"type\":\"");
+  cg_out_str(o, "{\"" CG_KEY_V "\":1,\"" CG_KEY_TYPE "\":\"");
   cg_out_str(o, cg_record_type_name(type));
   cg_out_char(o, '"');
-  put_kv_u64(o, "pid", pid);
+  put_kv_u64(o, CG_KEY_PID, pid);
 }
 
 static void json_head(cg_out *o, cg_record_type type, uint64_t pid, uint64_t time_ns) {
   json_type_pid(o, type, pid);
-  put_kv_u64(o, "time_ns", time_ns);
+  put_kv_u64(o, CG_KEY_TIME_NS, time_ns);
 }
 
 static void put_hash(cg_out *o, cg_hash128 h) {
@@ -158,18 +159,18 @@ static size_t clamp_py(const cg_event *e) {
 }
 
 static void put_image_json(cg_out *o, const cg_image_info *im) {
-  cg_out_str(o, ",\"image\":{\"kind\":");
+  cg_out_str(o, ",\"" CG_KEY_IMAGE "\":{\"" CG_KEY_KIND "\":");
   put_jstr(o, cg_image_kind_name(im->kind));
-  put_kv_u64(o, "size", im->size);
-  put_kv_u64(o, "sm", im->sm_arch);
-  cg_out_str(o, ",\"archs\":[");
+  put_kv_u64(o, CG_KEY_SIZE, im->size);
+  put_kv_u64(o, CG_KEY_SM, im->sm_arch);
+  cg_out_str(o, ",\"" CG_KEY_ARCHS "\":[");
   for (unsigned i = 0; i < clamp_archs(im); i++) {
     if (i) cg_out_char(o, ',');
     cg_out_u64(o, im->archs[i]);
   }
-  cg_out_str(o, "],\"hash\":\"");
+  cg_out_str(o, "],\"" CG_KEY_HASH "\":\"");
   put_hash(o, im->hash);
-  cg_out_str(o, "\",\"kernels\":[");
+  cg_out_str(o, "\",\"" CG_KEY_KERNELS "\":[");
   size_t pos = 0;
   unsigned seen = 0;
   for (const char *k; (k = next_kernel(im, &pos, &seen));) {
@@ -178,57 +179,57 @@ static void put_image_json(cg_out *o, const cg_image_info *im) {
   }
   /* a walk cut short by a corrupt buffer also lost names */
   bool truncated = im->names_truncated || seen < im->n_kernels;
-  cg_out_str(o, "],\"kernels_truncated\":");
+  cg_out_str(o, "],\"" CG_KEY_KERNELS_TRUNCATED "\":");
   cg_out_str(o, truncated ? "true" : "false");
-  if (im->kind == CG_IMAGE_UNKNOWN && im->why_unknown) put_kv_str(o, "why_unknown", im->why_unknown);
+  if (im->kind == CG_IMAGE_UNKNOWN && im->why_unknown) put_kv_str(o, CG_KEY_WHY_UNKNOWN, im->why_unknown);
   cg_out_char(o, '}');
 }
 
 size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   cg_out o = cg_out_init(buf, cap);
   if (!e) {
-    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no event\"}\n");
+    cg_out_str(&o, "{\"" CG_KEY_V "\":1,\"" CG_KEY_TYPE "\":\"error\",\"" CG_KEY_ERROR "\":\"no event\"}\n");
     return cg_out_finish(&o);
   }
   json_head(&o, CG_RECORD_EVENT, e->pid, e->time_ns);
-  put_kv_str(&o, "event", cg_event_kind_name(e->kind));
-  put_kv_str(&o, "call", e->call ? e->call : "");
-  put_kv_str(&o, "verdict", cg_verdict_name(e->verdict));
-  put_kv_int(&o, "result", e->result);
-  put_kv_int(&o, "driver_result", e->driver_result);
-  put_kv_int(&o, "driver_version", e->driver_version);
-  put_kv_int(&o, "emulate_driver", e->emulated_version);
-  put_kv_u64(&o, "tid", e->tid);
-  put_kv_str(&o, "thread_mode", cg_capture_mode_name(e->thread_mode));
-  cg_out_str(&o, ",\"capture\":{\"id\":");
+  put_kv_str(&o, CG_KEY_EVENT, cg_event_kind_name(e->kind));
+  put_kv_str(&o, CG_KEY_CALL, e->call ? e->call : "");
+  put_kv_str(&o, CG_KEY_VERDICT, cg_verdict_name(e->verdict));
+  put_kv_int(&o, CG_KEY_RESULT, e->result);
+  put_kv_int(&o, CG_KEY_DRIVER_RESULT, e->driver_result);
+  put_kv_int(&o, CG_KEY_DRIVER_VERSION, e->driver_version);
+  put_kv_int(&o, CG_KEY_EMULATE_DRIVER, e->emulated_version);
+  put_kv_u64(&o, CG_KEY_TID, e->tid);
+  put_kv_str(&o, CG_KEY_THREAD_MODE, cg_capture_mode_name(e->thread_mode));
+  cg_out_str(&o, ",\"" CG_KEY_CAPTURE "\":{\"" CG_KEY_ID "\":");
   cg_out_u64(&o, e->capture.id);
-  put_kv_hex(&o, "stream", e->capture.stream);
-  put_kv_str(&o, "mode", cg_capture_mode_name(e->capture.mode));
-  put_kv_u64(&o, "tid", e->capture.tid);
-  put_kv_str(&o, "status", cg_capture_status_name(e->capture.status));
-  put_kv_str(&o, "began", e->capture_began ? e->capture_began : "");
+  put_kv_hex(&o, CG_KEY_STREAM, e->capture.stream);
+  put_kv_str(&o, CG_KEY_MODE, cg_capture_mode_name(e->capture.mode));
+  put_kv_u64(&o, CG_KEY_TID, e->capture.tid);
+  put_kv_str(&o, CG_KEY_STATUS, cg_capture_status_name(e->capture.status));
+  put_kv_str(&o, CG_KEY_BEGAN, e->capture_began ? e->capture_began : "");
   cg_out_char(&o, '}');
-  put_kv_u64(&o, "prohibitors", e->n_prohibitors);
-  if (e->module) put_kv_hex(&o, "module", e->module);
-  if (e->has_handle) put_kv_hex(&o, "handle", e->handle);
+  put_kv_u64(&o, CG_KEY_PROHIBITORS, e->n_prohibitors);
+  if (e->module) put_kv_hex(&o, CG_KEY_MODULE, e->module);
+  if (e->has_handle) put_kv_hex(&o, CG_KEY_HANDLE, e->handle);
   {
     int code = e->driver_result >= 0 ? e->driver_result : e->result;
     const char *meaning = code ? cg_cuda_result_words(code) : NULL; /* success needs no words */
-    if (meaning) put_kv_str(&o, "meaning", meaning);
+    if (meaning) put_kv_str(&o, CG_KEY_MEANING, meaning);
   }
   if (e->image) put_image_json(&o, e->image);
-  cg_out_str(&o, ",\"native_stack\":[");
+  cg_out_str(&o, ",\"" CG_KEY_NATIVE_STACK "\":[");
   for (size_t i = 0; i < clamp_native(e); i++) {
     if (i) cg_out_char(&o, ',');
     put_jstr(&o, e->native[i] ? e->native[i] : "");
   }
-  cg_out_str(&o, "],\"python_stack\":[");
+  cg_out_str(&o, "],\"" CG_KEY_PYTHON_STACK "\":[");
   for (size_t i = 0; i < clamp_py(e); i++) {
     if (i) cg_out_char(&o, ',');
-    cg_out_str(&o, "{\"file\":");
+    cg_out_str(&o, "{\"" CG_KEY_FILE "\":");
     put_jstr(&o, e->py[i].file ? e->py[i].file : "");
-    put_kv_int(&o, "line", e->py[i].line);
-    put_kv_str(&o, "func", e->py[i].func ? e->py[i].func : "");
+    put_kv_int(&o, CG_KEY_LINE, e->py[i].line);
+    put_kv_str(&o, CG_KEY_FUNC, e->py[i].func ? e->py[i].func : "");
     cg_out_char(&o, '}');
   }
   cg_out_str(&o, "]}\n");
@@ -250,6 +251,11 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
   bool several = e->n_prohibitors > 1;
   const char *now_broken = several ? "; the captures are now broken" : "; the capture is now broken";
   int err = e->driver_result >= 0 ? e->driver_result : e->result;
+  const char *said = cg_verdict_said(e->verdict); /* the verdicts whose sentence is fixed */
+  if (said) {
+    cg_out_str(o, said);
+    return;
+  }
   switch (e->verdict) {
   case CG_VERDICT_REFUSED:
     cg_out_str(o, "refused by the driver with error ");
@@ -275,29 +281,9 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
     cg_out_str(o, ")");
     cg_out_str(o, now_broken);
     return;
-  case CG_VERDICT_SERVED:
-    cg_out_str(o, "served from the priming file: no loader call reached the driver");
-    return;
-  case CG_VERDICT_RESCUED:
-    cg_out_str(o, "made in relaxed mode for this one call (CAPGUARD_RESCUE=1)");
-    return;
-  case CG_VERDICT_DEFERRED:
-    cg_out_str(o, "returned success; the unload runs when the capture ends");
-    return;
   case CG_VERDICT_FAILED:
     cg_out_str(o, "the driver returned error ");
     put_result_words(o, err);
-    return;
-  case CG_VERDICT_DEFERRED_FREE:
-    cg_out_str(o, "returned success; the memory stays allocated until the capture ends, then is freed");
-    return;
-  case CG_VERDICT_DEFERRED_DESTROY:
-    cg_out_str(o, "returned success; the executable graph is destroyed when the capture ends");
-    return;
-  case CG_VERDICT_NOT_READY:
-    cg_out_str(o, "answered 600 (not ready) by capguard without calling the driver: the event was "
-                  "recorded in a still-capturing stream, where the driver would answer 907 and break "
-                  "the capture");
     return;
   case CG_VERDICT_ESCAPED:
     if (e->kind == CG_EV_PAGEABLE_COPY)
@@ -312,7 +298,7 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
     put_result_words(o, err);
     cg_out_str(o, now_broken);
     return;
-  case CG_VERDICT_COUNT:
+  default: /* a verdict with a fixed sentence (above), or none of the table's */
     break;
   }
   cg_out_str(o, "unknown verdict; result ");
@@ -444,22 +430,22 @@ size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
 /* ---- capture -------------------------------------------------------------- */
 
 static void put_offender_json(cg_out *o, const cg_offender *b) {
-  cg_out_str(o, ",\"broken_by\":");
+  cg_out_str(o, ",\"" CG_KEY_BROKEN_BY "\":");
   if (!b) {
     cg_out_str(o, "null");
     return;
   }
   cg_out_char(o, '{');
-  put_jstr(o, "call");
+  put_jstr(o, CG_KEY_CALL);
   cg_out_char(o, ':');
   put_jstr(o, b->call ? b->call : "");
-  put_kv_str(o, "event", cg_event_kind_name(b->kind));
-  put_kv_str(o, "verdict", cg_verdict_name(b->verdict));
-  put_kv_int(o, "result", b->result);
-  put_kv_u64(o, "tid", b->tid);
-  put_kv_u64(o, "time_ns", b->time_ns);
-  put_kv_str(o, "python", b->python ? b->python : "");
-  put_kv_str(o, "where", b->where ? b->where : "");
+  put_kv_str(o, CG_KEY_EVENT, cg_event_kind_name(b->kind));
+  put_kv_str(o, CG_KEY_VERDICT, cg_verdict_name(b->verdict));
+  put_kv_int(o, CG_KEY_RESULT, b->result);
+  put_kv_u64(o, CG_KEY_TID, b->tid);
+  put_kv_u64(o, CG_KEY_TIME_NS, b->time_ns);
+  put_kv_str(o, CG_KEY_PYTHON, b->python ? b->python : "");
+  put_kv_str(o, CG_KEY_WHERE, b->where ? b->where : "");
   cg_out_char(o, '}');
 }
 
@@ -467,24 +453,24 @@ size_t cg_capture_format_json(const cg_capture_record *r, char *buf, size_t cap)
   cg_out o = cg_out_init(buf, cap);
   const cg_capture *c = r ? r->capture : NULL;
   if (!c) {
-    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no capture\"}\n");
+    cg_out_str(&o, "{\"" CG_KEY_V "\":1,\"" CG_KEY_TYPE "\":\"error\",\"" CG_KEY_ERROR "\":\"no capture\"}\n");
     return cg_out_finish(&o);
   }
   /* the record's time: when the capture ended, or now for one still open at exit */
   json_head(&o, CG_RECORD_CAPTURE, r->pid, c->end_ns ? c->end_ns : cg_now_ns());
-  put_kv_u64(&o, "id", c->id);
-  put_kv_hex(&o, "stream", c->stream);
-  put_kv_str(&o, "mode", cg_capture_mode_name(c->mode));
-  put_kv_u64(&o, "tid", c->tid);
-  put_kv_str(&o, "status", cg_capture_status_name(c->status));
-  put_kv_u64(&o, "begin_ns", c->begin_ns);
-  put_kv_u64(&o, "end_ns", c->end_ns);
-  put_kv_u64(&o, "events", c->events);
-  put_kv_str(&o, "began", r->began ? r->began : "");
+  put_kv_u64(&o, CG_KEY_ID, c->id);
+  put_kv_hex(&o, CG_KEY_STREAM, c->stream);
+  put_kv_str(&o, CG_KEY_MODE, cg_capture_mode_name(c->mode));
+  put_kv_u64(&o, CG_KEY_TID, c->tid);
+  put_kv_str(&o, CG_KEY_STATUS, cg_capture_status_name(c->status));
+  put_kv_u64(&o, CG_KEY_BEGIN_NS, c->begin_ns);
+  put_kv_u64(&o, CG_KEY_END_NS, c->end_ns);
+  put_kv_u64(&o, CG_KEY_EVENTS, c->events);
+  put_kv_str(&o, CG_KEY_BEGAN, r->began ? r->began : "");
   if (r->ended)
-    put_kv_int(&o, "end_result", r->end_result);
+    put_kv_int(&o, CG_KEY_END_RESULT, r->end_result);
   if (r->repeats)
-    put_kv_u64(&o, "repeats", r->repeats);
+    put_kv_u64(&o, CG_KEY_REPEATS, r->repeats);
   if (cg_capture_status_broken(c->status))
     put_offender_json(&o, r->broken_by);
   cg_out_str(&o, "}\n");
@@ -542,22 +528,22 @@ size_t cg_capture_format_broken_text(const cg_capture_record *r, char *buf, size
 size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
   cg_out o = cg_out_init(buf, cap);
   if (!s) {
-    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no summary\"}\n");
+    cg_out_str(&o, "{\"" CG_KEY_V "\":1,\"" CG_KEY_TYPE "\":\"error\",\"" CG_KEY_ERROR "\":\"no summary\"}\n");
     return cg_out_finish(&o);
   }
   json_head(&o, CG_RECORD_SUMMARY, s->pid, cg_now_ns());
-  put_kv_u64(&o, "captures", s->captures_begun);
-  put_kv_u64(&o, "captures_broken", s->captures_broken);
+  put_kv_u64(&o, CG_KEY_CAPTURES, s->captures_begun);
+  put_kv_u64(&o, CG_KEY_CAPTURES_BROKEN, s->captures_broken);
   if (s->captures_open)
-    put_kv_u64(&o, "captures_open", s->captures_open);
-  cg_out_str(&o, ",\"events\":{");
+    put_kv_u64(&o, CG_KEY_CAPTURES_OPEN, s->captures_open);
+  cg_out_str(&o, ",\"" CG_KEY_EVENTS "\":{");
   for (int k = 0; k < CG_EV_KIND_COUNT; k++) {
     if (k) cg_out_char(&o, ',');
     put_jstr(&o, cg_event_kind_name((cg_event_kind)k));
     cg_out_char(&o, ':');
     cg_out_u64(&o, s->events[k]);
   }
-  cg_out_str(&o, "},\"verdicts\":{");
+  cg_out_str(&o, "},\"" CG_KEY_VERDICTS "\":{");
   for (int v = 0; v < CG_VERDICT_COUNT; v++) {
     if (v) cg_out_char(&o, ',');
     put_jstr(&o, cg_verdict_name((cg_verdict)v));
@@ -565,18 +551,18 @@ size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
     cg_out_u64(&o, s->verdicts[v]);
   }
   cg_out_char(&o, '}');
-  put_kv_u64(&o, "primed_loaded", s->primed_loaded);
-  put_kv_u64(&o, "primed_served", s->primed_served);
-  put_kv_u64(&o, "primed_unused", s->primed_unused);
-  put_kv_u64(&o, "recorded", s->recorded);
-  if (s->device_sm) put_kv_u64(&o, "device_sm", s->device_sm);
+  put_kv_u64(&o, CG_KEY_PRIMED_LOADED, s->primed_loaded);
+  put_kv_u64(&o, CG_KEY_PRIMED_SERVED, s->primed_served);
+  put_kv_u64(&o, CG_KEY_PRIMED_UNUSED, s->primed_unused);
+  put_kv_u64(&o, CG_KEY_RECORDED, s->recorded);
+  if (s->device_sm) put_kv_u64(&o, CG_KEY_DEVICE_SM, s->device_sm);
   if (s->primed_skipped_arch) {
-    put_kv_u64(&o, "primed_skipped_arch", s->primed_skipped_arch);
-    put_kv_u64(&o, "skipped_sm", s->skipped_sm);
+    put_kv_u64(&o, CG_KEY_PRIMED_SKIPPED_ARCH, s->primed_skipped_arch);
+    put_kv_u64(&o, CG_KEY_SKIPPED_SM, s->skipped_sm);
   }
-  put_kv_str(&o, "log", s->log_path ? s->log_path : "");
+  put_kv_str(&o, CG_KEY_LOG, s->log_path ? s->log_path : "");
   if (s->log_incomplete) {
-    put_key(&o, "log_incomplete");
+    put_key(&o, CG_KEY_LOG_INCOMPLETE);
     cg_out_str(&o, "true");
   }
   cg_out_str(&o, "}\n");
@@ -588,23 +574,23 @@ size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
 size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap) {
   cg_out o = cg_out_init(buf, cap);
   if (!r) {
-    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no process\"}\n");
+    cg_out_str(&o, "{\"" CG_KEY_V "\":1,\"" CG_KEY_TYPE "\":\"error\",\"" CG_KEY_ERROR "\":\"no process\"}\n");
     return cg_out_finish(&o);
   }
   bool process = r->type == CG_RECORD_PROCESS;
   /* the keys in the order the log has always had them */
   json_type_pid(&o, process ? CG_RECORD_PROCESS : CG_RECORD_START, r->pid);
-  put_kv_u64(&o, "ppid", r->ppid);
-  put_kv_u64(&o, "time_ns", r->time_ns);
-  put_kv_str(&o, "mode", cg_run_mode_name(r->mode));
+  put_kv_u64(&o, CG_KEY_PPID, r->ppid);
+  put_kv_u64(&o, CG_KEY_TIME_NS, r->time_ns);
+  put_kv_str(&o, CG_KEY_MODE, cg_run_mode_name(r->mode));
   if (process) {
-    put_kv_int(&o, "driver_version", r->driver_version);
-    put_kv_int(&o, "emulate_driver", r->emulate_driver);
+    put_kv_int(&o, CG_KEY_DRIVER_VERSION, r->driver_version);
+    put_kv_int(&o, CG_KEY_EMULATE_DRIVER, r->emulate_driver);
   }
-  put_kv_str(&o, "version", r->version ? r->version : "");
-  put_kv_str(&o, "prime", r->prime ? r->prime : "");
-  if (r->run && *r->run) put_kv_str(&o, "run", r->run);
-  cg_out_str(&o, ",\"argv\":[");
+  put_kv_str(&o, CG_KEY_VERSION, r->version ? r->version : "");
+  put_kv_str(&o, CG_KEY_PRIME, r->prime ? r->prime : "");
+  if (r->run && *r->run) put_kv_str(&o, CG_KEY_RUN, r->run);
+  cg_out_str(&o, ",\"" CG_KEY_ARGV "\":[");
   /* the words, up to CG_RECORD_MAX_ARGV, each ending at its NUL or the end */
   size_t at = 0;
   for (unsigned w = 0; r->cmdline && at < r->cmdline_len && w < CG_RECORD_MAX_ARGV; w++) {

@@ -205,6 +205,64 @@ static int prewalk(cg_prime_appender *a) {
   return 0;
 }
 
+/* Under the exclusive lock: the file mapped (*map) and indexed up to its last
+ * intact record, where a new record goes (*at); *need_header when the file
+ * is empty or its header torn. -1, said why, when nothing can be recorded. */
+static int index_file(cg_prime_appender *a, int fd, const struct stat *st, uint8_t **map, uint64_t *at,
+                      bool *need_header) {
+  size_t len = (size_t)st->st_size;
+  if ((uint64_t)st->st_dev != a->dev || (uint64_t)st->st_ino != a->ino || len < a->walked_to) reset(a);
+  if (prime_map(fd, len, map, a->path, a->warn, a->ctx)) return -1;
+  unsigned version;
+  prime_hdr_state hs = len ? prime_check_header(*map, len, &version) : PRIME_HDR_EMPTY;
+  *need_header = hs == PRIME_HDR_EMPTY || hs == PRIME_HDR_TORN;
+  if (!*need_header && prime_refuse_header(*map, len, a->path, a->warn, a->ctx)) return -1;
+  *at = 0;
+  if (*need_header) {
+    reset(a);
+  } else {
+    walk_ctx w = {a, *map, len, false};
+    *at = prime_walk(*map, len, a->walked_to, index_record, &w, NULL, NULL);
+    if (w.oom) {
+      prime_warnf(a->warn, a->ctx, a->path, "out of memory indexing it; nothing recorded");
+      reset(a);
+      return -1;
+    }
+  }
+  a->dev = (uint64_t)st->st_dev;
+  a->ino = (uint64_t)st->st_ino;
+  return 0;
+}
+
+/* rec (total bytes) written at at, the end of the last intact record of a
+ * file len bytes long. -1, said why, when it was not. */
+static int write_at_tail(cg_prime_appender *a, int fd, const uint8_t *rec, uint64_t total, uint64_t at,
+                         size_t len) {
+  if (at < len) {
+    /* A torn tail (an interrupted append) follows the last intact record:
+     * the new record goes where it began. */
+    if (ftruncate(fd, (off_t)at) != 0) {
+      prime_warnf(a->warn, a->ctx, a->path, "cannot drop its incomplete last record (%s); nothing recorded",
+                  strerror(errno));
+      return -1;
+    }
+    prime_warnf(a->warn, a->ctx, a->path, "dropped %llu bytes of an incomplete last record",
+                (unsigned long long)(len - at));
+  }
+  /* One pwrite of the whole record at the end, under the lock: readers see
+   * all of it or a torn tail they skip. No fsync: this is a cache, a record
+   * lost to a power cut costs one more warning on the next run, while an
+   * fsync on every append would stall the user's process. */
+  if (prime_write_at(fd, rec, total, at) != 0) {
+    int err = errno;
+    if (ftruncate(fd, (off_t)at) != 0) { /* best effort: the walk skips a torn tail anyway */ }
+    prime_warnf(a->warn, a->ctx, a->path, "write failed (%s); nothing recorded", strerror(err));
+    reset(a);
+    return -1;
+  }
+  return 0;
+}
+
 int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
   /* Without waiting, the whole walk (when there is no index yet) is done
    * under the exclusive lock below, taken only when it is free. */
@@ -233,26 +291,9 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
                 len, (unsigned long long)a->max_bytes, path);
     goto out;
   }
-  if ((uint64_t)st.st_dev != a->dev || (uint64_t)st.st_ino != a->ino || len < a->walked_to) reset(a);
-  if (prime_map(fd, len, &map, path, warn, ctx)) goto out;
-  unsigned version;
-  prime_hdr_state hs = len ? prime_check_header(map, len, &version) : PRIME_HDR_EMPTY;
-  bool need_header = hs == PRIME_HDR_EMPTY || hs == PRIME_HDR_TORN;
-  if (!need_header && prime_refuse_header(map, len, path, warn, ctx)) goto out;
-  uint64_t at = 0; /* where the record goes: after the last intact record */
-  if (need_header) {
-    reset(a);
-  } else {
-    walk_ctx w = {a, map, len, false};
-    at = prime_walk(map, len, a->walked_to, index_record, &w, NULL, NULL);
-    if (w.oom) {
-      prime_warnf(warn, ctx, path, "out of memory indexing it; nothing recorded");
-      reset(a);
-      goto out;
-    }
-  }
-  a->dev = (uint64_t)st.st_dev;
-  a->ino = (uint64_t)st.st_ino;
+  uint64_t at; /* where the record goes: after the last intact record */
+  bool need_header;
+  if (index_file(a, fd, &st, &map, &at, &need_header)) goto out;
 
   uint64_t hits = r->hits ? r->hits : 1, t = r->last_ns ? r->last_ns : cg_now_ns();
   index_entry *have = need_header ? NULL : find(a, map, len, r->hash, r->bytes, r->size);
@@ -294,28 +335,7 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
     prime_encode_image(body, &copy);
   }
   if (loads_rec) prime_encode_loads(body + body_len, image_off, r->hash, want_m, want_l, t);
-  if (at < len) {
-    /* A torn tail (an interrupted append) follows the last intact record:
-     * the new record goes where it began. */
-    if (ftruncate(fd, (off_t)at) != 0) {
-      prime_warnf(warn, ctx, path, "cannot drop its incomplete last record (%s); nothing recorded",
-                  strerror(errno));
-      goto out;
-    }
-    prime_warnf(warn, ctx, path, "dropped %llu bytes of an incomplete last record",
-                (unsigned long long)(len - at));
-  }
-  /* One pwrite of the whole record at the end, under the lock: readers see
-   * all of it or a torn tail they skip. No fsync: this is a cache, a record
-   * lost to a power cut costs one more warning on the next run, while an
-   * fsync on every append would stall the user's process. */
-  if (prime_write_at(fd, rec, total, at) != 0) {
-    int err = errno;
-    if (ftruncate(fd, (off_t)at) != 0) { /* best effort: the walk skips a torn tail anyway */ }
-    prime_warnf(warn, ctx, path, "write failed (%s); nothing recorded", strerror(err));
-    reset(a);
-    goto out;
-  }
+  if (write_at_tail(a, fd, rec, total, at, len)) goto out;
   index_entry *e = have ? have : add_entry(a, r->hash, r->size, image_off);
   if (e && loads_rec) {
     e->module_loads = want_m;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capguard/log_keys.h"
 #include "frame_source.h"
 #include "log_pool.h"
 #include "log_site.h"
@@ -126,14 +127,14 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
 
 /* What "start" and "process" records both say about a process. */
 static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
-  p->ppid = num(o, "ppid", 0);
-  p->mode = (cg_run_mode)word(&cg_run_modes, o, "mode");
-  p->version = str(log, o, "version");
-  p->run = str(log, o, "run");
-  p->prime = str(log, o, "prime");
-  p->time_ns = num(o, "time_ns", 0);
+  p->ppid = num(o, CG_KEY_PPID, 0);
+  p->mode = (cg_run_mode)word(&cg_run_modes, o, CG_KEY_MODE);
+  p->version = str(log, o, CG_KEY_VERSION);
+  p->run = str(log, o, CG_KEY_RUN);
+  p->prime = str(log, o, CG_KEY_PRIME);
+  p->time_ns = num(o, CG_KEY_TIME_NS, 0);
   seen_at(p, p->time_ns);
-  json_t *argv = arr(o, "argv"), *w;
+  json_t *argv = arr(o, CG_KEY_ARGV), *w;
   size_t k;
   p->argc = 0;
   json_array_foreach(argv, k, w) {
@@ -145,7 +146,7 @@ static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
 /* A line of a pid already seen is another process (the pid was reused) when
  * that one exited, or belongs to another capguard run. */
 static bool reused(cgl_log *log, const cgl_process *p, json_t *o) {
-  const char *run = str(log, o, "run");
+  const char *run = str(log, o, CG_KEY_RUN);
   return p->has_summary || (p->run && run && p->run != run);
 }
 
@@ -170,14 +171,14 @@ static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
   p->seen_process = true;
   p->cuda = true;
   read_identity(log, p, o);
-  p->driver_version = num(o, "driver_version", 0);
-  p->emulate_driver = num(o, "emulate_driver", 0);
+  p->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
+  p->emulate_driver = num(o, CG_KEY_EMULATE_DRIVER, 0);
 }
 
 /* "broken_by": an object names the first offender, null says none was seen,
  * absent (or any other type: a damaged line) says nothing. */
 static void read_broken_by(cgl_log *log, cgl_capture *c, json_t *o) {
-  json_t *b = json_object_get(o, "broken_by");
+  json_t *b = json_object_get(o, CG_KEY_BROKEN_BY);
   c->by = CGL_BY_UNKNOWN;
   memset(&c->offender, 0, sizeof c->offender);
   if (json_is_null(b)) {
@@ -186,36 +187,36 @@ static void read_broken_by(cgl_log *log, cgl_capture *c, json_t *o) {
     cgl_offender *f = &c->offender;
     c->by = CGL_BY_CALL;
     const char *s;
-    f->call = (s = str(log, b, "call")) ? s : "";
-    f->python = (s = str(log, b, "python")) ? s : "";
-    f->where = (s = str(log, b, "where")) ? s : "";
-    f->kind = (cg_event_kind)word(&cg_event_kinds, b, "event");
-    f->verdict = (cg_verdict)word(&cg_verdicts, b, "verdict");
-    f->result = num(b, "result", 0);
-    f->tid = num(b, "tid", 0);
-    f->time_ns = num(b, "time_ns", 0);
+    f->call = (s = str(log, b, CG_KEY_CALL)) ? s : "";
+    f->python = (s = str(log, b, CG_KEY_PYTHON)) ? s : "";
+    f->where = (s = str(log, b, CG_KEY_WHERE)) ? s : "";
+    f->kind = (cg_event_kind)word(&cg_event_kinds, b, CG_KEY_EVENT);
+    f->verdict = (cg_verdict)word(&cg_verdicts, b, CG_KEY_VERDICT);
+    f->result = num(b, CG_KEY_RESULT, 0);
+    f->tid = num(b, CG_KEY_TID, 0);
+    f->time_ns = num(b, CG_KEY_TIME_NS, 0);
   }
 }
 
 static void read_capture(cgl_log *log, size_t proc, json_t *o) {
   /* index first: capture_for may move log->caps */
-  size_t ci = capture_for(log, proc, num(o, "id", 0));
+  size_t ci = capture_for(log, proc, num(o, CG_KEY_ID, 0));
   cgl_capture *c = &log->caps[ci];
   c->ended_line = true;
-  c->stream = str(log, o, "stream");
-  c->mode = (cg_capture_mode)word(&cg_capture_modes, o, "mode");
-  c->status = (cg_capture_status)word(&cg_capture_statuses, o, "status");
-  c->began = str(log, o, "began");
-  c->tid = num(o, "tid", 0);
-  long long b = num(o, "begin_ns", 0);
+  c->stream = str(log, o, CG_KEY_STREAM);
+  c->mode = (cg_capture_mode)word(&cg_capture_modes, o, CG_KEY_MODE);
+  c->status = (cg_capture_status)word(&cg_capture_statuses, o, CG_KEY_STATUS);
+  c->began = str(log, o, CG_KEY_BEGAN);
+  c->tid = num(o, CG_KEY_TID, 0);
+  long long b = num(o, CG_KEY_BEGIN_NS, 0);
   if (b > 0 || !c->begin_ns)
     c->begin_ns = b;
-  c->end_ns = num(o, "end_ns", 0);
-  c->events = num(o, "events", 0);
-  json_t *er = json_object_get(o, "end_result");
+  c->end_ns = num(o, CG_KEY_END_NS, 0);
+  c->events = num(o, CG_KEY_EVENTS, 0);
+  json_t *er = json_object_get(o, CG_KEY_END_RESULT);
   c->has_end_result = json_is_integer(er);
   c->end_result = c->has_end_result ? (long long)json_integer_value(er) : 0;
-  c->repeats = num(o, "repeats", 0);
+  c->repeats = num(o, CG_KEY_REPEATS, 0);
   if (c->repeats < 0)
     c->repeats = 0;
   read_broken_by(log, c, o);
@@ -251,50 +252,50 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   cgl_event *e = &log->evs[ei];
   e->proc = proc;
   e->seq = ei;
-  e->time_ns = num(o, "time_ns", 0);
-  e->kind = (cg_event_kind)word(&cg_event_kinds, o, "event");
-  e->call = str(log, o, "call");
-  e->handle = str(log, o, "handle");
-  e->meaning = str(log, o, "meaning");
-  e->verdict = (cg_verdict)word(&cg_verdicts, o, "verdict");
-  e->thread_mode = (cg_capture_mode)word(&cg_capture_modes, o, "thread_mode");
-  e->result = num(o, "result", 0);
-  e->driver_result = num(o, "driver_result", -1);
-  e->driver_version = num(o, "driver_version", 0);
-  e->emulate_driver = num(o, "emulate_driver", 0);
-  e->tid = num(o, "tid", 0);
-  json_t *img = json_object_get(o, "image");
-  e->kernels = kernel_list(log, json_is_object(img) ? arr(img, "kernels") : NULL);
+  e->time_ns = num(o, CG_KEY_TIME_NS, 0);
+  e->kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
+  e->call = str(log, o, CG_KEY_CALL);
+  e->handle = str(log, o, CG_KEY_HANDLE);
+  e->meaning = str(log, o, CG_KEY_MEANING);
+  e->verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
+  e->thread_mode = (cg_capture_mode)word(&cg_capture_modes, o, CG_KEY_THREAD_MODE);
+  e->result = num(o, CG_KEY_RESULT, 0);
+  e->driver_result = num(o, CG_KEY_DRIVER_RESULT, -1);
+  e->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
+  e->emulate_driver = num(o, CG_KEY_EMULATE_DRIVER, 0);
+  e->tid = num(o, CG_KEY_TID, 0);
+  json_t *img = json_object_get(o, CG_KEY_IMAGE);
+  e->kernels = kernel_list(log, json_is_object(img) ? arr(img, CG_KEY_KERNELS) : NULL);
   e->image_kind = CG_IMAGE_KIND_COUNT;
   if (json_is_object(img)) {
-    e->image_kind = (cg_image_kind)word(&cg_image_kinds, img, "kind");
-    e->image_hash = str(log, img, "hash");
-    e->image_sm = num(img, "sm", 0);
-    e->kernels_truncated = json_is_true(json_object_get(img, "kernels_truncated"));
+    e->image_kind = (cg_image_kind)word(&cg_image_kinds, img, CG_KEY_KIND);
+    e->image_hash = str(log, img, CG_KEY_HASH);
+    e->image_sm = num(img, CG_KEY_SM, 0);
+    e->kernels_truncated = json_is_true(json_object_get(img, CG_KEY_KERNELS_TRUNCATED));
   }
   char where[512];
   const cgl_process *pr = &log->procs[proc];
-  cgl_site_from_stacks(arr(o, "python_stack"), arr(o, "native_stack"),
+  cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),
                        pr->argc ? pr->argv[0] : NULL, where, sizeof where);
   e->site = cgl_intern(log->pool, where, strlen(where));
-  cgl_python_top(arr(o, "python_stack"), where, sizeof where);
+  cgl_python_top(arr(o, CG_KEY_PYTHON_STACK), where, sizeof where);
   e->python_top = where[0] ? cgl_intern(log->pool, where, strlen(where)) : NULL;
   e->src_file = log->files[file];
   e->src_line = lineno;
   seen_at(&log->procs[proc], e->time_ns);
   /* The capture it names; known from the event alone if its "capture" line never came
    * (the process was killed with the capture open). */
-  json_t *cap = json_object_get(o, "capture");
-  long long id = json_is_object(cap) ? num(cap, "id", 0) : 0;
+  json_t *cap = json_object_get(o, CG_KEY_CAPTURE);
+  long long id = json_is_object(cap) ? num(cap, CG_KEY_ID, 0) : 0;
   size_t ci = capture_for(log, proc, id);
   e->capture = ci;
   cgl_capture *c = &log->caps[ci];
   if (!c->ended_line && json_is_object(cap)) {
-    c->stream = str(log, cap, "stream");
-    c->mode = (cg_capture_mode)word(&cg_capture_modes, cap, "mode");
-    c->status = (cg_capture_status)word(&cg_capture_statuses, cap, "status");
-    c->began = str(log, cap, "began");
-    c->tid = num(cap, "tid", 0);
+    c->stream = str(log, cap, CG_KEY_STREAM);
+    c->mode = (cg_capture_mode)word(&cg_capture_modes, cap, CG_KEY_MODE);
+    c->status = (cg_capture_status)word(&cg_capture_statuses, cap, CG_KEY_STATUS);
+    c->began = str(log, cap, CG_KEY_BEGAN);
+    c->tid = num(cap, CG_KEY_TID, 0);
     if (!c->begin_ns || (e->time_ns && e->time_ns < c->begin_ns))
       c->begin_ns = e->time_ns;
     c->events++;
@@ -306,17 +307,17 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
 static void read_summary(cgl_log *log, size_t proc, json_t *o) {
   cgl_process *p = &log->procs[proc];
   p->has_summary = true;
-  p->log_incomplete = json_is_true(json_object_get(o, "log_incomplete"));
-  p->captures = num(o, "captures", 0);
-  p->captures_broken = num(o, "captures_broken", 0);
-  p->primed_loaded = num(o, "primed_loaded", 0);
-  p->primed_served = num(o, "primed_served", 0);
-  p->primed_unused = num(o, "primed_unused", 0);
-  p->recorded = num(o, "recorded", 0);
-  p->primed_skipped_arch = num(o, "primed_skipped_arch", 0);
-  p->skipped_sm = num(o, "skipped_sm", 0);
-  p->device_sm = num(o, "device_sm", 0);
-  seen_at(p, num(o, "time_ns", 0));
+  p->log_incomplete = json_is_true(json_object_get(o, CG_KEY_LOG_INCOMPLETE));
+  p->captures = num(o, CG_KEY_CAPTURES, 0);
+  p->captures_broken = num(o, CG_KEY_CAPTURES_BROKEN, 0);
+  p->primed_loaded = num(o, CG_KEY_PRIMED_LOADED, 0);
+  p->primed_served = num(o, CG_KEY_PRIMED_SERVED, 0);
+  p->primed_unused = num(o, CG_KEY_PRIMED_UNUSED, 0);
+  p->recorded = num(o, CG_KEY_RECORDED, 0);
+  p->primed_skipped_arch = num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0);
+  p->skipped_sm = num(o, CG_KEY_SKIPPED_SM, 0);
+  p->device_sm = num(o, CG_KEY_DEVICE_SM, 0);
+  seen_at(p, num(o, CG_KEY_TIME_NS, 0));
 }
 
 void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long long lineno) {
@@ -341,8 +342,8 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
     malformed(log, file, lineno, "not a JSON object");
     return;
   }
-  json_t *v = json_object_get(o, "v"), *pid = json_object_get(o, "pid");
-  json_t *type_v = json_object_get(o, "type");
+  json_t *v = json_object_get(o, CG_KEY_V), *pid = json_object_get(o, CG_KEY_PID);
+  json_t *type_v = json_object_get(o, CG_KEY_TYPE);
   if (!json_is_integer(v) || json_integer_value(v) < 1 || !json_is_string(type_v) ||
       !json_is_integer(pid)) {
     json_decref(o);
@@ -354,7 +355,7 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
     log->newer++;
     return;
   }
-  cg_record_type type = (cg_record_type)word(&cg_record_types, o, "type");
+  cg_record_type type = (cg_record_type)word(&cg_record_types, o, CG_KEY_TYPE);
   if (type >= CG_RECORD_TYPE_COUNT || cg_word_is(&cg_record_types, type, CG_WORD_SKIPPED)) {
     json_decref(o);
     log->unknown++;

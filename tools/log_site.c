@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "capguard/frame_filter.h"
+#include "capguard/log_keys.h"
 #include "frame_source.h"
 
 /* The C++ ABI's demangler (libstdc++, which the toolchain has): a C function
@@ -19,8 +20,8 @@ static const char *str(json_t *o, const char *k) {
 }
 
 static void python_frame(json_t *fr, char *buf, size_t cap) {
-  const char *file = str(fr, "file"), *func = str(fr, "func");
-  json_t *line = json_object_get(fr, "line");
+  const char *file = str(fr, CG_KEY_FILE), *func = str(fr, CG_KEY_FUNC);
+  json_t *line = json_object_get(fr, CG_KEY_LINE);
   snprintf(buf, cap, "%s:%lld in %s", file ? file : "?",
            json_is_integer(line) ? (long long)json_integer_value(line) : 0LL, func ? func : "?");
 }
@@ -93,7 +94,7 @@ void cgl_site_from_stacks(json_t *python, json_t *native, const char *argv0, cha
   size_t k;
   json_t *fr = json_array_get(python, 0), *f;
   json_array_foreach(python, k, f) {
-    if (json_is_object(f) && !cg_py_file_is_machinery(str(f, "file"))) {
+    if (json_is_object(f) && !cg_py_file_is_machinery(str(f, CG_KEY_FILE))) {
       fr = f;
       break;
     }

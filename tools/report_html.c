@@ -32,20 +32,9 @@ static void esc(FILE *o, const char *s) {
 
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
 
-/* A verdict's colour; a verdict without one here (a new row) gets brown, a
- * word this reader does not know grey. */
-static const char *verdict_colour(cg_verdict v) {
-  static const char *const colour[CG_VERDICT_COUNT] = {
-      [CG_VERDICT_REFUSED] = "#d62728", [CG_VERDICT_EMULATED] = "#e7298a",
-      [CG_VERDICT_ALLOWED] = "#ff7f0e", [CG_VERDICT_SERVED] = "#1f77b4",
-      /* the three deferrals told apart: grey, olive, sienna */
-      [CG_VERDICT_RESCUED] = "#9467bd", [CG_VERDICT_DEFERRED] = "#7f7f7f",
-      [CG_VERDICT_DEFERRED_FREE] = "#bcbd22", [CG_VERDICT_DEFERRED_DESTROY] = "#a0522d",
-      [CG_VERDICT_NOT_READY] = "#17becf",
-  };
-  if (v >= CG_VERDICT_COUNT) return "#888";
-  return colour[v] ? colour[v] : "#8c564b";
-}
+/* A verdict's colour: the verdict table's column; a word this reader does
+ * not know grey. */
+static const char *verdict_colour(cg_verdict v) { return cg_verdict_colour(v); }
 
 static const char *verdict_word(cg_verdict v) { return or(cgl_word(&cg_verdicts, v), "?"); }
 

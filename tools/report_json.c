@@ -115,22 +115,8 @@ static json_t *findings_json(const cgr_analysis *a) {
   return findings;
 }
 
-int cgr_print_json(FILE *out, const cgr_analysis *a) {
+static json_t *processes_json(const cgr_analysis *a) {
   const cgl_log *log = a->log;
-  json_t *root = json_object();
-  json_object_set_new(root, "schema", json_string("capguard-report"));
-  json_object_set_new(root, "v", json_integer(1));
-  json_t *logs = json_array();
-  for (size_t i = 0; i < log->n_files; i++)
-    json_array_append_new(logs, jtext(log->files[i]));
-  json_object_set_new(root, "logs", logs);
-  json_object_set_new(root, "lines",
-                      json_pack("{s:I, s:I, s:I, s:I, s:o}", "read", (json_int_t)log->lines,
-                                "malformed", (json_int_t)log->malformed, "newer_version",
-                                (json_int_t)log->newer, "unknown_type", (json_int_t)log->unknown,
-                                "first_malformed",
-                                log->malformed ? jtext(log->first_malformed) : json_null()));
-
   json_t *procs = json_array(), **per = broken_by_process(a);
   for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
@@ -148,22 +134,11 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
                         per ? per[p] : json_array());
   }
   free(per);
-  json_object_set_new(root, "processes", procs);
+  return procs;
+}
 
-  json_t *caps = json_array();
-  for (size_t c = 0; c < log->n_caps; c++)
-    json_array_append_new(caps, capture_json(a, &log->caps[c]));
-  json_object_set_new(root, "captures", caps);
-
-  json_t *broken = json_array();
-  for (size_t b = 0; b < a->n_broken; b++) {
-    json_t *o = capture_json(a, &log->caps[a->broken[b].capture]);
-    long f = a->broken[b].first_event;
-    json_object_set_new(o, "first_call", f < 0 ? json_null() : event_json(a, &log->evs[f]));
-    json_array_append_new(broken, o);
-  }
-  json_object_set_new(root, "broken", broken);
-
+static json_t *kernels_json(const cgr_analysis *a) {
+  const cgl_log *log = a->log;
   json_t *kernels = json_array();
   for (size_t k = 0; k < a->n_kernels; k++) {
     char site[512];
@@ -174,8 +149,10 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
                                              (json_int_t)a->kernels[k].served, "site", jtext(site),
                                              "broke_capture", a->kernels[k].broke));
   }
-  json_object_set_new(root, "kernels", kernels);
+  return kernels;
+}
 
+static json_t *sites_json(const cgr_analysis *a) {
   json_t *sites = json_array();
   for (size_t s = 0; s < a->n_sites; s++) {
     const cgr_site *st = &a->sites[s];
@@ -188,8 +165,10 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
                                            (json_int_t)st->count, "calls", calls, "kernels",
                                            names));
   }
-  json_object_set_new(root, "sites", sites);
+  return sites;
+}
 
+static json_t *totals_json(const cgr_analysis *a) {
   /* Counts by event kind ("module_load": the word with '_') and by verdict,
    * each in the schema's row order; "other": words this reader does not know. */
   json_t *totals = json_pack("{s:I, s:I, s:I, s:I}", "captures", (json_int_t)a->captures,
@@ -212,8 +191,10 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   json_object_set_new(totals, "recorded", json_integer((json_int_t)a->recorded));
   json_object_set_new(totals, "primed_loaded", json_integer((json_int_t)a->primed_loaded));
   json_object_set_new(totals, "log_incomplete", json_boolean(a->log_incomplete));
-  json_object_set_new(root, "totals", totals);
+  return totals;
+}
 
+static json_t *runs_json(const cgr_analysis *a) {
   /* Every run in the logs, and which one the rest of this document is about. */
   json_t *runs = json_array();
   for (size_t r = 0; r < a->n_runs; r++) {
@@ -227,7 +208,45 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
                                           (json_int_t)a->runs[r].served, "reported",
                                           a->shown_run == SIZE_MAX || a->shown_run == r));
   }
-  json_object_set_new(root, "runs", runs);
+  return runs;
+}
+
+int cgr_print_json(FILE *out, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  json_t *root = json_object();
+  json_object_set_new(root, "schema", json_string("capguard-report"));
+  json_object_set_new(root, "v", json_integer(1));
+  json_t *logs = json_array();
+  for (size_t i = 0; i < log->n_files; i++)
+    json_array_append_new(logs, jtext(log->files[i]));
+  json_object_set_new(root, "logs", logs);
+  json_object_set_new(root, "lines",
+                      json_pack("{s:I, s:I, s:I, s:I, s:o}", "read", (json_int_t)log->lines,
+                                "malformed", (json_int_t)log->malformed, "newer_version",
+                                (json_int_t)log->newer, "unknown_type", (json_int_t)log->unknown,
+                                "first_malformed",
+                                log->malformed ? jtext(log->first_malformed) : json_null()));
+
+  json_object_set_new(root, "processes", processes_json(a));
+
+  json_t *caps = json_array();
+  for (size_t c = 0; c < log->n_caps; c++)
+    json_array_append_new(caps, capture_json(a, &log->caps[c]));
+  json_object_set_new(root, "captures", caps);
+
+  json_t *broken = json_array();
+  for (size_t b = 0; b < a->n_broken; b++) {
+    json_t *o = capture_json(a, &log->caps[a->broken[b].capture]);
+    long f = a->broken[b].first_event;
+    json_object_set_new(o, "first_call", f < 0 ? json_null() : event_json(a, &log->evs[f]));
+    json_array_append_new(broken, o);
+  }
+  json_object_set_new(root, "broken", broken);
+
+  json_object_set_new(root, "kernels", kernels_json(a));
+  json_object_set_new(root, "sites", sites_json(a));
+  json_object_set_new(root, "totals", totals_json(a));
+  json_object_set_new(root, "runs", runs_json(a));
 
   json_t *advice = json_array();
   for (size_t i = 0; i < a->advice.n; i++) {

@@ -136,15 +136,6 @@ CUresult cg_capture_stream_destroy(cg_entry_point ep, CUstream s, CUresult (*inv
   return r;
 }
 
-/* The driver refused the call (or capguard did, emulating): the captures
- * that prohibited it are broken, this call their first offender. */
-static void break_prohibitors(cg_event *e, cg_verdict v, CUresult r, const cg_begin_site *where) {
-  cg_hit hit = {.cls = CG_HIT_PROHIBITED, .first = e->capture};
-  cg_break b = cg_break_of(e->call, e->kind, v, r, where);
-  cg_captures_break(&hit, &b, v == CG_VERDICT_EMULATED);
-  e->capture.status = CG_CAPTURE_INVALIDATED;
-}
-
 /* Makes the driver's load and releases the gate (held on entry), after the
  * driver has answered: no capture may begin or end between capguard's check
  * and the driver's, so the report says what the driver saw. One exception:
@@ -159,7 +150,7 @@ static CUresult load_and_ungate(const cg_load *l, cg_event *e, const cg_begin_si
   }
   CUresult r = l->invoke(l);
   if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && e->n_prohibitors) /* the driver invalidated them: so does the model */
-    break_prohibitors(e, CG_VERDICT_REFUSED, r, where);
+    cg_captures_break_prohibitors(e, CG_VERDICT_REFUSED, r, where);
   cg_gate_unlock();
   return r;
 }
@@ -239,7 +230,7 @@ CUresult cg_guard_load(const cg_load *l) {
     if (v == CG_VERDICT_RESCUED || v == CG_VERDICT_FAILED)
       e.driver_result = (int)r;
     if (v == CG_VERDICT_EMULATED)
-      break_prohibitors(&e, v, r, here);
+      cg_captures_break_prohibitors(&e, v, r, here);
     cg_gate_unlock();
   } else {
     r = load_and_ungate(l, &e, here);
@@ -256,47 +247,6 @@ CUresult cg_guard_load(const cg_load *l) {
   cg_report_and_free(&e, s, &site, NULL);
   free(here);
   free(file);
-  return r;
-}
-
-CUresult cg_guard_unload(const cg_unload *u) {
-  cg_report_scratch *s = cg_report_room("an unload's report");
-  cg_begin_site *here = s ? cg_begin_site_take() : NULL; /* before the gate, as for loads */
-  cg_event e = {.kind = CG_EV_MODULE_UNLOAD, .call = cg_ep_name[u->ep], .driver_result = -1,
-                .module = (uint64_t)(uintptr_t)u->handle};
-  cg_begin_site site;
-  cg_gate_lock();
-  e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
-  if (e.n_prohibitors)
-    cg_captures_check_driver_state_gated(&e.capture);
-  if (!e.n_prohibitors || !s) {
-    CUresult r = u->invoke(u->handle);
-    cg_gate_unlock();
-    if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-      cg_report_refusal_and_free(&e, s, NULL, r, NULL);
-    else
-      free(s);
-    free(here);
-    return r;
-  }
-  CUresult r;
-  bool defer_oom = false;
-  if (cg_policy_defer(u->handle, u->invoke, &defer_oom)) {
-    r = CUDA_SUCCESS;
-    e.verdict = CG_VERDICT_DEFERRED;
-  } else {
-    r = u->invoke(u->handle);
-    e.driver_result = (int)r;
-    e.verdict = cg_report_verdict_of(r);
-    if (e.verdict == CG_VERDICT_REFUSED)
-      break_prohibitors(&e, e.verdict, r, here);
-  }
-  cg_gate_unlock();
-  if (defer_oom)
-    cg_policy_warn_no_room(); /* after the gate: stderr may block */
-  e.result = (int)r;
-  cg_report_and_free(&e, s, &site, NULL);
-  free(here);
   return r;
 }
 

@@ -1,8 +1,8 @@
-/* What happens at a capture begin or end, and to a module load or unload
- * made while a capture prohibits the calling thread: guard.c asks the
+/* What happens at a capture begin or end, and to a module load made while a
+ * capture prohibits the calling thread: guard.c asks the
  * capture bookkeeping (model/), priming and policy, and reports. The
  * wrappers (begin_end_wrappers.c, module_wrappers.c) call in here for loads
- * and unloads only when something captures; otherwise they pass straight to
+ * only when something captures (unloads: breakers.h); otherwise they pass straight to
  * the driver after one atomic load. */
 #ifndef CAPGUARD_GUARD_H
 #define CAPGUARD_GUARD_H
@@ -33,10 +33,10 @@ CUresult cg_capture_end_leave(CUstream stream, bool ptsz, CUresult driver_result
  * deferred calls that waited for it run). */
 CUresult cg_capture_stream_destroy(cg_entry_point ep, CUstream stream, CUresult (*invoke)(CUstream));
 
-/* A load or an unload (model/calls.h) made while something captures. */
+/* A load (model/calls.h) made while something captures. */
 CUresult cg_guard_load(const cg_load *l);
-CUresult cg_guard_unload(const cg_unload *u);
-/* The driver refused a call its wrapper passed straight through: report it. */
+/* The driver refused a load or unload its wrapper passed straight through:
+ * report it. */
 void cg_guard_refused_unseen(cg_entry_point ep, bool unload);
 
 /* Start-up, fork and exit bookkeeping (init.c). */

@@ -39,6 +39,13 @@ bool cg_captures_driver_state(CUstream s, bool ptsz, CUstreamCaptureStatus *st, 
   return driver_capture_state(s, st, id);
 }
 
+void cg_captures_break_prohibitors(cg_event *e, cg_verdict v, CUresult r, const cg_begin_site *where) {
+  cg_hit hit = {.cls = CG_HIT_PROHIBITED, .first = e->capture};
+  cg_break b = cg_break_of(e->call, e->kind, v, r, where);
+  cg_captures_break(&hit, &b, v == CG_VERDICT_EMULATED);
+  e->capture.status = CG_CAPTURE_INVALIDATED;
+}
+
 uint64_t cg_captures_driver_id(CUstream s, bool ptsz) {
   if (ptsz && s == NULL)
     s = CU_STREAM_PER_THREAD; /* the _ptsz variant's NULL is this thread's stream */

@@ -1,6 +1,6 @@
 /* A call as its wrapper (route/) hands it to the floor that decides
- * (decide/): a breaker (cg_call, with the fix guard mode may apply), a
- * module load (cg_load) or an unload (cg_unload). They live below both, so
+ * (decide/): a breaker or an unload (cg_call, with the fix guard mode may
+ * apply), or a module load (cg_load). They live below both, so
  * the deciders share them without including one another. */
 #ifndef CAPGUARD_CALLS_H
 #define CAPGUARD_CALLS_H
@@ -20,6 +20,7 @@ typedef enum {
   CG_FIX_RESCUE,        /* CAPGUARD_RESCUE=1: made in relaxed mode (allocations) */
   CG_FIX_DEFER_FREE,    /* returns success, runs when the capture ends (frees) */
   CG_FIX_DEFER_DESTROY, /* the same for cuGraphExecDestroy */
+  CG_FIX_DEFER_UNLOAD,  /* the same for module and library unloads (breakers.c: cg_breaker_unload) */
   CG_FIX_NOT_READY,     /* an event recorded in a still-capturing stream is not ready (cuEventQuery) */
 } cg_fix;
 
@@ -48,13 +49,5 @@ typedef struct cg_load {
   CUresult (*invoke)(const struct cg_load *self);
   const void *args;   /* the wrapper's arguments, for invoke */
 } cg_load;
-
-/* An unload of one handle. */
-typedef struct cg_unload {
-  cg_entry_point ep;
-  void *handle;       /* CUmodule or CUlibrary */
-  bool is_library;
-  CUresult (*invoke)(void *handle);
-} cg_unload;
 
 #endif

@@ -203,6 +203,10 @@ cg_break cg_break_of(const char *call, cg_event_kind kind, cg_verdict v, CUresul
  * had none and was active. emulated: capguard itself refused the call, so
  * the end must fail as the emulated driver's would. */
 void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated);
+/* The driver refused e's call (or capguard did, emulating: v): the captures
+ * that prohibited it (e->capture the first) are broken, this call, made at
+ * where, their first offender; e's capture is now invalidated. */
+void cg_captures_break_prohibitors(cg_event *e, cg_verdict v, CUresult r, const cg_begin_site *where);
 /* Before a call that may break capture c: if the driver already holds c
  * invalid (a call capguard does not watch broke it), so does the model,
  * with no first offender, so that a later call capguard sees is never named

@@ -249,14 +249,9 @@ static void say_routine(const cg_event *e) {
   for (char *k = kernels; *k; k++)
     if ((unsigned char)*k < 0x20 || *k == 0x7f)
       *k = '?';
-  const char *what;
-  switch (e->verdict) {
-  case CG_VERDICT_SERVED: what = "served from the priming file"; break;
-  case CG_VERDICT_DEFERRED_FREE: what = "returned success; the memory is freed when the capture ends"; break;
-  case CG_VERDICT_DEFERRED_DESTROY: what = "returned success; the graph is destroyed when the capture ends"; break;
-  case CG_VERDICT_NOT_READY: what = "answered not ready by capguard (the event is in a still-capturing stream)"; break;
-  default: what = "deferred until the capture ends"; break;
-  }
+  const char *what = cg_verdict_routine_line(e->verdict); /* the verdict table's routine column */
+  if (!what)
+    what = "handled by capguard";
   cg_warn("pid %llu: %.64s during capture: %s%s; further calls handled this way in this process are "
           "counted at exit%s",
           (unsigned long long)e->pid, e->call ? e->call : "?", what, kernels, log_fd >= 0 ? " and logged" : "");
@@ -279,7 +274,6 @@ void cg_output_event(const cg_event *e) {
   emit(log_fd, fmt_event_json, e);
 }
 
-bool cg_output_has_log(void) { return log_fd >= 0; }
 
 static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {
   return cg_capture_format_broken_text(obj, b, c);

@@ -16,7 +16,6 @@ void cg_output_open_log(void);
 /* The "process" record, written once, when the process first uses the driver. */
 void cg_output_process(int driver_version);
 void cg_output_event(const cg_event *e);
-bool cg_output_has_log(void);
 void cg_output_capture(const cg_capture_record *r);
 /* The summary line on stderr and the "summary" record in the log. */
 void cg_output_summary(cg_summary *s);

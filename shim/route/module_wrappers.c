@@ -1,7 +1,9 @@
 /* The wrappers of the LOAD and UNLOAD families (entry_point_rows.h): module
  * and library loads and unloads. With nothing capturing (or in off mode)
  * each is one atomic load and a call to the driver; while something
- * captures, guard.c decides. */
+ * captures, guard.c decides a load, breakers.c an unload (a deferrable call
+ * like a free). */
+#include "breakers.h"
 #include "guard.h"
 #include "priming.h"
 
@@ -67,8 +69,8 @@ static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
     return cg_guard_load(&l);                                                                      \
   }
 
-/* An unload hands guard.c the handle and a thunk that unloads it (now, or
- * deferred until the capture ends). */
+/* An unload hands breakers.c the handle and a thunk that unloads it (now,
+ * or deferred until the capture ends). */
 #define CG_PP_HANDLE_OF(t, n) (t)h
 #define CG_WRAP_UNLOAD(cname, sname, ep, params, handle, library)                                 \
   static CUresult cname##_invoke(void *h) {                                                        \
@@ -91,8 +93,10 @@ static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
         return passed(r_, ep, true);                                                               \
       }                                                                                            \
     }                                                                                              \
-    cg_unload u = {ep, (void *)(handle), (library), cname##_invoke};                               \
-    return cg_guard_unload(&u);                                                                    \
+    cg_call c_ = {(ep), CG_EV_MODULE_UNLOAD, CG_RULE_PROHIBITED, CG_FIX_DEFER_UNLOAD,               \
+                  (uint64_t)(uintptr_t)(handle), false, false, NULL, NULL, cname##_invoke, 0};     \
+    (void)(library);                                                                               \
+    return cg_breaker_unload(&c_);                                                                 \
   }
 
 #include "wrap_rows.h"

@@ -367,6 +367,126 @@ static void launch(CUfunction f, CUstream s)
   CU_OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
 }
 
+/* What a cell needs before its capture begins: streams, events, a module,
+ * memory, a library, graphs made outside the capture. Returns the module
+ * holding add_one. */
+static CUmodule cell_setup(struct cell *c, const struct row *r, CUfunction *add_one)
+{
+  CUmodule base = test_load_module("kernels_sm90.cubin");
+  CU_OK(cuModuleGetFunction(add_one, base, "fake_add_one"));
+  CU_OK(cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING));
+  CU_OK(cuStreamCreate(&c->idle, CU_STREAM_NON_BLOCKING));
+  CU_OK(cuEventCreate(&c->event, 0));
+  CU_OK(cuEventRecord(c->event, c->idle));
+  CU_OK(cuEventCreate(&c->cap_event, 0));
+  c->pre_module = test_load_module("kernels.ptx");
+  CU_OK(cuModuleGetFunction(&c->pre_function, c->pre_module, "fake_scale"));
+  CU_OK(cuMemAlloc(&c->pre_mem, 4096));
+  unsigned char *lib_image = test_read_data("kernels_sm90.cubin", NULL);
+  CU_OK(cuLibraryLoadData(&c->pre_library, lib_image, NULL, NULL, 0, NULL, NULL, 0));
+  free(lib_image);
+  CU_OK(cuLibraryGetKernel(&c->pre_kernel, c->pre_library, "fake_scale"));
+  CU_OK(cuGraphCreate(&c->pre_graph, 0));
+  CUgraph exec_graph;
+  CU_OK(cuGraphCreate(&exec_graph, 0));
+  CU_OK(cuGraphInstantiateWithFlags(&c->pre_exec, exec_graph, 0));
+  CU_OK(cuGraphDestroy(exec_graph));
+  c->reg_buf = calloc(1, 4096);
+  ck_assert_ptr_nonnull(c->reg_buf);
+  if (r->image != NULL)
+    c->image = test_read_data(r->image, NULL);
+  return base;
+}
+
+/* The capture's end, and the graph it made: what the ground truth says. */
+static void cell_end_and_check(struct cell *c, const struct row *r, const struct column *col, int fail)
+{
+  /* A kernel obtained mid-capture goes into the same capture (load and "+mid" rows). */
+  const char *want_kernels = "fake_add_one";
+  if (!fail && !c->launched_mid && c->new_function == NULL && c->new_module != NULL)
+    CU_OK(cuModuleGetFunction(&c->new_function, c->new_module, "fake_scale"));
+  if (!fail && !c->launched_mid && c->new_function != NULL) {
+    launch(c->new_function, c->stream);
+    c->launched_mid = 1;
+  }
+  if (c->launched_mid)
+    want_kernels = "fake_add_one,fake_scale";
+  ck_assert_msg(fail || !r->mid || c->launched_mid, "[%s | %s] no function obtained mid-capture",
+                r->name, col->name);
+
+  CUgraph g = (CUgraph)c;   /* must be overwritten */
+  CUresult end = cuStreamEndCapture(c->stream, &g);
+  if (fail) {
+    ck_assert_msg(end == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && g == NULL,
+                  "[%s | %s] end capture returned %d, graph %p; want 901 and no graph",
+                  r->name, col->name, (int)end, (void *)g);
+  } else {
+    ck_assert_msg(end == CUDA_SUCCESS && g != NULL, "[%s | %s] end capture returned %d",
+                  r->name, col->name, (int)end);
+    char names[256];
+    test_kernel_names(g, names, sizeof(names));
+    ck_assert_msg(strcmp(names, want_kernels) == 0, "[%s | %s] graph kernels '%s', want '%s'",
+                  r->name, col->name, names, want_kernels);
+    const size_t host_nodes = r->call == launch_host_func ? 1 : 0;
+    ck_assert_msg(test_count_nodes(g, CU_GRAPH_NODE_TYPE_HOST) == host_nodes,
+                  "[%s | %s] graph host nodes %zu, want %zu", r->name, col->name,
+                  test_count_nodes(g, CU_GRAPH_NODE_TYPE_HOST), host_nodes);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, c->stream));
+    CU_OK(cuStreamSynchronize(c->stream));
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+  }
+}
+
+/* After the capture everything the row touched is allowed again, and is
+ * released. */
+static void cell_release(struct cell *c, const struct row *r, int fail, CUmodule base)
+{
+  if (r->call == memcpy_htod && !fail) {
+    char back[16];
+    CU_OK(cuMemcpyDtoH(back, c->pre_mem, sizeof(back)));
+    ck_assert_str_eq(back, "fakecuda memcpy");
+  }
+  if (r->event && c->cap_event != NULL)
+    CU_OK(cuEventQuery(c->cap_event));    /* its capture is over: no longer 907 */
+  if (r->call == unload && !fail)
+    CU_EQ(cuModuleUnload(c->pre_module), CUDA_ERROR_INVALID_HANDLE);   /* already unloaded */
+  else
+    CU_OK(cuModuleUnload(c->pre_module));
+  if (c->pre_mem != 0)
+    CU_OK(cuMemFree(c->pre_mem));
+  if (c->new_mem != 0)
+    CU_OK(cuMemFree(c->new_mem));
+  if (c->new_host != NULL)
+    CU_OK(cuMemFreeHost(c->new_host));
+  if (c->registered)
+    CU_OK(cuMemHostUnregister(c->reg_buf));
+  free(c->reg_buf);
+  if (c->new_module != NULL)
+    CU_OK(cuModuleUnload(c->new_module));
+  if (c->new_library != NULL)
+    CU_OK(cuLibraryUnload(c->new_library));
+  CU_OK(cuLibraryUnload(c->pre_library));
+  if (c->pre_graph != NULL)
+    CU_OK(cuGraphDestroy(c->pre_graph));
+  if (c->pre_exec != NULL)
+    CU_OK(cuGraphExecDestroy(c->pre_exec));
+  if (c->new_stream != NULL)
+    CU_OK(cuStreamDestroy(c->new_stream));
+  if (c->new_event != NULL)
+    CU_OK(cuEventDestroy(c->new_event));
+  if (c->cap_event != NULL)
+    CU_OK(cuEventDestroy(c->cap_event));
+  CU_OK(cuEventDestroy(c->event));
+  if (c->idle != NULL)
+    CU_OK(cuStreamDestroy(c->idle));
+  CU_OK(cuStreamDestroy(c->stream));
+  CU_OK(cuModuleUnload(base));
+  free(c->image);
+}
+
 static void run_cell(const struct matrix *m, int i)
 {
   const struct row *r = &m->rows[i / m->ncols];
@@ -377,30 +497,8 @@ static void run_cell(const struct matrix *m, int i)
   struct cell c;
   memset(&c, 0, sizeof(c));
 
-  CUmodule base = test_load_module("kernels_sm90.cubin");
   CUfunction add_one;
-  CU_OK(cuModuleGetFunction(&add_one, base, "fake_add_one"));
-  CU_OK(cuStreamCreate(&c.stream, CU_STREAM_NON_BLOCKING));
-  CU_OK(cuStreamCreate(&c.idle, CU_STREAM_NON_BLOCKING));
-  CU_OK(cuEventCreate(&c.event, 0));
-  CU_OK(cuEventRecord(c.event, c.idle));
-  CU_OK(cuEventCreate(&c.cap_event, 0));
-  c.pre_module = test_load_module("kernels.ptx");
-  CU_OK(cuModuleGetFunction(&c.pre_function, c.pre_module, "fake_scale"));
-  CU_OK(cuMemAlloc(&c.pre_mem, 4096));
-  unsigned char *lib_image = test_read_data("kernels_sm90.cubin", NULL);
-  CU_OK(cuLibraryLoadData(&c.pre_library, lib_image, NULL, NULL, 0, NULL, NULL, 0));
-  free(lib_image);
-  CU_OK(cuLibraryGetKernel(&c.pre_kernel, c.pre_library, "fake_scale"));
-  CU_OK(cuGraphCreate(&c.pre_graph, 0));
-  CUgraph exec_graph;
-  CU_OK(cuGraphCreate(&exec_graph, 0));
-  CU_OK(cuGraphInstantiateWithFlags(&c.pre_exec, exec_graph, 0));
-  CU_OK(cuGraphDestroy(exec_graph));
-  c.reg_buf = calloc(1, 4096);
-  ck_assert_ptr_nonnull(c.reg_buf);
-  if (r->image != NULL)
-    c.image = test_read_data(r->image, NULL);
+  CUmodule base = cell_setup(&c, r, &add_one);
 
   CU_OK(cuStreamBeginCapture(c.stream, col->mode));
   launch(add_one, c.stream);
@@ -425,86 +523,9 @@ static void run_cell(const struct matrix *m, int i)
   ck_assert_msg(status == (fail ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE),
                 "[%s | %s] capture status %d after the call", r->name, col->name, (int)status);
 
-  /* A kernel obtained mid-capture goes into the same capture (load and "+mid" rows). */
-  const char *want_kernels = "fake_add_one";
-  if (!fail && !c.launched_mid && c.new_function == NULL && c.new_module != NULL)
-    CU_OK(cuModuleGetFunction(&c.new_function, c.new_module, "fake_scale"));
-  if (!fail && !c.launched_mid && c.new_function != NULL) {
-    launch(c.new_function, c.stream);
-    c.launched_mid = 1;
-  }
-  if (c.launched_mid)
-    want_kernels = "fake_add_one,fake_scale";
-  ck_assert_msg(fail || !r->mid || c.launched_mid, "[%s | %s] no function obtained mid-capture",
-                r->name, col->name);
+  cell_end_and_check(&c, r, col, fail);
 
-  CUgraph g = (CUgraph)&c;   /* must be overwritten */
-  CUresult end = cuStreamEndCapture(c.stream, &g);
-  if (fail) {
-    ck_assert_msg(end == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && g == NULL,
-                  "[%s | %s] end capture returned %d, graph %p; want 901 and no graph",
-                  r->name, col->name, (int)end, (void *)g);
-  } else {
-    ck_assert_msg(end == CUDA_SUCCESS && g != NULL, "[%s | %s] end capture returned %d",
-                  r->name, col->name, (int)end);
-    char names[256];
-    test_kernel_names(g, names, sizeof(names));
-    ck_assert_msg(strcmp(names, want_kernels) == 0, "[%s | %s] graph kernels '%s', want '%s'",
-                  r->name, col->name, names, want_kernels);
-    const size_t host_nodes = r->call == launch_host_func ? 1 : 0;
-    ck_assert_msg(test_count_nodes(g, CU_GRAPH_NODE_TYPE_HOST) == host_nodes,
-                  "[%s | %s] graph host nodes %zu, want %zu", r->name, col->name,
-                  test_count_nodes(g, CU_GRAPH_NODE_TYPE_HOST), host_nodes);
-    CUgraphExec x;
-    CU_OK(cuGraphInstantiateWithFlags(&x, g, 0));
-    CU_OK(cuGraphLaunch(x, c.stream));
-    CU_OK(cuStreamSynchronize(c.stream));
-    CU_OK(cuGraphExecDestroy(x));
-    CU_OK(cuGraphDestroy(g));
-  }
-
-  /* After the capture everything the row touched is allowed again. */
-  if (r->call == memcpy_htod && !fail) {
-    char back[16];
-    CU_OK(cuMemcpyDtoH(back, c.pre_mem, sizeof(back)));
-    ck_assert_str_eq(back, "fakecuda memcpy");
-  }
-  if (r->event && c.cap_event != NULL)
-    CU_OK(cuEventQuery(c.cap_event));    /* its capture is over: no longer 907 */
-  if (r->call == unload && !fail)
-    CU_EQ(cuModuleUnload(c.pre_module), CUDA_ERROR_INVALID_HANDLE);   /* already unloaded */
-  else
-    CU_OK(cuModuleUnload(c.pre_module));
-  if (c.pre_mem != 0)
-    CU_OK(cuMemFree(c.pre_mem));
-  if (c.new_mem != 0)
-    CU_OK(cuMemFree(c.new_mem));
-  if (c.new_host != NULL)
-    CU_OK(cuMemFreeHost(c.new_host));
-  if (c.registered)
-    CU_OK(cuMemHostUnregister(c.reg_buf));
-  free(c.reg_buf);
-  if (c.new_module != NULL)
-    CU_OK(cuModuleUnload(c.new_module));
-  if (c.new_library != NULL)
-    CU_OK(cuLibraryUnload(c.new_library));
-  CU_OK(cuLibraryUnload(c.pre_library));
-  if (c.pre_graph != NULL)
-    CU_OK(cuGraphDestroy(c.pre_graph));
-  if (c.pre_exec != NULL)
-    CU_OK(cuGraphExecDestroy(c.pre_exec));
-  if (c.new_stream != NULL)
-    CU_OK(cuStreamDestroy(c.new_stream));
-  if (c.new_event != NULL)
-    CU_OK(cuEventDestroy(c.new_event));
-  if (c.cap_event != NULL)
-    CU_OK(cuEventDestroy(c.cap_event));
-  CU_OK(cuEventDestroy(c.event));
-  if (c.idle != NULL)
-    CU_OK(cuStreamDestroy(c.idle));
-  CU_OK(cuStreamDestroy(c.stream));
-  CU_OK(cuModuleUnload(base));
-  free(c.image);
+  cell_release(&c, r, fail, base);
 }
 
 START_TEST(test_cell)

@@ -26,9 +26,9 @@ toolchain="_ITM_deregisterTMCloneTable _ITM_registerTMCloneTable __gmon_start__ 
 # What a compiler may call in place of a function on the list (clang: bcmp
 # for a memcmp compared with zero), as "listed:instead".
 instead="memcmp:bcmp"
-# Code the shim must not carry: the CLI's priming-file maintenance, the
-# model's unused setter, and the tests' "where am I" helpers.
-absent="cg_prime_rewrite cg_prime_verify cg_model_set_thread_mode cg_stack_where cg_native_where short_path"
+# Code the shim must not carry: the CLI's priming-file maintenance and the
+# tests' "where am I" helpers.
+absent="cg_prime_rewrite cg_prime_verify cg_stack_where cg_native_where short_path"
 
 got=$(nm -D --undefined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' | sort -u)
 status=0

@@ -84,8 +84,8 @@ static bool column_prohibited(const column *c, size_t *n_out) {
   ck_assert_ptr_nonnull(m);
   ck_assert_ptr_nonnull(cg_model_begin(m, STREAM, 0, c->capture_mode, T1, false, 1, NULL));
   uint64_t caller = c->same_thread ? T1 : T2;
-  if (c->swap) cg_model_set_thread_mode(m, caller, CG_MODE_RELAXED);
-  cg_capture_mode tm = cg_model_thread_mode(m, caller);
+  /* the caller's mode: the shim keeps it per thread (live_captures.c) */
+  cg_capture_mode tm = c->swap ? CG_MODE_RELAXED : CG_MODE_GLOBAL;
   cg_capture *out[4] = {0};
   size_t n = cg_model_prohibitors(m, caller, tm, out, 4);
   bool direct = cg_capture_prohibits(cg_model_find(m, STREAM), caller, tm);
@@ -330,30 +330,6 @@ START_TEST(test_double_begin_rejected) {
 }
 END_TEST
 
-START_TEST(test_thread_modes) {
-  cg_model *m = cg_model_new();
-  ck_assert_int_eq(cg_model_thread_mode(m, 1), CG_MODE_GLOBAL);
-  ck_assert_int_eq(cg_model_thread_mode(m, 0), CG_MODE_GLOBAL);
-  cg_model_set_thread_mode(m, 1, CG_MODE_RELAXED);
-  cg_model_set_thread_mode(m, 2, CG_MODE_THREAD_LOCAL);
-  ck_assert_int_eq(cg_model_thread_mode(m, 1), CG_MODE_RELAXED);
-  ck_assert_int_eq(cg_model_thread_mode(m, 2), CG_MODE_THREAD_LOCAL);
-  ck_assert_int_eq(cg_model_thread_mode(m, 3), CG_MODE_GLOBAL);
-  cg_model_set_thread_mode(m, 1, CG_MODE_THREAD_LOCAL);
-  ck_assert_int_eq(cg_model_thread_mode(m, 1), CG_MODE_THREAD_LOCAL);
-  cg_model_set_thread_mode(m, 1, CG_MODE_GLOBAL);
-  ck_assert_int_eq(cg_model_thread_mode(m, 1), CG_MODE_GLOBAL);
-  ck_assert_int_eq(cg_model_thread_mode(m, 2), CG_MODE_THREAD_LOCAL);
-  /* many threads: each keeps its own mode */
-  for (uint64_t t = 100; t < 1100; t++)
-    cg_model_set_thread_mode(m, t, (t % 3) == 0 ? CG_MODE_RELAXED : CG_MODE_THREAD_LOCAL);
-  for (uint64_t t = 100; t < 1100; t++)
-    ck_assert_int_eq(cg_model_thread_mode(m, t),
-                     (t % 3) == 0 ? CG_MODE_RELAXED : CG_MODE_THREAD_LOCAL);
-  cg_model_free(m);
-}
-END_TEST
-
 START_TEST(test_invalidate_exactly_prohibitors) {
   cg_model *m = cg_model_new();
   cg_capture *a = cg_model_begin(m, 0xa, 0, CG_MODE_GLOBAL, 1, false, 1, NULL);
@@ -523,8 +499,6 @@ START_TEST(test_null_and_names) {
   ck_assert_uint_eq(cg_model_open_count(NULL), 0);
   ck_assert_uint_eq(cg_model_prohibitors(NULL, 1, CG_MODE_GLOBAL, NULL, 0), 0);
   ck_assert_uint_eq(cg_model_invalidate_prohibitors(NULL, 1, CG_MODE_GLOBAL), 0);
-  ck_assert_int_eq(cg_model_thread_mode(NULL, 1), CG_MODE_GLOBAL);
-  cg_model_set_thread_mode(NULL, 1, CG_MODE_RELAXED);
   cg_model_free(NULL);
   ck_assert_str_eq(cg_capture_mode_name(CG_MODE_GLOBAL), "global");
   ck_assert_str_eq(cg_capture_mode_name(CG_MODE_THREAD_LOCAL), "thread-local");
@@ -551,7 +525,6 @@ int main(void) {
   tcase_add_test(tc, test_failed_end);
   tcase_add_test(tc, test_into_graph);
   tcase_add_test(tc, test_double_begin_rejected);
-  tcase_add_test(tc, test_thread_modes);
   tcase_add_test(tc, test_invalidate_exactly_prohibitors);
   tcase_add_test(tc, test_count_event);
   tcase_add_test(tc, test_open_count_and_ids);

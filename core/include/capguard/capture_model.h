@@ -55,11 +55,6 @@ cg_capture *cg_model_find(cg_model *m, uint64_t stream);
 size_t cg_model_open_count(const cg_model *m);
 uint64_t cg_model_begun_total(const cg_model *m); /* captures ever begun */
 
-/* Each thread's capture-interaction mode (cuThreadExchangeStreamCaptureMode);
- * a thread never seen is in CG_MODE_GLOBAL. */
-void cg_model_set_thread_mode(cg_model *m, uint64_t tid, cg_capture_mode mode);
-cg_capture_mode cg_model_thread_mode(const cg_model *m, uint64_t tid);
-
 /* The rule: is a thread in thread_mode prohibited by capture c?
  *   relaxed thread: never;
  *   thread-local:   only by its own capture not begun in relaxed mode;
