@@ -108,7 +108,7 @@ CUresult cg_breaker_call(const cg_call *c) {
   /* Where the call was made: the first offender's line if it broke the
    * capture, and what tells a repeat from a new call. Taken with no lock
    * held (a backtrace may take the loader's lock). */
-  cg_begin_site *here = cg_begin_site_take();
+  cg_begin_site *here = cg_begin_site_take(NULL, NULL);
   if (cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS)) {
     cg_break b = cg_break_of(cg_ep_name[c->ep], c->kind, v, r, here);
     cg_captures_break(&hit, &b, false);

@@ -1,7 +1,6 @@
 #include "captures.h"
 #include "captures_model.h"
 
-#include <execinfo.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include "capguard/frame_filter.h"
 #include "driver.h"
 #include "output.h"
+#include "python_site.h"
 #include "stack.h"
 #include "warn.h"
 
@@ -55,30 +55,11 @@ uint64_t cg_stream_key(CUstream s, bool ptsz) {
   return (uint64_t)(uintptr_t)s;
 }
 
-/* The caller's Python line: the innermost frame outside the frameworks'
- * machinery (torch/cuda/graphs.py's capture_begin is not what a person
- * wrote), or the innermost frame when all are. */
-static void python_site(char *buf, size_t cap) {
-  cg_py_frame py[16];
-  char text[4096];
-  size_t n = cg_python_stack(py, sizeof py / sizeof py[0], text, sizeof text);
-  buf[0] = 0;
-  if (!n)
-    return;
-  size_t pick = 0;
-  while (pick < n && cg_py_file_is_machinery(py[pick].file))
-    pick++;
-  if (pick == n)
-    pick = 0;
-  snprintf(buf, cap, "%s:%d in %s", py[pick].file ? py[pick].file : "?", py[pick].line,
-           py[pick].func ? py[pick].func : "?");
-}
-
-cg_begin_site *cg_begin_site_take(void) {
+cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot) {
   cg_begin_site *site = malloc(sizeof *site);
   if (site) {
-    site->n = backtrace(site->frames, CG_BEGIN_SITE_FRAMES);
-    python_site(site->python, sizeof site->python);
+    site->n = (int)cg_native_site(ra, ra_slot, site->frames, CG_BEGIN_SITE_FRAMES);
+    cg_python_site(site->python, sizeof site->python);
   } else
     cg_warn_oom("where a capture began");
   return site;

@@ -37,7 +37,7 @@ uint64_t cg_stream_key(CUstream s, bool ptsz);
 /* Where a capture began: the raw return addresses, symbolized only if
  * someone asks (an event or the capture's log record), so a begin costs a
  * short unwind and no formatting. */
-#define CG_BEGIN_SITE_FRAMES 6 /* enough to climb out of cudart; each frame costs an unwind step */
+#define CG_BEGIN_SITE_FRAMES 8 /* enough to climb out of cudart */
 typedef struct {
   void *frames[CG_BEGIN_SITE_FRAMES];
   int n;
@@ -47,9 +47,10 @@ typedef struct {
   char python[256];
 } cg_begin_site;
 /* The calling thread's site, on the heap (owned by the capture once begun);
- * NULL when out of memory. Take it before the gate: the first backtrace may
- * take the loader's lock. */
-cg_begin_site *cg_begin_site_take(void);
+ * NULL when out of memory. ra and ra_slot: the wrapper's return address and
+ * where it is stored (cg_native_site), or NULL for a full backtrace. Take it
+ * before the gate: the first backtrace may take the loader's lock. */
+cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot);
 /* Symbolized: "PYTHON (NATIVE)", or the native frame alone ("" when unknown). Takes the loader's lock (dladdr): never with
  * the gate held. */
 void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap);

@@ -15,11 +15,11 @@
 #include "report.h"
 #include "stack.h"
 
-void *cg_capture_begin_enter(void) {
+void *cg_capture_begin_enter(void *ra, void *ra_slot) {
   cg_priming_before_begin();
   /* The begin site is taken before the gate: the first backtrace may take
    * the loader's lock, and a thread inside dlopen may be waiting for the gate. */
-  cg_begin_site *site = cg_begin_site_take();
+  cg_begin_site *site = cg_begin_site_take(ra, ra_slot);
   cg_captures_begin_enter();
   return site;
 }
@@ -56,17 +56,21 @@ CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
   }
   cg_begin_site *site = closed.user;
   cg_break *broke = closed.broken_by;
-  char began[512], where[512];
-  cg_begin_site_text(site, began, sizeof began);
-  cg_offender off;
-  cg_capture_record rec = {.capture = &closed, .pid = (uint64_t)getpid(), .began = began, .ended = true,
-                           .end_result = (int)r};
-  if (broke) {
-    offender_text(broke, &off, where, sizeof where);
-    rec.broken_by = &off;
+  /* Symbolized only for a record that is written: dladdr scans a library's
+   * whole symbol table (350 us for torch's, issue 16). */
+  if (cg_output_wants_capture(cg_capture_status_broken(closed.status))) {
+    char began[512], where[512];
+    cg_begin_site_text(site, began, sizeof began);
+    cg_offender off;
+    cg_capture_record rec = {.capture = &closed, .pid = (uint64_t)getpid(), .began = began, .ended = true,
+                             .end_result = (int)r};
+    if (broke) {
+      offender_text(broke, &off, where, sizeof where);
+      rec.broken_by = &off;
+    }
+    rec.repeats = closed.repeats;
+    cg_output_capture(&rec);
   }
-  rec.repeats = closed.repeats;
-  cg_output_capture(&rec);
   free(site);
   free(broke);
   cg_policy_run_deferred();
@@ -152,7 +156,7 @@ CUresult cg_guard_load(const cg_load *l) {
   cg_report_scratch *s = calloc(1, sizeof *s);
   if (!s)
     cg_warn_oom("a load's report");
-  cg_begin_site *here = s ? cg_begin_site_take() : NULL;
+  cg_begin_site *here = s ? cg_begin_site_take(NULL, NULL) : NULL;
   size_t file_size = 0;
   void *file = s && l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
   const void *img = file ? file : l->image;
@@ -220,7 +224,7 @@ CUresult cg_guard_unload(const cg_unload *u) {
   cg_report_scratch *s = calloc(1, sizeof *s);
   if (!s)
     cg_warn_oom("an unload's report");
-  cg_begin_site *here = s ? cg_begin_site_take() : NULL; /* before the gate, as for loads */
+  cg_begin_site *here = s ? cg_begin_site_take(NULL, NULL) : NULL; /* before the gate, as for loads */
   cg_event e = {.kind = CG_EV_MODULE_UNLOAD, .call = cg_ep_name[u->ep], .driver_result = -1,
                 .module = (uint64_t)(uintptr_t)u->handle};
   cg_begin_site site;

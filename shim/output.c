@@ -289,6 +289,8 @@ static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {
 /* A capture that broke is said on stderr, naming its first offender (or
  * that capguard saw none), since that is the line a person reading a
  * start-up failure needs; every capture goes to the log. */
+bool cg_output_wants_capture(bool broken) { return log_fd >= 0 || (broken && !cg_cfg.quiet); }
+
 void cg_output_capture(const cg_capture_record *r) {
   if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet) {
     pthread_mutex_lock(&out_lock);

@@ -18,6 +18,7 @@ allowed="
   dlopen dlclose dlerror dlvsym dladdr dladdr1 dl_iterate_phdr backtrace
   pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_unlock
   pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_unlock __register_atfork
+  pthread_self pthread_getattr_np pthread_attr_getstack pthread_attr_destroy
 "
 toolchain="_ITM_deregisterTMCloneTable _ITM_registerTMCloneTable __gmon_start__ __cxa_finalize"
 # What a compiler may call in place of a function on the list (clang: bcmp
