@@ -215,6 +215,7 @@ typedef struct {
   size_t via_cframe; /* SIZE_MAX: none; else cframe -> current frame */
   size_t code, previous, instr, owner;
   int shim_owner; /* FRAME_OWNED_BY_CSTACK (frames the dump skips); -1: none */
+  size_t co_filename, co_firstlineno, co_linetable; /* in a code object */
 } py_layout;
 static py_layout g_layout;
 static _Atomic(const void *) g_code_type; /* &PyCode_Type; non-NULL: g_layout is set */
@@ -236,7 +237,17 @@ static bool layout_of_313(void *handle, py_layout *l) {
     if (o[i] > 4096)
       return false;
   }
-  *l = (py_layout){o[0], SIZE_MAX, o[2], o[1], o[3], o[4], 3};
+  /* The code object's fields as 3.13's default build has them (a
+   * free-threaded build lays objects out otherwise: not read). */
+  static const size_t code_at[4] = {280, 312, 304, 360}; /* filename, firstlineno, linetable, ob_type */
+  static const uint64_t code_want[4] = {112, 68, 136, 8};
+  for (int i = 0; i < 4; i++) {
+    uint64_t v;
+    memcpy(&v, rt + code_at[i], sizeof v);
+    if (v != code_want[i])
+      return false;
+  }
+  *l = (py_layout){o[0], SIZE_MAX, o[2], o[1], o[3], o[4], 3, 112, 68, 136};
   return true;
 }
 
@@ -250,10 +261,10 @@ static void resolve_layout(void *handle) {
   py_layout l;
   switch (python_version(handle)) {
   case 0x030b:
-    l = (py_layout){56, 8, 32, 48, 56, 69, -1};
+    l = (py_layout){56, 8, 32, 48, 56, 69, -1, 112, 72, 136};
     break;
   case 0x030c:
-    l = (py_layout){56, 0, 0, 8, 56, 70, 3};
+    l = (py_layout){56, 0, 0, 8, 56, 70, 3, 112, 68, 136};
     break;
   case 0x030d:
     if (!layout_of_313(handle, &l))
@@ -470,10 +481,12 @@ int cg_python_fingerprint(cg_hash128 *out) {
   const void *f = current_frame(l);
   if (!f)
     return CG_PY_FP_NONE;
-  /* Per frame: its code object and instruction, and the code object's
-   * length, constants and names (a code object freed and another allocated
-   * at its address is told apart by these, not by its address). */
-  uintptr_t words[CG_PY_FP_FRAMES * 5];
+  /* Per frame: its code object and instruction and, since a code object
+   * freed and another made at its address (a notebook's cells) must not
+   * pass for it, the code object's length, constants, names, file name
+   * (its object, length and cached hash), first line and line table (its
+   * length and first bytes): what its lines are made of. */
+  uintptr_t words[CG_PY_FP_FRAMES * 14];
   size_t n = 0;
   for (int i = 0; f && i < CG_PY_FP_FRAMES; i++) {
     const void *code = word_at(f, l->code);
@@ -483,6 +496,22 @@ int cg_python_fingerprint(cg_hash128 *out) {
       words[n++] = (uintptr_t)word_at(code, 2 * sizeof(void *)); /* ob_size */
       words[n++] = (uintptr_t)word_at(code, 3 * sizeof(void *)); /* co_consts */
       words[n++] = (uintptr_t)word_at(code, 4 * sizeof(void *)); /* co_names */
+      words[n++] = (uintptr_t)*(const int *)((const char *)code + l->co_firstlineno);
+      const void *file = word_at(code, l->co_filename);
+      words[n++] = (uintptr_t)file;
+      if (file) {
+        words[n++] = (uintptr_t)word_at(file, 2 * sizeof(void *)); /* length */
+        words[n++] = (uintptr_t)word_at(file, 3 * sizeof(void *)); /* hash */
+      }
+      const void *table = word_at(code, l->co_linetable);
+      if (table) {
+        uintptr_t size = (uintptr_t)word_at(table, 2 * sizeof(void *));
+        words[n++] = size;
+        uintptr_t head[4] = {0, 0, 0, 0}; /* ob_sval: after the size and the cached hash */
+        memcpy(head, (const char *)table + 4 * sizeof(void *), size < sizeof head ? size : sizeof head);
+        for (int k = 0; k < 4; k++)
+          words[n++] = head[k];
+      }
     }
     f = word_at(f, l->previous);
   }

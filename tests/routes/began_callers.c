@@ -1,0 +1,21 @@
+/* Two native callers that begin captures through a libcudart stand-in
+ * (bench/capture/cudart_bench.c), as torch does through the real one: the
+ * same return address in "libcudart", two different callers above it, with
+ * frames of different sizes. test_began_broken.py checks that the report
+ * names the right one for every capture, so that capguard's kept paths
+ * (shim/stack_site.c) never name a caller from an earlier capture. */
+int cg_bench_cudart_begin(void *fn, void *stream, int mode);
+
+__attribute__((visibility("default"), noinline)) int cg_began_from_a(void *fn, void *stream, int mode) {
+  int r = cg_bench_cudart_begin(fn, stream, mode);
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
+__attribute__((visibility("default"), noinline)) int cg_began_from_b(void *fn, void *stream, int mode) {
+  volatile char pad[200];
+  pad[0] = 0;
+  int r = cg_bench_cudart_begin(fn, stream, mode);
+  __asm__ volatile("" ::: "memory");
+  return r + pad[0];
+}
