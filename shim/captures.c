@@ -41,6 +41,18 @@ void cg_captures_model_unlock(void) { pthread_mutex_unlock(&model_lock); }
 static __thread uint64_t self_tid __attribute__((tls_model("initial-exec")));
 static __thread int self_mode __attribute__((tls_model("initial-exec"))); /* 0 == CG_MODE_GLOBAL */
 
+/* The process id, asked once (getpid is a system call; the fork handler
+ * clears it in the child). */
+static pid_t self_pid;
+uint64_t cg_self_pid(void) {
+  pid_t p = __atomic_load_n(&self_pid, __ATOMIC_RELAXED);
+  if (!p) {
+    p = getpid();
+    __atomic_store_n(&self_pid, p, __ATOMIC_RELAXED);
+  }
+  return (uint64_t)p;
+}
+
 uint64_t cg_self_tid(void) {
   if (!self_tid)
     self_tid = (uint64_t)gettid();
@@ -246,4 +258,5 @@ void cg_captures_atfork_child(void) {
   __atomic_store_n(&cg_activity.n.open, 0, __ATOMIC_RELEASE);
   captures_broken = 0;
   self_tid = 0;
+  self_pid = 0;
 }

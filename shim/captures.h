@@ -27,6 +27,7 @@ extern cg_capture_activity cg_activity;
 static inline bool cg_nothing_captures(void) { return __atomic_load_n(&cg_activity.both, __ATOMIC_ACQUIRE) == 0; }
 
 uint64_t cg_self_tid(void);
+uint64_t cg_self_pid(void);
 cg_capture_mode cg_self_mode(void);
 void cg_set_self_mode(cg_capture_mode mode);
 

@@ -62,7 +62,7 @@ CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
     char began[512], where[512];
     cg_begin_site_text(site, began, sizeof began);
     cg_offender off;
-    cg_capture_record rec = {.capture = &closed, .pid = (uint64_t)getpid(), .began = began, .ended = true,
+    cg_capture_record rec = {.capture = &closed, .pid = cg_self_pid(), .began = began, .ended = true,
                              .end_result = (int)r};
     if (broke) {
       offender_text(broke, &off, where, sizeof where);
