@@ -7,8 +7,10 @@ Each variant runs in its own process; the variants alternate, ROUNDS
 processes each. A process makes WARM captures, then times CAPTURES empty
 captures one by one (`with torch.cuda.graph(g): pass`, __enter__'s
 synchronize, gc.collect and empty_cache included, as a serving engine pays
-them), DEPTH Python frames deeper than its main function, and prints the
-median; a variant's figure is the median of its processes'.
+them), then as many of the capture alone (capture_begin + capture_end on a
+side stream), DEPTH Python frames deeper than its main function, and prints
+the medians; a variant's figure is the median of its processes'. The goal
+is checked on the first.
 
 Usage: bench_capture_gpu.py SHIM [--captures N] [--rounds R] [--depth D]
                             [--variants none,guard,guard+log,report,off] [--goal 1.05]
@@ -26,6 +28,9 @@ import time
 def child(args):
     import torch
     torch.cuda.init()
+    # This thread on one CPU for the whole run (torch's own threads stay
+    # where they are): a migration in the middle of a run is noise.
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[-1]})
     stream = torch.cuda.Stream()
     kept = []
 
@@ -38,15 +43,29 @@ def child(args):
             out.append(time.perf_counter_ns() - t0)
             kept.append(g)  # destroyed after the timing, not inside it
 
-    def deeper(d, n, out):
-        if d > 0:
-            return deeper(d - 1, n, out)
-        return captures(n, out)
+    def direct(n, out):
+        # The capture alone: begin and end, without __enter__'s
+        # synchronize, gc.collect and empty_cache.
+        with torch.cuda.stream(stream):
+            for _ in range(n):
+                g = torch.cuda.CUDAGraph()
+                t0 = time.perf_counter_ns()
+                g.capture_begin()
+                g.capture_end()
+                out.append(time.perf_counter_ns() - t0)
+                kept.append(g)
 
-    deeper(args.depth, args.warm, [])
-    times = []
-    deeper(args.depth, args.captures, times)
-    print("median_ns %d" % statistics.median(times))
+    def deeper(d, fn, n, out):
+        if d > 0:
+            return deeper(d - 1, fn, n, out)
+        return fn(n, out)
+
+    deeper(args.depth, captures, args.warm, [])
+    deeper(args.depth, direct, args.warm, [])
+    times, alone = [], []
+    deeper(args.depth, captures, args.captures, times)
+    deeper(args.depth, direct, args.captures, alone)
+    print("median_ns %d direct_ns %d" % (statistics.median(times), statistics.median(alone)))
 
 
 VARIANTS = {
@@ -83,6 +102,7 @@ def parent(args):
             print("bench_capture_gpu: unknown variant %r (known: %s)" % (v, ", ".join(VARIANTS)), file=sys.stderr)
             return 2
     figures = {v: [] for v in variants}
+    direct = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for v in (variants if r % 2 == 0 else variants[::-1]):
@@ -101,17 +121,22 @@ def parent(args):
                     print("bench_capture_gpu: variant %s failed (%d):\n%s%s" % (v, p.returncode, p.stdout, p.stderr),
                           file=sys.stderr)
                     return 2
-                figures[v].append(int(p.stdout.split()[1]))
+                words = p.stdout.split()
+                figures[v].append(int(words[1]))
+                direct[v].append(int(words[3]))
     import torch
     print("# empty torch.cuda.graph captures: %d a process after %d warm, %d processes a variant, alternating, "
           "%d Python frames deeper; torch %s, %s" % (args.captures, args.warm, args.rounds, args.depth,
                                                      torch.__version__, torch.cuda.get_device_name(0)))
-    print("%-10s %10s %8s   %s" % ("variant", "median us", "ratio", "each process's median (us)"))
+    for title, table in (("torch.cuda.graph (the goal)", figures), ("capture_begin + capture_end alone", direct)):
+        print("## " + title)
+        print("%-10s %10s %8s   %s" % ("variant", "median us", "ratio", "each process's median (us)"))
+        base = statistics.median(table["none"]) if "none" in table else None
+        for v in variants:
+            m = statistics.median(table[v])
+            ratio = "%.3fx" % (m / base) if base else "-"
+            print("%-10s %10.1f %8s   %s" % (v, m / 1000, ratio, " ".join("%.1f" % (x / 1000) for x in table[v])))
     base = statistics.median(figures["none"]) if "none" in figures else None
-    for v in variants:
-        m = statistics.median(figures[v])
-        ratio = "%.3fx" % (m / base) if base else "-"
-        print("%-10s %10.1f %8s   %s" % (v, m / 1000, ratio, " ".join("%.1f" % (x / 1000) for x in figures[v])))
     if not base or "guard" not in figures:
         return 0
     ratio = statistics.median(figures["guard"]) / base
