@@ -38,7 +38,7 @@ uint64_t cg_stream_key(CUstream s, bool ptsz);
 /* Where a capture began: the raw return addresses, symbolized only if
  * someone asks (an event or the capture's log record), so a begin costs a
  * short unwind and no formatting. */
-#define CG_BEGIN_SITE_FRAMES 8 /* enough to climb out of cudart */
+#define CG_BEGIN_SITE_FRAMES 12 /* enough to climb out of cudart */
 typedef struct {
   void *frames[CG_BEGIN_SITE_FRAMES];
   int n;

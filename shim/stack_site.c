@@ -169,7 +169,7 @@ typedef int (*unwind_backtrace_fn)(unwind_trace_fn, void *);
 typedef uintptr_t (*unwind_get_fn)(struct _Unwind_Context *);
 static _Atomic(void *) g_unwind_backtrace, g_unwind_get_ip, g_unwind_get_cfa;
 
-#define CG_SITE_MAX 8 /* frames kept a path, the caller first */
+#define CG_SITE_MAX 12 /* frames kept a path, the caller first */
 typedef struct {
   uintptr_t ra0;             /* the wrapper's return address: the key */
   int n;                     /* frames, ra0 included */
@@ -215,7 +215,10 @@ static int unwind_step(struct _Unwind_Context *ctx, void *data) {
   return p->n >= CG_SITE_MAX ? 5 : 0;
 }
 
-__attribute__((noinline)) static bool unwind_path(uintptr_t ra0, uintptr_t ra0_slot, site_path *p) {
+/* Unwinds from the wrapper's caller: true when it got there (p holds the
+ * frames from ra0 on), *reached when it went on to a frame outside the
+ * plumbing (then p is worth keeping). */
+__attribute__((noinline)) static bool unwind_path(uintptr_t ra0, uintptr_t ra0_slot, site_path *p, bool *reached) {
   unwind_backtrace_fn bt = (unwind_backtrace_fn)atomic_load(&g_unwind_backtrace);
   if (!bt)
     return false;
@@ -223,7 +226,8 @@ __attribute__((noinline)) static bool unwind_path(uintptr_t ra0, uintptr_t ra0_s
   p->ra0 = ra0;
   unwind_walk w = {.ra0 = ra0, .ra0_slot = ra0_slot, .out = p};
   bt(unwind_step, &w);
-  return w.ok && p->n > 0;
+  *reached = w.ok;
+  return p->n > 0;
 }
 
 /* ---- kept paths --------------------------------------------------------- */
@@ -234,14 +238,34 @@ static site_path g_paths[CG_PATH_SETS][CG_PATH_WAYS];
 static unsigned g_path_next[CG_PATH_SETS];
 static pthread_mutex_t g_paths_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* True when every kept address is in its slot now. */
+/* How far a kept address may have moved from where the frame below it
+ * says: a function that realigns its stack (and rsp, -64) puts its caller's
+ * return address at a distance that depends on the alignment it was
+ * entered with. */
+#define CG_SLOT_SLACK 64
+
+/* True when every kept address is in its slot now, or (a frame that
+ * realigns its stack) within CG_SLOT_SLACK of it and above the one below. */
 static bool path_holds(const site_path *p, uintptr_t ra0_slot, uintptr_t hi) {
+  uintptr_t prev = ra0_slot; /* where frame k-1's address was found */
   for (int k = 1; k < p->n; k++) {
-    uintptr_t slot = ra0_slot + p->off[k];
-    if (slot < ra0_slot || slot + sizeof(void *) > hi)
+    uintptr_t want = prev + (p->off[k] - p->off[k - 1]);
+    if (want <= prev || want + sizeof(void *) > hi)
       return false;
-    if (*(void *const *)slot != p->frames[k])
+    if (*(void *const *)want == p->frames[k]) {
+      prev = want;
+      continue;
+    }
+    uintptr_t found = 0;
+    for (uintptr_t d = sizeof(void *); d <= CG_SLOT_SLACK && !found; d += sizeof(void *)) {
+      if (want - d > prev && *(void *const *)(want - d) == p->frames[k])
+        found = want - d;
+      else if (want + d + sizeof(void *) <= hi && *(void *const *)(want + d) == p->frames[k])
+        found = want + d;
+    }
+    if (!found)
       return false;
+    prev = found;
   }
   return true;
 }
@@ -302,13 +326,18 @@ size_t cg_native_site(void *ra0, void *ra0_slot, void **frames, size_t max) {
   site_path p;
   bool bounded = ra && slot && stack_bounds(&lo, &hi) && slot >= lo && slot + sizeof(void *) <= hi &&
                  *(void *const *)slot == ra0;
-  if (bounded && (path_lookup(ra, slot, hi, &p) || (unwind_path(ra, slot, &p) && (path_keep(&p), true)))) {
+  bool reached = false;
+  if (bounded && (path_lookup(ra, slot, hi, &p) || unwind_path(ra, slot, &p, &reached))) {
+    if (reached)
+      path_keep(&p);
     size_t n = (size_t)p.n < max ? (size_t)p.n : max;
     memcpy(frames, p.frames, n * sizeof *frames);
     return n;
   }
-  /* No return address given, no stack bounds, or an unwind that did not
-   * reach the wrapper's caller: glibc's backtrace, capguard's frames and all. */
+  /* No return address given, no stack bounds, no unwinder, or an unwind
+   * that did not reach the wrapper's caller: glibc's backtrace, capguard's
+   * frames and all (never after an unwind that got somewhere: one unwind a
+   * call at most). */
   int got = backtrace(frames, (int)max);
   return got > 0 ? (size_t)got : 0;
 }

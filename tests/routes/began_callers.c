@@ -19,3 +19,14 @@ __attribute__((visibility("default"), noinline)) int cg_began_from_b(void *fn, v
   __asm__ volatile("" ::: "memory");
   return r + pad[0];
 }
+
+/* A caller whose frame size changes from call to call (alloca), so that the
+ * kept addresses above it move: capguard's check must still find them, or
+ * unwind again, and never name another caller. */
+__attribute__((visibility("default"), noinline)) int cg_began_from_c(void *fn, void *stream, int mode, int pad) {
+  volatile char *room = __builtin_alloca((unsigned)pad + 1);
+  room[0] = 0;
+  int r = cg_bench_cudart_begin(fn, stream, mode);
+  __asm__ volatile("" ::: "memory");
+  return r + room[0];
+}

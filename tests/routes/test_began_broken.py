@@ -4,10 +4,11 @@ and the native caller, for every capture, however the begin site was found
 by a fingerprint of the Python frames, and must never name an earlier
 capture's site).
 
-A CPython program over the fake driver begins captures from three Python
-functions (each its own marked line): two through a libcudart stand-in from
-two native callers (cg_began_from_a, cg_began_from_b in began_callers.c), one
-through ctypes straight to the driver; at varying Python depths, in an order
+A CPython program over the fake driver begins captures from four Python
+functions (each its own marked line): three through a libcudart stand-in
+from three native callers (cg_began_from_a, cg_began_from_b, and
+cg_began_from_c, whose frame changes size from call to call, in
+began_callers.c), one through ctypes straight to the driver; at varying Python depths, in an order
 that revisits each site. Then from code objects made and freed one after
 another (exec'd "cells", as a notebook runs them), each beginning at its own
 line. Every capture is broken by a stream sync inside it. Checked, in guard
@@ -37,9 +38,11 @@ assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
 assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0
 assert cu.cuStreamCreate(ctypes.byref(s), 1) == 0
 begin_fn = ctypes.cast(cu.cuStreamBeginCapture_v2, P)
-from_a, from_b = callers.cg_began_from_a, callers.cg_began_from_b
+from_a, from_b, from_c = callers.cg_began_from_a, callers.cg_began_from_b, callers.cg_began_from_c
 for f in (from_a, from_b):
     f.argtypes = [P, P, ctypes.c_int]
+from_c.argtypes = [P, P, ctypes.c_int, ctypes.c_int]
+pads = iter([0, 16, 48, 96, 8, 200, 0, 32])
 
 
 def begin_a():
@@ -48,6 +51,10 @@ def begin_a():
 
 def begin_b():
     return from_b(begin_fn, s, 0)  # began-b
+
+
+def begin_c():
+    return from_c(begin_fn, s, 0, next(pads))  # began-c
 
 
 def begin_direct():
@@ -67,7 +74,8 @@ def deeper(n, begin):
     return broken_capture(begin)
 
 
-for i, begin in enumerate([begin_a, begin_b, begin_a, begin_direct, begin_b, begin_b, begin_a, begin_direct, begin_a]):
+for i, begin in enumerate([begin_a, begin_b, begin_a, begin_direct, begin_b, begin_c, begin_b, begin_c, begin_a,
+                           begin_c, begin_direct, begin_c, begin_a, begin_c, begin_b, begin_c]):
     deeper(i % 3 * 7, begin)
 
 for cell in range(4):
@@ -76,8 +84,9 @@ for cell in range(4):
     exec(compile(src, "<cell%d>" % cell, "exec"), globals())
 '''
 
-ORDER = ["a", "b", "a", "direct", "b", "b", "a", "direct", "a"]
-NATIVE = {"a": "libcg_began_callers.so(cg_began_from_a+", "b": "libcg_began_callers.so(cg_began_from_b+"}
+ORDER = ["a", "b", "a", "direct", "b", "c", "b", "c", "a", "c", "direct", "c", "a", "c", "b", "c"]
+NATIVE = {"a": "libcg_began_callers.so(cg_began_from_a+", "b": "libcg_began_callers.so(cg_began_from_b+",
+          "c": "libcg_began_callers.so(cg_began_from_c+"}
 
 
 def interpreters():
@@ -103,10 +112,10 @@ class BeganBroken(unittest.TestCase):
             self.assertEqual(row[2:], ["900", "901"], row)
         lines = {}
         for no, text in enumerate(PROGRAM.splitlines(), 1):
-            for tag in ("a", "b", "direct"):
+            for tag in ("a", "b", "c", "direct"):
                 if text.rstrip().endswith("# began-" + tag):
                     lines[tag] = no
-        self.assertEqual(len(lines), 3)
+        self.assertEqual(len(lines), 4)
         return script, lines, p.stderr
 
     def expected(self, script, lines):
