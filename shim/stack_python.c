@@ -475,8 +475,10 @@ static const void *current_frame(const py_layout *l) {
 
 int cg_python_fingerprint(cg_hash128 *out) {
   const void *code_type = atomic_load_explicit(&g_code_type, memory_order_acquire);
+  /* Unknown layout, not resolved yet (an interpreter loaded later is
+   * looked for by cg_python_stack), or turned off: the dump's way. */
   if (!code_type || atomic_load_explicit(&g_fp_off, memory_order_relaxed))
-    return atomic_load(&g_this) ? CG_PY_FP_UNKNOWN : CG_PY_FP_NONE;
+    return CG_PY_FP_UNKNOWN;
   const py_layout *l = &g_layout;
   const void *f = current_frame(l);
   if (!f)
