@@ -1,0 +1,690 @@
+/* Rendering of events, captures and the process summary: the text a person
+ * reads on stderr, and the JSON Lines of docs/log-format.md. Every function
+ * follows the snprintf contract (returns the length it needed, writes at most
+ * cap bytes, NUL-terminates whenever cap > 0) and allocates nothing, so it is
+ * safe inside the shim. Strings from the process (kernel names, file names,
+ * stack frames) are untrusted: JSON gets them escaped and made valid UTF-8,
+ * text gets control characters replaced so they cannot drive a terminal. */
+#include "capguard/event.h"
+
+#include <string.h>
+
+#include "capguard/clock.h"
+#include "capguard/text_out.h"
+
+/* At most this many native frames in the text; the JSON keeps them all. */
+#define TEXT_NATIVE_FRAMES 12
+/* At most this many kernel names in the text line. */
+#define TEXT_KERNELS 8
+
+/* 13000 -> "13.0", 12020 -> "12.2" (CUDA's 1000 * major + 10 * minor) */
+static void put_cuda_version(cg_out *o, int v) {
+  cg_out_int(o, v / 1000);
+  cg_out_char(o, '.');
+  cg_out_int(o, (v % 1000) / 10);
+}
+
+
+/* JSON string body of s[0..n): quotes, backslash and control characters
+ * escaped, each byte that is not part of valid UTF-8 replaced by U+FFFD. */
+static void put_escaped_n(cg_out *o, const char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *p = (const unsigned char *)s, *end = p + n;
+  while (p < end) {
+    unsigned c = *p;
+    if (c == '"' || c == '\\') {
+      cg_out_char(o, '\\');
+      cg_out_char(o, (char)c);
+      p++;
+    } else if (c < 0x20) {
+      switch (c) {
+      case '\n': cg_out_str(o, "\\n"); break;
+      case '\r': cg_out_str(o, "\\r"); break;
+      case '\t': cg_out_str(o, "\\t"); break;
+      case '\b': cg_out_str(o, "\\b"); break;
+      case '\f': cg_out_str(o, "\\f"); break;
+      default: {
+        char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        cg_out_mem(o, u, 6);
+      }
+      }
+      p++;
+    } else {
+      size_t k = cg_utf8_len(p, (size_t)(end - p));
+      if (k == 0) {
+        cg_out_str(o, "\xEF\xBF\xBD");
+        p++;
+      } else {
+        cg_out_mem(o, (const char *)p, k);
+        p += k;
+      }
+    }
+  }
+}
+
+/* The same for a NUL-terminated string; NULL writes nothing. */
+static void put_escaped(cg_out *o, const char *s) {
+  if (s) put_escaped_n(o, s, strlen(s));
+}
+
+static void put_jstr(cg_out *o, const char *s) {
+  cg_out_char(o, '"');
+  put_escaped(o, s);
+  cg_out_char(o, '"');
+}
+
+/* ,"key": */
+static void put_key(cg_out *o, const char *key) {
+  cg_out_char(o, ',');
+  cg_out_char(o, '"');
+  cg_out_str(o, key);
+  cg_out_str(o, "\":");
+}
+
+static void put_kv_str(cg_out *o, const char *key, const char *v) {
+  put_key(o, key);
+  put_jstr(o, v);
+}
+
+static void put_kv_u64(cg_out *o, const char *key, uint64_t v) {
+  put_key(o, key);
+  cg_out_u64(o, v);
+}
+
+static void put_kv_int(cg_out *o, const char *key, long long v) {
+  put_key(o, key);
+  cg_out_int(o, v);
+}
+
+static void put_kv_hex(cg_out *o, const char *key, uint64_t v) {
+  put_key(o, key);
+  cg_out_char(o, '"');
+  cg_out_hex(o, v);
+  cg_out_char(o, '"');
+}
+
+/* Text from the process for a terminal: control characters become '?'. */
+static void put_clean(cg_out *o, const char *s) {
+  if (!s) return;
+  for (; *s; s++) cg_out_char(o, ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s);
+}
+
+/* {"v":1,"type":"...","pid":N */
+static void json_type_pid(cg_out *o, cg_record_type type, uint64_t pid) {
+  cg_out_str(o, "{\"v\":1,\"type\":\"");
+  cg_out_str(o, cg_record_type_name(type));
+  cg_out_char(o, '"');
+  put_kv_u64(o, "pid", pid);
+}
+
+static void json_head(cg_out *o, cg_record_type type, uint64_t pid, uint64_t time_ns) {
+  json_type_pid(o, type, pid);
+  put_kv_u64(o, "time_ns", time_ns);
+}
+
+static void put_hash(cg_out *o, cg_hash128 h) {
+  char tmp[33];
+  cg_hash_format(h, tmp);
+  cg_out_mem(o, tmp, 32);
+}
+
+/* Kernel names: n_kernels NUL-terminated strings packed in kernel_names.
+ * Walks only inside the buffer, even if the struct is corrupt. Returns the
+ * next name or NULL; *pos carries the offset. */
+static const char *next_kernel(const cg_image_info *im, size_t *pos, unsigned *seen) {
+  if (*seen >= im->n_kernels || *pos >= sizeof im->kernel_names) return NULL;
+  const char *start = im->kernel_names + *pos;
+  const char *nul = memchr(start, '\0', sizeof im->kernel_names - *pos);
+  if (!nul) return NULL;
+  *pos = (size_t)(nul - im->kernel_names) + 1;
+  (*seen)++;
+  return start;
+}
+
+static unsigned clamp_archs(const cg_image_info *im) {
+  return im->n_archs < CG_IMAGE_MAX_ARCHS ? im->n_archs : CG_IMAGE_MAX_ARCHS;
+}
+
+/* ---- event ---------------------------------------------------------------- */
+
+static size_t clamp_native(const cg_event *e) {
+  if (!e->native) return 0;
+  return e->n_native < CG_MAX_NATIVE_FRAMES ? e->n_native : CG_MAX_NATIVE_FRAMES;
+}
+
+static size_t clamp_py(const cg_event *e) {
+  if (!e->py) return 0;
+  return e->n_py < CG_MAX_PY_FRAMES ? e->n_py : CG_MAX_PY_FRAMES;
+}
+
+static void put_image_json(cg_out *o, const cg_image_info *im) {
+  cg_out_str(o, ",\"image\":{\"kind\":");
+  put_jstr(o, cg_image_kind_name(im->kind));
+  put_kv_u64(o, "size", im->size);
+  put_kv_u64(o, "sm", im->sm_arch);
+  cg_out_str(o, ",\"archs\":[");
+  for (unsigned i = 0; i < clamp_archs(im); i++) {
+    if (i) cg_out_char(o, ',');
+    cg_out_u64(o, im->archs[i]);
+  }
+  cg_out_str(o, "],\"hash\":\"");
+  put_hash(o, im->hash);
+  cg_out_str(o, "\",\"kernels\":[");
+  size_t pos = 0;
+  unsigned seen = 0;
+  for (const char *k; (k = next_kernel(im, &pos, &seen));) {
+    if (seen > 1) cg_out_char(o, ',');
+    put_jstr(o, k);
+  }
+  /* a walk cut short by a corrupt buffer also lost names */
+  bool truncated = im->names_truncated || seen < im->n_kernels;
+  cg_out_str(o, "],\"kernels_truncated\":");
+  cg_out_str(o, truncated ? "true" : "false");
+  if (im->kind == CG_IMAGE_UNKNOWN && im->why_unknown) put_kv_str(o, "why_unknown", im->why_unknown);
+  cg_out_char(o, '}');
+}
+
+size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  if (!e) {
+    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no event\"}\n");
+    return cg_out_finish(&o);
+  }
+  json_head(&o, CG_RECORD_EVENT, e->pid, e->time_ns);
+  put_kv_str(&o, "event", cg_event_kind_name(e->kind));
+  put_kv_str(&o, "call", e->call ? e->call : "");
+  put_kv_str(&o, "verdict", cg_verdict_name(e->verdict));
+  put_kv_int(&o, "result", e->result);
+  put_kv_int(&o, "driver_result", e->driver_result);
+  put_kv_int(&o, "driver_version", e->driver_version);
+  put_kv_int(&o, "emulate_driver", e->emulated_version);
+  put_kv_u64(&o, "tid", e->tid);
+  put_kv_str(&o, "thread_mode", cg_capture_mode_name(e->thread_mode));
+  cg_out_str(&o, ",\"capture\":{\"id\":");
+  cg_out_u64(&o, e->capture.id);
+  put_kv_hex(&o, "stream", e->capture.stream);
+  put_kv_str(&o, "mode", cg_capture_mode_name(e->capture.mode));
+  put_kv_u64(&o, "tid", e->capture.tid);
+  put_kv_str(&o, "status", cg_capture_status_name(e->capture.status));
+  put_kv_str(&o, "began", e->capture_began ? e->capture_began : "");
+  cg_out_char(&o, '}');
+  put_kv_u64(&o, "prohibitors", e->n_prohibitors);
+  if (e->module) put_kv_hex(&o, "module", e->module);
+  if (e->has_handle) put_kv_hex(&o, "handle", e->handle);
+  {
+    int code = e->driver_result >= 0 ? e->driver_result : e->result;
+    const char *meaning = code ? cg_cuda_result_words(code) : NULL; /* success needs no words */
+    if (meaning) put_kv_str(&o, "meaning", meaning);
+  }
+  if (e->image) put_image_json(&o, e->image);
+  cg_out_str(&o, ",\"native_stack\":[");
+  for (size_t i = 0; i < clamp_native(e); i++) {
+    if (i) cg_out_char(&o, ',');
+    put_jstr(&o, e->native[i] ? e->native[i] : "");
+  }
+  cg_out_str(&o, "],\"python_stack\":[");
+  for (size_t i = 0; i < clamp_py(e); i++) {
+    if (i) cg_out_char(&o, ',');
+    cg_out_str(&o, "{\"file\":");
+    put_jstr(&o, e->py[i].file ? e->py[i].file : "");
+    put_kv_int(&o, "line", e->py[i].line);
+    put_kv_str(&o, "func", e->py[i].func ? e->py[i].func : "");
+    cg_out_char(&o, '}');
+  }
+  cg_out_str(&o, "]}\n");
+  return cg_out_finish(&o);
+}
+
+/* What happened to the call, after "...): " on the first text line. */
+/* "900 operation not permitted when stream is capturing" */
+static void put_result_words(cg_out *o, int code) {
+  cg_out_int(o, code);
+  const char *w = cg_cuda_result_words(code);
+  if (w) {
+    cg_out_char(o, ' ');
+    cg_out_str(o, w);
+  }
+}
+
+static void put_verdict_text(cg_out *o, const cg_event *e) {
+  bool several = e->n_prohibitors > 1;
+  const char *now_broken = several ? "; the captures are now broken" : "; the capture is now broken";
+  int err = e->driver_result >= 0 ? e->driver_result : e->result;
+  switch (e->verdict) {
+  case CG_VERDICT_REFUSED:
+    cg_out_str(o, "refused by the driver with error ");
+    put_result_words(o, err);
+    cg_out_str(o, now_broken);
+    return;
+  case CG_VERDICT_ALLOWED:
+    cg_out_str(o, "allowed by this driver");
+    if (e->kind != CG_EV_MODULE_LOAD)
+      return;
+    if (e->driver_version > 0) {
+      cg_out_str(o, " (");
+      put_cuda_version(o, e->driver_version);
+      cg_out_str(o, " >= 12.3)");
+    }
+    cg_out_str(o, "; drivers before 12.3 refuse it");
+    return;
+  case CG_VERDICT_EMULATED:
+    cg_out_str(o, "refused by capguard emulating driver ");
+    put_cuda_version(o, e->emulated_version);
+    cg_out_str(o, " (CAPGUARD_EMULATE_DRIVER=");
+    cg_out_int(o, e->emulated_version);
+    cg_out_str(o, ")");
+    cg_out_str(o, now_broken);
+    return;
+  case CG_VERDICT_SERVED:
+    cg_out_str(o, "served from the priming file: no loader call reached the driver");
+    return;
+  case CG_VERDICT_RESCUED:
+    cg_out_str(o, "made in relaxed mode for this one call (CAPGUARD_RESCUE=1)");
+    return;
+  case CG_VERDICT_DEFERRED:
+    cg_out_str(o, "returned success; the unload runs when the capture ends");
+    return;
+  case CG_VERDICT_FAILED:
+    cg_out_str(o, "the driver returned error ");
+    put_result_words(o, err);
+    return;
+  case CG_VERDICT_DEFERRED_FREE:
+    cg_out_str(o, "returned success; the memory stays allocated until the capture ends, then is freed");
+    return;
+  case CG_VERDICT_DEFERRED_DESTROY:
+    cg_out_str(o, "returned success; the executable graph is destroyed when the capture ends");
+    return;
+  case CG_VERDICT_NOT_READY:
+    cg_out_str(o, "answered 600 (not ready) by capguard without calling the driver: the event was "
+                  "recorded in a still-capturing stream, where the driver would answer 907 and break "
+                  "the capture");
+    return;
+  case CG_VERDICT_COUNT:
+    break;
+  }
+  cg_out_str(o, "unknown verdict; result ");
+  cg_out_int(o, e->result);
+}
+
+static void put_kernels_text(cg_out *o, const cg_image_info *im) {
+  cg_out_str(o, "  kernels: ");
+  size_t pos = 0;
+  unsigned seen = 0, shown = 0;
+  for (const char *k; im && (k = next_kernel(im, &pos, &seen));) {
+    if (shown == TEXT_KERNELS) break;
+    if (shown) cg_out_str(o, ", ");
+    put_clean(o, k);
+    shown++;
+  }
+  if (shown == 0) {
+    cg_out_str(o, "(names unavailable)\n");
+    return;
+  }
+  if (im->n_kernels > shown) {
+    cg_out_str(o, ", ... (");
+    cg_out_u64(o, im->n_kernels);
+    cg_out_str(o, " in all)");
+  } else if (im->names_truncated) {
+    cg_out_str(o, ", ...");
+  }
+  cg_out_char(o, '\n');
+}
+
+static void put_image_text(cg_out *o, const cg_image_info *im) {
+  cg_out_str(o, "  image: ");
+  cg_out_str(o, cg_image_kind_name(im->kind));
+  if (im->kind == CG_IMAGE_UNKNOWN) {
+    if (im->why_unknown) {
+      cg_out_str(o, " (");
+      put_clean(o, im->why_unknown);
+      cg_out_str(o, ")");
+    }
+    cg_out_char(o, '\n');
+    return;
+  }
+  cg_out_str(o, ", ");
+  cg_out_u64(o, im->size);
+  cg_out_str(o, " bytes");
+  unsigned na = clamp_archs(im);
+  if (na > 1) {
+    cg_out_str(o, ", ");
+    for (unsigned i = 0; i < na; i++) {
+      if (i) cg_out_char(o, '/');
+      cg_out_str(o, "sm_");
+      cg_out_u64(o, im->archs[i]);
+    }
+  } else if (im->sm_arch) {
+    cg_out_str(o, ", sm_");
+    cg_out_u64(o, im->sm_arch);
+  }
+  if (im->kind == CG_IMAGE_FATBIN && im->has_ptx) cg_out_str(o, " +ptx");
+  cg_out_str(o, ", xxh3 ");
+  put_hash(o, im->hash);
+  cg_out_char(o, '\n');
+}
+
+size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  if (!e) {
+    cg_out_str(&o, "capguard: (no event)\n");
+    return cg_out_finish(&o);
+  }
+  cg_out_str(&o, "capguard: ");
+  put_clean(&o, e->call ? e->call : "(unknown call)");
+  cg_out_str(&o, " during capture ");
+  cg_out_u64(&o, e->capture.id);
+  cg_out_str(&o, " (stream ");
+  cg_out_hex(&o, e->capture.stream);
+  cg_out_str(&o, ", ");
+  cg_out_str(&o, cg_capture_mode_name(e->capture.mode));
+  cg_out_str(&o, " mode, begun by thread ");
+  cg_out_u64(&o, e->capture.tid);
+  cg_out_str(&o, ")");
+  if (e->n_prohibitors > 1) {
+    cg_out_str(&o, " (+");
+    cg_out_u64(&o, e->n_prohibitors - 1);
+    cg_out_str(&o, e->n_prohibitors > 2 ? " more captures)" : " more capture)");
+  }
+  cg_out_str(&o, ": ");
+  put_verdict_text(&o, e);
+  cg_out_char(&o, '\n');
+
+  if (e->kind == CG_EV_MODULE_LOAD) put_kernels_text(&o, e->image);
+  if (e->image) put_image_text(&o, e->image);
+  if (e->capture_began && e->capture_began[0]) {
+    cg_out_str(&o, "  capture began: ");
+    put_clean(&o, e->capture_began);
+    cg_out_char(&o, '\n');
+  }
+  size_t npy = clamp_py(e);
+  if (npy) {
+    cg_out_str(&o, "  python stack (most recent call first):\n");
+    for (size_t i = 0; i < npy; i++) {
+      cg_out_str(&o, "    File \"");
+      put_clean(&o, e->py[i].file ? e->py[i].file : "?");
+      cg_out_str(&o, "\", line ");
+      cg_out_int(&o, e->py[i].line);
+      cg_out_str(&o, ", in ");
+      put_clean(&o, e->py[i].func ? e->py[i].func : "?");
+      cg_out_char(&o, '\n');
+    }
+  }
+  size_t nn = clamp_native(e);
+  if (nn) {
+    cg_out_str(&o, "  native stack:\n");
+    for (size_t i = 0; i < nn && i < TEXT_NATIVE_FRAMES; i++) {
+      cg_out_str(&o, "    #");
+      cg_out_u64(&o, i);
+      cg_out_char(&o, ' ');
+      put_clean(&o, e->native[i] ? e->native[i] : "?");
+      cg_out_char(&o, '\n');
+    }
+    if (nn > TEXT_NATIVE_FRAMES) {
+      cg_out_str(&o, "    ... (");
+      cg_out_u64(&o, nn - TEXT_NATIVE_FRAMES);
+      cg_out_str(&o, " more frames in the log)\n");
+    }
+  }
+  return cg_out_finish(&o);
+}
+
+/* ---- capture -------------------------------------------------------------- */
+
+static void put_offender_json(cg_out *o, const cg_offender *b) {
+  cg_out_str(o, ",\"broken_by\":");
+  if (!b) {
+    cg_out_str(o, "null");
+    return;
+  }
+  cg_out_char(o, '{');
+  put_jstr(o, "call");
+  cg_out_char(o, ':');
+  put_jstr(o, b->call ? b->call : "");
+  put_kv_str(o, "event", cg_event_kind_name(b->kind));
+  put_kv_str(o, "verdict", cg_verdict_name(b->verdict));
+  put_kv_int(o, "result", b->result);
+  put_kv_u64(o, "tid", b->tid);
+  put_kv_u64(o, "time_ns", b->time_ns);
+  put_kv_str(o, "python", b->python ? b->python : "");
+  put_kv_str(o, "where", b->where ? b->where : "");
+  cg_out_char(o, '}');
+}
+
+size_t cg_capture_format_json(const cg_capture_record *r, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  const cg_capture *c = r ? r->capture : NULL;
+  if (!c) {
+    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no capture\"}\n");
+    return cg_out_finish(&o);
+  }
+  /* the record's time: when the capture ended, or now for one still open at exit */
+  json_head(&o, CG_RECORD_CAPTURE, r->pid, c->end_ns ? c->end_ns : cg_now_ns());
+  put_kv_u64(&o, "id", c->id);
+  put_kv_hex(&o, "stream", c->stream);
+  put_kv_str(&o, "mode", cg_capture_mode_name(c->mode));
+  put_kv_u64(&o, "tid", c->tid);
+  put_kv_str(&o, "status", cg_capture_status_name(c->status));
+  put_kv_u64(&o, "begin_ns", c->begin_ns);
+  put_kv_u64(&o, "end_ns", c->end_ns);
+  put_kv_u64(&o, "events", c->events);
+  put_kv_str(&o, "began", r->began ? r->began : "");
+  if (r->ended)
+    put_kv_int(&o, "end_result", r->end_result);
+  if (r->repeats)
+    put_kv_u64(&o, "repeats", r->repeats);
+  if (cg_capture_status_broken(c->status))
+    put_offender_json(&o, r->broken_by);
+  cg_out_str(&o, "}\n");
+  return cg_out_finish(&o);
+}
+
+size_t cg_capture_format_broken_text(const cg_capture_record *r, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  const cg_capture *c = r ? r->capture : NULL;
+  if (!c) {
+    cg_out_str(&o, "capguard: (no capture)\n");
+    return cg_out_finish(&o);
+  }
+  cg_out_str(&o, "capguard: capture ");
+  cg_out_u64(&o, c->id);
+  cg_out_str(&o, " (stream ");
+  cg_out_hex(&o, c->stream);
+  cg_out_str(&o, ", ");
+  cg_out_str(&o, cg_capture_mode_name(c->mode));
+  if (r->began && r->began[0]) {
+    cg_out_str(&o, ", began at ");
+    put_clean(&o, r->began);
+  }
+  cg_out_str(&o, ") broke");
+  if (r->ended && r->end_result) {
+    cg_out_str(&o, " (its end returned ");
+    put_result_words(&o, r->end_result);
+    cg_out_char(&o, ')');
+  }
+  const cg_offender *b = r->broken_by;
+  if (!b) {
+    cg_out_str(&o, ": ");
+    put_clean(&o, r->no_offender ? r->no_offender : "broken by a call capguard does not watch");
+    cg_out_char(&o, '\n');
+    return cg_out_finish(&o);
+  }
+  cg_out_str(&o, ": first offender ");
+  put_clean(&o, b->call ? b->call : "(unknown call)");
+  if (b->where && b->where[0]) {
+    cg_out_str(&o, " at ");
+    put_clean(&o, b->where);
+  }
+  cg_out_str(&o, " (");
+  cg_out_str(&o, cg_verdict_name(b->verdict));
+  cg_out_str(&o, ": ");
+  put_result_words(&o, b->result);
+  cg_out_str(&o, ", thread ");
+  cg_out_u64(&o, b->tid);
+  cg_out_str(&o, ")\n");
+  return cg_out_finish(&o);
+}
+
+/* ---- summary -------------------------------------------------------------- */
+
+size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  if (!s) {
+    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no summary\"}\n");
+    return cg_out_finish(&o);
+  }
+  json_head(&o, CG_RECORD_SUMMARY, s->pid, cg_now_ns());
+  put_kv_u64(&o, "captures", s->captures_begun);
+  put_kv_u64(&o, "captures_broken", s->captures_broken);
+  if (s->captures_open)
+    put_kv_u64(&o, "captures_open", s->captures_open);
+  cg_out_str(&o, ",\"events\":{");
+  for (int k = 0; k < CG_EV_KIND_COUNT; k++) {
+    if (k) cg_out_char(&o, ',');
+    put_jstr(&o, cg_event_kind_name((cg_event_kind)k));
+    cg_out_char(&o, ':');
+    cg_out_u64(&o, s->events[k]);
+  }
+  cg_out_str(&o, "},\"verdicts\":{");
+  for (int v = 0; v < CG_VERDICT_COUNT; v++) {
+    if (v) cg_out_char(&o, ',');
+    put_jstr(&o, cg_verdict_name((cg_verdict)v));
+    cg_out_char(&o, ':');
+    cg_out_u64(&o, s->verdicts[v]);
+  }
+  cg_out_char(&o, '}');
+  put_kv_u64(&o, "primed_loaded", s->primed_loaded);
+  put_kv_u64(&o, "primed_served", s->primed_served);
+  put_kv_u64(&o, "primed_unused", s->primed_unused);
+  put_kv_u64(&o, "recorded", s->recorded);
+  if (s->device_sm) put_kv_u64(&o, "device_sm", s->device_sm);
+  if (s->primed_skipped_arch) {
+    put_kv_u64(&o, "primed_skipped_arch", s->primed_skipped_arch);
+    put_kv_u64(&o, "skipped_sm", s->skipped_sm);
+  }
+  put_kv_str(&o, "log", s->log_path ? s->log_path : "");
+  if (s->log_incomplete) {
+    put_key(&o, "log_incomplete");
+    cg_out_str(&o, "true");
+  }
+  cg_out_str(&o, "}\n");
+  return cg_out_finish(&o);
+}
+
+/* ---- start and process ---------------------------------------------------- */
+
+size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  if (!r) {
+    cg_out_str(&o, "{\"v\":1,\"type\":\"error\",\"error\":\"no process\"}\n");
+    return cg_out_finish(&o);
+  }
+  bool process = r->type == CG_RECORD_PROCESS;
+  /* the keys in the order the log has always had them */
+  json_type_pid(&o, process ? CG_RECORD_PROCESS : CG_RECORD_START, r->pid);
+  put_kv_u64(&o, "ppid", r->ppid);
+  put_kv_u64(&o, "time_ns", r->time_ns);
+  put_kv_str(&o, "mode", cg_run_mode_name(r->mode));
+  if (process) {
+    put_kv_int(&o, "driver_version", r->driver_version);
+    put_kv_int(&o, "emulate_driver", r->emulate_driver);
+  }
+  put_kv_str(&o, "version", r->version ? r->version : "");
+  put_kv_str(&o, "prime", r->prime ? r->prime : "");
+  if (r->run && *r->run) put_kv_str(&o, "run", r->run);
+  cg_out_str(&o, ",\"argv\":[");
+  /* the words, up to CG_RECORD_MAX_ARGV, each ending at its NUL or the end */
+  size_t at = 0;
+  for (unsigned w = 0; r->cmdline && at < r->cmdline_len && w < CG_RECORD_MAX_ARGV; w++) {
+    const char *word = r->cmdline + at;
+    const char *nul = memchr(word, '\0', r->cmdline_len - at);
+    size_t n = nul ? (size_t)(nul - word) : r->cmdline_len - at;
+    if (w) cg_out_char(&o, ',');
+    cg_out_char(&o, '"');
+    put_escaped_n(&o, word, n);
+    cg_out_char(&o, '"');
+    at += n + 1;
+  }
+  cg_out_str(&o, "]}\n");
+  return cg_out_finish(&o);
+}
+
+size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  if (!s) {
+    cg_out_str(&o, "capguard: (no summary)\n");
+    return cg_out_finish(&o);
+  }
+  cg_out_str(&o, "capguard: ");
+  cg_out_u64(&o, s->captures_begun);
+  cg_out_str(&o, s->captures_begun == 1 ? " capture" : " captures");
+  if (s->captures_broken || s->captures_open) {
+    cg_out_str(&o, " (");
+    if (s->captures_broken) {
+      cg_out_u64(&o, s->captures_broken);
+      cg_out_str(&o, " broken");
+    }
+    if (s->captures_open) {
+      cg_out_str(&o, s->captures_broken ? ", " : "");
+      cg_out_u64(&o, s->captures_open);
+      cg_out_str(&o, " open at exit");
+    }
+    cg_out_char(&o, ')');
+  }
+  cg_out_str(&o, ", ");
+  bool any = false;
+  for (int k = 0; k < CG_EV_KIND_COUNT; k++) {
+    if (!s->events[k]) continue;
+    cg_out_str(&o, any ? ", " : "events: ");
+    cg_out_u64(&o, s->events[k]);
+    cg_out_char(&o, ' ');
+    cg_out_str(&o, cg_event_kind_name((cg_event_kind)k));
+    any = true;
+  }
+  if (!any) cg_out_str(&o, "no events");
+  if (any) { /* what became of them: did anything actually break? */
+    bool first = true;
+    for (int v = 0; v < CG_VERDICT_COUNT; v++) {
+      if (!s->verdicts[v]) continue;
+      cg_out_str(&o, first ? " (" : ", ");
+      cg_out_u64(&o, s->verdicts[v]);
+      cg_out_char(&o, ' ');
+      cg_out_str(&o, cg_verdict_name((cg_verdict)v));
+      first = false;
+    }
+    if (!first) cg_out_char(&o, ')');
+  }
+  if (s->primed_loaded || s->primed_served || s->primed_unused || s->recorded) {
+    cg_out_str(&o, "; priming: ");
+    cg_out_u64(&o, s->primed_loaded);
+    cg_out_str(&o, " preloaded, ");
+    cg_out_u64(&o, s->primed_served);
+    cg_out_str(&o, " served, ");
+    cg_out_u64(&o, s->primed_unused);
+    cg_out_str(&o, " unused, ");
+    cg_out_u64(&o, s->recorded);
+    cg_out_str(&o, " recorded");
+  }
+  if (s->primed_skipped_arch) {
+    cg_out_str(&o, s->primed_loaded || s->primed_served || s->primed_unused || s->recorded ? ", " : "; priming: ");
+    cg_out_u64(&o, s->primed_skipped_arch);
+    cg_out_str(&o, " skipped: built for sm_");
+    cg_out_u64(&o, s->skipped_sm);
+    cg_out_str(&o, ", this device is sm_");
+    cg_out_u64(&o, s->device_sm);
+    cg_out_str(&o, " (learn the priming file on this GPU architecture)");
+  }
+  if (s->log_path) {
+    cg_out_str(&o, "; log: ");
+    put_clean(&o, s->log_path);
+  } else {
+    cg_out_str(&o, "; no log (set CAPGUARD_LOG=path)");
+  }
+  cg_out_char(&o, '\n');
+  return cg_out_finish(&o);
+}
+
+size_t cg_json_escape(const char *s, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  put_escaped(&o, s);
+  return cg_out_finish(&o);
+}

@@ -1,0 +1,131 @@
+/* One reported event (a forbidden call made during capture, a capture that
+ * ended, the process summary) and its two renderings: the text a person reads
+ * on stderr, and one JSON object per line for the log. Pure formatting: no
+ * I/O, no allocation; docs/log-format.md specifies the JSON. */
+#ifndef CAPGUARD_EVENT_H
+#define CAPGUARD_EVENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capguard/capture_model.h"
+#include "capguard/image.h"
+#include "capguard/log_schema.h"
+
+/* cg_event_kind and cg_verdict, with their names, are rows of log_schema.h. */
+
+typedef struct {
+  const char *file;
+  int line;
+  const char *func;
+} cg_py_frame;
+
+#define CG_MAX_NATIVE_FRAMES 32
+#define CG_MAX_PY_FRAMES 48
+
+typedef struct {
+  cg_event_kind kind;
+  cg_verdict verdict;
+  const char *call;     /* "cuModuleLoadData" */
+  int result;           /* CUresult handed back to the caller */
+  int driver_result;    /* what the driver itself returned (-1: not called) */
+  int driver_version;   /* cuDriverGetVersion, 0 unknown */
+  int emulated_version; /* CAPGUARD_EMULATE_DRIVER, 0 when off */
+  uint64_t pid, tid;
+  uint64_t time_ns;     /* CLOCK_REALTIME */
+  cg_capture_mode thread_mode;
+  /* the capture that prohibited the call (the oldest if several) */
+  cg_capture capture;
+  const char *capture_began; /* one line: where it began, e.g. "model_runner.py:1234 in capture" */
+  size_t n_prohibitors;      /* how many open captures prohibited the call */
+  const cg_image_info *image; /* NULL for unloads, or when not inspected */
+  uint64_t module;           /* CUmodule/CUlibrary handle, 0 if none */
+  bool has_handle;           /* what the call worked on (stream, event, pointer, graph exec) */
+  uint64_t handle;
+  const char *const *native; /* symbolized frames, innermost first */
+  size_t n_native;
+  const cg_py_frame *py;     /* Python frames, innermost first */
+  size_t n_py;
+} cg_event;
+
+typedef struct {
+  uint64_t pid;
+  uint64_t captures_begun, captures_broken;
+  uint64_t captures_open; /* still open when the process exited (each has its capture record) */
+  uint64_t events[CG_EV_KIND_COUNT];
+  uint64_t verdicts[CG_VERDICT_COUNT];
+  uint64_t primed_loaded, primed_served, primed_unused, recorded;
+  /* Priming records not preloaded because they were built for another GPU
+   * architecture: how many, one arch they were for, and this device's. */
+  uint64_t primed_skipped_arch;
+  unsigned skipped_sm, device_sm;
+  const char *log_path; /* NULL when no log */
+  bool log_incomplete;  /* lines of this process could not be written (JSON: "log_incomplete") */
+} cg_summary;
+
+/* The "start" record (the shim started in a process) and the "process" record
+ * (the process first used the driver): who the process is. */
+typedef struct {
+  cg_record_type type;       /* CG_RECORD_START or CG_RECORD_PROCESS */
+  uint64_t pid, ppid, time_ns;
+  cg_run_mode mode;
+  int driver_version;        /* process record only: cuDriverGetVersion, 0 unknown */
+  int emulate_driver;        /* process record only: CAPGUARD_EMULATE_DRIVER, 0 off */
+  const char *version;       /* capguard's */
+  const char *prime;         /* the priming file, "" or NULL when none */
+  const char *run;           /* CAPGUARD_RUN; NULL or "" leaves the key out */
+  const char *cmdline;       /* /proc/self/cmdline: NUL-separated words (the last may lack its NUL) */
+  size_t cmdline_len;
+} cg_process_record;
+
+/* Most words of the command line a start or process record keeps. */
+#define CG_RECORD_MAX_ARGV 16
+
+/* Each writes at most cap bytes including the NUL and returns the length it
+ * would have written (like snprintf), so callers can detect truncation. */
+size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap); /* several lines, ends in \n */
+size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap); /* one line, ends in \n */
+/* The first call capguard saw break a capture (the capture record's
+ * "broken_by"; docs/log-format.md). */
+typedef struct {
+  const char *call;
+  cg_event_kind kind;
+  cg_verdict verdict;
+  int result;
+  uint64_t tid, time_ns;
+  const char *python; /* "file.py:12 in f", "" when not CPython */
+  const char *where;  /* python (native caller), as a capture's "began" */
+} cg_offender;
+
+/* A capture record: the capture, where it began, what its end returned, how
+ * many events were counted and not written again, and for a broken capture
+ * the first offender (NULL: capguard saw none). */
+typedef struct {
+  const cg_capture *capture;
+  uint64_t pid;
+  const char *began;
+  bool ended;             /* cuStreamEndCapture answered (end_result holds what the caller got) */
+  int end_result;
+  uint64_t repeats;
+  const cg_offender *broken_by;
+  /* The text line only, when broken_by is NULL: what to say instead of
+   * "broken by a call capguard does not watch" (a reader of an older log,
+   * which does not say); NULL for that. */
+  const char *no_offender;
+} cg_capture_record;
+
+size_t cg_capture_format_json(const cg_capture_record *r, char *buf, size_t cap);
+/* One line for a person, for a broken capture: "capguard: capture 3 (stream
+ * 0x.., global, began at x.py:1 in f) broke: first offender cuMemAlloc_v2 at
+ * y.py:9 in g (refused: 900 operation not permitted when stream is
+ * capturing)", or "... broken by a call capguard does not watch". Ends in \n. */
+size_t cg_capture_format_broken_text(const cg_capture_record *r, char *buf, size_t cap);
+size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap); /* one line */
+size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap);
+size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap);
+
+/* JSON string escaping into buf (no quotes added); returns the length it would need. */
+size_t cg_json_escape(const char *s, char *buf, size_t cap);
+
+#endif

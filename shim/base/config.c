@@ -1,0 +1,124 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capguard/image.h"
+#include "capguard/prime_file.h"
+#include "warn.h"
+
+cg_config cg_cfg;
+
+/* Configuration warnings are said once per process tree: a shell script of
+ * five commands under capguard would otherwise repeat each one five times.
+ * They are collected while the settings are read; the first process to say
+ * them leaves CONFIG_MARK in its environment, holding a hash of what it said,
+ * and a child that would say exactly the same stays quiet (a child with other
+ * settings, hence other warnings, speaks). setenv runs in the constructor,
+ * before the program's own threads exist, and only when there was a warning. */
+#define CONFIG_MARK "CAPGUARD_CONFIG_WARNED"
+#define MAX_NOTES 8
+static char notes[MAX_NOTES][512];
+static int n_notes;
+
+__attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...) {
+  if (n_notes == MAX_NOTES)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(notes[n_notes++], sizeof notes[0], fmt, ap);
+  va_end(ap);
+}
+
+static void say_notes(void) {
+  if (!n_notes)
+    return;
+  char mark[33];
+  cg_hash_format(cg_hash_bytes(notes, sizeof notes[0] * (size_t)n_notes), mark);
+  const char *seen = getenv(CONFIG_MARK);
+  if (seen && strcmp(seen, mark) == 0)
+    return;
+  for (int i = 0; i < n_notes; i++)
+    cg_warn("%s", notes[i]);
+  setenv(CONFIG_MARK, mark, 1);
+}
+
+/* A driver version as cuDriverGetVersion spells it: 1000*major + 10*minor,
+ * e.g. 12020. Anything else is a typo worth saying so. */
+int cg_parse_driver_version(const char *s, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < 9000 || v > 99990 || v % 10)
+    return -1;
+  *out = (int)v;
+  return 0;
+}
+
+int cg_parse_bool(const char *s, bool *out) {
+  if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "on")) {
+    *out = true;
+    return 0;
+  }
+  if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "off") || !*s) {
+    *out = false;
+    return 0;
+  }
+  return -1;
+}
+
+static void load_bool(const char *var, bool *out, bool dflt) {
+  const char *s = getenv(var);
+  *out = dflt;
+  if (s && *s && cg_parse_bool(s, out)) {
+    note("%s=%s is not understood (use 1 or 0); treating it as %d", var, s, (int)dflt);
+    *out = dflt;
+  }
+}
+
+void cg_config_load(void) {
+  const char *s;
+  n_notes = 0;
+  memset(notes, 0, sizeof notes);
+  cg_cfg.mode = CG_RUN_GUARD;
+  if ((s = getenv("CAPGUARD_MODE")) && *s && !cg_run_mode_parse(s, &cg_cfg.mode)) {
+    /* A typo ("gaurd") keeps the default: falling back to report would turn
+     * protection off, silently, run after run (issue 15). */
+    note("CAPGUARD_MODE=%s is not a mode (guard, report, off); using guard, the default", s);
+    cg_cfg.mode = CG_RUN_GUARD;
+  }
+  s = getenv("CAPGUARD_LOG");
+  cg_cfg.log_path = (s && *s) ? s : NULL;
+
+  cg_cfg.prime_max = CG_PRIME_DEFAULT_MAX_BYTES;
+  if ((s = getenv("CAPGUARD_PRIME_MAX")) && *s && cg_prime_parse_size(s, &cg_cfg.prime_max)) {
+    note("CAPGUARD_PRIME_MAX=%s is not a size (e.g. 256M); using %llu MiB", s,
+            (unsigned long long)(CG_PRIME_DEFAULT_MAX_BYTES >> 20));
+    cg_cfg.prime_max = CG_PRIME_DEFAULT_MAX_BYTES;
+  }
+  /* CAPGUARD_PRIME, else the XDG cache, else ~/.cache: read here, like every variable */
+  if (cg_prime_default_path(getenv("CAPGUARD_PRIME"), getenv("XDG_CACHE_HOME"), getenv("HOME"),
+                            cg_cfg.prime_path, sizeof cg_cfg.prime_path)) {
+    cg_cfg.prime_path[0] = 0;
+    if (cg_cfg.mode == CG_RUN_GUARD)
+      note("priming is off: CAPGUARD_PRIME is not set and neither XDG_CACHE_HOME nor HOME says where "
+           "the cache is (or the path is too long); set CAPGUARD_PRIME=FILE to record and replay");
+  }
+
+  cg_cfg.emulate_driver = 0;
+  if ((s = getenv("CAPGUARD_EMULATE_DRIVER")) && *s &&
+      cg_parse_driver_version(s, &cg_cfg.emulate_driver)) {
+    note("CAPGUARD_EMULATE_DRIVER=%s is not a driver version like 12020; not emulating", s);
+    cg_cfg.emulate_driver = 0;
+  }
+  load_bool("CAPGUARD_RESCUE", &cg_cfg.rescue, false);
+  load_bool("CAPGUARD_PRIME_READONLY", &cg_cfg.prime_readonly, false);
+  load_bool("CAPGUARD_QUIET", &cg_cfg.quiet, false);
+  load_bool("CAPGUARD_SUMMARY", &cg_cfg.summary, true);
+  s = getenv("CAPGUARD_RUN");
+  cg_cfg.run_id = (s && *s) ? s : NULL;
+  say_notes();
+}

@@ -1,0 +1,37 @@
+/* capguard's settings, read once from the environment at start-up. A bad
+ * value is reported in one line and replaced by its default: an unknown
+ * CAPGUARD_MODE keeps guard (protection stays on), an unusable CAPGUARD_LOG
+ * is said at start-up and reports go to stderr only. Each such line is said
+ * once per process, and a child process with the same settings stays quiet
+ * (config.c). capguard run refuses both before it starts the command. */
+#ifndef CAPGUARD_CONFIG_H
+#define CAPGUARD_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "capguard/log_schema.h" /* cg_run_mode: guard, report, off, and their names */
+
+typedef struct {
+  cg_run_mode mode;
+  const char *log_path;      /* CAPGUARD_LOG, NULL when unset */
+  char prime_path[4096];     /* CAPGUARD_PRIME or the default, "" when none */
+  uint64_t prime_max;        /* CAPGUARD_PRIME_MAX */
+  int emulate_driver;        /* CAPGUARD_EMULATE_DRIVER (e.g. 12020), 0 when off */
+  bool rescue;               /* CAPGUARD_RESCUE=1 */
+  bool prime_readonly;       /* CAPGUARD_PRIME_READONLY=1: serve from the priming file, never write it */
+  bool quiet;                /* CAPGUARD_QUIET=1: no stderr reports, log only */
+  bool summary;              /* CAPGUARD_SUMMARY (default 1): the exit line on stderr */
+  const char *run_id;        /* CAPGUARD_RUN: capguard run's id for its processes, NULL when unset */
+} cg_config;
+
+extern cg_config cg_cfg;
+
+/* Parse the environment into cg_cfg; warnings go through cg_warn. */
+void cg_config_load(void);
+
+/* Parsers, exposed for tests. Each returns 0 on success, -1 on a bad value. */
+int cg_parse_driver_version(const char *s, int *out);
+int cg_parse_bool(const char *s, bool *out);
+
+#endif

@@ -1,0 +1,478 @@
+/* Priming pools: what was preloaded before the first capture on each context,
+ * and which of it has been handed out.
+ *
+ * Why one preloaded handle per load, and not one shared handle for every load
+ * of the same bytes: a process that loads identical bytes twice (two Triton
+ * specialisations compiling to the same cubin) expects two modules, each
+ * with its own module globals (a __device__ variable written through one must
+ * not change the other) and its own unload (unloading one must leave the
+ * other's kernels launchable, including inside graphs already captured).
+ * Sharing one module would break both, or need reference counts and faked
+ * globals that change what the framework observes. So the priming file keeps
+ * the most copies of each image one process had alive at once during
+ * capture (load_tally.h), the preload makes that many real loads, each
+ * mid-capture load gets one of them (exactly what a fresh load would have
+ * given it, made earlier), and a served copy the program unloads is loaded
+ * again before the next begin. The cost is memory for copies a run may not
+ * use; they are counted as "unused" in the summary. */
+#include "priming.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "capguard/prime_file.h"
+#include "config.h"
+#include "driver.h"
+#include "entry_points.h"
+#include "live_captures.h"
+#include "load_tally.h"
+#include "output.h"
+#include "warn.h"
+
+typedef struct {
+  void *handle; /* CUmodule or CUlibrary; NULL when its load failed */
+  bool library;
+  bool handed_out;
+  bool refill;  /* handed out and since unloaded: loaded again before the next begin */
+} pool_slot;
+
+/* Handles preloaded on one context: record i owns slots first[i] ..
+ * first[i + 1] - 1, its modules then its libraries. */
+typedef struct {
+  CUcontext ctx;
+  pool_slot *slots;
+  size_t *first;
+} context_pool;
+
+#define MAX_CONTEXTS 64
+
+static pthread_mutex_t prime_lock = PTHREAD_MUTEX_INITIALIZER;
+static cg_prime_set *set;
+/* Recording has a lock of its own: a thread waiting on the priming file's
+ * lock must not keep other threads from being served. The appender indexes
+ * the file once (from the set read at preload, when there is one) and then
+ * reads only what other processes append. */
+static pthread_mutex_t record_lock = PTHREAD_MUTEX_INITIALIZER;
+static cg_prime_appender *appender;
+static bool set_tried;
+/* Set when the file was refused whole or an append failed: the reason was
+ * said once, and every later append would only fail and say it again. */
+static bool recording_off;
+/* A served image counts as needed (issue 15, item 5: prune dropped every
+ * image the runs were served, and the next run on 12.2 broke): each record
+ * served in this process is marked when served (REFRESH_PENDING, a store
+ * under prime_lock, nothing more on the capture's path) and its hit written
+ * once per process (REFRESH_DONE) by cg_priming_refresh_served, outside any
+ * capture. */
+enum { REFRESH_NONE, REFRESH_PENDING, REFRESH_DONE };
+static uint8_t *refresh_mark; /* one per record of set */
+static size_t refresh_pending;
+/* Served copies the program has unloaded since (refill): the file asks for
+ * the most copies alive at once, so a copy served, unloaded and needed again
+ * (one load and unload per capture) is loaded again before the next begin. */
+static size_t refill_pending;
+static size_t handed_out_now; /* served copies not yet unloaded: the unload path looks only when > 0 */
+static context_pool pools[MAX_CONTEXTS];
+static size_t n_pools;
+static uint64_t n_loaded, n_served, n_recorded, n_skipped_arch, n_refreshed;
+static unsigned device_sm, skipped_sm;
+
+static bool priming_on(void) { return cg_cfg.mode == CG_RUN_GUARD && cg_cfg.prime_path[0]; }
+
+/* The priming file code's lines already start with "capguard: ", and
+ * cg_warn adds it again. */
+static void warn_line(void *ctx, const char *line) {
+  (void)ctx;
+  static const char prefix[] = "capguard: ";
+  if (strncmp(line, prefix, sizeof prefix - 1) == 0)
+    line += sizeof prefix - 1;
+  cg_warn("%s", line);
+}
+
+static context_pool *pool_of(CUcontext ctx) {
+  for (size_t i = 0; i < n_pools; i++)
+    if (pools[i].ctx == ctx)
+      return &pools[i];
+  return NULL;
+}
+
+static int device_arch(void) {
+  CUdevice dev;
+  int major = 0, minor = 0;
+  if (!cg_drv.CtxGetDevice || !cg_drv.DeviceGetAttribute || cg_drv.CtxGetDevice(&dev) != CUDA_SUCCESS)
+    return 0;
+  if (cg_drv.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+      cg_drv.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
+    return 0;
+  return major * 10 + minor;
+}
+
+/* Whether a recorded image can load on a device of this arch: SASS must be
+ * for exactly this arch; PTX JIT-compiles for this arch or newer. Records
+ * that do not fit are skipped, never tried. Cubin and PTX records carry
+ * their arch; only a fatbin needs its entries read. */
+static bool fits(const cg_prime_record *r, unsigned arch) {
+  if (r->kind == CG_IMAGE_CUBIN)
+    return r->sm_arch == arch;
+  if (r->kind == CG_IMAGE_PTX)
+    return r->sm_arch <= arch;
+  cg_image_info info;
+  if (r->kind != CG_IMAGE_FATBIN || cg_image_inspect(r->bytes, r->size, &info))
+    return false;
+  for (unsigned i = 0; i < info.n_archs; i++)
+    if (info.archs[i] == arch)
+      return true;
+  return info.has_ptx;
+}
+
+typedef CUresult (*module_load_fn)(CUmodule *, const void *);
+typedef CUresult (*library_load_fn)(CUlibrary *, const void *, CUjit_option *, void **, unsigned int,
+                                    CUlibraryOption *, void **, unsigned int);
+
+static CUresult load_one(const cg_prime_record *r, bool library, void **out) {
+  if (!library) {
+    module_load_fn load = CG_REAL(cuModuleLoadData, module_load_fn);
+    return load ? load((CUmodule *)out, r->bytes) : CUDA_ERROR_NOT_FOUND;
+  }
+  library_load_fn load = CG_REAL(cuLibraryLoadData, library_load_fn);
+  if (!load)
+    return CUDA_ERROR_NOT_FOUND;
+  CUresult res = load((CUlibrary *)out, r->bytes, NULL, NULL, 0, NULL, NULL, 0);
+  /* A library loads into a context lazily, when first used there: make that
+   * happen now, before capture, not at the first cuLibraryGetKernel inside it. */
+  CUmodule m;
+  if (res == CUDA_SUCCESS && cg_drv.LibraryGetModule)
+    cg_drv.LibraryGetModule(&m, (CUlibrary)*out);
+  return res;
+}
+
+static void preload(context_pool *p) {
+  size_t n = cg_prime_count(set);
+  p->first = calloc(n + 1, sizeof *p->first);
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    const cg_prime_record *r = cg_prime_get(set, i);
+    total += (size_t)r->module_loads + r->library_loads;
+  }
+  p->slots = calloc(total ? total : 1, sizeof *p->slots);
+  if (!p->slots || !p->first) {
+    free(p->slots), free(p->first);
+    p->slots = NULL, p->first = NULL;
+    cg_warn_oom("preloading the priming file");
+    return;
+  }
+  unsigned arch = device_sm;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    const cg_prime_record *r = cg_prime_get(set, i);
+    p->first[i] = at;
+    if (!fits(r, arch)) {
+      n_skipped_arch++;
+      skipped_sm = r->sm_arch;
+      at += (size_t)r->module_loads + r->library_loads;
+      continue;
+    }
+    for (uint32_t k = 0; k < r->module_loads + r->library_loads; k++, at++) {
+      pool_slot *s = &p->slots[at];
+      s->library = k >= r->module_loads;
+      CUresult res = load_one(r, s->library, &s->handle);
+      if (res == CUDA_SUCCESS) {
+        n_loaded++;
+        continue;
+      }
+      s->handle = NULL;
+      char hash[33];
+      cg_hash_format(r->hash, hash);
+      cg_warn("priming record %.12s (%s) failed to load on this device (error %d); skipped", hash,
+              r->n_kernels ? r->kernel_names : "no kernel names", (int)res);
+      at += r->module_loads + r->library_loads - k;
+      break;
+    }
+    /* The driver has its own copy now: the file's pages can go. */
+    cg_prime_release(set, r);
+  }
+  p->first[n] = at;
+}
+
+/* Reading allocates the file's size: a file past the cap (grown by hand, or
+ * a lowered cap) is not read into this process, and nothing more is
+ * appended to it. */
+static void read_set(void) {
+  set_tried = true;
+  set = NULL;
+  struct stat st;
+  if (stat(cg_cfg.prime_path, &st) == 0 && (uint64_t)st.st_size > cg_cfg.prime_max) {
+    cg_warn("priming file %s is %llu bytes, over CAPGUARD_PRIME_MAX (%llu): not loaded; "
+            "prune it (capguard prime prune --max-size) or raise the cap",
+            cg_cfg.prime_path, (unsigned long long)st.st_size, (unsigned long long)cg_cfg.prime_max);
+    __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+  } else if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
+    set = NULL;
+    __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+  } else if (cg_prime_count(set)) {
+    refresh_mark = calloc(cg_prime_count(set), 1); /* NULL: served images are not refreshed */
+  }
+}
+
+static void refill(context_pool *p);
+
+void cg_priming_before_begin(void) {
+  if (cg_cfg.mode != CG_RUN_GUARD || !cg_drv.CtxGetCurrent)
+    return;
+  CUcontext ctx = NULL;
+  if (cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+    return;
+  pthread_mutex_lock(&prime_lock);
+  /* The device's arch, for the arch rule and for the summary (capguard
+   * prime learn names it): queries that are allowed during capture. */
+  if (!device_sm)
+    device_sm = (unsigned)device_arch();
+  context_pool *have = pool_of(ctx);
+  bool may_preload = priming_on() && ((!have && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)))) ||
+                                      (have && have->slots && refill_pending));
+  pthread_mutex_unlock(&prime_lock);
+  if (!may_preload)
+    return;
+  /* On a driver that refuses loads mid-capture, the capture gate (taken
+   * before prime_lock, as on the load path) keeps any capture from beginning
+   * between the check below and the loads. */
+  bool gated = cg_driver_rules_loads();
+  if (gated)
+    cg_gate_lock();
+  pthread_mutex_lock(&prime_lock);
+  /* Loading while another thread's global capture prohibits this one would
+   * be the very call that breaks captures: wait for a later begin. */
+  have = pool_of(ctx);
+  if (priming_on() && have && have->slots && refill_pending && cg_captures_self_unprohibited())
+    refill(have);
+  else if (priming_on() && !have && n_pools < MAX_CONTEXTS && cg_captures_self_unprohibited()) {
+    if (!set_tried)
+      read_set();
+    if (set && cg_prime_count(set)) {
+      context_pool *p = &pools[n_pools++];
+      p->ctx = ctx;
+      preload(p);
+    }
+  }
+  pthread_mutex_unlock(&prime_lock);
+  if (gated)
+    cg_gate_unlock();
+}
+
+void *cg_priming_take(const cg_image_info *image, bool library) {
+  if (!priming_on())
+    return NULL;
+  cg_tally_add(image->hash, image->size, library);
+  CUcontext ctx = NULL;
+  if (!cg_drv.CtxGetCurrent || cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS)
+    return NULL;
+  void *h = NULL;
+  pthread_mutex_lock(&prime_lock);
+  context_pool *p = set ? pool_of(ctx) : NULL;
+  const cg_prime_record *r = p && p->slots ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
+  if (r) {
+    size_t i = (size_t)(r - cg_prime_get(set, 0));
+    for (size_t k = p->first[i]; k < p->first[i + 1]; k++) {
+      pool_slot *s = &p->slots[k];
+      if (s->handle && s->library == library && !s->handed_out) {
+        s->handed_out = true;
+        h = s->handle;
+        n_served++;
+        __atomic_add_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
+        if (refresh_mark && refresh_mark[i] == REFRESH_NONE) {
+          refresh_mark[i] = REFRESH_PENDING;
+          __atomic_add_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+        }
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&prime_lock);
+  if (h)
+    cg_tally_handle(h, image->hash, image->size, library);
+  return h;
+}
+
+void cg_priming_loaded(void *handle, const cg_image_info *image, bool library) {
+  if (priming_on())
+    cg_tally_handle(handle, image->hash, image->size, library);
+}
+
+void cg_priming_unloaded(void *handle) {
+  cg_tally_unloaded(handle);
+  if (!__atomic_load_n(&handed_out_now, __ATOMIC_RELAXED))
+    return;
+  pthread_mutex_lock(&prime_lock);
+  size_t n = cg_prime_count(set);
+  for (size_t p = 0; p < n_pools; p++) {
+    if (!pools[p].slots)
+      continue;
+    for (size_t k = 0; k < pools[p].first[n]; k++) {
+      pool_slot *s = &pools[p].slots[k];
+      if (s->handle != handle || !s->handed_out)
+        continue;
+      s->handle = NULL;
+      s->handed_out = false;
+      s->refill = true;
+      refill_pending++;
+      __atomic_sub_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
+      pthread_mutex_unlock(&prime_lock);
+      return;
+    }
+  }
+  pthread_mutex_unlock(&prime_lock);
+}
+
+/* Loads again the served copies that were unloaded, on this context (gated
+ * and under prime_lock, as the preload). */
+static void refill(context_pool *p) {
+  size_t n = cg_prime_count(set);
+  for (size_t i = 0; i < n && refill_pending; i++) {
+    const cg_prime_record *r = cg_prime_get(set, i);
+    for (size_t k = p->first[i]; k < p->first[i + 1]; k++) {
+      pool_slot *s = &p->slots[k];
+      if (!s->refill)
+        continue;
+      s->refill = false;
+      refill_pending--;
+      if (load_one(r, s->library, &s->handle) == CUDA_SUCCESS)
+        n_loaded++;
+      else
+        s->handle = NULL; /* said at the first preload if it fails for good */
+    }
+  }
+}
+
+/* The appender, made on first use (record_lock held). */
+static cg_prime_appender *the_appender(void) {
+  if (!appender) {
+    pthread_mutex_lock(&prime_lock);
+    appender = cg_prime_appender_new(cg_cfg.prime_path, cg_cfg.prime_max, set, warn_line, NULL);
+    pthread_mutex_unlock(&prime_lock);
+  }
+  return appender;
+}
+
+void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
+  if (!image || image->kind == CG_IMAGE_UNKNOWN || v == CG_VERDICT_SERVED || v == CG_VERDICT_FAILED)
+    return;
+  if (!priming_on() || cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
+    return;
+  uint32_t names_len = 0;
+  for (const char *k = cg_image_first_kernel(image); k; k = cg_image_next_kernel(image, k))
+    names_len += (uint32_t)strlen(k) + 1;
+  uint64_t now = cg_now_ns();
+  /* The hit this writes refreshes the image too: no second one for it. */
+  pthread_mutex_lock(&prime_lock);
+  const cg_prime_record *known =
+      refresh_mark ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
+  if (known) {
+    size_t i = (size_t)(known - cg_prime_get(set, 0));
+    if (refresh_mark[i] == REFRESH_PENDING)
+      __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+    refresh_mark[i] = REFRESH_DONE;
+  }
+  pthread_mutex_unlock(&prime_lock);
+  /* An unknown count (the tally is full) records one load: never fewer
+   * than the default says. */
+  uint32_t loads = cg_tally_get(image->hash, image->size, library);
+  if (!loads)
+    loads = 1;
+  cg_prime_record r = {
+      .kind = image->kind,
+      .sm_arch = image->sm_arch,
+      .hash = image->hash,
+      .size = image->size,
+      .bytes = image->data,
+      .n_kernels = image->n_kernels,
+      .names_len = names_len,
+      .kernel_names = image->kernel_names,
+      .hits = 1,
+      .first_ns = now,
+      .last_ns = now,
+      .module_loads = library ? 0 : loads,
+      .library_loads = library ? loads : 0,
+  };
+  pthread_mutex_lock(&record_lock);
+  if (the_appender() && cg_prime_appender_add(appender, &r) == 0)
+    __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
+  else
+    __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&record_lock);
+}
+
+void cg_priming_refresh_served(bool at_exit) {
+  if (!__atomic_load_n(&refresh_pending, __ATOMIC_RELAXED) || !priming_on() || cg_cfg.prime_readonly ||
+      __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
+    return;
+  /* Never while a capture prohibits this thread: that is the capture's path. */
+  if (!at_exit && !cg_captures_self_unprohibited())
+    return;
+  /* Another thread recording holds record_lock: it is left to a later end. */
+  if (at_exit ? pthread_mutex_lock(&record_lock) != 0 : pthread_mutex_trylock(&record_lock) != 0)
+    return;
+  cg_prime_appender *a = the_appender();
+  if (a)
+    cg_prime_appender_nowait(a, !at_exit); /* a busy file: at a later end, or at exit */
+  size_t n = cg_prime_count(set);
+  for (size_t i = 0; a && i < n; i++) {
+    pthread_mutex_lock(&prime_lock);
+    bool pending = refresh_mark && refresh_mark[i] == REFRESH_PENDING;
+    pthread_mutex_unlock(&prime_lock);
+    if (!pending)
+      continue;
+    /* The record as the file has it (its loads, so no loads record is
+     * written): the appender finds its image and appends one hit record. */
+    cg_prime_record r = *cg_prime_get(set, i);
+    r.hits = 1;
+    r.last_ns = cg_now_ns();
+    int rc = cg_prime_appender_add(a, &r);
+    if (rc == 1)
+      break;
+    pthread_mutex_lock(&prime_lock);
+    refresh_mark[i] = REFRESH_DONE;
+    pthread_mutex_unlock(&prime_lock);
+    __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+    if (rc != 0) { /* said by the appender; every later write would fail the same way */
+      __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+      break;
+    }
+    __atomic_add_fetch(&n_refreshed, 1, __ATOMIC_RELAXED);
+  }
+  if (a)
+    cg_prime_appender_nowait(a, false);
+  pthread_mutex_unlock(&record_lock);
+}
+
+void cg_priming_summary(cg_summary *s) {
+  pthread_mutex_lock(&prime_lock);
+  s->primed_loaded = n_loaded;
+  s->primed_served = n_served;
+  s->primed_unused = n_loaded - n_served;
+  s->recorded = n_recorded;
+  s->primed_skipped_arch = n_skipped_arch;
+  s->device_sm = device_sm;
+  s->skipped_sm = skipped_sm;
+  pthread_mutex_unlock(&prime_lock);
+}
+
+void cg_priming_after_fork_child(void) {
+  pthread_mutex_init(&prime_lock, NULL);
+  /* The appender's index describes the same file and stays right, unless a
+   * parent thread was inside it at the fork: then it may be half updated,
+   * and is left behind (leaked, not freed) for a fresh one. */
+  if (pthread_mutex_trylock(&record_lock) != 0)
+    appender = NULL;
+  pthread_mutex_init(&record_lock, NULL);
+  /* The parent's modules live in the parent's contexts. */
+  n_pools = 0;
+  n_loaded = n_served = n_recorded = n_skipped_arch = n_refreshed = 0;
+  refill_pending = handed_out_now = 0;
+  /* A new process: what it is served is refreshed for it again. */
+  if (refresh_mark)
+    memset(refresh_mark, REFRESH_NONE, cg_prime_count(set));
+  refresh_pending = 0;
+  cg_tally_reset();
+}

@@ -1,0 +1,179 @@
+/* The capture bookkeeping: capguard's model of the captures the driver has
+ * open, the capture gate that keeps the two the same, and each thread's id
+ * and capture-interaction mode. guard.c, policy.c and priming.c ask it; it
+ * asks none of them (no call loops between files: tests/shim/check_calls.py). */
+#ifndef CAPGUARD_LIVE_CAPTURES_H
+#define CAPGUARD_LIVE_CAPTURES_H
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capguard/capture_model.h"
+#include "capguard/event.h"
+
+/* Open captures in this process, and capture begins the driver may be
+ * answering right now: the fast path's one atomic load, of both at once. A
+ * begin counts from before the driver sees it, so a call that reads both as
+ * zero cannot meet a capture the driver has and capguard has not. */
+typedef union {
+  struct {
+    unsigned open, begins_in_flight;
+  } n;
+  uint64_t both;
+} cg_capture_activity;
+extern cg_capture_activity cg_activity;
+static inline bool cg_nothing_captures(void) { return __atomic_load_n(&cg_activity.both, __ATOMIC_ACQUIRE) == 0; }
+
+uint64_t cg_self_tid(void);
+uint64_t cg_self_pid(void);
+cg_capture_mode cg_self_mode(void);
+void cg_set_self_mode(cg_capture_mode mode);
+
+/* Streams as the model keys them: the per-thread default stream is a
+ * different stream on every thread. */
+uint64_t cg_stream_key(CUstream s, bool ptsz);
+
+/* Where a capture began: the raw return addresses, symbolized only if
+ * someone asks (an event or the capture's log record), so a begin costs a
+ * short unwind and no formatting. */
+#define CG_BEGIN_SITE_FRAMES 12 /* enough to climb out of cudart */
+typedef struct {
+  void *frames[CG_BEGIN_SITE_FRAMES];
+  int n;
+  /* In a CPython process, the innermost Python frame outside torch's and
+   * Triton's own code ("model_runner.py:1234 in capture"), "" otherwise:
+   * Python frames are gone once the begin returns, so they are read now. */
+  char python[256];
+} cg_begin_site;
+/* The calling thread's site, on the heap (owned by the capture once begun);
+ * NULL when out of memory. ra and ra_slot: the wrapper's return address and
+ * where it is stored (cg_native_site), or NULL for a full backtrace. Take it
+ * before the gate: the first backtrace may take the loader's lock. */
+cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot);
+/* Symbolized: "PYTHON (NATIVE)", or the native frame alone ("" when unknown). Takes the loader's lock (dladdr): never with
+ * the gate held. */
+void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap);
+
+/* The capture gate. Capture begins and ends hold it shared from before the
+ * driver's call until the model has the result; every call whose outcome
+ * depends on which captures are open holds it exclusive from the check until
+ * the driver has answered. No capture begins or ends while it is held
+ * exclusive. */
+void cg_gate_lock(void);
+void cg_gate_unlock(void);
+
+/* A begin: _enter (gate shared, the begin counted in flight) before the
+ * driver's call, _leave after it: on success the model learns of the
+ * capture (with the driver's id for it, 0 unknown) and owns site; the gate
+ * is released. */
+void cg_captures_begin_enter(void);
+void cg_captures_begin_leave(cg_begin_site *site, CUresult driver_result, uint64_t stream_key,
+                             uint64_t driver_id, cg_capture_mode mode, bool into_graph);
+/* An end: _enter (gate shared) before the driver's call, _leave after it.
+ * Returns false when the model had no capture on the stream. Otherwise
+ * closed is the capture as it ended (closed->user its begin site, now the
+ * caller's), and *result is what the caller gets: an emulated invalidation
+ * turns success into CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (*emulated_break).
+ * The gate is released either way. */
+void cg_captures_end_enter(void);
+bool cg_captures_end_leave(uint64_t stream_key, CUresult *result, cg_capture *closed, bool *emulated_break);
+
+/* How many open captures prohibit the calling thread. */
+size_t cg_captures_prohibitor_count(void);
+/* The same, with the oldest one copied to *first and where it began to
+ * *site; counts the event in the model. */
+size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site);
+
+/* True when no open capture prohibits the calling thread. */
+bool cg_captures_self_unprohibited(void);
+
+/* An open capture as the model names it: its stream and its sequence number
+ * (a stream's next capture has another id). */
+typedef struct {
+  uint64_t stream, id;
+} cg_capture_ref;
+/* The open captures that prohibit the calling thread: up to cap written to
+ * out, the total returned. */
+size_t cg_captures_prohibitor_refs(cg_capture_ref *out, size_t cap);
+/* True when none of the n captures is still open. */
+bool cg_captures_refs_closed(const cg_capture_ref *refs, size_t n);
+
+/* ---- calls that break captures on every driver (breakers.c) */
+
+/* Which captures a call breaks, by the rule its entry point follows
+ * (capture-semantics.md, both matrices). */
+typedef enum {
+  CG_RULE_PROHIBITED, /* where a capture prohibits the calling thread (allocations, frees, ...) */
+  CG_RULE_ANY,        /* while any capture of the context is open, every mode, every thread
+                         (cuCtxSynchronize; target: the context, 0 the current one) */
+  CG_RULE_STREAM,     /* the call's stream captures: every mode; else as PROHIBITED */
+  CG_RULE_EVENT,      /* the call's event was last recorded in a still-open capture: 907 in
+                         every mode, from every thread; else as PROHIBITED */
+} cg_rule;
+
+/* How a call met the captures: which rule applied, the first (oldest)
+ * capture it breaks, copied, where that capture began, and how many it
+ * breaks. */
+typedef enum { CG_HIT_NONE, CG_HIT_PROHIBITED, CG_HIT_ANY, CG_HIT_STREAM, CG_HIT_EVENT } cg_hit_class;
+typedef struct {
+  cg_hit_class cls;
+  cg_capture first;
+  cg_begin_site site;
+  size_t n;
+  uint64_t context; /* CG_HIT_ANY: the context synchronised */
+} cg_hit;
+
+/* Which captures a call on target (a CUstream, with ptsz, for STREAM; a
+ * CUevent for EVENT) would break now; counts the event in them. May ask the
+ * driver which capture a stream belongs to (cuStreamGetCaptureInfo, allowed
+ * during capture): never call it with the gate held. */
+void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);
+/* Called again with the gate held: the same, without asking the driver (a
+ * stream that is not where a capture began counts as not capturing). */
+void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);
+
+/* The first call capguard saw break a capture, and where it was made:
+ * who.python and who.where stay NULL until the capture's record symbolizes
+ * site (guard.c). */
+typedef struct {
+  cg_offender who;
+  cg_begin_site site;
+} cg_break;
+/* The calling thread's break: the call, what came of it, now, and site
+ * (where the call was made; NULL when it could not be taken). */
+cg_break cg_break_of(const char *call, cg_event_kind kind, cg_verdict v, CUresult r, const cg_begin_site *site);
+/* Marks the captures hit invalidated, and b the first offender of each that
+ * had none and was active. emulated: capguard itself refused the call, so
+ * the end must fail as the emulated driver's would. */
+void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated);
+/* Before a call that may break capture c: if the driver already holds c
+ * invalid (a call capguard does not watch broke it), so does the model,
+ * with no first offender, so that a later call capguard sees is never named
+ * for a break it did not make. Asks the driver (cuStreamGetCaptureInfo):
+ * never with the model's lock held. */
+void cg_captures_check_driver_state(const cg_capture *c);
+/* A repeat of a reported call, counted against the hit's first capture. */
+void cg_captures_count_repeat(const cg_hit *hit);
+
+/* An event recorded on stream (cuEventRecord*): into the capture the stream
+ * belongs to, or outside any. Asks the driver when the stream is not where
+ * a capture began (a stream joined to a capture); never with the gate held. */
+void cg_captures_event_recorded(uint64_t event, CUstream s, bool ptsz);
+
+/* The driver's id for the capture on s, 0 when it does not capture (or
+ * cannot say). */
+uint64_t cg_captures_driver_id(CUstream s, bool ptsz);
+
+/* For the exit summary. */
+uint64_t cg_captures_begun_total(void);
+uint64_t cg_captures_broken(void);
+
+/* Start-up and fork (init.c). */
+void cg_captures_init(void);
+void cg_captures_atfork_prepare(void);
+void cg_captures_atfork_parent(void);
+void cg_captures_atfork_child(void);
+
+#endif

@@ -1,0 +1,14 @@
+/* The capture model behind live_captures.c, for the other files of the capture
+ * bookkeeping (break_rules.c) only: everyone else asks live_captures.h. */
+#ifndef CAPGUARD_MODEL_LOCK_H
+#define CAPGUARD_MODEL_LOCK_H
+
+#include "capguard/capture_model.h"
+
+/* The model with its lock held (NULL, still locked, when it could not be
+ * made); every lock is paired with an unlock. Never held across a driver
+ * call, a report or the loader's lock. */
+cg_model *cg_captures_model_lock(void);
+void cg_captures_model_unlock(void);
+
+#endif
