@@ -244,9 +244,13 @@ static pthread_mutex_t g_paths_lock = PTHREAD_MUTEX_INITIALIZER;
  * entered with. */
 #define CG_SLOT_SLACK 64
 
+/* Reads words of the callers' live frames, redzones of a sanitized caller's
+ * locals among them: mapped memory, which a sanitizer must not flag. */
+#define CG_READS_CALLER_FRAMES __attribute__((no_sanitize_address))
+
 /* True when every kept address is in its slot now, or (a frame that
  * realigns its stack) within CG_SLOT_SLACK of it and above the one below. */
-static bool path_holds(const site_path *p, uintptr_t ra0_slot, uintptr_t hi) {
+CG_READS_CALLER_FRAMES static bool path_holds(const site_path *p, uintptr_t ra0_slot, uintptr_t hi) {
   uintptr_t prev = ra0_slot; /* where frame k-1's address was found */
   for (int k = 1; k < p->n; k++) {
     uintptr_t want = prev + (p->off[k] - p->off[k - 1]);
@@ -315,7 +319,7 @@ void cg_native_site_init(void) {
   /* kept open: we hold pointers into it */
 }
 
-size_t cg_native_site(void *ra0, void *ra0_slot, void **frames, size_t max) {
+CG_READS_CALLER_FRAMES size_t cg_native_site(void *ra0, void *ra0_slot, void **frames, size_t max) {
   if (!frames || max == 0)
     return 0;
   uintptr_t ra = (uintptr_t)ra0, slot = (uintptr_t)ra0_slot, lo, hi;
