@@ -12,6 +12,7 @@
 #include "output.h"
 #include "policy.h"
 #include "priming.h"
+#include "python_site.h"
 #include "real_dlsym.h"
 #include "stack.h"
 #include "warn.h"
@@ -25,6 +26,9 @@ static void atfork_child(void) {
   cg_output_after_fork_child();
   cg_priming_after_fork_child();
   cg_policy_after_fork_child();
+  cg_python_site_atfork_child();
+  cg_native_site_atfork_child();
+  cg_native_where_atfork_child();
 }
 
 /* Early priority: other libraries' constructors may call dlsym, and capguard's

@@ -43,7 +43,7 @@ static bool is_refusal(CUresult r) { return cg_report_verdict_of(r) == CG_VERDIC
  * offender (the driver broke it for this call: capguard watched every call
  * made to it). Then reported, after the gate. */
 static void report_unforeseen(const cg_call *c, CUresult r) {
-  cg_begin_site *here = cg_begin_site_take(); /* before any lock: may take the loader's lock */
+  cg_begin_site *here = cg_begin_site_take(NULL, NULL); /* before any lock: may take the loader's lock */
   cg_break b = cg_break_of(cg_ep_name[c->ep], c->kind, CG_VERDICT_REFUSED, r, here);
   cg_hit hit;
   cg_captures_await_begins();
@@ -149,7 +149,7 @@ static void note_fork_or_join(const cg_call *c, const cg_hit *hit) {
     cg_fork_joined(hit->event_capture, c->aux);
   else
     cg_fork_add(hit->event_capture, cg_stream_key((CUstream)(uintptr_t)c->target, c->ptsz), cg_ep_name[c->ep],
-                cg_begin_site_take());
+                cg_begin_site_take(NULL, NULL));
 }
 
 /* The kind an event of this call is logged as: a captured copy from
@@ -212,7 +212,7 @@ CUresult cg_breaker_call(const cg_call *c) {
   /* Where the call was made: the first offender's line if it broke the
    * capture, and what tells a repeat from a new call. Taken with no lock
    * held (a backtrace may take the loader's lock). */
-  cg_begin_site *here = cg_begin_site_take();
+  cg_begin_site *here = cg_begin_site_take(NULL, NULL);
   if (cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS)) {
     cg_break b = cg_break_of(cg_ep_name[c->ep], kind_of(c, &hit), v, r, here);
     cg_captures_break(&hit, &b, false);
@@ -253,7 +253,7 @@ CUresult cg_breaker_call(const cg_call *c) {
 CUresult cg_breaker_unload(const cg_call *c) {
   void *handle = (void *)(uintptr_t)c->target;
   cg_report_scratch *s = cg_report_room("an unload's report");
-  cg_begin_site *here = s ? cg_begin_site_take() : NULL; /* before the gate, as for loads */
+  cg_begin_site *here = s ? cg_begin_site_take(NULL, NULL) : NULL; /* before the gate, as for loads */
   cg_event e = {.kind = CG_EV_MODULE_UNLOAD, .call = cg_ep_name[c->ep], .driver_result = -1,
                 .module = c->target};
   cg_begin_site site;

@@ -17,11 +17,11 @@
 #include "report.h"
 #include "stack.h"
 
-void *cg_capture_begin_enter(void) {
+void *cg_capture_begin_enter(void *ra, void *ra_slot) {
   cg_priming_before_begin();
   /* The begin site is taken before the gate: the first backtrace may take
    * the loader's lock, and a thread inside dlopen may be waiting for the gate. */
-  cg_begin_site *site = cg_begin_site_take();
+  cg_begin_site *site = cg_begin_site_take(ra, ra_slot);
   cg_captures_begin_enter();
   return site;
 }
@@ -51,17 +51,21 @@ static void offender_text(const cg_break *b, cg_offender *o, char *where, size_t
 static void capture_over(cg_capture *closed, bool ended, CUresult r) {
   cg_begin_site *site = closed->user;
   cg_break *broke = closed->broken_by;
-  char began[512], where[512];
-  cg_begin_site_text(site, began, sizeof began);
-  cg_offender off;
-  cg_capture_record rec = {.capture = closed, .pid = (uint64_t)getpid(), .began = began, .ended = ended,
-                           .end_result = (int)r};
-  if (broke) {
-    offender_text(broke, &off, where, sizeof where);
-    rec.broken_by = &off;
+  /* Symbolized only for a record that is written: dladdr scans a library's
+   * whole symbol table (350 us for torch's, issue 16). */
+  if (cg_output_wants_capture(cg_capture_status_broken(closed->status))) {
+    char began[512], where[512];
+    cg_begin_site_text(site, began, sizeof began);
+    cg_offender off;
+    cg_capture_record rec = {.capture = closed, .pid = cg_self_pid(), .began = began, .ended = ended,
+                             .end_result = (int)r};
+    if (broke) {
+      offender_text(broke, &off, where, sizeof where);
+      rec.broken_by = &off;
+    }
+    rec.repeats = closed->repeats;
+    cg_output_capture(&rec);
   }
-  rec.repeats = closed->repeats;
-  cg_output_capture(&rec);
   free(site);
   free(broke);
   cg_policy_run_deferred();
@@ -115,7 +119,7 @@ CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph)
 }
 
 CUresult cg_capture_stream_destroy(cg_entry_point ep, CUstream s, CUresult (*invoke)(CUstream)) {
-  cg_begin_site *here = cg_begin_site_take(); /* before the gate: names the destroy if it ends a capture */
+  cg_begin_site *here = cg_begin_site_take(NULL, NULL); /* before the gate: names the destroy if it ends a capture */
   cg_gate_lock();
   cg_streams_destroy_lock();
   CUresult r = invoke(s);
@@ -190,7 +194,7 @@ CUresult cg_guard_load(const cg_load *l) {
    * gate (a backtrace may take the loader's lock): it names the call if it
    * breaks the capture. */
   cg_report_scratch *s = cg_report_room("a load's report");
-  cg_begin_site *here = s ? cg_begin_site_take() : NULL;
+  cg_begin_site *here = s ? cg_begin_site_take(NULL, NULL) : NULL;
   size_t file_size = 0;
   void *file = s && l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
   const void *img = file ? file : l->image;

@@ -23,7 +23,7 @@ static void count(cg_event_kind k, cg_verdict v) {
 }
 
 void cg_report(cg_event *e, cg_report_scratch *s) {
-  e->pid = (uint64_t)getpid();
+  e->pid = cg_self_pid();
   e->tid = cg_self_tid();
   e->time_ns = cg_now_ns();
   e->thread_mode = cg_self_mode();

@@ -13,6 +13,7 @@
 #include "driver.h"
 #include "output.h"
 #include "query_fence.h"
+#include "python_site.h"
 #include "stack.h"
 #include "warn.h"
 
@@ -57,6 +58,18 @@ void cg_captures_model_unlock(void) { pthread_mutex_unlock(&model_lock); }
 static __thread uint64_t self_tid __attribute__((tls_model("initial-exec")));
 static __thread int self_mode __attribute__((tls_model("initial-exec"))); /* 0 == CG_MODE_GLOBAL */
 
+/* The process id, asked once (getpid is a system call; the fork handler
+ * clears it in the child). */
+static pid_t self_pid;
+uint64_t cg_self_pid(void) {
+  pid_t p = __atomic_load_n(&self_pid, __ATOMIC_RELAXED);
+  if (!p) {
+    p = getpid();
+    __atomic_store_n(&self_pid, p, __ATOMIC_RELAXED);
+  }
+  return (uint64_t)p;
+}
+
 uint64_t cg_self_tid(void) {
   if (!self_tid)
     self_tid = (uint64_t)gettid();
@@ -71,32 +84,21 @@ uint64_t cg_stream_key(CUstream s, bool ptsz) {
   return (uint64_t)(uintptr_t)s;
 }
 
-/* The caller's Python line: the innermost frame outside the frameworks'
- * machinery (torch/cuda/graphs.py's capture_begin is not what a person
- * wrote), or the innermost frame when all are. */
-static void python_site(char *buf, size_t cap) {
-  cg_py_frame py[16];
-  char text[4096];
-  size_t n = cg_python_stack(py, sizeof py / sizeof py[0], text, sizeof text);
-  buf[0] = 0;
-  if (!n)
-    return;
-  size_t pick = 0;
-  while (pick < n && cg_py_file_is_machinery(py[pick].file))
-    pick++;
-  if (pick == n)
-    pick = 0;
-  snprintf(buf, cap, "%s:%d in %s", py[pick].file ? py[pick].file : "?", py[pick].line,
-           py[pick].func ? py[pick].func : "?");
+cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot) {
+  cg_begin_site *site = malloc(sizeof *site);
+  if (site) {
+    site->n = (int)cg_native_site(ra, ra_slot, site->frames, CG_BEGIN_SITE_FRAMES);
+    cg_python_site(site->python, sizeof site->python);
+  } else
+    cg_warn_oom("where a capture began");
+  return site;
 }
-
-cg_begin_site *cg_begin_site_take(void) { return cg_site_take(CG_BEGIN_SITE_FRAMES); }
 
 cg_begin_site *cg_site_take(int depth) {
   cg_begin_site *site = malloc(sizeof *site);
   if (site) {
     site->n = backtrace(site->frames, depth < CG_SITE_MAX_FRAMES ? depth : CG_SITE_MAX_FRAMES);
-    python_site(site->python, sizeof site->python);
+    cg_python_site(site->python, sizeof site->python);
   } else
     cg_warn_oom("where a capture began");
   return site;
@@ -342,4 +344,5 @@ void cg_captures_atfork_child(void) {
   captures_broken = 0;
   begins_at_driver = 0;
   self_tid = 0;
+  self_pid = 0;
 }

@@ -27,6 +27,7 @@ extern cg_capture_activity cg_activity;
 static inline bool cg_nothing_captures(void) { return __atomic_load_n(&cg_activity.both, __ATOMIC_ACQUIRE) == 0; }
 
 uint64_t cg_self_tid(void);
+uint64_t cg_self_pid(void);
 cg_capture_mode cg_self_mode(void);
 void cg_set_self_mode(cg_capture_mode mode);
 
@@ -37,7 +38,7 @@ uint64_t cg_stream_key(CUstream s, bool ptsz);
 /* Where a capture began: the raw return addresses, symbolized only if
  * someone asks (an event or the capture's log record), so a begin costs a
  * short unwind and no formatting. */
-#define CG_BEGIN_SITE_FRAMES 6 /* enough to climb out of cudart; each frame costs an unwind step */
+#define CG_BEGIN_SITE_FRAMES 12 /* enough to climb out of cudart */
 #define CG_SITE_MAX_FRAMES 24  /* from inside the driver's log callback: the driver's own frames first */
 typedef struct {
   void *frames[CG_SITE_MAX_FRAMES];
@@ -48,10 +49,11 @@ typedef struct {
   char python[256];
 } cg_begin_site;
 /* The calling thread's site, on the heap (owned by the capture once begun);
- * NULL when out of memory. Take it before the gate: the first backtrace may
- * take the loader's lock. */
-cg_begin_site *cg_begin_site_take(void);
-/* The same, depth frames deep (at most CG_SITE_MAX_FRAMES). */
+ * NULL when out of memory. ra and ra_slot: the wrapper's return address and
+ * where it is stored (cg_native_site), or NULL for a full backtrace. Take it
+ * before the gate: the first backtrace may take the loader's lock. */
+cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot);
+/* The same, depth frames deep (at most CG_SITE_MAX_FRAMES), by a full backtrace. */
 cg_begin_site *cg_site_take(int depth);
 /* Symbolized: "PYTHON (NATIVE)", or the native frame alone ("" when unknown). Takes the loader's lock (dladdr): never with
  * the gate held. */

@@ -17,6 +17,10 @@ void cg_output_open_log(void);
 void cg_output_process(int driver_version);
 void cg_output_event(const cg_event *e);
 void cg_output_capture(const cg_capture_record *r);
+/* Whether cg_output_capture would write anything for a capture that ended
+ * broken or not: a log is open, or a broken capture is said on stderr. A
+ * capture nothing describes is not symbolized. */
+bool cg_output_wants_capture(bool broken);
 /* The summary line on stderr and the "summary" record in the log. */
 void cg_output_summary(cg_summary *s);
 /* After fork: the child starts with nothing counted and nothing held. */

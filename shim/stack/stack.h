@@ -9,7 +9,10 @@
 #ifndef CAPGUARD_STACK_H
 #define CAPGUARD_STACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "capguard/image.h" /* cg_hash128 */
 
 #include "capguard/event.h"   /* cg_py_frame {const char *file; int line; const char *func;} */
 
@@ -32,5 +35,35 @@ size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap);
  * "libfoo.so(func+0x1a)" without the address; "" and 0 when there is none.
  * Returns length. */
 size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap);
+#define CG_WHERE_FRAMES 16 /* longer lists are symbolized, never kept */
+void cg_native_where_atfork_child(void);
+
+/* ---- cheap enough for every capture begin (issue 16) */
+
+/* Where the caller of a wrapper is, natively: frames innermost first,
+ * starting at the wrapper's return address ra (its caller), up to and
+ * including the first frame outside capguard, libcuda and libcudart; no
+ * unwinding when ra itself is outside them, and none when an earlier call
+ * from ra took the same path (stack_site.c). ra_slot: where ra is stored
+ * (the wrapper's __builtin_dwarf_cfa() minus a word). Without ra, or when
+ * the path cannot be checked, glibc's backtrace from the caller (capguard's
+ * frames included). Returns frames written. */
+size_t cg_native_site(void *ra, void *ra_slot, void **frames, size_t max);
+/* Part of cg_stack_init: finds _dl_find_object and libgcc's unwinder. */
+void cg_native_site_init(void);
+void cg_native_site_atfork_child(void); /* fork: the lock starts released */
+
+/* A fingerprint of the calling thread's innermost Python frames, read in
+ * place without a system call: each frame's code object and instruction.
+ * Two calls with the same fingerprint have the same innermost 16 frames,
+ * lines included (cg_python_stack's output is the same). For CPython 3.11
+ * to 3.13 (release builds); UNKNOWN elsewhere (read the frames with
+ * cg_python_stack), NONE when the thread runs no Python. */
+enum { CG_PY_FP_NONE, CG_PY_FP_OK, CG_PY_FP_UNKNOWN };
+int cg_python_fingerprint(cg_hash128 *out);
+/* Checks the in-place reading against the interpreter's own dump (same
+ * number of frames) on the calling thread; on a mismatch fingerprints are
+ * turned off for good (UNKNOWN). True when they agreed. */
+bool cg_python_fingerprint_check(void);
 
 #endif

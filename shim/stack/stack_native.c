@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -93,8 +94,7 @@ static bool uninteresting(const Dl_info *info, const void *own_base) {
   return info->dli_fbase == own_base || cg_frame_is_plumbing(base_name(info->dli_fname));
 }
 
-size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap) {
-  if (!buf || cap == 0) return 0;
+static size_t where_now(void *const *frames, size_t n, char *buf, size_t cap) {
   buf[0] = '\0';
   Dl_info self;
   const void *own_base = NULL;
@@ -111,3 +111,54 @@ size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t c
   }
   return 0;
 }
+
+/* Answers by frames: dladdr scans a library's whole symbol table (about
+ * 350 us for an address in torch's libtorch_cuda.so), and a log names the
+ * same few sites again and again. Direct-mapped and bounded; the lock is
+ * never held across dladdr. An entry is a site's answer for as long as the
+ * objects at those addresses stay loaded (libraries that call the driver
+ * are not unloaded while they run). */
+#define CG_WHERE_ENTRIES 256
+#define CG_WHERE_TEXT 384
+typedef struct {
+  void *frames[CG_WHERE_FRAMES];
+  size_t n;
+  char text[CG_WHERE_TEXT];
+} where_entry;
+static where_entry where_kept[CG_WHERE_ENTRIES];
+static pthread_mutex_t where_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t where_slot(void *const *frames, size_t n) {
+  uint64_t h = n;
+  for (size_t i = 0; i < n; i++) h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0x100000001b3ull;
+  return (size_t)(h ^ (h >> 29)) % CG_WHERE_ENTRIES;
+}
+
+size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap) {
+  if (!buf || cap == 0) return 0;
+  buf[0] = '\0';
+  if (!frames || n > CG_WHERE_FRAMES) return frames ? where_now(frames, n, buf, cap) : 0;
+  where_entry *e = &where_kept[where_slot(frames, n)];
+  size_t len = 0;
+  pthread_mutex_lock(&where_lock);
+  bool hit = e->n == n && n && memcmp(e->frames, frames, n * sizeof *frames) == 0;
+  if (hit) {
+    cg_out w = cg_out_init(buf, cap);
+    cg_out_str(&w, e->text);
+    cg_out_finish(&w);
+    len = cg_out_stored(&w);
+  }
+  pthread_mutex_unlock(&where_lock);
+  if (hit) return len;
+  len = where_now(frames, n, buf, cap);
+  if (len + 1 < cap && len + 1 < CG_WHERE_TEXT) { /* kept only when whole */
+    pthread_mutex_lock(&where_lock);
+    memcpy(e->frames, frames, n * sizeof *frames);
+    e->n = n;
+    memcpy(e->text, buf, len + 1);
+    pthread_mutex_unlock(&where_lock);
+  }
+  return len;
+}
+
+void cg_native_where_atfork_child(void) { pthread_mutex_init(&where_lock, NULL); }

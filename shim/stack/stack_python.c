@@ -31,10 +31,13 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "capguard/image.h" /* cg_hash_bytes */
 
 typedef void *(*this_state_fn)(void);
 typedef void (*dump_fn)(int fd, void *tstate);
@@ -200,6 +203,80 @@ static bool hidden_dump_trusted(void *handle) {
   return v >= 0x0308 && v <= 0x030f;
 }
 
+/* ---- the interpreter's frames, read in place (cg_python_fingerprint) --- */
+
+/* Where the calling thread's frames are, for the CPython versions whose
+ * layout capguard knows (from their headers: Include/cpython/pystate.h and
+ * Include/internal/pycore_frame.h; 3.13 publishes them in _PyRuntime's
+ * debug offsets, which are read instead): the thread state holds the
+ * current frame directly (3.13) or through a _PyCFrame (3.11, 3.12). */
+typedef struct {
+  size_t ts_frame;   /* thread state -> current frame, or -> cframe */
+  size_t via_cframe; /* SIZE_MAX: none; else cframe -> current frame */
+  size_t code, previous, instr, owner;
+  int shim_owner; /* FRAME_OWNED_BY_CSTACK (frames the dump skips); -1: none */
+  size_t co_filename, co_firstlineno, co_linetable; /* in a code object */
+} py_layout;
+static py_layout g_layout;
+static _Atomic(const void *) g_code_type; /* &PyCode_Type; non-NULL: g_layout is set */
+
+static bool layout_of_313(void *handle, py_layout *l) {
+  /* _Py_DebugOffsets at the start of _PyRuntime (3.13's pycore_runtime.h):
+   * the cookie, the version, then the offsets capguard reads, at these
+   * positions in 3.13's struct. */
+  const unsigned char *rt = cg_real_dlsym(handle, "_PyRuntime");
+  if (!rt || memcmp(rt, "xdebugpy", 8) != 0)
+    return false;
+  uint64_t version, o[5];
+  memcpy(&version, rt + 8, sizeof version);
+  if ((version >> 16) != 0x030d)
+    return false;
+  static const size_t at[5] = {184, 232, 240, 248, 264}; /* current_frame, previous, executable, instr_ptr, owner */
+  for (int i = 0; i < 5; i++) {
+    memcpy(&o[i], rt + at[i], sizeof o[i]);
+    if (o[i] > 4096)
+      return false;
+  }
+  /* The code object's fields as 3.13's default build has them (a
+   * free-threaded build lays objects out otherwise: not read). */
+  static const size_t code_at[4] = {280, 312, 304, 360}; /* filename, firstlineno, linetable, ob_type */
+  static const uint64_t code_want[4] = {112, 68, 136, 8};
+  for (int i = 0; i < 4; i++) {
+    uint64_t v;
+    memcpy(&v, rt + code_at[i], sizeof v);
+    if (v != code_want[i])
+      return false;
+  }
+  *l = (py_layout){o[0], SIZE_MAX, o[2], o[1], o[3], o[4], 3, 112, 68, 136};
+  return true;
+}
+
+static void resolve_layout(void *handle) {
+  if (atomic_load(&g_code_type))
+    return;
+  const void *code_type = cg_real_dlsym(handle, "PyCode_Type");
+  /* A debug build (Py_DEBUG, Py_TRACE_REFS) lays its objects out otherwise. */
+  if (!code_type || cg_real_dlsym(handle, "_Py_NegativeRefcount") || cg_real_dlsym(handle, "_Py_RefTotal"))
+    return;
+  py_layout l;
+  switch (python_version(handle)) {
+  case 0x030b:
+    l = (py_layout){56, 8, 32, 48, 56, 69, -1, 112, 72, 136};
+    break;
+  case 0x030c:
+    l = (py_layout){56, 0, 0, 8, 56, 70, 3, 112, 68, 136};
+    break;
+  case 0x030d:
+    if (!layout_of_313(handle, &l))
+      return;
+    break;
+  default:
+    return;
+  }
+  g_layout = l;
+  atomic_store(&g_code_type, code_type);
+}
+
 static void resolve(void) {
   if (!cg_real_dlsym || atomic_load(&g_this)) return;
   void *h = RTLD_DEFAULT, *local = NULL;
@@ -229,6 +306,7 @@ static void resolve(void) {
    * dlclose cannot unmap it under us (a no-op for the main program). */
   if (!local && info.dli_fname[0]) local = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
   (void)local; /* deliberately never closed */
+  resolve_layout(h);
   atomic_store(&g_dump, dump);
   atomic_store(&g_is_init, is_init);
   atomic_store(&g_this, this_state);
@@ -239,6 +317,7 @@ void cg_stack_init(void) {
    * time, rather than inside a driver call. */
   void *warm[4];
   (void)backtrace(warm, 4);
+  cg_native_site_init();
   resolve();
 }
 
@@ -369,4 +448,111 @@ size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap) {
   parse_dump(fd, &k);
   close(fd);
   return k.n;
+}
+
+/* ---- fingerprint --------------------------------------------------------- */
+
+#define CG_PY_FP_FRAMES 32 /* raw frames: at least the 16 named ones, with a shim frame between each */
+
+static _Atomic int g_fp_off; /* set when a check against the dump failed: fingerprints are not trusted */
+
+static inline const void *word_at(const void *base, size_t off) { return *(const void *const *)((const char *)base + off); }
+
+/* The calling thread's current frame, NULL when it has none. */
+static const void *current_frame(const py_layout *l) {
+  this_state_fn this_state = (this_state_fn)atomic_load(&g_this);
+  is_init_fn is_init = (is_init_fn)atomic_load(&g_is_init);
+  if (!this_state || !is_init || !is_init())
+    return NULL;
+  const void *ts = this_state();
+  if (!ts)
+    return NULL;
+  const void *f = word_at(ts, l->ts_frame);
+  if (f && l->via_cframe != SIZE_MAX)
+    f = word_at(f, l->via_cframe);
+  return f;
+}
+
+int cg_python_fingerprint(cg_hash128 *out) {
+  const void *code_type = atomic_load_explicit(&g_code_type, memory_order_acquire);
+  /* Unknown layout, not resolved yet (an interpreter loaded later is
+   * looked for by cg_python_stack), or turned off: the dump's way. */
+  if (!code_type || atomic_load_explicit(&g_fp_off, memory_order_relaxed))
+    return CG_PY_FP_UNKNOWN;
+  const py_layout *l = &g_layout;
+  const void *f = current_frame(l);
+  if (!f)
+    return CG_PY_FP_NONE;
+  /* Per frame: its code object and instruction and, since a code object
+   * freed and another made at its address (a notebook's cells) must not
+   * pass for it, the code object's length, constants, names, file name
+   * (its object, length and cached hash), first line and line table (its
+   * length and first bytes): what its lines are made of. */
+  uintptr_t words[CG_PY_FP_FRAMES * 14];
+  size_t n = 0;
+  for (int i = 0; f && i < CG_PY_FP_FRAMES; i++) {
+    const void *code = word_at(f, l->code);
+    words[n++] = (uintptr_t)code;
+    words[n++] = (uintptr_t)word_at(f, l->instr);
+    if (code && word_at(code, sizeof(void *)) == code_type) {
+      words[n++] = (uintptr_t)word_at(code, 2 * sizeof(void *)); /* ob_size */
+      words[n++] = (uintptr_t)word_at(code, 3 * sizeof(void *)); /* co_consts */
+      words[n++] = (uintptr_t)word_at(code, 4 * sizeof(void *)); /* co_names */
+      words[n++] = (uintptr_t)*(const int *)((const char *)code + l->co_firstlineno);
+      const void *file = word_at(code, l->co_filename);
+      words[n++] = (uintptr_t)file;
+      if (file) {
+        words[n++] = (uintptr_t)word_at(file, 2 * sizeof(void *)); /* length */
+        words[n++] = (uintptr_t)word_at(file, 3 * sizeof(void *)); /* hash */
+      }
+      const void *table = word_at(code, l->co_linetable);
+      if (table) {
+        uintptr_t size = (uintptr_t)word_at(table, 2 * sizeof(void *));
+        words[n++] = size;
+        uintptr_t head[4] = {0, 0, 0, 0}; /* ob_sval: after the size and the cached hash */
+        memcpy(head, (const char *)table + 4 * sizeof(void *), size < sizeof head ? size : sizeof head);
+        for (int k = 0; k < 4; k++)
+          words[n++] = head[k];
+      }
+    }
+    f = word_at(f, l->previous);
+  }
+  *out = cg_hash_bytes(words, n * sizeof words[0]);
+  return CG_PY_FP_OK;
+}
+
+/* How many frames the dump would name (up to max), walked in place. */
+static size_t walk_count(size_t max) {
+  const py_layout *l = &g_layout;
+  const void *f = current_frame(l);
+  size_t n = 0;
+  for (bool first = true; f && n < max; first = false) {
+    char owner = *((const char *)f + l->owner);
+    if (first || l->shim_owner < 0 || owner != l->shim_owner)
+      n++;
+    f = word_at(f, l->previous);
+  }
+  return n;
+}
+
+bool cg_python_fingerprint_check(void) {
+  if (!atomic_load(&g_code_type) || atomic_load(&g_fp_off))
+    return false;
+  enum { MAX = 64, TEXT = 256 << 10 };
+  cg_py_frame *py = malloc(MAX * sizeof *py);
+  char *text = malloc(TEXT);
+  if (!py || !text) {
+    free(py);
+    free(text);
+    return false;
+  }
+  size_t dumped = cg_python_stack(py, MAX, text, TEXT);
+  size_t walked = walk_count(MAX);
+  free(py);
+  free(text);
+  /* Both stop at MAX: a deeper stack agrees on its first MAX frames. */
+  if (dumped == walked)
+    return true;
+  atomic_store(&g_fp_off, 1);
+  return false;
 }

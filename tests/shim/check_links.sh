@@ -21,6 +21,7 @@ allowed="
   pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_unlock
   pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_unlock __register_atfork
   pthread_once pthread_key_create pthread_setspecific
+  pthread_self pthread_getattr_np pthread_attr_getstack pthread_attr_destroy
 "
 toolchain="_ITM_deregisterTMCloneTable _ITM_registerTMCloneTable __gmon_start__ __cxa_finalize"
 # What a compiler may call in place of a function on the list (clang: bcmp
