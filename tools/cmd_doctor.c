@@ -229,7 +229,8 @@ static const char *field(const char *text, const char *prefix, char *buf, size_t
 static void check_shim(doctor *d) {
   printf("%sshim%s\n", d->pal.bold, d->pal.reset);
   char shim[PATH_MAX], why[PATH_MAX * 2 + 256];
-  if (cg_find_shim(shim, sizeof shim, why, sizeof why) != 0) {
+  const char *from = "";
+  if (cg_find_shim_from(shim, sizeof shim, why, sizeof why, &from) != 0) {
     problem(d, CG_SHIM_NAME, "%s", why);
     return;
   }
@@ -266,7 +267,7 @@ static void check_shim(doctor *d) {
                              "for this machine?)", shim);
     return;
   }
-  ok(d, CG_SHIM_NAME, "%s loads", loaded);
+  ok(d, CG_SHIM_NAME, "%s loads (%s)", loaded, from);
   char cuda[PATH_MAX + 64];
   const char *lib = field(out, "libcuda ", cuda, sizeof cuda);
   bool no_cuda = lib && !strncmp(lib, "none ", 5);
