@@ -18,6 +18,7 @@
 #include "capguard/prime_file.h"
 #include "cli.h"
 #include "commands.h"
+#include "frame_source.h"
 #include "shim_path.h"
 
 extern char **environ;
@@ -68,10 +69,11 @@ static void help(void) {
          "  driver   which libcuda is found (dlopen, honouring LD_LIBRARY_PATH), its version,\n"
          "           whether it refuses module loads during capture (drivers < 12.3 do),\n"
          "           and whether there is a GPU\n"
-         "  shim     whether " CG_SHIM_NAME " is found and loads, and whether it sees\n"
+         "  shim     where " CG_SHIM_NAME " is found, whether it loads, and whether it sees\n"
          "           cuModuleLoadData through each route: the exported symbol, dlsym on the\n"
          "           libcuda handle, and the cuGetProcAddress_v2 bootstrap (checked by running\n"
          "           " SELFTEST_NAME " under it)\n"
+         "  reports  what reads file:line for native frames (libdw)\n"
          "  files    the priming file's health and whether the log can be written\n\n"
          "Environment: CAPGUARD_SHIM, CAPGUARD_PRIME, CAPGUARD_LOG, and CAPGUARD_LIBCUDA (a\n"
          "library to open instead of libcuda.so.1).\n"
@@ -289,6 +291,12 @@ static void check_shim(doctor *d) {
   }
 }
 
+/* ---- reports ---- */
+static void check_reports(doctor *d) {
+  printf("%sreports%s\n", d->pal.bold, d->pal.reset);
+  ok(d, "native frames", "file:line read by %s", cgl_frame_source_reader());
+}
+
 /* ---- files ---- */
 /* Whether path can be created or appended to: the file if it exists, else
  * the nearest existing directory above it (create_dirs: missing directories
@@ -398,6 +406,7 @@ int cg_cmd_doctor(int argc, char **argv) {
   int version;
   check_driver(&d, &version);
   check_shim(&d);
+  check_reports(&d);
   check_files(&d);
   if (d.problems)
     printf("%s%d problem%s found%s\n", d.pal.red, d.problems, d.problems == 1 ? "" : "s",

@@ -57,7 +57,7 @@ int cg_find_shim_from(char *buf, size_t cap, char *why, size_t why_cap, const ch
   char dir[PATH_MAX] = "?";
   char cand[PATH_MAX + 64];
   if (cg_exe_dir(dir, sizeof dir) == 0) {
-    *from = "the build tree's, next to the command";
+    *from = "in the build tree";
     snprintf(cand, sizeof cand, "%s/../shim/" CG_SHIM_NAME, dir); /* build tree */
     int rc = usable(cand, buf, cap, why, why_cap);
     if (rc != -1)
