@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "captures.h"
+#include "live_captures.h"
 #include "config.h"
 #include "driver.h"
 #include "guard.h"

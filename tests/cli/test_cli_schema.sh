@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The log's words are one table (detect/log_schema.h), written by the shim and
+# The log's words are one table (capguard/log_schema.h), written by the shim and
 # read by the command: the start and process records the real shim writes read
 # back through capguard's reader (report --json shows the process, its mode
 # and its command line), and the reports list verdicts in the table's order,

@@ -1,70 +1,69 @@
-"""No call loops between the shim's files: from the shim's object files,
-the file-level graph of calls (a call or tail-jump relocation in one file to
-a function defined in another) must have no cycle, direct (a calls b, b
-calls a) or through others. Taking a function's address (the wrapper table,
-a thunk handed to guard.c) is not a call and is not counted.
+"""The shim's floors (shim/README.md, "The floors"): every arrow points down.
 
-Usage: check_calls.py SHIM_BUILD_DIR   (the objects are in its *.p folders)
+- Each of the shim's sources lives in a floor's folder (the shim's own folder
+  is the top floor).
+- A call (a call or tail-jump relocation in one file's object to a function
+  defined in another's) and an include (`#include "x.h"` of a shim header)
+  go to the same floor or a lower one, never up.
+- The file-level graph of calls has no loop, direct (a calls b, b calls a)
+  or through others, on one floor either; nor has the graph of includes
+  between rooms (a room: x.c with its x.h).
+
+Taking a function's address (the wrapper table, a thunk handed down) is not
+a call and is not counted. The floors are read from shim/README.md's table,
+so the document and the check cannot disagree.
+
+Usage: check_calls.py SHIM_BUILD_DIR SHIM_SOURCE_DIR
+(the objects are in SHIM_BUILD_DIR's *.p folders)
 """
 import glob
 import os
+import re
 import subprocess
 import sys
 
 # A call or a tail jump; PIC code (gcc and clang alike) calls every function
 # of another file through these. An address taken (lea: R_X86_64_PC32) is not a call.
 CALL_RELOCS = {"R_X86_64_PLT32", "R_AARCH64_CALL26", "R_AARCH64_JUMP26"}
+SOURCE_EXTS = (".c", ".h", ".S")
 
 
 def run(*cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
-def file_of(obj):
-    # meson names an object after its source: captures.c.o
-    name = os.path.basename(obj)
-    for ext in (".c.o", ".S.o"):
-        if name.endswith(ext):
-            return name[: -len(ext)] + ext[:2]
-    return name
-
-
-def main():
-    objs = sorted(glob.glob(os.path.join(sys.argv[1], "*.p", "*.o")))
-    if len(objs) < 10:
-        print(f"only {len(objs)} objects under {sys.argv[1]}/*.p: not the shim's build")
-        return 1
-    defined = {}  # function symbol -> file defining it
-    for o in objs:
-        for line in run("nm", "--defined-only", o).splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[1] in ("T", "W"):
-                defined[parts[2]] = file_of(o)
-    edges = {}
-    for o in objs:
-        me = file_of(o)
-        section = ""
-        for line in run("readelf", "-rW", o).splitlines():
-            if line.startswith("Relocation section"):
-                section = line.split("'")[1]
+def read_floors(src):
+    """{folder: floor number} from README.md's floors table: | N | `folder/` | ... |"""
+    floors = {}
+    in_table = False
+    with open(os.path.join(src, "README.md")) as f:
+        for line in f:
+            if line.startswith("## "):
+                in_table = line.strip() == "## The floors"
                 continue
-            if not section.startswith(".rela.text"):
-                continue  # data relocations: tables of addresses, not calls
-            parts = line.split()
-            if len(parts) < 5 or parts[2] not in CALL_RELOCS:
-                continue
-            sym = parts[4].split("@")[0]
-            other = defined.get(sym)
-            if other and other != me:
-                edges.setdefault(me, {}).setdefault(other, set()).add(sym)
-    n_edges = sum(len(v) for v in edges.values())
-    # A check that finds no calls checks nothing: the guard's calls into the
-    # capture bookkeeping must be seen.
-    if "captures.c" not in edges.get("guard.c", {}):
-        print("guard.c -> captures.c not found: the relocation reading is broken")
-        return 1
+            m = re.match(r"\|\s*(\d+)\s*\|\s*`([^`]*)`", line) if in_table else None
+            if m:
+                folder = m.group(2).rstrip("/")
+                floors["" if folder in (".", "shim") else folder] = int(m.group(1))
+    return floors
 
-    # Tarjan's strongly connected components: any with two or more files is a loop.
+
+def sources(src):
+    """Every shim source, as its path relative to shim/."""
+    out = []
+    for root, _, names in os.walk(src):
+        for n in names:
+            if n.endswith(SOURCE_EXTS):
+                out.append(os.path.relpath(os.path.join(root, n), src))
+    return sorted(out)
+
+
+def room(rel):
+    return os.path.splitext(rel)[0]
+
+
+def loops_of(edges):
+    """Tarjan's strongly connected components: each with two or more nodes is a loop."""
     index, low, stack, on, loops = {}, {}, [], set(), []
     counter = [0]
 
@@ -90,19 +89,120 @@ def main():
             if len(comp) > 1:
                 loops.append(sorted(comp))
 
-    files = sorted({file_of(o) for o in objs})
-    for f in files:
-        if f not in index:
-            visit(f)
-    if loops:
-        for comp in loops:
-            print("call loop between: " + ", ".join(comp))
-            for a in comp:
-                for b, syms in sorted(edges.get(a, {}).items()):
-                    if b in comp:
-                        print(f"  {a} -> {b}: {', '.join(sorted(syms))}")
+    for v in sorted(set(edges) | {w for ws in edges.values() for w in ws}):
+        if v not in index:
+            visit(v)
+    return loops
+
+
+def main():
+    build, src = sys.argv[1], sys.argv[2]
+    floors = read_floors(src)
+    if len(floors) < 3:
+        print(f"shim/README.md: no floors table under '## The floors' ({floors})")
         return 1
-    print(f"{len(files)} files, {n_edges} file-to-file call edges, no loops")
+    srcs = sources(src)
+    failures = []
+
+    def floor_of(rel):
+        return floors.get(os.path.dirname(rel))
+
+    for s in srcs:
+        if floor_of(s) is None:
+            failures.append(f"{s}: in no floor's folder (shim/README.md, The floors)")
+    # Headers are included by name (every floor's folder is on the include path).
+    headers = {}
+    for s in srcs:
+        if s.endswith(".h"):
+            if os.path.basename(s) in headers:
+                failures.append(f"two headers named {os.path.basename(s)}: {headers[os.path.basename(s)]}, {s}")
+            headers[os.path.basename(s)] = s
+
+    # Objects: meson names one after its source's path, '/' made '_'.
+    by_object = {s.replace("/", "_") + ".o": s for s in srcs}
+    objs = sorted(glob.glob(os.path.join(build, "*.p", "*.o")))
+    if len(objs) < 10:
+        print(f"only {len(objs)} objects under {build}/*.p: not the shim's build")
+        return 1
+    file_of = {}
+    for o in objs:
+        name = os.path.basename(o)
+        if name not in by_object:
+            print(f"{o}: no shim source of that name")
+            return 1
+        file_of[o] = by_object[name]
+
+    defined = {}  # function symbol -> file defining it
+    for o in objs:
+        for line in run("nm", "--defined-only", o).splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in ("T", "W"):
+                defined[parts[2]] = file_of[o]
+    edges = {}
+    for o in objs:
+        me = file_of[o]
+        section = ""
+        for line in run("readelf", "-rW", o).splitlines():
+            if line.startswith("Relocation section"):
+                section = line.split("'")[1]
+                continue
+            if not section.startswith(".rela.text"):
+                continue  # data relocations: tables of addresses, not calls
+            parts = line.split()
+            if len(parts) < 5 or parts[2] not in CALL_RELOCS:
+                continue
+            sym = parts[4].split("@")[0]
+            other = defined.get(sym)
+            if other and other != me:
+                edges.setdefault(me, {}).setdefault(other, set()).add(sym)
+    n_edges = sum(len(v) for v in edges.values())
+    # A check that finds no calls checks nothing: the guard's calls into the
+    # capture bookkeeping must be seen.
+    if "model/live_captures.c" not in edges.get("decide/guard.c", {}):
+        print("decide/guard.c -> model/live_captures.c not found: the relocation reading is broken")
+        return 1
+
+    for a in sorted(edges):
+        for b, syms in sorted(edges[a].items()):
+            if floor_of(b) is not None and floor_of(a) is not None and floor_of(b) > floor_of(a):
+                failures.append(f"call back up: {a} (floor {floor_of(a)}) -> {b} (floor {floor_of(b)}): "
+                                + ", ".join(sorted(syms)))
+
+    n_includes = 0
+    room_edges = {}
+    for s in srcs:
+        with open(os.path.join(src, s)) as f:
+            for line in f:
+                m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                if not m or m.group(1) not in headers:
+                    continue  # capguard/... (the core), or not the shim's
+                n_includes += 1
+                h = headers[m.group(1)]
+                if room(h) != room(s):
+                    room_edges.setdefault(room(s), {}).setdefault(room(h), set()).add(f"{s} includes {h}")
+                if floor_of(h) is not None and floor_of(s) is not None and floor_of(h) > floor_of(s):
+                    failures.append(f"include back up: {s} (floor {floor_of(s)}) includes {h} (floor {floor_of(h)})")
+
+    for comp in loops_of(edges):
+        failures.append("call loop between: " + ", ".join(comp))
+        for a in comp:
+            for b, syms in sorted(edges.get(a, {}).items()):
+                if b in comp:
+                    failures.append(f"  {a} -> {b}: {', '.join(sorted(syms))}")
+    # A room is a .c and its .h: a room whose header includes another's, and
+    # that one's source includes the first one's header (policy.h including
+    # guard.h for a type, while guard.c includes policy.h) is a loop too.
+    for comp in loops_of(room_edges):
+        failures.append("include loop between: " + ", ".join(comp))
+        for a in comp:
+            for b, why in sorted(room_edges.get(a, {}).items()):
+                if b in comp:
+                    failures.append(f"  {a} -> {b}: {', '.join(sorted(why))}")
+    if failures:
+        print("\n".join(failures))
+        return 1
+    print(f"{len(set(floors.values()))} floors, {len(srcs)} sources, {n_edges} file-to-file call edges and "
+          f"{n_includes} includes, none back up, no call or include loops")
     for a in sorted(edges):
         print(f"  {a} -> {', '.join(sorted(edges[a]))}")
     return 0

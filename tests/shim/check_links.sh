@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libcapguard.so links only what it calls: its undefined symbols are glibc
-# functions on the list below, each one the shim (or the detect code it
+# functions on the list below, each one the shim (or the core code it
 # calls) really uses -- a name that leaves the code must leave the list --
 # and it carries none of the code that only the CLI or the tests call
 # (linked with --gc-sections over per-function sections, shim/meson.build).

@@ -1,4 +1,4 @@
-/* The log's vocabulary (detect/log_schema.h): every word of every table
+/* The log's vocabulary (capguard/log_schema.h): every word of every table
  * round-trips through its parse, words are unique, every word is documented
  * in docs/log-format.md, and the start and process records come out byte for
  * byte as the log has always had them. */

@@ -10,6 +10,7 @@
 #include "driver.h"
 #include "output.h"
 #include "seen_set.h"
+#include "warn.h"
 
 static uint64_t counters_events[CG_EV_KIND_COUNT];
 static uint64_t counters_verdicts[CG_VERDICT_COUNT];
@@ -57,6 +58,36 @@ void cg_report_refusal(cg_event *e, cg_report_scratch *s, CUresult r) {
   e->result = (int)r;
   e->verdict = CG_VERDICT_REFUSED;
   cg_report(e, s);
+}
+
+cg_report_scratch *cg_report_room(const char *what) {
+  cg_report_scratch *s = calloc(1, sizeof *s);
+  if (!s)
+    cg_warn_oom(what);
+  return s;
+}
+
+static cg_report_scratch *room_for(cg_report_scratch *s, const cg_begin_site *site, const char *what) {
+  if (!s)
+    s = cg_report_room(what);
+  if (s && site)
+    s->site = *site;
+  return s;
+}
+
+void cg_report_and_free(cg_event *e, cg_report_scratch *s, const cg_begin_site *site, const char *what) {
+  s = room_for(s, site, what);
+  if (s)
+    cg_report(e, s);
+  free(s);
+}
+
+void cg_report_refusal_and_free(cg_event *e, cg_report_scratch *s, const cg_begin_site *site, CUresult r,
+                                const char *what) {
+  s = room_for(s, site, what);
+  if (s)
+    cg_report_refusal(e, s, r);
+  free(s);
 }
 
 /* ---- repeats: a watchdog polling an event, an allocation in a loop */

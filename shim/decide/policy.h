@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "capguard/event.h"
-#include "guard.h"
+#include "calls.h"
 
 /* Decide a prohibited load without the driver's plain path: served from the
  * priming pool, made in relaxed mode (rescue), or refused as an older driver
@@ -22,6 +22,9 @@ bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *resu
  * set when there was no room to queue it (the queue is bounded, or memory
  * ran out): the call then goes to the driver, as without capguard. */
 bool cg_policy_defer(void *handle, CUresult (*invoke)(void *handle), bool *oom);
+/* The one warning for a call cg_policy_defer had no room for; said with no
+ * lock held (stderr may block). */
+void cg_policy_warn_no_room(void);
 /* The call made with the calling thread in relaxed mode, where no capture
  * prohibits it (rescue: measured sound on driver 580 for loads and
  * allocations); the thread's mode is put back after. */
@@ -31,7 +34,7 @@ CUresult cg_policy_call_relaxed(CUresult (*invoke)(const void *args), const void
 void cg_policy_run_deferred(void);
 /* At exit: queued calls are dropped, not run; the driver may already have
  * torn down their context, and process exit frees them anyway. */
-void cg_policy_at_exit(cg_summary *s);
+void cg_policy_at_exit(void);
 void cg_policy_after_fork_child(void);
 
 #endif

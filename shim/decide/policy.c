@@ -1,6 +1,7 @@
 #include "policy.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,12 @@ bool cg_policy_defer(void *handle, CUresult (*invoke)(void *handle), bool *oom) 
   return p != NULL;
 }
 
+void cg_policy_warn_no_room(void) {
+  char what[80];
+  snprintf(what, sizeof what, "queueing a deferred call, or %d were queued already", MAX_PENDING);
+  cg_warn_oom(what);
+}
+
 /* Deferred calls never break a capture: they run with the capture gate
  * held exclusive (no capture can begin or end meanwhile), only when no open
  * capture prohibits the calling thread, and only once the captures each one
@@ -169,8 +176,7 @@ void cg_policy_run_deferred(void) {
     cg_warn("%zu more deferred calls failed", more_failed);
 }
 
-void cg_policy_at_exit(cg_summary *s) {
-  (void)s;
+void cg_policy_at_exit(void) {
   unsigned n = __atomic_load_n(&pending_count, __ATOMIC_ACQUIRE);
   if (n && !cg_cfg.quiet)
     cg_warn("%u deferred calls (unloads, frees, graph-exec destroys) were still waiting for a "

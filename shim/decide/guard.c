@@ -9,7 +9,6 @@
 #include "config.h"
 #include "driver.h"
 #include "output.h"
-#include "warn.h"
 #include "policy.h"
 #include "priming.h"
 #include "report.h"
@@ -27,7 +26,7 @@ void *cg_capture_begin_enter(void) {
 void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_capture_mode mode,
                             bool into_graph) {
   /* The driver's id lets a stream that joins the capture be told apart
-   * (capture_hits.c); asked under the gate held shared, which no driver
+   * (model/break_rules.c); asked under the gate held shared, which no driver
    * call of capguard's waits for. */
   uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_driver_id(s, ptsz) : 0;
   cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph);
@@ -107,11 +106,6 @@ static CUresult load_and_ungate(const cg_load *l, cg_event *e, const cg_begin_si
  * is reported after the fact, naming the capture that now prohibits the
  * thread. */
 void cg_guard_refused_unseen(cg_entry_point ep, bool unload) {
-  cg_report_scratch *s = calloc(1, sizeof *s);
-  if (!s) {
-    cg_warn_oom("a refused call's report");
-    return;
-  }
   cg_event e = {.kind = unload ? CG_EV_MODULE_UNLOAD : CG_EV_MODULE_LOAD, .call = cg_ep_name[ep]};
   cg_begin_site site;
   /* Only named, not marked invalid: the capture the driver saw may have
@@ -120,9 +114,7 @@ void cg_guard_refused_unseen(cg_entry_point ep, bool unload) {
   cg_gate_lock();
   e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
   cg_gate_unlock();
-  s->site = site;
-  cg_report_refusal(&e, s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  free(s);
+  cg_report_refusal_and_free(&e, NULL, &site, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "a refused call's report");
 }
 
 CUresult cg_guard_load(const cg_load *l) {
@@ -132,15 +124,8 @@ CUresult cg_guard_load(const cg_load *l) {
   if (!cg_captures_prohibitor_count()) {
     cg_event none = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep]};
     CUresult r = load_and_ungate(l, &none, NULL);
-    if (r != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-      return r;
-    cg_report_scratch *s = calloc(1, sizeof *s);
-    if (s) {
-      cg_report_refusal(&none, s, r);
-      free(s);
-    } else {
-      cg_warn_oom("a refused load's report");
-    }
+    if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+      cg_report_refusal_and_free(&none, NULL, NULL, r, "a refused load's report");
     return r;
   }
   cg_gate_unlock();
@@ -149,9 +134,7 @@ CUresult cg_guard_load(const cg_load *l) {
    * without capguard. Where the call was made is taken now, before the
    * gate (a backtrace may take the loader's lock): it names the call if it
    * breaks the capture. */
-  cg_report_scratch *s = calloc(1, sizeof *s);
-  if (!s)
-    cg_warn_oom("a load's report");
+  cg_report_scratch *s = cg_report_room("a load's report");
   cg_begin_site *here = s ? cg_begin_site_take() : NULL;
   size_t file_size = 0;
   void *file = s && l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
@@ -173,10 +156,11 @@ CUresult cg_guard_load(const cg_load *l) {
   if (!e.n_prohibitors || !s) {
     CUresult r = load_and_ungate(l, &e, here);
     if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-      cg_report_refusal(&e, s, r);
+      cg_report_refusal_and_free(&e, s, NULL, r, NULL);
+    else
+      free(s);
     free(here);
     free(file);
-    free(s);
     return r;
   }
   if (img)
@@ -202,24 +186,15 @@ CUresult cg_guard_load(const cg_load *l) {
 
   if (r == CUDA_SUCCESS && l->out && *l->out)
     e.module = (uint64_t)(uintptr_t)*l->out;
-  /* Every load that was not served is recorded, with how many loads of
-   * these bytes this process made during capture, except one the driver
-   * failed for its own reasons (a bad image would only fail again). */
-  if (e.image && e.image->kind != CG_IMAGE_UNKNOWN && e.verdict != CG_VERDICT_SERVED &&
-      e.verdict != CG_VERDICT_FAILED)
-    cg_priming_record(e.image, l->is_library);
-  s->site = site;
-  cg_report(&e, s);
+  cg_priming_record(e.image, l->is_library, e.verdict);
+  cg_report_and_free(&e, s, &site, NULL);
   free(here);
   free(file);
-  free(s);
   return r;
 }
 
 CUresult cg_guard_unload(const cg_unload *u) {
-  cg_report_scratch *s = calloc(1, sizeof *s);
-  if (!s)
-    cg_warn_oom("an unload's report");
+  cg_report_scratch *s = cg_report_room("an unload's report");
   cg_begin_site *here = s ? cg_begin_site_take() : NULL; /* before the gate, as for loads */
   cg_event e = {.kind = CG_EV_MODULE_UNLOAD, .call = cg_ep_name[u->ep], .driver_result = -1,
                 .module = (uint64_t)(uintptr_t)u->handle};
@@ -232,9 +207,10 @@ CUresult cg_guard_unload(const cg_unload *u) {
     CUresult r = u->invoke(u->handle);
     cg_gate_unlock();
     if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-      cg_report_refusal(&e, s, r);
+      cg_report_refusal_and_free(&e, s, NULL, r, NULL);
+    else
+      free(s);
     free(here);
-    free(s);
     return r;
   }
   CUresult r;
@@ -251,12 +227,10 @@ CUresult cg_guard_unload(const cg_unload *u) {
   }
   cg_gate_unlock();
   if (defer_oom)
-    cg_warn_oom("queueing a deferred call, or 4096 were queued already"); /* after the gate: stderr may block */
+    cg_policy_warn_no_room(); /* after the gate: stderr may block */
   e.result = (int)r;
-  s->site = site;
-  cg_report(&e, s);
+  cg_report_and_free(&e, s, &site, NULL);
   free(here);
-  free(s);
   return r;
 }
 
@@ -269,6 +243,6 @@ void cg_guard_exit(void) {
   sum.captures_broken = cg_captures_broken();
   cg_report_counts(sum.events, sum.verdicts);
   cg_priming_summary(&sum);
-  cg_policy_at_exit(&sum);
+  cg_policy_at_exit();
   cg_output_summary(&sum);
 }

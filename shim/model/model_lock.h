@@ -1,7 +1,7 @@
-/* The capture model behind captures.c, for the other files of the capture
- * bookkeeping (capture_hits.c) only: everyone else asks captures.h. */
-#ifndef CAPGUARD_CAPTURES_MODEL_H
-#define CAPGUARD_CAPTURES_MODEL_H
+/* The capture model behind live_captures.c, for the other files of the capture
+ * bookkeeping (break_rules.c) only: everyone else asks live_captures.h. */
+#ifndef CAPGUARD_MODEL_LOCK_H
+#define CAPGUARD_MODEL_LOCK_H
 
 #include "capguard/capture_model.h"
 

@@ -1,18 +1,17 @@
-/* The calls that break captures on every driver (allocations, frees,
- * graph-exec destroys, cuCtxSetLimit, synchronisation, event queries and
- * waits): what happens to one made while something captures. The wrappers
- * (breaker_wrappers.c) call in here only when something captures;
- * otherwise they pass straight to the driver after one atomic load. */
-#ifndef CAPGUARD_BREAKERS_H
-#define CAPGUARD_BREAKERS_H
+/* A call as its wrapper (route/) hands it to the floor that decides
+ * (decide/): a breaker (cg_call, with the fix guard mode may apply), a
+ * module load (cg_load) or an unload (cg_unload). They live below both, so
+ * the deciders share them without including one another. */
+#ifndef CAPGUARD_CALLS_H
+#define CAPGUARD_CALLS_H
 
 #include <cuda.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "capguard/log_schema.h"
-#include "captures.h"
 #include "entry_points.h"
+#include "live_captures.h"
 
 /* What guard mode may do instead of letting the driver break the capture
  * (each fix is its own verdict). */
@@ -24,7 +23,7 @@ typedef enum {
   CG_FIX_NOT_READY,     /* an event recorded in a still-capturing stream is not ready (cuEventQuery) */
 } cg_fix;
 
-/* A call as its wrapper hands it over. */
+/* A breaker as its wrapper hands it over. */
 typedef struct {
   cg_entry_point ep;
   cg_event_kind kind;
@@ -38,9 +37,23 @@ typedef struct {
   CUresult (*invoke_handle)(void *handle);
 } cg_call;
 
-CUresult cg_breaker_call(const cg_call *c);
-/* The driver refused a call its wrapper passed straight through (nothing
- * captured when it looked): reported after the fact. */
-void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, CUresult r);
+/* A load: what to inspect, and how to make the real call. */
+typedef struct cg_load {
+  cg_entry_point ep;
+  const void *image;  /* in-memory image, or NULL */
+  const char *path;   /* file name for cuModuleLoad / cuLibraryLoadFromFile */
+  bool is_library;    /* out receives a CUlibrary */
+  void **out;         /* CUmodule* or CUlibrary* */
+  CUresult (*invoke)(const struct cg_load *self);
+  const void *args;   /* the wrapper's arguments, for invoke */
+} cg_load;
+
+/* An unload of one handle. */
+typedef struct cg_unload {
+  cg_entry_point ep;
+  void *handle;       /* CUmodule or CUlibrary */
+  bool is_library;
+  CUresult (*invoke)(void *handle);
+} cg_unload;
 
 #endif

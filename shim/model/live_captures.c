@@ -1,5 +1,5 @@
-#include "captures.h"
-#include "captures_model.h"
+#include "live_captures.h"
+#include "model_lock.h"
 
 #include <execinfo.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 
 cg_capture_activity cg_activity __attribute__((aligned(8)));
 
-/* The capture gate (captures.h). So whenever capguard decides, the model is
+/* The capture gate (live_captures.h). So whenever capguard decides, the model is
  * what the driver sees: no capture can be begun (or ended) in the driver and
  * not yet (or no longer) in the model, and none can be begun between
  * capguard's check and the driver's call. Writer-preferring, so that a
@@ -30,7 +30,7 @@ static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
 static cg_model *model;
 static uint64_t captures_broken;
 
-/* For capture_hits.c (captures_model.h). */
+/* For break_rules.c (model_lock.h). */
 cg_model *cg_captures_model_lock(void) {
   pthread_mutex_lock(&model_lock);
   return model;

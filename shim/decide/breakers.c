@@ -5,7 +5,6 @@
 #include "config.h"
 #include "policy.h"
 #include "report.h"
-#include "warn.h"
 
 static cg_verdict deferred_verdict(cg_fix f) {
   return f == CG_FIX_DEFER_FREE ? CG_VERDICT_DEFERRED_FREE : CG_VERDICT_DEFERRED_DESTROY;
@@ -23,7 +22,7 @@ static bool try_defer(const cg_call *c, cg_hit *hit, bool *judged) {
     queued = cg_policy_defer((void *)(uintptr_t)c->target, c->invoke_handle, &oom);
   cg_gate_unlock();
   if (oom)
-    cg_warn_oom("queueing a deferred call, or 4096 were queued already"); /* after the gate: stderr may block */
+    cg_policy_warn_no_room(); /* after the gate: stderr may block */
   return queued;
 }
 
@@ -35,18 +34,11 @@ static bool is_refusal(CUresult r) {
  * prohibits the call, not marked (the capture the driver saw may have
  * ended since, and the driver's own end reports the one it broke). */
 static void report_unforeseen(const cg_call *c, CUresult r) {
-  cg_report_scratch *s = calloc(1, sizeof *s);
-  if (!s) {
-    cg_warn_oom("a refused call's report");
-    return;
-  }
   cg_hit hit;
   cg_captures_judge(c->rule, c->target, c->ptsz, &hit);
   cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
-  s->site = hit.site;
-  cg_report_refusal(&e, s, r);
-  free(s);
+  cg_report_refusal_and_free(&e, NULL, &hit.site, r, "a refused call's report");
 }
 
 void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, CUresult r) {
@@ -120,16 +112,9 @@ CUresult cg_breaker_call(const cg_call *c) {
     return r;
   }
   free(here);
-  cg_report_scratch *s = calloc(1, sizeof *s);
-  if (!s) {
-    cg_warn_oom("a call's report");
-    return r;
-  }
   cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .verdict = v, .result = (int)r,
                 .driver_result = driver_result, .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
-  s->site = hit.site;
-  cg_report(&e, s);
-  free(s);
+  cg_report_and_free(&e, NULL, &hit.site, "a call's report");
   return r;
 }

@@ -1,7 +1,7 @@
 /* What happens at a capture begin or end, and to a module load or unload
  * made while a capture prohibits the calling thread: guard.c asks the
- * capture bookkeeping (captures.c), priming and policy, and reports. The
- * wrappers (capture_wrappers.c, module_wrappers.c) call in here for loads
+ * capture bookkeeping (model/), priming and policy, and reports. The
+ * wrappers (begin_end_wrappers.c, module_wrappers.c) call in here for loads
  * and unloads only when something captures; otherwise they pass straight to
  * the driver after one atomic load. */
 #ifndef CAPGUARD_GUARD_H
@@ -13,8 +13,8 @@
 
 #include "capguard/capture_model.h"
 #include "capguard/event.h"
-#include "captures.h"
-#include "entry_points.h"
+#include "calls.h"
+#include "live_captures.h"
 
 /* A capture begin: _enter before the driver's call (priming runs here, the
  * begin site is taken, the gate is held shared), _leave after it with the
@@ -29,28 +29,11 @@ void cg_capture_begin_leave(void *site, CUresult driver_result, CUstream stream,
 void cg_capture_end_enter(void);
 CUresult cg_capture_end_leave(uint64_t stream_key, CUresult driver_result, CUgraph *graph);
 
-/* A load as a wrapper hands it over: what to inspect, and how to make the
- * real call. */
-typedef struct cg_load {
-  cg_entry_point ep;
-  const void *image;  /* in-memory image, or NULL */
-  const char *path;   /* file name for cuModuleLoad / cuLibraryLoadFromFile */
-  bool is_library;    /* out receives a CUlibrary */
-  void **out;         /* CUmodule* or CUlibrary* */
-  CUresult (*invoke)(const struct cg_load *self);
-  const void *args;   /* the wrapper's arguments, for invoke */
-} cg_load;
+/* A load or an unload (model/calls.h) made while something captures. */
 CUresult cg_guard_load(const cg_load *l);
+CUresult cg_guard_unload(const cg_unload *u);
 /* The driver refused a call its wrapper passed straight through: report it. */
 void cg_guard_refused_unseen(cg_entry_point ep, bool unload);
-
-typedef struct cg_unload {
-  cg_entry_point ep;
-  void *handle;       /* CUmodule or CUlibrary */
-  bool is_library;
-  CUresult (*invoke)(void *handle);
-} cg_unload;
-CUresult cg_guard_unload(const cg_unload *u);
 
 /* Start-up, fork and exit bookkeeping (init.c). */
 void cg_guard_atfork_child(void);

@@ -21,9 +21,12 @@ void cg_priming_before_begin(void);
  * CUmodule (library false) or CUlibrary (library true) preloaded from
  * identical bytes on the current context and not yet handed out, or NULL. */
 void *cg_priming_take(const cg_image_info *image, bool library);
-/* Record image in the priming file (guard mode), with the loads of it this
- * process has made during capture so far. */
-void cg_priming_record(const cg_image_info *image, bool library);
+/* A load made while a capture prohibited the thread, and what came of it:
+ * its image is recorded in the priming file (guard mode), with the loads of
+ * it this process has made during capture so far, unless it was served from
+ * the file already, or failed for the driver's own reasons (a bad image would
+ * only fail again), or is no image capguard knows. */
+void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v);
 void cg_priming_summary(cg_summary *s);
 void cg_priming_after_fork_child(void);
 

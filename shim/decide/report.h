@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "capguard/event.h"
-#include "captures.h"
+#include "live_captures.h"
 #include "stack.h"
 
 /* Stack buffers for one event; on the heap (cg_report_scratch) because the
@@ -31,6 +31,16 @@ void cg_report(cg_event *e, cg_report_scratch *s);
  * see it, or after its check): reported all the same, naming the capture
  * that now prohibits the thread, so that no refusal goes unsaid. */
 void cg_report_refusal(cg_event *e, cg_report_scratch *s, CUresult r);
+/* Room for one event's report, or NULL after the one out-of-memory warning
+ * (naming what): taken before a decision, a call without it goes to the
+ * driver as without capguard. */
+cg_report_scratch *cg_report_room(const char *what);
+/* The event reported (refused: as cg_report_refusal, with r) with site as
+ * where its capture began (NULL: unknown), and the room freed: s, or, when s
+ * is NULL, room taken now (none: the warning, and no report). */
+void cg_report_and_free(cg_event *e, cg_report_scratch *s, const cg_begin_site *site, const char *what);
+void cg_report_refusal_and_free(cg_event *e, cg_report_scratch *s, const cg_begin_site *site, CUresult r,
+                                const char *what);
 /* The verdict of a call the driver answered. */
 cg_verdict cg_report_verdict_of(CUresult r);
 /* True when no identical event (call, verdict, capture, call site) was

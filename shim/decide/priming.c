@@ -24,7 +24,7 @@
 #include "config.h"
 #include "driver.h"
 #include "entry_points.h"
-#include "captures.h"
+#include "live_captures.h"
 #include "load_tally.h"
 #include "output.h"
 #include "warn.h"
@@ -262,7 +262,9 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
   return h;
 }
 
-void cg_priming_record(const cg_image_info *image, bool library) {
+void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
+  if (!image || image->kind == CG_IMAGE_UNKNOWN || v == CG_VERDICT_SERVED || v == CG_VERDICT_FAILED)
+    return;
   if (!priming_on() || cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
   uint32_t names_len = 0;

@@ -1,9 +1,9 @@
 /* The capture bookkeeping: capguard's model of the captures the driver has
  * open, the capture gate that keeps the two the same, and each thread's id
  * and capture-interaction mode. guard.c, policy.c and priming.c ask it; it
- * asks none of them (no call loops between files: tests/shim/check_calls.sh). */
-#ifndef CAPGUARD_CAPTURES_H
-#define CAPGUARD_CAPTURES_H
+ * asks none of them (no call loops between files: tests/shim/check_calls.py). */
+#ifndef CAPGUARD_LIVE_CAPTURES_H
+#define CAPGUARD_LIVE_CAPTURES_H
 
 #include <cuda.h>
 #include <stdbool.h>

@@ -1,13 +1,13 @@
 /* Which captures a call breaks, and marking them broken with their first
  * offender: the rules of the calls that break captures on every driver
- * (captures.h, cg_rule), and the events recorded into captures that the
- * 907 rule needs. Part of the capture bookkeeping (captures.c holds the
+ * (live_captures.h, cg_rule), and the events recorded into captures that the
+ * 907 rule needs. Part of the capture bookkeeping (live_captures.c holds the
  * model and its lock). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "captures.h"
-#include "captures_model.h"
+#include "live_captures.h"
+#include "model_lock.h"
 #include "capguard/clock.h"
 #include "driver.h"
 #include "warn.h"

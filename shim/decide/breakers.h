@@ -1,0 +1,20 @@
+/* The calls that break captures on every driver (allocations, frees,
+ * graph-exec destroys, cuCtxSetLimit, synchronisation, event queries and
+ * waits): what happens to one made while something captures. The wrappers
+ * (breaker_wrappers.c) call in here only when something captures;
+ * otherwise they pass straight to the driver after one atomic load. */
+#ifndef CAPGUARD_BREAKERS_H
+#define CAPGUARD_BREAKERS_H
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "calls.h"
+
+CUresult cg_breaker_call(const cg_call *c);
+/* The driver refused a call its wrapper passed straight through (nothing
+ * captured when it looked): reported after the fact. */
+void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, CUresult r);
+
+#endif
