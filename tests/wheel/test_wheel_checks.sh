@@ -4,7 +4,7 @@
 # glibc (the build tree's capguard, linked with libdw and jansson) or a
 # symbol version above GLIBC_2.34 (a program calling arc4random, 2.36), and
 # one named or tagged otherwise; they accept glibc-only ELF files.
-#   env: CAPGUARD (build tree), SELFTEST, NEW_GLIBC_PROG (empty: no such
+#   env: CAPGUARD (build tree), GLIBC_ONLY (a glibc-only program), NEW_GLIBC_PROG (empty: no such
 #   program on this glibc), SOURCE_ROOT
 . "$(dirname "$0")/../cli/lib.sh"
 check=$SOURCE_ROOT/tests/wheel/check_wheel.sh
@@ -26,21 +26,21 @@ PY
 }
 good=capguard-0.1.0-py3-none-manylinux_2_34_x86_64.whl
 # glibc-only ELF files in place of all three: accepted
-mkwheel "$good" py3-none-manylinux_2_34_x86_64 "$SELFTEST=capguard/bin/capguard" \
-  "$SELFTEST=capguard/bin/capguard-selftest" "$SELFTEST=capguard/lib/libcapguard.so"
+mkwheel "$good" py3-none-manylinux_2_34_x86_64 "$GLIBC_ONLY=capguard/bin/capguard" \
+  "$GLIBC_ONLY=capguard/bin/capguard-selftest" "$GLIBC_ONLY=capguard/lib/libcapguard.so"
 bash "$check" "$WORK/$good" >"$WORK/good.out"; rc=$?
 expect_rc 0 "a glibc-only wheel"
 # the build tree's command: libdw, jansson, libstdc++
 mkdir -p "$WORK/deps"
 mkwheel "deps/$good" py3-none-manylinux_2_34_x86_64 "$CAPGUARD=capguard/bin/capguard" \
-  "$SELFTEST=capguard/bin/capguard-selftest" "$SELFTEST=capguard/lib/libcapguard.so"
+  "$GLIBC_ONLY=capguard/bin/capguard-selftest" "$GLIBC_ONLY=capguard/lib/libcapguard.so"
 bash "$check" "$WORK/deps/$good" >"$WORK/deps.out"; rc=$?
 expect_rc 1 "a command that needs libdw"
 expect_in "$WORK/deps.out" "capguard/bin/capguard: needs libdw.so.1, which a clean image lacks" "libdw named"
 expect_in "$WORK/deps.out" "capguard/bin/capguard: needs libjansson.so.4, which a clean image lacks" "jansson named"
 # wrong name and tag, shim missing
-mkwheel capguard-0.1.0-py3-none-linux_x86_64.whl py3-none-linux_x86_64 "$SELFTEST=capguard/bin/capguard" \
-  "$SELFTEST=capguard/bin/capguard-selftest"
+mkwheel capguard-0.1.0-py3-none-linux_x86_64.whl py3-none-linux_x86_64 "$GLIBC_ONLY=capguard/bin/capguard" \
+  "$GLIBC_ONLY=capguard/bin/capguard-selftest"
 bash "$check" "$WORK/capguard-0.1.0-py3-none-linux_x86_64.whl" >"$WORK/tag.out"; rc=$?
 expect_rc 1 "a linux_x86_64 wheel"
 expect_in "$WORK/tag.out" "not named capguard-VERSION-py3-none-manylinux_2_34_x86_64.whl" "file name"
@@ -51,12 +51,12 @@ py_problems() { python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import 
 for p in wheel_tag.elf_problems(sys.argv[2], "x"): print(p)' "$SOURCE_ROOT/python" "$1"; }
 py_problems "$CAPGUARD" >"$WORK/py-deps.out"
 expect_in "$WORK/py-deps.out" "x: needs libdw.so.1, which a clean image lacks" "wheel_tag: libdw"
-py_problems "$SELFTEST" >"$WORK/py-good.out"
+py_problems "$GLIBC_ONLY" >"$WORK/py-good.out"
 expect_lines "$WORK/py-good.out" 0 "wheel_tag: a glibc-only program"
 # retag: renames, rewrites WHEEL and RECORD (hashes pip checks), keeps modes
 mkdir -p "$WORK/re"
-mkwheel re/capguard-0.1.0-cp311-cp311-linux_x86_64.whl cp311-cp311-linux_x86_64 "$SELFTEST=capguard/bin/capguard" \
-  "$SELFTEST=capguard/bin/capguard-selftest" "$SELFTEST=capguard/lib/libcapguard.so"
+mkwheel re/capguard-0.1.0-cp311-cp311-linux_x86_64.whl cp311-cp311-linux_x86_64 "$GLIBC_ONLY=capguard/bin/capguard" \
+  "$GLIBC_ONLY=capguard/bin/capguard-selftest" "$GLIBC_ONLY=capguard/lib/libcapguard.so"
 python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import wheel_tag; print(wheel_tag.retag(sys.argv[2]))' \
   "$SOURCE_ROOT/python" "$WORK/re/capguard-0.1.0-cp311-cp311-linux_x86_64.whl" >"$WORK/re.out" 2>&1
 expect_in "$WORK/re.out" "$good" "retag's new name"
@@ -76,8 +76,8 @@ expect_not_in "$WORK/record.out" "BAD" "RECORD hashes"
 expect_in "$WORK/record.out" "mode 0o755" "executable kept executable"
 if [ -n "$NEW_GLIBC_PROG" ]; then
   mkdir -p "$WORK/new"
-  mkwheel "new/$good" py3-none-manylinux_2_34_x86_64 "$SELFTEST=capguard/bin/capguard" \
-    "$NEW_GLIBC_PROG=capguard/bin/capguard-selftest" "$SELFTEST=capguard/lib/libcapguard.so"
+  mkwheel "new/$good" py3-none-manylinux_2_34_x86_64 "$GLIBC_ONLY=capguard/bin/capguard" \
+    "$NEW_GLIBC_PROG=capguard/bin/capguard-selftest" "$GLIBC_ONLY=capguard/lib/libcapguard.so"
   bash "$check" "$WORK/new/$good" >"$WORK/new.out"; rc=$?
   expect_rc 1 "a program that needs GLIBC_2.36"
   expect_in "$WORK/new.out" "capguard/bin/capguard-selftest: arc4random needs GLIBC_2.36" "symbol and version named"
