@@ -535,6 +535,8 @@ size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
   json_head(&o, CG_RECORD_SUMMARY, s->pid, cg_now_ns());
   put_kv_u64(&o, "captures", s->captures_begun);
   put_kv_u64(&o, "captures_broken", s->captures_broken);
+  if (s->captures_open)
+    put_kv_u64(&o, "captures_open", s->captures_open);
   cg_out_str(&o, ",\"events\":{");
   for (int k = 0; k < CG_EV_KIND_COUNT; k++) {
     if (k) cg_out_char(&o, ',');
@@ -615,10 +617,18 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
   cg_out_str(&o, "capguard: ");
   cg_out_u64(&o, s->captures_begun);
   cg_out_str(&o, s->captures_begun == 1 ? " capture" : " captures");
-  if (s->captures_broken) {
+  if (s->captures_broken || s->captures_open) {
     cg_out_str(&o, " (");
-    cg_out_u64(&o, s->captures_broken);
-    cg_out_str(&o, " broken)");
+    if (s->captures_broken) {
+      cg_out_u64(&o, s->captures_broken);
+      cg_out_str(&o, " broken");
+    }
+    if (s->captures_open) {
+      cg_out_str(&o, s->captures_broken ? ", " : "");
+      cg_out_u64(&o, s->captures_open);
+      cg_out_str(&o, " open at exit");
+    }
+    cg_out_char(&o, ')');
   }
   cg_out_str(&o, ", ");
   bool any = false;

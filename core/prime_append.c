@@ -37,7 +37,10 @@ struct cg_prime_appender {
   size_t n, cap;
   uint32_t *slots;      /* open addressing over e: index + 1, 0 free */
   size_t n_slots;       /* a power of two, at least twice n */
+  bool nowait;          /* another process holds the lock: return 1 rather than wait */
 };
+
+void cg_prime_appender_nowait(cg_prime_appender *a, bool on) { a->nowait = on; }
 
 static size_t slot_of(const cg_prime_appender *a, cg_hash128 h, uint64_t size) {
   return (size_t)(h.lo ^ (size * 0x9e3779b97f4a7c15ull)) & (a->n_slots - 1);
@@ -203,7 +206,9 @@ static int prewalk(cg_prime_appender *a) {
 }
 
 int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
-  if (!a->walked_to && prewalk(a)) return -1;
+  /* Without waiting, the whole walk (when there is no index yet) is done
+   * under the exclusive lock below, taken only when it is free. */
+  if (!a->walked_to && !a->nowait && prewalk(a)) return -1;
   const char *path = a->path;
   cg_prime_warn_fn warn = a->warn;
   void *ctx = a->ctx;
@@ -214,7 +219,9 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
     return -1;
   }
   struct stat st;
-  int fd = prime_open_locked(path, true, LOCK_EX, &st, warn, ctx);
+  int fd = a->nowait ? prime_open_locked_nowait(path, true, LOCK_EX, &st, warn, ctx)
+                     : prime_open_locked(path, true, LOCK_EX, &st, warn, ctx);
+  if (fd == -3) return 1;
   if (fd < 0) return -1;
   int rc = -1;
   uint8_t *map = NULL, *rec = NULL;

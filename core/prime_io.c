@@ -3,6 +3,8 @@
  * shim: every failure is one warning and a -1, and no wait is unbounded. */
 #include "prime_io.h"
 
+#include "capguard/write_whole.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -185,6 +187,24 @@ int prime_open_locked(const char *path, bool create, int op, struct stat *st, cg
   }
 }
 
+int prime_open_locked_nowait(const char *path, bool create, int op, struct stat *st, cg_prime_warn_fn warn,
+                             void *ctx) {
+  for (int tries = 0; tries < REOPEN_TRIES; tries++) {
+    int fd = prime_open_checked(path, create, st, warn, ctx);
+    if (fd < 0) return fd;
+    if (flock(fd, op | LOCK_NB) != 0) {
+      int err = errno;
+      close(fd);
+      if (err == EWOULDBLOCK || err == EINTR) return -3;
+      prime_warnf(warn, ctx, path, "cannot lock it (%s); not used", strerror(err));
+      return -1;
+    }
+    if (still_current(st, path) && fstat(fd, st) == 0) return fd;
+    close(fd); /* replaced meanwhile: the new file is the one to use */
+  }
+  return -3;
+}
+
 int prime_map(int fd, size_t len, uint8_t **map, const char *path, cg_prime_warn_fn warn, void *ctx) {
   *map = NULL;
   if (!len) return 0;
@@ -220,16 +240,14 @@ int prime_refuse_header(const uint8_t *buf, size_t len, const char *path, cg_pri
   }
 }
 
+/* Through cg_write_whole: a record crossing the file-size limit fails with
+ * EFBIG and never raises SIGXFSZ in the host (issue 15); the appender then
+ * cuts the part written, so no damaged record stays behind. */
 int prime_write_at(int fd, const uint8_t *p, size_t n, uint64_t off) {
-  while (n) {
-    ssize_t w = pwrite(fd, p, n, (off_t)off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w;
-    n -= (size_t)w;
-    off += (uint64_t)w;
-  }
-  return 0;
+  int err = cg_write_whole(fd, p, n, (int64_t)off, NULL);
+  if (!err) return 0;
+  errno = err;
+  return -1;
 }
 
 bool prime_record_ok(const cg_prime_record *r) {

@@ -25,6 +25,11 @@ int prime_open_checked(const char *path, bool create, struct stat *st, cg_prime_
  * without create). */
 int prime_open_locked(const char *path, bool create, int op, struct stat *st, cg_prime_warn_fn warn, void *ctx);
 
+/* The same without waiting: -3 (nothing said) when another process holds a
+ * conflicting lock, for work that can as well be done later. */
+int prime_open_locked_nowait(const char *path, bool create, int op, struct stat *st, cg_prime_warn_fn warn,
+                             void *ctx);
+
 /* A read-only shared mapping of len bytes of fd (NULL for 0 bytes). 0, or -1
  * warned. */
 int prime_map(int fd, size_t len, uint8_t **map, const char *path, cg_prime_warn_fn warn, void *ctx);

@@ -246,10 +246,12 @@ static int cmd_show(int argc, char **argv) {
   format_time(r->last_ns, true, last, sizeof last);
   printf("hash:         %s\nkind:         %s\narch:         %s\nsize:         %llu bytes\n"
          "on disk:      %llu bytes\nhits:         %llu\nfirst needed: %s\nlast needed:  %s\n"
+         "copies:       %u module%s, %u librar%s (preloaded: the most alive at once during capture)\n"
          "kernels:      %u\n",
          hex, cg_image_kind_name(r->kind), arch, (unsigned long long)r->size,
          (unsigned long long)cg_prime_record_disk_size(r), (unsigned long long)r->hits, first,
-         last, r->n_kernels);
+         last, r->module_loads, r->module_loads == 1 ? "" : "s", r->library_loads,
+         r->library_loads == 1 ? "y" : "ies", r->n_kernels);
   if (r->n_kernels) {
     fputs("  ", stdout);
     print_names(r, "\n  ");

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capguard/log_file.h"
 #include "cli.h"
 #include "commands.h"
 #include "run_summary.h"
@@ -118,6 +119,17 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
     case 'h': help(); return -1;
     case ':': return cg_usage_error(ME, USAGE, "%s needs a value", argv[optind - 1]);
     default: return cg_usage_error(ME, USAGE, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (!o->mode) {
+    /* The shim would keep guard for a word it does not know, with a warning
+     * in every run: refused here as --mode is. */
+    const char *env = getenv("CAPGUARD_MODE");
+    if (env && *env && !cg_run_mode_parse(env, &(cg_run_mode){0})) {
+      char modes[128], shown[256];
+      cg_word_list(&cg_run_modes, modes, sizeof modes);
+      return cg_usage_error(ME, NULL, "CAPGUARD_MODE must be %s, not '%s'; unset it or pass --mode", modes,
+                            cg_printable(env, shown, sizeof shown));
     }
   }
   if (optind >= argc)
@@ -343,6 +355,13 @@ int cg_cmd_run(int argc, char **argv) {
     temporary = true;
   }
   log = absolute(log, logbuf, sizeof logbuf);
+  /* A log the shim could not open would cost the whole run its diagnosis
+   * (and the summary would say the shim wrote nothing): said now, before the
+   * command starts, under the shim's own rules (capguard/log_file.h). */
+  char log_why[PATH_MAX + 128], shown[PATH_MAX];
+  if (!temporary && cg_log_check(log, log_why, sizeof log_why) != 0)
+    return cg_usage_error(ME, NULL, "the log %s %s%s", cg_printable(log, shown, sizeof shown), log_why,
+                          o.log ? "" : " (from CAPGUARD_LOG)");
   /* Summarise only what this run appends: each log file's size before it. */
   log_files before = {0}, after = {0};
   list_logs(log, &before);
@@ -369,11 +388,11 @@ int cg_cmd_run(int argc, char **argv) {
       if (!strcmp(after.f[i].path, before.f[j].path))
         after.f[i].offset = before.f[j].offset;
   }
-  /* The mode the shim will run in: a word it does not know makes it use report. */
+  /* The mode the shim runs in (a word it does not know was refused above). */
   const char *mode_word = o.mode ? o.mode : getenv("CAPGUARD_MODE");
   cg_run_mode mode = CG_RUN_MODE_COUNT;
   if (mode_word && *mode_word && !cg_run_mode_parse(mode_word, &mode))
-    mode = CG_RUN_REPORT;
+    mode = CG_RUN_GUARD;
   cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id};
   cg_run_outcome res;
   cg_run_summary(stderr, &logs, &res);

@@ -411,6 +411,11 @@ void cgr_analyse(const cgl_log *log, cgr_analysis *a) {
   a->all = log;
   a->shown_run = SIZE_MAX;
   find_broken(log, a);
+  for (size_t c = 0; c < log->n_caps; c++)
+    if (cg_word_is(&cg_capture_statuses, log->caps[c].status, CG_WORD_OPEN)) {
+      a->open_at_exit++;
+      a->open_unbroken += !cgl_capture_broken(log, c);
+    }
   tally(log, a);
   give_advice(a);
 }

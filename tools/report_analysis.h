@@ -41,6 +41,8 @@ typedef struct {
   cgr_site *sites;
   size_t n_sites;
   size_t captures;     /* captures begun (from summaries where known, else seen) */
+  size_t open_at_exit; /* captures still open when their process exited (their records say so) */
+  size_t open_unbroken; /* of those, the ones nothing broke (not in broken) */
   /* Calls made during capture, by event kind and by verdict, each in the
    * schema's row order; index CG_EV_KIND_COUNT / CG_VERDICT_COUNT counts words
    * this reader does not know (a newer capguard's). Each array sums to calls. */

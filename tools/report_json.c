@@ -171,9 +171,9 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
 
   /* Counts by event kind ("module_load": the word with '_') and by verdict,
    * each in the schema's row order; "other": words this reader does not know. */
-  json_t *totals = json_pack("{s:I, s:I, s:I}", "captures", (json_int_t)a->captures,
-                             "captures_broken", (json_int_t)a->n_broken, "calls_during_capture",
-                             (json_int_t)a->calls);
+  json_t *totals = json_pack("{s:I, s:I, s:I, s:I}", "captures", (json_int_t)a->captures,
+                             "captures_broken", (json_int_t)a->n_broken, "captures_open_at_exit",
+                             (json_int_t)a->open_at_exit, "calls_during_capture", (json_int_t)a->calls);
   for (unsigned k = 0; k < CG_EV_KIND_COUNT; k++) {
     char key[64];
     snprintf(key, sizeof key, "%s", cg_event_kind_name(k));

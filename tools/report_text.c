@@ -82,6 +82,23 @@ static void print_capture_end(FILE *out, const cgl_capture *c) {
                  "counted, not logged again\n", c->repeats, c->repeats == 1 ? "" : "s");
 }
 
+/* Captures their process never ended and nothing broke (the broken ones are
+ * listed above): the process exited, or was killed, mid-capture. */
+static void print_open(FILE *out, const cgr_analysis *a, cg_palette pal) {
+  const cgl_log *log = a->log;
+  fprintf(out, "\n%sOpen at exit%s (their process exited before ending them: no graph was made)\n", pal.bold,
+          pal.reset);
+  for (size_t c = 0; c < log->n_caps; c++) {
+    const cgl_capture *cp = &log->caps[c];
+    if (!cg_word_is(&cg_capture_statuses, cp->status, CG_WORD_OPEN) || cgl_capture_broken(log, c))
+      continue;
+    char who[256];
+    cgr_process_label(a, cp->proc, who, sizeof who);
+    fprintf(out, "  %s capture %lld (stream %s, %s, open at exit; began %s)\n", who, cp->id, or(cp->stream, "?"),
+            or(cgl_word(&cg_capture_modes, cp->mode), "?"), or(cp->began, "where unknown"));
+  }
+}
+
 static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   fprintf(out, "\n%sBroken captures%s\n", pal.bold, pal.reset);
@@ -228,10 +245,13 @@ static void print_sites(FILE *out, const cgr_analysis *a, cg_palette pal) {
 
 void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
-  fprintf(out, "capguard report: %zu log%s, %zu process%s, %zu capture%s, %s%zu broken%s\n",
+  fprintf(out, "capguard report: %zu log%s, %zu process%s, %zu capture%s, %s%zu broken%s",
           log->n_files, log->n_files == 1 ? "" : "s", log->n_procs, log->n_procs == 1 ? "" : "es",
           a->captures, a->captures == 1 ? "" : "s", a->n_broken ? pal.red : pal.green, a->n_broken,
           pal.reset);
+  if (a->open_at_exit)
+    fprintf(out, ", %s%zu open at exit%s", pal.yellow, a->open_at_exit, pal.reset);
+  fputc('\n', out);
   fprintf(out, "calls during capture: %zu (", a->calls);
   cgr_print_event_counts(out, a);
   fputc(')', out);
@@ -253,6 +273,8 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
     print_processes(out, a, pal);
   if (a->n_broken)
     print_broken(out, a, pal);
+  if (a->open_unbroken)
+    print_open(out, a, pal);
   if (a->n_kernels)
     print_kernels(out, a, pal);
   if (a->n_sites)

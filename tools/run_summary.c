@@ -50,12 +50,16 @@ static const char *incomplete_why(const cg_run_logs *logs, const cgl_log *log, b
     struct stat st;
     if (stat(path, &st) != 0)
       continue;
+    /* The shim takes back a line it could not write whole, so a log that hit
+     * the limit (or filled the disk) ends up to one line short of it: within
+     * LINE_ROOM, the longest line the shim writes in practice. */
+    const unsigned long long LINE_ROOM = 64 << 10;
     struct rlimit rl;
     if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        (unsigned long long)st.st_size >= (unsigned long long)rl.rlim_cur)
+        (unsigned long long)st.st_size + LINE_ROOM >= (unsigned long long)rl.rlim_cur)
       return "it reached the file size limit (ulimit -f)";
     struct statvfs vfs;
-    if (statvfs(path, &vfs) == 0 && vfs.f_bavail == 0)
+    if (statvfs(path, &vfs) == 0 && (unsigned long long)vfs.f_bavail * vfs.f_bsize < LINE_ROOM)
       return "its filesystem is full";
     if (st.st_size > logs->files[i].offset) {
       FILE *f = fopen(path, "r");
@@ -237,10 +241,13 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   cgr_analyse(log, &a);
   res->broken = a.n_broken;
   size_t cuda = cuda_processes(log);
-  fprintf(out, "capguard: %zu process%s used CUDA, %zu capture%s, %s%zu broken%s; %zu call%s "
+  char open[64] = "";
+  if (a.open_at_exit)
+    snprintf(open, sizeof open, ", %zu open at exit", a.open_at_exit);
+  fprintf(out, "capguard: %zu process%s used CUDA, %zu capture%s, %s%zu broken%s%s; %zu call%s "
                "during capture (",
           cuda, cuda == 1 ? "" : "es", a.captures, a.captures == 1 ? "" : "s",
-          a.n_broken ? pal.red : "", a.n_broken, a.n_broken ? pal.reset : "", a.calls,
+          a.n_broken ? pal.red : "", a.n_broken, a.n_broken ? pal.reset : "", open, a.calls,
           a.calls == 1 ? "" : "s");
   cgr_print_event_counts(out, &a);
   fputc(')', out);
@@ -253,6 +260,11 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
     fprintf(out, "capguard: %sthe log is incomplete:%s %s; the counts above are lower bounds\n",
             pal.red, pal.reset, incomplete);
   cg_run_broken_lines(out, &a, pal);
+  if (a.open_unbroken)
+    fprintf(out, "capguard: %zu capture%s still open when %s process exited: no graph was made "
+                 "(the process exited, or was killed, before ending %s); capguard report shows where %s began\n",
+            a.open_unbroken, a.open_unbroken == 1 ? " was" : "s were", a.open_unbroken == 1 ? "its" : "their",
+            a.open_unbroken == 1 ? "it" : "them", a.open_unbroken == 1 ? "it" : "they");
   why_line(out, &a, pal);
   next_line(out, &a, mode, incomplete, pal);
   if (a.loads_refused && a.n_broken && mode == CG_RUN_GUARD) {

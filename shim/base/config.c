@@ -85,8 +85,10 @@ void cg_config_load(void) {
   memset(notes, 0, sizeof notes);
   cg_cfg.mode = CG_RUN_GUARD;
   if ((s = getenv("CAPGUARD_MODE")) && *s && !cg_run_mode_parse(s, &cg_cfg.mode)) {
-    note("CAPGUARD_MODE=%s is not a mode (guard, report, off); using report", s);
-    cg_cfg.mode = CG_RUN_REPORT;
+    /* A typo ("gaurd") keeps the default: falling back to report would turn
+     * protection off, silently, run after run (issue 15). */
+    note("CAPGUARD_MODE=%s is not a mode (guard, report, off); using guard, the default", s);
+    cg_cfg.mode = CG_RUN_GUARD;
   }
   s = getenv("CAPGUARD_LOG");
   cg_cfg.log_path = (s && *s) ? s : NULL;

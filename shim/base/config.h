@@ -1,5 +1,9 @@
 /* capguard's settings, read once from the environment at start-up. A bad
- * value is reported in one line and replaced by its default. */
+ * value is reported in one line and replaced by its default: an unknown
+ * CAPGUARD_MODE keeps guard (protection stays on), an unusable CAPGUARD_LOG
+ * is said at start-up and reports go to stderr only. Each such line is said
+ * once per process, and a child process with the same settings stays quiet
+ * (config.c). capguard run refuses both before it starts the command. */
 #ifndef CAPGUARD_CONFIG_H
 #define CAPGUARD_CONFIG_H
 

@@ -1,26 +1,15 @@
 #include "warn.h"
 
+#include "capguard/write_whole.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
 
+/* stderr may be a file under a size limit too: no SIGXFSZ for the host. */
 int cg_write_all(int fd, const char *buf, size_t len, size_t *written) {
-  size_t done = 0;
-  int err = 0;
-  while (done < len) {
-    ssize_t n = write(fd, buf + done, len - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      err = n < 0 ? errno : ENOSPC;
-      break;
-    }
-    done += (size_t)n;
-  }
-  if (written)
-    *written = done;
-  return err;
+  return cg_write_whole(fd, buf, len, -1, written);
 }
 
 /* A warning is one line, whatever it quotes: values from the environment

@@ -6,6 +6,7 @@
 
 #include "capguard/file_read.h"
 #include "capguard/image.h"
+#include "captures_exit.h"
 #include "config.h"
 #include "driver.h"
 #include "output.h"
@@ -69,6 +70,7 @@ CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
   free(site);
   free(broke);
   cg_policy_run_deferred();
+  cg_priming_refresh_served(false);
   return r;
 }
 
@@ -186,6 +188,8 @@ CUresult cg_guard_load(const cg_load *l) {
 
   if (r == CUDA_SUCCESS && l->out && *l->out)
     e.module = (uint64_t)(uintptr_t)*l->out;
+  if (r == CUDA_SUCCESS && e.module && e.image && e.verdict != CG_VERDICT_SERVED)
+    cg_priming_loaded(*l->out, e.image, l->is_library);
   cg_priming_record(e.image, l->is_library, e.verdict);
   cg_report_and_free(&e, s, &site, NULL);
   free(here);
@@ -241,7 +245,10 @@ void cg_guard_exit(void) {
   cg_summary sum = {.pid = (uint64_t)getpid()};
   sum.captures_begun = cg_captures_begun_total();
   sum.captures_broken = cg_captures_broken();
+  /* Captures still open get their records before the summary counts them. */
+  sum.captures_open = cg_captures_write_open_at_exit();
   cg_report_counts(sum.events, sum.verdicts);
+  cg_priming_refresh_served(true);
   cg_priming_summary(&sum);
   cg_policy_at_exit();
   cg_output_summary(&sum);

@@ -3,20 +3,32 @@
 #include <pthread.h>
 #include <string.h>
 
-/* A fixed table, so counting never allocates inside the host and never grows
+/* Fixed tables, so counting never allocates inside the host and never grows
  * without bound: a start-up loads hundreds of distinct images during
- * capture, not thousands. Past that, counts are unknown and a record says one
- * load (what a version-1 file says). Linear probing on the hash's low bits. */
+ * capture, not thousands. Past TALLY_SLOTS images, counts are unknown and a
+ * record says one load (what a version-1 file says). Past TRACKED_HANDLES
+ * copies alive at once, an unload is not seen and the count stays high:
+ * never lower than what was alive, so the next run is never short. */
 #define TALLY_SLOTS 4096
+#define TRACKED_HANDLES 4096
 
 typedef struct {
   cg_hash128 hash;
   uint64_t size; /* 0: free slot (no image is empty) */
-  uint32_t count[2];
+  uint32_t alive[2], peak[2];
 } tally_slot;
+
+typedef struct {
+  void *handle;
+  uint32_t slot;
+  bool library;
+} tracked;
 
 static pthread_mutex_t tally_lock = PTHREAD_MUTEX_INITIALIZER;
 static tally_slot slots[TALLY_SLOTS];
+static tracked handles[TRACKED_HANDLES]; /* unordered, n_handles used */
+static uint32_t n_handles;
+static uint32_t any_tracked; /* n_handles, read without the lock on the unload path */
 
 static tally_slot *find(cg_hash128 h, uint64_t size, bool insert) {
   for (size_t i = 0, at = h.lo % TALLY_SLOTS; i < TALLY_SLOTS; i++, at = (at + 1) % TALLY_SLOTS) {
@@ -39,9 +51,43 @@ uint32_t cg_tally_add(cg_hash128 hash, uint64_t size, bool library) {
     return 0;
   pthread_mutex_lock(&tally_lock);
   tally_slot *s = find(hash, size, true);
-  uint32_t n = s && s->count[library] < UINT32_MAX ? ++s->count[library] : 0;
+  uint32_t n = 0;
+  if (s && s->alive[library] < UINT32_MAX) {
+    if (++s->alive[library] > s->peak[library])
+      s->peak[library] = s->alive[library];
+    n = s->peak[library];
+  }
   pthread_mutex_unlock(&tally_lock);
   return n;
+}
+
+void cg_tally_handle(void *handle, cg_hash128 hash, uint64_t size, bool library) {
+  if (!handle || !size)
+    return;
+  pthread_mutex_lock(&tally_lock);
+  tally_slot *s = find(hash, size, false);
+  if (s && n_handles < TRACKED_HANDLES) {
+    handles[n_handles++] = (tracked){handle, (uint32_t)(s - slots), library};
+    __atomic_store_n(&any_tracked, n_handles, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&tally_lock);
+}
+
+void cg_tally_unloaded(void *handle) {
+  if (!__atomic_load_n(&any_tracked, __ATOMIC_RELAXED))
+    return;
+  pthread_mutex_lock(&tally_lock);
+  for (uint32_t i = 0; i < n_handles; i++) {
+    if (handles[i].handle != handle)
+      continue;
+    tally_slot *s = &slots[handles[i].slot];
+    if (s->alive[handles[i].library])
+      s->alive[handles[i].library]--;
+    handles[i] = handles[--n_handles];
+    __atomic_store_n(&any_tracked, n_handles, __ATOMIC_RELAXED);
+    break;
+  }
+  pthread_mutex_unlock(&tally_lock);
 }
 
 uint32_t cg_tally_get(cg_hash128 hash, uint64_t size, bool library) {
@@ -49,7 +95,7 @@ uint32_t cg_tally_get(cg_hash128 hash, uint64_t size, bool library) {
     return 0;
   pthread_mutex_lock(&tally_lock);
   tally_slot *s = find(hash, size, false);
-  uint32_t n = s ? s->count[library] : 0;
+  uint32_t n = s ? s->peak[library] : 0;
   pthread_mutex_unlock(&tally_lock);
   return n;
 }
@@ -57,4 +103,6 @@ uint32_t cg_tally_get(cg_hash128 hash, uint64_t size, bool library) {
 void cg_tally_reset(void) {
   pthread_mutex_init(&tally_lock, NULL);
   memset(slots, 0, sizeof slots);
+  n_handles = 0;
+  any_tracked = 0;
 }

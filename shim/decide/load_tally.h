@@ -1,6 +1,9 @@
-/* How many times this process has loaded each image while a capture
- * prohibited it, as a module and as a library. The priming file keeps the
- * most loads one process needed, so the next run preloads that many. */
+/* How many copies of each image this process has had alive at once that
+ * were loaded while a capture prohibited it, as modules and as libraries.
+ * The priming file keeps the most one process needed, so the next run
+ * preloads that many (and reloads a served copy the program unloaded,
+ * priming.c), not one per load: 2,000 captures that each load and unload
+ * one image need one copy, not 2,000 (issue 15, item 10). */
 #ifndef CAPGUARD_LOAD_TALLY_H
 #define CAPGUARD_LOAD_TALLY_H
 
@@ -9,10 +12,15 @@
 
 #include "capguard/image.h"
 
-/* Count one more load of the image (by hash and size); returns the count so
- * far, or 0 when the table is full (then the image's count is unknown). */
+/* One more copy of the image alive (by hash and size); returns the most
+ * alive at once so far, or 0 when the table is full (then it is unknown). */
 uint32_t cg_tally_add(cg_hash128 hash, uint64_t size, bool library);
-/* The count so far, 0 if never counted or unknown. */
+/* The copy just counted by cg_tally_add is handle (a CUmodule or
+ * CUlibrary): its unload makes it one copy fewer. */
+void cg_tally_handle(void *handle, cg_hash128 hash, uint64_t size, bool library);
+/* handle was unloaded (by the driver, now): a copy fewer if it was one. */
+void cg_tally_unloaded(void *handle);
+/* The most copies alive at once so far, 0 if never counted or unknown. */
 uint32_t cg_tally_get(cg_hash128 hash, uint64_t size, bool library);
 /* A forked child is a new process with counts of its own. */
 void cg_tally_reset(void);

@@ -9,10 +9,12 @@
  * other's kernels launchable, including inside graphs already captured).
  * Sharing one module would break both, or need reference counts and faked
  * globals that change what the framework observes. So the priming file keeps
- * the most loads of each image one process needed, the preload makes that
- * many real loads, and each mid-capture load gets one of them: exactly what a
- * fresh load would have given it, made earlier. The cost is memory for copies
- * a run may not use; they are counted as "unused" in the summary. */
+ * the most copies of each image one process had alive at once during
+ * capture (load_tally.h), the preload makes that many real loads, each
+ * mid-capture load gets one of them (exactly what a fresh load would have
+ * given it, made earlier), and a served copy the program unloads is loaded
+ * again before the next begin. The cost is memory for copies a run may not
+ * use; they are counted as "unused" in the summary. */
 #include "priming.h"
 
 #include <pthread.h>
@@ -33,6 +35,7 @@ typedef struct {
   void *handle; /* CUmodule or CUlibrary; NULL when its load failed */
   bool library;
   bool handed_out;
+  bool refill;  /* handed out and since unloaded: loaded again before the next begin */
 } pool_slot;
 
 /* Handles preloaded on one context: record i owns slots first[i] ..
@@ -57,9 +60,23 @@ static bool set_tried;
 /* Set when the file was refused whole or an append failed: the reason was
  * said once, and every later append would only fail and say it again. */
 static bool recording_off;
+/* A served image counts as needed (issue 15, item 5: prune dropped every
+ * image the runs were served, and the next run on 12.2 broke): each record
+ * served in this process is marked when served (REFRESH_PENDING, a store
+ * under prime_lock, nothing more on the capture's path) and its hit written
+ * once per process (REFRESH_DONE) by cg_priming_refresh_served, outside any
+ * capture. */
+enum { REFRESH_NONE, REFRESH_PENDING, REFRESH_DONE };
+static uint8_t *refresh_mark; /* one per record of set */
+static size_t refresh_pending;
+/* Served copies the program has unloaded since (refill): the file asks for
+ * the most copies alive at once, so a copy served, unloaded and needed again
+ * (one load and unload per capture) is loaded again before the next begin. */
+static size_t refill_pending;
+static size_t handed_out_now; /* served copies not yet unloaded: the unload path looks only when > 0 */
 static context_pool pools[MAX_CONTEXTS];
 static size_t n_pools;
-static uint64_t n_loaded, n_served, n_recorded, n_skipped_arch;
+static uint64_t n_loaded, n_served, n_recorded, n_skipped_arch, n_refreshed;
 static unsigned device_sm, skipped_sm;
 
 static bool priming_on(void) { return cg_cfg.mode == CG_RUN_GUARD && cg_cfg.prime_path[0]; }
@@ -194,8 +211,12 @@ static void read_set(void) {
   } else if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
     set = NULL;
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+  } else if (cg_prime_count(set)) {
+    refresh_mark = calloc(cg_prime_count(set), 1); /* NULL: served images are not refreshed */
   }
 }
+
+static void refill(context_pool *p);
 
 void cg_priming_before_begin(void) {
   if (cg_cfg.mode != CG_RUN_GUARD || !cg_drv.CtxGetCurrent)
@@ -208,7 +229,9 @@ void cg_priming_before_begin(void) {
    * prime learn names it): queries that are allowed during capture. */
   if (!device_sm)
     device_sm = (unsigned)device_arch();
-  bool may_preload = priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)));
+  context_pool *have = pool_of(ctx);
+  bool may_preload = priming_on() && ((!have && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)))) ||
+                                      (have && have->slots && refill_pending));
   pthread_mutex_unlock(&prime_lock);
   if (!may_preload)
     return;
@@ -221,7 +244,10 @@ void cg_priming_before_begin(void) {
   pthread_mutex_lock(&prime_lock);
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
-  if (priming_on() && !pool_of(ctx) && n_pools < MAX_CONTEXTS && cg_captures_self_unprohibited()) {
+  have = pool_of(ctx);
+  if (priming_on() && have && have->slots && refill_pending && cg_captures_self_unprohibited())
+    refill(have);
+  else if (priming_on() && !have && n_pools < MAX_CONTEXTS && cg_captures_self_unprohibited()) {
     if (!set_tried)
       read_set();
     if (set && cg_prime_count(set)) {
@@ -254,12 +280,79 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
         s->handed_out = true;
         h = s->handle;
         n_served++;
+        __atomic_add_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
+        if (refresh_mark && refresh_mark[i] == REFRESH_NONE) {
+          refresh_mark[i] = REFRESH_PENDING;
+          __atomic_add_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+        }
         break;
       }
     }
   }
   pthread_mutex_unlock(&prime_lock);
+  if (h)
+    cg_tally_handle(h, image->hash, image->size, library);
   return h;
+}
+
+void cg_priming_loaded(void *handle, const cg_image_info *image, bool library) {
+  if (priming_on())
+    cg_tally_handle(handle, image->hash, image->size, library);
+}
+
+void cg_priming_unloaded(void *handle) {
+  cg_tally_unloaded(handle);
+  if (!__atomic_load_n(&handed_out_now, __ATOMIC_RELAXED))
+    return;
+  pthread_mutex_lock(&prime_lock);
+  size_t n = cg_prime_count(set);
+  for (size_t p = 0; p < n_pools; p++) {
+    if (!pools[p].slots)
+      continue;
+    for (size_t k = 0; k < pools[p].first[n]; k++) {
+      pool_slot *s = &pools[p].slots[k];
+      if (s->handle != handle || !s->handed_out)
+        continue;
+      s->handle = NULL;
+      s->handed_out = false;
+      s->refill = true;
+      refill_pending++;
+      __atomic_sub_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
+      pthread_mutex_unlock(&prime_lock);
+      return;
+    }
+  }
+  pthread_mutex_unlock(&prime_lock);
+}
+
+/* Loads again the served copies that were unloaded, on this context (gated
+ * and under prime_lock, as the preload). */
+static void refill(context_pool *p) {
+  size_t n = cg_prime_count(set);
+  for (size_t i = 0; i < n && refill_pending; i++) {
+    const cg_prime_record *r = cg_prime_get(set, i);
+    for (size_t k = p->first[i]; k < p->first[i + 1]; k++) {
+      pool_slot *s = &p->slots[k];
+      if (!s->refill)
+        continue;
+      s->refill = false;
+      refill_pending--;
+      if (load_one(r, s->library, &s->handle) == CUDA_SUCCESS)
+        n_loaded++;
+      else
+        s->handle = NULL; /* said at the first preload if it fails for good */
+    }
+  }
+}
+
+/* The appender, made on first use (record_lock held). */
+static cg_prime_appender *the_appender(void) {
+  if (!appender) {
+    pthread_mutex_lock(&prime_lock);
+    appender = cg_prime_appender_new(cg_cfg.prime_path, cg_cfg.prime_max, set, warn_line, NULL);
+    pthread_mutex_unlock(&prime_lock);
+  }
+  return appender;
 }
 
 void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
@@ -271,6 +364,17 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
   for (const char *k = cg_image_first_kernel(image); k; k = cg_image_next_kernel(image, k))
     names_len += (uint32_t)strlen(k) + 1;
   uint64_t now = cg_now_ns();
+  /* The hit this writes refreshes the image too: no second one for it. */
+  pthread_mutex_lock(&prime_lock);
+  const cg_prime_record *known =
+      refresh_mark ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
+  if (known) {
+    size_t i = (size_t)(known - cg_prime_get(set, 0));
+    if (refresh_mark[i] == REFRESH_PENDING)
+      __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+    refresh_mark[i] = REFRESH_DONE;
+  }
+  pthread_mutex_unlock(&prime_lock);
   /* An unknown count (the tally is full) records one load: never fewer
    * than the default says. */
   uint32_t loads = cg_tally_get(image->hash, image->size, library);
@@ -292,15 +396,53 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
       .library_loads = library ? loads : 0,
   };
   pthread_mutex_lock(&record_lock);
-  if (!appender) {
-    pthread_mutex_lock(&prime_lock);
-    appender = cg_prime_appender_new(cg_cfg.prime_path, cg_cfg.prime_max, set, warn_line, NULL);
-    pthread_mutex_unlock(&prime_lock);
-  }
-  if (appender && cg_prime_appender_add(appender, &r) == 0)
+  if (the_appender() && cg_prime_appender_add(appender, &r) == 0)
     __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
   else
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&record_lock);
+}
+
+void cg_priming_refresh_served(bool at_exit) {
+  if (!__atomic_load_n(&refresh_pending, __ATOMIC_RELAXED) || !priming_on() || cg_cfg.prime_readonly ||
+      __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
+    return;
+  /* Never while a capture prohibits this thread: that is the capture's path. */
+  if (!at_exit && !cg_captures_self_unprohibited())
+    return;
+  /* Another thread recording holds record_lock: it is left to a later end. */
+  if (at_exit ? pthread_mutex_lock(&record_lock) != 0 : pthread_mutex_trylock(&record_lock) != 0)
+    return;
+  cg_prime_appender *a = the_appender();
+  if (a)
+    cg_prime_appender_nowait(a, !at_exit); /* a busy file: at a later end, or at exit */
+  size_t n = cg_prime_count(set);
+  for (size_t i = 0; a && i < n; i++) {
+    pthread_mutex_lock(&prime_lock);
+    bool pending = refresh_mark && refresh_mark[i] == REFRESH_PENDING;
+    pthread_mutex_unlock(&prime_lock);
+    if (!pending)
+      continue;
+    /* The record as the file has it (its loads, so no loads record is
+     * written): the appender finds its image and appends one hit record. */
+    cg_prime_record r = *cg_prime_get(set, i);
+    r.hits = 1;
+    r.last_ns = cg_now_ns();
+    int rc = cg_prime_appender_add(a, &r);
+    if (rc == 1)
+      break;
+    pthread_mutex_lock(&prime_lock);
+    refresh_mark[i] = REFRESH_DONE;
+    pthread_mutex_unlock(&prime_lock);
+    __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+    if (rc != 0) { /* said by the appender; every later write would fail the same way */
+      __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
+      break;
+    }
+    __atomic_add_fetch(&n_refreshed, 1, __ATOMIC_RELAXED);
+  }
+  if (a)
+    cg_prime_appender_nowait(a, false);
   pthread_mutex_unlock(&record_lock);
 }
 
@@ -326,6 +468,11 @@ void cg_priming_after_fork_child(void) {
   pthread_mutex_init(&record_lock, NULL);
   /* The parent's modules live in the parent's contexts. */
   n_pools = 0;
-  n_loaded = n_served = n_recorded = n_skipped_arch = 0;
+  n_loaded = n_served = n_recorded = n_skipped_arch = n_refreshed = 0;
+  refill_pending = handed_out_now = 0;
+  /* A new process: what it is served is refreshed for it again. */
+  if (refresh_mark)
+    memset(refresh_mark, REFRESH_NONE, cg_prime_count(set));
+  refresh_pending = 0;
   cg_tally_reset();
 }

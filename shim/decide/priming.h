@@ -1,6 +1,6 @@
 /* Priming: images needed during capture are recorded in the priming file;
  * on the next run they are loaded before the first capture begins on a
- * context, as many times as one process needed them, and each load requested
+ * context, as many copies as one process had alive at once, and each load requested
  * mid-capture of identical bytes is served one of them, so no loader call
  * reaches the driver during capture. Module and library loads alike. Guard
  * mode only. */
@@ -17,16 +17,30 @@
  * (once per context, and only while no capture prohibits this thread). */
 void cg_priming_before_begin(void);
 /* A load made while a capture prohibits the thread: counted (the priming file
- * keeps the most loads of each image one process needed), then served with a
+ * keeps the most copies of each image one process had alive at once), then served with a
  * CUmodule (library false) or CUlibrary (library true) preloaded from
  * identical bytes on the current context and not yet handed out, or NULL. */
 void *cg_priming_take(const cg_image_info *image, bool library);
 /* A load made while a capture prohibited the thread, and what came of it:
- * its image is recorded in the priming file (guard mode), with the loads of
- * it this process has made during capture so far, unless it was served from
+ * its image is recorded in the priming file (guard mode), with the most copies
+ * of it this process has had alive at once during capture, unless it was served from
  * the file already, or failed for the driver's own reasons (a bad image would
  * only fail again), or is no image capguard knows. */
 void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v);
+/* A load made while a capture prohibited the thread, not served, that the
+ * driver answered with handle: counted alive until it is unloaded. */
+void cg_priming_loaded(void *handle, const cg_image_info *image, bool library);
+/* handle was unloaded by the driver (whenever: the wrapper's thunk or its
+ * direct call): one copy fewer alive, and a served copy is loaded again
+ * before the next capture begins. */
+void cg_priming_unloaded(void *handle);
+/* Write a hit for each image this process was served and has not yet
+ * refreshed, so that prune counts it as needed: once per process and image,
+ * under the file's lock, never while a capture prohibits the calling thread.
+ * After a capture's end (at_exit false) it does not wait: a file another
+ * process holds locked, or a thread busy recording, leaves it for a later
+ * end; at exit it waits as an append does. */
+void cg_priming_refresh_served(bool at_exit);
 void cg_priming_summary(cg_summary *s);
 void cg_priming_after_fork_child(void);
 

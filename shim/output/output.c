@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "capguard/image.h"
+#include "capguard/log_file.h"
+#include "capguard/write_whole.h"
 #include "config.h"
 #include "seen_set.h"
 #include "warn.h"
@@ -25,10 +27,12 @@ static char log_path[4096];   /* CAPGUARD_LOG with %p expanded */
 static int process_written;
 static uint64_t repeats_hidden;
 static uint64_t broken_hidden; /* broken captures not reprinted (same begin, same offender) */
-/* The log lost a line (short write, ENOSPC, EIO): warned about once, then no
- * more lines are written, so the log holds whole lines and a known gap. */
+/* The log lost a line (short write, ENOSPC, EFBIG, EIO): warned about once,
+ * then no more lines are written, so the log holds whole lines and a known
+ * gap. The part of a line a failed write left is cut off again
+ * (cg_append_whole), so the log ends on a whole line, as log-format.md says. */
 static int log_failed;
-static int log_cut_mid_line;  /* the failed write left part of a line behind */
+static int log_cut_mid_line;  /* a failed write left part of a line that could not be taken back */
 static uint64_t lines_lost;
 /* Calls guard mode handled as its job (routine verdicts: served, deferred,
  * not ready): one line per verdict per process on stderr, then counted. */
@@ -48,12 +52,12 @@ static void log_line(const char *buf, size_t len) {
     __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
     return;
   }
-  size_t done = 0;
-  int err = cg_write_all(log_fd, buf, len, &done);
+  int torn = 0;
+  int err = cg_append_whole(log_fd, buf, len, &torn);
   if (!err)
     return;
   __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
-  if (done)
+  if (torn)
     __atomic_store_n(&log_cut_mid_line, 1, __ATOMIC_RELAXED);
   if (__atomic_exchange_n(&log_failed, 1, __ATOMIC_ACQ_REL) == 0)
     cg_warn("cannot write to the log %s (%s): the log is incomplete from here on; "
@@ -113,23 +117,18 @@ __attribute__((format(printf, 1, 2))) static void log_warn(const char *fmt, ...)
     setenv(LOG_MARK, mark, 1);
 }
 
-/* Only a regular file is a log: a FIFO (or a device) could block the host in
- * open or write, so it is opened non-blocking and refused with one warning. */
+/* The log is opened under the priming file's rules (capguard/log_file.h):
+ * no symbolic link followed, a regular file only (a FIFO or device could
+ * block the host in open or write), ours and writable by nobody else. */
 static void open_log(void) {
   if (expand_log_path(cg_cfg.log_path, log_path, sizeof log_path) != 0) {
     log_warn("log path %.200s... is too long; reporting on stderr only", cg_cfg.log_path);
     return;
   }
-  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+  char why[256];
+  int fd = cg_log_open(log_path, why, sizeof why);
   if (fd < 0) {
-    log_warn("cannot open log %s (%s); reporting on stderr only", log_path,
-            errno == ENXIO ? "a FIFO with no reader: not a regular file" : strerror(errno));
-    return;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    log_warn("log %s is not a regular file; reporting on stderr only", log_path);
+    log_warn("cannot open log %s: it %s; reporting on stderr only", log_path, why);
     return;
   }
   log_fd = fd;
@@ -384,9 +383,10 @@ void cg_output_summary(cg_summary *s) {
   if (n >= sizeof buf - (size_t)(at - buf))
     return;
   n += (size_t)(at - buf);
-  if (lost)
-    cg_write_all(log_fd, buf, n, NULL);
-  else
+  if (lost) {
+    int torn = 0;
+    cg_append_whole(log_fd, buf, n, &torn);
+  } else
     log_line(buf, n);
 }
 

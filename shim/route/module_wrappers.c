@@ -3,6 +3,7 @@
  * each is one atomic load and a call to the driver; while something
  * captures, guard.c decides. */
 #include "guard.h"
+#include "priming.h"
 
 #include "wrapper.h"
 
@@ -71,8 +72,11 @@ static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
 #define CG_PP_HANDLE_OF(t, n) (t)h
 #define CG_WRAP_UNLOAD(cname, sname, ep, params, handle, library)                                 \
   static CUresult cname##_invoke(void *h) {                                                        \
-    return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(                                       \
+    CUresult r_ = ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(                                \
         CG_PP_PAIRS(CG_PP_HANDLE_OF, CG_PP_COMMA, params));                                        \
+    if (r_ == CUDA_SUCCESS)                                                                        \
+      cg_priming_unloaded(h);                                                                      \
+    return r_;                                                                                     \
   }                                                                                                \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
     CG_REAL_OR_RETURN(ep, params, real);                                                           \
@@ -82,6 +86,8 @@ static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
         CUresult r_ = real(CG_ARGS(params));                                                       \
         if (gated_)                                                                                \
           cg_gate_unlock();                                                                        \
+        if (r_ == CUDA_SUCCESS && cg_cfg.mode == CG_RUN_GUARD)                                     \
+          cg_priming_unloaded((void *)(handle));                                                   \
         return passed(r_, ep, true);                                                               \
       }                                                                                            \
     }                                                                                              \

@@ -3,11 +3,15 @@
  *   prime_fixture FILE SEED SIZE [HITS [DAYS-AGO]]
  * The image is SIZE pseudo-random bytes picked by SEED, kind 1 + SEED % 3,
  * sm_(80 + SEED % 10), kernels kern_SEED_a and kern_SEED_b; it was last needed
- * DAYS-AGO days ago (default 0). Prints the image's 32-digit hash. */
+ * DAYS-AGO days ago (default 0). Prints the image's 32-digit hash.
+ *   prime_fixture --age FILE DAYS
+ * rewrites FILE with every image last (and first) needed DAYS days ago, as
+ * if no run had needed it since: for the prune tests. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "capguard/prime_file.h"
@@ -17,7 +21,29 @@ static void warn_line(void *ctx, const char *line) {
   fprintf(stderr, "%s\n", line);
 }
 
+static int age(const char *path, uint64_t days) {
+  cg_prime_set *set = NULL;
+  if (cg_prime_load(path, &set, warn_line, NULL) != 0)
+    return 1;
+  size_t n = cg_prime_count(set);
+  cg_prime_record *recs = calloc(n ? n : 1, sizeof *recs);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t then = ((uint64_t)ts.tv_sec - days * 86400u) * 1000000000u;
+  for (size_t i = 0; i < n; i++) {
+    recs[i] = *cg_prime_get(set, i);
+    recs[i].first_ns = recs[i].last_ns = then;
+  }
+  /* the set's bytes stay mapped from the old file while the new one is written */
+  int rc = unlink(path) != 0 || cg_prime_add_records(path, recs, n, warn_line, NULL) != 0;
+  free(recs);
+  cg_prime_free(set);
+  return rc;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && !strcmp(argv[1], "--age"))
+    return age(argv[2], strtoull(argv[3], NULL, 10));
   if (argc < 4 || argc > 6) {
     fprintf(stderr, "usage: prime_fixture FILE SEED SIZE [HITS [DAYS-AGO]]\n");
     return 2;

@@ -33,7 +33,7 @@ class ConfigWarnings(unittest.TestCase):
         p = run_sh(SCRIPT, clean_env(CAPGUARD_MODE="bogus"))
         self.assertEqual(p.returncode, 0)
         lines = capguard_lines(p.stderr)
-        self.assertEqual(lines, ["capguard: CAPGUARD_MODE=bogus is not a mode (guard, report, off); using report"])
+        self.assertEqual(lines, ["capguard: CAPGUARD_MODE=bogus is not a mode (guard, report, off); using guard, the default"])
 
     def test_an_unusable_log_is_said_once_per_process_tree(self):
         with tempfile.TemporaryDirectory() as tmp:

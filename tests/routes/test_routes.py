@@ -150,7 +150,7 @@ class Report(unittest.TestCase):
 class Robustness(unittest.TestCase):
     def test_bad_mode_warns_and_reports(self):
         r = run_probe(["--op", "load", "--image", CUBIN], driver=13000, env_extra={"CAPGUARD_MODE": "bogus"})
-        self.assertIn("CAPGUARD_MODE=bogus is not a mode (guard, report, off); using report", r.stderr)
+        self.assertIn("CAPGUARD_MODE=bogus is not a mode (guard, report, off); using guard, the default", r.stderr)
         self.assertEqual(len(r.events), 1)
 
     def test_summary_line_can_be_turned_off(self):

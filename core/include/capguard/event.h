@@ -52,6 +52,7 @@ typedef struct {
 typedef struct {
   uint64_t pid;
   uint64_t captures_begun, captures_broken;
+  uint64_t captures_open; /* still open when the process exited (each has its capture record) */
   uint64_t events[CG_EV_KIND_COUNT];
   uint64_t verdicts[CG_VERDICT_COUNT];
   uint64_t primed_loaded, primed_served, primed_unused, recorded;

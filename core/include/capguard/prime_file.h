@@ -27,7 +27,7 @@ typedef struct {
   const char *kernel_names; /* n_kernels NUL-terminated names back to back */
   uint64_t hits;          /* how often it was needed during capture */
   uint64_t first_ns, last_ns; /* CLOCK_REALTIME when first and last needed */
-  /* The most loads of these bytes one process made during capture, as a
+  /* The most copies of these bytes one process had alive at once, loaded during capture, as a
    * module (cuModuleLoad*) and as a library (cuLibraryLoad*): the next run
    * preloads that many of each. 0 and 0 in a record handed to append means
    * the default of a version-1 file without loads records: 1 module, 0
@@ -73,6 +73,10 @@ typedef struct cg_prime_appender cg_prime_appender;
 cg_prime_appender *cg_prime_appender_new(const char *path, uint64_t max_bytes, const cg_prime_set *seed,
                                          cg_prime_warn_fn warn, void *ctx);
 int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r);
+/* With on, an append whose lock another process holds returns 1 at once
+ * (nothing written, nothing said) instead of waiting: for work that can as
+ * well be done at a later moment. */
+void cg_prime_appender_nowait(cg_prime_appender *a, bool on);
 void cg_prime_appender_free(cg_prime_appender *a);
 
 /* The priming file's path: prime ($CAPGUARD_PRIME), else

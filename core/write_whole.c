@@ -1,0 +1,87 @@
+/* Why SIGXFSZ is blocked and the one our write raised is consumed, rather
+ * than the limit checked beforehand (capguard/write_whole.h).
+ *
+ * A write at or past RLIMIT_FSIZE makes the kernel send SIGXFSZ to the
+ * calling thread (send_sig to current: thread-directed) and fail with EFBIG;
+ * the default action kills the process (issue 15: exit 153 under ulimit -f 8,
+ * in a program that exits 0 without capguard). Checking getrlimit and the
+ * file's size first cannot be made right: another process (or thread) may
+ * append to the same log between the check and the write, and another
+ * thread may raise or lower the limit, so the write can still cross it.
+ * Installing a handler or SIG_IGN would change the host's own disposition.
+ *
+ * So for the length of the write the calling thread blocks SIGXFSZ
+ * (pthread_sigmask: this thread only, restored after; the host's handler is
+ * never touched). If our write then failed with EFBIG, the kernel left a
+ * SIGXFSZ pending on this thread, and sigtimedwait with a zero timeout takes
+ * it back before the mask is restored. It is taken only when none was
+ * pending before the write: standard signals do not queue, so if the host
+ * already had one pending (blocked by the host itself), ours merged into it,
+ * and the host gets exactly the one it would have got without capguard.
+ * sigtimedwait takes a thread's own pending signals before the process's,
+ * so a SIGXFSZ someone sent the whole process with kill() during the write
+ * stays pending and is delivered when the mask is restored. (EFBIG without
+ * a signal exists only at the file system's own size limit, exabytes on
+ * Linux; only then could a process-directed SIGXFSZ sent in that same
+ * instant be taken.) */
+#include "capguard/write_whole.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int cg_write_whole(int fd, const void *buf, size_t len, int64_t off, size_t *done_out) {
+  sigset_t xfsz, old, pending;
+  sigemptyset(&xfsz);
+  sigaddset(&xfsz, SIGXFSZ);
+  bool masked = pthread_sigmask(SIG_BLOCK, &xfsz, &old) == 0;
+  bool had_pending = masked && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+  const char *p = buf;
+  size_t done = 0;
+  int err = 0;
+  while (done < len) {
+    ssize_t n = off < 0 ? write(fd, p + done, len - done)
+                        : pwrite(fd, p + done, len - done, (off_t)(off + (int64_t)done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : ENOSPC;
+      break;
+    }
+    done += (size_t)n;
+  }
+  if (masked && err == EFBIG && !had_pending) {
+    static const struct timespec now = {0, 0};
+    while (sigtimedwait(&xfsz, NULL, &now) < 0 && errno == EINTR) {
+    }
+  }
+  if (masked)
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (done_out)
+    *done_out = done;
+  return err;
+}
+
+/* After a write that stopped part way, the descriptor's position (O_APPEND:
+ * the end of what this write put there) says where our part ends. It is cut
+ * off only while it is still the file's end: a line another writer appended
+ * after it must not be cut. On a full disk or at the size limit nobody else
+ * can append either, so the part is taken back in practice; when it cannot
+ * be, the caller knows (torn) and starts its next line on a fresh one. */
+int cg_append_whole(int fd, const void *buf, size_t len, int *torn) {
+  size_t done = 0;
+  *torn = 0;
+  int err = cg_write_whole(fd, buf, len, -1, &done);
+  if (!err || !done)
+    return err;
+  off_t end = lseek(fd, 0, SEEK_CUR);
+  struct stat st;
+  if (end >= (off_t)done && fstat(fd, &st) == 0 && st.st_size == end && ftruncate(fd, end - (off_t)done) == 0)
+    return err;
+  *torn = 1;
+  return err;
+}
