@@ -1,5 +1,6 @@
 /* The hot path with nothing capturing: what capguard's wrappers of
- * cuEventRecord, cuEventQuery and cuStreamQuery cost over the driver's own
+ * cuEventRecord, cuEventQuery, cuStreamQuery and cuLaunchKernel (an empty
+ * kernel from a PTX image, on a created stream) cost over the driver's own
  * calls, measured in ONE process, interleaved round by round:
  *   driver    dlopen("libcuda.so.1") + dlsym: the driver's own entry points
  *             (this program must NOT run with capguard preloaded: a preloaded
@@ -25,9 +26,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_ROUNDS = 1001, NCALLS = 3 };
+enum { MAX_ROUNDS = 1001, NCALLS = 4 };
 
-static const char *const names[NCALLS] = {"cuEventRecord", "cuEventQuery", "cuStreamQuery"};
+static const char *const names[NCALLS] = {"cuEventRecord", "cuEventQuery", "cuStreamQuery", "cuLaunchKernel"};
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void **, void **);
+/* The kernel launched: does nothing (any driver JIT-compiles PTX for its GPU). */
+static const char nop_ptx[] = ".version 7.0\n.target sm_50\n.address_size 64\n"
+                              ".visible .entry cg_bench_nop()\n{\n\tret;\n}\n";
+static CUfunction nop;
 
 typedef CUresult (*record_fn)(CUevent, CUstream);
 typedef CUresult (*query_event_fn)(CUevent);
@@ -64,10 +72,16 @@ static double time_calls(int which, void *p, long iters) {
       acc |= f(ev);
     break;
   }
-  default: {
+  case 2: {
     query_stream_fn f = (query_stream_fn)p;
     for (long i = 0; i < iters; i++)
       acc |= f(st);
+    break;
+  }
+  default: {
+    launch_fn f = (launch_fn)p;
+    for (long i = 0; i < iters; i++)
+      acc |= f(nop, 1, 1, 1, 1, 1, 1, 0, st, NULL, NULL);
     break;
   }
   }
@@ -117,6 +131,15 @@ int main(int argc, char **argv) {
   CUresult (*event_create)(CUevent *, unsigned) = tk_driver_get("cuEventCreate");
   if ((r = event_create(&ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
     fprintf(stderr, "bench_hot_calls: cuEventCreate failed (CUresult %d)\n", (int)r);
+    return 2;
+  }
+
+  CUresult (*load_data)(CUmodule *, const void *) = tk_driver_get("cuModuleLoadData");
+  CUresult (*get_function)(CUfunction *, CUmodule, const char *) = tk_driver_get("cuModuleGetFunction");
+  CUmodule nop_module;
+  if ((r = load_data(&nop_module, nop_ptx)) != CUDA_SUCCESS ||
+      (r = get_function(&nop, nop_module, "cg_bench_nop")) != CUDA_SUCCESS) {
+    fprintf(stderr, "bench_hot_calls: loading the empty kernel failed (CUresult %d)\n", (int)r);
     return 2;
   }
 

@@ -299,6 +299,19 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
                   "recorded in a still-capturing stream, where the driver would answer 907 and break "
                   "the capture");
     return;
+  case CG_VERDICT_ESCAPED:
+    if (e->kind == CG_EV_PAGEABLE_COPY)
+      cg_out_str(o, "captured from pageable host memory: each replay of the graph copies whatever "
+                    "that host memory holds then, not what it held now");
+    else
+      cg_out_str(o, "run now by the driver, outside the graph (only non-blocking streams capture): "
+                    "replaying the graph will not do it");
+    return;
+  case CG_VERDICT_BROKE:
+    cg_out_str(o, "named by the driver's own log as the call that broke the capture, error ");
+    put_result_words(o, err);
+    cg_out_str(o, now_broken);
+    return;
   case CG_VERDICT_COUNT:
     break;
   }

@@ -7,6 +7,7 @@
 #include "live_captures.h"
 #include "config.h"
 #include "driver.h"
+#include "driver_log.h"
 #include "guard.h"
 #include "output.h"
 #include "policy.h"
@@ -33,6 +34,7 @@ __attribute__((constructor(101))) static void capguard_init(void) {
   cg_config_load();
   if (cg_cfg.mode == CG_RUN_OFF)
     return;
+  cg_driver_set_log_callback(cg_driver_log_callback);
   cg_output_open_log();
   cg_captures_init();
   cg_stack_init();

@@ -243,6 +243,40 @@ static void print_sites(FILE *out, const cgr_analysis *a, cg_palette pal) {
   }
 }
 
+/* Work that escaped a capture (verdict escaped): the driver said ok, but the
+ * graph will not do it (legacy-stream work run once, outside the graph) or
+ * will read host memory as it is at replay (a captured copy from pageable
+ * memory). Grouped by kind, call and site, with how many were logged. */
+static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
+  const cgl_log *log = a->log;
+  fprintf(out, "\n%sEscaped captures%s (the driver said ok, the graph will not do what the program "
+               "meant; calls: logged there)\n", pal.bold, pal.reset);
+  fprintf(out, "  %5s  %-14s %-22s %s\n", "calls", "kind", "call", "site");
+  for (size_t i = 0; i < log->n_evs; i++) {
+    const cgl_event *e = &log->evs[i];
+    if (e->verdict != CG_VERDICT_ESCAPED)
+      continue;
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; j++) {
+      const cgl_event *f = &log->evs[j];
+      seen = f->verdict == CG_VERDICT_ESCAPED && f->kind == e->kind && f->call == e->call && f->site == e->site;
+    }
+    if (seen)
+      continue;
+    size_t n = 0;
+    for (size_t j = i; j < log->n_evs; j++) {
+      const cgl_event *f = &log->evs[j];
+      n += f->verdict == CG_VERDICT_ESCAPED && f->kind == e->kind && f->call == e->call && f->site == e->site;
+    }
+    fprintf(out, "  %5zu  %-14s %-22s %s\n", n, cg_event_kind_name(e->kind), e->call ? e->call : "?",
+            e->site && e->site[0] ? e->site : "(unknown site)");
+  }
+  fprintf(out, "  %slegacy-stream: run once, now, outside the graph: replays will not do it (use the "
+               "capturing stream, or make it before the capture); pageable-copy: each replay copies "
+               "that host memory as it is then (copy from page-locked memory)%s\n",
+          pal.dim, pal.reset);
+}
+
 void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   fprintf(out, "capguard report: %zu log%s, %zu process%s, %zu capture%s, %s%zu broken%s",
@@ -273,6 +307,8 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
     print_processes(out, a, pal);
   if (a->n_broken)
     print_broken(out, a, pal);
+  if (a->verdicts[CG_VERDICT_ESCAPED])
+    print_escapes(out, a, pal);
   if (a->open_unbroken)
     print_open(out, a, pal);
   if (a->n_kernels)

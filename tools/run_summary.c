@@ -260,6 +260,10 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
     fprintf(out, "capguard: %sthe log is incomplete:%s %s; the counts above are lower bounds\n",
             pal.red, pal.reset, incomplete);
   cg_run_broken_lines(out, &a, pal);
+  if (a.verdicts[CG_VERDICT_ESCAPED])
+    fprintf(out, "capguard: %s%zu call%s escaped a capture%s: the driver said ok, but the graph will not do "
+                 "what the program meant (see \"Escaped captures\" in capguard report)\n",
+            pal.bold, a.verdicts[CG_VERDICT_ESCAPED], a.verdicts[CG_VERDICT_ESCAPED] == 1 ? "" : "s", pal.reset);
   if (a.open_unbroken)
     fprintf(out, "capguard: %zu capture%s still open when %s process exited: no graph was made "
                  "(the process exited, or was killed, before ending %s); capguard report shows where %s began\n",

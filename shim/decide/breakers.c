@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "forks.h"
 #include "policy.h"
 #include "report.h"
 
@@ -26,16 +27,14 @@ static bool try_defer(const cg_call *c, cg_hit *hit, bool *judged) {
   return queued;
 }
 
-static bool is_refusal(CUresult r) {
-  return r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT;
-}
+static bool is_refusal(CUresult r) { return cg_report_verdict_of(r) == CG_VERDICT_REFUSED; }
 
 /* A refusal capguard did not foresee: named with the capture that now
  * prohibits the call, not marked (the capture the driver saw may have
  * ended since, and the driver's own end reports the one it broke). */
 static void report_unforeseen(const cg_call *c, CUresult r) {
   cg_hit hit;
-  cg_captures_judge(c->rule, c->target, c->ptsz, &hit);
+  cg_captures_judge_aux(c->rule, c->target, c->ptsz, c->aux, &hit);
   cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
   cg_report_refusal_and_free(&e, NULL, &hit.site, r, "a refused call's report");
@@ -74,6 +73,17 @@ static CUresult decide(const cg_call *c, const cg_hit *hit, cg_verdict *v, int *
   return r;
 }
 
+/* A wait on an event recorded in a capture: a stream outside every capture
+ * is forked into it (where, remembered for an end refused with 904); a
+ * stream of the capture joins back the fork that recorded the event. */
+static void note_fork_or_join(const cg_call *c, const cg_hit *hit) {
+  if (hit->stream_captures)
+    cg_fork_joined(hit->event_capture, c->aux);
+  else
+    cg_fork_add(hit->event_capture, cg_stream_key((CUstream)(uintptr_t)c->target, c->ptsz), cg_ep_name[c->ep],
+                cg_begin_site_take());
+}
+
 CUresult cg_breaker_call(const cg_call *c) {
   cg_hit hit;
   bool judged = false;
@@ -87,14 +97,25 @@ CUresult cg_breaker_call(const cg_call *c) {
     v = deferred_verdict(c->fix);
   } else {
     if (!judged)
-      cg_captures_judge(c->rule, c->target, c->ptsz, &hit);
+      cg_captures_judge_aux(c->rule, c->target, c->ptsz, c->aux, &hit);
     if (hit.cls == CG_HIT_NONE) { /* no capture forbids it: the driver's business */
       r = c->invoke(c->args);
+      if (c->rule == CG_RULE_WAIT_EVENT && hit.event_capture && r == CUDA_SUCCESS)
+        note_fork_or_join(c, &hit);
       if (__builtin_expect(is_refusal(r), 0))
         report_unforeseen(c, r);
       return r;
     }
     r = decide(c, &hit, &v, &driver_result);
+    /* Third-matrix rules: what the driver let through is news only when it
+     * escaped the calling thread's own capture (run now, not in replay); a
+     * wait on an event never recorded, or legacy-stream work the driver
+     * took after all, is nothing to report. */
+    if (v == CG_VERDICT_ALLOWED && c->rule >= CG_RULE_LEGACY) {
+      if (hit.cls != CG_HIT_ESCAPE && hit.cls != CG_HIT_PAGEABLE)
+        return r;
+      v = CG_VERDICT_ESCAPED;
+    }
   }
 
   /* Where the call was made: the first offender's line if it broke the
@@ -102,17 +123,19 @@ CUresult cg_breaker_call(const cg_call *c) {
    * held (a backtrace may take the loader's lock). */
   cg_begin_site *here = cg_begin_site_take();
   if (cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS)) {
-    cg_break b = cg_break_of(cg_ep_name[c->ep], c->kind, v, r, here);
+    cg_break b = cg_break_of(cg_ep_name[c->ep], hit.cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind, v, r, here);
     cg_captures_break(&hit, &b, false);
     hit.first.status = CG_CAPTURE_INVALIDATED;
   }
-  if (!cg_report_first_sighting(cg_ep_name[c->ep], c->kind, v, hit.first.id, here)) {
+  if (!cg_report_first_sighting(cg_ep_name[c->ep], hit.cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind, v,
+                                hit.first.id, here)) {
     cg_captures_count_repeat(&hit);
     free(here);
     return r;
   }
   free(here);
-  cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .verdict = v, .result = (int)r,
+  cg_event_kind kind = hit.cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind;
+  cg_event e = {.kind = kind, .call = cg_ep_name[c->ep], .verdict = v, .result = (int)r,
                 .driver_result = driver_result, .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
   cg_report_and_free(&e, NULL, &hit.site, "a call's report");

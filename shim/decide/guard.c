@@ -1,4 +1,5 @@
 #include "guard.h"
+#include "forks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,12 @@ CUresult cg_capture_end_leave(uint64_t key, CUresult r, CUgraph *graph) {
   }
   cg_begin_site *site = closed.user;
   cg_break *broke = closed.broken_by;
+  /* An end refused with 904 or 908 names its own cause (forks.c). */
+  cg_break *end_cause = cg_end_offender(closed.id, r);
+  if (!broke)
+    broke = end_cause;
+  else
+    free(end_cause);
   char began[512], where[512];
   cg_begin_site_text(site, began, sizeof began);
   cg_offender off;

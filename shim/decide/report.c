@@ -48,7 +48,8 @@ void cg_report(cg_event *e, cg_report_scratch *s) {
 cg_verdict cg_report_verdict_of(CUresult r) {
   if (r == CUDA_SUCCESS)
     return CG_VERDICT_ALLOWED;
-  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT)
+  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT ||
+      r == CUDA_ERROR_STREAM_CAPTURE_ISOLATION || r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
     return CG_VERDICT_REFUSED;
   return CG_VERDICT_FAILED;
 }

@@ -61,6 +61,25 @@ bool cg_driver_loaded(void) {
 
 static void *sym(void *h, const char *name) { return h ? cg_real_dlsym(h, name) : NULL; }
 
+/* The driver's log (drivers 12.9 and later) names every call it refuses,
+ * wrapped or not (decide/driver_log.c, handed over by init.c: no floor calls
+ * up). Registered once, here, at the first driver
+ * use: a call allowed at any time, capture or not. The program's own
+ * callbacks are the driver's to call: they keep receiving everything. */
+static CUlogsCallback log_callback;
+void cg_driver_set_log_callback(CUlogsCallback cb) { log_callback = cb; }
+
+static void register_log_callback(void *h, int version) {
+  if (version < 12090 || cg_cfg.mode == CG_RUN_OFF || !log_callback)
+    return;
+  CUresult (*reg)(CUlogsCallback, void *, CUlogsCallbackHandle *) =
+      (CUresult(*)(CUlogsCallback, void *, CUlogsCallbackHandle *))sym(h, "cuLogsRegisterCallback");
+  CUlogsCallbackHandle handle;
+  if (reg && reg(log_callback, NULL, &handle) != CUDA_SUCCESS)
+    cg_warn("the driver's log callback could not be registered; calls capguard does not wrap will "
+            "not be named");
+}
+
 static void resolve(void) {
   if (cg_real_dlsym_resolve()) {
     cg_warn("glibc's dlsym not found; passing every call through untouched");
@@ -87,6 +106,9 @@ static void resolve(void) {
   cg_drv.LibraryGetModule = (CUresult(*)(CUmodule *, CUlibrary))sym(h, "cuLibraryGetModule");
   cg_drv.StreamGetCaptureInfo =
       (CUresult(*)(CUstream, CUstreamCaptureStatus *, cuuint64_t *))sym(h, "cuStreamGetCaptureInfo");
+  cg_drv.StreamGetFlags = (CUresult(*)(CUstream, unsigned int *))sym(h, "cuStreamGetFlags");
+  cg_drv.PointerGetAttribute =
+      (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))sym(h, "cuPointerGetAttribute");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;
@@ -97,6 +119,7 @@ static void resolve(void) {
   for (int i = 0; i < CG_EP_COUNT; i++)
     __atomic_store_n(&cg_ep_real[i], real[i], __ATOMIC_RELEASE);
   cg_output_process(v);
+  register_log_callback(h, v);
 }
 
 bool cg_driver_ready(void) {

@@ -21,6 +21,8 @@ typedef struct {
   /* the first version's three parameters (status, id): every driver since
    * CUDA 10.1 exports it, and torch's cudart asks for it */
   CUresult (*StreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus *, cuuint64_t *);
+  CUresult (*StreamGetFlags)(CUstream, unsigned int *);
+  CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;
@@ -39,6 +41,11 @@ int cg_driver_version(void);
 bool cg_driver_rules_loads(void);
 /* The version whose rules apply: CAPGUARD_EMULATE_DRIVER if set, else the driver's. */
 int cg_effective_driver_version(void);
+
+/* The driver's log callback to register at the first driver use (drivers
+ * 12.9 and later; decide/driver_log.c's, set by init.c before any driver
+ * use): a pointer handed down, so that this floor calls nothing above it. */
+void cg_driver_set_log_callback(CUlogsCallback cb);
 
 /* The wrapper for a pointer the driver handed out (cuGetProcAddress, dlsym),
  * found by comparing it with the driver's own exported pointers; p itself if

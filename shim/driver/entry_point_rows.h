@@ -11,7 +11,7 @@
  *
  *   X(FAMILY, name, (type, param, type, param, ...), traits...)
  *
- * The parameters are the driver's, as (type, name) pairs, at most 8. The
+ * The parameters are the driver's, as (type, name) pairs, at most 11. The
  * traits say what the family's wrapper needs to know, as expressions over
  * the parameters:
  *   GETPROC        pfn:    where the driver writes the pointer (swapped for
@@ -30,6 +30,14 @@
  *   DEFERRABLE     kind, fix: a BREAKER on one handle (its one parameter)
  *                  that guard mode may defer until the capture ends
  *   EVENT_RECORD   event, stream, ptsz
+ *   STREAM_WORK    kind, rule (cg_rule: CG_RULE_LEGACY, CG_RULE_WAIT_EVENT,
+ *                  CG_RULE_CAPTURING or CG_RULE_COPY_ASYNC), stream (the
+ *                  stream the work goes to; 0 for the synchronous copies and
+ *                  memsets, which use the legacy stream), ptsz, aux (the
+ *                  event a wait waits on, a copy's host source, or 0).
+ *                  With nothing capturing, or on a stream the rule cannot
+ *                  touch, the wrapper jumps straight to the driver
+ *                  (route/stream_work_wrappers.c).
  * The breakers' rules are the measured matrices (capture-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */
@@ -74,7 +82,8 @@
   X(LOAD, cuLibraryLoadFromFile, (CUlibrary *, lib, const char *, fname, CG_LIBRARY_LOAD_OPTIONS), NULL,    \
     fname, true, lib)                                                                                     \
   X(UNLOAD, cuLibraryUnload, (CUlibrary, lib), lib, true)                                                \
-  CG_BREAKER_ROWS(X)
+  CG_BREAKER_ROWS(X)                                                                                      \
+  CG_STREAM_WORK_ROWS(X)
 
 /* Traits shared by rows (a row's name itself is never passed through a
  * helper macro: see entry_points.h). */
@@ -122,5 +131,57 @@
     stream, false)                                                                                       \
   X(EVENT_RECORD, cuEventRecordWithFlags_ptsz, (CUevent, event, CUstream, stream, unsigned int, flags),    \
     event, stream, true)
+
+/* Work on streams (third matrix): launches, copies and memsets on the legacy
+ * stream while a stream of the context captures (906 when a blocking one does;
+ * run once, outside the graph, when only non-blocking ones do), waits on an
+ * event recorded outside the capture (905), graph launches into a capture (900). */
+#define CG_LAUNCH_PARAMS(stream_t)                                                                      \
+  (CUfunction, f, unsigned int, gx, unsigned int, gy, unsigned int, gz, unsigned int, bx, unsigned int, by, \
+   unsigned int, bz, unsigned int, shmem, stream_t, stream, void **, params, void **, extra)
+#define CG_COOP_PARAMS                                                                                  \
+  (CUfunction, f, unsigned int, gx, unsigned int, gy, unsigned int, gz, unsigned int, bx, unsigned int, by, \
+   unsigned int, bz, unsigned int, shmem, CUstream, stream, void **, params)
+#define CG_LEGACY_TRAITS(stream, ptsz) CG_EV_LEGACY_STREAM, CG_RULE_LEGACY, stream, ptsz, 0
+#define CG_SYNC_COPY_TRAITS CG_LEGACY_TRAITS(0, false)
+#define CG_LAUNCH_EX_STREAM (config ? config->hStream : NULL)
+
+#define CG_STREAM_WORK_ROWS(X)                                                                          \
+  X(STREAM_WORK, cuLaunchKernel, CG_LAUNCH_PARAMS(CUstream), CG_LEGACY_TRAITS(stream, false))            \
+  X(STREAM_WORK, cuLaunchKernel_ptsz, CG_LAUNCH_PARAMS(CUstream), CG_LEGACY_TRAITS(stream, true))        \
+  X(STREAM_WORK, cuLaunchKernelEx, (const CUlaunchConfig *, config, CUfunction, f, void **, params, void **, extra), \
+    CG_LEGACY_TRAITS(CG_LAUNCH_EX_STREAM, false))                                                       \
+  X(STREAM_WORK, cuLaunchKernelEx_ptsz,                                                                 \
+    (const CUlaunchConfig *, config, CUfunction, f, void **, params, void **, extra),                   \
+    CG_LEGACY_TRAITS(CG_LAUNCH_EX_STREAM, true))                                                        \
+  X(STREAM_WORK, cuLaunchCooperativeKernel, CG_COOP_PARAMS, CG_LEGACY_TRAITS(stream, false))            \
+  X(STREAM_WORK, cuLaunchCooperativeKernel_ptsz, CG_COOP_PARAMS, CG_LEGACY_TRAITS(stream, true))        \
+  X(STREAM_WORK, cuMemcpy, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n), CG_SYNC_COPY_TRAITS)         \
+  X(STREAM_WORK, cuMemcpyHtoD_v2, (CUdeviceptr, dst, const void *, src, size_t, n), CG_SYNC_COPY_TRAITS) \
+  X(STREAM_WORK, cuMemcpyDtoH_v2, (void *, dst, CUdeviceptr, src, size_t, n), CG_SYNC_COPY_TRAITS)       \
+  X(STREAM_WORK, cuMemcpyDtoD_v2, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n), CG_SYNC_COPY_TRAITS)  \
+  X(STREAM_WORK, cuMemcpy2D_v2, (const CUDA_MEMCPY2D *, p), CG_SYNC_COPY_TRAITS)                         \
+  X(STREAM_WORK, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *, p), CG_SYNC_COPY_TRAITS)                \
+  X(STREAM_WORK, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *, p), CG_SYNC_COPY_TRAITS)                         \
+  X(STREAM_WORK, cuMemsetD8_v2, (CUdeviceptr, dst, unsigned char, v, size_t, n), CG_SYNC_COPY_TRAITS)    \
+  X(STREAM_WORK, cuMemsetD16_v2, (CUdeviceptr, dst, unsigned short, v, size_t, n), CG_SYNC_COPY_TRAITS)  \
+  X(STREAM_WORK, cuMemsetD32_v2, (CUdeviceptr, dst, unsigned int, v, size_t, n), CG_SYNC_COPY_TRAITS)    \
+  X(STREAM_WORK, cuMemsetD2D8_v2, (CUdeviceptr, dst, size_t, pitch, unsigned char, v, size_t, w, size_t, h), \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemsetD2D32_v2, (CUdeviceptr, dst, size_t, pitch, unsigned int, v, size_t, w, size_t, h), \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpyHtoDAsync_v2, (CUdeviceptr, dst, const void *, src, size_t, n, CUstream, stream), \
+    CG_EV_LEGACY_STREAM, CG_RULE_COPY_ASYNC, stream, false, src)                                        \
+  X(STREAM_WORK, cuMemcpyHtoDAsync_v2_ptsz,                                                             \
+    (CUdeviceptr, dst, const void *, src, size_t, n, CUstream, stream), CG_EV_LEGACY_STREAM,             \
+    CG_RULE_COPY_ASYNC, stream, true, src)                                                              \
+  X(STREAM_WORK, cuStreamWaitEvent, (CUstream, stream, CUevent, event, unsigned int, flags),             \
+    CG_EV_STREAM_WAIT, CG_RULE_WAIT_EVENT, stream, false, event)                                        \
+  X(STREAM_WORK, cuStreamWaitEvent_ptsz, (CUstream, stream, CUevent, event, unsigned int, flags),        \
+    CG_EV_STREAM_WAIT, CG_RULE_WAIT_EVENT, stream, true, event)                                         \
+  X(STREAM_WORK, cuGraphLaunch, (CUgraphExec, exec, CUstream, stream), CG_EV_GRAPH_LAUNCH,               \
+    CG_RULE_CAPTURING, stream, false, 0)                                                                \
+  X(STREAM_WORK, cuGraphLaunch_ptsz, (CUgraphExec, exec, CUstream, stream), CG_EV_GRAPH_LAUNCH,          \
+    CG_RULE_CAPTURING, stream, true, 0)
 
 #endif

@@ -1,7 +1,7 @@
 /* A row's parameter list, (type, name, type, name, ...), turned into what a
  * wrapper needs: the parameter declarations, the argument list, a struct of
- * the arguments. Plain C preprocessor; up to 8 parameters (the most any
- * wrapped entry point takes: cuLibraryLoadData), or none: () (cuCtxSynchronize),
+ * the arguments. Plain C preprocessor; up to 11 parameters (the most any
+ * wrapped entry point takes: cuLaunchKernel), or none: () (cuCtxSynchronize),
  * whose declaration is "void" and whose other lists are empty. */
 #ifndef CAPGUARD_PARAMS_H
 #define CAPGUARD_PARAMS_H
@@ -15,8 +15,11 @@
 /* How many (type, name) pairs. An empty list is one (empty) argument, and
  * one argument is never a pair: so one argument counts as none. (ISO C has
  * no portable comma elision; this needs none.) */
-#define CG_PP_NPAIRS(...) CG_PP_NPAIRS_(__VA_ARGS__, 8, 8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 0, 0)
-#define CG_PP_NPAIRS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, n, ...) n
+#define CG_PP_NPAIRS(...) \
+  CG_PP_NPAIRS_(__VA_ARGS__, 11, 11, 10, 10, 9, 9, 8, 8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 0, 0)
+#define CG_PP_NPAIRS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, \
+                      a20, a21, a22, n, ...)                                                        \
+  n
 
 /* m(type, name) for each pair of list, with sep() between two. */
 #define CG_PP_PAIRS(m, sep, list) CG_PP_PAIRS_(m, sep, CG_PP_UNPAREN list)
@@ -31,6 +34,9 @@
 #define CG_PP_P6(m, sep, t, n, ...) m(t, n) sep() CG_PP_P5(m, sep, __VA_ARGS__)
 #define CG_PP_P7(m, sep, t, n, ...) m(t, n) sep() CG_PP_P6(m, sep, __VA_ARGS__)
 #define CG_PP_P8(m, sep, t, n, ...) m(t, n) sep() CG_PP_P7(m, sep, __VA_ARGS__)
+#define CG_PP_P9(m, sep, t, n, ...) m(t, n) sep() CG_PP_P8(m, sep, __VA_ARGS__)
+#define CG_PP_P10(m, sep, t, n, ...) m(t, n) sep() CG_PP_P9(m, sep, __VA_ARGS__)
+#define CG_PP_P11(m, sep, t, n, ...) m(t, n) sep() CG_PP_P10(m, sep, __VA_ARGS__)
 
 #define CG_PP_DECL(t, n) t n
 #define CG_PP_NAME(t, n) n

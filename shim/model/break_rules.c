@@ -10,6 +10,7 @@
 #include "model_lock.h"
 #include "capguard/clock.h"
 #include "driver.h"
+#include "forks.h"
 #include "warn.h"
 
 /* The most captures one call is counted against or marks broken: more open
@@ -67,7 +68,48 @@ static size_t captures_of_context(cg_model *m, uint64_t ctx, cg_capture **out, s
   return k;
 }
 
-static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t joined_id, cg_hit *hit) {
+/* Legacy-stream work (third matrix): the blocking captures of the context,
+ * or, when there are none, the calling thread's own capture of it, whose
+ * graph the work escapes. */
+static void judge_legacy(cg_model *m, uint64_t ctx, uint64_t tid, cg_hit *hit) {
+  cg_capture *all[CG_HIT_MAX], *own = NULL, *first = NULL;
+  size_t n = captures_of_context(m, ctx, all, CG_HIT_MAX), blocking = 0;
+  for (size_t i = 0; i < n && i < CG_HIT_MAX; i++) {
+    if (!all[i]->nonblocking) {
+      if (!first)
+        first = all[i];
+      blocking++;
+      all[i]->events++;
+    } else if (!own && all[i]->tid == tid) {
+      own = all[i];
+    }
+  }
+  if (first) {
+    set_first(hit, CG_HIT_LEGACY, first, blocking);
+    hit->context = ctx;
+  } else if (own) {
+    set_first(hit, CG_HIT_ESCAPE, own, 1);
+    own->events++;
+  }
+}
+
+/* The legacy stream: the NULL handle of a non-_ptsz entry point, or
+ * CU_STREAM_LEGACY by name. */
+static bool legacy_stream(uint64_t s, bool ptsz) {
+  return (s == 0 && !ptsz) || s == (uint64_t)(uintptr_t)CU_STREAM_LEGACY;
+}
+
+/* Host memory the driver does not know as page-locked (or device) memory:
+ * a captured copy from it reads it at replay. A query, allowed mid-capture;
+ * unknown (no such entry point) counts as not pageable: nothing is said. */
+static bool pageable(uint64_t p) {
+  unsigned type = 0;
+  return p && cg_drv.PointerGetAttribute &&
+         cg_drv.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) ==
+             CUDA_ERROR_INVALID_VALUE;
+}
+
+static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, uint64_t joined_id, cg_hit *hit) {
   memset(hit, 0, sizeof *hit);
   uint64_t tid = cg_self_tid();
   cg_capture_mode mode = cg_self_mode();
@@ -77,6 +119,37 @@ static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t joined_id, 
     return;
   }
   cg_capture *c = NULL;
+  if (rule == CG_RULE_LEGACY || rule == CG_RULE_WAIT_EVENT || rule == CG_RULE_CAPTURING ||
+      rule == CG_RULE_COPY_ASYNC) {
+    if (rule == CG_RULE_LEGACY) {
+      judge_legacy(m, target, tid, hit);
+    } else if (rule == CG_RULE_COPY_ASYNC) {
+      /* target: the context for the legacy stream, else the stream; aux:
+       * set (1) when the source is pageable (asked before the lock). */
+      if (aux == UINT64_MAX)
+        judge_legacy(m, target, tid, hit);
+      else if (aux == 1 && (c = capture_of_stream(m, cg_stream_key((CUstream)(uintptr_t)target, ptsz), joined_id))) {
+        set_first(hit, CG_HIT_PAGEABLE, c, 1);
+        c->events++;
+      }
+    } else {
+      c = capture_of_stream(m, cg_stream_key((CUstream)(uintptr_t)target, ptsz), joined_id);
+      if (rule == CG_RULE_WAIT_EVENT) {
+        cg_capture *in = cg_model_event_capture(m, aux);
+        hit->event_capture = in ? in->id : 0;
+        hit->stream_captures = c != NULL;
+        /* A wait on an event recorded into this very capture is a join: fine. */
+        if (c && in == c)
+          c = NULL;
+      }
+      if (c) {
+        set_first(hit, CG_HIT_STREAM, c, 1);
+        c->events++;
+      }
+    }
+    cg_captures_model_unlock();
+    return;
+  }
   if (rule == CG_RULE_STREAM)
     c = capture_of_stream(m, cg_stream_key((CUstream)(uintptr_t)target, ptsz), joined_id);
   else if (rule == CG_RULE_EVENT)
@@ -113,14 +186,38 @@ static uint64_t context_of(uint64_t target) {
   return target ? target : (uint64_t)(uintptr_t)c;
 }
 
-void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
+static bool on_stream(cg_rule rule) {
+  return rule == CG_RULE_STREAM || rule == CG_RULE_WAIT_EVENT || rule == CG_RULE_CAPTURING ||
+         rule == CG_RULE_COPY_ASYNC;
+}
+
+void cg_captures_judge_aux(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, cg_hit *hit) {
+  if (rule == CG_RULE_COPY_ASYNC) {
+    /* On the legacy stream: legacy-stream work (aux UINT64_MAX says so to
+     * judge); elsewhere, only a copy from pageable memory is news. */
+    if (legacy_stream(target, ptsz)) {
+      judge(rule, context_of(0), false, UINT64_MAX, 0, hit);
+      return;
+    }
+    if (!pageable(aux)) {
+      memset(hit, 0, sizeof *hit);
+      return;
+    }
+    aux = 1;
+  }
   /* Asked before the model's lock: the driver is never called with it held. */
-  uint64_t joined = rule == CG_RULE_STREAM ? cg_captures_driver_id((CUstream)(uintptr_t)target, ptsz) : 0;
-  judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, joined, hit);
+  uint64_t joined = on_stream(rule) ? cg_captures_driver_id((CUstream)(uintptr_t)target, ptsz) : 0;
+  /* Legacy-stream work meets the captures of the caller's context. */
+  uint64_t t = rule == CG_RULE_ANY ? context_of(target) : rule == CG_RULE_LEGACY ? context_of(0) : target;
+  judge(rule, t, ptsz, aux, joined, hit);
+}
+
+void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
+  cg_captures_judge_aux(rule, target, ptsz, 0, hit);
 }
 
 void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
-  judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, 0, hit);
+  judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, 0, 0, hit);
 }
 
 cg_break cg_break_of(const char *call, cg_event_kind kind, cg_verdict v, CUresult r, const cg_begin_site *site) {
@@ -152,10 +249,16 @@ void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated) {
     return;
   cg_model *m = cg_captures_model_lock();
   if (m) {
-    if (hit->cls == CG_HIT_STREAM || hit->cls == CG_HIT_EVENT) {
+    if (hit->cls == CG_HIT_STREAM || hit->cls == CG_HIT_EVENT || hit->cls == CG_HIT_ESCAPE) {
       cg_capture *c = cg_model_find(m, hit->first.stream);
       if (c && c->id == hit->first.id)
         mark(c, b, emulated);
+    } else if (hit->cls == CG_HIT_LEGACY) {
+      cg_capture *all[CG_HIT_MAX];
+      size_t n = captures_of_context(m, hit->context, all, CG_HIT_MAX);
+      for (size_t i = 0; i < n && i < CG_HIT_MAX; i++)
+        if (!all[i]->nonblocking)
+          mark(all[i], b, emulated);
     } else {
       cg_capture *all[CG_HIT_MAX];
       size_t n = hit->cls == CG_HIT_ANY ? captures_of_context(m, hit->context, all, CG_HIT_MAX)
@@ -177,6 +280,7 @@ void cg_captures_count_repeat(const cg_hit *hit) {
 
 void cg_captures_event_recorded(uint64_t event, CUstream s, bool ptsz) {
   uint64_t key = cg_stream_key(s, ptsz);
+  cg_fork_event_recorded(key, event);
   cg_model *m = cg_captures_model_lock();
   cg_capture *c = m ? cg_model_find(m, key) : NULL;
   if (c || !m) {
@@ -208,5 +312,33 @@ void cg_captures_check_driver_state(const cg_capture *c) {
   cg_capture *open = m ? cg_model_find(m, c->stream) : NULL;
   if (open && open->id == c->id && open->status == CG_CAPTURE_ACTIVE)
     open->status = CG_CAPTURE_INVALIDATED; /* broken, by nothing capguard saw */
+  cg_captures_model_unlock();
+}
+
+void cg_captures_break_logged(int code, const cg_break *b) {
+  cg_capture *all[CG_HIT_MAX], *pick[CG_HIT_MAX];
+  size_t k = 0;
+  uint64_t tid = cg_self_tid();
+  cg_model *m = cg_captures_model_lock();
+  if (m) {
+    size_t n = cg_model_open_captures(m, all, CG_HIT_MAX);
+    if (n > CG_HIT_MAX)
+      n = CG_HIT_MAX;
+    /* Which captures the refusal broke, by what the driver's rules say of it. */
+    for (size_t i = 0; i < n; i++) {
+      bool hit = code == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT ? !all[i]->nonblocking
+                                                             : cg_capture_prohibits(all[i], tid, cg_self_mode());
+      if (hit && all[i]->status == CG_CAPTURE_ACTIVE)
+        pick[k++] = all[i];
+    }
+    for (size_t i = 0; !k && i < n; i++)
+      if (all[i]->tid == tid && all[i]->status == CG_CAPTURE_ACTIVE)
+        pick[k++] = all[i];
+    for (size_t i = 0; !k && i < n; i++)
+      if (all[i]->status == CG_CAPTURE_ACTIVE)
+        pick[k++] = all[i];
+    for (size_t i = 0; i < k; i++)
+      mark(pick[i], b, false);
+  }
   cg_captures_model_unlock();
 }

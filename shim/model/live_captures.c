@@ -74,10 +74,12 @@ static void python_site(char *buf, size_t cap) {
            py[pick].func ? py[pick].func : "?");
 }
 
-cg_begin_site *cg_begin_site_take(void) {
+cg_begin_site *cg_begin_site_take(void) { return cg_site_take(CG_BEGIN_SITE_FRAMES); }
+
+cg_begin_site *cg_site_take(int depth) {
   cg_begin_site *site = malloc(sizeof *site);
   if (site) {
-    site->n = backtrace(site->frames, CG_BEGIN_SITE_FRAMES);
+    site->n = backtrace(site->frames, depth < CG_SITE_MAX_FRAMES ? depth : CG_SITE_MAX_FRAMES);
     python_site(site->python, sizeof site->python);
   } else
     cg_warn_oom("where a capture began");
@@ -117,6 +119,13 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
   CUcontext ctx = NULL;
   if (cg_drv.CtxGetCurrent)
     cg_drv.CtxGetCurrent(&ctx);
+  /* Legacy-stream work breaks only the captures of blocking streams (third
+   * matrix). A per-thread default stream (key with its low bits set) is
+   * blocking; unknown flags count as blocking (the driver's answer decides). */
+  unsigned flags = 0;
+  bool nonblocking = (key & 3) != 3 && cg_drv.StreamGetFlags &&
+                     cg_drv.StreamGetFlags((CUstream)(uintptr_t)key, &flags) == CUDA_SUCCESS &&
+                     (flags & CU_STREAM_NON_BLOCKING);
   pthread_mutex_lock(&model_lock);
   if (!model) {
     pthread_mutex_unlock(&model_lock);
@@ -136,9 +145,10 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
     }
     c = cg_model_begin(model, key, (uint64_t)(uintptr_t)ctx, mode, cg_self_tid(), into_graph, cg_now_ns(), site);
   }
-  if (c)
+  if (c) {
     c->driver_id = driver_id;
-  else
+    c->nonblocking = nonblocking;
+  } else
     free(site);
   __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
   pthread_mutex_unlock(&model_lock);

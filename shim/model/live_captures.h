@@ -38,8 +38,9 @@ uint64_t cg_stream_key(CUstream s, bool ptsz);
  * someone asks (an event or the capture's log record), so a begin costs a
  * short unwind and no formatting. */
 #define CG_BEGIN_SITE_FRAMES 6 /* enough to climb out of cudart; each frame costs an unwind step */
+#define CG_SITE_MAX_FRAMES 24  /* from inside the driver's log callback: the driver's own frames first */
 typedef struct {
-  void *frames[CG_BEGIN_SITE_FRAMES];
+  void *frames[CG_SITE_MAX_FRAMES];
   int n;
   /* In a CPython process, the innermost Python frame outside torch's and
    * Triton's own code ("model_runner.py:1234 in capture"), "" otherwise:
@@ -50,6 +51,8 @@ typedef struct {
  * NULL when out of memory. Take it before the gate: the first backtrace may
  * take the loader's lock. */
 cg_begin_site *cg_begin_site_take(void);
+/* The same, depth frames deep (at most CG_SITE_MAX_FRAMES). */
+cg_begin_site *cg_site_take(int depth);
 /* Symbolized: "PYTHON (NATIVE)", or the native frame alone ("" when unknown). Takes the loader's lock (dladdr): never with
  * the gate held. */
 void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap);
@@ -109,18 +112,41 @@ typedef enum {
   CG_RULE_STREAM,     /* the call's stream captures: every mode; else as PROHIBITED */
   CG_RULE_EVENT,      /* the call's event was last recorded in a still-open capture: 907 in
                          every mode, from every thread; else as PROHIBITED */
+  /* Third matrix: no prohibited-thread fallback (stream_work_wrappers.c). */
+  CG_RULE_LEGACY,     /* work on the legacy stream (target; 0 for the synchronous copies):
+                         906 while a blocking stream of the context captures, every mode,
+                         every thread; run outside the graph while only non-blocking ones do */
+  CG_RULE_WAIT_EVENT, /* the call's stream captures and waits on an event (aux) not recorded
+                         into that capture: 905 if it was recorded before the capture */
+  CG_RULE_CAPTURING,  /* the call's stream captures (cuGraphLaunch): 900 */
+  CG_RULE_COPY_ASYNC, /* an asynchronous host-to-device copy: as CG_RULE_LEGACY on the legacy
+                         stream; into a capture from pageable host memory (aux: the source)
+                         it is captured, and each replay reads that memory as it is then */
 } cg_rule;
 
 /* How a call met the captures: which rule applied, the first (oldest)
  * capture it breaks, copied, where that capture began, and how many it
  * breaks. */
-typedef enum { CG_HIT_NONE, CG_HIT_PROHIBITED, CG_HIT_ANY, CG_HIT_STREAM, CG_HIT_EVENT } cg_hit_class;
+typedef enum {
+  CG_HIT_NONE,
+  CG_HIT_PROHIBITED,
+  CG_HIT_ANY,
+  CG_HIT_STREAM,
+  CG_HIT_EVENT,
+  CG_HIT_LEGACY, /* the blocking captures of the context (906); first: the oldest */
+  CG_HIT_ESCAPE, /* only non-blocking captures, one begun by the calling thread (first) */
+  CG_HIT_PAGEABLE, /* a copy from pageable memory into the capture first */
+} cg_hit_class;
 typedef struct {
   cg_hit_class cls;
   cg_capture first;
   cg_begin_site site;
   size_t n;
   uint64_t context; /* CG_HIT_ANY: the context synchronised */
+  /* CG_RULE_WAIT_EVENT: the open capture the event was recorded into (0:
+   * none), and whether the waiting stream captures (else: a fork into it) */
+  uint64_t event_capture;
+  bool stream_captures;
 } cg_hit;
 
 /* Which captures a call on target (a CUstream, with ptsz, for STREAM; a
@@ -128,6 +154,8 @@ typedef struct {
  * driver which capture a stream belongs to (cuStreamGetCaptureInfo, allowed
  * during capture): never call it with the gate held. */
 void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);
+/* The same, for a rule that needs a second handle (CG_RULE_WAIT_EVENT: the event). */
+void cg_captures_judge_aux(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, cg_hit *hit);
 /* Called again with the gate held: the same, without asking the driver (a
  * stream that is not where a capture began counts as not capturing). */
 void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);
@@ -152,6 +180,14 @@ void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated);
  * for a break it did not make. Asks the driver (cuStreamGetCaptureInfo):
  * never with the model's lock held. */
 void cg_captures_check_driver_state(const cg_capture *c);
+/* A refusal the driver's log named (driver_log.c), with no wrapper to say
+ * which capture it met: marks b the first offender of the captures such a
+ * refusal breaks (code 906: the blocking captures of the caller's context,
+ * as the model knows them; otherwise the captures that prohibit the calling
+ * thread), or, when the model has none of those, of the active captures the
+ * calling thread began, else of every active capture. Never calls the
+ * driver: it runs inside the driver's callback. */
+void cg_captures_break_logged(int code, const cg_break *b);
 /* A repeat of a reported call, counted against the hit's first capture. */
 void cg_captures_count_repeat(const cg_hit *hit);
 

@@ -55,7 +55,7 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind)
   static __attribute__((noinline)) CUresult cname##_slow(CG_PARAMS(params)) {                        \
     cname##_args args_ = {0, CG_ARGS(params)};                                                        \
     cg_call c_ = {(ep),      (kind),       (rule),         (fix), (uint64_t)(uintptr_t)(target),      \
-                  (has_target), (ptsz),    cname##_invoke, &args_, (handle_thunk)};                   \
+                  (has_target), (ptsz),    cname##_invoke, &args_, (handle_thunk), 0};                \
     return cg_breaker_call(&c_);                                                                      \
   }                                                                                                   \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                             \

@@ -41,6 +41,9 @@
 #ifndef CG_WRAP_EVENT_RECORD
 #define CG_WRAP_EVENT_RECORD(...)
 #endif
+#ifndef CG_WRAP_STREAM_WORK
+#define CG_WRAP_STREAM_WORK(...)
+#endif
 
 #define CG_WRAP_ROW(family, name, params, ...) CG_WRAP_##family(cg_w_##name, #name, CG_EP_##name, params, __VA_ARGS__)
 CG_ENTRY_POINTS(CG_WRAP_ROW)

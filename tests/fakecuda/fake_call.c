@@ -114,6 +114,7 @@ CUresult fc_leave(const struct fc_call *c, const char *name, CUresult rc)
       (void)w;
     }
   }
+  fc_logs_emit(name, rc);   /* with the lock held, as a real driver may hold its own */
   pthread_mutex_unlock(&fc_lock);
   return rc;
 }

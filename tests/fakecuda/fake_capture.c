@@ -68,6 +68,8 @@ CUresult fc_refuse_if_prohibited(void)
       refused = 1;
     }
   }
+  if (refused)
+    fc_logs_cause("API call conflicts with a stream capture sequence initiated from the calling thread");
   return refused ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
@@ -91,8 +93,14 @@ struct fc_capture *fc_capture_find(uint64_t id)
   return NULL;
 }
 
+struct fc_capture *fc_captures_head(void)
+{
+  return open_captures;
+}
+
 void fc_capture_close(struct fc_capture *c, int discard_graph)
 {
+  fc_fork_detach(c);
   for (struct fc_capture **p = &open_captures; *p != NULL; p = &(*p)->next) {
     if (*p == c) {
       *p = c->next;
@@ -113,6 +121,8 @@ CUresult fc_stream_work(struct fc_stream *st, struct fc_capture **cap)
   if (st->cap != NULL && st->cap->invalidated)
     return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   *cap = st->cap;
+  if (st->cap != NULL)
+    fc_fork_work(st);
   return CUDA_SUCCESS;
 }
 
@@ -224,12 +234,23 @@ static CUresult end_capture(CUstream hs, int ptsz, CUgraph *phGraph)
   struct fc_capture *c = st->cap;
   if (c == NULL)
     return CUDA_ERROR_ILLEGAL_STATE;
-  if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && c->owner != fc_tid())
+  if (c->stream != st)
+    return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;   /* a stream forked into it */
+  if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && c->owner != fc_tid()) {
+    fc_logs_cause("CU_STREAM_CAPTURE_MODE_RELAXED is required to begin and end the capture on different threads");
     return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+  }
   if (c->invalidated) {
     *phGraph = NULL;
     fc_capture_close(c, 1);
+    fc_logs_cause("Capture was invalidated by a prior API call");
     return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  if (fc_fork_check_end(c) != CUDA_SUCCESS) {
+    *phGraph = NULL;
+    fc_capture_close(c, 1);
+    fc_logs_cause("Capture sequence contains a fork that was not joined to the primary stream");
+    return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
   }
   *phGraph = (CUgraph)c->graph;
   fc_capture_close(c, 0);

@@ -13,6 +13,9 @@ struct fc_event {
   struct fc_handle h;
   unsigned flags;
   uint64_t captured_in;   /* id of the capture it was last recorded in, 0 if none */
+  int recorded;           /* ever recorded (a wait on a never-recorded event is a no-op) */
+  struct fc_stream *rec_stream;   /* the stream of its last record, and that stream's */
+  uint64_t rec_gen;               /* work generation then (joins: fake_fork.c) */
 };
 
 static struct fc_event *event_live(CUevent e)
@@ -60,6 +63,9 @@ static CUresult event_record(CUevent e, CUstream hs, int ptsz, unsigned flags)
       fc_capture_add(cap, CU_GRAPH_NODE_TYPE_EVENT_RECORD) == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;
   ev->captured_in = cap != NULL ? cap->id : 0;
+  ev->recorded = 1;
+  ev->rec_stream = st;
+  ev->rec_gen = st->gen;
   return CUDA_SUCCESS;
 }
 
@@ -116,20 +122,46 @@ FC_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
   FC_END(event_wait(hEvent));
 }
 
-/* The waiting stream, if capturing, gets a wait node only for CU_EVENT_WAIT_EXTERNAL. */
+/* The waiting stream, if capturing, gets a wait node only for CU_EVENT_WAIT_EXTERNAL.
+ * Third matrix: a capturing stream waiting on an event recorded outside every open
+ * capture (before it began) is refused with 905 and its capture invalidated; on an event
+ * never recorded the wait is a no-op. A stream outside any capture that waits on an event
+ * recorded in an active capture is forked into it; a stream of the capture waiting on an
+ * event recorded on a forked stream after its last work joins that work back. */
 static CUresult stream_wait_event(CUstream hs, int ptsz, CUevent e, unsigned flags)
 {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
     return rc;
   struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (st == NULL || event_live(e) == NULL)
+  struct fc_event *ev = event_live(e);
+  if (st == NULL || ev == NULL)
     return CUDA_ERROR_INVALID_HANDLE;
   if ((flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) != 0)
     return CUDA_ERROR_INVALID_VALUE;
+  /* A wait is not work of its own: it leaves a forked stream as joined as it was. */
+  const int unjoined = st->unjoined;
+  const uint64_t gen = st->gen;
   struct fc_capture *cap;
-  if ((rc = fc_stream_work(st, &cap)) != CUDA_SUCCESS)
+  rc = fc_stream_work(st, &cap);
+  st->unjoined = unjoined;
+  st->gen = gen;
+  if (rc != CUDA_SUCCESS)
     return rc;
+  struct fc_capture *from = ev->captured_in != 0 ? fc_capture_find(ev->captured_in) : NULL;
+  if (cap != NULL && ev->recorded && from == NULL) {
+    cap->invalidated = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+  }
+  if (cap == NULL && from != NULL && !from->invalidated && st->special == 0) {
+    st->cap = from;      /* forked into the capture */
+    st->unjoined = 0;
+    cap = from;
+  } else if (cap != NULL && from == cap && ev->rec_stream != st &&
+             fc_lookup(ev->rec_stream, FC_STREAM) != NULL && ev->rec_stream->cap == cap &&
+             ev->rec_gen == ev->rec_stream->gen) {
+    ev->rec_stream->unjoined = 0;   /* its work joined back */
+  }
   if (cap != NULL && (flags & CU_EVENT_WAIT_EXTERNAL) &&
       fc_capture_add(cap, CU_GRAPH_NODE_TYPE_WAIT_EVENT) == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;

@@ -225,8 +225,12 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream hs, int ptsz)
   for (size_t i = 0; i < x->n; i++)
     if (!x->fns[i]->h.alive)
       return CUDA_ERROR_INVALID_HANDLE;
-  if (cap != NULL && fc_capture_add(cap, CU_GRAPH_NODE_TYPE_GRAPH) == NULL)
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (cap != NULL) {
+    /* Ground truth (third matrix): launching a graph into a capturing stream is refused
+     * and invalidates the capture; the driver logs no cause line for it. */
+    cap->invalidated = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -261,8 +265,8 @@ FC_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
   FC_END(rc);
 }
 
-static CUresult launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3],
-                              unsigned shmem, CUstream hs, int ptsz)
+CUresult fc_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                          unsigned shmem, CUstream hs, int ptsz)
 {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
@@ -277,6 +281,8 @@ static CUresult launch_kernel(CUfunction f, const unsigned grid[3], const unsign
   unsigned shmem_limit = fn->max_dynamic_shmem > 49152 ? (unsigned)fn->max_dynamic_shmem : 49152;
   if (shmem > shmem_limit)
     return CUDA_ERROR_INVALID_VALUE;
+  if ((rc = fc_legacy_work(st)) != CUDA_SUCCESS)
+    return rc;
   struct fc_capture *cap;
   rc = fc_stream_work(st, &cap);
   if (rc != CUDA_SUCCESS || cap == NULL)
@@ -300,7 +306,7 @@ FC_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
   (void)kernelParams; (void)extra;
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-  FC_END(launch_kernel(f, grid, block, sharedMemBytes, hStream, 0));
+  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 0));
 }
 
 FC_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -312,5 +318,5 @@ FC_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDi
   (void)kernelParams; (void)extra;
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-  FC_END(launch_kernel(f, grid, block, sharedMemBytes, hStream, 1));
+  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 1));
 }

@@ -123,7 +123,11 @@ struct fc_stream {
   struct fc_handle h;
   unsigned flags;
   int special;                             /* 1: legacy NULL stream, 2: per-thread stream */
-  struct fc_capture *cap;                  /* open capture (active or invalidated) */
+  struct fc_capture *cap;                  /* open capture (active or invalidated); a stream
+                                              forked into a capture points at it too */
+  /* fake_fork.c: a forked stream's work since it was last joined back */
+  int unjoined;
+  uint64_t gen;                            /* bumped by every piece of work on it */
 };
 /* The stream a handle names; ptsz says how the NULL handle is read. NULL if invalid. */
 struct fc_stream *fc_stream_resolve(CUstream s, int ptsz);
@@ -144,6 +148,36 @@ void fc_capture_close(struct fc_capture *c, int discard_graph);
 CUresult fc_stream_work(struct fc_stream *st, struct fc_capture **cap);
 /* Appends a node to an active capture's graph, depending on the capture's last node. */
 struct fc_node *fc_capture_add(struct fc_capture *c, CUgraphNodeType type);
+/* The open captures, newest first (linked by next). */
+struct fc_capture *fc_captures_head(void);
+
+/* ---- third matrix (fake_legacy.c, fake_fork.c) -------------------------------------- */
+/* Work on the legacy stream (a launch on it, a synchronous copy or memset) while a
+ * blocking stream of the calling thread's context captures: every such capture is
+ * invalidated and CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (906) returned, in every mode and
+ * from every thread. SUCCESS for any other stream, or when only non-blocking streams
+ * capture (the work then runs at once, outside the graph). */
+CUresult fc_legacy_work(const struct fc_stream *st);
+/* A launch (fake_graph.c), shared by the cuLaunchKernel* entry points. */
+CUresult fc_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                          unsigned shmem, CUstream hs, int ptsz);
+/* Forks and joins: work on a stream forked into a capture (not where it began) leaves it
+ * unjoined until a stream of the capture waits on an event recorded on it after that
+ * work. */
+void fc_fork_work(struct fc_stream *st);
+/* The end of c: CUDA_ERROR_STREAM_CAPTURE_UNJOINED when a forked stream has unjoined
+ * work, else SUCCESS. */
+CUresult fc_fork_check_end(const struct fc_capture *c);
+/* The capture is closing: its forked streams leave it. */
+void fc_fork_detach(const struct fc_capture *c);
+
+/* ---- the driver's log (fake_logs.c, driver 12.9 and later) -------------------------- */
+/* The cause line the driver logs before the failing call's "Returning" line. */
+void fc_logs_cause(const char *cause);
+/* Called by fc_leave with the fake's lock held, on the calling thread (as the real driver
+ * calls the callback: synchronously, with the offending call on the stack): the cause
+ * line (if any) and "Returning N (NAME) from CALL" for a capture error. */
+void fc_logs_emit(const char *call, CUresult rc);
 
 /* ---- module images (fake_image.c) --------------------------------------------------- */
 enum fc_image_kind { FC_IMG_CUBIN = 1, FC_IMG_FATBIN, FC_IMG_PTX };

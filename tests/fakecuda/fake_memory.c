@@ -254,6 +254,8 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *sr
   FC_BEGIN;
   CUresult rc = fc_need_ctx();
   if (rc == CUDA_SUCCESS)
+    rc = fc_legacy_work(fc_stream_resolve(NULL, 0));   /* synchronous: the legacy stream */
+  if (rc == CUDA_SUCCESS)
     rc = copy(device_span(dstDevice, ByteCount), srcHost, ByteCount);
   FC_END(rc);
 }
@@ -263,19 +265,42 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice,
   FC_BEGIN;
   CUresult rc = fc_need_ctx();
   if (rc == CUDA_SUCCESS)
+    rc = fc_legacy_work(fc_stream_resolve(NULL, 0));   /* synchronous: the legacy stream */
+  if (rc == CUDA_SUCCESS)
     rc = copy(dstHost, device_span(srcDevice, ByteCount), ByteCount);
   FC_END(rc);
 }
 
-/* Synchronous, on the legacy stream (which the fake never lets capture): allowed. */
+/* Synchronous, on the legacy stream: refused with 906 while a blocking stream captures
+ * (third matrix), run at once otherwise. */
 FC_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
   FC_BEGIN;
   CUresult rc = fc_need_ctx();
+  if (rc == CUDA_SUCCESS)
+    rc = fc_legacy_work(fc_stream_resolve(NULL, 0));   /* synchronous: the legacy stream */
   void *dst = device_span(dstDevice, N);
   if (rc == CUDA_SUCCESS && dst == NULL)
     rc = CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS)
     memset(dst, uc, N);
+  FC_END(rc);
+}
+
+/* A query, allowed mid-capture. Only CU_POINTER_ATTRIBUTE_MEMORY_TYPE is modelled:
+ * device for device and managed allocations, host for page-locked host memory
+ * (allocated or registered); pageable host memory the driver never saw is
+ * CUDA_ERROR_INVALID_VALUE, as on the real driver. */
+FC_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+  FC_BEGIN;
+  CUresult rc = fc_need_ctx();
+  if (rc == CUDA_SUCCESS && (data == NULL || attribute != CU_POINTER_ATTRIBUTE_MEMORY_TYPE))
+    rc = CUDA_ERROR_INVALID_VALUE;
+  struct fc_alloc *a = rc == CUDA_SUCCESS ? alloc_holding((const void *)(uintptr_t)ptr, 1) : NULL;
+  if (rc == CUDA_SUCCESS && a == NULL)
+    rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS)
+    *(unsigned int *)data = a->kind == FC_MEM_DEVICE ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
   FC_END(rc);
 }

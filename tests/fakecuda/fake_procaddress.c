@@ -78,6 +78,17 @@
   D(cuFuncSetCacheConfig, 3000, cuFuncSetCacheConfig) \
   D(cuLaunchKernel, 4000, cuLaunchKernel) \
   P(cuLaunchKernel, 7000, cuLaunchKernel_ptsz) \
+  D(cuLaunchKernelEx, 11060, cuLaunchKernelEx) \
+  P(cuLaunchKernelEx, 11060, cuLaunchKernelEx_ptsz) \
+  D(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel) \
+  P(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel_ptsz) \
+  D(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2) \
+  P(cuMemcpyHtoDAsync, 7000, cuMemcpyHtoDAsync_v2_ptsz) \
+  D(cuLogsRegisterCallback, 12090, cuLogsRegisterCallback) \
+  D(cuPointerGetAttribute, 4000, cuPointerGetAttribute) \
+  D(cuStreamGetFlags, 5050, cuStreamGetFlags) \
+  P(cuStreamGetFlags, 7000, cuStreamGetFlags_ptsz) \
+  D(cuLogsUnregisterCallback, 12090, cuLogsUnregisterCallback) \
   D(cuLaunchHostFunc, 10000, cuLaunchHostFunc) \
   P(cuLaunchHostFunc, 10000, cuLaunchHostFunc_ptsz) \
   D(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050, cuOccupancyMaxActiveBlocksPerMultiprocessor) \

@@ -30,8 +30,9 @@ static CUresult stream_destroy(CUstream hs)
   struct fc_stream *st = (struct fc_stream *)fc_lookup(hs, FC_STREAM);
   if (st == NULL)
     return CUDA_ERROR_INVALID_HANDLE;
-  if (st->cap != NULL)
+  if (st->cap != NULL && st->cap->stream == st)
     fc_capture_close(st->cap, 1);   /* the capture dies with its stream */
+  /* (a stream forked into a capture just leaves it) */
   fc_unregister(&st->h);
   free(st);
   return CUDA_SUCCESS;

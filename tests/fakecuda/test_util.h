@@ -31,5 +31,6 @@ Suite *suite_procaddress(void);
 Suite *suite_modules(void);
 Suite *suite_trace(void);
 Suite *suite_rules(void);
+Suite *suite_third(void);
 
 #endif

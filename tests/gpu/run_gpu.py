@@ -33,7 +33,16 @@
      right), and an earlier CUDAGraph deleted inside a second capture (breaks;
      guard mode defers the cuGraphExecDestroy, replay right). The CuPy case is
      skipped, with the reason printed, where CuPy is not installed.
---only breakers runs section 7 alone.
+  8. the third matrix in real programs (tests/gpu/escape_capture.py), report
+     mode, each also without capguard: a CuPy kernel on CuPy's default
+     (legacy) stream inside torch.cuda.graph is reported as escaping the
+     graph (verdict escaped) at its Python line, and the replays indeed do
+     not run it; a capture on a blocking stream plus a torch kernel on the
+     legacy stream is named (906) at its Python line; a wait on an event
+     recorded before the capture is named (905); cuMemsetD8Async, a call
+     capguard does not wrap, is named through the driver's log callback as
+     the capture's first offender at its Python line.
+--only breakers runs section 7 alone, --only escapes section 8 alone.
 Exits 77 (skipped) with the reason when there is no GPU, torch or Triton."""
 import argparse
 import json
@@ -328,12 +337,95 @@ def breakers(r):
                     f"(queries={guard['res'].get('queries')}, ready={guard['res'].get('ready')})")
 
 
+ESCAPES = os.path.join(HERE, "escape_capture.py")
+
+
+def run_escape(r, name, scenario, shim):
+    log = os.path.join(r.tmp, name + ".jsonl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGUARD_") and k != "LD_PRELOAD"}
+    env["PYTHONUNBUFFERED"] = "1"
+    if shim:
+        env.update(LD_PRELOAD=r.shim, CAPGUARD_LOG=log, CAPGUARD_MODE="report",
+                   CAPGUARD_PRIME=os.path.join(r.tmp, name + ".cgp"))
+    p = subprocess.run([sys.executable, ESCAPES, scenario], env=env, capture_output=True, text=True, timeout=120)
+    with open(os.path.join(r.out, name + ".txt"), "w") as f:
+        f.write(f"$ shim={shim} python escape_capture.py {scenario}\nexit {p.returncode}\n{p.stdout}{p.stderr}")
+    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    res = dict(kv.split("=", 1) for kv in lines[-1].split()[1:] if "=" in kv) if lines else {}
+    records = []
+    if shim and os.path.exists(log):
+        with open(log) as f:
+            records = [json.loads(l) for l in f if l.strip()]
+    print(f"--- {name}: exit {p.returncode}; {lines[-1] if lines else 'no RESULT line'}", flush=True)
+    if not lines:
+        print(p.stdout[-2000:] + p.stderr[-3000:])
+    events = [e for e in records if e.get("type") == "event"]
+    captures = [c for c in records if c.get("type") == "capture"]
+    for e in events:
+        print(f"    event {e.get('event')} {e.get('call')} verdict={e.get('verdict')} result={e.get('result')}")
+    for c in captures:
+        print(f"    capture {c.get('id')} status={c.get('status')} end_result={c.get('end_result')} "
+              f"broken_by={json.dumps(c.get('broken_by')) if 'broken_by' in c else '-'}")
+    return {"rc": p.returncode, "res": res, "events": events, "captures": captures}
+
+
+def escapes(r):
+    """Section 8: what escapes a capture, and the third matrix's breaks, named at their Python lines."""
+    try:
+        import importlib.util
+        have_cupy = importlib.util.find_spec("cupy") is not None
+    except (ImportError, ValueError):
+        have_cupy = False
+    py = "escape_capture.py"
+
+    def at_line(frames, line):
+        return any(f.get("file", "").endswith(py) and f.get("line") == line for f in frames)
+
+    if not have_cupy:
+        print(f"SKIP cupy_escape: cupy is not installed for {sys.executable}; its checks are not run", flush=True)
+    else:
+        line = marker_line(ESCAPES, "CAPGUARD-MARK escape")
+        plain = run_escape(r, "cupy_escape_plain", "cupy_escape", False)
+        rep = run_escape(r, "cupy_escape_report", "cupy_escape", True)
+        for run, how in ((plain, "without capguard"), (rep, "report mode")):
+            res = run["res"]
+            r.check(res.get("captured") == "1" and res.get("cupy_after_capture") == "1.0"
+                    and res.get("cupy_after_replays") == "1.0" and res.get("torch_after_replays") == "4.0",
+                    f"cupy_escape {how}: captured; the CuPy kernel ran once at capture, in no replay ({res})")
+        mine = [e for e in rep["events"] if e.get("event") == "legacy-stream"]
+        r.check(len(mine) >= 1 and all(e.get("verdict") == "escaped" and e.get("call", "").startswith("cuLaunch")
+                                       for e in mine),
+                f"cupy_escape: reported as escaping the graph ({[(e.get('call'), e.get('verdict')) for e in mine]})")
+        r.check(any(at_line(e.get("python_stack", []), line) for e in mine),
+                f"cupy_escape: the event's python_stack names {py}:{line}")
+
+    cases = [("legacy_906", "CAPGUARD-MARK 906", lambda c: c.startswith("cuLaunch"), 906, "legacy-stream"),
+             ("wait_905", "CAPGUARD-MARK 905", lambda c: c.startswith("cuStreamWaitEvent"), 905, "stream-wait"),
+             ("unwrapped_log", "CAPGUARD-MARK unwrapped", lambda c: c.startswith("cuMemsetD8Async"), 906,
+              "driver-log")]
+    for scenario, mark, is_call, code, kind in cases:
+        line = marker_line(ESCAPES, mark)
+        plain = run_escape(r, scenario + "_plain", scenario, False)
+        rep = run_escape(r, scenario + "_report", scenario, True)
+        r.check(plain["res"].get("captured") == "0" and plain["res"].get("end_result") == "901",
+                f"{scenario} without capguard: the capture breaks (end {plain['res'].get('end_result')})")
+        r.check(rep["res"].get("captured") == "0" and rep["res"].get("end_result") == "901",
+                f"{scenario} report mode: the same outcome (end {rep['res'].get('end_result')})")
+        caps = [c for c in rep["captures"] if c.get("status") == "failed"]
+        b = [c.get("broken_by") or {} for c in caps]
+        r.check(bool(caps) and all(is_call(x.get("call", "")) and x.get("result") == code and x.get("event") == kind
+                                   for x in b),
+                f"{scenario}: the broken capture's first offender is named ({b})")
+        r.check(bool(caps) and all(f"{py}:{line} " in x.get("python", "") for x in b),
+                f"{scenario}: at its Python line {py}:{line} ({[x.get('python') for x in b]})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default=tempfile.gettempdir())
-    ap.add_argument("--only", choices=["all", "breakers"], default="all",
-                    help="breakers: only the capture breakers (7.)")
+    ap.add_argument("--only", choices=["all", "breakers", "escapes"], default="all",
+                    help="breakers: only the capture breakers (7.); escapes: only the third matrix (8.)")
     args = ap.parse_args()
     reason = skip_reason()
     if reason:
@@ -341,8 +433,8 @@ def main():
         return 77
     os.makedirs(args.out, exist_ok=True)
     r = Runner(args.build, args.out)
-    if args.only == "breakers":
-        breakers(r)
+    if args.only in ("breakers", "escapes"):
+        (breakers if args.only == "breakers" else escapes)(r)
         print(f"{r.passed} passed, {r.failed} failed")
         return 0 if r.failed == 0 else 1
     line = launch_line()
@@ -402,6 +494,8 @@ def main():
     startup(r, args.out)
 
     breakers(r)
+
+    escapes(r)
 
     print(f"{r.passed} passed, {r.failed} failed")
     return 0 if r.failed == 0 else 1

@@ -128,7 +128,8 @@ class Matrix(unittest.TestCase):
         # answers, with capguard in report mode as without it (capguard's own
         # queries aside).
         own = {"cuDriverGetVersion", "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGetAttribute",
-               "cuStreamGetCaptureInfo"}
+               "cuStreamGetCaptureInfo", "cuStreamGetFlags",
+               "cuLogsRegisterCallback"}
         for op in ("alloc", "free", "execdestroy", "eventquery", "ctxsync", "prequery", "streamsync"):
             for col in (COLUMNS[0], COLUMNS[4]):
                 with self.subTest(op=op, column=col):

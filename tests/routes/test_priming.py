@@ -30,7 +30,8 @@ LOAD_CALLS = {"cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModul
 # Queries capguard makes for itself (all allowed during capture, none with an
 # effect): the version, the device's arch, the capture's own id.
 CAPGUARD_QUERIES = {"cuDriverGetVersion", "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGetAttribute",
-                    "cuStreamGetCaptureInfo"}
+                    "cuStreamGetCaptureInfo", "cuStreamGetFlags",
+               "cuLogsRegisterCallback"}
 
 
 class Call:

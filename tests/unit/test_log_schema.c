@@ -77,7 +77,7 @@ END_TEST
 /* What breaks a capture is said once, in the rows. */
 START_TEST(breaking_words_are_the_documented_ones) {
   for (unsigned v = 0; v < CG_VERDICT_COUNT; v++)
-    ck_assert_int_eq(cg_verdict_breaks(v), v == CG_VERDICT_REFUSED || v == CG_VERDICT_EMULATED);
+    ck_assert_int_eq(cg_verdict_breaks(v), v == CG_VERDICT_REFUSED || v == CG_VERDICT_EMULATED || v == CG_VERDICT_BROKE);
   ck_assert(!cg_verdict_breaks(CG_VERDICT_COUNT));
   for (unsigned s = 0; s < CG_CAPTURE_STATUS_COUNT; s++)
     ck_assert_int_eq(cg_capture_status_broken(s),

@@ -23,6 +23,8 @@ typedef struct {
   cg_capture_mode mode;
   cg_capture_status status;
   bool into_graph;  /* begun with cuStreamBeginCaptureToGraph */
+  bool nonblocking; /* its stream was created CU_STREAM_NON_BLOCKING (false: blocking or unknown):
+                       legacy-stream work breaks only blocking streams' captures */
   uint64_t begin_ns, end_ns;
   uint64_t events;  /* forbidden calls made while it prohibited a thread */
   uint64_t repeats; /* of those, counted and not reported again (same call, verdict and site) */

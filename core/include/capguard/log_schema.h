@@ -51,12 +51,28 @@ enum {
     "capturing stream (every mode) or of another stream while prohibited")                        \
   X(CG_EV_EVENT_WAIT, "event-wait", 0,                                                              \
     "cuEventQuery, cuEventSynchronize of an event recorded in a capturing stream (every mode, "    \
-    "every thread) or of another event while prohibited")
+    "every thread) or of another event while prohibited")                                         \
+  X(CG_EV_LEGACY_STREAM, "legacy-stream", 0,                                                        \
+    "a launch, copy or memset on the legacy stream while a stream of the context captures: 906 "    \
+    "when a blocking stream captures; run outside the graph when only non-blocking ones do")       \
+  X(CG_EV_STREAM_WAIT, "stream-wait", 0,                                                            \
+    "cuStreamWaitEvent of a capturing stream on an event recorded outside the capture (905)")      \
+  X(CG_EV_GRAPH_LAUNCH, "graph-launch", 0, "cuGraphLaunch into a capturing stream (900)")           \
+  X(CG_EV_UNJOINED, "unjoined", 0,                                                                  \
+    "a stream forked into a capture and never joined back: the end returned 904")                  \
+  X(CG_EV_WRONG_THREAD, "wrong-thread", 0,                                                          \
+    "a capture ended from a thread that did not begin it, in global or thread-local mode (908)")   \
+  X(CG_EV_DRIVER_LOG, "driver-log", 0,                                                              \
+    "a call capguard does not wrap, named by the driver's own log (drivers 12.9 and later)")       \
+  X(CG_EV_PAGEABLE_COPY, "pageable-copy", 0,                                                        \
+    "an asynchronous copy from pageable host memory captured into a graph: each replay reads "     \
+    "whatever that host memory then holds")
 
 #define CG_VERDICTS(X)                                                                              \
   X(CG_VERDICT_REFUSED, "refused", CG_WORD_BREAKS,                                                  \
-    "the driver refused it (900: not permitted during capture; 907: an event recorded in a "       \
-    "capturing stream): the capture is invalid")                                                   \
+    "the driver refused it (900: not permitted during capture; 905: a wait on an event recorded "  \
+    "outside the capture; 906: legacy-stream work while a blocking stream captures; 907: an "      \
+    "event recorded in a capturing stream): the capture is invalid")                                                   \
   X(CG_VERDICT_ALLOWED, "allowed", 0,                                                               \
     "the driver let it through (loads: drivers 12.3 and newer do; older drivers refuse them)")     \
   X(CG_VERDICT_EMULATED, "emulated", CG_WORD_BREAKS,                                                \
@@ -76,7 +92,14 @@ enum {
     "the executable graph's destroy returned success and runs when the capture ends")              \
   X(CG_VERDICT_NOT_READY, "not-ready", CG_WORD_ROUTINE,                                              \
     "capguard answered CUDA_ERROR_NOT_READY for an event recorded in a still-capturing stream, "   \
-    "without calling the driver: the capture survives")
+    "without calling the driver: the capture survives")                                            \
+  X(CG_VERDICT_ESCAPED, "escaped", 0,                                                               \
+    "the driver ran it now, outside the graph: replaying the graph will not do it (legacy-stream " \
+    "work while only non-blocking streams capture), or will read host memory as it is then "      \
+    "(a captured copy from pageable memory)")                                                      \
+  X(CG_VERDICT_BROKE, "broke", CG_WORD_BREAKS,                                                      \
+    "the driver's own log named it as the call that broke the capture (a call capguard does not " \
+    "wrap, or a capture end that failed: 904, 908)")
 
 /* capguard's run modes (CAPGUARD_MODE). */
 #define CG_RUN_MODES(X)                                                                             \

@@ -1,0 +1,115 @@
+#include "forks.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capguard/clock.h"
+#include "names.h"
+
+#define FORKS 256
+
+/* A first offender made here (cg_break_of is capture_hits.c's, which calls
+ * in here: no call loops between files). */
+static cg_break offender(const char *call, cg_event_kind kind, CUresult r, const cg_begin_site *site) {
+  cg_break b = {.who = {.call = call, .kind = kind, .verdict = CG_VERDICT_BROKE, .result = (int)r,
+                        .tid = cg_self_tid(), .time_ns = cg_now_ns()}};
+  if (site)
+    b.site = *site;
+  return b;
+}
+
+typedef struct {
+  uint64_t capture_id, stream_key, last_event;
+  int joined;
+  const char *call;
+  cg_begin_site *site;
+} fork_entry;
+
+/* Never held across a driver call, a backtrace or a write. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static fork_entry forks[FORKS];
+
+void cg_fork_add(uint64_t capture_id, uint64_t stream_key, const char *call, cg_begin_site *site) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < FORKS; i++) {
+    if (forks[i].capture_id == capture_id && forks[i].stream_key == stream_key) {
+      forks[i].joined = 0; /* forked again */
+      pthread_mutex_unlock(&lock);
+      free(site);
+      return;
+    }
+  }
+  for (int i = 0; i < FORKS; i++) {
+    if (!forks[i].capture_id) {
+      forks[i] = (fork_entry){capture_id, stream_key, 0, 0, call, site};
+      site = NULL;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  free(site);
+}
+
+void cg_fork_event_recorded(uint64_t stream_key, uint64_t event) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < FORKS; i++)
+    if (forks[i].capture_id && forks[i].stream_key == stream_key) {
+      forks[i].last_event = event;
+      forks[i].joined = 0; /* work since the last join, as far as capguard can tell */
+    }
+  pthread_mutex_unlock(&lock);
+}
+
+void cg_fork_joined(uint64_t capture_id, uint64_t event) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < FORKS; i++)
+    if (forks[i].capture_id == capture_id && forks[i].last_event == event)
+      forks[i].joined = 1;
+  pthread_mutex_unlock(&lock);
+}
+
+cg_break *cg_end_offender(uint64_t capture_id, CUresult r) {
+  /* The first fork never joined back; failing that (work on a joined fork
+   * after its last join is invisible to capguard: launches on other streams
+   * pass straight through), the last fork joined, which then holds it. */
+  fork_entry unjoined = {0}, joined = {0};
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < FORKS; i++) {
+    if (forks[i].capture_id != capture_id)
+      continue;
+    if (!unjoined.capture_id && !forks[i].joined) {
+      unjoined = forks[i];
+    } else if (forks[i].joined) {
+      free(joined.site);
+      joined = forks[i];
+    } else {
+      free(forks[i].site);
+    }
+    forks[i] = (fork_entry){0};
+  }
+  pthread_mutex_unlock(&lock);
+  if (!unjoined.capture_id)
+    unjoined = joined;
+  else
+    free(joined.site);
+  cg_break *b = NULL;
+  if (r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED && unjoined.capture_id) {
+    char call[96];
+    snprintf(call, sizeof call, "%s forking stream 0x%llx, never joined", unjoined.call,
+             (unsigned long long)unjoined.stream_key);
+    b = malloc(sizeof *b);
+    if (b)
+      *b = offender(cg_name_intern(call, unjoined.call), CG_EV_UNJOINED, r, unjoined.site);
+  } else if (r == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
+    cg_begin_site *here = cg_site_take(CG_BEGIN_SITE_FRAMES + 2);
+    b = malloc(sizeof *b);
+    if (b)
+      *b = offender("cuStreamEndCapture from a thread that did not begin the capture", CG_EV_WRONG_THREAD, r,
+                    here);
+    free(here);
+  }
+  free(unjoined.site);
+  return b;
+}
