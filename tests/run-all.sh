@@ -4,8 +4,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 builddir=${BUILDDIR:-build}
+# Warnings are errors here (and in CI), not in meson.build: packagers' builds
+# must not stop on a warning. A build directory configured without it gets it.
 if [ ! -f "$builddir/build.ninja" ]; then
-  meson setup "$builddir" >/dev/null || { echo "capguard: meson setup failed" >&2; exit 1; }
+  meson setup "$builddir" -Dwerror=true >/dev/null || { echo "capguard: meson setup failed" >&2; exit 1; }
+elif ! grep -q '"name": "werror", "value": true' "$builddir/meson-info/intro-buildoptions.json" 2>/dev/null; then
+  meson configure "$builddir" -Dwerror=true >/dev/null || { echo "capguard: meson configure -Dwerror=true failed" >&2; exit 1; }
 fi
 ninja -C "$builddir" >/dev/null || { ninja -C "$builddir"; exit 1; }
 meson test -C "$builddir" --print-errorlogs "$@" 2>&1 | tee "$builddir/test-summary.txt"

@@ -19,6 +19,7 @@
 #include "prime_precheck.h"
 #include "cli.h"
 #include "commands.h"
+#include "frame_source.h"
 #include "shim_path.h"
 
 extern char **environ;
@@ -69,10 +70,11 @@ static void help(void) {
          "  driver   which libcuda is found (dlopen, honouring LD_LIBRARY_PATH), its version,\n"
          "           whether it refuses module loads during capture (drivers < 12.3 do),\n"
          "           and whether there is a GPU\n"
-         "  shim     whether " CG_SHIM_NAME " is found and loads, and whether it sees\n"
+         "  shim     where " CG_SHIM_NAME " is found, whether it loads, and whether it sees\n"
          "           cuModuleLoadData through each route: the exported symbol, dlsym on the\n"
          "           libcuda handle, and the cuGetProcAddress_v2 bootstrap (checked by running\n"
          "           " SELFTEST_NAME " under it)\n"
+         "  reports  what reads file:line for native frames (libdw)\n"
          "  files    the priming file's health and whether the log can be written\n\n"
          "  --prime FILE   check this priming file instead of the one in effect\n"
          "                 (CAPGUARD_PRIME, else ~/.cache/capguard/prime.cgp)\n\n"
@@ -232,7 +234,8 @@ static const char *field(const char *text, const char *prefix, char *buf, size_t
 static void check_shim(doctor *d) {
   printf("%sshim%s\n", d->pal.bold, d->pal.reset);
   char shim[PATH_MAX], why[PATH_MAX * 2 + 256];
-  if (cg_find_shim(shim, sizeof shim, why, sizeof why) != 0) {
+  const char *from = "";
+  if (cg_find_shim_from(shim, sizeof shim, why, sizeof why, &from) != 0) {
     problem(d, CG_SHIM_NAME, "%s", why);
     return;
   }
@@ -269,7 +272,7 @@ static void check_shim(doctor *d) {
                              "for this machine?)", shim);
     return;
   }
-  ok(d, CG_SHIM_NAME, "%s loads", loaded);
+  ok(d, CG_SHIM_NAME, "%s loads (%s)", loaded, from);
   char cuda[PATH_MAX + 64];
   const char *lib = field(out, "libcuda ", cuda, sizeof cuda);
   bool no_cuda = lib && !strncmp(lib, "none ", 5);
@@ -289,6 +292,12 @@ static void check_shim(doctor *d) {
     else
       problem(d, ROUTES[r].label, "could not be resolved: %s", v);
   }
+}
+
+/* ---- reports ---- */
+static void check_reports(doctor *d) {
+  printf("%sreports%s\n", d->pal.bold, d->pal.reset);
+  ok(d, "native frames", "file:line read by %s", cgl_frame_source_reader());
 }
 
 /* ---- files ---- */
@@ -427,6 +436,7 @@ int cg_cmd_doctor(int argc, char **argv) {
   int version;
   check_driver(&d, &version);
   check_shim(&d);
+  check_reports(&d);
   check_files(&d, prime);
   if (d.problems)
     printf("%s%d problem%s found%s\n", d.pal.red, d.problems, d.problems == 1 ? "" : "s",

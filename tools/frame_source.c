@@ -175,6 +175,17 @@ static bool resolve(const char *frame, const char *argv0, char *buf, size_t cap)
   return snprintf(buf, cap, "%s:%d", base ? base + 1 : file, lineno) < (int)cap;
 }
 
+const char *cgl_frame_source_reader(void) {
+  static char reader[96];
+  const char *v = dwfl_version(NULL);
+#ifdef CG_LIBDW_STATIC
+  snprintf(reader, sizeof reader, "libdw %s, linked into capguard", v ? v : "?");
+#else
+  snprintf(reader, sizeof reader, "libdw %s (libdw.so.1)", v ? v : "?");
+#endif
+  return reader;
+}
+
 bool cgl_frame_source(const char *frame, const char *argv0, char *buf, size_t cap) {
   char key[1200];
   if (snprintf(key, sizeof key, "%s\n%s", frame, argv0 ? argv0 : "") >= (int)sizeof key)

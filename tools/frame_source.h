@@ -14,5 +14,9 @@
 bool cgl_frame_source(const char *frame, const char *argv0, char *buf, size_t cap);
 /* Drop the caches (objects opened, answers kept). */
 void cgl_frame_source_reset(void);
+/* What reads file:line, for doctor: "libdw 0.188, linked into capguard" (the
+ * wheel links libdw statically, so a clean image needs no elfutils) or
+ * "libdw 0.188 (libdw.so.1)". */
+const char *cgl_frame_source_reader(void);
 
 #endif

@@ -3,9 +3,14 @@
 # Used by .ci/run and by the demo; does nothing when everything is there.
 # g++: libstdc++ for __cxa_demangle, libdw-dev: elfutils for file:line (the
 # capguard command shows native frames demangled, with their source line).
+# python3-mesonpy, python3-venv: the wheel (`pip wheel --no-build-isolation .`,
+# offline) and the venv CI installs it in; libdw-dev, libjansson-dev and
+# liblzma-dev, libbz2-dev, zlib1g-dev hold the static libraries the wheel's
+# command is linked with.
 set -euo pipefail
 packages=(meson ninja-build pkg-config gcc g++ libdw-dev clang libclang-rt-14-dev check uthash-dev libxxhash-dev
-          libjansson-dev binutils python3)
+          libjansson-dev binutils python3 python3-mesonpy python3-venv python3-pip
+          liblzma-dev libbz2-dev zlib1g-dev)
 [ "${1:-}" = "--with-chromium" ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do

@@ -2,6 +2,15 @@
 #   CAPGUARD   the capguard executable    DATA  tests/cli/data
 #   FAKE_SHIM  stand-in libcapguard.so    FAKE_DRIVER_DIR  dir with a fake libcuda.so.1
 set -u
+# The command under test: the build tree's, or one installed elsewhere (the
+# wheel's, in a venv: tests/wheel/test_wheel.sh) with
+#   CAPGUARD_UNDER_TEST=/venv/bin/capguard CAPGUARD_UNDER_TEST_SHIM=/venv/.../capguard/lib/libcapguard.so
+# The installed command then runs with its own shim (REAL_SHIM), over the
+# fake driver and the test programs of the build tree.
+if [ -n "${CAPGUARD_UNDER_TEST:-}" ]; then
+  CAPGUARD=$CAPGUARD_UNDER_TEST
+  REAL_SHIM=${CAPGUARD_UNDER_TEST_SHIM:?CAPGUARD_UNDER_TEST_SHIM: the shim installed with CAPGUARD_UNDER_TEST}
+fi
 failures=0
 checks=0
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/capguard-cli-test.XXXXXX")

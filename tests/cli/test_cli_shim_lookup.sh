@@ -5,6 +5,25 @@
 . "$(dirname "$0")/lib.sh"
 unset CAPGUARD_SHIM
 export TMPDIR=$WORK
+if [ -n "${CAPGUARD_UNDER_TEST:-}" ]; then
+  # An installed command (the wheel's launcher in a venv) cannot be copied
+  # into a layout: it must find the shim installed with it, by itself, and
+  # doctor must say where that is.
+  "$CAPGUARD" run -q -- sh -c 'echo "$LD_PRELOAD"' >"$WORK/out" 2>"$WORK/err"; rc=$?
+  expect_rc 0 "installed command runs without CAPGUARD_SHIM"
+  expect_in "$WORK/out" "$(readlink -f "$REAL_SHIM")" "installed command preloads its own shim"
+  CAPGUARD_LIBCUDA=libcuda-absent.so.1 "$CAPGUARD" doctor >"$WORK/doc" 2>&1
+  expect_in "$WORK/doc" "ok      libcapguard.so: $(readlink -f "$REAL_SHIM") loads (installed with the command)" \
+    "doctor says where the installed shim is"
+  expect_in "$WORK/doc" "ok      native frames: file:line read by libdw " "doctor names what reads file:line"
+  finish
+fi
+# doctor says where the shim it checks came from, and what reads file:line
+CAPGUARD_LIBCUDA=libcuda-absent.so.1 "$CAPGUARD" doctor >"$WORK/doc" 2>&1
+expect_in "$WORK/doc" "ok      libcapguard.so: $(readlink -f "$REAL_SHIM") loads (in the build tree)" "doctor: build tree's shim"
+expect_in "$WORK/doc" "ok      native frames: file:line read by libdw " "doctor names what reads file:line"
+CAPGUARD_SHIM=$REAL_SHIM CAPGUARD_LIBCUDA=libcuda-absent.so.1 "$CAPGUARD" doctor >"$WORK/doc-env" 2>&1
+expect_in "$WORK/doc-env" "ok      libcapguard.so: $(readlink -f "$REAL_SHIM") loads (from CAPGUARD_SHIM)" "doctor: shim from CAPGUARD_SHIM"
 for layout in "tools:shim" "bin:lib" "bin:lib64" "bin:lib/x86_64-linux-gnu"; do
   exe_dir=${layout%%:*} lib_dir=${layout#*:}
   root=$WORK/${layout//[:\/]/_}

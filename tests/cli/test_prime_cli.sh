@@ -2,9 +2,10 @@
 # `capguard prime` end to end: every subcommand, exit statuses (0 ok, 1 finding,
 # 2 usage) and the one-line error format. Files are built through the real
 # writer by prime_fixture.
-#   test_prime_cli.sh CAPGUARD PRIME_FIXTURE
+#   test_prime_cli.sh CAPGUARD PRIME_FIXTURE  (CAPGUARD_UNDER_TEST, when set,
+#   names the command instead: tests/cli/lib.sh)
 set -u
-CG=$(realpath "$1")
+CG=$(realpath "${CAPGUARD_UNDER_TEST:-$1}")
 FIX=$(realpath "$2")
 T=$(mktemp -d /tmp/cgcli.XXXXXX)
 trap 'rm -rf "$T"' EXIT

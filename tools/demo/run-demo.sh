@@ -8,6 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 bash tools/install-deps.sh
-[ -f build/build.ninja ] || meson setup build >/dev/null
+# -Dwerror=true as tests/run-all.sh: README's two commands share one build
+[ -f build/build.ninja ] || meson setup build -Dwerror=true >/dev/null
 ninja -C build >/dev/null
 exec bash tools/demo/demo-steps.sh build
