@@ -17,7 +17,28 @@
 #include "report.h"
 #include "stack.h"
 
-void *cg_capture_begin_enter(void *ra, void *ra_slot) {
+/* Whether a stream about to begin capturing is non-blocking: legacy-stream
+ * work breaks only the captures of blocking streams (third matrix). Asked
+ * before the driver's begin, and only of a stream the driver says is idle:
+ * cuStreamGetFlags of a capturing stream is refused with 900 and
+ * invalidates its capture, in every mode; of an idle stream it is safe, from
+ * any thread, while others capture (measured: H100, driver 580). The
+ * per-thread and legacy streams are blocking; unknown flags count as
+ * blocking (the driver's answer then decides). */
+static __thread bool begin_nonblocking __attribute__((tls_model("initial-exec")));
+
+static bool stream_nonblocking(CUstream s, bool ptsz) {
+  if ((cg_stream_key(s, ptsz) & 3) == 3 || !cg_drv.StreamGetCaptureInfo || !cg_drv.StreamGetFlags)
+    return false;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  cuuint64_t id = 0;
+  unsigned flags = 0;
+  return cg_drv.StreamGetCaptureInfo(s, &st, &id) == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_NONE &&
+         cg_drv.StreamGetFlags(s, &flags) == CUDA_SUCCESS && (flags & CU_STREAM_NON_BLOCKING);
+}
+
+void *cg_capture_begin_enter(void *ra, void *ra_slot, CUstream s, bool ptsz) {
+  begin_nonblocking = stream_nonblocking(s, ptsz);
   cg_priming_before_begin();
   /* The begin site is taken before the gate: the first backtrace may take
    * the loader's lock, and a thread inside dlopen may be waiting for the gate. */
@@ -32,7 +53,7 @@ void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_ca
    * (model/break_rules.c); asked under the gate held shared, which no driver
    * call of capguard's waits for. */
   uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_driver_id(s, ptsz) : 0;
-  cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph);
+  cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph, begin_nonblocking);
 }
 
 void cg_capture_end_enter(void) { cg_captures_end_enter(); }

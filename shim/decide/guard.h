@@ -19,7 +19,7 @@
 /* A capture begin: _enter before the driver's call (priming runs here, the
  * begin site is taken, the gate is held shared), _leave after it with the
  * driver's result (the model learns of the capture, the gate is released). */
-void *cg_capture_begin_enter(void *ra, void *ra_slot);
+void *cg_capture_begin_enter(void *ra, void *ra_slot, CUstream stream, bool ptsz);
 void cg_capture_begin_leave(void *site, CUresult driver_result, CUstream stream, bool ptsz,
                             cg_capture_mode mode, bool into_graph);
 /* A capture end: _enter before the driver's call (gate shared), _leave after

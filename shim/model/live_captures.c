@@ -149,17 +149,10 @@ void cg_captures_await_begins(void) {
 }
 
 static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
-                          cg_begin_site *site) {
+                          bool nonblocking, cg_begin_site *site) {
   CUcontext ctx = NULL;
   if (cg_drv.CtxGetCurrent)
     cg_drv.CtxGetCurrent(&ctx);
-  /* Legacy-stream work breaks only the captures of blocking streams (third
-   * matrix). A per-thread default stream (key with its low bits set) is
-   * blocking; unknown flags count as blocking (the driver's answer decides). */
-  unsigned flags = 0;
-  bool nonblocking = (key & 3) != 3 && cg_drv.StreamGetFlags &&
-                     cg_drv.StreamGetFlags((CUstream)(uintptr_t)key, &flags) == CUDA_SUCCESS &&
-                     (flags & CU_STREAM_NON_BLOCKING);
   pthread_mutex_lock(&model_lock);
   if (!model) {
     pthread_mutex_unlock(&model_lock);
@@ -189,9 +182,9 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
 }
 
 void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint64_t driver_id,
-                             cg_capture_mode mode, bool into_graph) {
+                             cg_capture_mode mode, bool into_graph, bool nonblocking) {
   if (r == CUDA_SUCCESS)
-    capture_begun(key, driver_id, mode, into_graph, site);
+    capture_begun(key, driver_id, mode, into_graph, nonblocking, site);
   else
     free(site);
   __atomic_sub_fetch(&begins_at_driver, 1, __ATOMIC_SEQ_CST);

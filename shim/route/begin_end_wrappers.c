@@ -17,7 +17,8 @@ static bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     if (off())                                                                                     \
       return real(CG_ARGS(params));                                                                \
     void *site_ = cg_capture_begin_enter(__builtin_return_address(0),                              \
-                                         (char *)__builtin_dwarf_cfa() - sizeof(void *));          \
+                                         (char *)__builtin_dwarf_cfa() - sizeof(void *), (stream), \
+                                         (ptsz));                                                  \
     CUresult r_ = real(CG_ARGS(params));                                                           \
     cg_capture_begin_leave(site_, r_, (stream), (ptsz), (cg_capture_mode)(mode), (into_graph));     \
     return r_;                                                                                     \

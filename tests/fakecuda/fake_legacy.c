@@ -136,6 +136,12 @@ static CUresult stream_flags(CUstream hStream, int ptsz, unsigned int *flags)
     rc = CUDA_ERROR_INVALID_HANDLE;
   if (rc == CUDA_SUCCESS && flags == NULL)
     rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS && st->cap != NULL) {
+    /* Measured (H100, driver 580): of a capturing stream, in every mode, the
+     * call is refused with 900 and the capture invalidated. */
+    st->cap->invalidated = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   if (rc == CUDA_SUCCESS)
     *flags = st->flags;
   return rc;

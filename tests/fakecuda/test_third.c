@@ -408,6 +408,32 @@ START_TEST(test_log_callback)
 }
 END_TEST
 
+/* Measured (H100, driver 580, every mode): cuStreamGetFlags of the capturing
+ * stream is refused with 900 and invalidates the capture; of an idle stream,
+ * while another captures, it is answered and breaks nothing. */
+START_TEST(test_stream_get_flags)
+{
+  static const CUstreamCaptureMode modes[] = {CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                                              CU_STREAM_CAPTURE_MODE_RELAXED};
+  struct cell c;
+  CUmodule m = setup_cell(&c, 0);
+  CUstream idle;
+  CU_OK(cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING));
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    unsigned flags = 0;
+    begin(&c, modes[i]);
+    CU_OK(cuStreamGetFlags(idle, &flags));
+    ck_assert_uint_eq(flags, CU_STREAM_NON_BLOCKING);
+    expect_status(&c, CU_STREAM_CAPTURE_STATUS_ACTIVE, "cuStreamGetFlags of an idle stream");
+    CU_EQ(cuStreamGetFlags(c.stream, &flags), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    expect_status(&c, CU_STREAM_CAPTURE_STATUS_INVALIDATED, "cuStreamGetFlags of the capturing stream");
+    expect_end(&c, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, NULL, 0, "cuStreamGetFlags");
+  }
+  CU_OK(cuStreamDestroy(idle));
+  cleanup_cell(&c, m);
+}
+END_TEST
+
 Suite *suite_third(void)
 {
   Suite *s = suite_create("third matrix");
@@ -419,6 +445,7 @@ Suite *suite_third(void)
   tcase_add_test(tc, test_wait_event_before_capture);
   tcase_add_test(tc, test_graph_launch_into_capture);
   tcase_add_test(tc, test_log_callback);
+  tcase_add_test(tc, test_stream_get_flags);
   suite_add_tcase(s, tc);
   return s;
 }
