@@ -52,6 +52,10 @@ static const char CSS[] =
     "h3{font-size:14px;margin:14px 0 4px;font-weight:600}"
     ".sum{color:#444}.bad{color:#c00;font-weight:600}.good{color:#080;font-weight:600}"
     ".warn{color:#a60}table{border-collapse:collapse;margin:4px 0;max-width:100%}"
+    /* a table wider than the window (a long name that must not break
+     * mid-token) scrolls by itself instead of widening the page, so the
+     * timeline still fits the window */
+    "table{display:block;overflow-x:auto}"
     "td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}"
     /* a long name wraps only where it must, never mid-token in a narrow column */
     "td code{overflow-wrap:break-word;word-break:normal}"
