@@ -31,8 +31,13 @@ void cgr_shell_word(const char *s, char *buf, size_t cap, size_t *used) {
   append(buf, cap, used, "'");
 }
 
-/* Whether the "capguard" a shell finds on PATH is this very executable. */
+/* Whether the "capguard" a shell finds on PATH is this very executable (or,
+ * from a wheel, this package's launcher, which says so in
+ * CAPGUARD_LAUNCHER_ON_PATH: python/capguard/__init__.py). */
 static bool on_path(const struct stat *self) {
+  const char *launcher = getenv("CAPGUARD_LAUNCHER_ON_PATH");
+  if (launcher && !strcmp(launcher, "1"))
+    return true;
   const char *path = getenv("PATH");
   while (path && *path) {
     const char *end = strchr(path, ':');
@@ -59,6 +64,11 @@ const char *cgr_self_word(void) {
     return word;
   }
   exe[n] = '\0';
+  /* run by the wheel's launcher (python/capguard/__init__.py): the launcher's
+   * path is the command a person ran and can run again */
+  const char *launcher = getenv("CAPGUARD_LAUNCHER");
+  if (launcher && launcher[0] == '/' && access(launcher, X_OK) == 0 && strlen(launcher) < sizeof exe)
+    snprintf(exe, sizeof exe, "%s", launcher);
   size_t used = 0;
   cgr_shell_word(exe, word, sizeof word, &used);
   return word;

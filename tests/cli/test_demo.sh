@@ -8,6 +8,9 @@ steps=$SOURCE_ROOT/tools/demo/demo-steps.sh
 grep -q '^exec bash tools/demo/demo-steps.sh build$' "$SOURCE_ROOT/tools/demo/run-demo.sh" && pass \
   || fail "run-demo.sh no longer runs demo-steps.sh: this test would not test the demo"
 unset LD_LIBRARY_PATH CAPGUARD_SHIM   # the demo finds the fake driver and the shim by itself
+# the demo runs the build's capguard: that one is "capguard" on PATH (also when
+# lib.sh put an installed command under test first)
+PATH=$BUILD_ROOT/tools:$PATH
 export XDG_CACHE_HOME=$WORK/cache HOME=$WORK
 
 bash "$steps" "$BUILD_ROOT" "$WORK/demo" >"$WORK/demo.out" 2>&1; rc=$?

@@ -58,9 +58,11 @@ export CAPGUARD_UNDER_TEST_SHIM=$shim
 CAPGUARD_UNDER_TEST=$venv/bin/capguard meson test -C "$builddir" --suite cli --print-errorlogs --no-rebuild \
   >"$out/cli.txt" 2>&1 || fail=1
 grep -E '^(Ok|Fail|Skipped|Timeout):' "$out/cli.txt" | tr -s ' ' | paste -sd' ' | sed 's/^/cli tests, installed capguard: /'
-printf '#!/bin/sh\nexec "%s" -m capguard "$@"\n' "$venv/bin/python" >"$out/python-m-capguard"
-chmod +x "$out/python-m-capguard"
-CAPGUARD_UNDER_TEST=$out/python-m-capguard meson test -C "$builddir" --print-errorlogs --no-rebuild \
+# named capguard: the tests put its folder on PATH, as an install would
+mkdir -p "$out/pym"
+printf '#!/bin/sh\nexec "%s" -m capguard "$@"\n' "$venv/bin/python" >"$out/pym/capguard"
+chmod +x "$out/pym/capguard"
+CAPGUARD_UNDER_TEST=$out/pym/capguard meson test -C "$builddir" --print-errorlogs --no-rebuild \
   cli-run-real cli-doctor-real cli-shim-lookup >"$out/cli-pym.txt" 2>&1 || fail=1
 grep -E '^(Ok|Fail|Skipped|Timeout):' "$out/cli-pym.txt" | tr -s ' ' | paste -sd' ' | sed 's/^/cli tests, python -m capguard: /'
 if [ "$fail" != 0 ]; then
