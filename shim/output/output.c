@@ -279,13 +279,13 @@ static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {
   return cg_capture_format_broken_text(obj, b, c);
 }
 
+bool cg_output_wants_capture(bool broken) { return log_fd >= 0 || (broken && !cg_cfg.quiet); }
+
 /* A capture that broke is said on stderr, naming its first offender (or
  * that capguard saw none), since that is the line a person reading a
  * start-up failure needs; every capture goes to the log. Under capguard run
  * (CAPGUARD_RUN) with a log, its closing summary says the same line from
  * the log, with the process: said there once, not twice. */
-bool cg_output_wants_capture(bool broken) { return log_fd >= 0 || (broken && !cg_cfg.quiet); }
-
 void cg_output_capture(const cg_capture_record *r) {
   bool summarised = cg_cfg.run_id && log_fd >= 0;
   if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet && !summarised) {
