@@ -51,13 +51,17 @@ static void report_unforeseen(const cg_call *c, CUresult r) {
   cg_report_refusal_and_free(&e, NULL, &hit.site, r, "a refused call's report");
 }
 
-void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, CUresult r) {
+void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, cg_rule rule, CUresult r) {
   /* Counted in flight at once (the driver's log callback, where there is
    * one, counted the refusal already, inside the call): an end of the
    * capture this call broke waits for its attribution
    * (cg_captures_await_offender). */
   cg_captures_watched_enter_late();
-  cg_call c = {.ep = ep, .kind = kind, .rule = CG_RULE_PROHIBITED};
+  /* The fast path keeps no argument: a rule that needs the call's stream or
+   * event is judged as the captures that prohibit the thread (what the
+   * driver also breaks for it); a context synchronisation, as every capture
+   * of the thread's context (it breaks captures of every mode). */
+  cg_call c = {.ep = ep, .kind = kind, .rule = rule == CG_RULE_ANY ? CG_RULE_ANY : CG_RULE_PROHIBITED};
   report_unforeseen(&c, r);
   cg_captures_watched_leave();
 }
