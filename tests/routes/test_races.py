@@ -15,7 +15,13 @@ tests/fakecuda/README.md "Ends").
    destroyed: capguard's model follows the driver, deferred work runs
    exactly once when the driver no longer captures, and capguard never asks
    the driver about a destroyed stream (the fake aborts where the real
-   driver segfaults)."""
+   driver segfaults).
+8. Two capturing threads (global, thread-local and relaxed captures) and
+   two calling threads (switching their own mode now and then): the
+   verdicts are what the driver did, every refusal is reported, every load
+   while prohibited logged (and in guard mode recorded), and every capture
+   broken by a watched call names its first offender, capture by capture
+   against the fake's trace (ReportRaces)."""
 import os
 import re
 import subprocess
