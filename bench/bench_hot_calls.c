@@ -1,6 +1,8 @@
 /* The hot path with nothing capturing: what capguard's wrappers of
- * cuEventRecord, cuEventQuery, cuStreamQuery and cuLaunchKernel (an empty
- * kernel from a PTX image, on a created stream) cost over the driver's own
+ * cuEventRecord, cuEventQuery, cuStreamQuery, cuLaunchKernel and
+ * cuLaunchKernelEx (an empty kernel from a PTX image, on a created stream;
+ * the Ex form with a launch configuration and no attributes, as Triton's
+ * launcher makes it) cost over the driver's own
  * calls, measured in ONE process, interleaved round by round:
  *   driver    dlopen("libcuda.so.1") + dlsym: the driver's own entry points
  *             (this program must NOT run with capguard preloaded: a preloaded
@@ -26,9 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_ROUNDS = 1001, NCALLS = 4 };
+enum { MAX_ROUNDS = 1001, NCALLS = 5 };
 
-static const char *const names[NCALLS] = {"cuEventRecord", "cuEventQuery", "cuStreamQuery", "cuLaunchKernel"};
+static const char *const names[NCALLS] = {"cuEventRecord", "cuEventQuery", "cuStreamQuery", "cuLaunchKernel",
+                                          "cuLaunchKernelEx"};
+typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+static CUlaunchConfig ex_config;
 
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                               CUstream, void **, void **);
@@ -78,10 +83,16 @@ static double time_calls(int which, void *p, long iters) {
       acc |= f(st);
     break;
   }
-  default: {
+  case 3: {
     launch_fn f = (launch_fn)p;
     for (long i = 0; i < iters; i++)
       acc |= f(nop, 1, 1, 1, 1, 1, 1, 0, st, NULL, NULL);
+    break;
+  }
+  default: {
+    launch_ex_fn f = (launch_ex_fn)p;
+    for (long i = 0; i < iters; i++)
+      acc |= f(&ex_config, nop, NULL, NULL);
     break;
   }
   }
@@ -143,6 +154,10 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  ex_config.gridDimX = ex_config.gridDimY = ex_config.gridDimZ = 1;
+  ex_config.blockDimX = ex_config.blockDimY = ex_config.blockDimZ = 1;
+  ex_config.hStream = st;
+
   void *shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
   if (!shim) {
     fprintf(stderr, "bench_hot_calls: cannot dlopen the shim: %s\n", dlerror());
@@ -179,7 +194,7 @@ int main(int argc, char **argv) {
 
   printf("# %ld calls per round, %d rounds, interleaved; driver %s, capguard %s\n", iters, rounds, file_of(drv[0]),
          file_of(cg[0]));
-  printf("%-14s %10s %12s %9s %7s\n", "call", "ns_driver", "ns_capguard", "diff_ns", "ratio");
+  printf("%-16s %10s %12s %9s %7s\n", "call", "ns_driver", "ns_capguard", "diff_ns", "ratio");
   /* Row NCALLS: the noise floor, cuEventQuery of the driver against itself
    * (A/A), measured the same way. */
   for (int row = 0; row <= NCALLS; row++) {
@@ -198,7 +213,7 @@ int main(int argc, char **argv) {
       stream_sync(st);
     }
     double md = median(d, rounds), mw = median(w, rounds), mdiff = median(diff, rounds);
-    printf("%-14s %10.2f %12.2f %9.2f %7.3f\n", row < NCALLS ? names[c] : "A/A-noise", md, mw, mdiff,
+    printf("%-16s %10.2f %12.2f %9.2f %7.3f\n", row < NCALLS ? names[c] : "A/A-noise", md, mw, mdiff,
            md > 0 ? mw / md : 0.0);
   }
   if (sink == (CUresult)-1)
