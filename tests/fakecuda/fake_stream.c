@@ -110,6 +110,12 @@ static CUresult launch_host_func(CUstream hs, int ptsz, CUhostFn fn, void *data,
     return CUDA_ERROR_INVALID_HANDLE;
   if (fn == NULL)
     return CUDA_ERROR_INVALID_VALUE;
+  /* Not measured, chosen by the fake: a host function on the legacy stream is
+   * legacy-stream work like a launch there (third matrix: 906 while a blocking
+   * stream captures). capguard does not wrap it: the route tests' call that only
+   * the driver's log names. */
+  if ((rc = fc_legacy_work(st)) != CUDA_SUCCESS)
+    return rc;
   struct fc_capture *cap;
   if ((rc = fc_stream_work(st, &cap)) != CUDA_SUCCESS)
     return rc;

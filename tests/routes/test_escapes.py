@@ -322,6 +322,22 @@ class DriverLog(unittest.TestCase):
         self.assertIn("escape_probe", cap["broken_by"]["where"])
         self.assertIn("first offender cuFakeUnwatchedRefusal", run.stderr)
 
+    def test_a_real_entry_point_capguard_does_not_wrap_is_named_from_the_log(self):
+        # cuLaunchHostFunc on the legacy stream: not a row (it is no copy,
+        # memset or launch), refused by the fake as legacy-stream work (906).
+        self.assertEqual(routes_common.run_probe(["--op", "unwatched-host-func", "--blocking"], preload=False,
+                                                 probe=PROBE_DIRECT, route="direct",
+                                                 env_extra={"CG_CUBIN": CUBIN}).int("op_result"), IMPLICIT)
+        for route in ("direct", "dlsym"):
+            run = probe(["--op", "unwatched-host-func", "--blocking"], route=route, driver=13000)
+            self.assertEqual((run.int("op_result"), run.int("end_result")), (IMPLICIT, INVALIDATED))
+            self.assertEqual(run.events, [])   # no wrapper saw it
+            b = the_capture(run)["broken_by"]
+            self.assertIsNotNone(b)
+            self.assertEqual((b["call"], b["event"], b["verdict"], b["result"]),
+                             ("cuLaunchHostFunc", "driver-log", "broke", IMPLICIT))
+            self.assertIn("escape_probe", b["where"])
+
     def test_before_12_9_it_is_said_plainly(self):
         run = probe(["--op", "unwatched", "--blocking"], driver=12020)
         cap = the_capture(run)
@@ -334,14 +350,14 @@ class DriverLog(unittest.TestCase):
         # 12.9+ driver none leaves a capture "broken by a call capguard does
         # not watch".
         unnamed = broken = 0
-        for op in list(LEGACY) + ["wait-before", "graph-launch", "unwatched"]:
+        for op in list(LEGACY) + ["wait-before", "graph-launch", "unwatched", "unwatched-host-func"]:
             for thread in ("same", "other"):
                 run = probe(["--op", op, "--blocking", "--thread", thread], driver=13000)
                 cap = the_capture(run)
                 if cap["status"] == "failed":
                     broken += 1
                     unnamed += cap["broken_by"] is None
-        self.assertEqual(broken, 16)
+        self.assertEqual(broken, 18)
         self.assertEqual(unnamed, 0)
 
     def test_the_programs_own_log_callback_keeps_receiving_everything(self):
