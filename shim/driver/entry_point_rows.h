@@ -264,9 +264,9 @@
     CG_SYNC_COPY_TRAITS)
 
 /* Asynchronous copies and memsets: the legacy-stream rule on the legacy
- * stream; a copy with a host side also the pageable-copy escape. The v1
- * cuMemcpy2DAsync and cuMemcpy3DAsync (32-bit structures) get the
- * legacy-stream rule only. */
+ * stream; a copy with a host side also the pageable-copy escape (the v1
+ * cuMemcpy2DAsync and cuMemcpy3DAsync read through route/copy_v1.h's
+ * copies of cuda.h's internal 32-bit structures). */
 #define CG_MEMSET_ASYNC_PARAMS(type) (CUdeviceptr, dst, type, v, size_t, n, CUstream, stream)
 #define CG_MEMSET2D_ASYNC_PARAMS(type)                                                                  \
   (CUdeviceptr, dst, size_t, pitch, type, v, size_t, w, size_t, h, CUstream, stream)
@@ -315,8 +315,10 @@
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND(p)))                                                 \
   X(STREAM_WORK, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER *, p, CUstream, stream),            \
     CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST_ND(p)))                                                  \
-  X(STREAM_WORK, cuMemcpy2DAsync, (const void *, p, CUstream, stream), CG_LEGACY_TRAITS(stream, false))  \
-  X(STREAM_WORK, cuMemcpy3DAsync, (const void *, p, CUstream, stream), CG_LEGACY_TRAITS(stream, false))  \
+  X(STREAM_WORK, cuMemcpy2DAsync, (const void *, p, CUstream, stream),                                   \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND((const cg_memcpy2d_v1 *)p)))                         \
+  X(STREAM_WORK, cuMemcpy3DAsync, (const void *, p, CUstream, stream),                                   \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND((const cg_memcpy3d_v1 *)p)))                         \
   X(STREAM_WORK, cuMemcpyDtoDAsync_v2, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n, CUstream, stream), \
     CG_LEGACY_TRAITS(stream, false))                                                                    \
   X(STREAM_WORK, cuMemcpyDtoDAsync_v2_ptsz,                                                             \

@@ -254,8 +254,8 @@ static const struct row rows[] = {
   { "cuMemcpyDtoDAsync (v1)", a_dtod1, 'A', TO_LO, CP, 0 },
   { "cuMemcpyHtoAAsync (v1)", a_htoa1, 'A', TO_ARR, CP, 1 },
   { "cuMemcpyAtoHAsync (v1)", a_atoh1, 'A', TO_HOST, CP, 1 },
-  { "cuMemcpy2DAsync (v1)", a_2d1, 'A', TO_LO, CP, 0 },
-  { "cuMemcpy3DAsync (v1)", a_3d1, 'A', TO_LO, CP, 0 },
+  { "cuMemcpy2DAsync (v1)", a_2d1, 'A', TO_LO, CP, 1 },
+  { "cuMemcpy3DAsync (v1)", a_3d1, 'A', TO_LO, CP, 1 },
 };
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
