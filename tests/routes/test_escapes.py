@@ -137,6 +137,26 @@ class Copies(unittest.TestCase):
                     self.assertIn("pageable host memory", r.stderr)
                     self.assertTrue(any("copy_probe" in f for f in r.events[0]["native_stack"]))
 
+    def test_copies_racing_captures_on_six_threads(self):
+        # Blocking and non-blocking captures begin and end on six threads
+        # while every row's calls reach the driver from all of them: what the
+        # program sees is what the driver says (0, 906, 901), and every
+        # capture that ends broken is named, on drivers with and without the
+        # log callback.
+        for driver in (13000, 12020):
+            with self.subTest(driver=driver):
+                run = copy_probe(["--race", "6", "300"], driver=driver)
+                self.assertEqual(run.rc, 0, run.stderr[-2000:])
+                self.assertEqual(run.int("race_ops"), 1800)
+                self.assertEqual(run.int("race_bad"), 0, run.stderr[-2000:])
+                caps = run.of_type("capture")
+                self.assertEqual(len(caps), 1800)
+                failed = [c for c in caps if c["status"] == "failed"]
+                self.assertEqual(len(failed), run.int("race_ends_broken"))
+                self.assertGreater(len(failed), 100)  # the threads did meet
+                self.assertEqual([c for c in failed if c["broken_by"] is None], [])
+                self.assertNotIn("internal", run.stderr)
+
     def test_ptsz_forms_on_the_per_thread_stream_are_the_drivers_business(self):
         rows = [r for r in copy_rows() if r[2] == "X"]
         self.assertGreater(len(rows), 10)
