@@ -6,8 +6,9 @@
  * cuMemsetD8): a synchronous copy or memset is work on the legacy stream, refused with
  * 906 and every blocking capture of the context invalidated, in every mode and from
  * every thread; while only non-blocking streams capture it runs at once, outside the
- * graph. Not measured, chosen by the fake as the same rule: the other synchronous
- * copies and memsets, and the asynchronous ones made on the legacy stream. An
+ * graph. Measured since for cuMemsetD8Async and cuMemcpyPeer too (README); chosen by
+ * the fake as the same rule: the other copies and memsets, synchronous, and
+ * asynchronous on the legacy stream. An
  * asynchronous one on a capturing stream is captured (a memcpy or memset node, run at
  * replay, which the fake does not do); on any other stream it runs at once.
  * Memory is host memory: device pointers must lie in an allocation, host pointers are

@@ -93,7 +93,7 @@ static const struct row rows[] = {
   /* Not rows of the table: the same rule for the other launch entry points. */
   { "cuLaunchKernelEx on the legacy stream (same rule)", launch_ex_legacy, 0, "iiio", 0, 0 },
   { "cuLaunchCooperativeKernel on the legacy stream (same rule)", launch_coop_legacy, 1, "iiio", 0, 0 },
-  /* Not measured: chosen by the fake (fake_stream.c). */
+  /* Measured after the table (tests/fakecuda/README.md). */
   { "cuLaunchHostFunc on the legacy stream (same rule)", host_func_legacy, 0, "iiio", 0, 0 },
 };
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
