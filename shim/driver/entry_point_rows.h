@@ -221,46 +221,46 @@
   X(STREAM_WORK, cuMemsetD2D16_v2, (CUdeviceptr, dst, size_t, pitch, unsigned short, v, size_t, w, size_t, h), \
     CG_SYNC_COPY_TRAITS)                                                                                \
   X(STREAM_WORK, cuMemcpyPeer,                                                                          \
-    (CUdeviceptr, dst, CUcontext, dst_ctx, CUdeviceptr, src, CUcontext, src_ctx, size_t, n),              \
+    (CUdeviceptr, dst, CUcontext, dst_ctx, CUdeviceptr, src, CUcontext, src_ctx, size_t, n),            \
     CG_SYNC_COPY_TRAITS)                                                                                \
-  X(STREAM_WORK, cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER *, p), CG_SYNC_COPY_TRAITS)                   \
-  X(STREAM_WORK, cuMemcpyHtoA_v2, (CUarray, dst, size_t, offset, const void *, src, size_t, n),             \
+  X(STREAM_WORK, cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER *, p), CG_SYNC_COPY_TRAITS)                  \
+  X(STREAM_WORK, cuMemcpyHtoA_v2, (CUarray, dst, size_t, offset, const void *, src, size_t, n),         \
     CG_SYNC_COPY_TRAITS)                                                                                \
   X(STREAM_WORK, cuMemcpyAtoH_v2, (void *, dst, CUarray, src, size_t, offset, size_t, n), CG_SYNC_COPY_TRAITS) \
-  X(STREAM_WORK, cuMemcpyDtoA_v2, (CUarray, dst, size_t, offset, CUdeviceptr, src, size_t, n),              \
+  X(STREAM_WORK, cuMemcpyDtoA_v2, (CUarray, dst, size_t, offset, CUdeviceptr, src, size_t, n),          \
     CG_SYNC_COPY_TRAITS)                                                                                \
-  X(STREAM_WORK, cuMemcpyAtoD_v2, (CUdeviceptr, dst, CUarray, src, size_t, offset, size_t, n),              \
+  X(STREAM_WORK, cuMemcpyAtoD_v2, (CUdeviceptr, dst, CUarray, src, size_t, offset, size_t, n),          \
     CG_SYNC_COPY_TRAITS)                                                                                \
   X(STREAM_WORK, cuMemcpyAtoA_v2, (CUarray, dst, size_t, dst_offset, CUarray, src, size_t, src_offset, size_t, n), \
     CG_SYNC_COPY_TRAITS)                                                                                \
   X(STREAM_WORK, cuMemcpyHtoD, (unsigned int, dst, const void *, src, unsigned int, n), CG_SYNC_COPY_TRAITS) \
-  X(STREAM_WORK, cuMemcpyDtoH, (void *, dst, unsigned int, src, unsigned int, n), CG_SYNC_COPY_TRAITS)   \
+  X(STREAM_WORK, cuMemcpyDtoH, (void *, dst, unsigned int, src, unsigned int, n), CG_SYNC_COPY_TRAITS)  \
   X(STREAM_WORK, cuMemcpyDtoD, (unsigned int, dst, unsigned int, src, unsigned int, n), CG_SYNC_COPY_TRAITS) \
-  X(STREAM_WORK, cuMemcpyHtoA, (CUarray, dst, unsigned int, offset, const void *, src, unsigned int, n),     \
+  X(STREAM_WORK, cuMemcpyHtoA, (CUarray, dst, unsigned int, offset, const void *, src, unsigned int, n), \
     CG_SYNC_COPY_TRAITS)                                                                                \
-  X(STREAM_WORK, cuMemcpyAtoH, (void *, dst, CUarray, src, unsigned int, offset, unsigned int, n),          \
+  X(STREAM_WORK, cuMemcpyAtoH, (void *, dst, CUarray, src, unsigned int, offset, unsigned int, n),      \
     CG_SYNC_COPY_TRAITS)                                                                                \
-  X(STREAM_WORK, cuMemcpyDtoA, (CUarray, dst, unsigned int, offset, unsigned int, src, unsigned int, n),     \
+  X(STREAM_WORK, cuMemcpyDtoA, (CUarray, dst, unsigned int, offset, unsigned int, src, unsigned int, n), \
     CG_SYNC_COPY_TRAITS)                                                                                \
-  X(STREAM_WORK, cuMemcpyAtoD, (unsigned int, dst, CUarray, src, unsigned int, offset, unsigned int, n),     \
+  X(STREAM_WORK, cuMemcpyAtoD, (unsigned int, dst, CUarray, src, unsigned int, offset, unsigned int, n), \
     CG_SYNC_COPY_TRAITS)                                                                                \
   X(STREAM_WORK, cuMemcpyAtoA,                                                                          \
-    (CUarray, dst, unsigned int, dst_offset, CUarray, src, unsigned int, src_offset, unsigned int, n),          \
+    (CUarray, dst, unsigned int, dst_offset, CUarray, src, unsigned int, src_offset, unsigned int, n),  \
     CG_SYNC_COPY_TRAITS)                                                                                \
-  X(STREAM_WORK, cuMemcpy2D, (const void *, p), CG_SYNC_COPY_TRAITS)                                     \
-  X(STREAM_WORK, cuMemcpy2DUnaligned, (const void *, p), CG_SYNC_COPY_TRAITS)                            \
-  X(STREAM_WORK, cuMemcpy3D, (const void *, p), CG_SYNC_COPY_TRAITS)                                     \
+  X(STREAM_WORK, cuMemcpy2D, (const void *, p), CG_SYNC_COPY_TRAITS)                                    \
+  X(STREAM_WORK, cuMemcpy2DUnaligned, (const void *, p), CG_SYNC_COPY_TRAITS)                           \
+  X(STREAM_WORK, cuMemcpy3D, (const void *, p), CG_SYNC_COPY_TRAITS)                                    \
   X(STREAM_WORK, cuMemsetD8, (unsigned int, dst, unsigned char, v, unsigned int, n), CG_SYNC_COPY_TRAITS) \
   X(STREAM_WORK, cuMemsetD16, (unsigned int, dst, unsigned short, v, unsigned int, n), CG_SYNC_COPY_TRAITS) \
   X(STREAM_WORK, cuMemsetD32, (unsigned int, dst, unsigned int, v, unsigned int, n), CG_SYNC_COPY_TRAITS) \
   X(STREAM_WORK, cuMemsetD2D8,                                                                          \
-    (unsigned int, dst, unsigned int, pitch, unsigned char, v, unsigned int, w, unsigned int, h),         \
+    (unsigned int, dst, unsigned int, pitch, unsigned char, v, unsigned int, w, unsigned int, h),       \
     CG_SYNC_COPY_TRAITS)                                                                                \
   X(STREAM_WORK, cuMemsetD2D16,                                                                         \
-    (unsigned int, dst, unsigned int, pitch, unsigned short, v, unsigned int, w, unsigned int, h),        \
+    (unsigned int, dst, unsigned int, pitch, unsigned short, v, unsigned int, w, unsigned int, h),      \
     CG_SYNC_COPY_TRAITS)                                                                                \
   X(STREAM_WORK, cuMemsetD2D32,                                                                         \
-    (unsigned int, dst, unsigned int, pitch, unsigned int, v, unsigned int, w, unsigned int, h),          \
+    (unsigned int, dst, unsigned int, pitch, unsigned int, v, unsigned int, w, unsigned int, h),        \
     CG_SYNC_COPY_TRAITS)
 
 /* Asynchronous copies and memsets: the legacy-stream rule on the legacy
@@ -273,51 +273,51 @@
 #define CG_PEER_ASYNC_PARAMS                                                                            \
   (CUdeviceptr, dst, CUcontext, dst_ctx, CUdeviceptr, src, CUcontext, src_ctx, size_t, n, CUstream, stream)
 #define CG_ASYNC_COPY_ROWS(X)                                                                           \
-  X(STREAM_WORK, cuMemcpyAsync, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n, CUstream, stream),       \
+  X(STREAM_WORK, cuMemcpyAsync, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n, CUstream, stream),      \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST2(dst, src)))                                            \
-  X(STREAM_WORK, cuMemcpyAsync_ptsz, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n, CUstream, stream),  \
+  X(STREAM_WORK, cuMemcpyAsync_ptsz, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n, CUstream, stream), \
     CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST2(dst, src)))                                             \
   X(STREAM_WORK, cuMemcpyHtoDAsync, (unsigned int, dst, const void *, src, unsigned int, n, CUstream, stream), \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(src)))                                                  \
-  X(STREAM_WORK, cuMemcpyDtoHAsync_v2, (void *, dst, CUdeviceptr, src, size_t, n, CUstream, stream),     \
+  X(STREAM_WORK, cuMemcpyDtoHAsync_v2, (void *, dst, CUdeviceptr, src, size_t, n, CUstream, stream),    \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(dst)))                                                  \
   X(STREAM_WORK, cuMemcpyDtoHAsync_v2_ptsz, (void *, dst, CUdeviceptr, src, size_t, n, CUstream, stream), \
     CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST(dst)))                                                   \
   X(STREAM_WORK, cuMemcpyDtoHAsync, (void *, dst, unsigned int, src, unsigned int, n, CUstream, stream), \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(dst)))                                                  \
   X(STREAM_WORK, cuMemcpyHtoAAsync_v2,                                                                  \
-    (CUarray, dst, size_t, offset, const void *, src, size_t, n, CUstream, stream),                         \
+    (CUarray, dst, size_t, offset, const void *, src, size_t, n, CUstream, stream),                     \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(src)))                                                  \
   X(STREAM_WORK, cuMemcpyHtoAAsync_v2_ptsz,                                                             \
-    (CUarray, dst, size_t, offset, const void *, src, size_t, n, CUstream, stream),                         \
+    (CUarray, dst, size_t, offset, const void *, src, size_t, n, CUstream, stream),                     \
     CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST(src)))                                                   \
   X(STREAM_WORK, cuMemcpyHtoAAsync,                                                                     \
-    (CUarray, dst, unsigned int, offset, const void *, src, unsigned int, n, CUstream, stream),             \
+    (CUarray, dst, unsigned int, offset, const void *, src, unsigned int, n, CUstream, stream),         \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(src)))                                                  \
   X(STREAM_WORK, cuMemcpyAtoHAsync_v2,                                                                  \
-    (void *, dst, CUarray, src, size_t, offset, size_t, n, CUstream, stream),                               \
+    (void *, dst, CUarray, src, size_t, offset, size_t, n, CUstream, stream),                           \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(dst)))                                                  \
   X(STREAM_WORK, cuMemcpyAtoHAsync_v2_ptsz,                                                             \
-    (void *, dst, CUarray, src, size_t, offset, size_t, n, CUstream, stream),                               \
+    (void *, dst, CUarray, src, size_t, offset, size_t, n, CUstream, stream),                           \
     CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST(dst)))                                                   \
   X(STREAM_WORK, cuMemcpyAtoHAsync,                                                                     \
-    (void *, dst, CUarray, src, unsigned int, offset, unsigned int, n, CUstream, stream),                   \
+    (void *, dst, CUarray, src, unsigned int, offset, unsigned int, n, CUstream, stream),               \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(dst)))                                                  \
-  X(STREAM_WORK, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *, p, CUstream, stream),                       \
+  X(STREAM_WORK, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *, p, CUstream, stream),                      \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND(p)))                                                 \
-  X(STREAM_WORK, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *, p, CUstream, stream),                  \
+  X(STREAM_WORK, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *, p, CUstream, stream),                 \
     CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST_ND(p)))                                                  \
-  X(STREAM_WORK, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *, p, CUstream, stream),                       \
+  X(STREAM_WORK, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *, p, CUstream, stream),                      \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND(p)))                                                 \
-  X(STREAM_WORK, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *, p, CUstream, stream),                  \
+  X(STREAM_WORK, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *, p, CUstream, stream),                 \
     CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST_ND(p)))                                                  \
-  X(STREAM_WORK, cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER *, p, CUstream, stream),                 \
+  X(STREAM_WORK, cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER *, p, CUstream, stream),                \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND(p)))                                                 \
-  X(STREAM_WORK, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER *, p, CUstream, stream),            \
+  X(STREAM_WORK, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER *, p, CUstream, stream),           \
     CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST_ND(p)))                                                  \
-  X(STREAM_WORK, cuMemcpy2DAsync, (const void *, p, CUstream, stream),                                   \
+  X(STREAM_WORK, cuMemcpy2DAsync, (const void *, p, CUstream, stream),                                  \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND((const cg_memcpy2d_v1 *)p)))                         \
-  X(STREAM_WORK, cuMemcpy3DAsync, (const void *, p, CUstream, stream),                                   \
+  X(STREAM_WORK, cuMemcpy3DAsync, (const void *, p, CUstream, stream),                                  \
     CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND((const cg_memcpy3d_v1 *)p)))                         \
   X(STREAM_WORK, cuMemcpyDtoDAsync_v2, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n, CUstream, stream), \
     CG_LEGACY_TRAITS(stream, false))                                                                    \
