@@ -245,8 +245,8 @@ static void print_sites(FILE *out, const cgr_analysis *a, cg_palette pal) {
 
 /* Work that escaped a capture (verdict escaped): the driver said ok, but the
  * graph will not do it (legacy-stream work run once, outside the graph) or
- * will read host memory as it is at replay (a captured copy from pageable
- * memory). Grouped by kind, call and site, with how many were logged. */
+ * will read or write host memory as it is at replay (a captured copy to or
+ * from pageable memory). Grouped by kind, call and site, with how many were logged. */
 static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   fprintf(out, "\n%sEscaped captures%s (the driver said ok, the graph will not do what the program "
@@ -273,7 +273,7 @@ static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   }
   fprintf(out, "  %slegacy-stream: run once, now, outside the graph: replays will not do it (use the "
                "capturing stream, or make it before the capture); pageable-copy: each replay copies "
-               "that host memory as it is then (copy from page-locked memory)%s\n",
+               "from or into that host memory as it is then (use page-locked memory)%s\n",
           pal.dim, pal.reset);
 }
 
