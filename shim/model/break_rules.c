@@ -330,6 +330,18 @@ static bool pending_before(uint64_t tick) {
   }
   return false;
 }
+void cg_captures_watched_atfork_child(void) {
+  /* The other threads' calls never leave; this thread's, if it forked
+   * inside one (it cannot: no fork is made there), would leave as usual. */
+  memset(pending_slots, 0, sizeof pending_slots);
+  pending_unslotted = 0;
+  refusals_pending = refusal_counted ? 1 : 0;
+  if (refusal_counted && pending_slot)
+    pending_slots[pending_slot - 1] = 1;
+  else if (refusal_counted)
+    pending_unslotted = 1;
+  watched_in_flight = watched_depth;
+}
 void cg_captures_refusal_returned(void) {
   if (watched_depth)
     count_refusal();

@@ -260,6 +260,8 @@ void cg_captures_watched_enter_late(void);
  * also takes the call's in_driver tick; _returned: by the caller, after it. */
 void cg_captures_refusal_in_driver(int code);
 void cg_captures_refusal_returned(void);
+/* Fork: the child's watched and refused calls are its own thread's only. */
+void cg_captures_watched_atfork_child(void);
 /* Before the model closes a capture whose end failed with no first offender
  * known: waits while watched calls are on their way (at most 20 ms: one may
  * be a synchronisation the driver let through, blocking), or refused ones
