@@ -95,9 +95,28 @@ static void pause_briefly(unsigned spins) {
   nanosleep(&ts, NULL);
 }
 
+/* Whether a thread other than the caller holds a slot of fence f. A thread
+ * claims its slot with a locked compare-and-swap before its first plain
+ * store to it, and the waiter has made its own change (the begin's count)
+ * with a locked add and a full fence before it looks: so a thread whose
+ * claim the waiter does not see reads the waiter's change after its claim,
+ * and cannot have looked before it. Threads past the last slot use a locked
+ * add as well. Only the plain stores of slots already held need membarrier. */
+static bool others_hold_slots(int f) {
+  unsigned n = __atomic_load_n(&slots_used[f], __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (&slots[f][i] != cg_fence_self[f] && __atomic_load_n(&slots[f][i].taken, __ATOMIC_ACQUIRE))
+      return true;
+  return false;
+}
+
 void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  if (asymmetric) {
+  /* membarrier interrupts every CPU running one of this process's threads:
+   * on the H100's host a torch process's capture paid for it in each begin
+   * (issue 16). A process whose only querying thread is the capturing one
+   * (torch's caching allocator on the main thread) never needs it. */
+  if (asymmetric && others_hold_slots(f)) {
     if (!membarrier_ok || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
       /* No membarrier: a plain store leaves a store buffer within a
        * microsecond, and at any context switch. */
