@@ -271,10 +271,13 @@ static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
     fprintf(out, "  %5zu  %-14s %-22s %s\n", n, cg_event_kind_name(e->kind), e->call ? e->call : "?",
             e->site && e->site[0] ? e->site : "(unknown site)");
   }
-  fprintf(out, "  %slegacy-stream: run once, now, outside the graph: replays will not do it (use the "
-               "capturing stream, or make it before the capture); pageable-copy: each replay copies "
-               "that host memory as it is then (copy from page-locked memory)%s\n",
-          pal.dim, pal.reset);
+  /* what each kind means to do: the findings table's */
+  cgf_facts facts = {.a = a};
+  cgf_list l = {0};
+  cgf_collect(&facts, CGF_ESCAPES, false, &l);
+  for (size_t i = 0; i < l.n; i++)
+    fprintf(out, "  %s%s%s\n", pal.dim, l.v[i].sentence, pal.reset);
+  cgf_list_free(&l);
 }
 
 void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {

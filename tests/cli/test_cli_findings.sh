@@ -3,7 +3,8 @@
 # is given, none dropped without a word (the report kept at most 8 before);
 # the all-clear sentence is the same in the report and run's summary; a
 # broken capture's "first offender" line is said once under capguard run (by
-# its summary), not again by the shim; the shim's own lines say facts only.
+# its summary), not again by the shim; the shim's own lines say facts only;
+# no advice is worded outside the table.
 . "$(dirname "$0")/lib.sh"
 logs=("$DATA/run1.jsonl" "$DATA/offender.jsonl" "$DATA/offender_old.jsonl" "$DATA/findings_more.jsonl")
 sed 's/"run":"@RUN@",//' "$DATA/offender.jsonl" >"$WORK/offender.jsonl"
@@ -47,6 +48,17 @@ expect_lines "$WORK/allclear.src" 1 "the all-clear sentence is written once"
 for d in shim core; do [ -d "$SOURCE_ROOT/$d" ] && pass || fail "no $d/ to search: this test would search nothing"; done
 for s in "learn the priming file on this GPU architecture" "prune it"; do
   grep -rn "$s" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/shimadv" && fail "shim words advice: $(cat "$WORK/shimadv")" || pass
+done
+
+# --- the tools word advice only in the findings table: the run summary's
+# lines (a log with nothing in it, work that escaped a capture, captures open
+# at exit) and the report's note on escaped work are its rows
+for s in "drop --mode off to check captures" "check with capguard doctor" "space or pass --log elsewhere" \
+         "driver; nothing to check" "before ending %s); capguard report shows" "in capguard report)" \
+         "copy from page-locked memory" "run it again"; do
+  grep -rlF "$s" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/advsrc"
+  [ "$(cat "$WORK/advsrc")" = "$SOURCE_ROOT/tools/findings.c" ] && pass ||
+    fail "\"$s\" worded outside tools/findings.c: $(tr '\n' ' ' <"$WORK/advsrc")"
 done
 
 # --- under capguard run, a broken capture's line is said once (by the summary)
