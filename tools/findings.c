@@ -48,7 +48,7 @@ typedef struct {
   const cgl_log *log;
   size_t latest, broke_run, allowed_run;
   size_t broken_loads, unwatched, not_said, other, first_other;
-  size_t to_warm, unloads, kept;
+  size_t to_warm, unloads;
 } ctx;
 
 static void derive(const cgf_facts *f, ctx *c) {
@@ -86,9 +86,6 @@ static void derive(const cgf_facts *f, ctx *c) {
   for (size_t k = 0; k < a->n_kernels; k++)
     c->to_warm += a->kernels[k].broke;
   c->unloads = a->events[CG_EV_MODULE_UNLOAD];
-  /* calls that break a capture without capguard, which guard mode answered so that it survived */
-  c->kept = a->verdicts[CG_VERDICT_DEFERRED_FREE] + a->verdicts[CG_VERDICT_DEFERRED_DESTROY] +
-            a->verdicts[CG_VERDICT_NOT_READY];
 }
 
 static void command(cgf_finding *x, const char *sep, const char *lead, char *text) {
@@ -465,18 +462,25 @@ static void served_say(const ctx *c, cgf_finding *x) {
                         n, plural(n), was_were(n));
 }
 
-static bool kept_holds(const ctx *c) { return c->kept != 0; }
+static bool kept_holds(const ctx *c) { return c->a->kept != 0; }
 static void kept_say(const ctx *c, cgf_finding *x) {
   const cgr_analysis *a = c->a;
-  size_t n = c->kept;
+  size_t n = a->kept;
   const char *them = n == 1 ? "it" : "them";
-  x->sentence = xprintf("%zu call%s during capture (deferred-free %zu, deferred-destroy %zu, "
-                        "not-ready %zu) would break the capture without capguard; guard mode "
-                        "answered %s so that the capture survived: nothing to do under capguard; "
-                        "without it, make %s outside capture",
-                        n, plural(n), a->verdicts[CG_VERDICT_DEFERRED_FREE],
-                        a->verdicts[CG_VERDICT_DEFERRED_DESTROY], a->verdicts[CG_VERDICT_NOT_READY],
-                        them, them);
+  /* "deferred-free 1, not-ready 2": by verdict, in the table's order */
+  char by[256] = "";
+  size_t used = 0;
+  for (unsigned v = 0; v < CG_VERDICT_COUNT; v++) {
+    int k = a->kept_by[v] ? snprintf(by + used, sizeof by - used, "%s%s %zu", used ? ", " : "",
+                                     cg_verdict_name(v), a->kept_by[v])
+                          : 0;
+    if (k > 0 && (size_t)k < sizeof by - used)
+      used += (size_t)k;
+  }
+  x->sentence = xprintf("%zu call%s during capture (%s) would break the capture without capguard; "
+                        "guard mode answered %s so that the capture survived: nothing to do under "
+                        "capguard; without it, make %s outside capture",
+                        n, plural(n), by, them, them);
 }
 
 /* nothing to do only when no call at all was made during capture, of any kind */

@@ -144,6 +144,9 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
       a->offending_loads += cgr_offending(e);
     } else if (kind == CG_EV_MODULE_UNLOAD) {
       a->unloads_deferred += v == CG_VERDICT_DEFERRED;
+    } else if (v < CG_VERDICT_COUNT && cg_word_is(&cg_verdicts, v, CG_WORD_ROUTINE)) {
+      a->kept++;
+      a->kept_by[v]++;
     }
     /* a rescued load would have broken the capture too: its kernel needs warming up */
     for (size_t k = 0; k < e->kernels->n; k++)

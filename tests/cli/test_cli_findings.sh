@@ -44,6 +44,14 @@ expect_in "$WORK/clear.out" "  - no forbidden calls during capture: nothing to d
 grep -rn "no forbidden calls during capture: nothing to do" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/allclear.src"
 expect_lines "$WORK/allclear.src" 1 "the all-clear sentence is written once"
 
+# --- calls guard mode kept from breaking a capture are counted by the verdict
+# table's routine flag, each verdict that happened named
+printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x"],"mode":"guard","driver_version":12040,"emulate_driver":0,"version":"0.1.0"}' \
+  '{"v":1,"type":"event","pid":7,"time_ns":3,"event":"event-wait","call":"cuEventQuery","verdict":"not-ready","result":600,"driver_result":-1,"driver_version":12040,"emulate_driver":0,"tid":7,"thread_mode":"global","capture":{"id":1,"stream":"0x30","mode":"global","tid":7,"status":"active","began":"m.py:1 in f"},"prohibitors":1,"handle":"0x66","meaning":"device not ready","native_stack":[],"python_stack":[]}' \
+  '{"v":1,"type":"summary","pid":7,"time_ns":4,"captures":1,"captures_broken":0,"events":{"event-wait":1},"verdicts":{"not-ready":1},"primed_loaded":0,"primed_served":0,"primed_unused":0,"recorded":0,"log":"x"}' >"$WORK/kept.jsonl"
+run_cg kept report "$WORK/kept.jsonl"
+expect_in "$WORK/kept.out" "1 call during capture (not-ready 1) would break the capture without capguard" "kept: by verdict"
+
 # --- the shim says facts, not advice
 for d in shim core; do [ -d "$SOURCE_ROOT/$d" ] && pass || fail "no $d/ to search: this test would search nothing"; done
 for s in "learn the priming file on this GPU architecture" "prune it"; do
