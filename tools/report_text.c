@@ -193,12 +193,12 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (skipped)
     fprintf(out, "  and %zu more\n", skipped);
   if (cuda && cuda < log->n_procs) {
-    /* their names, once each, a few */
+    /* their names, once each, a few ("..." when there are more) */
     fprintf(out, "  and %zu process%s without CUDA (", log->n_procs - cuda,
             log->n_procs - cuda == 1 ? "" : "es");
     const char *names[5];
     size_t named = 0;
-    for (size_t p = 0; p < log->n_procs && named < 5; p++) {
+    for (size_t p = 0; p < log->n_procs; p++) {
       const cgl_process *pr = &log->procs[p];
       if (pr->cuda || !pr->argc) continue;
       const char *slash = strrchr(pr->argv[0], '/'), *name = slash ? slash + 1 : pr->argv[0];
@@ -206,6 +206,10 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
       for (size_t k = 0; k < named && !dup; k++)
         dup = !strcmp(names[k], name);
       if (dup) continue;
+      if (named == sizeof names / sizeof names[0]) {
+        fputs(", ...", out);
+        break;
+      }
       fprintf(out, "%s%s", named ? ", " : "", name);
       names[named++] = name;
     }

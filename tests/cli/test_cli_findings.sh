@@ -52,6 +52,15 @@ printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x
 run_cg kept report "$WORK/kept.jsonl"
 expect_in "$WORK/kept.out" "1 call during capture (not-ready 1) would break the capture without capguard" "kept: by verdict"
 
+# --- nothing is cut without a word: the report names a few processes without
+# CUDA and says when there are more
+{ printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x"],"mode":"guard","driver_version":12040,"emulate_driver":0,"version":"0.1.0"}'
+  for i in 1 2 3 4 5 6; do
+    printf '{"v":1,"type":"start","pid":%d,"time_ns":%d,"ppid":7,"mode":"guard","version":"0.9","prime":"","argv":["tool%d"]}\n' $((20 + i)) $((2 + i)) "$i"
+  done; } >"$WORK/many.jsonl"
+run_cg many report "$WORK/many.jsonl"
+expect_in "$WORK/many.out" "and 6 processes without CUDA (tool1, tool2, tool3, tool4, tool5, ...)" "six names: five shown, the rest said"
+
 # --- the shim says facts, not advice
 for d in shim core; do [ -d "$SOURCE_ROOT/$d" ] && pass || fail "no $d/ to search: this test would search nothing"; done
 for s in "learn the priming file on this GPU architecture" "prune it"; do
