@@ -27,7 +27,7 @@ typedef struct {
   const char *site;    /* interned (cgl_event.site) */
   size_t count;        /* calls during capture made there (every verdict) */
   size_t first_event;
-  const char *calls[4];
+  const char **calls;  /* distinct calls made there */
   size_t n_calls;
   const char **kernels; /* distinct names loaded from this site */
   size_t n_kernels;

@@ -61,6 +61,16 @@ expect_in "$WORK/kept.out" "1 call during capture (not-ready 1) would break the 
 run_cg many report "$WORK/many.jsonl"
 expect_in "$WORK/many.out" "and 6 processes without CUDA (tool1, tool2, tool3, tool4, tool5, ...)" "six names: five shown, the rest said"
 
+# ... and a call site's calls are all listed, however many
+{ printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x"],"mode":"report","driver_version":12040,"emulate_driver":0,"version":"0.1.0"}'
+  i=0
+  for call in cuMemAlloc_v2 cuMemAllocHost_v2 cuMemHostAlloc cuMemAllocManaged cuMemHostRegister_v2; do
+    i=$((i + 1))
+    printf '{"v":1,"type":"event","pid":7,"time_ns":%d,"event":"allocation","call":"%s","verdict":"refused","result":900,"driver_result":900,"driver_version":12040,"emulate_driver":0,"tid":7,"thread_mode":"global","capture":{"id":1,"stream":"0x30","mode":"global","tid":7,"status":"active","began":"m.py:1 in f"},"prohibitors":1,"meaning":"operation not permitted when stream is capturing","native_stack":[],"python_stack":[{"file":"pool.py","line":9,"func":"grow"}]}\n' $((1 + i)) "$call"
+  done; } >"$WORK/site.jsonl"
+run_cg site report "$WORK/site.jsonl"
+expect_in "$WORK/site.out" "cuMemAlloc_v2, cuMemAllocHost_v2, cuMemHostAlloc, cuMemAllocManaged, cuMemHostRegister_v2" "a site's five calls, all named"
+
 # --- the shim says facts, not advice
 for d in shim core; do [ -d "$SOURCE_ROOT/$d" ] && pass || fail "no $d/ to search: this test would search nothing"; done
 for s in "learn the priming file on this GPU architecture" "prune it"; do
