@@ -71,6 +71,14 @@ expect_in "$WORK/many.out" "and 6 processes without CUDA (tool1, tool2, tool3, t
 run_cg site report "$WORK/site.jsonl"
 expect_in "$WORK/site.out" "cuMemAlloc_v2, cuMemAllocHost_v2, cuMemHostAlloc, cuMemAllocManaged, cuMemHostRegister_v2" "a site's five calls, all named"
 
+# ... and the HTML page's drivers of a run end in "..." past the four it names
+{ for i in 0 1 2 3 4; do
+    printf '{"v":1,"type":"process","pid":%d,"time_ns":%d,"ppid":%d,"argv":["./x"],"mode":"guard","driver_version":%d,"emulate_driver":0,"version":"0.1.0"}\n' \
+      $((7 + i)) $((1 + i)) $([ "$i" = 0 ] && echo 1 || echo 7) $((12000 + 10 * i))
+  done; } >"$WORK/drivers.jsonl"
+run_cg drivers report --html "$WORK/drivers.html" "$WORK/drivers.jsonl"
+expect_in "$WORK/drivers.html" "CUDA 12.0, CUDA 12.1, CUDA 12.2, CUDA 12.3, ..." "five drivers: four named, the rest said"
+
 # --- the shim says facts, not advice
 for d in shim core; do [ -d "$SOURCE_ROOT/$d" ] && pass || fail "no $d/ to search: this test would search nothing"; done
 for s in "learn the priming file on this GPU architecture" "prune it"; do
