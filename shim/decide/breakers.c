@@ -168,14 +168,15 @@ static CUresult call_gated(const cg_call *c) {
   void *handle = (void *)(uintptr_t)c->target;
   cg_report_scratch *s = cg_report_room("an unload's report");
   cg_begin_site *here = s ? cg_begin_site_take(NULL, NULL) : NULL; /* before the gate, as for loads */
-  cg_event e = {.kind = CG_EV_MODULE_UNLOAD, .call = cg_ep_name[c->ep], .driver_result = -1,
-                .module = c->target};
-  cg_begin_site site;
+  cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .driver_result = -1, .module = c->target};
+  cg_hit hit;
   cg_gate_lock();
-  e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
-  if (e.n_prohibitors) /* the gate is held: no destroy of its stream can run */
-    cg_captures_check_driver_state_gated(&e.capture);
-  if (!e.n_prohibitors || !s) {
+  cg_captures_judge_gated(c->rule, c->target, c->ptsz, &hit);
+  if (hit.cls != CG_HIT_NONE) /* the gate is held: no destroy of its stream can run */
+    cg_captures_check_driver_state_gated(&hit.first);
+  e.capture = hit.first;
+  e.n_prohibitors = hit.n;
+  if (hit.cls == CG_HIT_NONE || !s) {
     CUresult r = c->invoke_handle(handle);
     cg_gate_unlock();
     if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
@@ -194,14 +195,17 @@ static CUresult call_gated(const cg_call *c) {
     r = c->invoke_handle(handle);
     e.driver_result = (int)r;
     e.verdict = cg_report_verdict_of(r);
-    if (e.verdict == CG_VERDICT_REFUSED)
-      cg_captures_break_prohibitors(&e, e.verdict, r, here);
+    if (e.verdict == CG_VERDICT_REFUSED) { /* the driver invalidated them: so does the model */
+      cg_break b = cg_break_of(e.call, e.kind, e.verdict, r, here);
+      cg_captures_break(&hit, &b, false);
+      e.capture.status = CG_CAPTURE_INVALIDATED;
+    }
   }
   cg_gate_unlock();
   if (defer_oom)
     cg_policy_warn_no_room(); /* after the gate: stderr may block */
   e.result = (int)r;
-  cg_report_and_free(&e, s, &site, NULL);
+  cg_report_and_free(&e, s, &hit.site, NULL);
   free(here);
   return r;
 }
