@@ -7,12 +7,14 @@
  *             shim interposes dlsym and would hand back its wrappers here too);
  *   capguard  dlopen(SHIM, RTLD_LOCAL | RTLD_NOW) + dlsym of the same names: the
  *             shim's exported wrappers, which find the real driver themselves.
- * Each round times ITERATIONS calls through each pointer (the order of the two
- * alternates between rounds); per call the medians over the rounds are
- * printed, and the median of the rounds' differences (capguard - driver):
- *   call ns_driver ns_capguard diff_ns ratio
- * and a last row, A/A-noise: the driver's cuEventQuery against itself, timed
- * the same way (what a difference of nothing measures on this machine).
+ * Each round times ITERATIONS calls through the driver's pointer, the shim's,
+ * and the driver's again (the three slots rotate through the three positions
+ * round by round, so no slot always runs first); per call the medians over the
+ * rounds are printed, the median of the rounds' differences (capguard -
+ * driver), and the median of the differences of the driver's two slots (A/A:
+ * what a difference of nothing measures for that very call on this machine;
+ * on the real driver it grows with the call's own cost):
+ *   call ns_driver ns_capguard diff_ns aa_ns ratio
  * Usage: bench_hot_calls SHIM [ITERATIONS [ROUNDS]]
  * Exit 2 (one line on stderr) when there is no driver, the set-up fails, or
  * the shim exports no wrapper for one of the calls. */
@@ -179,27 +181,23 @@ int main(int argc, char **argv) {
 
   printf("# %ld calls per round, %d rounds, interleaved; driver %s, capguard %s\n", iters, rounds, file_of(drv[0]),
          file_of(cg[0]));
-  printf("%-14s %10s %12s %9s %7s\n", "call", "ns_driver", "ns_capguard", "diff_ns", "ratio");
-  /* Row NCALLS: the noise floor, cuEventQuery of the driver against itself
-   * (A/A), measured the same way. */
-  for (int row = 0; row <= NCALLS; row++) {
-    static double d[MAX_ROUNDS], w[MAX_ROUNDS], diff[MAX_ROUNDS];
-    int c = row < NCALLS ? row : 1;
-    void *other = row < NCALLS ? cg[c] : drv[c];
+  printf("%-14s %10s %12s %9s %7s %7s\n", "call", "ns_driver", "ns_capguard", "diff_ns", "aa_ns", "ratio");
+  for (int c = 0; c < NCALLS; c++) {
+    static double d[MAX_ROUNDS], w[MAX_ROUNDS], diff[MAX_ROUNDS], aa[MAX_ROUNDS];
     for (int k = 0; k < rounds; k++) {
-      if (k % 2) {
-        w[k] = time_calls(c, other, iters);
-        d[k] = time_calls(c, drv[c], iters);
-      } else {
-        d[k] = time_calls(c, drv[c], iters);
-        w[k] = time_calls(c, other, iters);
+      double t[3];
+      for (int pos = 0; pos < 3; pos++) {
+        int slot = (pos + k) % 3; /* 0: driver, 1: capguard, 2: driver again */
+        t[slot] = time_calls(c, slot == 1 ? cg[c] : drv[c], iters);
       }
-      diff[k] = w[k] - d[k];
+      d[k] = t[0];
+      w[k] = t[1];
+      diff[k] = t[1] - t[0];
+      aa[k] = t[2] - t[0];
       stream_sync(st);
     }
-    double md = median(d, rounds), mw = median(w, rounds), mdiff = median(diff, rounds);
-    printf("%-14s %10.2f %12.2f %9.2f %7.3f\n", row < NCALLS ? names[c] : "A/A-noise", md, mw, mdiff,
-           md > 0 ? mw / md : 0.0);
+    double md = median(d, rounds), mw = median(w, rounds), mdiff = median(diff, rounds), maa = median(aa, rounds);
+    printf("%-14s %10.2f %12.2f %9.2f %7.2f %7.3f\n", names[c], md, mw, mdiff, maa, md > 0 ? mw / md : 0.0);
   }
   if (sink == (CUresult)-1)
     printf("#\n");

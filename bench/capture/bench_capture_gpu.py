@@ -10,7 +10,11 @@ synchronize, gc.collect and empty_cache included, as a serving engine pays
 them), then as many of the capture alone (capture_begin + capture_end on a
 side stream), DEPTH Python frames deeper than its main function, and prints
 the medians; a variant's figure is the median of its processes'. The goal
-is checked on the first.
+is checked on the first. One variant's per-process medians spread 70-140 us
+on the H100's host, in two groups, with and without capguard: the default is
+9 rounds, and the A/A line compares the even rounds' processes without
+capguard against the odd rounds' (the ratio's noise floor). --cpu N pins every
+process to one CPU (pinned to CPU 15 the groups stayed: 72-116 us).
 
 Usage: bench_capture_gpu.py SHIM [--captures N] [--rounds R] [--depth D]
                             [--variants none,guard,guard+log,report,off] [--goal 1.05]
@@ -103,6 +107,12 @@ def parent(args):
             return 2
     figures = {v: [] for v in variants}
     direct = {v: [] for v in variants}
+    cpus = sorted(os.sched_getaffinity(0))
+    cpu = -1 if args.cpu is None else args.cpu
+    if cpu >= 0 and cpu not in cpus:
+        print("bench_capture_gpu: CPU %d is not one this process may use (%s)" % (cpu, cpus), file=sys.stderr)
+        return 2
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu >= 0 else None
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for v in (variants if r % 2 == 0 else variants[::-1]):
@@ -116,7 +126,7 @@ def parent(args):
                 p = subprocess.run([sys.executable, os.path.abspath(__file__), shim, "--child",
                                     "--captures", str(args.captures), "--warm", str(args.warm),
                                     "--depth", str(args.depth)],
-                                   env=env, capture_output=True, text=True, timeout=600)
+                                   env=env, capture_output=True, text=True, timeout=600, preexec_fn=pin)
                 if p.returncode != 0 or not p.stdout.startswith("median_ns"):
                     print("bench_capture_gpu: variant %s failed (%d):\n%s%s" % (v, p.returncode, p.stdout, p.stderr),
                           file=sys.stderr)
@@ -126,7 +136,8 @@ def parent(args):
                 direct[v].append(int(words[3]))
     import torch
     print("# empty torch.cuda.graph captures: %d a process after %d warm, %d processes a variant, alternating, "
-          "%d Python frames deeper; torch %s, %s" % (args.captures, args.warm, args.rounds, args.depth,
+          "%d Python frames deeper, %s; torch %s, %s" % (args.captures, args.warm, args.rounds, args.depth,
+                                                     "pinned to CPU %d" % cpu if cpu >= 0 else "not pinned",
                                                      torch.__version__, torch.cuda.get_device_name(0)))
     for title, table in (("torch.cuda.graph (the goal)", figures), ("capture_begin + capture_end alone", direct)):
         print("## " + title)
@@ -137,6 +148,9 @@ def parent(args):
             ratio = "%.3fx" % (m / base) if base else "-"
             print("%-10s %10.1f %8s   %s" % (v, m / 1000, ratio, " ".join("%.1f" % (x / 1000) for x in table[v])))
     base = statistics.median(figures["none"]) if "none" in figures else None
+    if base and len(figures["none"]) > 1:
+        even, odd = figures["none"][0::2], figures["none"][1::2]
+        print("A/A (no capguard, even rounds / odd rounds): %.3fx" % (statistics.median(even) / statistics.median(odd)))
     if not base or "guard" not in figures:
         return 0
     ratio = statistics.median(figures["guard"]) / base
@@ -151,10 +165,11 @@ def main():
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--captures", type=int, default=200)
     ap.add_argument("--warm", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--depth", type=int, default=0)
     ap.add_argument("--variants", default="none,guard,guard+log,report,off")
     ap.add_argument("--goal", type=float, default=1.05)
+    ap.add_argument("--cpu", type=int, default=None, help="pin every process to this CPU (default: not pinned)")
     args = ap.parse_args()
     if args.child:
         child(args)

@@ -75,6 +75,9 @@ def main():
     d = statistics.median(walls["guard"]) - statistics.median(walls["none"])
     spread = max(walls["none"]) - min(walls["none"])
     print("guard - none: %+.3f s (the runs without capguard spread over %.3f s)" % (d, spread))
+    if len(walls["none"]) > 1:
+        even, odd = walls["none"][0::2], walls["none"][1::2]
+        print("A/A (no capguard, even rounds - odd rounds): %+.3f s" % (statistics.median(even) - statistics.median(odd)))
     return 0
 
 

@@ -9,10 +9,13 @@ run, for run_gpu.py --only escapes:
                     (default) stream: refused with 906, the capture broken.
   wait_905          a capture whose stream waits on an event recorded before
                     it began (torch's Stream.wait_event): 905.
-  unwrapped_log     a capture on a blocking stream and cuMemsetD8Async on the
-                    legacy stream, made with ctypes: a call capguard does not
-                    wrap; refused with 906 and named through the driver's log
-                    callback (drivers 12.9 and later).
+  unwrapped_log     a capture on a blocking stream and cuStreamWriteValue32_v2
+                    on the legacy stream, made with ctypes: a call capguard
+                    does not wrap; refused with 906 and named through the
+                    driver's log callback (drivers 12.9 and later). Measured on
+                    the H100 (driver 580): 906, and the log says "Returning 906
+                    (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) from
+                    cuStreamWriteValue32_v2" on the calling thread.
 Each marked line is where the offending call is made. Prints
   ERROR <text>  for each exception seen
   RESULT scenario=S captured=1|0 key=value ...
@@ -119,8 +122,8 @@ def unwrapped_log():
     buf = torch.zeros(N, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
     s = blocking_capture()
-    args = (ctypes.c_uint64(buf.data_ptr()), ctypes.c_ubyte(7), ctypes.c_size_t(N), ctypes.c_void_p(0))
-    rc = cuda.cuMemsetD8Async(*args)  # CAPGUARD-MARK unwrapped: not a call capguard wraps
+    args = (ctypes.c_void_p(0), ctypes.c_uint64(buf.data_ptr()), ctypes.c_uint32(7), ctypes.c_uint(0))
+    rc = cuda.cuStreamWriteValue32_v2(*args)  # CAPGUARD-MARK unwrapped: not a call capguard wraps
     r = end_capture(s)
     result("unwrapped_log", r == 0, call_result=rc, end_result=r)
 

@@ -118,6 +118,9 @@ def watchdog(n):
         print("ERROR query: " + counts["first_error"])
 
 
+REUSE_TRIES = 2048  # the H100's driver did not hand the handle out again within 16
+
+
 def reuse():
     x = torch.zeros(16, device="cuda")
     ctx = current_ctx()
@@ -131,7 +134,7 @@ def reuse():
         assert call("cuEventCreate", ctypes.byref(e1), 0) == 0
         out["record"] = call("cuEventRecord", e1, s)
         out["destroy"] = call("cuEventDestroy_v2", e1)
-        for _ in range(16):
+        for _ in range(REUSE_TRIES):
             assert call("cuEventCreate", ctypes.byref(e2), 0) == 0
             if e2.value == e1.value:
                 break
@@ -144,6 +147,7 @@ def reuse():
     g.replay()
     torch.cuda.synchronize()
     result("reuse", record_result=out["record"], destroy_result=out["destroy"], reused=out["reused"],
+           creates=len(spare) + 1,
            query_result=out["query"], replay_ok=int(bool((x == 1).all().item())), x=x[0].item())
 
 

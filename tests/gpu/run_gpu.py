@@ -39,7 +39,7 @@
      graph (verdict escaped) at its Python line, and the replays indeed do
      not run it; a capture on a blocking stream plus a torch kernel on the
      legacy stream is named (906) at its Python line; a wait on an event
-     recorded before the capture is named (905); cuMemsetD8Async, a call
+     recorded before the capture is named (905); cuStreamWriteValue32_v2, a call
      capguard does not wrap, is named through the driver's log callback as
      the capture's first offender at its Python line.
   9. guard mode under races and odd ends (tests/gpu/guard_races.py, issue 15):
@@ -414,7 +414,7 @@ def escapes(r):
 
     cases = [("legacy_906", "CAPGUARD-MARK 906", lambda c: c.startswith("cuLaunch"), 906, "legacy-stream"),
              ("wait_905", "CAPGUARD-MARK 905", lambda c: c.startswith("cuStreamWaitEvent"), 905, "stream-wait"),
-             ("unwrapped_log", "CAPGUARD-MARK unwrapped", lambda c: c.startswith("cuMemsetD8Async"), 906,
+             ("unwrapped_log", "CAPGUARD-MARK unwrapped", lambda c: c.startswith("cuStreamWriteValue32"), 906,
               "driver-log")]
     for scenario, mark, is_call, code, kind in cases:
         line = marker_line(ESCAPES, mark)
@@ -484,7 +484,7 @@ def guard_races(r):
     u = run_race(r, "race_reuse", ["reuse"])
     res = u["res"]
     if res.get("reused") != "1":
-        print("NOTE reuse: the driver did not hand the destroyed event's handle out again in 16 creates; "
+        print(f"NOTE reuse: the driver did not hand the destroyed event's handle out again in {res.get('creates')} creates; "
               "the check below then only shows a new event is answered by the driver")
     r.check(u["rc"] == 0 and res.get("query_result") == "0" and res.get("replay_ok") == "1",
             f"reused event handle: answered by the driver (ready), not not-ready "
