@@ -1,7 +1,9 @@
 /* The hot path with nothing capturing: what capguard's wrappers of
- * cuEventRecord, cuEventQuery, cuStreamQuery and cuLaunchKernel (an empty
- * kernel from a PTX image, on a created stream) cost over the driver's own
- * calls, measured in ONE process, interleaved round by round:
+ * cuEventRecord, cuEventQuery, cuStreamQuery, cuLaunchKernel and
+ * cuLaunchKernelEx (an empty kernel from a PTX image, on a created stream;
+ * the Ex form with a launch configuration and no attributes, as Triton's
+ * launcher makes it) cost over the driver's own calls, measured in ONE
+ * process, interleaved round by round:
  *   driver    dlopen("libcuda.so.1") + dlsym: the driver's own entry points
  *             (this program must NOT run with capguard preloaded: a preloaded
  *             shim interposes dlsym and would hand back its wrappers here too);
@@ -28,9 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_ROUNDS = 1001, NCALLS = 4 };
+enum { MAX_ROUNDS = 1001, NCALLS = 5 };
 
-static const char *const names[NCALLS] = {"cuEventRecord", "cuEventQuery", "cuStreamQuery", "cuLaunchKernel"};
+static const char *const names[NCALLS] = {"cuEventRecord", "cuEventQuery", "cuStreamQuery", "cuLaunchKernel",
+                                          "cuLaunchKernelEx"};
+typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+static CUlaunchConfig ex_config;
 
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                               CUstream, void **, void **);
@@ -80,10 +85,16 @@ static double time_calls(int which, void *p, long iters) {
       acc |= f(st);
     break;
   }
-  default: {
+  case 3: {
     launch_fn f = (launch_fn)p;
     for (long i = 0; i < iters; i++)
       acc |= f(nop, 1, 1, 1, 1, 1, 1, 0, st, NULL, NULL);
+    break;
+  }
+  default: {
+    launch_ex_fn f = (launch_ex_fn)p;
+    for (long i = 0; i < iters; i++)
+      acc |= f(&ex_config, nop, NULL, NULL);
     break;
   }
   }
@@ -145,6 +156,10 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  ex_config.gridDimX = ex_config.gridDimY = ex_config.gridDimZ = 1;
+  ex_config.blockDimX = ex_config.blockDimY = ex_config.blockDimZ = 1;
+  ex_config.hStream = st;
+
   void *shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
   if (!shim) {
     fprintf(stderr, "bench_hot_calls: cannot dlopen the shim: %s\n", dlerror());
@@ -181,7 +196,7 @@ int main(int argc, char **argv) {
 
   printf("# %ld calls per round, %d rounds, interleaved; driver %s, capguard %s\n", iters, rounds, file_of(drv[0]),
          file_of(cg[0]));
-  printf("%-14s %10s %12s %9s %7s %7s\n", "call", "ns_driver", "ns_capguard", "diff_ns", "aa_ns", "ratio");
+  printf("%-16s %10s %12s %9s %7s %7s\n", "call", "ns_driver", "ns_capguard", "diff_ns", "aa_ns", "ratio");
   for (int c = 0; c < NCALLS; c++) {
     static double d[MAX_ROUNDS], w[MAX_ROUNDS], diff[MAX_ROUNDS], aa[MAX_ROUNDS];
     for (int k = 0; k < rounds; k++) {
@@ -197,7 +212,7 @@ int main(int argc, char **argv) {
       stream_sync(st);
     }
     double md = median(d, rounds), mw = median(w, rounds), mdiff = median(diff, rounds), maa = median(aa, rounds);
-    printf("%-14s %10.2f %12.2f %9.2f %7.2f %7.3f\n", names[c], md, mw, mdiff, maa, md > 0 ? mw / md : 0.0);
+    printf("%-16s %10.2f %12.2f %9.2f %7.2f %7.3f\n", names[c], md, mw, mdiff, maa, md > 0 ? mw / md : 0.0);
   }
   if (sink == (CUresult)-1)
     printf("#\n");

@@ -287,8 +287,8 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
     return;
   case CG_VERDICT_ESCAPED:
     if (e->kind == CG_EV_PAGEABLE_COPY)
-      cg_out_str(o, "captured from pageable host memory: each replay of the graph copies whatever "
-                    "that host memory holds then, not what it held now");
+      cg_out_str(o, "captured with pageable host memory on one side: each replay of the graph copies "
+                    "from or into that host memory as it is then, not now");
     else
       cg_out_str(o, "run now by the driver, outside the graph (only non-blocking streams capture): "
                     "replaying the graph will not do it");

@@ -204,7 +204,8 @@ static void escapes_note_say(const ctx *c, cgf_finding *x) {
   (void)c;
   x->sentence = xprintf("legacy-stream: run once, now, outside the graph: replays will not do it (use "
                         "the capturing stream, or make it before the capture); pageable-copy: each "
-                        "replay copies that host memory as it is then (copy from page-locked memory)");
+                        "replay copies from or into that host memory as it is then (use page-locked "
+                        "memory)");
 }
 
 /* -- run's summary, "next:" -- */

@@ -249,8 +249,8 @@ static void print_sites(FILE *out, const cgr_analysis *a, cg_palette pal) {
 
 /* Work that escaped a capture (verdict escaped): the driver said ok, but the
  * graph will not do it (legacy-stream work run once, outside the graph) or
- * will read host memory as it is at replay (a captured copy from pageable
- * memory). Grouped by kind, call and site, with how many were logged. */
+ * will read or write host memory as it is at replay (a captured copy to or
+ * from pageable memory). Grouped by kind, call and site, with how many were logged. */
 static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   fprintf(out, "\n%sEscaped captures%s (the driver said ok, the graph will not do what the program "

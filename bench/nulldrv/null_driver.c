@@ -74,3 +74,8 @@ NULLDRV_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsign
       (void)extra;
   return CUDA_SUCCESS;
 }
+NULLDRV_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params,
+                                                 void **extra) {
+  (void)config, (void)f, (void)params, (void)extra;
+  return CUDA_SUCCESS;
+}

@@ -152,6 +152,23 @@
 #define CG_LEGACY_TRAITS(stream, ptsz) CG_EV_LEGACY_STREAM, CG_RULE_LEGACY, stream, ptsz, 0
 #define CG_SYNC_COPY_TRAITS CG_LEGACY_TRAITS(0, false)
 #define CG_LAUNCH_EX_STREAM (config ? config->hStream : NULL)
+/* An asynchronous copy: on the legacy stream the legacy-stream rule; into a
+ * capture, with a host side in pageable memory (host: the address the row's
+ * CG_HOST* expression found pageable, or 0), a copy each replay makes from
+ * or into that memory as it is then. */
+#define CG_COPY_ASYNC_TRAITS(stream, ptsz, host) CG_EV_LEGACY_STREAM, CG_RULE_COPY_ASYNC, stream, ptsz, host
+/* The pageable one of a copy's host-side addresses (asked of the driver only
+ * when something captures: the wrapper's slow path evaluates it). */
+#define CG_HOST(p) cg_captures_pageable((const void *)(p), NULL)
+#define CG_HOST2(a, b) cg_captures_pageable((const void *)(uintptr_t)(a), (const void *)(uintptr_t)(b))
+/* A 2D/3D copy's side (src or dst) as a host address: host memory, or a
+ * unified address (which may be host memory); NULL for device and arrays. */
+#define CG_SIDE(p, side)                                                                                 \
+  ((p) == NULL ? NULL                                                                                   \
+   : (p)->side##MemoryType == CU_MEMORYTYPE_HOST    ? (const void *)(p)->side##Host                     \
+   : (p)->side##MemoryType == CU_MEMORYTYPE_UNIFIED ? (const void *)(uintptr_t)(p)->side##Device        \
+                                                    : NULL)
+#define CG_HOST_ND(p) CG_HOST2(CG_SIDE(p, src), CG_SIDE(p, dst))
 
 #define CG_STREAM_WORK_ROWS(X)                                                                          \
   X(STREAM_WORK, cuLaunchKernel, CG_LAUNCH_PARAMS(CUstream), CG_LEGACY_TRAITS(stream, false))            \
@@ -178,10 +195,10 @@
   X(STREAM_WORK, cuMemsetD2D32_v2, (CUdeviceptr, dst, size_t, pitch, unsigned int, v, size_t, w, size_t, h), \
     CG_SYNC_COPY_TRAITS)                                                                                \
   X(STREAM_WORK, cuMemcpyHtoDAsync_v2, (CUdeviceptr, dst, const void *, src, size_t, n, CUstream, stream), \
-    CG_EV_LEGACY_STREAM, CG_RULE_COPY_ASYNC, stream, false, src)                                        \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(src)))                                                  \
   X(STREAM_WORK, cuMemcpyHtoDAsync_v2_ptsz,                                                             \
-    (CUdeviceptr, dst, const void *, src, size_t, n, CUstream, stream), CG_EV_LEGACY_STREAM,             \
-    CG_RULE_COPY_ASYNC, stream, true, src)                                                              \
+    (CUdeviceptr, dst, const void *, src, size_t, n, CUstream, stream),                                  \
+    CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST(src)))                                                   \
   X(STREAM_WORK, cuStreamWaitEvent, (CUstream, stream, CUevent, event, unsigned int, flags),             \
     CG_EV_STREAM_WAIT, CG_RULE_WAIT_EVENT, stream, false, event)                                        \
   X(STREAM_WORK, cuStreamWaitEvent_ptsz, (CUstream, stream, CUevent, event, unsigned int, flags),        \
@@ -189,6 +206,144 @@
   X(STREAM_WORK, cuGraphLaunch, (CUgraphExec, exec, CUstream, stream), CG_EV_GRAPH_LAUNCH,               \
     CG_RULE_CAPTURING, stream, false, 0)                                                                \
   X(STREAM_WORK, cuGraphLaunch_ptsz, (CUgraphExec, exec, CUstream, stream), CG_EV_GRAPH_LAUNCH,          \
-    CG_RULE_CAPTURING, stream, true, 0)
+    CG_RULE_CAPTURING, stream, true, 0)                                                                 \
+  CG_SYNC_COPY_ROWS(X)                                                                                  \
+  CG_ASYNC_COPY_ROWS(X)
+
+/* The rest of the copies and memsets (issue 17). Synchronous ones use the
+ * legacy stream: 906 while a blocking stream of the context captures, run
+ * outside the graph while only non-blocking ones do. The `_ptds` variants
+ * (per-thread default stream) are not rows: that stream is not the legacy
+ * one, and the driver allows work on it (third matrix). The 32-bit v1
+ * variants libcuda still exports (nm -D of CUDA 13's stub libcuda.so; cuda.h's
+ * __CUDA_API_VERSION_INTERNAL prototypes) are rows too; their pointers and
+ * sizes are unsigned int. */
+#define CG_SYNC_COPY_ROWS(X)                                                                            \
+  X(STREAM_WORK, cuMemsetD2D16_v2, (CUdeviceptr, dst, size_t, pitch, unsigned short, v, size_t, w, size_t, h), \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpyPeer,                                                                          \
+    (CUdeviceptr, dst, CUcontext, dst_ctx, CUdeviceptr, src, CUcontext, src_ctx, size_t, n),            \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER *, p), CG_SYNC_COPY_TRAITS)                  \
+  X(STREAM_WORK, cuMemcpyHtoA_v2, (CUarray, dst, size_t, offset, const void *, src, size_t, n),         \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpyAtoH_v2, (void *, dst, CUarray, src, size_t, offset, size_t, n), CG_SYNC_COPY_TRAITS) \
+  X(STREAM_WORK, cuMemcpyDtoA_v2, (CUarray, dst, size_t, offset, CUdeviceptr, src, size_t, n),          \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpyAtoD_v2, (CUdeviceptr, dst, CUarray, src, size_t, offset, size_t, n),          \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpyAtoA_v2, (CUarray, dst, size_t, dst_offset, CUarray, src, size_t, src_offset, size_t, n), \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpyHtoD, (unsigned int, dst, const void *, src, unsigned int, n), CG_SYNC_COPY_TRAITS) \
+  X(STREAM_WORK, cuMemcpyDtoH, (void *, dst, unsigned int, src, unsigned int, n), CG_SYNC_COPY_TRAITS)  \
+  X(STREAM_WORK, cuMemcpyDtoD, (unsigned int, dst, unsigned int, src, unsigned int, n), CG_SYNC_COPY_TRAITS) \
+  X(STREAM_WORK, cuMemcpyHtoA, (CUarray, dst, unsigned int, offset, const void *, src, unsigned int, n), \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpyAtoH, (void *, dst, CUarray, src, unsigned int, offset, unsigned int, n),      \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpyDtoA, (CUarray, dst, unsigned int, offset, unsigned int, src, unsigned int, n), \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpyAtoD, (unsigned int, dst, CUarray, src, unsigned int, offset, unsigned int, n), \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpyAtoA,                                                                          \
+    (CUarray, dst, unsigned int, dst_offset, CUarray, src, unsigned int, src_offset, unsigned int, n),  \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemcpy2D, (const void *, p), CG_SYNC_COPY_TRAITS)                                    \
+  X(STREAM_WORK, cuMemcpy2DUnaligned, (const void *, p), CG_SYNC_COPY_TRAITS)                           \
+  X(STREAM_WORK, cuMemcpy3D, (const void *, p), CG_SYNC_COPY_TRAITS)                                    \
+  X(STREAM_WORK, cuMemsetD8, (unsigned int, dst, unsigned char, v, unsigned int, n), CG_SYNC_COPY_TRAITS) \
+  X(STREAM_WORK, cuMemsetD16, (unsigned int, dst, unsigned short, v, unsigned int, n), CG_SYNC_COPY_TRAITS) \
+  X(STREAM_WORK, cuMemsetD32, (unsigned int, dst, unsigned int, v, unsigned int, n), CG_SYNC_COPY_TRAITS) \
+  X(STREAM_WORK, cuMemsetD2D8,                                                                          \
+    (unsigned int, dst, unsigned int, pitch, unsigned char, v, unsigned int, w, unsigned int, h),       \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemsetD2D16,                                                                         \
+    (unsigned int, dst, unsigned int, pitch, unsigned short, v, unsigned int, w, unsigned int, h),      \
+    CG_SYNC_COPY_TRAITS)                                                                                \
+  X(STREAM_WORK, cuMemsetD2D32,                                                                         \
+    (unsigned int, dst, unsigned int, pitch, unsigned int, v, unsigned int, w, unsigned int, h),        \
+    CG_SYNC_COPY_TRAITS)
+
+/* Asynchronous copies and memsets: the legacy-stream rule on the legacy
+ * stream; a copy with a host side also the pageable-copy escape (the v1
+ * cuMemcpy2DAsync and cuMemcpy3DAsync read through route/copy_v1.h's
+ * copies of cuda.h's internal 32-bit structures). */
+#define CG_MEMSET_ASYNC_PARAMS(type) (CUdeviceptr, dst, type, v, size_t, n, CUstream, stream)
+#define CG_MEMSET2D_ASYNC_PARAMS(type)                                                                  \
+  (CUdeviceptr, dst, size_t, pitch, type, v, size_t, w, size_t, h, CUstream, stream)
+#define CG_PEER_ASYNC_PARAMS                                                                            \
+  (CUdeviceptr, dst, CUcontext, dst_ctx, CUdeviceptr, src, CUcontext, src_ctx, size_t, n, CUstream, stream)
+#define CG_ASYNC_COPY_ROWS(X)                                                                           \
+  X(STREAM_WORK, cuMemcpyAsync, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n, CUstream, stream),      \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST2(dst, src)))                                            \
+  X(STREAM_WORK, cuMemcpyAsync_ptsz, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n, CUstream, stream), \
+    CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST2(dst, src)))                                             \
+  X(STREAM_WORK, cuMemcpyHtoDAsync, (unsigned int, dst, const void *, src, unsigned int, n, CUstream, stream), \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(src)))                                                  \
+  X(STREAM_WORK, cuMemcpyDtoHAsync_v2, (void *, dst, CUdeviceptr, src, size_t, n, CUstream, stream),    \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(dst)))                                                  \
+  X(STREAM_WORK, cuMemcpyDtoHAsync_v2_ptsz, (void *, dst, CUdeviceptr, src, size_t, n, CUstream, stream), \
+    CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST(dst)))                                                   \
+  X(STREAM_WORK, cuMemcpyDtoHAsync, (void *, dst, unsigned int, src, unsigned int, n, CUstream, stream), \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(dst)))                                                  \
+  X(STREAM_WORK, cuMemcpyHtoAAsync_v2,                                                                  \
+    (CUarray, dst, size_t, offset, const void *, src, size_t, n, CUstream, stream),                     \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(src)))                                                  \
+  X(STREAM_WORK, cuMemcpyHtoAAsync_v2_ptsz,                                                             \
+    (CUarray, dst, size_t, offset, const void *, src, size_t, n, CUstream, stream),                     \
+    CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST(src)))                                                   \
+  X(STREAM_WORK, cuMemcpyHtoAAsync,                                                                     \
+    (CUarray, dst, unsigned int, offset, const void *, src, unsigned int, n, CUstream, stream),         \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(src)))                                                  \
+  X(STREAM_WORK, cuMemcpyAtoHAsync_v2,                                                                  \
+    (void *, dst, CUarray, src, size_t, offset, size_t, n, CUstream, stream),                           \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(dst)))                                                  \
+  X(STREAM_WORK, cuMemcpyAtoHAsync_v2_ptsz,                                                             \
+    (void *, dst, CUarray, src, size_t, offset, size_t, n, CUstream, stream),                           \
+    CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST(dst)))                                                   \
+  X(STREAM_WORK, cuMemcpyAtoHAsync,                                                                     \
+    (void *, dst, CUarray, src, unsigned int, offset, unsigned int, n, CUstream, stream),               \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST(dst)))                                                  \
+  X(STREAM_WORK, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *, p, CUstream, stream),                      \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND(p)))                                                 \
+  X(STREAM_WORK, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *, p, CUstream, stream),                 \
+    CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST_ND(p)))                                                  \
+  X(STREAM_WORK, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *, p, CUstream, stream),                      \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND(p)))                                                 \
+  X(STREAM_WORK, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *, p, CUstream, stream),                 \
+    CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST_ND(p)))                                                  \
+  X(STREAM_WORK, cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER *, p, CUstream, stream),                \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND(p)))                                                 \
+  X(STREAM_WORK, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER *, p, CUstream, stream),           \
+    CG_COPY_ASYNC_TRAITS(stream, true, CG_HOST_ND(p)))                                                  \
+  X(STREAM_WORK, cuMemcpy2DAsync, (const void *, p, CUstream, stream),                                  \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND((const cg_memcpy2d_v1 *)p)))                         \
+  X(STREAM_WORK, cuMemcpy3DAsync, (const void *, p, CUstream, stream),                                  \
+    CG_COPY_ASYNC_TRAITS(stream, false, CG_HOST_ND((const cg_memcpy3d_v1 *)p)))                         \
+  X(STREAM_WORK, cuMemcpyDtoDAsync_v2, (CUdeviceptr, dst, CUdeviceptr, src, size_t, n, CUstream, stream), \
+    CG_LEGACY_TRAITS(stream, false))                                                                    \
+  X(STREAM_WORK, cuMemcpyDtoDAsync_v2_ptsz,                                                             \
+    (CUdeviceptr, dst, CUdeviceptr, src, size_t, n, CUstream, stream), CG_LEGACY_TRAITS(stream, true))  \
+  X(STREAM_WORK, cuMemcpyDtoDAsync,                                                                     \
+    (unsigned int, dst, unsigned int, src, unsigned int, n, CUstream, stream), CG_LEGACY_TRAITS(stream, false)) \
+  X(STREAM_WORK, cuMemcpyPeerAsync, CG_PEER_ASYNC_PARAMS, CG_LEGACY_TRAITS(stream, false))              \
+  X(STREAM_WORK, cuMemcpyPeerAsync_ptsz, CG_PEER_ASYNC_PARAMS, CG_LEGACY_TRAITS(stream, true))          \
+  X(STREAM_WORK, cuMemsetD8Async, CG_MEMSET_ASYNC_PARAMS(unsigned char), CG_LEGACY_TRAITS(stream, false)) \
+  X(STREAM_WORK, cuMemsetD8Async_ptsz, CG_MEMSET_ASYNC_PARAMS(unsigned char), CG_LEGACY_TRAITS(stream, true)) \
+  X(STREAM_WORK, cuMemsetD16Async, CG_MEMSET_ASYNC_PARAMS(unsigned short), CG_LEGACY_TRAITS(stream, false)) \
+  X(STREAM_WORK, cuMemsetD16Async_ptsz, CG_MEMSET_ASYNC_PARAMS(unsigned short), CG_LEGACY_TRAITS(stream, true)) \
+  X(STREAM_WORK, cuMemsetD32Async, CG_MEMSET_ASYNC_PARAMS(unsigned int), CG_LEGACY_TRAITS(stream, false)) \
+  X(STREAM_WORK, cuMemsetD32Async_ptsz, CG_MEMSET_ASYNC_PARAMS(unsigned int), CG_LEGACY_TRAITS(stream, true)) \
+  X(STREAM_WORK, cuMemsetD2D8Async, CG_MEMSET2D_ASYNC_PARAMS(unsigned char), CG_LEGACY_TRAITS(stream, false)) \
+  X(STREAM_WORK, cuMemsetD2D8Async_ptsz, CG_MEMSET2D_ASYNC_PARAMS(unsigned char),                       \
+    CG_LEGACY_TRAITS(stream, true))                                                                     \
+  X(STREAM_WORK, cuMemsetD2D16Async, CG_MEMSET2D_ASYNC_PARAMS(unsigned short),                          \
+    CG_LEGACY_TRAITS(stream, false))                                                                    \
+  X(STREAM_WORK, cuMemsetD2D16Async_ptsz, CG_MEMSET2D_ASYNC_PARAMS(unsigned short),                     \
+    CG_LEGACY_TRAITS(stream, true))                                                                     \
+  X(STREAM_WORK, cuMemsetD2D32Async, CG_MEMSET2D_ASYNC_PARAMS(unsigned int),                            \
+    CG_LEGACY_TRAITS(stream, false))                                                                    \
+  X(STREAM_WORK, cuMemsetD2D32Async_ptsz, CG_MEMSET2D_ASYNC_PARAMS(unsigned int),                       \
+    CG_LEGACY_TRAITS(stream, true))
 
 #endif

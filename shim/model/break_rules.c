@@ -118,13 +118,18 @@ static bool legacy_stream(uint64_t s, bool ptsz) {
 }
 
 /* Host memory the driver does not know as page-locked (or device) memory:
- * a captured copy from it reads it at replay. A query, allowed mid-capture;
- * unknown (no such entry point) counts as not pageable: nothing is said. */
-static bool pageable(uint64_t p) {
+ * a captured copy from or into it reads or writes it at replay. A query,
+ * allowed mid-capture; unknown (no such entry point) counts as not
+ * pageable: nothing is said. */
+static bool pageable(const void *p) {
   unsigned type = 0;
   return p && cg_drv.PointerGetAttribute &&
-         cg_drv.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) ==
+         cg_drv.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) ==
              CUDA_ERROR_INVALID_VALUE;
+}
+
+uint64_t cg_captures_pageable(const void *a, const void *b) {
+  return pageable(a) ? (uint64_t)(uintptr_t)a : pageable(b) ? (uint64_t)(uintptr_t)b : 0;
 }
 
 static void judge(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, uint64_t joined_id, cg_hit *hit) {
@@ -212,12 +217,13 @@ static bool on_stream(cg_rule rule) {
 void cg_captures_judge_aux(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, cg_hit *hit) {
   if (rule == CG_RULE_COPY_ASYNC) {
     /* On the legacy stream: legacy-stream work (aux UINT64_MAX says so to
-     * judge); elsewhere, only a copy from pageable memory is news. */
+     * judge); elsewhere, only a copy with a pageable host side (aux, found
+     * by cg_captures_pageable) is news. */
     if (legacy_stream(target, ptsz)) {
       judge(rule, context_of(0), false, UINT64_MAX, 0, hit);
       return;
     }
-    if (!pageable(aux)) {
+    if (!aux) {
       memset(hit, 0, sizeof *hit);
       return;
     }

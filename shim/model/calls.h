@@ -36,7 +36,7 @@ typedef struct {
   const void *args;
   /* the call on its one handle, for deferral (NULL when not deferrable) */
   CUresult (*invoke_handle)(void *handle);
-  uint64_t aux; /* CG_RULE_WAIT_EVENT: the event waited on */
+  uint64_t aux; /* CG_RULE_WAIT_EVENT: the event waited on; CG_RULE_COPY_ASYNC: the pageable host side, or 0 */
 } cg_call;
 
 /* A load: what to inspect, and how to make the real call. */

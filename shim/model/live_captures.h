@@ -148,10 +148,16 @@ typedef enum {
   CG_RULE_WAIT_EVENT, /* the call's stream captures and waits on an event (aux) not recorded
                          into that capture: 905 if it was recorded before the capture */
   CG_RULE_CAPTURING,  /* the call's stream captures (cuGraphLaunch): 900 */
-  CG_RULE_COPY_ASYNC, /* an asynchronous host-to-device copy: as CG_RULE_LEGACY on the legacy
-                         stream; into a capture from pageable host memory (aux: the source)
-                         it is captured, and each replay reads that memory as it is then */
+  CG_RULE_COPY_ASYNC, /* an asynchronous copy: as CG_RULE_LEGACY on the legacy stream; into a
+                         capture with a host side in pageable memory (aux: that address, from
+                         cg_captures_pageable; 0: none) it is captured, and each replay
+                         reads or writes that memory as it is then */
 } cg_rule;
+
+/* The first of a copy's host-side addresses (a, then b; NULL: none) that is
+ * pageable host memory, or 0. Asks the driver (cuPointerGetAttribute, a
+ * query allowed mid-capture): never call it with the gate held. */
+uint64_t cg_captures_pageable(const void *a, const void *b);
 
 /* How a call met the captures: which rule applied, the first (oldest)
  * capture it breaks, copied, where that capture began, and how many it

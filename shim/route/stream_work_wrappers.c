@@ -10,6 +10,7 @@
  * names it (driver_log.c). breakers.c decides the rest. */
 #include "breakers.h"
 
+#include "copy_v1.h"
 #include "wrapper.h"
 
 static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }

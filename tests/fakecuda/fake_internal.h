@@ -29,7 +29,7 @@
 /* ---- handle registry (fake_registry.c) -------------------------------------------- */
 enum fc_kind {
   FC_CTX = 1, FC_STREAM, FC_EVENT, FC_MODULE, FC_FUNCTION, FC_LIBRARY, FC_KERNEL,
-  FC_GRAPH, FC_NODE, FC_EXEC, FC_ALLOC
+  FC_GRAPH, FC_NODE, FC_EXEC, FC_ALLOC, FC_ARRAY
 };
 
 struct fc_handle {
@@ -79,6 +79,10 @@ struct fc_ctx *fc_ctx_resolve(CUcontext ctx);
 enum fc_mem_kind { FC_MEM_DEVICE = 0, FC_MEM_HOST, FC_MEM_REGISTERED };
 /* Allocates zeroed host memory standing in for the kind asked (not FC_MEM_REGISTERED). */
 CUresult fc_mem_alloc(void **out, size_t size, enum fc_mem_kind kind);
+/* Device memory below 4 GiB, for the 32-bit v1 entry points (cuMemAlloc). */
+CUresult fc_mem_alloc_low(void **out, size_t size);
+/* The device address d when [d, d + n) lies in one live allocation, else NULL. */
+void *fc_mem_span(CUdeviceptr d, size_t n);
 /* Registers caller-owned memory [p, p + size) (cuMemHostRegister). */
 CUresult fc_mem_register(void *p, size_t size);
 /* Frees (or unregisters) the allocation starting at p; INVALID_VALUE if p is not the start

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define FC_TOTAL_MEMORY (80ull << 30)
 #define FC_PITCH_ALIGN 512
@@ -17,6 +18,7 @@ struct fc_alloc {
   void *p;
   size_t size;
   enum fc_mem_kind kind;
+  int low;                /* mapped below 4 GiB, for the 32-bit v1 entry points (munmap) */
 };
 
 static unsigned long long allocated;
@@ -36,6 +38,33 @@ CUresult fc_mem_alloc(void **out, size_t size, enum fc_mem_kind kind)
   a->p = p;
   a->size = size;
   a->kind = kind;
+  allocated += size;
+  fc_register(&a->h, p, FC_ALLOC);
+  *out = p;
+  return CUDA_SUCCESS;
+}
+
+/* Device memory a 32-bit (v1) device pointer can address: mapped below 4 GiB
+ * (MAP_32BIT), zeroed, freed by fc_mem_release like any device allocation. */
+CUresult fc_mem_alloc_low(void **out, size_t size)
+{
+  if (size == 0 || size > 0x10000000u)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (size > FC_TOTAL_MEMORY - allocated)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  struct fc_alloc *a = calloc(1, sizeof(*a));
+  void *p = a != NULL ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0)
+                      : MAP_FAILED;
+  if (p == MAP_FAILED || (uintptr_t)p + size > 0xffffffffu) {
+    if (p != MAP_FAILED)
+      munmap(p, size);
+    free(a);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  a->p = p;
+  a->size = size;
+  a->kind = FC_MEM_DEVICE;
+  a->low = 1;
   allocated += size;
   fc_register(&a->h, p, FC_ALLOC);
   *out = p;
@@ -85,7 +114,10 @@ CUresult fc_mem_release(const void *p, enum fc_mem_kind kind)
   fc_unregister(&a->h);
   if (kind != FC_MEM_REGISTERED) {
     allocated -= a->size;
-    free(a->p);
+    if (a->low)
+      munmap(a->p, a->size);
+    else
+      free(a->p);
   }
   free(a);
   return CUDA_SUCCESS;
@@ -108,6 +140,29 @@ FC_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
   void *p = NULL;
   if (rc == CUDA_SUCCESS && (rc = fc_mem_alloc(&p, bytesize, FC_MEM_DEVICE)) == CUDA_SUCCESS)
     *dptr = (CUdeviceptr)(uintptr_t)p;
+  FC_END(rc);
+}
+
+/* The 32-bit v1 cuMemAlloc and cuMemFree (libcuda still exports them): memory below
+ * 4 GiB, so that the v1 copies and memsets can address it. */
+FC_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+  FC_BEGIN;
+  CUresult rc = sync_mem_rule();
+  if (rc == CUDA_SUCCESS && dptr == NULL)
+    rc = CUDA_ERROR_INVALID_VALUE;
+  void *p = NULL;
+  if (rc == CUDA_SUCCESS && (rc = fc_mem_alloc_low(&p, bytesize)) == CUDA_SUCCESS)
+    *dptr = (CUdeviceptr_v1)(uintptr_t)p;
+  FC_END(rc);
+}
+
+FC_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr)
+{
+  FC_BEGIN;
+  CUresult rc = sync_mem_rule();
+  if (rc == CUDA_SUCCESS && dptr != 0)
+    rc = fc_mem_release((const void *)(uintptr_t)dptr, FC_MEM_DEVICE);
   FC_END(rc);
 }
 
@@ -240,6 +295,8 @@ static void *device_span(CUdeviceptr d, size_t n)
 {
   return alloc_holding((const void *)(uintptr_t)d, n) != NULL ? (void *)(uintptr_t)d : NULL;
 }
+
+void *fc_mem_span(CUdeviceptr d, size_t n) { return device_span(d, n); }
 
 static CUresult copy(void *dst, const void *src, size_t n)
 {

@@ -62,6 +62,12 @@ static CUresult memcpy_sync(struct cell *c)
   return cuMemcpyHtoD(c->mem, c->host, sizeof(c->host));
 }
 static CUresult memset_sync(struct cell *c) { return cuMemsetD8(c->mem, 0x11, sizeof(c->host)); }
+static void CUDA_CB host_nop(void *data) { (void)data; }
+static CUresult host_func_legacy(struct cell *c)
+{
+  (void)c;
+  return cuLaunchHostFunc(NULL, host_nop, NULL);
+}
 static CUresult memcpy_async_pageable(struct cell *c)
 {
   memset(c->host, 0x22, sizeof(c->host));
@@ -87,6 +93,8 @@ static const struct row rows[] = {
   /* Not rows of the table: the same rule for the other launch entry points. */
   { "cuLaunchKernelEx on the legacy stream (same rule)", launch_ex_legacy, 0, "iiio", 0, 0 },
   { "cuLaunchCooperativeKernel on the legacy stream (same rule)", launch_coop_legacy, 1, "iiio", 0, 0 },
+  /* Measured after the table (tests/fakecuda/README.md). */
+  { "cuLaunchHostFunc on the legacy stream (same rule)", host_func_legacy, 0, "iiio", 0, 0 },
 };
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 

@@ -33,5 +33,6 @@ Suite *suite_trace(void);
 Suite *suite_rules(void);
 Suite *suite_third(void);
 Suite *suite_ends(void);
+Suite *suite_copies(void);
 
 #endif

@@ -16,6 +16,17 @@ run, for run_gpu.py --only escapes:
                     the H100 (driver 580): 906, and the log says "Returning 906
                     (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) from
                     cuStreamWriteValue32_v2" on the calling thread.
+  copy_906          a capture on a blocking stream and cuMemsetD8Async on the
+                    legacy stream (a row since issue 17): 906, named by its
+                    wrapper (legacy-stream). Measured on the H100: 906.
+  pageable_htod     inside torch.cuda.graph, cuMemcpyHtoDAsync_v2 from pageable
+                    host memory on the capturing stream: captured (third
+                    matrix); the host memory is changed after the capture and
+                    the replay's result printed (what the replay read).
+  pageable_dtoh     the same for cuMemcpyDtoHAsync_v2 into pageable host
+                    memory (not measured before: the call's result, the
+                    capture's, and what the host memory holds after the
+                    capture and after a replay are printed).
 Each marked line is where the offending call is made. Prints
   ERROR <text>  for each exception seen
   RESULT scenario=S captured=1|0 key=value ...
@@ -128,7 +139,62 @@ def unwrapped_log():
     result("unwrapped_log", r == 0, call_result=rc, end_result=r)
 
 
-SCENARIOS = {f.__name__: f for f in (cupy_escape, legacy_906, wait_905, unwrapped_log)}
+def copy_906():
+    buf = torch.zeros(N, dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
+    s = blocking_capture()
+    args = (ctypes.c_uint64(buf.data_ptr()), ctypes.c_ubyte(7), ctypes.c_size_t(N), ctypes.c_void_p(0))
+    rc = cuda.cuMemsetD8Async(*args)  # CAPGUARD-MARK copy906: an asynchronous memset on the legacy stream
+    r = end_capture(s)
+    result("copy_906", r == 0, call_result=rc, end_result=r)
+
+
+def pageable_copy(scenario, to_device):
+    """One copy between device memory and pageable host memory, captured by
+    torch.cuda.graph on its (non-blocking) capture stream; then the host side
+    is changed and the graph replayed once."""
+    dev = torch.full((N,), 5, dtype=torch.uint8, device="cuda")
+    host = (ctypes.c_ubyte * N)(*([1] * N))  # pageable: ctypes memory the driver never saw
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    rc = None
+    captured = False
+    try:
+        with torch.cuda.graph(g):
+            st = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+            d, n = ctypes.c_uint64(dev.data_ptr()), ctypes.c_size_t(N)
+            if to_device:
+                rc = cuda.cuMemcpyHtoDAsync_v2(d, host, n, st)  # CAPGUARD-MARK pageable-htod
+            else:
+                rc = cuda.cuMemcpyDtoHAsync_v2(host, d, n, st)  # CAPGUARD-MARK pageable-dtoh
+        captured = True
+    except Exception as e:  # noqa: BLE001
+        print(f"ERROR {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
+    torch.cuda.synchronize()
+    dev_after_capture, host_after_capture = int(dev[0].item()), host[0]
+    ctypes.memset(host, 2, N)  # the host side changes after the capture
+    if to_device:
+        dev.fill_(5)
+    else:
+        dev.fill_(9)
+    torch.cuda.synchronize()
+    if captured:
+        g.replay()
+        torch.cuda.synchronize()
+    result(scenario, captured, call_result=rc, dev_after_capture=dev_after_capture,
+           host_after_capture=host_after_capture, dev_after_replay=int(dev[0].item()), host_after_replay=host[0])
+
+
+def pageable_htod():
+    pageable_copy("pageable_htod", True)
+
+
+def pageable_dtoh():
+    pageable_copy("pageable_dtoh", False)
+
+
+SCENARIOS = {f.__name__: f for f in (cupy_escape, legacy_906, wait_905, unwrapped_log, copy_906, pageable_htod,
+                                     pageable_dtoh)}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:

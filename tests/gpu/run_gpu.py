@@ -41,7 +41,11 @@
      legacy stream is named (906) at its Python line; a wait on an event
      recorded before the capture is named (905); cuStreamWriteValue32_v2, a call
      capguard does not wrap, is named through the driver's log callback as
-     the capture's first offender at its Python line.
+     the capture's first offender at its Python line; cuMemsetD8Async on the
+     legacy stream is named by its wrapper (906); a copy from and one into
+     pageable host memory inside torch.cuda.graph are said (pageable-copy)
+     at their Python lines when captured, named when refused, and what the
+     replay copied is printed.
   9. guard mode under races and odd ends (tests/gpu/guard_races.py, issue 15):
      a watchdog thread started before the captures polls query() on a
      torch.cuda.Event recorded in each of 200 captures: 0 broken, replay
@@ -415,7 +419,8 @@ def escapes(r):
     cases = [("legacy_906", "CAPGUARD-MARK 906", lambda c: c.startswith("cuLaunch"), 906, "legacy-stream"),
              ("wait_905", "CAPGUARD-MARK 905", lambda c: c.startswith("cuStreamWaitEvent"), 905, "stream-wait"),
              ("unwrapped_log", "CAPGUARD-MARK unwrapped", lambda c: c.startswith("cuStreamWriteValue32"), 906,
-              "driver-log")]
+              "driver-log"),
+             ("copy_906", "CAPGUARD-MARK copy906", lambda c: c == "cuMemsetD8Async", 906, "legacy-stream")]
     for scenario, mark, is_call, code, kind in cases:
         line = marker_line(ESCAPES, mark)
         plain = run_escape(r, scenario + "_plain", scenario, False)
@@ -431,6 +436,35 @@ def escapes(r):
                 f"{scenario}: the broken capture's first offender is named ({b})")
         r.check(bool(caps) and all(f"{py}:{line} " in x.get("python", "") for x in b),
                 f"{scenario}: at its Python line {py}:{line} ({[x.get('python') for x in b]})")
+
+    # A copy between device memory and pageable host memory captured by
+    # torch.cuda.graph: whatever the driver does, capguard changes nothing;
+    # captured, it says pageable-copy (escaped) at the Python line; refused,
+    # the capture's first offender is that copy. What the replay read or
+    # wrote is printed (the measurement).
+    for scenario, mark, call in (("pageable_htod", "CAPGUARD-MARK pageable-htod", "cuMemcpyHtoDAsync_v2"),
+                                 ("pageable_dtoh", "CAPGUARD-MARK pageable-dtoh", "cuMemcpyDtoHAsync_v2")):
+        line = marker_line(ESCAPES, mark)
+        plain = run_escape(r, scenario + "_plain", scenario, False)
+        rep = run_escape(r, scenario + "_report", scenario, True)
+        keys = ("captured", "call_result", "dev_after_capture", "host_after_capture", "dev_after_replay",
+                "host_after_replay")
+        r.check(bool(plain["res"]) and all(plain["res"].get(k) == rep["res"].get(k) for k in keys),
+                f"{scenario}: report mode sees what the program sees without capguard "
+                f"({ {k: plain['res'].get(k) for k in keys} } / { {k: rep['res'].get(k) for k in keys} })")
+        if scenario == "pageable_htod":
+            r.check(plain["res"].get("captured") == "1" and plain["res"].get("call_result") == "0",
+                    f"{scenario}: captured, as the third matrix measured ({plain['res']})")
+        mine = [e for e in rep["events"] if e.get("call") == call]
+        if rep["res"].get("captured") == "1" and rep["res"].get("call_result") == "0":
+            r.check(len(mine) == 1 and mine[0].get("event") == "pageable-copy" and mine[0].get("verdict") == "escaped"
+                    and at_line(mine[0].get("python_stack", []), line),
+                    f"{scenario}: said (pageable-copy, escaped) at {py}:{line} "
+                    f"({[(e.get('event'), e.get('verdict')) for e in mine]})")
+        else:
+            b = [c.get("broken_by") or {} for c in rep["captures"] if c.get("status") == "failed"]
+            r.check(bool(b) and all(x.get("call") == call for x in b),
+                    f"{scenario}: refused by the driver, and named as the first offender ({b})")
 
 
 RACES = os.path.join(HERE, "guard_races.py")

@@ -15,7 +15,9 @@
  *   pageable-copy: cuMemcpyHtoDAsync from pageable memory into the capture;
  *   pinned-copy: the same from page-locked memory (fine).
  *   unwatched: the fake's cuFakeUnwatchedRefusal, a call capguard does not
- *   wrap that the driver refuses (900) and logs.
+ *   wrap that the driver refuses (900) and logs;
+ *   unwatched-host-func: cuLaunchHostFunc on the legacy stream, which capguard
+ *   does not wrap and the fake refuses as legacy-stream work (906) and logs.
  * --repeat N makes the op N times. --own-log registers the program's own
  * driver log callback (drivers 12.9 and later) and prints how many lines it
  * got. Prints op_result=, end_result= for test_escapes.py. */
@@ -53,7 +55,8 @@
   X(MemAllocHost, cuMemAllocHost_v2, CUresult (*)(void **, size_t))                                 \
   X(MemcpyHtoD, cuMemcpyHtoD_v2, CUresult (*)(CUdeviceptr, const void *, size_t))                  \
   X(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void *, size_t, CUstream)) \
-  X(MemsetD8, cuMemsetD8_v2, CUresult (*)(CUdeviceptr, unsigned char, size_t))
+  X(MemsetD8, cuMemsetD8_v2, CUresult (*)(CUdeviceptr, unsigned char, size_t))                     \
+  X(LaunchHostFunc, cuLaunchHostFunc, CUresult (*)(CUstream, CUhostFn, void *))
 
 static struct {
 #define FIELD(f, name, type) __typeof__(type) f;
@@ -108,6 +111,8 @@ static void CUDA_CB on_own_log(void *data, CUlogLevel level, char *message, size
     }                                                                                              \
   } while (0)
 
+static void CUDA_CB host_nop(void *data) { (void)data; }
+
 static CUresult launch_on(CUstream s) { return cu.Launch(fn, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL); }
 
 static CUresult do_op(void) {
@@ -159,6 +164,8 @@ static CUresult do_op(void) {
     return cu.MemcpyHtoDAsync(mem, pageable, sizeof pageable, capturing);
   if (!strcmp(op, "pinned-copy"))
     return cu.MemcpyHtoDAsync(mem, pinned, 64, capturing);
+  if (!strcmp(op, "unwatched-host-func"))
+    return cu.LaunchHostFunc(NULL, host_nop, NULL);
   if (!strcmp(op, "unwatched")) {
     CUresult (*brk)(void) = (CUresult(*)(void))dlsym(RTLD_DEFAULT, "cuFakeUnwatchedRefusal");
     return brk ? brk() : CUDA_ERROR_NOT_FOUND;

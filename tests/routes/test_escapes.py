@@ -5,13 +5,16 @@ the capture (905) and a graph launched into a capture (900) are named as the
 first offender of the capture they broke; legacy-stream work while only a
 non-blocking stream captures is reported as escaping the graph, once per call
 site; what the program sees never changes."""
+import concurrent.futures
 import os
+import re
 import unittest
 
 import routes_common
 
 PROBE = os.environ["CG_ESCAPE_PROBE"]
 PROBE_DIRECT = os.environ["CG_ESCAPE_PROBE_DIRECT"]
+COPY_PROBE = os.environ["CG_COPY_PROBE"]
 CUBIN = os.path.join(os.environ["CG_FAKE_DATA"], "kernels_sm90.cubin")
 
 IMPLICIT, ISOLATION, UNSUPPORTED, INVALIDATED = 906, 905, 900, 901
@@ -38,6 +41,130 @@ def the_capture(run):
     """The probe's second capture (its first only makes a graph to launch)."""
     caps = [c for c in run.of_type("capture") if c["id"] == 2]
     return caps[0] if caps else None
+
+
+def copy_rows():
+    """[(row name, exported name, how, pageable)] from tests/fakecuda/copy_calls.h:
+    every copy and memset row but the ones the escape probe makes itself."""
+    path = os.path.join(os.path.dirname(os.environ["CG_FAKE_DATA"]), "copy_calls.h")
+    with open(path) as f:
+        text = f.read()
+    out = [(m.group(1), m.group(1).split(" ")[0], m.group(2), m.group(3) == "1")
+           for m in re.finditer(r'\{ "([^"]+)", \w+, \'(\w)\', \w+, \w+, (\d) \}', text)]
+    assert len(out) > 60, "too few rows read from " + path
+    return out
+
+
+def copy_probe(args, preload=True, driver=13000):
+    return routes_common.run_probe(args, route="direct", preload=preload, driver=driver,
+                                   env_extra={"CAPGUARD_MODE": "report", "CG_CUBIN": CUBIN}, probe=COPY_PROBE)
+
+
+def in_parallel(fn, items):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(fn, items))
+
+
+class Copies(unittest.TestCase):
+    """Every copy and memset row (synchronous, asynchronous with _ptsz, the 32-bit v1
+    forms), each made through its exported symbol under capguard."""
+
+    def only_capture(self, run):
+        caps = run.of_type("capture")
+        self.assertEqual(len(caps), 1, run.records)
+        return caps[0]
+
+    def test_each_on_the_legacy_stream_with_a_blocking_capture_is_named(self):
+        def one(r):
+            name, call, how, _ = r
+            return r, copy_probe(["--op", name, "--blocking"], preload=False), copy_probe(["--op", name, "--blocking"])
+        for (name, call, how, _), bare, run in in_parallel(one, copy_rows()):
+            with self.subTest(row=name):
+                self.assertEqual(bare.int("op_result"), IMPLICIT, bare.stdout + bare.stderr)
+                self.assertEqual((run.int("op_result"), run.int("end_result")), (IMPLICIT, INVALIDATED))
+                evs = [e for e in run.events if e["call"] == call]
+                self.assertEqual(len(evs), 1, run.records)
+                self.assertEqual((evs[0]["event"], evs[0]["verdict"], evs[0]["result"]),
+                                 ("legacy-stream", "refused", IMPLICIT))
+                cap = self.only_capture(run)
+                self.assertEqual(cap["status"], "failed")
+                self.assertIsNotNone(cap["broken_by"], cap)
+                self.assertEqual(cap["broken_by"]["call"], call)
+                self.assertIn("copy_probe", cap["broken_by"]["where"])
+
+    def test_every_mode_and_thread(self):
+        # One synchronous, one asynchronous and one _ptsz row in every column.
+        for name, call in (("cuMemsetD2D16_v2", "cuMemsetD2D16_v2"), ("cuMemsetD8Async", "cuMemsetD8Async"),
+                           ("cuMemcpyDtoHAsync_v2_ptsz", "cuMemcpyDtoHAsync_v2_ptsz"),
+                           ("cuMemcpyHtoD (v1)", "cuMemcpyHtoD")):
+            for mode in ("global", "thread-local", "relaxed"):
+                for thread in ("same", "other"):
+                    with self.subTest(row=name, mode=mode, thread=thread):
+                        run = copy_probe(["--op", name, "--blocking", "--mode", mode, "--thread", thread])
+                        self.assertEqual(run.int("op_result"), IMPLICIT)
+                        self.assertEqual(self.only_capture(run)["broken_by"]["call"], call)
+
+    def test_each_on_the_legacy_stream_with_a_nonblocking_capture_escapes(self):
+        def one(r):
+            return r, copy_probe(["--op", r[0]])
+        for (name, call, how, _), run in in_parallel(one, copy_rows()):
+            with self.subTest(row=name):
+                self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0), run.stderr)
+                evs = run.events
+                self.assertEqual(len(evs), 1, run.records)
+                self.assertEqual((evs[0]["call"], evs[0]["event"], evs[0]["verdict"]),
+                                 (call, "legacy-stream", "escaped"))
+                self.assertTrue(any("copy_probe" in f for f in evs[0]["native_stack"]), evs[0])
+                self.assertEqual(self.only_capture(run)["status"], "ended")
+
+    def test_async_copies_into_the_capture_with_a_pageable_side_are_said(self):
+        rows = [r for r in copy_rows() if r[2] != "S"]
+        def one(r):
+            args = ["--op", r[0], "--place", "capturing"]
+            return r, copy_probe(args), copy_probe(args + ["--blocking"]), copy_probe(args + ["--pinned"])
+        for (name, call, how, pageable), run, blocking, pinned in in_parallel(one, rows):
+            with self.subTest(row=name):
+                for r in (run, blocking, pinned):
+                    self.assertEqual((r.int("op_result"), r.int("end_result")), (0, 0), r.stderr)
+                    self.assertEqual(self.only_capture(r)["status"], "ended")
+                self.assertEqual(pinned.events, [])  # page-locked: the replay's copy is what the program meant
+                for r in (run, blocking):
+                    if not pageable:
+                        self.assertEqual(r.events, [], r.records)
+                        continue
+                    self.assertEqual([(e["call"], e["event"], e["verdict"]) for e in r.events],
+                                     [(call, "pageable-copy", "escaped")])
+                    self.assertIn("pageable host memory", r.stderr)
+                    self.assertTrue(any("copy_probe" in f for f in r.events[0]["native_stack"]))
+
+    def test_copies_racing_captures_on_six_threads(self):
+        # Blocking and non-blocking captures begin and end on six threads
+        # while every row's calls reach the driver from all of them: what the
+        # program sees is what the driver says (0, 906, 901), and every
+        # capture that ends broken is named, on drivers with and without the
+        # log callback.
+        for driver in (13000, 12020):
+            with self.subTest(driver=driver):
+                run = copy_probe(["--race", "6", "300"], driver=driver)
+                self.assertEqual(run.rc, 0, run.stderr[-2000:])
+                self.assertEqual(run.int("race_ops"), 1800)
+                self.assertEqual(run.int("race_bad"), 0, run.stderr[-2000:])
+                caps = run.of_type("capture")
+                self.assertEqual(len(caps), 1800)
+                failed = [c for c in caps if c["status"] == "failed"]
+                self.assertEqual(len(failed), run.int("race_ends_broken"))
+                self.assertGreater(len(failed), 100)  # the threads did meet
+                self.assertEqual([c for c in failed if c["broken_by"] is None], [])
+                self.assertNotIn("internal", run.stderr)
+
+    def test_ptsz_forms_on_the_per_thread_stream_are_the_drivers_business(self):
+        rows = [r for r in copy_rows() if r[2] == "X"]
+        self.assertGreater(len(rows), 10)
+        for name, call, how, pageable in rows:
+            with self.subTest(row=name):
+                run = copy_probe(["--op", name, "--place", "per-thread", "--blocking"])
+                self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0))
+                self.assertEqual(run.events, [])
 
 
 class Named(unittest.TestCase):
@@ -215,6 +342,22 @@ class DriverLog(unittest.TestCase):
         self.assertIn("escape_probe", cap["broken_by"]["where"])
         self.assertIn("first offender cuFakeUnwatchedRefusal", run.stderr)
 
+    def test_a_real_entry_point_capguard_does_not_wrap_is_named_from_the_log(self):
+        # cuLaunchHostFunc on the legacy stream: not a row (it is no copy,
+        # memset or launch), refused by the fake as legacy-stream work (906).
+        self.assertEqual(routes_common.run_probe(["--op", "unwatched-host-func", "--blocking"], preload=False,
+                                                 probe=PROBE_DIRECT, route="direct",
+                                                 env_extra={"CG_CUBIN": CUBIN}).int("op_result"), IMPLICIT)
+        for route in ("direct", "dlsym"):
+            run = probe(["--op", "unwatched-host-func", "--blocking"], route=route, driver=13000)
+            self.assertEqual((run.int("op_result"), run.int("end_result")), (IMPLICIT, INVALIDATED))
+            self.assertEqual(run.events, [])   # no wrapper saw it
+            b = the_capture(run)["broken_by"]
+            self.assertIsNotNone(b)
+            self.assertEqual((b["call"], b["event"], b["verdict"], b["result"]),
+                             ("cuLaunchHostFunc", "driver-log", "broke", IMPLICIT))
+            self.assertIn("escape_probe", b["where"])
+
     def test_before_12_9_it_is_said_plainly(self):
         run = probe(["--op", "unwatched", "--blocking"], driver=12020)
         cap = the_capture(run)
@@ -227,14 +370,14 @@ class DriverLog(unittest.TestCase):
         # 12.9+ driver none leaves a capture "broken by a call capguard does
         # not watch".
         unnamed = broken = 0
-        for op in list(LEGACY) + ["wait-before", "graph-launch", "unwatched"]:
+        for op in list(LEGACY) + ["wait-before", "graph-launch", "unwatched", "unwatched-host-func"]:
             for thread in ("same", "other"):
                 run = probe(["--op", op, "--blocking", "--thread", thread], driver=13000)
                 cap = the_capture(run)
                 if cap["status"] == "failed":
                     broken += 1
                     unnamed += cap["broken_by"] is None
-        self.assertEqual(broken, 16)
+        self.assertEqual(broken, 18)
         self.assertEqual(unnamed, 0)
 
     def test_the_programs_own_log_callback_keeps_receiving_everything(self):

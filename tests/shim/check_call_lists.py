@@ -40,7 +40,7 @@ def rows(root):
     for m in re.finditer(r"#define (CG_\w+_TRAITS)(\([^)]*\))?\s+(.*)", text):
         traits[m.group(1)] = m.group(3)
     out = []
-    for m in re.finditer(r"\bX\((\w+),\s*(cu\w+),(.*?)\)\s*(?=X\(|CG_BREAKER_ROWS|$|\n)", text):
+    for m in re.finditer(r"\bX\((\w+),\s*(cu\w+),(.*?)\)\s*(?=X\(|CG_\w+_ROWS\(|$|\n)", text):
         family, name, rest = m.group(1), m.group(2), m.group(3)
         for _ in range(4):  # traits made of traits
             for t, body in traits.items():

@@ -65,8 +65,8 @@ enum {
   X(CG_EV_DRIVER_LOG, "driver-log", 0,                                                              \
     "a call capguard does not wrap, named by the driver's own log (drivers 12.9 and later)")       \
   X(CG_EV_PAGEABLE_COPY, "pageable-copy", 0,                                                        \
-    "an asynchronous copy from pageable host memory captured into a graph: each replay reads "     \
-    "whatever that host memory then holds")                                                       \
+    "an asynchronous copy to or from pageable host memory captured into a graph: each replay "     \
+    "reads or writes that host memory as it is then")                                                       \
   X(CG_EV_STREAM_DESTROY, "stream-destroy", 0,                                                      \
     "cuStreamDestroy of a capturing stream: the driver ends the capture (no graph); named as the " \
     "capture's first offender")
@@ -122,8 +122,8 @@ enum {
     "answered not ready by capguard (the event is in a still-capturing stream)", "#17becf")         \
   X(CG_VERDICT_ESCAPED, "escaped", 0,                                                               \
     "the driver ran it now, outside the graph: replaying the graph will not do it (legacy-stream " \
-    "work while only non-blocking streams capture), or will read host memory as it is then "      \
-    "(a captured copy from pageable memory)",                                                      \
+    "work while only non-blocking streams capture), or will read or write host memory as it is "  \
+    "then (a captured copy to or from pageable memory)",                                                      \
     NULL, NULL, "#8c564b")                                                                          \
   X(CG_VERDICT_BROKE, "broke", CG_WORD_BREAKS,                                                      \
     "the driver's own log named it as the call that broke the capture (a call capguard does not " \
