@@ -90,7 +90,7 @@ done
 # at exit) and the report's note on escaped work are its rows
 for s in "drop --mode off to check captures" "check with capguard doctor" "space or pass --log elsewhere" \
          "driver; nothing to check" "before ending %s); capguard report shows" "in capguard report)" \
-         "from or into that host memory as it is then" "run it again"; do
+         "capturing stream, or make it before the capture" "run it again"; do
   grep -rlF "$s" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/advsrc"
   [ "$(cat "$WORK/advsrc")" = "$SOURCE_ROOT/tools/findings.c" ] && pass ||
     fail "\"$s\" worded outside tools/findings.c: $(tr '\n' ' ' <"$WORK/advsrc")"
