@@ -21,6 +21,7 @@ static void atfork_prepare(void) { cg_captures_atfork_prepare(); }
 static void atfork_parent(void) { cg_captures_atfork_parent(); }
 static void atfork_child(void) {
   cg_captures_atfork_child();
+  cg_captures_watched_atfork_child();
   cg_guard_atfork_child();
   cg_warn_after_fork_child();
   cg_output_after_fork_child();

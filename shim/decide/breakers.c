@@ -35,36 +35,33 @@ static bool try_defer(const cg_call *c, cg_hit *hit, bool *judged) {
 static bool is_refusal(CUresult r) { return cg_report_verdict_of(r) == CG_VERDICT_REFUSED; }
 
 /* A refusal capguard did not foresee (its model, or the wrapper's look,
- * was a moment behind the driver: a capture began in between). Judged again
- * once every begin the driver saw is in the model, with the streams lock
- * held (no stream asked about can be destroyed meanwhile);
- * each capture the call could have broken that the driver now
- * holds invalid, and the model still active, gets this call as its first
- * offender (the driver broke it for this call: capguard watched every call
- * made to it). Then reported, after the gate. */
+ * was a moment behind the driver: a capture began in between). Attributed
+ * (cg_captures_attribute: the captures the call may have broken, once
+ * every begin the driver may have made before it is in the model), then
+ * reported, after the gate. Inside the watched region. */
 static void report_unforeseen(const cg_call *c, CUresult r) {
+  cg_captures_refusal_returned();
   cg_begin_site *here = cg_begin_site_take(NULL, NULL); /* before any lock: may take the loader's lock */
   cg_break b = cg_break_of(cg_ep_name[c->ep], c->kind, CG_VERDICT_REFUSED, r, here);
   cg_hit hit;
-  cg_captures_await_begins();
-  /* Not the gate: an end waiting for this attribution holds it shared, and
-   * a decision queued for it exclusive would hold this back. */
-  cg_streams_ask_lock();
-  cg_captures_judge_gated(c->rule, c->target, c->ptsz, &hit);
-  cg_captures_attribute_refusal(&hit, &b);
-  cg_streams_unlock();
-
+  cg_captures_attribute(NULL, c->rule, c->target, c->ptsz, &b, &hit);
   free(here);
   cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
   cg_report_refusal_and_free(&e, NULL, &hit.site, r, "a refused call's report");
 }
 
-void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, CUresult r) {
-  /* Counted in flight at once: an end of the capture this call broke waits
-   * for its attribution (cg_captures_await_offender). */
-  cg_captures_watched_enter();
-  cg_call c = {.ep = ep, .kind = kind, .rule = CG_RULE_PROHIBITED};
+void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, cg_rule rule, CUresult r) {
+  /* Counted in flight at once (the driver's log callback, where there is
+   * one, counted the refusal already, inside the call): an end of the
+   * capture this call broke waits for its attribution
+   * (cg_captures_await_offender). */
+  cg_captures_watched_enter_late();
+  /* The fast path keeps no argument: a rule that needs the call's stream or
+   * event is judged as the captures that prohibit the thread (what the
+   * driver also breaks for it); a context synchronisation, as every capture
+   * of the thread's context (it breaks captures of every mode). */
+  cg_call c = {.ep = ep, .kind = kind, .rule = rule == CG_RULE_ANY ? CG_RULE_ANY : CG_RULE_PROHIBITED};
   report_unforeseen(&c, r);
   cg_captures_watched_leave();
 }
@@ -192,14 +189,17 @@ static CUresult call_gated(const cg_call *c) {
     r = CUDA_SUCCESS;
     e.verdict = deferred_verdict(c->fix);
   } else {
+    cg_captures_watched_enter(); /* a capture it breaks is its break, not an unwatched call's */
     r = c->invoke_handle(handle);
     e.driver_result = (int)r;
     e.verdict = cg_report_verdict_of(r);
     if (e.verdict == CG_VERDICT_REFUSED) { /* the driver invalidated them: so does the model */
+      cg_captures_refusal_returned();
       cg_break b = cg_break_of(e.call, e.kind, e.verdict, r, here);
       cg_captures_break(&hit, &b, false);
       e.capture.status = CG_CAPTURE_INVALIDATED;
     }
+    cg_captures_watched_leave();
   }
   cg_gate_unlock();
   if (defer_oom)
@@ -250,6 +250,8 @@ CUresult cg_breaker_call(const cg_call *c) {
     r = decide(c, &hit, &v, &driver_result);
     if (fenced)
       cg_query_leave(q);
+    if (driver_result >= 0 && is_refusal(r))
+      cg_captures_refusal_returned(); /* an end it broke waits for its mark */
     /* Third-matrix rules: what the driver let through is news only when it
      * escaped the calling thread's own capture (run now, not in replay). */
     if (v == CG_VERDICT_ALLOWED && c->rule >= CG_RULE_LEGACY && (hit.cls == CG_HIT_ESCAPE || hit.cls == CG_HIT_PAGEABLE))
@@ -269,20 +271,14 @@ CUresult cg_breaker_call(const cg_call *c) {
   cg_begin_site *here = cg_begin_site_take(NULL, NULL);
   if (cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS)) {
     cg_break b = cg_break_of(cg_ep_name[c->ep], kind_of(c, &hit), v, r, here);
-    cg_captures_break(&hit, &b, false);
+    /* A refusal is marked where the driver made it: in the captures judged
+     * and those the rule names now (a capture begun after the judgement
+     * may be the one refused), each by when its begin and end met the call. */
+    if (v == CG_VERDICT_REFUSED && driver_result >= 0)
+      cg_captures_attribute(&hit, c->rule, c->target, c->ptsz, &b, NULL);
+    else
+      cg_captures_break(&hit, &b, false);
     hit.first.status = CG_CAPTURE_INVALIDATED;
-    if (v == CG_VERDICT_REFUSED) {
-      /* The driver may have refused it for a capture begun after the
-       * judgement: once every begin it saw is in the model, each capture
-       * the call could have broken that the driver holds invalid is this
-       * call's too. */
-      cg_hit now;
-      cg_captures_await_begins();
-      cg_streams_ask_lock();
-      cg_captures_judge_gated(c->rule, c->target, c->ptsz, &now);
-      cg_captures_attribute_refusal(&now, &b);
-      cg_streams_unlock();
-    }
   }
   if (driver_result >= 0)
     cg_captures_watched_leave();

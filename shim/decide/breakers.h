@@ -19,6 +19,6 @@
 CUresult cg_breaker_call(const cg_call *c);
 /* The driver refused a call its wrapper passed straight through (nothing
  * captured when it looked): reported after the fact. */
-void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, CUresult r);
+void cg_breaker_refused_unseen(cg_entry_point ep, cg_event_kind kind, cg_rule rule, CUresult r);
 
 #endif

@@ -27,9 +27,15 @@ void cg_driver_log_callback(void *data, CUlogLevel level, char *message, size_t 
   (void)level;
   int code;
   char call[96];
-  if (cg_nothing_captures() || !cg_driver_log_parse(message, length, &code, call, sizeof call) ||
-      !breaks(code) || cg_ep_find(call) >= 0)
+  if (cg_nothing_captures() || !cg_driver_log_parse(message, length, &code, call, sizeof call) || !breaks(code))
     return;
+  if (cg_ep_find(call) >= 0) {
+    /* A wrapped call: named by its wrapper, after it returns; counted now,
+     * inside the call, so that an end that comes after it in the driver
+     * waits for its mark, and ordered as the driver made it. */
+    cg_captures_refusal_in_driver(code);
+    return;
+  }
   cg_begin_site *site = cg_site_take(CG_SITE_MAX_FRAMES);
   cg_break b = cg_break_of(cg_name_intern(call, "a call capguard does not wrap"), CG_EV_DRIVER_LOG, CG_VERDICT_BROKE, (CUresult)code, site);
   cg_captures_break_logged(code, &b);

@@ -52,11 +52,11 @@ void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_ca
   /* The driver's id lets a stream that joins the capture be told apart
    * (model/break_rules.c); asked under the gate held shared, which no driver
    * call of capguard's waits for. */
-  uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_driver_id(s, ptsz) : 0;
+  uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_begun_driver_id(s, ptsz) : 0;
   cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph, begin_nonblocking);
 }
 
-void cg_capture_end_enter(void) { cg_captures_end_enter(); }
+void cg_capture_end_enter(CUstream s, bool ptsz) { cg_captures_end_enter(cg_stream_key(s, ptsz)); }
 
 /* "app.py:40 in step" and "app.py:40 in step (libfoo.so(f+0x1))" for the
  * capture record's first offender. dladdr: outside every capguard lock. */
@@ -112,11 +112,13 @@ CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph)
   uint64_t still_id = 0;
   if (worth_asking(r) && cg_captures_has(key) && !cg_captures_driver_state(s, ptsz, &still, &still_id))
     still = CU_STREAM_CAPTURE_STATUS_NONE; /* cannot say: over, as the end said */
-  if (r != CUDA_SUCCESS && cg_captures_lacks_offender(key)) {
+  if (r != CUDA_SUCCESS) {
     /* A call refused on a wrapper's fast path is attributed before it
      * leaves the breakers' fence; one on the slow path before it leaves
-     * the watched count. Bounded: 20 ms each. */
-    cg_fence_wait(CG_FENCE_BREAKERS, true, 20000000ull);
+     * the watched count; a refused one that may have come before the
+     * offender known is waited for too (cg_captures_await_offender). */
+    if (cg_captures_lacks_offender(key))
+      cg_fence_wait(CG_FENCE_BREAKERS, true, 20000000ull);
     cg_captures_await_offender(key);
   }
   cg_capture closed;
@@ -173,9 +175,13 @@ static CUresult load_and_ungate(const cg_load *l, cg_event *e, const cg_begin_si
     cg_gate_unlock();
     return l->invoke(l);
   }
+  cg_captures_watched_enter(); /* a capture it breaks is its break, not an unwatched call's */
   CUresult r = l->invoke(l);
-  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && e->n_prohibitors) /* the driver invalidated them: so does the model */
+  if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && e->n_prohibitors) { /* the driver invalidated them: so does the model */
+    cg_captures_refusal_returned();
     cg_captures_break_prohibitors(e, CG_VERDICT_REFUSED, r, where);
+  }
+  cg_captures_watched_leave();
   cg_gate_unlock();
   return r;
 }

@@ -27,7 +27,7 @@ void cg_capture_begin_leave(void *site, CUresult driver_result, CUstream stream,
  * it; returns the result for the caller (an emulated invalidation turns
  * success into CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and discards the graph),
  * then runs deferred unloads that may now run. */
-void cg_capture_end_enter(void);
+void cg_capture_end_enter(CUstream s, bool ptsz);
 CUresult cg_capture_end_leave(CUstream stream, bool ptsz, CUresult driver_result, CUgraph *graph);
 /* cuStreamDestroy* while something captures: invoke(stream) under the gate
  * held exclusive; a capture on the stream is then over (its record written,

@@ -46,6 +46,16 @@ void cg_captures_break_prohibitors(cg_event *e, cg_verdict v, CUresult r, const 
   e->capture.status = CG_CAPTURE_INVALIDATED;
 }
 
+uint64_t cg_captures_begun_driver_id(CUstream s, bool ptsz) {
+  uint64_t before = cg_captures_tick(), id = 0; /* the driver's begin has returned */
+  CUstreamCaptureStatus st;
+  if (!cg_captures_driver_state(s, ptsz, &st, &id) || st == CU_STREAM_CAPTURE_STATUS_NONE)
+    id = 0;
+  cg_captures_note_begun_state(before, id && st == CU_STREAM_CAPTURE_STATUS_ACTIVE ? before : 0,
+                               id && st == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? cg_captures_tick() : 0);
+  return id;
+}
+
 uint64_t cg_captures_driver_id(CUstream s, bool ptsz) {
   if (ptsz && s == NULL)
     s = CU_STREAM_PER_THREAD; /* the _ptsz variant's NULL is this thread's stream */
@@ -240,28 +250,186 @@ void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *h
   judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, 0, 0, hit);
 }
 
+/* Watched calls on their way to the driver that may break a capture, until
+ * their breaks are marked (cg_captures_watched_enter/_leave), and of those
+ * the ones the driver refused (cg_captures_refusal_*). While one is, a
+ * capture the driver holds invalid may be that call's break, not marked
+ * yet: it is not taken for an unwatched call's, and an end waits for it. */
+static unsigned watched_in_flight, refusals_pending;
+/* The refusals pending, each in a slot holding the earliest tick at which
+ * the driver may have made it (1: unknown; 0: free); past the last slot,
+ * refusals_pending alone counts it, and an end waits as for an early one. */
+#define PENDING_SLOTS 64
+static uint64_t pending_slots[PENDING_SLOTS];
+static unsigned pending_unslotted;
+static __thread int pending_slot __attribute__((tls_model("initial-exec"))); /* slot + 1; 0: none */
+static __thread unsigned watched_depth __attribute__((tls_model("initial-exec")));
+static __thread uint64_t watched_tick0 __attribute__((tls_model("initial-exec")));
+static __thread uint64_t refusal_tick __attribute__((tls_model("initial-exec")));
+static __thread bool refusal_counted __attribute__((tls_model("initial-exec")));
+
+void cg_captures_watched_enter(void) {
+  if (!watched_depth++) {
+    watched_tick0 = cg_captures_tick();
+    refusal_tick = 0;
+  }
+  __atomic_add_fetch(&watched_in_flight, 1, __ATOMIC_SEQ_CST);
+}
+void cg_captures_watched_enter_late(void) {
+  if (!watched_depth++)
+    watched_tick0 = 0; /* made before now, when unknown; refusal_tick may hold the driver's */
+  __atomic_add_fetch(&watched_in_flight, 1, __ATOMIC_SEQ_CST);
+}
+void cg_captures_watched_leave(void) {
+  __atomic_sub_fetch(&watched_in_flight, 1, __ATOMIC_SEQ_CST);
+  if (watched_depth && !--watched_depth) {
+    if (refusal_counted) {
+      if (pending_slot)
+        __atomic_store_n(&pending_slots[pending_slot - 1], 0, __ATOMIC_SEQ_CST);
+      else
+        __atomic_sub_fetch(&pending_unslotted, 1, __ATOMIC_SEQ_CST);
+      pending_slot = 0;
+      __atomic_sub_fetch(&refusals_pending, 1, __ATOMIC_SEQ_CST);
+    }
+    refusal_counted = false;
+    refusal_tick = 0;
+    watched_tick0 = 0;
+  }
+}
+static void count_refusal(void) {
+  if (refusal_counted)
+    return;
+  refusal_counted = true;
+  uint64_t since = refusal_tick ? refusal_tick : watched_tick0 ? watched_tick0 : 1;
+  pending_slot = 0;
+  for (int i = 0; i < PENDING_SLOTS; i++) {
+    uint64_t free_ = 0;
+    if (!__atomic_load_n(&pending_slots[i], __ATOMIC_RELAXED) &&
+        __atomic_compare_exchange_n(&pending_slots[i], &free_, since, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+      pending_slot = i + 1;
+      break;
+    }
+  }
+  if (!pending_slot)
+    __atomic_add_fetch(&pending_unslotted, 1, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&refusals_pending, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Whether a refusal the driver may have made before tick is pending. */
+static bool pending_before(uint64_t tick) {
+  if (__atomic_load_n(&pending_unslotted, __ATOMIC_SEQ_CST))
+    return true;
+  for (int i = 0; i < PENDING_SLOTS; i++) {
+    uint64_t t = __atomic_load_n(&pending_slots[i], __ATOMIC_SEQ_CST);
+    if (t && t < tick)
+      return true;
+  }
+  return false;
+}
+void cg_captures_watched_atfork_child(void) {
+  /* The other threads' calls never leave; this thread's, if it forked
+   * inside one (it cannot: no fork is made there), would leave as usual. */
+  memset(pending_slots, 0, sizeof pending_slots);
+  pending_unslotted = 0;
+  refusals_pending = refusal_counted ? 1 : 0;
+  if (refusal_counted && pending_slot)
+    pending_slots[pending_slot - 1] = 1;
+  else if (refusal_counted)
+    pending_unslotted = 1;
+  watched_in_flight = watched_depth;
+}
+void cg_captures_refusal_returned(void) {
+  if (watched_depth)
+    count_refusal();
+}
+void cg_captures_refusal_in_driver(int code) {
+  if (cg_cfg.mode == CG_RUN_OFF)
+    return;
+  /* A watched call of this thread, or a breaker's fast path (in the
+   * breakers' fence), whose wrapper reports this refusal (900 and 907:
+   * breaker_wrappers.c) and so leaves the watched region after it. */
+  cg_query_slot *fast = cg_fence_self[CG_FENCE_BREAKERS];
+  if (!watched_depth && !(fast && (__atomic_load_n(&fast->seq, __ATOMIC_RELAXED) & 1) &&
+                          (code == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || code == CUDA_ERROR_CAPTURED_EVENT)))
+    return;
+  if (!refusal_tick)
+    refusal_tick = cg_captures_tick();
+  count_refusal();
+}
+
 cg_break cg_break_of(const char *call, cg_event_kind kind, cg_verdict v, CUresult r, const cg_begin_site *site) {
   cg_break b = {.who = {.call = call, .kind = kind, .verdict = v, .result = (int)r, .tid = cg_self_tid(),
                         .time_ns = cg_now_ns()}};
   if (site)
     b.site = *site;
+  if (watched_depth) { /* the call returned from the driver: now is after it */
+    b.tick0 = watched_tick0;
+    b.tick1 = cg_captures_tick();
+    b.in_driver = refusal_tick;
+  }
   return b;
 }
 
-/* One capture broken: invalidated, and b its first offender if it was
- * active (an already invalid capture was broken by something earlier). */
-static void mark(cg_capture *c, const cg_break *b, bool emulated) {
-  if (c->status != CG_CAPTURE_ACTIVE)
+/* Whether the driver surely refused a before x (x is then not the first
+ * offender where a is). */
+static bool surely_earlier(const cg_break *a, const cg_break *x) {
+  if (a->in_driver && x->in_driver)
+    return a->in_driver < x->in_driver;
+  return a->tick1 && x->tick0 && a->tick1 < x->tick0;
+}
+
+/* Puts b in *slot (a first offender): if empty, or if b surely came first. */
+static void offer(void **slot, const cg_break *b) {
+  if (*slot && !surely_earlier(b, *slot))
     return;
-  c->status = CG_CAPTURE_INVALIDATED;
-  if (emulated)
+  cg_break *copy = *slot ? *slot : malloc(sizeof *copy);
+  if (copy)
+    *copy = *b;
+  *slot = copy; /* out of memory: the capture record says none was seen, and the event still names it */
+}
+
+/* One capture broken: invalidated, and b its first offender unless a call
+ * surely made before broke it (one capguard does not watch, seen as such,
+ * or a watched one already marked). */
+static void mark(cg_capture *c, const cg_break *b, bool emulated) {
+  if (c->unwatched_break)
+    return;
+  if (emulated && c->status == CG_CAPTURE_ACTIVE)
     c->emulated = true;
-  if (!c->broken_by && b) {
-    cg_break *copy = malloc(sizeof *copy);
-    if (copy)
-      *copy = *b;
-    c->broken_by = copy; /* out of memory: the capture record says none was seen, and the event still names it */
+  c->status = CG_CAPTURE_INVALIDATED;
+  if (!b)
+    return;
+  /* The driver held it invalid as it began: broken first by a call it
+   * refused before then; one surely refused later broke it only again. */
+  uint64_t lo = b->in_driver ? b->in_driver : b->tick0;
+  if (c->invalid_tick && lo > c->invalid_tick) {
+    if (!c->broken_by)
+      offer(&c->maybe_by, b);
+    return;
   }
+  offer(&c->broken_by, b);
+}
+
+/* The captures a hit names, in the model now. */
+static size_t hit_captures(cg_model *m, const cg_hit *hit, cg_capture **out, size_t cap) {
+  if (hit->cls == CG_HIT_NONE)
+    return 0;
+  if (hit->cls == CG_HIT_STREAM || hit->cls == CG_HIT_EVENT || hit->cls == CG_HIT_ESCAPE) {
+    cg_capture *c = cg_model_find(m, hit->first.stream);
+    if (!c || c->id != hit->first.id || !cap)
+      return 0;
+    out[0] = c;
+    return 1;
+  }
+  cg_capture *all[CG_HIT_MAX];
+  size_t n = hit->cls == CG_HIT_LEGACY || hit->cls == CG_HIT_ANY
+                 ? captures_of_context(m, hit->context, all, CG_HIT_MAX)
+                 : cg_model_prohibitors(m, cg_self_tid(), cg_self_mode(), all, CG_HIT_MAX);
+  size_t k = 0;
+  for (size_t i = 0; i < n && i < CG_HIT_MAX && k < cap; i++)
+    if (hit->cls != CG_HIT_LEGACY || !all[i]->nonblocking)
+      out[k++] = all[i];
+  return k;
 }
 
 void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated) {
@@ -269,67 +437,90 @@ void cg_captures_break(const cg_hit *hit, const cg_break *b, bool emulated) {
     return;
   cg_model *m = cg_captures_model_lock();
   if (m) {
-    if (hit->cls == CG_HIT_STREAM || hit->cls == CG_HIT_EVENT || hit->cls == CG_HIT_ESCAPE) {
-      cg_capture *c = cg_model_find(m, hit->first.stream);
-      if (c && c->id == hit->first.id)
-        mark(c, b, emulated);
-    } else if (hit->cls == CG_HIT_LEGACY) {
-      cg_capture *all[CG_HIT_MAX];
-      size_t n = captures_of_context(m, hit->context, all, CG_HIT_MAX);
-      for (size_t i = 0; i < n && i < CG_HIT_MAX; i++)
-        if (!all[i]->nonblocking)
-          mark(all[i], b, emulated);
-    } else {
-      cg_capture *all[CG_HIT_MAX];
-      size_t n = hit->cls == CG_HIT_ANY ? captures_of_context(m, hit->context, all, CG_HIT_MAX)
-                                        : cg_model_prohibitors(m, cg_self_tid(), cg_self_mode(), all, CG_HIT_MAX);
-      for (size_t i = 0; i < n && i < CG_HIT_MAX; i++)
-        mark(all[i], b, emulated);
-    }
+    cg_capture *all[CG_HIT_MAX];
+    size_t n = hit_captures(m, hit, all, CG_HIT_MAX);
+    for (size_t i = 0; i < n; i++)
+      mark(all[i], b, emulated);
   }
   cg_captures_model_unlock();
 }
 
-void cg_captures_attribute_refusal(const cg_hit *hit, const cg_break *b) {
-  if (hit->cls == CG_HIT_NONE)
-    return;
+/* How a refusal met a capture (cg_captures_attribute). */
+enum { MET_NOT, MET_SURELY, MET_ASK, MET_MAYBE, MET_MAYBE_INVALID };
+
+void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, bool ptsz, const cg_break *b,
+                           cg_hit *now_out) {
+  /* When the driver refused it: inside [lo, hi] on the shim's clock (the
+   * driver's log callback pins it; 0: unknown). */
+  uint64_t lo = b->in_driver ? b->in_driver : b->tick0, hi = b->in_driver ? b->in_driver : b->tick1;
+  cg_captures_await_begins_before(hi ? hi : cg_captures_tick());
+  cg_streams_ask_lock();
+  /* A query refused with 907 met the event's capture; any other refusal of
+   * an event call, the captures that prohibit the thread. */
+  cg_rule now_rule = rule == CG_RULE_EVENT && b->who.result != CUDA_ERROR_CAPTURED_EVENT ? CG_RULE_PROHIBITED : rule;
+  cg_hit now;
+  cg_captures_judge_gated(now_rule, target, ptsz, &now);
   typedef struct {
-    uint64_t stream, id;
+    uint64_t stream, id, driver_id;
+    int met;
   } ref;
-  ref refs[CG_HIT_MAX];
+  ref refs[2 * CG_HIT_MAX];
   size_t n = 0;
   cg_model *m = cg_captures_model_lock();
   if (m) {
-    cg_capture *all[CG_HIT_MAX];
-    size_t k;
-    if (hit->cls == CG_HIT_STREAM || hit->cls == CG_HIT_EVENT) {
-      all[0] = cg_model_find(m, hit->first.stream);
-      k = all[0] && all[0]->id == hit->first.id ? 1 : 0;
-    } else {
-      k = hit->cls == CG_HIT_ANY ? captures_of_context(m, hit->context, all, CG_HIT_MAX)
-                                 : cg_model_prohibitors(m, cg_self_tid(), cg_self_mode(), all, CG_HIT_MAX);
+    cg_capture *all[2 * CG_HIT_MAX];
+    size_t k = judged ? hit_captures(m, judged, all, CG_HIT_MAX) : 0;
+    k += hit_captures(m, &now, all + k, CG_HIT_MAX);
+    for (size_t i = 0; i < k; i++) {
+      cg_capture *c = all[i];
+      bool seen = false;
+      for (size_t j = 0; j < i; j++)
+        seen |= all[j] == c;
+      /* begun after the driver refused the call, or still active after it */
+      if (seen || (hi && (c->begin_tick[0] > hi || c->active_tick > hi)))
+        continue;
+      bool begun = lo && c->begin_tick[1] && c->begin_tick[1] < lo;
+      bool open_after = !c->end_tick || (hi && c->end_tick > hi);
+      /* Surely open when the driver refused the call: the call broke it (a
+       * refusal breaks every capture its rule names). Its begin raced the
+       * call: the driver says whether it is still active. Its end raced the
+       * call: it may have been over. */
+      int met = begun && open_after ? MET_SURELY : open_after && (c->stream & 3) != 3 ? MET_ASK : MET_MAYBE;
+      refs[n++] = (ref){c->stream, c->id, c->driver_id, met};
     }
-    for (size_t i = 0; i < k && i < CG_HIT_MAX; i++)
-      if (all[i]->status == CG_CAPTURE_ACTIVE && (all[i]->stream & 3) != 3)
-        refs[n++] = (ref){all[i]->stream, all[i]->id};
   }
   cg_captures_model_unlock();
   /* The driver asked with the model's lock released; the streams lock
    * (held) keeps every stream asked about from being destroyed. */
-  bool invalid[CG_HIT_MAX];
   for (size_t i = 0; i < n; i++) {
+    if (refs[i].met != MET_ASK)
+      continue;
     CUstreamCaptureStatus st;
-    uint64_t id;
-    invalid[i] = driver_capture_state((CUstream)(uintptr_t)refs[i].stream, &st, &id) &&
-                 st == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    uint64_t id = 0;
+    bool same = driver_capture_state((CUstream)(uintptr_t)refs[i].stream, &st, &id) &&
+                st != CU_STREAM_CAPTURE_STATUS_NONE && (!id || !refs[i].driver_id || id == refs[i].driver_id);
+    /* still active: not broken, by this call or any; invalid: by this call
+     * or a later one; over (an end since) or unknown: maybe by this call */
+    refs[i].met = !same ? MET_MAYBE : st == CU_STREAM_CAPTURE_STATUS_ACTIVE ? MET_NOT : MET_MAYBE_INVALID;
   }
   m = cg_captures_model_lock();
   for (size_t i = 0; m && i < n; i++) {
-    cg_capture *c = invalid[i] ? cg_model_find(m, refs[i].stream) : NULL;
-    if (c && c->id == refs[i].id)
+    cg_capture *c = cg_model_find(m, refs[i].stream);
+    if (!c || c->id != refs[i].id || refs[i].met == MET_NOT)
+      continue;
+    if (refs[i].met == MET_SURELY) {
       mark(c, b, false);
+      continue;
+    }
+    if (refs[i].met == MET_MAYBE_INVALID && !c->unwatched_break)
+      c->status = CG_CAPTURE_INVALIDATED; /* the model follows the driver */
+    if (!c->unwatched_break && !c->broken_by)
+      offer(&c->maybe_by, b);
   }
   cg_captures_model_unlock();
+  cg_streams_unlock();
+  if (now_out)
+    *now_out = now;
 }
 
 void cg_captures_count_repeat(const cg_hit *hit) {
@@ -393,14 +584,6 @@ static bool still_active(const cg_capture *c) {
   return yes;
 }
 
-/* Watched calls on their way to the driver that may break a capture, until
- * their breaks are marked (cg_captures_watched_enter/_leave). While one is,
- * a capture the driver holds invalid may be that call's break, not marked
- * yet: it is not taken for an unwatched call's. */
-static unsigned watched_in_flight;
-void cg_captures_watched_enter(void) { __atomic_add_fetch(&watched_in_flight, 1, __ATOMIC_SEQ_CST); }
-void cg_captures_watched_leave(void) { __atomic_sub_fetch(&watched_in_flight, 1, __ATOMIC_SEQ_CST); }
-
 bool cg_captures_lacks_offender(uint64_t key) {
   cg_model *m = cg_captures_model_lock();
   cg_capture *c = m ? cg_model_find(m, key) : NULL;
@@ -410,13 +593,27 @@ bool cg_captures_lacks_offender(uint64_t key) {
 }
 
 void cg_captures_await_offender(uint64_t key) {
-  uint64_t start = cg_monotonic_ns();
+  uint64_t start = cg_monotonic_ns(), now_tick = cg_captures_tick(); /* the driver's end has returned */
   for (unsigned spins = 0;; spins++) {
     cg_model *m = cg_captures_model_lock();
     cg_capture *c = m ? cg_model_find(m, key) : NULL;
-    bool done = !c || c->broken_by || !__atomic_load_n(&watched_in_flight, __ATOMIC_SEQ_CST);
+    /* Refusals that may have broken it first: made before its end, and
+     * before its first offender as marked (which one made surely before
+     * replaces); none to wait for behind an offender with no ticks. */
+    uint64_t bound = now_tick;
+    const cg_break *bb = c ? c->broken_by : NULL;
+    if (bb) {
+      uint64_t ub = bb->in_driver ? bb->in_driver : bb->tick1;
+      bound = ub && ub < bound ? ub : ub ? bound : 0;
+    }
     cg_captures_model_unlock();
-    if (done || cg_monotonic_ns() - start > 20000000ull)
+    if (!c)
+      return;
+    bool pending = bound && pending_before(bound);
+    bool in_driver = !bb && __atomic_load_n(&watched_in_flight, __ATOMIC_SEQ_CST);
+    /* A refused call is marked soon: waited for longer than a call still
+     * in the driver, which may be a synchronisation it let through. */
+    if ((!pending && !in_driver) || cg_monotonic_ns() - start > (pending ? 1000000000ull : 20000000ull))
       return;
     if (spins < 64) {
       sched_yield();
@@ -437,13 +634,18 @@ void cg_captures_check_driver_state_gated(const cg_capture *c) {
     return;
   CUstreamCaptureStatus st;
   uint64_t id;
+  /* A watched call may be on its way (in the driver, or refused and not
+   * marked yet), its fast path included: its break, not an unwatched one. */
   if (!driver_capture_state((CUstream)(uintptr_t)c->stream, &st, &id) ||
-      st != CU_STREAM_CAPTURE_STATUS_INVALIDATED || __atomic_load_n(&watched_in_flight, __ATOMIC_SEQ_CST))
+      st != CU_STREAM_CAPTURE_STATUS_INVALIDATED || __atomic_load_n(&watched_in_flight, __ATOMIC_SEQ_CST) ||
+      __atomic_load_n(&refusals_pending, __ATOMIC_SEQ_CST) || cg_fence_busy(CG_FENCE_BREAKERS))
     return;
   cg_model *m = cg_captures_model_lock();
   cg_capture *open = m ? cg_model_find(m, c->stream) : NULL;
-  if (open && open->id == c->id && open->status == CG_CAPTURE_ACTIVE)
+  if (open && open->id == c->id && open->status == CG_CAPTURE_ACTIVE && !open->broken_by && !open->maybe_by) {
     open->status = CG_CAPTURE_INVALIDATED; /* broken, by nothing capguard saw */
+    open->unwatched_break = true;
+  }
   cg_captures_model_unlock();
 }
 

@@ -28,11 +28,14 @@ size_t cg_captures_write_open_at_exit(void) {
   open_copy *copies = n ? calloc(n, sizeof *copies) : NULL;
   for (size_t i = 0; copies && i < n; i++) {
     copies[i].c = *open[i];
-    copies[i].c.user = copies[i].c.broken_by = NULL;
+    copies[i].c.user = copies[i].c.broken_by = copies[i].c.maybe_by = NULL;
     if ((copies[i].has_site = open[i]->user != NULL))
       copies[i].site = *(const cg_begin_site *)open[i]->user;
-    if ((copies[i].has_break = open[i]->broken_by != NULL))
-      copies[i].broke = *(const cg_break *)open[i]->broken_by;
+    /* no call surely broke it: the one that may have (live_captures.c) */
+    const cg_break *by = open[i]->broken_by ? open[i]->broken_by
+                         : open[i]->status != CG_CAPTURE_ACTIVE ? open[i]->maybe_by : NULL;
+    if ((copies[i].has_break = by != NULL))
+      copies[i].broke = *by;
   }
   cg_captures_model_unlock();
   if (n && !copies) {

@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capguard/clock.h"
@@ -18,8 +20,31 @@
 #include "warn.h"
 
 cg_capture_activity cg_activity __attribute__((aligned(8)));
-/* Begins between their driver call and the model's update. */
-static unsigned begins_at_driver;
+
+/* The shim's clock (live_captures.h). */
+static uint64_t ticks;
+uint64_t cg_captures_tick(void) { return __atomic_add_fetch(&ticks, 1, __ATOMIC_SEQ_CST); }
+
+/* Begins between their driver call and the model's update, each in a slot
+ * holding the tick taken before its driver call (0: free); past the last
+ * slot, counted in begins_unslotted. A begin publishes its slot before the
+ * driver sees it, so a refusal that waits for the slots ticked before it
+ * returned waits for every begin the driver may have made before it. */
+#define BEGIN_SLOTS 64
+static uint64_t begin_slots[BEGIN_SLOTS];
+static unsigned begins_unslotted;
+static __thread int begin_slot __attribute__((tls_model("initial-exec")));  /* slot + 1; 0: unslotted */
+static __thread uint64_t begin_tick0 __attribute__((tls_model("initial-exec")));
+/* What cg_captures_begun_driver_id learnt (break_rules.c), for capture_begun. */
+static __thread uint64_t begin_returned_tick __attribute__((tls_model("initial-exec")));
+static __thread uint64_t begin_active_tick __attribute__((tls_model("initial-exec")));
+static __thread uint64_t begin_invalid_tick __attribute__((tls_model("initial-exec")));
+
+void cg_captures_note_begun_state(uint64_t returned, uint64_t active, uint64_t invalid) {
+  begin_returned_tick = returned;
+  begin_active_tick = active;
+  begin_invalid_tick = invalid;
+}
 
 /* The capture gate (live_captures.h). So whenever capguard decides, the model is
  * what the driver sees: no capture can be begun (or ended) in the driver and
@@ -138,13 +163,42 @@ void cg_captures_begin_enter(void) {
    * queued for it exclusive would hold that query back. */
   cg_query_fence_wait(true);
   pthread_rwlock_rdlock(&gate);
-  __atomic_add_fetch(&begins_at_driver, 1, __ATOMIC_SEQ_CST);
+  begin_tick0 = cg_captures_tick();
+  begin_slot = 0;
+  for (int i = 0; i < BEGIN_SLOTS; i++) {
+    uint64_t free_ = 0;
+    if (!__atomic_load_n(&begin_slots[i], __ATOMIC_RELAXED) &&
+        __atomic_compare_exchange_n(&begin_slots[i], &free_, begin_tick0, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED)) {
+      begin_slot = i + 1;
+      break;
+    }
+  }
+  if (!begin_slot)
+    __atomic_add_fetch(&begins_unslotted, 1, __ATOMIC_SEQ_CST);
 }
 
-void cg_captures_await_begins(void) {
+static bool begins_before(uint64_t tick) {
+  if (__atomic_load_n(&begins_unslotted, __ATOMIC_SEQ_CST))
+    return true;
+  for (int i = 0; i < BEGIN_SLOTS; i++) {
+    uint64_t t = __atomic_load_n(&begin_slots[i], __ATOMIC_SEQ_CST);
+    if (t && t < tick)
+      return true;
+  }
+  return false;
+}
+
+void cg_captures_await_begins_before(uint64_t tick) {
   uint64_t start = cg_monotonic_ns();
-  while (__atomic_load_n(&begins_at_driver, __ATOMIC_SEQ_CST) && cg_monotonic_ns() - start < 20000000ull)
-    sched_yield();
+  for (unsigned spins = 0; begins_before(tick) && cg_monotonic_ns() - start < 1000000000ull; spins++) {
+    if (spins < 64) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+    }
+  }
 }
 
 static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
@@ -168,12 +222,17 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
       cg_model_forget_events_of(model, stale.id);
       free(stale.user);
       free(stale.broken_by);
+      free(stale.maybe_by);
     }
     c = cg_model_begin(model, key, (uint64_t)(uintptr_t)ctx, mode, cg_self_tid(), into_graph, cg_now_ns(), site);
   }
   if (c) {
     c->driver_id = driver_id;
     c->nonblocking = nonblocking;
+    c->begin_tick[0] = begin_tick0;
+    c->begin_tick[1] = begin_returned_tick ? begin_returned_tick : cg_captures_tick(); /* after the driver's begin */
+    c->active_tick = begin_active_tick;
+    c->invalid_tick = begin_invalid_tick;
   } else
     free(site);
   __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
@@ -186,12 +245,23 @@ void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint
     capture_begun(key, driver_id, mode, into_graph, nonblocking, site);
   else
     free(site);
-  __atomic_sub_fetch(&begins_at_driver, 1, __ATOMIC_SEQ_CST);
+  begin_returned_tick = begin_active_tick = begin_invalid_tick = 0;
+  if (begin_slot)
+    __atomic_store_n(&begin_slots[begin_slot - 1], 0, __ATOMIC_SEQ_CST);
+  else
+    __atomic_sub_fetch(&begins_unslotted, 1, __ATOMIC_SEQ_CST);
   __atomic_sub_fetch(&cg_activity.n.begins_in_flight, 1, __ATOMIC_ACQ_REL);
   pthread_rwlock_unlock(&gate);
 }
 
-void cg_captures_end_enter(void) { pthread_rwlock_rdlock(&gate); }
+void cg_captures_end_enter(uint64_t key) {
+  pthread_rwlock_rdlock(&gate);
+  pthread_mutex_lock(&model_lock);
+  cg_capture *c = model ? cg_model_find(model, key) : NULL;
+  if (c && !c->end_tick)
+    c->end_tick = cg_captures_tick();
+  pthread_mutex_unlock(&model_lock);
+}
 
 bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t still_id, CUresult *result,
                            cg_capture *closed, bool *emulated_break) {
@@ -202,6 +272,7 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
     /* The driver refused the end and still captures: so does the model. */
     if (still == CU_STREAM_CAPTURE_STATUS_INVALIDATED && open->status == CG_CAPTURE_ACTIVE)
       open->status = CG_CAPTURE_INVALIDATED;
+    open->end_tick = 0; /* not ended: a later refusal met it open */
     open = NULL;
   }
   if (!open) {
@@ -217,6 +288,12 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
   if (*emulated_break)
     *result = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   uint64_t id = open->id;
+  /* No call surely broke it: the one that may have is its first offender. */
+  if (!open->broken_by && *result != CUDA_SUCCESS)
+    open->broken_by = open->maybe_by;
+  else
+    free(open->maybe_by);
+  open->maybe_by = NULL;
   cg_model_end(model, key, *result == CUDA_SUCCESS, cg_now_ns(), closed);
   cg_model_forget_events_of(model, id);
   if (*result != CUDA_SUCCESS)
@@ -239,6 +316,8 @@ bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
   cg_capture *open = model ? cg_model_find(model, key) : NULL;
   if (open) {
     uint64_t id = open->id;
+    free(open->maybe_by); /* the destroy ended it, if no call surely broke it before */
+    open->maybe_by = NULL;
     cg_model_end(model, key, false, cg_now_ns(), closed); /* no graph: failed */
     cg_model_forget_events_of(model, id);
     captures_broken++;
@@ -334,7 +413,9 @@ void cg_captures_atfork_child(void) {
   model = cg_model_new();
   __atomic_store_n(&cg_activity.n.open, 0, __ATOMIC_RELEASE);
   captures_broken = 0;
-  begins_at_driver = 0;
+  memset(begin_slots, 0, sizeof begin_slots);
+  begins_unslotted = 0;
+  begin_slot = 0;
   self_tid = 0;
   self_pid = 0;
 }

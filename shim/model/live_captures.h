@@ -92,15 +92,22 @@ void cg_captures_begin_leave(cg_begin_site *site, CUresult driver_result, uint64
  * and *result is what the caller gets: an emulated invalidation turns
  * success into CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (*emulated_break).
  * The gate is released either way. */
-/* Waits (at most 20 ms) until every begin the driver may have seen is in
- * the model: for a refusal capguard did not foresee, whose capture may be
- * one such. Never with the gate held. */
-void cg_captures_await_begins(void);
-void cg_captures_end_enter(void);
+/* An end's _enter: the stream's capture (by its key) is marked as ending,
+ * at this tick of the shim's clock, before the driver sees the end. */
+void cg_captures_end_enter(uint64_t stream_key);
 bool cg_captures_end_leave(uint64_t stream_key, CUstreamCaptureStatus driver_still, uint64_t still_id,
                            CUresult *result, cg_capture *closed, bool *emulated_break);
 /* Whether the model holds a capture open on the stream. */
 bool cg_captures_has(uint64_t stream_key);
+
+/* The shim's clock: a process-wide counter, one step per call, ordering
+ * capguard's marks around driver calls made on different threads (a begin
+ * that returned before a refused call was made was open when the driver
+ * refused it). */
+uint64_t cg_captures_tick(void);
+/* Waits (at most 1 s) until every begin that was on its way to the driver
+ * before tick is in the model. Never with the gate held. */
+void cg_captures_await_begins_before(uint64_t tick);
 
 /* A stream destroyed (cuStreamDestroy*) while it may capture: the caller
  * holds the gate exclusive around the driver's destroy, so that capguard
@@ -201,6 +208,11 @@ void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *h
 typedef struct {
   cg_offender who;
   cg_begin_site site;
+  /* When the call met the driver, on the shim's clock (0: unknown): made
+   * after tick0, returned before tick1; in_driver, taken inside the call by
+   * the driver's log callback (drivers 12.9 and later), orders refusals as
+   * the driver made them. Set by cg_break_of for a watched call. */
+  uint64_t tick0, tick1, in_driver;
 } cg_break;
 /* The calling thread's break: the call, what came of it, now, and site
  * (where the call was made; NULL when it could not be taken). */
@@ -236,18 +248,40 @@ void cg_captures_break_logged(int code, const cg_break *b);
  * capguard does not watch (it may be this call's, not marked yet). */
 void cg_captures_watched_enter(void);
 void cg_captures_watched_leave(void);
+/* The same for a call that already returned from the driver (a wrapper's
+ * fast path): when it was made is unknown. */
+void cg_captures_watched_enter_late(void);
+/* The watched call of this thread was refused: counted until it leaves
+ * (an end that failed with no first offender waits for such refusals, up
+ * to 1 s, since their marks come soon). _in_driver: said by the driver's
+ * log callback, inside the call (code: what the driver returns), which
+ * also takes the call's in_driver tick; _returned: by the caller, after it. */
+void cg_captures_refusal_in_driver(int code);
+void cg_captures_refusal_returned(void);
+/* Fork: the child's watched and refused calls are its own thread's only. */
+void cg_captures_watched_atfork_child(void);
 /* Before the model closes a capture whose end failed with no first offender
- * known: waits (at most 20 ms) while watched calls are on their way, since
- * the driver's break may be one of theirs, not marked yet. */
+ * known: waits while watched calls are on their way (at most 20 ms: one may
+ * be a synchronisation the driver let through, blocking), or refused ones
+ * are being attributed (at most 1 s), since the driver's break may be one
+ * of theirs, not marked yet. */
 void cg_captures_await_offender(uint64_t stream_key);
 /* Whether the model holds a capture on the stream with no first offender. */
 bool cg_captures_lacks_offender(uint64_t stream_key);
 void cg_captures_check_driver_state_gated(const cg_capture *c);
-/* A refusal capguard did not foresee, with the streams lock held shared: each
- * capture of the hit (for CG_HIT_PROHIBITED, every capture that prohibits
- * the calling thread) that the driver holds invalid and the model active
- * is marked broken, b its first offender. Asks the driver. */
-void cg_captures_attribute_refusal(const cg_hit *hit, const cg_break *b);
+/* The driver refused a watched call (b, from cg_break_of inside the
+ * watched region: its ticks say when it met the driver). Once every begin
+ * that may have come before it is in the model, the captures it may have
+ * broken by its rule (those of judged, as judged before the call, and of
+ * the rule now) are sorted by the ticks of their begins and ends: a capture
+ * that was surely open when the driver refused the call gets it as first
+ * offender (replacing one surely made later); one whose begin or end raced
+ * the call, and that the driver does not hold active, may have been broken
+ * by it (kept as the first offender if no call surely broke it). Takes the
+ * streams lock shared and asks the driver; never with the gate or the
+ * model's lock held. now_out (may be NULL): the rule's hit now, counted. */
+void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, bool ptsz, const cg_break *b,
+                           cg_hit *now_out);
 /* A repeat of a reported call, counted against the hit's first capture. */
 void cg_captures_count_repeat(const cg_hit *hit);
 
@@ -277,6 +311,10 @@ bool cg_captures_driver_state(CUstream s, bool ptsz, CUstreamCaptureStatus *st, 
 /* The driver's id for the capture on s, 0 when it does not capture (or
  * cannot say). */
 uint64_t cg_captures_driver_id(CUstream s, bool ptsz);
+/* The same, asked by a begin the driver accepted, before _leave: whether
+ * the driver still held the capture active then is kept with it (no
+ * refusal made before that broke it). */
+uint64_t cg_captures_begun_driver_id(CUstream s, bool ptsz);
 
 /* For the exit summary. */
 uint64_t cg_captures_begun_total(void);

@@ -10,5 +10,9 @@
  * call, a report or the loader's lock. */
 cg_model *cg_captures_model_lock(void);
 void cg_captures_model_unlock(void);
+/* What the driver said of a capture as it began (cg_captures_begun_driver_id,
+ * on the beginning thread, before cg_captures_begin_leave): ticks of the
+ * shim's clock, 0 unknown (capture_model.h). */
+void cg_captures_note_begun_state(uint64_t returned, uint64_t active, uint64_t invalid);
 
 #endif

@@ -77,6 +77,15 @@ void cg_query_fence_atfork_child(void) {
   }
 }
 
+bool cg_fence_busy(int f) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  unsigned n = __atomic_load_n(&slots_used[f], __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (&slots[f][i] != cg_fence_self[f] && (__atomic_load_n(&slots[f][i].seq, __ATOMIC_ACQUIRE) & 1))
+      return true;
+  return __atomic_load_n(&overflow_in_flight[f], __ATOMIC_ACQUIRE) != 0;
+}
+
 static void pause_briefly(unsigned spins) {
   if (spins < 64) {
     sched_yield();

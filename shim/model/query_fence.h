@@ -72,6 +72,10 @@ static inline void cg_query_fence_wait(bool asymmetric) {
   cg_fence_wait(CG_FENCE_QUERIES, asymmetric, 1000000000ull);
 }
 
+/* Whether a call of the fence, on another thread, is in flight now (a
+ * snapshot: no membarrier, no waiting). */
+bool cg_fence_busy(int fence);
+
 /* Start-up (registers for membarrier) and fork. */
 void cg_query_fence_init(void);
 void cg_query_fence_atfork_child(void);

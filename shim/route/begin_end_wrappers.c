@@ -29,7 +29,7 @@ static bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     CG_REAL_OR_RETURN(ep, params, real);                                                           \
     if (off())                                                                                     \
       return real(CG_ARGS(params));                                                                \
-    cg_capture_end_enter();                                                                        \
+    cg_capture_end_enter((stream), (ptsz));                                                        \
     return cg_capture_end_leave((stream), (ptsz), real(CG_ARGS(params)), (graph));                 \
   }
 

@@ -21,13 +21,16 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
  * reported after the fact (off mode reports nothing), and attributed to the
  * capture it broke before the call leaves the breakers' fence (an end of
  * that capture, failed with no first offender known, waits for it). */
-static __attribute__((noinline, cold)) void refused_unseen(CUresult r, cg_entry_point ep, cg_event_kind kind) {
+static __attribute__((noinline, cold)) void refused_unseen(CUresult r, cg_entry_point ep, cg_event_kind kind,
+                                                           cg_rule rule) {
   if (!off())
-    cg_breaker_refused_unseen(ep, kind, r);
+    cg_breaker_refused_unseen(ep, kind, rule, r);
 }
-static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind) {
+/* ep, kind and rule are the row's constants: nothing of the call's
+ * arguments is kept across the driver's call. */
+static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind, cg_rule rule) {
   if (__builtin_expect(r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT, 0))
-    refused_unseen(r, ep, kind);
+    refused_unseen(r, ep, kind, rule);
   return r;
 }
 
@@ -51,7 +54,7 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
   cg_gate_unlock();
   if (r == CUDA_SUCCESS && cg_cfg.mode == CG_RUN_GUARD)
     cg_priming_unloaded(handle);
-  return passed(r, ep, CG_EV_MODULE_UNLOAD);
+  return passed(r, ep, CG_EV_MODULE_UNLOAD, CG_RULE_PROHIBITED);
 }
 
 /* The polled queries (torch's caching allocator, NCCL's watchdog) end in a
@@ -120,7 +123,7 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
       if (CG_POLLED(ep))                                                                              \
         return real(CG_ARGS(params));                                                                 \
       cg_query_slot *b_ = cg_fence_enter(CG_FENCE_BREAKERS);                                          \
-      CUresult r_ = passed(real(CG_ARGS(params)), ep, (kind));                                        \
+      CUresult r_ = passed(real(CG_ARGS(params)), ep, (kind), (rule));                                \
       cg_fence_leave(CG_FENCE_BREAKERS, b_);                                                          \
       return r_;                                                                                      \
     }                                                                                                 \

@@ -66,11 +66,77 @@ __attribute__((destructor)) static void fc_call_fini(void)
   }
 }
 
+/* FAKECUDA_TRACE_CAPTURES=1: whether trace lines say which captures a call
+ * opened, closed and broke (read at every call, as the other settings). */
+static int trace_captures(void)
+{
+  const char *v = getenv("FAKECUDA_TRACE_CAPTURES");
+  return v != NULL && strcmp(v, "1") == 0 && getenv("FAKECUDA_TRACE") != NULL;
+}
+
 struct fc_call fc_enter(void)
 {
   pthread_mutex_lock(&fc_lock);
-  struct fc_call c = { fc_open_captures(), fc_prohibited() };
+  struct fc_call c = { fc_open_captures(), fc_prohibited(), -1, { 0 }, { 0 }, { 0 } };
+  if (trace_captures() && c.captures_at_entry <= FC_TRACE_CAPS) {
+    c.n_caps = 0;
+    for (struct fc_capture *k = fc_captures_head(); k != NULL; k = k->next, c.n_caps++) {
+      c.cap_id[c.n_caps] = k->id;
+      c.cap_active[c.n_caps] = !k->invalidated;
+      c.cap_hits[c.n_caps] = k->hits;
+    }
+  }
   return c;
+}
+
+static void add_id(char *list, size_t cap, uint64_t id)
+{
+  size_t n = strlen(list);
+  snprintf(list + n, cap - n, "%s%llu", n ? "," : "", (unsigned long long)id);
+}
+
+/* " opened=ID closed=ID broke=ID,ID hit=ID,ID": the captures the call
+ * began, ended, invalidated (active when it arrived, invalidated now: the
+ * call is their first offender), and invalidated whether or not they were
+ * already (every capture the call was refused for), by the fake's capture
+ * ids. Empty fields are left out. */
+static int capture_fields(const struct fc_call *c, char *out, size_t cap)
+{
+  char opened[128] = "", closed[128] = "", broke[128] = "", hit[128] = "";
+  int now_n = 0;
+  uint64_t now_id[FC_TRACE_CAPS];
+  int now_inv[FC_TRACE_CAPS];
+  unsigned now_hits[FC_TRACE_CAPS];
+  for (struct fc_capture *k = fc_captures_head(); k != NULL; k = k->next) {
+    if (now_n == FC_TRACE_CAPS)
+      return 0;
+    now_id[now_n] = k->id;
+    now_hits[now_n] = k->hits;
+    now_inv[now_n++] = k->invalidated;
+  }
+  for (int i = 0; i < now_n; i++) {
+    int was = -1;
+    for (int j = 0; j < c->n_caps; j++)
+      if (c->cap_id[j] == now_id[i])
+        was = j;
+    if (was < 0) {
+      add_id(opened, sizeof(opened), now_id[i]);
+      continue;
+    }
+    if (c->cap_active[was] && now_inv[i])
+      add_id(broke, sizeof(broke), now_id[i]);
+    if (now_hits[i] != c->cap_hits[was])
+      add_id(hit, sizeof(hit), now_id[i]);
+  }
+  for (int j = 0; j < c->n_caps; j++) {
+    int still = 0;
+    for (int i = 0; i < now_n; i++)
+      still |= now_id[i] == c->cap_id[j];
+    if (!still)
+      add_id(closed, sizeof(closed), c->cap_id[j]);
+  }
+  return snprintf(out, cap, "%s%s%s%s%s%s%s%s", opened[0] ? " opened=" : "", opened, closed[0] ? " closed=" : "",
+                  closed, broke[0] ? " broke=" : "", broke, hit[0] ? " hit=" : "", hit);
 }
 
 /* The trace file descriptor for the current FAKECUDA_TRACE, reopened when it changes. */
@@ -101,13 +167,20 @@ CUresult fc_leave(const struct fc_call *c, const char *name, CUresult rc)
 {
   int fd = trace_fd();
   if (fd >= 0) {
-    char line[256];
+    char line[512];
     const char *rule = getenv("FAKECUDA_TRACE_RULE");
     int n = rule != NULL && strcmp(rule, "1") == 0
                 ? snprintf(line, sizeof(line), "%s tid=%d capturing=%d result=%d prohibited=%d\n", name,
                            (int)fc_tid(), c->captures_at_entry, (int)rc, c->prohibited_at_entry)
                 : snprintf(line, sizeof(line), "%s tid=%d capturing=%d result=%d\n", name,
                            (int)fc_tid(), c->captures_at_entry, (int)rc);
+    if (c->n_caps >= 0 && n > 0 && (size_t)n < sizeof(line)) {
+      n--; /* the fields go before the newline */
+      int k = capture_fields(c, line + n, sizeof(line) - (size_t)n - 1);
+      n = k >= 0 && (size_t)(n + k) < sizeof(line) - 1 ? n + k : n;
+      line[n++] = '\n';
+      line[n] = 0;
+    }
     if (n > 0 && (size_t)n < sizeof(line)) {
       /* One write per line: O_APPEND keeps lines from several processes whole. */
       ssize_t w = write(fd, line, (size_t)n);

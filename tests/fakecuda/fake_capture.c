@@ -37,6 +37,12 @@ struct fc_stream *fc_stream_resolve(CUstream s, int ptsz)
   return (struct fc_stream *)h;
 }
 
+void fc_invalidate(struct fc_capture *c)
+{
+  c->invalidated = 1;
+  c->hits++;
+}
+
 int fc_open_captures(void)
 {
   return n_open;
@@ -64,7 +70,7 @@ CUresult fc_refuse_if_prohibited(void)
   int refused = 0;
   for (struct fc_capture *c = open_captures; c != NULL; c = c->next) {
     if (prohibits(c, fc_tid(), thread_mode)) {
-      c->invalidated = 1;
+      fc_invalidate(c);
       refused = 1;
     }
   }
@@ -78,7 +84,7 @@ CUresult fc_refuse_in_ctx(struct fc_ctx *ctx)
   int refused = 0;
   for (struct fc_capture *c = open_captures; c != NULL; c = c->next) {
     if (c->ctx == ctx) {
-      c->invalidated = 1;
+      fc_invalidate(c);
       refused = 1;
     }
   }
@@ -399,6 +405,6 @@ FC_EXPORT CUresult CUDAAPI cuFakeBreakCaptures(void)
 {
   FC_BEGIN;
   for (struct fc_capture *c = open_captures; c != NULL; c = c->next)
-    c->invalidated = 1;
+    fc_invalidate(c);
   FC_END(CUDA_SUCCESS);
 }

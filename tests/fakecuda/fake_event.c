@@ -127,7 +127,7 @@ static CUresult event_wait(CUevent e)
     return CUDA_ERROR_INVALID_HANDLE;
   struct fc_capture *c = ev->captured_in != 0 ? fc_capture_find(ev->captured_in) : NULL;
   if (c != NULL) {
-    c->invalidated = 1;
+    fc_invalidate(c);
     return CUDA_ERROR_CAPTURED_EVENT;
   }
   return fc_refuse_if_prohibited();
@@ -173,7 +173,7 @@ static CUresult stream_wait_event(CUstream hs, int ptsz, CUevent e, unsigned fla
     return rc;
   struct fc_capture *from = ev->captured_in != 0 ? fc_capture_find(ev->captured_in) : NULL;
   if (cap != NULL && ev->recorded && from == NULL) {
-    cap->invalidated = 1;
+    fc_invalidate(cap);
     return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
   }
   if (cap == NULL && from != NULL && !from->invalidated && st->special == 0) {

@@ -228,7 +228,7 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream hs, int ptsz)
   if (cap != NULL) {
     /* Ground truth (third matrix): launching a graph into a capturing stream is refused
      * and invalidates the capture; the driver logs no cause line for it. */
-    cap->invalidated = 1;
+    fc_invalidate(cap);
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
   return CUDA_SUCCESS;

@@ -53,7 +53,19 @@ int fc_env_driver_version(void);   /* FAKECUDA_DRIVER_VERSION, default 13000 */
 int fc_env_sm(void);               /* FAKECUDA_SM, default 90 */
 
 /* ---- call bracket and tracing (fake_call.c) ----------------------------------------- */
-struct fc_call { int captures_at_entry; int prohibited_at_entry; };
+/* FC_TRACE_CAPS: how many open captures a trace line's capture fields follow
+ * (FAKECUDA_TRACE_CAPTURES); past it, a call's opened/closed/broke are not said. */
+#define FC_TRACE_CAPS 16
+struct fc_call {
+  int captures_at_entry;
+  int prohibited_at_entry;
+  /* FAKECUDA_TRACE_CAPTURES: the open captures when the call arrived, and
+   * which of them were active, for the line's opened=, closed= and broke=. */
+  int n_caps;
+  uint64_t cap_id[FC_TRACE_CAPS];
+  int cap_active[FC_TRACE_CAPS];
+  unsigned cap_hits[FC_TRACE_CAPS];
+};
 struct fc_call fc_enter(void);
 CUresult fc_leave(const struct fc_call *c, const char *name, CUresult rc);
 #define FC_BEGIN struct fc_call fc_call_ = fc_enter()
@@ -117,6 +129,7 @@ struct fc_capture {
   pid_t owner;                             /* thread that began the capture */
   struct fc_ctx *ctx;                      /* context current when it began */
   int invalidated;
+  unsigned hits;                           /* calls that invalidated it, the first and any after (trace) */
   struct fc_graph *graph;
   int graph_external;                      /* cuStreamBeginCaptureToGraph: caller owns it */
   struct fc_node *last;                    /* the capture's current dependency */
@@ -137,6 +150,8 @@ struct fc_stream {
 /* The stream a handle names; ptsz says how the NULL handle is read. NULL if invalid. */
 struct fc_stream *fc_stream_resolve(CUstream s, int ptsz);
 int fc_open_captures(void);
+/* A call invalidates c (counted, for FAKECUDA_TRACE_CAPTURES's hit=). */
+void fc_invalidate(struct fc_capture *c);
 /* Whether an open capture prohibits the calling thread (the rule, nothing invalidated). */
 int fc_prohibited(void);
 /* If the calling thread is prohibited (capture-interaction rule), invalidates every

@@ -26,7 +26,7 @@ CUresult fc_legacy_work(const struct fc_stream *st)
   int refused = 0;
   for (struct fc_capture *c = fc_captures_head(); c != NULL; c = c->next) {
     if (c->ctx == ctx && blocking(c->stream)) {
-      c->invalidated = 1;
+      fc_invalidate(c);
       refused = 1;
     }
   }
@@ -139,7 +139,7 @@ static CUresult stream_flags(CUstream hStream, int ptsz, unsigned int *flags)
   if (rc == CUDA_SUCCESS && st->cap != NULL) {
     /* Measured (H100, driver 580): of a capturing stream, in every mode, the
      * call is refused with 900 and the capture invalidated. */
-    st->cap->invalidated = 1;
+    fc_invalidate(st->cap);
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
   if (rc == CUDA_SUCCESS)

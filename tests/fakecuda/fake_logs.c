@@ -123,7 +123,7 @@ FC_EXPORT CUresult CUDAAPI cuFakeUnwatchedRefusal(void)
   FC_BEGIN;
   CUresult rc = CUDA_SUCCESS;
   for (struct fc_capture *c = fc_captures_head(); c != NULL; c = c->next) {
-    c->invalidated = 1;
+    fc_invalidate(c);
     rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
   if (rc != CUDA_SUCCESS)

@@ -65,7 +65,7 @@ static CUresult stream_wait(CUstream hs, int ptsz)
   if (st->cap != NULL) {
     if (st->cap->invalidated)
       return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    st->cap->invalidated = 1;
+    fc_invalidate(st->cap);
     (void)fc_refuse_if_prohibited();
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }

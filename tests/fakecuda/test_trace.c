@@ -114,6 +114,44 @@ START_TEST(test_trace_after_fork)
 }
 END_TEST
 
+/* FAKECUDA_TRACE_CAPTURES=1: each line also says which captures the call
+ * opened, closed, invalidated first (broke=) and was refused for (hit=). */
+START_TEST(test_trace_capture_fields)
+{
+  CUstream a, b;
+  CU_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+  CU_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+  trace_on();
+  ck_assert_int_eq(setenv("FAKECUDA_TRACE_CAPTURES", "1", 1), 0);
+  CU_OK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CU_OK(cuStreamBeginCapture(b, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUdeviceptr p;
+  CU_EQ(cuMemAlloc(&p, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CU_EQ(cuMemAlloc(&p, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUgraph g;
+  CU_EQ(cuStreamEndCapture(a, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  ck_assert_int_eq(unsetenv("FAKECUDA_TRACE_CAPTURES"), 0);
+  CU_EQ(cuStreamEndCapture(b, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  ck_assert_int_eq(unsetenv("FAKECUDA_TRACE"), 0);
+
+  char lines[8][128];
+  ck_assert_int_eq(trace_lines(lines, 8), 6);
+  unsigned ia, ib;
+  ck_assert_int_eq(sscanf(lines[0], "cuStreamBeginCapture_v2 tid=%*d capturing=0 result=0 opened=%u", &ia), 1);
+  ck_assert_int_eq(sscanf(lines[1], "cuStreamBeginCapture_v2 tid=%*d capturing=1 result=0 opened=%u", &ib), 1);
+  ck_assert_uint_ne(ia, ib);
+  char want[128];
+  snprintf(want, sizeof(want), "result=900 broke=%u,%u hit=%u,%u", ib, ia, ib, ia);
+  ck_assert_ptr_nonnull(strstr(lines[2], want));
+  snprintf(want, sizeof(want), "result=900 hit=%u,%u", ib, ia);
+  ck_assert_ptr_nonnull(strstr(lines[3], want));
+  snprintf(want, sizeof(want), "result=901 closed=%u", ia);
+  ck_assert_ptr_nonnull(strstr(lines[4], want));
+  ck_assert_ptr_null(strstr(lines[5], "closed=")); /* off again */
+  unlink(trace_path);
+}
+END_TEST
+
 Suite *suite_trace(void)
 {
   Suite *s = suite_create("trace");
@@ -121,6 +159,7 @@ Suite *suite_trace(void)
   tcase_add_checked_fixture(tc, test_setup, NULL);
   tcase_add_test(tc, test_trace_lines);
   tcase_add_test(tc, test_trace_after_fork);
+  tcase_add_test(tc, test_trace_capture_fields);
   suite_add_tcase(s, tc);
   return s;
 }

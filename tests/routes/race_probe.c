@@ -18,10 +18,14 @@
  *                               by the capturing thread or another (item 4)
  *   threadexit                  a thread begins a global capture and exits;
  *                               the main thread allocates, then ends it (item 4)
- *   mixed N IMAGE               two threads make N captures each (recording an
- *                               event into each), two others call allocations,
- *                               frees, syncs, cuCtxSetLimit, event queries and
- *                               module loads and unloads meanwhile (item 8)
+ *   mixed N IMAGE [MODE [swap]] two threads make N captures each (recording an
+ *                               event into each; MODE: global (default),
+ *                               thread-local or relaxed), two others call
+ *                               allocations, frees, syncs, cuCtxSetLimit, event
+ *                               queries and syncs, host allocations, module and
+ *                               library loads and unloads meanwhile (item 8);
+ *                               swap: the callers switch their own capture mode
+ *                               now and then, at random
  */
 #include <cuda.h>
 #include <pthread.h>
@@ -270,6 +274,8 @@ static int threadexit(void) {
 
 /* ---- item 8 */
 static int mixed_captures;
+static CUstreamCaptureMode mixed_mode;
+static int mixed_swap;
 static volatile int capturers_left;
 static CUevent captured_ev[2], before_ev;
 static CUstream idle_stream;
@@ -282,7 +288,7 @@ static void *capturer(void *arg) {
   if (cuCtxSetCurrent(ctx) || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))
     die("capturer set-up");
   for (int i = 0; i < mixed_captures; i++) {
-    if (cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL))
+    if (cuStreamBeginCapture(s, mixed_mode))
       die("begin");
     cuEventRecord(captured_ev[k], s);
     for (int y = 0; y < i % 4; y++) /* short captures and longer ones */
@@ -316,7 +322,13 @@ static void *caller(void *arg) {
   while (__atomic_load_n(&capturers_left, __ATOMIC_ACQUIRE)) {
     CUdeviceptr p;
     CUmodule m;
-    switch (next_rand(&rnd) % 8) {
+    CUlibrary lib;
+    void *host;
+    if (mixed_swap && next_rand(&rnd) % 16 == 0) {
+      CUstreamCaptureMode mode = (CUstreamCaptureMode)(next_rand(&rnd) % 3);
+      cuThreadExchangeStreamCaptureMode(&mode);
+    }
+    switch (next_rand(&rnd) % 11) {
     case 0:
       if (cuMemAlloc(&p, 256) == CUDA_SUCCESS)
         cuMemFree(p);
@@ -331,13 +343,24 @@ static void *caller(void *arg) {
         while (cuModuleUnload(m) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
           sched_yield();
       break;
+    case 7: cuEventSynchronize(before_ev); break;
+    case 8:
+      if (cuMemHostAlloc(&host, 256, 0) == CUDA_SUCCESS)
+        while (cuMemFreeHost(host) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+          sched_yield();
+      break;
+    case 9:
+      if (cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS)
+        while (cuLibraryUnload(lib) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+          sched_yield();
+      break;
     default: sched_yield(); break;
     }
   }
   return NULL;
 }
 
-static int mixed(int n, const char *path) {
+static int mixed(int n, const char *path, const char *mode, int swap) {
   FILE *f = fopen(path, "rb");
   static char buf[1 << 20];
   size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
@@ -347,6 +370,8 @@ static int mixed(int n, const char *path) {
     die("image");
   image = buf;
   mixed_captures = n;
+  mixed_mode = mode_of(mode);
+  mixed_swap = swap;
   if (cuStreamCreate(&idle_stream, CU_STREAM_NON_BLOCKING) || cuEventCreate(&before_ev, 0) ||
       cuEventCreate(&captured_ev[0], 0) || cuEventCreate(&captured_ev[1], 0) || cuEventRecord(before_ev, idle_stream))
     die("mixed set-up");
@@ -380,7 +405,7 @@ int main(int argc, char **argv) {
     return destroy(a);
   if (!strcmp(sc, "threadexit"))
     return threadexit();
-  if (!strcmp(sc, "mixed") && argc == 4)
-    return mixed(atoi(a), argv[3]);
+  if (!strcmp(sc, "mixed") && argc >= 4 && argc <= 6)
+    return mixed(atoi(a), argv[3], argc > 4 ? argv[4] : "global", argc > 5 && !strcmp(argv[5], "swap"));
   die("unknown scenario");
 }

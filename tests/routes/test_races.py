@@ -15,7 +15,13 @@ tests/fakecuda/README.md "Ends").
    destroyed: capguard's model follows the driver, deferred work runs
    exactly once when the driver no longer captures, and capguard never asks
    the driver about a destroyed stream (the fake aborts where the real
-   driver segfaults)."""
+   driver segfaults).
+8. Two capturing threads (global, thread-local and relaxed captures) and
+   two calling threads (switching their own mode now and then): the
+   verdicts are what the driver did, every refusal is reported, every load
+   while prohibited logged (and in guard mode recorded), and every capture
+   broken by a watched call names its first offender, capture by capture
+   against the fake's trace (ReportRaces)."""
 import os
 import re
 import subprocess
@@ -27,7 +33,9 @@ from routes_common import CUBIN, FAKE_DIR, SHIM, Run
 RACE = os.environ["CG_RACE_PROBE"]
 CAPTURES = int(os.environ.get("CG_RACE_CAPTURES", "1000"))
 MIXED = int(os.environ.get("CG_RACE_MIXED", "1500"))
-TRACE_LINE = re.compile(r"(\S+) tid=(\d+) capturing=(\d+) result=(-?\d+)(?: prohibited=([01]))?")
+TRACE_LINE = re.compile(r"(\S+) tid=(\d+) capturing=(\d+) result=(-?\d+)(?: prohibited=([01]))?"
+                        r"(?: opened=(\S+))?(?: closed=(\S+))?(?: broke=(\S+))?(?: hit=(\S+))?$")
+PRIME_DUMP = os.environ["CG_PRIME_DUMP"]
 
 NOT_READY = 600
 ILLEGAL_STATE = 401
@@ -37,21 +45,35 @@ WRONG_THREAD = 908
 UNSUPPORTED = 900
 
 
+def ids(field):
+    return [int(x) for x in field.split(",")] if field else []
+
+
 def race(args, mode="guard", env=None):
     with tempfile.TemporaryDirectory() as tmp:
         log, trace = os.path.join(tmp, "log.jsonl"), os.path.join(tmp, "trace")
+        prime = os.path.join(tmp, "prime.cgp")
         e = dict(os.environ, LD_LIBRARY_PATH=FAKE_DIR, LD_PRELOAD=SHIM, CAPGUARD_MODE=mode, CAPGUARD_LOG=log,
-                 CAPGUARD_PRIME=os.path.join(tmp, "prime.cgp"), FAKECUDA_TRACE=trace)
+                 CAPGUARD_PRIME=prime, FAKECUDA_TRACE=trace)
         e.update(env or {})
         p = subprocess.run([RACE] + args, env=e, capture_output=True, text=True, timeout=240)
         run = Run(p, log)
-        run.trace = []
+        # each line: (call, tid, captures open, result, prohibited); with
+        # FAKECUDA_TRACE_CAPTURES, run.captures: the fake's capture ids each
+        # line opened, closed, broke (first offender) and was refused for
+        run.trace, run.captures = [], []
         if os.path.exists(trace):
             with open(trace) as f:
                 for line in f:
                     m = TRACE_LINE.match(line)
                     assert m, line
                     run.trace.append((m[1], int(m[2]), int(m[3]), int(m[4]), m[5] == "1"))
+                    run.captures.append((ids(m[6]), ids(m[7]), ids(m[8]), ids(m[9])))
+        run.prime = []
+        if os.path.exists(prime):
+            d = subprocess.run([PRIME_DUMP, prime], capture_output=True, text=True)
+            assert d.returncode == 0, d.stderr
+            run.prime = [dict(kv.split("=", 1) for kv in line.split()) for line in d.stdout.splitlines()[1:]]
         return run
 
 
@@ -116,53 +138,114 @@ class LongNotReady(unittest.TestCase):
 
 
 WATCHED = {"cuMemAlloc_v2", "cuMemFree_v2", "cuCtxSynchronize", "cuStreamSynchronize", "cuCtxSetLimit",
-           "cuEventQuery", "cuModuleLoadData", "cuModuleUnload"}
+           "cuEventQuery", "cuEventSynchronize", "cuMemHostAlloc", "cuMemFreeHost", "cuModuleLoadData",
+           "cuModuleUnload", "cuLibraryLoadData", "cuLibraryUnload"}
+LOADS = {"cuModuleLoadData", "cuLibraryLoadData"}
+
+
+def first_offenders(run):
+    """The fake's captures, each as [tid that began it, the driver's first
+    offender (call, tid) or None, the calls it refused for it, what its end
+    returned], by tid in the order each began them."""
+    caps, by_tid = {}, {}
+    for (call, tid, _, result, _), (opened, closed, broke, hit) in zip(run.trace, run.captures):
+        for c in opened:
+            caps[c] = [tid, None, set(), None]
+            by_tid.setdefault(tid, []).append(c)
+        for c in broke:
+            caps[c][1] = caps[c][1] or (call, tid)
+        for c in hit:
+            caps[c][2].add((call, tid))
+        for c in closed:
+            caps[c][3] = result
+    return {tid: [caps[c] for c in cs] for tid, cs in by_tid.items()}
 
 
 class ReportRaces(unittest.TestCase):
     """Item 8: two capturing threads, two threads calling allocations, frees,
-    syncs, cuCtxSetLimit, event queries, module loads and unloads; what
-    capguard says is checked against the fake driver's trace (FAKECUDA_TRACE
-    with FAKECUDA_TRACE_RULE: each call's result, and whether a capture
-    prohibited it when it arrived)."""
+    syncs, cuCtxSetLimit, event queries and syncs, host allocations, module
+    and library loads and unloads; what capguard says is checked against the
+    fake driver's trace (FAKECUDA_TRACE with FAKECUDA_TRACE_RULE: each
+    call's result, and whether a capture prohibited it when it arrived; with
+    FAKECUDA_TRACE_CAPTURES: which captures it began, ended, broke first and
+    was refused for). Every figure must match: 0 mismatches."""
 
-    def check(self, mode):
-        run = race(["mixed", str(MIXED), CUBIN], mode=mode, env={"FAKECUDA_TRACE_RULE": "1"})
+    def check(self, mode, capture_mode="global", swap=False, captures=MIXED):
+        args = ["mixed", str(captures), CUBIN, capture_mode] + (["swap"] if swap else [])
+        run = race(args, mode=mode, env={"FAKECUDA_TRACE_RULE": "1", "FAKECUDA_TRACE_CAPTURES": "1"})
         self.assertEqual(run.rc, 0, run.stderr[-3000:])
         s = summary(run)
         refusals = [t for t in run.trace if t[0] in WATCHED and t[3] in (UNSUPPORTED, CAPTURED_EVENT)]
-        allowed = [t for t in run.trace if t[0] == "cuModuleLoadData" and t[4] and t[3] == 0]
+        allowed = [t for t in run.trace if t[0] in LOADS and t[4] and t[3] == 0]
         ends = [t for t in run.trace if t[0] == "cuStreamEndCapture"]
-        self.assertEqual(len(ends), 2 * MIXED)
+        self.assertEqual(len(ends), 2 * captures)
         self.assertGreater(len(refusals), 0, "no call was refused: the stress tests nothing")
         mismatches = []
-        # every refusal reported (written, or counted as a repeat of one written), and only those
+        # the verdict is what the driver did: every refusal reported (written, or
+        # counted as a repeat of one written), and only those
         if s["verdicts"]["refused"] != len(refusals):
             mismatches.append("refused: %d reported, the driver refused %d" % (s["verdicts"]["refused"], len(refusals)))
-        # the verdict is what the driver did: "allowed" only for a load the driver saw prohibited and allowed
-        if s["verdicts"]["allowed"] != len(allowed):
-            mismatches.append("allowed: %d reported, %d loads the driver allowed while prohibited"
-                              % (s["verdicts"]["allowed"], len(allowed)))
+        # every load the driver saw while a capture prohibited the thread is logged ("allowed" only for those)
+        if s["verdicts"]["allowed"] != len(allowed) or s["events"]["module-load"] != len(allowed):
+            mismatches.append("loads: %d allowed, %d logged, %d the driver allowed while prohibited"
+                              % (s["verdicts"]["allowed"], s["events"]["module-load"], len(allowed)))
         broken = [t for t in ends if t[3] != 0]
         if s["captures_broken"] != len(broken) or run.int("broken") != len(broken):
             mismatches.append("broken: capguard %d, program %d, driver %d"
                               % (s["captures_broken"], run.int("broken"), len(broken)))
-        # Every capture here is broken by a watched call, so each should name
-        # its first offender. Not yet so under every interleaving (issue 15,
-        # item 8, open): the figure is printed, not asserted.
-        no_offender = [c for c in run.of_type("capture") if c["status"] == "failed" and c.get("broken_by") is None]
-        if mode == "guard" and [t for t in run.trace if t[3] == CAPTURED_EVENT]:
-            mismatches.append("a captured event's query reached the driver in guard mode")
+        # every capture broken by a watched call names its first offender
+        records = {}
+        for c in run.of_type("capture"):
+            records.setdefault(c["tid"], []).append(c)
+        driver = first_offenders(run)
+        by_watched = no_offender = exact = not_refused_for_it = 0
+        for tid, caps in driver.items():
+            recs = records.get(tid, [])
+            if [c[3] for c in caps] != [r.get("end_result") for r in recs]:
+                mismatches.append("thread %d: capture records do not match its ends" % tid)
+                continue
+            for (_, first, refused_for, _), rec in zip(caps, recs):
+                if not first or first[0] not in WATCHED:
+                    continue
+                by_watched += 1
+                b = rec.get("broken_by")
+                if b is None:
+                    no_offender += 1
+                    continue
+                exact += (b["call"], b["tid"]) == first
+                not_refused_for_it += (b["call"], b["tid"]) not in refused_for
+        if no_offender:
+            mismatches.append("%d of %d captures broken by a watched call have broken_by null"
+                              % (no_offender, by_watched))
+        if mode == "guard":
+            if [t for t in run.trace if t[3] == CAPTURED_EVENT]:
+                mismatches.append("a captured event's query reached the driver in guard mode")
+            # no load during capture escapes recording: the file asks for the image once per such load
+            hits = sum(int(r["hits"]) for r in run.prime)
+            if s.get("recorded") != len(allowed) or hits != len(allowed):
+                mismatches.append("recorded: %s by the summary, %d hits in the priming file, %d loads during capture"
+                                  % (s.get("recorded"), hits, len(allowed)))
         self.assertEqual(mismatches, [])
-        print("%s: %d captures (%d broken, %d of them without a first offender), %d refusals, %d loads allowed "
-              "while prohibited: 0 mismatches" % (mode, 2 * MIXED, len(broken), len(no_offender), len(refusals),
-                                                  len(allowed)))
+        if capture_mode == "global":
+            self.assertGreater(by_watched, captures // 4, "few captures broken: the stress tests little")
+        print("%s, %s captures%s: %d captures, %d broken (%d by a watched call, each with its first offender: "
+              "the driver's own in %d, another call the driver refused for it in %d, one it did not in %d), "
+              "%d refusals, %d loads while prohibited: 0 mismatches"
+              % (mode, capture_mode, ", callers swapping modes" if swap else "", 2 * captures, len(broken),
+                 by_watched, exact, by_watched - exact - not_refused_for_it, not_refused_for_it, len(refusals),
+                 len(allowed)))
 
     def test_report_mode(self):
         self.check("report")
 
     def test_guard_mode(self):
         self.check("guard")
+
+    def test_other_capture_modes_and_callers_swapping(self):
+        for mode in ("report", "guard"):
+            for capture_mode in ("thread-local", "relaxed", "global"):
+                with self.subTest(mode=mode, capture_mode=capture_mode):
+                    self.check(mode, capture_mode, swap=True, captures=MIXED // 3)
 
 
 class Ends(unittest.TestCase):

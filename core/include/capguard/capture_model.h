@@ -32,6 +32,16 @@ typedef struct {
   bool emulated;    /* invalidated by capguard itself, emulating an older driver's refusal */
   void *user;       /* caller's attachment (e.g. where it began); never freed by the model */
   void *broken_by;  /* caller's attachment: the first call that broke it; never freed by the model */
+  /* For telling which captures a refusal met, when begins and ends race it
+   * (the shim's clock, cg_captures_tick): taken before the driver's begin,
+   * after it returned, and before the driver's end (0: no end under way). */
+  uint64_t begin_tick[2], end_tick;
+  /* Asked as it began (0: unknown): the driver held it active after
+   * active_tick, or already invalid before invalid_tick. */
+  uint64_t active_tick, invalid_tick;
+  void *maybe_by;        /* caller's attachment: a refused call that may have broken it (the first
+                            offender if no call surely did); never freed by the model */
+  bool unwatched_break;  /* the driver held it invalid while no call capguard watches was on its way */
 } cg_capture;
 
 typedef struct cg_model cg_model;
