@@ -141,18 +141,6 @@ size_t cg_model_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mo
   return n;
 }
 
-size_t cg_model_invalidate_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mode) {
-  if (!m) return 0;
-  size_t changed = 0;
-  for (open_entry *o = m->open; o; o = o->hh.next) {
-    if (o->cap.status != CG_CAPTURE_ACTIVE) continue;
-    if (!cg_capture_prohibits(&o->cap, tid, thread_mode)) continue;
-    o->cap.status = CG_CAPTURE_INVALIDATED;
-    changed++;
-  }
-  return changed;
-}
-
 size_t cg_model_count_event(cg_model *m, uint64_t tid, cg_capture_mode thread_mode) {
   if (!m) return 0;
   size_t n = 0;

@@ -60,14 +60,6 @@ const char *cg_capture_status_name(cg_capture_status s) {
 
 const char *cg_image_kind_name(cg_image_kind k) { return cg_word_name(&cg_image_kinds, k); }
 
-bool cg_verdict_parse(const char *s, cg_verdict *out) {
-  unsigned v = cg_word_parse(&cg_verdicts, s, (size_t)-1);
-  if (v >= CG_VERDICT_COUNT)
-    return false;
-  *out = (cg_verdict)v;
-  return true;
-}
-
 bool cg_run_mode_parse(const char *s, cg_run_mode *out) {
   unsigned v = cg_word_parse(&cg_run_modes, s, (size_t)-1);
   if (v >= CG_RUN_MODE_COUNT)

@@ -10,6 +10,7 @@
 
 #include "report_analysis.h"
 #include "report_offender.h"
+#include "report_render.h"
 #include "rerun_command.h"
 
 static void *xrealloc(void *p, size_t n) {
@@ -47,13 +48,14 @@ typedef struct {
   const cgl_log *log;
   size_t latest, broke_run, allowed_run;
   size_t broken_loads, unwatched, not_said, other, first_other;
-  size_t to_warm, unloads, kept;
+  size_t to_warm, unloads;
 } ctx;
 
 static void derive(const cgf_facts *f, ctx *c) {
   memset(c, 0, sizeof *c);
   c->f = f;
   c->a = f->a;
+  c->log = f->log;
   if (!c->a)
     return;
   const cgr_analysis *a = c->a;
@@ -84,9 +86,6 @@ static void derive(const cgf_facts *f, ctx *c) {
   for (size_t k = 0; k < a->n_kernels; k++)
     c->to_warm += a->kernels[k].broke;
   c->unloads = a->events[CG_EV_MODULE_UNLOAD];
-  /* calls that break a capture without capguard, which guard mode answered so that it survived */
-  c->kept = a->verdicts[CG_VERDICT_DEFERRED_FREE] + a->verdicts[CG_VERDICT_DEFERRED_DESTROY] +
-            a->verdicts[CG_VERDICT_NOT_READY];
 }
 
 static void command(cgf_finding *x, const char *sep, const char *lead, char *text) {
@@ -132,6 +131,82 @@ typedef struct {
   bool (*holds)(const ctx *c);
   void (*say)(const ctx *c, cgf_finding *x);
 } row;
+
+/* -- run's summary of a log with nothing to analyse: the first that holds -- */
+
+static bool incomplete_holds(const ctx *c) { return c->f->incomplete && *c->f->incomplete; }
+static const char *shown(const ctx *c) { return c->f->log_shown ? c->f->log_shown : "the log"; }
+
+static bool empty_incomplete_holds(const ctx *c) { return !c->log->records && incomplete_holds(c); }
+static void empty_incomplete_say(const ctx *c, cgf_finding *x) {
+  x->sentence = xprintf("the log %s holds nothing: %s, so capguard cannot say what happened; free "
+                        "space or pass --log elsewhere, and run it again",
+                        shown(c), c->f->incomplete);
+}
+
+static bool mode_off_holds(const ctx *c) { return !c->log->records && c->f->mode == CG_RUN_OFF; }
+static void mode_off_say(const ctx *c, cgf_finding *x) {
+  (void)c;
+  x->sentence = xprintf("mode off: the shim stayed out of the way and logged nothing, as asked; "
+                        "drop --mode off to check captures");
+}
+
+static bool shim_silent_holds(const ctx *c) { return !c->log->records; }
+static void shim_silent_say(const ctx *c, cgf_finding *x) {
+  x->sentence = xprintf("the shim wrote nothing to %s: the command did not load it (a static or "
+                        "setuid program, or LD_PRELOAD cleared) or was killed before it exited; "
+                        "check with capguard doctor",
+                        shown(c));
+}
+
+static bool no_cuda_holds(const ctx *c) {
+  const cgl_log *log = c->log;
+  for (size_t p = 0; p < log->n_procs; p++)
+    if (log->procs[p].cuda)
+      return false;
+  return !log->n_evs && !log->n_caps;
+}
+static void no_cuda_say(const ctx *c, cgf_finding *x) {
+  const cgl_log *log = c->log;
+  char cmd[96] = "";
+  if (log->n_procs)
+    cgr_process_command(&log->procs[log->n_runs ? log->runs[0].first_proc : 0], cmd, sizeof cmd);
+  x->sentence = xprintf("no CUDA used: %zu process%s ran under the shim (%s), none loaded the CUDA "
+                        "driver; nothing to check",
+                        log->n_procs, log->n_procs == 1 ? "" : "es", cmd[0] ? cmd : "?");
+}
+
+/* -- run's summary: a line each, after the broken captures -- */
+
+static bool escaped_holds(const ctx *c) { return c->a->verdicts[CG_VERDICT_ESCAPED] != 0; }
+static void escaped_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->a->verdicts[CG_VERDICT_ESCAPED];
+  x->sentence = xprintf("%zu call%s escaped a capture: the driver said ok, but the graph will not do "
+                        "what the program meant (see \"Escaped captures\" in capguard report)",
+                        n, plural(n));
+  x->emphasis = strcspn(x->sentence, ":");
+}
+
+static bool open_at_exit_holds(const ctx *c) { return c->a->open_unbroken != 0; }
+static void open_at_exit_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->a->open_unbroken;
+  bool one = n == 1;
+  x->sentence = xprintf("%zu capture%s still open when %s process exited: no graph was made (the "
+                        "process exited, or was killed, before ending %s); capguard report shows "
+                        "where %s began",
+                        n, one ? " was" : "s were", one ? "its" : "their", one ? "it" : "them",
+                        one ? "it" : "they");
+}
+
+/* -- the text report's "Escaped captures" section: what each kind means to do -- */
+
+static void escapes_note_say(const ctx *c, cgf_finding *x) {
+  (void)c;
+  x->sentence = xprintf("legacy-stream: run once, now, outside the graph: replays will not do it (use "
+                        "the capturing stream, or make it before the capture); pageable-copy: each "
+                        "replay copies from or into that host memory as it is then (use page-locked "
+                        "memory)");
+}
 
 /* -- run's summary, "next:" -- */
 
@@ -213,7 +288,6 @@ static void not_recorded_say(const ctx *c, cgf_finding *x) {
   command(x, NULL, NULL, xprintf("%s doctor%s%s", cgr_self_word(), *prime ? " --prime " : "", word));
 }
 
-static bool incomplete_holds(const ctx *c) { return c->f->incomplete && *c->f->incomplete; }
 static void incomplete_say(const ctx *c, cgf_finding *x) {
   (void)c;
   x->sentence = xprintf("the log is incomplete, so capguard cannot say that nothing broke: free "
@@ -389,18 +463,25 @@ static void served_say(const ctx *c, cgf_finding *x) {
                         n, plural(n), was_were(n));
 }
 
-static bool kept_holds(const ctx *c) { return c->kept != 0; }
+static bool kept_holds(const ctx *c) { return c->a->kept != 0; }
 static void kept_say(const ctx *c, cgf_finding *x) {
   const cgr_analysis *a = c->a;
-  size_t n = c->kept;
+  size_t n = a->kept;
   const char *them = n == 1 ? "it" : "them";
-  x->sentence = xprintf("%zu call%s during capture (deferred-free %zu, deferred-destroy %zu, "
-                        "not-ready %zu) would break the capture without capguard; guard mode "
-                        "answered %s so that the capture survived: nothing to do under capguard; "
-                        "without it, make %s outside capture",
-                        n, plural(n), a->verdicts[CG_VERDICT_DEFERRED_FREE],
-                        a->verdicts[CG_VERDICT_DEFERRED_DESTROY], a->verdicts[CG_VERDICT_NOT_READY],
-                        them, them);
+  /* "deferred-free 1, not-ready 2": by verdict, in the table's order */
+  char by[256] = "";
+  size_t used = 0;
+  for (unsigned v = 0; v < CG_VERDICT_COUNT; v++) {
+    int k = a->kept_by[v] ? snprintf(by + used, sizeof by - used, "%s%s %zu", used ? ", " : "",
+                                     cg_verdict_name(v), a->kept_by[v])
+                          : 0;
+    if (k > 0 && (size_t)k < sizeof by - used)
+      used += (size_t)k;
+  }
+  x->sentence = xprintf("%zu call%s during capture (%s) would break the capture without capguard; "
+                        "guard mode answered %s so that the capture survived: nothing to do under "
+                        "capguard; without it, make %s outside capture",
+                        n, plural(n), by, them, them);
 }
 
 /* nothing to do only when no call at all was made during capture, of any kind */
@@ -479,6 +560,16 @@ static void check_ok_say(const ctx *c, cgf_finding *x) {
 }
 
 static const row rows[] = {
+    /* run's summary of a log with nothing to analyse */
+    {"log-empty-incomplete", CGF_NO_RECORDS, empty_incomplete_holds, empty_incomplete_say},
+    {"mode-off", CGF_NO_RECORDS, mode_off_holds, mode_off_say},
+    {"shim-silent", CGF_NO_RECORDS, shim_silent_holds, shim_silent_say},
+    {"no-cuda", CGF_NO_RECORDS, no_cuda_holds, no_cuda_say},
+    /* run's summary: a line each after the broken captures */
+    {"escaped", CGF_SAID, escaped_holds, escaped_say},
+    {"open-at-exit", CGF_SAID, open_at_exit_holds, open_at_exit_say},
+    /* the text report's Escaped captures section */
+    {"escapes-note", CGF_ESCAPES, escaped_holds, escapes_note_say},
     /* run's summary: what to do next, the first that holds */
     {"run-again", CGF_NEXT, recorded_holds, recorded_say},
     {"no-load-broke", CGF_NEXT, no_load_broke_holds, no_load_broke_say},
@@ -516,8 +607,11 @@ static const row rows[] = {
 void cgf_collect(const cgf_facts *f, unsigned audience, bool first_only, cgf_list *out) {
   ctx c;
   derive(f, &c);
-  bool prime_rows = audience & (CGF_LEARN | CGF_CHECK);
-  if (prime_rows ? !f->prime_run : !f->a)
+  /* the facts the audience's rows look at */
+  bool have = audience & (CGF_LEARN | CGF_CHECK) ? f->prime_run != NULL
+              : audience & CGF_NO_RECORDS        ? f->log != NULL
+                                                 : f->a != NULL;
+  if (!have)
     return;
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     if (!(rows[i].audience & audience) || !rows[i].holds(&c))

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "capguard/log_schema.h"
+#include "log_reader.h"
 
 struct cgr_analysis;
 
@@ -22,6 +23,9 @@ enum {
   CGF_NOTE = 1u << 3,   /* run's summary, "note:" */
   CGF_LEARN = 1u << 4,  /* prime learn's verdict: the first row that holds */
   CGF_CHECK = 1u << 5,  /* prime check's verdict: the first row that holds */
+  CGF_NO_RECORDS = 1u << 6, /* run's summary of a log with nothing to analyse: the first row that holds */
+  CGF_SAID = 1u << 7,   /* run's summary, each on its own line after the broken captures */
+  CGF_ESCAPES = 1u << 8, /* the text report's "Escaped captures" section, its closing note */
 };
 
 /* One command to paste: "lead: text". sep joins it to what came before on one
@@ -38,6 +42,7 @@ typedef struct {
   size_t n_commands;
   bool fails;        /* learn/check: the verdict is a failure (exit status 1) */
   bool lists_loads;  /* check: the loads that reached the driver follow the sentence */
+  size_t emphasis;   /* a terminal shows this many leading bytes of the sentence in bold */
 } cgf_finding;
 
 typedef struct {
@@ -60,6 +65,8 @@ typedef struct {
   const struct cgr_analysis *a; /* the report's and the run summary's analysis */
   cg_run_mode mode;             /* run summary: the mode the run ran in */
   const char *incomplete;       /* run summary: why the log may hold less ("" when not) */
+  const cgl_log *log;           /* run summary, CGF_NO_RECORDS: the log, with nothing to analyse */
+  const char *log_shown;        /* run summary: the log's name as shown */
   const cgf_prime_run *prime_run; /* prime learn and prime check */
 } cgf_facts;
 

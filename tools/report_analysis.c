@@ -113,8 +113,10 @@ static void count_site(cgr_analysis *a, ptr_entry **index, ptr_entry **site_kern
   bool have = false;
   for (size_t k = 0; k < s->n_calls; k++)
     have |= s->calls[k] == e->call;
-  if (!have && e->call && s->n_calls < sizeof s->calls / sizeof s->calls[0])
+  if (!have && e->call) {
+    s->calls = xrealloc(s->calls, (s->n_calls + 1) * sizeof *s->calls);
     s->calls[s->n_calls++] = e->call;
+  }
   for (size_t i = 0; i < e->kernels->n; i++) {
     const char *name = e->kernels->v[i];
     if (ptr_find(*site_kernels, s->site, name))
@@ -144,6 +146,9 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
       a->offending_loads += cgr_offending(e);
     } else if (kind == CG_EV_MODULE_UNLOAD) {
       a->unloads_deferred += v == CG_VERDICT_DEFERRED;
+    } else if (v < CG_VERDICT_COUNT && cg_word_is(&cg_verdicts, v, CG_WORD_ROUTINE)) {
+      a->kept++;
+      a->kept_by[v]++;
     }
     /* a rescued load would have broken the capture too: its kernel needs warming up */
     for (size_t k = 0; k < e->kernels->n; k++)
@@ -291,8 +296,10 @@ void cgr_free(cgr_analysis *a) {
   free(a->runs);
   free(a->broken);
   free(a->kernels);
-  for (size_t i = 0; i < a->n_sites; i++)
+  for (size_t i = 0; i < a->n_sites; i++) {
     free(a->sites[i].kernels);
+    free(a->sites[i].calls);
+  }
   free(a->sites);
   free(a->procs);
   cgf_list_free(&a->advice);

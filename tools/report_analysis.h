@@ -27,7 +27,7 @@ typedef struct {
   const char *site;    /* interned (cgl_event.site) */
   size_t count;        /* calls during capture made there (every verdict) */
   size_t first_event;
-  const char *calls[4];
+  const char **calls;  /* distinct calls made there */
   size_t n_calls;
   const char **kernels; /* distinct names loaded from this site */
   size_t n_kernels;
@@ -53,6 +53,11 @@ typedef struct cgr_analysis {
   size_t repeats;          /* calls like one logged, counted in capture records, not logged again */
   size_t offending_loads;  /* loads not served from the priming file */
   size_t unloads_deferred; /* of unloads: put off by guard mode until the capture ended */
+  /* Calls other than loads and unloads (which have findings of their own)
+   * with a routine verdict (the verdict table's flag): calls that break a
+   * capture without capguard, answered by guard mode so that it survived;
+   * kept_by counts them by verdict. */
+  size_t kept, kept_by[CG_VERDICT_COUNT];
   size_t loads_refused;    /* module or library loads refused during capture (by the driver or emulation) */
   size_t skipped_arch;     /* priming records not preloaded: built for another GPU architecture */
   long long skipped_sm, device_sm;

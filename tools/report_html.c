@@ -318,13 +318,17 @@ static void run_drivers(const cgl_log *log, size_t r, char *buf, size_t cap) {
   size_t used = 0, n = 0;
   long long seen[4] = {0};
   buf[0] = '\0';
-  for (size_t p = 0; p < log->n_procs && n < 4; p++) {
+  for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
     if ((log->n_runs && pr->run_index != r) || !pr->cuda || pr->driver_version <= 0) continue;
     long long v = pr->emulate_driver > 0 ? -pr->emulate_driver : pr->driver_version;
     bool have = false;
     for (size_t k = 0; k < n && !have; k++) have = seen[k] == v;
     if (have) continue;
+    if (n == sizeof seen / sizeof seen[0]) { /* more than it names: said */
+      snprintf(buf + used, cap - used, ", ...");
+      break;
+    }
     seen[n++] = v;
     long long m = v < 0 ? -v : v;
     int k = snprintf(buf + used, cap - used, "%sCUDA %lld.%lld%s", used ? ", " : "", m / 1000,

@@ -7,6 +7,7 @@
 #include "report_offender.h"
 
 #include "report_render.h"
+#include "capguard/log_keys.h"
 
 static json_t *jtext(const char *s) { return cgl_json_text(s); }
 
@@ -15,21 +16,21 @@ static json_t *jstr(const char *s) { return s ? jtext(s) : json_null(); }
 static json_t *event_json(const cgr_analysis *a, const cgl_event *e) {
   char site[512];
   cgl_event_site(e, site, sizeof site);
-  json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}", "pid",
-                        (json_int_t)a->log->procs[e->proc].pid, "event",
-                        jstr(cgl_word(&cg_event_kinds, e->kind)), "call", jstr(e->call), "verdict",
-                        jstr(cgl_word(&cg_verdicts, e->verdict)), "result", (json_int_t)e->result,
-                        "time_ns", (json_int_t)e->time_ns, "site", jtext(site), "log", jtext(e->src_file), "line",
-                        (json_int_t)e->src_line);
+  json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}", CG_KEY_PID,
+                        (json_int_t)a->log->procs[e->proc].pid, CG_KEY_EVENT,
+                        jstr(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_CALL, jstr(e->call), CG_KEY_VERDICT,
+                        jstr(cgl_word(&cg_verdicts, e->verdict)), CG_KEY_RESULT, (json_int_t)e->result,
+                        CG_KEY_TIME_NS, (json_int_t)e->time_ns, "site", jtext(site), CG_KEY_LOG,
+                        jtext(e->src_file), CG_KEY_LINE, (json_int_t)e->src_line);
   json_t *k = json_array();
   for (size_t i = 0; i < e->kernels->n; i++)
     json_array_append_new(k, jtext(e->kernels->v[i]));
-  json_object_set_new(o, "kernels", k);
+  json_object_set_new(o, CG_KEY_KERNELS, k);
   char result[160];
   cgr_event_result(e, result, sizeof result);
   json_object_set_new(o, "result_words", jtext(result));
-  json_object_set_new(o, "meaning", jstr(e->meaning));
-  json_object_set_new(o, "handle", jstr(e->handle));
+  json_object_set_new(o, CG_KEY_MEANING, jstr(e->meaning));
+  json_object_set_new(o, CG_KEY_HANDLE, jstr(e->handle));
   return o;
 }
 
@@ -45,15 +46,15 @@ static void offender_json(const cgr_analysis *a, size_t capture, long first_even
   if (by == CGL_BY_CALL) {
     cgr_result_words(f.result, NULL, result, sizeof result);
     json_object_set_new(
-        o, "broken_by",
-        json_pack("{s:s, s:o, s:o, s:I, s:s, s:I, s:I, s:s, s:s, s:s}", "call", f.call, "event",
-                  jstr(cgl_word(&cg_event_kinds, f.kind)), "verdict",
-                  jstr(cgl_word(&cg_verdicts, f.verdict)), "result", (json_int_t)f.result,
-                  "result_words", result, "tid", (json_int_t)f.tid, "time_ns", (json_int_t)f.time_ns,
-                  "python", f.python, "where", f.where, "from",
+        o, CG_KEY_BROKEN_BY,
+        json_pack("{s:s, s:o, s:o, s:I, s:s, s:I, s:I, s:s, s:s, s:s}", CG_KEY_CALL, f.call, CG_KEY_EVENT,
+                  jstr(cgl_word(&cg_event_kinds, f.kind)), CG_KEY_VERDICT,
+                  jstr(cgl_word(&cg_verdicts, f.verdict)), CG_KEY_RESULT, (json_int_t)f.result,
+                  "result_words", result, CG_KEY_TID, (json_int_t)f.tid, CG_KEY_TIME_NS, (json_int_t)f.time_ns,
+                  CG_KEY_PYTHON, f.python, CG_KEY_WHERE, f.where, "from",
                   a->log->caps[capture].by == CGL_BY_CALL ? "capture record" : "logged event"));
   } else if (by == CGL_BY_UNWATCHED) {
-    json_object_set_new(o, "broken_by", json_null());
+    json_object_set_new(o, CG_KEY_BROKEN_BY, json_null());
   }
   json_object_set_new(o, "offender",
                       json_string(by == CGL_BY_CALL ? "named" : by == CGL_BY_UNWATCHED ? "unwatched"
@@ -62,15 +63,15 @@ static void offender_json(const cgr_analysis *a, size_t capture, long first_even
 }
 
 static json_t *capture_json(const cgr_analysis *a, const cgl_capture *c) {
-  json_t *o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I}", "pid",
-                   (json_int_t)a->log->procs[c->proc].pid, "id", (json_int_t)c->id, "stream",
-                   jstr(c->stream), "mode", jstr(cgl_word(&cg_capture_modes, c->mode)), "status",
-                   jstr(cgl_word(&cg_capture_statuses, c->status)), "began",
-                   jstr(c->began), "begin_ns", (json_int_t)c->begin_ns, "end_ns",
-                   (json_int_t)c->end_ns, "events", (json_int_t)c->events);
-  json_object_set_new(o, "end_result",
+  json_t *o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I}", CG_KEY_PID,
+                   (json_int_t)a->log->procs[c->proc].pid, CG_KEY_ID, (json_int_t)c->id, CG_KEY_STREAM,
+                   jstr(c->stream), CG_KEY_MODE, jstr(cgl_word(&cg_capture_modes, c->mode)), CG_KEY_STATUS,
+                   jstr(cgl_word(&cg_capture_statuses, c->status)), CG_KEY_BEGAN,
+                   jstr(c->began), CG_KEY_BEGIN_NS, (json_int_t)c->begin_ns, CG_KEY_END_NS,
+                   (json_int_t)c->end_ns, CG_KEY_EVENTS, (json_int_t)c->events);
+  json_object_set_new(o, CG_KEY_END_RESULT,
                       c->has_end_result ? json_integer((json_int_t)c->end_result) : json_null());
-  json_object_set_new(o, "repeats", json_integer((json_int_t)c->repeats));
+  json_object_set_new(o, CG_KEY_REPEATS, json_integer((json_int_t)c->repeats));
   size_t ci = (size_t)(c - a->log->caps);
   if (cgl_capture_broken(a->log, ci))
     offender_json(a, ci, c->by == CGL_BY_UNWATCHED ? -1 : c->first_break, o);
@@ -87,7 +88,7 @@ static json_t **broken_by_process(const cgr_analysis *a) {
     per[p] = json_array();
   for (size_t b = 0; b < a->n_broken; b++) {
     const cgl_capture *c = &log->caps[a->broken[b].capture];
-    json_t *o = json_pack("{s:I, s:o}", "id", (json_int_t)c->id, "began", jstr(c->began));
+    json_t *o = json_pack("{s:I, s:o}", CG_KEY_ID, (json_int_t)c->id, CG_KEY_BEGAN, jstr(c->began));
     offender_json(a, a->broken[b].capture, a->broken[b].first_event, o);
     json_array_append_new(per[c->proc], o);
   }
@@ -123,13 +124,13 @@ static json_t *processes_json(const cgr_analysis *a) {
     json_t *argv = json_array();
     for (size_t i = 0; i < pr->argc; i++)
       json_array_append_new(argv, jtext(pr->argv[i]));
-    json_array_append_new(procs, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:o}", "pid",
-                                           (json_int_t)pr->pid, "ppid", (json_int_t)pr->ppid,
-                                           "argv", argv, "mode",
-                                           jstr(cgl_word(&cg_run_modes, pr->mode)), "driver_version",
-                                           (json_int_t)pr->driver_version, "emulate_driver",
+    json_array_append_new(procs, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:o}", CG_KEY_PID,
+                                           (json_int_t)pr->pid, CG_KEY_PPID, (json_int_t)pr->ppid,
+                                           CG_KEY_ARGV, argv, CG_KEY_MODE,
+                                           jstr(cgl_word(&cg_run_modes, pr->mode)), CG_KEY_DRIVER_VERSION,
+                                           (json_int_t)pr->driver_version, CG_KEY_EMULATE_DRIVER,
                                            (json_int_t)pr->emulate_driver, "exited", pr->has_summary,
-                                           "log", jtext(log->files[pr->file])));
+                                           CG_KEY_LOG, jtext(log->files[pr->file])));
     json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "broken_captures",
                         per ? per[p] : json_array());
   }
@@ -162,7 +163,7 @@ static json_t *sites_json(const cgr_analysis *a) {
     for (size_t i = 0; i < st->n_kernels; i++)
       json_array_append_new(names, jtext(st->kernels[i]));
     json_array_append_new(sites, json_pack("{s:o, s:I, s:o, s:o}", "site", jtext(st->site), "count",
-                                           (json_int_t)st->count, "calls", calls, "kernels",
+                                           (json_int_t)st->count, "calls", calls, CG_KEY_KERNELS,
                                            names));
   }
   return sites;
@@ -171,8 +172,8 @@ static json_t *sites_json(const cgr_analysis *a) {
 static json_t *totals_json(const cgr_analysis *a) {
   /* Counts by event kind ("module_load": the word with '_') and by verdict,
    * each in the schema's row order; "other": words this reader does not know. */
-  json_t *totals = json_pack("{s:I, s:I, s:I, s:I}", "captures", (json_int_t)a->captures,
-                             "captures_broken", (json_int_t)a->n_broken, "captures_open_at_exit",
+  json_t *totals = json_pack("{s:I, s:I, s:I, s:I}", CG_KEY_CAPTURES, (json_int_t)a->captures,
+                             CG_KEY_CAPTURES_BROKEN, (json_int_t)a->n_broken, "captures_open_at_exit",
                              (json_int_t)a->open_at_exit, "calls_during_capture", (json_int_t)a->calls);
   for (unsigned k = 0; k < CG_EV_KIND_COUNT; k++) {
     char key[64];
@@ -186,11 +187,11 @@ static json_t *totals_json(const cgr_analysis *a) {
   for (unsigned v = 0; v <= CG_VERDICT_COUNT; v++)
     json_object_set_new(verdicts, v < CG_VERDICT_COUNT ? cg_verdict_name(v) : "other",
                         json_integer((json_int_t)a->verdicts[v]));
-  json_object_set_new(totals, "verdicts", verdicts);
-  json_object_set_new(totals, "repeats", json_integer((json_int_t)a->repeats));
-  json_object_set_new(totals, "recorded", json_integer((json_int_t)a->recorded));
-  json_object_set_new(totals, "primed_loaded", json_integer((json_int_t)a->primed_loaded));
-  json_object_set_new(totals, "log_incomplete", json_boolean(a->log_incomplete));
+  json_object_set_new(totals, CG_KEY_VERDICTS, verdicts);
+  json_object_set_new(totals, CG_KEY_REPEATS, json_integer((json_int_t)a->repeats));
+  json_object_set_new(totals, CG_KEY_RECORDED, json_integer((json_int_t)a->recorded));
+  json_object_set_new(totals, CG_KEY_PRIMED_LOADED, json_integer((json_int_t)a->primed_loaded));
+  json_object_set_new(totals, CG_KEY_LOG_INCOMPLETE, json_boolean(a->log_incomplete));
   return totals;
 }
 
@@ -199,10 +200,10 @@ static json_t *runs_json(const cgr_analysis *a) {
   json_t *runs = json_array();
   for (size_t r = 0; r < a->n_runs; r++) {
     const cgl_process *top = &a->all->procs[a->all->runs[r].first_proc];
-    json_array_append_new(runs, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "run",
-                                          (json_int_t)(r + 1), "pid", (json_int_t)top->pid,
-                                          "processes", (json_int_t)a->runs[r].procs, "captures",
-                                          (json_int_t)a->runs[r].captures, "captures_broken",
+    json_array_append_new(runs, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", CG_KEY_RUN,
+                                          (json_int_t)(r + 1), CG_KEY_PID, (json_int_t)top->pid,
+                                          "processes", (json_int_t)a->runs[r].procs, CG_KEY_CAPTURES,
+                                          (json_int_t)a->runs[r].captures, CG_KEY_CAPTURES_BROKEN,
                                           (json_int_t)a->runs[r].broken, "calls_during_capture",
                                           (json_int_t)a->runs[r].calls, "served",
                                           (json_int_t)a->runs[r].served, "reported",
@@ -215,7 +216,7 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   const cgl_log *log = a->log;
   json_t *root = json_object();
   json_object_set_new(root, "schema", json_string("capguard-report"));
-  json_object_set_new(root, "v", json_integer(1));
+  json_object_set_new(root, CG_KEY_V, json_integer(1));
   json_t *logs = json_array();
   for (size_t i = 0; i < log->n_files; i++)
     json_array_append_new(logs, jtext(log->files[i]));
@@ -232,7 +233,7 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   json_t *caps = json_array();
   for (size_t c = 0; c < log->n_caps; c++)
     json_array_append_new(caps, capture_json(a, &log->caps[c]));
-  json_object_set_new(root, "captures", caps);
+  json_object_set_new(root, CG_KEY_CAPTURES, caps);
 
   json_t *broken = json_array();
   for (size_t b = 0; b < a->n_broken; b++) {
@@ -243,7 +244,7 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   }
   json_object_set_new(root, "broken", broken);
 
-  json_object_set_new(root, "kernels", kernels_json(a));
+  json_object_set_new(root, CG_KEY_KERNELS, kernels_json(a));
   json_object_set_new(root, "sites", sites_json(a));
   json_object_set_new(root, "totals", totals_json(a));
   json_object_set_new(root, "runs", runs_json(a));

@@ -193,12 +193,12 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (skipped)
     fprintf(out, "  and %zu more\n", skipped);
   if (cuda && cuda < log->n_procs) {
-    /* their names, once each, a few */
+    /* their names, once each, a few ("..." when there are more) */
     fprintf(out, "  and %zu process%s without CUDA (", log->n_procs - cuda,
             log->n_procs - cuda == 1 ? "" : "es");
     const char *names[5];
     size_t named = 0;
-    for (size_t p = 0; p < log->n_procs && named < 5; p++) {
+    for (size_t p = 0; p < log->n_procs; p++) {
       const cgl_process *pr = &log->procs[p];
       if (pr->cuda || !pr->argc) continue;
       const char *slash = strrchr(pr->argv[0], '/'), *name = slash ? slash + 1 : pr->argv[0];
@@ -206,6 +206,10 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
       for (size_t k = 0; k < named && !dup; k++)
         dup = !strcmp(names[k], name);
       if (dup) continue;
+      if (named == sizeof names / sizeof names[0]) {
+        fputs(", ...", out);
+        break;
+      }
       fprintf(out, "%s%s", named ? ", " : "", name);
       names[named++] = name;
     }
@@ -271,10 +275,13 @@ static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
     fprintf(out, "  %5zu  %-14s %-22s %s\n", n, cg_event_kind_name(e->kind), e->call ? e->call : "?",
             e->site && e->site[0] ? e->site : "(unknown site)");
   }
-  fprintf(out, "  %slegacy-stream: run once, now, outside the graph: replays will not do it (use the "
-               "capturing stream, or make it before the capture); pageable-copy: each replay copies "
-               "from or into that host memory as it is then (use page-locked memory)%s\n",
-          pal.dim, pal.reset);
+  /* what each kind means to do: the findings table's */
+  cgf_facts facts = {.a = a};
+  cgf_list l = {0};
+  cgf_collect(&facts, CGF_ESCAPES, false, &l);
+  for (size_t i = 0; i < l.n; i++)
+    fprintf(out, "  %s%s%s\n", pal.dim, l.v[i].sentence, pal.reset);
+  cgf_list_free(&l);
 }
 
 void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {

@@ -15,6 +15,7 @@
 #include "log_pool.h"
 #include "report_offender.h"
 #include "report_render.h"
+#include "capguard/log_keys.h"
 
 /* Microseconds from t0: the difference taken in integers, exact to the
  * nanosecond (converting each time to a double first rounded them to 256 ns);
@@ -125,10 +126,10 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
     json_array_append_new(
         evs, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:b, s:I}}",
                        "ph", "X", "cat", "capture", "name", name, "ts", us_since(b, t0), "dur", dur,
-                       "pid", (json_int_t)pr->pid, "tid", (json_int_t)cp->tid, "args", "status",
-                       jstr(cgl_word(&cg_capture_statuses, cp->status)), "mode",
-                       jstr(cgl_word(&cg_capture_modes, cp->mode)), "stream", jstr(cp->stream),
-                       "began", jstr(cp->began), "broken", broken, "calls_during",
+                       "pid", (json_int_t)pr->pid, "tid", (json_int_t)cp->tid, "args", CG_KEY_STATUS,
+                       jstr(cgl_word(&cg_capture_statuses, cp->status)), CG_KEY_MODE,
+                       jstr(cgl_word(&cg_capture_modes, cp->mode)), CG_KEY_STREAM, jstr(cp->stream),
+                       CG_KEY_BEGAN, jstr(cp->began), "broken", broken, "calls_during",
                        (json_int_t)cp->events));
     /* what broke it, in the words the other reports use */
     json_t *args = json_object_get(json_array_get(evs, json_array_size(evs) - 1), "args");
@@ -138,7 +139,7 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
       json_object_set_new(args, "first_offender", jstr(phrase));
     }
     if (args && cp->repeats > 0)
-      json_object_set_new(args, "repeats", json_integer((json_int_t)cp->repeats));
+      json_object_set_new(args, CG_KEY_REPEATS, json_integer((json_int_t)cp->repeats));
   }
   for (size_t i = 0; i < log->n_evs; i++) {
     const cgl_event *e = &log->evs[i];
@@ -153,18 +154,17 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
     json_array_append_new(
         evs, json_pack("{s:s, s:s, s:s, s:o, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:I, s:o, s:o, s:I}}",
                        "ph", "i", "s", "t", "cat", "call", "name", jstr(name), "ts", us_since(t, t0),
-                       "pid", (json_int_t)pr->pid, "tid", (json_int_t)e->tid, "args", "event",
-                       jstr(cgl_word(&cg_event_kinds, e->kind)), "verdict", jstr(verdict), "site",
-                       jstr(e->site),
-                       "result", (json_int_t)e->result, "kernels", kernels, "log",
-                       jstr(e->src_file), "line", (json_int_t)e->src_line));
+                       "pid", (json_int_t)pr->pid, "tid", (json_int_t)e->tid, "args", CG_KEY_EVENT,
+                       jstr(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_VERDICT, jstr(verdict), "site",
+                       jstr(e->site), CG_KEY_RESULT, (json_int_t)e->result, CG_KEY_KERNELS, kernels,
+                       CG_KEY_LOG, jstr(e->src_file), CG_KEY_LINE, (json_int_t)e->src_line));
     json_t *args = json_object_get(json_array_get(evs, json_array_size(evs) - 1), "args");
     if (args) {
       char result[160];
       cgr_event_result(e, result, sizeof result);
       json_object_set_new(args, "result_words", jstr(result));
       if (e->handle)
-        json_object_set_new(args, "handle", jstr(e->handle));
+        json_object_set_new(args, CG_KEY_HANDLE, jstr(e->handle));
     }
   }
   /* ts 0 is capguard_epoch_ns of the shim's clock (CLOCK_REALTIME, UTC): the

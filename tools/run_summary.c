@@ -121,6 +121,34 @@ static size_t cuda_processes(const cgl_log *log) {
   return n;
 }
 
+/* A log with nothing to analyse (empty, or no process used CUDA): the
+ * findings table's sentence for it, and true; false when there is
+ * something to analyse. */
+static bool nothing_to_analyse(FILE *out, const cgl_log *log, cg_run_mode mode, const char *incomplete,
+                               const char *shown) {
+  cgf_facts facts = {.log = log, .mode = mode, .incomplete = incomplete, .log_shown = shown};
+  cgf_list l;
+  const cgf_finding *x = cgf_first(&facts, CGF_NO_RECORDS, &l);
+  if (x)
+    fprintf(out, "capguard: %s\n", x->sentence);
+  cgf_list_free(&l);
+  return x != NULL;
+}
+
+/* What the findings table says on a line of its own after the broken
+ * captures (work that escaped a capture, captures open at exit). */
+static void said_lines(FILE *out, const cgr_analysis *a, cg_palette pal) {
+  cgf_facts facts = {.a = a};
+  cgf_list l = {0};
+  cgf_collect(&facts, CGF_SAID, false, &l);
+  for (size_t i = 0; i < l.n; i++) {
+    const cgf_finding *x = &l.v[i];
+    const char *on = x->emphasis ? pal.bold : "", *off = x->emphasis ? pal.reset : "";
+    fprintf(out, "capguard: %s%.*s%s%s\n", on, (int)x->emphasis, x->sentence, off, x->sentence + x->emphasis);
+  }
+  cgf_list_free(&l);
+}
+
 void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   cg_palette pal = cg_palette_for(out);
   memset(res, 0, sizeof *res);
@@ -156,31 +184,9 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   char shown_buf[4200];
   const char *shown = cg_printable(logs->shown_path, shown_buf, sizeof shown_buf);
 
-  if (log->records == 0) {
-    if (*incomplete)
-      fprintf(out, "capguard: the log %s holds nothing: %s, so capguard cannot say what happened; "
-                   "free space or pass --log elsewhere, and run it again\n", shown, incomplete);
-    else if (mode == CG_RUN_OFF)
-      fprintf(out, "capguard: mode off: the shim stayed out of the way and logged nothing, as "
-                   "asked; drop --mode off to check captures\n");
-    else
-      fprintf(out,
-              "capguard: the shim wrote nothing to %s: the command did not load it (a static or "
-              "setuid program, or LD_PRELOAD cleared) or was killed before it exited; check with "
-              "capguard doctor\n", shown);
-    if (logs->temporary && !*incomplete) {
-      remove_logs(logs);
-      res->removed_log = true;
-    }
-    goto done;
-  }
-  if (!cuda_processes(log) && log->n_evs == 0 && log->n_caps == 0) {
-    char cmd[96];
-    cgr_process_command(&log->procs[log->n_runs ? log->runs[0].first_proc : 0], cmd, sizeof cmd);
-    fprintf(out, "capguard: no CUDA used: %zu process%s ran under the shim (%s), none loaded the "
-                 "CUDA driver; nothing to check\n",
-            log->n_procs, log->n_procs == 1 ? "" : "es", cmd[0] ? cmd : "?");
-    if (logs->temporary) {
+  if (nothing_to_analyse(out, log, mode, incomplete, shown)) {
+    /* A temporary log is removed unless it may explain an incomplete run. */
+    if (logs->temporary && (log->records || !*incomplete)) {
       remove_logs(logs);
       res->removed_log = true;
     }
@@ -210,15 +216,7 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
     fprintf(out, "capguard: %sthe log is incomplete:%s %s; the counts above are lower bounds\n",
             pal.red, pal.reset, incomplete);
   cg_run_broken_lines(out, &a, pal);
-  if (a.verdicts[CG_VERDICT_ESCAPED])
-    fprintf(out, "capguard: %s%zu call%s escaped a capture%s: the driver said ok, but the graph will not do "
-                 "what the program meant (see \"Escaped captures\" in capguard report)\n",
-            pal.bold, a.verdicts[CG_VERDICT_ESCAPED], a.verdicts[CG_VERDICT_ESCAPED] == 1 ? "" : "s", pal.reset);
-  if (a.open_unbroken)
-    fprintf(out, "capguard: %zu capture%s still open when %s process exited: no graph was made "
-                 "(the process exited, or was killed, before ending %s); capguard report shows where %s began\n",
-            a.open_unbroken, a.open_unbroken == 1 ? " was" : "s were", a.open_unbroken == 1 ? "its" : "their",
-            a.open_unbroken == 1 ? "it" : "them", a.open_unbroken == 1 ? "it" : "they");
+  said_lines(out, &a, pal);
   why_line(out, &a, pal);
   if (!logs->verdict_by)
     findings_lines(out, &a, mode, incomplete, pal);

@@ -155,7 +155,64 @@ static cg_event_kind kind_of(const cg_call *c, const cg_hit *hit) {
   return hit->cls == CG_HIT_PAGEABLE ? CG_EV_PAGEABLE_COPY : c->kind;
 }
 
+/* An unload (cuModuleUnload, cuLibraryUnload: fix CG_FIX_DEFER_UNLOAD)
+ * made while something captures. Deferred like a free in guard mode, but
+ * the driver's own call, when it is made, is made with the gate held: no
+ * capture may begin between capguard's check and the driver's call (the
+ * unload would break it, and the report would not say what the driver saw).
+ * Every one is reported, with the module it unloads. */
+static CUresult call_gated(const cg_call *c) {
+  void *handle = (void *)(uintptr_t)c->target;
+  cg_report_scratch *s = cg_report_room("an unload's report");
+  cg_begin_site *here = s ? cg_begin_site_take(NULL, NULL) : NULL; /* before the gate, as for loads */
+  cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .driver_result = -1, .module = c->target};
+  cg_hit hit;
+  cg_gate_lock();
+  cg_captures_judge_gated(c->rule, c->target, c->ptsz, &hit);
+  if (hit.cls != CG_HIT_NONE) /* the gate is held: no destroy of its stream can run */
+    cg_captures_check_driver_state_gated(&hit.first);
+  e.capture = hit.first;
+  e.n_prohibitors = hit.n;
+  if (hit.cls == CG_HIT_NONE || !s) {
+    CUresult r = c->invoke_handle(handle);
+    cg_gate_unlock();
+    if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+      cg_report_refusal_and_free(&e, s, NULL, r, NULL);
+    else
+      free(s);
+    free(here);
+    return r;
+  }
+  CUresult r;
+  bool defer_oom = false;
+  if (cg_policy_defer(handle, c->invoke_handle, &defer_oom)) {
+    r = CUDA_SUCCESS;
+    e.verdict = deferred_verdict(c->fix);
+  } else {
+    cg_captures_watched_enter(); /* a capture it breaks is its break, not an unwatched call's */
+    r = c->invoke_handle(handle);
+    e.driver_result = (int)r;
+    e.verdict = cg_report_verdict_of(r);
+    if (e.verdict == CG_VERDICT_REFUSED) { /* the driver invalidated them: so does the model */
+      cg_captures_refusal_returned();
+      cg_break b = cg_break_of(e.call, e.kind, e.verdict, r, here);
+      cg_captures_break(&hit, &b, false);
+      e.capture.status = CG_CAPTURE_INVALIDATED;
+    }
+    cg_captures_watched_leave();
+  }
+  cg_gate_unlock();
+  if (defer_oom)
+    cg_policy_warn_no_room(); /* after the gate: stderr may block */
+  e.result = (int)r;
+  cg_report_and_free(&e, s, &hit.site, NULL);
+  free(here);
+  return r;
+}
+
 CUresult cg_breaker_call(const cg_call *c) {
+  if (c->fix == CG_FIX_DEFER_UNLOAD)
+    return call_gated(c);
   cg_hit hit;
   bool judged = false;
   cg_verdict v;
@@ -238,53 +295,3 @@ CUresult cg_breaker_call(const cg_call *c) {
   return r;
 }
 
-/* An unload (cuModuleUnload, cuLibraryUnload) made while something
- * captures. Deferred like a free in guard mode, but the driver's own call,
- * when it is made, is made with the gate held: no capture may begin between
- * capguard's check and the driver's call (the unload would break it, and
- * the report would not say what the driver saw). Every one is reported. */
-CUresult cg_breaker_unload(const cg_call *c) {
-  void *handle = (void *)(uintptr_t)c->target;
-  cg_report_scratch *s = cg_report_room("an unload's report");
-  cg_begin_site *here = s ? cg_begin_site_take(NULL, NULL) : NULL; /* before the gate, as for loads */
-  cg_event e = {.kind = CG_EV_MODULE_UNLOAD, .call = cg_ep_name[c->ep], .driver_result = -1,
-                .module = c->target};
-  cg_begin_site site;
-  cg_gate_lock();
-  e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
-  if (e.n_prohibitors) /* the gate is held: no destroy of its stream can run */
-    cg_captures_check_driver_state_gated(&e.capture);
-  if (!e.n_prohibitors || !s) {
-    CUresult r = c->invoke_handle(handle);
-    cg_gate_unlock();
-    if (s && r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-      cg_report_refusal_and_free(&e, s, NULL, r, NULL);
-    else
-      free(s);
-    free(here);
-    return r;
-  }
-  CUresult r;
-  bool defer_oom = false;
-  if (cg_policy_defer(handle, c->invoke_handle, &defer_oom)) {
-    r = CUDA_SUCCESS;
-    e.verdict = deferred_verdict(c->fix);
-  } else {
-    cg_captures_watched_enter(); /* a capture it breaks is its break, not an unwatched call's */
-    r = c->invoke_handle(handle);
-    e.driver_result = (int)r;
-    e.verdict = cg_report_verdict_of(r);
-    if (e.verdict == CG_VERDICT_REFUSED) {
-      cg_captures_refusal_returned();
-      cg_captures_break_prohibitors(&e, e.verdict, r, here);
-    }
-    cg_captures_watched_leave();
-  }
-  cg_gate_unlock();
-  if (defer_oom)
-    cg_policy_warn_no_room(); /* after the gate: stderr may block */
-  e.result = (int)r;
-  cg_report_and_free(&e, s, &site, NULL);
-  free(here);
-  return r;
-}

@@ -186,13 +186,13 @@ static CUresult load_and_ungate(const cg_load *l, cg_event *e, const cg_begin_si
   return r;
 }
 
-/* A load or unload that went straight to the driver (nothing captured when
- * its wrapper looked) and was refused: a capture began on another thread in
+/* A load that went straight to the driver (nothing captured when its
+ * wrapper looked) and was refused: a capture began on another thread in
  * between. The wrapper's fast path stays one atomic load; the rare refusal
  * is reported after the fact, naming the capture that now prohibits the
  * thread. */
-void cg_guard_refused_unseen(cg_entry_point ep, bool unload) {
-  cg_event e = {.kind = unload ? CG_EV_MODULE_UNLOAD : CG_EV_MODULE_LOAD, .call = cg_ep_name[ep]};
+void cg_guard_refused_unseen(cg_entry_point ep) {
+  cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[ep]};
   cg_begin_site site;
   /* Only named, not marked invalid: the capture the driver saw may have
    * ended since, and marking a newer one would make capguard fail a capture

@@ -1,9 +1,10 @@
 /* What happens at a capture begin or end, and to a module load made while a
- * capture prohibits the calling thread: guard.c asks the
- * capture bookkeeping (model/), priming and policy, and reports. The
- * wrappers (begin_end_wrappers.c, module_wrappers.c) call in here for loads
- * only when something captures (unloads: breakers.h); otherwise they pass straight to
- * the driver after one atomic load. */
+ * capture prohibits the calling thread: guard.c asks the capture
+ * bookkeeping (model/), priming and policy, and reports. It decides loads
+ * only (an unload is a deferrable call: breakers.h). The wrappers
+ * (begin_end_wrappers.c, module_wrappers.c) call in here for loads only when
+ * something captures; otherwise they pass straight to the driver after one
+ * atomic load. */
 #ifndef CAPGUARD_GUARD_H
 #define CAPGUARD_GUARD_H
 
@@ -35,9 +36,9 @@ CUresult cg_capture_stream_destroy(cg_entry_point ep, CUstream stream, CUresult 
 
 /* A load (model/calls.h) made while something captures. */
 CUresult cg_guard_load(const cg_load *l);
-/* The driver refused a load or unload its wrapper passed straight through:
- * report it. */
-void cg_guard_refused_unseen(cg_entry_point ep, bool unload);
+/* The driver refused a load its wrapper passed straight through: report
+ * it. */
+void cg_guard_refused_unseen(cg_entry_point ep);
 
 /* Start-up, fork and exit bookkeeping (init.c). */
 void cg_guard_atfork_child(void);

@@ -22,13 +22,14 @@
  *   MODE_EXCHANGE  mode:   the CUstreamCaptureMode * exchanged
  *   LOAD           image (bytes in memory, or NULL), path (file, or NULL),
  *                  library (out receives a CUlibrary), out
- *   UNLOAD         handle, library
  *   BREAKER        kind (the event kind), rule (cg_rule: which captures it
  *                  breaks), target (the stream, event, context... it works
  *                  on, or 0: the current context for CG_RULE_ANY),
  *                  has_target, ptsz, fix (cg_fix: what guard mode may do)
  *   DEFERRABLE     kind, fix: a BREAKER on one handle (its one parameter)
- *                  that guard mode may defer until the capture ends
+ *                  that guard mode may defer until the capture ends; the
+ *                  unloads (fix CG_FIX_DEFER_UNLOAD) are made under the
+ *                  capture gate (route/breaker_wrappers.c)
  *   EVENT_RECORD   event, stream, ptsz
  *   STREAM_WORK    kind, rule (cg_rule: CG_RULE_LEGACY, CG_RULE_WAIT_EVENT,
  *                  CG_RULE_CAPTURING or CG_RULE_COPY_ASYNC), stream (the
@@ -78,12 +79,12 @@
     (CUmodule *, module, const void *, image, unsigned int, n, CUjit_option *, opts, void **, vals), image,  \
     NULL, false, module)                                                                                  \
   X(LOAD, cuModuleLoadFatBinary, (CUmodule *, module, const void *, fat), fat, NULL, false, module)       \
-  X(UNLOAD, cuModuleUnload, (CUmodule, module), module, false)                                            \
+  X(DEFERRABLE, cuModuleUnload, (CUmodule, module), CG_EV_MODULE_UNLOAD, CG_FIX_DEFER_UNLOAD)              \
   X(LOAD, cuLibraryLoadData, (CUlibrary *, lib, const void *, code, CG_LIBRARY_LOAD_OPTIONS), code, NULL,   \
     true, lib)                                                                                            \
   X(LOAD, cuLibraryLoadFromFile, (CUlibrary *, lib, const char *, fname, CG_LIBRARY_LOAD_OPTIONS), NULL,    \
     fname, true, lib)                                                                                     \
-  X(UNLOAD, cuLibraryUnload, (CUlibrary, lib), lib, true)                                                \
+  X(DEFERRABLE, cuLibraryUnload, (CUlibrary, lib), CG_EV_MODULE_UNLOAD, CG_FIX_DEFER_UNLOAD)              \
   X(STREAM_DESTROY, cuStreamDestroy, (CUstream, stream), stream)                                         \
   X(STREAM_DESTROY, cuStreamDestroy_v2, (CUstream, stream), stream)                                      \
   CG_BREAKER_ROWS(X)                                                                                      \

@@ -246,10 +246,6 @@ void cg_captures_judge_aux(cg_rule rule, uint64_t target, bool ptsz, uint64_t au
   judge(rule, t, ptsz, aux, joined, hit);
 }
 
-void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
-  cg_captures_judge_aux(rule, target, ptsz, 0, hit);
-}
-
 void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit) {
   judge(rule, rule == CG_RULE_ANY ? context_of(target) : target, ptsz, 0, 0, hit);
 }

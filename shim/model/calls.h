@@ -1,5 +1,5 @@
 /* A call as its wrapper (route/) hands it to the floor that decides
- * (decide/): a breaker or an unload (cg_call, with the fix guard mode may
+ * (decide/): a breaker, an unload among them (cg_call, with the fix guard mode may
  * apply), or a module load (cg_load). They live below both, so
  * the deciders share them without including one another. */
 #ifndef CAPGUARD_CALLS_H
@@ -20,7 +20,7 @@ typedef enum {
   CG_FIX_RESCUE,        /* CAPGUARD_RESCUE=1: made in relaxed mode (allocations) */
   CG_FIX_DEFER_FREE,    /* returns success, runs when the capture ends (frees) */
   CG_FIX_DEFER_DESTROY, /* the same for cuGraphExecDestroy */
-  CG_FIX_DEFER_UNLOAD,  /* the same for module and library unloads (breakers.c: cg_breaker_unload) */
+  CG_FIX_DEFER_UNLOAD,  /* the same for module and library unloads, made under the capture gate */
   CG_FIX_NOT_READY,     /* an event recorded in a still-capturing stream is not ready (cuEventQuery) */
 } cg_fix;
 
@@ -30,7 +30,7 @@ typedef struct {
   cg_event_kind kind;
   cg_rule rule;
   cg_fix fix;
-  uint64_t target; /* the stream, event, pointer or executable graph it works on (0: none) */
+  uint64_t target; /* the stream, event, pointer, executable graph or module it works on (0: none) */
   bool has_target, ptsz;
   CUresult (*invoke)(const void *args); /* makes the real call from args */
   const void *args;

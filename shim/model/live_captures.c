@@ -56,7 +56,6 @@ static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
 
 void cg_gate_lock(void) { pthread_rwlock_wrlock(&gate); }
 void cg_gate_unlock(void) { pthread_rwlock_unlock(&gate); }
-void cg_gate_read_lock(void) { pthread_rwlock_rdlock(&gate); }
 
 /* Held shared while capguard asks the driver about a capture's stream that
  * it took from the model (not from the caller's arguments), exclusive by a

@@ -66,8 +66,6 @@ void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap);
  * exclusive. */
 void cg_gate_lock(void);
 void cg_gate_unlock(void);
-/* Shared, as begins and ends hold it. */
-void cg_gate_read_lock(void);
 /* Asking the driver about a stream taken from the model: shared (_ask), and
  * exclusive around the driver's destroy of a stream the model may hold a
  * capture on (_destroy): capguard never asks about a destroyed stream. */
@@ -194,11 +192,11 @@ typedef struct {
 } cg_hit;
 
 /* Which captures a call on target (a CUstream, with ptsz, for STREAM; a
- * CUevent for EVENT) would break now; counts the event in them. May ask the
+ * CUevent for EVENT) would break now; counts the event in them. aux: a
+ * second handle, for the rules that need one (CG_RULE_WAIT_EVENT: the event
+ * waited on; CG_RULE_COPY_ASYNC: the copy's source), else 0. May ask the
  * driver which capture a stream belongs to (cuStreamGetCaptureInfo, allowed
  * during capture): never call it with the gate held. */
-void cg_captures_judge(cg_rule rule, uint64_t target, bool ptsz, cg_hit *hit);
-/* The same, for a rule that needs a second handle (CG_RULE_WAIT_EVENT: the event). */
 void cg_captures_judge_aux(cg_rule rule, uint64_t target, bool ptsz, uint64_t aux, cg_hit *hit);
 /* Called again with the gate held: the same, without asking the driver (a
  * stream that is not where a capture began counts as not capturing). */

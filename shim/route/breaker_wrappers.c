@@ -1,13 +1,16 @@
 /* The wrappers of the BREAKER, DEFERRABLE, EVENT_RECORD and EVENT_DESTROY families
- * (entry_point_rows.h): the calls that break captures on every driver, and
- * the event records the 907 rule needs. These are hot (torch's caching
+ * (entry_point_rows.h): the calls that break captures on every driver (the
+ * module and library unloads among them), and the event records the 907
+ * rule needs. These are hot (torch's caching
  * allocator records and queries events constantly, NCCL's watchdog polls):
  * with nothing capturing, or in off mode, each is the load of the driver's
  * pointer, one atomic load and the driver's call, a tail call for the
- * polled ones (bench/run_bench_hot.sh);
- * breakers.c decides only while something captures. */
+ * polled ones (bench/run_bench_hot.sh); an unload, which is rare, also
+ * takes the capture gate (gate_if_idle); breakers.c decides only while
+ * something captures. */
 #include "breakers.h"
 
+#include "priming.h"
 #include "query_fence.h"
 #include "wrapper.h"
 
@@ -29,6 +32,29 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind,
   if (__builtin_expect(r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT, 0))
     refused_unseen(r, ep, kind, rule);
   return r;
+}
+
+/* An unload (fix CG_FIX_DEFER_UNLOAD) with nothing capturing when its
+ * wrapper looked: a capture may begin on another thread before the unload
+ * reaches the driver, and the unload would break it. So it is made under the
+ * capture gate, which no begin passes, once nothing captures there either
+ * (true: the gate is held); false sends it down breakers.c's path. Not for
+ * the hot calls: an unload is rare. */
+static bool gate_if_idle(void) {
+  cg_gate_lock();
+  if (cg_nothing_captures())
+    return true;
+  cg_gate_unlock();
+  return false;
+}
+/* What the driver answered such an unload: the gate released, priming told
+ * (a served image the program unloads is loaded again before the next
+ * begin), a refusal reported. */
+static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
+  cg_gate_unlock();
+  if (r == CUDA_SUCCESS && cg_cfg.mode == CG_RUN_GUARD)
+    cg_priming_unloaded(handle);
+  return passed(r, ep, CG_EV_MODULE_UNLOAD, CG_RULE_PROHIBITED);
 }
 
 /* The polled queries (torch's caching allocator, NCCL's watchdog) end in a
@@ -74,6 +100,13 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind,
   }                                                                                                   \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
     CG_REAL_OR_RETURN(ep, params, real);                                                              \
+    if ((fix) == CG_FIX_DEFER_UNLOAD) {                                                               \
+      if (off())                                                                                      \
+        return real(CG_ARGS(params));                                                                 \
+      if (cg_nothing_captures() && gate_if_idle())                                                    \
+        return unloaded(real(CG_ARGS(params)), ep, (void *)(uintptr_t)(target));                      \
+      return cname##_slow(CG_ARGS(params));                                                           \
+    }                                                                                                 \
     if (CG_FENCED(ep)) {                                                                              \
       cg_query_slot *q_ = cg_query_enter();                                                           \
       if (__builtin_expect(cg_nothing_captures(), 1)) {                                               \
@@ -100,12 +133,16 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind,
 #define CG_WRAP_BREAKER(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix)         \
   CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, NULL)
 
-/* One parameter, the handle: the target, and the thunk deferral runs. */
+/* One parameter, the handle: the target, and the thunk deferral runs (an
+ * unload's tells priming, as the wrapper's fast path does). */
 #define CG_PP_FROM_HANDLE(t, n) (t)(uintptr_t)h
 #define CG_WRAP_DEFERRABLE(cname, sname, ep, params, kind, fix)                                      \
   static CUresult cname##_on_handle(void *h) {                                                        \
-    return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(                                          \
+    CUresult r_ = ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(                                   \
         CG_PP_PAIRS(CG_PP_FROM_HANDLE, CG_PP_COMMA, params));                                         \
+    if ((fix) == CG_FIX_DEFER_UNLOAD && r_ == CUDA_SUCCESS)                                           \
+      cg_priming_unloaded(h);                                                                         \
+    return r_;                                                                                        \
   }                                                                                                   \
   CG_BREAKER_BODY(cname, sname, ep, params, kind, CG_RULE_PROHIBITED, CG_ARGS(params), true, false,   \
                   fix, cname##_on_handle)

@@ -1,27 +1,24 @@
-/* The wrappers of the LOAD and UNLOAD families (entry_point_rows.h): module
- * and library loads and unloads. With nothing capturing (or in off mode)
- * each is one atomic load and a call to the driver; while something
- * captures, guard.c decides a load, breakers.c an unload (a deferrable call
- * like a free). */
-#include "breakers.h"
+/* The wrappers of the LOAD family (entry_point_rows.h): module and library
+ * loads. With nothing capturing (or in off mode) each is one atomic load and
+ * a call to the driver; while something captures, guard.c decides. (The
+ * unloads are DEFERRABLE rows, like a free: breaker_wrappers.c.) */
 #include "guard.h"
-#include "priming.h"
 
 #include "wrapper.h"
 
 static bool pass(void) { return cg_nothing_captures() || cg_cfg.mode == CG_RUN_OFF; }
 
 /* Nothing captured when the wrapper looked, but a capture may begin on
- * another thread before the call reaches the driver: an unload (or, on a
- * driver before 12.3, a load) would then break it, and any load would be one
- * the driver saw during capture and capguard did not report. Such calls are
- * made under the capture gate, which no begin passes, once nothing captures
- * there either; false sends them down guard.c's path instead. Off mode skips
- * the gate, and so does a load from a file on a driver that never refuses
- * loads: reading a file can block (a FIFO, a hung network file system), and
- * no begin may wait on it. */
-static bool call_gated(bool unload, bool from_file) {
-  if (cg_cfg.mode == CG_RUN_OFF || (!unload && from_file && !cg_driver_rules_loads()))
+ * another thread before the call reaches the driver: a load would then be
+ * one the driver saw during capture and capguard did not report (and, on a
+ * driver before 12.3, would break it). Such calls are made under the capture
+ * gate, which no begin passes, once nothing captures there either; false
+ * sends them down guard.c's path instead. Off mode skips the gate, and so
+ * does a load from a file on a driver that never refuses loads: reading a
+ * file can block (a FIFO, a hung network file system), and no begin may wait
+ * on it. */
+static bool call_gated(bool from_file) {
+  if (cg_cfg.mode == CG_RUN_OFF || (from_file && !cg_driver_rules_loads()))
     return false;
   cg_gate_lock();
   if (cg_nothing_captures())
@@ -33,9 +30,9 @@ static bool call_gated(bool unload, bool from_file) {
 /* What the driver answered a call passed straight through. A capture may have
  * begun on another thread after pass() looked: a refusal is then reported
  * (off mode reports nothing). */
-static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
+static CUresult passed(CUresult r, cg_entry_point ep) {
   if (__builtin_expect(r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 0) && cg_cfg.mode != CG_RUN_OFF)
-    cg_guard_refused_unseen(ep, unload);
+    cg_guard_refused_unseen(ep);
   return r;
 }
 
@@ -55,48 +52,18 @@ static CUresult passed(CUresult r, cg_entry_point ep, bool unload) {
     if ((const void *)(image) == NULL && (const void *)(path) == NULL)                             \
       return real(CG_ARGS(params));                                                                \
     if (pass()) {                                                                                  \
-      bool gated_ = call_gated(false, (const void *)(path) != NULL);                               \
+      bool gated_ = call_gated((const void *)(path) != NULL);                                      \
       if (!gated_ && !pass())                                                                      \
         goto guarded_;                                                                             \
       CUresult r_ = real(CG_ARGS(params));                                                         \
       if (gated_)                                                                                  \
         cg_gate_unlock();                                                                          \
-      return passed(r_, ep, false);                                                                \
+      return passed(r_, ep);                                                                       \
     }                                                                                              \
   guarded_:;                                                                                       \
     cname##_args args_ = {CG_ARGS(params)};                                                        \
     cg_load l = {ep, (image), (path), (library), (void **)(out), cname##_invoke, &args_};          \
     return cg_guard_load(&l);                                                                      \
-  }
-
-/* An unload hands breakers.c the handle and a thunk that unloads it (now,
- * or deferred until the capture ends). */
-#define CG_PP_HANDLE_OF(t, n) (t)h
-#define CG_WRAP_UNLOAD(cname, sname, ep, params, handle, library)                                 \
-  static CUresult cname##_invoke(void *h) {                                                        \
-    CUresult r_ = ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(                                \
-        CG_PP_PAIRS(CG_PP_HANDLE_OF, CG_PP_COMMA, params));                                        \
-    if (r_ == CUDA_SUCCESS)                                                                        \
-      cg_priming_unloaded(h);                                                                      \
-    return r_;                                                                                     \
-  }                                                                                                \
-  CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
-    CG_REAL_OR_RETURN(ep, params, real);                                                           \
-    if (pass()) {                                                                                  \
-      bool gated_ = call_gated(true, false);                                                       \
-      if (gated_ || cg_cfg.mode == CG_RUN_OFF) {                                                   \
-        CUresult r_ = real(CG_ARGS(params));                                                       \
-        if (gated_)                                                                                \
-          cg_gate_unlock();                                                                        \
-        if (r_ == CUDA_SUCCESS && cg_cfg.mode == CG_RUN_GUARD)                                     \
-          cg_priming_unloaded((void *)(handle));                                                   \
-        return passed(r_, ep, true);                                                               \
-      }                                                                                            \
-    }                                                                                              \
-    cg_call c_ = {(ep), CG_EV_MODULE_UNLOAD, CG_RULE_PROHIBITED, CG_FIX_DEFER_UNLOAD,               \
-                  (uint64_t)(uintptr_t)(handle), false, false, NULL, NULL, cname##_invoke, 0};     \
-    (void)(library);                                                                               \
-    return cg_breaker_unload(&c_);                                                                 \
   }
 
 #include "wrap_rows.h"

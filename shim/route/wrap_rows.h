@@ -29,9 +29,6 @@
 #ifndef CG_WRAP_LOAD
 #define CG_WRAP_LOAD(...)
 #endif
-#ifndef CG_WRAP_UNLOAD
-#define CG_WRAP_UNLOAD(...)
-#endif
 #ifndef CG_WRAP_BREAKER
 #define CG_WRAP_BREAKER(...)
 #endif

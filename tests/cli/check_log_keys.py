@@ -3,6 +3,11 @@
 - The writer (core/event_format.c) and the readers (tools/log_reader.c,
   tools/log_site.c) spell no field name themselves: no `"name"` handed to a
   key-taking function, no `\\"name\\":` inside a literal.
+- The report's JSON (tools/report_json.c) gives a fact the log has under
+  the log's name for it, through the same list: it spells no log field name
+  as a key (an argument to jansson's json_pack or json_object_set_new). So
+  does the trace (tools/report_trace.c) in its events' args; the trace
+  format's own keys ("pid", "tid", ...) are the trace format's.
 - The writer writes every name of the list (none is left over), and
   docs/log-format.md documents each as `name`.
 
@@ -14,6 +19,10 @@ import sys
 
 WRITER = "core/event_format.c"
 READERS = ["tools/log_reader.c", "tools/log_site.c"]
+REPORT = "tools/report_json.c"
+TRACE = "tools/report_trace.c"
+# Chrome's trace event format's own keys, and its categories ("capture", "call").
+TRACE_OWN = {"pid", "tid", "capture", "call"}
 # The functions that take a field name: the writer's and the readers'.
 KEY_TAKERS = r"(put_kv_str|put_kv_u64|put_kv_int|put_kv_hex|put_key|put_jstr|num|str|arr|word|json_object_get)"
 
@@ -41,6 +50,16 @@ def main():
         for m in re.finditer(r"\b" + KEY_TAKERS + r'\(([^;]*?)"([a-z_]+)"', code):
             if m.group(3) in names:
                 failures.append(f'{rel}: hands {m.group(1)}() the field "{m.group(3)}" spelt out')
+    # Every string literal handed on as an argument (after "(" or ",", before
+    # "," or ")"): a key of json_pack's or json_object_set_new's, or a value.
+    report = code_of(os.path.join(root, REPORT))
+    for m in re.finditer(r'[(,]\s*"([a-z_]+)"\s*(?=[,)])', report):
+        if m.group(1) in names:
+            failures.append(f'{REPORT}: spells the log\'s field "{m.group(1)}" (log_keys.h has it)')
+    trace = code_of(os.path.join(root, TRACE))
+    for m in re.finditer(r'[(,]\s*"([a-z_]+)"\s*(?=[,)])', trace):
+        if m.group(1) in names - TRACE_OWN:
+            failures.append(f'{TRACE}: spells the log\'s field "{m.group(1)}" (log_keys.h has it)')
     writer = code_of(os.path.join(root, WRITER))
     for macro, name in sorted(keys.items()):
         if not re.search(r"\b" + macro + r"\b", writer):

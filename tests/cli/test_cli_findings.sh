@@ -3,7 +3,8 @@
 # is given, none dropped without a word (the report kept at most 8 before);
 # the all-clear sentence is the same in the report and run's summary; a
 # broken capture's "first offender" line is said once under capguard run (by
-# its summary), not again by the shim; the shim's own lines say facts only.
+# its summary), not again by the shim; the shim's own lines say facts only;
+# no advice is worded outside the table.
 . "$(dirname "$0")/lib.sh"
 logs=("$DATA/run1.jsonl" "$DATA/offender.jsonl" "$DATA/offender_old.jsonl" "$DATA/findings_more.jsonl")
 sed 's/"run":"@RUN@",//' "$DATA/offender.jsonl" >"$WORK/offender.jsonl"
@@ -43,10 +44,56 @@ expect_in "$WORK/clear.out" "  - no forbidden calls during capture: nothing to d
 grep -rn "no forbidden calls during capture: nothing to do" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/allclear.src"
 expect_lines "$WORK/allclear.src" 1 "the all-clear sentence is written once"
 
+# --- calls guard mode kept from breaking a capture are counted by the verdict
+# table's routine flag, each verdict that happened named
+printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x"],"mode":"guard","driver_version":12040,"emulate_driver":0,"version":"0.1.0"}' \
+  '{"v":1,"type":"event","pid":7,"time_ns":3,"event":"event-wait","call":"cuEventQuery","verdict":"not-ready","result":600,"driver_result":-1,"driver_version":12040,"emulate_driver":0,"tid":7,"thread_mode":"global","capture":{"id":1,"stream":"0x30","mode":"global","tid":7,"status":"active","began":"m.py:1 in f"},"prohibitors":1,"handle":"0x66","meaning":"device not ready","native_stack":[],"python_stack":[]}' \
+  '{"v":1,"type":"summary","pid":7,"time_ns":4,"captures":1,"captures_broken":0,"events":{"event-wait":1},"verdicts":{"not-ready":1},"primed_loaded":0,"primed_served":0,"primed_unused":0,"recorded":0,"log":"x"}' >"$WORK/kept.jsonl"
+run_cg kept report "$WORK/kept.jsonl"
+expect_in "$WORK/kept.out" "1 call during capture (not-ready 1) would break the capture without capguard" "kept: by verdict"
+
+# --- nothing is cut without a word: the report names a few processes without
+# CUDA and says when there are more
+{ printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x"],"mode":"guard","driver_version":12040,"emulate_driver":0,"version":"0.1.0"}'
+  for i in 1 2 3 4 5 6; do
+    printf '{"v":1,"type":"start","pid":%d,"time_ns":%d,"ppid":7,"mode":"guard","version":"0.9","prime":"","argv":["tool%d"]}\n' $((20 + i)) $((2 + i)) "$i"
+  done; } >"$WORK/many.jsonl"
+run_cg many report "$WORK/many.jsonl"
+expect_in "$WORK/many.out" "and 6 processes without CUDA (tool1, tool2, tool3, tool4, tool5, ...)" "six names: five shown, the rest said"
+
+# ... and a call site's calls are all listed, however many
+{ printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x"],"mode":"report","driver_version":12040,"emulate_driver":0,"version":"0.1.0"}'
+  i=0
+  for call in cuMemAlloc_v2 cuMemAllocHost_v2 cuMemHostAlloc cuMemAllocManaged cuMemHostRegister_v2; do
+    i=$((i + 1))
+    printf '{"v":1,"type":"event","pid":7,"time_ns":%d,"event":"allocation","call":"%s","verdict":"refused","result":900,"driver_result":900,"driver_version":12040,"emulate_driver":0,"tid":7,"thread_mode":"global","capture":{"id":1,"stream":"0x30","mode":"global","tid":7,"status":"active","began":"m.py:1 in f"},"prohibitors":1,"meaning":"operation not permitted when stream is capturing","native_stack":[],"python_stack":[{"file":"pool.py","line":9,"func":"grow"}]}\n' $((1 + i)) "$call"
+  done; } >"$WORK/site.jsonl"
+run_cg site report "$WORK/site.jsonl"
+expect_in "$WORK/site.out" "cuMemAlloc_v2, cuMemAllocHost_v2, cuMemHostAlloc, cuMemAllocManaged, cuMemHostRegister_v2" "a site's five calls, all named"
+
+# ... and the HTML page's drivers of a run end in "..." past the four it names
+{ for i in 0 1 2 3 4; do
+    printf '{"v":1,"type":"process","pid":%d,"time_ns":%d,"ppid":%d,"argv":["./x"],"mode":"guard","driver_version":%d,"emulate_driver":0,"version":"0.1.0"}\n' \
+      $((7 + i)) $((1 + i)) $([ "$i" = 0 ] && echo 1 || echo 7) $((12000 + 10 * i))
+  done; } >"$WORK/drivers.jsonl"
+run_cg drivers report --html "$WORK/drivers.html" "$WORK/drivers.jsonl"
+expect_in "$WORK/drivers.html" "CUDA 12.0, CUDA 12.1, CUDA 12.2, CUDA 12.3, ..." "five drivers: four named, the rest said"
+
 # --- the shim says facts, not advice
 for d in shim core; do [ -d "$SOURCE_ROOT/$d" ] && pass || fail "no $d/ to search: this test would search nothing"; done
 for s in "learn the priming file on this GPU architecture" "prune it"; do
   grep -rn "$s" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/shimadv" && fail "shim words advice: $(cat "$WORK/shimadv")" || pass
+done
+
+# --- the tools word advice only in the findings table: the run summary's
+# lines (a log with nothing in it, work that escaped a capture, captures open
+# at exit) and the report's note on escaped work are its rows
+for s in "drop --mode off to check captures" "check with capguard doctor" "space or pass --log elsewhere" \
+         "driver; nothing to check" "before ending %s); capguard report shows" "in capguard report)" \
+         "capturing stream, or make it before the capture" "run it again"; do
+  grep -rlF "$s" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/advsrc"
+  [ "$(cat "$WORK/advsrc")" = "$SOURCE_ROOT/tools/findings.c" ] && pass ||
+    fail "\"$s\" worded outside tools/findings.c: $(tr '\n' ' ' <"$WORK/advsrc")"
 done
 
 # --- under capguard run, a broken capture's line is said once (by the summary)

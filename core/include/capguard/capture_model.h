@@ -76,10 +76,6 @@ bool cg_capture_prohibits(const cg_capture *c, uint64_t tid, cg_capture_mode thr
 size_t cg_model_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mode,
                             cg_capture **out, size_t cap);
 
-/* Mark every capture that prohibits tid invalidated (a refused call breaks
- * them all). Returns how many changed. */
-size_t cg_model_invalidate_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mode);
-
 /* Count one forbidden call against every capture that prohibits tid (their
  * `events`). Returns how many captures were counted. */
 size_t cg_model_count_event(cg_model *m, uint64_t tid, cg_capture_mode thread_mode);

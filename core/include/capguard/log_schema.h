@@ -203,7 +203,6 @@ const char *cg_run_mode_name(cg_run_mode m);       /* "guard", "report", "off" *
 const char *cg_capture_mode_name(cg_capture_mode mode); /* "global", "thread-local", "relaxed" */
 const char *cg_capture_status_name(cg_capture_status s); /* "active", "invalidated", "ended", "failed" */
 const char *cg_image_kind_name(cg_image_kind kind);    /* "unknown", "cubin", "fatbin", "ptx" */
-bool cg_verdict_parse(const char *s, cg_verdict *out);
 bool cg_run_mode_parse(const char *s, cg_run_mode *out);
 
 /* A verdict that invalidated the captures that prohibited the call. */
