@@ -55,13 +55,14 @@ static volatile int stop;
 static CUstreamCaptureMode poller_mode;
 static long polls, polls_ready, polls_not_ready, polls_captured, polls_other;
 
+static int fresh_pollers; /* each poller thread polls a few times and exits; a new one follows */
+
 static void *poller(void *arg) {
-  (void)arg;
   if (cuCtxSetCurrent(ctx))
     die("poller set-up");
   CUstreamCaptureMode m = poller_mode;
   cuThreadExchangeStreamCaptureMode(&m);
-  while (!stop) {
+  for (long burst = arg ? 8 : -1; !stop && burst != 0; burst--) {
     CUresult r = cuEventQuery(watched);
     polls++;
     if (r == CUDA_SUCCESS)
@@ -76,14 +77,31 @@ static void *poller(void *arg) {
   return NULL;
 }
 
+/* Short-lived pollers, one after the other: a capture's begin then often
+ * finds no other thread holding a query slot (it skips membarrier) while
+ * the next poller's first query claims one (query_fence.c). */
+static void *fresh_poller_chain(void *arg) {
+  (void)arg;
+  while (!stop) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, poller, (void *)1))
+      die("fresh poller");
+    pthread_join(t, NULL);
+  }
+  return NULL;
+}
+
 static int watchdog(int n, const char *mode) {
+  fresh_pollers = !strncmp(mode, "fresh-", 6);
+  if (fresh_pollers)
+    mode += 6;
   poller_mode = mode_of(mode);
   CUstream s, side;
   if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) || cuStreamCreate(&side, CU_STREAM_NON_BLOCKING) ||
       cuEventCreate(&watched, 0) || cuEventRecord(watched, side))
     die("watchdog set-up");
   pthread_t t;
-  pthread_create(&t, NULL, poller, NULL);
+  pthread_create(&t, NULL, fresh_pollers ? fresh_poller_chain : poller, NULL);
   while (!__atomic_load_n(&polls, __ATOMIC_RELAXED)) /* started before the first capture */
     sched_yield();
   int broken = 0, begins_failed = 0;

@@ -104,6 +104,14 @@ class Watchdog(unittest.TestCase):
     def test_relaxed_watchdog(self):
         self.check("relaxed")
 
+    def test_short_lived_pollers(self):
+        # Each poller polls 8 times and exits, the next one starts: begins
+        # that find no other thread holding a query slot skip membarrier,
+        # and must still never let a new poller's first query reach the
+        # driver with the event captured (query_fence.c).
+        self.check("fresh-global")
+        self.check("fresh-relaxed")
+
 
 class HandleReuse(unittest.TestCase):
     def test_a_new_event_under_a_destroyed_ones_handle_is_the_drivers(self):
