@@ -19,20 +19,8 @@
 #include <string.h>
 
 #include "copy_calls.h"
+#include "third_columns.h"
 
-
-struct column {
-  const char *name;
-  unsigned stream_flags;
-  CUstreamCaptureMode mode;
-};
-static const struct column columns[] = {
-  { "blocking, global", 0, CU_STREAM_CAPTURE_MODE_GLOBAL },
-  { "blocking, thread-local", 0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL },
-  { "blocking, relaxed", 0, CU_STREAM_CAPTURE_MODE_RELAXED },
-  { "nonblock, global", CU_STREAM_NON_BLOCKING, CU_STREAM_CAPTURE_MODE_GLOBAL },
-};
-#define NCOLS ((int)(sizeof(columns) / sizeof(columns[0])))
 /* Where a row's call is made: the legacy stream, the capturing stream, stream 0 of a
  * _ptsz form (the per-thread stream), and the legacy stream from a second thread. */
 enum place { LEGACY, CAPTURING, PER_THREAD, LEGACY_OTHER, NPLACES };

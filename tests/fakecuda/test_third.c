@@ -15,18 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct column {
-  const char *name;
-  unsigned stream_flags;
-  CUstreamCaptureMode mode;
-};
-static const struct column columns[] = {
-  { "blocking, global", 0, CU_STREAM_CAPTURE_MODE_GLOBAL },
-  { "blocking, thread-local", 0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL },
-  { "blocking, relaxed", 0, CU_STREAM_CAPTURE_MODE_RELAXED },
-  { "nonblock, global", CU_STREAM_NON_BLOCKING, CU_STREAM_CAPTURE_MODE_GLOBAL },
-};
-#define NCOLS ((int)(sizeof(columns) / sizeof(columns[0])))
+#include "third_columns.h"
 
 struct cell {
   CUstream stream;
