@@ -22,6 +22,8 @@ import statistics
 import subprocess
 import sys
 
+from alternating import aa_ratio, pinner
+
 CHILD = r"""
 import sys, time, torch
 steps = int(sys.argv[1])
@@ -50,12 +52,7 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--cpu", type=int, default=None, help="pin every process to this CPU (default: not pinned)")
     args = ap.parse_args()
-    cpus = sorted(os.sched_getaffinity(0))
-    cpu = -1 if args.cpu is None else args.cpu
-    if cpu >= 0 and cpu not in cpus:
-        print(f"bench_torch_eager: CPU {cpu} is not one this process may use ({cpus})")
-        return 2
-    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu >= 0 else None
+    pin, pinned = pinner(args.cpu, "bench_torch_eager")
     try:
         import torch
     except ImportError as e:
@@ -80,13 +77,12 @@ def main():
             runs[how].append(float(p.stdout.split()[-1]))
     a, b = statistics.median(runs["without"]), statistics.median(runs["with"])
     ratio = b / a
-    even, odd = runs["without"][0::2], runs["without"][1::2]
-    pinned = f"pinned to CPU {cpu}" if cpu >= 0 else "not pinned"
+    aa = aa_ratio(runs["without"])
     print(f"eager step (200 kernels + sync), median of {args.rounds} processes x {args.steps} steps, {pinned}:")
     print(f"  without capguard {a:.4f} ms   {sorted(runs['without'])}")
     print(f"  with capguard    {b:.4f} ms   {sorted(runs['with'])}")
-    if odd:
-        print(f"  A/A (without capguard, even rounds / odd rounds) {statistics.median(even) / statistics.median(odd):.3f}x")
+    if aa is not None:
+        print(f"  A/A (without capguard, even rounds / odd rounds) {aa:.3f}x")
     print(f"  ratio {ratio:.3f}x  (goal 1.00x, i.e. <= 1.005): {'yes' if ratio <= 1.005 else 'no'}")
     return 0 if ratio <= 1.005 else 1
 

@@ -28,6 +28,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from alternating import aa_ratio, pinner  # noqa: E402
+
 
 def child(args):
     import torch
@@ -107,12 +110,7 @@ def parent(args):
             return 2
     figures = {v: [] for v in variants}
     direct = {v: [] for v in variants}
-    cpus = sorted(os.sched_getaffinity(0))
-    cpu = -1 if args.cpu is None else args.cpu
-    if cpu >= 0 and cpu not in cpus:
-        print("bench_capture_gpu: CPU %d is not one this process may use (%s)" % (cpu, cpus), file=sys.stderr)
-        return 2
-    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu >= 0 else None
+    pin, pinned = pinner(args.cpu, "bench_capture_gpu")
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for v in (variants if r % 2 == 0 else variants[::-1]):
@@ -137,7 +135,7 @@ def parent(args):
     import torch
     print("# empty torch.cuda.graph captures: %d a process after %d warm, %d processes a variant, alternating, "
           "%d Python frames deeper, %s; torch %s, %s" % (args.captures, args.warm, args.rounds, args.depth,
-                                                     "pinned to CPU %d" % cpu if cpu >= 0 else "not pinned",
+                                                     pinned,
                                                      torch.__version__, torch.cuda.get_device_name(0)))
     for title, table in (("torch.cuda.graph (the goal)", figures), ("capture_begin + capture_end alone", direct)):
         print("## " + title)
@@ -148,9 +146,9 @@ def parent(args):
             ratio = "%.3fx" % (m / base) if base else "-"
             print("%-10s %10.1f %8s   %s" % (v, m / 1000, ratio, " ".join("%.1f" % (x / 1000) for x in table[v])))
     base = statistics.median(figures["none"]) if "none" in figures else None
-    if base and len(figures["none"]) > 1:
-        even, odd = figures["none"][0::2], figures["none"][1::2]
-        print("A/A (no capguard, even rounds / odd rounds): %.3fx" % (statistics.median(even) / statistics.median(odd)))
+    aa = aa_ratio(figures["none"]) if base else None
+    if aa is not None:
+        print("A/A (no capguard, even rounds / odd rounds): %.3fx" % aa)
     if not base or "guard" not in figures:
         return 0
     ratio = statistics.median(figures["guard"]) / base
