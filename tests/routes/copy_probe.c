@@ -21,20 +21,12 @@
 #include <stdlib.h>
 
 #include "copy_calls.h"
+#include "probe_check.h"
 
 static void die(const char *what) {
   fprintf(stderr, "copy_probe: %s\n", what);
   exit(2);
 }
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    CUresult r_ = (call);                                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                                      \
-      fprintf(stderr, "copy_probe: %s returned %d\n", #call, (int)r_);                             \
-      exit(2);                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 static const struct row *row;
 static struct cell cell;

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probe_check.h"
+
 #define API(X)                                                                                     \
   X(Init, cuInit, CUresult (*)(unsigned))                                                          \
   X(DeviceGet, cuDeviceGet, CUresult (*)(CUdevice *, int))                                         \
@@ -101,15 +103,6 @@ static void CUDA_CB on_own_log(void *data, CUlogLevel level, char *message, size
   (void)data, (void)level, (void)message, (void)length;
   __atomic_add_fetch(&own_lines, 1, __ATOMIC_RELAXED);
 }
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    CUresult r_ = (call);                                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                                      \
-      fprintf(stderr, "escape_probe: %s returned %d\n", #call, (int)r_);                           \
-      exit(2);                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 static void CUDA_CB host_nop(void *data) { (void)data; }
 
