@@ -13,12 +13,20 @@ static bool pass(void) { return cg_nothing_captures() || cg_cfg.mode == CG_RUN_O
  * one the driver saw during capture and capguard did not report (and, on a
  * driver before 12.3, would break it). Such calls are made under the capture
  * gate, which no begin passes, once nothing captures there either; false
- * sends them down guard.c's path instead. Off mode skips the gate, and so
+ * sends them down guard.c's path instead, even if the capture it saw has
+ * ended since: the call must not reach the driver ungated, where the next
+ * begin could slip in before it (a load the driver saw while prohibited and
+ * capguard never logged; guard.c decides under the gate, and finds nothing
+ * prohibiting cheaply). Off mode skips the gate, and so
  * does a load from a file on a driver that never refuses loads: reading a
  * file can block (a FIFO, a hung network file system), and no begin may wait
  * on it. */
+static bool ungated_ok(bool from_file) {
+  return cg_cfg.mode == CG_RUN_OFF || (from_file && !cg_driver_rules_loads());
+}
+
 static bool call_gated(bool from_file) {
-  if (cg_cfg.mode == CG_RUN_OFF || (from_file && !cg_driver_rules_loads()))
+  if (ungated_ok(from_file))
     return false;
   cg_gate_lock();
   if (cg_nothing_captures())
@@ -53,7 +61,7 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
       return real(CG_ARGS(params));                                                                \
     if (pass()) {                                                                                  \
       bool gated_ = call_gated((const void *)(path) != NULL);                                      \
-      if (!gated_ && !pass())                                                                      \
+      if (!gated_ && !ungated_ok((const void *)(path) != NULL))                                   \
         goto guarded_;                                                                             \
       CUresult r_ = real(CG_ARGS(params));                                                         \
       if (gated_)                                                                                  \

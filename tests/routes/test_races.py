@@ -26,7 +26,6 @@ import os
 import re
 import subprocess
 import tempfile
-import sys
 import unittest
 
 from routes_common import CUBIN, FAKE_DIR, SHIM, Run
@@ -194,14 +193,8 @@ class ReportRaces(unittest.TestCase):
         # counted as a repeat of one written), and only those
         if s["verdicts"]["refused"] != len(refusals):
             mismatches.append("refused: %d reported, the driver refused %d" % (s["verdicts"]["refused"], len(refusals)))
-        # every load the driver saw while a capture prohibited the thread is logged ("allowed" only for those).
-        # Open: once in 22 runs (report mode, global captures) one such load went unlogged (803 of 804):
-        # likely a load judged while another thread's begin was past the driver and not yet in the model.
-        # Bounded at one a run, and printed, until that window is closed (issue 15, item 8).
-        unlogged = len(allowed) - s["events"]["module-load"]
-        if unlogged:
-            print("%s: %d load(s) the driver allowed while prohibited went unlogged" % (mode, unlogged), file=sys.stderr)
-        if (s["verdicts"]["allowed"] != s["events"]["module-load"] or not 0 <= unlogged <= 1):
+        # every load the driver saw while a capture prohibited the thread is logged ("allowed" only for those)
+        if not s["verdicts"]["allowed"] == s["events"]["module-load"] == len(allowed):
             mismatches.append("loads: %d allowed, %d logged, %d the driver allowed while prohibited"
                               % (s["verdicts"]["allowed"], s["events"]["module-load"], len(allowed)))
         broken = [t for t in ends if t[3] != 0]
@@ -238,7 +231,7 @@ class ReportRaces(unittest.TestCase):
             # no load during capture escapes recording: the file asks for the image once per such load
             hits = sum(int(r["hits"]) for r in run.prime)
             rec = s.get("recorded")
-            if rec != s["events"]["module-load"] or hits != rec or not 0 <= len(allowed) - hits <= 1:
+            if not rec == s["events"]["module-load"] == hits == len(allowed):
                 mismatches.append("recorded: %s by the summary, %d hits in the priming file, %d loads during capture"
                                   % (s.get("recorded"), hits, len(allowed)))
         self.assertEqual(mismatches, [])
