@@ -19,7 +19,9 @@
  * .symtab of the object holding libpython (well under 1 ms, once), which
  * works when that file is not stripped (pyenv, python.org and most source
  * builds); stripped distro builds of those versions get no Python frames.
- * The dump format "line N in f" is the same from 3.8 to 3.14. */
+ * The dump format "line N in f" is the same from 3.8 to 3.14. 3.9's and
+ * 3.10's dump takes references without the GIL: under those two the frames
+ * are read in place instead (python_frames_old.c). */
 #include "stack.h"
 
 #include <dlfcn.h>
@@ -38,6 +40,7 @@
 #include <unistd.h>
 
 #include "capguard/image.h" /* cg_hash_bytes */
+#include "python_frames_old.h"
 
 typedef void *(*this_state_fn)(void);
 typedef void (*dump_fn)(int fd, void *tstate);
@@ -289,16 +292,19 @@ static void resolve(void) {
   }
   void *is_init = this_state ? cg_real_dlsym(h, "Py_IsInitialized") : NULL;
   void *dump = NULL;
-  if (is_init) dump = cg_real_dlsym(h, "PyUnstable_DumpTraceback");
-  if (is_init && !dump) dump = cg_real_dlsym(h, "_Py_DumpTraceback");
+  /* 3.9 and 3.10: never the dump (python_frames_old.h), the frames in place. */
+  bool refs = is_init && cg_py_dump_takes_refs(python_version(h));
+  bool in_place = refs && cg_py_old_resolve(h);
+  if (is_init && !refs) dump = cg_real_dlsym(h, "PyUnstable_DumpTraceback");
+  if (is_init && !refs && !dump) dump = cg_real_dlsym(h, "_Py_DumpTraceback");
   Dl_info info;
   bool located = this_state && dladdr(this_state, &info) && info.dli_fname;
-  if (is_init && !dump && located && hidden_dump_trusted(h) &&
+  if (is_init && !refs && !dump && located && hidden_dump_trusted(h) &&
       atomic_load(&g_scanned_base) != info.dli_fbase) {
     atomic_store(&g_scanned_base, info.dli_fbase);
     dump = symtab_lookup(this_state, "_Py_DumpTraceback");
   }
-  if (!dump || !located) {
+  if ((!dump && !in_place) || !located) {
     if (local) dlclose(local);
     return;
   }
@@ -441,6 +447,7 @@ size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap) {
   void *tstate = this_state();
   if (!tstate) return 0;
 
+  if (!dump) return cg_py_old_frames(tstate, out, max, buf, bufcap);
   int fd = scratch_fd();
   if (fd < 0) return 0;
   dump(fd, tstate);
