@@ -118,6 +118,7 @@
   X(DEFERRABLE, cuMemFree_v2, (CUdeviceptr, dptr), CG_EV_FREE, CG_FIX_DEFER_FREE)                         \
   X(DEFERRABLE, cuMemFreeHost, (void *, p), CG_EV_FREE, CG_FIX_DEFER_FREE)                                \
   X(DEFERRABLE, cuGraphExecDestroy, (CUgraphExec, exec), CG_EV_GRAPH_EXEC_DESTROY, CG_FIX_DEFER_DESTROY)  \
+  X(BREAKER, cuMemHostUnregister, (void *, p), CG_EV_FREE, CG_RULE_PROHIBITED, 0, false, false, CG_FIX_NONE) \
   X(BREAKER, cuCtxSetLimit, (CUlimit, limit, size_t, value), CG_EV_SET_LIMIT, CG_RULE_PROHIBITED, 0, false, \
     false, CG_FIX_NONE)                                                                                  \
   X(BREAKER, cuCtxSynchronize, (), CG_CTX_SYNC_TRAITS(0))                                                 \

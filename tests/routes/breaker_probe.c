@@ -45,6 +45,7 @@ typedef struct {
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventQuery)(CUevent);
   CUresult (*EventSynchronize)(CUevent);
+  CUresult (*MemHostUnregister)(void *);
 } api;
 
 static api cu;
@@ -66,7 +67,7 @@ static void bind_api(void) {
              cuGraphInstantiateWithFlags, cuGraphLaunch, cuEventCreate, cuMemAlloc_v2, cuMemAllocPitch_v2,
              cuMemAllocHost_v2, cuMemHostAlloc, cuMemHostRegister_v2, cuMemAllocManaged, cuMemFree_v2,
              cuMemFreeHost, cuGraphExecDestroy, cuCtxSetLimit, cuCtxSynchronize, cuStreamSynchronize,
-             cuStreamQuery, cuEventRecord, cuEventQuery, cuEventSynchronize};
+             cuStreamQuery, cuEventRecord, cuEventQuery, cuEventSynchronize, cuMemHostUnregister};
 }
 #else
 typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
@@ -125,6 +126,7 @@ static void bind_api(void) {
   GET(EventRecord, "cuEventRecord", "cuEventRecord");
   GET(EventQuery, "cuEventQuery", "cuEventQuery");
   GET(EventSynchronize, "cuEventSynchronize", "cuEventSynchronize");
+  GET(MemHostUnregister, "cuMemHostUnregister", "cuMemHostUnregister");
 }
 #endif
 
@@ -135,7 +137,7 @@ static CUevent recorded_before, recorded_in;
 static CUdeviceptr pre_mem, new_mem;
 static void *pre_host, *new_host;
 static CUgraphExec pre_exec;
-static char registered[4096];
+static char registered[4096], pre_registered[4096];
 
 /* The fake driver's test hook: a call that breaks every open capture and
  * that capguard does not watch (tests/fakecuda/README.md). */
@@ -154,6 +156,7 @@ static CUresult op(const char *name) {
   if (!strcmp(name, "allochost")) return cu.MemAllocHost(&new_host, 4096);
   if (!strcmp(name, "hostalloc")) return cu.MemHostAlloc(&new_host, 4096, 0);
   if (!strcmp(name, "hostregister")) return cu.MemHostRegister(registered, sizeof registered, 0);
+  if (!strcmp(name, "hostunregister")) return cu.MemHostUnregister(pre_registered);
   if (!strcmp(name, "managed")) return cu.MemAllocManaged(&new_mem, 4096, CU_MEM_ATTACH_GLOBAL);
   if (!strcmp(name, "free")) return cu.MemFree(pre_mem);
   if (!strcmp(name, "freehost")) return cu.MemFreeHost(pre_host);
@@ -242,7 +245,8 @@ int main(int argc, char **argv) {
   if (cu.EventCreate(&recorded_before, 0) || cu.EventCreate(&recorded_in, 0) ||
       cu.EventRecord(recorded_before, idle))
     die("event set-up failed");
-  if (cu.MemAlloc(&pre_mem, 4096) || cu.MemHostAlloc(&pre_host, 4096, 0))
+  if (cu.MemAlloc(&pre_mem, 4096) || cu.MemHostAlloc(&pre_host, 4096, 0) ||
+      cu.MemHostRegister(pre_registered, sizeof pre_registered, 0))
     die("memory set-up failed");
   /* An executable graph made before the capture, for execdestroy. */
   CUgraph g0 = NULL;

@@ -33,6 +33,7 @@ OPS = {
     "managed": ("cuMemAllocManaged", "allocation", "prohibited"),
     "free": ("cuMemFree_v2", "free", "prohibited"),
     "freehost": ("cuMemFreeHost", "free", "prohibited"),
+    "hostunregister": ("cuMemHostUnregister", "free", "prohibited"),
     "execdestroy": ("cuGraphExecDestroy", "graph-exec-destroy", "prohibited"),
     "setlimit": ("cuCtxSetLimit", "set-limit", "prohibited"),
     "idlesync": ("cuStreamSynchronize", "synchronize", "prohibited"),

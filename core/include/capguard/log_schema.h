@@ -42,7 +42,7 @@ enum {
   X(CG_EV_ALLOCATION, "allocation", 0,                                                              \
     "cuMemAlloc, cuMemAllocPitch, cuMemAllocHost, cuMemHostAlloc, cuMemHostRegister, "               \
     "cuMemAllocManaged while prohibited")                                                          \
-  X(CG_EV_FREE, "free", 0, "cuMemFree, cuMemFreeHost while prohibited")                             \
+  X(CG_EV_FREE, "free", 0, "cuMemFree, cuMemFreeHost, cuMemHostUnregister while prohibited")        \
   X(CG_EV_GRAPH_EXEC_DESTROY, "graph-exec-destroy", 0,                                               \
     "cuGraphExecDestroy (an executable graph destroyed) while prohibited")                         \
   X(CG_EV_SET_LIMIT, "set-limit", 0, "cuCtxSetLimit while prohibited")                              \
