@@ -13,7 +13,10 @@ per run:
                       event recorded in a capturing stream: 907, every mode);
   graph_exec_destroy  an earlier torch.cuda.CUDAGraph (captured and replayed)
                       deleted and collected inside a second graph's capture
-                      (cuGraphExecDestroy in global mode: 900).
+                      (cuGraphExecDestroy in global mode: 900);
+  host_unregister     a CPU tensor pinned with cudaHostRegister before the
+                      capture, unregistered inside it (cuMemHostUnregister:
+                      900, the capture invalidated; nothing to fix).
 Prints machine-readable lines:
   INFO key=value ...
   ERROR <where>: <text>      one per exception seen (where: capture, context,
@@ -189,11 +192,37 @@ def graph_exec_destroy():
     return 0
 
 
+def host_unregister():
+    x = fresh()
+    buf = torch.zeros(1 << 20, dtype=torch.uint8)
+    cudart = torch.cuda.cudart()
+    reg = int(cudart.cudaHostRegister(buf.data_ptr(), buf.numel(), 0))
+    if reg != 0:
+        result("host_unregister", False, False, skipped=1, register_result=reg)
+        return 3
+    g = torch.cuda.CUDAGraph()
+    captured, unreg = False, None
+    try:
+        with torch.cuda.graph(g):
+            x.add_(1.0)
+            unreg = int(cudart.cudaHostUnregister(buf.data_ptr()))
+            x.mul_(2.0)
+        captured = True
+    except Exception as e:  # noqa: BLE001
+        report_exception(e)
+    ok = captured and replay_check(g, x, (fresh() + 1.0) * 2.0)
+    if unreg != 0:  # still registered: undone outside the capture
+        cudart.cudaHostUnregister(buf.data_ptr())
+    result("host_unregister", captured, ok, unregister_result=unreg)
+    return 0
+
+
 SCENARIOS = {
     "cupy_alloc": cupy_alloc,
     "torch_pool_growth": torch_pool_growth,
     "watchdog_query": watchdog_query,
     "graph_exec_destroy": graph_exec_destroy,
+    "host_unregister": host_unregister,
 }
 
 

@@ -285,6 +285,8 @@ def breakers(r):
         ("torch_pool_growth", "allocation", None, False, None),
         ("watchdog_query", "event-wait", lambda c: c.startswith("cuEventQuery"), True, "not-ready"),
         ("graph_exec_destroy", "graph-exec-destroy", lambda c: c == "cuGraphExecDestroy", True, "deferred-destroy"),
+        # nothing to fix: the memory is the program's; guard mode reports as report mode does
+        ("host_unregister", "free", lambda c: c == "cuMemHostUnregister", True, "unfixed"),
     ]
     try:
         import importlib.util
@@ -325,12 +327,19 @@ def breakers(r):
             r.check(any(f.get("file", "").endswith("capture_breakers.py") and f.get("line") == alloc_line
                         for f in frames),
                     f"{scenario}, report mode: the event's python_stack names capture_breakers.py:{alloc_line}")
-        for run, how in ((report, "report"),) + (((guard, "guard"),) if fixed is None else ()):
+        for run, how in ((report, "report"),) + (((guard, "guard"),) if fixed in (None, "unfixed") else ()):
             caps = broken(run)
             r.check(bool(caps) and all((c.get("broken_by") or {}).get("event") == kind
                                        and is_offender((c.get("broken_by") or {}).get("call", "")) for c in caps),
                     f"{scenario}, {how} mode: every broken capture's broken_by names the offender "
                     f"({[(c.get('broken_by') or {}).get('call') for c in caps]})")
+        if fixed == "unfixed":
+            mine = [e for e in guard["events"] if e.get("event") == kind]
+            r.check(captured(guard) == "0" and bool(mine)
+                    and all(e.get("verdict") == "refused" and is_offender(e.get("call", "")) for e in mine),
+                    f"{scenario}, guard mode: still breaks (nothing to fix), reported as refused "
+                    f"({[(e.get('call'), e.get('verdict')) for e in mine]})")
+            continue
         if fixed is None:
             # cupy_alloc: guard mode without rescue still breaks and says so; with rescue it survives
             mine = [e for e in guard["events"] if e.get("event") == kind]
