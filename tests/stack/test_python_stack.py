@@ -8,7 +8,8 @@ file; the frames must come back innermost first with this file's name, the
 functions' names and the lines of the calls (found from the markers below,
 not hard-coded). Also from a second thread, from eight threads at once,
 through PyDLL (GIL held), with a deep stack (capped), and with a tiny string
-buffer (truncated); and no reference count of the objects read changes."""
+buffer (truncated); names outside ASCII; and no reference count of the
+objects read changes."""
 import ctypes
 import sys
 import threading
@@ -144,6 +145,27 @@ def check_references_kept(probe):
         assert after == before, "reference counts of the code objects read: %s before, %s after" % (before, after)
 
 
+def dumped(text):
+    """A name as the interpreter's dump writes it: ASCII, the rest escaped."""
+    return "".join(c if ord(c) < 128 else "\\x%02x" % ord(c) if ord(c) < 256 else
+                   "\\u%04x" % ord(c) if ord(c) < 65536 else "\\U%08x" % ord(c) for c in text)
+
+
+def check_names_not_ascii(probe):
+    """A file and functions named outside ASCII, one of each of a str's
+    three widths (Latin-1, the BMP, beyond it): under 3.9 and 3.10, whose
+    frames capguard reads in place, the names as they are (UTF-8); under
+    the others, as the interpreter's dump escapes them."""
+    file, outer, inner = "ファイル🐍é.py", "日本", "größe"
+    src = "def %s(p):\n    return p.call()\n\ndef %s(p):\n    return %s(p)\n" % (inner, outer, inner)
+    ns = {}
+    exec(compile(src, file, "exec"), ns)
+    frames, _ = ns[outer](probe)
+    named = (lambda t: t) if sys.version_info[:2] in ((3, 9), (3, 10)) else dumped
+    want = [(named(file), 2, named(inner)), (named(file), 5, named(outer))]
+    assert frames[1:3] == want, "frames:\n  %s\nwanted:\n  %s" % (frames[1:3], want)
+
+
 def check_gil_held(path):
     probe = Probe(ctypes.PyDLL(path))
     frames, where = level_one(probe)  # pydll-call
@@ -202,10 +224,11 @@ def main():
     check_second_thread(probe)
     check_concurrent_threads(probe)
     check_references_kept(probe)
+    check_names_not_ascii(probe)
     check_gil_held(path)
     check_deep_stack_capped(probe)
     check_small_buffer_truncates(probe)
-    print("python %s: 7 checks passed" % sys.version.split()[0])
+    print("python %s: 8 checks passed" % sys.version.split()[0])
 
 
 if __name__ == "__main__":
