@@ -22,8 +22,10 @@
  *                               event into each; MODE: global (default),
  *                               thread-local or relaxed), two others call
  *                               allocations, frees, syncs, cuCtxSetLimit, event
- *                               queries and syncs, host allocations, module and
- *                               library loads and unloads meanwhile (item 8);
+ *                               queries and syncs, host allocations, host
+ *                               memory registered and unregistered, module
+ *                               and library loads and unloads meanwhile
+ *                               (item 8);
  *                               swap: the callers switch their own capture mode
  *                               now and then, at random
  */
@@ -333,7 +335,10 @@ static uint64_t next_rand(uint64_t *x) {
   return *x;
 }
 
+static char caller_pinned[2][4096]; /* each caller's memory to register and unregister */
+
 static void *caller(void *arg) {
+  char *pinned = caller_pinned[(intptr_t)arg & 1];
   uint64_t rnd = 0x9e3779b97f4a7c15ull * (uint64_t)((intptr_t)arg + 1);
   if (cuCtxSetCurrent(ctx))
     die("caller set-up");
@@ -346,7 +351,7 @@ static void *caller(void *arg) {
       CUstreamCaptureMode mode = (CUstreamCaptureMode)(next_rand(&rnd) % 3);
       cuThreadExchangeStreamCaptureMode(&mode);
     }
-    switch (next_rand(&rnd) % 11) {
+    switch (next_rand(&rnd) % 12) {
     case 0:
       if (cuMemAlloc(&p, 256) == CUDA_SUCCESS)
         cuMemFree(p);
@@ -370,6 +375,11 @@ static void *caller(void *arg) {
     case 9:
       if (cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS)
         while (cuLibraryUnload(lib) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+          sched_yield();
+      break;
+    case 10:
+      if (cuMemHostRegister(pinned, sizeof caller_pinned[0], 0) == CUDA_SUCCESS)
+        while (cuMemHostUnregister(pinned) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
           sched_yield();
       break;
     default: sched_yield(); break;

@@ -147,7 +147,7 @@ class LongNotReady(unittest.TestCase):
 
 WATCHED = {"cuMemAlloc_v2", "cuMemFree_v2", "cuCtxSynchronize", "cuStreamSynchronize", "cuCtxSetLimit",
            "cuEventQuery", "cuEventSynchronize", "cuMemHostAlloc", "cuMemFreeHost", "cuModuleLoadData",
-           "cuModuleUnload", "cuLibraryLoadData", "cuLibraryUnload"}
+           "cuModuleUnload", "cuLibraryLoadData", "cuLibraryUnload", "cuMemHostRegister_v2", "cuMemHostUnregister"}
 LOADS = {"cuModuleLoadData", "cuLibraryLoadData"}
 
 
@@ -171,7 +171,8 @@ def first_offenders(run):
 
 class ReportRaces(unittest.TestCase):
     """Item 8: two capturing threads, two threads calling allocations, frees,
-    syncs, cuCtxSetLimit, event queries and syncs, host allocations, module
+    syncs, cuCtxSetLimit, event queries and syncs, host allocations, host
+    memory registered and unregistered, module
     and library loads and unloads; what capguard says is checked against the
     fake driver's trace (FAKECUDA_TRACE with FAKECUDA_TRACE_RULE: each
     call's result, and whether a capture prohibited it when it arrived; with
