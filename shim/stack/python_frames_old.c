@@ -30,7 +30,8 @@ enum { U_KIND_SHIFT = 2, U_KIND_MASK = 7, U_COMPACT = 0x20, U_ASCII = 0x40, U_RE
 
 typedef int (*lineno_fn)(const void *frame);
 
-static const void *frame_type, *code_type, *str_type;
+/* Atomic: two threads may resolve at once (the same values). */
+static _Atomic(const void *) frame_type, code_type, str_type;
 static _Atomic(void *) g_lineno; /* set last: the reader is ready */
 
 bool cg_py_dump_takes_refs(unsigned version) { return version == 0x0309 || version == 0x030a; }
@@ -42,11 +43,13 @@ bool cg_py_old_resolve(void *handle) {
   if (cg_real_dlsym(handle, "_Py_NegativeRefcount") || cg_real_dlsym(handle, "_Py_RefTotal"))
     return false;
   void *lineno = cg_real_dlsym(handle, "PyFrame_GetLineNumber"); /* reads only, in both versions */
-  frame_type = cg_real_dlsym(handle, "PyFrame_Type");
-  code_type = cg_real_dlsym(handle, "PyCode_Type");
-  str_type = cg_real_dlsym(handle, "PyUnicode_Type");
-  if (!lineno || !frame_type || !code_type || !str_type)
+  const void *frame = cg_real_dlsym(handle, "PyFrame_Type"), *code = cg_real_dlsym(handle, "PyCode_Type"),
+             *str = cg_real_dlsym(handle, "PyUnicode_Type");
+  if (!lineno || !frame || !code || !str)
     return false;
+  atomic_store(&frame_type, frame);
+  atomic_store(&code_type, code);
+  atomic_store(&str_type, str);
   atomic_store(&g_lineno, lineno);
   return true;
 }
@@ -100,7 +103,7 @@ static const char *put_str(text_sink *t, const void *s) {
   const void *chars = NULL;
   uint32_t state = 0;
   size_t len = 0;
-  if (s && word_at(s, OB_TYPE) == str_type) {
+  if (s && word_at(s, OB_TYPE) == atomic_load_explicit(&str_type, memory_order_relaxed)) {
     memcpy(&state, (const char *)s + U_STATE, sizeof state);
     memcpy(&len, (const char *)s + U_LENGTH, sizeof len);
     if (state & U_READY)
@@ -131,6 +134,8 @@ size_t cg_py_old_frames(const void *tstate, cg_py_frame *out, size_t max, char *
   lineno_fn lineno = (lineno_fn)atomic_load(&g_lineno);
   if (!lineno || !tstate)
     return 0;
+  const void *frame_t = atomic_load_explicit(&frame_type, memory_order_relaxed);
+  const void *code_t = atomic_load_explicit(&code_type, memory_order_relaxed);
   text_sink t = {buf, bufcap, 0};
   size_t n = 0;
   const void *f = word_at(tstate, TS_FRAME);
@@ -138,8 +143,8 @@ size_t cg_py_old_frames(const void *tstate, cg_py_frame *out, size_t max, char *
    * changes or goes away while they are read. Anything of the wrong type
    * ends the walk. */
   for (int depth = 0; f && n < max && depth < CG_PY_OLD_MAX_DEPTH; depth++) {
-    const void *code = word_at(f, OB_TYPE) == frame_type ? word_at(f, F_CODE) : NULL;
-    if (!code || word_at(code, OB_TYPE) != code_type)
+    const void *code = word_at(f, OB_TYPE) == frame_t ? word_at(f, F_CODE) : NULL;
+    if (!code || word_at(code, OB_TYPE) != code_t)
       break;
     const char *file = put_str(&t, word_at(code, CO_FILENAME));
     const char *func = file ? put_str(&t, word_at(code, CO_NAME)) : NULL;
