@@ -227,7 +227,7 @@ class ReportRaces(unittest.TestCase):
             mismatches.append("%d of %d captures broken by a watched call have broken_by null"
                               % (no_offender, by_watched))
         # another call than the driver's first: only where a refusal fell in a begin's window, which
-        # cannot be placed from outside the driver (shim/README.md); at most 0.63% in 392 runs of a
+        # cannot be placed from outside the driver (shim/README.md); at most 0.72% in 320 runs of a
         # configuration, bounded well above that so that a broken attribution fails here
         if (by_watched - no_offender - exact) * 20 > by_watched:
             mismatches.append("%d of %d captures broken by a watched call name another call than the driver's first"
