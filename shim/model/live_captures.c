@@ -57,6 +57,14 @@ static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
 void cg_gate_lock(void) { pthread_rwlock_wrlock(&gate); }
 void cg_gate_unlock(void) { pthread_rwlock_unlock(&gate); }
 
+bool cg_gate_lock_if_idle(void) {
+  cg_gate_lock();
+  if (cg_nothing_captures())
+    return true;
+  cg_gate_unlock();
+  return false;
+}
+
 /* Held shared while capguard asks the driver about a capture's stream that
  * it took from the model (not from the caller's arguments), exclusive by a
  * destroy of a stream the model holds a capture on: the real driver

@@ -66,6 +66,13 @@ void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap);
  * exclusive. */
 void cg_gate_lock(void);
 void cg_gate_unlock(void);
+/* For a rare call (a load, an unload) whose wrapper saw nothing capturing:
+ * takes the gate exclusive and returns true if nothing captures there
+ * either (the caller makes the driver's call, then cg_gate_unlock());
+ * false, with the gate released, if something does. A capture another
+ * thread begins between the wrapper's look and the driver's call would
+ * otherwise meet the call unseen. */
+bool cg_gate_lock_if_idle(void);
 /* Asking the driver about a stream taken from the model: shared (_ask), and
  * exclusive around the driver's destroy of a stream the model may hold a
  * capture on (_destroy): capguard never asks about a destroyed stream. */

@@ -6,7 +6,7 @@
  * with nothing capturing, or in off mode, each is the load of the driver's
  * pointer, one atomic load and the driver's call, a tail call for the
  * polled ones (bench/run_bench_hot.sh); an unload, which is rare, also
- * takes the capture gate (gate_if_idle); breakers.c decides only while
+ * takes the capture gate (cg_gate_lock_if_idle); breakers.c decides only while
  * something captures. */
 #include "breakers.h"
 
@@ -35,19 +35,11 @@ static inline CUresult passed(CUresult r, cg_entry_point ep, cg_event_kind kind,
 }
 
 /* An unload (fix CG_FIX_DEFER_UNLOAD) with nothing capturing when its
- * wrapper looked: a capture may begin on another thread before the unload
- * reaches the driver, and the unload would break it. So it is made under the
- * capture gate, which no begin passes, once nothing captures there either
- * (true: the gate is held); false sends it down breakers.c's path. Not for
- * the hot calls: an unload is rare. */
-static bool gate_if_idle(void) {
-  cg_gate_lock();
-  if (cg_nothing_captures())
-    return true;
-  cg_gate_unlock();
-  return false;
-}
-/* What the driver answered such an unload: the gate released, priming told
+ * wrapper looked is made under the capture gate (cg_gate_lock_if_idle):
+ * a capture another thread began before it reached the driver would be
+ * broken by it. If something captures by then, breakers.c's path. Not for
+ * the hot calls: an unload is rare.
+ * What the driver answered such an unload: the gate released, priming told
  * (a served image the program unloads is loaded again before the next
  * begin), a refusal reported. */
 static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
@@ -103,7 +95,7 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
     if ((fix) == CG_FIX_DEFER_UNLOAD) {                                                               \
       if (off())                                                                                      \
         return real(CG_ARGS(params));                                                                 \
-      if (cg_nothing_captures() && gate_if_idle())                                                    \
+      if (cg_nothing_captures() && cg_gate_lock_if_idle())                                            \
         return unloaded(real(CG_ARGS(params)), ep, (void *)(uintptr_t)(target));                      \
       return cname##_slow(CG_ARGS(params));                                                           \
     }                                                                                                 \

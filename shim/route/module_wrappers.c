@@ -11,28 +11,16 @@ static bool pass(void) { return cg_nothing_captures() || cg_cfg.mode == CG_RUN_O
 /* Nothing captured when the wrapper looked, but a capture may begin on
  * another thread before the call reaches the driver: a load would then be
  * one the driver saw during capture and capguard did not report (and, on a
- * driver before 12.3, would break it). Such calls are made under the capture
- * gate, which no begin passes, once nothing captures there either; false
- * sends them down guard.c's path instead, even if the capture it saw has
- * ended since: the call must not reach the driver ungated, where the next
- * begin could slip in before it (a load the driver saw while prohibited and
- * capguard never logged; guard.c decides under the gate, and finds nothing
- * prohibiting cheaply). Off mode skips the gate, and so
- * does a load from a file on a driver that never refuses loads: reading a
- * file can block (a FIFO, a hung network file system), and no begin may wait
- * on it. */
+ * driver before 12.3, would break it). So it is made under the capture gate
+ * (cg_gate_lock_if_idle). If something captures by then, it goes down
+ * guard.c's path, even if that capture ends meanwhile: the call must not
+ * reach the driver ungated, where the next begin could slip in before it
+ * (guard.c decides under the gate, and finds nothing prohibiting cheaply).
+ * Only these skip the gate: off mode, and a load from a file on a driver
+ * that never refuses loads (reading a file can block: a FIFO, a hung
+ * network file system; no begin may wait on it). */
 static bool ungated_ok(bool from_file) {
   return cg_cfg.mode == CG_RUN_OFF || (from_file && !cg_driver_rules_loads());
-}
-
-static bool call_gated(bool from_file) {
-  if (ungated_ok(from_file))
-    return false;
-  cg_gate_lock();
-  if (cg_nothing_captures())
-    return true; /* the caller calls the driver, then cg_gate_unlock() */
-  cg_gate_unlock();
-  return false;
 }
 
 /* What the driver answered a call passed straight through. A capture may have
@@ -60,15 +48,14 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
     if ((const void *)(image) == NULL && (const void *)(path) == NULL)                             \
       return real(CG_ARGS(params));                                                                \
     if (pass()) {                                                                                  \
-      bool gated_ = call_gated((const void *)(path) != NULL);                                      \
-      if (!gated_ && !ungated_ok((const void *)(path) != NULL))                                   \
-        goto guarded_;                                                                             \
-      CUresult r_ = real(CG_ARGS(params));                                                         \
-      if (gated_)                                                                                  \
+      if (ungated_ok((const void *)(path) != NULL))                                                \
+        return passed(real(CG_ARGS(params)), ep);                                                  \
+      if (cg_gate_lock_if_idle()) {                                                                \
+        CUresult r_ = real(CG_ARGS(params));                                                       \
         cg_gate_unlock();                                                                          \
-      return passed(r_, ep);                                                                       \
+        return passed(r_, ep);                                                                     \
+      }                                                                                            \
     }                                                                                              \
-  guarded_:;                                                                                       \
     cname##_args args_ = {CG_ARGS(params)};                                                        \
     cg_load l = {ep, (image), (path), (library), (void **)(out), cname##_invoke, &args_};          \
     return cg_guard_load(&l);                                                                      \
