@@ -1,5 +1,5 @@
 /* fakecuda: the copies and memsets of the third matrix beyond cuMemcpyHtoD/DtoH and
- * cuMemsetD8 (fake_memory.c) and cuMemcpyHtoDAsync (fake_legacy.c): every synchronous
+ * cuMemsetD8 (fake_memory.c): every synchronous
  * cuMemcpy* and cuMemset* (v2, and the 32-bit v1 forms libcuda still exports), the
  * array copies (with a minimal cuArrayCreate), and the asynchronous ones (+ `_ptsz`).
  * Ground truth (third matrix, capture-semantics.md, measured for cuMemcpyHtoD and
@@ -351,6 +351,8 @@ FC_SYNC(cuMemsetD2D32, (CUdeviceptr_v1 d, unsigned int pitch, unsigned int v, un
         set(&w_, D(d), pitch, v, 4, w, h))
 
 /* asynchronous, v2 and versionless (each with its _ptsz) */
+FC_ASYNC(cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void *src, size_t n, CUstream hStream),
+         linear(&w_, dev(dst, n), src, n))
 FC_ASYNC(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream),
          linear(&w_, U(dst), U(src), n))
 FC_ASYNC(cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr src, size_t n, CUstream hStream),

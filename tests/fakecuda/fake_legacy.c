@@ -6,12 +6,11 @@
  * stream (created with flags 0) of the context captures, in every mode and from every
  * thread. When only non-blocking streams capture, the same calls succeed and run at once,
  * outside the graph. CU_STREAM_PER_THREAD is not the legacy stream: always fine.
- * cuMemcpyHtoDAsync from pageable memory into a capture is captured (a memcpy node).
+ * (cuMemcpyHtoDAsync, captured from pageable memory as a memcpy node, is with the other
+ * copies: fake_copies.c.)
  * Not measured: a capture on the per-thread default stream is counted as blocking (CUDA
  * documents that stream as synchronising with the legacy one). */
 #include "fake_internal.h"
-
-#include <string.h>
 
 static int blocking(const struct fc_stream *st)
 {
@@ -85,46 +84,6 @@ FC_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(FC_COOP_PARAMS)
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
   FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 1));
-}
-
-/* An asynchronous host-to-device copy: into a capture a memcpy node (the bytes are read
- * when the graph runs, which the fake does not do); otherwise copied at once. The
- * destination is not checked against the allocations here: the fake's device memory is
- * host memory, and a test copies only into memory it allocated. */
-static CUresult copy_async(CUdeviceptr dst, const void *src, size_t n, CUstream hs, int ptsz)
-{
-  CUresult rc = fc_need_ctx();
-  if (rc != CUDA_SUCCESS)
-    return rc;
-  struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_HANDLE;
-  if (dst == 0 || src == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  if ((rc = fc_legacy_work(st)) != CUDA_SUCCESS)
-    return rc;
-  struct fc_capture *cap;
-  if ((rc = fc_stream_work(st, &cap)) != CUDA_SUCCESS)
-    return rc;
-  if (cap != NULL)
-    return fc_capture_add(cap, CU_GRAPH_NODE_TYPE_MEMCPY) != NULL ? CUDA_SUCCESS
-                                                                  : CUDA_ERROR_OUT_OF_MEMORY;
-  memmove((void *)(uintptr_t)dst, src, n);
-  return CUDA_SUCCESS;
-}
-
-FC_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
-                                                size_t ByteCount, CUstream hStream)
-{
-  FC_BEGIN;
-  FC_END(copy_async(dstDevice, srcHost, ByteCount, hStream, 0));
-}
-
-FC_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost,
-                                                     size_t ByteCount, CUstream hStream)
-{
-  FC_BEGIN;
-  FC_END(copy_async(dstDevice, srcHost, ByteCount, hStream, 1));
 }
 
 /* A query, allowed mid-capture: the flags the stream was created with. */
