@@ -37,6 +37,15 @@ struct fc_stream *fc_stream_resolve(CUstream s, int ptsz)
   return (struct fc_stream *)h;
 }
 
+CUresult fc_stream_in_ctx(CUstream s, int ptsz, struct fc_stream **st)
+{
+  CUresult rc = fc_need_ctx();
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  *st = fc_stream_resolve(s, ptsz);
+  return *st != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 void fc_invalidate(struct fc_capture *c)
 {
   c->invalidated = 1;
@@ -142,12 +151,10 @@ struct fc_node *fc_capture_add(struct fc_capture *c, CUgraphNodeType type)
 
 static CUresult begin_capture(CUstream hs, int ptsz, CUstreamCaptureMode mode, CUgraph into)
 {
-  CUresult rc = fc_need_ctx();
+  struct fc_stream *st;
+  CUresult rc = fc_stream_in_ctx(hs, ptsz, &st);
   if (rc != CUDA_SUCCESS)
     return rc;
-  struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_HANDLE;
   if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
     return CUDA_ERROR_INVALID_VALUE;
   if (st->special == 1)

@@ -143,12 +143,10 @@ static CUresult sync_work(CUresult valid, const struct work *w)
  * capturing stream; else done at once. */
 static CUresult async_work(CUresult valid, const struct work *w, CUstream hs, int ptsz)
 {
-  CUresult rc = fc_need_ctx();
+  struct fc_stream *st;
+  CUresult rc = fc_stream_in_ctx(hs, ptsz, &st);
   if (rc != CUDA_SUCCESS)
     return rc;
-  struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_HANDLE;
   if (valid != CUDA_SUCCESS)
     return valid;
   if ((rc = fc_legacy_work(st)) != CUDA_SUCCESS)

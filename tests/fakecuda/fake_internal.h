@@ -149,6 +149,9 @@ struct fc_stream {
 };
 /* The stream a handle names; ptsz says how the NULL handle is read. NULL if invalid. */
 struct fc_stream *fc_stream_resolve(CUstream s, int ptsz);
+/* The same for a call that needs a current context first: CUDA_ERROR_INVALID_CONTEXT
+ * without one, CUDA_ERROR_INVALID_HANDLE for a bad handle, else *st. */
+CUresult fc_stream_in_ctx(CUstream s, int ptsz, struct fc_stream **st);
 int fc_open_captures(void);
 /* A call invalidates c (counted, for FAKECUDA_TRACE_CAPTURES's hit=). */
 void fc_invalidate(struct fc_capture *c);

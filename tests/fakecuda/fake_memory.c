@@ -211,12 +211,10 @@ FC_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hs, int ptsz)
 {
-  CUresult rc = fc_need_ctx();
+  struct fc_stream *st;
+  CUresult rc = fc_stream_in_ctx(hs, ptsz, &st);
   if (rc != CUDA_SUCCESS)
     return rc;
-  struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_HANDLE;
   if (dptr == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   struct fc_capture *cap;
@@ -249,12 +247,10 @@ FC_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesi
  * a free node for it. */
 static CUresult free_async(CUdeviceptr dptr, CUstream hs, int ptsz)
 {
-  CUresult rc = fc_need_ctx();
+  struct fc_stream *st;
+  CUresult rc = fc_stream_in_ctx(hs, ptsz, &st);
   if (rc != CUDA_SUCCESS)
     return rc;
-  struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_HANDLE;
   struct fc_alloc *a = (struct fc_alloc *)fc_lookup((const void *)(uintptr_t)dptr, FC_ALLOC);
   if (a == NULL || a->kind != FC_MEM_DEVICE)
     return CUDA_ERROR_INVALID_VALUE;

@@ -56,12 +56,10 @@ FC_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
  * its capture in every mode; syncing any other stream follows the prohibition rule. */
 static CUresult stream_wait(CUstream hs, int ptsz)
 {
-  CUresult rc = fc_need_ctx();
+  struct fc_stream *st;
+  CUresult rc = fc_stream_in_ctx(hs, ptsz, &st);
   if (rc != CUDA_SUCCESS)
     return rc;
-  struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_HANDLE;
   if (st->cap != NULL) {
     if (st->cap->invalidated)
       return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
@@ -102,12 +100,10 @@ FC_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream)
 static CUresult launch_host_func(CUstream hs, int ptsz, CUhostFn fn, void *data, int *run_now)
 {
   *run_now = 0;
-  CUresult rc = fc_need_ctx();
+  struct fc_stream *st;
+  CUresult rc = fc_stream_in_ctx(hs, ptsz, &st);
   if (rc != CUDA_SUCCESS)
     return rc;
-  struct fc_stream *st = fc_stream_resolve(hs, ptsz);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_HANDLE;
   if (fn == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   /* A host function on the legacy stream is legacy-stream work like a launch
