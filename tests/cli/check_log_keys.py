@@ -1,6 +1,6 @@
-"""The log's field names have one owner: core/include/capguard/log_keys.h.
+"""The log's field names have one owner: detect/include/capguard/log_keys.h.
 
-- The writer (core/event_format.c) and the readers (tools/log_reader.c,
+- The writer (detect/event_format.c) and the readers (tools/log_reader.c,
   tools/log_site.c) spell no field name themselves: no `"name"` handed to a
   key-taking function, no `\\"name\\":` inside a literal.
 - The report's JSON (tools/report_json.c) gives a fact the log has under
@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-WRITER = "core/event_format.c"
+WRITER = "detect/event_format.c"
 READERS = ["tools/log_reader.c", "tools/log_site.c"]
 REPORT = "tools/report_json.c"
 TRACE = "tools/report_trace.c"
@@ -36,7 +36,7 @@ def code_of(path):
 def main():
     root = sys.argv[1]
     keys = dict(re.findall(r'#define (CG_KEY_\w+) "([^"]+)"',
-                           open(os.path.join(root, "core/include/capguard/log_keys.h")).read()))
+                           open(os.path.join(root, "detect/include/capguard/log_keys.h")).read()))
     if len(keys) < 30:
         print(f"only {len(keys)} names read from log_keys.h: the parse is broken")
         return 1

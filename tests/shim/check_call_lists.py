@@ -1,7 +1,7 @@
 """The watched calls are listed once, as rows (shim/driver/entry_point_rows.h);
 the two lists people read are checked against them:
 
-- each event kind's "what it means" in core/include/capguard/log_schema.h
+- each event kind's "what it means" in detect/include/capguard/log_schema.h
   names exactly the calls whose rows report that kind (`cuModuleLoad*`
   covering every row it starts; a sentence naming no call describes its rows
   by category); a kind no row reports (the driver's log
@@ -52,7 +52,7 @@ def rows(root):
 
 def schema_kinds(root):
     """{enum: [names in its 'what']} from log_schema.h's CG_EVENT_KINDS."""
-    text = open(os.path.join(root, "core/include/capguard/log_schema.h")).read().replace("\\\n", " ")
+    text = open(os.path.join(root, "detect/include/capguard/log_schema.h")).read().replace("\\\n", " ")
     block = re.search(r"#define CG_EVENT_KINDS\(X\)(.*?)\n", text).group(1)
     out = {}
     for m in re.finditer(r'X\((CG_EV_\w+),\s*"[^"]*",\s*\w+,\s*((?:"[^"]*"\s*)+)\)', block):
