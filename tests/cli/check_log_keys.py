@@ -1,12 +1,12 @@
 """The log's field names have one owner: detect/include/capguard/log_keys.h.
 
-- The writer (detect/event_format.c) and the readers (tools/log_reader.c,
-  tools/log_site.c) spell no field name themselves: no `"name"` handed to a
+- The writer (detect/event_format.c) and the readers (tools/log/log_reader.c,
+  tools/log/log_site.c) spell no field name themselves: no `"name"` handed to a
   key-taking function, no `\\"name\\":` inside a literal.
-- The report's JSON (tools/report_json.c) gives a fact the log has under
+- The report's JSON (tools/render/report_json.c) gives a fact the log has under
   the log's name for it, through the same list: it spells no log field name
   as a key (an argument to jansson's json_pack or json_object_set_new). So
-  does the trace (tools/report_trace.c) in its events' args; the trace
+  does the trace (tools/render/report_trace.c) in its events' args; the trace
   format's own keys ("pid", "tid", ...) are the trace format's.
 - The writer writes every name of the list (none is left over), and
   docs/log-format.md documents each as `name`.
@@ -18,9 +18,9 @@ import re
 import sys
 
 WRITER = "detect/event_format.c"
-READERS = ["tools/log_reader.c", "tools/log_site.c"]
-REPORT = "tools/report_json.c"
-TRACE = "tools/report_trace.c"
+READERS = ["tools/log/log_reader.c", "tools/log/log_site.c"]
+REPORT = "tools/render/report_json.c"
+TRACE = "tools/render/report_trace.c"
 # Chrome's trace event format's own keys, and its categories ("capture", "call").
 TRACE_OWN = {"pid", "tid", "capture", "call"}
 # The functions that take a field name: the writer's and the readers'.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One owner for what a log means (tools/findings.c): every advice that holds
+# One owner for what a log means (tools/meaning/findings.c): every advice that holds
 # is given, none dropped without a word (the report kept at most 8 before);
 # the all-clear sentence is the same in the report and run's summary; a
 # broken capture's "first offender" line is said once under capguard run (by
@@ -92,8 +92,8 @@ for s in "drop --mode off to check captures" "check with capguard doctor" "space
          "driver; nothing to check" "before ending %s); capguard report shows" "in capguard report)" \
          "capturing stream, or make it before the capture" "run it again"; do
   grep -rlF "$s" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/detect" >"$WORK/advsrc"
-  [ "$(cat "$WORK/advsrc")" = "$SOURCE_ROOT/tools/findings.c" ] && pass ||
-    fail "\"$s\" worded outside tools/findings.c: $(tr '\n' ' ' <"$WORK/advsrc")"
+  [ "$(cat "$WORK/advsrc")" = "$SOURCE_ROOT/tools/meaning/findings.c" ] && pass ||
+    fail "\"$s\" worded outside tools/meaning/findings.c: $(tr '\n' ' ' <"$WORK/advsrc")"
 done
 
 # --- under capguard run, a broken capture's line is said once (by the summary)
