@@ -24,6 +24,7 @@
 static uint64_t last_write_ns;
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 static char host[256], program[64]; /* read once, at the first write */
+static char text[TEXT_MAX];         /* the file's text: one writer at a time (write_lock) */
 
 void cg_fleet_summary(cg_summary *s, char (*began)[CG_BEGAN_TEXT]) {
   cg_capture_time_read(s, began);
@@ -58,15 +59,9 @@ static void write_metrics(const cg_summary *s) {
   cg_metrics_call calls[MAX_REFUSED_CALLS];
   m.refusals = calls;
   m.n_refusals = cg_fleet_counts_read(m.loads, calls, MAX_REFUSED_CALLS);
-  char *text = malloc(TEXT_MAX);
-  if (!text) {
-    cg_warn_oom("the metrics file");
-    return;
-  }
   size_t n = cg_metrics_format(&m, text, TEXT_MAX);
   if (n < TEXT_MAX)
     cg_metrics_file_write(cg_cfg.metrics_dir, text, n);
-  free(text);
 }
 
 /* The figures as they are now (the exit's summary has its own). */
@@ -86,7 +81,9 @@ static void write_now(void) {
 static void maybe_write(uint64_t now_ns) {
   uint64_t last = __atomic_load_n(&last_write_ns, __ATOMIC_RELAXED);
   if (!cg_nothing_captures() || (last && now_ns - last < WRITE_EVERY_NS)) {
-    __atomic_fetch_or(&cg_launch_watch, CG_WATCH_METRICS, __ATOMIC_RELAXED);
+    /* a locked instruction only the first time in a second */
+    if (!(__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED) & CG_WATCH_METRICS))
+      __atomic_fetch_or(&cg_launch_watch, CG_WATCH_METRICS, __ATOMIC_RELAXED);
     return;
   }
   if (pthread_mutex_trylock(&write_lock) != 0)
