@@ -303,7 +303,7 @@ void cg_guard_exit(void) {
   cg_priming_summary(&sum);
   cg_policy_at_exit();
   char began[CG_SLOWEST_CAPTURES][CG_BEGAN_TEXT];
-  cg_fleet_summary(&sum, began);
+  cg_fleet_summary(&sum, cg_output_wants_capture(false) ? began : NULL); /* symbolized for a log only */
   cg_output_summary(&sum);
   cg_fleet_metrics_at_exit(&sum);
 }

@@ -104,6 +104,24 @@ assert ct["slowest"][0]["began"].startswith("demo_engine(main+0x"), ct
 assert r["capture_time"]["graphs"] == 1 and r["capture_time"]["to_first_replay_ns"] > 0, r["capture_time"]
 PY
 
+# The accounting against the capture records of a process with many
+# captures: the total is the sum of their end_ns - begin_ns, the slowest are
+# the three longest, slowest first, with where each began.
+CAPGUARD_LOG=$WORK/many.jsonl LD_PRELOAD=$REAL_SHIM CAPGUARD_SUMMARY=0 "$METRICS_PROBE" churn 0.5 >"$WORK/many.out" 2>&1
+python3 - "$WORK/many.jsonl" "$WORK/many.out" <<'PY' && pass || fail "capture time disagrees with the capture records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+caps = [r for r in recs if r["type"] == "capture"]
+s = [r for r in recs if r["type"] == "summary"][0]
+n = int(open(sys.argv[2]).read().split("churn: ")[1].split()[0])
+assert len(caps) == n == s["captures"] == s["captures_timed"] and n > 10, (len(caps), n, s)
+durs = sorted(((c["end_ns"] - c["begin_ns"], c["id"], c["began"]) for c in caps), reverse=True)
+assert s["capture_ns"] == sum(d for d, _, _ in durs), (s["capture_ns"], sum(d for d, _, _ in durs))
+got = [(x["ns"], x["id"], x["began"]) for x in s["slowest"]]
+assert got == durs[:3], (got, durs[:3])
+assert all(b.startswith("metrics_probe") for _, _, b in got), got  # where each began: the probe
+PY
+
 # Never written on a capture's path: not at an end while another capture is
 # open (though the second has passed), only once nothing captures; at most
 # once a second; a write left due is made at the next graph launch.
