@@ -123,5 +123,5 @@ void cg_fleet_atfork_child(void) {
   host[0] = 0;
   cg_capture_time_atfork_child();
   cg_fleet_counts_atfork_child();
-  cg_metrics_file_after_fork_child();
+  cg_metrics_file_atfork_child();
 }

@@ -114,7 +114,7 @@ bool cg_metrics_file_write(const char *dir, const char *text, size_t len) {
   return true;
 }
 
-void cg_metrics_file_after_fork_child(void) {
+void cg_metrics_file_atfork_child(void) {
   failed = 0;
   swept = 0;
 }

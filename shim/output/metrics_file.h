@@ -17,6 +17,6 @@
  * no file written again by this process) when it cannot. */
 bool cg_metrics_file_write(const char *dir, const char *text, size_t len);
 /* After fork: the child is a process of its own, with a file of its own. */
-void cg_metrics_file_after_fork_child(void);
+void cg_metrics_file_atfork_child(void);
 
 #endif
