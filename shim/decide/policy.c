@@ -11,7 +11,7 @@
 #include "priming.h"
 
 /* Drivers before CUDA 12.3 refuse module loads while a capture prohibits the
- * thread (capture-semantics.md, "Across driver generations"). */
+ * thread (docs/driver-semantics.md, "Assumed, not measured here"). */
 #define FIRST_DRIVER_ALLOWING_LOADS 12030
 
 static bool driver_refuses_loads(void) {

@@ -41,7 +41,7 @@
  *                  (route/stream_work_wrappers.c).
  *   EVENT_DESTROY  event:  forgotten by the model once destroyed
  *   STREAM_DESTROY stream: a capture on it is over once destroyed
- * The breakers' rules are the measured matrices (capture-semantics.md); the
+ * The breakers' rules are the measured matrices (driver-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */
 #ifndef CAPGUARD_ENTRY_POINT_ROWS_H

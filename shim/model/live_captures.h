@@ -147,7 +147,7 @@ bool cg_captures_refs_closed(const cg_capture_ref *refs, size_t n);
 /* ---- calls that break captures on every driver (breakers.c) */
 
 /* Which captures a call breaks, by the rule its entry point follows
- * (capture-semantics.md, both matrices). */
+ * (driver-semantics.md, both matrices). */
 typedef enum {
   CG_RULE_PROHIBITED, /* where a capture prohibits the calling thread (allocations, frees, ...) */
   CG_RULE_ANY,        /* while any capture of the context is open, every mode, every thread

@@ -2,11 +2,11 @@
  * cuMemsetD8 (fake_memory.c): every synchronous
  * cuMemcpy* and cuMemset* (v2, and the 32-bit v1 forms libcuda still exports), the
  * array copies (with a minimal cuArrayCreate), and the asynchronous ones (+ `_ptsz`).
- * Ground truth (third matrix, capture-semantics.md, measured for cuMemcpyHtoD and
+ * Ground truth (third matrix, driver-semantics.md, measured for cuMemcpyHtoD and
  * cuMemsetD8): a synchronous copy or memset is work on the legacy stream, refused with
  * 906 and every blocking capture of the context invalidated, in every mode and from
  * every thread; while only non-blocking streams capture it runs at once, outside the
- * graph. Measured since for cuMemsetD8Async and cuMemcpyPeer too (README); chosen by
+ * graph. Measured since for cuMemsetD8Async and cuMemcpyPeer too (driver-semantics.md); chosen by
  * the fake as the same rule: the other copies and memsets, synchronous, and
  * asynchronous on the legacy stream. An
  * asynchronous one on a capturing stream is captured (a memcpy or memset node, run at

@@ -108,7 +108,7 @@ static CUresult launch_host_func(CUstream hs, int ptsz, CUhostFn fn, void *data,
     return CUDA_ERROR_INVALID_VALUE;
   /* A host function on the legacy stream is legacy-stream work like a launch
    * there: 906 while a blocking stream captures, run at once while only
-   * non-blocking ones do (measured on the H100, README). capguard does not wrap
+   * non-blocking ones do (measured on the H100: docs/driver-semantics.md). capguard does not wrap
    * it: the route tests' real call that only the driver's log names. */
   if ((rc = fc_legacy_work(st)) != CUDA_SUCCESS)
     return rc;

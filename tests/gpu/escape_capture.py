@@ -1,4 +1,4 @@
-"""The third matrix in real programs (capture-semantics.md), one scenario per
+"""The third matrix in real programs (driver-semantics.md), one scenario per
 run, for run_gpu.py --only escapes:
   cupy_escape       a CuPy kernel on CuPy's default stream (the legacy stream)
                     inside torch.cuda.graph (a non-blocking stream captures):

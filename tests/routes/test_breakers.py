@@ -1,4 +1,4 @@
-"""The calls that break captures on every driver (capture-semantics.md, both
+"""The calls that break captures on every driver (driver-semantics.md, both
 matrices): allocations, frees, graph-exec destroys, cuCtxSetLimit,
 synchronisation, event queries and waits. Over the fake driver, through every
 route: each is seen and named only where the driver would refuse it; report
@@ -250,7 +250,7 @@ class Guard(unittest.TestCase):
         # Issue 15, item 1: a query of an event recorded before the capture,
         # from a thread the capture prohibits (a global-mode watchdog before
         # the event is recorded into the capture), is asked in relaxed mode:
-        # the driver answers it (capture-semantics.md, "+swap" columns).
+        # the driver answers it (driver-semantics.md, "+swap" columns).
         for col in COLUMNS:
             if col not in PROHIBITED:
                 continue
