@@ -73,7 +73,7 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
   cg_begin_site *site = closed->user;
   cg_break *broke = closed->broken_by;
   /* Symbolized only for a record that is written: dladdr scans a library's
-   * whole symbol table (350 us for torch's, issue 16). */
+   * whole symbol table (350 us for torch's). */
   if (cg_output_wants_capture(cg_capture_status_broken(closed->status))) {
     char began[512], where[512];
     cg_begin_site_text(site, began, sizeof began);

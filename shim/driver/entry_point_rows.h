@@ -211,7 +211,7 @@
   CG_SYNC_COPY_ROWS(X)                                                                                  \
   CG_ASYNC_COPY_ROWS(X)
 
-/* The rest of the copies and memsets (issue 17). Synchronous ones use the
+/* The rest of the copies and memsets. Synchronous ones use the
  * legacy stream: 906 while a blocking stream of the context captures, run
  * outside the graph while only non-blocking ones do. The `_ptds` variants
  * (per-thread default stream) are not rows: that stream is not the legacy

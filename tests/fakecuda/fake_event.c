@@ -25,7 +25,7 @@ static struct fc_event *event_live(CUevent e)
 }
 
 /* Handle reuse: a destroyed event's handle is handed out again by the next
- * cuEventCreate, as drivers recycle their event objects (issue 15, item 2: a
+ * cuEventCreate, as drivers recycle their event objects (attack 2 of docs/reliability.md: a
  * new, never recorded event under the handle of one recorded into a capture). */
 static struct fc_event *recycled;
 
