@@ -12,15 +12,10 @@
 #include "report_offender.h"
 #include "process_command.h"
 #include "rerun_command.h"
+#include "xalloc.h"
 
-static void *xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) {
-    fputs("capguard: out of memory wording the findings\n", stderr);
-    exit(2);
-  }
-  return q;
-}
+#define WORDING "wording the findings" /* what an allocation that fails was doing */
+#define xrealloc(p, n) cg_xrealloc((p), (n), WORDING)
 
 static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xprintf(const char *fmt, ...) {
@@ -30,10 +25,8 @@ static char *xprintf(const char *fmt, ...) {
   if (vasprintf(&s, fmt, ap) < 0)
     s = NULL;
   va_end(ap);
-  if (!s) {
-    fputs("capguard: out of memory wording the findings\n", stderr);
-    exit(2);
-  }
+  if (!s)
+    cg_out_of_memory(WORDING);
   return s;
 }
 
