@@ -28,7 +28,7 @@
 static __thread bool begin_nonblocking __attribute__((tls_model("initial-exec")));
 
 static bool stream_nonblocking(CUstream s, bool ptsz) {
-  if ((cg_stream_key(s, ptsz) & 3) == 3 || !cg_drv.StreamGetCaptureInfo || !cg_drv.StreamGetFlags)
+  if (cg_stream_key_per_thread(cg_stream_key(s, ptsz)) || !cg_drv.StreamGetCaptureInfo || !cg_drv.StreamGetFlags)
     return false;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   cuuint64_t id = 0;

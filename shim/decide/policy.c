@@ -184,7 +184,7 @@ void cg_policy_at_exit(void) {
             n);
 }
 
-void cg_policy_after_fork_child(void) {
+void cg_policy_atfork_child(void) {
   pthread_mutex_init(&pending_lock, NULL);
   pending = NULL; /* the parent's modules are not the child's to unload */
   pending_count = 0;

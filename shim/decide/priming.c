@@ -459,7 +459,7 @@ void cg_priming_summary(cg_summary *s) {
   pthread_mutex_unlock(&prime_lock);
 }
 
-void cg_priming_after_fork_child(void) {
+void cg_priming_atfork_child(void) {
   pthread_mutex_init(&prime_lock, NULL);
   /* The appender's index describes the same file and stays right, unless a
    * parent thread was inside it at the fork: then it may be half updated,

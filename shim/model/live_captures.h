@@ -34,6 +34,10 @@ void cg_set_self_mode(cg_capture_mode mode);
 /* Streams as the model keys them: the per-thread default stream is a
  * different stream on every thread. */
 uint64_t cg_stream_key(CUstream s, bool ptsz);
+/* Whether a key is a thread's per-thread default stream (cg_stream_key sets
+ * its two low bits, which no stream handle has): no handle to ask the driver
+ * about. */
+static inline bool cg_stream_key_per_thread(uint64_t key) { return (key & 3) == 3; }
 
 /* Where a capture began: the raw return addresses, symbolized only if
  * someone asks (an event or the capture's log record), so a begin costs a
