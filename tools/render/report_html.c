@@ -33,9 +33,40 @@ static void esc(FILE *o, const char *s) {
 
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
 
-/* A verdict's colour: the verdict table's column; a word this reader does
- * not know grey. */
-static const char *verdict_colour(cg_verdict v) { return cg_verdict_colour(v); }
+/* A verdict's colour in the timeline and the tables. No default: a verdict
+ * row added to log_schema.h without a colour here is a -Wswitch error. A
+ * word this reader does not know (a newer capguard's) is grey. */
+static const char *verdict_colour(cg_verdict v) {
+  switch (v) {
+  case CG_VERDICT_REFUSED:
+    return "#d62728";
+  case CG_VERDICT_ALLOWED:
+    return "#ff7f0e";
+  case CG_VERDICT_EMULATED:
+    return "#e7298a";
+  case CG_VERDICT_SERVED:
+    return "#1f77b4";
+  case CG_VERDICT_RESCUED:
+    return "#9467bd";
+  case CG_VERDICT_DEFERRED:
+    return "#7f7f7f";
+  case CG_VERDICT_FAILED:
+    return "#8c564b";
+  case CG_VERDICT_DEFERRED_FREE:
+    return "#bcbd22";
+  case CG_VERDICT_DEFERRED_DESTROY:
+    return "#a0522d";
+  case CG_VERDICT_NOT_READY:
+    return "#17becf";
+  case CG_VERDICT_ESCAPED:
+    return "#8c564b";
+  case CG_VERDICT_BROKE:
+    return "#8c564b";
+  case CG_VERDICT_COUNT:
+    break;
+  }
+  return "#888";
+}
 
 static const char *verdict_word(cg_verdict v) { return or(cgl_word(&cg_verdicts, v), "?"); }
 
