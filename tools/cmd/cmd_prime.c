@@ -18,6 +18,7 @@
 #include "capguard/prime_file.h"
 #include "cli.h"
 #include "cmd_prime_learn.h"
+#include "plural.h"
 
 /* Progress is shown for verify when stderr is a terminal and the file is at
  * least this big; smaller files are checked faster than a line could be read. */
@@ -250,7 +251,7 @@ static int cmd_show(int argc, char **argv) {
          "kernels:      %u\n",
          hex, cg_image_kind_name(r->kind), arch, (unsigned long long)r->size,
          (unsigned long long)cg_prime_record_disk_size(r), (unsigned long long)r->hits, first,
-         last, r->module_loads, r->module_loads == 1 ? "" : "s", r->library_loads,
+         last, r->module_loads, cg_plural(r->module_loads), r->library_loads,
          r->library_loads == 1 ? "y" : "ies", r->n_kernels);
   if (r->n_kernels) {
     fputs("  ", stdout);
@@ -308,7 +309,7 @@ static int cmd_verify(int argc, char **argv) {
   if (r < 0) return fail("cannot verify %s; see the line above", path);
   /* records, not images: an image needed again gets a hit record of its own */
   printf("%s: %zu records intact (%zu image%s, %zu hit update%s), %zu damaged\n", path, v.ok,
-         v.images, v.images == 1 ? "" : "s", v.ok - v.images, v.ok - v.images == 1 ? "" : "s",
+         v.images, cg_plural(v.images), v.ok - v.images, cg_plural(v.ok - v.images),
          v.bad);
   if (r > 0)
     fprintf(stderr, "capguard prime: %s is damaged; run 'capguard prime prune %s' to keep only "
@@ -416,8 +417,8 @@ static int cmd_prune(int argc, char **argv) {
   if (cg_prime_rewrite(path, prune_select, &p, NULL, 0, warn_line, NULL) != 0)
     return fail("%s not pruned (see above); it is unchanged", path);
   printf("%s: kept %zu image%s (%llu bytes), dropped %zu image%s and %zu damaged record%s\n", path,
-         p.kept, p.kept == 1 ? "" : "s", (unsigned long long)p.kept_bytes, p.dropped, p.dropped == 1 ? "" : "s", v.bad,
-         v.bad == 1 ? "" : "s");
+         p.kept, cg_plural(p.kept), (unsigned long long)p.kept_bytes, p.dropped, cg_plural(p.dropped), v.bad,
+         cg_plural(v.bad));
   return CG_EXIT_OK;
 }
 
@@ -506,7 +507,7 @@ static int cmd_merge(int argc, char **argv) {
     } else {
       cg_prime_set *out;
       if (cg_prime_load(argv[1], &out, warn_line, NULL) == 0) {
-        printf("%s: %zu image%s\n", argv[1], cg_prime_count(out), cg_prime_count(out) == 1 ? "" : "s");
+        printf("%s: %zu image%s\n", argv[1], cg_prime_count(out), cg_plural(cg_prime_count(out)));
         cg_prime_free(out);
       }
     }

@@ -15,6 +15,7 @@
 #include "report_offender.h"
 #include "report_render.h"
 #include "rerun_command.h"
+#include "plural.h"
 
 enum { MAX_SHAPES = 4000, MAX_ROWS = 500 };
 
@@ -653,9 +654,9 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
          unloads = a->events[CG_EV_MODULE_UNLOAD];
   fprintf(o, "<br>%zu process%s, %zu capture%s, <span class=\"%s\">%zu broken</span>; "
              "%zu call%s during capture (%zu module load%s, %zu unload%s",
-          log->n_procs, log->n_procs == 1 ? "" : "es", a->captures, a->captures == 1 ? "" : "s",
-          a->n_broken ? "bad" : "good", a->n_broken, calls, calls == 1 ? "" : "s", loads,
-          loads == 1 ? "" : "s", unloads, unloads == 1 ? "" : "s");
+          log->n_procs, cg_plural_es(log->n_procs), a->captures, cg_plural(a->captures),
+          a->n_broken ? "bad" : "good", a->n_broken, calls, cg_plural(calls), loads,
+          cg_plural(loads), unloads, cg_plural(unloads));
   /* the other kinds of call, in the schema's words, when they happened */
   for (unsigned k = 0; k <= CG_EV_KIND_COUNT; k++)
     if (k != CG_EV_MODULE_LOAD && k != CG_EV_MODULE_UNLOAD && a->events[k])
@@ -669,7 +670,7 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   fputs("</p>\n", o);
   if (log->malformed) {
     fprintf(o, "<p class=\"warn\">%zu malformed line%s skipped (first: ", log->malformed,
-            log->malformed == 1 ? "" : "s");
+            cg_plural(log->malformed));
     esc(o, log->first_malformed);
     fputs(")</p>\n", o);
   }

@@ -15,6 +15,7 @@
 #include "report_render.h"
 #include "rerun_command.h"
 #include "run_broken.h"
+#include "plural.h"
 
 /* One line that says, in words, why the first broken capture broke, when the
  * call that broke it is logged (its kernels, the driver's rule); the
@@ -202,16 +203,16 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
     snprintf(open, sizeof open, ", %zu open at exit", a.open_at_exit);
   fprintf(out, "capguard: %zu process%s used CUDA, %zu capture%s, %s%zu broken%s%s; %zu call%s "
                "during capture (",
-          cuda, cuda == 1 ? "" : "es", a.captures, a.captures == 1 ? "" : "s",
+          cuda, cg_plural_es(cuda), a.captures, cg_plural(a.captures),
           a.n_broken ? pal.red : "", a.n_broken, a.n_broken ? pal.reset : "", open, a.calls,
-          a.calls == 1 ? "" : "s");
+          cg_plural(a.calls));
   cgr_print_event_counts(out, &a);
   fputc(')', out);
   cgr_print_verdict_counts(out, &a, ": ");
   fputc('\n', out);
   if (log->malformed)
     fprintf(out, "capguard: %zu malformed log line%s skipped (first: %s)\n", log->malformed,
-            log->malformed == 1 ? "" : "s", log->first_malformed);
+            cg_plural(log->malformed), log->first_malformed);
   if (*incomplete)
     fprintf(out, "capguard: %sthe log is incomplete:%s %s; the counts above are lower bounds\n",
             pal.red, pal.reset, incomplete);
