@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "break_rules.h"
 #include "live_captures.h"
 #include "config.h"
 #include "driver.h"

@@ -1,6 +1,6 @@
 /* Which captures a call breaks, and marking them broken with their first
  * offender: the rules of the calls that break captures on every driver
- * (live_captures.h, cg_rule), and the events recorded into captures that the
+ * (break_rules.h, cg_rule), and the events recorded into captures that the
  * 907 rule needs. Part of the capture bookkeeping (live_captures.c holds the
  * model and its lock). */
 #include <sched.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "break_rules.h"
 #include "live_captures.h"
 #include "model_lock.h"
 #include "capguard/clock.h"
