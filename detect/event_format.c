@@ -701,8 +701,3 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
   return cg_out_finish(&o);
 }
 
-size_t cg_json_escape(const char *s, char *buf, size_t cap) {
-  cg_out o = cg_out_init(buf, cap);
-  put_escaped(&o, s);
-  return cg_out_finish(&o);
-}

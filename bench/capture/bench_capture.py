@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What a capture's begin and end cost under capguard in a Python process,
-over the fake driver (issue 16). Goal: at most 3 us more per begin+end than
+over the fake driver. Goal: at most 3 us more per begin+end than
 the driver's own, in guard mode with no log.
 
 The process looks like a serving engine's: CPython with many shared

@@ -89,7 +89,7 @@ void cg_config_load(void) {
   cg_cfg.mode = CG_RUN_GUARD;
   if ((s = getenv("CAPGUARD_MODE")) && *s && !cg_run_mode_parse(s, &cg_cfg.mode)) {
     /* A typo ("gaurd") keeps the default: falling back to report would turn
-     * protection off, silently, run after run (issue 15). */
+     * protection off, silently, run after run. */
     note("CAPGUARD_MODE=%s is not a mode (guard, report, off); using guard, the default", s);
     cg_cfg.mode = CG_RUN_GUARD;
   }

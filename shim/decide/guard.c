@@ -29,7 +29,7 @@
 static __thread bool begin_nonblocking __attribute__((tls_model("initial-exec")));
 
 static bool stream_nonblocking(CUstream s, bool ptsz) {
-  if ((cg_stream_key(s, ptsz) & 3) == 3 || !cg_drv.StreamGetCaptureInfo || !cg_drv.StreamGetFlags)
+  if (cg_stream_key_per_thread(cg_stream_key(s, ptsz)) || !cg_drv.StreamGetCaptureInfo || !cg_drv.StreamGetFlags)
     return false;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   cuuint64_t id = 0;
@@ -76,7 +76,7 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
   cg_begin_site *site = closed->user;
   cg_break *broke = closed->broken_by;
   /* Symbolized only for a record that is written: dladdr scans a library's
-   * whole symbol table (350 us for torch's, issue 16). */
+   * whole symbol table (350 us for torch's). */
   if (cg_output_wants_capture(cg_capture_status_broken(closed->status))) {
     char began[512], where[512];
     cg_begin_site_text(site, began, sizeof began);

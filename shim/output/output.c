@@ -389,7 +389,7 @@ void cg_output_summary(cg_summary *s) {
     log_line(buf, n);
 }
 
-void cg_output_after_fork_child(void) {
+void cg_output_atfork_child(void) {
   pthread_mutex_init(&out_lock, NULL);
   cg_seen_clear(&seen);
   repeats_hidden = 0;

@@ -1,6 +1,6 @@
 /* The wrappers of the STREAM_WORK family (entry_point_rows.h): launches,
  * copies and memsets that may go to the legacy stream, waits on events, and
- * graph launches (capture-semantics.md, third matrix). Launches are the
+ * graph launches (driver-semantics.md, third matrix). Launches are the
  * hottest calls a program makes: with nothing capturing, in off mode, or on
  * a stream the row's rule cannot touch (a launch on any stream but the
  * legacy one), the wrapper is the load of the driver's pointer, one atomic

@@ -2,6 +2,8 @@
 
 #include <stdio.h>
 
+#include "plural.h"
+
 void cgr_capture_time_of(const cgl_log *log, cgr_capture_time *t) {
   *t = (cgr_capture_time){.to_first_replay_ns = -1};
   long long first_begin = 0, first_replay = 0;
@@ -64,7 +66,7 @@ void cgr_capture_time_line(const cgr_capture_time *t, char *buf, size_t cap) {
   cgr_duration(t->ns, total, sizeof total);
   if (t->has_slowest)
     cgr_duration(t->slowest_ns, slow, sizeof slow);
-  int n = snprintf(buf, cap, "%s graph%s in %s", graphs, t->graphs == 1 ? "" : "s", total);
+  int n = snprintf(buf, cap, "%s graph%s in %s", graphs, cg_plural((unsigned long long)t->graphs), total);
   if (n >= 0 && (size_t)n < cap && t->has_slowest)
     snprintf(buf + n, cap - (size_t)n, " (slowest %s at %s)", slow,
              t->slowest_began && *t->slowest_began ? t->slowest_began : "a site not logged");

@@ -143,7 +143,5 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap); /* on
 size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap);
 size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap);
 
-/* JSON string escaping into buf (no quotes added); returns the length it would need. */
-size_t cg_json_escape(const char *s, char *buf, size_t cap);
 
 #endif
