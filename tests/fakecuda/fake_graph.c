@@ -25,6 +25,7 @@ void fc_graph_free(struct fc_graph *g)
 {
   for (size_t i = 0; i < g->n; i++) {
     fc_unregister(&g->nodes[i]->h);
+    fc_params_drop(g->nodes[i]);
     free(g->nodes[i]);
   }
   free(g->nodes);
@@ -133,6 +134,7 @@ FC_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
     p->gridDimX = n->grid[0]; p->gridDimY = n->grid[1]; p->gridDimZ = n->grid[2];
     p->blockDimX = n->block[0]; p->blockDimY = n->block[1]; p->blockDimZ = n->block[2];
     p->sharedMemBytes = n->shmem;
+    p->kernelParams = n->param_ptrs;   /* the values captured, as the driver keeps them */
   }
   FC_END(rc);
 }
@@ -151,6 +153,7 @@ FC_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode,
     p->gridDimX = n->grid[0]; p->gridDimY = n->grid[1]; p->gridDimZ = n->grid[2];
     p->blockDimX = n->block[0]; p->blockDimY = n->block[1]; p->blockDimZ = n->block[2];
     p->sharedMemBytes = n->shmem;
+    p->kernelParams = n->param_ptrs;   /* the values captured, as the driver keeps them */
   }
   FC_END(rc);
 }
@@ -266,7 +269,7 @@ FC_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 }
 
 CUresult fc_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3],
-                          unsigned shmem, CUstream hs, int ptsz)
+                          unsigned shmem, CUstream hs, int ptsz, void **params)
 {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
@@ -294,7 +297,7 @@ CUresult fc_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned b
   memcpy(n->grid, grid, sizeof(n->grid));
   memcpy(n->block, block, sizeof(n->block));
   n->shmem = shmem;
-  return CUDA_SUCCESS;
+  return fc_params_keep(n, fn, params) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 FC_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
@@ -303,10 +306,10 @@ FC_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
     CUstream hStream, void **kernelParams, void **extra)
 {
   FC_BEGIN;
-  (void)kernelParams; (void)extra;
+  (void)extra;
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 0));
+  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 0, kernelParams));
 }
 
 FC_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -315,8 +318,8 @@ FC_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDi
     CUstream hStream, void **kernelParams, void **extra)
 {
   FC_BEGIN;
-  (void)kernelParams; (void)extra;
+  (void)extra;
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 1));
+  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 1, kernelParams));
 }

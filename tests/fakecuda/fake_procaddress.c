@@ -73,6 +73,7 @@
   D(cuLibraryGetModule, 12000, cuLibraryGetModule) \
   D(cuKernelGetFunction, 12000, cuKernelGetFunction) \
   D(cuFuncGetName, 12030, cuFuncGetName) \
+  D(cuFuncGetParamInfo, 12040, cuFuncGetParamInfo) \
   D(cuFuncGetAttribute, 2020, cuFuncGetAttribute) \
   D(cuFuncSetAttribute, 9000, cuFuncSetAttribute) \
   D(cuFuncSetCacheConfig, 3000, cuFuncSetCacheConfig) \
