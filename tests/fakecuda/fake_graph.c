@@ -158,6 +158,60 @@ FC_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode,
   FC_END(rc);
 }
 
+/* A kernel node added by hand (cuGraphAddKernelNode): the fake's graphs are chains, so
+ * the dependencies are accepted and not modelled; the parameters are kept as a captured
+ * launch's are. */
+static CUresult add_kernel_node(CUgraphNode *out, CUgraph hGraph, CUfunction func, const unsigned grid[3],
+                                const unsigned block[3], unsigned shmem, void **params)
+{
+  CUresult rc = fc_need_ctx();
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  struct fc_graph *g = (struct fc_graph *)fc_lookup(hGraph, FC_GRAPH);
+  struct fc_function *fn = fc_function_or_kernel(func);
+  if (g == NULL || out == NULL || fn == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct fc_node *n = fc_graph_add(g, CU_GRAPH_NODE_TYPE_KERNEL);
+  if (n == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  n->fn = fn;
+  memcpy(n->grid, grid, sizeof(n->grid));
+  memcpy(n->block, block, sizeof(n->block));
+  n->shmem = shmem;
+  if (fc_params_keep(n, fn, params) != 0)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = (CUgraphNode)n;
+  return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+    const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+  FC_BEGIN;
+  (void)dependencies; (void)numDependencies;
+  CUresult rc = CUDA_ERROR_INVALID_VALUE;
+  if (p != NULL) {
+    const unsigned grid[3] = { p->gridDimX, p->gridDimY, p->gridDimZ };
+    const unsigned block[3] = { p->blockDimX, p->blockDimY, p->blockDimZ };
+    rc = add_kernel_node(phGraphNode, hGraph, p->func, grid, block, p->sharedMemBytes, p->kernelParams);
+  }
+  FC_END(rc);
+}
+
+FC_EXPORT CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+    const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+  FC_BEGIN;
+  (void)dependencies; (void)numDependencies;
+  CUresult rc = CUDA_ERROR_INVALID_VALUE;
+  if (p != NULL) {
+    const unsigned grid[3] = { p->gridDimX, p->gridDimY, p->gridDimZ };
+    const unsigned block[3] = { p->blockDimX, p->blockDimY, p->blockDimZ };
+    rc = add_kernel_node(phGraphNode, hGraph, p->func, grid, block, p->sharedMemBytes, p->kernelParams);
+  }
+  FC_END(rc);
+}
+
 static CUresult instantiate(CUgraphExec *out, CUgraph hGraph)
 {
   CUresult rc = fc_need_ctx();

@@ -99,6 +99,8 @@
   D(cuGraphNodeGetType, 10000, cuGraphNodeGetType) \
   D(cuGraphKernelNodeGetParams, 10000, cuGraphKernelNodeGetParams) \
   D(cuGraphKernelNodeGetParams, 12000, cuGraphKernelNodeGetParams_v2) \
+  D(cuGraphAddKernelNode, 10000, cuGraphAddKernelNode) \
+  D(cuGraphAddKernelNode, 12000, cuGraphAddKernelNode_v2) \
   D(cuGraphInstantiate, 10000, cuGraphInstantiate) \
   D(cuGraphInstantiate, 11000, cuGraphInstantiate_v2) \
   D(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags) \

@@ -72,5 +72,15 @@
 #define CG_KEY_RUN "run"
 #define CG_KEY_ARGV "argv"
 #define CG_KEY_ERROR "error"
+#define CG_KEY_STALE "stale"
+#define CG_KEY_EXEC "exec"
+#define CG_KEY_START "start"
+#define CG_KEY_BUFFER_ID "buffer_id"
+#define CG_KEY_NOW_BUFFER_ID "now_buffer_id"
+#define CG_KEY_KERNEL "kernel"
+#define CG_KEY_NODE "node"
+#define CG_KEY_ARG "arg"
+#define CG_KEY_READS "reads"
+#define CG_KEY_BY_HAND "by_hand"
 
 #endif

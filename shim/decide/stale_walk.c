@@ -1,0 +1,122 @@
+/* The walk: cuGraphGetNodes, then each kernel node's parameters
+ * (cuGraphKernelNodeGetParams_v2: the values as captured), split by
+ * cuFuncGetParamInfo. Every aligned pointer-sized word of a parameter that
+ * is not obviously no address is asked of cuPointerGetAttribute; an
+ * allocation already found by this walk answers without the driver (a
+ * graph's kernels read the same few buffers over and over). */
+#include "stale_walk.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+#define MAX_NODES ((size_t)1 << 20) /* no real graph comes near it; bounds the array */
+#define MAX_PARAMS 1024             /* CUDA's limit is 32764 bytes of parameters */
+#define LOWEST_ADDRESS 0x10000u     /* below it, a size or a flag, never a device address */
+
+bool cg_stale_walk_ready(void) {
+  return cg_drv.GraphGetNodes && cg_drv.GraphNodeGetType && cg_drv.GraphKernelNodeGetParams &&
+         cg_drv.FuncGetParamInfo && cg_drv.PointerGetAttribute && cg_driver_version() >= 12040;
+}
+
+/* The allocation holding v among those already found, or NULL. */
+static const cg_stale_read *known(const cg_stale_read *out, size_t n, uint64_t v) {
+  for (size_t i = n; i-- > 0;)
+    if (v >= out[i].start && v - out[i].start < out[i].size)
+      return &out[i];
+  return NULL;
+}
+
+/* Asks the driver which allocation holds v: true and *r filled when one does. */
+static bool ask(uint64_t v, cg_stale_read *r, cg_stale_walk_counts *c) {
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  unsigned long long id = 0;
+  c->queries++;
+  if (cg_drv.PointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)v) != CUDA_SUCCESS)
+    return false;
+  c->queries += 2;
+  if (cg_drv.PointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, (CUdeviceptr)v) != CUDA_SUCCESS ||
+      cg_drv.PointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)v) != CUDA_SUCCESS)
+    return false;
+  r->start = start;
+  r->size = size;
+  r->buffer_id = id;
+  return true;
+}
+
+/* The reads of one kernel node's parameters, appended to out[*n..max). */
+static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_stale_read *out, size_t max, size_t *n,
+                         cg_stale_walk_counts *c) {
+  if (!p->func || !p->kernelParams) {
+    c->unsplit++;
+    return;
+  }
+  for (size_t i = 0; i < MAX_PARAMS; i++) {
+    size_t off = 0, size = 0;
+    if (cg_drv.FuncGetParamInfo(p->func, i, &off, &size) != CUDA_SUCCESS)
+      return; /* past the last parameter (or none) */
+    const unsigned char *bytes = p->kernelParams[i];
+    if (!bytes)
+      continue;
+    /* Every pointer-sized word: a pointer alone, or in a struct passed by value. */
+    for (size_t k = 0; k + sizeof(uint64_t) <= size; k += sizeof(uint64_t)) {
+      uint64_t v;
+      memcpy(&v, bytes + k, sizeof v);
+      if (v < LOWEST_ADDRESS)
+        continue;
+      c->candidates++;
+      cg_stale_read r;
+      const cg_stale_read *had = known(out, *n, v);
+      if (had)
+        r = *had;
+      else if (!ask(v, &r, c))
+        continue;
+      r.fn = p->func;
+      r.node = node;
+      r.arg = (int)i;
+      if (*n < max)
+        out[(*n)++] = r;
+      else
+        c->dropped++;
+    }
+  }
+}
+
+int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_counts *c) {
+  memset(c, 0, sizeof *c);
+  if (!cg_stale_walk_ready())
+    return -1;
+  size_t count = 0;
+  if (cg_drv.GraphGetNodes(g, NULL, &count) != CUDA_SUCCESS || count > MAX_NODES)
+    return 0;
+  if (count == 0)
+    return 0;
+  CUgraphNode *nodes = malloc(count * sizeof *nodes);
+  if (!nodes)
+    return -2;
+  size_t got = count;
+  if (cg_drv.GraphGetNodes(g, nodes, &got) != CUDA_SUCCESS)
+    got = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < got && i < count; i++) {
+    CUgraphNodeType type;
+    if (cg_drv.GraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
+      continue;
+    c->nodes++;
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL)
+      continue;
+    c->kernels++;
+    CUDA_KERNEL_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    if (cg_drv.GraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS) {
+      c->unsplit++;
+      continue;
+    }
+    kernel_reads(&p, (unsigned)i, out, max, &n, c);
+  }
+  free(nodes);
+  return (int)n;
+}

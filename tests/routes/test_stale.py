@@ -1,0 +1,118 @@
+"""The stale-pointer check (CAPGUARD_STALE=1, docs/stale.md) over the fake
+driver: a graph captured reading y (cg_test_fill), instantiated and launched,
+then y freed (cuMemFree, cuMemFreeAsync on another stream), or freed and
+allocated again at the same address before a launch: each named once, with
+the free's or the launch's stack and where the capture began; the exec
+destroyed before the free, or memory no graph reads freed: silent. What the
+program sees never changes. Run on drivers 13000 (cuFuncGetParamInfo) and
+12020 (the parameter table of the image the program loaded)."""
+import os
+import unittest
+
+import routes_common
+
+PROBE = os.environ["CG_STALE_PROBE"]
+CUBIN = os.path.join(os.environ["CG_DATA"], "kernels_sm90.cubin")
+DRIVERS = (13000,)
+
+
+def probe(op, driver, stale=True, mode="report"):
+    env = {"CAPGUARD_MODE": mode, "CG_CUBIN": CUBIN}
+    if stale:
+        env["CAPGUARD_STALE"] = "1"
+    return routes_common.run_probe(["--op", op], route="direct", probe=PROBE, driver=driver, env_extra=env)
+
+
+def stale_events(run):
+    return [e for e in run.events if e["event"].startswith("stale-")]
+
+
+class Stale(unittest.TestCase):
+    def assert_named(self, run, kind, call):
+        self.assertEqual(run.rc, 0, run.stderr)
+        evs = [e for e in stale_events(run) if e["event"] == kind]
+        self.assertEqual(len(evs), 1, run.records)
+        e = evs[0]
+        self.assertEqual(e["call"], call)
+        self.assertEqual(e["verdict"], "stale")
+        self.assertEqual(e["stale"]["kernel"], "cg_test_fill")
+        self.assertEqual(e["stale"]["arg"], 0)
+        self.assertEqual(e["stale"]["size"], 1024)
+        self.assertFalse(e["stale"]["by_hand"])
+        self.assertEqual(e["capture"]["id"], 1)
+        self.assertIn("stale_probe", e["capture"]["began"])  # where the capture began
+        self.assertTrue(any("stale_probe" in f for f in e["native_stack"]), e["native_stack"])  # the call's own
+        return e
+
+    def test_free_of_memory_a_live_exec_reads_is_named(self):
+        for driver in DRIVERS:
+            for mode in ("report", "guard"):
+                with self.subTest(driver=driver, mode=mode):
+                    run = probe("free", driver, mode=mode)
+                    self.assertEqual(run.values["free"], "0")
+                    self.assert_named(run, "stale-free", "cuMemFree_v2")
+                    self.assertEqual(len(stale_events(run)), 1)
+                    self.assertIn("freed while graph exec", run.stderr)
+                    self.assertIn("reads it: kernel cg_test_fill, argument 0", run.stderr)
+                    self.assertIn("what to do: keep the buffer alive as long as the graph exec", run.stderr)
+
+    def test_free_and_allocation_at_the_same_address_then_launch_is_named_once(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("realloc-launch", driver)
+                self.assertEqual(run.values["same_address"], "1")
+                self.assertEqual((run.values["relaunch"], run.values["relaunch2"]), ("0", "0"))
+                self.assert_named(run, "stale-free", "cuMemFree_v2")
+                e = self.assert_named(run, "stale-launch", "cuGraphLaunch")
+                self.assertNotEqual(e["stale"]["now_buffer_id"], 0)
+                self.assertNotEqual(e["stale"]["now_buffer_id"], e["stale"]["buffer_id"])
+                self.assertIn("allocated again as another buffer", run.stderr)
+
+    def test_free_async_on_another_stream_is_named(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("free-async", driver)
+                self.assertEqual(run.values["free_async"], "0")
+                self.assert_named(run, "stale-free", "cuMemFreeAsync")
+
+    def test_exec_destroyed_before_the_free_is_silent(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("destroy-first", driver)
+                self.assertEqual((run.rc, run.values["destroy"], run.values["free"]), (0, "0", "0"))
+                self.assertEqual(stale_events(run), [])
+                self.assertNotIn("stale", run.stderr)
+
+    def test_healthy_replays_and_unrelated_frees_are_silent(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("healthy", driver)
+                self.assertEqual(run.rc, 0, run.stderr)
+                self.assertEqual(stale_events(run), [])
+                self.assertNotIn("stale", run.stderr)
+
+    def test_each_exec_of_a_graph_is_named(self):
+        run = probe("two-execs", 13000)
+        evs = stale_events(run)
+        self.assertEqual(len(evs), 2, run.records)
+        self.assertEqual(len({e["stale"]["exec"] for e in evs}), 2)
+
+    def test_a_graph_built_by_hand_is_walked_at_instantiate(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("by-hand", driver)
+                e = [e for e in stale_events(run)]
+                self.assertEqual(len(e), 1, run.records)
+                self.assertTrue(e[0]["stale"]["by_hand"])
+                self.assertEqual(e[0]["stale"]["kernel"], "cg_test_fill")
+                self.assertIn("built by hand", run.stderr)
+
+    def test_off_unless_asked(self):
+        # Without CAPGUARD_STALE the same free is the program's business.
+        run = probe("free", 13000, stale=False)
+        self.assertEqual((run.rc, run.values["free"]), (0, "0"))
+        self.assertEqual(stale_events(run), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
