@@ -11,14 +11,36 @@
 #include <string.h>
 
 #include "driver.h"
+#include "stale_params.h"
 
 #define MAX_NODES ((size_t)1 << 20) /* no real graph comes near it; bounds the array */
 #define MAX_PARAMS 1024             /* CUDA's limit is 32764 bytes of parameters */
 #define LOWEST_ADDRESS 0x10000u     /* below it, a size or a flag, never a device address */
 
+/* cuFuncGetParamInfo splits parameters on drivers 12.4 and later; before,
+ * the layouts read from the images the program loaded (stale_params.c). */
+static bool driver_splits(void) { return cg_drv.FuncGetParamInfo && cg_driver_version() >= 12040; }
+
 bool cg_stale_walk_ready(void) {
   return cg_drv.GraphGetNodes && cg_drv.GraphNodeGetType && cg_drv.GraphKernelNodeGetParams &&
-         cg_drv.FuncGetParamInfo && cg_drv.PointerGetAttribute && cg_driver_version() >= 12040;
+         cg_drv.PointerGetAttribute && (driver_splits() || cg_stale_params_known());
+}
+
+/* f's parameter layout, from the driver or the image: how many, -1 unknown. */
+static int layout(CUfunction f, cg_param_slot *out, int max) {
+  if (!driver_splits())
+    return cg_stale_params_of(f, out, max);
+  int n = 0;
+  for (; n < max; n++) {
+    size_t off = 0, size = 0;
+    if (cg_drv.FuncGetParamInfo(f, (size_t)n, &off, &size) != CUDA_SUCCESS)
+      return n; /* past the last parameter (or none) */
+    if (off > UINT16_MAX || size > UINT16_MAX)
+      return -1;
+    out[n].offset = (uint16_t)off;
+    out[n].size = (uint16_t)size;
+  }
+  return -1; /* more than max: not split */
 }
 
 /* The allocation holding v among those already found, or NULL. */
@@ -48,16 +70,15 @@ static bool ask(uint64_t v, cg_stale_read *r, cg_stale_walk_counts *c) {
 }
 
 /* The reads of one kernel node's parameters, appended to out[*n..max). */
-static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_stale_read *out, size_t max, size_t *n,
-                         cg_stale_walk_counts *c) {
-  if (!p->func || !p->kernelParams) {
+static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_param_slot *slots, cg_stale_read *out,
+                         size_t max, size_t *n, cg_stale_walk_counts *c) {
+  int np = p->func && p->kernelParams ? layout(p->func, slots, MAX_PARAMS) : -1;
+  if (np < 0) {
     c->unsplit++;
     return;
   }
-  for (size_t i = 0; i < MAX_PARAMS; i++) {
-    size_t off = 0, size = 0;
-    if (cg_drv.FuncGetParamInfo(p->func, i, &off, &size) != CUDA_SUCCESS)
-      return; /* past the last parameter (or none) */
+  for (size_t i = 0; i < (size_t)np; i++) {
+    size_t size = slots[i].size;
     const unsigned char *bytes = p->kernelParams[i];
     if (!bytes)
       continue;
@@ -95,8 +116,12 @@ int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_count
   if (count == 0)
     return 0;
   CUgraphNode *nodes = malloc(count * sizeof *nodes);
-  if (!nodes)
+  cg_param_slot *slots = malloc(MAX_PARAMS * sizeof *slots);
+  if (!nodes || !slots) {
+    free(nodes);
+    free(slots);
     return -2;
+  }
   size_t got = count;
   if (cg_drv.GraphGetNodes(g, nodes, &got) != CUDA_SUCCESS)
     got = 0;
@@ -115,8 +140,9 @@ int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_count
       c->unsplit++;
       continue;
     }
-    kernel_reads(&p, (unsigned)i, out, max, &n, c);
+    kernel_reads(&p, (unsigned)i, slots, out, max, &n, c);
   }
   free(nodes);
+  free(slots);
   return (int)n;
 }

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "driver.h"
 #include "report.h"
+#include "stale_params.h"
 #include "stale_walk.h"
 #include "warn.h"
 
@@ -211,6 +212,8 @@ static void report_all(const char *call, finding *fs, size_t n, size_t more) {
         len = sizeof kernel - 1;
       memcpy(kernel, name, len);
       kernel[len] = 0;
+    } else if (f->fn) {
+      (void)cg_stale_params_name(f->fn, kernel, sizeof kernel); /* a driver before 12.3: the image's name */
     }
     f->info.kernel = kernel;
     cg_event e;

@@ -115,6 +115,7 @@ static void resolve(void) {
       (CUresult(*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *))sym(h, "cuGraphKernelNodeGetParams_v2");
   cg_drv.FuncGetParamInfo = (CUresult(*)(CUfunction, size_t, size_t *, size_t *))sym(h, "cuFuncGetParamInfo");
   cg_drv.FuncGetName = (CUresult(*)(const char **, CUfunction))sym(h, "cuFuncGetName");
+  cg_drv.FuncGetModule = (CUresult(*)(CUmodule *, CUfunction))sym(h, "cuFuncGetModule");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;

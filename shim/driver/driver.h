@@ -32,6 +32,7 @@ typedef struct {
   CUresult (*GraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
   CUresult (*FuncGetParamInfo)(CUfunction, size_t, size_t *, size_t *);
   CUresult (*FuncGetName)(const char **, CUfunction);
+  CUresult (*FuncGetModule)(CUmodule *, CUfunction); /* 11.0+: before 12.4, the way to a kernel's image */
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;

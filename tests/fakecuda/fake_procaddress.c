@@ -74,6 +74,7 @@
   D(cuKernelGetFunction, 12000, cuKernelGetFunction) \
   D(cuFuncGetName, 12030, cuFuncGetName) \
   D(cuFuncGetParamInfo, 12040, cuFuncGetParamInfo) \
+  D(cuFuncGetModule, 11000, cuFuncGetModule) \
   D(cuFuncGetAttribute, 2020, cuFuncGetAttribute) \
   D(cuFuncSetAttribute, 9000, cuFuncSetAttribute) \
   D(cuFuncSetCacheConfig, 3000, cuFuncSetCacheConfig) \

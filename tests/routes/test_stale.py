@@ -13,7 +13,7 @@ import routes_common
 
 PROBE = os.environ["CG_STALE_PROBE"]
 CUBIN = os.path.join(os.environ["CG_DATA"], "kernels_sm90.cubin")
-DRIVERS = (13000,)
+DRIVERS = (13000, 12020)
 
 
 def probe(op, driver, stale=True, mode="report"):
