@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report_stale.h"
 #include "report_offender.h"
 #include "report_render.h"
 #include "rerun_command.h"
@@ -649,6 +650,7 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   timeline(o, a);
   processes(o, a);
   findings(o, a);
+  cgr_print_stale_html(o, log);
   calls_table(o, a);
   fputs("</body></html>\n", o);
   return ferror(o) ? -1 : 0;

@@ -6,7 +6,10 @@ the free's or the launch's stack and where the capture began; the exec
 destroyed before the free, or memory no graph reads freed: silent. What the
 program sees never changes. Run on drivers 13000 (cuFuncGetParamInfo) and
 12020 (the parameter table of the image the program loaded)."""
+import json
 import os
+import subprocess
+import tempfile
 import unittest
 
 import routes_common
@@ -25,6 +28,52 @@ def probe(op, driver, stale=True, mode="report"):
 
 def stale_events(run):
     return [e for e in run.events if e["event"].startswith("stale-")]
+
+
+CLI = os.environ["CG_CLI"]
+
+
+class Report(unittest.TestCase):
+    """capguard report groups the stale events by graph exec and allocation, with what to
+    do, in its text, JSON, HTML and trace renderings."""
+
+    def test_report_groups_by_exec_and_allocation(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "log.jsonl")
+            env = dict(os.environ, LD_LIBRARY_PATH=routes_common.FAKE_DIR, LD_PRELOAD=routes_common.SHIM,
+                       FAKECUDA_DRIVER_VERSION="13000", CAPGUARD_MODE="report", CAPGUARD_STALE="1",
+                       CAPGUARD_LOG=log, CAPGUARD_PRIME=os.path.join(tmp, "p.cgp"), CG_CUBIN=CUBIN)
+            for op in ("realloc-launch", "destroy-first"):
+                subprocess.run([PROBE, "--op", op], env=env, check=True, capture_output=True)
+            html, trace = os.path.join(tmp, "r.html"), os.path.join(tmp, "t.json")
+            text = subprocess.run([CLI, "report", "--all", "--html", html, "--trace", trace, log],
+                                  capture_output=True, text=True)
+            self.assertEqual(text.returncode, 0, text.stderr)
+            self.assertIn("Memory a live graph reads, freed (1 graph exec and allocation)", text.stdout)
+            self.assertIn("kernel cg_test_fill, argument 0", text.stdout)
+            self.assertIn("freed by cuMemFree_v2 at", text.stdout)
+            self.assertIn("replayed by cuGraphLaunch at", text.stdout)
+            self.assertIn("freed and allocated again as another buffer", text.stdout)
+            self.assertIn("keep the buffer alive as long as the graph exec", text.stdout)
+            self.assertNotIn("nothing to do", text.stdout)
+            js = json.loads(subprocess.run([CLI, "report", "--all", "--json", log], capture_output=True,
+                                           text=True, check=True).stdout)
+            self.assertEqual(len(js["stale"]), 1, js["stale"])
+            g = js["stale"][0]
+            self.assertEqual((g["kernel"], g["arg"], g["size"]), ("cg_test_fill", 0, 1024))
+            self.assertEqual(g["freed_by"]["call"], "cuMemFree_v2")
+            self.assertEqual(g["replayed_by"]["call"], "cuGraphLaunch")
+            self.assertIn("stale_probe.c", g["freed_by"]["site"])
+            self.assertIn("re-capture", g["what_to_do"])
+            self.assertIn("stale", [f["finding"] for f in js["findings"]])
+            with open(html) as f:
+                page = f.read()
+            self.assertIn("Memory a live graph reads, freed", page)
+            self.assertIn("cg_test_fill", page)
+            with open(trace) as f:
+                tr = json.load(f)
+            kinds = sorted(e["args"]["event"] for e in tr["traceEvents"] if e.get("cat") == "stale")
+            self.assertEqual(kinds, ["stale-free", "stale-launch"])
 
 
 class Stale(unittest.TestCase):
