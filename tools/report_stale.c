@@ -97,7 +97,7 @@ json_t *cgr_stale_json(const cgl_log *log) {
                           (json_int_t)log->procs[s->proc].pid, CG_KEY_EXEC, jtext(s->exec), CG_KEY_START,
                           jtext(s->start), CG_KEY_SIZE, (json_int_t)s->size, CG_KEY_BUFFER_ID,
                           (json_int_t)s->buffer_id, CG_KEY_KERNEL, jtext(s->kernel), CG_KEY_ARG, (json_int_t)s->arg,
-                          CG_KEY_READS, (json_int_t)s->reads, CG_KEY_BY_HAND, s->by_hand, "capture",
+                          CG_KEY_READS, (json_int_t)s->reads, CG_KEY_BY_HAND, s->by_hand, CG_KEY_CAPTURE,
                           (json_int_t)s->capture_id, CG_KEY_BEGAN, jtext(s->began));
     json_object_set_new(o, "freed_by", g[i].first_free >= 0 ? event_json(&log->stale[g[i].first_free]) : json_null());
     json_object_set_new(o, "replayed_by",
