@@ -43,11 +43,19 @@ static int layout(CUfunction f, cg_param_slot *out, int max) {
   return -1; /* more than max: not split */
 }
 
-/* The allocation holding v among those already found, or NULL. */
-static const cg_stale_read *known(const cg_stale_read *out, size_t n, uint64_t v) {
-  for (size_t i = n; i-- > 0;)
-    if (v >= out[i].start && v - out[i].start < out[i].size)
-      return &out[i];
+/* The distinct allocations this walk found: a graph's kernels read a few
+ * buffers (a caching allocator's segments) over and over, so a short list,
+ * searched from the newest, answers most values without the driver. */
+#define KNOWN_MAX 1024
+typedef struct {
+  cg_stale_read a[KNOWN_MAX];
+  size_t n;
+} known_allocs;
+
+static const cg_stale_read *known(const known_allocs *k, uint64_t v) {
+  for (size_t i = k->n; i-- > 0;)
+    if (v >= k->a[i].start && v - k->a[i].start < k->a[i].size)
+      return &k->a[i];
   return NULL;
 }
 
@@ -70,8 +78,8 @@ static bool ask(uint64_t v, cg_stale_read *r, cg_stale_walk_counts *c) {
 }
 
 /* The reads of one kernel node's parameters, appended to out[*n..max). */
-static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_param_slot *slots, cg_stale_read *out,
-                         size_t max, size_t *n, cg_stale_walk_counts *c) {
+static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_param_slot *slots, known_allocs *seen,
+                         cg_stale_read *out, size_t max, size_t *n, cg_stale_walk_counts *c) {
   int np = p->func && p->kernelParams ? layout(p->func, slots, MAX_PARAMS) : -1;
   if (np < 0) {
     c->unsplit++;
@@ -90,11 +98,13 @@ static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_par
         continue;
       c->candidates++;
       cg_stale_read r;
-      const cg_stale_read *had = known(out, *n, v);
+      const cg_stale_read *had = known(seen, v);
       if (had)
         r = *had;
       else if (!ask(v, &r, c))
         continue;
+      else if (seen->n < KNOWN_MAX)
+        seen->a[seen->n++] = r;
       r.fn = p->func;
       r.node = node;
       r.arg = (int)i;
@@ -117,11 +127,14 @@ int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_count
     return 0;
   CUgraphNode *nodes = malloc(count * sizeof *nodes);
   cg_param_slot *slots = malloc(MAX_PARAMS * sizeof *slots);
-  if (!nodes || !slots) {
+  known_allocs *k = malloc(sizeof *k);
+  if (!nodes || !slots || !k) {
     free(nodes);
     free(slots);
+    free(k);
     return -2;
   }
+  k->n = 0;
   size_t got = count;
   if (cg_drv.GraphGetNodes(g, nodes, &got) != CUDA_SUCCESS)
     got = 0;
@@ -140,9 +153,10 @@ int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_count
       c->unsplit++;
       continue;
     }
-    kernel_reads(&p, (unsigned)i, slots, out, max, &n, c);
+    kernel_reads(&p, (unsigned)i, slots, k, out, max, &n, c);
   }
   free(nodes);
   free(slots);
+  free(k);
   return (int)n;
 }
