@@ -66,6 +66,8 @@ void cg_stale_module_loaded(void *handle, bool library, const void *image) {
   pthread_mutex_unlock(&lock);
 }
 
+void cg_stale_params_atfork_child(void) { pthread_mutex_init(&lock, NULL); }
+
 bool cg_stale_params_known(void) { return __atomic_load_n(&any, __ATOMIC_RELAXED); }
 
 /* Under the lock: the kept layout of f, or NULL. */

@@ -20,6 +20,8 @@ void cg_stale_module_loaded(void *handle, bool library, const void *image);
 bool cg_stale_params_known(void);
 /* f's layout: fills out and returns how many parameters, -1 when unknown. */
 int cg_stale_params_of(CUfunction f, cg_param_slot *out, int max);
+/* Fork: the child's lock is a fresh one. */
+void cg_stale_params_atfork_child(void);
 /* The kernel's name for f from the kept layouts into buf: false when unknown. */
 bool cg_stale_params_name(CUfunction f, char *buf, size_t cap);
 

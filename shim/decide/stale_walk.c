@@ -26,6 +26,15 @@ bool cg_stale_walk_ready(void) {
          cg_drv.PointerGetAttribute && (driver_splits() || cg_stale_params_known());
 }
 
+/* The i-th parameter of f, a CUfunction or (cuLaunchKernel accepts one) a
+ * CUkernel: what the driver answers for the one, else for the other. */
+static CUresult param_info(CUfunction f, size_t i, size_t *off, size_t *size) {
+  CUresult r = cg_drv.FuncGetParamInfo(f, i, off, size);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE && cg_drv.KernelGetParamInfo)
+    r = cg_drv.KernelGetParamInfo((CUkernel)f, i, off, size);
+  return r;
+}
+
 /* f's parameter layout, from the driver or the image: how many, -1 unknown. */
 static int layout(CUfunction f, cg_param_slot *out, int max) {
   if (!driver_splits())
@@ -33,8 +42,11 @@ static int layout(CUfunction f, cg_param_slot *out, int max) {
   int n = 0;
   for (; n < max; n++) {
     size_t off = 0, size = 0;
-    if (cg_drv.FuncGetParamInfo(f, (size_t)n, &off, &size) != CUDA_SUCCESS)
+    CUresult r = param_info(f, (size_t)n, &off, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE)
       return n; /* past the last parameter (or none) */
+    if (r != CUDA_SUCCESS)
+      return -1; /* a function the driver cannot split */
     if (off > UINT16_MAX || size > UINT16_MAX)
       return -1;
     out[n].offset = (uint16_t)off;
@@ -108,11 +120,57 @@ static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_par
       r.fn = p->func;
       r.node = node;
       r.arg = (int)i;
+      r.what = CG_STALE_KERNEL;
       if (*n < max)
         out[(*n)++] = r;
       else
         c->dropped++;
     }
+  }
+}
+
+/* One address a copy or memset node writes or reads (side: 0 destination, 1
+ * source), appended when it lies in an allocation. */
+static void copy_read(uint64_t v, unsigned char what, int side, unsigned node, known_allocs *seen, cg_stale_read *out,
+                      size_t max, size_t *n, cg_stale_walk_counts *c) {
+  if (v < LOWEST_ADDRESS)
+    return;
+  c->candidates++;
+  cg_stale_read r;
+  const cg_stale_read *had = known(seen, v);
+  if (had)
+    r = *had;
+  else if (!ask(v, &r, c))
+    return;
+  else if (seen->n < KNOWN_MAX)
+    seen->a[seen->n++] = r;
+  r.fn = NULL;
+  r.node = node;
+  r.arg = side;
+  r.what = what;
+  if (*n < max)
+    out[(*n)++] = r;
+  else
+    c->dropped++;
+}
+
+/* A memcpy node's device sides, a memset node's destination. */
+static void copy_reads(CUgraphNode node, CUgraphNodeType type, unsigned i, known_allocs *seen, cg_stale_read *out,
+                       size_t max, size_t *n, cg_stale_walk_counts *c) {
+  if (type == CU_GRAPH_NODE_TYPE_MEMCPY && cg_drv.GraphMemcpyNodeGetParams) {
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    if (cg_drv.GraphMemcpyNodeGetParams(node, &p) != CUDA_SUCCESS)
+      return;
+    if (p.dstMemoryType == CU_MEMORYTYPE_DEVICE || p.dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+      copy_read(p.dstDevice, CG_STALE_MEMCPY, 0, i, seen, out, max, n, c);
+    if (p.srcMemoryType == CU_MEMORYTYPE_DEVICE || p.srcMemoryType == CU_MEMORYTYPE_UNIFIED)
+      copy_read(p.srcDevice, CG_STALE_MEMCPY, 1, i, seen, out, max, n, c);
+  } else if (type == CU_GRAPH_NODE_TYPE_MEMSET && cg_drv.GraphMemsetNodeGetParams) {
+    CUDA_MEMSET_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    if (cg_drv.GraphMemsetNodeGetParams(node, &p) == CUDA_SUCCESS)
+      copy_read(p.dst, CG_STALE_MEMSET, 0, i, seen, out, max, n, c);
   }
 }
 
@@ -144,6 +202,10 @@ int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_count
     if (cg_drv.GraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
       continue;
     c->nodes++;
+    if (type == CU_GRAPH_NODE_TYPE_MEMCPY || type == CU_GRAPH_NODE_TYPE_MEMSET) {
+      copy_reads(nodes[i], type, (unsigned)i, k, out, max, &n, c);
+      continue;
+    }
     if (type != CU_GRAPH_NODE_TYPE_KERNEL)
       continue;
     c->kernels++;

@@ -11,10 +11,13 @@
 /* One (node, argument) that points into an allocation the driver knows. */
 typedef struct {
   uint64_t start, size, buffer_id; /* the allocation, as the driver said at the walk */
-  CUfunction fn;                   /* the node's kernel (named only when reported) */
+  CUfunction fn;                   /* the node's kernel (named only when reported); NULL for copies */
   unsigned node;                   /* the node's place in cuGraphGetNodes' order */
-  int arg;                         /* the parameter holding the pointer */
+  int arg;                         /* the parameter holding the pointer; a copy: 0 destination, 1 source */
+  unsigned char what;              /* CG_STALE_KERNEL, CG_STALE_MEMCPY, CG_STALE_MEMSET */
 } cg_stale_read;
+
+enum { CG_STALE_KERNEL, CG_STALE_MEMCPY, CG_STALE_MEMSET };
 
 typedef struct {
   size_t nodes, kernels;  /* nodes walked, kernel nodes among them */

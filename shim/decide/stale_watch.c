@@ -61,6 +61,7 @@ typedef struct {
   cg_event_kind kind;
   cg_stale_read_info info;
   CUfunction fn;
+  unsigned char what; /* stale_walk.h's CG_STALE_KERNEL, _MEMCPY, _MEMSET */
   uint64_t capture_id;
   bool has_site;
   cg_begin_site site;
@@ -122,6 +123,8 @@ void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
   }
   cg_stale_walk_counts counts;
   int n = cg_stale_walk(g, reads, MAX_READS, &counts);
+  if (n == -2)
+    say_once(&said_oom, "stale check: out of memory; a graph exec is not watched");
   if (n == -1)
     say_once(&said_driver, "stale check: this driver cannot split kernel parameters (cuFuncGetParamInfo is "
                            "CUDA 12.4 and later); no graph is watched");
@@ -184,6 +187,7 @@ static void found(finding *f, cg_event_kind kind, const watched_exec *x, size_t 
   memset(f, 0, sizeof *f);
   f->kind = kind;
   f->fn = r->fn;
+  f->what = r->what;
   f->capture_id = x->capture_id;
   f->has_site = !x->by_hand;
   f->site = x->site;
@@ -206,14 +210,21 @@ static void report_all(const char *call, finding *fs, size_t n, size_t more) {
     char kernel[128] = "";
     const char *name = NULL;
     /* Named now, not at the walk: a query, and only for a report. */
-    if (f->fn && cg_drv.FuncGetName && cg_drv.FuncGetName(&name, f->fn) == CUDA_SUCCESS && name) {
+    if (f->what != CG_STALE_KERNEL) {
+      name = f->what == CG_STALE_MEMCPY ? "(a memcpy node)" : "(a memset node)";
+    } else if (f->fn && ((cg_drv.FuncGetName && cg_drv.FuncGetName(&name, f->fn) == CUDA_SUCCESS) ||
+                         (cg_drv.KernelGetName && cg_drv.KernelGetName(&name, (CUkernel)f->fn) == CUDA_SUCCESS))) {
+      /* named below */
+    } else if (f->fn) {
+      name = NULL;
+      (void)cg_stale_params_name(f->fn, kernel, sizeof kernel); /* a driver before 12.3: the image's name */
+    }
+    if (name) {
       size_t len = strlen(name);
       if (len >= sizeof kernel)
         len = sizeof kernel - 1;
       memcpy(kernel, name, len);
       kernel[len] = 0;
-    } else if (f->fn) {
-      (void)cg_stale_params_name(f->fn, kernel, sizeof kernel); /* a driver before 12.3: the image's name */
     }
     f->info.kernel = kernel;
     cg_event e;
@@ -304,4 +315,7 @@ void cg_stale_launch(const char *call, CUgraphExec exec) {
   free(fs);
 }
 
-void cg_stale_atfork_child(void) { pthread_mutex_init(&lock, NULL); }
+void cg_stale_atfork_child(void) {
+  pthread_mutex_init(&lock, NULL);
+  cg_stale_params_atfork_child();
+}

@@ -116,6 +116,11 @@ static void resolve(void) {
   cg_drv.FuncGetParamInfo = (CUresult(*)(CUfunction, size_t, size_t *, size_t *))sym(h, "cuFuncGetParamInfo");
   cg_drv.FuncGetName = (CUresult(*)(const char **, CUfunction))sym(h, "cuFuncGetName");
   cg_drv.FuncGetModule = (CUresult(*)(CUmodule *, CUfunction))sym(h, "cuFuncGetModule");
+  cg_drv.KernelGetParamInfo = (CUresult(*)(CUkernel, size_t, size_t *, size_t *))sym(h, "cuKernelGetParamInfo");
+  cg_drv.KernelGetName = (CUresult(*)(const char **, CUkernel))sym(h, "cuKernelGetName");
+  cg_drv.GraphMemcpyNodeGetParams = (CUresult(*)(CUgraphNode, CUDA_MEMCPY3D *))sym(h, "cuGraphMemcpyNodeGetParams");
+  cg_drv.GraphMemsetNodeGetParams =
+      (CUresult(*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *))sym(h, "cuGraphMemsetNodeGetParams");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;

@@ -33,6 +33,11 @@ typedef struct {
   CUresult (*FuncGetParamInfo)(CUfunction, size_t, size_t *, size_t *);
   CUresult (*FuncGetName)(const char **, CUfunction);
   CUresult (*FuncGetModule)(CUmodule *, CUfunction); /* 11.0+: before 12.4, the way to a kernel's image */
+  /* a node launched with a CUkernel (12.4+, 12.3+) */
+  CUresult (*KernelGetParamInfo)(CUkernel, size_t, size_t *, size_t *);
+  CUresult (*KernelGetName)(const char **, CUkernel);
+  CUresult (*GraphMemcpyNodeGetParams)(CUgraphNode, CUDA_MEMCPY3D *);
+  CUresult (*GraphMemsetNodeGetParams)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *);
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;

@@ -116,6 +116,12 @@ struct fc_node {
   unsigned char *param_bytes;
   void **param_ptrs;
   size_t n_params;
+  /* linear memcpy and memset nodes: their addresses as captured (fake_copies.c);
+   * 2D/3D copies keep none */
+  const void *copy_dst, *copy_src;
+  size_t copy_bytes;
+  unsigned set_value, set_elem;
+  size_t set_pitch, set_w, set_h;
 };
 struct fc_graph {
   struct fc_handle h;

@@ -101,6 +101,8 @@
   D(cuGraphKernelNodeGetParams, 10000, cuGraphKernelNodeGetParams) \
   D(cuGraphKernelNodeGetParams, 12000, cuGraphKernelNodeGetParams_v2) \
   D(cuGraphAddKernelNode, 10000, cuGraphAddKernelNode) \
+  D(cuGraphMemcpyNodeGetParams, 10000, cuGraphMemcpyNodeGetParams) \
+  D(cuGraphMemsetNodeGetParams, 10000, cuGraphMemsetNodeGetParams) \
   D(cuGraphAddKernelNode, 12000, cuGraphAddKernelNode_v2) \
   D(cuGraphInstantiate, 10000, cuGraphInstantiate) \
   D(cuGraphInstantiate, 11000, cuGraphInstantiate_v2) \

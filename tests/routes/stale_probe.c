@@ -10,6 +10,9 @@
  *   healthy:         launch again, free memory no graph reads, destroy the
  *                    exec, free y                                   silent
  *   two-execs:       the graph instantiated twice, y freed          named per exec
+ *   copies:          the capture also copies y into z (cuMemcpyDtoDAsync) and
+ *                    sets w (cuMemsetD8Async); w, then y freed    named (the
+ *                    memset node, the memcpy node's source, the kernel)
  *   by-hand:         the graph built with cuGraphAddKernelNode (no capture)
  *                    and instantiated, y freed                       named
  * Prints each call's result as name=code; exits 1 on a failed setup call.
@@ -73,12 +76,15 @@ int main(int argc, char **argv) {
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
   int async = !strcmp(op, "free-async");
-  CUdeviceptr y, unrelated;
+  CUdeviceptr y, unrelated, z, w;
   if (async)
     CHECK(cuMemAllocAsync(&y, N * sizeof(float), s));
   else
     CHECK(cuMemAlloc(&y, N * sizeof(float)));
   CHECK(cuMemAlloc(&unrelated, 3 * N * sizeof(float)));
+  CHECK(cuMemAlloc(&z, 5 * N * sizeof(float)));
+  CHECK(cuMemAlloc(&w, 7 * N * sizeof(float)));
+  int copies = !strcmp(op, "copies");
   float v = 1.0f;
   int n = N;
   void *params[] = {&y, &v, &n};
@@ -97,6 +103,10 @@ int main(int argc, char **argv) {
   } else {
     CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CHECK(cuLaunchKernel(fill, 1, 1, 1, N, 1, 1, 0, s, params, NULL));
+    if (copies) {
+      CHECK(cuMemcpyDtoDAsync(z, y, N * sizeof(float), s));
+      CHECK(cuMemsetD8Async(w, 0, 7 * N * sizeof(float), s));
+    }
     CHECK(cuStreamEndCapture(s, &g));
   }
   CUgraphExec x, x2 = NULL;
@@ -106,6 +116,9 @@ int main(int argc, char **argv) {
   CHECK(cuGraphDestroy(g)); /* as torch does: the exec outlives its graph */
   SAY("launch", cuGraphLaunch(x, s));
   if (!strcmp(op, "free") || !strcmp(op, "by-hand") || !strcmp(op, "two-execs")) {
+    SAY("free", cuMemFree(y));
+  } else if (copies) {
+    SAY("free_w", cuMemFree(w));
     SAY("free", cuMemFree(y));
   } else if (!strcmp(op, "realloc-launch")) {
     SAY("free", cuMemFree(y));

@@ -140,6 +140,20 @@ class Stale(unittest.TestCase):
                 self.assertEqual(stale_events(run), [])
                 self.assertNotIn("stale", run.stderr)
 
+    def test_memcpy_and_memset_nodes_are_walked(self):
+        # The memset node's destination, freed: named as that node; y, read by the kernel and
+        # by the memcpy node, freed: named once for the exec, with both reads counted.
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("copies", driver)
+                self.assertEqual((run.rc, run.values["free_w"], run.values["free"]), (0, "0", "0"), run.stderr)
+                evs = stale_events(run)
+                self.assertEqual(len(evs), 2, run.records)
+                memset, y = evs
+                self.assertEqual((memset["stale"]["kernel"], memset["stale"]["arg"]), ("(a memset node)", 0))
+                self.assertEqual(memset["stale"]["size"], 7 * 1024)
+                self.assertEqual((y["stale"]["kernel"], y["stale"]["arg"], y["stale"]["reads"]), ("cg_test_fill", 0, 2))
+
     def test_each_exec_of_a_graph_is_named(self):
         run = probe("two-execs", 13000)
         evs = stale_events(run)
