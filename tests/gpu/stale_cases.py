@@ -138,7 +138,7 @@ def case_cost():
         mask = offs < n
         tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
-    kernels, tensors, captures, n = 100, 20, 60, 1 << 16
+    kernels, tensors, captures, n = 100, 20, 40, 1 << 16
     ts = [torch.ones(n, device="cuda") for _ in range(tensors)]
     grid = (triton.cdiv(n, 1024),)
     _cg_stale_axpy[grid](ts[0], ts[1], n, BLOCK=1024)
