@@ -89,50 +89,11 @@ static bool ask(uint64_t v, cg_stale_read *r, cg_stale_walk_counts *c) {
   return true;
 }
 
-/* The reads of one kernel node's parameters, appended to out[*n..max). */
-static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_param_slot *slots, known_allocs *seen,
-                         cg_stale_read *out, size_t max, size_t *n, cg_stale_walk_counts *c) {
-  int np = p->func && p->kernelParams ? layout(p->func, slots, MAX_PARAMS) : -1;
-  if (np < 0) {
-    c->unsplit++;
-    return;
-  }
-  for (size_t i = 0; i < (size_t)np; i++) {
-    size_t size = slots[i].size;
-    const unsigned char *bytes = p->kernelParams[i];
-    if (!bytes)
-      continue;
-    /* Every pointer-sized word: a pointer alone, or in a struct passed by value. */
-    for (size_t k = 0; k + sizeof(uint64_t) <= size; k += sizeof(uint64_t)) {
-      uint64_t v;
-      memcpy(&v, bytes + k, sizeof v);
-      if (v < LOWEST_ADDRESS)
-        continue;
-      c->candidates++;
-      cg_stale_read r;
-      const cg_stale_read *had = known(seen, v);
-      if (had)
-        r = *had;
-      else if (!ask(v, &r, c))
-        continue;
-      else if (seen->n < KNOWN_MAX)
-        seen->a[seen->n++] = r;
-      r.fn = p->func;
-      r.node = node;
-      r.arg = (int)i;
-      r.what = CG_STALE_KERNEL;
-      if (*n < max)
-        out[(*n)++] = r;
-      else
-        c->dropped++;
-    }
-  }
-}
-
-/* One address a copy or memset node writes or reads (side: 0 destination, 1
- * source), appended when it lies in an allocation. */
-static void copy_read(uint64_t v, unsigned char what, int side, unsigned node, known_allocs *seen, cg_stale_read *out,
-                      size_t max, size_t *n, cg_stale_walk_counts *c) {
+/* One value a node reads or writes through (a kernel's argument arg; a
+ * copy's side: 0 destination, 1 source), appended when it lies in an
+ * allocation. */
+static void add_read(uint64_t v, unsigned char what, int arg, CUfunction fn, unsigned node, known_allocs *seen,
+                     cg_stale_read *out, size_t max, size_t *n, cg_stale_walk_counts *c) {
   if (v < LOWEST_ADDRESS)
     return;
   c->candidates++;
@@ -144,14 +105,33 @@ static void copy_read(uint64_t v, unsigned char what, int side, unsigned node, k
     return;
   else if (seen->n < KNOWN_MAX)
     seen->a[seen->n++] = r;
-  r.fn = NULL;
+  r.fn = fn;
   r.node = node;
-  r.arg = side;
+  r.arg = arg;
   r.what = what;
   if (*n < max)
     out[(*n)++] = r;
   else
     c->dropped++;
+}
+
+/* The reads of one kernel node's parameters, appended to out[*n..max). */
+static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_param_slot *slots, known_allocs *seen,
+                         cg_stale_read *out, size_t max, size_t *n, cg_stale_walk_counts *c) {
+  int np = p->func && p->kernelParams ? layout(p->func, slots, MAX_PARAMS) : -1;
+  if (np < 0) {
+    c->unsplit++;
+    return;
+  }
+  for (size_t i = 0; i < (size_t)np; i++) {
+    const unsigned char *bytes = p->kernelParams[i];
+    /* Every pointer-sized word: a pointer alone, or in a struct passed by value. */
+    for (size_t k = 0; bytes && k + sizeof(uint64_t) <= slots[i].size; k += sizeof(uint64_t)) {
+      uint64_t v;
+      memcpy(&v, bytes + k, sizeof v);
+      add_read(v, CG_STALE_KERNEL, (int)i, p->func, node, seen, out, max, n, c);
+    }
+  }
 }
 
 /* A memcpy node's device sides, a memset node's destination. */
@@ -163,14 +143,14 @@ static void copy_reads(CUgraphNode node, CUgraphNodeType type, unsigned i, known
     if (cg_drv.GraphMemcpyNodeGetParams(node, &p) != CUDA_SUCCESS)
       return;
     if (p.dstMemoryType == CU_MEMORYTYPE_DEVICE || p.dstMemoryType == CU_MEMORYTYPE_UNIFIED)
-      copy_read(p.dstDevice, CG_STALE_MEMCPY, 0, i, seen, out, max, n, c);
+      add_read(p.dstDevice, CG_STALE_MEMCPY, 0, NULL, i, seen, out, max, n, c);
     if (p.srcMemoryType == CU_MEMORYTYPE_DEVICE || p.srcMemoryType == CU_MEMORYTYPE_UNIFIED)
-      copy_read(p.srcDevice, CG_STALE_MEMCPY, 1, i, seen, out, max, n, c);
+      add_read(p.srcDevice, CG_STALE_MEMCPY, 1, NULL, i, seen, out, max, n, c);
   } else if (type == CU_GRAPH_NODE_TYPE_MEMSET && cg_drv.GraphMemsetNodeGetParams) {
     CUDA_MEMSET_NODE_PARAMS p;
     memset(&p, 0, sizeof p);
     if (cg_drv.GraphMemsetNodeGetParams(node, &p) == CUDA_SUCCESS)
-      copy_read(p.dst, CG_STALE_MEMSET, 0, i, seen, out, max, n, c);
+      add_read(p.dst, CG_STALE_MEMSET, 0, NULL, i, seen, out, max, n, c);
   }
 }
 

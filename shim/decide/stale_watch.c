@@ -108,7 +108,7 @@ static void drop(watched_exec **p) {
 }
 
 void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
-  static bool said_capturing, said_driver, said_full, said_oom;
+  static bool said_capturing, said_driver, said_full, said_oom, said_unsplit, said_execs;
   if (!cg_cfg.stale || !exec || !g)
     return;
   if (!cg_nothing_captures()) {
@@ -125,6 +125,11 @@ void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
   int n = cg_stale_walk(g, reads, MAX_READS, &counts);
   if (n == -2)
     say_once(&said_oom, "stale check: out of memory; a graph exec is not watched");
+  if (counts.unsplit)
+    say_once(&said_unsplit, "stale check: a graph holds kernel nodes whose parameters the driver cannot split "
+                            "(docs/stale.md); the memory they read is not watched");
+  if (counts.dropped)
+    say_once(&said_full, "stale check: a graph exec reads more than 4096 allocations; the rest are not watched");
   if (n == -1)
     say_once(&said_driver, "stale check: this driver cannot split kernel parameters (cuFuncGetParamInfo is "
                            "CUDA 12.4 and later); no graph is watched");
@@ -158,7 +163,7 @@ void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
     drop(old);
   if (n_execs >= MAX_EXECS) {
     pthread_mutex_unlock(&lock);
-    say_once(&said_full, "stale check: 4096 graph execs watched; newer ones are not");
+    say_once(&said_execs, "stale check: 4096 graph execs watched; newer ones are not");
     free(x->reads);
     free(x);
     return;
