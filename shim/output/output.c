@@ -306,7 +306,7 @@ void cg_output_capture(const cg_capture_record *r) {
 /* The "start" record (every process the shim starts in, so that a command
  * that never touches CUDA is told apart from a shim that never loaded) and
  * the "process" record (when the process first uses the driver). The words
- * are core/'s (cg_process_format_json); this only gathers and writes them. */
+ * are detect/'s (cg_process_format_json); this only gathers and writes them. */
 static void write_record(cg_record_type type, int driver_version) {
   /* argv from /proc: capguard has no other portable way to it from a library. */
   char args[2048];
