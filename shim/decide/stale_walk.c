@@ -59,10 +59,20 @@ static int layout(CUfunction f, cg_param_slot *out, int max) {
  * buffers (a caching allocator's segments) over and over, so a short list,
  * searched from the newest, answers most values without the driver. */
 #define KNOWN_MAX 1024
+#define MISSES 32 /* values the driver said are no allocation's (sizes, strides repeated kernel after kernel) */
 typedef struct {
   cg_stale_read a[KNOWN_MAX];
   size_t n;
+  uint64_t miss[MISSES];
+  unsigned next_miss;
 } known_allocs;
+
+static bool missed(const known_allocs *k, uint64_t v) {
+  for (unsigned i = 0; i < MISSES; i++)
+    if (k->miss[i] == v)
+      return true;
+  return false;
+}
 
 static const cg_stale_read *known(const known_allocs *k, uint64_t v) {
   for (size_t i = k->n; i-- > 0;)
@@ -99,12 +109,16 @@ static void add_read(uint64_t v, unsigned char what, int arg, CUfunction fn, uns
   c->candidates++;
   cg_stale_read r;
   const cg_stale_read *had = known(seen, v);
-  if (had)
+  if (had) {
     r = *had;
-  else if (!ask(v, &r, c))
+  } else if (missed(seen, v)) {
     return;
-  else if (seen->n < KNOWN_MAX)
+  } else if (!ask(v, &r, c)) {
+    seen->miss[seen->next_miss++ % MISSES] = v;
+    return;
+  } else if (seen->n < KNOWN_MAX) {
     seen->a[seen->n++] = r;
+  }
   r.fn = fn;
   r.node = node;
   r.arg = arg;
@@ -172,7 +186,9 @@ int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_count
     free(k);
     return -2;
   }
+  memset(k->miss, 0, sizeof k->miss); /* 0 is below LOWEST_ADDRESS: never looked up */
   k->n = 0;
+  k->next_miss = 0;
   size_t got = count;
   if (cg_drv.GraphGetNodes(g, nodes, &got) != CUDA_SUCCESS)
     got = 0;

@@ -152,12 +152,17 @@ void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
   x->reads = w;
   x->by_hand = true;
   pthread_mutex_lock(&lock);
-  for (unsigned i = 0; i < RING; i++)
-    if (ring[i].graph == (uint64_t)(uintptr_t)g) {
+  /* The newest capture that ended with this graph handle (the driver hands
+   * out a destroyed graph's handle again). */
+  for (unsigned k = 1; k <= RING; k++) {
+    const captured_graph *c = &ring[(ring_next - k) % RING];
+    if (c->graph == (uint64_t)(uintptr_t)g) {
       x->by_hand = false;
-      x->capture_id = ring[i].capture_id;
-      x->site = ring[i].site;
+      x->capture_id = c->capture_id;
+      x->site = c->site;
+      break;
     }
+  }
   watched_exec **old = find(x->exec); /* a handle the driver gave out again, its destroy unseen */
   if (*old)
     drop(old);

@@ -2,7 +2,8 @@
  * families (entry_point_rows.h): what the stale-pointer check needs to see
  * (decide/stale_watch.h). Each calls the driver exactly as the caller asked;
  * with CAPGUARD_STALE unset, an instantiation and a free cost one load more
- * than the driver's call, a launch one load before it. A graph launch is
+ * than the driver's call, a launch one load more than stream work's fast
+ * path. A graph launch is
  * also judged as stream work (900 into a capture), by breakers.c. */
 #include "breakers.h"
 
@@ -21,7 +22,11 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
   }
 
 /* The launch checked first: a replay of memory freed since its capture is
- * named before the driver runs it. */
+ * named before the driver runs it. With nothing capturing and no free
+ * touched watched memory (every replay of a healthy program), the x86-64
+ * fast path is stream work's (stream_work_wrappers.c) with one load more:
+ * the driver's pointer, the capture activity and cg_stale_suspects loaded,
+ * and one jump to the driver. */
 #define CG_WRAP_GRAPH_LAUNCH(cname, sname, ep_, params, exec, stream_, ptsz_)                      \
   typedef struct {                                                                                 \
     CG_MEMBERS(params)                                                                             \
@@ -37,14 +42,46 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
                   .ptsz = (ptsz_), .invoke = cname##_invoke, .args = &args_, .aux = 0};            \
     return cg_breaker_call(&c_);                                                                   \
   }                                                                                                \
-  CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
+  CUresult cname##_other(CG_PARAMS(params)) __asm__(sname "_cg_other") __attribute__((noinline, used)); \
+  CUresult cname##_other(CG_PARAMS(params)) {                                                      \
     CG_REAL_OR_RETURN(ep_, params, real);                                                          \
     if (__builtin_expect(cg_stale_launch_due(), 0) && !off())                                      \
       cg_stale_launch(sname, (exec));                                                              \
     if (__builtin_expect(cg_nothing_captures(), 1) || off())                                       \
       return real(CG_ARGS(params));                                                                \
     return cname##_slow(CG_ARGS(params));                                                          \
+  }                                                                                                \
+  CG_GRAPH_LAUNCH_FAST(cname, sname, ep_, params)
+
+#if defined(__x86_64__)
+#define CG_GRAPH_LAUNCH_FAST(cname, sname, ep_, params)                                       \
+  static __attribute__((used)) void cname##_fast_holder(void) {                              \
+    __asm__ volatile(".globl " sname "\n\t.type " sname ", @function\n" sname ":\n\t"           \
+                     ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64: an indirect call's target */ \
+                     "movq cg_ep_real+%c0(%%rip), %%rax\n\t"                                  \
+                     "testq %%rax, %%rax\n\t"                                                 \
+                     "jz 1f\n\t"                                                              \
+                     "movq cg_activity(%%rip), %%r10\n\t"                                     \
+                     "testq %%r10, %%r10\n\t"                                                 \
+                     "jnz 1f\n\t"                                                             \
+                     "movl cg_stale_suspects(%%rip), %%r10d\n\t"                              \
+                     "testl %%r10d, %%r10d\n\t"                                               \
+                     "jnz 1f\n\t"                                                             \
+                     "jmp *%%rax\n"                                                            \
+                     "1:\tjmp " sname "_cg_other\n\t"                                          \
+                     ".size " sname ", .-" sname "\n" ::"i"((ep_) * sizeof(void *)));          \
   }
+#else
+#define CG_GRAPH_LAUNCH_FAST(cname, sname, ep_, params)                                       \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                    \
+    CUresult (*real)(CG_PARAMS(params)) =                                                    \
+        (CUresult(*)(CG_PARAMS(params)))__atomic_load_n(&cg_ep_real[ep_], __ATOMIC_ACQUIRE); \
+    if (__builtin_expect(real != NULL, 1) && __builtin_expect(cg_nothing_captures(), 1) &&   \
+        !cg_stale_launch_due())                                                              \
+      return real(CG_ARGS(params));                                                          \
+    return cname##_other(CG_ARGS(params));                                                   \
+  }
+#endif
 
 /* A free the driver accepted, told to the stale-pointer check; one captured
  * into a graph (its stream captures) frees nothing now: the graph's free
