@@ -41,6 +41,8 @@ void cg_stale_module_loaded(void *handle, bool library, const void *image) {
     return;
   cg_image_info *info = malloc(sizeof *info);
   kernel_layout *ks = calloc(KERNELS, sizeof *ks);
+  if (!info || !ks)
+    cg_warn_oom("a module's parameter layouts (stale check)");
   if (!info || !ks || cg_image_inspect(image, CG_IMAGE_MAX_BYTES, info) != 0 || info->kind != CG_IMAGE_CUBIN) {
     free(info);
     free(ks);

@@ -108,7 +108,7 @@ static void drop(watched_exec **p) {
 }
 
 void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
-  static bool said_capturing, said_driver, said_full, said_oom, said_unsplit, said_execs;
+  static bool said_capturing, said_driver, said_full, said_unsplit, said_execs;
   if (!cg_cfg.stale || !exec || !g)
     return;
   if (!cg_nothing_captures()) {
@@ -118,13 +118,13 @@ void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
   }
   cg_stale_read *reads = malloc(MAX_READS * sizeof *reads);
   if (!reads) {
-    say_once(&said_oom, "stale check: out of memory; a graph exec is not watched");
+    cg_warn_oom("a graph exec the stale check would watch");
     return;
   }
   cg_stale_walk_counts counts;
   int n = cg_stale_walk(g, reads, MAX_READS, &counts);
   if (n == -2)
-    say_once(&said_oom, "stale check: out of memory; a graph exec is not watched");
+    cg_warn_oom("a graph exec the stale check would watch");
   if (counts.unsplit)
     say_once(&said_unsplit, "stale check: a graph holds kernel nodes whose parameters the driver cannot split "
                             "(docs/stale.md); the memory they read is not watched");
@@ -136,7 +136,7 @@ void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
   watched_exec *x = n > 0 ? calloc(1, sizeof *x) : NULL;
   watched_read *w = x ? calloc((size_t)n, sizeof *w) : NULL;
   if (n > 0 && !w) {
-    say_once(&said_oom, "stale check: out of memory; a graph exec is not watched");
+    cg_warn_oom("a graph exec the stale check would watch");
     n = 0;
   }
   for (int i = 0; i < n; i++)
@@ -260,6 +260,7 @@ void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how 
     return;
   finding *fs = NULL;
   size_t n = 0, more = 0;
+  bool oom = false;
   pthread_mutex_lock(&lock);
   for (watched_exec *x = execs; x; x = x->next) {
     for (size_t i = 0; i < x->n; i++) {
@@ -279,15 +280,17 @@ void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how 
       for (size_t k = 0; k < x->n; k++)
         if (x->reads[k].r.start == w->r.start)
           x->reads[k].free_reported = true;
-      if (!fs)
-        fs = malloc(MAX_FINDINGS * sizeof *fs);
-      if (fs && n < MAX_FINDINGS)
+      if (!fs && !(fs = malloc(MAX_FINDINGS * sizeof *fs)))
+        oom = true;
+      else if (n < MAX_FINDINGS)
         found(&fs[n++], CG_EV_STALE_FREE, x, i, 0);
       else
         more++;
     }
   }
   pthread_mutex_unlock(&lock);
+  if (oom)
+    cg_warn_oom("a stale-pointer report");
   report_all(call, fs, n, more);
   free(fs);
 }
@@ -295,6 +298,7 @@ void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how 
 void cg_stale_launch(const char *call, CUgraphExec exec) {
   finding *fs = NULL;
   size_t n = 0, more = 0;
+  bool oom = false;
   pthread_mutex_lock(&lock);
   watched_exec *x = *find((uint64_t)(uintptr_t)exec);
   for (size_t i = 0; x && i < x->n; i++) {
@@ -313,14 +317,16 @@ void cg_stale_launch(const char *call, CUgraphExec exec) {
     for (size_t k = 0; k < x->n; k++)
       if (x->reads[k].r.start == w->r.start)
         x->reads[k].launch_reported = true;
-    if (!fs)
-      fs = malloc(MAX_FINDINGS * sizeof *fs);
-    if (fs && n < MAX_FINDINGS)
+    if (!fs && !(fs = malloc(MAX_FINDINGS * sizeof *fs)))
+      oom = true;
+    else if (n < MAX_FINDINGS)
       found(&fs[n++], CG_EV_STALE_LAUNCH, x, i, now);
     else
       more++;
   }
   pthread_mutex_unlock(&lock);
+  if (oom)
+    cg_warn_oom("a stale-pointer report");
   report_all(call, fs, n, more);
   free(fs);
 }

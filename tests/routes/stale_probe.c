@@ -107,7 +107,10 @@ int main(int argc, char **argv) {
       CHECK(cuMemcpyDtoDAsync(z, y, N * sizeof(float), s));
       CHECK(cuMemsetD8Async(w, 0, 7 * N * sizeof(float), s));
     }
-    CHECK(cuStreamEndCapture(s, &g));
+    CUresult end = cuStreamEndCapture(s, &g);
+    printf("end_result=%d\n", (int)end);
+    if (end != CUDA_SUCCESS)
+      return 1;
   }
   CUgraphExec x, x2 = NULL;
   CHECK(cuGraphInstantiateWithFlags(&x, g, 0));
