@@ -185,6 +185,25 @@ static void put_image_json(cg_out *o, const cg_image_info *im) {
   cg_out_char(o, '}');
 }
 
+/* ,"stale":{...}: the graph exec and the allocation it reads. */
+static void put_stale_json(cg_out *o, const cg_stale_read_info *s) {
+  put_key(o, CG_KEY_STALE);
+  cg_out_str(o, "{\"" CG_KEY_EXEC "\":\"");
+  cg_out_hex(o, s->exec);
+  cg_out_char(o, '"');
+  put_kv_hex(o, CG_KEY_START, s->start);
+  put_kv_u64(o, CG_KEY_SIZE, s->size);
+  put_kv_u64(o, CG_KEY_BUFFER_ID, s->buffer_id);
+  put_kv_u64(o, CG_KEY_NOW_BUFFER_ID, s->now_buffer_id);
+  put_kv_str(o, CG_KEY_KERNEL, s->kernel ? s->kernel : "");
+  put_kv_u64(o, CG_KEY_NODE, s->node);
+  put_kv_int(o, CG_KEY_ARG, s->arg);
+  put_kv_u64(o, CG_KEY_READS, s->reads);
+  put_key(o, CG_KEY_BY_HAND);
+  cg_out_str(o, s->by_hand ? "true" : "false");
+  cg_out_char(o, '}');
+}
+
 size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   cg_out o = cg_out_init(buf, cap);
   if (!e) {
@@ -218,6 +237,7 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
     if (meaning) put_kv_str(&o, CG_KEY_MEANING, meaning);
   }
   if (e->image) put_image_json(&o, e->image);
+  if (e->stale) put_stale_json(&o, e->stale);
   cg_out_str(&o, ",\"" CG_KEY_NATIVE_STACK "\":[");
   for (size_t i = 0; i < clamp_native(e); i++) {
     if (i) cg_out_char(&o, ',');
@@ -362,10 +382,103 @@ static void put_image_text(cg_out *o, const cg_image_info *im) {
   cg_out_char(o, '\n');
 }
 
+/* The Python and native stacks of an event's text. */
+static void put_stacks_text(cg_out *o, const cg_event *e) {
+  size_t npy = clamp_py(e);
+  if (npy) {
+    cg_out_str(o, "  python stack (most recent call first):\n");
+    for (size_t i = 0; i < npy; i++) {
+      cg_out_str(o, "    File \"");
+      put_clean(o, e->py[i].file ? e->py[i].file : "?");
+      cg_out_str(o, "\", line ");
+      cg_out_int(o, e->py[i].line);
+      cg_out_str(o, ", in ");
+      put_clean(o, e->py[i].func ? e->py[i].func : "?");
+      cg_out_char(o, '\n');
+    }
+  }
+  size_t nn = clamp_native(e);
+  if (nn) {
+    cg_out_str(o, "  native stack:\n");
+    for (size_t i = 0; i < nn && i < TEXT_NATIVE_FRAMES; i++) {
+      cg_out_str(o, "    #");
+      cg_out_u64(o, i);
+      cg_out_char(o, ' ');
+      put_clean(o, e->native[i] ? e->native[i] : "?");
+      cg_out_char(o, '\n');
+    }
+    if (nn > TEXT_NATIVE_FRAMES) {
+      cg_out_str(o, "    ... (");
+      cg_out_u64(o, nn - TEXT_NATIVE_FRAMES);
+      cg_out_str(o, " more frames in the log)\n");
+    }
+  }
+}
+
+/* A stale-pointer event's lines, up to the stacks: "capguard: cuMemFree_v2:
+ * freed while graph exec 0x.. (captured at x.py:3 in f) reads it: kernel k,
+ * argument 0", the memory, and what to do. */
+static void put_stale_text(cg_out *o, const cg_event *e) {
+  const cg_stale_read_info *s = e->stale;
+  cg_out_str(o, "capguard: ");
+  put_clean(o, e->call ? e->call : "(unknown call)");
+  bool launch = e->kind == CG_EV_STALE_LAUNCH;
+  cg_out_str(o, launch ? ": graph exec " : ": freed while graph exec ");
+  cg_out_hex(o, s->exec);
+  if (s->by_hand) {
+    cg_out_str(o, " (built by hand, not captured)");
+  } else {
+    cg_out_str(o, " (captured at ");
+    put_clean(o, e->capture_began && e->capture_began[0] ? e->capture_began : "an unknown site");
+    cg_out_char(o, ')');
+  }
+  if (launch)
+    cg_out_str(o, s->now_buffer_id ? " reads memory freed since its capture and allocated again as another "
+                                     "buffer: kernel "
+                                   : " reads memory freed since its capture: kernel ");
+  else
+    cg_out_str(o, " reads it: kernel ");
+  put_clean(o, s->kernel && s->kernel[0] ? s->kernel : "(name unknown)");
+  cg_out_str(o, ", argument ");
+  cg_out_int(o, s->arg);
+  cg_out_str(o, "\n  memory: ");
+  cg_out_hex(o, s->start);
+  cg_out_str(o, ", ");
+  cg_out_u64(o, s->size);
+  cg_out_str(o, " bytes, buffer ");
+  cg_out_u64(o, s->buffer_id);
+  if (launch && s->now_buffer_id) {
+    cg_out_str(o, " (now buffer ");
+    cg_out_u64(o, s->now_buffer_id);
+    cg_out_char(o, ')');
+  }
+  if (s->reads > 1) {
+    cg_out_str(o, "; ");
+    cg_out_u64(o, s->reads);
+    cg_out_str(o, " reads by this exec");
+  }
+  cg_out_str(o, "\n  what to do: ");
+  cg_out_str(o, cg_stale_advice(e->kind));
+  cg_out_char(o, '\n');
+}
+
+const char *cg_stale_advice(cg_event_kind kind) {
+  return kind == CG_EV_STALE_LAUNCH
+             ? "re-capture the graph after the buffer is replaced (a resize, a new tensor), or keep the "
+               "buffer alive as long as the graph exec"
+             : "keep the buffer alive as long as the graph exec, re-capture after a resize, or destroy the "
+               "exec (cuGraphExecDestroy) before the free";
+}
+
 size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
   cg_out o = cg_out_init(buf, cap);
   if (!e) {
     cg_out_str(&o, "capguard: (no event)\n");
+    return cg_out_finish(&o);
+  }
+  if (e->stale) {
+    put_stale_text(&o, e);
+    put_stacks_text(&o, e);
     return cg_out_finish(&o);
   }
   cg_out_str(&o, "capguard: ");
@@ -395,35 +508,7 @@ size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
     put_clean(&o, e->capture_began);
     cg_out_char(&o, '\n');
   }
-  size_t npy = clamp_py(e);
-  if (npy) {
-    cg_out_str(&o, "  python stack (most recent call first):\n");
-    for (size_t i = 0; i < npy; i++) {
-      cg_out_str(&o, "    File \"");
-      put_clean(&o, e->py[i].file ? e->py[i].file : "?");
-      cg_out_str(&o, "\", line ");
-      cg_out_int(&o, e->py[i].line);
-      cg_out_str(&o, ", in ");
-      put_clean(&o, e->py[i].func ? e->py[i].func : "?");
-      cg_out_char(&o, '\n');
-    }
-  }
-  size_t nn = clamp_native(e);
-  if (nn) {
-    cg_out_str(&o, "  native stack:\n");
-    for (size_t i = 0; i < nn && i < TEXT_NATIVE_FRAMES; i++) {
-      cg_out_str(&o, "    #");
-      cg_out_u64(&o, i);
-      cg_out_char(&o, ' ');
-      put_clean(&o, e->native[i] ? e->native[i] : "?");
-      cg_out_char(&o, '\n');
-    }
-    if (nn > TEXT_NATIVE_FRAMES) {
-      cg_out_str(&o, "    ... (");
-      cg_out_u64(&o, nn - TEXT_NATIVE_FRAMES);
-      cg_out_str(&o, " more frames in the log)\n");
-    }
-  }
+  put_stacks_text(&o, e);
   return cg_out_finish(&o);
 }
 

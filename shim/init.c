@@ -16,6 +16,7 @@
 #include "python_site.h"
 #include "real_dlsym.h"
 #include "stack.h"
+#include "stale_watch.h"
 #include "warn.h"
 
 static void atfork_prepare(void) { cg_captures_atfork_prepare(); }
@@ -24,6 +25,7 @@ static void atfork_child(void) {
   cg_captures_atfork_child();
   cg_captures_watched_atfork_child();
   cg_guard_atfork_child();
+  cg_stale_atfork_child();
   cg_warn_atfork_child();
   cg_output_atfork_child();
   cg_priming_atfork_child();

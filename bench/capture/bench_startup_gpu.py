@@ -9,7 +9,8 @@ compiles) and one with capguard in guard mode (writes the priming file);
 then ROUNDS pairs, alternating which goes first, each a whole process. A
 run that fails stops the benchmark.
 
-Usage: bench_startup_gpu.py SHIM [--rounds R]
+Usage: bench_startup_gpu.py SHIM [--rounds R] [--stale]
+(--stale: the capguard runs with CAPGUARD_STALE=1, the stale-pointer check)
 Exit 77 (skipped) without a GPU, torch or Triton; 2 when a run fails."""
 import argparse
 import os
@@ -47,6 +48,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("shim")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--stale", action="store_true", help="the capguard runs with CAPGUARD_STALE=1 (docs/stale.md)")
     args = ap.parse_args()
     why = skip_reason()
     if why:
@@ -57,6 +59,8 @@ def main():
         plain = {k: v for k, v in os.environ.items() if not k.startswith("CAPGUARD_")}
         plain.pop("LD_PRELOAD", None)
         guarded = dict(plain, LD_PRELOAD=shim, CAPGUARD_MODE="guard", CAPGUARD_PRIME=os.path.join(tmp, "prime"))
+        if args.stale:
+            guarded["CAPGUARD_STALE"] = "1"
         run(plain)
         run(guarded)
         if not os.path.exists(guarded["CAPGUARD_PRIME"]):

@@ -121,6 +121,7 @@ void cg_config_load(void) {
   load_bool("CAPGUARD_PRIME_READONLY", &cg_cfg.prime_readonly, false);
   load_bool("CAPGUARD_QUIET", &cg_cfg.quiet, false);
   load_bool("CAPGUARD_SUMMARY", &cg_cfg.summary, true);
+  load_bool("CAPGUARD_STALE", &cg_cfg.stale, false);
   s = getenv("CAPGUARD_RUN");
   cg_cfg.run_id = (s && *s) ? s : NULL;
   s = getenv("CAPGUARD_METRICS");

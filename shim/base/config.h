@@ -23,6 +23,7 @@ typedef struct {
   bool prime_readonly;       /* CAPGUARD_PRIME_READONLY=1: serve from the priming file, never write it */
   bool quiet;                /* CAPGUARD_QUIET=1: no stderr reports, log only */
   bool summary;              /* CAPGUARD_SUMMARY (default 1): the exit line on stderr */
+  bool stale;                /* CAPGUARD_STALE=1: memory a live graph exec reads, freed (docs/stale.md) */
   const char *run_id;        /* CAPGUARD_RUN: capguard run's id for its processes, NULL when unset */
   const char *metrics_dir;   /* CAPGUARD_METRICS: the metrics file's directory, NULL when unset */
   cg_rank_info rank;         /* the launcher's rank variables (RANK, SLURM_PROCID...) */

@@ -17,6 +17,7 @@
 #include "query_fence.h"
 #include "report.h"
 #include "stack.h"
+#include "stale_watch.h"
 
 /* Whether a stream about to begin capturing is non-blocking: legacy-stream
  * work breaks only the captures of blocking streams (third matrix). Asked
@@ -136,6 +137,8 @@ CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph)
   }
   /* An end refused with 904 or 908 names its own cause (forks.c) when no
    * call broke the capture before. */
+  if (r == CUDA_SUCCESS && graph && *graph)
+    cg_stale_captured(*graph, closed.user, closed.id); /* CAPGUARD_STALE: where the graph's capture began */
   cg_break *end_cause = cg_end_offender(closed.id, r);
   if (!closed.broken_by)
     closed.broken_by = end_cause;

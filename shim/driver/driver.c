@@ -109,6 +109,18 @@ static void resolve(void) {
   cg_drv.StreamGetFlags = (CUresult(*)(CUstream, unsigned int *))sym(h, "cuStreamGetFlags");
   cg_drv.PointerGetAttribute =
       (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))sym(h, "cuPointerGetAttribute");
+  cg_drv.GraphGetNodes = (CUresult(*)(CUgraph, CUgraphNode *, size_t *))sym(h, "cuGraphGetNodes");
+  cg_drv.GraphNodeGetType = (CUresult(*)(CUgraphNode, CUgraphNodeType *))sym(h, "cuGraphNodeGetType");
+  cg_drv.GraphKernelNodeGetParams =
+      (CUresult(*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *))sym(h, "cuGraphKernelNodeGetParams_v2");
+  cg_drv.FuncGetParamInfo = (CUresult(*)(CUfunction, size_t, size_t *, size_t *))sym(h, "cuFuncGetParamInfo");
+  cg_drv.FuncGetName = (CUresult(*)(const char **, CUfunction))sym(h, "cuFuncGetName");
+  cg_drv.FuncGetModule = (CUresult(*)(CUmodule *, CUfunction))sym(h, "cuFuncGetModule");
+  cg_drv.KernelGetParamInfo = (CUresult(*)(CUkernel, size_t, size_t *, size_t *))sym(h, "cuKernelGetParamInfo");
+  cg_drv.KernelGetName = (CUresult(*)(const char **, CUkernel))sym(h, "cuKernelGetName");
+  cg_drv.GraphMemcpyNodeGetParams = (CUresult(*)(CUgraphNode, CUDA_MEMCPY3D *))sym(h, "cuGraphMemcpyNodeGetParams");
+  cg_drv.GraphMemsetNodeGetParams =
+      (CUresult(*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *))sym(h, "cuGraphMemsetNodeGetParams");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;

@@ -23,6 +23,21 @@ typedef struct {
   CUresult (*StreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus *, cuuint64_t *);
   CUresult (*StreamGetFlags)(CUstream, unsigned int *);
   CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+  /* The stale-pointer check's graph walk (decide/stale_walk.c): queries of a
+   * graph and of a function, none of them stream work. NULL where the
+   * driver lacks them: cuGraphKernelNodeGetParams_v2 is 12.0+,
+   * cuFuncGetName 12.3+, cuFuncGetParamInfo 12.4+. */
+  CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
+  CUresult (*GraphNodeGetType)(CUgraphNode, CUgraphNodeType *);
+  CUresult (*GraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+  CUresult (*FuncGetParamInfo)(CUfunction, size_t, size_t *, size_t *);
+  CUresult (*FuncGetName)(const char **, CUfunction);
+  CUresult (*FuncGetModule)(CUmodule *, CUfunction); /* 11.0+: before 12.4, the way to a kernel's image */
+  /* a node launched with a CUkernel (12.4+, 12.3+) */
+  CUresult (*KernelGetParamInfo)(CUkernel, size_t, size_t *, size_t *);
+  CUresult (*KernelGetName)(const char **, CUkernel);
+  CUresult (*GraphMemcpyNodeGetParams)(CUgraphNode, CUDA_MEMCPY3D *);
+  CUresult (*GraphMemsetNodeGetParams)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *);
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;

@@ -41,6 +41,16 @@
  *                  (route/stream_work_wrappers.c).
  *   EVENT_DESTROY  event:  forgotten by the model once destroyed
  *   STREAM_DESTROY stream: a capture on it is over once destroyed
+ *   GRAPH_INSTANTIATE exec (where the driver writes the CUgraphExec), graph:
+ *                  with CAPGUARD_STALE=1 the graph is walked for the memory
+ *                  it reads (route/graph_wrappers.c, decide/stale_watch.c)
+ *   GRAPH_LAUNCH   exec, stream, ptsz: a graph launch, judged as a
+ *                  STREAM_WORK row of rule CG_RULE_CAPTURING (900 into a
+ *                  capture), and checked by the stale-pointer check
+ *   WATCHED_FREE   addr, len, how (cg_stale_how: an allocation's start, a
+ *                  range, or memory capguard cannot place), stream,
+ *                  has_stream, ptsz: a free no capture forbids, told to the
+ *                  stale-pointer check once the driver accepted it
  * The breakers' rules are the measured matrices (driver-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */
@@ -88,6 +98,7 @@
   X(STREAM_DESTROY, cuStreamDestroy, (CUstream, stream), stream)                                         \
   X(STREAM_DESTROY, cuStreamDestroy_v2, (CUstream, stream), stream)                                      \
   CG_BREAKER_ROWS(X)                                                                                      \
+  CG_STALE_ROWS(X)                                                                                        \
   CG_STREAM_WORK_ROWS(X)
 
 /* Traits shared by rows (a row's name itself is never passed through a
@@ -139,6 +150,33 @@
     event, stream, true)                                                                                 \
   X(EVENT_DESTROY, cuEventDestroy, (CUevent, event), event)                                              \
   X(EVENT_DESTROY, cuEventDestroy_v2, (CUevent, event), event)
+
+/* The stale-pointer check's calls (docs/stale.md): instantiations (the
+ * graph walked), graph launches (900 into a capture, as stream work; the
+ * memory they read checked), and the frees no capture forbids. */
+#define CG_INSTANTIATE_V1_PARAMS                                                                       \
+  (CUgraphExec *, exec, CUgraph, graph, CUgraphNode *, error_node, char *, log, size_t, log_size)
+#define CG_STALE_ROWS(X)                                                                                \
+  X(GRAPH_INSTANTIATE, cuGraphInstantiate, CG_INSTANTIATE_V1_PARAMS, exec, graph)                        \
+  X(GRAPH_INSTANTIATE, cuGraphInstantiate_v2, CG_INSTANTIATE_V1_PARAMS, exec, graph)                     \
+  X(GRAPH_INSTANTIATE, cuGraphInstantiateWithFlags, (CUgraphExec *, exec, CUgraph, graph, unsigned long long, \
+    flags), exec, graph)                                                                                \
+  X(GRAPH_INSTANTIATE, cuGraphInstantiateWithParams,                                                     \
+    (CUgraphExec *, exec, CUgraph, graph, CUDA_GRAPH_INSTANTIATE_PARAMS *, p), exec, graph)              \
+  X(GRAPH_INSTANTIATE, cuGraphInstantiateWithParams_ptsz,                                                \
+    (CUgraphExec *, exec, CUgraph, graph, CUDA_GRAPH_INSTANTIATE_PARAMS *, p), exec, graph)              \
+  X(GRAPH_LAUNCH, cuGraphLaunch, (CUgraphExec, exec, CUstream, stream), exec, stream, false)             \
+  X(GRAPH_LAUNCH, cuGraphLaunch_ptsz, (CUgraphExec, exec, CUstream, stream), exec, stream, true)         \
+  X(WATCHED_FREE, cuMemFreeAsync, (CUdeviceptr, dptr, CUstream, stream), dptr, 0, CG_STALE_AT, stream,   \
+    true, false)                                                                                        \
+  X(WATCHED_FREE, cuMemFreeAsync_ptsz, (CUdeviceptr, dptr, CUstream, stream), dptr, 0, CG_STALE_AT,      \
+    stream, true, true)                                                                                 \
+  X(WATCHED_FREE, cuMemUnmap, (CUdeviceptr, ptr, size_t, size), ptr, size, CG_STALE_RANGE, NULL, false,  \
+    false)                                                                                              \
+  X(WATCHED_FREE, cuMemRelease, (CUmemGenericAllocationHandle, handle), 0, 0, CG_STALE_ANY, NULL, false, \
+    false)                                                                                              \
+  X(WATCHED_FREE, cuMemPoolTrimTo, (CUmemoryPool, pool, size_t, keep), 0, 0, CG_STALE_ANY, NULL, false,  \
+    false)
 
 /* Work on streams (third matrix): launches, copies and memsets on the legacy
  * stream while a stream of the context captures (906 when a blocking one does;
@@ -204,10 +242,6 @@
     CG_EV_STREAM_WAIT, CG_RULE_WAIT_EVENT, stream, false, event)                                        \
   X(STREAM_WORK, cuStreamWaitEvent_ptsz, (CUstream, stream, CUevent, event, unsigned int, flags),        \
     CG_EV_STREAM_WAIT, CG_RULE_WAIT_EVENT, stream, true, event)                                         \
-  X(STREAM_WORK, cuGraphLaunch, (CUgraphExec, exec, CUstream, stream), CG_EV_GRAPH_LAUNCH,               \
-    CG_RULE_CAPTURING, stream, false, 0)                                                                \
-  X(STREAM_WORK, cuGraphLaunch_ptsz, (CUgraphExec, exec, CUstream, stream), CG_EV_GRAPH_LAUNCH,          \
-    CG_RULE_CAPTURING, stream, true, 0)                                                                 \
   CG_SYNC_COPY_ROWS(X)                                                                                  \
   CG_ASYNC_COPY_ROWS(X)
 

@@ -12,6 +12,7 @@
 
 #include "priming.h"
 #include "query_fence.h"
+#include "stale_watch.h"
 #include "wrapper.h"
 
 static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
@@ -48,6 +49,22 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
     cg_priming_unloaded(handle);
   return passed(r, ep, CG_EV_MODULE_UNLOAD, CG_RULE_PROHIBITED);
 }
+
+/* A free or an exec destroy that returned success, told to the stale-pointer
+ * check (one load when it watches nothing): the program gave the memory up,
+ * or no longer replays the exec (a deferred one too: the program's word). */
+static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *call, uint64_t handle) {
+  if (off())
+    return;
+  if (fix == CG_FIX_DEFER_DESTROY)
+    cg_stale_exec_destroyed((CUgraphExec)(uintptr_t)handle);
+  else
+    cg_stale_freed(call, handle, 0, CG_STALE_AT);
+}
+#define CG_STALE_AFTER(fix, sname, target, r)                                                        \
+  if (((fix) == CG_FIX_DEFER_FREE || (fix) == CG_FIX_DEFER_DESTROY) && (r) == CUDA_SUCCESS &&         \
+      __builtin_expect(cg_stale_watching(), 0))                                                      \
+    stale_after((fix), (sname), (uint64_t)(uintptr_t)(target));
 
 /* The polled queries (torch's caching allocator, NCCL's watchdog) end in a
  * tail call to the driver, checking nothing after it: on the H100 a check of
@@ -117,9 +134,12 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
       cg_query_slot *b_ = cg_fence_enter(CG_FENCE_BREAKERS);                                          \
       CUresult r_ = passed(real(CG_ARGS(params)), ep, (kind), (rule));                                \
       cg_fence_leave(CG_FENCE_BREAKERS, b_);                                                          \
+      CG_STALE_AFTER(fix, sname, target, r_)                                                          \
       return r_;                                                                                      \
     }                                                                                                 \
-    return cname##_slow(CG_ARGS(params));                                                             \
+    CUresult s_ = cname##_slow(CG_ARGS(params));                                                      \
+    CG_STALE_AFTER(fix, sname, target, s_)                                                            \
+    return s_;                                                                                        \
   }
 
 #define CG_WRAP_BREAKER(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix)         \

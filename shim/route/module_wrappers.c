@@ -4,6 +4,8 @@
  * unloads are DEFERRABLE rows, like a free: breaker_wrappers.c.) */
 #include "guard.h"
 
+#include "stale_params.h"
+
 #include "wrapper.h"
 
 static bool pass(void) { return cg_nothing_captures() || cg_cfg.mode == CG_RUN_OFF; }
@@ -32,6 +34,9 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
   return r;
 }
 
+/* With CAPGUARD_STALE=1, a load from memory also tells the stale-pointer
+ * check (stale_params.c: on drivers before 12.4, where its parameter layouts
+ * come from). */
 /* A load hands guard.c its arguments, kept in a struct of the row's
  * parameters, and a thunk that makes the real call from them (guard.c may
  * make it, make it in relaxed mode, or not make it at all). */
@@ -43,8 +48,8 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
     const cname##_args *args_ = l->args;                                                          \
     return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(CG_FIELDS(params));                    \
   }                                                                                                \
-  CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
-    CG_REAL_OR_RETURN(ep, params, real);                                                           \
+  static inline __attribute__((always_inline)) CUresult cname##_go(CUresult (*real)(CG_PARAMS(params)), \
+                                                                    CG_PARAMS(params)) {          \
     if ((const void *)(image) == NULL && (const void *)(path) == NULL)                             \
       return real(CG_ARGS(params));                                                                \
     if (pass()) {                                                                                  \
@@ -59,6 +64,13 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
     cname##_args args_ = {CG_ARGS(params)};                                                        \
     cg_load l = {ep, (image), (path), (library), (void **)(out), cname##_invoke, &args_};          \
     return cg_guard_load(&l);                                                                      \
+  }                                                                                                \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
+    CG_REAL_OR_RETURN(ep, params, real);                                                           \
+    CUresult r_ = cname##_go(real, CG_ARGS(params));                                               \
+    if (__builtin_expect(cg_cfg.stale, 0) && r_ == CUDA_SUCCESS && (const void *)(image) && (out))  \
+      cg_stale_module_loaded(*(void **)(out), (library), (const void *)(image));                   \
+    return r_;                                                                                     \
   }
 
 #include "wrap_rows.h"

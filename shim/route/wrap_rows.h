@@ -47,6 +47,15 @@
 #ifndef CG_WRAP_STREAM_DESTROY
 #define CG_WRAP_STREAM_DESTROY(...)
 #endif
+#ifndef CG_WRAP_GRAPH_INSTANTIATE
+#define CG_WRAP_GRAPH_INSTANTIATE(...)
+#endif
+#ifndef CG_WRAP_GRAPH_LAUNCH
+#define CG_WRAP_GRAPH_LAUNCH(...)
+#endif
+#ifndef CG_WRAP_WATCHED_FREE
+#define CG_WRAP_WATCHED_FREE(...)
+#endif
 
 #define CG_WRAP_ROW(family, name, params, ...) CG_WRAP_##family(cg_w_##name, #name, CG_EP_##name, params, __VA_ARGS__)
 CG_ENTRY_POINTS(CG_WRAP_ROW)

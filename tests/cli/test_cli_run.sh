@@ -21,7 +21,7 @@ expect_in "$WORK/own.out" "--mode x" "command's own arguments"
 # --- environment seen by the command (and by its children)
 echo "preexisting" >/dev/null
 LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$CAPGUARD" run --mode guard --log "$WORK/given.jsonl" \
-  --prime "rel/prime.cgp" --emulate-driver 12020 --rescue -- \
+  --prime "rel/prime.cgp" --emulate-driver 12020 --rescue --stale -- \
   sh -c 'env | grep -E "^(LD_PRELOAD|CAPGUARD_[A-Z_]*)=" | sort; sh -c "echo child \$CAPGUARD_MODE"' \
   >"$WORK/env.out" 2>"$WORK/env.err"; rc=$?
 expect_rc 0 "run with every option"
@@ -32,6 +32,11 @@ expect_in "$WORK/env.out" "CAPGUARD_LOG=$WORK/given.jsonl" "--log"
 expect_in "$WORK/env.out" "CAPGUARD_PRIME=$PWD/rel/prime.cgp" "--prime made absolute"
 expect_in "$WORK/env.out" "CAPGUARD_EMULATE_DRIVER=12020" "--emulate-driver"
 expect_in "$WORK/env.out" "CAPGUARD_RESCUE=1" "--rescue"
+expect_in "$WORK/env.out" "CAPGUARD_STALE=1" "--stale"
+run_cg stale_off run --mode off --stale -- true; expect_rc 2 "--stale with --mode off"
+expect_in "$WORK/stale_off.err" "--stale works in guard and report modes" "--stale refused in off mode"
+"$CAPGUARD" run --help >"$WORK/help.out"
+expect_in "$WORK/help.out" "caching allocator" "--help says the stale check's blind spot"
 expect_in "$WORK/env.out" "child guard" "grandchild inherits the env"
 # every process (sh, env, grep, sort, the inner sh) loaded the shim and logged to the same file
 n=$(grep -c '"type":"process"' "$WORK/given.jsonl")

@@ -146,10 +146,78 @@ static CUresult async_work(CUresult valid, const struct work *w, CUstream hs, in
   struct fc_capture *cap;
   if ((rc = fc_stream_work(st, &cap)) != CUDA_SUCCESS)
     return rc;
-  if (cap != NULL)
-    return fc_capture_add(cap, w->node) != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  if (cap != NULL) {
+    struct fc_node *node = fc_capture_add(cap, w->node);
+    if (node == NULL)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!w->nd) {   /* what cuGraphMemcpyNodeGetParams / cuGraphMemsetNodeGetParams hand back */
+      node->copy_dst = w->dst;
+      node->copy_src = w->src;
+      node->copy_bytes = w->n;
+      node->set_value = w->value;
+      node->set_elem = w->elem;
+      node->set_pitch = w->pitch;
+      node->set_w = w->w;
+      node->set_h = w->h;
+    }
+    return CUDA_SUCCESS;
+  }
   perform(w);
   return CUDA_SUCCESS;
+}
+
+/* A linear copy's side as a 3D copy's: device memory where the fake has an allocation
+ * there (its address in *device), host memory otherwise. */
+static CUmemorytype side_3d(const void *p, CUdeviceptr *device)
+{
+  *device = (CUdeviceptr)(uintptr_t)p;
+  return p != NULL && fc_mem_span(*device, 1) != NULL ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+}
+
+/* A captured linear copy's parameters, as a 3D copy of one row (how the driver describes
+ * every memcpy node). 2D/3D copies are not kept: NOT_SUPPORTED. */
+FC_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *p)
+{
+  FC_BEGIN;
+  CUresult rc = fc_need_init();
+  struct fc_node *n = (struct fc_node *)fc_lookup(hNode, FC_NODE);
+  if (rc == CUDA_SUCCESS && (n == NULL || n->type != CU_GRAPH_NODE_TYPE_MEMCPY || p == NULL))
+    rc = CUDA_ERROR_INVALID_VALUE;
+  else if (rc == CUDA_SUCCESS && n->copy_dst == NULL)
+    rc = CUDA_ERROR_NOT_SUPPORTED;
+  if (rc == CUDA_SUCCESS) {
+    memset(p, 0, sizeof(*p));
+    if ((p->srcMemoryType = side_3d(n->copy_src, &p->srcDevice)) == CU_MEMORYTYPE_HOST) {
+      p->srcHost = n->copy_src;
+      p->srcDevice = 0;
+    }
+    if ((p->dstMemoryType = side_3d(n->copy_dst, &p->dstDevice)) == CU_MEMORYTYPE_HOST) {
+      p->dstHost = (void *)(uintptr_t)n->copy_dst;
+      p->dstDevice = 0;
+    }
+    p->WidthInBytes = n->copy_bytes;
+    p->Height = p->Depth = 1;
+  }
+  FC_END(rc);
+}
+
+FC_EXPORT CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *p)
+{
+  FC_BEGIN;
+  CUresult rc = fc_need_init();
+  struct fc_node *n = (struct fc_node *)fc_lookup(hNode, FC_NODE);
+  if (rc == CUDA_SUCCESS && (n == NULL || n->type != CU_GRAPH_NODE_TYPE_MEMSET || p == NULL))
+    rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS) {
+    memset(p, 0, sizeof(*p));
+    p->dst = (CUdeviceptr)(uintptr_t)n->copy_dst;
+    p->pitch = n->set_pitch;
+    p->value = n->set_value;
+    p->elementSize = n->set_elem;
+    p->width = n->set_w;
+    p->height = n->set_h;
+  }
+  FC_END(rc);
 }
 
 static unsigned char *dev(CUdeviceptr d, size_t n) { return fc_mem_span(d, n); }

@@ -25,6 +25,7 @@ void fc_graph_free(struct fc_graph *g)
 {
   for (size_t i = 0; i < g->n; i++) {
     fc_unregister(&g->nodes[i]->h);
+    fc_params_drop(g->nodes[i]);
     free(g->nodes[i]);
   }
   free(g->nodes);
@@ -133,6 +134,7 @@ FC_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
     p->gridDimX = n->grid[0]; p->gridDimY = n->grid[1]; p->gridDimZ = n->grid[2];
     p->blockDimX = n->block[0]; p->blockDimY = n->block[1]; p->blockDimZ = n->block[2];
     p->sharedMemBytes = n->shmem;
+    p->kernelParams = n->param_ptrs;   /* the values captured, as the driver keeps them */
   }
   FC_END(rc);
 }
@@ -151,6 +153,61 @@ FC_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode,
     p->gridDimX = n->grid[0]; p->gridDimY = n->grid[1]; p->gridDimZ = n->grid[2];
     p->blockDimX = n->block[0]; p->blockDimY = n->block[1]; p->blockDimZ = n->block[2];
     p->sharedMemBytes = n->shmem;
+    p->kernelParams = n->param_ptrs;   /* the values captured, as the driver keeps them */
+  }
+  FC_END(rc);
+}
+
+/* A kernel node added by hand (cuGraphAddKernelNode): the fake's graphs are chains, so
+ * the dependencies are accepted and not modelled; the parameters are kept as a captured
+ * launch's are. */
+static CUresult add_kernel_node(CUgraphNode *out, CUgraph hGraph, CUfunction func, const unsigned grid[3],
+                                const unsigned block[3], unsigned shmem, void **params)
+{
+  CUresult rc = fc_need_ctx();
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  struct fc_graph *g = (struct fc_graph *)fc_lookup(hGraph, FC_GRAPH);
+  struct fc_function *fn = fc_function_or_kernel(func);
+  if (g == NULL || out == NULL || fn == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct fc_node *n = fc_graph_add(g, CU_GRAPH_NODE_TYPE_KERNEL);
+  if (n == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  n->fn = fn;
+  memcpy(n->grid, grid, sizeof(n->grid));
+  memcpy(n->block, block, sizeof(n->block));
+  n->shmem = shmem;
+  if (fc_params_keep(n, fn, params) != 0)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = (CUgraphNode)n;
+  return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+    const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+  FC_BEGIN;
+  (void)dependencies; (void)numDependencies;
+  CUresult rc = CUDA_ERROR_INVALID_VALUE;
+  if (p != NULL) {
+    const unsigned grid[3] = { p->gridDimX, p->gridDimY, p->gridDimZ };
+    const unsigned block[3] = { p->blockDimX, p->blockDimY, p->blockDimZ };
+    rc = add_kernel_node(phGraphNode, hGraph, p->func, grid, block, p->sharedMemBytes, p->kernelParams);
+  }
+  FC_END(rc);
+}
+
+FC_EXPORT CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+    const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+  FC_BEGIN;
+  (void)dependencies; (void)numDependencies;
+  CUresult rc = CUDA_ERROR_INVALID_VALUE;
+  if (p != NULL) {
+    const unsigned grid[3] = { p->gridDimX, p->gridDimY, p->gridDimZ };
+    const unsigned block[3] = { p->blockDimX, p->blockDimY, p->blockDimZ };
+    rc = add_kernel_node(phGraphNode, hGraph, p->func, grid, block, p->sharedMemBytes, p->kernelParams);
   }
   FC_END(rc);
 }
@@ -266,7 +323,7 @@ FC_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 }
 
 CUresult fc_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3],
-                          unsigned shmem, CUstream hs, int ptsz)
+                          unsigned shmem, CUstream hs, int ptsz, void **params)
 {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
@@ -294,7 +351,7 @@ CUresult fc_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned b
   memcpy(n->grid, grid, sizeof(n->grid));
   memcpy(n->block, block, sizeof(n->block));
   n->shmem = shmem;
-  return CUDA_SUCCESS;
+  return fc_params_keep(n, fn, params) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 FC_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
@@ -303,10 +360,10 @@ FC_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
     CUstream hStream, void **kernelParams, void **extra)
 {
   FC_BEGIN;
-  (void)kernelParams; (void)extra;
+  (void)extra;
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 0));
+  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 0, kernelParams));
 }
 
 FC_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -315,8 +372,8 @@ FC_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDi
     CUstream hStream, void **kernelParams, void **extra)
 {
   FC_BEGIN;
-  (void)kernelParams; (void)extra;
+  (void)extra;
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 1));
+  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 1, kernelParams));
 }

@@ -111,6 +111,17 @@ struct fc_node {
   CUhostFn host_fn;                       /* host nodes */
   void *host_data;
   unsigned grid[3], block[3], shmem;
+  /* kernel nodes: the launch's parameters as captured (fake_params.c), NULL when the
+   * function's layout is unknown; param_ptrs[i] points into param_bytes */
+  unsigned char *param_bytes;
+  void **param_ptrs;
+  size_t n_params;
+  /* linear memcpy and memset nodes: their addresses as captured (fake_copies.c);
+   * 2D/3D copies keep none */
+  const void *copy_dst, *copy_src;
+  size_t copy_bytes;
+  unsigned set_value, set_elem;
+  size_t set_pitch, set_w, set_h;
 };
 struct fc_graph {
   struct fc_handle h;
@@ -193,7 +204,7 @@ struct fc_capture *fc_captures_head(void);
 CUresult fc_legacy_work(const struct fc_stream *st);
 /* A launch (fake_graph.c), shared by the cuLaunchKernel* entry points. */
 CUresult fc_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3],
-                          unsigned shmem, CUstream hs, int ptsz);
+                          unsigned shmem, CUstream hs, int ptsz, void **params);
 /* Forks and joins: work on a stream forked into a capture (not where it began) leaves it
  * unjoined until a stream of the capture waits on an event recorded on it after that
  * work. */
@@ -241,6 +252,16 @@ struct fc_function {
   struct fc_function *next;
 };
 struct fc_function *fc_function_live(CUfunction f);
+
+/* ---- kernel parameters (fake_params.c) ---------------------------------------------- */
+#define FC_MAX_PARAMS 256
+struct fc_param { size_t offset, size; };
+/* The function's parameters from its cubin's table: how many (0: none), -1 when the
+ * layout is unknown (not a cubin, or a table past max). */
+int fc_params_layout(const struct fc_function *fn, struct fc_param *out, int max);
+/* Copies a launch's parameters into its captured node (0; -1 out of memory). */
+int fc_params_keep(struct fc_node *node, const struct fc_function *fn, void **params);
+void fc_params_drop(struct fc_node *node);
 /* A live function named by f, or by a live CUkernel cast to CUfunction (as cuLaunchKernel
  * and the occupancy calls accept since CUDA 12.0); NULL if neither. */
 struct fc_function *fc_function_or_kernel(CUfunction f);

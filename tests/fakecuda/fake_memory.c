@@ -19,9 +19,35 @@ struct fc_alloc {
   size_t size;
   enum fc_mem_kind kind;
   int low;                /* mapped below 4 GiB, for the 32-bit v1 entry points (munmap) */
+  unsigned long long buffer_id;   /* CU_POINTER_ATTRIBUTE_BUFFER_ID: never the same twice */
 };
 
 static unsigned long long allocated;
+static unsigned long long last_buffer_id;
+
+/* The last device block freed, kept for the next allocation of the same size: a real
+ * allocator hands an address freed back out again, and that reuse is what makes a graph
+ * captured with the old address write into the new owner's memory. */
+static void *recycled;
+static size_t recycled_size;
+
+static void *device_block(size_t size)
+{
+  if (recycled != NULL && recycled_size == size) {
+    void *p = recycled;
+    recycled = NULL;
+    memset(p, 0, size);
+    return p;
+  }
+  return calloc(1, size);
+}
+
+static void device_block_free(void *p, size_t size)
+{
+  free(recycled);
+  recycled = p;
+  recycled_size = size;
+}
 
 CUresult fc_mem_alloc(void **out, size_t size, enum fc_mem_kind kind)
 {
@@ -30,7 +56,7 @@ CUresult fc_mem_alloc(void **out, size_t size, enum fc_mem_kind kind)
   if (size > FC_TOTAL_MEMORY - allocated)
     return CUDA_ERROR_OUT_OF_MEMORY;
   struct fc_alloc *a = calloc(1, sizeof(*a));
-  void *p = a != NULL ? calloc(1, size) : NULL;
+  void *p = a == NULL ? NULL : kind == FC_MEM_DEVICE ? device_block(size) : calloc(1, size);
   if (p == NULL) {
     free(a);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -38,6 +64,7 @@ CUresult fc_mem_alloc(void **out, size_t size, enum fc_mem_kind kind)
   a->p = p;
   a->size = size;
   a->kind = kind;
+  a->buffer_id = ++last_buffer_id;
   allocated += size;
   fc_register(&a->h, p, FC_ALLOC);
   *out = p;
@@ -65,6 +92,7 @@ CUresult fc_mem_alloc_low(void **out, size_t size)
   a->size = size;
   a->kind = FC_MEM_DEVICE;
   a->low = 1;
+  a->buffer_id = ++last_buffer_id;
   allocated += size;
   fc_register(&a->h, p, FC_ALLOC);
   *out = p;
@@ -101,6 +129,7 @@ CUresult fc_mem_register(void *p, size_t size)
   a->p = p;
   a->size = size;
   a->kind = FC_MEM_REGISTERED;
+  a->buffer_id = ++last_buffer_id;
   fc_register(&a->h, p, FC_ALLOC);
   return CUDA_SUCCESS;
 }
@@ -116,6 +145,8 @@ CUresult fc_mem_release(const void *p, enum fc_mem_kind kind)
     allocated -= a->size;
     if (a->low)
       munmap(a->p, a->size);
+    else if (kind == FC_MEM_DEVICE)
+      device_block_free(a->p, a->size);
     else
       free(a->p);
   }
@@ -340,20 +371,31 @@ FC_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc
   FC_END(rc);
 }
 
-/* A query, allowed mid-capture. Only CU_POINTER_ATTRIBUTE_MEMORY_TYPE is modelled:
- * device for device and managed allocations, host for page-locked host memory
- * (allocated or registered); pageable host memory the driver never saw is
- * CUDA_ERROR_INVALID_VALUE, as on the real driver. */
+/* A query, allowed mid-capture. Modelled: CU_POINTER_ATTRIBUTE_MEMORY_TYPE (device for
+ * device and managed allocations, host for page-locked host memory, allocated or
+ * registered), and the allocation holding ptr: RANGE_START_ADDR, RANGE_SIZE and BUFFER_ID
+ * (a number no other allocation of the process gets, even at the same address). Pageable
+ * host memory the driver never saw, or freed memory, is CUDA_ERROR_INVALID_VALUE, as on
+ * the real driver. */
 FC_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
   FC_BEGIN;
   CUresult rc = fc_need_ctx();
-  if (rc == CUDA_SUCCESS && (data == NULL || attribute != CU_POINTER_ATTRIBUTE_MEMORY_TYPE))
+  if (rc == CUDA_SUCCESS && (data == NULL || (attribute != CU_POINTER_ATTRIBUTE_MEMORY_TYPE &&
+                                              attribute != CU_POINTER_ATTRIBUTE_BUFFER_ID &&
+                                              attribute != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR &&
+                                              attribute != CU_POINTER_ATTRIBUTE_RANGE_SIZE)))
     rc = CUDA_ERROR_INVALID_VALUE;
   struct fc_alloc *a = rc == CUDA_SUCCESS ? alloc_holding((const void *)(uintptr_t)ptr, 1) : NULL;
   if (rc == CUDA_SUCCESS && a == NULL)
     rc = CUDA_ERROR_INVALID_VALUE;
-  if (rc == CUDA_SUCCESS)
-    *(unsigned int *)data = a->kind == FC_MEM_DEVICE ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  if (rc == CUDA_SUCCESS) {
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = a->buffer_id; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = (CUdeviceptr)(uintptr_t)a->p; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = a->size; break;
+    default: *(unsigned int *)data = a->kind == FC_MEM_DEVICE ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    }
+  }
   FC_END(rc);
 }

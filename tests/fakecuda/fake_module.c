@@ -398,6 +398,22 @@ FC_EXPORT CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
   FC_END(rc);
 }
 
+/* CUDA 11.0 and later: the module a function belongs to (a library's functions: the
+ * library's module). */
+FC_EXPORT CUresult CUDAAPI cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
+{
+  FC_BEGIN;
+  CUresult rc = fc_need_init();
+  struct fc_function *f = fc_function_live(hfunc);
+  if (rc == CUDA_SUCCESS && f == NULL)
+    rc = CUDA_ERROR_INVALID_HANDLE;
+  else if (rc == CUDA_SUCCESS && hmod == NULL)
+    rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS)
+    *hmod = (CUmodule)f->mod;
+  FC_END(rc);
+}
+
 FC_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
 {
   FC_BEGIN;

@@ -73,6 +73,8 @@
   D(cuLibraryGetModule, 12000, cuLibraryGetModule) \
   D(cuKernelGetFunction, 12000, cuKernelGetFunction) \
   D(cuFuncGetName, 12030, cuFuncGetName) \
+  D(cuFuncGetParamInfo, 12040, cuFuncGetParamInfo) \
+  D(cuFuncGetModule, 11000, cuFuncGetModule) \
   D(cuFuncGetAttribute, 2020, cuFuncGetAttribute) \
   D(cuFuncSetAttribute, 9000, cuFuncSetAttribute) \
   D(cuFuncSetCacheConfig, 3000, cuFuncSetCacheConfig) \
@@ -98,6 +100,10 @@
   D(cuGraphNodeGetType, 10000, cuGraphNodeGetType) \
   D(cuGraphKernelNodeGetParams, 10000, cuGraphKernelNodeGetParams) \
   D(cuGraphKernelNodeGetParams, 12000, cuGraphKernelNodeGetParams_v2) \
+  D(cuGraphAddKernelNode, 10000, cuGraphAddKernelNode) \
+  D(cuGraphMemcpyNodeGetParams, 10000, cuGraphMemcpyNodeGetParams) \
+  D(cuGraphMemsetNodeGetParams, 10000, cuGraphMemsetNodeGetParams) \
+  D(cuGraphAddKernelNode, 12000, cuGraphAddKernelNode_v2) \
   D(cuGraphInstantiate, 10000, cuGraphInstantiate) \
   D(cuGraphInstantiate, 11000, cuGraphInstantiate_v2) \
   D(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags) \

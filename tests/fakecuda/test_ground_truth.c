@@ -564,6 +564,7 @@ int main(void)
   srunner_add_suite(sr, suite_third());
   srunner_add_suite(sr, suite_ends());
   srunner_add_suite(sr, suite_copies());
+  srunner_add_suite(sr, suite_stale());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   int run = srunner_ntests_run(sr);

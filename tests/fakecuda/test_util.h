@@ -34,5 +34,6 @@ Suite *suite_rules(void);
 Suite *suite_third(void);
 Suite *suite_ends(void);
 Suite *suite_copies(void);
+Suite *suite_stale(void);
 
 #endif

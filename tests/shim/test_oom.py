@@ -18,6 +18,7 @@ sys.path.insert(0, os.environ["CG_ROUTES_DIR"])
 from routes_common import FAKE_DIR, PROBE, SHIM, DATA  # noqa: E402
 
 FAILALLOC = os.environ["CG_FAILALLOC"]
+STALE_PROBE = os.environ["CG_STALE_PROBE"]
 CUBIN = os.path.join(DATA, "kernels_sm90.cubin")
 
 # (name, probe arguments, environment, driver version)
@@ -31,10 +32,15 @@ SCENARIOS = [
     ("report-file", ["--op", "file", "--image", CUBIN, "--thread", "other"], {"CAPGUARD_MODE": "report"}, 13000),
     ("second-thread", ["--op", "load", "--image", CUBIN, "--second", "global", "--repeat", "2"],
      {"CAPGUARD_MODE": "guard"}, 13000),
+    # the stale-pointer check: a graph walked, a free and a launch named (tests/routes/stale_probe.c)
+    ("stale", ["--op", "realloc-launch"], {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1", "CG_CUBIN": CUBIN},
+     13000, None, STALE_PROBE),
+    ("stale-12.2", ["--op", "realloc-launch"], {"CAPGUARD_MODE": "report", "CAPGUARD_STALE": "1", "CG_CUBIN": CUBIN},
+     12020, None, STALE_PROBE),
 ]
 
 
-def run(args, env_extra, driver, preload, prime_from=None):
+def run(args, env_extra, driver, preload, prime_from=None, probe=None):
     env = dict(os.environ)
     env.update({"LD_LIBRARY_PATH": FAKE_DIR, "FAKECUDA_DRIVER_VERSION": str(driver)})
     for k in ("CAPGUARD_LOG", "CG_FAIL_AFTER", "CG_FAIL_SEED"):
@@ -48,7 +54,7 @@ def run(args, env_extra, driver, preload, prime_from=None):
         if preload:
             env["LD_PRELOAD"] = preload
         env.update(env_extra)
-        p = subprocess.run([PROBE, "--route", "dlsym"] + args, env=env, capture_output=True, text=True,
+        p = subprocess.run([probe or PROBE, "--route", "dlsym"] + args, env=env, capture_output=True, text=True,
                            timeout=60)
         return p
 
@@ -87,8 +93,9 @@ def main():
         for sc in scenarios:
             name, args, extra, driver = sc[:4]
             prime_from = sc[4] if len(sc) > 4 else None
-            bare = run(args, extra, driver, None, prime_from)
-            normal = run(args, extra, driver, both, prime_from)
+            probe = sc[5] if len(sc) > 5 else None
+            bare = run(args, extra, driver, None, prime_from, probe)
+            normal = run(args, extra, driver, both, prime_from, probe)
             _, total = allocations(normal.stderr)
             if total == 0:
                 failures.append(f"{name}: failalloc saw none of capguard's allocations:\n{normal.stderr}")
@@ -99,7 +106,7 @@ def main():
             cases = [{"CG_FAIL_AFTER": str(n)} for n in range(0, total + 1, step)]
             cases += [{"CG_FAIL_SEED": str(s)} for s in range(1, 9)]
             for case in cases:
-                p = run(args, dict(extra, **case), driver, both, prime_from)
+                p = run(args, dict(extra, **case), driver, both, prime_from, probe)
                 runs += 1
                 what = f"{name} {case}"
                 if p.returncode != normal.returncode:

@@ -3,6 +3,7 @@
  * cg_image_inspect ends exactly at a PROT_NONE guard page, so a read past the
  * limit crashes the test instead of passing silently. */
 #include "capguard/image.h"
+#include "capguard/image_params.h"
 #include "capguard/mem_probe.h"
 
 #include <check.h>
@@ -170,6 +171,48 @@ static void check_cubin(const char *name, unsigned arch) {
 START_TEST(cubin_sm80) { check_cubin("kernels_sm80.cubin", 80); }
 END_TEST
 START_TEST(cubin_sm90) { check_cubin("kernels_sm90.cubin", 90); }
+END_TEST
+
+/* A kernel's parameter layout from the cubin's own table (nvcc 13.0, kernels.cu):
+ * cg_test_fill(float *y, float v, int n), cg_test_axpy(float a, const float *x,
+ * float *y, int n); a kernel the image lacks, a truncated table and a fatbin: -1. */
+static void expect_params(const cg_image_info *info, const char *kernel, int n, const unsigned want[][2]) {
+  cg_param_slot p[8];
+  ck_assert_int_eq(cg_image_kernel_params(info, kernel, p, 8), n);
+  for (int i = 0; i < n; i++) {
+    ck_assert_uint_eq(p[i].offset, want[i][0]);
+    ck_assert_uint_eq(p[i].size, want[i][1]);
+  }
+}
+
+START_TEST(kernel_params_from_the_cubin) {
+  static const unsigned fill[][2] = {{0, 8}, {8, 4}, {12, 4}};
+  static const unsigned axpy[][2] = {{0, 4}, {8, 8}, {16, 8}, {24, 4}};
+  for (int f = 0; f < 2; f++) {
+    blob b = load(f ? "kernels_sm80.cubin" : "kernels_sm90.cubin");
+    guarded g;
+    cg_image_info info;
+    ck_assert_int_eq(inspect_guarded(&b, &info, &g), 0);
+    expect_params(&info, "cg_test_fill", 3, fill);
+    expect_params(&info, "cg_test_axpy", 4, axpy);
+    cg_param_slot p[8];
+    ck_assert_int_eq(cg_image_kernel_params(&info, "cg_test_fil", p, 8), -1);
+    ck_assert_int_eq(cg_image_kernel_params(&info, "cg_test_fill", p, 2), -1); /* more than max */
+    cg_image_info cut = info;
+    cut.size = info.size / 2; /* the section table past the end: nothing read there */
+    ck_assert_int_eq(cg_image_kernel_params(&cut, "cg_test_fill", p, 8), -1);
+    guarded_free(&g);
+    free(b.bytes);
+  }
+  blob fb = load("kernels_multi.fatbin");
+  guarded g;
+  cg_image_info info;
+  ck_assert_int_eq(inspect_guarded(&fb, &info, &g), 0);
+  cg_param_slot p[8];
+  ck_assert_int_eq(cg_image_kernel_params(&info, "cg_test_fill", p, 8), -1);
+  guarded_free(&g);
+  free(fb.bytes);
+}
 END_TEST
 
 /* The size comes from the headers, not the limit: trailing bytes are not the image's. */
@@ -913,6 +956,7 @@ int main(void) {
   TCase *ok = tcase_create("recognise");
   tcase_add_test(ok, cubin_sm80);
   tcase_add_test(ok, cubin_sm90);
+  tcase_add_test(ok, kernel_params_from_the_cubin);
   tcase_add_test(ok, cubin_old_abi_arch);
   tcase_add_test(ok, size_ignores_trailing_bytes);
   tcase_add_test(ok, fatbin_default);

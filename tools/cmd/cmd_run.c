@@ -24,7 +24,7 @@
 static const char ME[] = "capguard run";
 static const char USAGE[] =
     "capguard run [--mode guard|report|off] [--log FILE] [--prime FILE] "
-    "[--emulate-driver VERSION] [--rescue] [--quiet] [--error-exitcode N] [--metrics DIR] -- CMD [ARGS...]";
+    "[--emulate-driver VERSION] [--rescue] [--stale] [--quiet] [--error-exitcode N] [--metrics DIR] -- CMD [ARGS...]";
 
 static void help(void) {
   printf("usage: %s\n\n"
@@ -47,6 +47,13 @@ static void help(void) {
          "  --rescue               make a refused load, or a prohibited allocation, in\n"
          "                         relaxed mode for that one call (CAPGUARD_RESCUE=1);\n"
          "                         guard mode only\n"
+         "  --stale                name each free of memory a live CUDA graph exec reads,\n"
+         "                         and each replay of memory freed since its capture\n"
+         "                         (CAPGUARD_STALE=1; guard and report modes). Blind spot: a\n"
+         "                         caching allocator (PyTorch's, CuPy's pool) reuses memory\n"
+         "                         without the driver; capguard sees only what it gives back\n"
+         "                         (empty_cache, expandable segments unmapping, a retry after\n"
+         "                         OOM, free_all_blocks)\n"
          "  -q, --quiet            no per-event reports on stderr, only warnings and the\n"
          "                         summary at the end; the log keeps every event\n"
          "                         (CAPGUARD_QUIET=1)\n"
@@ -67,7 +74,7 @@ static void help(void) {
 
 typedef struct {
   const char *mode, *log, *prime, *emulate, *metrics;
-  bool rescue, quiet;
+  bool rescue, quiet, stale;
   int error_exitcode; /* 0: off */
 } run_opts;
 
@@ -86,6 +93,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
                                        {"emulate-driver", required_argument, NULL, 'e'},
                                        {"rescue", no_argument, NULL, 'r'},
                                        {"quiet", no_argument, NULL, 'q'},
+                                       {"stale", no_argument, NULL, 's'},
                                        {"error-exitcode", required_argument, NULL, 'x'},
                                        {"metrics", required_argument, NULL, 'M'},
                                        {"help", no_argument, NULL, 'h'},
@@ -122,6 +130,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
     }
     case 'r': o->rescue = true; break;
     case 'q': o->quiet = true; break;
+    case 's': o->stale = true; break;
     case 'x': {
       char *end;
       errno = 0;
@@ -157,6 +166,11 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
   if (o->rescue && mode && *mode && strcmp(mode, cg_run_mode_name(CG_RUN_GUARD)))
     return cg_usage_error(ME, USAGE, "--rescue works in guard mode only, not with %s%s (report "
                                      "and off leave every call to the driver)",
+                          o->mode ? "--mode " : "CAPGUARD_MODE=", mode);
+  /* --stale watches what the program frees: off mode watches nothing */
+  if (o->stale && mode && *mode && !strcmp(mode, cg_run_mode_name(CG_RUN_OFF)))
+    return cg_usage_error(ME, USAGE, "--stale works in guard and report modes, not with %s%s (off passes "
+                                     "every call through unwatched)",
                           o->mode ? "--mode " : "CAPGUARD_MODE=", mode);
   *cmd_at = optind;
   return 0;
@@ -208,6 +222,8 @@ static int setup_env(const run_opts *o, const char *shim, const char *log, const
   char mbuf[PATH_MAX];
   if (o->metrics)
     rc |= setenv("CAPGUARD_METRICS", absolute(o->metrics, mbuf, sizeof mbuf), 1);
+  if (o->stale)
+    rc |= setenv("CAPGUARD_STALE", "1", 1);
   return rc;
 }
 

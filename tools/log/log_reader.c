@@ -44,6 +44,7 @@ void cgl_free(cgl_log *log) {
   free(log->procs);
   free(log->caps);
   free(log->evs);
+  free(log->stale);
   free(log->runs);
   memset(log, 0, sizeof *log);
 }
@@ -246,7 +247,54 @@ static const cgl_strs *kernel_list(cgl_log *log, json_t *names) {
   return l;
 }
 
+static const char *str_or_empty(cgl_log *log, json_t *o, const char *k) {
+  const char *s = str(log, o, k);
+  return s ? s : "";
+}
+
+static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o) {
+  log->stale = grow(log->stale, &log->cap_stale, log->n_stale + 1, sizeof *log->stale);
+  cgl_stale *s = &log->stale[log->n_stale++];
+  memset(s, 0, sizeof *s);
+  s->proc = proc;
+  s->kind = kind;
+  s->time_ns = num(o, CG_KEY_TIME_NS, 0);
+  s->tid = num(o, CG_KEY_TID, 0);
+  s->call = str_or_empty(log, o, CG_KEY_CALL);
+  json_t *cap = json_object_get(o, CG_KEY_CAPTURE);
+  s->capture_id = json_is_object(cap) ? num(cap, CG_KEY_ID, 0) : 0;
+  s->began = json_is_object(cap) ? str_or_empty(log, cap, CG_KEY_BEGAN) : "";
+  json_t *st = json_object_get(o, CG_KEY_STALE);
+  if (json_is_object(st)) {
+    s->exec = str_or_empty(log, st, CG_KEY_EXEC);
+    s->start = str_or_empty(log, st, CG_KEY_START);
+    s->kernel = str_or_empty(log, st, CG_KEY_KERNEL);
+    s->size = num(st, CG_KEY_SIZE, 0);
+    s->buffer_id = num(st, CG_KEY_BUFFER_ID, 0);
+    s->now_buffer_id = num(st, CG_KEY_NOW_BUFFER_ID, 0);
+    s->node = num(st, CG_KEY_NODE, 0);
+    s->arg = num(st, CG_KEY_ARG, -1);
+    s->reads = num(st, CG_KEY_READS, 1);
+    s->by_hand = json_is_true(json_object_get(st, CG_KEY_BY_HAND));
+  } else {
+    s->exec = s->start = s->kernel = "";
+  }
+  char where[512];
+  const cgl_process *pr = &log->procs[proc];
+  cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),
+                       pr->argc ? pr->argv[0] : NULL, where, sizeof where);
+  s->site = cgl_intern(log->pool, where, strlen(where));
+  cgl_python_top(arr(o, CG_KEY_PYTHON_STACK), where, sizeof where);
+  s->python_top = where[0] ? cgl_intern(log->pool, where, strlen(where)) : NULL;
+  seen_at(&log->procs[proc], s->time_ns);
+}
+
 static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc, json_t *o) {
+  cg_event_kind kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
+  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH) {
+    read_stale(log, proc, kind, o);
+    return;
+  }
   log->evs = grow(log->evs, &log->cap_evs, log->n_evs + 1, sizeof *log->evs);
   size_t ei = log->n_evs++;
   cgl_event *e = &log->evs[ei];

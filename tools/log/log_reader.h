@@ -103,6 +103,20 @@ typedef struct {
   long long src_line;
 } cgl_event;
 
+/* A stale-pointer event (stale-free, stale-launch: docs/stale.md), kept
+ * apart from the calls made during capture: it is about a graph exec and the
+ * memory it reads, not about a capture. Strings are "" when absent. */
+typedef struct {
+  size_t proc;
+  cg_event_kind kind;
+  long long time_ns, tid, capture_id, size, buffer_id, now_buffer_id, node, arg, reads;
+  bool by_hand;
+  const char *call, *exec, *start, *kernel;
+  const char *began;      /* where the graph's capture began */
+  const char *site;       /* the free's or the launch's site (cgl_event_site's form) */
+  const char *python_top; /* its innermost Python frame, NULL if none */
+} cgl_stale;
+
 typedef struct {
   size_t first_proc;    /* the run's top-level process (earliest) */
   size_t n_procs;
@@ -121,6 +135,8 @@ typedef struct {
   size_t n_caps, cap_caps;
   cgl_event *evs;
   size_t n_evs, cap_evs;
+  cgl_stale *stale;
+  size_t n_stale, cap_stale;
   cgl_run *runs;        /* set by cgl_group_runs */
   size_t n_runs;
   struct cgl_pool *pool;   /* interned strings and lists */

@@ -163,6 +163,13 @@ void cgl_view(const cgl_log *log, size_t run, cgl_log *view) {
       e->seq = view->n_evs++;
     }
   }
+  view->stale = cgl_xrealloc(NULL, (log->n_stale + 1) * sizeof *view->stale);
+  for (size_t i = 0; i < log->n_stale; i++)
+    if (pmap[log->stale[i].proc] != SIZE_MAX) {
+      view->stale[view->n_stale] = log->stale[i];
+      view->stale[view->n_stale++].proc = pmap[log->stale[i].proc];
+    }
+  view->cap_stale = view->n_stale;
   for (size_t c = 0; c < view->n_caps; c++)
     if (view->caps[c].first_break >= 0)
       view->caps[c].first_break = (long)emap[view->caps[c].first_break];

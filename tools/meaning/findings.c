@@ -477,8 +477,19 @@ static void kept_say(const ctx *c, cgf_finding *x) {
                         n, cg_plural(n), by, them, them);
 }
 
+/* The stale-pointer check (CAPGUARD_STALE=1) named memory a live graph exec reads, freed. */
+static bool stale_holds(const ctx *c) { return c->log->n_stale > 0; }
+static void stale_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->log->n_stale;
+  x->sentence = xprintf("%zu free%s or replay%s of memory a live graph exec reads (each replay reads or "
+                        "writes memory that is no longer its own): keep the buffer alive as long as the "
+                        "graph exec, re-capture after a resize, or destroy the exec before the free "
+                        "(capguard report: \"Memory a live graph reads, freed\")",
+                        n, plural(n), plural(n));
+}
+
 /* nothing to do only when no call at all was made during capture, of any kind */
-static bool all_clear_holds(const ctx *c) { return !c->a->n_broken && !c->a->calls; }
+static bool all_clear_holds(const ctx *c) { return !c->a->n_broken && !c->a->calls && !c->log->n_stale; }
 static void all_clear_say(const ctx *c, cgf_finding *x) {
   (void)c;
   x->sentence = xprintf("no forbidden calls during capture: nothing to do");
@@ -585,6 +596,7 @@ static const row rows[] = {
     {"offender-not-said", CGF_REPORT, not_said_holds, not_said_say},
     {"served", CGF_REPORT, served_holds, served_say},
     {"kept-alive", CGF_REPORT, kept_holds, kept_say},
+    {"stale", CGF_REPORT | CGF_SAID, stale_holds, stale_say},
     {"all-clear", CGF_REPORT | CGF_NEXT, all_clear_holds, all_clear_say},
     /* prime learn's verdict */
     {"learn-incomplete", CGF_LEARN, learn_incomplete_holds, learn_incomplete_say},

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "findings.h"
+#include "report_stale.h"
 #include "report_offender.h"
 #include "report_capture_time.h"
 #include "report_render.h"
@@ -64,6 +65,8 @@ static const char *verdict_colour(cg_verdict v) {
     return "#8c564b";
   case CG_VERDICT_BROKE:
     return "#8c564b";
+  case CG_VERDICT_STALE:
+    return "#b2182b";
   case CG_VERDICT_COUNT:
     break;
   }
@@ -684,6 +687,7 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   processes(o, a);
   cgr_capture_time_html(o, a, esc);
   findings(o, a);
+  cgr_print_stale_html(o, log);
   calls_table(o, a);
   fputs("</body></html>\n", o);
   return ferror(o) ? -1 : 0;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "findings.h"
+#include "report_stale.h"
 #include "log_pool.h"
 #include "report_offender.h"
 
@@ -271,6 +272,7 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   }
   json_object_set_new(root, "advice", advice);
   json_object_set_new(root, "findings", findings_json(a));
+  json_object_set_new(root, CG_KEY_STALE, cgr_stale_json(log));
 
   int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   fputc('\n', out);

@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "findings.h"
+#include "report_stale.h"
 #include "report_offender.h"
 #include "capture_time.h"
 #include "report_capture_time.h"
@@ -356,6 +357,7 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
     print_kernels(out, a, pal);
   if (a->n_sites)
     print_sites(out, a, pal);
+  cgr_print_stale_text(out, log, pal);
   fprintf(out, "\n%sWhat to do%s\n", pal.bold, pal.reset);
   for (size_t i = 0; i < a->advice.n; i++)
     cgf_print(out, &a->advice.v[i], "  - ", "      ");

@@ -24,6 +24,20 @@ typedef struct {
 #define CG_MAX_NATIVE_FRAMES 32
 #define CG_MAX_PY_FRAMES 48
 
+/* What a stale-pointer event (stale-free, stale-launch) is about: a graph
+ * exec alive in the process reads memory that was freed. */
+typedef struct {
+  uint64_t exec;          /* the CUgraphExec */
+  uint64_t start, size;   /* the allocation as captured (its range) */
+  uint64_t buffer_id;     /* its CU_POINTER_ATTRIBUTE_BUFFER_ID at capture */
+  uint64_t now_buffer_id; /* a launch: the buffer at that address now, 0 when none (freed) */
+  const char *kernel;     /* the kernel reading it, "" when unknown */
+  unsigned node;          /* its node's place in the graph */
+  int arg;                /* the kernel's argument that holds the pointer */
+  unsigned reads;         /* how many (node, argument) of the exec read the allocation */
+  bool by_hand;           /* the graph was not captured (built with cuGraphAdd*) */
+} cg_stale_read_info;
+
 typedef struct {
   cg_event_kind kind;
   cg_verdict verdict;
@@ -47,6 +61,7 @@ typedef struct {
   size_t n_native;
   const cg_py_frame *py;     /* Python frames, innermost first */
   size_t n_py;
+  const cg_stale_read_info *stale; /* stale-free and stale-launch events, NULL for the others */
 } cg_event;
 
 /* How many of the slowest captures a summary names. */
@@ -143,5 +158,7 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap); /* on
 size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap);
 size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap);
 
+/* What to do about a stale-pointer event of this kind (one sentence). */
+const char *cg_stale_advice(cg_event_kind kind);
 
 #endif

@@ -80,5 +80,15 @@
 #define CG_KEY_NS "ns"
 #define CG_KEY_RANK "rank"
 #define CG_KEY_WORLD_SIZE "world_size"
+#define CG_KEY_STALE "stale"
+#define CG_KEY_EXEC "exec"
+#define CG_KEY_START "start"
+#define CG_KEY_BUFFER_ID "buffer_id"
+#define CG_KEY_NOW_BUFFER_ID "now_buffer_id"
+#define CG_KEY_KERNEL "kernel"
+#define CG_KEY_NODE "node"
+#define CG_KEY_ARG "arg"
+#define CG_KEY_READS "reads"
+#define CG_KEY_BY_HAND "by_hand"
 
 #endif

@@ -69,7 +69,14 @@ enum {
     "reads or writes that host memory as it is then")                                                       \
   X(CG_EV_STREAM_DESTROY, "stream-destroy", 0,                                                      \
     "cuStreamDestroy of a capturing stream: the driver ends the capture (no graph); named as the " \
-    "capture's first offender")
+    "capture's first offender")                                                                    \
+  X(CG_EV_STALE_FREE, "stale-free", 0,                                                              \
+    "cuMemFree, cuMemFreeHost, cuMemFreeAsync, cuMemUnmap of memory a live graph exec reads "       \
+    "(CAPGUARD_STALE): each replay reads or writes freed memory; after cuMemRelease or "             \
+    "cuMemPoolTrimTo, the next launch checks")                                   \
+  X(CG_EV_STALE_LAUNCH, "stale-launch", 0,                                                          \
+    "cuGraphLaunch of a graph exec whose memory was freed since its capture, or freed and "         \
+    "allocated again as another buffer at the same address (CAPGUARD_STALE)")
 
 /* Verdicts have two columns more than the other tables:
  *   said     the event line's sentence on stderr (event_format.c), NULL
@@ -129,7 +136,13 @@ enum {
   X(CG_VERDICT_BROKE, "broke", CG_WORD_BREAKS,                                                      \
     "the driver's own log named it as the call that broke the capture (a call capguard does not " \
     "wrap, or a capture end that failed: 904, 908)",                                               \
-    NULL, NULL)
+    NULL, NULL)                                                                                    \
+  X(CG_VERDICT_STALE, "stale", 0,                                                                   \
+    "the call went through unchanged; a live graph exec still reads the memory it freed (a free), " \
+    "or reads memory freed since its capture (a launch)",                                          \
+    "went through unchanged; a live graph exec reads the memory: each replay reads or writes "      \
+    "memory that is no longer its own",                                                            \
+    NULL)
 
 /* capguard's run modes (CAPGUARD_MODE). */
 #define CG_RUN_MODES(X)                                                                             \

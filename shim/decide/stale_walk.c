@@ -1,0 +1,220 @@
+/* The walk: cuGraphGetNodes, then each kernel node's parameters
+ * (cuGraphKernelNodeGetParams_v2: the values as captured), split by
+ * cuFuncGetParamInfo. Every aligned pointer-sized word of a parameter that
+ * is not obviously no address is asked of cuPointerGetAttribute; an
+ * allocation already found by this walk answers without the driver (a
+ * graph's kernels read the same few buffers over and over). */
+#include "stale_walk.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "stale_params.h"
+
+#define MAX_NODES ((size_t)1 << 20) /* no real graph comes near it; bounds the array */
+#define MAX_PARAMS 1024             /* CUDA's limit is 32764 bytes of parameters */
+#define LOWEST_ADDRESS 0x10000u     /* below it, a size or a flag, never a device address */
+
+/* cuFuncGetParamInfo splits parameters on drivers 12.4 and later; before,
+ * the layouts read from the images the program loaded (stale_params.c). */
+static bool driver_splits(void) { return cg_drv.FuncGetParamInfo && cg_driver_version() >= 12040; }
+
+bool cg_stale_walk_ready(void) {
+  return cg_drv.GraphGetNodes && cg_drv.GraphNodeGetType && cg_drv.GraphKernelNodeGetParams &&
+         cg_drv.PointerGetAttribute && (driver_splits() || cg_stale_params_known());
+}
+
+/* The i-th parameter of f, a CUfunction or (cuLaunchKernel accepts one) a
+ * CUkernel: what the driver answers for the one, else for the other. */
+static CUresult param_info(CUfunction f, size_t i, size_t *off, size_t *size) {
+  CUresult r = cg_drv.FuncGetParamInfo(f, i, off, size);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE && cg_drv.KernelGetParamInfo)
+    r = cg_drv.KernelGetParamInfo((CUkernel)f, i, off, size);
+  return r;
+}
+
+/* f's parameter layout, from the driver or the image: how many, -1 unknown. */
+static int layout(CUfunction f, cg_param_slot *out, int max) {
+  if (!driver_splits())
+    return cg_stale_params_of(f, out, max);
+  int n = 0;
+  for (; n < max; n++) {
+    size_t off = 0, size = 0;
+    CUresult r = param_info(f, (size_t)n, &off, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE)
+      return n; /* past the last parameter (or none) */
+    if (r != CUDA_SUCCESS)
+      return -1; /* a function the driver cannot split */
+    if (off > UINT16_MAX || size > UINT16_MAX)
+      return -1;
+    out[n].offset = (uint16_t)off;
+    out[n].size = (uint16_t)size;
+  }
+  return -1; /* more than max: not split */
+}
+
+/* The distinct allocations this walk found: a graph's kernels read a few
+ * buffers (a caching allocator's segments) over and over, so a short list,
+ * searched from the newest, answers most values without the driver. */
+#define KNOWN_MAX 1024
+#define MISSES 32 /* values the driver said are no allocation's (sizes, strides repeated kernel after kernel) */
+typedef struct {
+  cg_stale_read a[KNOWN_MAX];
+  size_t n;
+  uint64_t miss[MISSES];
+  unsigned next_miss;
+} known_allocs;
+
+static bool missed(const known_allocs *k, uint64_t v) {
+  for (unsigned i = 0; i < MISSES; i++)
+    if (k->miss[i] == v)
+      return true;
+  return false;
+}
+
+static const cg_stale_read *known(const known_allocs *k, uint64_t v) {
+  for (size_t i = k->n; i-- > 0;)
+    if (v >= k->a[i].start && v - k->a[i].start < k->a[i].size)
+      return &k->a[i];
+  return NULL;
+}
+
+/* Asks the driver which allocation holds v: true and *r filled when one does. */
+static bool ask(uint64_t v, cg_stale_read *r, cg_stale_walk_counts *c) {
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  unsigned long long id = 0;
+  c->queries++;
+  if (cg_drv.PointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)v) != CUDA_SUCCESS)
+    return false;
+  c->queries += 2;
+  if (cg_drv.PointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, (CUdeviceptr)v) != CUDA_SUCCESS ||
+      cg_drv.PointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)v) != CUDA_SUCCESS)
+    return false;
+  r->start = start;
+  r->size = size;
+  r->buffer_id = id;
+  return true;
+}
+
+/* One value a node reads or writes through (a kernel's argument arg; a
+ * copy's side: 0 destination, 1 source), appended when it lies in an
+ * allocation. */
+static void add_read(uint64_t v, unsigned char what, int arg, CUfunction fn, unsigned node, known_allocs *seen,
+                     cg_stale_read *out, size_t max, size_t *n, cg_stale_walk_counts *c) {
+  if (v < LOWEST_ADDRESS)
+    return;
+  c->candidates++;
+  cg_stale_read r;
+  const cg_stale_read *had = known(seen, v);
+  if (had) {
+    r = *had;
+  } else if (missed(seen, v)) {
+    return;
+  } else if (!ask(v, &r, c)) {
+    seen->miss[seen->next_miss++ % MISSES] = v;
+    return;
+  } else if (seen->n < KNOWN_MAX) {
+    seen->a[seen->n++] = r;
+  }
+  r.fn = fn;
+  r.node = node;
+  r.arg = arg;
+  r.what = what;
+  if (*n < max)
+    out[(*n)++] = r;
+  else
+    c->dropped++;
+}
+
+/* The reads of one kernel node's parameters, appended to out[*n..max). */
+static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_param_slot *slots, known_allocs *seen,
+                         cg_stale_read *out, size_t max, size_t *n, cg_stale_walk_counts *c) {
+  int np = p->func && p->kernelParams ? layout(p->func, slots, MAX_PARAMS) : -1;
+  if (np < 0) {
+    c->unsplit++;
+    return;
+  }
+  for (size_t i = 0; i < (size_t)np; i++) {
+    const unsigned char *bytes = p->kernelParams[i];
+    /* Every pointer-sized word: a pointer alone, or in a struct passed by value. */
+    for (size_t k = 0; bytes && k + sizeof(uint64_t) <= slots[i].size; k += sizeof(uint64_t)) {
+      uint64_t v;
+      memcpy(&v, bytes + k, sizeof v);
+      add_read(v, CG_STALE_KERNEL, (int)i, p->func, node, seen, out, max, n, c);
+    }
+  }
+}
+
+/* A memcpy node's device sides, a memset node's destination. */
+static void copy_reads(CUgraphNode node, CUgraphNodeType type, unsigned i, known_allocs *seen, cg_stale_read *out,
+                       size_t max, size_t *n, cg_stale_walk_counts *c) {
+  if (type == CU_GRAPH_NODE_TYPE_MEMCPY && cg_drv.GraphMemcpyNodeGetParams) {
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    if (cg_drv.GraphMemcpyNodeGetParams(node, &p) != CUDA_SUCCESS)
+      return;
+    if (p.dstMemoryType == CU_MEMORYTYPE_DEVICE || p.dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+      add_read(p.dstDevice, CG_STALE_MEMCPY, 0, NULL, i, seen, out, max, n, c);
+    if (p.srcMemoryType == CU_MEMORYTYPE_DEVICE || p.srcMemoryType == CU_MEMORYTYPE_UNIFIED)
+      add_read(p.srcDevice, CG_STALE_MEMCPY, 1, NULL, i, seen, out, max, n, c);
+  } else if (type == CU_GRAPH_NODE_TYPE_MEMSET && cg_drv.GraphMemsetNodeGetParams) {
+    CUDA_MEMSET_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    if (cg_drv.GraphMemsetNodeGetParams(node, &p) == CUDA_SUCCESS)
+      add_read(p.dst, CG_STALE_MEMSET, 0, NULL, i, seen, out, max, n, c);
+  }
+}
+
+int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_counts *c) {
+  memset(c, 0, sizeof *c);
+  if (!cg_stale_walk_ready())
+    return -1;
+  size_t count = 0;
+  if (cg_drv.GraphGetNodes(g, NULL, &count) != CUDA_SUCCESS || count > MAX_NODES)
+    return 0;
+  if (count == 0)
+    return 0;
+  CUgraphNode *nodes = malloc(count * sizeof *nodes);
+  cg_param_slot *slots = malloc(MAX_PARAMS * sizeof *slots);
+  known_allocs *k = malloc(sizeof *k);
+  if (!nodes || !slots || !k) {
+    free(nodes);
+    free(slots);
+    free(k);
+    return -2;
+  }
+  memset(k->miss, 0, sizeof k->miss); /* 0 is below LOWEST_ADDRESS: never looked up */
+  k->n = 0;
+  k->next_miss = 0;
+  size_t got = count;
+  if (cg_drv.GraphGetNodes(g, nodes, &got) != CUDA_SUCCESS)
+    got = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < got && i < count; i++) {
+    CUgraphNodeType type;
+    if (cg_drv.GraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
+      continue;
+    c->nodes++;
+    if (type == CU_GRAPH_NODE_TYPE_MEMCPY || type == CU_GRAPH_NODE_TYPE_MEMSET) {
+      copy_reads(nodes[i], type, (unsigned)i, k, out, max, &n, c);
+      continue;
+    }
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL)
+      continue;
+    c->kernels++;
+    CUDA_KERNEL_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    if (cg_drv.GraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS) {
+      c->unsplit++;
+      continue;
+    }
+    kernel_reads(&p, (unsigned)i, slots, k, out, max, &n, c);
+  }
+  free(nodes);
+  free(slots);
+  free(k);
+  return (int)n;
+}

@@ -1,0 +1,156 @@
+/* The stale-pointer check's cases over the fake driver: captures
+ * cg_test_fill(y, 1.0f, n) (tests/data/kernels.cu) on a stream, instantiates
+ * the graph, launches it once, then (--op):
+ *   free:            cuMemFree(y)                                  named
+ *   realloc-launch:  cuMemFree(y), cuMemAlloc of the same size (the same
+ *                    address, another buffer), cuGraphLaunch      named twice
+ *   free-async:      y from cuMemAllocAsync; cuMemFreeAsync(y) on another
+ *                    stream                                        named
+ *   destroy-first:   cuGraphExecDestroy, then cuMemFree(y)         silent
+ *   healthy:         launch again, free memory no graph reads, destroy the
+ *                    exec, free y                                   silent
+ *   two-execs:       the graph instantiated twice, y freed          named per exec
+ *   copies:          the capture also copies y into z (cuMemcpyDtoDAsync) and
+ *                    sets w (cuMemsetD8Async); w, then y freed    named (the
+ *                    memset node, the memcpy node's source, the kernel)
+ *   by-hand:         the graph built with cuGraphAddKernelNode (no capture)
+ *                    and instantiated, y freed                       named
+ * Prints each call's result as name=code; exits 1 on a failed setup call.
+ * Usage: stale_probe --route direct --op OP [--cubin FILE] */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(call)                                                               \
+  do {                                                                            \
+    CUresult r_ = (call);                                                         \
+    if (r_ != CUDA_SUCCESS) {                                                     \
+      fprintf(stderr, "stale_probe: %s returned %d\n", #call, (int)r_);           \
+      exit(1);                                                                    \
+    }                                                                             \
+  } while (0)
+#define SAY(name, call) printf("%s=%d\n", name, (int)(call))
+
+#define N 256
+
+static unsigned char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "stale_probe: cannot open %s\n", path);
+    exit(1);
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc((size_t)n + 1);
+  if (!b || fread(b, 1, (size_t)n, f) != (size_t)n)
+    exit(1);
+  fclose(f);
+  return b;
+}
+
+int main(int argc, char **argv) {
+  const char *op = "free", *cubin = getenv("CG_CUBIN");
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--op"))
+      op = argv[i + 1];
+    else if (!strcmp(argv[i], "--cubin"))
+      cubin = argv[i + 1];
+  }
+  if (!cubin) {
+    fprintf(stderr, "stale_probe: no cubin (--cubin or CG_CUBIN)\n");
+    return 2;
+  }
+  CUdevice dev;
+  CUcontext ctx;
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  CUmodule mod;
+  CHECK(cuModuleLoadData(&mod, read_file(cubin)));
+  CUfunction fill;
+  CHECK(cuModuleGetFunction(&fill, mod, "cg_test_fill"));
+  CUstream s, other;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+  int async = !strcmp(op, "free-async");
+  CUdeviceptr y, unrelated, z, w;
+  if (async)
+    CHECK(cuMemAllocAsync(&y, N * sizeof(float), s));
+  else
+    CHECK(cuMemAlloc(&y, N * sizeof(float)));
+  CHECK(cuMemAlloc(&unrelated, 3 * N * sizeof(float)));
+  CHECK(cuMemAlloc(&z, 5 * N * sizeof(float)));
+  CHECK(cuMemAlloc(&w, 7 * N * sizeof(float)));
+  int copies = !strcmp(op, "copies");
+  float v = 1.0f;
+  int n = N;
+  void *params[] = {&y, &v, &n};
+  CUgraph g;
+  if (!strcmp(op, "by-hand")) {
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    kp.func = fill;
+    kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = N;
+    kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = params;
+    CUgraphNode node;
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
+  } else {
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuLaunchKernel(fill, 1, 1, 1, N, 1, 1, 0, s, params, NULL));
+    if (copies) {
+      CHECK(cuMemcpyDtoDAsync(z, y, N * sizeof(float), s));
+      CHECK(cuMemsetD8Async(w, 0, 7 * N * sizeof(float), s));
+    }
+    CUresult end = cuStreamEndCapture(s, &g);
+    printf("end_result=%d\n", (int)end);
+    if (end != CUDA_SUCCESS)
+      return 1;
+  }
+  CUgraphExec x, x2 = NULL;
+  CHECK(cuGraphInstantiateWithFlags(&x, g, 0));
+  if (!strcmp(op, "two-execs"))
+    CHECK(cuGraphInstantiateWithFlags(&x2, g, 0));
+  CHECK(cuGraphDestroy(g)); /* as torch does: the exec outlives its graph */
+  SAY("launch", cuGraphLaunch(x, s));
+  if (!strcmp(op, "free") || !strcmp(op, "by-hand") || !strcmp(op, "two-execs")) {
+    SAY("free", cuMemFree(y));
+  } else if (copies) {
+    SAY("free_w", cuMemFree(w));
+    SAY("free", cuMemFree(y));
+  } else if (!strcmp(op, "realloc-launch")) {
+    SAY("free", cuMemFree(y));
+    CUdeviceptr again;
+    SAY("alloc", cuMemAlloc(&again, N * sizeof(float)));
+    printf("same_address=%d\n", again == y);
+    SAY("relaunch", cuGraphLaunch(x, s));
+    SAY("relaunch2", cuGraphLaunch(x, s)); /* reported once per exec and allocation */
+  } else if (async) {
+    SAY("free_async", cuMemFreeAsync(y, other));
+  } else if (!strcmp(op, "destroy-first")) {
+    SAY("destroy", cuGraphExecDestroy(x));
+    x = NULL;
+    SAY("free", cuMemFree(y));
+  } else if (!strcmp(op, "healthy")) {
+    SAY("relaunch", cuGraphLaunch(x, s));
+    SAY("free_unrelated", cuMemFree(unrelated));
+    unrelated = 0;
+    SAY("relaunch2", cuGraphLaunch(x, s));
+    SAY("destroy", cuGraphExecDestroy(x));
+    x = NULL;
+    SAY("free", cuMemFree(y));
+  } else {
+    fprintf(stderr, "stale_probe: unknown --op %s\n", op);
+    return 2;
+  }
+  if (x)
+    CHECK(cuGraphExecDestroy(x));
+  if (x2)
+    CHECK(cuGraphExecDestroy(x2));
+  return 0;
+}

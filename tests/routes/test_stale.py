@@ -1,0 +1,181 @@
+"""The stale-pointer check (CAPGUARD_STALE=1, docs/stale.md) over the fake
+driver: a graph captured reading y (cg_test_fill), instantiated and launched,
+then y freed (cuMemFree, cuMemFreeAsync on another stream), or freed and
+allocated again at the same address before a launch: each named once, with
+the free's or the launch's stack and where the capture began; the exec
+destroyed before the free, or memory no graph reads freed: silent. What the
+program sees never changes. Run on drivers 13000 (cuFuncGetParamInfo) and
+12020 (the parameter table of the image the program loaded)."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import routes_common
+
+PROBE = os.environ["CG_STALE_PROBE"]
+CUBIN = os.path.join(os.environ["CG_DATA"], "kernels_sm90.cubin")
+DRIVERS = (13000, 12020)
+
+
+def probe(op, driver, stale=True, mode="report"):
+    env = {"CAPGUARD_MODE": mode, "CG_CUBIN": CUBIN}
+    if stale:
+        env["CAPGUARD_STALE"] = "1"
+    return routes_common.run_probe(["--op", op], route="direct", probe=PROBE, driver=driver, env_extra=env)
+
+
+def stale_events(run):
+    return [e for e in run.events if e["event"].startswith("stale-")]
+
+
+CLI = os.environ["CG_CLI"]
+
+
+class Report(unittest.TestCase):
+    """capguard report groups the stale events by graph exec and allocation, with what to
+    do, in its text, JSON, HTML and trace renderings."""
+
+    def test_report_groups_by_exec_and_allocation(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "log.jsonl")
+            env = dict(os.environ, LD_LIBRARY_PATH=routes_common.FAKE_DIR, LD_PRELOAD=routes_common.SHIM,
+                       FAKECUDA_DRIVER_VERSION="13000", CAPGUARD_MODE="report", CAPGUARD_STALE="1",
+                       CAPGUARD_LOG=log, CAPGUARD_PRIME=os.path.join(tmp, "p.cgp"), CG_CUBIN=CUBIN)
+            for op in ("realloc-launch", "destroy-first"):
+                subprocess.run([PROBE, "--op", op], env=env, check=True, capture_output=True)
+            html, trace = os.path.join(tmp, "r.html"), os.path.join(tmp, "t.json")
+            text = subprocess.run([CLI, "report", "--all", "--html", html, "--trace", trace, log],
+                                  capture_output=True, text=True)
+            self.assertEqual(text.returncode, 0, text.stderr)
+            self.assertIn("Memory a live graph reads, freed (1 graph exec and allocation)", text.stdout)
+            self.assertIn("kernel cg_test_fill, argument 0", text.stdout)
+            self.assertIn("freed by cuMemFree_v2 at", text.stdout)
+            self.assertIn("replayed by cuGraphLaunch at", text.stdout)
+            self.assertIn("freed and allocated again as another buffer", text.stdout)
+            self.assertIn("keep the buffer alive as long as the graph exec", text.stdout)
+            self.assertNotIn("nothing to do", text.stdout)
+            js = json.loads(subprocess.run([CLI, "report", "--all", "--json", log], capture_output=True,
+                                           text=True, check=True).stdout)
+            self.assertEqual(len(js["stale"]), 1, js["stale"])
+            g = js["stale"][0]
+            self.assertEqual((g["kernel"], g["arg"], g["size"]), ("cg_test_fill", 0, 1024))
+            self.assertEqual(g["freed_by"]["call"], "cuMemFree_v2")
+            self.assertEqual(g["replayed_by"]["call"], "cuGraphLaunch")
+            self.assertIn("stale_probe.c", g["freed_by"]["site"])
+            self.assertIn("re-capture", g["what_to_do"])
+            self.assertIn("stale", [f["finding"] for f in js["findings"]])
+            with open(html) as f:
+                page = f.read()
+            self.assertIn("Memory a live graph reads, freed", page)
+            self.assertIn("cg_test_fill", page)
+            with open(trace) as f:
+                tr = json.load(f)
+            kinds = sorted(e["args"]["event"] for e in tr["traceEvents"] if e.get("cat") == "stale")
+            self.assertEqual(kinds, ["stale-free", "stale-launch"])
+
+
+class Stale(unittest.TestCase):
+    def assert_named(self, run, kind, call):
+        self.assertEqual(run.rc, 0, run.stderr)
+        evs = [e for e in stale_events(run) if e["event"] == kind]
+        self.assertEqual(len(evs), 1, run.records)
+        e = evs[0]
+        self.assertEqual(e["call"], call)
+        self.assertEqual(e["verdict"], "stale")
+        self.assertEqual(e["stale"]["kernel"], "cg_test_fill")
+        self.assertEqual(e["stale"]["arg"], 0)
+        self.assertEqual(e["stale"]["size"], 1024)
+        self.assertFalse(e["stale"]["by_hand"])
+        self.assertEqual(e["capture"]["id"], 1)
+        self.assertIn("stale_probe", e["capture"]["began"])  # where the capture began
+        self.assertTrue(any("stale_probe" in f for f in e["native_stack"]), e["native_stack"])  # the call's own
+        return e
+
+    def test_free_of_memory_a_live_exec_reads_is_named(self):
+        for driver in DRIVERS:
+            for mode in ("report", "guard"):
+                with self.subTest(driver=driver, mode=mode):
+                    run = probe("free", driver, mode=mode)
+                    self.assertEqual(run.values["free"], "0")
+                    self.assert_named(run, "stale-free", "cuMemFree_v2")
+                    self.assertEqual(len(stale_events(run)), 1)
+                    self.assertIn("freed while graph exec", run.stderr)
+                    self.assertIn("reads it: kernel cg_test_fill, argument 0", run.stderr)
+                    self.assertIn("what to do: keep the buffer alive as long as the graph exec", run.stderr)
+
+    def test_free_and_allocation_at_the_same_address_then_launch_is_named_once(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("realloc-launch", driver)
+                self.assertEqual(run.values["same_address"], "1")
+                self.assertEqual((run.values["relaunch"], run.values["relaunch2"]), ("0", "0"))
+                self.assert_named(run, "stale-free", "cuMemFree_v2")
+                e = self.assert_named(run, "stale-launch", "cuGraphLaunch")
+                self.assertNotEqual(e["stale"]["now_buffer_id"], 0)
+                self.assertNotEqual(e["stale"]["now_buffer_id"], e["stale"]["buffer_id"])
+                self.assertIn("allocated again as another buffer", run.stderr)
+
+    def test_free_async_on_another_stream_is_named(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("free-async", driver)
+                self.assertEqual(run.values["free_async"], "0")
+                self.assert_named(run, "stale-free", "cuMemFreeAsync")
+
+    def test_exec_destroyed_before_the_free_is_silent(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("destroy-first", driver)
+                self.assertEqual((run.rc, run.values["destroy"], run.values["free"]), (0, "0", "0"))
+                self.assertEqual(stale_events(run), [])
+                self.assertNotIn("stale", run.stderr)
+
+    def test_healthy_replays_and_unrelated_frees_are_silent(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("healthy", driver)
+                self.assertEqual(run.rc, 0, run.stderr)
+                self.assertEqual(stale_events(run), [])
+                self.assertNotIn("stale", run.stderr)
+
+    def test_memcpy_and_memset_nodes_are_walked(self):
+        # The memset node's destination, freed: named as that node; y, read by the kernel and
+        # by the memcpy node, freed: named once for the exec, with both reads counted.
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("copies", driver)
+                self.assertEqual((run.rc, run.values["free_w"], run.values["free"]), (0, "0", "0"), run.stderr)
+                evs = stale_events(run)
+                self.assertEqual(len(evs), 2, run.records)
+                memset, y = evs
+                self.assertEqual((memset["stale"]["kernel"], memset["stale"]["arg"]), ("(a memset node)", 0))
+                self.assertEqual(memset["stale"]["size"], 7 * 1024)
+                self.assertEqual((y["stale"]["kernel"], y["stale"]["arg"], y["stale"]["reads"]), ("cg_test_fill", 0, 2))
+
+    def test_each_exec_of_a_graph_is_named(self):
+        run = probe("two-execs", 13000)
+        evs = stale_events(run)
+        self.assertEqual(len(evs), 2, run.records)
+        self.assertEqual(len({e["stale"]["exec"] for e in evs}), 2)
+
+    def test_a_graph_built_by_hand_is_walked_at_instantiate(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("by-hand", driver)
+                e = [e for e in stale_events(run)]
+                self.assertEqual(len(e), 1, run.records)
+                self.assertTrue(e[0]["stale"]["by_hand"])
+                self.assertEqual(e[0]["stale"]["kernel"], "cg_test_fill")
+                self.assertIn("built by hand", run.stderr)
+
+    def test_off_unless_asked(self):
+        # Without CAPGUARD_STALE the same free is the program's business.
+        run = probe("free", 13000, stale=False)
+        self.assertEqual((run.rc, run.values["free"]), (0, "0"))
+        self.assertEqual(stale_events(run), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
