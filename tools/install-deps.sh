@@ -6,11 +6,12 @@
 # python3-mesonpy, python3-venv: the wheel (`pip wheel --no-build-isolation .`,
 # offline) and the venv CI installs it in; libdw-dev, libjansson-dev and
 # liblzma-dev, libbz2-dev, zlib1g-dev hold the static libraries the wheel's
-# command is linked with.
+# command is linked with. valgrind: callgrind counts the instructions capguard
+# adds to each call (bench/instr_budget.py, a test).
 set -euo pipefail
 packages=(meson ninja-build pkg-config gcc g++ libdw-dev clang libclang-rt-14-dev check uthash-dev libxxhash-dev
           libjansson-dev binutils python3 python3-mesonpy python3-venv python3-pip
-          liblzma-dev libbz2-dev zlib1g-dev)
+          liblzma-dev libbz2-dev zlib1g-dev valgrind)
 [ "${1:-}" = "--with-chromium" ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do

@@ -219,9 +219,11 @@ CUresult cg_guard_load(const cg_load *l) {
   /* Without room for the event, the load goes to the driver as it would
    * without capguard. Where the call was made is taken now, before the
    * gate (a backtrace may take the loader's lock): it names the call if it
-   * breaks the capture. */
+   * breaks the capture. One walk of the stack serves it and the report. */
   cg_report_scratch *s = cg_report_room("a load's report");
-  cg_begin_site *here = s ? cg_begin_site_take(NULL, NULL) : NULL;
+  if (s)
+    cg_report_take_stack(s);
+  cg_begin_site *here = s ? cg_report_site(s) : NULL;
   size_t file_size = 0;
   void *file = s && l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
   const void *img = file ? file : l->image;

@@ -11,6 +11,7 @@
 #include "breakers.h"
 
 #include "priming.h"
+#include "fast_path.h"
 #include "query_fence.h"
 #include "wrapper.h"
 
@@ -90,7 +91,7 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
                   (has_target), (ptsz),    cname##_invoke, &args_, (handle_thunk), 0};                \
     return cg_breaker_call(&c_);                                                                      \
   }                                                                                                   \
-  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
+  CG_OTHER_HEAD(cname, sname, params) {                                                               \
     CG_REAL_OR_RETURN(ep, params, real);                                                              \
     if ((fix) == CG_FIX_DEFER_UNLOAD) {                                                               \
       if (off())                                                                                      \
@@ -120,7 +121,8 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
       return r_;                                                                                      \
     }                                                                                                 \
     return cname##_slow(CG_ARGS(params));                                                             \
-  }
+  }                                                                                                   \
+  CG_FAST_PATH(cname, sname, ep, params, CG_POLLED(ep) && !CG_FENCED(ep))
 
 #define CG_WRAP_BREAKER(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix)         \
   CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, NULL)
@@ -147,9 +149,9 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
  * no query of the event may reach the driver once it is captured) and after
  * it records outside any (the event is the driver's again only then). */
 #define CG_WRAP_EVENT_RECORD(cname, sname, ep, params, event, stream, ptsz)                          \
-  static __attribute__((noinline)) CUresult cname##_slow(CUresult (*real)(CG_PARAMS(params)),          \
-                                                         CG_PARAMS(params)) {                         \
-    if (off())                                                                                        \
+  CG_OTHER_HEAD(cname, sname, params) {                                                               \
+    CG_REAL_OR_RETURN(ep, params, real);                                                              \
+    if (cg_nothing_captures() || off())                                                               \
       return real(CG_ARGS(params));                                                                   \
     cg_record_mark mk_;                                                                               \
     cg_captures_event_record_begin((uint64_t)(uintptr_t)(event), (stream), (ptsz), &mk_);             \
@@ -157,12 +159,7 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
     cg_captures_event_record_end(&mk_, r_);                                                           \
     return r_;                                                                                        \
   }                                                                                                   \
-  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
-    CG_REAL_OR_RETURN(ep, params, real);                                                              \
-    if (__builtin_expect(cg_nothing_captures(), 1))                                                   \
-      return real(CG_ARGS(params));                                                                   \
-    return cname##_slow(real, CG_ARGS(params));                                                       \
-  }
+  CG_FAST_PATH(cname, sname, ep, params, true)
 
 /* An event destroyed while something captures is forgotten by the model once
  * the driver destroyed it (before, a query of the still captured event would

@@ -27,6 +27,14 @@ void cg_stack_init(void);
  * capguard itself. Each frame symbolized with dladdr as "libfoo.so(func+0x1a) [0x7f..]"
  * or "libfoo.so+0x1234 [0x7f..]" when no symbol; strings live in buf. Returns frames written. */
 size_t cg_native_stack(int skip, const char **out, size_t max, char *buf, size_t bufcap);
+/* The same stack, starting at the first frame outside capguard's own
+ * object, as return addresses: nothing symbolised (backtrace() only), so
+ * that an event no one writes costs no dladdr. */
+size_t cg_native_frames(void **out, size_t max);
+/* frames[0..n) as cg_native_stack writes them (strings in buf), each
+ * address looked up once per process (symbol_cache.h). Returns frames
+ * written: fewer when buf is full. */
+size_t cg_native_symbolize(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap);
 /* The calling thread's Python stack, innermost first, when the process runs CPython
  * and this thread has a Python thread state; 0 otherwise. Strings live in buf. */
 size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap);
