@@ -153,7 +153,6 @@ void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap) {
 }
 
 void cg_captures_init(void) {
-  cg_query_fence_init();
   if (!model)
     model = cg_model_new();
   if (!model)
