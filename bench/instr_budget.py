@@ -101,7 +101,9 @@ def main():
             env = dict(base)
             if drv != "none":
                 env["LD_LIBRARY_PATH"] = libdirs[drv] + ":" + wide
-            with_cg = dict(env, LD_PRELOAD=shim)
+            # A priming file of its own (an empty one unless the scenario's):
+            # never the user's default, whose records would change what runs.
+            with_cg = dict(env, LD_PRELOAD=shim, CAPGUARD_PRIME=os.path.join(tmp, "none.cgp"))
             for k, v in extra.items():
                 with_cg[k] = {"@log": os.path.join(tmp, "log.jsonl"), "@prime": prime}.get(v, v)
             if scen is None:

@@ -86,7 +86,8 @@ void cg_streams_unlock(void);
  * is released. */
 void cg_captures_begin_enter(void);
 void cg_captures_begin_leave(cg_begin_site *site, CUresult driver_result, uint64_t stream_key,
-                             uint64_t driver_id, cg_capture_mode mode, bool into_graph, bool nonblocking);
+                             uint64_t driver_id, cg_capture_mode mode, bool into_graph, bool nonblocking,
+                             uint64_t ctx);
 /* An end: _enter (gate shared) before the driver's call, _leave after it,
  * with what the driver says of the stream after the end (driver_still:
  * CU_STREAM_CAPTURE_STATUS_NONE when it no longer captures, or cannot say;
