@@ -23,6 +23,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = os.path.join(ROOT, "tests", "data", "kernels_sm90.cubin")
+PY_CAPTURE = os.path.join(ROOT, "bench", "instr_capture.py")
 
 # name: (bench_instr scenario or None for start-up, driver, capguard's
 # environment, budget in instructions added, N)
@@ -35,6 +36,8 @@ SCENARIOS = {
     "cuMemcpyHtoDAsync_v2": ("copy", "null", {}, 8, 2000),
     "capture (guard)": ("capture", "fake", {"CAPGUARD_MODE": "guard"}, 5000, 40),
     "capture (guard + log)": ("capture", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_LOG": "@log"}, 10000, 40),
+    "capture (guard, Python)": ("py:0", "fake", {"CAPGUARD_MODE": "guard"}, 6000, 20),
+    "capture (guard, Python, 60 frames deeper)": ("py:60", "fake", {"CAPGUARD_MODE": "guard"}, 6000, 20),
     "load served": ("load", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_PRIME": "@prime"}, 60000, 10),
     "load served, wide caller": ("load_wide", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_PRIME": "@prime"},
                                  60000, 10),
@@ -43,11 +46,12 @@ SCENARIOS = {
 
 
 def callgrind_ir(cmd, env, tmp, measured):
+    """Instructions callgrind counts running cmd: inside the functions named
+    by measured (a list), or all of it when measured is empty."""
     out = os.path.join(tmp, "cg.out")
     vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, "--dump-line=no",
           "--compress-strings=no", "--compress-pos=no"]
-    if measured:
-        vg.append("--toggle-collect=instr_measured")
+    vg += ["--toggle-collect=" + f for f in measured]
     p = subprocess.run(vg + cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         sys.exit("instr_budget: %s failed (exit %d): %s" % (" ".join(cmd), p.returncode,
@@ -95,7 +99,7 @@ def main():
         env = dict(base, LD_LIBRARY_PATH=libdirs["fake"] + ":" + wide, LD_PRELOAD=shim, CAPGUARD_MODE="guard",
                    CAPGUARD_PRIME=prime)
         subprocess.run([bench, "load", "1", IMAGE], env=env, check=True, stderr=subprocess.DEVNULL)
-        print("%-26s %10s %10s %9s %8s" % ("per call", "driver", "capguard", "added", "budget"))
+        print("%-42s %10s %10s %9s %8s" % ("per call", "driver", "capguard", "added", "budget"))
         for name in wanted:
             scen, drv, extra, budget, n = SCENARIOS[name]
             env = dict(base)
@@ -107,20 +111,27 @@ def main():
             for k, v in extra.items():
                 with_cg[k] = {"@log": os.path.join(tmp, "log.jsonl"), "@prime": prime}.get(v, v)
             if scen is None:
-                cost = [callgrind_ir(["/bin/true"], e, tmp, False) for e in (env, with_cg)]
+                cost = [callgrind_ir(["/bin/true"], e, tmp, []) for e in (env, with_cg)]
             else:
-                cmd = [bench, scen]
-                img = [IMAGE] if scen.startswith("load") else []
+                if scen.startswith("py:"):  # Python: only the libcudart stand-in's begin and end are counted
+                    cmd = lambda k: [os.path.realpath(sys.executable), PY_CAPTURE, os.path.join(wide, "libbench_wide_caller.so"),
+                                     str(k), scen[3:]]
+                    measured = ["cg_bench_cudart_begin", "cg_bench_cudart_end"]
+                else:
+                    img = [IMAGE] if scen.startswith("load") else []
+                    cmd = lambda k: [bench, scen, str(k)] + img
+                    measured = ["instr_measured"]
                 cost = []
                 for e in (env, with_cg):
-                    one = callgrind_ir(cmd + [str(n)] + img, e, tmp, True)
-                    two = callgrind_ir(cmd + [str(2 * n)] + img, e, tmp, True)
+                    e = dict(e, PYTHONHASHSEED="0")
+                    one = callgrind_ir(cmd(n), e, tmp, measured)
+                    two = callgrind_ir(cmd(2 * n), e, tmp, measured)
                     cost.append((two - one) / n)
             added = cost[1] - cost[0]
             ok = added <= budget
             if not ok:
                 over.append(name)
-            print("%-26s %10.0f %10.0f %+9.0f %8d %s" % (name, cost[0], cost[1], added, budget, "ok" if ok else "OVER"),
+            print("%-42s %10.0f %10.0f %+9.0f %8d %s" % (name, cost[0], cost[1], added, budget, "ok" if ok else "OVER"),
                   flush=True)
     if over:
         print("instr_budget: over budget: %s" % ", ".join(over))

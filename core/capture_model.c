@@ -18,6 +18,17 @@
  * a spare of each size is kept (spare_alloc). */
 static void *spare_alloc(size_t size);
 static void spare_free(void *p, size_t size);
+/* Every key here is one 64-bit handle: a multiply and a shift spread it
+ * (uthash's default, Jenkins' hash over bytes, costs a capture hundreds of
+ * instructions in lookups). */
+#include <stdint.h>
+static inline unsigned handle_hash(const void *key, size_t len) {
+  uint64_t k = 0;
+  memcpy(&k, key, len < sizeof k ? len : sizeof k);
+  k *= 0x9e3779b97f4a7c15ull;
+  return (unsigned)(k >> 32) ^ (unsigned)k;
+}
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = handle_hash((keyptr), (size_t)(keylen)))
 #define uthash_malloc(sz) spare_alloc(sz)
 #define uthash_free(ptr, sz) spare_free((ptr), (sz))
 #include <uthash.h>

@@ -119,7 +119,7 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     rec.repeats = closed->repeats;
     cg_output_capture(&rec);
   }
-  free(site);
+  cg_begin_site_free(site);
   free(broke);
   cg_policy_run_deferred();
   cg_priming_refresh_served(false);

@@ -118,8 +118,19 @@ uint64_t cg_stream_key(CUstream s, bool ptsz) {
   return (uint64_t)(uintptr_t)s;
 }
 
+/* A site is taken at every begin and given back at its end: one spare is
+ * kept (an atomic exchange each way) instead of a malloc and a free. */
+static cg_begin_site *spare_site;
+void cg_begin_site_free(cg_begin_site *site) {
+  cg_begin_site *none = NULL;
+  if (site && !__atomic_compare_exchange_n(&spare_site, &none, site, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    free(site);
+}
+
 cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot) {
-  cg_begin_site *site = malloc(sizeof *site);
+  cg_begin_site *site = __atomic_exchange_n(&spare_site, NULL, __ATOMIC_ACQ_REL);
+  if (!site)
+    site = malloc(sizeof *site);
   if (site) {
     site->n = (int)cg_native_site(ra, ra_slot, site->frames, CG_BEGIN_SITE_FRAMES);
     cg_python_site(site->python, sizeof site->python);

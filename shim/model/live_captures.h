@@ -53,6 +53,8 @@ typedef struct {
  * where it is stored (cg_native_site), or NULL for a full backtrace. Take it
  * before the gate: the first backtrace may take the loader's lock. */
 cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot);
+/* Gives a site back (free, or kept as the next begin's). */
+void cg_begin_site_free(cg_begin_site *site);
 /* The same, depth frames deep (at most CG_SITE_MAX_FRAMES), by a full backtrace. */
 cg_begin_site *cg_site_take(int depth);
 /* Symbolized: "PYTHON (NATIVE)", or the native frame alone ("" when unknown). Takes the loader's lock (dladdr): never with

@@ -69,6 +69,11 @@ void cg_native_site_atfork_child(void); /* fork: the lock starts released */
  * cg_python_stack), NONE when the thread runs no Python. */
 enum { CG_PY_FP_NONE, CG_PY_FP_OK, CG_PY_FP_UNKNOWN };
 int cg_python_fingerprint(cg_hash128 *out);
+/* The same over at most max_raw raw frames (shim frames included; at most
+ * the 32 cg_python_fingerprint reads): *named says how many of them the
+ * dump would name, *whole whether they are all the thread's frames. A
+ * fingerprint of fewer frames is a different key from a longer one's. */
+int cg_python_fingerprint_short(cg_hash128 *out, int max_raw, int *named, bool *whole);
 /* Checks the in-place reading against the interpreter's own dump (same
  * number of frames) on the calling thread; on a mismatch fingerprints are
  * turned off for good (UNKNOWN). True when they agreed. */
