@@ -68,6 +68,20 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
  * since every begin waits for it. */
 #define CG_FENCED(ep) ((ep) == CG_EP_cuEventQuery)
 
+/* What the x86-64 fast path of cuEventQuery calls (route/fast_path.h):
+ * until the driver is found, query_resolve, which finds it (inside the
+ * query's fence, with nothing capturing, as the call it stands for) and
+ * puts the driver's cuEventQuery here; never NULL, so the fast path does
+ * not test it. */
+static CUresult query_resolve(CUevent event) {
+  CUresult (*real)(CUevent) = (CUresult(*)(CUevent))__atomic_load_n(&cg_ep_real[CG_EP_cuEventQuery], __ATOMIC_ACQUIRE);
+  if (!real && (!cg_driver_ready() || !(real = (CUresult(*)(CUevent))cg_ep_real[CG_EP_cuEventQuery])))
+    return CUDA_ERROR_NOT_INITIALIZED;
+  __atomic_store_n(&cg_query_target, (void *)real, __ATOMIC_RELEASE);
+  return real(event);
+}
+void *cg_query_target = (void *)query_resolve;
+
 /* The arguments kept in a struct (its first member only so that a call
  * without parameters, cuCtxSynchronize, has a struct too) and a thunk that
  * makes the real call from them (breakers.c may make it, make it in relaxed
@@ -101,7 +115,7 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
       return cname##_slow(CG_ARGS(params));                                                           \
     }                                                                                                 \
     if (CG_FENCED(ep)) {                                                                              \
-      cg_query_slot *q_ = cg_query_enter();                                                           \
+      unsigned *q_ = cg_query_enter();                                                                \
       if (__builtin_expect(cg_nothing_captures(), 1)) {                                               \
         CUresult r_ = real(CG_ARGS(params));                                                          \
         cg_query_leave(q_);                                                                           \
@@ -122,7 +136,7 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
     }                                                                                                 \
     return cname##_slow(CG_ARGS(params));                                                             \
   }                                                                                                   \
-  CG_FAST_PATH(cname, sname, ep, params, CG_POLLED(ep) && !CG_FENCED(ep))
+  CG_FAST_PATH(cname, sname, ep, params, CG_FENCED(ep) ? CG_FAST_QUERY : CG_POLLED(ep) ? CG_FAST_PLAIN : CG_FAST_NONE)
 
 #define CG_WRAP_BREAKER(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix)         \
   CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, NULL)
@@ -159,7 +173,7 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
     cg_captures_event_record_end(&mk_, r_);                                                           \
     return r_;                                                                                        \
   }                                                                                                   \
-  CG_FAST_PATH(cname, sname, ep, params, true)
+  CG_FAST_PATH(cname, sname, ep, params, CG_FAST_PLAIN)
 
 /* An event destroyed while something captures is forgotten by the model once
  * the driver destroyed it (before, a query of the still captured event would
@@ -182,3 +196,5 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
   }
 
 #include "wrap_rows.h"
+
+CG_QUERY_FAST_PATH("cuEventQuery");

@@ -47,6 +47,6 @@ static inline bool is_legacy(CUstream s, bool ptsz) { return (s == NULL && !ptsz
       return real(CG_ARGS(params));                                           \
     return cname##_slow(CG_ARGS(params));                                     \
   }                                                                           \
-  CG_FAST_PATH(cname, sname, ep_, params, true)
+  CG_FAST_PATH(cname, sname, ep_, params, CG_FAST_PLAIN)
 
 #include "wrap_rows.h"
