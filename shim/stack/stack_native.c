@@ -32,19 +32,19 @@ static const char *base_name(const char *path) {
  * point past the end of a function that ends in a call to a noreturn one.
  * Returns whether all of it fit (cg_out_fits). */
 static bool put_frame(cg_out *w, void *addr, bool with_addr) {
-  Dl_info info;
+  cg_symbol info;
   uintptr_t a = (uintptr_t)addr;
-  if (a > 1 && cg_dladdr_cached((void *)(a - 1), &info) && info.dli_fname) {
-    cg_out_str(w, base_name(info.dli_fname));
-    if (info.dli_sname && info.dli_saddr) {
+  if (a > 1 && cg_symbol_of((void *)(a - 1), &info)) {
+    cg_out_str(w, base_name(info.file));
+    if (info.sym && info.sym_addr) {
       cg_out_char(w, '(');
-      cg_out_str(w, info.dli_sname);
+      cg_out_str(w, info.sym);
       cg_out_char(w, '+');
-      cg_out_hex(w, a - (uintptr_t)info.dli_saddr);
+      cg_out_hex(w, a - info.sym_addr);
       cg_out_char(w, ')');
     } else {
       cg_out_char(w, '+');
-      cg_out_hex(w, a - (uintptr_t)info.dli_fbase);
+      cg_out_hex(w, a - info.base);
     }
   } else {
     cg_out_str(w, "??");
@@ -143,19 +143,19 @@ size_t cg_native_symbolize(void *const *frames, size_t n, const char **out, char
 
 /* Frames to skip for "where": capguard's own object (whatever its file is
  * called), and those cg_frame_is_plumbing names. */
-static bool uninteresting(const Dl_info *info, const void *own_base) {
-  return info->dli_fbase == own_base || cg_frame_is_plumbing(base_name(info->dli_fname));
+static bool uninteresting(const cg_symbol *info, uintptr_t own_base) {
+  return info->base == own_base || cg_frame_is_plumbing(base_name(info->file));
 }
 
 static size_t where_now(void *const *frames, size_t n, char *buf, size_t cap) {
   buf[0] = '\0';
-  Dl_info self;
-  const void *own_base = NULL;
-  if (cg_dladdr_cached((void *)(uintptr_t)&cg_native_where_frames, &self)) own_base = self.dli_fbase;
+  cg_symbol self;
+  uintptr_t own_base = 0;
+  if (cg_symbol_of((void *)(uintptr_t)&cg_native_where_frames, &self)) own_base = self.base;
   for (size_t i = 0; i < n; i++) {
-    Dl_info info;
+    cg_symbol info;
     uintptr_t a = (uintptr_t)frames[i];
-    if (a <= 1 || !cg_dladdr_cached((void *)(a - 1), &info) || !info.dli_fname) continue;
+    if (a <= 1 || !cg_symbol_of((void *)(a - 1), &info)) continue;
     if (uninteresting(&info, own_base)) continue;
     cg_out w = cg_out_init(buf, cap);
     (void)put_frame(&w, frames[i], false); /* too long for cap: keep what fits */
