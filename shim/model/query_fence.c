@@ -31,9 +31,17 @@ __thread unsigned cg_query_seq __attribute__((tls_model("initial-exec"))) = CG_Q
  * readers, so either the waiter sees NULL or this sees the waiter. */
 static void release(void *p) {
   cg_query_slot *s = p;
-  (void)__atomic_exchange_n(&s->tls_seq, NULL, __ATOMIC_SEQ_CST);
+  unsigned *mine = __atomic_exchange_n(&s->tls_seq, NULL, __ATOMIC_SEQ_CST);
   while (__atomic_load_n(&s->readers, __ATOMIC_SEQ_CST))
     sched_yield();
+  /* Run by the exiting thread itself: a call it makes after this (another
+   * key's destructor) claims a slot again rather than mark one no longer
+   * its own. */
+  if (mine == &cg_query_seq)
+    cg_query_seq = CG_QUERY_UNCLAIMED;
+  for (int f = 0; f < CG_FENCES; f++)
+    if (cg_fence_self[f] == s)
+      cg_fence_self[f] = NULL;
   __atomic_store_n(&s->taken, 0, __ATOMIC_RELEASE);
 }
 
