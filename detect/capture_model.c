@@ -13,6 +13,24 @@
  * process that is unacceptable. With non-fatal OOM a failed add leaves the
  * element out of the table, which cg_model_begin detects with a lookup. */
 #define HASH_NONFATAL_OOM 1
+/* A capture's begin and end would otherwise allocate and free three blocks
+ * (the entry, and uthash's table and buckets, freed when the table empties):
+ * a spare of each size is kept (spare_alloc). */
+static void *spare_alloc(size_t size);
+static void spare_free(void *p, size_t size);
+/* Every key here is one 64-bit handle: a multiply and a shift spread it
+ * (uthash's default, Jenkins' hash over bytes, costs a capture hundreds of
+ * instructions in lookups). */
+#include <stdint.h>
+static inline unsigned handle_hash(const void *key, size_t len) {
+  uint64_t k = 0;
+  memcpy(&k, key, len < sizeof k ? len : sizeof k);
+  k *= 0x9e3779b97f4a7c15ull;
+  return (unsigned)(k >> 32) ^ (unsigned)k;
+}
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = handle_hash((keyptr), (size_t)(keylen)))
+#define uthash_malloc(sz) spare_alloc(sz)
+#define uthash_free(ptr, sz) spare_free((ptr), (sz))
 #include <uthash.h>
 
 /* Bounds on what a misbehaving process can make us allocate: captures whose
@@ -34,6 +52,30 @@ typedef struct {
   uint64_t stream, capture_id;
   UT_hash_handle hh; /* key: event */
 } event_entry;
+
+/* One spare block of each size a begin and an end allocate; taken and put
+ * back with one atomic exchange each, so models on different threads may
+ * share them. Blocks of any other size come from malloc. */
+enum { SPARE_TABLE, SPARE_BUCKETS, SPARE_OPEN, SPARES };
+static void *spares[SPARES];
+static int spare_kind(size_t size) {
+  if (size == sizeof(UT_hash_table)) return SPARE_TABLE;
+  if (size == HASH_INITIAL_NUM_BUCKETS * sizeof(UT_hash_bucket)) return SPARE_BUCKETS;
+  if (size == sizeof(open_entry)) return SPARE_OPEN;
+  return -1;
+}
+static void *spare_alloc(size_t size) {
+  int k = spare_kind(size);
+  void *p = k >= 0 ? __atomic_exchange_n(&spares[k], NULL, __ATOMIC_ACQ_REL) : NULL;
+  return p ? p : malloc(size);
+}
+static void spare_free(void *p, size_t size) {
+  int k = spare_kind(size);
+  void *none = NULL;
+  if (p && k >= 0 && __atomic_compare_exchange_n(&spares[k], &none, p, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    return;
+  free(p);
+}
 
 struct cg_model {
   open_entry *open;      /* uthash keeps insertion order: iteration is oldest first */
@@ -73,8 +115,9 @@ cg_capture *cg_model_begin(cg_model *m, uint64_t stream, uint64_t context, cg_ca
                            uint64_t tid, bool into_graph, uint64_t now_ns, void *user) {
   if (!m || find_open(m, stream)) return NULL;
   if (HASH_COUNT(m->open) >= CG_MODEL_MAX_OPEN) return NULL;
-  open_entry *o = calloc(1, sizeof *o);
+  open_entry *o = spare_alloc(sizeof *o);
   if (!o) return NULL;
+  memset(o, 0, sizeof *o);
   o->cap.id = m->next_id;
   o->cap.stream = stream;
   o->cap.context = context;
@@ -86,7 +129,7 @@ cg_capture *cg_model_begin(cg_model *m, uint64_t stream, uint64_t context, cg_ca
   o->cap.user = user;
   HASH_ADD(hh, m->open, cap.stream, sizeof o->cap.stream, o);
   if (find_open(m, stream) != o) { /* the add ran out of memory */
-    free(o);
+    spare_free(o, sizeof *o);
     return NULL;
   }
   m->next_id++;
@@ -101,7 +144,7 @@ int cg_model_end(cg_model *m, uint64_t stream, bool driver_ok, uint64_t now_ns, 
   o->cap.status = driver_ok ? CG_CAPTURE_ENDED : CG_CAPTURE_FAILED;
   o->cap.end_ns = now_ns;
   if (out) *out = o->cap;
-  free(o);
+  spare_free(o, sizeof *o);
   return 0;
 }
 

@@ -50,6 +50,13 @@ static void put_escaped_n(cg_out *o, const char *s, size_t n) {
       }
       }
       p++;
+    } else if (c < 0x80) {
+      /* A run of printable ASCII, the most of any name or path: one copy. */
+      const unsigned char *q = p + 1;
+      while (q < end && *q >= 0x20 && *q < 0x80 && *q != '"' && *q != '\\')
+        q++;
+      cg_out_mem(o, (const char *)p, (size_t)(q - p));
+      p = q;
     } else {
       size_t k = cg_utf8_len(p, (size_t)(end - p));
       if (k == 0) {
@@ -76,10 +83,20 @@ static void put_jstr(cg_out *o, const char *s) {
 
 /* ,"key": */
 static void put_key(cg_out *o, const char *key) {
-  cg_out_char(o, ',');
-  cg_out_char(o, '"');
-  cg_out_str(o, key);
-  cg_out_str(o, "\":");
+  char k[64];
+  size_t n = strlen(key);
+  if (n > sizeof k - 4) { /* no key is this long; kept whole all the same */
+    cg_out_str(o, ",\"");
+    cg_out_str(o, key);
+    cg_out_str(o, "\":");
+    return;
+  }
+  k[0] = ',';
+  k[1] = '"';
+  memcpy(k + 2, key, n);
+  k[n + 2] = '"';
+  k[n + 3] = ':';
+  cg_out_mem(o, k, n + 4); /* one copy: a record has tens of keys */
 }
 
 static void put_kv_str(cg_out *o, const char *key, const char *v) {

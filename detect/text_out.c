@@ -20,12 +20,26 @@ void cg_out_str(cg_out *o, const char *s) {
     cg_out_mem(o, s, strlen(s));
 }
 
-void cg_out_char(cg_out *o, char c) { cg_out_mem(o, &c, 1); }
+void cg_out_char(cg_out *o, char c) {
+  if (o->cap > 0 && o->len < o->cap - 1)
+    o->buf[o->len] = c;
+  o->len++;
+}
 
 /* Digits by hand: snprintf may allocate (locale), and the shim must not. */
 void cg_out_u64(cg_out *o, uint64_t v) {
+  /* Two digits a division: a log's clock readings have 19. */
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
   char tmp[20];
   size_t i = sizeof tmp;
+  while (v >= 100) {
+    unsigned d = (unsigned)(v % 100);
+    v /= 100;
+    tmp[--i] = pairs[2 * d + 1];
+    tmp[--i] = pairs[2 * d];
+  }
   do {
     tmp[--i] = (char)('0' + v % 10);
     v /= 10;

@@ -6,6 +6,7 @@
 
 #include "break_rules.h"
 #include "live_captures.h"
+#include "query_fence.h"
 #include "config.h"
 #include "driver.h"
 #include "driver_log_callback.h"
@@ -35,6 +36,16 @@ static void atfork_child(void) {
   cg_native_where_atfork_child();
 }
 
+/* At the first driver use, not at start-up: warming the unwinder dlopens
+ * libgcc_s, and registering for membarrier is a system call; a process
+ * that never uses CUDA pays for neither (bench/instr_budget.py). Both are
+ * done before any wrapper sees the driver, so that neither happens inside
+ * a driver call and every begin finds membarrier registered. */
+static void first_driver_use(void) {
+  cg_stack_init();
+  cg_query_fence_init();
+}
+
 /* Early priority: other libraries' constructors may call dlsym, and capguard's
  * dlsym wants glibc's resolved by then. */
 __attribute__((constructor(101))) static void capguard_init(void) {
@@ -43,9 +54,9 @@ __attribute__((constructor(101))) static void capguard_init(void) {
   if (cg_cfg.mode == CG_RUN_OFF)
     return;
   cg_driver_set_log_callback(cg_driver_log_callback);
+  cg_driver_set_first_use(first_driver_use);
   cg_output_open_log();
   cg_captures_init();
-  cg_stack_init();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

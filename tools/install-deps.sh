@@ -8,10 +8,12 @@
 # liblzma-dev, libbz2-dev, zlib1g-dev hold the static libraries the wheel's
 # command is linked with. prometheus (promtool) and prometheus-node-exporter:
 # the metrics files are checked with the real parts (test_cli_metrics_exporter.sh).
+# valgrind: callgrind counts the instructions capguard adds to each call
+# (bench/instr_budget.py, a test).
 set -euo pipefail
 packages=(meson ninja-build pkg-config gcc g++ libdw-dev clang libclang-rt-14-dev check uthash-dev libxxhash-dev
           libjansson-dev binutils python3 python3-mesonpy python3-venv python3-pip
-          liblzma-dev libbz2-dev zlib1g-dev prometheus prometheus-node-exporter)
+          liblzma-dev libbz2-dev zlib1g-dev prometheus prometheus-node-exporter valgrind)
 [ "${1:-}" = "--with-chromium" ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do

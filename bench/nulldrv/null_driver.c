@@ -1,5 +1,5 @@
 /* A libcuda.so.1 whose entry points do nothing and return CUDA_SUCCESS: just
- * enough for bench_hot_calls (set-up, the three hot calls) and for the shim
+ * enough for bench_hot_calls and bench_instr (set-up, the hot calls) and for the shim
  * to find a driver. Against calls that cost ~2 ns, what bench_hot_calls
  * measures is the wrapper's own cost, without the fake driver's mutex and
  * its noise (run_bench_hot.sh --null). Not a model of anything. */
@@ -77,5 +77,15 @@ NULLDRV_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsign
 NULLDRV_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params,
                                                  void **extra) {
   (void)config, (void)f, (void)params, (void)extra;
+  return CUDA_SUCCESS;
+}
+/* For bench_instr's asynchronous copy (cuMemcpyHtoDAsync_v2 into an allocation). */
+NULLDRV_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *p, size_t size) {
+  (void)size;
+  *p = (CUdeviceptr)0x6000;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t size, CUstream s) {
+  (void)dst, (void)src, (void)size, (void)s;
   return CUDA_SUCCESS;
 }

@@ -228,7 +228,7 @@ CUresult cg_breaker_call(const cg_call *c) {
      * answered: a record of the event into a capture waits for it
      * (query_fence.h). */
     bool fenced = c->fix == CG_FIX_NOT_READY;
-    cg_query_slot *q = fenced ? cg_query_enter() : NULL;
+    unsigned *q = fenced ? cg_query_enter() : NULL;
     if (!judged)
       cg_captures_judge_aux(c->rule, c->target, c->ptsz, c->aux, &hit);
     if (hit.cls == CG_HIT_NONE) { /* no capture forbids it: the driver's business */

@@ -16,7 +16,7 @@
 void cg_fleet_summary(cg_summary *s, char (*began)[CG_BEGAN_TEXT]);
 /* A capture ended at now_ns (the model's clock) and its end is over. */
 void cg_fleet_after_capture(uint64_t now_ns);
-/* A graph launch with cg_launch_watch set (route/stream_work_wrappers.c). */
+/* A graph launch with cg_launch_watch set (route/graph_wrappers.c). */
 void cg_fleet_graph_launch(void);
 /* The last metrics file, from the exit's summary. */
 void cg_fleet_metrics_at_exit(const cg_summary *s);

@@ -28,10 +28,24 @@
  * per-thread and legacy streams are blocking; unknown flags count as
  * blocking (the driver's answer then decides). */
 static __thread bool begin_nonblocking __attribute__((tls_model("initial-exec")));
+/* The beginning thread's current context, asked once a begin: priming and
+ * the model both want it. */
+static __thread CUcontext begin_ctx __attribute__((tls_model("initial-exec")));
 
-static bool stream_nonblocking(CUstream s, bool ptsz) {
-  if (cg_stream_key_per_thread(cg_stream_key(s, ptsz)) || !cg_drv.StreamGetCaptureInfo || !cg_drv.StreamGetFlags)
-    return false;
+/* A stream's flags do not change while it lives: each thread keeps the
+ * answer for the last few streams it began captures on (two driver calls
+ * a begin saved), until any stream is destroyed (cg_stream_generation: the
+ * driver may hand a destroyed stream's handle to a new one). */
+unsigned long cg_stream_generation;
+enum { KEPT_FLAGS = 4 };
+typedef struct {
+  CUstream stream;
+  unsigned long generation; /* + 1: 0 is an empty entry */
+  bool nonblocking;
+} kept_flags;
+static __thread kept_flags flags_kept[KEPT_FLAGS] __attribute__((tls_model("initial-exec")));
+
+static bool ask_nonblocking(CUstream s) {
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   cuuint64_t id = 0;
   unsigned flags = 0;
@@ -39,9 +53,26 @@ static bool stream_nonblocking(CUstream s, bool ptsz) {
          cg_drv.StreamGetFlags(s, &flags) == CUDA_SUCCESS && (flags & CU_STREAM_NON_BLOCKING);
 }
 
+static bool stream_nonblocking(CUstream s, bool ptsz) {
+  if (cg_stream_key_per_thread(cg_stream_key(s, ptsz)) || !cg_drv.StreamGetCaptureInfo || !cg_drv.StreamGetFlags)
+    return false;
+  /* Read before the driver is asked: a destroy after this makes the
+   * answer kept here stale, and the next begin asks again. */
+  unsigned long gen = __atomic_load_n(&cg_stream_generation, __ATOMIC_ACQUIRE) + 1;
+  kept_flags *k = &flags_kept[((uintptr_t)s >> 4) % KEPT_FLAGS];
+  if (k->stream == s && k->generation == gen)
+    return k->nonblocking;
+  bool nb = ask_nonblocking(s);
+  *k = (kept_flags){s, gen, nb};
+  return nb;
+}
+
 void *cg_capture_begin_enter(void *ra, void *ra_slot, CUstream s, bool ptsz) {
   begin_nonblocking = stream_nonblocking(s, ptsz);
-  cg_priming_before_begin();
+  begin_ctx = NULL;
+  if (cg_drv.CtxGetCurrent && cg_drv.CtxGetCurrent(&begin_ctx) != CUDA_SUCCESS)
+    begin_ctx = NULL;
+  cg_priming_before_begin(begin_ctx);
   /* The begin site is taken before the gate: the first backtrace may take
    * the loader's lock, and a thread inside dlopen may be waiting for the gate. */
   cg_begin_site *site = cg_begin_site_take(ra, ra_slot);
@@ -55,7 +86,8 @@ void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_ca
    * (model/break_rules.c); asked under the gate held shared, which no driver
    * call of capguard's waits for. */
   uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_begun_driver_id(s, ptsz) : 0;
-  cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph, begin_nonblocking);
+  cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph, begin_nonblocking,
+                          (uint64_t)(uintptr_t)begin_ctx);
   if (r == CUDA_SUCCESS)
     cg_capture_time_begun();
 }
@@ -92,7 +124,7 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     cg_output_capture(&rec);
   }
   if (!cg_capture_time_ended(closed, site)) /* the slowest keep where they began */
-    free(site);
+    cg_begin_site_free(site);
   free(broke);
   cg_policy_run_deferred();
   cg_priming_refresh_served(false);
@@ -115,7 +147,9 @@ CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph)
    * shared (no destroy of the stream can run), capture-safe. */
   CUstreamCaptureStatus still = CU_STREAM_CAPTURE_STATUS_NONE;
   uint64_t still_id = 0;
-  if (worth_asking(r) && cg_captures_has(key) && !cg_captures_driver_state(s, ptsz, &still, &still_id))
+  /* An end that returned a graph ended its capture: nothing to ask. */
+  bool ended = r == CUDA_SUCCESS && graph && *graph;
+  if (!ended && worth_asking(r) && cg_captures_has(key) && !cg_captures_driver_state(s, ptsz, &still, &still_id))
     still = CU_STREAM_CAPTURE_STATUS_NONE; /* cannot say: over, as the end said */
   if (r != CUDA_SUCCESS) {
     /* A call refused on a wrapper's fast path is attributed before it
@@ -227,9 +261,11 @@ CUresult cg_guard_load(const cg_load *l) {
   /* Without room for the event, the load goes to the driver as it would
    * without capguard. Where the call was made is taken now, before the
    * gate (a backtrace may take the loader's lock): it names the call if it
-   * breaks the capture. */
+   * breaks the capture. One walk of the stack serves it and the report. */
   cg_report_scratch *s = cg_report_room("a load's report");
-  cg_begin_site *here = s ? cg_begin_site_take(NULL, NULL) : NULL;
+  if (s)
+    cg_report_take_stack(s);
+  cg_begin_site *here = s ? cg_report_site(s) : NULL;
   size_t file_size = 0;
   void *file = s && l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
   const void *img = file ? file : l->image;

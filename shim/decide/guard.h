@@ -33,6 +33,13 @@ CUresult cg_capture_end_leave(CUstream stream, bool ptsz, CUresult driver_result
  * held exclusive; a capture on the stream is then over (its record written,
  * deferred calls that waited for it run). */
 CUresult cg_capture_stream_destroy(cg_entry_point ep, CUstream stream, CUresult (*invoke)(CUstream));
+/* Counts stream destroys (every one, capturing or not), after the driver's
+ * call: the flags a begin keeps for a stream hold only while none was. */
+extern unsigned long cg_stream_generation;
+static inline CUresult cg_stream_destroyed(CUresult r) {
+  __atomic_add_fetch(&cg_stream_generation, 1, __ATOMIC_RELEASE);
+  return r;
+}
 
 /* A load (model/calls.h) made while something captures. */
 CUresult cg_guard_load(const cg_load *l);

@@ -219,11 +219,8 @@ static void read_set(void) {
 
 static void refill(context_pool *p);
 
-void cg_priming_before_begin(void) {
-  if (cg_cfg.mode != CG_RUN_GUARD || !cg_drv.CtxGetCurrent)
-    return;
-  CUcontext ctx = NULL;
-  if (cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+void cg_priming_before_begin(CUcontext ctx) {
+  if (cg_cfg.mode != CG_RUN_GUARD || !ctx)
     return;
   pthread_mutex_lock(&prime_lock);
   /* The device's arch, for the arch rule and for the summary (capguard

@@ -15,7 +15,7 @@
 
 /* Before the driver sees a capture begin: preload this context's records
  * (once per context, and only while no capture prohibits this thread). */
-void cg_priming_before_begin(void);
+void cg_priming_before_begin(CUcontext ctx); /* the thread's current context (NULL: none) */
 /* A load made while a capture prohibits the thread: counted (the priming file
  * keeps the most copies of each image one process had alive at once), then served with a
  * CUmodule (library false) or CUlibrary (library true) preloaded from

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "capguard/image.h" /* cg_hash_bytes */
+#include "python_site.h"
 #include "config.h"
 #include "driver.h"
 #include "fleet_counts.h"
@@ -32,19 +33,38 @@ void cg_report(cg_event *e, cg_report_scratch *s) {
   e->emulated_version = cg_cfg.emulate_driver;
   cg_begin_site_text(&s->site, s->began, sizeof s->began); /* dladdr: never under the model's lock or the gate */
   e->capture_began = s->began;
-  size_t n = cg_native_stack(0, s->native, CG_MAX_NATIVE_FRAMES, s->native_buf, sizeof s->native_buf);
-  /* Start at the caller of the driver entry point: capguard's own frames
-   * (inlined or not) say nothing to the person reading the report. */
-  size_t first = 0;
-  while (first < n && strncmp(s->native[first], "libcapguard", 11) == 0)
-    first++;
-  e->native = s->native + first;
-  e->n_native = n - first;
+  /* From the caller of the driver entry point: capguard's own frames
+   * (inlined or not) say nothing to the person reading the report. Names
+   * only if the event is written (cg_output_event). */
+  if (!s->frames_taken)
+    cg_report_take_stack(s);
+  e->native = NULL;
+  e->n_native = 0;
   e->n_py = cg_python_stack(s->py, CG_MAX_PY_FRAMES, s->py_buf, sizeof s->py_buf);
   e->py = s->py;
   count(e->kind, e->verdict);
   cg_fleet_count(e);
-  cg_output_event(e);
+  cg_output_native raw = {s->frames, s->n_frames, s->native, s->native_buf, sizeof s->native_buf};
+  cg_output_event(e, &raw);
+}
+
+void cg_report_take_stack(cg_report_scratch *s) {
+  s->n_frames = cg_native_frames(s->frames, CG_MAX_NATIVE_FRAMES);
+  s->frames_taken = true;
+}
+
+cg_begin_site *cg_report_site(const cg_report_scratch *s) {
+  cg_begin_site *site = malloc(sizeof *site);
+  if (!site) {
+    cg_warn_oom("where a call was made");
+    return NULL;
+  }
+  size_t n = s->n_frames < CG_BEGIN_SITE_FRAMES ? s->n_frames : CG_BEGIN_SITE_FRAMES;
+  memset(site->frames, 0, sizeof site->frames);
+  memcpy(site->frames, s->frames, n * sizeof s->frames[0]);
+  site->n = (int)n;
+  cg_python_site(site->python, sizeof site->python);
+  return site;
 }
 
 cg_verdict cg_report_verdict_of(CUresult r) {
@@ -63,10 +83,18 @@ void cg_report_refusal(cg_event *e, cg_report_scratch *s, CUresult r) {
   cg_report(e, s);
 }
 
+/* malloc, not calloc: the buffers (tens of KB) are written before they are
+ * read; only what may be read unwritten is cleared. */
 cg_report_scratch *cg_report_room(const char *what) {
-  cg_report_scratch *s = calloc(1, sizeof *s);
-  if (!s)
+  cg_report_scratch *s = malloc(sizeof *s);
+  if (!s) {
     cg_warn_oom(what);
+    return NULL;
+  }
+  s->frames_taken = false;
+  s->n_frames = 0;
+  s->began[0] = 0;
+  memset(&s->site, 0, sizeof s->site); /* s->image: cg_image_inspect clears it */
   return s;
 }
 

@@ -14,6 +14,9 @@
 /* Stack buffers for one event; on the heap (cg_report_scratch) because the
  * calling thread may have a small stack and events are rare. */
 typedef struct {
+  void *frames[CG_MAX_NATIVE_FRAMES]; /* the native stack, symbolised only when written */
+  size_t n_frames;
+  bool frames_taken;
   const char *native[CG_MAX_NATIVE_FRAMES];
   char native_buf[8192];
   cg_py_frame py[CG_MAX_PY_FRAMES];
@@ -23,6 +26,13 @@ typedef struct {
   cg_image_info image;
 } cg_report_scratch;
 
+/* The calling thread's native stack, taken now into s (cg_report takes it
+ * itself when it was not): a caller that also needs where the call was
+ * made (cg_report_site) walks the stack once. */
+void cg_report_take_stack(cg_report_scratch *s);
+/* Where the call was made, from the stack taken (cg_report_take_stack),
+ * with the Python line: for a first offender's record. NULL without memory. */
+cg_begin_site *cg_report_site(const cg_report_scratch *s);
 /* Fills the event's process, thread, clock, driver and stacks, counts it
  * and writes it (stderr and log). Takes the loader's lock: never with the
  * gate or the model's lock held. */

@@ -69,6 +69,9 @@ static void *sym(void *h, const char *name) { return h ? cg_real_dlsym(h, name) 
 static CUlogsCallback log_callback;
 void cg_driver_set_log_callback(CUlogsCallback cb) { log_callback = cb; }
 
+static void (*first_use)(void);
+void cg_driver_set_first_use(void (*fn)(void)) { first_use = fn; }
+
 static void register_log_callback(void *h, int version) {
   if (version < 12090 || cg_cfg.mode == CG_RUN_OFF || !log_callback)
     return;
@@ -125,6 +128,8 @@ static void resolve(void) {
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;
   driver_version = v;
+  if (first_use)
+    first_use();
   __atomic_store_n(&drv_state, DRV_READY, __ATOMIC_RELEASE);
   /* Published last: a wrapper that sees its pointer (its one load) finds
    * everything above done (wrapper.h). */

@@ -61,6 +61,10 @@ int cg_effective_driver_version(void);
  * 12.9 and later; decide/driver_log_callback.c's, set by init.c before any driver
  * use): a pointer handed down, so that this floor calls nothing above it. */
 void cg_driver_set_log_callback(CUlogsCallback cb);
+/* What runs once, when the driver is first found and before any wrapper
+ * sees its pointer (init.c hands it over: no floor calls up): what a
+ * process that never uses CUDA should not pay for at start-up. */
+void cg_driver_set_first_use(void (*fn)(void));
 
 /* The wrapper for a pointer the driver handed out (cuGetProcAddress, dlsym),
  * found by comparing it with the driver's own exported pointers; p itself if

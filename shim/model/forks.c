@@ -30,6 +30,12 @@ typedef struct {
 /* Never held across a driver call, a backtrace or a write. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static fork_entry forks[FORKS];
+/* Entries in use: an end with none to look at (most captures fork nothing
+ * capguard sees) skips the scan of the table, 1,600 instructions. Written
+ * under the lock; read without it by an end, whose own capture's entries,
+ * if any, were added before the end (the begin, the fork and the end are
+ * ordered by the capture gate and the model). */
+static unsigned forks_used;
 
 void cg_fork_add(uint64_t capture_id, uint64_t stream_key, const char *call, cg_begin_site *site) {
   pthread_mutex_lock(&lock);
@@ -44,6 +50,7 @@ void cg_fork_add(uint64_t capture_id, uint64_t stream_key, const char *call, cg_
   for (int i = 0; i < FORKS; i++) {
     if (!forks[i].capture_id) {
       forks[i] = (fork_entry){capture_id, stream_key, 0, 0, call, site};
+      __atomic_store_n(&forks_used, forks_used + 1, __ATOMIC_RELEASE);
       site = NULL;
       break;
     }
@@ -75,8 +82,10 @@ cg_break *cg_end_offender(uint64_t capture_id, CUresult r) {
    * after its last join is invisible to capguard: launches on other streams
    * pass straight through), the last fork joined, which then holds it. */
   fork_entry unjoined = {0}, joined = {0};
-  pthread_mutex_lock(&lock);
-  for (int i = 0; i < FORKS; i++) {
+  bool any = __atomic_load_n(&forks_used, __ATOMIC_ACQUIRE) != 0;
+  if (any)
+    pthread_mutex_lock(&lock);
+  for (int i = 0; any && i < FORKS; i++) {
     if (forks[i].capture_id != capture_id)
       continue;
     if (!unjoined.capture_id && !forks[i].joined) {
@@ -88,8 +97,10 @@ cg_break *cg_end_offender(uint64_t capture_id, CUresult r) {
       free(forks[i].site);
     }
     forks[i] = (fork_entry){0};
+    __atomic_store_n(&forks_used, forks_used - 1, __ATOMIC_RELEASE);
   }
-  pthread_mutex_unlock(&lock);
+  if (any)
+    pthread_mutex_unlock(&lock);
   if (!unjoined.capture_id)
     unjoined = joined;
   else

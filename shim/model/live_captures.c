@@ -1,4 +1,6 @@
 #include "live_captures.h"
+
+#include "capguard/text_out.h"
 #include "model_lock.h"
 
 #include <execinfo.h>
@@ -115,8 +117,19 @@ uint64_t cg_stream_key(CUstream s, bool ptsz) {
   return (uint64_t)(uintptr_t)s;
 }
 
+/* A site is taken at every begin and given back at its end: one spare is
+ * kept (an atomic exchange each way) instead of a malloc and a free. */
+static cg_begin_site *spare_site;
+void cg_begin_site_free(cg_begin_site *site) {
+  cg_begin_site *none = NULL;
+  if (site && !__atomic_compare_exchange_n(&spare_site, &none, site, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    free(site);
+}
+
 cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot) {
-  cg_begin_site *site = malloc(sizeof *site);
+  cg_begin_site *site = __atomic_exchange_n(&spare_site, NULL, __ATOMIC_ACQ_REL);
+  if (!site)
+    site = malloc(sizeof *site);
   if (site) {
     site->n = (int)cg_native_site(ra, ra_slot, site->frames, CG_BEGIN_SITE_FRAMES);
     cg_python_site(site->python, sizeof site->python);
@@ -145,14 +158,19 @@ void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap) {
   char native[384] = "";
   if (b->n > 0)
     cg_native_where_frames(b->frames, (size_t)b->n, native, sizeof native);
-  if (b->python[0] && native[0])
-    snprintf(buf, cap, "%s (%s)", b->python, native);
-  else
-    snprintf(buf, cap, "%s", b->python[0] ? b->python : native);
+  /* "python (native)", or whichever there is; by hand: snprintf costs
+   * more than the rest of a capture's record. */
+  cg_out w = cg_out_init(buf, cap);
+  cg_out_str(&w, b->python[0] ? b->python : native);
+  if (b->python[0] && native[0]) {
+    cg_out_str(&w, " (");
+    cg_out_str(&w, native);
+    cg_out_char(&w, ')');
+  }
+  cg_out_finish(&w);
 }
 
 void cg_captures_init(void) {
-  cg_query_fence_init();
   if (!model)
     model = cg_model_new();
   if (!model)
@@ -188,18 +206,17 @@ void cg_captures_await_begins_before(uint64_t tick) {
   }
 }
 
+/* ctx: the beginning thread's current context, asked once by the begin
+ * (guard.c), which also hands it to priming. */
 static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
-                          bool nonblocking, cg_begin_site *site) {
-  CUcontext ctx = NULL;
-  if (cg_drv.CtxGetCurrent)
-    cg_drv.CtxGetCurrent(&ctx);
+                          bool nonblocking, cg_begin_site *site, uint64_t ctx) {
   pthread_mutex_lock(&model_lock);
   if (!model) {
     pthread_mutex_unlock(&model_lock);
     free(site);
     return;
   }
-  cg_capture *c = cg_model_begin(model, key, (uint64_t)(uintptr_t)ctx, mode, cg_self_tid(), into_graph,
+  cg_capture *c = cg_model_begin(model, key, ctx, mode, cg_self_tid(), into_graph,
                                  cg_now_ns(), site);
   if (!c) {
     /* The model still has a capture open on this stream, so it missed an
@@ -211,7 +228,7 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
       free(stale.broken_by);
       free(stale.maybe_by);
     }
-    c = cg_model_begin(model, key, (uint64_t)(uintptr_t)ctx, mode, cg_self_tid(), into_graph, cg_now_ns(), site);
+    c = cg_model_begin(model, key, ctx, mode, cg_self_tid(), into_graph, cg_now_ns(), site);
   }
   if (c) {
     c->driver_id = driver_id;
@@ -227,9 +244,9 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
 }
 
 void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint64_t driver_id,
-                             cg_capture_mode mode, bool into_graph, bool nonblocking) {
+                             cg_capture_mode mode, bool into_graph, bool nonblocking, uint64_t ctx) {
   if (r == CUDA_SUCCESS)
-    capture_begun(key, driver_id, mode, into_graph, nonblocking, site);
+    capture_begun(key, driver_id, mode, into_graph, nonblocking, site, ctx);
   else
     free(site);
   begin_returned_tick = begin_active_tick = begin_invalid_tick = 0;

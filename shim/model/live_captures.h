@@ -57,6 +57,8 @@ typedef struct {
  * where it is stored (cg_native_site), or NULL for a full backtrace. Take it
  * before the gate: the first backtrace may take the loader's lock. */
 cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot);
+/* Gives a site back (free, or kept as the next begin's). */
+void cg_begin_site_free(cg_begin_site *site);
 /* The same, depth frames deep (at most CG_SITE_MAX_FRAMES), by a full backtrace. */
 cg_begin_site *cg_site_take(int depth);
 /* Symbolized: "PYTHON (NATIVE)", or the native frame alone ("" when unknown). Takes the loader's lock (dladdr): never with
@@ -90,7 +92,8 @@ void cg_streams_unlock(void);
  * is released. */
 void cg_captures_begin_enter(void);
 void cg_captures_begin_leave(cg_begin_site *site, CUresult driver_result, uint64_t stream_key,
-                             uint64_t driver_id, cg_capture_mode mode, bool into_graph, bool nonblocking);
+                             uint64_t driver_id, cg_capture_mode mode, bool into_graph, bool nonblocking,
+                             uint64_t ctx);
 /* An end: _enter (gate shared) before the driver's call, _leave after it,
  * with what the driver says of the stream after the end (driver_still:
  * CU_STREAM_CAPTURE_STATUS_NONE when it no longer captures, or cannot say;

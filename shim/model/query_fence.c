@@ -22,11 +22,39 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static bool key_ok;
 
 __thread cg_query_slot *cg_fence_self[CG_FENCES] __attribute__((tls_model("initial-exec")));
+__thread unsigned cg_query_seq __attribute__((tls_model("initial-exec"))) = CG_QUERY_UNCLAIMED;
 
-/* A thread's slot is given back when it exits. */
+/* A thread's slot is given back when it exits (a key's destructor: before
+ * its thread-locals are freed). A waiter reading its cg_query_seq is waited
+ * for: it counted itself in readers (a locked add) before it loaded
+ * tls_seq, and this clears tls_seq (a locked exchange) before it looks at
+ * readers, so either the waiter sees NULL or this sees the waiter. */
 static void release(void *p) {
   cg_query_slot *s = p;
+  unsigned *mine = __atomic_exchange_n(&s->tls_seq, NULL, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&s->readers, __ATOMIC_SEQ_CST))
+    sched_yield();
+  /* Run by the exiting thread itself: a call it makes after this (another
+   * key's destructor) claims a slot again rather than mark one no longer
+   * its own. */
+  if (mine == &cg_query_seq)
+    cg_query_seq = CG_QUERY_UNCLAIMED;
+  for (int f = 0; f < CG_FENCES; f++)
+    if (cg_fence_self[f] == s)
+      cg_fence_self[f] = NULL;
   __atomic_store_n(&s->taken, 0, __ATOMIC_RELEASE);
+}
+
+/* A slot's sequence number as its owner last wrote it (0 for a queries'
+ * slot whose owner is gone or not yet pointed at). */
+static unsigned slot_seq(int f, cg_query_slot *s) {
+  if (f != CG_FENCE_QUERIES)
+    return __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+  __atomic_add_fetch(&s->readers, 1, __ATOMIC_SEQ_CST);
+  unsigned *p = __atomic_load_n(&s->tls_seq, __ATOMIC_SEQ_CST);
+  unsigned v = p ? __atomic_load_n(p, __ATOMIC_ACQUIRE) : 0;
+  __atomic_sub_fetch(&s->readers, 1, __ATOMIC_RELEASE);
+  return v;
 }
 static void make_keys(void) {
   key_ok = pthread_key_create(&slot_key[0], release) == 0 && pthread_key_create(&slot_key[1], release) == 0;
@@ -50,11 +78,17 @@ cg_query_slot *cg_fence_slot_claim(int f) {
       release(s);
       return NULL;
     }
+    if (f == CG_FENCE_QUERIES) {
+      __atomic_store_n(&cg_query_seq, 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&s->tls_seq, &cg_query_seq, __ATOMIC_RELEASE);
+    }
     cg_fence_self[f] = s;
     return s;
   }
   return NULL;
 }
+
+bool cg_query_claim(void) { return cg_fence_slot_claim(CG_FENCE_QUERIES) != NULL; }
 
 void cg_fence_overflow_enter(int f) { __atomic_add_fetch(&overflow_in_flight[f], 1, __ATOMIC_SEQ_CST); }
 void cg_fence_overflow_leave(int f) { __atomic_sub_fetch(&overflow_in_flight[f], 1, __ATOMIC_RELEASE); }
@@ -70,9 +104,13 @@ void cg_query_fence_atfork_child(void) {
       if (&slots[f][i] != cg_fence_self[f]) {
         slots[f][i].taken = 0;
         slots[f][i].seq = 0;
+        slots[f][i].tls_seq = NULL;
+        slots[f][i].readers = 0;
       }
     if (cg_fence_self[f])
       cg_fence_self[f]->seq &= ~1u;
+    if (f == CG_FENCE_QUERIES && cg_fence_self[f])
+      cg_query_seq &= ~1u;
     overflow_in_flight[f] = 0;
   }
 }
@@ -81,7 +119,7 @@ bool cg_fence_busy(int f) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   unsigned n = __atomic_load_n(&slots_used[f], __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n; i++)
-    if (&slots[f][i] != cg_fence_self[f] && (__atomic_load_n(&slots[f][i].seq, __ATOMIC_ACQUIRE) & 1))
+    if (&slots[f][i] != cg_fence_self[f] && (slot_seq(f, &slots[f][i]) & 1))
       return true;
   return __atomic_load_n(&overflow_in_flight[f], __ATOMIC_ACQUIRE) != 0;
 }
@@ -129,10 +167,10 @@ void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
   unsigned n = __atomic_load_n(&slots_used[f], __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n && !late; i++) {
     cg_query_slot *s = &slots[f][i];
-    unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    unsigned seq = slot_seq(f, s);
     if (!(seq & 1) || s == cg_fence_self[f])
       continue;
-    for (unsigned spins = 0; __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) == seq; spins++) {
+    for (unsigned spins = 0; slot_seq(f, s) == seq; spins++) {
       if (cg_monotonic_ns() - start > limit_ns) {
         late = true;
         break;

@@ -2,9 +2,11 @@
  * mode no query of an event in an open capture may reach the driver (it
  * answers 907 and breaks the capture, whatever the thread or mode), however
  * the query interleaves with the capture's begin and the event's record.
- * Every cuEventQuery says, in a slot of its thread's own, that it is in
- * flight (a sequence number, odd while in flight: two plain stores, no
- * atomic read-modify-write, so the wrapper stays within its budget); a
+ * Every cuEventQuery says, in a word of its thread's own (cg_query_seq, a
+ * thread-local the thread's slot points at), that it is in flight (a
+ * sequence number, odd while in flight: two plain increments, no atomic
+ * read-modify-write; the x86-64 wrapper is 12 instructions,
+ * route/fast_path.h); a
  * begin, and a record that puts an event into a capture, wait until every
  * query that was in flight has left. Then:
  *  - a query that looked before a capture began has left before the
@@ -20,8 +22,12 @@
 #include <stddef.h>
 
 typedef struct {
-  unsigned seq;   /* odd: a query of this slot's thread is in flight */
+  unsigned seq;   /* the breakers' fence: odd while a call of this slot's thread is in flight */
   int taken;      /* a live thread owns the slot */
+  /* The queries' fence: the owner's cg_query_seq (NULL once it exits), and
+   * how many waiters are reading it now (its exit waits for them). */
+  unsigned *tls_seq;
+  unsigned readers;
 } __attribute__((aligned(64))) cg_query_slot;
 
 /* Two fences, each with its own slots: event queries (waited for by begins
@@ -59,8 +65,33 @@ static inline void cg_fence_leave(int fence, cg_query_slot *s) {
   }
   __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
 }
-static inline cg_query_slot *cg_query_enter(void) { return cg_fence_enter(CG_FENCE_QUERIES); }
-static inline void cg_query_leave(cg_query_slot *s) { cg_fence_leave(CG_FENCE_QUERIES, s); }
+/* The calling thread's query sequence number, odd while one of its event
+ * queries is in flight. CG_QUERY_UNCLAIMED (each thread's first value)
+ * until the thread has a slot: the increment that makes it 0 sends the
+ * x86-64 fast path to the C wrapper, which claims one. */
+#define CG_QUERY_UNCLAIMED 0xFFFFFFFFu
+extern __thread unsigned cg_query_seq __attribute__((tls_model("initial-exec")));
+/* Gives the thread a slot pointing at its cg_query_seq (set to 0); false
+ * past the last slot (the thread's queries then count in a shared counter). */
+bool cg_query_claim(void);
+/* NULL: counted in the shared counter; else the thread's word. */
+static inline unsigned *cg_query_enter(void) {
+  if (__builtin_expect(cg_query_seq == CG_QUERY_UNCLAIMED, 0) && !cg_query_claim()) {
+    cg_fence_overflow_enter(CG_FENCE_QUERIES);
+    return NULL;
+  }
+  __atomic_store_n(&cg_query_seq, cg_query_seq + 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  return &cg_query_seq;
+}
+static inline void cg_query_leave(unsigned *q) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (__builtin_expect(!q, 0)) {
+    cg_fence_overflow_leave(CG_FENCE_QUERIES);
+    return;
+  }
+  __atomic_store_n(q, *q + 1, __ATOMIC_RELEASE);
+}
 
 /* Waits (bounded by limit_ns: past it, one warning for queries) until every
  * call of the fence in flight when it was called has left. asymmetric: the

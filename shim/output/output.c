@@ -16,6 +16,7 @@
 #include "capguard/write_whole.h"
 #include "config.h"
 #include "seen_set.h"
+#include "stack.h"
 #include "warn.h"
 
 #ifndef CAPGUARD_VERSION
@@ -176,18 +177,32 @@ static void emit(int fd, formatter f, const void *obj) {
 
 static size_t fmt_event_json(const void *e, char *b, size_t c) { return cg_event_format_json(e, b, c); }
 
-static cg_hash128 event_identity(const cg_event *e) {
-  char key[2048];
-  int n = snprintf(key, sizeof key, "%d|%d|%s|%llx%llx|", (int)e->kind, (int)e->verdict, e->call,
-                   e->image ? (unsigned long long)e->image->hash.hi : 0ULL,
-                   e->image ? (unsigned long long)e->image->hash.lo : 0ULL);
-  if (e->n_py)
-    n += snprintf(key + n, sizeof key - (size_t)n, "%s:%d|", e->py[0].file, e->py[0].line);
-  for (size_t i = 0; i < e->n_native && i < 6 && n < (int)sizeof key; i++)
-    n += snprintf(key + n, sizeof key - (size_t)n, "%s|", e->native[i]);
-  if (n > (int)sizeof key)
-    n = (int)sizeof key;
-  return cg_hash_bytes(key, (size_t)n);
+/* An event as a person tells it apart: kind, verdict, call, image, the
+ * innermost Python line and six native frames, by address (each frame's
+ * written name carries its address, so two frames with one name have one
+ * address). */
+static cg_hash128 event_identity(const cg_event *e, const cg_output_native *raw) {
+  struct {
+    int kind, verdict;
+    const char *call;
+    cg_hash128 image;
+    const void *frames[6];
+  } id;
+  memset(&id, 0, sizeof id);
+  id.kind = (int)e->kind;
+  id.verdict = (int)e->verdict;
+  id.call = e->call; /* a row's name: one string per entry point */
+  if (e->image)
+    id.image = e->image->hash;
+  for (size_t i = 0; raw && i < raw->n && i < 6; i++)
+    id.frames[i] = raw->frames[i];
+  cg_hash128 k = cg_hash_bytes(&id, sizeof id);
+  if (!e->n_py)
+    return k;
+  char key[600];
+  int n = snprintf(key, sizeof key, "%llx%llx|%s:%d", (unsigned long long)k.hi, (unsigned long long)k.lo,
+                   e->py[0].file, e->py[0].line);
+  return cg_hash_bytes(key, n < (int)sizeof key ? (size_t)n : sizeof key);
 }
 
 /* True the first time a report with identity k is seen; a repeat is counted. */
@@ -198,7 +213,9 @@ static int first_sighting_of(cg_hash128 k, uint64_t *repeats) {
   return 0;
 }
 
-static int first_sighting(const cg_event *e) { return first_sighting_of(event_identity(e), &repeats_hidden); }
+static int first_sighting(const cg_event *e, const cg_output_native *raw) {
+  return first_sighting_of(event_identity(e, raw), &repeats_hidden);
+}
 
 /* Broken captures are the same to a person when they began at the same
  * place and the same call broke them the same way (a start-up that breaks
@@ -257,14 +274,18 @@ static void say_routine(const cg_event *e) {
           (unsigned long long)e->pid, e->call ? e->call : "?", what, kernels, log_fd >= 0 ? " and logged" : "");
 }
 
-void cg_output_event(const cg_event *e) {
+void cg_output_event(cg_event *e, const cg_output_native *raw) {
   pthread_mutex_lock(&out_lock);
-  int show = first_sighting(e) && !cg_cfg.quiet;
+  int show = first_sighting(e, raw) && !cg_cfg.quiet;
   unsigned bit = 1u << ((unsigned)e->verdict % 32);
   int first_routine = routine(e) && !(quiet_kinds_said & bit);
   if (routine(e))
     quiet_kinds_said |= bit;
   pthread_mutex_unlock(&out_lock);
+  if (raw && ((show && !routine(e)) || log_fd >= 0)) {
+    e->native = raw->names; /* written: symbolised now (dladdr, outside out_lock) */
+    e->n_native = cg_native_symbolize(raw->frames, raw->n, raw->names, raw->buf, raw->cap);
+  }
   if (routine(e)) {
     if (first_routine && !cg_cfg.quiet)
       say_routine(e);

@@ -6,6 +6,7 @@
 #define CAPGUARD_OUTPUT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "capguard/clock.h" /* cg_now_ns: the log's clock */
@@ -15,7 +16,17 @@
 void cg_output_open_log(void);
 /* The "process" record, written once, when the process first uses the driver. */
 void cg_output_process(int driver_version);
-void cg_output_event(const cg_event *e);
+/* An event's native stack as return addresses, with room for their names:
+ * symbolised (e->native) only when the event is written, to stderr or the
+ * log; one that is only counted costs no dladdr. */
+typedef struct {
+  void *const *frames;
+  size_t n;
+  const char **names; /* room for n */
+  char *buf;
+  size_t cap;
+} cg_output_native;
+void cg_output_event(cg_event *e, const cg_output_native *raw);
 void cg_output_capture(const cg_capture_record *r);
 /* Whether cg_output_capture would write anything for a capture that ended
  * broken or not: a log is open, or a broken capture is said on stderr. A

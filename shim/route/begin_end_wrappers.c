@@ -40,8 +40,8 @@ static bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
     CG_REAL_OR_RETURN(ep, params, real);                                                           \
     if (__builtin_expect(cg_nothing_captures(), 1) || off())                                       \
-      return real(CG_ARGS(params));                                                                \
-    return cg_capture_stream_destroy(ep, (stream), real);                                          \
+      return cg_stream_destroyed(real(CG_ARGS(params)));                                           \
+    return cg_stream_destroyed(cg_capture_stream_destroy(ep, (stream), real));                     \
   }
 
 /* The mode the thread asked for is recorded once the driver accepted it. */

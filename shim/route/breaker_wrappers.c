@@ -11,6 +11,7 @@
 #include "breakers.h"
 
 #include "priming.h"
+#include "fast_path.h"
 #include "query_fence.h"
 #include "stale_watch.h"
 #include "wrapper.h"
@@ -84,6 +85,20 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
  * since every begin waits for it. */
 #define CG_FENCED(ep) ((ep) == CG_EP_cuEventQuery)
 
+/* What the x86-64 fast path of cuEventQuery calls (route/fast_path.h):
+ * until the driver is found, query_resolve, which finds it (inside the
+ * query's fence, with nothing capturing, as the call it stands for) and
+ * puts the driver's cuEventQuery here; never NULL, so the fast path does
+ * not test it. */
+static CUresult query_resolve(CUevent event) {
+  CUresult (*real)(CUevent) = (CUresult(*)(CUevent))__atomic_load_n(&cg_ep_real[CG_EP_cuEventQuery], __ATOMIC_ACQUIRE);
+  if (!real && (!cg_driver_ready() || !(real = (CUresult(*)(CUevent))cg_ep_real[CG_EP_cuEventQuery])))
+    return CUDA_ERROR_NOT_INITIALIZED;
+  __atomic_store_n(&cg_query_target, (void *)real, __ATOMIC_RELEASE);
+  return real(event);
+}
+void *cg_query_target = (void *)query_resolve;
+
 /* The arguments kept in a struct (its first member only so that a call
  * without parameters, cuCtxSynchronize, has a struct too) and a thunk that
  * makes the real call from them (breakers.c may make it, make it in relaxed
@@ -107,7 +122,7 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
                   (has_target), (ptsz),    cname##_invoke, &args_, (handle_thunk), 0};                \
     return cg_breaker_call(&c_);                                                                      \
   }                                                                                                   \
-  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
+  CG_OTHER_HEAD(cname, sname, params) {                                                               \
     CG_REAL_OR_RETURN(ep, params, real);                                                              \
     if ((fix) == CG_FIX_DEFER_UNLOAD) {                                                               \
       if (off())                                                                                      \
@@ -117,7 +132,7 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
       return cname##_slow(CG_ARGS(params));                                                           \
     }                                                                                                 \
     if (CG_FENCED(ep)) {                                                                              \
-      cg_query_slot *q_ = cg_query_enter();                                                           \
+      unsigned *q_ = cg_query_enter();                                                                \
       if (__builtin_expect(cg_nothing_captures(), 1)) {                                               \
         CUresult r_ = real(CG_ARGS(params));                                                          \
         cg_query_leave(q_);                                                                           \
@@ -140,7 +155,8 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
     CUresult s_ = cname##_slow(CG_ARGS(params));                                                      \
     CG_STALE_AFTER(fix, sname, target, s_)                                                            \
     return s_;                                                                                        \
-  }
+  }                                                                                                   \
+  CG_FAST_PATH(cname, sname, ep, params, CG_FENCED(ep) ? CG_FAST_QUERY : CG_POLLED(ep) ? CG_FAST_PLAIN : CG_FAST_NONE)
 
 #define CG_WRAP_BREAKER(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix)         \
   CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, NULL)
@@ -167,9 +183,9 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
  * no query of the event may reach the driver once it is captured) and after
  * it records outside any (the event is the driver's again only then). */
 #define CG_WRAP_EVENT_RECORD(cname, sname, ep, params, event, stream, ptsz)                          \
-  static __attribute__((noinline)) CUresult cname##_slow(CUresult (*real)(CG_PARAMS(params)),          \
-                                                         CG_PARAMS(params)) {                         \
-    if (off())                                                                                        \
+  CG_OTHER_HEAD(cname, sname, params) {                                                               \
+    CG_REAL_OR_RETURN(ep, params, real);                                                              \
+    if (cg_nothing_captures() || off())                                                               \
       return real(CG_ARGS(params));                                                                   \
     cg_record_mark mk_;                                                                               \
     cg_captures_event_record_begin((uint64_t)(uintptr_t)(event), (stream), (ptsz), &mk_);             \
@@ -177,12 +193,7 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
     cg_captures_event_record_end(&mk_, r_);                                                           \
     return r_;                                                                                        \
   }                                                                                                   \
-  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
-    CG_REAL_OR_RETURN(ep, params, real);                                                              \
-    if (__builtin_expect(cg_nothing_captures(), 1))                                                   \
-      return real(CG_ARGS(params));                                                                   \
-    return cname##_slow(real, CG_ARGS(params));                                                       \
-  }
+  CG_FAST_PATH(cname, sname, ep, params, CG_FAST_PLAIN)
 
 /* An event destroyed while something captures is forgotten by the model once
  * the driver destroyed it (before, a query of the still captured event would
@@ -205,3 +216,5 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
   }
 
 #include "wrap_rows.h"
+
+CG_QUERY_FAST_PATH("cuEventQuery");

@@ -7,6 +7,7 @@
  * also judged as stream work (900 into a capture), by breakers.c. */
 #include "breakers.h"
 
+#include "fleet_metrics.h"
 #include "stale_watch.h"
 #include "wrapper.h"
 
@@ -24,9 +25,10 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
 /* The launch checked first: a replay of memory freed since its capture is
  * named before the driver runs it. With nothing capturing and no free
  * touched watched memory (every replay of a healthy program), the x86-64
- * fast path is stream work's (stream_work_wrappers.c) with one load more:
- * the driver's pointer, the capture activity and cg_stale_suspects loaded,
- * and one jump to the driver. */
+ * fast path is stream work's (stream_work_wrappers.c) with two loads more:
+ * the driver's pointer, the capture activity, cg_stale_suspects and the
+ * fleet's cg_launch_watch (set before the first replay and while a metrics
+ * file is due, fleet_metrics.h) loaded, and one jump to the driver. */
 #define CG_WRAP_GRAPH_LAUNCH(cname, sname, ep_, params, exec, stream_, ptsz_)                      \
   typedef struct {                                                                                 \
     CG_MEMBERS(params)                                                                             \
@@ -45,6 +47,8 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
   CUresult cname##_other(CG_PARAMS(params)) __asm__(sname "_cg_other") __attribute__((noinline, used)); \
   CUresult cname##_other(CG_PARAMS(params)) {                                                      \
     CG_REAL_OR_RETURN(ep_, params, real);                                                          \
+    if (__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED))                                       \
+      cg_fleet_graph_launch();                                                                     \
     if (__builtin_expect(cg_stale_launch_due(), 0) && !off())                                      \
       cg_stale_launch(sname, (exec));                                                              \
     if (__builtin_expect(cg_nothing_captures(), 1) || off())                                       \
@@ -67,6 +71,8 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
                      "movl cg_stale_suspects(%%rip), %%r10d\n\t"                              \
                      "testl %%r10d, %%r10d\n\t"                                               \
                      "jnz 1f\n\t"                                                             \
+                     "cmpl $0, cg_launch_watch(%%rip)\n\t" /* the fleet's first replay */      \
+                     "jnz 1f\n\t"                                                             \
                      "jmp *%%rax\n"                                                            \
                      "1:\tjmp " sname "_cg_other\n\t"                                          \
                      ".size " sname ", .-" sname "\n" ::"i"((ep_) * sizeof(void *)));          \
@@ -77,7 +83,7 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     CUresult (*real)(CG_PARAMS(params)) =                                                    \
         (CUresult(*)(CG_PARAMS(params)))__atomic_load_n(&cg_ep_real[ep_], __ATOMIC_ACQUIRE); \
     if (__builtin_expect(real != NULL, 1) && __builtin_expect(cg_nothing_captures(), 1) &&   \
-        !cg_stale_launch_due())                                                              \
+        !cg_stale_launch_due() && !__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED))      \
       return real(CG_ARGS(params));                                                          \
     return cname##_other(CG_ARGS(params));                                                   \
   }

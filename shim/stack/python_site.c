@@ -16,21 +16,25 @@
 
 /* The innermost frame outside the frameworks' machinery
  * (torch/cuda/graphs.py's capture_begin is not what a person wrote), or the
- * innermost frame when all are, from the dump. */
-static void site_from_dump(char *buf, size_t cap) {
+ * innermost frame when all are, from the dump. Returns the index of the
+ * frame named among the dump's, -1 when it is the innermost for want of
+ * any outside the machinery. */
+static int site_from_dump(char *buf, size_t cap) {
   cg_py_frame py[16];
   char text[4096];
   size_t n = cg_python_stack(py, sizeof py / sizeof py[0], text, sizeof text);
   buf[0] = 0;
   if (!n)
-    return;
+    return -1;
   size_t pick = 0;
   while (pick < n && cg_py_file_is_machinery(py[pick].file))
     pick++;
+  int found = pick < n ? (int)pick : -1;
   if (pick == n)
     pick = 0;
   snprintf(buf, cap, "%s:%d in %s", py[pick].file ? py[pick].file : "?", py[pick].line,
            py[pick].func ? py[pick].func : "?");
+  return found;
 }
 
 /* Sites by fingerprint: direct-mapped, bounded; a slot lost to another
@@ -39,6 +43,7 @@ static void site_from_dump(char *buf, size_t cap) {
 typedef struct {
   cg_hash128 key;
   bool used;
+  bool deeper; /* a short key whose site lies past its frames: look again with the long one */
   char site[CG_PY_SITE_MAX];
 } py_site_entry;
 static py_site_entry sites[CG_PY_SITES];
@@ -47,9 +52,48 @@ static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
  * stack it fingerprints (cg_python_fingerprint_check). */
 static bool checked;
 
+/* A begin 60 frames deep would read and hash 32 frames for its key; the
+ * site is the innermost frame outside the machinery, mostly among the
+ * first few. So a site is kept under the key of the innermost SHORT_FRAMES
+ * raw frames when it lies among them (or they are the whole stack): the
+ * same key then names the same frames up to the site, and so the same
+ * site. One past them is kept under the 32-frame key, and the short key
+ * says to look there. */
+#define SHORT_FRAMES 4
+
+/* The site kept for key (copied into buf), 1; a short key that says to
+ * look with the long one, 2; nothing kept, 0. */
+static int lookup(cg_hash128 key, char *buf, size_t cap, bool *check) {
+  py_site_entry *e = &sites[key.lo % CG_PY_SITES];
+  pthread_mutex_lock(&sites_lock);
+  int found = e->used && e->key.lo == key.lo && e->key.hi == key.hi ? (e->deeper ? 2 : 1) : 0;
+  if (found == 1 && cap) { /* a copy, not snprintf: this runs at every begin */
+    size_t n = strlen(e->site); /* kept NUL-terminated by keep() */
+    if (n >= cap)
+      n = cap - 1;
+    memcpy(buf, e->site, n);
+    buf[n] = 0;
+  }
+  *check = !checked;
+  pthread_mutex_unlock(&sites_lock);
+  return found;
+}
+
+static void keep(cg_hash128 key, const char *site, bool deeper) {
+  py_site_entry *e = &sites[key.lo % CG_PY_SITES];
+  pthread_mutex_lock(&sites_lock);
+  e->key = key;
+  e->used = true;
+  e->deeper = deeper;
+  snprintf(e->site, sizeof e->site, "%s", deeper ? "" : site);
+  pthread_mutex_unlock(&sites_lock);
+}
+
 void cg_python_site(char *buf, size_t cap) {
-  cg_hash128 key;
-  int fp = cg_python_fingerprint(&key);
+  cg_hash128 key, long_key;
+  int named = 0;
+  bool whole = false, check;
+  int fp = cg_python_fingerprint_short(&key, SHORT_FRAMES, &named, &whole);
   if (fp == CG_PY_FP_NONE) {
     buf[0] = 0;
     return;
@@ -58,16 +102,13 @@ void cg_python_site(char *buf, size_t cap) {
     site_from_dump(buf, cap);
     return;
   }
-  py_site_entry *e = &sites[key.lo % CG_PY_SITES];
-  pthread_mutex_lock(&sites_lock);
-  bool hit = e->used && e->key.lo == key.lo && e->key.hi == key.hi;
-  if (hit)
-    snprintf(buf, cap, "%s", e->site);
-  bool check = !checked;
-  pthread_mutex_unlock(&sites_lock);
-  if (hit)
+  int found = lookup(key, buf, cap, &check);
+  if (found == 1)
     return;
-  site_from_dump(buf, cap);
+  bool have_long = found == 2 && cg_python_fingerprint(&long_key) == CG_PY_FP_OK;
+  if (have_long && lookup(long_key, buf, cap, &check) == 1)
+    return;
+  int pick = site_from_dump(buf, cap);
   if (check) {
     if (!cg_python_fingerprint_check())
       return; /* not kept: the in-place reading is not trusted (yet) */
@@ -75,11 +116,14 @@ void cg_python_site(char *buf, size_t cap) {
     checked = true;
     pthread_mutex_unlock(&sites_lock);
   }
-  pthread_mutex_lock(&sites_lock);
-  e->key = key;
-  e->used = true;
-  snprintf(e->site, sizeof e->site, "%s", buf);
-  pthread_mutex_unlock(&sites_lock);
+  if (whole || (pick >= 0 && pick < named)) {
+    keep(key, buf, false);
+    return;
+  }
+  if (!have_long && cg_python_fingerprint(&long_key) != CG_PY_FP_OK)
+    return;
+  keep(key, NULL, true);
+  keep(long_key, buf, false);
 }
 
 void cg_python_site_atfork_child(void) { pthread_mutex_init(&sites_lock, NULL); }

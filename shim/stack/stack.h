@@ -27,6 +27,14 @@ void cg_stack_init(void);
  * capguard itself. Each frame symbolized with dladdr as "libfoo.so(func+0x1a) [0x7f..]"
  * or "libfoo.so+0x1234 [0x7f..]" when no symbol; strings live in buf. Returns frames written. */
 size_t cg_native_stack(int skip, const char **out, size_t max, char *buf, size_t bufcap);
+/* The same stack, starting at the first frame outside capguard's own
+ * object, as return addresses: nothing symbolised (backtrace() only), so
+ * that an event no one writes costs no dladdr. */
+size_t cg_native_frames(void **out, size_t max);
+/* frames[0..n) as cg_native_stack writes them (strings in buf), each
+ * address looked up once per process (symbol_cache.h). Returns frames
+ * written: fewer when buf is full. */
+size_t cg_native_symbolize(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap);
 /* The calling thread's Python stack, innermost first, when the process runs CPython
  * and this thread has a Python thread state; 0 otherwise. Strings live in buf. */
 size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap);
@@ -61,6 +69,11 @@ void cg_native_site_atfork_child(void); /* fork: the lock starts released */
  * cg_python_stack), NONE when the thread runs no Python. */
 enum { CG_PY_FP_NONE, CG_PY_FP_OK, CG_PY_FP_UNKNOWN };
 int cg_python_fingerprint(cg_hash128 *out);
+/* The same over at most max_raw raw frames (shim frames included; at most
+ * the 32 cg_python_fingerprint reads): *named says how many of them the
+ * dump would name, *whole whether they are all the thread's frames. A
+ * fingerprint of fewer frames is a different key from a longer one's. */
+int cg_python_fingerprint_short(cg_hash128 *out, int max_raw, int *named, bool *whole);
 /* Checks the in-place reading against the interpreter's own dump (same
  * number of frames) on the calling thread; on a mismatch fingerprints are
  * turned off for good (UNKNOWN). True when they agreed. */

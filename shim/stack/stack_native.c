@@ -1,4 +1,5 @@
-/* Native stack capture: glibc backtrace() into a local array, dladdr for names.
+/* Native stack capture: glibc backtrace() into a local array, dladdr for names
+ * (through symbol_cache.c: once per address).
  * No backtrace_symbols (it mallocs) and no stdio (vfprintf may allocate):
  * formatting is done by hand into the caller's buffer. backtrace() itself
  * allocates only on its first call (it dlopens libgcc_s), which
@@ -7,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,6 +16,7 @@
 
 #include "capguard/frame_filter.h"
 #include "capguard/text_out.h"
+#include "symbol_cache.h"
 
 /* Deepest stack walked; frames past it are not reported. */
 #define CG_BT_DEPTH 128
@@ -29,19 +32,19 @@ static const char *base_name(const char *path) {
  * point past the end of a function that ends in a call to a noreturn one.
  * Returns whether all of it fit (cg_out_fits). */
 static bool put_frame(cg_out *w, void *addr, bool with_addr) {
-  Dl_info info;
+  cg_symbol info;
   uintptr_t a = (uintptr_t)addr;
-  if (a > 1 && dladdr((void *)(a - 1), &info) && info.dli_fname) {
-    cg_out_str(w, base_name(info.dli_fname));
-    if (info.dli_sname && info.dli_saddr) {
+  if (a > 1 && cg_symbol_of((void *)(a - 1), &info)) {
+    cg_out_str(w, base_name(info.file));
+    if (info.sym && info.sym_addr) {
       cg_out_char(w, '(');
-      cg_out_str(w, info.dli_sname);
+      cg_out_str(w, info.sym);
       cg_out_char(w, '+');
-      cg_out_hex(w, a - (uintptr_t)info.dli_saddr);
+      cg_out_hex(w, a - info.sym_addr);
       cg_out_char(w, ')');
     } else {
       cg_out_char(w, '+');
-      cg_out_hex(w, a - (uintptr_t)info.dli_fbase);
+      cg_out_hex(w, a - info.base);
     }
   } else {
     cg_out_str(w, "??");
@@ -88,21 +91,71 @@ __attribute__((noinline)) size_t cg_native_stack(int skip, const char **out, siz
   return n;
 }
 
+/* capguard's own object, as addresses: [own_start, own_end), found once
+ * from its program headers (no symbol lookup). */
+static uintptr_t own_start, own_end;
+static int own_found(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  uintptr_t lo = UINTPTR_MAX, hi = 0, self = (uintptr_t)data;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+    if (a < lo) lo = a;
+    if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+  }
+  if (self < lo || self >= hi) return 0;
+  __atomic_store_n(&own_end, hi, __ATOMIC_RELAXED);
+  __atomic_store_n(&own_start, lo, __ATOMIC_RELEASE);
+  return 1;
+}
+static bool in_own_object(uintptr_t a) {
+  if (!__atomic_load_n(&own_start, __ATOMIC_ACQUIRE))
+    dl_iterate_phdr(own_found, (void *)(uintptr_t)&cg_native_frames);
+  return a >= __atomic_load_n(&own_start, __ATOMIC_ACQUIRE) && a < __atomic_load_n(&own_end, __ATOMIC_RELAXED);
+}
+
+__attribute__((noinline)) size_t cg_native_frames(void **out, size_t max) {
+  if (!out || max == 0) return 0;
+  void *frames[CG_BT_DEPTH];
+  size_t want = max > CG_BT_DEPTH - 16 ? CG_BT_DEPTH : max + 16;
+  int got = backtrace(frames, (int)want);
+  size_t i = caller_index(frames, got, __builtin_return_address(0));
+  while (i < (size_t)got && in_own_object((uintptr_t)frames[i] - 1)) i++;
+  size_t n = 0;
+  for (; i < (size_t)got && n < max; i++) out[n++] = frames[i];
+  return n;
+}
+
+size_t cg_native_symbolize(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap) {
+  if (!frames || !out || !buf || bufcap == 0) return 0;
+  cg_out w = cg_out_init(buf, bufcap);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (w.len + 1 >= w.cap) break; /* no room for a byte and its NUL */
+    size_t start = w.len;
+    if (!put_frame(&w, frames[i], true)) break; /* out of room: no cut frame */
+    w.buf[w.len++] = '\0';
+    out[k++] = w.buf + start;
+  }
+  return k;
+}
+
 /* Frames to skip for "where": capguard's own object (whatever its file is
  * called), and those cg_frame_is_plumbing names. */
-static bool uninteresting(const Dl_info *info, const void *own_base) {
-  return info->dli_fbase == own_base || cg_frame_is_plumbing(base_name(info->dli_fname));
+static bool uninteresting(const cg_symbol *info, uintptr_t own_base) {
+  return info->base == own_base || cg_frame_is_plumbing(base_name(info->file));
 }
 
 static size_t where_now(void *const *frames, size_t n, char *buf, size_t cap) {
   buf[0] = '\0';
-  Dl_info self;
-  const void *own_base = NULL;
-  if (dladdr((void *)(uintptr_t)&cg_native_where_frames, &self)) own_base = self.dli_fbase;
+  cg_symbol self;
+  uintptr_t own_base = 0;
+  if (cg_symbol_of((void *)(uintptr_t)&cg_native_where_frames, &self)) own_base = self.base;
   for (size_t i = 0; i < n; i++) {
-    Dl_info info;
+    cg_symbol info;
     uintptr_t a = (uintptr_t)frames[i];
-    if (a <= 1 || !dladdr((void *)(a - 1), &info) || !info.dli_fname) continue;
+    if (a <= 1 || !cg_symbol_of((void *)(a - 1), &info)) continue;
     if (uninteresting(&info, own_base)) continue;
     cg_out w = cg_out_init(buf, cap);
     (void)put_frame(&w, frames[i], false); /* too long for cap: keep what fits */
@@ -161,4 +214,7 @@ size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t c
   return len;
 }
 
-void cg_native_where_atfork_child(void) { pthread_mutex_init(&where_lock, NULL); }
+void cg_native_where_atfork_child(void) {
+  pthread_mutex_init(&where_lock, NULL);
+  cg_symbol_cache_atfork_child();
+}

@@ -480,7 +480,9 @@ static const void *current_frame(const py_layout *l) {
   return f;
 }
 
-int cg_python_fingerprint(cg_hash128 *out) {
+int cg_python_fingerprint(cg_hash128 *out) { return cg_python_fingerprint_short(out, CG_PY_FP_FRAMES, NULL, NULL); }
+
+int cg_python_fingerprint_short(cg_hash128 *out, int max_raw, int *named, bool *whole) {
   const void *code_type = atomic_load_explicit(&g_code_type, memory_order_acquire);
   /* Unknown layout, not resolved yet (an interpreter loaded later is
    * looked for by cg_python_stack), or turned off: the dump's way. */
@@ -495,35 +497,53 @@ int cg_python_fingerprint(cg_hash128 *out) {
    * pass for it, the code object's length, constants, names, file name
    * (its object, length and cached hash), first line and line table (its
    * length and first bytes): what its lines are made of. */
-  uintptr_t words[CG_PY_FP_FRAMES * 14];
+  /* The code object's words are folded into one (a multiply and a
+   * rotation each): the key stays short enough for the hash's short path
+   * (4 frames: 104 bytes), at every begin. */
+  uintptr_t words[1 + CG_PY_FP_FRAMES * 3];
   size_t n = 0;
-  for (int i = 0; f && i < CG_PY_FP_FRAMES; i++) {
+  if (max_raw > CG_PY_FP_FRAMES)
+    max_raw = CG_PY_FP_FRAMES;
+  words[n++] = (uintptr_t)max_raw; /* keys of different lengths never match */
+  int names = 0;
+  for (int i = 0; f && i < max_raw; i++) {
+    /* named by the dump: as walk_count counts */
+    if (i == 0 || l->shim_owner < 0 || *((const char *)f + l->owner) != l->shim_owner)
+      names++;
     const void *code = word_at(f, l->code);
     words[n++] = (uintptr_t)code;
     words[n++] = (uintptr_t)word_at(f, l->instr);
+    uint64_t id = 0x9e3779b97f4a7c15ull;
+#define CG_FOLD(w) (id = ((id ^ (uint64_t)(w)) * 0xff51afd7ed558ccdull), id = (id << 29) | (id >> 35))
     if (code && word_at(code, sizeof(void *)) == code_type) {
-      words[n++] = (uintptr_t)word_at(code, 2 * sizeof(void *)); /* ob_size */
-      words[n++] = (uintptr_t)word_at(code, 3 * sizeof(void *)); /* co_consts */
-      words[n++] = (uintptr_t)word_at(code, 4 * sizeof(void *)); /* co_names */
-      words[n++] = (uintptr_t)*(const int *)((const char *)code + l->co_firstlineno);
+      CG_FOLD(word_at(code, 2 * sizeof(void *))); /* ob_size */
+      CG_FOLD(word_at(code, 3 * sizeof(void *))); /* co_consts */
+      CG_FOLD(word_at(code, 4 * sizeof(void *))); /* co_names */
+      CG_FOLD(*(const int *)((const char *)code + l->co_firstlineno));
       const void *file = word_at(code, l->co_filename);
-      words[n++] = (uintptr_t)file;
+      CG_FOLD(file);
       if (file) {
-        words[n++] = (uintptr_t)word_at(file, 2 * sizeof(void *)); /* length */
-        words[n++] = (uintptr_t)word_at(file, 3 * sizeof(void *)); /* hash */
+        CG_FOLD(word_at(file, 2 * sizeof(void *))); /* length */
+        CG_FOLD(word_at(file, 3 * sizeof(void *))); /* hash */
       }
       const void *table = word_at(code, l->co_linetable);
       if (table) {
         uintptr_t size = (uintptr_t)word_at(table, 2 * sizeof(void *));
-        words[n++] = size;
+        CG_FOLD(size);
         uintptr_t head[4] = {0, 0, 0, 0}; /* ob_sval: after the size and the cached hash */
         memcpy(head, (const char *)table + 4 * sizeof(void *), size < sizeof head ? size : sizeof head);
         for (int k = 0; k < 4; k++)
-          words[n++] = head[k];
+          CG_FOLD(head[k]);
       }
     }
+#undef CG_FOLD
+    words[n++] = (uintptr_t)id;
     f = word_at(f, l->previous);
   }
+  if (named)
+    *named = names;
+  if (whole)
+    *whole = f == NULL;
   *out = cg_hash_bytes(words, n * sizeof words[0]);
   return CG_PY_FP_OK;
 }

@@ -18,6 +18,9 @@
  *   wrap that the driver refuses (900) and logs;
  *   unwatched-host-func: cuLaunchHostFunc on the legacy stream, which capguard
  *   does not wrap and the fake refuses as legacy-stream work (906) and logs.
+ * --reused-stream: first a stream of the other kind (non-blocking with
+ * --blocking) captures once and is destroyed, so that the capturing stream
+ * gets its handle again (prints reused=1 when it did).
  * --repeat N makes the op N times. --own-log registers the program's own
  * driver log callback (drivers 12.9 and later) and prints how many lines it
  * got. Prints op_result=, end_result= for test_escapes.py. */
@@ -37,6 +40,7 @@
   X(Retain, cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))                         \
   X(SetCurrent, cuCtxSetCurrent, CUresult (*)(CUcontext))                                          \
   X(StreamCreate, cuStreamCreate, CUresult (*)(CUstream *, unsigned))                              \
+  X(StreamDestroy, cuStreamDestroy_v2, CUresult (*)(CUstream))                                     \
   X(Begin, cuStreamBeginCapture_v2, CUresult (*)(CUstream, CUstreamCaptureMode))                   \
   X(End, cuStreamEndCapture, CUresult (*)(CUstream, CUgraph *))                                    \
   X(Instantiate, cuGraphInstantiateWithFlags, CUresult (*)(CUgraphExec *, CUgraph, unsigned long long)) \
@@ -87,7 +91,7 @@ static void bind_api(const char *route) {
 }
 
 static const char *op = "none";
-static int blocking, other, repeat = 1;
+static int blocking, other, repeat = 1, reused_stream;
 static CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 static CUcontext ctx;
 static CUstream capturing, side;
@@ -192,6 +196,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--thread")) other = !strcmp(v, "other"), i++;
     else if (!strcmp(a, "--repeat")) repeat = atoi(v), i++;
     else if (!strcmp(a, "--blocking")) blocking = 1;
+    else if (!strcmp(a, "--reused-stream")) reused_stream = 1;
     else if (!strcmp(a, "--own-log")) own_log = 1;
     else if (!strcmp(a, "--mode")) {
       mode = !strcmp(v, "relaxed") ? CU_STREAM_CAPTURE_MODE_RELAXED
@@ -219,7 +224,27 @@ int main(int argc, char **argv) {
     die("CG_CUBIN not set");
   CHECK(cu.ModuleLoad(&mod, cubin));
   CHECK(cu.GetFunction(&fn, mod, "fake_add_one"));
+  CUstream gone = NULL;
+  if (reused_stream) {
+    /* A stream of the other kind, begun on (with a mode the driver refuses:
+     * the fake keeps a stream that captured as a tombstone, never handing
+     * its handle out again; capguard looks at the stream before the
+     * driver's answer all the same), then destroyed. */
+    CUstream fill[7];
+    for (int i = 0; i < 7; i++)
+      CHECK(cu.StreamCreate(&fill[i], 0));
+    CHECK(cu.StreamCreate(&gone, blocking ? CU_STREAM_NON_BLOCKING : 0));
+    if (cu.Begin(gone, (CUstreamCaptureMode)99) == CUDA_SUCCESS)
+      die("a begin with mode 99 was accepted");
+    /* glibc's calloc (the fake's streams) skips the 7 blocks its per-thread
+     * cache keeps: the one freed after them is the next handed out. */
+    for (int i = 0; i < 7; i++)
+      CHECK(cu.StreamDestroy(fill[i]));
+    CHECK(cu.StreamDestroy(gone));
+  }
   CHECK(cu.StreamCreate(&capturing, blocking ? 0 : CU_STREAM_NON_BLOCKING));
+  if (reused_stream)
+    printf("reused=%d\n", capturing == gone);
   CHECK(cu.StreamCreate(&side, CU_STREAM_NON_BLOCKING));
   CHECK(cu.EventCreate(&before, 0));
   CHECK(cu.EventCreate(&never, 0));

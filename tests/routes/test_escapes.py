@@ -284,6 +284,20 @@ class Escapes(unittest.TestCase):
                 summary = run.of_type("summary")[0]
                 self.assertEqual(summary["verdicts"]["escaped"], 1)
 
+    def test_a_stream_given_a_destroyed_streams_handle_is_asked_again(self):
+        # A begin keeps its stream's non-blocking flag; a destroy forgets it,
+        # since the driver hands the handle to the next stream created: a
+        # non-blocking stream with a blocking one's old handle still escapes.
+        for route in ("direct", "dlsym"):
+            with self.subTest(route=route):
+                run = probe(["--op", "legacy-launch", "--reused-stream"], route=route)
+                self.assertEqual(run.int("reused"), 1, "the fake driver gave the handle to another stream")
+                self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0))
+                evs = [e for e in run.events if e["call"] == "cuLaunchKernel"]
+                self.assertEqual(len(evs), 1, run.records)
+                self.assertEqual((evs[0]["event"], evs[0]["verdict"]), ("legacy-stream", "escaped"), evs[0])
+                self.assertEqual(the_capture(run)["status"], "ended")
+
     def test_capguard_report_groups_them_and_run_counts_them(self):
         import subprocess
         import tempfile

@@ -485,7 +485,7 @@ static void stale_say(const ctx *c, cgf_finding *x) {
                         "writes memory that is no longer its own): keep the buffer alive as long as the "
                         "graph exec, re-capture after a resize, or destroy the exec before the free "
                         "(capguard report: \"Memory a live graph reads, freed\")",
-                        n, plural(n), plural(n));
+                        n, cg_plural(n), cg_plural(n));
 }
 
 /* nothing to do only when no call at all was made during capture, of any kind */

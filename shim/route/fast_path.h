@@ -1,0 +1,95 @@
+/* The hottest wrappers' fast path (launches, copies, cuEventRecord,
+ * cuStreamQuery): the driver's pointer and the capture activity loaded, and
+ * one jump, to the driver or to everything else (sname "_cg_other", the
+ * wrapper's C body: finding the driver, off mode, the decision). On x86-64
+ * it is written out: gcc keeps a stack frame on a C fast path whose cold
+ * branch calls a function (cg_driver_ready) and then goes on, and it reloads
+ * and stores back the stack parameters around a tail call (cuLaunchKernel
+ * passes 5 on the stack). Written out, the stack and registers reach the
+ * driver exactly as the caller left them: 8 instructions, endbr64 included
+ * (bench/instr_budget.py). Elsewhere, the same in C.
+ *
+ * CG_FAST_PATH(cname, sname, ep, params, kind): the exported wrapper sname.
+ * kind (a constant): CG_FAST_PLAIN, the path above; CG_FAST_QUERY,
+ * cuEventQuery's, which says it is in flight around the driver's call
+ * (query_fence.h): 12 instructions, the thread's cg_query_seq incremented
+ * in place before and after (a result of 0 says the thread has no slot yet:
+ * undone, and the C body claims one), the driver's function from
+ * cg_query_target (never NULL), and call frame information, since the
+ * driver's call is made from its frame; CG_FAST_NONE, sname is the C body
+ * itself (an alias of sname "_cg_other"). The C body is declared by
+ * CG_OTHER_HEAD(cname, sname, params) and defined by the file. */
+#ifndef CAPGUARD_FAST_PATH_H
+#define CAPGUARD_FAST_PATH_H
+
+#include "query_fence.h"
+#include "wrapper.h"
+
+enum { CG_FAST_NONE, CG_FAST_PLAIN, CG_FAST_QUERY };
+extern void *cg_query_target;
+
+#define CG_OTHER_HEAD(cname, sname, params)                                                            \
+  CUresult cname##_other(CG_PARAMS(params)) __asm__(sname "_cg_other") __attribute__((noinline, used)); \
+  CUresult cname##_other(CG_PARAMS(params))
+
+#if defined(__x86_64__)
+#define CG_FAST_PATH(cname, sname, ep_, params, kind)                                                  \
+  static __attribute__((used)) void cname##_fast_holder(void) {                                       \
+    __asm__ volatile(".globl " sname "\n\t.type " sname ", @function\n\t"                              \
+                     ".if %c1 == 1\n" sname ":\n\t"                                                    \
+                     ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64: an indirect call's target */       \
+                     "movq cg_ep_real+%c0(%%rip), %%rax\n\t"                                           \
+                     "testq %%rax, %%rax\n\t"                                                          \
+                     "jz 1f\n\t"                                                                       \
+                     "movq cg_activity(%%rip), %%r10\n\t"                                              \
+                     "testq %%r10, %%r10\n\t"                                                          \
+                     "jnz 1f\n\t"                                                                      \
+                     "jmp *%%rax\n"                                                                    \
+                     "1:\tjmp " sname "_cg_other\n\t"                                                  \
+                     ".size " sname ", .-" sname "\n\t"                                                \
+                     ".elseif %c1 == 2\n\t" /* CG_QUERY_FAST_PATH, at file level */                     \
+                     ".else\n\t"                                                                       \
+                     ".set " sname ", " sname "_cg_other\n\t"                                          \
+                     ".endif\n" ::"i"((ep_) * sizeof(void *)),                                         \
+                     "i"((int)(kind)));                                                                \
+  }
+/* cuEventQuery's (CG_FAST_QUERY), at file level (CG_QUERY_FAST_PATH(sname)
+ * once in the file): its call frame information cannot sit inside a C
+ * function's. */
+#define CG_QUERY_FAST_PATH(sname)                                                                    \
+  __asm__(".text\n\t.globl " sname "\n\t.type " sname ", @function\n" sname ":\n\t"                \
+          ".cfi_startproc\n\t"                                                                     \
+          ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64 */                                          \
+          "movq cg_query_target(%rip), %rax\n\t"                                                   \
+          "movq cg_query_seq@gottpoff(%rip), %r11\n\t"                                             \
+          "addl $1, %fs:(%r11)\n\t" /* in flight (odd) */                                          \
+          "jz 2f\n\t"                 /* it was CG_QUERY_UNCLAIMED */                              \
+          "cmpq $0, cg_activity(%rip)\n\t"                                                         \
+          "jne 3f\n\t"                                                                              \
+          "pushq %r11\n\t"                                                                         \
+          ".cfi_adjust_cfa_offset 8\n\t"                                                            \
+          "call *%rax\n\t"                                                                         \
+          "popq %r11\n\t"                                                                          \
+          ".cfi_adjust_cfa_offset -8\n\t"                                                           \
+          "addl $1, %fs:(%r11)\n\t" /* left (even) */                                              \
+          "ret\n"                                                                                   \
+          "2:\tsubl $1, %fs:(%r11)\n\t"                                                            \
+          "jmp " sname "_cg_other\n"                                                                \
+          "3:\taddl $1, %fs:(%r11)\n\t"                                                            \
+          "jmp " sname "_cg_other\n\t"                                                              \
+          ".cfi_endproc\n\t"                                                                       \
+          ".size " sname ", .-" sname "\n")
+#else
+#define CG_QUERY_FAST_PATH(sname)
+#define CG_FAST_PATH(cname, sname, ep_, params, kind)                                                  \
+  CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
+    CUresult (*real)(CG_PARAMS(params)) =                                                             \
+        (CUresult(*)(CG_PARAMS(params)))__atomic_load_n(&cg_ep_real[ep_], __ATOMIC_ACQUIRE);          \
+    if ((kind) == CG_FAST_PLAIN && __builtin_expect(real != NULL, 1) &&                               \
+        __builtin_expect(cg_nothing_captures(), 1))                                                   \
+      return real(CG_ARGS(params));                                                                   \
+    return cname##_other(CG_ARGS(params));                                                            \
+  }
+#endif
+
+#endif
