@@ -33,8 +33,10 @@ static void help(void) {
          "  -h, --help    show this help\n\n"
          "Unknown keys and lines of a newer log version are ignored; malformed lines are\n"
          "counted and reported in one line.\n"
-         "Exit status: 0 no capture broke (in the runs reported), 1 a capture broke, 2 usage\n"
-         "error, unreadable log, or input that is not a capguard log.\n",
+         "Exit status: 0 no capture broke (in the runs reported), 1 a capture broke, a\n"
+         "process that used CUDA ended without an exit record (killed, crashed, _exit), or\n"
+         "the log is cut short; 2 usage error, unreadable log, or input that is not a\n"
+         "capguard log.\n",
          USAGE);
 }
 
@@ -158,7 +160,8 @@ int cg_cmd_report(int argc, char **argv) {
     rc = CG_EXIT_USAGE;
   if (trace && write_page(&a, trace, "--trace", cgr_print_trace) != 0)
     rc = CG_EXIT_USAGE;
-  if (rc == CG_EXIT_OK && a.n_broken)
+  /* Not healthy either: a process that left no exit record, a log cut short. */
+  if (rc == CG_EXIT_OK && (a.n_broken || a.ended_early || log.cut_files))
     rc = CG_EXIT_FINDING;
   cgr_free(&a);
   if (one_run)

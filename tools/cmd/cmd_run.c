@@ -256,9 +256,11 @@ static void forward(int sig, siginfo_t *si, void *uc) {
 static const int FORWARDED[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH};
 #define N_FORWARDED (sizeof FORWARDED / sizeof FORWARDED[0])
 
-/* Fork and exec argv; returns the exit status to report (CMD's, or 126/127/125). */
-static int spawn_and_wait(char **argv, bool *started) {
+/* Fork and exec argv; returns the exit status to report (CMD's, or 126/127/125).
+ * *pid and *signal: CMD's pid, and the signal that killed it (0: none). */
+static int spawn_and_wait(char **argv, bool *started, long long *cmd_pid, int *signal) {
   *started = false;
+  *signal = 0;
   int errpipe[2];
   if (pipe2(errpipe, O_CLOEXEC) != 0) {
     cg_error(ME, "cannot create a pipe: %s", strerror(errno));
@@ -291,6 +293,7 @@ static int spawn_and_wait(char **argv, bool *started) {
   int fork_errno = errno;
   if (pid > 0)
     child_pid = pid;
+  *cmd_pid = pid;
   sigprocmask(SIG_SETMASK, &old, NULL);
   close(errpipe[1]);
   if (pid < 0) {
@@ -322,8 +325,10 @@ static int spawn_and_wait(char **argv, bool *started) {
   }
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
-  if (WIFSIGNALED(status))
+  if (WIFSIGNALED(status)) {
+    *signal = WTERMSIG(status);
     return 128 + WTERMSIG(status);
+  }
   return CG_EXIT_RUN_FAILED;
 }
 
@@ -400,7 +405,9 @@ int cg_cmd_run(int argc, char **argv) {
     snprintf(verdict_buf, sizeof verdict_buf, "%s", verdict_by);
   unsetenv("CAPGUARD_VERDICT_FOLLOWS");
   bool started;
-  int status = spawn_and_wait(argv + cmd_at, &started);
+  long long cmd_pid = 0;
+  int signal = 0;
+  int status = spawn_and_wait(argv + cmd_at, &started, &cmd_pid, &signal);
   if (!started) {
     if (temporary)
       unlink(log);
@@ -421,7 +428,7 @@ int cg_cmd_run(int argc, char **argv) {
   if (mode_word && *mode_word && !cg_run_mode_parse(mode_word, &mode))
     mode = CG_RUN_GUARD;
   cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id,
-                      verdict_buf[0] ? verdict_buf : NULL};
+                      verdict_buf[0] ? verdict_buf : NULL, cmd_pid, signal};
   cg_run_outcome res;
   cg_run_summary(stderr, &logs, &res);
   free_logs(&before);

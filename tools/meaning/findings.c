@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis_types.h"
+#include "ended_early.h"
 #include "report_offender.h"
 #include "process_command.h"
 #include "rerun_command.h"
@@ -49,6 +50,9 @@ typedef struct {
   size_t latest, broke_run, allowed_run;
   size_t broken_loads, unwatched, not_said, other, first_other;
   size_t to_warm, unloads;
+  /* Calls other than loads that broke a capture (refused, failed, broke):
+   * priming serves loads only, so the next run breaks on them again. */
+  size_t again, first_again, again_not_alloc;
 } ctx;
 
 static void derive(const cgf_facts *f, ctx *c) {
@@ -85,6 +89,14 @@ static void derive(const cgf_facts *f, ctx *c) {
   }
   for (size_t k = 0; k < a->n_kernels; k++)
     c->to_warm += a->kernels[k].broke;
+  for (size_t i = 0; i < c->log->n_evs; i++) {
+    const cgl_event *e = &c->log->evs[i];
+    if (e->kind == CG_EV_MODULE_LOAD || !cg_verdict_breaks(e->verdict))
+      continue;
+    if (!c->again++)
+      c->first_again = i;
+    c->again_not_alloc += e->kind != CG_EV_ALLOCATION;
+  }
   c->unloads = a->events[CG_EV_MODULE_UNLOAD];
 }
 
@@ -210,19 +222,22 @@ static void escapes_note_say(const ctx *c, cgf_finding *x) {
 
 /* -- run's summary, "next:" -- */
 
-static bool recorded_holds(const ctx *c) { return c->a->recorded && c->f->mode == CG_RUN_GUARD; }
-static void recorded_say(const ctx *c, cgf_finding *x) {
+/* recorded_unsaid: a process killed before its summary still recorded what it loaded */
+static bool recorded_holds(const ctx *c) {
+  return (c->a->recorded || c->a->recorded_unsaid) && c->f->mode == CG_RUN_GUARD;
+}
+/* The images this run recorded, and the names of up to four of their kernels. */
+static size_t recorded_images(const ctx *c, char *names, size_t cap, size_t *n_names) {
   const cgr_analysis *a = c->a;
   const cgl_log *log = c->log;
   /* The kernels of the loads this run recorded (every offending load is recorded in guard mode). */
-  char names[160] = "";
   size_t used = 0, shown = 0;
+  names[0] = '\0';
   for (size_t k = 0; k < a->n_kernels && shown < 4; k++) {
     if (a->kernels[k].loads == a->kernels[k].served)
       continue;
-    int n = snprintf(names + used, sizeof names - used, "%s%s", shown ? ", " : "",
-                     a->kernels[k].name);
-    if (n < 0 || (size_t)n >= sizeof names - used)
+    int n = snprintf(names + used, cap - used, "%s%s", shown ? ", " : "", a->kernels[k].name);
+    if (n < 0 || (size_t)n >= cap - used)
       break;
     used += (size_t)n;
     shown++;
@@ -241,6 +256,16 @@ static void recorded_say(const ctx *c, cgf_finding *x) {
   free(seen);
   if (!images) /* loads logged without an image: the processes' own count */
     images = a->recorded;
+  *n_names = shown;
+  return images;
+}
+
+static void recorded_say(const ctx *c, cgf_finding *x) {
+  const cgr_analysis *a = c->a;
+  const cgl_log *log = c->log;
+  char names[160];
+  size_t shown;
+  size_t images = recorded_images(c, names, sizeof names, &shown);
   const char *prime = cgr_run_prime_path(log, c->latest);
   char cmd[1024];
   bool whole = cgr_rerun_command(log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
@@ -251,6 +276,28 @@ static void recorded_say(const ctx *c, cgf_finding *x) {
   command(x, NULL, NULL, xprintf("%s", cmd));
   if (!whole)
     x->commands[0].note = "the logged command line was cut: complete it";
+}
+
+/* Recorded, but another call broke the capture too: "run it again" would break again. */
+static bool breaks_again_holds(const ctx *c) { return recorded_holds(c) && c->again; }
+static void breaks_again_say(const ctx *c, cgf_finding *x) {
+  char names[160];
+  size_t shown;
+  size_t images = recorded_images(c, names, sizeof names, &shown);
+  const cgl_event *e = &c->log->evs[c->first_again];
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  const char *kind = cgl_word(&cg_event_kinds, e->kind);
+  x->sentence = xprintf("the %zu image%s loaded during capture %s recorded in %s, but a run again "
+                        "would break again: %zu other call%s broke the capture (first %s, %s, "
+                        "pid %lld), and priming serves only loads; make %s before the capture "
+                        "begins or after it ends (the broken: lines and the report say where)",
+                        images, plural(images), was_were(images),
+                        *prime ? prime : "the priming file", c->again, plural(c->again),
+                        e->call ? e->call : "?", kind ? kind : "?", c->log->procs[e->proc].pid,
+                        c->again == 1 ? "it" : "them");
+  if (!c->again_not_alloc) /* --rescue makes a prohibited allocation in relaxed mode */
+    command(x, "; ", "or capture in one run, each refused load and allocation made in relaxed mode",
+            rerun(c, c->latest, "--rescue"));
 }
 
 static bool no_load_broke_holds(const ctx *c) {
@@ -286,6 +333,28 @@ static void not_recorded_say(const ctx *c, cgf_finding *x) {
   if (*prime)
     cgr_shell_word(prime, word, sizeof word, &used);
   command(x, NULL, NULL, xprintf("%s doctor%s%s", cgr_self_word(), *prime ? " --prime " : "", word));
+}
+
+/* Processes that used CUDA and wrote no exit record: what they did last is
+ * not in the log, so no row may say that nothing broke. */
+static bool ended_early_holds(const ctx *c) { return c->a->ended_early != 0; }
+static void ended_early_list_say(const ctx *c, cgf_finding *x) {
+  char who[1024];
+  size_t n = c->a->ended_early;
+  cgr_ended_list(c->log, 4, c->f->signal_pid, c->f->signal, who, sizeof who);
+  x->sentence = xprintf("%zu process%s ended without an exit record (killed, crashed, left "
+                        "through _exit, or still running): %s; what %s did after %s last line is "
+                        "not in the log, so the counts are lower bounds",
+                        n, n == 1 ? "" : "es", who, n == 1 ? "it" : "each", n == 1 ? "its" : "its");
+  x->emphasis = strcspn(x->sentence, "(") - 1;
+}
+static void ended_early_say(const ctx *c, cgf_finding *x) {
+  x->sentence = xprintf("a process ended without an exit record, so capguard cannot say what "
+                        "happened after its last line: find why it ended (its own output; dmesg "
+                        "for the OOM killer), then run it again");
+  char cmd[1024];
+  cgr_rerun_command(c->log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
+  command(x, NULL, NULL, xprintf("%s", cmd));
 }
 
 static void incomplete_say(const ctx *c, cgf_finding *x) {
@@ -485,7 +554,9 @@ static void kept_say(const ctx *c, cgf_finding *x) {
 }
 
 /* nothing to do only when no call at all was made during capture, of any kind */
-static bool all_clear_holds(const ctx *c) { return !c->a->n_broken && !c->a->calls; }
+static bool all_clear_holds(const ctx *c) {
+  return !c->a->n_broken && !c->a->calls && !c->a->ended_early && !c->log->cut_files;
+}
 static void all_clear_say(const ctx *c, cgf_finding *x) {
   (void)c;
   x->sentence = xprintf("no forbidden calls during capture: nothing to do");
@@ -568,13 +639,16 @@ static const row rows[] = {
     /* run's summary: a line each after the broken captures */
     {"escaped", CGF_SAID, escaped_holds, escaped_say},
     {"open-at-exit", CGF_SAID, open_at_exit_holds, open_at_exit_say},
+    {"ended-early", CGF_SAID, ended_early_holds, ended_early_list_say},
     /* the text report's Escaped captures section */
     {"escapes-note", CGF_ESCAPES, escaped_holds, escapes_note_say},
     /* run's summary: what to do next, the first that holds */
+    {"breaks-again", CGF_NEXT, breaks_again_holds, breaks_again_say},
     {"run-again", CGF_NEXT, recorded_holds, recorded_say},
     {"no-load-broke", CGF_NEXT, no_load_broke_holds, no_load_broke_say},
     {"guard-mode", CGF_NEXT, guard_mode_holds, guard_mode_say},
     {"nothing-recorded", CGF_NEXT, not_recorded_holds, not_recorded_say},
+    {"ended-early", CGF_NEXT | CGF_REPORT, ended_early_holds, ended_early_say},
     {"log-incomplete", CGF_NEXT, incomplete_holds, incomplete_say},
     {"priming-worked", CGF_NEXT, primed_holds, primed_say},
     {"handled", CGF_NEXT, handled_holds, handled_say},

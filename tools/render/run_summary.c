@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ended_early.h"
 #include "findings.h"
 #include "report_analysis.h"
 #include "report_render.h"
@@ -94,9 +95,10 @@ static size_t this_run(const cgl_log *log, const char *run_id) {
 }
 
 /* What to do next, and what else the findings table says to a run. */
-static void findings_lines(FILE *out, const cgr_analysis *a, cg_run_mode mode,
+static void findings_lines(FILE *out, const cgr_analysis *a, const cg_run_logs *logs, cg_run_mode mode,
                            const char *incomplete, cg_palette pal) {
-  cgf_facts facts = {.a = a, .mode = mode, .incomplete = incomplete};
+  cgf_facts facts = {.a = a, .mode = mode, .incomplete = incomplete, .signal = logs->signal,
+                     .signal_pid = logs->pid};
   static const struct {
     unsigned audience;
     const char *label;
@@ -137,8 +139,8 @@ static bool nothing_to_analyse(FILE *out, const cgl_log *log, cg_run_mode mode, 
 
 /* What the findings table says on a line of its own after the broken
  * captures (work that escaped a capture, captures open at exit). */
-static void said_lines(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  cgf_facts facts = {.a = a};
+static void said_lines(FILE *out, const cgr_analysis *a, const cg_run_logs *logs, cg_palette pal) {
+  cgf_facts facts = {.a = a, .signal = logs->signal, .signal_pid = logs->pid};
   cgf_list l = {0};
   cgf_collect(&facts, CGF_SAID, false, &l);
   for (size_t i = 0; i < l.n; i++) {
@@ -183,6 +185,13 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   const char *incomplete = incomplete_why(logs, log, flagged);
   char shown_buf[4200];
   const char *shown = cg_printable(logs->shown_path, shown_buf, sizeof shown_buf);
+  /* First, whatever the log holds: the log of a killed command may hold nothing. */
+  if (logs->signal) {
+    char words[48];
+    cgr_signal_words(logs->signal, words, sizeof words);
+    fprintf(out, "capguard: %sthe command (pid %lld) was killed by %s%s\n", pal.red, logs->pid, words,
+            pal.reset);
+  }
 
   if (nothing_to_analyse(out, log, mode, incomplete, shown)) {
     /* A temporary log is removed unless it may explain an incomplete run. */
@@ -216,10 +225,10 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
     fprintf(out, "capguard: %sthe log is incomplete:%s %s; the counts above are lower bounds\n",
             pal.red, pal.reset, incomplete);
   cg_run_broken_lines(out, &a, pal);
-  said_lines(out, &a, pal);
+  said_lines(out, &a, logs, pal);
   why_line(out, &a, pal);
   if (!logs->verdict_by)
-    findings_lines(out, &a, mode, incomplete, pal);
+    findings_lines(out, &a, logs, mode, incomplete, pal);
   /* The command that reads it, alone on its line: with %p, the pattern itself
    * (capguard report reads every file it names). A temporary log is kept for
    * that command: it is removed only when it holds nothing. */

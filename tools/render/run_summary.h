@@ -23,6 +23,8 @@ typedef struct {
   const char *run_id;           /* CAPGUARD_RUN given to this run's processes */
   const char *verdict_by;       /* prime learn / check, whose verdict follows and says what to
                                    do: the summary then gives facts only (NULL: none) */
+  long long pid;                /* the command's pid */
+  int signal;                   /* the signal that killed it, from its wait status (0: it exited) */
 } cg_run_logs;
 
 typedef struct {
