@@ -20,6 +20,8 @@ expect_in "$WORK/own.out" "--mode x" "command's own arguments"
 
 # --- environment seen by the command (and by its children)
 echo "preexisting" >/dev/null
+# --prime's directory must exist (capguard run creates none for a path it is given)
+cd "$WORK" && mkdir -p rel
 LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$CAPGUARD" run --mode guard --log "$WORK/given.jsonl" \
   --prime "rel/prime.cgp" --emulate-driver 12020 --rescue -- \
   sh -c 'env | grep -E "^(LD_PRELOAD|CAPGUARD_[A-Z_]*)=" | sort; sh -c "echo child \$CAPGUARD_MODE"' \
@@ -33,6 +35,7 @@ expect_in "$WORK/env.out" "CAPGUARD_PRIME=$PWD/rel/prime.cgp" "--prime made abso
 expect_in "$WORK/env.out" "CAPGUARD_EMULATE_DRIVER=12020" "--emulate-driver"
 expect_in "$WORK/env.out" "CAPGUARD_RESCUE=1" "--rescue"
 expect_in "$WORK/env.out" "child guard" "grandchild inherits the env"
+cd - >/dev/null
 # every process (sh, env, grep, sort, the inner sh) loaded the shim and logged to the same file
 n=$(grep -c '"type":"process"' "$WORK/given.jsonl")
 [ "$n" -ge 5 ] && pass || fail "$n processes logged, wanted at least 5 (children covered)"

@@ -60,8 +60,9 @@ static int read_pattern(cgl_log *log, const char *pattern) {
   glob_t g;
   int found = cg_log_pattern_glob(pattern, &g);
   if (found != 0) {
-    cg_error(ME, "no file matches '%s' (%%p stands for a process id); check the path (capguard "
-                 "run prints where its log is)", pattern);
+    cg_error(ME, "no file matches '%s' (%%p stands for a process id, %%h the host, %%q{VAR} a "
+                 "variable's value, %%%% a '%%'); check the path (capguard run prints where its log is)",
+             pattern);
     return -1;
   }
   int rc = 0;
@@ -108,7 +109,7 @@ int cg_cmd_report(int argc, char **argv) {
   for (int i = 0; i < nfiles; i++) {
     const char *path = optind == argc ? env_log : argv[optind + i];
     struct stat st;
-    if (strstr(path, "%p") && strcmp(path, "-") && stat(path, &st) != 0) {
+    if (strchr(path, '%') && strcmp(path, "-") && stat(path, &st) != 0) {
       /* the pattern capguard run was given: every per-process file it names */
       if (read_pattern(&log, path) != 0)
         rc = CG_EXIT_USAGE;

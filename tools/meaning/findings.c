@@ -210,6 +210,27 @@ static void open_at_exit_say(const ctx *c, cgf_finding *x) {
                         one ? "it" : "they");
 }
 
+/* An emulated driver newer than the real one: the driver's own rules applied. */
+static bool emulate_newer_holds(const ctx *c) {
+  for (size_t p = 0; p < c->log->n_procs; p++) {
+    const cgl_process *pr = &c->log->procs[p];
+    if (pr->driver_version > 0 && pr->emulate_driver > pr->driver_version)
+      return true;
+  }
+  return false;
+}
+static void emulate_newer_say(const ctx *c, cgf_finding *x) {
+  const cgl_process *pr = c->log->procs;
+  for (size_t p = 0; p < c->log->n_procs; p++)
+    if (c->log->procs[p].driver_version > 0 &&
+        c->log->procs[p].emulate_driver > c->log->procs[p].driver_version)
+      pr = &c->log->procs[p];
+  x->sentence = xprintf("--emulate-driver %lld is newer than this driver (%lld): capguard can "
+                        "refuse what an older driver refuses, not allow what this one refuses, so "
+                        "it emulated nothing; the driver's own rules applied",
+                        pr->emulate_driver, pr->driver_version);
+}
+
 /* -- the text report's "Escaped captures" section: what each kind means to do -- */
 
 static void escapes_note_say(const ctx *c, cgf_finding *x) {
@@ -640,6 +661,7 @@ static const row rows[] = {
     {"escaped", CGF_SAID, escaped_holds, escaped_say},
     {"open-at-exit", CGF_SAID, open_at_exit_holds, open_at_exit_say},
     {"ended-early", CGF_SAID, ended_early_holds, ended_early_list_say},
+    {"emulate-newer", CGF_SAID | CGF_REPORT, emulate_newer_holds, emulate_newer_say},
     /* the text report's Escaped captures section */
     {"escapes-note", CGF_ESCAPES, escaped_holds, escapes_note_say},
     /* run's summary: what to do next, the first that holds */
