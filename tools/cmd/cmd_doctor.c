@@ -348,6 +348,28 @@ static void collect(void *ctx, const char *l) {
     snprintf(w->text, sizeof w->text, "%s", l);
 }
 
+/* " (sm_80, sm_90)": the architectures the file's images are built for. */
+static void arch_list(const cg_prime_set *set, char *buf, size_t cap) {
+  unsigned seen[16];
+  size_t n = 0, used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; set && i < cg_prime_count(set); i++) {
+    unsigned a = cg_prime_get(set, i)->sm_arch;
+    bool dup = !a;
+    for (size_t k = 0; k < n && !dup; k++)
+      dup = seen[k] == a;
+    if (dup || n == sizeof seen / sizeof seen[0])
+      continue;
+    seen[n++] = a;
+    int w = snprintf(buf + used, cap - used, "%ssm_%u", used ? ", " : " (", a);
+    if (w < 0 || (size_t)w >= cap - used - 1)
+      break;
+    used += (size_t)w;
+  }
+  if (used)
+    snprintf(buf + used, cap - used, ")");
+}
+
 /* A read-only file serves only what it holds, and only images built for
  * this GPU's architecture: said, with both architectures. */
 static void check_prime_arch(doctor *d, const cg_prime_set *set, int sm, bool readonly) {
@@ -363,10 +385,10 @@ static void check_prime_arch(doctor *d, const cg_prime_set *set, int sm, bool re
   if (!other)
     return;
   if (other == n && readonly)
-    problem(d, "priming file", "all %zu image%s built for sm_%u, this GPU is sm_%d: nothing can be "
-            "served, and CAPGUARD_PRIME_READONLY=1 keeps anything from being recorded; learn a "
-            "file on an sm_%d machine (capguard prime learn)", n, n == 1 ? " is" : "s are", other_sm,
-            sm, sm);
+    problem(d, "priming file", "%s built for sm_%u, this GPU is sm_%d: nothing can be served, and "
+            "CAPGUARD_PRIME_READONLY=1 keeps anything from being recorded; learn a file on an sm_%d "
+            "machine (capguard prime learn)", n == 1 ? "its one image is" : "all its images are",
+            other_sm, sm, sm);
   else
     note(d, "priming file", "%zu of %zu image%s built for another architecture (sm_%u; this GPU "
          "is sm_%d): not served here", other, n, n == 1 ? "" : "s", other_sm, sm);
@@ -406,9 +428,12 @@ static void check_files(doctor *d, const char *named, int sm) {
                 "fleet's file, or unset CAPGUARD_PRIME_READONLY", path);
       else if (pc == CG_PRECHECK_MISSING)
         ok(d, "priming file", "%s: not created yet (the first run in guard mode creates it)", path);
-      else
-        ok(d, "priming file", "%s: %zu image%s%s", path, n, n == 1 ? "" : "s",
-           damaged ? "" : ", intact");
+      else {
+        char archs[160];
+        arch_list(set, archs, sizeof archs);
+        ok(d, "priming file", "%s: %zu image%s%s%s%s", path, n, n == 1 ? "" : "s", archs,
+           damaged ? "" : ", intact", readonly ? ", read-only (CAPGUARD_PRIME_READONLY=1)" : "");
+      }
       if (damaged)
         note(d, "priming file", "%zu damaged record%s skipped (first: %s)", damaged,
              damaged == 1 ? "" : "s", w.text);

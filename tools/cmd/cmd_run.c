@@ -443,7 +443,8 @@ int cg_cmd_run(int argc, char **argv) {
   if (mode_word && *mode_word && !cg_run_mode_parse(mode_word, &mode))
     mode = CG_RUN_GUARD;
   cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id,
-                      verdict_buf[0] ? verdict_buf : NULL, cmd_pid, signal};
+                      verdict_buf[0] ? verdict_buf : NULL, cmd_pid, signal,
+                      cg_env_true("CAPGUARD_PRIME_READONLY")};
   cg_run_outcome res;
   cg_run_summary(stderr, &logs, &res);
   free_logs(&before);

@@ -245,7 +245,7 @@ static void escapes_note_say(const ctx *c, cgf_finding *x) {
 
 /* recorded_unsaid: a process killed before its summary still recorded what it loaded */
 static bool recorded_holds(const ctx *c) {
-  return (c->a->recorded || c->a->recorded_unsaid) && c->f->mode == CG_RUN_GUARD;
+  return (c->a->recorded || c->a->recorded_unsaid) && c->f->mode == CG_RUN_GUARD && !c->f->prime_readonly;
 }
 /* The images this run recorded, and the names of up to four of their kernels. */
 static size_t recorded_images(const ctx *c, char *names, size_t cap, size_t *n_names) {
@@ -342,6 +342,34 @@ static void guard_mode_say(const ctx *c, cgf_finding *x) {
   char cmd[1024];
   cgr_rerun_command(c->log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
   command(x, NULL, NULL, xprintf("%s", cmd));
+}
+
+/* A read-only fleet file that lacks what this run loaded: where to add it. */
+static bool readonly_holds(const ctx *c) {
+  return c->f->prime_readonly && c->f->mode == CG_RUN_GUARD && (c->a->n_broken || c->a->offending_loads);
+}
+static void readonly_say(const ctx *c, cgf_finding *x) {
+  const cgr_analysis *a = c->a;
+  char names[160], arch[128] = "";
+  size_t shown;
+  size_t images = recorded_images(c, names, sizeof names, &shown);
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  if (a->skipped_arch)
+    snprintf(arch, sizeof arch, "; its %zu record%s built for sm_%lld, this GPU is sm_%lld",
+             a->skipped_arch, a->skipped_arch == 1 ? " is" : "s are", a->skipped_sm, a->device_sm);
+  x->sentence = xprintf("the priming file %s is read-only (CAPGUARD_PRIME_READONLY=1) and lacks the "
+                        "%zu image%s loaded during capture (kernels %s%s), so nothing was recorded%s; "
+                        "add %s where the file is written, on this GPU architecture (prime learn "
+                        "records whatever CAPGUARD_PRIME_READONLY says)",
+                        *prime ? prime : "in use", images, plural(images), names[0] ? names : "?",
+                        a->n_kernels > shown ? ", ..." : "", arch, images == 1 ? "it" : "them");
+  command(x, NULL, NULL, capguard_command(c, c->latest, "capguard prime learn"));
+  char word[4200] = "";
+  size_t used = 0;
+  if (*prime)
+    cgr_shell_word(prime, word, sizeof word, &used);
+  command(x, "; ", "then check the file here", xprintf("%s doctor%s%s", cgr_self_word(),
+                                                         *prime ? " --prime " : "", word));
 }
 
 static bool not_recorded_holds(const ctx *c) { return c->a->n_broken || c->a->offending_loads; }
@@ -669,6 +697,7 @@ static const row rows[] = {
     {"run-again", CGF_NEXT, recorded_holds, recorded_say},
     {"no-load-broke", CGF_NEXT, no_load_broke_holds, no_load_broke_say},
     {"guard-mode", CGF_NEXT, guard_mode_holds, guard_mode_say},
+    {"read-only", CGF_NEXT, readonly_holds, readonly_say},
     {"nothing-recorded", CGF_NEXT, not_recorded_holds, not_recorded_say},
     {"ended-early", CGF_NEXT | CGF_REPORT, ended_early_holds, ended_early_say},
     {"log-incomplete", CGF_NEXT, incomplete_holds, incomplete_say},

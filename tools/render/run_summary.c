@@ -98,7 +98,7 @@ static size_t this_run(const cgl_log *log, const char *run_id) {
 static void findings_lines(FILE *out, const cgr_analysis *a, const cg_run_logs *logs, cg_run_mode mode,
                            const char *incomplete, cg_palette pal) {
   cgf_facts facts = {.a = a, .mode = mode, .incomplete = incomplete, .signal = logs->signal,
-                     .signal_pid = logs->pid};
+                     .signal_pid = logs->pid, .prime_readonly = logs->prime_readonly};
   static const struct {
     unsigned audience;
     const char *label;

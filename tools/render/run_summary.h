@@ -25,6 +25,7 @@ typedef struct {
                                    do: the summary then gives facts only (NULL: none) */
   long long pid;                /* the command's pid */
   int signal;                   /* the signal that killed it, from its wait status (0: it exited) */
+  bool prime_readonly;          /* CAPGUARD_PRIME_READONLY=1: the run served, never recorded */
 } cg_run_logs;
 
 typedef struct {
