@@ -33,6 +33,9 @@ expect_in "$WORK/kill-report.out" "1 ended without an exit record" "report's hea
 expect_in "$WORK/kill-report.out" "Ended without an exit record" "report's section"
 pid=$(grep -o '"type":"process","pid":[0-9]*' "$WORK/kill.jsonl" | grep -o '[0-9]*$')
 expect_in "$WORK/kill-report.out" "  pid $pid dying_host kill" "report lists the killed process"
+"$CAPGUARD" report --json "$WORK/kill.jsonl" >"$WORK/kill.json" 2>/dev/null
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["totals"]["ended_without_exit_record"] == 1, d["totals"]; assert [p["exited"] for p in d["processes"]] == [False], d["processes"]' "$WORK/kill.json" \
+  && pass || fail "report --json: totals.ended_without_exit_record is not 1"
 
 # --- SIGSEGV, a crash
 host segv segv
@@ -78,4 +81,7 @@ head -c $(( $(stat -c %s "$WORK/cut-lines.jsonl") + 10 )) "$WORK/whole.jsonl" >"
 run_cg cut-mid-report report "$WORK/cut-mid.jsonl"
 expect_rc 1 "report of a log cut mid-line"
 expect_in "$WORK/cut-mid-report.out" "the log is cut short: the last line of 1 file ends without a newline" "the cut line is said"
+"$CAPGUARD" report --json "$WORK/cut-mid.jsonl" >"$WORK/cut-mid.json" 2>/dev/null
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["lines"]["files_cut_short"] == 1' "$WORK/cut-mid.json" \
+  && pass || fail "report --json: lines.files_cut_short is not 1"
 finish

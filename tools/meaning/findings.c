@@ -309,13 +309,13 @@ static void breaks_again_say(const ctx *c, cgf_finding *x) {
   const char *prime = cgr_run_prime_path(c->log, c->latest);
   const char *kind = cgl_word(&cg_event_kinds, e->kind);
   x->sentence = xprintf("the %zu image%s loaded during capture %s recorded in %s, but a run again "
-                        "would break again: %zu other call%s broke the capture (first %s, %s, "
-                        "pid %lld), and priming serves only loads; make %s before the capture "
-                        "begins or after it ends (the broken: lines and the report say where)",
+                        "would break again: %zu other call%s broke %s (first %s, %s, pid %lld), "
+                        "and priming serves only loads; make %s before the capture begins or after "
+                        "it ends (the broken: lines and the report say where)",
                         images, plural(images), was_were(images),
                         *prime ? prime : "the priming file", c->again, plural(c->again),
-                        e->call ? e->call : "?", kind ? kind : "?", c->log->procs[e->proc].pid,
-                        c->again == 1 ? "it" : "them");
+                        c->a->n_broken > 1 ? "captures" : "the capture", e->call ? e->call : "?",
+                        kind ? kind : "?", c->log->procs[e->proc].pid, c->again == 1 ? "it" : "them");
   if (!c->again_not_alloc) /* --rescue makes a prohibited allocation in relaxed mode */
     command(x, "; ", "or capture in one run, each refused load and allocation made in relaxed mode",
             rerun(c, c->latest, "--rescue"));
