@@ -42,6 +42,6 @@ void cg_priming_unloaded(void *handle);
  * end; at exit it waits as an append does. */
 void cg_priming_refresh_served(bool at_exit);
 void cg_priming_summary(cg_summary *s);
-void cg_priming_after_fork_child(void);
+void cg_priming_atfork_child(void);
 
 #endif

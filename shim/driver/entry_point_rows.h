@@ -41,7 +41,7 @@
  *                  (route/stream_work_wrappers.c).
  *   EVENT_DESTROY  event:  forgotten by the model once destroyed
  *   STREAM_DESTROY stream: a capture on it is over once destroyed
- * The breakers' rules are the measured matrices (capture-semantics.md); the
+ * The breakers' rules are the measured matrices (driver-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */
 #ifndef CAPGUARD_ENTRY_POINT_ROWS_H
@@ -211,7 +211,7 @@
   CG_SYNC_COPY_ROWS(X)                                                                                  \
   CG_ASYNC_COPY_ROWS(X)
 
-/* The rest of the copies and memsets (issue 17). Synchronous ones use the
+/* The rest of the copies and memsets. Synchronous ones use the
  * legacy stream: 906 while a blocking stream of the context captures, run
  * outside the graph while only non-blocking ones do. The `_ptds` variants
  * (per-thread default stream) are not rows: that stream is not the legacy

@@ -326,7 +326,7 @@ void cg_output_process(int driver_version) {
 
 void cg_output_summary(cg_summary *s) {
   s->log_path = log_fd >= 0 ? log_path : NULL;
-  char buf[2048];
+  char buf[4096]; /* the slowest captures' sites: up to 3 x 512 */
   size_t n = cg_summary_format_text(s, buf, sizeof buf);
   uint64_t lost = __atomic_load_n(&lines_lost, __ATOMIC_RELAXED);
   if (n < sizeof buf && cg_cfg.summary) {
@@ -368,7 +368,7 @@ void cg_output_summary(cg_summary *s) {
     log_line(buf, n);
 }
 
-void cg_output_after_fork_child(void) {
+void cg_output_atfork_child(void) {
   pthread_mutex_init(&out_lock, NULL);
   cg_seen_clear(&seen);
   repeats_hidden = 0;

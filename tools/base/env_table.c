@@ -61,6 +61,7 @@ const cg_env_var cg_env_vars[] = {
     {"CAPGUARD_QUIET", "--quiet", check_bool},
     {"CAPGUARD_SUMMARY", NULL, check_bool},
     {"CAPGUARD_RUN", NULL, NULL},
+    {"CAPGUARD_METRICS", "--metrics", NULL}, /* a directory, made or said when first written */
 };
 const size_t cg_env_n_vars = sizeof cg_env_vars / sizeof cg_env_vars[0];
 

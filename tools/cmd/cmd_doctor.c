@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "frame_source.h"
 #include "shim_path.h"
+#include "plural.h"
 
 extern char **environ;
 
@@ -438,7 +439,7 @@ static void check_files(doctor *d, const char *named, int sm) {
       }
       if (damaged)
         note(d, "priming file", "%zu damaged record%s skipped (first: %s)", damaged,
-             damaged == 1 ? "" : "s", w.text);
+             cg_plural(damaged), w.text);
       if (readonly && pc == CG_PRECHECK_OK)
         note(d, "priming file", "read-only (CAPGUARD_PRIME_READONLY=1): its images are served, "
              "and an image it lacks breaks the capture each run, never recorded");
@@ -498,7 +499,7 @@ int cg_cmd_doctor(int argc, char **argv) {
   check_reports(&d);
   check_files(&d, prime, sm);
   if (d.problems)
-    printf("%s%d problem%s found%s\n", d.pal.red, d.problems, d.problems == 1 ? "" : "s",
+    printf("%s%d problem%s found%s\n", d.pal.red, d.problems, cg_plural(d.problems),
            d.pal.reset);
   else
     printf("%sno problem found%s\n", d.pal.green, d.pal.reset);
