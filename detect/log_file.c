@@ -4,6 +4,7 @@
  * anyone who can write the directory make capguard append to a file of their
  * choosing (an attack of docs/reliability.md: a victim file grew from 12 to 4,104 bytes). */
 #include "capguard/log_file.h"
+#include "capguard/log_name.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +43,8 @@ static void open_error(int err, char *why, size_t cap) {
     snprintf(why, cap, "is a directory, not a file");
   else if (err == ENOENT)
     snprintf(why, cap, "cannot be created: its directory does not exist");
+  else if (err == ENOTDIR)
+    snprintf(why, cap, "cannot be created: a part of its directory is a file, not a directory");
   else
     snprintf(why, cap, "cannot be opened (%s)", strerror(err));
 }
@@ -101,7 +104,17 @@ int cg_log_check(const char *path, char *why, size_t cap) {
     snprintf(why, cap, "names a directory, not a file");
     return -1;
   }
-  bool per_process = strstr(path, "%p") != NULL;
+  /* the name as the shim will expand it: a file of its own per process, or one file */
+  if (cg_log_name_check(path, why, cap) != 0)
+    return -1;
+  bool per_process = cg_log_name_varies(path);
+  char name[PATH_MAX];
+  if (cg_log_name_expand(path, name, sizeof name) != 0) {
+    snprintf(why, cap, "is too long once expanded");
+    return -1;
+  }
+  if (!per_process)
+    path = name;
   struct stat st;
   if (!per_process && lstat(path, &st) == 0) {
     if (S_ISLNK(st.st_mode)) {
@@ -122,8 +135,14 @@ int cg_log_check(const char *path, char *why, size_t cap) {
   }
   char dir[PATH_MAX];
   dir_of(path, dir, sizeof dir);
-  if (strstr(dir, "%p")) /* a directory per process: made by someone else, or never */
+  if (cg_log_name_varies(dir)) /* a directory per process: made by someone else, or never */
     return 0;
+  char expanded_dir[PATH_MAX];
+  if (cg_log_name_expand(dir, expanded_dir, sizeof expanded_dir) != 0) {
+    snprintf(why, cap, "is too long once expanded");
+    return -1;
+  }
+  snprintf(dir, sizeof dir, "%s", expanded_dir);
   if (stat(dir, &st) != 0) {
     snprintf(why, cap, "cannot be created: its directory %s %s", dir,
              errno == ENOENT ? "does not exist" : strerror(errno));

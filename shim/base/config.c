@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capguard/env_value.h"
 #include "capguard/image.h"
 #include "capguard/prime_file.h"
 #include "warn.h"
@@ -44,30 +45,6 @@ static void say_notes(void) {
   for (int i = 0; i < n_notes; i++)
     cg_warn("%s", notes[i]);
   setenv(CONFIG_MARK, mark, 1);
-}
-
-/* A driver version as cuDriverGetVersion spells it: 1000*major + 10*minor,
- * e.g. 12020. Anything else is a typo worth saying so. */
-int cg_parse_driver_version(const char *s, int *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < 9000 || v > 99990 || v % 10)
-    return -1;
-  *out = (int)v;
-  return 0;
-}
-
-int cg_parse_bool(const char *s, bool *out) {
-  if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "on")) {
-    *out = true;
-    return 0;
-  }
-  if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "off") || !*s) {
-    *out = false;
-    return 0;
-  }
-  return -1;
 }
 
 static void load_bool(const char *var, bool *out, bool dflt) {

@@ -34,8 +34,8 @@ extern cg_config cg_cfg;
 /* Parse the environment into cg_cfg; warnings go through cg_warn. */
 void cg_config_load(void);
 
-/* Parsers, exposed for tests. Each returns 0 on success, -1 on a bad value. */
-int cg_parse_driver_version(const char *s, int *out);
-int cg_parse_bool(const char *s, bool *out);
+/* The values' parsers are capguard/env_value.h's, shared with the command's
+ * table of the variables (tools/base/env_table.c): every variable read here
+ * is a row there, and the cli-env-agree test holds the two to it. */
 
 #endif

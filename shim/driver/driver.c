@@ -128,6 +128,14 @@ static void resolve(void) {
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;
   driver_version = v;
+  /* Emulation only refuses what an older driver refuses: a newer version
+   * would change nothing, and nothing would say so. Once: resolve runs once
+   * a process; under capguard run, whose summary says it once for the run
+   * (from the process records), not at all. */
+  if (cg_cfg.emulate_driver && v > 0 && cg_cfg.emulate_driver > v && !(cg_cfg.run_id && cg_cfg.log_path))
+    cg_warn("CAPGUARD_EMULATE_DRIVER=%d is newer than this driver (%d): capguard can refuse what "
+            "an older driver refuses, not allow what this one refuses; it emulates nothing",
+            cg_cfg.emulate_driver, v);
   if (first_use)
     first_use();
   __atomic_store_n(&drv_state, DRV_READY, __ATOMIC_RELEASE);

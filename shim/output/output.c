@@ -13,6 +13,7 @@
 
 #include "capguard/image.h"
 #include "capguard/log_file.h"
+#include "capguard/log_name.h"
 #include "capguard/write_whole.h"
 #include "config.h"
 #include "seen_set.h"
@@ -24,7 +25,7 @@
 #endif
 
 static int log_fd = -1;
-static char log_path[4096];   /* CAPGUARD_LOG with %p expanded */
+static char log_path[4096];   /* CAPGUARD_LOG expanded (%p, %h, %q{VAR}, %%) */
 static int process_written;
 static uint64_t repeats_hidden;
 static uint64_t broken_hidden; /* broken captures not reprinted (same begin, same offender) */
@@ -67,34 +68,6 @@ static void log_line(const char *buf, size_t len) {
 
 static void write_record(cg_record_type type, int driver_version);
 
-/* CAPGUARD_LOG with "%p" replaced by the pid ("%%" is a '%'), as sanitizers and
- * nsys allow: one file per process. Returns -1 when it does not fit. */
-static int expand_log_path(const char *tmpl, char *out, size_t cap) {
-  size_t n = 0;
-  for (const char *p = tmpl; *p; p++) {
-    char pid[24];
-    const char *put = NULL;
-    size_t k = 1;
-    if (p[0] == '%' && p[1] == 'p') {
-      snprintf(pid, sizeof pid, "%d", (int)getpid());
-      put = pid;
-      k = strlen(pid);
-      p++;
-    } else if (p[0] == '%' && p[1] == '%') {
-      put = "%";
-      p++;
-    } else {
-      put = p;
-    }
-    if (n + k >= cap)
-      return -1;
-    memcpy(out + n, put, k);
-    n += k;
-  }
-  out[n] = '\0';
-  return 0;
-}
-
 /* A log that cannot be used is said once per process tree, as configuration
  * warnings are (config.c): every child inherits the same CAPGUARD_LOG, and a
  * script of five commands would say it five times. The first process leaves
@@ -122,7 +95,13 @@ __attribute__((format(printf, 1, 2))) static void log_warn(const char *fmt, ...)
  * no symbolic link followed, a regular file only (a FIFO or device could
  * block the host in open or write), ours and writable by nobody else. */
 static void open_log(void) {
-  if (expand_log_path(cg_cfg.log_path, log_path, sizeof log_path) != 0) {
+  /* %p, %h, %q{VAR} and %% as valgrind and nsys write them (capguard/log_name.h) */
+  char bad[160];
+  if (cg_log_name_check(cg_cfg.log_path, bad, sizeof bad) != 0) {
+    log_warn("log name %.200s %s; reporting on stderr only", cg_cfg.log_path, bad);
+    return;
+  }
+  if (cg_log_name_expand(cg_cfg.log_path, log_path, sizeof log_path) != 0) {
     log_warn("log path %.200s... is too long; reporting on stderr only", cg_cfg.log_path);
     return;
   }
@@ -419,7 +398,7 @@ void cg_output_atfork_child(void) {
   lines_lost = 0;
   process_written = 0; /* a forked worker is a process of its own in the log */
   /* With %p in CAPGUARD_LOG, each process writes a file of its own. */
-  if (log_fd >= 0 && cg_cfg.log_path && strstr(cg_cfg.log_path, "%p")) {
+  if (log_fd >= 0 && cg_cfg.log_path && cg_log_name_has_pid(cg_cfg.log_path)) {
     close(log_fd);
     log_fd = -1;
     log_failed = 0; /* a new file: whatever failed was the parent's */

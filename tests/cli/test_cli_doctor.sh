@@ -64,9 +64,9 @@ touch "$WORK/notadir"
 CAPGUARD_PRIME=$WORK/notadir/p.cgp CAPGUARD_LOG=$WORK/notadir/x.jsonl CAPGUARD_LIBCUDA=libcuda-absent.so.1 \
   "$CAPGUARD" doctor >"$WORK/files2.out" 2>&1; rc2=$?
 expect_in "$WORK/files.out" "PROBLEM priming file: $WORK/link.cgp is not a priming file the shim can read (is a symbolic link" "symlinked priming file refused"
-expect_in "$WORK/files.out" "PROBLEM log: $WORK/notadir/x.jsonl cannot be written: its directory does not exist" "log directory missing"
+expect_in "$WORK/files.out" "PROBLEM log: $WORK/notadir/x.jsonl cannot be created: its directory $WORK/notadir does not exist" "log directory missing"
 [ "$rc" -eq 1 ] && pass || fail "doctor with bad files: exit $rc"
-expect_in "$WORK/files2.out" "PROBLEM log: $WORK/notadir/x.jsonl cannot be written: $WORK/notadir is not a directory" "log under a file"
+expect_in "$WORK/files2.out" "PROBLEM log: $WORK/notadir/x.jsonl cannot be created: a part of its directory is a file, not a directory" "log under a file"
 expect_in "$WORK/files2.out" "PROBLEM priming file: $WORK/notadir/p.cgp" "priming file under a file"
 [ "$rc2" -eq 1 ] && pass || fail "doctor with bad files: exit $rc2"
 CAPGUARD_LOG=$WORK/ok.jsonl CAPGUARD_LIBCUDA=libcuda-absent.so.1 "$CAPGUARD" doctor >"$WORK/okl.out" 2>&1

@@ -68,7 +68,7 @@ run_cg doc doctor --prime "$WORK/g.cgp"
 expect_rc 1 "doctor --prime: a problem"
 expect_in "$WORK/doc.out" "PROBLEM priming file: $WORK/g.cgp is not a priming file the shim can read" "doctor --prime names what is wrong"
 run_cg docok doctor --prime "$WORK/l.cgp"
-expect_in "$WORK/docok.out" "priming file: $WORK/l.cgp: 1 image, intact" "doctor --prime: a good file"
+expect_in "$WORK/docok.out" "priming file: $WORK/l.cgp: 1 image (sm_90), intact" "doctor --prime: a good file"
 run_cg docnope doctor --prime "$WORK/nope.cgp"
 expect_in "$WORK/docnope.out" "PROBLEM priming file: $WORK/nope.cgp does not exist" "doctor --prime: a typo"
 run_cg docbare doctor --prime

@@ -30,7 +30,7 @@ refused "names a directory, not a file" "--log DIR/" run --log "$WORK/"
 CAPGUARD_LOG=/nonexistent/dir/y.jsonl refused "the log /nonexistent/dir/y.jsonl cannot be created: its directory /nonexistent/dir does not exist (from CAPGUARD_LOG)" \
   "CAPGUARD_LOG in a missing directory" run
 CAPGUARD_LOG=$WORK refused "is a directory, not a file (from CAPGUARD_LOG)" "CAPGUARD_LOG a directory" run
-CAPGUARD_MODE=gaurd refused "capguard run: CAPGUARD_MODE must be guard, report or off, not 'gaurd'" \
+CAPGUARD_MODE=gaurd refused "capguard run: CAPGUARD_MODE=gaurd is not a mode: guard, report or off; unset it or pass --mode" \
   "CAPGUARD_MODE typo" run
 echo victim >"$WORK/victim"
 ln -s "$WORK/victim" "$WORK/link.jsonl"

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capguard/log_name.h"
 #include "capguard/prime_file.h"
 
 /* Messages echo what they were given (an option's value, a path, a log's
@@ -159,18 +160,7 @@ int cg_temp_log(const char *prefix, char *buf, size_t cap) {
 
 int cg_log_pattern_glob(const char *log, glob_t *g) {
   char pattern[PATH_MAX];
-  size_t n = 0;
-  for (const char *p = log; *p && n + 2 < sizeof pattern; p++) {
-    if (p[0] == '%' && (p[1] == 'p' || p[1] == '%')) {
-      pattern[n++] = p[1] == 'p' ? '*' : '%';
-      p++;
-    } else if (strchr("*?[\\", *p)) { /* the rest of the name is literal */
-      pattern[n++] = '\\';
-      pattern[n++] = *p;
-    } else {
-      pattern[n++] = *p;
-    }
-  }
-  pattern[n] = '\0';
+  if (cg_log_name_glob(log, pattern, sizeof pattern) != 0)
+    return GLOB_NOMATCH;
   return glob(pattern, 0, NULL, g);
 }

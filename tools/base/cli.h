@@ -41,9 +41,10 @@ const char *cg_printable(const char *s, char *buf, size_t cap);
  * XDG_CACHE_HOME, HOME), as the shim chooses it. 0, or -1 when none is known. */
 int cg_cli_prime_default(char *buf, size_t cap);
 
-/* The files a log name with %p (capguard run --log, CAPGUARD_LOG: one per
- * process, %p its pid; %% a '%') names, by glob(3) into g: 0, or glob's
- * error (GLOB_NOMATCH: none). Free g with globfree. */
+/* The files a log name (capguard run --log, CAPGUARD_LOG: %p a pid, %h this
+ * host, %q{VAR} a variable's value in each process, %% a '%';
+ * capguard/log_name.h) names, by glob(3) into g: 0, or glob's error
+ * (GLOB_NOMATCH: none, or a name that is not valid). Free g with globfree. */
 int cg_log_pattern_glob(const char *log, glob_t *g);
 
 /* The priming file for a command when the user named none: CAPGUARD_PRIME

@@ -15,7 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "capguard/env_value.h"
 #include "capguard/prime_file.h"
+#include "env_table.h"
+#include "path_check.h"
 #include "prime_precheck.h"
 #include "cli.h"
 #include "commands.h"
@@ -70,13 +73,15 @@ static void help(void) {
          "Check this machine for capguard:\n"
          "  driver   which libcuda is found (dlopen, honouring LD_LIBRARY_PATH), its version,\n"
          "           whether it refuses module loads during capture (drivers < 12.3 do),\n"
-         "           and whether there is a GPU\n"
+         "           and whether there is a GPU, and its architecture\n"
+         "  environment  each CAPGUARD_* value, checked as capguard run checks it\n"
          "  shim     where " CG_SHIM_NAME " is found, whether it loads, and whether it sees\n"
          "           cuModuleLoadData through each route: the exported symbol, dlsym on the\n"
          "           libcuda handle, and the cuGetProcAddress_v2 bootstrap (checked by running\n"
          "           " SELFTEST_NAME " under it)\n"
          "  reports  what reads file:line for native frames (libdw)\n"
-         "  files    the priming file's health and whether the log can be written\n\n"
+         "  files    the priming file's health, its images' architectures, read-only, and\n"
+         "           whether it and the log can be written (tried, as capguard run does)\n\n"
          "  --prime FILE   check this priming file instead of the one in effect\n"
          "                 (CAPGUARD_PRIME, else ~/.cache/capguard/prime.cgp)\n\n"
          "Environment: CAPGUARD_SHIM, CAPGUARD_PRIME, CAPGUARD_LOG, and CAPGUARD_LIBCUDA (a\n"
@@ -91,9 +96,10 @@ static const char *libcuda_name(void) {
 }
 
 /* ---- driver ---- */
-static void check_driver(doctor *d, int *version_out) {
+static void check_driver(doctor *d, int *version_out, int *sm_out) {
   printf("%sdriver%s\n", d->pal.bold, d->pal.reset);
   *version_out = 0;
+  *sm_out = 0;
   void *h = dlopen(libcuda_name(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
@@ -126,7 +132,14 @@ static void check_driver(doctor *d, int *version_out) {
   int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
   int (*count)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
   int rc = init ? init(0) : -1, n = 0;
-  if (rc == 0 && count && count(&n) == 0 && n > 0)
+  /* the architecture a priming file's images must be built for (check_files) */
+  int (*attribute)(int *, int, int) = (int (*)(int *, int, int))dlsym(h, "cuDeviceGetAttribute");
+  int major = 0, minor = 0;
+  if (rc == 0 && count && count(&n) == 0 && n > 0 && attribute && attribute(&major, 75, 0) == 0 &&
+      attribute(&minor, 76, 0) == 0) { /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, _MINOR */
+    *sm_out = major * 10 + minor;
+    ok(d, "GPUs", "%d (device 0: sm_%d)", n, *sm_out);
+  } else if (rc == 0 && n > 0)
     ok(d, "GPUs", "%d", n);
   else if (rc == 100 || (rc == 0 && n == 0))
     note(d, "GPUs", "none (cuInit: no CUDA-capable device): the driver is installed but this "
@@ -134,6 +147,29 @@ static void check_driver(doctor *d, int *version_out) {
   else
     note(d, "GPUs", "cuInit returned %d: the driver cannot use a GPU here", rc);
   /* The handle stays open: unloading a driver library at exit gains nothing. */
+}
+
+/* ---- environment: each CAPGUARD_* value as capguard run checks it (env_table.h) ---- */
+static void check_env(doctor *d, int version) {
+  printf("%senvironment%s\n", d->pal.bold, d->pal.reset);
+  size_t set = 0, bad = 0;
+  for (size_t i = 0; i < cg_env_n_vars; i++) {
+    const char *v = getenv(cg_env_vars[i].name);
+    set += v && *v;
+    char line[512];
+    if (cg_env_bad(&cg_env_vars[i], line, sizeof line) != 0) {
+      problem(d, "environment", "%s: the shim would warn and use its default; capguard run "
+              "refuses it", line);
+      bad++;
+    }
+  }
+  if (!bad)
+    ok(d, "CAPGUARD_*", "%zu set, %s", set, set ? "each one valid" : "every setting its default");
+  const char *e = getenv("CAPGUARD_EMULATE_DRIVER");
+  int emulate = 0;
+  if (e && *e && cg_parse_driver_version(e, &emulate) == 0 && version > 0 && emulate > version)
+    note(d, "CAPGUARD_EMULATE_DRIVER", "%d is newer than this driver (%d): emulation only refuses "
+         "what an older driver refuses, so it changes nothing here", emulate, version);
 }
 
 /* ---- shim and routes ---- */
@@ -305,45 +341,6 @@ static void check_reports(doctor *d) {
 /* Whether path can be created or appended to: the file if it exists, else
  * the nearest existing directory above it (create_dirs: missing directories
  * in between would be created; else its own directory must exist). */
-static bool writable(const char *path, bool create_dirs, char *why, size_t cap) {
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    if (S_ISDIR(st.st_mode))
-      snprintf(why, cap, "it is a directory");
-    else if (access(path, W_OK) != 0)
-      snprintf(why, cap, "not writable (%s)", strerror(errno));
-    else
-      return true;
-    return false;
-  }
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", path);
-  for (int depth = 0;; depth++) {
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-      snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-      dir[1] = '\0';
-    else
-      *slash = '\0';
-    if (stat(dir, &st) == 0) {
-      if (!S_ISDIR(st.st_mode))
-        snprintf(why, cap, "%s is not a directory", dir);
-      else if (access(dir, W_OK | X_OK) != 0)
-        snprintf(why, cap, "directory %s is not writable (%s)", dir, strerror(errno));
-      else if (depth > 0 && !create_dirs)
-        snprintf(why, cap, "its directory does not exist");
-      else
-        return true;
-      return false;
-    }
-    if (!slash || slash == dir) {
-      snprintf(why, cap, "no directory above it exists");
-      return false;
-    }
-  }
-}
-
 typedef struct {
   char text[1024];
   size_t n;
@@ -354,7 +351,54 @@ static void collect(void *ctx, const char *l) {
     snprintf(w->text, sizeof w->text, "%s", l);
 }
 
-static void check_files(doctor *d, const char *named) {
+/* " (sm_80, sm_90)": the architectures the file's images are built for. */
+static void arch_list(const cg_prime_set *set, char *buf, size_t cap) {
+  unsigned seen[16];
+  size_t n = 0, used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; set && i < cg_prime_count(set); i++) {
+    unsigned a = cg_prime_get(set, i)->sm_arch;
+    bool dup = !a;
+    for (size_t k = 0; k < n && !dup; k++)
+      dup = seen[k] == a;
+    if (dup || n == sizeof seen / sizeof seen[0])
+      continue;
+    seen[n++] = a;
+    int w = snprintf(buf + used, cap - used, "%ssm_%u", used ? ", " : " (", a);
+    if (w < 0 || (size_t)w >= cap - used - 1)
+      break;
+    used += (size_t)w;
+  }
+  if (used)
+    snprintf(buf + used, cap - used, ")");
+}
+
+/* A read-only file serves only what it holds, and only images built for
+ * this GPU's architecture: said, with both architectures. */
+static void check_prime_arch(doctor *d, const cg_prime_set *set, int sm, bool readonly) {
+  size_t n = set ? cg_prime_count(set) : 0, other = 0;
+  unsigned other_sm = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned a = cg_prime_get(set, i)->sm_arch;
+    if (sm && a && a != (unsigned)sm) {
+      other++;
+      other_sm = a;
+    }
+  }
+  if (!other)
+    return;
+  if (other == n && readonly)
+    problem(d, "priming file", "%s built for sm_%u, this GPU is sm_%d: nothing can be served, and "
+            "CAPGUARD_PRIME_READONLY=1 keeps anything from being recorded; learn a file on an sm_%d "
+            "machine (capguard prime learn)", n == 1 ? "its one image is" : "all its images are",
+            other_sm, sm, sm);
+  else
+    note(d, "priming file", "%zu of %zu image%s built for another architecture (sm_%u; this GPU "
+         "is sm_%d): not served here", other, n, n == 1 ? "" : "s", other_sm, sm);
+}
+
+static void check_files(doctor *d, const char *named, int sm) {
+  bool readonly = cg_env_true("CAPGUARD_PRIME_READONLY");
   printf("%sfiles%s\n", d->pal.bold, d->pal.reset);
   char path[PATH_MAX], why[PATH_MAX + 512];
   if (named) {
@@ -371,23 +415,37 @@ static void check_files(doctor *d, const char *named) {
     if (pc == CG_PRECHECK_BAD) {
       problem(d, "priming file", "%s %s", path, why);
     } else if (pc == CG_PRECHECK_MISSING && named) {
-      problem(d, "priming file", "%s does not exist (check the path)", path);
+      /* and where capguard run --prime would refuse it, why (a read-only filesystem...) */
+      if (cg_prime_usable(path, true, readonly, why, sizeof why) != 0)
+        problem(d, "priming file", "%s %s", path, why);
+      else
+        problem(d, "priming file", "%s does not exist (check the path)", path);
     } else {
       warnings w = {{0}, 0};
       if (pc == CG_PRECHECK_OK && cg_prime_load(path, &set, collect, &w) != 0)
         set = NULL;
       size_t n = set ? cg_prime_count(set) : 0;
-      if (pc == CG_PRECHECK_MISSING)
+      if (pc == CG_PRECHECK_MISSING && readonly)
+        problem(d, "priming file", "%s does not exist, and CAPGUARD_PRIME_READONLY=1 keeps the shim "
+                "from creating it: nothing is served or recorded; point CAPGUARD_PRIME at the "
+                "fleet's file, or unset CAPGUARD_PRIME_READONLY", path);
+      else if (pc == CG_PRECHECK_MISSING)
         ok(d, "priming file", "%s: not created yet (the first run in guard mode creates it)", path);
-      else
-        ok(d, "priming file", "%s: %zu image%s%s", path, n, cg_plural(n),
-           damaged ? "" : ", intact");
+      else {
+        char archs[160];
+        arch_list(set, archs, sizeof archs);
+        ok(d, "priming file", "%s: %zu image%s%s%s%s", path, n, n == 1 ? "" : "s", archs,
+           damaged ? "" : ", intact", readonly ? ", read-only (CAPGUARD_PRIME_READONLY=1)" : "");
+      }
       if (damaged)
         note(d, "priming file", "%zu damaged record%s skipped (first: %s)", damaged,
              cg_plural(damaged), w.text);
-      if (!writable(path, true, why, sizeof why))
-        problem(d, "priming file", "%s cannot be written: %s; set CAPGUARD_PRIME to a writable path",
-                path, why);
+      if (readonly && pc == CG_PRECHECK_OK)
+        note(d, "priming file", "read-only (CAPGUARD_PRIME_READONLY=1): its images are served, "
+             "and an image it lacks breaks the capture each run, never recorded");
+      check_prime_arch(d, set, sm, readonly);
+      if (cg_prime_usable(path, named, readonly, why, sizeof why) != 0)
+        problem(d, "priming file", "%s %s", path, why);
     }
     cg_prime_free(set);
   }
@@ -403,8 +461,8 @@ static void check_files(doctor *d, const char *named) {
   const char *log = getenv("CAPGUARD_LOG");
   if (!log || !*log)
     note(d, "log", "CAPGUARD_LOG is not set (capguard run uses a temporary log unless --log is given)");
-  else if (!writable(log, false, why, sizeof why))
-    problem(d, "log", "%s cannot be written: %s; point CAPGUARD_LOG at a writable file", log, why);
+  else if (cg_log_usable(log, why, sizeof why) != 0)
+    problem(d, "log", "%s %s; point CAPGUARD_LOG at a writable file", log, why);
   else
     ok(d, "log", "%s is writable", log);
 }
@@ -434,11 +492,12 @@ int cg_cmd_doctor(int argc, char **argv) {
     return cg_usage_error(ME, USAGE, "unexpected argument '%s'", argv[optind]);
   doctor d = {cg_palette_for(stdout), 0};
   printf("capguard %s doctor\n", CAPGUARD_VERSION);
-  int version;
-  check_driver(&d, &version);
+  int version, sm;
+  check_driver(&d, &version, &sm);
+  check_env(&d, version);
   check_shim(&d);
   check_reports(&d);
-  check_files(&d, prime);
+  check_files(&d, prime, sm);
   if (d.problems)
     printf("%s%d problem%s found%s\n", d.pal.red, d.problems, cg_plural(d.problems),
            d.pal.reset);

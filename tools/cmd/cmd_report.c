@@ -34,8 +34,10 @@ static void help(void) {
          "  -h, --help    show this help\n\n"
          "Unknown keys and lines of a newer log version are ignored; malformed lines are\n"
          "counted and reported in one line.\n"
-         "Exit status: 0 no capture broke (in the runs reported), 1 a capture broke, 2 usage\n"
-         "error, unreadable log, or input that is not a capguard log.\n",
+         "Exit status: 0 no capture broke (in the runs reported), 1 a capture broke, a\n"
+         "process that used CUDA ended without an exit record (killed, crashed, _exit), or\n"
+         "the log is cut short; 2 usage error, unreadable log, or input that is not a\n"
+         "capguard log.\n",
          USAGE);
 }
 
@@ -59,8 +61,9 @@ static int read_pattern(cgl_log *log, const char *pattern) {
   glob_t g;
   int found = cg_log_pattern_glob(pattern, &g);
   if (found != 0) {
-    cg_error(ME, "no file matches '%s' (%%p stands for a process id); check the path (capguard "
-                 "run prints where its log is)", pattern);
+    cg_error(ME, "no file matches '%s' (%%p stands for a process id, %%h the host, %%q{VAR} a "
+                 "variable's value, %%%% a '%%'); check the path (capguard run prints where its log is)",
+             pattern);
     return -1;
   }
   int rc = 0;
@@ -107,7 +110,7 @@ int cg_cmd_report(int argc, char **argv) {
   for (int i = 0; i < nfiles; i++) {
     const char *path = optind == argc ? env_log : argv[optind + i];
     struct stat st;
-    if (strstr(path, "%p") && strcmp(path, "-") && stat(path, &st) != 0) {
+    if (strchr(path, '%') && strcmp(path, "-") && stat(path, &st) != 0) {
       /* the pattern capguard run was given: every per-process file it names */
       if (read_pattern(&log, path) != 0)
         rc = CG_EXIT_USAGE;
@@ -159,7 +162,8 @@ int cg_cmd_report(int argc, char **argv) {
     rc = CG_EXIT_USAGE;
   if (trace && write_page(&a, trace, "--trace", cgr_print_trace) != 0)
     rc = CG_EXIT_USAGE;
-  if (rc == CG_EXIT_OK && a.n_broken)
+  /* Not healthy either: a process that left no exit record, a log cut short. */
+  if (rc == CG_EXIT_OK && (a.n_broken || a.ended_early || log.cut_files))
     rc = CG_EXIT_FINDING;
   cgr_free(&a);
   if (one_run)

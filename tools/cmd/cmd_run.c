@@ -15,8 +15,12 @@
 #include <unistd.h>
 
 #include "capguard/log_file.h"
+#include "capguard/log_name.h"
 #include "cli.h"
+#include "capguard/env_value.h"
 #include "commands.h"
+#include "env_table.h"
+#include "path_check.h"
 #include "prime_precheck.h"
 #include "run_summary.h"
 #include "shim_path.h"
@@ -35,11 +39,14 @@ static void help(void) {
          "  --mode MODE            guard (default): prime, defer, record; report: change\n"
          "                         nothing, log and report each forbidden call (stderr\n"
          "                         too, unless --quiet); off: do nothing (CAPGUARD_MODE)\n"
-         "  --log FILE             append the JSON Lines log to FILE (CAPGUARD_LOG); %%p in\n"
-         "                         FILE becomes each process's pid (a file per process);\n"
+         "  --log FILE             append the JSON Lines log to FILE (CAPGUARD_LOG); in FILE,\n"
+         "                         %%p is each process's pid (a file per process), %%h the\n"
+         "                         host name, %%q{VAR} the variable VAR in each process\n"
+         "                         (e.g. %%q{RANK}), %%%% a '%%', as valgrind and nsys write them;\n"
          "                         default: a new temporary file, named in the summary and\n"
          "                         removed when nothing was logged\n"
-         "  --prime FILE           priming file to read and record into (CAPGUARD_PRIME);\n"
+         "  --prime FILE           priming file to read and record into (CAPGUARD_PRIME), in\n"
+         "                         a directory that exists (capguard creates none for it);\n"
          "                         default: the program's own, ~/.cache/capguard/prime.d/\n"
          "                         PROGRAM.cgp\n"
          "  --emulate-driver VER   behave like driver VER, e.g. 12020, which refuses module\n"
@@ -62,6 +69,8 @@ static void help(void) {
          "                         Prometheus's text format, for node_exporter's textfile\n"
          "                         collector (CAPGUARD_METRICS; docs/fleet.md)\n"
          "  -h, --help             show this help\n\n"
+         "A log or priming file the shim could not write, and a CAPGUARD_* value it would not\n"
+         "take, are refused before CMD starts (exit 2).\n"
          "Environment: CAPGUARD_SHIM=/path/to/" CG_SHIM_NAME " overrides where the shim is\n"
          "found. An existing LD_PRELOAD is kept (the shim goes first). CAPGUARD_PRIME_MAX caps\n"
          "the priming file's size (e.g. 256M). CAPGUARD_SUMMARY=1 makes each process print its\n"
@@ -77,14 +86,6 @@ typedef struct {
   bool rescue, quiet, stale;
   int error_exitcode; /* 0: off */
 } run_opts;
-
-/* "12020": a CUDA driver version as cuDriverGetVersion reports it. */
-static bool valid_version(const char *s) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  return !errno && *s && !*end && v >= 1000 && v <= 999999;
-}
 
 static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
   static const struct option opts[] = {{"mode", required_argument, NULL, 'm'},
@@ -115,7 +116,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
     case 'l': o->log = optarg; break;
     case 'p': o->prime = optarg; break;
     case 'e':
-      if (!valid_version(optarg))
+      if (cg_parse_driver_version(optarg, &(int){0}) != 0) /* the shim's own parser */
         return cg_usage_error(ME, USAGE,
                               "--emulate-driver needs a driver version like 12020 (12.2), not '%s'",
                               optarg);
@@ -146,16 +147,22 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
     default: return cg_usage_error(ME, USAGE, "unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (!o->mode) {
-    /* The shim would keep guard for a word it does not know, with a warning
-     * in every run: refused here as --mode is. */
-    const char *env = getenv("CAPGUARD_MODE");
-    if (env && *env && !cg_run_mode_parse(env, &(cg_run_mode){0})) {
-      char modes[128], shown[256];
-      cg_word_list(&cg_run_modes, modes, sizeof modes);
-      return cg_usage_error(ME, NULL, "CAPGUARD_MODE must be %s, not '%s'; unset it or pass --mode", modes,
-                            cg_printable(env, shown, sizeof shown));
-    }
+  /* A value the shim would not take (it would warn, and keep its default,
+   * in every process of the run): refused here, as the option's is, unless
+   * the option replaces it. One table for run and doctor (env_table.h). */
+  for (size_t i = 0; i < cg_env_n_vars; i++) {
+    const cg_env_var *v = &cg_env_vars[i];
+    const char *given = !v->option                          ? NULL
+                        : !strcmp(v->option, "--mode")           ? o->mode
+                        : !strcmp(v->option, "--log")            ? o->log
+                        : !strcmp(v->option, "--emulate-driver") ? o->emulate
+                        : !strcmp(v->option, "--rescue")         ? (o->rescue ? "" : NULL)
+                        : !strcmp(v->option, "--quiet")          ? (o->quiet ? "" : NULL)
+                                                                 : NULL;
+    char line[512];
+    if (!given && cg_env_bad(v, line, sizeof line) != 0)
+      return cg_usage_error(ME, NULL, "%s; unset it%s%s", line, v->option ? " or pass " : "",
+                            v->option ? v->option : "");
   }
   if (optind >= argc)
     return cg_usage_error(ME, USAGE, "missing command after --");
@@ -229,8 +236,8 @@ static int setup_env(const run_opts *o, const char *shim, const char *log, const
 
 /* A fresh, private temporary log (the shim appends to it). */
 
-/* The log files of a run: the log itself, or with %p in its name, every file
- * the pattern names (one per process). */
+/* The log files of a run: the log itself, or with %p or %q{VAR} in its name,
+ * every file the pattern names (one per process). */
 typedef struct {
   cg_run_log_file *f;
   size_t n;
@@ -260,8 +267,9 @@ static void add_log(log_files *l, const char *path) {
 }
 
 static void list_logs(const char *log, log_files *out) {
-  if (!strstr(log, "%p")) {
-    add_log(out, log);
+  if (!cg_log_name_varies(log)) { /* one file: the name as the shim expands it (%h, %%) */
+    char name[PATH_MAX];
+    add_log(out, cg_log_name_expand(log, name, sizeof name) == 0 ? name : log);
     return;
   }
   glob_t g;
@@ -286,9 +294,11 @@ static void forward(int sig, siginfo_t *si, void *uc) {
 static const int FORWARDED[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH};
 #define N_FORWARDED (sizeof FORWARDED / sizeof FORWARDED[0])
 
-/* Fork and exec argv; returns the exit status to report (CMD's, or 126/127/125). */
-static int spawn_and_wait(char **argv, bool *started) {
+/* Fork and exec argv; returns the exit status to report (CMD's, or 126/127/125).
+ * *pid and *signal: CMD's pid, and the signal that killed it (0: none). */
+static int spawn_and_wait(char **argv, bool *started, long long *cmd_pid, int *signal) {
   *started = false;
+  *signal = 0;
   int errpipe[2];
   if (pipe2(errpipe, O_CLOEXEC) != 0) {
     cg_error(ME, "cannot create a pipe: %s", strerror(errno));
@@ -321,6 +331,7 @@ static int spawn_and_wait(char **argv, bool *started) {
   int fork_errno = errno;
   if (pid > 0)
     child_pid = pid;
+  *cmd_pid = pid;
   sigprocmask(SIG_SETMASK, &old, NULL);
   close(errpipe[1]);
   if (pid < 0) {
@@ -352,8 +363,10 @@ static int spawn_and_wait(char **argv, bool *started) {
   }
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
-  if (WIFSIGNALED(status))
+  if (WIFSIGNALED(status)) {
+    *signal = WTERMSIG(status);
     return 128 + WTERMSIG(status);
+  }
   return CG_EXIT_RUN_FAILED;
 }
 
@@ -389,7 +402,7 @@ int cg_cmd_run(int argc, char **argv) {
    * (and the summary would say the shim wrote nothing): said now, before the
    * command starts, under the shim's own rules (capguard/log_file.h). */
   char log_why[PATH_MAX + 128], shown[PATH_MAX];
-  if (!temporary && cg_log_check(log, log_why, sizeof log_why) != 0)
+  if (!temporary && cg_log_usable(log, log_why, sizeof log_why) != 0)
     return cg_usage_error(ME, NULL, "the log %s %s%s", cg_printable(log, shown, sizeof shown), log_why,
                           o.log ? "" : " (from CAPGUARD_LOG)");
   /* Summarise only what this run appends: each log file's size before it. */
@@ -400,6 +413,10 @@ int cg_cmd_run(int argc, char **argv) {
    * never preloads another program's images. */
   char own_prime[PATH_MAX];
   const char *env_prime = getenv("CAPGUARD_PRIME");
+  /* --prime names a file in a directory that exists: capguard run creates none
+   * for it (a typo would make a tree, as root). CAPGUARD_PRIME and the default
+   * keep the shim's rule, which creates the missing levels. */
+  bool prime_named = o.prime != NULL;
   if (!o.prime && !(env_prime && *env_prime) &&
       cg_cli_prime_for(argv + cmd_at, own_prime, sizeof own_prime) == 0)
     o.prime = own_prime;
@@ -414,6 +431,12 @@ int cg_cmd_run(int argc, char **argv) {
         char shown[PATH_MAX];
         cg_error(ME, "priming file %s %s; the command runs without priming",
                  cg_printable(prime, shown, sizeof shown), why);
+      } else if (cg_prime_usable(prime, prime_named, cg_env_true("CAPGUARD_PRIME_READONLY"), why,
+                                 sizeof why) != 0) {
+        /* the shim could not record what breaks this run: said now, not after it */
+        char shown[PATH_MAX];
+        return cg_usage_error(ME, NULL, "priming file %s %s", cg_printable(prime, shown, sizeof shown),
+                              why);
       }
     }
   }
@@ -430,7 +453,9 @@ int cg_cmd_run(int argc, char **argv) {
     snprintf(verdict_buf, sizeof verdict_buf, "%s", verdict_by);
   unsetenv("CAPGUARD_VERDICT_FOLLOWS");
   bool started;
-  int status = spawn_and_wait(argv + cmd_at, &started);
+  long long cmd_pid = 0;
+  int signal = 0;
+  int status = spawn_and_wait(argv + cmd_at, &started, &cmd_pid, &signal);
   if (!started) {
     if (temporary)
       unlink(log);
@@ -451,7 +476,8 @@ int cg_cmd_run(int argc, char **argv) {
   if (mode_word && *mode_word && !cg_run_mode_parse(mode_word, &mode))
     mode = CG_RUN_GUARD;
   cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id,
-                      verdict_buf[0] ? verdict_buf : NULL};
+                      verdict_buf[0] ? verdict_buf : NULL, cmd_pid, signal,
+                      cg_env_true("CAPGUARD_PRIME_READONLY")};
   cg_run_outcome res;
   cg_run_summary(stderr, &logs, &res);
   free_logs(&before);

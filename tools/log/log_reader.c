@@ -457,9 +457,11 @@ int cgl_read_stream(cgl_log *log, FILE *f, const char *name) {
   size_t cap = 0;
   ssize_t n;
   long long lineno = 0;
+  bool cut = false;
   while ((n = getline(&line, &cap, f)) >= 0) {
     lineno++;
     size_t len = (size_t)n;
+    cut = len && line[len - 1] != '\n';
     if (len && line[len - 1] == '\n')
       len--;
     if (memchr(line, '\0', len)) {
@@ -471,6 +473,7 @@ int cgl_read_stream(cgl_log *log, FILE *f, const char *name) {
   }
   int bad = ferror(f);
   int saved = errno;
+  log->cut_files += cut;
   free(line);
   if (bad) {
     errno = saved;

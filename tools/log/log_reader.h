@@ -143,6 +143,8 @@ typedef struct {
   struct cgl_index *index; /* (file, pid) -> process, (process, id) -> capture */
   bool is_view;         /* a cgl_view: shares files and pool with the log it came from */
   size_t lines, records, malformed, newer, unknown;
+  size_t cut_files;     /* files whose last line has no newline: cut short (truncated, or a
+                           writer killed mid-line) */
   char first_malformed[512]; /* "file:line: why" of the first malformed line */
 } cgl_log;
 

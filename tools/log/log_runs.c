@@ -128,6 +128,7 @@ void cgl_view(const cgl_log *log, size_t run, cgl_log *view) {
   view->records = log->records;
   view->malformed = log->malformed;
   view->newer = log->newer;
+  view->cut_files = log->cut_files;
   view->unknown = log->unknown;
   memcpy(view->first_malformed, log->first_malformed, sizeof view->first_malformed);
   size_t *pmap = cgl_xrealloc(NULL, (log->n_procs + 1) * sizeof *pmap);

@@ -67,6 +67,13 @@ typedef struct cgr_analysis {
   } *procs;            /* per process of the log */
   bool log_incomplete; /* a process's summary says its log lost lines (full disk, I/O error) */
   size_t recorded, primed_loaded; /* from summaries */
+  /* Processes that used CUDA and wrote no summary: killed (SIGKILL, the OOM
+   * killer), crashed, still running, or their lines were cut from the log.
+   * What they did after their last line is unknown. */
+  size_t ended_early;
+  /* Loads during capture in guard mode by such processes: the shim records an
+   * image as it loads it, so these were recorded though no summary says so. */
+  size_t recorded_unsaid;
   size_t primed_unused;            /* the most images one process preloaded and never used */
   /* Every run of the whole log (cgl_group_runs), and which one this analysis
    * covers (SIZE_MAX: all of them). */

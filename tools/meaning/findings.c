@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis_types.h"
+#include "ended_early.h"
 #include "report_offender.h"
 #include "process_command.h"
 #include "rerun_command.h"
@@ -42,6 +43,9 @@ typedef struct {
   size_t latest, broke_run, allowed_run;
   size_t broken_loads, unwatched, not_said, other, first_other;
   size_t to_warm, unloads;
+  /* Calls other than loads that broke a capture (refused, failed, broke):
+   * priming serves loads only, so the next run breaks on them again. */
+  size_t again, first_again, again_not_alloc;
 } ctx;
 
 static void derive(const cgf_facts *f, ctx *c) {
@@ -78,6 +82,14 @@ static void derive(const cgf_facts *f, ctx *c) {
   }
   for (size_t k = 0; k < a->n_kernels; k++)
     c->to_warm += a->kernels[k].broke;
+  for (size_t i = 0; i < c->log->n_evs; i++) {
+    const cgl_event *e = &c->log->evs[i];
+    if (e->kind == CG_EV_MODULE_LOAD || !cg_verdict_breaks(e->verdict))
+      continue;
+    if (!c->again++)
+      c->first_again = i;
+    c->again_not_alloc += e->kind != CG_EV_ALLOCATION;
+  }
   c->unloads = a->events[CG_EV_MODULE_UNLOAD];
 }
 
@@ -191,6 +203,27 @@ static void open_at_exit_say(const ctx *c, cgf_finding *x) {
                         one ? "it" : "they");
 }
 
+/* An emulated driver newer than the real one: the driver's own rules applied. */
+static bool emulate_newer_holds(const ctx *c) {
+  for (size_t p = 0; p < c->log->n_procs; p++) {
+    const cgl_process *pr = &c->log->procs[p];
+    if (pr->driver_version > 0 && pr->emulate_driver > pr->driver_version)
+      return true;
+  }
+  return false;
+}
+static void emulate_newer_say(const ctx *c, cgf_finding *x) {
+  const cgl_process *pr = c->log->procs;
+  for (size_t p = 0; p < c->log->n_procs; p++)
+    if (c->log->procs[p].driver_version > 0 &&
+        c->log->procs[p].emulate_driver > c->log->procs[p].driver_version)
+      pr = &c->log->procs[p];
+  x->sentence = xprintf("--emulate-driver %lld is newer than this driver (%lld): capguard can "
+                        "refuse what an older driver refuses, not allow what this one refuses, so "
+                        "it emulated nothing; the driver's own rules applied",
+                        pr->emulate_driver, pr->driver_version);
+}
+
 /* -- the text report's "Escaped captures" section: what each kind means to do -- */
 
 static void escapes_note_say(const ctx *c, cgf_finding *x) {
@@ -203,19 +236,22 @@ static void escapes_note_say(const ctx *c, cgf_finding *x) {
 
 /* -- run's summary, "next:" -- */
 
-static bool recorded_holds(const ctx *c) { return c->a->recorded && c->f->mode == CG_RUN_GUARD; }
-static void recorded_say(const ctx *c, cgf_finding *x) {
+/* recorded_unsaid: a process killed before its summary still recorded what it loaded */
+static bool recorded_holds(const ctx *c) {
+  return (c->a->recorded || c->a->recorded_unsaid) && c->f->mode == CG_RUN_GUARD && !c->f->prime_readonly;
+}
+/* The images this run recorded, and the names of up to four of their kernels. */
+static size_t recorded_images(const ctx *c, char *names, size_t cap, size_t *n_names) {
   const cgr_analysis *a = c->a;
   const cgl_log *log = c->log;
   /* The kernels of the loads this run recorded (every offending load is recorded in guard mode). */
-  char names[160] = "";
   size_t used = 0, shown = 0;
+  names[0] = '\0';
   for (size_t k = 0; k < a->n_kernels && shown < 4; k++) {
     if (a->kernels[k].loads == a->kernels[k].served)
       continue;
-    int n = snprintf(names + used, sizeof names - used, "%s%s", shown ? ", " : "",
-                     a->kernels[k].name);
-    if (n < 0 || (size_t)n >= sizeof names - used)
+    int n = snprintf(names + used, cap - used, "%s%s", shown ? ", " : "", a->kernels[k].name);
+    if (n < 0 || (size_t)n >= cap - used)
       break;
     used += (size_t)n;
     shown++;
@@ -234,6 +270,16 @@ static void recorded_say(const ctx *c, cgf_finding *x) {
   free(seen);
   if (!images) /* loads logged without an image: the processes' own count */
     images = a->recorded;
+  *n_names = shown;
+  return images;
+}
+
+static void recorded_say(const ctx *c, cgf_finding *x) {
+  const cgr_analysis *a = c->a;
+  const cgl_log *log = c->log;
+  char names[160];
+  size_t shown;
+  size_t images = recorded_images(c, names, sizeof names, &shown);
   const char *prime = cgr_run_prime_path(log, c->latest);
   char cmd[1024];
   bool whole = cgr_rerun_command(log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
@@ -244,6 +290,28 @@ static void recorded_say(const ctx *c, cgf_finding *x) {
   command(x, NULL, NULL, xprintf("%s", cmd));
   if (!whole)
     x->commands[0].note = "the logged command line was cut: complete it";
+}
+
+/* Recorded, but another call broke the capture too: "run it again" would break again. */
+static bool breaks_again_holds(const ctx *c) { return recorded_holds(c) && c->again; }
+static void breaks_again_say(const ctx *c, cgf_finding *x) {
+  char names[160];
+  size_t shown;
+  size_t images = recorded_images(c, names, sizeof names, &shown);
+  const cgl_event *e = &c->log->evs[c->first_again];
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  const char *kind = cgl_word(&cg_event_kinds, e->kind);
+  x->sentence = xprintf("the %zu image%s loaded during capture %s recorded in %s, but a run again "
+                        "would break again: %zu other call%s broke %s (first %s, %s, pid %lld), "
+                        "and priming serves only loads; make %s before the capture begins or after "
+                        "it ends (the broken: lines and the report say where)",
+                        images, cg_plural(images), was_were(images),
+                        *prime ? prime : "the priming file", c->again, cg_plural(c->again),
+                        c->a->n_broken > 1 ? "captures" : "the capture", e->call ? e->call : "?",
+                        kind ? kind : "?", c->log->procs[e->proc].pid, c->again == 1 ? "it" : "them");
+  if (!c->again_not_alloc) /* --rescue makes a prohibited allocation in relaxed mode */
+    command(x, "; ", "or capture in one run, each refused load and allocation made in relaxed mode",
+            rerun(c, c->latest, "--rescue"));
 }
 
 static bool no_load_broke_holds(const ctx *c) {
@@ -269,6 +337,34 @@ static void guard_mode_say(const ctx *c, cgf_finding *x) {
   command(x, NULL, NULL, xprintf("%s", cmd));
 }
 
+/* A read-only fleet file that lacks what this run loaded: where to add it. */
+static bool readonly_holds(const ctx *c) {
+  return c->f->prime_readonly && c->f->mode == CG_RUN_GUARD && (c->a->n_broken || c->a->offending_loads);
+}
+static void readonly_say(const ctx *c, cgf_finding *x) {
+  const cgr_analysis *a = c->a;
+  char names[160], arch[128] = "";
+  size_t shown;
+  size_t images = recorded_images(c, names, sizeof names, &shown);
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  if (a->skipped_arch)
+    snprintf(arch, sizeof arch, "; its %zu record%s built for sm_%lld, this GPU is sm_%lld",
+             a->skipped_arch, a->skipped_arch == 1 ? " is" : "s are", a->skipped_sm, a->device_sm);
+  x->sentence = xprintf("the priming file %s is read-only (CAPGUARD_PRIME_READONLY=1) and lacks the "
+                        "%zu image%s loaded during capture (kernels %s%s), so nothing was recorded%s; "
+                        "add %s where the file is written, on this GPU architecture (prime learn "
+                        "records whatever CAPGUARD_PRIME_READONLY says)",
+                        *prime ? prime : "in use", images, cg_plural(images), names[0] ? names : "?",
+                        a->n_kernels > shown ? ", ..." : "", arch, images == 1 ? "it" : "them");
+  command(x, NULL, NULL, capguard_command(c, c->latest, "capguard prime learn"));
+  char word[4200] = "";
+  size_t used = 0;
+  if (*prime)
+    cgr_shell_word(prime, word, sizeof word, &used);
+  command(x, "; ", "then check the file here", xprintf("%s doctor%s%s", cgr_self_word(),
+                                                         *prime ? " --prime " : "", word));
+}
+
 static bool not_recorded_holds(const ctx *c) { return c->a->n_broken || c->a->offending_loads; }
 static void not_recorded_say(const ctx *c, cgf_finding *x) {
   x->sentence = xprintf("nothing was recorded for the next run: see the details below, and check "
@@ -279,6 +375,28 @@ static void not_recorded_say(const ctx *c, cgf_finding *x) {
   if (*prime)
     cgr_shell_word(prime, word, sizeof word, &used);
   command(x, NULL, NULL, xprintf("%s doctor%s%s", cgr_self_word(), *prime ? " --prime " : "", word));
+}
+
+/* Processes that used CUDA and wrote no exit record: what they did last is
+ * not in the log, so no row may say that nothing broke. */
+static bool ended_early_holds(const ctx *c) { return c->a->ended_early != 0; }
+static void ended_early_list_say(const ctx *c, cgf_finding *x) {
+  char who[1024];
+  size_t n = c->a->ended_early;
+  cgr_ended_list(c->log, 4, c->f->signal_pid, c->f->signal, who, sizeof who);
+  x->sentence = xprintf("%zu process%s ended without an exit record (killed, crashed, left "
+                        "through _exit, or still running): %s; what %s did after %s last line is "
+                        "not in the log, so the counts are lower bounds",
+                        n, n == 1 ? "" : "es", who, n == 1 ? "it" : "each", n == 1 ? "its" : "its");
+  x->emphasis = strcspn(x->sentence, "(") - 1;
+}
+static void ended_early_say(const ctx *c, cgf_finding *x) {
+  x->sentence = xprintf("a process ended without an exit record, so capguard cannot say what "
+                        "happened after its last line: find why it ended (its own output; dmesg "
+                        "for the OOM killer), then run it again");
+  char cmd[1024];
+  cgr_rerun_command(c->log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
+  command(x, NULL, NULL, xprintf("%s", cmd));
 }
 
 static void incomplete_say(const ctx *c, cgf_finding *x) {
@@ -489,7 +607,9 @@ static void stale_say(const ctx *c, cgf_finding *x) {
 }
 
 /* nothing to do only when no call at all was made during capture, of any kind */
-static bool all_clear_holds(const ctx *c) { return !c->a->n_broken && !c->a->calls && !c->log->n_stale; }
+static bool all_clear_holds(const ctx *c) {
+  return !c->a->n_broken && !c->a->calls && !c->a->ended_early && !c->log->cut_files && !c->log->n_stale;
+}
 static void all_clear_say(const ctx *c, cgf_finding *x) {
   (void)c;
   x->sentence = xprintf("no forbidden calls during capture: nothing to do");
@@ -572,13 +692,18 @@ static const row rows[] = {
     /* run's summary: a line each after the broken captures */
     {"escaped", CGF_SAID, escaped_holds, escaped_say},
     {"open-at-exit", CGF_SAID, open_at_exit_holds, open_at_exit_say},
+    {"ended-early", CGF_SAID, ended_early_holds, ended_early_list_say},
+    {"emulate-newer", CGF_SAID | CGF_REPORT, emulate_newer_holds, emulate_newer_say},
     /* the text report's Escaped captures section */
     {"escapes-note", CGF_ESCAPES, escaped_holds, escapes_note_say},
     /* run's summary: what to do next, the first that holds */
+    {"breaks-again", CGF_NEXT, breaks_again_holds, breaks_again_say},
     {"run-again", CGF_NEXT, recorded_holds, recorded_say},
     {"no-load-broke", CGF_NEXT, no_load_broke_holds, no_load_broke_say},
     {"guard-mode", CGF_NEXT, guard_mode_holds, guard_mode_say},
+    {"read-only", CGF_NEXT, readonly_holds, readonly_say},
     {"nothing-recorded", CGF_NEXT, not_recorded_holds, not_recorded_say},
+    {"ended-early", CGF_NEXT | CGF_REPORT, ended_early_holds, ended_early_say},
     {"log-incomplete", CGF_NEXT, incomplete_holds, incomplete_say},
     {"priming-worked", CGF_NEXT, primed_holds, primed_say},
     {"handled", CGF_NEXT, handled_holds, handled_say},

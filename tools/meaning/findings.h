@@ -47,6 +47,9 @@ typedef struct {
   const cgl_log *log;           /* run summary, CGF_NO_RECORDS: the log, with nothing to analyse */
   const char *log_shown;        /* run summary: the log's name as shown */
   const cgf_prime_run *prime_run; /* prime learn and prime check */
+  long long signal_pid;         /* run summary: the command's pid when a signal killed it */
+  int signal;                   /* run summary: that signal (0: it exited) */
+  bool prime_readonly;          /* run summary: CAPGUARD_PRIME_READONLY=1, nothing is recorded */
 } cgf_facts;
 
 /* The findings for an audience (one CGF_ bit), appended to out; first_only:

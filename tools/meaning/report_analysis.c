@@ -182,6 +182,13 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
       a->device_sm = pr->device_sm;
     }
     a->log_incomplete |= pr->log_incomplete;
+    a->ended_early += pr->cuda && !pr->has_summary;
+  }
+  for (size_t i = 0; i < log->n_evs; i++) {
+    const cgl_event *e = &log->evs[i];
+    const cgl_process *pr = &log->procs[e->proc];
+    a->recorded_unsaid += !pr->has_summary && pr->mode == CG_RUN_GUARD &&
+                          e->kind == CG_EV_MODULE_LOAD && cgr_offending(e) && e->image_hash;
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "analysis_types.h"
 #include "finding_types.h"
+#include "findings.h"
 
 typedef struct {
   cgf_list said;   /* CGF_SAID: each on a line of its own after the broken captures */
@@ -15,8 +16,10 @@ typedef struct {
   cgf_list note;   /* CGF_NOTE */
 } cgr_run_advice;
 
-/* incomplete: why the log may hold less ("" when it does not). */
-void cgr_run_advise(const cgr_analysis *a, cg_run_mode mode, const char *incomplete, cgr_run_advice *out);
+/* run: the analysis, the mode, why the log may hold less ("" when it does
+ * not), and what capguard run saw itself (the signal that killed the
+ * command, a read-only priming file). */
+void cgr_run_advise(const cgf_facts *run, cgr_run_advice *out);
 void cgr_run_advice_free(cgr_run_advice *r);
 
 #endif

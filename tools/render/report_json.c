@@ -204,6 +204,8 @@ static json_t *totals_json(const cgr_analysis *a) {
   json_object_set_new(totals, CG_KEY_RECORDED, json_integer((json_int_t)a->recorded));
   json_object_set_new(totals, CG_KEY_PRIMED_LOADED, json_integer((json_int_t)a->primed_loaded));
   json_object_set_new(totals, CG_KEY_LOG_INCOMPLETE, json_boolean(a->log_incomplete));
+  /* processes that used CUDA and wrote no summary (each has "exited": false) */
+  json_object_set_new(totals, "ended_without_exit_record", json_integer((json_int_t)a->ended_early));
   return totals;
 }
 
@@ -234,9 +236,10 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
     json_array_append_new(logs, jtext(log->files[i]));
   json_object_set_new(root, "logs", logs);
   json_object_set_new(root, "lines",
-                      json_pack("{s:I, s:I, s:I, s:I, s:o}", "read", (json_int_t)log->lines,
+                      json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "read", (json_int_t)log->lines,
                                 "malformed", (json_int_t)log->malformed, "newer_version",
                                 (json_int_t)log->newer, "unknown_type", (json_int_t)log->unknown,
+                                "files_cut_short", (json_int_t)log->cut_files,
                                 "first_malformed",
                                 log->malformed ? jtext(log->first_malformed) : json_null()));
 

@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "ended_early.h"
 #include "findings.h"
 #include "report_stale.h"
 #include "report_offender.h"
@@ -19,6 +20,25 @@ void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap
 }
 
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
+
+/* Every process that used CUDA and wrote no exit record, each with its last line's time. */
+static void print_ended(FILE *out, const cgr_analysis *a, cg_palette pal) {
+  const cgl_log *log = a->log;
+  fprintf(out, "\n%sEnded without an exit record%s (killed, crashed, left through _exit, still "
+               "running, or cut from the log: what each did after its last line is not in the log)\n",
+          pal.bold, pal.reset);
+  for (size_t p = 0; p < log->n_procs; p++) {
+    const cgl_process *pr = &log->procs[p];
+    if (!cgr_ended_early(pr))
+      continue;
+    char who[256], cmd[96];
+    cgr_process_label(a, p, who, sizeof who);
+    cgr_process_command(pr, cmd, sizeof cmd);
+    fprintf(out, "  %s %s: %zu capture%s, %zu call%s during capture logged\n", who, cmd[0] ? cmd : "?",
+            a->procs[p].captures, a->procs[p].captures == 1 ? "" : "s", a->procs[p].calls,
+            a->procs[p].calls == 1 ? "" : "s");
+  }
+}
 
 /* Module loads and unloads always (what priming is about: "0 loads" is news),
  * the other kinds when they happened (eight zeros would bury the line). */
@@ -326,6 +346,8 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
           pal.reset);
   if (a->open_at_exit)
     fprintf(out, ", %s%zu open at exit%s", pal.yellow, a->open_at_exit, pal.reset);
+  if (a->ended_early)
+    fprintf(out, ", %s%zu ended without an exit record%s", pal.red, a->ended_early, pal.reset);
   fputc('\n', out);
   fprintf(out, "calls during capture: %zu (", a->calls);
   cgr_print_event_counts(out, a);
@@ -339,6 +361,10 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (log->malformed)
     fprintf(out, "%zu malformed log line%s skipped (first: %s)\n", log->malformed,
             cg_plural(log->malformed), log->first_malformed);
+  if (log->cut_files)
+    fprintf(out, "%sthe log is cut short%s: the last line of %zu file%s ends without a newline "
+                 "(the file was truncated, or a writer was killed mid-line); counts are lower bounds\n",
+            pal.red, pal.reset, log->cut_files, cg_plural(log->cut_files));
   if (a->log_incomplete)
     fprintf(out, "%sthe log is incomplete%s: a process could not write all its lines (full disk "
                  "or I/O error); counts are lower bounds\n", pal.red, pal.reset);
@@ -346,6 +372,8 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
     print_runs(out, a, pal);
   if (log->n_procs)
     print_processes(out, a, pal);
+  if (a->ended_early)
+    print_ended(out, a, pal);
   print_capture_time(out, a, pal);
   if (a->n_broken)
     print_broken(out, a, pal);

@@ -11,6 +11,7 @@
 
 #include "capture_time.h"
 #include "cli.h"
+#include "ended_early.h"
 #include "findings.h"
 #include "report_analysis.h"
 #include "report_render.h"
@@ -195,6 +196,13 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   const char *incomplete = incomplete_why(logs, log, flagged);
   char shown_buf[4200];
   const char *shown = cg_printable(logs->shown_path, shown_buf, sizeof shown_buf);
+  /* First, whatever the log holds: the log of a killed command may hold nothing. */
+  if (logs->signal) {
+    char words[48];
+    cgr_signal_words(logs->signal, words, sizeof words);
+    fprintf(out, "capguard: %sthe command (pid %lld) was killed by %s%s\n", pal.red, logs->pid, words,
+            pal.reset);
+  }
 
   if (nothing_to_analyse(out, log, mode, incomplete, shown)) {
     /* A temporary log is removed unless it may explain an incomplete run. */
@@ -208,7 +216,9 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   cgr_analysis a;
   cgr_analyse(log, &a);
   cgr_run_advice adv;
-  cgr_run_advise(&a, mode, incomplete, &adv);
+  cgf_facts facts = {.a = &a, .mode = mode, .incomplete = incomplete, .signal = logs->signal,
+                     .signal_pid = logs->pid, .prime_readonly = logs->prime_readonly};
+  cgr_run_advise(&facts, &adv);
   res->broken = a.n_broken;
   size_t cuda = cuda_processes(log);
   char open[64] = "";

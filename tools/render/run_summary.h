@@ -23,6 +23,9 @@ typedef struct {
   const char *run_id;           /* CAPGUARD_RUN given to this run's processes */
   const char *verdict_by;       /* prime learn / check, whose verdict follows and says what to
                                    do: the summary then gives facts only (NULL: none) */
+  long long pid;                /* the command's pid */
+  int signal;                   /* the signal that killed it, from its wait status (0: it exited) */
+  bool prime_readonly;          /* CAPGUARD_PRIME_READONLY=1: the run served, never recorded */
 } cg_run_logs;
 
 typedef struct {

@@ -17,8 +17,9 @@
 int cg_log_open(const char *path, char *why, size_t cap);
 
 /* Whether cg_log_open would succeed, without creating anything: 0, or -1
- * with why filled. A path holding "%p" (one file per process) is checked as
- * a file not yet there, in its directory. */
+ * with why filled. path is a log name (capguard/log_name.h): a name that
+ * varies between processes (%p, %q{VAR}) is checked as a file not yet there,
+ * in its directory; another is expanded (%h, %%) and checked as that file. */
 int cg_log_check(const char *path, char *why, size_t cap);
 
 #endif

@@ -1,0 +1,28 @@
+#include "capguard/env_value.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Anything else is a typo worth saying so: 12.2, 1202, 120200. */
+int cg_parse_driver_version(const char *s, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < 9000 || v > 99990 || v % 10)
+    return -1;
+  *out = (int)v;
+  return 0;
+}
+
+int cg_parse_bool(const char *s, bool *out) {
+  if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "on")) {
+    *out = true;
+    return 0;
+  }
+  if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "off") || !*s) {
+    *out = false;
+    return 0;
+  }
+  return -1;
+}

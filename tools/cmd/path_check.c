@@ -1,0 +1,118 @@
+#include "path_check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capguard/log_file.h"
+#include "capguard/log_name.h"
+
+/* dir's part of path ("." when none); dir may be path. */
+static void dir_of(const char *path, char *dir, size_t cap) {
+  if (dir != path)
+    snprintf(dir, cap, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, cap, ".");
+  else if (slash == dir)
+    dir[1] = '\0';
+  else
+    *slash = '\0';
+}
+
+/* A file made in dir and removed at once: the only sure test that new files
+ * can be made there (a read-only mount, /proc, a full inode table). */
+static int probe_dir(const char *dir, char *why, size_t cap) {
+  char probe[PATH_MAX];
+  if ((size_t)snprintf(probe, sizeof probe, "%s/.capguard-probe-XXXXXX", dir) >= sizeof probe) {
+    snprintf(why, cap, "has a directory name too long");
+    return -1;
+  }
+  int fd = mkstemp(probe);
+  if (fd < 0) {
+    snprintf(why, cap, "cannot be created in %s (%s)", dir, strerror(errno));
+    return -1;
+  }
+  close(fd);
+  unlink(probe);
+  return 0;
+}
+
+/* An existing file opened for writing and closed: nothing written. */
+static int probe_file(const char *path, char *why, size_t cap) {
+  int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, cap, "cannot be written (%s)", strerror(errno));
+    return -1;
+  }
+  close(fd);
+  return 0;
+}
+
+int cg_log_usable(const char *name, char *why, size_t cap) {
+  if (cg_log_check(name, why, cap) != 0)
+    return -1;
+  char path[PATH_MAX], dir[PATH_MAX];
+  if (!cg_log_name_varies(name)) {
+    if (cg_log_name_expand(name, path, sizeof path) != 0) {
+      snprintf(why, cap, "is too long once expanded");
+      return -1;
+    }
+    struct stat st;
+    if (lstat(path, &st) == 0)
+      return probe_file(path, why, cap);
+    dir_of(path, dir, sizeof dir);
+    return probe_dir(dir, why, cap);
+  }
+  dir_of(name, dir, sizeof dir);
+  if (cg_log_name_varies(dir)) /* a directory per process: not ours to try */
+    return 0;
+  if (cg_log_name_expand(dir, path, sizeof path) != 0) {
+    snprintf(why, cap, "is too long once expanded");
+    return -1;
+  }
+  return probe_dir(path, why, cap);
+}
+
+int cg_prime_usable(const char *path, bool named, bool readonly, char *why, size_t cap) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (readonly || probe_file(path, why, cap) == 0)
+      return 0;
+    int e = errno;
+    snprintf(why, cap, "cannot be recorded into (%s): set CAPGUARD_PRIME_READONLY=1 to serve "
+                       "from it without recording, or pass another --prime",
+             strerror(e));
+    return -1;
+  }
+  if (readonly) /* nothing is written: a missing file is said by the summary and doctor */
+    return 0;
+  char dir[PATH_MAX];
+  dir_of(path, dir, sizeof dir);
+  if (stat(dir, &st) != 0 && named) {
+    snprintf(why, cap, "cannot be created: its directory %s does not exist (capguard creates "
+                       "none for --prime): create it (mkdir -p %s) or pass another --prime",
+             dir, dir);
+    return -1;
+  }
+  /* the default location: the shim makes the missing levels, so the nearest
+   * directory that exists must take new ones */
+  while (stat(dir, &st) != 0 && strcmp(dir, "/") && strcmp(dir, "."))
+    dir_of(dir, dir, sizeof dir);
+  if (!S_ISDIR(st.st_mode)) {
+    snprintf(why, cap, "cannot be created: %s is not a directory; pass another --prime", dir);
+    return -1;
+  }
+  char probe_why[PATH_MAX + 128];
+  if (probe_dir(dir, probe_why, sizeof probe_why) != 0) {
+    snprintf(why, cap, "%s; pass a writable --prime, or set CAPGUARD_PRIME_READONLY=1 with a "
+                       "file to serve from", probe_why);
+    return -1;
+  }
+  return 0;
+}
