@@ -293,6 +293,17 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
       cg_out_str(o, "run now by the driver, outside the graph (only non-blocking streams capture): "
                     "replaying the graph will not do it");
     return;
+  case CG_VERDICT_RESCUED:
+    /* what was rescued, and by which setting: one reason, not all three */
+    cg_out_str(o, "made in relaxed mode for this one call (");
+    if (e->kind == CG_EV_MODULE_LOAD)
+      cg_out_str(o, "CAPGUARD_RESCUE=1: a driver before 12.3 refuses a load during capture)");
+    else if (e->kind == CG_EV_ALLOCATION)
+      cg_out_str(o, "CAPGUARD_RESCUE=1: an allocation during capture breaks it)");
+    else
+      cg_out_str(o, "guard mode: a query of an event in no capture, from a thread a capture "
+                    "prohibits)");
+    return;
   case CG_VERDICT_BROKE:
     cg_out_str(o, "named by the driver's own log as the call that broke the capture, error ");
     put_result_words(o, err);

@@ -67,9 +67,12 @@ expect_rc 0 "report of a run with nothing broken"
 expect_in "$WORK/r2.out" "1 process, 1 capture, 0 broken" "run2 totals"
 expect_in "$WORK/r2.out" "1 load during capture was served from the priming file" "served advice"
 expect_in "$WORK/r2.out" "1 module load during capture was allowed by this driver" "allowed advice"
+# "prime them before deploying there" is followed by the command that does it
+grep -A1 "prime them before deploying there" "$WORK/r2.out" | tail -1 >"$WORK/r2-prime"
+expect_in "$WORK/r2-prime" "      capguard prime learn -- python3 bench.py" "allowed advice: the command that primes them"
 expect_in "$WORK/r2.out" "      1       0  _rms_norm" "allowed kernel listed"
 expect_in "$WORK/r2.out" "      1       1  _attn_fwd" "served kernel counted as served"
-expect_not_in "$WORK/r2.out" "warm these" "a served kernel needs no warming"
+expect_not_in "$WORK/r2.out" "warm th" "a served kernel needs no warming"
 read -r c k v st <<<"$(sums "$WORK/r2.out")"
 [ "$c" = 2 ] && [ "$k" = "$c" ] && [ "$v" = "$c" ] && [ "$st" = "$c" ] && pass || fail "run 2 counts do not add up: calls $c, by kind $k, by verdict $v, by site $st"
 
@@ -79,7 +82,7 @@ expect_rc 0 "two runs, the latest worked"
 expect_in "$WORK/both.out" "2 logs, 1 process, 1 capture, 0 broken" "the latest run's totals"
 expect_in "$WORK/both.out" "    run 1: pid 4100 python3 -m vllm.entrypoints.openai.api_server --model m (3 processes): 5 captures, 4 broken" "run 1 listed"
 expect_in "$WORK/both.out" "  > run 2: pid 5200 python3 bench.py (1 process): 1 capture, 0 broken, 1 load served from the priming file" "run 2 listed and reported"
-expect_not_in "$WORK/both.out" "warm these" "advice of run 1 not mixed in"
+expect_not_in "$WORK/both.out" "warm th" "advice of run 1 not mixed in"
 # appended to one log, the runs are told apart too
 cat "$DATA/run1.jsonl" "$DATA/run2.jsonl" >"$WORK/appended.jsonl"
 run_cg app report "$WORK/appended.jsonl"
@@ -108,6 +111,8 @@ expect_in "$WORK/env.out" "5 captures, 4 broken" "CAPGUARD_LOG default"
 
 # --- malformed lines: counted, reported in one line on stderr, not fatal
 run_cg bad report "$DATA/malformed.jsonl"
+# one kernel to warm: said in the singular
+expect_in "$WORK/bad.out" "warm this kernel (vec_add) up before capture (run it once outside capture), or let capguard prime it:" "one kernel to warm, in the singular"
 expect_rc 1 "malformed log still reports (its capture broke)"
 expect_in "$WORK/bad.err" "capguard report: 4 malformed lines skipped (first: $DATA/malformed.jsonl:2: not JSON" "malformed count"
 expect_in "$WORK/bad.err" "capguard report: 1 line of a newer log version ignored" "newer version line"

@@ -106,7 +106,7 @@ lib_app=("$VLLM_LIKE" --workers 1 --library "$CUBIN" cg_test_fill)
 "$CAPGUARD" run --log "$WORK/l1.jsonl" --prime "$WORK/lprime.cgp" -- "${lib_app[@]}" >/dev/null 2>"$WORK/l1.err"; rc=$?
 expect_rc 1 "library worker: run 1 breaks"
 grep -q '"call":"cuLibraryLoadData","verdict":"refused"' "$WORK/l1.jsonl" && pass || fail "cuLibraryLoadData refusal logged"
-expect_in "$WORK/l1.err" "capguard: faster: each run on a driver that refuses loads during capture" "run summary: how to converge faster"
+expect_in "$WORK/l1.err" "capguard: faster: each process stopped at its first refused load" "run summary: how to converge faster"
 expect_in "$WORK/l1.err" "    capguard prime learn --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime learn, the exact command"
 expect_in "$WORK/l1.err" "capguard prime check --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime check"
 expect_in "$WORK/l1.err" "capguard run --rescue --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names --rescue"

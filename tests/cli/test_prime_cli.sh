@@ -34,7 +34,7 @@ err_has() { grep -qE -- "$1" "$T/err" || fail "stderr lacks /$1/: $(cat "$T/err"
 lines() { [ "$(wc -l <"$T/out")" -eq "$1" ] || fail "want $1 lines, got: $(cat "$T/out")"; }
 # records N: list printed its header row and N records
 records() {
-  head -1 "$T/out" | grep -qE '^hash +kind +arch +bytes +hits +last needed +kernels$' || fail "no header row: $(head -1 "$T/out")"
+  head -1 "$T/out" | grep -qE '^hash +kind +arch +bytes +copies +hits +last needed +kernels$' || fail "no header row: $(head -1 "$T/out")"
   [ "$(($(wc -l <"$T/out") - 1))" -eq "$1" ] || fail "want $1 records, got: $(cat "$T/out")"
 }
 fix() { "$FIX" "$@" >>"$T/hashes" || fail "prime_fixture $*"; }
@@ -55,8 +55,8 @@ fix "$P" 3 300 5 40
 fix "$P" 1 1000 2 0                                # needed again: hits 3 + 2
 H1=$(hash_of 1 1000); H2=$(hash_of 2 2000); H3=$(hash_of 3 300)
 run 0 prime list "$P"; records 3
-out_has "^${H1:0:12}  fatbin  sm_81 +1000 +5  $(date -u +%Y-%m-%d)   kern_1_a,kern_1_b$"
-out_has "^${H3:0:12}  cubin   sm_83 +300 +5  $(date -u -d '40 days ago' +%Y-%m-%d)   kern_3_a,kern_3_b$"
+out_has "^${H1:0:12}  fatbin  sm_81 +1000 +1 +5  $(date -u +%Y-%m-%d)   kern_1_a,kern_1_b$"
+out_has "^${H3:0:12}  cubin   sm_83 +300 +1 +5  $(date -u -d '40 days ago' +%Y-%m-%d)   kern_3_a,kern_3_b$"
 run 2 prime list "$P" extra; err_has 'at most one FILE'
 run 2 prime list -v; err_has "unknown option '-v'"
 

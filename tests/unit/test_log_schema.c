@@ -96,12 +96,35 @@ START_TEST(verdict_columns_are_filled) {
     ck_assert_msg((cg_verdict_routine_line(v) != NULL) == routine, "%s: routine line", cg_verdict_name(v));
     ck_assert_msg(cg_verdict_colour(v)[0] == '#', "%s: colour", cg_verdict_name(v));
     bool composed = v == CG_VERDICT_REFUSED || v == CG_VERDICT_ALLOWED || v == CG_VERDICT_EMULATED ||
-                    v == CG_VERDICT_FAILED || v == CG_VERDICT_ESCAPED || v == CG_VERDICT_BROKE;
+                    v == CG_VERDICT_FAILED || v == CG_VERDICT_ESCAPED || v == CG_VERDICT_BROKE ||
+                    v == CG_VERDICT_RESCUED;
     ck_assert_msg((cg_verdict_said(v) == NULL) == composed, "%s: sentence", cg_verdict_name(v));
   }
   ck_assert_ptr_null(cg_verdict_said(CG_VERDICT_COUNT));
   ck_assert_ptr_null(cg_verdict_routine_line(CG_VERDICT_COUNT));
   ck_assert_str_eq(cg_verdict_colour(CG_VERDICT_COUNT), "#888");
+}
+END_TEST
+
+/* The HTML legend tells verdicts apart by colour alone: no two verdicts share
+ * one, and none is near another (at least 60 apart in RGB, where failed's
+ * brown and deferred-destroy's sienna were 36). */
+static double colour_distance(const char *a, const char *b) {
+  unsigned x[3], y[3];
+  ck_assert_int_eq(sscanf(a, "#%2x%2x%2x", &x[0], &x[1], &x[2]), 3);
+  ck_assert_int_eq(sscanf(b, "#%2x%2x%2x", &y[0], &y[1], &y[2]), 3);
+  double d = 0;
+  for (int i = 0; i < 3; i++)
+    d += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+  return d;
+}
+
+START_TEST(verdict_colours_are_distinct) {
+  for (unsigned v = 0; v < CG_VERDICT_COUNT; v++)
+    for (unsigned w = v + 1; w < CG_VERDICT_COUNT; w++)
+      ck_assert_msg(colour_distance(cg_verdict_colour(v), cg_verdict_colour(w)) >= 60.0 * 60.0,
+                    "%s (%s) and %s (%s): colours too close for the legend", cg_verdict_name(v),
+                    cg_verdict_colour(v), cg_verdict_name(w), cg_verdict_colour(w));
 }
 END_TEST
 
@@ -216,6 +239,7 @@ int main(void) {
   tcase_add_test(tc, breaking_words_are_the_documented_ones);
   tcase_add_test(tc, every_word_is_documented);
   tcase_add_test(tc, verdict_columns_are_filled);
+  tcase_add_test(tc, verdict_colours_are_distinct);
   tcase_add_test(tc, process_and_start_records_are_byte_compatible);
   tcase_add_test(tc, process_record_of_any_command_line_is_json);
   tcase_add_test(tc, summary_lists_words_in_row_order);

@@ -32,7 +32,11 @@ static const char usage_text[] =
     "a CUDA graph was being captured, preloaded by capguard on the next run.\n"
     "\n"
     "  list [FILE]                   one line per image: hash, kind, arch, size,\n"
-    "                                hits, last needed (UTC date), kernel names\n"
+    "                                copies, hits, last needed (UTC date), kernel\n"
+    "                                names; copies: how many of it the next run\n"
+    "                                preloads (the most one process had loaded at\n"
+    "                                once); hits: how often processes needed it\n"
+    "                                during capture, over every run\n"
     "  show HASH-PREFIX [FILE]       every field of one image\n"
     "  verify [FILE]                 check every record's checksum\n"
     "  prune [--older-than DAYS] [--max-size SIZE] [FILE]\n"
@@ -194,6 +198,13 @@ static void print_names(const cg_prime_record *r, const char *sep) {
   }
 }
 
+/* The copies the next run preloads: the most one process had loaded at once
+ * during capture (a file without loads records means one module). */
+static unsigned copies_of(const cg_prime_record *r) {
+  uint64_t n = (uint64_t)r->module_loads + r->library_loads;
+  return n == 0 ? 1u : n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
+}
+
 static int cmd_list(int argc, char **argv) {
   if (reject_options(argc, argv)) return EXIT_USAGE;
   if (argc > 2) return usage_error("list takes at most one FILE");
@@ -207,16 +218,16 @@ static int cmd_list(int argc, char **argv) {
   cg_prime_set *s;
   int damage = 0;
   if ((rc = load(path, &s, &damage))) return rc;
-  printf("%-12s  %-6s  %-6s  %10s  %6s  %-11s  %s\n", "hash", "kind", "arch", "bytes", "hits",
-         "last needed", "kernels");
+  printf("%-12s  %-6s  %-6s  %10s  %6s  %6s  %-11s  %s\n", "hash", "kind", "arch", "bytes",
+         "copies", "hits", "last needed", "kernels");
   for (size_t i = 0; i < cg_prime_count(s); i++) {
     const cg_prime_record *r = cg_prime_get(s, i);
     char hex[33], arch[16], when[32];
     cg_hash_format(r->hash, hex);
     format_arch(r->sm_arch, arch, sizeof arch);
     format_time(r->last_ns, false, when, sizeof when);
-    printf("%.12s  %-6s  %-6s  %10llu  %6llu  %-11s  ", hex, cg_image_kind_name(r->kind), arch,
-           (unsigned long long)r->size, (unsigned long long)r->hits, when);
+    printf("%.12s  %-6s  %-6s  %10llu  %6u  %6llu  %-11s  ", hex, cg_image_kind_name(r->kind), arch,
+           (unsigned long long)r->size, copies_of(r), (unsigned long long)r->hits, when);
     print_names(r, ",");
     putchar('\n');
   }
@@ -583,7 +594,13 @@ int cg_cmd_prime(int argc, char **argv) {
         const char *name, *text;
       } helps[] = {
           {"list", "usage: capguard prime list [FILE]\n\nOne line per image of the priming file: "
-                   "hash, kind, arch, size, hits,\nlast needed (UTC date), kernel names.\n"},
+                   "hash, kind, arch, size, copies, hits,\nlast needed (UTC date), kernel names.\n"
+                   "  copies  how many copies of the image the next run preloads: the most one\n"
+                   "          process had loaded at once during capture (identical bytes loaded\n"
+                   "          again, as Triton specialisations that compile alike are, need two)\n"
+                   "  hits    how often processes needed the image during capture: one for each\n"
+                   "          load that recorded it, one for each process it was served to; summed\n"
+                   "          over every run that used the file (prune goes by last needed)\n"},
           {"show", "usage: capguard prime show HASH-PREFIX [FILE]\n\nEvery field of the one "
                    "image whose hash starts with HASH-PREFIX.\n"},
           {"verify", "usage: capguard prime verify [FILE]\n\nCheck every record's checksum; "

@@ -49,6 +49,7 @@ typedef struct {
   size_t latest, broke_run, allowed_run;
   size_t broken_loads, unwatched, not_said, other, first_other;
   size_t to_warm, unloads;
+  size_t most_refused; /* the most loads refused during capture in one process */
 } ctx;
 
 static void derive(const cgf_facts *f, ctx *c) {
@@ -86,6 +87,16 @@ static void derive(const cgf_facts *f, ctx *c) {
   for (size_t k = 0; k < a->n_kernels; k++)
     c->to_warm += a->kernels[k].broke;
   c->unloads = a->events[CG_EV_MODULE_UNLOAD];
+  /* How far each process got past a refused load: a framework that raises at
+   * the first (Triton does) refuses one a process, and a run learns one. */
+  size_t *refused = calloc(c->log->n_procs + 1, sizeof *refused);
+  for (size_t i = 0; refused && i < c->log->n_evs; i++) {
+    const cgl_event *e = &c->log->evs[i];
+    if (e->kind == CG_EV_MODULE_LOAD && e->verdict < CG_VERDICT_COUNT &&
+        cg_verdict_breaks(e->verdict) && ++refused[e->proc] > c->most_refused)
+      c->most_refused = refused[e->proc];
+  }
+  free(refused);
 }
 
 static void command(cgf_finding *x, const char *sep, const char *lead, char *text) {
@@ -216,27 +227,41 @@ static void recorded_say(const ctx *c, cgf_finding *x) {
   const cgl_log *log = c->log;
   /* The kernels of the loads this run recorded (every offending load is recorded in guard mode). */
   char names[160] = "";
-  size_t used = 0, shown = 0;
-  for (size_t k = 0; k < a->n_kernels && shown < 4; k++) {
+  size_t used = 0, shown = 0, recorded_kernels = 0;
+  for (size_t k = 0; k < a->n_kernels; k++) {
     if (a->kernels[k].loads == a->kernels[k].served)
+      continue;
+    recorded_kernels++;
+    if (shown == 4)
       continue;
     int n = snprintf(names + used, sizeof names - used, "%s%s", shown ? ", " : "",
                      a->kernels[k].name);
-    if (n < 0 || (size_t)n >= sizeof names - used)
-      break;
+    if (n < 0 || (size_t)n >= sizeof names - used) {
+      names[used] = '\0'; /* no name cut in half: it is counted in "..." */
+      shown = 4;
+      continue;
+    }
     used += (size_t)n;
     shown++;
   }
   /* Images, not recordings: workers that load the same image record it once. */
-  size_t images = 0;
+  size_t images = 0, copies = 0;
   const char **seen = calloc(log->n_evs + 1, sizeof *seen);
   for (size_t i = 0; seen && i < log->n_evs; i++) {
     const cgl_event *e = &log->evs[i];
     bool dup = !e->image_hash || !cgr_offending(e) || e->kind != CG_EV_MODULE_LOAD;
     for (size_t k = 0; k < images && !dup; k++)
       dup = seen[k] == e->image_hash; /* interned: equal strings are equal pointers */
-    if (!dup)
-      seen[images++] = e->image_hash;
+    if (dup)
+      continue;
+    seen[images++] = e->image_hash;
+    /* The same bytes served to this process earlier: the file held the image,
+     * one copy short (identical specialisations loaded again). */
+    bool served = false;
+    for (size_t j = 0; j < log->n_evs && !served; j++)
+      served = log->evs[j].verdict == CG_VERDICT_SERVED && log->evs[j].image_hash == e->image_hash &&
+               log->evs[j].proc == e->proc;
+    copies += served;
   }
   free(seen);
   if (!images) /* loads logged without an image: the processes' own count */
@@ -244,10 +269,23 @@ static void recorded_say(const ctx *c, cgf_finding *x) {
   const char *prime = cgr_run_prime_path(log, c->latest);
   char cmd[1024];
   bool whole = cgr_rerun_command(log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
-  x->sentence = xprintf("run it again; the %zu image%s loaded during capture, recorded in %s "
-                        "(kernels %s%s), will be loaded before capture",
-                        images, plural(images), *prime ? prime : "the priming file",
-                        names[0] ? names : "?", a->n_kernels > shown ? ", ..." : "");
+  const char *where = *prime ? prime : "the priming file";
+  const char *more = recorded_kernels > shown ? ", ..." : "";
+  if (copies && copies == images)
+    /* the file held them: the run needed more copies of the same bytes */
+    x->sentence = xprintf("run it again; the file already held the image%s loaded during capture "
+                          "(kernels %s%s), but the run loaded the same bytes again while a copy "
+                          "was still loaded (identical Triton specialisations do): one more copy "
+                          "of %s, recorded in %s, will be loaded before capture",
+                          plural(images), names[0] ? names : "?", more,
+                          images == 1 ? "it" : "each", where);
+  else
+    x->sentence = xprintf("run it again; the %zu image%s loaded during capture, recorded in %s "
+                          "(kernels %s%s), will be loaded before capture%s",
+                          images, plural(images), where, names[0] ? names : "?", more,
+                          copies ? " (some of them another copy of an image the file already "
+                                   "held: the same bytes loaded again)"
+                                 : "");
   command(x, NULL, NULL, xprintf("%s", cmd));
   if (!whole)
     x->commands[0].note = "the logged command line was cut: complete it";
@@ -337,10 +375,14 @@ static void warm_say(const ctx *c, cgf_finding *x) {
   for (size_t p = 0; p < c->log->n_procs; p++)
     if (c->log->procs[p].run_index == c->broke_run)
       guard &= c->log->procs[p].mode == CG_RUN_GUARD || c->log->procs[p].mode == CG_RUN_MODE_COUNT;
+  char count[48];
+  if (c->to_warm == 1)
+    snprintf(count, sizeof count, "this kernel");
+  else
+    snprintf(count, sizeof count, "these %zu kernels", c->to_warm);
   x->sentence = xprintf(
-      "warm these %zu kernel%s%s up before capture (run each once outside capture), or let "
-      "capguard prime them: %s",
-      c->to_warm, plural(c->to_warm), names,
+      "warm %s%s up before capture (run %s once outside capture), or let capguard prime %s: %s",
+      count, names, c->to_warm == 1 ? "it" : "each", c->to_warm == 1 ? "it" : "them",
       guard ? "run the same command again under capguard; the images it recorded are loaded "
               "before capture"
             : "run it in guard mode, which records the images and loads them before capture on "
@@ -353,8 +395,15 @@ static void warm_say(const ctx *c, cgf_finding *x) {
 /* How to converge in fewer runs than one per breaking load. */
 static void faster_say(const ctx *c, cgf_finding *x) {
   size_t run = c->f->mode == CG_RUN_MODE_COUNT ? c->broke_run : c->latest;
-  x->sentence = xprintf("each run on a driver that refuses loads during capture (before 12.3, or "
-                        "emulated) learns only the loads up to the capture that breaks");
+  if (c->most_refused == 1)
+    x->sentence = xprintf("each process stopped at its first refused load (a framework such as "
+                          "Triton raises there), so each run on a driver that refuses loads during "
+                          "capture (before 12.3, or emulated) learns one load: as many runs as "
+                          "loads");
+  else
+    x->sentence = xprintf("each run on a driver that refuses loads during capture (before 12.3, or "
+                          "emulated) learns only the loads up to the capture that breaks (here, at "
+                          "most %zu in one process)", c->most_refused);
   command(x, "; ", "learn them all in one run on a machine with driver 12.3 or newer and the "
                    "same GPU architecture", capguard_command(c, run, "capguard prime learn"));
   command(x, ", ", "then check the file as this driver would use it",
@@ -399,8 +448,10 @@ static void allowed_say(const ctx *c, cgf_finding *x) {
   size_t allowed = c->a->verdicts[CG_VERDICT_ALLOWED];
   x->sentence = xprintf("%zu module load%s during capture %s allowed by this driver (12.3 or "
                         "newer); drivers older than 12.3 refuse them and break the capture: prime "
-                        "them before deploying there (guard mode)",
+                        "them before deploying there (guard mode records them; prime learn "
+                        "does it in one run and says what it learned)",
                         allowed, plural(allowed), was_were(allowed));
+  command(x, NULL, NULL, capguard_command(c, c->allowed_run, "capguard prime learn"));
   command(x, ", ", "and see what such a driver does",
           rerun(c, c->allowed_run, "--emulate-driver 12020"));
 }

@@ -99,8 +99,7 @@ enum {
     "made in relaxed mode for that one call: in guard mode, a query of an event in no capture "    \
     "from a thread a capture prohibits; with CAPGUARD_RESCUE, a load on an old driver or an "      \
     "allocation",                                                                                  \
-    "made in relaxed mode for this one call (an event query in guard mode, or with "               \
-    "CAPGUARD_RESCUE=1 a load or an allocation)", NULL, "#9467bd")                                 \
+    NULL, NULL, "#9467bd")                                                                          \
   X(CG_VERDICT_DEFERRED, "deferred", CG_WORD_ROUTINE,                                               \
     "the unload returned success and runs when the capture ends",                                  \
     "returned success; the unload runs when the capture ends",                                     \
@@ -113,7 +112,7 @@ enum {
   X(CG_VERDICT_DEFERRED_DESTROY, "deferred-destroy", CG_WORD_ROUTINE,                                \
     "the executable graph's destroy returned success and runs when the capture ends",              \
     "returned success; the executable graph is destroyed when the capture ends",                    \
-    "returned success; the graph is destroyed when the capture ends", "#a0522d")                   \
+    "returned success; the graph is destroyed when the capture ends", "#98df8a")                   \
   X(CG_VERDICT_NOT_READY, "not-ready", CG_WORD_ROUTINE,                                              \
     "capguard answered CUDA_ERROR_NOT_READY for an event recorded in a still-capturing stream, "   \
     "without calling the driver: the capture survives",                                            \
@@ -124,11 +123,11 @@ enum {
     "the driver ran it now, outside the graph: replaying the graph will not do it (legacy-stream " \
     "work while only non-blocking streams capture), or will read or write host memory as it is "  \
     "then (a captured copy to or from pageable memory)",                                                      \
-    NULL, NULL, "#8c564b")                                                                          \
+    NULL, NULL, "#ff9896")                                                                          \
   X(CG_VERDICT_BROKE, "broke", CG_WORD_BREAKS,                                                      \
     "the driver's own log named it as the call that broke the capture (a call capguard does not " \
     "wrap, or a capture end that failed: 904, 908)",                                               \
-    NULL, NULL, "#8c564b")
+    NULL, NULL, "#1a1a1a")
 
 /* capguard's run modes (CAPGUARD_MODE). */
 #define CG_RUN_MODES(X)                                                                             \
