@@ -31,10 +31,13 @@ check_broken_run() {
   grep -q '"call":"cuModuleLoadDataEx","verdict":"refused"' "$log" && pass || fail "$tag: cuModuleLoadDataEx of the shell-started worker"
   run_cg "$tag-report" report "$log"
   expect_rc 1 "$tag: report of broken captures"
-  # 6 processes: the engine and the shell that starts worker 3 never use CUDA (their "start" records)
-  expect_in "$WORK/$tag-report.out" "capguard report: 1 log, 6 processes, 4 captures, 4 broken" "$tag: report counts"
+  # 4 processes with CUDA in the headline: the engine and the shell that starts worker 3 never use CUDA (their "start" records), said in one line below
+  expect_in "$WORK/$tag-report.out" "capguard report: 1 log, 4 processes with CUDA, 4 captures, 4 broken" "$tag: report counts"
   expect_in "$WORK/$tag-report.out" "  and 2 processes without CUDA (vllm_like, sh)" "$tag: the engine and the shell, without CUDA, in one line"
   for p in $pids; do expect_in "$WORK/$tag-report.out" "  pid $p capture 1 (" "$tag: broken capture of pid $p listed"; done
+  # the HTML timeline: a row for each of the 4 workers, none for the engine and the shell (no CUDA)
+  "$CAPGUARD" report --html "$WORK/$tag.html" "$log" >/dev/null 2>&1
+  [ "$(grep -c '<text x="4"' "$WORK/$tag.html")" -eq 4 ] && pass || fail "$tag: $(grep -c '<text x="4"' "$WORK/$tag.html") timeline rows, wanted 4 (processes without CUDA get none)"
   expect_in "$WORK/$tag-report.out" "    kernels: cg_test_fill, cg_test_axpy" "$tag: kernel named"
   expect_in "$WORK/$tag-report.out" "      4       0  cg_test_fill" "$tag: kernel counted over processes"
   # one call site, the same in 3 processes at 3 addresses, counted once
@@ -66,7 +69,7 @@ expect_in "$WORK/g2.err" "capguard: next: priming worked: every load during capt
 expect_not_in "$WORK/g2.err" "native stack:" "guard run 2: no event blocks for served loads"
 run_cg g2-report report "$WORK/g2.jsonl"
 expect_rc 0 "report with no broken capture"
-expect_in "$WORK/g2-report.out" "6 processes, 4 captures, 0 broken" "run 2 report counts"
+expect_in "$WORK/g2-report.out" "4 processes with CUDA, 4 captures, 0 broken" "run 2 report counts"
 expect_in "$WORK/g2-report.out" "served 4" "run 2 report: served loads"
 expect_in "$WORK/g2-report.out" "4 loads during capture were served from the priming file: priming works" "run 2 advice"
 expect_not_in "$WORK/g2-report.out" "Broken captures" "run 2 report lists no broken capture"
@@ -76,7 +79,7 @@ expect_rc 0 "report over both runs: the latest worked"
 expect_in "$WORK/both.out" "  > run 2: pid " "both runs listed, the latest reported"
 run_cg both-all report --all "$WORK/g1.jsonl" "$WORK/g2.jsonl"
 expect_rc 1 "report --all over both runs"
-expect_in "$WORK/both-all.out" "2 logs, 12 processes, 8 captures, 4 broken" "both runs counted"
+expect_in "$WORK/both-all.out" "2 logs, 8 processes with CUDA, 8 captures, 4 broken" "both runs counted"
 expect_in "$WORK/both-all.out" "      8       4  cg_test_fill" "both runs: loads and served per kernel"
 
 # --- report mode: nothing recorded, nothing replayed: run 2 breaks as run 1 did

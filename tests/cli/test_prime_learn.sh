@@ -105,6 +105,9 @@ while [ $runs -lt 12 ]; do
 done
 # run 2: k_a served, k_b recorded: the one kernel recorded, no "..." after it
 expect_in "$WORK/conv2.err" "recorded in $FRESH (kernels k_b), will be loaded before capture" "run 2 names the one kernel it recorded, with no '...' after it"
+# the HTML report's why is ended before what the capture's end returned
+"$CAPGUARD" report --html "$WORK/conv2.html" "$WORK/conv2.jsonl" >/dev/null 2>&1
+expect_in "$WORK/conv2.html" "refuse module loads during capture; <br>its end returned 901" "HTML: a separator between the why and the end's result"
 # run 4: k_b served, then the same bytes loaded again while the first copy was loaded: said so
 expect_in "$WORK/conv4.err" "capguard: next: run it again; the file already held the image loaded during capture (kernels k_b), but the run loaded the same bytes again while a copy was still loaded" "run 4 says the file needed another copy of an image it held"
 echo "12.2 fake driver alone, fresh priming file: all ten captures after $runs runs ($((runs - 1)) failed)"

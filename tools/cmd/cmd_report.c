@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -54,6 +55,33 @@ static int write_page(const cgr_analysis *a, const char *path, const char *optio
   return 0;
 }
 
+/* Whether path can be written (its folder exists and is writable, and the
+ * file, if there, is): checked before the report prints anything, so that a
+ * bad --html or --trace path is the one line said, not a report then an error. */
+static bool writable_path(const char *path, const char *option) {
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == path)
+    snprintf(dir, sizeof dir, "/");
+  else
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  struct stat st;
+  const char *why = NULL;
+  if (stat(dir, &st) != 0)
+    why = strerror(errno);
+  else if (!S_ISDIR(st.st_mode))
+    why = "its folder is not a directory";
+  else if (stat(path, &st) == 0 ? access(path, W_OK) != 0 : access(dir, W_OK) != 0)
+    why = strerror(errno);
+  else if (!*(slash ? slash + 1 : path) || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+    why = "it is a directory";
+  if (why)
+    cg_error(ME, "cannot write '%s': %s; pick a writable path for %s", path, why, option);
+  return why == NULL;
+}
+
 static int read_pattern(cgl_log *log, const char *pattern) {
   glob_t g;
   int found = cg_log_pattern_glob(pattern, &g);
@@ -95,6 +123,8 @@ int cg_cmd_report(int argc, char **argv) {
     default: return cg_usage_error(ME, USAGE, "unknown option '%s'", argv[optind - 1]);
     }
   }
+  if ((html && !writable_path(html, "--html")) || (trace && !writable_path(trace, "--trace")))
+    return CG_EXIT_USAGE;
   const char *env_log = getenv("CAPGUARD_LOG");
   if (optind == argc && !(env_log && *env_log))
     return cg_usage_error(ME, USAGE, "no log given (pass LOG files, - for stdin, or set CAPGUARD_LOG)");
