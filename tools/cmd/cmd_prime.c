@@ -39,10 +39,11 @@ static const char usage_text[] =
     "                                during capture, over every run\n"
     "  show HASH-PREFIX [FILE]       every field of one image\n"
     "  verify [FILE]                 check every record's checksum\n"
-    "  prune [--older-than DAYS] [--max-size SIZE] [FILE]\n"
+    "  prune [--older-than DAYS] [--max-size SIZE] [--dry-run] [FILE]\n"
     "                                drop images not needed for DAYS days, then the\n"
     "                                least recently needed until the file fits SIZE\n"
-    "                                (e.g. 64M); also drops damaged records\n"
+    "                                (e.g. 64M); also drops damaged records;\n"
+    "                                --dry-run says what it would drop\n"
     "  merge OUT IN...               add the images of every IN to OUT (created if\n"
     "                                missing), once each; an image's hit count is\n"
     "                                the largest any file holds (merging again\n"
@@ -320,7 +321,8 @@ static int cmd_verify(int argc, char **argv) {
   if (v.show_progress && v.last_pct >= 0) fputs("\r\033[K", stderr);
   if (r < 0) return fail("cannot verify %s; see the line above", path);
   /* records, not images: an image needed again gets a hit record of its own */
-  printf("%s: %zu records intact (%zu image%s, %zu hit update%s), %zu damaged\n", path, v.ok,
+  printf("%s: %zu record%s intact (%zu image%s, %zu hit update%s), %zu damaged\n", path, v.ok,
+         v.ok == 1 ? "" : "s",
          v.images, v.images == 1 ? "" : "s", v.ok - v.images, v.ok - v.images == 1 ? "" : "s",
          v.bad);
   if (r > 0)
@@ -336,6 +338,11 @@ typedef struct {
   uint64_t cutoff_ns, max_size;
   size_t kept, dropped;
   uint64_t kept_bytes;
+  /* what --max-size alone would do: images it drops that age keeps, and the
+   * smallest image's size on disk */
+  size_t dropped_by_size, images;
+  uint64_t smallest;
+  bool dry_run, refuse;
 } prune_state;
 
 static const cg_prime_set *sort_set; /* for qsort; the CLI is single-threaded */
@@ -363,15 +370,24 @@ static int prune_select(void *ctx, const cg_prime_set *cur, bool *keep) {
     for (size_t k = 0; k < n && total > p->max_size; k++) {
       if (!keep[order[k]]) continue;
       keep[order[k]] = false;
+      p->dropped_by_size++;
       total -= cg_prime_record_disk_size(cg_prime_get(cur, order[k]));
     }
     free(order);
   }
+  p->images = n;
   for (size_t i = 0; i < n; i++) {
+    uint64_t size = cg_prime_record_disk_size(cg_prime_get(cur, i));
+    if (!i || size < p->smallest) p->smallest = size;
     if (keep[i]) p->kept++;
     else p->dropped++;
   }
   p->kept_bytes = total;
+  /* A size no image fits in drops every one: refused, said before anything
+   * is dropped (a typo such as 1K for 1M would empty the file). */
+  if (p->by_size && n && !p->kept && p->dropped_by_size &&
+      p->max_size < CG_PRIME_HEADER_BYTES + p->smallest)
+    return p->refuse = true, -1;
   return 0;
 }
 
@@ -407,6 +423,8 @@ static int cmd_prune(int argc, char **argv) {
       if (cg_prime_parse_size(val, &p.max_size) != 0)
         return usage_error("--max-size wants a size such as 4096, 512K, 64M or 1G, not '%s'", val);
       p.by_size = true;
+    } else if (!strcmp(a, "--dry-run") || !strcmp(a, "-n")) {
+      p.dry_run = true;
     } else if (a[0] == '-' && a[1]) {
       return usage_error("unknown option '%s' for prune", a);
     } else if (file) {
@@ -426,11 +444,37 @@ static int cmd_prune(int argc, char **argv) {
    * count them first, so that what was dropped is said. */
   verify_state v = {.path = path, .last_pct = -1};
   if (cg_prime_verify(path, count_entry, NULL, &v, ignore_line, NULL) < 0) v.bad = 0;
-  if (cg_prime_rewrite(path, prune_select, &p, NULL, 0, warn_line, NULL) != 0)
+  if (p.dry_run) {
+    /* the same choice on the file as it is, nothing written */
+    cg_prime_set *set;
+    int damage = 0;
+    if (cg_prime_load(path, &set, ignore_line, &damage) != 0)
+      return fail("cannot use %s; it is unchanged", path);
+    size_t n = cg_prime_count(set);
+    bool *keep = malloc((n ? n : 1) * sizeof *keep);
+    if (!keep) {
+      cg_prime_free(set);
+      return fail("out of memory");
+    }
+    for (size_t i = 0; i < n; i++) keep[i] = true;
+    int sel = prune_select(&p, set, keep);
+    free(keep);
+    cg_prime_free(set);
+    if (sel != 0 && !p.refuse) return fail("out of memory");
+  } else if (cg_prime_rewrite(path, prune_select, &p, NULL, 0, warn_line, NULL) != 0 && !p.refuse) {
     return fail("%s not pruned (see above); it is unchanged", path);
-  printf("%s: kept %zu image%s (%llu bytes), dropped %zu image%s and %zu damaged record%s\n", path,
-         p.kept, p.kept == 1 ? "" : "s", (unsigned long long)p.kept_bytes, p.dropped, p.dropped == 1 ? "" : "s", v.bad,
-         v.bad == 1 ? "" : "s");
+  }
+  if (p.refuse)
+    return fail("--max-size %llu bytes is smaller than every image of %s (the smallest takes %llu "
+                "bytes with the file's header): it would drop all %zu; nothing dropped (give a "
+                "larger size, e.g. 64M; capguard prime rm drops chosen images)",
+                (unsigned long long)p.max_size, path,
+                (unsigned long long)(CG_PRIME_HEADER_BYTES + p.smallest), p.images);
+  printf("%s: %s %zu image%s (%llu bytes), %s %zu image%s and %zu damaged record%s%s\n", path,
+         p.dry_run ? "would keep" : "kept", p.kept, p.kept == 1 ? "" : "s",
+         (unsigned long long)p.kept_bytes, p.dry_run ? "drop" : "dropped", p.dropped,
+         p.dropped == 1 ? "" : "s", v.bad, v.bad == 1 ? "" : "s",
+         p.dry_run ? " (--dry-run: the file is unchanged)" : "");
   return EXIT_OK;
 }
 
@@ -605,9 +649,12 @@ int cg_cmd_prime(int argc, char **argv) {
                    "image whose hash starts with HASH-PREFIX.\n"},
           {"verify", "usage: capguard prime verify [FILE]\n\nCheck every record's checksum; "
                      "exit 1 and name the damaged ones.\n"},
-          {"prune", "usage: capguard prime prune [--older-than DAYS] [--max-size SIZE] [FILE]\n\n"
+          {"prune", "usage: capguard prime prune [--older-than DAYS] [--max-size SIZE] [--dry-run] "
+                    "[FILE]\n\n"
                     "Drop images not needed for DAYS days, then the least recently needed\n"
-                    "until the file fits SIZE (e.g. 64M); also drops damaged records.\n"},
+                    "until the file fits SIZE (e.g. 64M); also drops damaged records. A SIZE\n"
+                    "smaller than every image is refused (it would drop them all).\n"
+                    "  -n, --dry-run  say what would be kept and dropped; change nothing\n"},
           {"merge", "usage: capguard prime merge OUT IN...\n\nAdd the images of every IN to OUT "
                     "(created if missing), once each; an\nimage's hit count is the largest any "
                     "file holds, so merging again\nchanges nothing.\n"},
