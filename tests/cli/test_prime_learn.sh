@@ -77,8 +77,23 @@ hd=$("$CAPGUARD" prime list "$WORK/no-d.cgp" | awk '/ k_d$/ {print $1}')
 [ -n "$hd" ] && pass || fail "prime list shows k_d"
 "$CAPGUARD" prime rm "$hd" "$WORK/no-d.cgp" >/dev/null 2>&1
 cp "$WORK/no-d.cgp" "$WORK/no-d-before.cgp"
-FAKECUDA_DRIVER_VERSION=13000 "$CAPGUARD" prime check --prime "$WORK/no-d.cgp" -- "${app[@]}" >"$WORK/check-miss.out" 2>&1; rc=$?
+mkdir "$WORK/tmp"
+FAKECUDA_DRIVER_VERSION=13000 TMPDIR=$WORK/tmp "$CAPGUARD" prime check --prime "$WORK/no-d.cgp" -- "${app[@]}" >"$WORK/check-miss.out" 2>&1; rc=$?
 expect_rc 1 "prime check with an image missing"
+# the image both workers loaded: listed once, with both pids
+[ "$(grep -c 'kernels: k_d' "$WORK/check-miss.out")" -eq 1 ] && pass || fail "check lists k_d's image more than once"
+expect_in "$WORK/check-miss.out" "k_d  at startup_like" "check: where k_d was loaded"
+grep -q 'kernels: k_d .*(pids [0-9]*, [0-9]*)$' "$WORK/check-miss.out" && pass || fail "check: k_d's image without its two pids"
+# its temporary log is kept, and said to be temporary; a check that passes leaves none
+t=$(ls "$WORK/tmp")
+[ "$(echo "$t" | grep -c .)" -eq 1 ] && pass || fail "failed check: $(echo "$t" | grep -c .) files in TMPDIR, wanted its one log"
+expect_in "$WORK/check-miss.out" "capguard prime check: the run's log: $WORK/tmp/$t (a temporary file, kept for the command below: delete it when done)" "failed check: its temporary log named as such"
+rm -f "$WORK/tmp/"*
+FAKECUDA_DRIVER_VERSION=13000 TMPDIR=$WORK/tmp "$CAPGUARD" prime learn --prime "$WORK/tmp-learn.cgp" -- "${app[@]}" >/dev/null 2>&1; rc=$?
+expect_rc 0 "learn on 13.0"
+FAKECUDA_DRIVER_VERSION=13000 TMPDIR=$WORK/tmp "$CAPGUARD" prime check --prime "$WORK/tmp-learn.cgp" -- "${app[@]}" >/dev/null 2>&1; rc=$?
+expect_rc 0 "check of what was learned"
+[ -z "$(ls "$WORK/tmp")" ] && pass || fail "a learn and a check that passed left files in TMPDIR: $(ls "$WORK/tmp")"
 expect_in "$WORK/check-miss.out" "capguard prime check: FAIL: 2 loads during capture reached the driver; $WORK/no-d.cgp lacks them:" "check names the count"
 expect_in "$WORK/check-miss.out" "kernels: k_d" "check names the missing kernel"
 expect_in "$WORK/check-miss.out" "capguard prime learn --prime $WORK/no-d.cgp -- $STARTUP_LIKE --workers 2" "check says how to learn it"

@@ -223,6 +223,8 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   /* The command that reads it, alone on its line: with %p, the pattern itself
    * (capguard report reads every file it names). A temporary log is kept for
    * that command: it is removed only when it holds nothing. */
+  if (logs->verdict_by) /* prime learn and check say where the log is, and keep it or not */
+    goto analysed;
   char word[4200] = "";
   size_t used = 0;
   cgr_shell_word(logs->shown_path, word, sizeof word, &used);
@@ -231,6 +233,7 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
                           : "",
           pal.dim[0] ? pal.reset : "");
   fprintf(out, "  %s report %s\n", cgr_self_word(), word);
+analysed:
   cgr_free(&a);
 done:
   if (log == &view)
