@@ -120,5 +120,9 @@ void cg_config_load(void) {
   load_bool("CAPGUARD_SUMMARY", &cg_cfg.summary, true);
   s = getenv("CAPGUARD_RUN");
   cg_cfg.run_id = (s && *s) ? s : NULL;
+  s = getenv("CAPGUARD_PRIME_OPTION");
+  cg_cfg.prime_option = s && !strcmp(s, "--prime");
+  s = getenv("CAPGUARD_PRIME_SAID");
+  cg_cfg.prime_said = s && !strcmp(s, "1");
   say_notes();
 }

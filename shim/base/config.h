@@ -23,6 +23,10 @@ typedef struct {
   bool quiet;                /* CAPGUARD_QUIET=1: no stderr reports, log only */
   bool summary;              /* CAPGUARD_SUMMARY (default 1): the exit line on stderr */
   const char *run_id;        /* CAPGUARD_RUN: capguard run's id for its processes, NULL when unset */
+  /* Set by capguard run, which knows how the file was chosen: */
+  bool prime_option;         /* CAPGUARD_PRIME_OPTION=--prime: the user named it with --prime */
+  bool prime_said;           /* CAPGUARD_PRIME_SAID=1: run said before the start why the file
+                                cannot be used; each process need not say it again */
 } cg_config;
 
 extern cg_config cg_cfg;

@@ -88,7 +88,14 @@ static void warn_line(void *ctx, const char *line) {
   static const char prefix[] = "capguard: ";
   if (strncmp(line, prefix, sizeof prefix - 1) == 0)
     line += sizeof prefix - 1;
-  cg_warn("%s", line);
+  /* The file came from capguard run's --prime: the advice names that, not
+   * the variable the user never set. */
+  static const char env_advice[] = "set CAPGUARD_PRIME to ";
+  const char *at = cg_cfg.prime_option ? strstr(line, env_advice) : NULL;
+  if (at)
+    cg_warn("%.*spass --prime %s", (int)(at - line), line, at + sizeof env_advice - 1);
+  else
+    cg_warn("%s", line);
 }
 
 static context_pool *pool_of(CUcontext ctx) {
@@ -209,7 +216,8 @@ static void read_set(void) {
             "recorded into it (capguard doctor --prime FILE)",
             cg_cfg.prime_path, (unsigned long long)st.st_size, (unsigned long long)cg_cfg.prime_max);
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
-  } else if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
+  } else if (cg_prime_load(cg_cfg.prime_path, &set, cg_cfg.prime_said ? NULL : warn_line, NULL)) {
+    /* prime_said: capguard run said why, once, before the command started */
     set = NULL;
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
   } else if (cg_prime_count(set)) {

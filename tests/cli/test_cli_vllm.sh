@@ -125,4 +125,22 @@ expect_not_in "$WORK/l1b.err" "capguard: faster:" "no convergence advice when no
 expect_rc 0 "library worker with --rescue works"
 grep -q '"call":"cuLibraryLoadData","verdict":"rescued"' "$WORK/l2.jsonl" && pass || fail "cuLibraryLoadData rescued"
 expect_not_in "$WORK/g1.err" "capguard: note:" "no note when nothing was skipped"
+
+# --- a priming file that is not one, with 4 workers: capguard run says so once, not each worker again
+echo garbage >"$WORK/bad.cgp"; chmod 600 "$WORK/bad.cgp"
+"$CAPGUARD" run --log "$WORK/bad.jsonl" --prime "$WORK/bad.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/bad.err"; rc=$?
+[ "$(grep -c 'bad.cgp' "$WORK/bad.err" | head -1)" -ge 1 ] && pass || fail "the bad priming file is not named"
+[ "$(grep -c "not a capguard priming file\|not a priming file" "$WORK/bad.err")" -eq 1 ] && pass \
+  || fail "the bad priming file said $(grep -c "not a capguard priming file\|not a priming file" "$WORK/bad.err") times, wanted once:$(grep -i 'priming file' "$WORK/bad.err" | sed 's/^/    | /')"
+expect_in "$WORK/bad.err" "capguard run: priming file $WORK/bad.cgp is not a priming file the shim can read" "capguard run's own line about it"
+# a file named with --prime: capguard run tells the shim so, and the shim's advice names --prime
+"$CAPGUARD" run --log "$WORK/opt.jsonl" --prime "$WORK/opt.cgp" -- sh -c 'echo "option=$CAPGUARD_PRIME_OPTION"' >"$WORK/opt.out" 2>&1
+expect_in "$WORK/opt.out" "option=--prime" "capguard run --prime tells the shim how the file was named"
+"$CAPGUARD" run --log "$WORK/noopt.jsonl" -- sh -c 'echo "option=$CAPGUARD_PRIME_OPTION"' >"$WORK/noopt.out" 2>&1
+expect_in "$WORK/noopt.out" "option=" "no --prime: nothing told"
+expect_not_in "$WORK/noopt.out" "option=--prime" "no --prime: not said to be given"
+LD_PRELOAD=$REAL_SHIM CAPGUARD_PRIME=$WORK/bad.cgp CAPGUARD_PRIME_OPTION=--prime CAPGUARD_LOG=$WORK/direct.jsonl \
+  "$VLLM_LIKE" --workers 1 "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/direct.err"
+expect_in "$WORK/direct.err" "not a capguard priming file; left untouched: pass --prime another path" "the shim's advice names --prime when the file came from it"
+expect_not_in "$WORK/direct.err" "set CAPGUARD_PRIME to another path" "the shim's advice does not name a variable the user never set"
 finish

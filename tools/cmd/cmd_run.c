@@ -65,6 +65,7 @@ static void help(void) {
 typedef struct {
   const char *mode, *log, *prime, *emulate;
   bool rescue, quiet;
+  bool prime_given; /* --prime on the command line (not the program's own file) */
   int error_exitcode; /* 0: off */
 } run_opts;
 
@@ -101,7 +102,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
       o->mode = optarg;
       break;
     case 'l': o->log = optarg; break;
-    case 'p': o->prime = optarg; break;
+    case 'p': o->prime = optarg, o->prime_given = true; break;
     case 'e':
       if (!valid_version(optarg))
         return cg_usage_error(ME, USAGE,
@@ -190,6 +191,9 @@ static int setup_env(const run_opts *o, const char *shim, const char *log, const
     rc |= setenv("CAPGUARD_MODE", o->mode, 1);
   if (o->prime)
     rc |= setenv("CAPGUARD_PRIME", absolute(o->prime, pbuf, sizeof pbuf), 1);
+  /* the shim's advice about the file then names --prime, which the user typed */
+  if (o->prime_given)
+    rc |= setenv("CAPGUARD_PRIME_OPTION", "--prime", 1);
   if (o->emulate)
     rc |= setenv("CAPGUARD_EMULATE_DRIVER", o->emulate, 1);
   if (o->rescue)
@@ -384,6 +388,8 @@ int cg_cmd_run(int argc, char **argv) {
         char shown[PATH_MAX];
         cg_error(ME, "priming file %s %s; the command runs without priming",
                  cg_printable(prime, shown, sizeof shown), why);
+        /* said once here: not again by each of the command's processes */
+        setenv("CAPGUARD_PRIME_SAID", "1", 1);
       }
     }
   }
