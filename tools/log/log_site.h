@@ -21,4 +21,10 @@ void cgl_python_top(json_t *python, char *buf, size_t cap);
  * "lib.so(at::cuda::CUDAGraph::capture_begin()+0x29c)". */
 void cgl_readable_frame(const char *frame, char *buf, size_t cap);
 
+/* A site the shim wrote as one string (where a capture began, where its first
+ * offender was called): a native frame made readable as an event's is
+ * (demangled, " at file.c:123" where debug info says); anything else (a
+ * Python "file:line in func") as it is. */
+void cgl_readable_site(const char *text, const char *argv0, char *buf, size_t cap);
+
 #endif
