@@ -53,7 +53,7 @@ expect_in "$WORK/g1.err" "capguard: 4 processes used CUDA, 4 captures, 4 broken;
 [ -s "$WORK/prime.cgp" ] && pass || fail "guard run 1 recorded no priming file"
 # the exact command, from the logged argv and priming file, pastes into a shell
 expect_in "$WORK/g1.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/prime.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture:" "guard run 1: next step"
-expect_in "$WORK/g1.err" "  capguard run --prime $WORK/prime.cgp -- ${app[*]}" "guard run 1: next step: the command on its own line"
+expect_in "$WORK/g1.err" "  capguard run --log $WORK/g1.jsonl --prime $WORK/prime.cgp -- ${app[*]}" "guard run 1: next step: the command on its own line"
 expect_in "$WORK/g1.err" "capguard: why: 4 captures broke; the first broke in pid " "guard run 1: why"
 expect_in "$WORK/g1.err" "the driver (CUDA 12.2) refused it: drivers before 12.3 refuse module loads during capture" "guard run 1: why, in words"
 
@@ -88,7 +88,7 @@ expect_rc 1 "report-mode run 1"
 check_broken_run r1 "$WORK/r1.jsonl"
 [ -e "$WORK/rprime.cgp" ] && fail "report mode wrote a priming file" || pass
 expect_in "$WORK/r1.err" "capguard: next: run it in guard mode (the default) to record the images and prime them on the run after:" "report-mode advice"
-expect_in "$WORK/r1.err" "  capguard run --prime $WORK/rprime.cgp -- ${app[*]}" "report-mode advice: the command"
+expect_in "$WORK/r1.err" "  capguard run --log $WORK/r1.jsonl --prime $WORK/rprime.cgp -- ${app[*]}" "report-mode advice: the command"
 # even with guard mode's priming file at hand, report mode does not serve from it
 "$CAPGUARD" run --mode report --log "$WORK/r2.jsonl" --prime "$WORK/prime.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/r2.err"; rc=$?
 expect_rc 1 "report-mode run 2 still breaks"
@@ -112,7 +112,7 @@ grep -q '"call":"cuLibraryLoadData","verdict":"refused"' "$WORK/l1.jsonl" && pas
 expect_in "$WORK/l1.err" "capguard: faster: each process stopped at its first refused load" "run summary: how to converge faster"
 expect_in "$WORK/l1.err" "    capguard prime learn --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime learn, the exact command"
 expect_in "$WORK/l1.err" "capguard prime check --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime check"
-expect_in "$WORK/l1.err" "capguard run --rescue --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names --rescue"
+expect_in "$WORK/l1.err" "capguard run --log $WORK/l1.jsonl --rescue --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names --rescue"
 expect_not_in "$WORK/l1.err" "priming does not serve" "library loads are primed now"
 run_cg l1-report report "$WORK/l1.jsonl"
 expect_in "$WORK/l1-report.out" "capguard prime learn --prime $WORK/lprime.cgp -- ${lib_app[*]}" "report advice: learn in one run, the exact command"

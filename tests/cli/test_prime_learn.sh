@@ -116,7 +116,7 @@ while [ $runs -lt 12 ]; do
   if [ $rc -eq 0 ]; then converged=1; break; fi
   expect_in "$WORK/conv$runs.err" "capguard: faster: each process stopped at its first refused load (a framework such as Triton raises there), so each run on a driver that refuses loads during capture (before 12.3, or emulated) learns one load: as many runs as loads" "failed run $runs says how to go faster, as it happens: one load a run"
   expect_in "$WORK/conv$runs.err" "    capguard prime learn --prime $FRESH -- $STARTUP_LIKE" "failed run $runs names prime learn"
-  expect_in "$WORK/conv$runs.err" "capguard run --rescue --prime $FRESH -- $STARTUP_LIKE" "failed run $runs names --rescue"
+  expect_in "$WORK/conv$runs.err" "capguard run --log $WORK/conv$runs.jsonl --rescue --prime $FRESH -- $STARTUP_LIKE" "failed run $runs names --rescue"
 done
 # run 2: k_a served, k_b recorded: the one kernel recorded, no "..." after it
 expect_in "$WORK/conv2.err" "recorded in $FRESH (kernels k_b), will be loaded before capture" "run 2 names the one kernel it recorded, with no '...' after it"

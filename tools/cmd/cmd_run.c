@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "prime_precheck.h"
+#include "rerun_command.h"
 #include "run_summary.h"
 #include "shim_path.h"
 
@@ -331,6 +332,23 @@ static int spawn_and_wait(char **argv, bool *started) {
   return CG_EXIT_RUN_FAILED;
 }
 
+/* The options the log does not keep, for the commands the summary gives:
+ * the run the summary advises keeps the log, the quiet and the exit status asked for. */
+static void keep_options(const run_opts *o) {
+  char words[2048] = "";
+  size_t used = 0;
+  if (o->log) {
+    used = (size_t)snprintf(words, sizeof words, "--log ");
+    cgr_shell_word(o->log, words, sizeof words, &used); /* as typed: %p stays %p */
+  }
+  if (o->quiet && used + 4 < sizeof words)
+    used += (size_t)snprintf(words + used, sizeof words - used, "%s-q", used ? " " : "");
+  if (o->error_exitcode && used + 24 < sizeof words)
+    snprintf(words + used, sizeof words - used, "%s--error-exitcode %d", used ? " " : "",
+             o->error_exitcode);
+  cgr_rerun_keep_options(words);
+}
+
 int cg_cmd_run(int argc, char **argv) {
   run_opts o = {0};
   int cmd_at = 0;
@@ -426,8 +444,10 @@ int cg_cmd_run(int argc, char **argv) {
   cg_run_mode mode = CG_RUN_MODE_COUNT;
   if (mode_word && *mode_word && !cg_run_mode_parse(mode_word, &mode))
     mode = CG_RUN_GUARD;
+  const char *said = getenv("CAPGUARD_PRIME_SAID"); /* set above when the file was refused */
   cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id,
-                      verdict_buf[0] ? verdict_buf : NULL};
+                      verdict_buf[0] ? verdict_buf : NULL, said && !strcmp(said, "1")};
+  keep_options(&o);
   cg_run_outcome res;
   cg_run_summary(stderr, &logs, &res);
   free_logs(&before);

@@ -413,7 +413,10 @@ static void faster_say(const ctx *c, cgf_finding *x) {
 }
 static bool faster_report_holds(const ctx *c) { return c->a->loads_refused != 0; }
 static bool faster_run_holds(const ctx *c) {
-  return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD;
+  /* a priming file already said to be unusable: the way on is to fix it
+   * (next: says so), not commands that name it again */
+  return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD &&
+         !c->f->prime_unusable;
 }
 
 static bool skipped_arch_holds(const ctx *c) { return c->a->skipped_arch != 0; }

@@ -47,6 +47,7 @@ typedef struct {
   const cgl_log *log;           /* run summary, CGF_NO_RECORDS: the log, with nothing to analyse */
   const char *log_shown;        /* run summary: the log's name as shown */
   const cgf_prime_run *prime_run; /* prime learn and prime check */
+  bool prime_unusable;          /* run summary: run said the priming file cannot be used */
 } cgf_facts;
 
 /* The findings for an audience (one CGF_ bit), appended to out; first_only:

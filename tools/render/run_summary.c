@@ -95,8 +95,9 @@ static size_t this_run(const cgl_log *log, const char *run_id) {
 
 /* What to do next, and what else the findings table says to a run. */
 static void findings_lines(FILE *out, const cgr_analysis *a, cg_run_mode mode,
-                           const char *incomplete, cg_palette pal) {
-  cgf_facts facts = {.a = a, .mode = mode, .incomplete = incomplete};
+                           const char *incomplete, bool prime_unusable, cg_palette pal) {
+  cgf_facts facts = {.a = a, .mode = mode, .incomplete = incomplete,
+                     .prime_unusable = prime_unusable};
   static const struct {
     unsigned audience;
     const char *label;
@@ -219,7 +220,7 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   said_lines(out, &a, pal);
   why_line(out, &a, pal);
   if (!logs->verdict_by)
-    findings_lines(out, &a, mode, incomplete, pal);
+    findings_lines(out, &a, mode, incomplete, logs->prime_unusable, pal);
   /* The command that reads it, alone on its line: with %p, the pattern itself
    * (capguard report reads every file it names). A temporary log is kept for
    * that command: it is removed only when it holds nothing. */

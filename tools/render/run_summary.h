@@ -23,6 +23,8 @@ typedef struct {
   const char *run_id;           /* CAPGUARD_RUN given to this run's processes */
   const char *verdict_by;       /* prime learn / check, whose verdict follows and says what to
                                    do: the summary then gives facts only (NULL: none) */
+  bool prime_unusable;          /* run said before the start that the priming file cannot be
+                                   used: no advice repeats its path in a command */
 } cg_run_logs;
 
 typedef struct {
