@@ -198,6 +198,18 @@ FAKECUDA_DRIVER_VERSION=12020 CAPGUARD_MODE= "$CAPGUARD" run --prime "$WORK/prim
 expect_in "$WORK/dir.err" "capguard run: priming file $WORK/primedir is a directory" "a directory for --prime is said"
 [ "$(grep -c -- "--prime $WORK/primedir " "$WORK/dir.err")" -eq 0 ] && pass || fail "a priming path said to be a directory is given again in commands: $(grep -- "--prime $WORK/primedir " "$WORK/dir.err")"
 expect_not_in "$WORK/dir.err" "capguard: faster:" "no faster: block through a priming file that cannot be used"
+# --- prime list right after capguard run (no --prime anywhere): the file the run used, said
+home=$WORK/fresh-home; mkdir -p "$home"
+(export HOME=$home XDG_CACHE_HOME=$home/cache; unset CAPGUARD_PRIME
+ FAKECUDA_DRIVER_VERSION=12020 "$CAPGUARD" run -q -- "$STARTUP_LIKE" >/dev/null 2>&1
+ "$CAPGUARD" prime list >"$WORK/plist.out" 2>"$WORK/plist.err"; echo $? >"$WORK/plist.rc"
+ FAKECUDA_DRIVER_VERSION=12020 "$CAPGUARD" run -q -- "${app[@]}" >/dev/null 2>&1
+ "$CAPGUARD" prime list >"$WORK/plist2.out" 2>"$WORK/plist2.err"; echo $? >"$WORK/plist2.rc")
+[ "$(cat "$WORK/plist.rc")" = 0 ] && pass || fail "prime list after one run: exit $(cat "$WORK/plist.rc")"
+expect_in "$WORK/plist.err" "listing $home/cache/capguard/prime.d/startup_like.cgp, the file capguard run uses for that program" "prime list: the program's own file, said"
+expect_in "$WORK/plist.out" " k_a" "prime list: what that run recorded"
+[ "$(cat "$WORK/plist2.rc")" = 1 ] && pass || fail "prime list with two programs' files: exit $(cat "$WORK/plist2.rc"), wanted 1"
+expect_in "$WORK/plist2.err" "capguard run without --prime uses each program's own file in $home/cache/capguard/prime.d/ (startup_like.cgp, vllm_like.cgp): name one" "prime list: which files, when several"
 n=$(wc -l <"$readme"); [ "$n" -le 200 ] && pass || fail "README: $n lines, more than the 200 a newcomer reads in minutes"
 # The demo's two opening commands stay first, as written.
 [ "$(grep -m1 -A2 '^```sh$' "$readme" | sed -n '2,3p' | cut -d' ' -f1-2)" = "bash tools/demo/run-demo.sh

@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -206,12 +207,59 @@ static unsigned copies_of(const cg_prime_record *r) {
   return n == 0 ? 1u : n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
 }
 
+/* The files capguard run keeps, one a program, when no --prime is given
+ * (cg_cli_prime_for): DIR/prime.d/ beside the shared default. */
+static void program_files(const char *shared, glob_t *g) {
+  char pattern[PATH_MAX];
+  const char *slash = strrchr(shared, '/');
+  memset(g, 0, sizeof *g);
+  if (!slash || snprintf(pattern, sizeof pattern, "%.*s/prime.d/*.cgp", (int)(slash - shared),
+                         shared) >= (int)sizeof pattern ||
+      glob(pattern, 0, NULL, g) != 0)
+    globfree(g), memset(g, 0, sizeof *g);
+}
+
+/* No FILE, no CAPGUARD_PRIME: the shared file may not be what capguard run
+ * used. One program's file and no shared file: that one, said; several, or
+ * both: which, said. 0 to go on with path; else an exit status. */
+static int pick_run_file(char *path, size_t cap) {
+  const char *named = getenv("CAPGUARD_PRIME");
+  if (named && *named) return 0;
+  glob_t g;
+  program_files(path, &g);
+  int rc = 0;
+  if (g.gl_pathc == 1 && !file_exists(path)) {
+    fprintf(stderr, "capguard prime: %s does not exist; listing %s, the file capguard run uses for "
+                    "that program when no --prime is given\n", path, g.gl_pathv[0]);
+    snprintf(path, cap, "%s", g.gl_pathv[0]);
+  } else if (g.gl_pathc) {
+    char names[1024] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < g.gl_pathc && used < sizeof names; i++) {
+      const char *base = strrchr(g.gl_pathv[i], '/') + 1;
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", base);
+    }
+    const char *dir_end = strrchr(g.gl_pathv[0], '/');
+    if (file_exists(path))
+      fprintf(stderr, "capguard prime: listing %s, the shared file; capguard run without --prime "
+                      "uses each program's own file in %.*s/ (%s): name one to list it\n",
+              path, (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names);
+    else
+      rc = fail("%s does not exist; capguard run without --prime uses each program's own file in "
+                "%.*s/ (%s): name one, e.g. capguard prime list %s", path,
+                (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names, g.gl_pathv[0]);
+  }
+  globfree(&g);
+  return rc;
+}
+
 static int cmd_list(int argc, char **argv) {
   if (reject_options(argc, argv)) return EXIT_USAGE;
   if (argc > 2) return usage_error("list takes at most one FILE");
   char path[PATH_MAX];
   int rc = pick_file(argc == 2 ? argv[1] : NULL, path, sizeof path);
   if (rc) return rc;
+  if (argc < 2 && (rc = pick_run_file(path, sizeof path))) return rc;
   /* as verify: a file that is not there is named, not listed as empty */
   if (!file_exists(path))
     return fail("%s does not exist; check the name (capguard run prints the priming file it used)",
