@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "doc_path.h"
 #include "report_render.h"
 
 static const char USAGE[] =
@@ -15,6 +16,7 @@ static const char USAGE[] =
 static const char ME[] = "capguard report";
 
 static void help(void) {
+  char trace_doc[4200];
   printf("usage: %s\n\n"
          "Read capguard logs (JSON Lines; several processes and runs may share one file or be\n"
          "given as several files) and print the captures that broke, the first call that broke\n"
@@ -29,14 +31,14 @@ static void help(void) {
          "  --html FILE   also write a self-contained HTML page with a timeline of captures\n"
          "  --trace FILE  also write a Chrome/Perfetto trace (JSON): a track per process and\n"
          "                thread, captures as spans, calls during capture as instants;\n"
-         "                times exact to the nanosecond (docs/trace.md: lining it up\n"
+         "                times exact to the nanosecond (%s: lining it up\n"
          "                with an nsys profile)\n"
          "  -h, --help    show this help\n\n"
          "Unknown keys and lines of a newer log version are ignored; malformed lines are\n"
          "counted and reported in one line.\n"
          "Exit status: 0 no capture broke (in the runs reported), 1 a capture broke, 2 usage\n"
          "error, unreadable log, or input that is not a capguard log.\n",
-         USAGE);
+         USAGE, cg_doc_path("trace.md", trace_doc, sizeof trace_doc));
 }
 
 static int write_page(const cgr_analysis *a, const char *path, const char *option,
