@@ -368,6 +368,11 @@ static void put_image_text(cg_out *o, const cg_image_info *im) {
     cg_out_u64(o, im->sm_arch);
   }
   if (im->kind == CG_IMAGE_FATBIN && im->has_ptx) cg_out_str(o, " +ptx");
+  if (im->kind == CG_IMAGE_FATBIN && im->on_device) { /* which of them this GPU runs */
+    cg_out_str(o, " (sm_");
+    cg_out_u64(o, im->on_device);
+    cg_out_str(o, " on this device)");
+  }
   cg_out_str(o, ", xxh3 ");
   put_hash(o, im->hash);
   cg_out_char(o, '\n');

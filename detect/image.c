@@ -360,6 +360,9 @@ static const char *parse_fatbin(reader *r, cg_image_info *out, size_t *size) {
     add_arch(out, arch);
     if (kind == FATBIN_KIND_ELF) {
       if (arch > best_sass) best_sass = arch;
+      bool seen = false;
+      for (unsigned i = 0; i < out->n_sass_archs; i++) seen |= out->sass_archs[i] == arch;
+      if (!seen && out->n_sass_archs < CG_IMAGE_MAX_ARCHS) out->sass_archs[out->n_sass_archs++] = arch;
       if (!compressed) { /* compressed payloads: names unknown, not an error */
         size_t csize;
         unsigned carch;
@@ -369,6 +372,7 @@ static const char *parse_fatbin(reader *r, cg_image_info *out, size_t *size) {
       }
     } else if (kind == FATBIN_KIND_PTX) {
       out->has_ptx = true;
+      if (!out->ptx_arch || arch < out->ptx_arch) out->ptx_arch = arch;
       if (!compressed) {
         if (!ptx_recognised((const char *)pl, plen)) return "fatbin PTX entry is not PTX text";
         const char *nul = memchr(pl, '\0', plen);
@@ -462,6 +466,18 @@ int cg_image_inspect(const void *p, size_t limit, cg_image_info *out) {
   }
   if (r.why) return fail(out, r.why);
   return inspect_image(&r, out);
+}
+
+unsigned cg_image_arch_on(const cg_image_info *info, unsigned device_sm) {
+  if (!info || !device_sm || info->kind != CG_IMAGE_FATBIN) return info ? info->sm_arch : 0;
+  /* SASS runs on the same major version at the same or a higher minor */
+  unsigned best = 0;
+  for (unsigned i = 0; i < info->n_sass_archs; i++) {
+    unsigned a = info->sass_archs[i];
+    if (a / 10 == device_sm / 10 && a <= device_sm && a > best) best = a;
+  }
+  if (best) return best;
+  return info->has_ptx && info->ptx_arch <= device_sm ? device_sm : info->sm_arch;
 }
 
 const char *cg_image_first_kernel(const cg_image_info *info) {

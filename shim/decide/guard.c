@@ -9,6 +9,7 @@
 #include "capguard/image.h"
 #include "captures_exit.h"
 #include "config.h"
+#include "device_arch.h"
 #include "driver.h"
 #include "output.h"
 #include "policy.h"
@@ -230,6 +231,11 @@ CUresult cg_guard_load(const cg_load *l) {
     /* An in-memory image has no length: inspected with CG_IMAGE_MAX_BYTES,
      * so that every byte is probed readable before it is read. */
     malformed = cg_image_inspect(img, file ? file_size : CG_IMAGE_MAX_BYTES, &s->image) != 0;
+    /* A fatbin is said (and recorded) as the arch this device runs it as,
+     * not its highest entry: sm_90 on an H100, not sm_120. */
+    unsigned device = !malformed && s->image.kind == CG_IMAGE_FATBIN ? cg_device_arch() : 0;
+    if (device)
+      s->image.sm_arch = s->image.on_device = cg_image_arch_on(&s->image, device);
   }
 
   /* Inspection happened outside the gate; now decide and call under it. */

@@ -24,6 +24,7 @@
 
 #include "capguard/prime_file.h"
 #include "config.h"
+#include "device_arch.h"
 #include "driver.h"
 #include "entry_points.h"
 #include "live_captures.h"
@@ -105,16 +106,6 @@ static context_pool *pool_of(CUcontext ctx) {
   return NULL;
 }
 
-static int device_arch(void) {
-  CUdevice dev;
-  int major = 0, minor = 0;
-  if (!cg_drv.CtxGetDevice || !cg_drv.DeviceGetAttribute || cg_drv.CtxGetDevice(&dev) != CUDA_SUCCESS)
-    return 0;
-  if (cg_drv.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
-      cg_drv.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
-    return 0;
-  return major * 10 + minor;
-}
 
 /* Whether a recorded image can load on a device of this arch: SASS must be
  * for exactly this arch; PTX JIT-compiles for this arch or newer. Records
@@ -237,7 +228,7 @@ void cg_priming_before_begin(void) {
   /* The device's arch, for the arch rule and for the summary (capguard
    * prime learn names it): queries that are allowed during capture. */
   if (!device_sm)
-    device_sm = (unsigned)device_arch();
+    device_sm = cg_device_arch();
   context_pool *have = pool_of(ctx);
   bool may_preload = priming_on() && ((!have && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)))) ||
                                       (have && have->slots && refill_pending));

@@ -208,6 +208,17 @@ static void check_fatbin(const char *name, bool names_expected) {
   ck_assert_uint_eq(info.archs[0], 80);
   ck_assert_uint_eq(info.archs[1], 90);
   ck_assert(info.has_ptx);
+  /* the arch a device runs it as: its major's highest SASS not above it
+   * (sm_90 on sm_90, not the highest overall; sm_80 on sm_86), else the PTX
+   * compiled for the device (sm_100, sm_75: no SASS of their major fits) */
+  ck_assert_uint_eq(info.n_sass_archs, 2);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 90), 90);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 80), 80);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 86), 80);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 89), 80);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 100), 100); /* compute_90 PTX compiled for sm_100 */
+  ck_assert_uint_eq(cg_image_arch_on(&info, 75), 90);   /* nothing runs on sm_75: the highest */
+  ck_assert_uint_eq(cg_image_arch_on(&info, 0), 90);
   if (names_expected) {
     expect_two_kernels(&info);
   } else {
@@ -546,6 +557,24 @@ static size_t fat_entry(const unsigned char *f, int idx) {
   for (int i = 0; i < idx; i++) off += (size_t)get(f, off + 4, 4) + (size_t)get(f, off + 8, 8);
   return off;
 }
+
+/* A fatbin like torch's: SASS for sm_120 as well as sm_90 (the zstd one's
+ * first entry, compressed so that its ELF is not read, relabelled 120). On an
+ * H100 the driver runs the sm_90 entry: that, not the highest, is the arch. */
+START_TEST(fatbin_arch_on_device) {
+  blob b = load("kernels_multi_zstd.fatbin");
+  put(b.bytes, fat_entry(b.bytes, 0) + 0x1C, 4, 120);
+  cg_image_info info;
+  ck_assert_int_eq(cg_image_inspect(b.bytes, b.size, &info), 0);
+  ck_assert_uint_eq(info.sm_arch, 120);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 90), 90);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 120), 120);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 121), 120);
+  ck_assert_uint_eq(info.ptx_arch, 90);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 80), 120); /* no sm_8x SASS, PTX only for 90: none runs */
+  free(b.bytes);
+}
+END_TEST
 
 static void fat_size_huge(unsigned char *f) { put(f, 8, 8, UINT64_MAX - 4); }
 static void fat_size_short(unsigned char *f) { put(f, 8, 8, get(f, 8, 8) - 1); }
@@ -900,6 +929,7 @@ int main(void) {
   tcase_add_test(ok, fatbin_plain);
   tcase_add_test(ok, fatbin_zstd);
   tcase_add_test(ok, fatbin_lz4);
+  tcase_add_test(ok, fatbin_arch_on_device);
   tcase_add_test(ok, fatbin_ptx_entry_names);
   tcase_add_test(ok, fatbin_many_archs);
   tcase_add_test(ok, fatbin_wrapper);

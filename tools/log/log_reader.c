@@ -285,6 +285,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     e->image_sm = num(img, CG_KEY_SM, 0);
     e->kernels_truncated = json_is_true(json_object_get(img, CG_KEY_KERNELS_TRUNCATED));
   }
+  e->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
   char where[512];
   const cgl_process *pr = &log->procs[proc];
   cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),

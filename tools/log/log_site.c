@@ -154,3 +154,17 @@ void cgl_readable_site(const char *text, const char *argv0, char *buf, size_t ca
   }
   snprintf(buf, cap, "%s", text);
 }
+
+bool cgl_stack_runtime_lazy(json_t *native) {
+  size_t k;
+  json_t *f;
+  json_array_foreach(native, k, f) {
+    const char *s = json_string_value(f);
+    if (!s)
+      continue;
+    if (strstr(s, "__cudaGetKernel") || strstr(s, "cudaGetFuncBySymbol") ||
+        (strstr(s, "libcudart") && (strstr(s, "azy") || strstr(s, "LAZY"))))
+      return true;
+  }
+  return false;
+}

@@ -50,6 +50,11 @@ typedef struct {
   size_t broken_loads, unwatched, not_said, other, first_other;
   size_t to_warm, unloads;
   size_t most_refused; /* the most loads refused during capture in one process */
+  /* loads during capture that broke (or would have: rescued) and whose image
+   * names no kernel (a compressed fatbin), by image; and the loads the CUDA
+   * runtime made lazily, at a kernel's first launch */
+  size_t unnamed_images, lazy_loads;
+  size_t lazy_run;
 } ctx;
 
 static void derive(const cgf_facts *f, ctx *c) {
@@ -97,6 +102,25 @@ static void derive(const cgf_facts *f, ctx *c) {
       c->most_refused = refused[e->proc];
   }
   free(refused);
+  const char **unnamed = calloc(c->log->n_evs + 1, sizeof *unnamed);
+  for (size_t i = 0; i < c->log->n_evs; i++) {
+    const cgl_event *e = &c->log->evs[i];
+    if (e->kind != CG_EV_MODULE_LOAD || e->verdict >= CG_VERDICT_COUNT)
+      continue;
+    bool broke = cg_verdict_breaks(e->verdict) || e->verdict == CG_VERDICT_RESCUED;
+    if (e->runtime_lazy && (broke || e->verdict == CG_VERDICT_ALLOWED)) {
+      c->lazy_loads++;
+      c->lazy_run = c->log->procs[e->proc].run_index;
+    }
+    if (!broke || e->kernels->n || !unnamed)
+      continue;
+    bool seen = false;
+    for (size_t k = 0; k < c->unnamed_images && !seen; k++)
+      seen = e->image_hash && unnamed[k] == e->image_hash;
+    if (!seen)
+      unnamed[c->unnamed_images++] = e->image_hash;
+  }
+  free(unnamed);
 }
 
 static void command(cgf_finding *x, const char *sep, const char *lead, char *text) {
@@ -277,12 +301,13 @@ static void recorded_say(const ctx *c, cgf_finding *x) {
                           "(kernels %s%s), but the run loaded the same bytes again while a copy "
                           "was still loaded (identical Triton specialisations do): one more copy "
                           "of %s, recorded in %s, will be loaded before capture",
-                          plural(images), names[0] ? names : "?", more,
+                          plural(images), names[0] ? names : "not named: a compressed fatbin", more,
                           images == 1 ? "it" : "each", where);
   else
     x->sentence = xprintf("run it again; the %zu image%s loaded during capture, recorded in %s "
                           "(kernels %s%s), will be loaded before capture%s",
-                          images, plural(images), where, names[0] ? names : "?", more,
+                          images, plural(images), where,
+                          names[0] ? names : "not named: a compressed fatbin", more,
                           copies ? " (some of them another copy of an image the file already "
                                    "held: the same bytes loaded again)"
                                  : "");
@@ -351,7 +376,8 @@ static void handled_say(const ctx *c, cgf_finding *x) {
 /* -- the report's advice (and run's faster: and note:) -- */
 
 static bool warm_holds(const ctx *c) {
-  return c->broken_loads || c->a->verdicts[CG_VERDICT_RESCUED];
+  return (c->broken_loads || c->a->verdicts[CG_VERDICT_RESCUED]) &&
+         (c->to_warm || c->unnamed_images);
 }
 static void warm_say(const ctx *c, cgf_finding *x) {
   const cgr_analysis *a = c->a;
@@ -375,14 +401,23 @@ static void warm_say(const ctx *c, cgf_finding *x) {
   for (size_t p = 0; p < c->log->n_procs; p++)
     if (c->log->procs[p].run_index == c->broke_run)
       guard &= c->log->procs[p].mode == CG_RUN_GUARD || c->log->procs[p].mode == CG_RUN_MODE_COUNT;
-  char count[48];
-  if (c->to_warm == 1)
-    snprintf(count, sizeof count, "this kernel");
-  else
-    snprintf(count, sizeof count, "these %zu kernels", c->to_warm);
+  /* what to warm: named kernels, and images whose kernels have no names here
+   * (a compressed fatbin: the runtime's own, loaded at a first launch) */
+  char count[320];
+  size_t things = c->to_warm + c->unnamed_images;
+  int n = c->to_warm == 1 ? snprintf(count, sizeof count, "this kernel%s", names)
+          : c->to_warm   ? snprintf(count, sizeof count, "these %zu kernels%s", c->to_warm, names)
+                         : 0;
+  if (c->unnamed_images && n >= 0 && (size_t)n < sizeof count)
+    snprintf(count + n, sizeof count - (size_t)n,
+             "%s %zu image%s whose kernels capguard cannot name (a compressed fatbin%s)",
+             c->to_warm ? " and the kernels of" : "the kernels of", c->unnamed_images,
+             plural(c->unnamed_images),
+             c->lazy_loads ? ", such as the CUDA runtime loads at a kernel's first launch: run "
+                             "the op that launches it" : "");
   x->sentence = xprintf(
-      "warm %s%s up before capture (run %s once outside capture), or let capguard prime %s: %s",
-      count, names, c->to_warm == 1 ? "it" : "each", c->to_warm == 1 ? "it" : "them",
+      "warm %s up before capture (run %s once outside capture), or let capguard prime %s: %s",
+      count, things == 1 ? "it" : "each", things == 1 ? "it" : "them",
       guard ? "run the same command again under capguard; the images it recorded are loaded "
               "before capture"
             : "run it in guard mode, which records the images and loads them before capture on "
@@ -417,6 +452,22 @@ static bool faster_run_holds(const ctx *c) {
    * (next: says so), not commands that name it again */
   return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD &&
          !c->f->prime_unusable;
+}
+
+/* Loads the CUDA runtime made lazily, at a kernel's first launch: its own
+ * modules (torch's cat, its GEMMs) load mid-capture unless loaded eagerly. */
+static bool runtime_lazy_holds(const ctx *c) { return c->lazy_loads != 0; }
+static void runtime_lazy_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->lazy_loads;
+  x->sentence = xprintf("%zu load%s during capture %s made by the CUDA runtime's lazy loading "
+                        "(__cudaGetKernel: the first launch of a kernel compiled into a library, "
+                        "torch's own for one): CUDA_MODULE_LOADING=EAGER makes the runtime load its "
+                        "modules at start-up, before any capture (or launch those ops once before "
+                        "capture)",
+                        n, plural(n), was_were(n));
+  char cmd[1024];
+  cgr_rerun_command_with(c->log, c->lazy_run, NULL, cmd, sizeof cmd);
+  command(x, NULL, NULL, xprintf("CUDA_MODULE_LOADING=EAGER %s", cmd));
 }
 
 static bool skipped_arch_holds(const ctx *c) { return c->a->skipped_arch != 0; }
@@ -636,6 +687,7 @@ static const row rows[] = {
     {"warm-up", CGF_REPORT, warm_holds, warm_say},
     {"faster", CGF_REPORT, faster_report_holds, faster_say},
     {"faster", CGF_FASTER, faster_run_holds, faster_say},
+    {"runtime-lazy-load", CGF_REPORT | CGF_NOTE, runtime_lazy_holds, runtime_lazy_say},
     {"skipped-arch", CGF_REPORT | CGF_NOTE, skipped_arch_holds, skipped_arch_say},
     {"preloaded-unused", CGF_REPORT | CGF_NOTE, unused_holds, unused_say},
     {"allowed-loads", CGF_REPORT, allowed_holds, allowed_say},

@@ -32,6 +32,11 @@ typedef struct {
   unsigned archs[CG_IMAGE_MAX_ARCHS]; /* fatbin: every entry's arch; others: sm_arch */
   unsigned n_archs;
   bool has_ptx;      /* fatbin holds a PTX entry (JIT-able on newer archs) */
+  unsigned sass_archs[CG_IMAGE_MAX_ARCHS]; /* fatbin: the archs of its SASS (ELF) entries */
+  unsigned n_sass_archs;
+  unsigned ptx_arch;  /* fatbin: the lowest arch of its PTX entries (0: none) */
+  unsigned on_device; /* set by the caller that knows the device: the arch it runs the image
+                         as (cg_image_arch_on), 0 when unknown */
   cg_hash128 hash;   /* of size bytes at data */
   unsigned n_kernels;
   bool names_truncated; /* more kernels than fit in kernel_names */
@@ -45,6 +50,14 @@ typedef struct {
  * out->why_unknown set otherwise. Never allocates. */
 int cg_image_inspect(const void *p, size_t limit, cg_image_info *out);
 
+
+/* The architecture a device of arch device_sm (90: sm_90) runs this image
+ * as: a cubin's or PTX's own; for a fatbin the SASS entry the driver picks
+ * (the highest of the device's major version not above it: sm_90 on an H100
+ * from sm_75...sm_120), else, when it holds PTX for that arch or an older
+ * one, device_sm itself (the driver compiles the PTX for it), else the
+ * highest SASS (sm_arch: it does not run there). device_sm 0: sm_arch. */
+unsigned cg_image_arch_on(const cg_image_info *info, unsigned device_sm);
 
 /* Iterate kernel names: for (const char *n = cg_image_first_kernel(i); n; n = cg_image_next_kernel(i, n)) */
 const char *cg_image_first_kernel(const cg_image_info *info);
