@@ -3,8 +3,8 @@
 # from __cudaGetKernel at a kernel's first launch, CUDA_MODULE_LOADING=LAZY):
 # the arch this GPU runs them as (not the highest entry: sm_90 on an H100 from
 # sm_75...sm_120), in the warm-up advice even when compressed entries leave
-# their kernels unnamed, and the runtime's lazy loading said, with
-# CUDA_MODULE_LOADING=EAGER.
+# their kernels unnamed (LZ4-compressed entries are named: decompressed), and
+# the runtime's lazy loading said, with CUDA_MODULE_LOADING=EAGER.
 . "$(dirname "$0")/lib.sh"
 
 # --- a log with the runtime's lazy load (hand-written: the fake driver has no runtime)
@@ -32,4 +32,10 @@ grep -q '"sm":80,"archs":\[80,90\]' "$WORK/f.jsonl" && pass || fail "the log's i
 "$CAPGUARD" prime list "$WORK/f.cgp" >"$WORK/f-list.out" 2>&1
 grep -q '^[0-9a-f]*  fatbin  sm_80 ' "$WORK/f-list.out" && pass || fail "prime list labels the fatbin with another arch than this device's: $(cat "$WORK/f-list.out")"
 expect_in "$WORK/f.err" "(kernels not named: a compressed fatbin)" "next: says the kernels are not named, not '?'"
+# LZ4-compressed entries (nvcc -compress-mode=speed): the shim decompresses them for the kernel names
+lz4=$SOURCE_ROOT/tests/data/kernels_multi_lz4.fatbin
+"$CAPGUARD" run --log "$WORK/l.jsonl" --prime "$WORK/l.cgp" -- "$VLLM_LIKE" --workers 1 "$lz4" cg_test_fill >/dev/null 2>"$WORK/l.err"; rc=$?
+expect_in "$WORK/l.err" "  kernels: cg_test_fill, cg_test_axpy" "an LZ4-compressed fatbin's kernels named on the event"
+grep -q '"kernels":\["cg_test_fill","cg_test_axpy"\]' "$WORK/l.jsonl" && pass || fail "an LZ4-compressed fatbin's kernels not in the log"
+expect_in "$WORK/l.err" "(kernels cg_test_axpy, cg_test_fill)" "next: names them"
 finish

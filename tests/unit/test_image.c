@@ -558,6 +558,37 @@ static size_t fat_entry(const unsigned char *f, int idx) {
   return off;
 }
 
+/* LZ4-compressed entries (nvcc -compress-mode=speed): unnamed without room,
+ * and lz4_unread says how much room (the largest ELF entry, 6184 bytes);
+ * named from the decompressed ELF with it; a payload that does not decode,
+ * or too little room, leaves them unnamed and the image still known. */
+START_TEST(fatbin_lz4_names_with_scratch) {
+  blob b = load("kernels_multi_lz4.fatbin");
+  cg_image_info info;
+  ck_assert_int_eq(cg_image_inspect(b.bytes, b.size, &info), 0);
+  ck_assert_uint_eq(info.n_kernels, 0);
+  ck_assert_uint_eq(info.lz4_unread, 6184);
+  static unsigned char scratch[8192];
+  ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, sizeof scratch), 0);
+  expect_two_kernels(&info);
+  ck_assert_uint_eq(info.lz4_unread, 0);
+  ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, 5000), 0);
+  ck_assert_uint_eq(info.n_kernels, 0); /* the ELF entries take 5224 and 6184 bytes */
+  ck_assert_uint_eq(info.lz4_unread, 6184);
+  /* a damaged block: every byte of the first entry's payload after its first 100 set to 0xff */
+  size_t e0 = fat_entry(b.bytes, 0), pl = e0 + (size_t)get(b.bytes, e0 + 4, 4);
+  memset(b.bytes + pl + 100, 0xff, (size_t)get(b.bytes, e0 + 0x10, 4) - 100);
+  ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, sizeof scratch), 0);
+  ck_assert_int_eq(info.kind, CG_IMAGE_FATBIN);
+  free(b.bytes);
+  /* zstd stays unnamed, scratch or not */
+  b = load("kernels_multi_zstd.fatbin");
+  ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, sizeof scratch), 0);
+  ck_assert_uint_eq(info.n_kernels, 0);
+  free(b.bytes);
+}
+END_TEST
+
 /* A fatbin like torch's: SASS for sm_120 as well as sm_90 (the zstd one's
  * first entry, compressed so that its ELF is not read, relabelled 120). On an
  * H100 the driver runs the sm_90 entry: that, not the highest, is the arch. */
@@ -930,6 +961,7 @@ int main(void) {
   tcase_add_test(ok, fatbin_zstd);
   tcase_add_test(ok, fatbin_lz4);
   tcase_add_test(ok, fatbin_arch_on_device);
+  tcase_add_test(ok, fatbin_lz4_names_with_scratch);
   tcase_add_test(ok, fatbin_ptx_entry_names);
   tcase_add_test(ok, fatbin_many_archs);
   tcase_add_test(ok, fatbin_wrapper);

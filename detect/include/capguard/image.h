@@ -37,6 +37,10 @@ typedef struct {
   unsigned ptx_arch;  /* fatbin: the lowest arch of its PTX entries (0: none) */
   unsigned on_device; /* set by the caller that knows the device: the arch it runs the image
                          as (cg_image_arch_on), 0 when unknown */
+  /* fatbin: the largest LZ4-compressed ELF entry, uncompressed, whose kernel
+   * names were not read (no scratch given, or too little): a caller that
+   * wants them inspects again with that much scratch; 0 when none */
+  size_t lz4_unread;
   cg_hash128 hash;   /* of size bytes at data */
   unsigned n_kernels;
   bool names_truncated; /* more kernels than fit in kernel_names */
@@ -49,6 +53,10 @@ typedef struct {
  * when the image is recognised; -1 with out->kind = CG_IMAGE_UNKNOWN and
  * out->why_unknown set otherwise. Never allocates. */
 int cg_image_inspect(const void *p, size_t limit, cg_image_info *out);
+/* The same, and a fatbin's LZ4-compressed ELF entries that fit in scratch
+ * (cap bytes, the caller's) are decompressed there, one after the other, for
+ * their kernel names. zstd-compressed entries stay unnamed. */
+int cg_image_inspect_with(const void *p, size_t limit, cg_image_info *out, void *scratch, size_t cap);
 
 
 /* The architecture a device of arch device_sm (90: sm_90) runs this image
