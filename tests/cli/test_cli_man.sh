@@ -25,7 +25,7 @@ while read -r call; do
 done <"$WORK/watched"
 # what guard mode does with an event query
 expect_in "$WORK/watched-section" "answered" "man page: what capguard answers for cuEventQuery"
-for v in CAPGUARD_PRIME_OPTION CAPGUARD_PRIME_SAID; do
+for v in CAPGUARD_PRIME_OPTION CAPGUARD_PRIME_SAID "--dry-run" "copies (how many the next run preloads"; do
   grep -qF -- "$v" "$WORK/plain" && pass || fail "man page does not mention $v"
 done
 # every long option the commands' --help lists appears in the man page
