@@ -575,6 +575,53 @@ static void calls_table(FILE *o, const cgr_analysis *a) {
   fputs("</p>\n", o);
 }
 
+/* One finding: its sentence, then each command on a line of its own. */
+static void advice_item(FILE *o, const cgf_finding *x) {
+  fputs("<li>", o);
+  esc(o, x->sentence);
+  if (x->n_commands)
+    fputc(':', o);
+  for (size_t k = 0; k < x->n_commands; k++) {
+    if (x->commands[k].lead) {
+      fputs("<br>", o);
+      esc(o, x->commands[k].lead);
+      fputc(':', o);
+    }
+    fputs("<pre class=\"cmd\"><code>", o);
+    esc(o, x->commands[k].text);
+    fputs("</code></pre>", o);
+    if (x->commands[k].note) {
+      fputc('(', o);
+      esc(o, x->commands[k].note);
+      fputc(')', o);
+    }
+  }
+  fputs("</li>\n", o);
+}
+
+/* What to do: with --all over several runs, each run's advice under its run. */
+static void advice_section(FILE *o, const cgr_analysis *a) {
+  fputs("<h2>What to do</h2>\n", o);
+  if (!a->run_advice) {
+    fputs("<ul>\n", o);
+    for (size_t i = 0; i < a->advice.n; i++)
+      advice_item(o, &a->advice.v[i]);
+    fputs("</ul>\n", o);
+    return;
+  }
+  for (size_t r = 0; r < a->n_runs; r++) {
+    const cgl_process *top = &a->all->procs[a->all->runs[r].first_proc];
+    char cmd[96];
+    cgr_process_command(top, cmd, sizeof cmd);
+    fprintf(o, "<h3>run %zu: pid %lld ", r + 1, top->pid);
+    esc(o, cmd);
+    fputs("</h3>\n<ul>\n", o);
+    for (size_t i = 0; i < a->run_advice[r].n; i++)
+      advice_item(o, &a->run_advice[r].v[i]);
+    fputs("</ul>\n", o);
+  }
+}
+
 static void findings(FILE *o, const cgr_analysis *a) {
   if (a->n_broken) broken_table(o, a);
   if (a->n_kernels) {
@@ -609,31 +656,7 @@ static void findings(FILE *o, const cgr_analysis *a) {
     }
     fputs("</table>\n", o);
   }
-  fputs("<h2>What to do</h2>\n<ul>\n", o);
-  for (size_t i = 0; i < a->advice.n; i++) {
-    const cgf_finding *x = &a->advice.v[i];
-    fputs("<li>", o);
-    esc(o, x->sentence);
-    if (x->n_commands)
-      fputc(':', o);
-    for (size_t k = 0; k < x->n_commands; k++) {
-      if (x->commands[k].lead) {
-        fputs("<br>", o);
-        esc(o, x->commands[k].lead);
-        fputc(':', o);
-      }
-      fputs("<pre class=\"cmd\"><code>", o);
-      esc(o, x->commands[k].text);
-      fputs("</code></pre>", o);
-      if (x->commands[k].note) {
-        fputc('(', o);
-        esc(o, x->commands[k].note);
-        fputc(')', o);
-      }
-    }
-    fputs("</li>\n", o);
-  }
-  fputs("</ul>\n", o);
+  advice_section(o, a);
 }
 
 int cgr_print_html(FILE *o, const cgr_analysis *a) {
