@@ -125,6 +125,13 @@ START_TEST(verdict_colours_are_distinct) {
       ck_assert_msg(colour_distance(cg_verdict_colour(v), cg_verdict_colour(w)) >= 60.0 * 60.0,
                     "%s (%s) and %s (%s): colours too close for the legend", cg_verdict_name(v),
                     cg_verdict_colour(v), cg_verdict_name(w), cg_verdict_colour(w));
+  /* and from the legend's capture boxes (report_html.c: ended, broken, open at exit) */
+  static const char *const boxes[] = {"#b9e3b9", "#f4b6b6", "#dddddd"};
+  for (unsigned v = 0; v < CG_VERDICT_COUNT; v++)
+    for (unsigned b = 0; b < sizeof boxes / sizeof *boxes; b++)
+      ck_assert_msg(colour_distance(cg_verdict_colour(v), boxes[b]) >= 60.0 * 60.0,
+                    "%s (%s) and the capture box %s: too close for the legend", cg_verdict_name(v),
+                    cg_verdict_colour(v), boxes[b]);
 }
 END_TEST
 

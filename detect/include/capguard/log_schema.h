@@ -112,7 +112,7 @@ enum {
   X(CG_VERDICT_DEFERRED_DESTROY, "deferred-destroy", CG_WORD_ROUTINE,                                \
     "the executable graph's destroy returned success and runs when the capture ends",              \
     "returned success; the executable graph is destroyed when the capture ends",                    \
-    "returned success; the graph is destroyed when the capture ends", "#98df8a")                   \
+    "returned success; the graph is destroyed when the capture ends", "#393b79")                   \
   X(CG_VERDICT_NOT_READY, "not-ready", CG_WORD_ROUTINE,                                              \
     "capguard answered CUDA_ERROR_NOT_READY for an event recorded in a still-capturing stream, "   \
     "without calling the driver: the capture survives",                                            \
@@ -123,7 +123,7 @@ enum {
     "the driver ran it now, outside the graph: replaying the graph will not do it (legacy-stream " \
     "work while only non-blocking streams capture), or will read or write host memory as it is "  \
     "then (a captured copy to or from pageable memory)",                                                      \
-    NULL, NULL, "#ff9896")                                                                          \
+    NULL, NULL, "#ffbb78")                                                                          \
   X(CG_VERDICT_BROKE, "broke", CG_WORD_BREAKS,                                                      \
     "the driver's own log named it as the call that broke the capture (a call capguard does not " \
     "wrap, or a capture end that failed: 904, 908)",                                               \
