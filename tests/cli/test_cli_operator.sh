@@ -198,6 +198,12 @@ FAKECUDA_DRIVER_VERSION=12020 CAPGUARD_MODE= "$CAPGUARD" run --prime "$WORK/prim
 expect_in "$WORK/dir.err" "capguard run: priming file $WORK/primedir is a directory" "a directory for --prime is said"
 [ "$(grep -c -- "--prime $WORK/primedir " "$WORK/dir.err")" -eq 0 ] && pass || fail "a priming path said to be a directory is given again in commands: $(grep -- "--prime $WORK/primedir " "$WORK/dir.err")"
 expect_not_in "$WORK/dir.err" "capguard: faster:" "no faster: block through a priming file that cannot be used"
+# --- a pid that execs several programs (pyenv's shims: env, bash, then python) is one process
+"$CAPGUARD" run --log "$WORK/execs.jsonl" -- sh -c 'exec env sh -c "exec env true"' >/dev/null 2>&1
+[ "$(grep -c '"type":"start"' "$WORK/execs.jsonl")" -ge 3 ] && pass || fail "the shim did not start in each exec"
+run_cg execs report "$WORK/execs.jsonl"
+expect_in "$WORK/execs.out" "capguard report: 1 log, 1 process," "execs in one pid: one process"
+
 # --- prime list right after capguard run (no --prime anywhere): the file the run used, said
 home=$WORK/fresh-home; mkdir -p "$home"
 (export HOME=$home XDG_CACHE_HOME=$home/cache; unset CAPGUARD_PRIME
