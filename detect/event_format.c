@@ -330,6 +330,17 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
       cg_out_str(o, "run now by the driver, outside the graph (only non-blocking streams capture): "
                     "replaying the graph will not do it");
     return;
+  case CG_VERDICT_RESCUED:
+    /* what was rescued, and by which setting: one reason, not all three */
+    cg_out_str(o, "made in relaxed mode for this one call (");
+    if (e->kind == CG_EV_MODULE_LOAD)
+      cg_out_str(o, "CAPGUARD_RESCUE=1: a driver before 12.3 refuses a load during capture)");
+    else if (e->kind == CG_EV_ALLOCATION)
+      cg_out_str(o, "CAPGUARD_RESCUE=1: an allocation during capture breaks it)");
+    else
+      cg_out_str(o, "guard mode: a query of an event in no capture, from a thread a capture "
+                    "prohibits)");
+    return;
   case CG_VERDICT_BROKE:
     cg_out_str(o, "named by the driver's own log as the call that broke the capture, error ");
     put_result_words(o, err);
@@ -394,6 +405,11 @@ static void put_image_text(cg_out *o, const cg_image_info *im) {
     cg_out_u64(o, im->sm_arch);
   }
   if (im->kind == CG_IMAGE_FATBIN && im->has_ptx) cg_out_str(o, " +ptx");
+  if (im->kind == CG_IMAGE_FATBIN && im->on_device) { /* which of them this GPU runs */
+    cg_out_str(o, " (sm_");
+    cg_out_u64(o, im->on_device);
+    cg_out_str(o, " on this device)");
+  }
   cg_out_str(o, ", xxh3 ");
   put_hash(o, im->hash);
   cg_out_char(o, '\n');

@@ -331,9 +331,51 @@ static void ptx_scan(const char *t, size_t n, cg_image_info *out, unsigned *arch
   }
 }
 
+/* ---- LZ4 (a fatbin entry's payload with flag 0x2000 is one raw LZ4 block) ---- */
+
+/* Decodes the block src[0, n) into dst[0, cap); true and *len when it
+ * decodes whole and fits. Every read and write is bounds-checked. */
+static bool lz4_block(const unsigned char *src, size_t n, unsigned char *dst, size_t cap, size_t *len) {
+  size_t i = 0, o = 0;
+  while (i < n) {
+    unsigned tok = src[i++];
+    size_t lit = tok >> 4, b;
+    if (lit == 15)
+      do {
+        if (i >= n) return false;
+        b = src[i++];
+        lit += b;
+      } while (b == 255 && lit < n);
+    if (lit > n - i || lit > cap - o) return false;
+    memcpy(dst + o, src + i, lit);
+    i += lit;
+    o += lit;
+    if (i == n) break; /* the last sequence is literals only */
+    if (n - i < 2) return false;
+    size_t off = (size_t)src[i] | (size_t)src[i + 1] << 8;
+    i += 2;
+    size_t match = tok & 15u;
+    if (match == 15)
+      do {
+        if (i >= n) return false;
+        b = src[i++];
+        match += b;
+      } while (b == 255 && match < cap);
+    match += 4;
+    if (off == 0 || off > o || match > cap - o) return false;
+    for (size_t k = 0; k < match; k++, o++) dst[o] = dst[o - off]; /* may overlap: byte by byte */
+  }
+  *len = o;
+  return true;
+}
+
+#define FATBIN_ENTRY_COMPRESSED_SIZE 0x10u   /* u32: the payload's compressed bytes */
+#define FATBIN_ENTRY_UNCOMPRESSED_SIZE 0x38u /* u64: its size uncompressed */
+
 /* ---- fatbin ---- */
 
-static const char *parse_fatbin(reader *r, cg_image_info *out, size_t *size) {
+static const char *parse_fatbin(reader *r, cg_image_info *out, size_t *size, unsigned char *scratch,
+                                size_t cap) {
   const unsigned char *b = r->b;
   const char *why;
   if ((why = reach(r, FATBIN_HEADER_SIZE, "truncated fatbin header"))) return why;
@@ -360,15 +402,33 @@ static const char *parse_fatbin(reader *r, cg_image_info *out, size_t *size) {
     add_arch(out, arch);
     if (kind == FATBIN_KIND_ELF) {
       if (arch > best_sass) best_sass = arch;
+      bool seen = false;
+      for (unsigned i = 0; i < out->n_sass_archs; i++) seen |= out->sass_archs[i] == arch;
+      if (!seen && out->n_sass_archs < CG_IMAGE_MAX_ARCHS) out->sass_archs[out->n_sass_archs++] = arch;
       if (!compressed) { /* compressed payloads: names unknown, not an error */
         size_t csize;
         unsigned carch;
         if (plen < 4 || memcmp(pl, "\177ELF", 4) != 0) return "fatbin ELF entry is not an ELF image";
         reader entry = trusted(pl, plen); /* inside total, already readable */
         if (parse_cubin(&entry, out, &csize, &carch)) return "fatbin holds a malformed ELF entry";
+      } else if (rd64(eh + 0x28) & FATBIN_FLAG_LZ4) {
+        /* names from the decompressed ELF when the caller gave room; a
+         * payload that does not decode is left unnamed, never an error */
+        uint64_t want = rd64(eh + FATBIN_ENTRY_UNCOMPRESSED_SIZE), clen = rd32(eh + FATBIN_ENTRY_COMPRESSED_SIZE);
+        size_t got = 0, csize;
+        unsigned carch;
+        if (clen > plen) clen = plen;
+        if (!scratch || want > cap) {
+          if (want <= CG_IMAGE_MAX_BYTES && want > out->lz4_unread) out->lz4_unread = (size_t)want;
+        } else if (lz4_block(pl, (size_t)clen, scratch, (size_t)want, &got) && got == want && got >= 4 &&
+                   memcmp(scratch, "\177ELF", 4) == 0) {
+          reader entry = trusted(scratch, got);
+          (void)parse_cubin(&entry, out, &csize, &carch);
+        }
       }
     } else if (kind == FATBIN_KIND_PTX) {
       out->has_ptx = true;
+      if (!out->ptx_arch || arch < out->ptx_arch) out->ptx_arch = arch;
       if (!compressed) {
         if (!ptx_recognised((const char *)pl, plen)) return "fatbin PTX entry is not PTX text";
         const char *nul = memchr(pl, '\0', plen);
@@ -393,7 +453,7 @@ static int fail(cg_image_info *out, const char *why) {
 }
 
 /* Inspects one image that starts at r->b (no wrapper). */
-static int inspect_image(reader *r, cg_image_info *out) {
+static int inspect_image(reader *r, cg_image_info *out, unsigned char *scratch, size_t cap) {
   const unsigned char *b = r->b;
   const char *why;
   size_t size = 0, len = 0;
@@ -406,7 +466,7 @@ static int inspect_image(reader *r, cg_image_info *out) {
     out->sm_arch = arch;
     add_arch(out, arch);
   } else if (magic && rd32(b) == FATBIN_MAGIC) {
-    if ((why = parse_fatbin(r, out, &size))) return fail(out, why);
+    if ((why = parse_fatbin(r, out, &size, scratch, cap))) return fail(out, why);
     out->kind = CG_IMAGE_FATBIN;
   } else {
     /* PTX: recognition reads only the text that is there (up to its NUL, the
@@ -431,6 +491,10 @@ static int inspect_image(reader *r, cg_image_info *out) {
 }
 
 int cg_image_inspect(const void *p, size_t limit, cg_image_info *out) {
+  return cg_image_inspect_with(p, limit, out, NULL, 0);
+}
+
+int cg_image_inspect_with(const void *p, size_t limit, cg_image_info *out, void *scratch, size_t cap) {
   if (!out) return -1;
   memset(out, 0, sizeof *out);
   if (!p) return fail(out, "null image pointer");
@@ -458,10 +522,22 @@ int cg_image_inspect(const void *p, size_t limit, cg_image_info *out) {
     }
     if (d.avail < 4 || reach(&d, 4, NULL) || rd32(data) != FATBIN_MAGIC)
       return fail(out, d.why ? d.why : "fatbin wrapper does not point to a fatbin");
-    return inspect_image(&d, out);
+    return inspect_image(&d, out, scratch, cap);
   }
   if (r.why) return fail(out, r.why);
-  return inspect_image(&r, out);
+  return inspect_image(&r, out, scratch, cap);
+}
+
+unsigned cg_image_arch_on(const cg_image_info *info, unsigned device_sm) {
+  if (!info || !device_sm || info->kind != CG_IMAGE_FATBIN) return info ? info->sm_arch : 0;
+  /* SASS runs on the same major version at the same or a higher minor */
+  unsigned best = 0;
+  for (unsigned i = 0; i < info->n_sass_archs; i++) {
+    unsigned a = info->sass_archs[i];
+    if (a / 10 == device_sm / 10 && a <= device_sm && a > best) best = a;
+  }
+  if (best) return best;
+  return info->has_ptx && info->ptx_arch <= device_sm ? device_sm : info->sm_arch;
 }
 
 const char *cg_image_first_kernel(const cg_image_info *info) {

@@ -4,10 +4,12 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "doc_path.h"
 
 static const char USAGE[] = "capguard [--version] [--help] COMMAND [ARGS...]";
 
 static void help(void) {
+  char man[4200];
   printf("usage: %s\n\n"
          "Find and fix CUDA graph captures broken by driver calls made mid-capture.\n\n"
          "commands:\n"
@@ -15,8 +17,8 @@ static void help(void) {
          "  report   read capguard logs: broken captures, kernels, call sites, advice\n"
          "  doctor   check this machine: driver, shim, interposition routes, files\n"
          "  prime    manage the priming file (kernels loaded before capture)\n\n"
-         "Run 'capguard COMMAND --help' for a command's options, 'man capguard' for more.\n",
-         USAGE);
+         "Run 'capguard COMMAND --help' for a command's options, '%s' for more.\n",
+         USAGE, cg_man_command(man, sizeof man));
 }
 
 static const struct {

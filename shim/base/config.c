@@ -104,5 +104,9 @@ void cg_config_load(void) {
   s = getenv("CAPGUARD_METRICS");
   cg_cfg.metrics_dir = (s && *s) ? s : NULL;
   cg_cfg.rank = cg_rank_from_env(env);
+  s = getenv("CAPGUARD_PRIME_OPTION");
+  cg_cfg.prime_option = s && !strcmp(s, "--prime");
+  s = getenv("CAPGUARD_PRIME_SAID");
+  cg_cfg.prime_said = s && !strcmp(s, "1");
   say_notes();
 }

@@ -3,12 +3,14 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "capguard/file_read.h"
 #include "capguard/image.h"
 #include "captures_exit.h"
 #include "config.h"
+#include "device_arch.h"
 #include "driver.h"
 #include "fleet_metrics.h"
 #include "output.h"
@@ -18,6 +20,10 @@
 #include "report.h"
 #include "stack.h"
 #include "stale_watch.h"
+
+/* The most a compressed fatbin entry may take, decompressed, for its kernel
+ * names: a kernel library's entries are a few MiB. */
+#define LZ4_SCRATCH_MAX ((size_t)64 << 20)
 
 /* Whether a stream about to begin capturing is non-blocking: legacy-stream
  * work breaks only the captures of blocking streams (third matrix). Asked
@@ -273,7 +279,23 @@ CUresult cg_guard_load(const cg_load *l) {
   if (s && img) {
     /* An in-memory image has no length: inspected with CG_IMAGE_MAX_BYTES,
      * so that every byte is probed readable before it is read. */
-    malformed = cg_image_inspect(img, file ? file_size : CG_IMAGE_MAX_BYTES, &s->image) != 0;
+    size_t limit = file ? file_size : CG_IMAGE_MAX_BYTES;
+    malformed = cg_image_inspect(img, limit, &s->image) != 0;
+    /* LZ4-compressed entries (nvcc -compress-mode=speed): decompressed into
+     * pages of our own, returned at once, for their kernel names */
+    size_t room = s->image.lz4_unread;
+    if (!malformed && room && room <= LZ4_SCRATCH_MAX) {
+      void *scratch = mmap(NULL, room, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (scratch != MAP_FAILED) {
+        malformed = cg_image_inspect_with(img, limit, &s->image, scratch, room) != 0;
+        munmap(scratch, room);
+      }
+    }
+    /* A fatbin is said (and recorded) as the arch this device runs it as,
+     * not its highest entry: sm_90 on an H100, not sm_120. */
+    unsigned device = !malformed && s->image.kind == CG_IMAGE_FATBIN ? cg_device_arch() : 0;
+    if (device)
+      s->image.sm_arch = s->image.on_device = cg_image_arch_on(&s->image, device);
   }
 
   /* Inspection happened outside the gate; now decide and call under it. */

@@ -24,6 +24,7 @@
 
 #include "capguard/prime_file.h"
 #include "config.h"
+#include "device_arch.h"
 #include "driver.h"
 #include "entry_points.h"
 #include "live_captures.h"
@@ -88,7 +89,14 @@ static void warn_line(void *ctx, const char *line) {
   static const char prefix[] = "capguard: ";
   if (strncmp(line, prefix, sizeof prefix - 1) == 0)
     line += sizeof prefix - 1;
-  cg_warn("%s", line);
+  /* The file came from capguard run's --prime: the advice names that, not
+   * the variable the user never set. */
+  static const char env_advice[] = "set CAPGUARD_PRIME to ";
+  const char *at = cg_cfg.prime_option ? strstr(line, env_advice) : NULL;
+  if (at)
+    cg_warn("%.*spass --prime %s", (int)(at - line), line, at + sizeof env_advice - 1);
+  else
+    cg_warn("%s", line);
 }
 
 static context_pool *pool_of(CUcontext ctx) {
@@ -98,16 +106,6 @@ static context_pool *pool_of(CUcontext ctx) {
   return NULL;
 }
 
-static int device_arch(void) {
-  CUdevice dev;
-  int major = 0, minor = 0;
-  if (!cg_drv.CtxGetDevice || !cg_drv.DeviceGetAttribute || cg_drv.CtxGetDevice(&dev) != CUDA_SUCCESS)
-    return 0;
-  if (cg_drv.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
-      cg_drv.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
-    return 0;
-  return major * 10 + minor;
-}
 
 /* Whether a recorded image can load on a device of this arch: SASS must be
  * for exactly this arch; PTX JIT-compiles for this arch or newer. Records
@@ -209,7 +207,8 @@ static void read_set(void) {
             "recorded into it (capguard doctor --prime FILE)",
             cg_cfg.prime_path, (unsigned long long)st.st_size, (unsigned long long)cg_cfg.prime_max);
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
-  } else if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
+  } else if (cg_prime_load(cg_cfg.prime_path, &set, cg_cfg.prime_said ? NULL : warn_line, NULL)) {
+    /* prime_said: capguard run said why, once, before the command started */
     set = NULL;
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
   } else if (cg_prime_count(set)) {
@@ -226,7 +225,7 @@ void cg_priming_before_begin(CUcontext ctx) {
   /* The device's arch, for the arch rule and for the summary (capguard
    * prime learn names it): queries that are allowed during capture. */
   if (!device_sm)
-    device_sm = (unsigned)device_arch();
+    device_sm = cg_device_arch();
   context_pool *have = pool_of(ctx);
   bool may_preload = priming_on() && ((!have && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)))) ||
                                       (have && have->slots && refill_pending));

@@ -15,13 +15,14 @@ run_cg all report --all "${logs[@]}"
 t=$WORK/all.out
 for s in "warm these 3 kernels" "each run on a driver that refuses loads" "2 priming records were not used" \
          "1 module load during capture was allowed" "1 module unload during capture was deferred" \
-         "2 module unloads during capture (refused" "first broken by a call other than a module load" \
-         "capguard saw no call break it" "the log does not say which call broke them" \
+         "during capture (refused by every driver)" "first broken by a call other than a module load" \
+         "capguard saw no call break it" "the log does not say which call broke" \
          "served from the priming file: priming works" "would break the capture without capguard"; do
   expect_in "$t" "$s" "every finding is given"
 done
-n=$(sed -n '/^What to do/,$p' "$t" | grep -c '^  - ')
-[ "$n" -eq 11 ] && pass || fail "text report: $n advices, wanted 11 (none dropped)"
+# --all gives each run's advice under its run: a finding of two runs is said in each
+n=$(sed -n '/^What to do/,$p' "$t" | grep -c '^    - ')
+[ "$n" -ge 11 ] && pass || fail "text report: $n advices, wanted at least 11 (none dropped)"
 run_cg allj report --all --json "${logs[@]}"
 n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["advice"]))' "$WORK/allj.out")
 [ "$n" = 11 ] && pass || fail "json report: $n advices, wanted 11"

@@ -33,6 +33,30 @@ expect_in "$h" "<h2>Calls during capture</h2>" "calls table"
 n=$(grep '<rect ' "$h" | grep -c 'capture [0-9]*, broken')
 [ "$n" -eq 4 ] && pass || fail "$n capture boxes say broken, wanted 4"
 if grep '<rect ' "$h" | grep -q 'failed\|invalid'; then fail "capture boxes say failed or invalid"; else pass; fi
+# --all: each run's advice under its run
+sed -n '/<h2>What to do<\/h2>/,$p' "$h" >"$WORK/html-advice"
+expect_in "$WORK/html-advice" "<h3>run 1: pid 4100 " "HTML --all: run 1's advice headed"
+expect_in "$WORK/html-advice" "<h3>run 2: pid 5200 " "HTML --all: run 2's advice headed"
+sed -n '/<h3>run 2: pid 5200 /,$p' "$WORK/html-advice" >"$WORK/html-advice2"
+expect_not_in "$WORK/html-advice2" "warm th" "HTML --all: run 1's warm-up not under run 2"
+# the axis's labels at round values: whole numbers, 1, 2 or 5 times a power of ten apart
+python3 - "$h" <<'PY' >"$WORK/ticks" 2>&1 && pass || fail "axis labels not at round values: $(cat "$WORK/ticks")"
+import re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+for svg in re.findall(r"<svg.*?</svg>", page, re.S):
+    labels = re.findall(r'text-anchor="(?:start|middle|end)">([^<]*)</text>', svg)
+    assert len(labels) >= 2, labels
+    values = []
+    for l in labels:
+        m = re.fullmatch(r"(\d+) (\u00b5s|ms|s)", l)
+        assert m, f"label {l!r} is not a whole number of one unit"
+        values.append(int(m.group(1)))
+    steps = {b - a for a, b in zip(values, values[1:])}
+    assert values[0] == 0 and len(steps) == 1, values
+    step = steps.pop()
+    while step % 10 == 0: step //= 10
+    assert step in (1, 2, 5), values
+PY
 # one row per process, one box per capture, one marker per event
 for p in 4100 4101 4102 5200; do expect_in "$h" "pid $p (" "timeline row for pid $p"; done
 n=$(grep -c '<rect ' "$h"); [ "$n" -eq 6 ] && pass || fail "$n capture boxes, wanted 6"

@@ -12,6 +12,22 @@ for word in "capguard run" "capguard report" "capguard doctor" "capguard prime" 
             "EXIT STATUS" capguard-selftest; do
   grep -qF -- "$word" "$WORK/plain" && pass || fail "man page does not mention $word"
 done
+# every driver call the shim watches is named (its base name, without _v2/_ptsz/_ptds):
+# the rows of shim/driver/entry_point_rows.h; the copies and memsets as families
+rows=$SOURCE_ROOT/shim/driver/entry_point_rows.h
+grep -oE "X\((LOAD|BREAKER|DEFERRABLE|EVENT_RECORD|STREAM_WORK), *cu[A-Za-z0-9_]+" "$rows" \
+  | sed -E 's/.*, *//; s/(_v[0-9]+|_ptsz|_ptds)+$//; s/^cuMemcpy.*/cuMemcpy*/; s/^cuMemset.*/cuMemset*/' \
+  | sort -u >"$WORK/watched"
+[ "$(wc -l <"$WORK/watched")" -ge 30 ] && pass || fail "few watched calls read from $rows: $(cat "$WORK/watched")"
+sed -n '/^\.SH WATCHED CALLS/,/^\.SH /p' "$WORK/plain" >"$WORK/watched-section"
+while read -r call; do
+  grep -qF -- "$call" "$WORK/watched-section" && pass || fail "man page's WATCHED CALLS lacks $call"
+done <"$WORK/watched"
+# what guard mode does with an event query
+expect_in "$WORK/watched-section" "answered" "man page: what capguard answers for cuEventQuery"
+for v in CAPGUARD_PRIME_OPTION CAPGUARD_PRIME_SAID "--dry-run" "copies (how many the next run preloads"; do
+  grep -qF -- "$v" "$WORK/plain" && pass || fail "man page does not mention $v"
+done
 # every long option the commands' --help lists appears in the man page
 for c in run report; do
   for opt in $("$CAPGUARD" "$c" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u); do

@@ -28,7 +28,7 @@ expect_not_in "$WORK/check.err" "nothing was recorded" "the inner summary does n
 
 # --- 3. commands that paste: the full path when capguard is not on PATH; the log always
 PATH=$offpath "$CAPGUARD" run --log "$WORK/r.jsonl" --prime "$WORK/r.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/r.err"
-expect_in "$WORK/r.err" "  $CAPGUARD run --prime $WORK/r.cgp -- ${app[*]}" "next: the full path, capguard not on PATH"
+expect_in "$WORK/r.err" "  $CAPGUARD run --log $WORK/r.jsonl --prime $WORK/r.cgp -- ${app[*]}" "next: the full path, capguard not on PATH, and the run's --log"
 expect_in "$WORK/r.err" "  $CAPGUARD report $WORK/r.jsonl" "details: the full path and the log"
 details=$(grep "^  $CAPGUARD report " "$WORK/r.err")
 (PATH=$offpath; eval "$details") >"$WORK/details.out" 2>&1; rc=$?
@@ -40,7 +40,7 @@ sed -n '/^capguard: faster:/,/^capguard: /p' "$WORK/r.err" | grep -c -- " -- " >
 if sed -n '/^capguard: faster:/,/^capguard: log/p' "$WORK/r.err" | grep -- " -- .* -- " >/dev/null; then
   fail "faster: two commands on one line"; else pass; fi
 while read -r line; do
-  case $line in "$CAPGUARD prime learn "*|"$CAPGUARD prime check "*|"$CAPGUARD run --rescue "*) pass ;;
+  case $line in "$CAPGUARD prime learn "*|"$CAPGUARD prime check "*|"$CAPGUARD run --log $WORK/r.jsonl --rescue "*) pass ;;
     *) fail "faster: a command line that is not a command: '$line'" ;; esac
 done < <(sed -n '/^capguard: faster:/,/^capguard: log/p' "$WORK/r.err" | grep -- " -- ")
 # %p: report reads the pattern capguard run was given
@@ -182,6 +182,40 @@ expect_in "$readme" "sudo meson install -C build   # then \`capguard\` is on PAT
 expect_in "$readme" "[docs/benchmarks.md](docs/benchmarks.md)" "README links the benchmark page"
 expect_not_in "$readme" "| call | H100 run 1 |" "the benchmark tables left the README"
 expect_in "$SOURCE_ROOT/docs/benchmarks.md" "| call | H100 run 1 |" "the benchmark tables are in docs/benchmarks.md"
+# --- the commands the summary gives keep the run's own options the log does not
+# hold (--log, -q, --error-exitcode); a priming file said to be unusable is not
+# named again in the faster: commands
+cd "$WORK" || exit 1
+FAKECUDA_DRIVER_VERSION=12020 CAPGUARD_MODE= "$CAPGUARD" run -q --error-exitcode 3 --log 'kept%p.jsonl' --prime "$WORK/kept.cgp" -- "$STARTUP_LIKE" >/dev/null 2>"$WORK/kept.err"; rc=$?
+expect_rc 3 "--error-exitcode 3 on a broken capture"
+grep -A1 '^capguard: next: run it again' "$WORK/kept.err" | tail -1 >"$WORK/kept-next"
+expect_in "$WORK/kept-next" "capguard run --log kept%p.jsonl -q --error-exitcode 3 --prime $WORK/kept.cgp -- $STARTUP_LIKE" "next: keeps --log, -q and --error-exitcode"
+expect_in "$WORK/kept.err" "capguard run --log kept%p.jsonl -q --error-exitcode 3 --rescue --prime $WORK/kept.cgp -- $STARTUP_LIKE" "faster: --rescue keeps them too"
+expect_in "$WORK/kept.err" "capguard prime learn --prime $WORK/kept.cgp -- $STARTUP_LIKE" "prime learn takes none of run's options"
+cd - >/dev/null || exit 1
+mkdir "$WORK/primedir"
+FAKECUDA_DRIVER_VERSION=12020 CAPGUARD_MODE= "$CAPGUARD" run --prime "$WORK/primedir" -- "$STARTUP_LIKE" >/dev/null 2>"$WORK/dir.err"; rc=$?
+expect_in "$WORK/dir.err" "capguard run: priming file $WORK/primedir is a directory" "a directory for --prime is said"
+[ "$(grep -c -- "--prime $WORK/primedir " "$WORK/dir.err")" -eq 0 ] && pass || fail "a priming path said to be a directory is given again in commands: $(grep -- "--prime $WORK/primedir " "$WORK/dir.err")"
+expect_not_in "$WORK/dir.err" "capguard: faster:" "no faster: block through a priming file that cannot be used"
+# --- a pid that execs several programs (pyenv's shims: env, bash, then python) is one process
+"$CAPGUARD" run --log "$WORK/execs.jsonl" -- sh -c 'exec env sh -c "exec env true"' >/dev/null 2>&1
+[ "$(grep -c '"type":"start"' "$WORK/execs.jsonl")" -ge 3 ] && pass || fail "the shim did not start in each exec"
+run_cg execs report "$WORK/execs.jsonl"
+expect_in "$WORK/execs.out" "capguard report: 1 log, 1 process," "execs in one pid: one process"
+
+# --- prime list right after capguard run (no --prime anywhere): the file the run used, said
+home=$WORK/fresh-home; mkdir -p "$home"
+(export HOME=$home XDG_CACHE_HOME=$home/cache; unset CAPGUARD_PRIME
+ FAKECUDA_DRIVER_VERSION=12020 "$CAPGUARD" run -q -- "$STARTUP_LIKE" >/dev/null 2>&1
+ "$CAPGUARD" prime list >"$WORK/plist.out" 2>"$WORK/plist.err"; echo $? >"$WORK/plist.rc"
+ FAKECUDA_DRIVER_VERSION=12020 "$CAPGUARD" run -q -- "${app[@]}" >/dev/null 2>&1
+ "$CAPGUARD" prime list >"$WORK/plist2.out" 2>"$WORK/plist2.err"; echo $? >"$WORK/plist2.rc")
+[ "$(cat "$WORK/plist.rc")" = 0 ] && pass || fail "prime list after one run: exit $(cat "$WORK/plist.rc")"
+expect_in "$WORK/plist.err" "listing $home/cache/capguard/prime.d/startup_like.cgp, the file capguard run uses for that program" "prime list: the program's own file, said"
+expect_in "$WORK/plist.out" " k_a" "prime list: what that run recorded"
+[ "$(cat "$WORK/plist2.rc")" = 1 ] && pass || fail "prime list with two programs' files: exit $(cat "$WORK/plist2.rc"), wanted 1"
+expect_in "$WORK/plist2.err" "capguard run without --prime uses each program's own file in $home/cache/capguard/prime.d/ (startup_like.cgp, vllm_like.cgp): name one" "prime list: which files, when several"
 n=$(wc -l <"$readme"); [ "$n" -le 200 ] && pass || fail "README: $n lines, more than the 200 a newcomer reads in minutes"
 # The demo's two opening commands stay first, as written.
 [ "$(grep -m1 -A2 '^```sh$' "$readme" | sed -n '2,3p' | cut -d' ' -f1-2)" = "bash tools/demo/run-demo.sh

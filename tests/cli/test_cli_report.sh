@@ -67,9 +67,12 @@ expect_rc 0 "report of a run with nothing broken"
 expect_in "$WORK/r2.out" "1 process, 1 capture, 0 broken" "run2 totals"
 expect_in "$WORK/r2.out" "1 load during capture was served from the priming file" "served advice"
 expect_in "$WORK/r2.out" "1 module load during capture was allowed by this driver" "allowed advice"
+# "prime them before deploying there" is followed by the command that does it
+grep -A1 "prime them before deploying there" "$WORK/r2.out" | tail -1 >"$WORK/r2-prime"
+expect_in "$WORK/r2-prime" "      capguard prime learn -- python3 bench.py" "allowed advice: the command that primes them"
 expect_in "$WORK/r2.out" "      1       0  _rms_norm" "allowed kernel listed"
 expect_in "$WORK/r2.out" "      1       1  _attn_fwd" "served kernel counted as served"
-expect_not_in "$WORK/r2.out" "warm these" "a served kernel needs no warming"
+expect_not_in "$WORK/r2.out" "warm th" "a served kernel needs no warming"
 read -r c k v st <<<"$(sums "$WORK/r2.out")"
 [ "$c" = 2 ] && [ "$k" = "$c" ] && [ "$v" = "$c" ] && [ "$st" = "$c" ] && pass || fail "run 2 counts do not add up: calls $c, by kind $k, by verdict $v, by site $st"
 
@@ -79,7 +82,7 @@ expect_rc 0 "two runs, the latest worked"
 expect_in "$WORK/both.out" "2 logs, 1 process, 1 capture, 0 broken" "the latest run's totals"
 expect_in "$WORK/both.out" "    run 1: pid 4100 python3 -m vllm.entrypoints.openai.api_server --model m (3 processes): 5 captures, 4 broken" "run 1 listed"
 expect_in "$WORK/both.out" "  > run 2: pid 5200 python3 bench.py (1 process): 1 capture, 0 broken, 1 load served from the priming file" "run 2 listed and reported"
-expect_not_in "$WORK/both.out" "warm these" "advice of run 1 not mixed in"
+expect_not_in "$WORK/both.out" "warm th" "advice of run 1 not mixed in"
 # appended to one log, the runs are told apart too
 cat "$DATA/run1.jsonl" "$DATA/run2.jsonl" >"$WORK/appended.jsonl"
 run_cg app report "$WORK/appended.jsonl"
@@ -99,6 +102,30 @@ expect_in "$WORK/bothall.out" "      capguard run -- python3 -m vllm.entrypoints
 expect_in "$WORK/bothall.out" "      capguard run --emulate-driver 12020 -- python3 bench.py" "--all: allowed-load advice names run 2's command"
 # a kernel loaded in both runs: 2 loads, 1 of them served
 expect_in "$WORK/bothall.out" "      3       1  _attn_fwd" "kernel over both runs"
+# --all: each run's advice under its run, never one run's advice said of another
+sed -n '/^What to do/,$p' "$WORK/bothall.out" >"$WORK/bothall-advice"
+expect_in "$WORK/bothall-advice" "  run 1: pid 4100 python3 -m vllm.entrypoints.openai.api_server --model m" "--all: run 1's advice headed"
+expect_in "$WORK/bothall-advice" "  run 2: pid 5200 python3 bench.py" "--all: run 2's advice headed"
+sed -n '/^  run 1:/,/^  run 2:/p' "$WORK/bothall-advice" >"$WORK/run1-advice"
+sed -n '/^  run 2:/,$p' "$WORK/bothall-advice" >"$WORK/run2-advice"
+expect_in "$WORK/run1-advice" "warm these 3 kernels" "--all: the warm-up advice is run 1's"
+expect_not_in "$WORK/run1-advice" "allowed by this driver" "--all: run 2's allowed loads not in run 1's advice"
+expect_in "$WORK/run2-advice" "1 module load during capture was allowed by this driver" "--all: the allowed-load advice is run 2's"
+expect_not_in "$WORK/run2-advice" "warm th" "--all: run 1's warm-up not in run 2's advice"
+# --all over logs read in another order: the processes by run, then pid
+cat "$DATA/run2.jsonl" "$DATA/run1.jsonl" >"$WORK/reversed.jsonl"
+run_cg reversed report --all "$WORK/reversed.jsonl"
+[ "$(sed -n '/^Processes/,/^$/p' "$WORK/reversed.out" | grep -o '^  pid [0-9]*' | awk '{print $2}' | tr '\n' ' ')" = "4100 4101 4102 5200 " ] && pass \
+  || fail "--all: processes not sorted: $(sed -n '/^Processes/,/^$/p' "$WORK/reversed.out")"
+# --html to a path that cannot be written: one line, said before any report is printed
+run_cg badhtml report --html /nonexistent/x.html "$DATA/run2.jsonl"
+expect_rc 2 "--html to a folder that does not exist"
+[ ! -s "$WORK/badhtml.out" ] && pass || fail "--html to a bad path printed the report first: $(head -3 "$WORK/badhtml.out")"
+expect_in "$WORK/badhtml.err" "capguard report: cannot write '/nonexistent/x.html': No such file or directory; pick a writable path for --html" "--html: the bad path named"
+expect_lines "$WORK/badhtml.err" 1 "--html to a bad path: one line"
+run_cg badtrace report --trace "$WORK" "$DATA/run2.jsonl"
+expect_rc 2 "--trace to a directory"
+[ ! -s "$WORK/badtrace.out" ] && pass || fail "--trace to a directory printed the report first"
 "$CAPGUARD" report - <"$DATA/run2.jsonl" >"$WORK/stdin.out" 2>&1; rc=$?
 expect_rc 0 "report from stdin"
 expect_in "$WORK/stdin.out" "1 process, 1 capture, 0 broken" "stdin totals"
@@ -108,6 +135,8 @@ expect_in "$WORK/env.out" "5 captures, 4 broken" "CAPGUARD_LOG default"
 
 # --- malformed lines: counted, reported in one line on stderr, not fatal
 run_cg bad report "$DATA/malformed.jsonl"
+# one kernel to warm: said in the singular
+expect_in "$WORK/bad.out" "warm this kernel (vec_add) up before capture (run it once outside capture), or let capguard prime it:" "one kernel to warm, in the singular"
 expect_rc 1 "malformed log still reports (its capture broke)"
 expect_in "$WORK/bad.err" "capguard report: 4 malformed lines skipped (first: $DATA/malformed.jsonl:2: not JSON" "malformed count"
 expect_in "$WORK/bad.err" "capguard report: 1 line of a newer log version ignored" "newer version line"

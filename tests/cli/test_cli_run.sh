@@ -67,12 +67,12 @@ expect_in "$WORK/again.err" "capguard: 1 process used CUDA, 1 capture, 1 broken;
 expect_in "$WORK/again.err" "capguard: why: a capture broke in pid " "why line"
 # the stand-in logs no image hashes: the images are the processes' own count
 expect_in "$WORK/again.err" "capguard: next: run it again; the 3 images loaded during capture, recorded in the priming file (kernels fake_kernel_0, fake_kernel_1, fake_kernel_2), will be loaded before capture:" "what to do next"
-expect_in "$WORK/again.err" "  capguard run -- true" "as a command on its own line"
+expect_in "$WORK/again.err" "  capguard run --log $WORK/given.jsonl -- true" "as a command on its own line, with the run's --log"
 
 # --- report mode records nothing: advice is guard mode
 CGTEST_FAKE_REFUSED=2 "$CAPGUARD" run --mode report --log "$WORK/rep.jsonl" -- true >/dev/null 2>"$WORK/rep.err"
 expect_in "$WORK/rep.err" "capguard: next: run it in guard mode (the default) to record the images and prime them on the run after:" "report-mode advice"
-expect_in "$WORK/rep.err" "  capguard run -- true" "report-mode advice: the command"
+expect_in "$WORK/rep.err" "  capguard run --log $WORK/rep.jsonl -- true" "report-mode advice: the command"
 
 # --- no --log: a temporary log, named in the summary, that capguard report can read
 run_cg tmp run -- true

@@ -40,7 +40,7 @@ expect_in "$WORK/em1.err" "engine: CUDA graph capture failed" "the engine saw th
 expect_in "$WORK/em1.err" "capguard: 1 process used CUDA, 1 capture, 1 broken" "run 1 summary"
 # the next command repeats the emulation, so that run 2 is the same experiment
 expect_in "$WORK/em1.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/em.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture:" "run 1 advice"
-expect_in "$WORK/em1.err" "  capguard run --prime $WORK/em.cgp --emulate-driver 12020 -- ${engine[*]}" "run 1 advice: the command"
+expect_in "$WORK/em1.err" "  capguard run --log $WORK/em1.jsonl --prime $WORK/em.cgp --emulate-driver 12020 -- ${engine[*]}" "run 1 advice: the command"
 [ -s "$WORK/em.cgp" ] && pass || fail "run 1 recorded nothing into --prime"
 # the native call site, with its source line from the engine's debug info (libdw)
 if readelf -S "$DEMO_ENGINE" 2>/dev/null | grep -q '\.debug_line'; then

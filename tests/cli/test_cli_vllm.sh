@@ -31,10 +31,13 @@ check_broken_run() {
   grep -q '"call":"cuModuleLoadDataEx","verdict":"refused"' "$log" && pass || fail "$tag: cuModuleLoadDataEx of the shell-started worker"
   run_cg "$tag-report" report "$log"
   expect_rc 1 "$tag: report of broken captures"
-  # 6 processes: the engine and the shell that starts worker 3 never use CUDA (their "start" records)
-  expect_in "$WORK/$tag-report.out" "capguard report: 1 log, 6 processes, 4 captures, 4 broken" "$tag: report counts"
+  # 4 processes with CUDA in the headline: the engine and the shell that starts worker 3 never use CUDA (their "start" records), said in one line below
+  expect_in "$WORK/$tag-report.out" "capguard report: 1 log, 4 processes with CUDA, 4 captures, 4 broken" "$tag: report counts"
   expect_in "$WORK/$tag-report.out" "  and 2 processes without CUDA (vllm_like, sh)" "$tag: the engine and the shell, without CUDA, in one line"
   for p in $pids; do expect_in "$WORK/$tag-report.out" "  pid $p capture 1 (" "$tag: broken capture of pid $p listed"; done
+  # the HTML timeline: a row for each of the 4 workers, none for the engine and the shell (no CUDA)
+  "$CAPGUARD" report --html "$WORK/$tag.html" "$log" >/dev/null 2>&1
+  [ "$(grep -c '<text x="4"' "$WORK/$tag.html")" -eq 4 ] && pass || fail "$tag: $(grep -c '<text x="4"' "$WORK/$tag.html") timeline rows, wanted 4 (processes without CUDA get none)"
   expect_in "$WORK/$tag-report.out" "    kernels: cg_test_fill, cg_test_axpy" "$tag: kernel named"
   expect_in "$WORK/$tag-report.out" "      4       0  cg_test_fill" "$tag: kernel counted over processes"
   # one call site, the same in 3 processes at 3 addresses, counted once
@@ -50,7 +53,7 @@ expect_in "$WORK/g1.err" "capguard: 4 processes used CUDA, 4 captures, 4 broken;
 [ -s "$WORK/prime.cgp" ] && pass || fail "guard run 1 recorded no priming file"
 # the exact command, from the logged argv and priming file, pastes into a shell
 expect_in "$WORK/g1.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/prime.cgp (kernels cg_test_axpy, cg_test_fill), will be loaded before capture:" "guard run 1: next step"
-expect_in "$WORK/g1.err" "  capguard run --prime $WORK/prime.cgp -- ${app[*]}" "guard run 1: next step: the command on its own line"
+expect_in "$WORK/g1.err" "  capguard run --log $WORK/g1.jsonl --prime $WORK/prime.cgp -- ${app[*]}" "guard run 1: next step: the command on its own line"
 expect_in "$WORK/g1.err" "capguard: why: 4 captures broke; the first broke in pid " "guard run 1: why"
 expect_in "$WORK/g1.err" "the driver (CUDA 12.2) refused it: drivers before 12.3 refuse module loads during capture" "guard run 1: why, in words"
 
@@ -66,7 +69,7 @@ expect_in "$WORK/g2.err" "capguard: next: priming worked: every load during capt
 expect_not_in "$WORK/g2.err" "native stack:" "guard run 2: no event blocks for served loads"
 run_cg g2-report report "$WORK/g2.jsonl"
 expect_rc 0 "report with no broken capture"
-expect_in "$WORK/g2-report.out" "6 processes, 4 captures, 0 broken" "run 2 report counts"
+expect_in "$WORK/g2-report.out" "4 processes with CUDA, 4 captures, 0 broken" "run 2 report counts"
 expect_in "$WORK/g2-report.out" "served 4" "run 2 report: served loads"
 expect_in "$WORK/g2-report.out" "4 loads during capture were served from the priming file: priming works" "run 2 advice"
 expect_not_in "$WORK/g2-report.out" "Broken captures" "run 2 report lists no broken capture"
@@ -76,7 +79,7 @@ expect_rc 0 "report over both runs: the latest worked"
 expect_in "$WORK/both.out" "  > run 2: pid " "both runs listed, the latest reported"
 run_cg both-all report --all "$WORK/g1.jsonl" "$WORK/g2.jsonl"
 expect_rc 1 "report --all over both runs"
-expect_in "$WORK/both-all.out" "2 logs, 12 processes, 8 captures, 4 broken" "both runs counted"
+expect_in "$WORK/both-all.out" "2 logs, 8 processes with CUDA, 8 captures, 4 broken" "both runs counted"
 expect_in "$WORK/both-all.out" "      8       4  cg_test_fill" "both runs: loads and served per kernel"
 
 # --- report mode: nothing recorded, nothing replayed: run 2 breaks as run 1 did
@@ -85,7 +88,7 @@ expect_rc 1 "report-mode run 1"
 check_broken_run r1 "$WORK/r1.jsonl"
 [ -e "$WORK/rprime.cgp" ] && fail "report mode wrote a priming file" || pass
 expect_in "$WORK/r1.err" "capguard: next: run it in guard mode (the default) to record the images and prime them on the run after:" "report-mode advice"
-expect_in "$WORK/r1.err" "  capguard run --prime $WORK/rprime.cgp -- ${app[*]}" "report-mode advice: the command"
+expect_in "$WORK/r1.err" "  capguard run --log $WORK/r1.jsonl --prime $WORK/rprime.cgp -- ${app[*]}" "report-mode advice: the command"
 # even with guard mode's priming file at hand, report mode does not serve from it
 "$CAPGUARD" run --mode report --log "$WORK/r2.jsonl" --prime "$WORK/prime.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/r2.err"; rc=$?
 expect_rc 1 "report-mode run 2 still breaks"
@@ -106,10 +109,10 @@ lib_app=("$VLLM_LIKE" --workers 1 --library "$CUBIN" cg_test_fill)
 "$CAPGUARD" run --log "$WORK/l1.jsonl" --prime "$WORK/lprime.cgp" -- "${lib_app[@]}" >/dev/null 2>"$WORK/l1.err"; rc=$?
 expect_rc 1 "library worker: run 1 breaks"
 grep -q '"call":"cuLibraryLoadData","verdict":"refused"' "$WORK/l1.jsonl" && pass || fail "cuLibraryLoadData refusal logged"
-expect_in "$WORK/l1.err" "capguard: faster: each run on a driver that refuses loads during capture" "run summary: how to converge faster"
+expect_in "$WORK/l1.err" "capguard: faster: each process stopped at its first refused load" "run summary: how to converge faster"
 expect_in "$WORK/l1.err" "    capguard prime learn --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime learn, the exact command"
 expect_in "$WORK/l1.err" "capguard prime check --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names prime check"
-expect_in "$WORK/l1.err" "capguard run --rescue --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names --rescue"
+expect_in "$WORK/l1.err" "capguard run --log $WORK/l1.jsonl --rescue --prime $WORK/lprime.cgp -- ${lib_app[*]}" "run summary names --rescue"
 expect_not_in "$WORK/l1.err" "priming does not serve" "library loads are primed now"
 run_cg l1-report report "$WORK/l1.jsonl"
 expect_in "$WORK/l1-report.out" "capguard prime learn --prime $WORK/lprime.cgp -- ${lib_app[*]}" "report advice: learn in one run, the exact command"
@@ -122,4 +125,22 @@ expect_not_in "$WORK/l1b.err" "capguard: faster:" "no convergence advice when no
 expect_rc 0 "library worker with --rescue works"
 grep -q '"call":"cuLibraryLoadData","verdict":"rescued"' "$WORK/l2.jsonl" && pass || fail "cuLibraryLoadData rescued"
 expect_not_in "$WORK/g1.err" "capguard: note:" "no note when nothing was skipped"
+
+# --- a priming file that is not one, with 4 workers: capguard run says so once, not each worker again
+echo garbage >"$WORK/bad.cgp"; chmod 600 "$WORK/bad.cgp"
+"$CAPGUARD" run --log "$WORK/bad.jsonl" --prime "$WORK/bad.cgp" -- "${app[@]}" >/dev/null 2>"$WORK/bad.err"; rc=$?
+[ "$(grep -c 'bad.cgp' "$WORK/bad.err" | head -1)" -ge 1 ] && pass || fail "the bad priming file is not named"
+[ "$(grep -c "not a capguard priming file\|not a priming file" "$WORK/bad.err")" -eq 1 ] && pass \
+  || fail "the bad priming file said $(grep -c "not a capguard priming file\|not a priming file" "$WORK/bad.err") times, wanted once:$(grep -i 'priming file' "$WORK/bad.err" | sed 's/^/    | /')"
+expect_in "$WORK/bad.err" "capguard run: priming file $WORK/bad.cgp is not a priming file the shim can read" "capguard run's own line about it"
+# a file named with --prime: capguard run tells the shim so, and the shim's advice names --prime
+"$CAPGUARD" run --log "$WORK/opt.jsonl" --prime "$WORK/opt.cgp" -- sh -c 'echo "option=$CAPGUARD_PRIME_OPTION"' >"$WORK/opt.out" 2>&1
+expect_in "$WORK/opt.out" "option=--prime" "capguard run --prime tells the shim how the file was named"
+"$CAPGUARD" run --log "$WORK/noopt.jsonl" -- sh -c 'echo "option=$CAPGUARD_PRIME_OPTION"' >"$WORK/noopt.out" 2>&1
+expect_in "$WORK/noopt.out" "option=" "no --prime: nothing told"
+expect_not_in "$WORK/noopt.out" "option=--prime" "no --prime: not said to be given"
+LD_PRELOAD=$REAL_SHIM CAPGUARD_PRIME=$WORK/bad.cgp CAPGUARD_PRIME_OPTION=--prime CAPGUARD_LOG=$WORK/direct.jsonl \
+  "$VLLM_LIKE" --workers 1 "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/direct.err"
+expect_in "$WORK/direct.err" "not a capguard priming file; left untouched: pass --prime another path" "the shim's advice names --prime when the file came from it"
+expect_not_in "$WORK/direct.err" "set CAPGUARD_PRIME to another path" "the shim's advice does not name a variable the user never set"
 finish

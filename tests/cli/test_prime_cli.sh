@@ -34,7 +34,7 @@ err_has() { grep -qE -- "$1" "$T/err" || fail "stderr lacks /$1/: $(cat "$T/err"
 lines() { [ "$(wc -l <"$T/out")" -eq "$1" ] || fail "want $1 lines, got: $(cat "$T/out")"; }
 # records N: list printed its header row and N records
 records() {
-  head -1 "$T/out" | grep -qE '^hash +kind +arch +bytes +hits +last needed +kernels$' || fail "no header row: $(head -1 "$T/out")"
+  head -1 "$T/out" | grep -qE '^hash +kind +arch +bytes +copies +hits +last needed +kernels$' || fail "no header row: $(head -1 "$T/out")"
   [ "$(($(wc -l <"$T/out") - 1))" -eq "$1" ] || fail "want $1 records, got: $(cat "$T/out")"
 }
 fix() { "$FIX" "$@" >>"$T/hashes" || fail "prime_fixture $*"; }
@@ -55,8 +55,8 @@ fix "$P" 3 300 5 40
 fix "$P" 1 1000 2 0                                # needed again: hits 3 + 2
 H1=$(hash_of 1 1000); H2=$(hash_of 2 2000); H3=$(hash_of 3 300)
 run 0 prime list "$P"; records 3
-out_has "^${H1:0:12}  fatbin  sm_81 +1000 +5  $(date -u +%Y-%m-%d)   kern_1_a,kern_1_b$"
-out_has "^${H3:0:12}  cubin   sm_83 +300 +5  $(date -u -d '40 days ago' +%Y-%m-%d)   kern_3_a,kern_3_b$"
+out_has "^${H1:0:12}  fatbin  sm_81 +1000 +1 +5  $(date -u +%Y-%m-%d)   kern_1_a,kern_1_b$"
+out_has "^${H3:0:12}  cubin   sm_83 +300 +1 +5  $(date -u -d '40 days ago' +%Y-%m-%d)   kern_3_a,kern_3_b$"
 run 2 prime list "$P" extra; err_has 'at most one FILE'
 run 2 prime list -v; err_has "unknown option '-v'"
 
@@ -124,9 +124,16 @@ run 1 prime list "$T/link.cgp"; err_has 'symbolic link'
 cp "$P" "$T/pr.cgp"
 run 0 prime prune --older-than 30 "$T/pr.cgp"; out_has 'kept 2 images .* dropped 1 image and 0 damaged records$'
 run 0 prime list "$T/pr.cgp"; records 2; grep -q "^${H3:0:12}" "$T/out" && fail "old image not pruned"
+# --dry-run: what prune would do, the file unchanged
+cp "$T/pr.cgp" "$T/pr-before.cgp"
+run 0 prime prune --dry-run --max-size=1500 "$T/pr.cgp"; out_has 'would keep 1 image .* drop 1 image and 0 damaged records \(--dry-run: the file is unchanged\)$'
+cmp -s "$T/pr.cgp" "$T/pr-before.cgp" || fail "prune --dry-run changed the file"
+# a size smaller than every image: refused before anything is dropped
+run 1 prime prune --max-size 1K "$T/pr.cgp"; err_has 'is smaller than every image of .* it would drop all 2; nothing dropped'
+cmp -s "$T/pr.cgp" "$T/pr-before.cgp" || fail "prune --max-size below every image changed the file"
 run 0 prime prune --max-size=1500 "$T/pr.cgp"; out_has 'kept 1 image '
 run 0 prime list "$T/pr.cgp"; records 1; out_has "^${H1:0:12}"   # the least recently needed went first
-run 0 prime verify "$T/pr.cgp"; out_has '1 records intact'     # hit records folded
+run 0 prime verify "$T/pr.cgp"; out_has '1 record intact'     # hit records folded, one record said in the singular
 run 0 prime prune "$T/bad.cgp"; out_has 'dropped 0 images and 1 damaged record$'   # said, not "dropped 0"
 run 0 prime verify "$T/bad.cgp"  # damage dropped
 run 0 prime prune "$T/absent.cgp"; out_has 'nothing to prune'; [ -e "$T/absent.cgp" ] && fail "prune created a file"

@@ -77,8 +77,23 @@ hd=$("$CAPGUARD" prime list "$WORK/no-d.cgp" | awk '/ k_d$/ {print $1}')
 [ -n "$hd" ] && pass || fail "prime list shows k_d"
 "$CAPGUARD" prime rm "$hd" "$WORK/no-d.cgp" >/dev/null 2>&1
 cp "$WORK/no-d.cgp" "$WORK/no-d-before.cgp"
-FAKECUDA_DRIVER_VERSION=13000 "$CAPGUARD" prime check --prime "$WORK/no-d.cgp" -- "${app[@]}" >"$WORK/check-miss.out" 2>&1; rc=$?
+mkdir "$WORK/tmp"
+FAKECUDA_DRIVER_VERSION=13000 TMPDIR=$WORK/tmp "$CAPGUARD" prime check --prime "$WORK/no-d.cgp" -- "${app[@]}" >"$WORK/check-miss.out" 2>&1; rc=$?
 expect_rc 1 "prime check with an image missing"
+# the image both workers loaded: listed once, with both pids
+[ "$(grep -c 'kernels: k_d' "$WORK/check-miss.out")" -eq 1 ] && pass || fail "check lists k_d's image more than once"
+expect_in "$WORK/check-miss.out" "k_d  at startup_like" "check: where k_d was loaded"
+grep -q 'kernels: k_d .*(pids [0-9]*, [0-9]*)$' "$WORK/check-miss.out" && pass || fail "check: k_d's image without its two pids"
+# its temporary log is kept, and said to be temporary; a check that passes leaves none
+t=$(ls "$WORK/tmp")
+[ "$(echo "$t" | grep -c .)" -eq 1 ] && pass || fail "failed check: $(echo "$t" | grep -c .) files in TMPDIR, wanted its one log"
+expect_in "$WORK/check-miss.out" "capguard prime check: the run's log: $WORK/tmp/$t (a temporary file, kept for the command below: delete it when done)" "failed check: its temporary log named as such"
+rm -f "$WORK/tmp/"*
+FAKECUDA_DRIVER_VERSION=13000 TMPDIR=$WORK/tmp "$CAPGUARD" prime learn --prime "$WORK/tmp-learn.cgp" -- "${app[@]}" >/dev/null 2>&1; rc=$?
+expect_rc 0 "learn on 13.0"
+FAKECUDA_DRIVER_VERSION=13000 TMPDIR=$WORK/tmp "$CAPGUARD" prime check --prime "$WORK/tmp-learn.cgp" -- "${app[@]}" >/dev/null 2>&1; rc=$?
+expect_rc 0 "check of what was learned"
+[ -z "$(ls "$WORK/tmp")" ] && pass || fail "a learn and a check that passed left files in TMPDIR: $(ls "$WORK/tmp")"
 expect_in "$WORK/check-miss.out" "capguard prime check: FAIL: 2 loads during capture reached the driver; $WORK/no-d.cgp lacks them:" "check names the count"
 expect_in "$WORK/check-miss.out" "kernels: k_d" "check names the missing kernel"
 expect_in "$WORK/check-miss.out" "capguard prime learn --prime $WORK/no-d.cgp -- $STARTUP_LIKE --workers 2" "check says how to learn it"
@@ -99,10 +114,17 @@ while [ $runs -lt 12 ]; do
   FAKECUDA_DRIVER_VERSION=12020 "$CAPGUARD" run --prime "$FRESH" --log "$WORK/conv$runs.jsonl" -- "$STARTUP_LIKE" \
     >"$WORK/conv$runs.out" 2>"$WORK/conv$runs.err"; rc=$?
   if [ $rc -eq 0 ]; then converged=1; break; fi
-  expect_in "$WORK/conv$runs.err" "capguard: faster: each run on a driver that refuses loads during capture (before 12.3, or emulated) learns only the loads up to the capture that breaks" "failed run $runs says how to go faster"
+  expect_in "$WORK/conv$runs.err" "capguard: faster: each process stopped at its first refused load (a framework such as Triton raises there), so each run on a driver that refuses loads during capture (before 12.3, or emulated) learns one load: as many runs as loads" "failed run $runs says how to go faster, as it happens: one load a run"
   expect_in "$WORK/conv$runs.err" "    capguard prime learn --prime $FRESH -- $STARTUP_LIKE" "failed run $runs names prime learn"
-  expect_in "$WORK/conv$runs.err" "capguard run --rescue --prime $FRESH -- $STARTUP_LIKE" "failed run $runs names --rescue"
+  expect_in "$WORK/conv$runs.err" "capguard run --log $WORK/conv$runs.jsonl --rescue --prime $FRESH -- $STARTUP_LIKE" "failed run $runs names --rescue"
 done
+# run 2: k_a served, k_b recorded: the one kernel recorded, no "..." after it
+expect_in "$WORK/conv2.err" "recorded in $FRESH (kernels k_b), will be loaded before capture" "run 2 names the one kernel it recorded, with no '...' after it"
+# the HTML report's why is ended before what the capture's end returned
+"$CAPGUARD" report --html "$WORK/conv2.html" "$WORK/conv2.jsonl" >/dev/null 2>&1
+expect_in "$WORK/conv2.html" "refuse module loads during capture; <br>its end returned 901" "HTML: a separator between the why and the end's result"
+# run 4: k_b served, then the same bytes loaded again while the first copy was loaded: said so
+expect_in "$WORK/conv4.err" "capguard: next: run it again; the file already held the image loaded during capture (kernels k_b), but the run loaded the same bytes again while a copy was still loaded" "run 4 says the file needed another copy of an image it held"
 echo "12.2 fake driver alone, fresh priming file: all ten captures after $runs runs ($((runs - 1)) failed)"
 [ $converged -eq 1 ] && pass || fail "12.2 alone never converged in 12 runs"
 # k_a, k_b, the library, k_b's second load, k_d: five loads break one run each
@@ -111,6 +133,13 @@ expect_not_in "$WORK/conv$runs.err" "capguard: faster:" "the good run gives no c
 grep -q '"call":"cuModuleLoadDataEx","verdict":"refused"' "$WORK/conv4.jsonl" && pass || fail "run 4 broke at k_b's second load"
 FAKECUDA_DRIVER_VERSION=12020 "$CAPGUARD" prime check --prime "$FRESH" -- "${app[@]}" >/dev/null 2>&1; rc=$?
 expect_rc 0 "the converged file passes prime check"
+# prime list shows the copies each image needs: k_b twice, k_a once
+"$CAPGUARD" prime list "$FRESH" >"$WORK/fresh-list.out" 2>&1
+[ "$(awk '$NF == "k_b" {print $5}' "$WORK/fresh-list.out")" = 2 ] && pass || fail "prime list: k_b's copies not 2: $(cat "$WORK/fresh-list.out")"
+[ "$(awk '$NF == "k_a" {print $5}' "$WORK/fresh-list.out")" = 1 ] && pass || fail "prime list: k_a's copies not 1: $(cat "$WORK/fresh-list.out")"
+"$CAPGUARD" prime list --help >"$WORK/list-help.out" 2>&1
+expect_in "$WORK/list-help.out" "  hits    how often processes needed the image during capture" "prime list --help explains hits"
+expect_in "$WORK/list-help.out" "  copies  how many copies of the image the next run preloads" "prime list --help explains copies"
 
 # --- --rescue: one run on the 12.2 driver
 FAKECUDA_DRIVER_VERSION=12020 "$CAPGUARD" run --rescue --prime "$WORK/rescue.cgp" --log "$WORK/rescue.jsonl" \

@@ -251,6 +251,17 @@ static void check_fatbin(const char *name, bool names_expected) {
   ck_assert_uint_eq(info.archs[0], 80);
   ck_assert_uint_eq(info.archs[1], 90);
   ck_assert(info.has_ptx);
+  /* the arch a device runs it as: its major's highest SASS not above it
+   * (sm_90 on sm_90, not the highest overall; sm_80 on sm_86), else the PTX
+   * compiled for the device (sm_100, sm_75: no SASS of their major fits) */
+  ck_assert_uint_eq(info.n_sass_archs, 2);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 90), 90);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 80), 80);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 86), 80);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 89), 80);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 100), 100); /* compute_90 PTX compiled for sm_100 */
+  ck_assert_uint_eq(cg_image_arch_on(&info, 75), 90);   /* nothing runs on sm_75: the highest */
+  ck_assert_uint_eq(cg_image_arch_on(&info, 0), 90);
   if (names_expected) {
     expect_two_kernels(&info);
   } else {
@@ -589,6 +600,55 @@ static size_t fat_entry(const unsigned char *f, int idx) {
   for (int i = 0; i < idx; i++) off += (size_t)get(f, off + 4, 4) + (size_t)get(f, off + 8, 8);
   return off;
 }
+
+/* LZ4-compressed entries (nvcc -compress-mode=speed): unnamed without room,
+ * and lz4_unread says how much room (the largest ELF entry, 6184 bytes);
+ * named from the decompressed ELF with it; a payload that does not decode,
+ * or too little room, leaves them unnamed and the image still known. */
+START_TEST(fatbin_lz4_names_with_scratch) {
+  blob b = load("kernels_multi_lz4.fatbin");
+  cg_image_info info;
+  ck_assert_int_eq(cg_image_inspect(b.bytes, b.size, &info), 0);
+  ck_assert_uint_eq(info.n_kernels, 0);
+  ck_assert_uint_eq(info.lz4_unread, 6184);
+  static unsigned char scratch[8192];
+  ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, sizeof scratch), 0);
+  expect_two_kernels(&info);
+  ck_assert_uint_eq(info.lz4_unread, 0);
+  ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, 5000), 0);
+  ck_assert_uint_eq(info.n_kernels, 0); /* the ELF entries take 5224 and 6184 bytes */
+  ck_assert_uint_eq(info.lz4_unread, 6184);
+  /* a damaged block: every byte of the first entry's payload after its first 100 set to 0xff */
+  size_t e0 = fat_entry(b.bytes, 0), pl = e0 + (size_t)get(b.bytes, e0 + 4, 4);
+  memset(b.bytes + pl + 100, 0xff, (size_t)get(b.bytes, e0 + 0x10, 4) - 100);
+  ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, sizeof scratch), 0);
+  ck_assert_int_eq(info.kind, CG_IMAGE_FATBIN);
+  free(b.bytes);
+  /* zstd stays unnamed, scratch or not */
+  b = load("kernels_multi_zstd.fatbin");
+  ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, sizeof scratch), 0);
+  ck_assert_uint_eq(info.n_kernels, 0);
+  free(b.bytes);
+}
+END_TEST
+
+/* A fatbin like torch's: SASS for sm_120 as well as sm_90 (the zstd one's
+ * first entry, compressed so that its ELF is not read, relabelled 120). On an
+ * H100 the driver runs the sm_90 entry: that, not the highest, is the arch. */
+START_TEST(fatbin_arch_on_device) {
+  blob b = load("kernels_multi_zstd.fatbin");
+  put(b.bytes, fat_entry(b.bytes, 0) + 0x1C, 4, 120);
+  cg_image_info info;
+  ck_assert_int_eq(cg_image_inspect(b.bytes, b.size, &info), 0);
+  ck_assert_uint_eq(info.sm_arch, 120);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 90), 90);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 120), 120);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 121), 120);
+  ck_assert_uint_eq(info.ptx_arch, 90);
+  ck_assert_uint_eq(cg_image_arch_on(&info, 80), 120); /* no sm_8x SASS, PTX only for 90: none runs */
+  free(b.bytes);
+}
+END_TEST
 
 static void fat_size_huge(unsigned char *f) { put(f, 8, 8, UINT64_MAX - 4); }
 static void fat_size_short(unsigned char *f) { put(f, 8, 8, get(f, 8, 8) - 1); }
@@ -963,6 +1023,8 @@ int main(void) {
   tcase_add_test(ok, fatbin_plain);
   tcase_add_test(ok, fatbin_zstd);
   tcase_add_test(ok, fatbin_lz4);
+  tcase_add_test(ok, fatbin_arch_on_device);
+  tcase_add_test(ok, fatbin_lz4_names_with_scratch);
   tcase_add_test(ok, fatbin_ptx_entry_names);
   tcase_add_test(ok, fatbin_many_archs);
   tcase_add_test(ok, fatbin_wrapper);

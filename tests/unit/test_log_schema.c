@@ -95,7 +95,8 @@ START_TEST(verdict_columns_are_filled) {
     bool routine = cg_word_is(&cg_verdicts, v, CG_WORD_ROUTINE);
     ck_assert_msg((cg_verdict_routine_line(v) != NULL) == routine, "%s: routine line", cg_verdict_name(v));
     bool composed = v == CG_VERDICT_REFUSED || v == CG_VERDICT_ALLOWED || v == CG_VERDICT_EMULATED ||
-                    v == CG_VERDICT_FAILED || v == CG_VERDICT_ESCAPED || v == CG_VERDICT_BROKE;
+                    v == CG_VERDICT_FAILED || v == CG_VERDICT_ESCAPED || v == CG_VERDICT_BROKE ||
+                    v == CG_VERDICT_RESCUED;
     ck_assert_msg((cg_verdict_said(v) == NULL) == composed, "%s: sentence", cg_verdict_name(v));
   }
   ck_assert_ptr_null(cg_verdict_said(CG_VERDICT_COUNT));

@@ -22,8 +22,11 @@ python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.arg
   { echo "check_wheel: $whl: not a zip file"; exit 1; }
 grep -qx 'Tag: py3-none-manylinux_2_34_x86_64' "$dir"/*.dist-info/WHEEL ||
   bad "WHEEL does not say Tag: py3-none-manylinux_2_34_x86_64"
+# the man page (--help: man ...) and the docs the command cites (report --help: trace.md)
 for f in capguard/bin/capguard capguard/bin/capguard-selftest capguard/lib/libcapguard.so \
-         capguard/__init__.py capguard/__main__.py; do
+         capguard/__init__.py capguard/__main__.py capguard/share/man/man1/capguard.1 \
+         capguard/share/doc/capguard/trace.md capguard/share/doc/capguard/log-format.md \
+         capguard/share/doc/capguard/priming-format.md; do
   [ -f "$dir/$f" ] || bad "$f missing"
 done
 grep -qx 'capguard = capguard:main' "$dir"/*.dist-info/entry_points.txt 2>/dev/null ||

@@ -16,16 +16,19 @@ builddir=${1:-build}
 [ -f "$builddir/build.ninja" ] || { echo "test_wheel: $builddir is not a build tree (bash tests/run-all.sh makes one)" >&2; exit 2; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/capguard-wheel-test.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-# Debian's python3 holds python3-mesonpy; a python3 earlier in PATH (pyenv...) may not.
-py=python3
-"$py" -c 'import mesonpy' 2>/dev/null || py=/usr/bin/python3
-"$py" -c 'import mesonpy' 2>/dev/null || { echo "test_wheel: no meson-python (bash tools/install-deps.sh)" >&2; exit 2; }
+# The README's command, which picks a python3 with meson-python (Debian's has
+# python3-mesonpy; a python3 earlier in PATH, pyenv's, may not): the same
+# choice whichever python3 comes first, one without meson-python included.
+py=$(bash tools/build-wheel.sh --print-python) || exit 2
+fake=$out/no-mesonpy; mkdir -p "$fake"; printf '#!/bin/sh\nexit 1\n' >"$fake/python3"; chmod +x "$fake/python3"
+[ "$(PATH=$fake:$PATH bash tools/build-wheel.sh --print-python)" = "$(command -v /usr/bin/python3)" ] ||
+  { echo "test_wheel: tools/build-wheel.sh does not fall back to /usr/bin/python3 when python3 lacks meson-python" >&2; exit 1; }
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 t0=$(now)
-"$py" -m pip wheel --no-build-isolation --no-deps --no-index -w "$out/dist" . >"$out/build.log" 2>&1 ||
+bash tools/build-wheel.sh "$out/dist" >"$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log"; echo "test_wheel: the wheel did not build" >&2; exit 1; }
 t1=$(now)
 whl=$(echo "$out"/dist/capguard-*.whl)
@@ -51,7 +54,15 @@ check grep -qF "ok      libcapguard.so: $(readlink -f "$shim") loads (installed 
 check grep -qE "ok      native frames: file:line read by libdw [0-9.]+, linked into capguard" "$out/doctor.out"
 "$venv/bin/python" -m capguard run -q -- sh -c 'echo "$LD_PRELOAD"' >"$out/pym.out" 2>&1
 check grep -qxF "$(readlink -f "$shim")" "$out/pym.out"
-[ "$fail" = 0 ] || { cat "$out/doctor.out" "$out/pym.out"; exit 1; }
+# the docs the installed command cites are the wheel's own, and are there
+"$venv/bin/capguard" --help >"$out/help.out" 2>&1
+man_page=$(sed -n "s/.*'man \([^']*\)' for more.*/\1/p" "$out/help.out")
+check test -f "$man_page"
+"$venv/bin/capguard" report --help >"$out/report-help.out" 2>&1
+trace_doc=$(sed -n 's/.*nanosecond (\([^:]*\): lining.*/\1/p' "$out/report-help.out")
+check test -f "$trace_doc"
+check grep -q "^# " "$trace_doc"
+[ "$fail" = 0 ] || { cat "$out/doctor.out" "$out/pym.out" "$out/help.out" "$out/report-help.out"; exit 1; }
 
 # the CLI tests against the installed command (tests/cli/lib.sh: CAPGUARD_UNDER_TEST)
 export CAPGUARD_UNDER_TEST_SHIM=$shim

@@ -19,6 +19,10 @@ with zipfile.ZipFile(out, "w") as z:
     z.writestr("capguard-0.1.0.dist-info/entry_points.txt", "[console_scripts]\ncapguard = capguard:main\n")
     z.writestr("capguard/__init__.py", "")
     z.writestr("capguard/__main__.py", "")
+    # the man page and the docs the command cites, as the wheel carries them
+    z.writestr("capguard/share/man/man1/capguard.1", ".TH CAPGUARD 1\n")
+    for doc in ("trace.md", "log-format.md", "priming-format.md"):
+        z.writestr("capguard/share/doc/capguard/" + doc, "# doc\n")
     for spec in files:
         src, arc = spec.split("=")
         z.write(src, arc)

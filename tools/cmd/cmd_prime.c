@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,13 +32,18 @@ static const char usage_text[] =
     "a CUDA graph was being captured, preloaded by capguard on the next run.\n"
     "\n"
     "  list [FILE]                   one line per image: hash, kind, arch, size,\n"
-    "                                hits, last needed (UTC date), kernel names\n"
+    "                                copies, hits, last needed (UTC date), kernel\n"
+    "                                names; copies: how many of it the next run\n"
+    "                                preloads (the most one process had loaded at\n"
+    "                                once); hits: how often processes needed it\n"
+    "                                during capture, over every run\n"
     "  show HASH-PREFIX [FILE]       every field of one image\n"
     "  verify [FILE]                 check every record's checksum\n"
-    "  prune [--older-than DAYS] [--max-size SIZE] [FILE]\n"
+    "  prune [--older-than DAYS] [--max-size SIZE] [--dry-run] [FILE]\n"
     "                                drop images not needed for DAYS days, then the\n"
     "                                least recently needed until the file fits SIZE\n"
-    "                                (e.g. 64M); also drops damaged records\n"
+    "                                (e.g. 64M); also drops damaged records;\n"
+    "                                --dry-run says what it would drop\n"
     "  merge OUT IN...               add the images of every IN to OUT (created if\n"
     "                                missing), once each; an image's hit count is\n"
     "                                the largest any file holds (merging again\n"
@@ -193,12 +199,66 @@ static void print_names(const cg_prime_record *r, const char *sep) {
   }
 }
 
+/* The copies the next run preloads: the most one process had loaded at once
+ * during capture (a file without loads records means one module). */
+static unsigned copies_of(const cg_prime_record *r) {
+  uint64_t n = (uint64_t)r->module_loads + r->library_loads;
+  return n == 0 ? 1u : n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
+}
+
+/* The files capguard run keeps, one a program, when no --prime is given
+ * (cg_cli_prime_for): DIR/prime.d/ beside the shared default. */
+static void program_files(const char *shared, glob_t *g) {
+  char pattern[PATH_MAX];
+  const char *slash = strrchr(shared, '/');
+  memset(g, 0, sizeof *g);
+  if (!slash || snprintf(pattern, sizeof pattern, "%.*s/prime.d/*.cgp", (int)(slash - shared),
+                         shared) >= (int)sizeof pattern ||
+      glob(pattern, 0, NULL, g) != 0)
+    globfree(g), memset(g, 0, sizeof *g);
+}
+
+/* No FILE, no CAPGUARD_PRIME: the shared file may not be what capguard run
+ * used. One program's file and no shared file: that one, said; several, or
+ * both: which, said. 0 to go on with path; else an exit status. */
+static int pick_run_file(char *path, size_t cap) {
+  const char *named = getenv("CAPGUARD_PRIME");
+  if (named && *named) return 0;
+  glob_t g;
+  program_files(path, &g);
+  int rc = 0;
+  if (g.gl_pathc == 1 && !file_exists(path)) {
+    fprintf(stderr, "capguard prime: %s does not exist; listing %s, the file capguard run uses for "
+                    "that program when no --prime is given\n", path, g.gl_pathv[0]);
+    snprintf(path, cap, "%s", g.gl_pathv[0]);
+  } else if (g.gl_pathc) {
+    char names[1024] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < g.gl_pathc && used < sizeof names; i++) {
+      const char *base = strrchr(g.gl_pathv[i], '/') + 1;
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", base);
+    }
+    const char *dir_end = strrchr(g.gl_pathv[0], '/');
+    if (file_exists(path))
+      fprintf(stderr, "capguard prime: listing %s, the shared file; capguard run without --prime "
+                      "uses each program's own file in %.*s/ (%s): name one to list it\n",
+              path, (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names);
+    else
+      rc = fail("%s does not exist; capguard run without --prime uses each program's own file in "
+                "%.*s/ (%s): name one, e.g. capguard prime list %s", path,
+                (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names, g.gl_pathv[0]);
+  }
+  globfree(&g);
+  return rc;
+}
+
 static int cmd_list(int argc, char **argv) {
   if (reject_options(argc, argv)) return CG_EXIT_USAGE;
   if (argc > 2) return usage_error("list takes at most one FILE");
   char path[PATH_MAX];
   int rc = pick_file(argc == 2 ? argv[1] : NULL, path, sizeof path);
   if (rc) return rc;
+  if (argc < 2 && (rc = pick_run_file(path, sizeof path))) return rc;
   /* as verify: a file that is not there is named, not listed as empty */
   if (!file_exists(path))
     return fail("%s does not exist; check the name (capguard run prints the priming file it used)",
@@ -206,16 +266,16 @@ static int cmd_list(int argc, char **argv) {
   cg_prime_set *s;
   int damage = 0;
   if ((rc = load(path, &s, &damage))) return rc;
-  printf("%-12s  %-6s  %-6s  %10s  %6s  %-11s  %s\n", "hash", "kind", "arch", "bytes", "hits",
-         "last needed", "kernels");
+  printf("%-12s  %-6s  %-6s  %10s  %6s  %6s  %-11s  %s\n", "hash", "kind", "arch", "bytes",
+         "copies", "hits", "last needed", "kernels");
   for (size_t i = 0; i < cg_prime_count(s); i++) {
     const cg_prime_record *r = cg_prime_get(s, i);
     char hex[33], arch[16], when[32];
     cg_hash_format(r->hash, hex);
     format_arch(r->sm_arch, arch, sizeof arch);
     format_time(r->last_ns, false, when, sizeof when);
-    printf("%.12s  %-6s  %-6s  %10llu  %6llu  %-11s  ", hex, cg_image_kind_name(r->kind), arch,
-           (unsigned long long)r->size, (unsigned long long)r->hits, when);
+    printf("%.12s  %-6s  %-6s  %10llu  %6u  %6llu  %-11s  ", hex, cg_image_kind_name(r->kind), arch,
+           (unsigned long long)r->size, copies_of(r), (unsigned long long)r->hits, when);
     print_names(r, ",");
     putchar('\n');
   }
@@ -308,8 +368,8 @@ static int cmd_verify(int argc, char **argv) {
   if (v.show_progress && v.last_pct >= 0) fputs("\r\033[K", stderr);
   if (r < 0) return fail("cannot verify %s; see the line above", path);
   /* records, not images: an image needed again gets a hit record of its own */
-  printf("%s: %zu records intact (%zu image%s, %zu hit update%s), %zu damaged\n", path, v.ok,
-         v.images, cg_plural(v.images), v.ok - v.images, cg_plural(v.ok - v.images),
+  printf("%s: %zu record%s intact (%zu image%s, %zu hit update%s), %zu damaged\n", path, v.ok,
+         cg_plural(v.ok), v.images, cg_plural(v.images), v.ok - v.images, cg_plural(v.ok - v.images),
          v.bad);
   if (r > 0)
     fprintf(stderr, "capguard prime: %s is damaged; run 'capguard prime prune %s' to keep only "
@@ -324,6 +384,11 @@ typedef struct {
   uint64_t cutoff_ns, max_size;
   size_t kept, dropped;
   uint64_t kept_bytes;
+  /* what --max-size alone would do: images it drops that age keeps, and the
+   * smallest image's size on disk */
+  size_t dropped_by_size, images;
+  uint64_t smallest;
+  bool dry_run, refuse;
 } prune_state;
 
 static const cg_prime_set *sort_set; /* for qsort; the CLI is single-threaded */
@@ -351,15 +416,24 @@ static int prune_select(void *ctx, const cg_prime_set *cur, bool *keep) {
     for (size_t k = 0; k < n && total > p->max_size; k++) {
       if (!keep[order[k]]) continue;
       keep[order[k]] = false;
+      p->dropped_by_size++;
       total -= cg_prime_record_disk_size(cg_prime_get(cur, order[k]));
     }
     free(order);
   }
+  p->images = n;
   for (size_t i = 0; i < n; i++) {
+    uint64_t size = cg_prime_record_disk_size(cg_prime_get(cur, i));
+    if (!i || size < p->smallest) p->smallest = size;
     if (keep[i]) p->kept++;
     else p->dropped++;
   }
   p->kept_bytes = total;
+  /* A size no image fits in drops every one: refused, said before anything
+   * is dropped (a typo such as 1K for 1M would empty the file). */
+  if (p->by_size && n && !p->kept && p->dropped_by_size &&
+      p->max_size < CG_PRIME_HEADER_BYTES + p->smallest)
+    return p->refuse = true, -1;
   return 0;
 }
 
@@ -395,6 +469,8 @@ static int cmd_prune(int argc, char **argv) {
       if (cg_prime_parse_size(val, &p.max_size) != 0)
         return usage_error("--max-size wants a size such as 4096, 512K, 64M or 1G, not '%s'", val);
       p.by_size = true;
+    } else if (!strcmp(a, "--dry-run") || !strcmp(a, "-n")) {
+      p.dry_run = true;
     } else if (a[0] == '-' && a[1]) {
       return usage_error("unknown option '%s' for prune", a);
     } else if (file) {
@@ -414,11 +490,37 @@ static int cmd_prune(int argc, char **argv) {
    * count them first, so that what was dropped is said. */
   verify_state v = {.path = path, .last_pct = -1};
   if (cg_prime_verify(path, count_entry, NULL, &v, ignore_line, NULL) < 0) v.bad = 0;
-  if (cg_prime_rewrite(path, prune_select, &p, NULL, 0, warn_line, NULL) != 0)
+  if (p.dry_run) {
+    /* the same choice on the file as it is, nothing written */
+    cg_prime_set *set;
+    int damage = 0;
+    if (cg_prime_load(path, &set, ignore_line, &damage) != 0)
+      return fail("cannot use %s; it is unchanged", path);
+    size_t n = cg_prime_count(set);
+    bool *keep = malloc((n ? n : 1) * sizeof *keep);
+    if (!keep) {
+      cg_prime_free(set);
+      return fail("out of memory");
+    }
+    for (size_t i = 0; i < n; i++) keep[i] = true;
+    int sel = prune_select(&p, set, keep);
+    free(keep);
+    cg_prime_free(set);
+    if (sel != 0 && !p.refuse) return fail("out of memory");
+  } else if (cg_prime_rewrite(path, prune_select, &p, NULL, 0, warn_line, NULL) != 0 && !p.refuse) {
     return fail("%s not pruned (see above); it is unchanged", path);
-  printf("%s: kept %zu image%s (%llu bytes), dropped %zu image%s and %zu damaged record%s\n", path,
-         p.kept, cg_plural(p.kept), (unsigned long long)p.kept_bytes, p.dropped, cg_plural(p.dropped), v.bad,
-         cg_plural(v.bad));
+  }
+  if (p.refuse)
+    return fail("--max-size %llu bytes is smaller than every image of %s (the smallest takes %llu "
+                "bytes with the file's header): it would drop all %zu; nothing dropped (give a "
+                "larger size, e.g. 64M; capguard prime rm drops chosen images)",
+                (unsigned long long)p.max_size, path,
+                (unsigned long long)(CG_PRIME_HEADER_BYTES + p.smallest), p.images);
+  printf("%s: %s %zu image%s (%llu bytes), %s %zu image%s and %zu damaged record%s%s\n", path,
+         p.dry_run ? "would keep" : "kept", p.kept, cg_plural(p.kept),
+         (unsigned long long)p.kept_bytes, p.dry_run ? "drop" : "dropped", p.dropped,
+         cg_plural(p.dropped), v.bad, cg_plural(v.bad),
+         p.dry_run ? " (--dry-run: the file is unchanged)" : "");
   return CG_EXIT_OK;
 }
 
@@ -582,14 +684,23 @@ int cg_cmd_prime(int argc, char **argv) {
         const char *name, *text;
       } helps[] = {
           {"list", "usage: capguard prime list [FILE]\n\nOne line per image of the priming file: "
-                   "hash, kind, arch, size, hits,\nlast needed (UTC date), kernel names.\n"},
+                   "hash, kind, arch, size, copies, hits,\nlast needed (UTC date), kernel names.\n"
+                   "  copies  how many copies of the image the next run preloads: the most one\n"
+                   "          process had loaded at once during capture (identical bytes loaded\n"
+                   "          again, as Triton specialisations that compile alike are, need two)\n"
+                   "  hits    how often processes needed the image during capture: one for each\n"
+                   "          load that recorded it, one for each process it was served to; summed\n"
+                   "          over every run that used the file (prune goes by last needed)\n"},
           {"show", "usage: capguard prime show HASH-PREFIX [FILE]\n\nEvery field of the one "
                    "image whose hash starts with HASH-PREFIX.\n"},
           {"verify", "usage: capguard prime verify [FILE]\n\nCheck every record's checksum; "
                      "exit 1 and name the damaged ones.\n"},
-          {"prune", "usage: capguard prime prune [--older-than DAYS] [--max-size SIZE] [FILE]\n\n"
+          {"prune", "usage: capguard prime prune [--older-than DAYS] [--max-size SIZE] [--dry-run] "
+                    "[FILE]\n\n"
                     "Drop images not needed for DAYS days, then the least recently needed\n"
-                    "until the file fits SIZE (e.g. 64M); also drops damaged records.\n"},
+                    "until the file fits SIZE (e.g. 64M); also drops damaged records. A SIZE\n"
+                    "smaller than every image is refused (it would drop them all).\n"
+                    "  -n, --dry-run  say what would be kept and dropped; change nothing\n"},
           {"merge", "usage: capguard prime merge OUT IN...\n\nAdd the images of every IN to OUT "
                     "(created if missing), once each; an\nimage's hit count is the largest any "
                     "file holds, so merging again\nchanges nothing.\n"},

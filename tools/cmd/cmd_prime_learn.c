@@ -303,16 +303,48 @@ static int prepare(const char *me, const char *usage, int argc, char **argv, lea
   }
   if (o->log)
     snprintf(log, log_cap, "%s", o->log);
-  else if (cg_temp_log("capguard-learn", log, log_cap) != 0) {
+  else if (cg_temp_log(me == CHECK_NAME ? "capguard-check" : "capguard-learn", log, log_cap) != 0) {
     cg_error(me, "cannot create a temporary log: %s; pass --log FILE", strerror(errno));
     return CG_EXIT_RUN_FAILED;
   }
   return 0;
 }
 
+/* The run's log, after the verdict: a temporary one (no --log) is removed
+ * when the verdict is good, else kept and said to be temporary; one the user
+ * named is named. Nothing is left in /tmp unlabelled. */
+static void own_log(const char *me, const learn_opts *o, const char *log, bool failed) {
+  char word[PATH_MAX + 64] = "";
+  size_t used = 0;
+  if (!o->log && !failed) {
+    unlink(log);
+    return;
+  }
+  if (!o->log && access(log, F_OK) != 0) /* run removed it: it held nothing */
+    return;
+  cgr_shell_word(log, word, sizeof word, &used);
+  fprintf(stderr, "%s: the run's log: %s%s; details:\n  %s report %s\n", me, log,
+          o->log ? "" : " (a temporary file, kept for the command below: delete it when done)",
+          cgr_self_word(), word);
+}
+
 /* The verdict: the findings table's first row for me that holds, said on
  * out; the loads missing from the file listed after its sentence when it
  * says so. Returns whether it is a failure. */
+static bool missing_load(const cgl_event *e) {
+  return e->kind == CG_EV_MODULE_LOAD && e->verdict != CG_VERDICT_SERVED;
+}
+/* The same image: the same bytes (interned hashes: equal pointers). */
+static bool same_image(const cgl_event *a, const cgl_event *b) {
+  return a->image_hash && a->image_hash == b->image_hash;
+}
+static bool listed_before(const cgl_log *l, size_t i) {
+  for (size_t k = 0; k < i; k++)
+    if (missing_load(&l->evs[k]) && same_image(&l->evs[k], &l->evs[i]))
+      return true;
+  return false;
+}
+
 static bool verdict(FILE *out, const char *me, unsigned audience, const cgf_prime_run *r,
                     const cgl_log *l) {
   cgf_facts facts = {.prime_run = r};
@@ -329,17 +361,37 @@ static bool verdict(FILE *out, const char *me, unsigned audience, const cgf_prim
     return fails;
   }
   fprintf(out, "%s%s:\n", first, x->sentence);
+  /* each image once, with every process that loaded it (workers load alike) */
   for (size_t i = 0; i < l->n_evs; i++) {
     const cgl_event *e = &l->evs[i];
-    if (e->kind != CG_EV_MODULE_LOAD || e->verdict == CG_VERDICT_SERVED)
+    if (!missing_load(e) || listed_before(l, i))
       continue;
     char site[512], kernels[256];
     cgl_event_site(e, site, sizeof site);
     cgr_kernel_list(e, 8, kernels, sizeof kernels);
-    fprintf(out, "  %s  %s %.12s  kernels: %s  at %s (pid %lld)\n", e->call ? e->call : "?",
+    fprintf(out, "  %s  %s %.12s  kernels: %s  at %s (", e->call ? e->call : "?",
             e->image_kind < CG_IMAGE_KIND_COUNT ? cg_image_kind_name(e->image_kind) : "?",
-            e->image_hash ? e->image_hash : "?", kernels[0] ? kernels : "-", site,
-            l->procs[e->proc].pid);
+            e->image_hash ? e->image_hash : "?", kernels[0] ? kernels : "-", site);
+    for (int pass = 0, pids = 0; pass < 2; pass++) { /* count, then name them */
+      if (pass)
+        fputs(pids == 1 ? "pid " : "pids ", out);
+      for (size_t j = i, named = 0; j < l->n_evs; j++) {
+        const cgl_event *f = &l->evs[j];
+        if (!missing_load(f) || (j != i && !same_image(f, e)))
+          continue;
+        bool seen = false; /* a process that loaded it twice is named once */
+        for (size_t k = i; k < j && !seen; k++)
+          seen = missing_load(&l->evs[k]) && (k == i || same_image(&l->evs[k], e)) &&
+                 l->evs[k].proc == f->proc;
+        if (seen)
+          continue;
+        if (pass)
+          fprintf(out, "%s%lld", named++ ? ", " : "", l->procs[f->proc].pid);
+        else
+          pids++;
+      }
+    }
+    fputs(")\n", out);
   }
   cgf_finding rest = *x;
   rest.sentence = NULL;
@@ -386,6 +438,7 @@ int cg_cmd_prime_learn(int argc, char **argv) {
                      .refused = f.refused, .old_driver = f.old_driver, .device_sm = f.device_sm,
                      .learned_arch = arch, .status = status, .prime = prime, .cmd = o.cmd};
   int out = verdict(stderr, LEARN, CGF_LEARN, &r, &l) ? CG_EXIT_FINDING : status;
+  own_log(LEARN, &o, log, out != CG_EXIT_OK);
   cgl_free(&l);
   return out;
 }
@@ -418,6 +471,7 @@ int cg_cmd_prime_check(int argc, char **argv) {
   bool failed = verdict(stderr, CHECK, CGF_CHECK, &r, &l);
   /* a command that failed with every load served fails with its own status */
   int out = !failed ? CG_EXIT_OK : f.procs && f.loads == f.served ? status : CG_EXIT_FINDING;
+  own_log(CHECK, &o, log, out != CG_EXIT_OK);
   cgl_free(&l);
   return out;
 }

@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "doc_path.h"
 #include "report_render.h"
 #include "plural.h"
 
@@ -15,6 +17,7 @@ static const char USAGE[] =
 static const char ME[] = "capguard report";
 
 static void help(void) {
+  char trace_doc[4200];
   printf("usage: %s\n\n"
          "Read capguard logs (JSON Lines; several processes and runs may share one file or be\n"
          "given as several files) and print the captures that broke, the first call that broke\n"
@@ -29,7 +32,7 @@ static void help(void) {
          "  --html FILE   also write a self-contained HTML page with a timeline of captures\n"
          "  --trace FILE  also write a Chrome/Perfetto trace (JSON): a track per process and\n"
          "                thread, captures as spans, calls during capture as instants;\n"
-         "                times exact to the nanosecond (docs/trace.md: lining it up\n"
+         "                times exact to the nanosecond (%s: lining it up\n"
          "                with an nsys profile)\n"
          "  -h, --help    show this help\n\n"
          "Unknown keys and lines of a newer log version are ignored; malformed lines are\n"
@@ -38,7 +41,7 @@ static void help(void) {
          "process that used CUDA ended without an exit record (killed, crashed, _exit), or\n"
          "the log is cut short; 2 usage error, unreadable log, or input that is not a\n"
          "capguard log.\n",
-         USAGE);
+         USAGE, cg_doc_path("trace.md", trace_doc, sizeof trace_doc));
 }
 
 static int write_page(const cgr_analysis *a, const char *path, const char *option,
@@ -55,6 +58,33 @@ static int write_page(const cgr_analysis *a, const char *path, const char *optio
     return -1;
   }
   return 0;
+}
+
+/* Whether path can be written (its folder exists and is writable, and the
+ * file, if there, is): checked before the report prints anything, so that a
+ * bad --html or --trace path is the one line said, not a report then an error. */
+static bool writable_path(const char *path, const char *option) {
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == path)
+    snprintf(dir, sizeof dir, "/");
+  else
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  struct stat st;
+  const char *why = NULL;
+  if (stat(dir, &st) != 0)
+    why = strerror(errno);
+  else if (!S_ISDIR(st.st_mode))
+    why = "its folder is not a directory";
+  else if (stat(path, &st) == 0 ? access(path, W_OK) != 0 : access(dir, W_OK) != 0)
+    why = strerror(errno);
+  else if (!*(slash ? slash + 1 : path) || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+    why = "it is a directory";
+  if (why)
+    cg_error(ME, "cannot write '%s': %s; pick a writable path for %s", path, why, option);
+  return why == NULL;
 }
 
 static int read_pattern(cgl_log *log, const char *pattern) {
@@ -99,6 +129,8 @@ int cg_cmd_report(int argc, char **argv) {
     default: return cg_usage_error(ME, USAGE, "unknown option '%s'", argv[optind - 1]);
     }
   }
+  if ((html && !writable_path(html, "--html")) || (trace && !writable_path(trace, "--trace")))
+    return CG_EXIT_USAGE;
   const char *env_log = getenv("CAPGUARD_LOG");
   if (optind == argc && !(env_log && *env_log))
     return cg_usage_error(ME, USAGE, "no log given (pass LOG files, - for stdin, or set CAPGUARD_LOG)");

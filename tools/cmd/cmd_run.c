@@ -22,6 +22,7 @@
 #include "env_table.h"
 #include "path_check.h"
 #include "prime_precheck.h"
+#include "rerun_command.h"
 #include "run_summary.h"
 #include "shim_path.h"
 
@@ -84,6 +85,7 @@ static void help(void) {
 typedef struct {
   const char *mode, *log, *prime, *emulate, *metrics;
   bool rescue, quiet, stale;
+  bool prime_given; /* --prime on the command line (not the program's own file) */
   int error_exitcode; /* 0: off */
 } run_opts;
 
@@ -114,7 +116,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
       o->mode = optarg;
       break;
     case 'l': o->log = optarg; break;
-    case 'p': o->prime = optarg; break;
+    case 'p': o->prime = optarg, o->prime_given = true; break;
     case 'e':
       if (cg_parse_driver_version(optarg, &(int){0}) != 0) /* the shim's own parser */
         return cg_usage_error(ME, USAGE,
@@ -222,6 +224,9 @@ static int setup_env(const run_opts *o, const char *shim, const char *log, const
     rc |= setenv("CAPGUARD_MODE", o->mode, 1);
   if (o->prime)
     rc |= setenv("CAPGUARD_PRIME", absolute(o->prime, pbuf, sizeof pbuf), 1);
+  /* the shim's advice about the file then names --prime, which the user typed */
+  if (o->prime_given)
+    rc |= setenv("CAPGUARD_PRIME_OPTION", "--prime", 1);
   if (o->emulate)
     rc |= setenv("CAPGUARD_EMULATE_DRIVER", o->emulate, 1);
   if (o->rescue)
@@ -370,6 +375,23 @@ static int spawn_and_wait(char **argv, bool *started, long long *cmd_pid, int *s
   return CG_EXIT_RUN_FAILED;
 }
 
+/* The options the log does not keep, for the commands the summary gives:
+ * the run the summary advises keeps the log, the quiet and the exit status asked for. */
+static void keep_options(const run_opts *o) {
+  char words[2048] = "";
+  size_t used = 0;
+  if (o->log) {
+    used = (size_t)snprintf(words, sizeof words, "--log ");
+    cgr_shell_word(o->log, words, sizeof words, &used); /* as typed: %p stays %p */
+  }
+  if (o->quiet && used + 4 < sizeof words)
+    used += (size_t)snprintf(words + used, sizeof words - used, "%s-q", used ? " " : "");
+  if (o->error_exitcode && used + 24 < sizeof words)
+    snprintf(words + used, sizeof words - used, "%s--error-exitcode %d", used ? " " : "",
+             o->error_exitcode);
+  cgr_rerun_keep_options(words);
+}
+
 int cg_cmd_run(int argc, char **argv) {
   run_opts o = {0};
   int cmd_at = 0;
@@ -431,6 +453,8 @@ int cg_cmd_run(int argc, char **argv) {
         char shown[PATH_MAX];
         cg_error(ME, "priming file %s %s; the command runs without priming",
                  cg_printable(prime, shown, sizeof shown), why);
+        /* said once here: not again by each of the command's processes */
+        setenv("CAPGUARD_PRIME_SAID", "1", 1);
       } else if (cg_prime_usable(prime, prime_named, cg_env_true("CAPGUARD_PRIME_READONLY"), why,
                                  sizeof why) != 0) {
         /* the shim could not record what breaks this run: said now, not after it */
@@ -475,9 +499,11 @@ int cg_cmd_run(int argc, char **argv) {
   cg_run_mode mode = CG_RUN_MODE_COUNT;
   if (mode_word && *mode_word && !cg_run_mode_parse(mode_word, &mode))
     mode = CG_RUN_GUARD;
+  const char *said = getenv("CAPGUARD_PRIME_SAID"); /* set above when the file was refused */
   cg_run_logs logs = {after.f, after.n, log, temporary, mode, run_id,
                       verdict_buf[0] ? verdict_buf : NULL, cmd_pid, signal,
-                      cg_env_true("CAPGUARD_PRIME_READONLY")};
+                      cg_env_true("CAPGUARD_PRIME_READONLY"), said && !strcmp(said, "1")};
+  keep_options(&o);
   cg_run_outcome res;
   cg_run_summary(stderr, &logs, &res);
   free_logs(&before);

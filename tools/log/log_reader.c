@@ -178,6 +178,18 @@ static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
 
 /* "broken_by": an object names the first offender, null says none was seen,
  * absent (or any other type: a damaged line) says nothing. */
+/* A site string of the log (where a capture began, where its offender was
+ * called), read as a person reads an event's: demangled, with file:line. */
+static const char *site_str(cgl_log *log, size_t proc, json_t *o, const char *key) {
+  const char *s = str(log, o, key);
+  if (!s || !*s)
+    return s;
+  char buf[1024];
+  const cgl_process *pr = &log->procs[proc];
+  cgl_readable_site(s, pr->argc ? pr->argv[0] : NULL, buf, sizeof buf);
+  return strcmp(buf, s) ? cgl_intern(log->pool, buf, strlen(buf)) : s;
+}
+
 static void read_broken_by(cgl_log *log, cgl_capture *c, json_t *o) {
   json_t *b = json_object_get(o, CG_KEY_BROKEN_BY);
   c->by = CGL_BY_UNKNOWN;
@@ -190,7 +202,7 @@ static void read_broken_by(cgl_log *log, cgl_capture *c, json_t *o) {
     const char *s;
     f->call = (s = str(log, b, CG_KEY_CALL)) ? s : "";
     f->python = (s = str(log, b, CG_KEY_PYTHON)) ? s : "";
-    f->where = (s = str(log, b, CG_KEY_WHERE)) ? s : "";
+    f->where = (s = site_str(log, c->proc, b, CG_KEY_WHERE)) ? s : "";
     f->kind = (cg_event_kind)word(&cg_event_kinds, b, CG_KEY_EVENT);
     f->verdict = (cg_verdict)word(&cg_verdicts, b, CG_KEY_VERDICT);
     f->result = num(b, CG_KEY_RESULT, 0);
@@ -207,7 +219,7 @@ static void read_capture(cgl_log *log, size_t proc, json_t *o) {
   c->stream = str(log, o, CG_KEY_STREAM);
   c->mode = (cg_capture_mode)word(&cg_capture_modes, o, CG_KEY_MODE);
   c->status = (cg_capture_status)word(&cg_capture_statuses, o, CG_KEY_STATUS);
-  c->began = str(log, o, CG_KEY_BEGAN);
+  c->began = site_str(log, proc, o, CG_KEY_BEGAN);
   c->tid = num(o, CG_KEY_TID, 0);
   long long b = num(o, CG_KEY_BEGIN_NS, 0);
   if (b > 0 || !c->begin_ns)
@@ -321,6 +333,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     e->image_sm = num(img, CG_KEY_SM, 0);
     e->kernels_truncated = json_is_true(json_object_get(img, CG_KEY_KERNELS_TRUNCATED));
   }
+  e->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
   char where[512];
   const cgl_process *pr = &log->procs[proc];
   cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),
@@ -342,7 +355,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     c->stream = str(log, cap, CG_KEY_STREAM);
     c->mode = (cg_capture_mode)word(&cg_capture_modes, cap, CG_KEY_MODE);
     c->status = (cg_capture_status)word(&cg_capture_statuses, cap, CG_KEY_STATUS);
-    c->began = str(log, cap, CG_KEY_BEGAN);
+    c->began = site_str(log, proc, cap, CG_KEY_BEGAN);
     c->tid = num(cap, CG_KEY_TID, 0);
     if (!c->begin_ns || (e->time_ns && e->time_ns < c->begin_ns))
       c->begin_ns = e->time_ns;

@@ -97,6 +97,8 @@ typedef struct {
   long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
   const cgl_strs *kernels; /* never NULL: an empty list when none */
   bool kernels_truncated;
+  bool runtime_lazy;    /* its native stack shows the CUDA runtime loading lazily (__cudaGetKernel,
+                           cudaGetFuncBySymbol, libcudart's lazy loading): a first launch */
   const char *site;     /* see cgl_event_site */
   const char *python_top; /* innermost Python frame "file:line in func", NULL if none */
   const char *src_file;

@@ -119,3 +119,52 @@ void cgl_site_from_stacks(json_t *python, json_t *native, const char *argv0, cha
   else
     snprintf(buf, cap, "(no stack)");
 }
+
+/* A native frame as the shim writes it: "obj+0x1a" or "obj(sym+0x1a)", maybe
+ * with " [0x...]" after it; a Python site ("file.py:12 in f") has spaces. */
+static bool native_frame(const char *text) {
+  size_t n = without_address(text);
+  if (!n || memchr(text, ' ', n))
+    return false;
+  for (size_t i = 0; i + 3 <= n; i++)
+    if (text[i] == '+' && text[i + 1] == '0' && text[i + 2] == 'x')
+      return true;
+  return false;
+}
+
+void cgl_readable_site(const char *text, const char *argv0, char *buf, size_t cap) {
+  if (native_frame(text)) {
+    native_site(text, argv0, buf, cap);
+    return;
+  }
+  /* "model.py:50 in f (lib.so(_ZN...+0x29c))": the Python line, and its
+   * native frame made readable in the parentheses */
+  size_t n = strlen(text);
+  const char *open = NULL;
+  for (const char *p = strstr(text, " ("); p; p = strstr(p + 1, " ("))
+    open = p;
+  if (open && n && text[n - 1] == ')') {
+    char inner[1024], readable[1024];
+    snprintf(inner, sizeof inner, "%.*s", (int)(text + n - 1 - (open + 2)), open + 2);
+    if (native_frame(inner)) {
+      native_site(inner, argv0, readable, sizeof readable);
+      snprintf(buf, cap, "%.*s (%s)", (int)(open - text), text, readable);
+      return;
+    }
+  }
+  snprintf(buf, cap, "%s", text);
+}
+
+bool cgl_stack_runtime_lazy(json_t *native) {
+  size_t k;
+  json_t *f;
+  json_array_foreach(native, k, f) {
+    const char *s = json_string_value(f);
+    if (!s)
+      continue;
+    if (strstr(s, "__cudaGetKernel") || strstr(s, "cudaGetFuncBySymbol") ||
+        (strstr(s, "libcudart") && (strstr(s, "azy") || strstr(s, "LAZY"))))
+      return true;
+  }
+  return false;
+}

@@ -7,6 +7,7 @@
 #define CAPGUARD_LOG_SITE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* python: array of {"file","line","func"}; native: array of strings; either may
@@ -20,5 +21,17 @@ void cgl_python_top(json_t *python, char *buf, size_t cap);
 /* "lib.so(_ZN2at4cuda9CUDAGraph13capture_beginEv+0x29c) [0x7f..]" becomes
  * "lib.so(at::cuda::CUDAGraph::capture_begin()+0x29c)". */
 void cgl_readable_frame(const char *frame, char *buf, size_t cap);
+
+/* A site the shim wrote as one string (where a capture began, where its first
+ * offender was called): a native frame made readable as an event's is
+ * (demangled, " at file.c:123" where debug info says); anything else (a
+ * Python "file:line in func") as it is. */
+void cgl_readable_site(const char *text, const char *argv0, char *buf, size_t cap);
+
+/* Whether a native stack shows the CUDA runtime loading a module lazily, at
+ * a kernel's first launch (CUDA_MODULE_LOADING=LAZY, the default since CUDA
+ * 12.2): __cudaGetKernel or cudaGetFuncBySymbol, or libcudart's own
+ * lazy-loading frames. native: array of strings, may be NULL. */
+bool cgl_stack_runtime_lazy(json_t *native);
 
 #endif

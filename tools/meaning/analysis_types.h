@@ -83,6 +83,9 @@ typedef struct cgr_analysis {
   size_t n_runs, shown_run;
   const cgl_log *all;  /* the whole log the runs are of */
   cgf_list advice;     /* what to do: the findings (findings.h) that hold for the report */
+  cgf_list *run_advice; /* every run reported (--all) of several: each run's own advice, n_runs
+                           lists (NULL otherwise), so that one run's advice is not mixed with
+                           another's */
   cgf_list escapes_note; /* the text report's closing note on escaped calls (CGF_ESCAPES) */
 } cgr_analysis;
 

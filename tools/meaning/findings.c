@@ -46,6 +46,12 @@ typedef struct {
   /* Calls other than loads that broke a capture (refused, failed, broke):
    * priming serves loads only, so the next run breaks on them again. */
   size_t again, first_again, again_not_alloc;
+  size_t most_refused; /* the most loads refused during capture in one process */
+  /* loads during capture that broke (or would have: rescued) and whose image
+   * names no kernel (a compressed fatbin), by image; and the loads the CUDA
+   * runtime made lazily, at a kernel's first launch */
+  size_t unnamed_images, lazy_loads;
+  size_t lazy_run;
 } ctx;
 
 static void derive(const cgf_facts *f, ctx *c) {
@@ -91,6 +97,35 @@ static void derive(const cgf_facts *f, ctx *c) {
     c->again_not_alloc += e->kind != CG_EV_ALLOCATION;
   }
   c->unloads = a->events[CG_EV_MODULE_UNLOAD];
+  /* How far each process got past a refused load: a framework that raises at
+   * the first (Triton does) refuses one a process, and a run learns one. */
+  size_t *refused = calloc(c->log->n_procs + 1, sizeof *refused);
+  for (size_t i = 0; refused && i < c->log->n_evs; i++) {
+    const cgl_event *e = &c->log->evs[i];
+    if (e->kind == CG_EV_MODULE_LOAD && e->verdict < CG_VERDICT_COUNT &&
+        cg_verdict_breaks(e->verdict) && ++refused[e->proc] > c->most_refused)
+      c->most_refused = refused[e->proc];
+  }
+  free(refused);
+  const char **unnamed = calloc(c->log->n_evs + 1, sizeof *unnamed);
+  for (size_t i = 0; i < c->log->n_evs; i++) {
+    const cgl_event *e = &c->log->evs[i];
+    if (e->kind != CG_EV_MODULE_LOAD || e->verdict >= CG_VERDICT_COUNT)
+      continue;
+    bool broke = cg_verdict_breaks(e->verdict) || e->verdict == CG_VERDICT_RESCUED;
+    if (e->runtime_lazy && (broke || e->verdict == CG_VERDICT_ALLOWED)) {
+      c->lazy_loads++;
+      c->lazy_run = c->log->procs[e->proc].run_index;
+    }
+    if (!broke || e->kernels->n || !unnamed)
+      continue;
+    bool seen = false;
+    for (size_t k = 0; k < c->unnamed_images && !seen; k++)
+      seen = e->image_hash && unnamed[k] == e->image_hash;
+    if (!seen)
+      unnamed[c->unnamed_images++] = e->image_hash;
+  }
+  free(unnamed);
 }
 
 static void command(cgf_finding *x, const char *sep, const char *lead, char *text) {
@@ -241,52 +276,90 @@ static bool recorded_holds(const ctx *c) {
   return (c->a->recorded || c->a->recorded_unsaid) && c->f->mode == CG_RUN_GUARD && !c->f->prime_readonly;
 }
 /* The images this run recorded, and the names of up to four of their kernels. */
-static size_t recorded_images(const ctx *c, char *names, size_t cap, size_t *n_names) {
+typedef struct {
+  char names[160];
+  size_t shown;   /* kernels named in names */
+  size_t kernels; /* kernels recorded (more than shown: "...") */
+  size_t images;
+  size_t copies;  /* images the file held already: the run loaded the same bytes again */
+} recorded_set;
+static void recorded_images(const ctx *c, recorded_set *r) {
+  char *names = r->names;
   const cgr_analysis *a = c->a;
   const cgl_log *log = c->log;
   /* The kernels of the loads this run recorded (every offending load is recorded in guard mode). */
-  size_t used = 0, shown = 0;
+  size_t used = 0, shown = 0, recorded_kernels = 0;
   names[0] = '\0';
-  for (size_t k = 0; k < a->n_kernels && shown < 4; k++) {
+  for (size_t k = 0; k < a->n_kernels; k++) {
     if (a->kernels[k].loads == a->kernels[k].served)
       continue;
-    int n = snprintf(names + used, cap - used, "%s%s", shown ? ", " : "", a->kernels[k].name);
-    if (n < 0 || (size_t)n >= cap - used)
-      break;
+    recorded_kernels++;
+    if (shown == 4)
+      continue;
+    int n = snprintf(names + used, sizeof r->names - used, "%s%s", shown ? ", " : "",
+                     a->kernels[k].name);
+    if (n < 0 || (size_t)n >= sizeof r->names - used) {
+      names[used] = '\0'; /* no name cut in half: it is counted in "..." */
+      shown = 4;
+      continue;
+    }
     used += (size_t)n;
     shown++;
   }
   /* Images, not recordings: workers that load the same image record it once. */
-  size_t images = 0;
+  size_t images = 0, copies = 0;
   const char **seen = calloc(log->n_evs + 1, sizeof *seen);
   for (size_t i = 0; seen && i < log->n_evs; i++) {
     const cgl_event *e = &log->evs[i];
     bool dup = !e->image_hash || !cgr_offending(e) || e->kind != CG_EV_MODULE_LOAD;
     for (size_t k = 0; k < images && !dup; k++)
       dup = seen[k] == e->image_hash; /* interned: equal strings are equal pointers */
-    if (!dup)
-      seen[images++] = e->image_hash;
+    if (dup)
+      continue;
+    seen[images++] = e->image_hash;
+    /* The same bytes served to this process earlier: the file held the image,
+     * one copy short (identical specialisations loaded again). */
+    bool served = false;
+    for (size_t j = 0; j < log->n_evs && !served; j++)
+      served = log->evs[j].verdict == CG_VERDICT_SERVED && log->evs[j].image_hash == e->image_hash &&
+               log->evs[j].proc == e->proc;
+    copies += served;
   }
   free(seen);
   if (!images) /* loads logged without an image: the processes' own count */
     images = a->recorded;
-  *n_names = shown;
-  return images;
+  r->shown = shown;
+  r->kernels = recorded_kernels;
+  r->images = images;
+  r->copies = copies;
 }
 
 static void recorded_say(const ctx *c, cgf_finding *x) {
   const cgr_analysis *a = c->a;
   const cgl_log *log = c->log;
-  char names[160];
-  size_t shown;
-  size_t images = recorded_images(c, names, sizeof names, &shown);
+  recorded_set r;
+  recorded_images(c, &r);
   const char *prime = cgr_run_prime_path(log, c->latest);
   char cmd[1024];
   bool whole = cgr_rerun_command(log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
-  x->sentence = xprintf("run it again; the %zu image%s loaded during capture, recorded in %s "
-                        "(kernels %s%s), will be loaded before capture",
-                        images, cg_plural(images), *prime ? prime : "the priming file",
-                        names[0] ? names : "?", a->n_kernels > shown ? ", ..." : "");
+  const char *where = *prime ? prime : "the priming file";
+  const char *more = r.kernels > r.shown ? ", ..." : "";
+  if (r.copies && r.copies == r.images)
+    /* the file held them: the run needed more copies of the same bytes */
+    x->sentence = xprintf("run it again; the file already held the image%s loaded during capture "
+                          "(kernels %s%s), but the run loaded the same bytes again while a copy "
+                          "was still loaded (identical Triton specialisations do): one more copy "
+                          "of %s, recorded in %s, will be loaded before capture",
+                          cg_plural(r.images), r.names[0] ? r.names : "not named: a compressed fatbin", more,
+                          r.images == 1 ? "it" : "each", where);
+  else
+    x->sentence = xprintf("run it again; the %zu image%s loaded during capture, recorded in %s "
+                          "(kernels %s%s), will be loaded before capture%s",
+                          r.images, cg_plural(r.images), where,
+                          r.names[0] ? r.names : "not named: a compressed fatbin", more,
+                          r.copies ? " (some of them another copy of an image the file already "
+                                   "held: the same bytes loaded again)"
+                                 : "");
   command(x, NULL, NULL, xprintf("%s", cmd));
   if (!whole)
     x->commands[0].note = "the logged command line was cut: complete it";
@@ -295,9 +368,8 @@ static void recorded_say(const ctx *c, cgf_finding *x) {
 /* Recorded, but another call broke the capture too: "run it again" would break again. */
 static bool breaks_again_holds(const ctx *c) { return recorded_holds(c) && c->again; }
 static void breaks_again_say(const ctx *c, cgf_finding *x) {
-  char names[160];
-  size_t shown;
-  size_t images = recorded_images(c, names, sizeof names, &shown);
+  recorded_set r;
+  recorded_images(c, &r);
   const cgl_event *e = &c->log->evs[c->first_again];
   const char *prime = cgr_run_prime_path(c->log, c->latest);
   const char *kind = cgl_word(&cg_event_kinds, e->kind);
@@ -305,7 +377,7 @@ static void breaks_again_say(const ctx *c, cgf_finding *x) {
                         "would break again: %zu other call%s broke %s (first %s, %s, pid %lld), "
                         "and priming serves only loads; make %s before the capture begins or after "
                         "it ends (the broken: lines and the report say where)",
-                        images, cg_plural(images), was_were(images),
+                        r.images, cg_plural(r.images), was_were(r.images),
                         *prime ? prime : "the priming file", c->again, cg_plural(c->again),
                         c->a->n_broken > 1 ? "captures" : "the capture", e->call ? e->call : "?",
                         kind ? kind : "?", c->log->procs[e->proc].pid, c->again == 1 ? "it" : "them");
@@ -343,9 +415,9 @@ static bool readonly_holds(const ctx *c) {
 }
 static void readonly_say(const ctx *c, cgf_finding *x) {
   const cgr_analysis *a = c->a;
-  char names[160], arch[128] = "";
-  size_t shown;
-  size_t images = recorded_images(c, names, sizeof names, &shown);
+  char arch[128] = "";
+  recorded_set r;
+  recorded_images(c, &r);
   const char *prime = cgr_run_prime_path(c->log, c->latest);
   if (a->skipped_arch)
     snprintf(arch, sizeof arch, "; its %zu record%s built for sm_%lld, this GPU is sm_%lld",
@@ -354,8 +426,9 @@ static void readonly_say(const ctx *c, cgf_finding *x) {
                         "%zu image%s loaded during capture (kernels %s%s), so nothing was recorded%s; "
                         "add %s where the file is written, on this GPU architecture (prime learn "
                         "records whatever CAPGUARD_PRIME_READONLY says)",
-                        *prime ? prime : "in use", images, cg_plural(images), names[0] ? names : "?",
-                        a->n_kernels > shown ? ", ..." : "", arch, images == 1 ? "it" : "them");
+                        *prime ? prime : "in use", r.images, cg_plural(r.images),
+                        r.names[0] ? r.names : "not named: a compressed fatbin",
+                        r.kernels > r.shown ? ", ..." : "", arch, r.images == 1 ? "it" : "them");
   command(x, NULL, NULL, capguard_command(c, c->latest, "capguard prime learn"));
   char word[4200] = "";
   size_t used = 0;
@@ -424,7 +497,8 @@ static void handled_say(const ctx *c, cgf_finding *x) {
 /* -- the report's advice (and run's faster: and note:) -- */
 
 static bool warm_holds(const ctx *c) {
-  return c->broken_loads || c->a->verdicts[CG_VERDICT_RESCUED];
+  return (c->broken_loads || c->a->verdicts[CG_VERDICT_RESCUED]) &&
+         (c->to_warm || c->unnamed_images);
 }
 static void warm_say(const ctx *c, cgf_finding *x) {
   const cgr_analysis *a = c->a;
@@ -448,10 +522,23 @@ static void warm_say(const ctx *c, cgf_finding *x) {
   for (size_t p = 0; p < c->log->n_procs; p++)
     if (c->log->procs[p].run_index == c->broke_run)
       guard &= c->log->procs[p].mode == CG_RUN_GUARD || c->log->procs[p].mode == CG_RUN_MODE_COUNT;
+  /* what to warm: named kernels, and images whose kernels have no names here
+   * (a compressed fatbin: the runtime's own, loaded at a first launch) */
+  char count[320];
+  size_t things = c->to_warm + c->unnamed_images;
+  int n = c->to_warm == 1 ? snprintf(count, sizeof count, "this kernel%s", names)
+          : c->to_warm   ? snprintf(count, sizeof count, "these %zu kernels%s", c->to_warm, names)
+                         : 0;
+  if (c->unnamed_images && n >= 0 && (size_t)n < sizeof count)
+    snprintf(count + n, sizeof count - (size_t)n,
+             "%s %zu image%s whose kernels capguard cannot name (a compressed fatbin%s)",
+             c->to_warm ? " and the kernels of" : "the kernels of", c->unnamed_images,
+             plural(c->unnamed_images),
+             c->lazy_loads ? ", such as the CUDA runtime loads at a kernel's first launch: run "
+                             "the op that launches it" : "");
   x->sentence = xprintf(
-      "warm these %zu kernel%s%s up before capture (run each once outside capture), or let "
-      "capguard prime them: %s",
-      c->to_warm, cg_plural(c->to_warm), names,
+      "warm %s up before capture (run %s once outside capture), or let capguard prime %s: %s",
+      count, things == 1 ? "it" : "each", things == 1 ? "it" : "them",
       guard ? "run the same command again under capguard; the images it recorded are loaded "
               "before capture"
             : "run it in guard mode, which records the images and loads them before capture on "
@@ -464,8 +551,15 @@ static void warm_say(const ctx *c, cgf_finding *x) {
 /* How to converge in fewer runs than one per breaking load. */
 static void faster_say(const ctx *c, cgf_finding *x) {
   size_t run = c->f->mode == CG_RUN_MODE_COUNT ? c->broke_run : c->latest;
-  x->sentence = xprintf("each run on a driver that refuses loads during capture (before 12.3, or "
-                        "emulated) learns only the loads up to the capture that breaks");
+  if (c->most_refused == 1)
+    x->sentence = xprintf("each process stopped at its first refused load (a framework such as "
+                          "Triton raises there), so each run on a driver that refuses loads during "
+                          "capture (before 12.3, or emulated) learns one load: as many runs as "
+                          "loads");
+  else
+    x->sentence = xprintf("each run on a driver that refuses loads during capture (before 12.3, or "
+                          "emulated) learns only the loads up to the capture that breaks (here, at "
+                          "most %zu in one process)", c->most_refused);
   command(x, "; ", "learn them all in one run on a machine with driver 12.3 or newer and the "
                    "same GPU architecture", capguard_command(c, run, "capguard prime learn"));
   command(x, ", ", "then check the file as this driver would use it",
@@ -475,7 +569,26 @@ static void faster_say(const ctx *c, cgf_finding *x) {
 }
 static bool faster_report_holds(const ctx *c) { return c->a->loads_refused != 0; }
 static bool faster_run_holds(const ctx *c) {
-  return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD;
+  /* a priming file already said to be unusable: the way on is to fix it
+   * (next: says so), not commands that name it again */
+  return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD &&
+         !c->f->prime_unusable;
+}
+
+/* Loads the CUDA runtime made lazily, at a kernel's first launch: its own
+ * modules (torch's cat, its GEMMs) load mid-capture unless loaded eagerly. */
+static bool runtime_lazy_holds(const ctx *c) { return c->lazy_loads != 0; }
+static void runtime_lazy_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->lazy_loads;
+  x->sentence = xprintf("%zu load%s during capture %s made by the CUDA runtime's lazy loading "
+                        "(__cudaGetKernel: the first launch of a kernel compiled into a library, "
+                        "torch's own for one): CUDA_MODULE_LOADING=EAGER makes the runtime load its "
+                        "modules at start-up, before any capture (or launch those ops once before "
+                        "capture)",
+                        n, plural(n), was_were(n));
+  char cmd[1024];
+  cgr_rerun_command_with(c->log, c->lazy_run, NULL, cmd, sizeof cmd);
+  command(x, NULL, NULL, xprintf("CUDA_MODULE_LOADING=EAGER %s", cmd));
 }
 
 static bool skipped_arch_holds(const ctx *c) { return c->a->skipped_arch != 0; }
@@ -510,8 +623,10 @@ static void allowed_say(const ctx *c, cgf_finding *x) {
   size_t allowed = c->a->verdicts[CG_VERDICT_ALLOWED];
   x->sentence = xprintf("%zu module load%s during capture %s allowed by this driver (12.3 or "
                         "newer); drivers older than 12.3 refuse them and break the capture: prime "
-                        "them before deploying there (guard mode)",
+                        "them before deploying there (guard mode records them; prime learn "
+                        "does it in one run and says what it learned)",
                         allowed, cg_plural(allowed), was_were(allowed));
+  command(x, NULL, NULL, capguard_command(c, c->allowed_run, "capguard prime learn"));
   command(x, ", ", "and see what such a driver does",
           rerun(c, c->allowed_run, "--emulate-driver 12020"));
 }
@@ -711,6 +826,7 @@ static const row rows[] = {
     {"warm-up", CGF_REPORT, warm_holds, warm_say},
     {"faster", CGF_REPORT, faster_report_holds, faster_say},
     {"faster", CGF_FASTER, faster_run_holds, faster_say},
+    {"runtime-lazy-load", CGF_REPORT | CGF_NOTE, runtime_lazy_holds, runtime_lazy_say},
     {"skipped-arch", CGF_REPORT | CGF_NOTE, skipped_arch_holds, skipped_arch_say},
     {"preloaded-unused", CGF_REPORT | CGF_NOTE, unused_holds, unused_say},
     {"allowed-loads", CGF_REPORT, allowed_holds, allowed_say},

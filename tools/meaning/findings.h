@@ -50,6 +50,7 @@ typedef struct {
   long long signal_pid;         /* run summary: the command's pid when a signal killed it */
   int signal;                   /* run summary: that signal (0: it exited) */
   bool prime_readonly;          /* run summary: CAPGUARD_PRIME_READONLY=1, nothing is recorded */
+  bool prime_unusable;          /* run summary: run said the priming file cannot be used */
 } cgf_facts;
 
 /* The findings for an audience (one CGF_ bit), appended to out; first_only:

@@ -292,6 +292,20 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
     r->served += all->evs[i].verdict == CG_VERDICT_SERVED;
   }
   free(seen);
+  /* Every run reported: each run's advice from an analysis of that run alone. */
+  if (shown == SIZE_MAX && all->n_runs > 1) {
+    a->run_advice = xrealloc(NULL, all->n_runs * sizeof *a->run_advice);
+    for (size_t r = 0; r < all->n_runs; r++) {
+      cgl_log view;
+      cgr_analysis one;
+      cgl_view(all, r, &view);
+      cgr_analyse(&view, &one);
+      a->run_advice[r] = one.advice; /* its strings are its own: they outlive the view */
+      memset(&one.advice, 0, sizeof one.advice);
+      cgr_free(&one);
+      cgl_free(&view);
+    }
+  }
 }
 
 void cgr_free(cgr_analysis *a) {
@@ -305,6 +319,9 @@ void cgr_free(cgr_analysis *a) {
   free(a->sites);
   free(a->procs);
   cgf_list_free(&a->advice);
+  for (size_t r = 0; a->run_advice && r < a->n_runs; r++)
+    cgf_list_free(&a->run_advice[r]);
+  free(a->run_advice);
   cgf_list_free(&a->escapes_note);
   memset(a, 0, sizeof *a);
 }

@@ -100,16 +100,27 @@ bool cgr_rerun_command_with(const cgl_log *log, size_t run, const char *options,
   return cgr_command_for(log, run, "capguard run", options, true, buf, cap);
 }
 
+static char kept_options[2048]; /* the CLI is single-threaded */
+
+void cgr_rerun_keep_options(const char *words) {
+  snprintf(kept_options, sizeof kept_options, "%s", words ? words : "");
+}
+
 bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const char *options,
                      bool emulation, char *buf, size_t cap) {
   size_t used = 0;
   buf[0] = '\0';
+  bool run_again = !strcmp(head, "capguard run");
   /* "capguard ..." as a shell here finds it: the full path when it is not on PATH */
   if (!strncmp(head, "capguard ", 9)) {
     append(buf, cap, &used, cgr_self_word());
     head += 8;
   }
   append(buf, cap, &used, head);
+  if (run_again && kept_options[0]) {
+    append(buf, cap, &used, " ");
+    append(buf, cap, &used, kept_options);
+  }
   if (options) {
     append(buf, cap, &used, " ");
     append(buf, cap, &used, options);

@@ -23,6 +23,11 @@ bool cgr_rerun_command_with(const cgl_log *log, size_t run, const char *options,
  * true, then -- and the run's command line. */
 bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const char *options,
                      bool emulation, char *buf, size_t cap);
+/* The options of this capguard run that its log does not keep (--log, -q,
+ * --error-exitcode), as shell words: every "capguard run" command said after
+ * the run then keeps them. capguard run sets them before its summary; NULL
+ * or "" forgets them. */
+void cgr_rerun_keep_options(const char *words);
 /* The priming file the run used ("" when not logged). */
 const char *cgr_run_prime_path(const cgl_log *log, size_t run);
 /* The word that runs this capguard from a shell: "capguard" when PATH finds

@@ -58,15 +58,15 @@ static const char *verdict_colour(cg_verdict v) {
   case CG_VERDICT_DEFERRED_FREE:
     return "#bcbd22";
   case CG_VERDICT_DEFERRED_DESTROY:
-    return "#a0522d";
+    return "#393b79";
   case CG_VERDICT_NOT_READY:
     return "#17becf";
   case CG_VERDICT_ESCAPED:
-    return "#8c564b";
+    return "#ffbb78";
   case CG_VERDICT_BROKE:
-    return "#8c564b";
+    return "#1a1a1a";
   case CG_VERDICT_STALE:
-    return "#b2182b";
+    return "#4d004b";
   case CG_VERDICT_COUNT:
     break;
   }
@@ -119,14 +119,15 @@ typedef struct {
 
 static long long cap_begin(const cgl_log *log, size_t c) { return clamp_t(log->caps[c].begin_ns); }
 
-/* Axis label in a unit that suits the span. */
-static void tick_label(char *buf, size_t cap, double ns, double span_ns) {
-  if (span_ns < 2e6)
+/* Axis label in a unit that suits the labels' spacing, with as many digits
+ * as the spacing has (a 1-2-5 step: at most one after the point). */
+static void tick_label(char *buf, size_t cap, double ns, double spacing_ns) {
+  if (spacing_ns < 1e6)
     snprintf(buf, cap, "%.0f \u00b5s", ns / 1e3);
-  else if (span_ns < 2e10)
-    snprintf(buf, cap, "%.*f ms", span_ns < 2e7 ? 2 : span_ns < 2e8 ? 1 : 0, ns / 1e6);
+  else if (spacing_ns < 1e9)
+    snprintf(buf, cap, "%.0f ms", ns / 1e6);
   else
-    snprintf(buf, cap, "%.*f s", span_ns < 2e11 ? 1 : 0, ns / 1e9);
+    snprintf(buf, cap, "%.0f s", ns / 1e9);
 }
 
 enum { LABEL_W = 230, PLOT_W = 760, LANE_H = 22, ROW_PAD = 8, AXIS_H = 28, MAX_LANES = 16 };
@@ -222,18 +223,36 @@ static void process_label(FILE *o, const cgr_analysis *a, size_t p, size_t y) {
   fputs("</text>\n", o);
 }
 
+/* A tick every 1, 2 or 5 times a power of ten, the smallest that gives at
+ * most 8 intervals over the span: labels at round values (0, 5, 10 ms), not
+ * at tenths of whatever the span happens to be. */
+static double tick_step(double span_ns) {
+  double step = 1;
+  while (step * 8 < span_ns)
+    step *= 10;
+  while (step / 10 * 8 >= span_ns && step > 1)
+    step /= 10;
+  if (step / 5 * 8 >= span_ns)
+    return step / 5;
+  if (step / 2 * 8 >= span_ns)
+    return step / 2;
+  return step;
+}
+
 static void axis(FILE *o, span s, size_t height) {
-  double span_ns = (double)s.t1 - (double)s.t0;
-  for (int t = 0; t <= 10; t++) {
-    double x = LABEL_W + PLOT_W * t / 10.0;
+  double span_ns = (double)s.t1 - (double)s.t0, step = tick_step(span_ns);
+  for (int t = 0; t * step <= span_ns * (1 + 1e-9) && t <= 100; t++) {
+    double x = LABEL_W + PLOT_W * (t * step / span_ns);
     char label[32];
     fprintf(o, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%zu\" stroke=\"#eee\"/>", x, AXIS_H - 8,
             x, height);
-    if (t % 2) /* a label every other line: at every line they would touch */
+    /* a label at every line (at most 9, 95 px apart), none so near the
+     * right end that it would run off the plot */
+    if (t && x > LABEL_W + PLOT_W - 30)
       continue;
-    tick_label(label, sizeof label, span_ns * t / 10.0, span_ns);
+    tick_label(label, sizeof label, t * step, step);
     fprintf(o, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>\n", x, AXIS_H - 12,
-            t == 10 ? "end" : t == 0 ? "start" : "middle", label);
+            t == 0 ? "start" : "middle", label);
   }
 }
 
@@ -275,13 +294,19 @@ static void call_marker(FILE *o, const cgl_log *log, const cgl_event *e, span s,
   fputs("</title></path>\n", o);
 }
 
+/* A process of this run gets a row when it used CUDA: a shell or a compiler
+ * a JIT ran would be an empty one (the Processes table lists them). */
+static bool timeline_row(const cgl_log *log, size_t p, size_t run) {
+  return log->procs[p].run_index == run && log->procs[p].cuda;
+}
+
 static void panel(FILE *o, const cgr_analysis *a, const buckets *b, size_t run, size_t *lane_of,
                   size_t *lanes, size_t *shapes) {
   const cgl_log *log = a->log;
   span s = run_span(log, run);
   size_t height = AXIS_H;
   for (size_t p = 0; p < log->n_procs; p++) {
-    if (log->procs[p].run_index != run) continue;
+    if (!timeline_row(log, p, run)) continue;
     lanes[p] = assign_lanes(log, b, p, s, lane_of);
     height += lanes[p] * LANE_H + ROW_PAD;
   }
@@ -290,7 +315,7 @@ static void panel(FILE *o, const cgr_analysis *a, const buckets *b, size_t run, 
   axis(o, s, height);
   size_t y = AXIS_H;
   for (size_t p = 0; p < log->n_procs; p++) {
-    if (log->procs[p].run_index != run) continue;
+    if (!timeline_row(log, p, run)) continue;
     size_t row_h = lanes[p] * LANE_H;
     process_label(o, a, p, y);
     fprintf(o, "<line x1=\"0\" y1=\"%zu\" x2=\"%d\" y2=\"%zu\" stroke=\"#ddd\"/>\n",
@@ -467,16 +492,20 @@ static void kernel_cell(FILE *o, const cgl_event *e) {
   }
 }
 
-/* What the capture's end returned and its repeats, after the why. */
-static void end_cell(FILE *o, const cgl_capture *c) {
+/* What the capture's end returned and its repeats, after the why (after:
+ * the cell holds words already, which a separator ends: copied as text, the
+ * why must not run into "its end returned"). */
+static void end_cell(FILE *o, const cgl_capture *c, bool after) {
   if (c->has_end_result && c->end_result) {
     char result[160];
     cgr_result_words(c->end_result, NULL, result, sizeof result);
-    fputs("<br>its end returned ", o);
+    fputs(after ? "; <br>its end returned " : "its end returned ", o);
     esc(o, result);
+    after = true;
   }
   if (c->repeats > 0)
-    fprintf(o, "<br>repeats: %lld more like one logged, not logged again", c->repeats);
+    fprintf(o, "%srepeats: %lld more like one logged, not logged again", after ? "; <br>" : "",
+            c->repeats);
 }
 
 static void broken_table(FILE *o, const cgr_analysis *a) {
@@ -510,7 +539,7 @@ static void broken_table(FILE *o, const cgr_analysis *a) {
         esc(o, phrase);
         fputs("</td><td>", o);
       }
-      end_cell(o, c);
+      end_cell(o, c, false);
       fputs("</td></tr>\n", o);
       continue;
     }
@@ -526,7 +555,7 @@ static void broken_table(FILE *o, const cgr_analysis *a) {
     kernel_cell(o, e);
     fputs("</code></td><td>", o);
     esc(o, why);
-    end_cell(o, c);
+    end_cell(o, c, true);
     fputs("</td></tr>\n", o);
   }
   fputs("</table>\n", o);
@@ -582,6 +611,53 @@ static void calls_table(FILE *o, const cgr_analysis *a) {
   fputs("</p>\n", o);
 }
 
+/* One finding: its sentence, then each command on a line of its own. */
+static void advice_item(FILE *o, const cgf_finding *x) {
+  fputs("<li>", o);
+  esc(o, x->sentence);
+  if (x->n_commands)
+    fputc(':', o);
+  for (size_t k = 0; k < x->n_commands; k++) {
+    if (x->commands[k].lead) {
+      fputs("<br>", o);
+      esc(o, x->commands[k].lead);
+      fputc(':', o);
+    }
+    fputs("<pre class=\"cmd\"><code>", o);
+    esc(o, x->commands[k].text);
+    fputs("</code></pre>", o);
+    if (x->commands[k].note) {
+      fputc('(', o);
+      esc(o, x->commands[k].note);
+      fputc(')', o);
+    }
+  }
+  fputs("</li>\n", o);
+}
+
+/* What to do: with --all over several runs, each run's advice under its run. */
+static void advice_section(FILE *o, const cgr_analysis *a) {
+  fputs("<h2>What to do</h2>\n", o);
+  if (!a->run_advice) {
+    fputs("<ul>\n", o);
+    for (size_t i = 0; i < a->advice.n; i++)
+      advice_item(o, &a->advice.v[i]);
+    fputs("</ul>\n", o);
+    return;
+  }
+  for (size_t r = 0; r < a->n_runs; r++) {
+    const cgl_process *top = &a->all->procs[a->all->runs[r].first_proc];
+    char cmd[96];
+    cgr_process_command(top, cmd, sizeof cmd);
+    fprintf(o, "<h3>run %zu: pid %lld ", r + 1, top->pid);
+    esc(o, cmd);
+    fputs("</h3>\n<ul>\n", o);
+    for (size_t i = 0; i < a->run_advice[r].n; i++)
+      advice_item(o, &a->run_advice[r].v[i]);
+    fputs("</ul>\n", o);
+  }
+}
+
 static void findings(FILE *o, const cgr_analysis *a) {
   if (a->n_broken) broken_table(o, a);
   if (a->n_kernels) {
@@ -616,31 +692,7 @@ static void findings(FILE *o, const cgr_analysis *a) {
     }
     fputs("</table>\n", o);
   }
-  fputs("<h2>What to do</h2>\n<ul>\n", o);
-  for (size_t i = 0; i < a->advice.n; i++) {
-    const cgf_finding *x = &a->advice.v[i];
-    fputs("<li>", o);
-    esc(o, x->sentence);
-    if (x->n_commands)
-      fputc(':', o);
-    for (size_t k = 0; k < x->n_commands; k++) {
-      if (x->commands[k].lead) {
-        fputs("<br>", o);
-        esc(o, x->commands[k].lead);
-        fputc(':', o);
-      }
-      fputs("<pre class=\"cmd\"><code>", o);
-      esc(o, x->commands[k].text);
-      fputs("</code></pre>", o);
-      if (x->commands[k].note) {
-        fputc('(', o);
-        esc(o, x->commands[k].note);
-        fputc(')', o);
-      }
-    }
-    fputs("</li>\n", o);
-  }
-  fputs("</ul>\n", o);
+  advice_section(o, a);
 }
 
 int cgr_print_html(FILE *o, const cgr_analysis *a) {

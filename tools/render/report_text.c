@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include <string.h>
 
 #include "ended_early.h"
@@ -169,14 +170,36 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
  * story of the runs in a log (run 1 broke, run 2 was primed) at a glance.
  * Processes that never used CUDA (a shell, a compiler a JIT runs) are one line
  * together when some process did. */
+static const cgl_log *order_log; /* for qsort; the CLI is single-threaded */
+static int by_run_then_pid(const void *x, const void *y) {
+  const cgl_process *p = &order_log->procs[*(const size_t *)x], *q = &order_log->procs[*(const size_t *)y];
+  if (p->run_index != q->run_index)
+    return p->run_index < q->run_index ? -1 : 1;
+  if (p->pid != q->pid)
+    return p->pid < q->pid ? -1 : 1;
+  return *(const size_t *)x < *(const size_t *)y ? -1 : 1;
+}
+
 static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   const size_t shown_max = 20;
   size_t cuda = 0, shown = 0, skipped = 0;
   for (size_t p = 0; p < log->n_procs; p++)
     cuda += log->procs[p].cuda;
+  /* by run, then by pid: several logs (--all) are read one after the other */
+  size_t *order = malloc((log->n_procs + 1) * sizeof *order);
+  if (!order) {
+    fputs("capguard: out of memory listing the processes\n", stderr);
+    exit(2);
+  }
+  for (size_t p = 0; p < log->n_procs; p++)
+    order[p] = p;
+  order_log = log;
+  if (log->n_procs)
+    qsort(order, log->n_procs, sizeof *order, by_run_then_pid);
   fprintf(out, "\n%sProcesses%s (as logged)\n", pal.bold, pal.reset);
-  for (size_t p = 0; p < log->n_procs; p++) {
+  for (size_t i = 0; i < log->n_procs; i++) {
+    size_t p = order[i];
     const cgl_process *pr = &log->procs[p];
     if ((cuda && !pr->cuda) || shown == shown_max) {
       skipped += !(cuda && !pr->cuda);
@@ -228,6 +251,7 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
     }
     fputs(")\n", out);
   }
+  free(order);
 }
 
 static void print_kernels(FILE *out, const cgr_analysis *a, cg_palette pal) {
@@ -340,10 +364,16 @@ static void print_capture_time(FILE *out, const cgr_analysis *a, cg_palette pal)
 
 void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
-  fprintf(out, "capguard report: %zu log%s, %zu process%s, %zu capture%s, %s%zu broken%s",
-          log->n_files, cg_plural(log->n_files), log->n_procs, cg_plural_es(log->n_procs),
-          a->captures, cg_plural(a->captures), a->n_broken ? pal.red : pal.green, a->n_broken,
-          pal.reset);
+  /* The processes that used CUDA, when some did: a JIT's compiler steps
+   * (sh, gcc, as) are one line of their own under Processes. */
+  size_t cuda = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    cuda += log->procs[p].cuda;
+  size_t procs = cuda ? cuda : log->n_procs;
+  fprintf(out, "capguard report: %zu log%s, %zu process%s%s, %zu capture%s, %s%zu broken%s",
+          log->n_files, cg_plural(log->n_files), procs, cg_plural_es(procs),
+          cuda && cuda < log->n_procs ? " with CUDA" : "", a->captures, cg_plural(a->captures),
+          a->n_broken ? pal.red : pal.green, a->n_broken, pal.reset);
   if (a->open_at_exit)
     fprintf(out, ", %s%zu open at exit%s", pal.yellow, a->open_at_exit, pal.reset);
   if (a->ended_early)
@@ -387,6 +417,18 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
     print_sites(out, a, pal);
   cgr_print_stale_text(out, log, pal);
   fprintf(out, "\n%sWhat to do%s\n", pal.bold, pal.reset);
-  for (size_t i = 0; i < a->advice.n; i++)
-    cgf_print(out, &a->advice.v[i], "  - ", "      ");
+  if (!a->run_advice) {
+    for (size_t i = 0; i < a->advice.n; i++)
+      cgf_print(out, &a->advice.v[i], "  - ", "      ");
+    return;
+  }
+  /* --all: each run's own advice under its name */
+  for (size_t r = 0; r < a->n_runs; r++) {
+    const cgl_process *top = &a->all->procs[a->all->runs[r].first_proc];
+    char cmd[96];
+    cgr_process_command(top, cmd, sizeof cmd);
+    fprintf(out, "  run %zu: pid %lld %s\n", r + 1, top->pid, cmd[0] ? cmd : "?");
+    for (size_t i = 0; i < a->run_advice[r].n; i++)
+      cgf_print(out, &a->run_advice[r].v[i], "    - ", "        ");
+  }
 }

@@ -217,7 +217,8 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   cgr_analyse(log, &a);
   cgr_run_advice adv;
   cgf_facts facts = {.a = &a, .mode = mode, .incomplete = incomplete, .signal = logs->signal,
-                     .signal_pid = logs->pid, .prime_readonly = logs->prime_readonly};
+                     .signal_pid = logs->pid, .prime_readonly = logs->prime_readonly,
+                     .prime_unusable = logs->prime_unusable};
   cgr_run_advise(&facts, &adv);
   res->broken = a.n_broken;
   size_t cuda = cuda_processes(log);
@@ -248,6 +249,8 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   /* The command that reads it, alone on its line: with %p, the pattern itself
    * (capguard report reads every file it names). A temporary log is kept for
    * that command: it is removed only when it holds nothing. */
+  if (logs->verdict_by) /* prime learn and check say where the log is, and keep it or not */
+    goto analysed;
   char word[4200] = "";
   size_t used = 0;
   cgr_shell_word(logs->shown_path, word, sizeof word, &used);
@@ -256,6 +259,7 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
                           : "",
           pal.dim[0] ? pal.reset : "");
   fprintf(out, "  %s report %s\n", cgr_self_word(), word);
+analysed:
   cgr_run_advice_free(&adv);
   cgr_free(&a);
 done:

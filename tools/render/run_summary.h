@@ -26,6 +26,8 @@ typedef struct {
   long long pid;                /* the command's pid */
   int signal;                   /* the signal that killed it, from its wait status (0: it exited) */
   bool prime_readonly;          /* CAPGUARD_PRIME_READONLY=1: the run served, never recorded */
+  bool prime_unusable;          /* run said before the start that the priming file cannot be
+                                   used: no advice repeats its path in a command */
 } cg_run_logs;
 
 typedef struct {

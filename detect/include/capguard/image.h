@@ -32,6 +32,15 @@ typedef struct {
   unsigned archs[CG_IMAGE_MAX_ARCHS]; /* fatbin: every entry's arch; others: sm_arch */
   unsigned n_archs;
   bool has_ptx;      /* fatbin holds a PTX entry (JIT-able on newer archs) */
+  unsigned sass_archs[CG_IMAGE_MAX_ARCHS]; /* fatbin: the archs of its SASS (ELF) entries */
+  unsigned n_sass_archs;
+  unsigned ptx_arch;  /* fatbin: the lowest arch of its PTX entries (0: none) */
+  unsigned on_device; /* set by the caller that knows the device: the arch it runs the image
+                         as (cg_image_arch_on), 0 when unknown */
+  /* fatbin: the largest LZ4-compressed ELF entry, uncompressed, whose kernel
+   * names were not read (no scratch given, or too little): a caller that
+   * wants them inspects again with that much scratch; 0 when none */
+  size_t lz4_unread;
   cg_hash128 hash;   /* of size bytes at data */
   unsigned n_kernels;
   bool names_truncated; /* more kernels than fit in kernel_names */
@@ -44,7 +53,19 @@ typedef struct {
  * when the image is recognised; -1 with out->kind = CG_IMAGE_UNKNOWN and
  * out->why_unknown set otherwise. Never allocates. */
 int cg_image_inspect(const void *p, size_t limit, cg_image_info *out);
+/* The same, and a fatbin's LZ4-compressed ELF entries that fit in scratch
+ * (cap bytes, the caller's) are decompressed there, one after the other, for
+ * their kernel names. zstd-compressed entries stay unnamed. */
+int cg_image_inspect_with(const void *p, size_t limit, cg_image_info *out, void *scratch, size_t cap);
 
+
+/* The architecture a device of arch device_sm (90: sm_90) runs this image
+ * as: a cubin's or PTX's own; for a fatbin the SASS entry the driver picks
+ * (the highest of the device's major version not above it: sm_90 on an H100
+ * from sm_75...sm_120), else, when it holds PTX for that arch or an older
+ * one, device_sm itself (the driver compiles the PTX for it), else the
+ * highest SASS (sm_arch: it does not run there). device_sm 0: sm_arch. */
+unsigned cg_image_arch_on(const cg_image_info *info, unsigned device_sm);
 
 /* Iterate kernel names: for (const char *n = cg_image_first_kernel(i); n; n = cg_image_next_kernel(i, n)) */
 const char *cg_image_first_kernel(const cg_image_info *info);

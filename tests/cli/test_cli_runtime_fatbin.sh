@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Fatbins the CUDA runtime loads itself (torch's own kernels: cuLibraryLoadData
+# from __cudaGetKernel at a kernel's first launch, CUDA_MODULE_LOADING=LAZY):
+# the arch this GPU runs them as (not the highest entry: sm_90 on an H100 from
+# sm_75...sm_120), in the warm-up advice even when compressed entries leave
+# their kernels unnamed (LZ4-compressed entries are named: decompressed), and
+# the runtime's lazy loading said, with CUDA_MODULE_LOADING=EAGER.
+. "$(dirname "$0")/lib.sh"
+
+# --- a log with the runtime's lazy load (hand-written: the fake driver has no runtime)
+run_cg lazy report "$DATA/runtime_lazy.jsonl"
+expect_rc 1 "a capture broken by the runtime's load"
+expect_in "$WORK/lazy.out" "1 load during capture was made by the CUDA runtime's lazy loading (__cudaGetKernel: the first launch of a kernel compiled into a library, torch's own for one): CUDA_MODULE_LOADING=EAGER makes the runtime load its modules at start-up" "the runtime's lazy loading said"
+expect_in "$WORK/lazy.out" "        CUDA_MODULE_LOADING=EAGER capguard run --emulate-driver 12020 -- python3 serve.py" "the command with CUDA_MODULE_LOADING=EAGER"
+expect_in "$WORK/lazy.out" "warm the kernels of 1 image whose kernels capguard cannot name (a compressed fatbin, such as the CUDA runtime loads at a kernel's first launch: run the op that launches it) up before capture" "the unnamed image is in the warm-up advice"
+run_cg lazyj report --json "$DATA/runtime_lazy.jsonl"
+python3 -c 'import json,sys; f=[x["finding"] for x in json.load(open(sys.argv[1]))["findings"]]; assert "runtime-lazy-load" in f and "warm-up" in f, f' "$WORK/lazyj.out" \
+  && pass || fail "JSON findings lack runtime-lazy-load or warm-up"
+# a load without the runtime in its stack is not called lazy
+sed 's/__cudaGetKernel/someOtherFunction/; s/libcudart.so.13+0x5a1b0/libfoo.so+0x5a1b0/' "$DATA/runtime_lazy.jsonl" >"$WORK/notlazy.jsonl"
+run_cg notlazy report "$WORK/notlazy.jsonl"
+expect_not_in "$WORK/notlazy.out" "lazy loading" "no lazy loading said without the runtime's frames"
+
+# --- a multi-arch fatbin (sm_80 and sm_90 SASS, PTX for 90) loaded during capture on an sm_86 device
+use_real_shim
+export FAKECUDA_DRIVER_VERSION=12020 FAKECUDA_SM=86
+fatbin=$SOURCE_ROOT/tests/data/kernels_multi_zstd.fatbin
+"$CAPGUARD" run --log "$WORK/f.jsonl" --prime "$WORK/f.cgp" -- "$VLLM_LIKE" --workers 1 "$fatbin" cg_test_fill >/dev/null 2>"$WORK/f.err"; rc=$?
+expect_rc 1 "the fatbin's load breaks the capture on 12.2"
+expect_in "$WORK/f.err" "image: fatbin, 3456 bytes, sm_80/sm_90 +ptx (sm_80 on this device)" "the event says which entry this device runs"
+grep -q '"sm":80,"archs":\[80,90\]' "$WORK/f.jsonl" && pass || fail "the log's image sm is not the device's: $(grep -o '"sm":[0-9]*,"archs":[^]]*]' "$WORK/f.jsonl" | head -1)"
+"$CAPGUARD" prime list "$WORK/f.cgp" >"$WORK/f-list.out" 2>&1
+grep -q '^[0-9a-f]*  fatbin  sm_80 ' "$WORK/f-list.out" && pass || fail "prime list labels the fatbin with another arch than this device's: $(cat "$WORK/f-list.out")"
+expect_in "$WORK/f.err" "(kernels not named: a compressed fatbin)" "next: says the kernels are not named, not '?'"
+# LZ4-compressed entries (nvcc -compress-mode=speed): the shim decompresses them for the kernel names
+lz4=$SOURCE_ROOT/tests/data/kernels_multi_lz4.fatbin
+"$CAPGUARD" run --log "$WORK/l.jsonl" --prime "$WORK/l.cgp" -- "$VLLM_LIKE" --workers 1 "$lz4" cg_test_fill >/dev/null 2>"$WORK/l.err"; rc=$?
+expect_in "$WORK/l.err" "  kernels: cg_test_fill, cg_test_axpy" "an LZ4-compressed fatbin's kernels named on the event"
+grep -q '"kernels":\["cg_test_fill","cg_test_axpy"\]' "$WORK/l.jsonl" && pass || fail "an LZ4-compressed fatbin's kernels not in the log"
+expect_in "$WORK/l.err" "(kernels cg_test_axpy, cg_test_fill)" "next: names them"
+finish

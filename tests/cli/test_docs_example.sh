@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# docs/reports.md's example of capguard run's summary is today's output: the
+# command it names is run here, as it says (vllm_like and its cubin in the
+# working folder, HOME shown as /home/u), over the fake 12.2 driver, and both
+# are compared line by line once pids, addresses, streams, source lines and
+# the temporary log's name are set aside. The broken: lines name the first
+# three of four workers in the order their captures began, which differs from
+# run to run: each is checked for today's form instead.
+. "$(dirname "$0")/lib.sh"
+use_real_shim
+export FAKECUDA_DRIVER_VERSION=12020
+doc=$SOURCE_ROOT/docs/reports.md
+mkdir -p "$WORK/run" "$WORK/home"
+cp "$VLLM_LIKE" "$WORK/run/vllm_like"
+cp "$CUBIN" "$WORK/run/kernels_sm90.cubin"
+(cd "$WORK/run" && export HOME=$WORK/home && unset XDG_CACHE_HOME &&
+ "$CAPGUARD" run -q -- ./vllm_like kernels_sm90.cubin cg_test_fill >/dev/null 2>"$WORK/run.err")
+normalise() {
+  sed -E "s|$WORK/home|/home/u|g; s/pid [0-9]+/pid N/g; s/thread [0-9]+/thread N/g; s/0x[0-9a-f]{6,}/0xS/g;
+          s/\+0x[0-9a-f]+/+0xA/g; s/\.c:[0-9]+/.c:L/g; s/capguard-[A-Za-z0-9]{6}\.jsonl/capguard-X.jsonl/g"
+}
+grep -E '^(capguard|  )' "$WORK/run.err" | normalise >"$WORK/now"
+# the example: the block that starts with the run's first summary line
+awk '/^```/ { if (inblock) exit; if (getline line > 0 && line ~ /^capguard: 4 processes used CUDA/) { inblock = 1; print line }; next } inblock' "$doc" \
+  | normalise >"$WORK/doc"
+[ -s "$WORK/doc" ] && pass || fail "no example of capguard run's summary in $doc"
+grep -v '^capguard: broken: pid' "$WORK/now" >"$WORK/now-rest"
+grep -v '^capguard: broken: pid' "$WORK/doc" >"$WORK/doc-rest"
+if diff "$WORK/doc-rest" "$WORK/now-rest" >"$WORK/diff"; then pass; else
+  fail "docs/reports.md's example is not today's output (regenerate it as its note says):"; sed 's/^/    | /' "$WORK/diff" >&2; fi
+n=$(grep -c '^capguard: broken: pid' "$WORK/doc")
+[ "$n" -eq 3 ] && pass || fail "the example shows $n broken: lines, today's summary 3"
+while read -r line; do
+  grep -qxF -- "$line" <(grep '^capguard: broken: pid' "$WORK/now"; sed 's/cuModuleLoadData at/cuModuleLoadDataEx at/' <(grep '^capguard: broken: pid' "$WORK/now"); sed 's/cuModuleLoadDataEx at/cuModuleLoadData at/' <(grep '^capguard: broken: pid' "$WORK/now")) \
+    && pass || fail "the example's broken: line is not in today's form: $line"
+done < <(grep '^capguard: broken: pid' "$WORK/doc")
+finish
