@@ -394,7 +394,7 @@ static void check_prime_arch(doctor *d, const cg_prime_set *set, int sm, bool re
             other_sm, sm, sm);
   else
     note(d, "priming file", "%zu of %zu image%s built for another architecture (sm_%u; this GPU "
-         "is sm_%d): not served here", other, n, n == 1 ? "" : "s", other_sm, sm);
+         "is sm_%d): not served here", other, n, cg_plural(n), other_sm, sm);
 }
 
 static void check_files(doctor *d, const char *named, int sm) {
@@ -434,7 +434,7 @@ static void check_files(doctor *d, const char *named, int sm) {
       else {
         char archs[160];
         arch_list(set, archs, sizeof archs);
-        ok(d, "priming file", "%s: %zu image%s%s%s%s", path, n, n == 1 ? "" : "s", archs,
+        ok(d, "priming file", "%s: %zu image%s%s%s%s", path, n, cg_plural(n), archs,
            damaged ? "" : ", intact", readonly ? ", read-only (CAPGUARD_PRIME_READONLY=1)" : "");
       }
       if (damaged)

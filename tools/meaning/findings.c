@@ -335,7 +335,6 @@ static void recorded_images(const ctx *c, recorded_set *r) {
 }
 
 static void recorded_say(const ctx *c, cgf_finding *x) {
-  const cgr_analysis *a = c->a;
   const cgl_log *log = c->log;
   recorded_set r;
   recorded_images(c, &r);
@@ -460,7 +459,7 @@ static void ended_early_list_say(const ctx *c, cgf_finding *x) {
   x->sentence = xprintf("%zu process%s ended without an exit record (killed, crashed, left "
                         "through _exit, or still running): %s; what %s did after %s last line is "
                         "not in the log, so the counts are lower bounds",
-                        n, n == 1 ? "" : "es", who, n == 1 ? "it" : "each", n == 1 ? "its" : "its");
+                        n, cg_plural_es(n), who, n == 1 ? "it" : "each", n == 1 ? "its" : "its");
   x->emphasis = strcspn(x->sentence, "(") - 1;
 }
 static void ended_early_say(const ctx *c, cgf_finding *x) {
@@ -533,7 +532,7 @@ static void warm_say(const ctx *c, cgf_finding *x) {
     snprintf(count + n, sizeof count - (size_t)n,
              "%s %zu image%s whose kernels capguard cannot name (a compressed fatbin%s)",
              c->to_warm ? " and the kernels of" : "the kernels of", c->unnamed_images,
-             plural(c->unnamed_images),
+             cg_plural(c->unnamed_images),
              c->lazy_loads ? ", such as the CUDA runtime loads at a kernel's first launch: run "
                              "the op that launches it" : "");
   x->sentence = xprintf(
@@ -585,7 +584,7 @@ static void runtime_lazy_say(const ctx *c, cgf_finding *x) {
                         "torch's own for one): CUDA_MODULE_LOADING=EAGER makes the runtime load its "
                         "modules at start-up, before any capture (or launch those ops once before "
                         "capture)",
-                        n, plural(n), was_were(n));
+                        n, cg_plural(n), was_were(n));
   char cmd[1024];
   cgr_rerun_command_with(c->log, c->lazy_run, NULL, cmd, sizeof cmd);
   command(x, NULL, NULL, xprintf("CUDA_MODULE_LOADING=EAGER %s", cmd));

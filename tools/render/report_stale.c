@@ -2,6 +2,7 @@
  * shim reports each at most once per kind, so a group holds a free, a
  * launch, or both; what to do is the shim's own sentence (cg_stale_advice). */
 #include "report_stale.h"
+#include "plural.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,7 @@ void cgr_print_stale_text(FILE *out, const cgl_log *log, cg_palette pal) {
   if (!n)
     return;
   fprintf(out, "\n%sMemory a live graph reads, freed%s (%zu graph exec%s and allocation%s)\n", pal.bold, pal.reset, n,
-          n == 1 ? "" : "s", n == 1 ? "" : "s");
+          cg_plural(n), cg_plural(n));
   for (size_t i = 0; i < n; i++) {
     const cgl_stale *s = &log->stale[g[i].first];
     char reads[256];

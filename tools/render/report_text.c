@@ -36,8 +36,8 @@ static void print_ended(FILE *out, const cgr_analysis *a, cg_palette pal) {
     cgr_process_label(a, p, who, sizeof who);
     cgr_process_command(pr, cmd, sizeof cmd);
     fprintf(out, "  %s %s: %zu capture%s, %zu call%s during capture logged\n", who, cmd[0] ? cmd : "?",
-            a->procs[p].captures, a->procs[p].captures == 1 ? "" : "s", a->procs[p].calls,
-            a->procs[p].calls == 1 ? "" : "s");
+            a->procs[p].captures, cg_plural(a->procs[p].captures), a->procs[p].calls,
+            cg_plural(a->procs[p].calls));
   }
 }
 
