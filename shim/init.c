@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "live_captures.h"
+#include "locks.h"
 #include "config.h"
 #include "driver.h"
 #include "driver_log.h"
@@ -20,6 +21,7 @@
 static void atfork_prepare(void) { cg_captures_atfork_prepare(); }
 static void atfork_parent(void) { cg_captures_atfork_parent(); }
 static void atfork_child(void) {
+  cg_locks_atfork_child();
   cg_captures_atfork_child();
   cg_captures_watched_atfork_child();
   cg_guard_atfork_child();

@@ -1,5 +1,6 @@
 #include "guard.h"
 #include "forks.h"
+#include "locks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -286,8 +287,10 @@ void cg_guard_atfork_child(void) { cg_report_atfork_child(); }
 
 void cg_guard_exit(void) {
   cg_summary sum = {.pid = (uint64_t)getpid()};
-  sum.captures_begun = cg_captures_begun_total();
-  sum.captures_broken = cg_captures_broken();
+  /* Nothing here blocks on a lock: exit() may come from a signal handler
+   * that interrupted this thread inside capguard (locks.h). */
+  cg_exit_begin();
+  cg_captures_counts_at_exit(&sum.captures_begun, &sum.captures_broken);
   /* Captures still open get their records before the summary counts them. */
   sum.captures_open = cg_captures_write_open_at_exit();
   cg_report_counts(sum.events, sum.verdicts);

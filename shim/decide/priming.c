@@ -30,6 +30,7 @@
 #include "load_tally.h"
 #include "output.h"
 #include "warn.h"
+#include "locks.h"
 
 typedef struct {
   void *handle; /* CUmodule or CUlibrary; NULL when its load failed */
@@ -225,7 +226,7 @@ void cg_priming_before_begin(void) {
   CUcontext ctx = NULL;
   if (cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
     return;
-  pthread_mutex_lock(&prime_lock);
+  cg_lock(&prime_lock);
   /* The device's arch, for the arch rule and for the summary (capguard
    * prime learn names it): queries that are allowed during capture. */
   if (!device_sm)
@@ -233,7 +234,7 @@ void cg_priming_before_begin(void) {
   context_pool *have = pool_of(ctx);
   bool may_preload = priming_on() && ((!have && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)))) ||
                                       (have && have->slots && refill_pending));
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
   if (!may_preload)
     return;
   /* On a driver that refuses loads mid-capture, the capture gate (taken
@@ -242,7 +243,7 @@ void cg_priming_before_begin(void) {
   bool gated = cg_driver_rules_loads();
   if (gated)
     cg_gate_lock();
-  pthread_mutex_lock(&prime_lock);
+  cg_lock(&prime_lock);
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
   have = pool_of(ctx);
@@ -257,7 +258,7 @@ void cg_priming_before_begin(void) {
       preload(p);
     }
   }
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
   if (gated)
     cg_gate_unlock();
 }
@@ -270,7 +271,7 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
   if (!cg_drv.CtxGetCurrent || cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS)
     return NULL;
   void *h = NULL;
-  pthread_mutex_lock(&prime_lock);
+  cg_lock(&prime_lock);
   context_pool *p = set ? pool_of(ctx) : NULL;
   const cg_prime_record *r = p && p->slots ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
   if (r) {
@@ -290,7 +291,7 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
       }
     }
   }
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
   if (h)
     cg_tally_handle(h, image->hash, image->size, library);
   return h;
@@ -305,7 +306,7 @@ void cg_priming_unloaded(void *handle) {
   cg_tally_unloaded(handle);
   if (!__atomic_load_n(&handed_out_now, __ATOMIC_RELAXED))
     return;
-  pthread_mutex_lock(&prime_lock);
+  cg_lock(&prime_lock);
   size_t n = cg_prime_count(set);
   for (size_t p = 0; p < n_pools; p++) {
     if (!pools[p].slots)
@@ -319,11 +320,11 @@ void cg_priming_unloaded(void *handle) {
       s->refill = true;
       refill_pending++;
       __atomic_sub_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
-      pthread_mutex_unlock(&prime_lock);
+      cg_unlock(&prime_lock);
       return;
     }
   }
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
 }
 
 /* Loads again the served copies that were unloaded, on this context (gated
@@ -346,12 +347,20 @@ static void refill(context_pool *p) {
   }
 }
 
+/* prime_lock; at exit only when it can be had before the exit's deadline
+ * (locks.h), else false, said in one line. */
+static bool take_prime_lock(const char *what) {
+  if (cg_exiting())
+    return cg_exit_lock(&prime_lock, what);
+  cg_lock(&prime_lock);
+  return true;
+}
+
 /* The appender, made on first use (record_lock held). */
 static cg_prime_appender *the_appender(void) {
-  if (!appender) {
-    pthread_mutex_lock(&prime_lock);
+  if (!appender && take_prime_lock("writing to the priming file")) {
     appender = cg_prime_appender_new(cg_cfg.prime_path, cg_cfg.prime_max, set, warn_line, NULL);
-    pthread_mutex_unlock(&prime_lock);
+    cg_unlock(&prime_lock);
   }
   return appender;
 }
@@ -366,7 +375,7 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
     names_len += (uint32_t)strlen(k) + 1;
   uint64_t now = cg_now_ns();
   /* The hit this writes refreshes the image too: no second one for it. */
-  pthread_mutex_lock(&prime_lock);
+  cg_lock(&prime_lock);
   const cg_prime_record *known =
       refresh_mark ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
   if (known) {
@@ -375,7 +384,7 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
       __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
     refresh_mark[i] = REFRESH_DONE;
   }
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
   /* An unknown count (the tally is full) records one load: never fewer
    * than the default says. */
   uint32_t loads = cg_tally_get(image->hash, image->size, library);
@@ -396,12 +405,12 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
       .module_loads = library ? 0 : loads,
       .library_loads = library ? loads : 0,
   };
-  pthread_mutex_lock(&record_lock);
+  cg_lock(&record_lock);
   if (the_appender() && cg_prime_appender_add(appender, &r) == 0)
     __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
   else
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&record_lock);
+  cg_unlock(&record_lock);
 }
 
 void cg_priming_refresh_served(bool at_exit) {
@@ -411,17 +420,20 @@ void cg_priming_refresh_served(bool at_exit) {
   /* Never while a capture prohibits this thread: that is the capture's path. */
   if (!at_exit && !cg_captures_self_unprohibited())
     return;
-  /* Another thread recording holds record_lock: it is left to a later end. */
-  if (at_exit ? pthread_mutex_lock(&record_lock) != 0 : pthread_mutex_trylock(&record_lock) != 0)
+  /* Another thread recording holds record_lock: it is left to a later end;
+   * at exit, waited for a moment only (locks.h). */
+  if (at_exit ? !cg_exit_lock(&record_lock, "writing the served images' hits to the priming file")
+              : cg_trylock(&record_lock) != 0)
     return;
   cg_prime_appender *a = the_appender();
   if (a)
     cg_prime_appender_nowait(a, !at_exit); /* a busy file: at a later end, or at exit */
   size_t n = cg_prime_count(set);
   for (size_t i = 0; a && i < n; i++) {
-    pthread_mutex_lock(&prime_lock);
+    if (!take_prime_lock("writing the served images' hits to the priming file"))
+      break;
     bool pending = refresh_mark && refresh_mark[i] == REFRESH_PENDING;
-    pthread_mutex_unlock(&prime_lock);
+    cg_unlock(&prime_lock);
     if (!pending)
       continue;
     /* The record as the file has it (its loads, so no loads record is
@@ -430,11 +442,10 @@ void cg_priming_refresh_served(bool at_exit) {
     r.hits = 1;
     r.last_ns = cg_now_ns();
     int rc = cg_prime_appender_add(a, &r);
-    if (rc == 1)
+    if (rc == 1 || !take_prime_lock("writing the served images' hits to the priming file"))
       break;
-    pthread_mutex_lock(&prime_lock);
     refresh_mark[i] = REFRESH_DONE;
-    pthread_mutex_unlock(&prime_lock);
+    cg_unlock(&prime_lock);
     __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
     if (rc != 0) { /* said by the appender; every later write would fail the same way */
       __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
@@ -444,11 +455,12 @@ void cg_priming_refresh_served(bool at_exit) {
   }
   if (a)
     cg_prime_appender_nowait(a, false);
-  pthread_mutex_unlock(&record_lock);
+  cg_unlock(&record_lock);
 }
 
 void cg_priming_summary(cg_summary *s) {
-  pthread_mutex_lock(&prime_lock);
+  if (!take_prime_lock("the summary's priming counts"))
+    return;
   s->primed_loaded = n_loaded;
   s->primed_served = n_served;
   s->primed_unused = n_loaded - n_served;
@@ -456,7 +468,7 @@ void cg_priming_summary(cg_summary *s) {
   s->primed_skipped_arch = n_skipped_arch;
   s->device_sm = device_sm;
   s->skipped_sm = skipped_sm;
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
 }
 
 void cg_priming_after_fork_child(void) {
@@ -464,7 +476,7 @@ void cg_priming_after_fork_child(void) {
   /* The appender's index describes the same file and stays right, unless a
    * parent thread was inside it at the fork: then it may be half updated,
    * and is left behind (leaked, not freed) for a fresh one. */
-  if (pthread_mutex_trylock(&record_lock) != 0)
+  if (cg_trylock(&record_lock) != 0)
     appender = NULL;
   pthread_mutex_init(&record_lock, NULL);
   /* The parent's modules live in the parent's contexts. */

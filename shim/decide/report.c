@@ -11,6 +11,7 @@
 #include "output.h"
 #include "seen_set.h"
 #include "warn.h"
+#include "locks.h"
 
 static uint64_t counters_events[CG_EV_KIND_COUNT];
 static uint64_t counters_verdicts[CG_VERDICT_COUNT];
@@ -115,9 +116,9 @@ bool cg_report_first_sighting(const char *call, cg_event_kind kind, cg_verdict v
     memcpy(id.python, where->python, sizeof id.python);
   }
   cg_hash128 k = cg_hash_bytes(&id, sizeof id);
-  pthread_mutex_lock(&seen_lock);
+  cg_lock(&seen_lock);
   bool first = cg_seen_first(&seen, k);
-  pthread_mutex_unlock(&seen_lock);
+  cg_unlock(&seen_lock);
   if (!first)
     count(kind, v);
   return first;

@@ -323,9 +323,10 @@ uint64_t cg_captures_driver_id(CUstream s, bool ptsz);
  * refusal made before that broke it). */
 uint64_t cg_captures_begun_driver_id(CUstream s, bool ptsz);
 
-/* For the exit summary. */
-uint64_t cg_captures_begun_total(void);
-uint64_t cg_captures_broken(void);
+/* For the exit summary: captures begun and broken; false (both 0, one line
+ * said) when the model's lock could not be had before the exit's deadline
+ * (locks.h). */
+bool cg_captures_counts_at_exit(uint64_t *begun, uint64_t *broken);
 
 /* Start-up and fork (init.c). */
 void cg_captures_init(void);

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "seen_set.h"
 #include "warn.h"
+#include "locks.h"
 
 #ifndef CAPGUARD_VERSION
 #define CAPGUARD_VERSION "unknown"
@@ -258,13 +259,13 @@ static void say_routine(const cg_event *e) {
 }
 
 void cg_output_event(const cg_event *e) {
-  pthread_mutex_lock(&out_lock);
+  cg_lock(&out_lock);
   int show = first_sighting(e) && !cg_cfg.quiet;
   unsigned bit = 1u << ((unsigned)e->verdict % 32);
   int first_routine = routine(e) && !(quiet_kinds_said & bit);
   if (routine(e))
     quiet_kinds_said |= bit;
-  pthread_mutex_unlock(&out_lock);
+  cg_unlock(&out_lock);
   if (routine(e)) {
     if (first_routine && !cg_cfg.quiet)
       say_routine(e);
@@ -289,9 +290,11 @@ bool cg_output_wants_capture(bool broken) { return log_fd >= 0 || (broken && !cg
 void cg_output_capture(const cg_capture_record *r) {
   bool summarised = cg_cfg.run_id && log_fd >= 0;
   if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet && !summarised) {
-    pthread_mutex_lock(&out_lock);
-    int show = first_sighting_of(broken_identity(r), &broken_hidden);
-    pthread_mutex_unlock(&out_lock);
+    int show = 0;
+    if (cg_exiting() ? cg_exit_lock(&out_lock, "a broken capture's line on stderr") : (cg_lock(&out_lock), true)) {
+      show = first_sighting_of(broken_identity(r), &broken_hidden);
+      cg_unlock(&out_lock);
+    }
     if (show)
       emit(2, fmt_capture_broken_text, r);
   }
@@ -337,10 +340,10 @@ static void write_record(cg_record_type type, int driver_version) {
 }
 
 void cg_output_process(int driver_version) {
-  pthread_mutex_lock(&out_lock);
+  cg_lock(&out_lock);
   int first = !process_written;
   process_written = 1;
-  pthread_mutex_unlock(&out_lock);
+  cg_unlock(&out_lock);
   if (first && log_fd >= 0)
     write_record(CG_RECORD_PROCESS, driver_version);
 }

@@ -13,6 +13,7 @@
 
 #include "capguard/frame_filter.h"
 #include "stack.h"
+#include "locks.h"
 
 /* The innermost frame outside the frameworks' machinery
  * (torch/cuda/graphs.py's capture_begin is not what a person wrote), or the
@@ -59,27 +60,27 @@ void cg_python_site(char *buf, size_t cap) {
     return;
   }
   py_site_entry *e = &sites[key.lo % CG_PY_SITES];
-  pthread_mutex_lock(&sites_lock);
+  cg_lock(&sites_lock);
   bool hit = e->used && e->key.lo == key.lo && e->key.hi == key.hi;
   if (hit)
     snprintf(buf, cap, "%s", e->site);
   bool check = !checked;
-  pthread_mutex_unlock(&sites_lock);
+  cg_unlock(&sites_lock);
   if (hit)
     return;
   site_from_dump(buf, cap);
   if (check) {
     if (!cg_python_fingerprint_check())
       return; /* not kept: the in-place reading is not trusted (yet) */
-    pthread_mutex_lock(&sites_lock);
+    cg_lock(&sites_lock);
     checked = true;
-    pthread_mutex_unlock(&sites_lock);
+    cg_unlock(&sites_lock);
   }
-  pthread_mutex_lock(&sites_lock);
+  cg_lock(&sites_lock);
   e->key = key;
   e->used = true;
   snprintf(e->site, sizeof e->site, "%s", buf);
-  pthread_mutex_unlock(&sites_lock);
+  cg_unlock(&sites_lock);
 }
 
 void cg_python_site_atfork_child(void) { pthread_mutex_init(&sites_lock, NULL); }

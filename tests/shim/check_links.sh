@@ -18,7 +18,8 @@ allowed="
   fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf
   getpid getppid gettid geteuid clock_gettime nanosleep sched_yield syscall
   dlopen dlclose dlerror dlvsym dladdr dladdr1 dl_iterate_phdr backtrace
-  pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_unlock
+  pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_timedlock pthread_mutex_unlock
+  pthread_setcancelstate
   pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_unlock __register_atfork
   pthread_once pthread_key_create pthread_setspecific
   pthread_self pthread_getattr_np pthread_attr_getstack pthread_attr_destroy
