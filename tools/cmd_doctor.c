@@ -381,6 +381,10 @@ static void check_files(doctor *d, const char *named) {
       else
         ok(d, "priming file", "%s: %zu image%s%s", path, n, n == 1 ? "" : "s",
            damaged ? "" : ", intact");
+      if (pc == CG_PRECHECK_OK)
+        note(d, "priming file", "to change it while programs run, replace it by rename (write the new "
+                                "file beside it, then mv it over it), never in place (cp over it, "
+                                "truncate): capguard prime does so");
       if (damaged)
         note(d, "priming file", "%zu damaged record%s skipped (first: %s)", damaged,
              damaged == 1 ? "" : "s", w.text);

@@ -57,7 +57,7 @@ void cg_rwunlock(pthread_rwlock_t *l) {
 /* How long capguard's exit waits, all its locks together, for locks that
  * other threads hold for a moment. A lock held by the code a signal handler
  * interrupted is never let go: past this, what needs it is skipped. */
-#define EXIT_WAIT_MS 200
+#define EXIT_WAIT_MS 1000
 
 static int exiting;
 static struct timespec exit_deadline; /* CLOCK_REALTIME, as pthread_mutex_timedlock wants */

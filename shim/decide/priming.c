@@ -169,7 +169,7 @@ static void preload(context_pool *p) {
   for (size_t i = 0; i < n; i++) {
     const cg_prime_record *r = cg_prime_get(set, i);
     p->first[i] = at;
-    if (!fits(r, arch)) {
+    if (!r->bytes || !fits(r, arch)) { /* no bytes: not kept, fitting another device (keep_fitting) */
       n_skipped_arch++;
       skipped_sm = r->sm_arch;
       at += (size_t)r->module_loads + r->library_loads;
@@ -191,11 +191,14 @@ static void preload(context_pool *p) {
       at += r->module_loads + r->library_loads - k;
       break;
     }
-    /* The driver has its own copy now: the file's pages can go. */
-    cg_prime_release(set, r);
   }
   p->first[n] = at;
 }
+
+/* After the first preload, the set keeps the bytes of the images that fit
+ * this device only: what a served load is compared with and a refill loads
+ * again. The rest of the file's copy is given back. */
+static bool keep_fitting(const cg_prime_record *r, void *arch) { return fits(r, *(const unsigned *)arch); }
 
 /* Reading allocates the file's size: a file past the cap (grown by hand, or
  * a lowered cap) is not read into this process, and nothing more is
@@ -210,7 +213,9 @@ static void read_set(void) {
             "recorded into it (capguard doctor --prime FILE)",
             cg_cfg.prime_path, (unsigned long long)st.st_size, (unsigned long long)cg_cfg.prime_max);
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
-  } else if (cg_prime_load(cg_cfg.prime_path, &set, warn_line, NULL)) {
+  } else if (cg_prime_load_copy(cg_cfg.prime_path, &set, warn_line, NULL)) {
+    /* a copy, not a mapping: the file may be rewritten in place while this
+     * process runs (prime_in_memory.c) */
     set = NULL;
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
   } else if (cg_prime_count(set)) {
@@ -256,6 +261,12 @@ void cg_priming_before_begin(void) {
       context_pool *p = &pools[n_pools++];
       p->ctx = ctx;
       preload(p);
+      static bool kept_fitting;
+      if (!kept_fitting) {
+        kept_fitting = true;
+        if (cg_prime_keep_only(set, keep_fitting, &device_sm) != 0)
+          cg_warn_oom("keeping the priming file's images that fit: the whole file's copy is kept");
+      }
     }
   }
   cg_unlock(&prime_lock);

@@ -43,6 +43,16 @@ typedef struct cg_prime_set cg_prime_set;
  * writable by others, a symlink, a newer format version, not a priming file);
  * then *out is NULL and warn got one line saying why and what to do. */
 int cg_prime_load(const char *path, cg_prime_set **out, cg_prime_warn_fn warn, void *ctx);
+/* The same, read into this process's memory (pread, under the shared lock)
+ * instead of mapped: a set the shim keeps for the process's life, which an
+ * in-place rewrite of the file (truncate, cp over it) must not take away
+ * (a mapping would fault with SIGBUS at the next touch). prime_in_memory.c. */
+int cg_prime_load_copy(const char *path, cg_prime_set **out, cg_prime_warn_fn warn, void *ctx);
+/* Keeps the bytes of the records keep() says yes to, in one block of the
+ * set's own, and every record's kernel names; the other records' bytes
+ * become NULL (never found, never loaded). The file's pages or copy are
+ * given back. 0, or -1 out of memory (the set unchanged). */
+int cg_prime_keep_only(cg_prime_set *s, bool (*keep)(const cg_prime_record *r, void *ctx), void *ctx);
 size_t cg_prime_count(const cg_prime_set *s);
 const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i);
 /* Record with this hash and exactly these bytes, or NULL. */
@@ -53,9 +63,6 @@ const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, s
 const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 hash, const void *bytes,
                                             size_t size);
 void cg_prime_free(cg_prime_set *s);
-/* Done with r's bytes for now (its image was preloaded): a mapped set gives
- * their pages back to the page cache; touching them again reads them back. */
-void cg_prime_release(const cg_prime_set *s, const cg_prime_record *r);
 
 /* Add r to path, creating it (mode 0600, never through a symlink) if needed,
  * under an exclusive lock so concurrent writers lose nothing. An image
