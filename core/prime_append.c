@@ -274,7 +274,9 @@ static int write_at_tail(cg_prime_appender *a, int fd, const uint8_t *rec, uint6
   return 0;
 }
 
-int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
+/* r appended: its image when the file lacks it, else a hit record (when
+ * hit) and a loads record when r needs more copies than the file states. */
+static int append(cg_prime_appender *a, const cg_prime_record *r, bool hit) {
   /* Without waiting, the whole walk (when there is no index yet) is done
    * under the exclusive lock below, taken only when it is free. */
   if (!a->walked_to && !a->nowait && prewalk(a)) return -1;
@@ -319,14 +321,19 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
   if (have && want_m < have_m) want_m = have_m;
   if (have && want_l < have_l) want_l = have_l;
   bool loads_rec = want_m != have_m || want_l != have_l;
-  uint64_t body_len = have ? PRIME_HIT_LEN : prime_image_len(r->size, r->names_len);
+  if (have && !hit && !loads_rec) { /* the file says it all already */
+    rc = 0;
+    goto out;
+  }
+  uint64_t body_len = have ? (hit ? PRIME_HIT_LEN : 0) : prime_image_len(r->size, r->names_len);
   uint64_t total = (need_header ? CG_PRIME_HEADER_BYTES : 0) + body_len + (loads_rec ? PRIME_LOADS_LEN : 0);
   if (at + total > a->max_bytes) {
     prime_warnf(warn, ctx, path,
                 "full (%llu of %llu bytes); %s of %llu bytes not recorded: raise "
                 "CAPGUARD_PRIME_MAX or run 'capguard prime prune %s'",
                 (unsigned long long)at, (unsigned long long)a->max_bytes,
-                have ? "a hit for an image" : "an image", (unsigned long long)r->size, path);
+                have ? (hit ? "a hit for an image" : "a count of copies for an image") : "an image",
+                (unsigned long long)r->size, path);
     goto out;
   }
   rec = malloc(total);
@@ -338,7 +345,7 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
   uint8_t *body = rec + (need_header ? CG_PRIME_HEADER_BYTES : 0);
   uint64_t image_off = have ? have->off : at + (uint64_t)(body - rec);
   if (have) {
-    prime_encode_hit(body, image_off, r->hash, hits, t);
+    if (hit) prime_encode_hit(body, image_off, r->hash, hits, t);
   } else {
     cg_prime_record copy = *r;
     copy.hits = hits;
@@ -363,6 +370,10 @@ out:
   close(fd); /* drops the lock */
   return rc;
 }
+
+int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) { return append(a, r, true); }
+
+int cg_prime_appender_raise_loads(cg_prime_appender *a, const cg_prime_record *r) { return append(a, r, false); }
 
 int cg_prime_append(const char *path, const cg_prime_record *r, uint64_t max_bytes, cg_prime_warn_fn warn,
                     void *ctx) {

@@ -29,6 +29,7 @@
 #include "live_captures.h"
 #include "load_tally.h"
 #include "output.h"
+#include "record_queue.h"
 #include "warn.h"
 #include "locks.h"
 
@@ -381,11 +382,10 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
     return;
   if (!priming_on() || cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
-  uint32_t names_len = 0;
-  for (const char *k = cg_image_first_kernel(image); k; k = cg_image_next_kernel(image, k))
-    names_len += (uint32_t)strlen(k) + 1;
-  uint64_t now = cg_now_ns();
-  /* The hit this writes refreshes the image too: no second one for it. */
+  /* The record it will write refreshes the image too: no second one for
+   * it; and one refreshed already (served, then loaded past the copies
+   * preloaded) gets no second hit. */
+  bool hit = true;
   cg_lock(&prime_lock);
   const cg_prime_record *known =
       refresh_mark ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
@@ -393,55 +393,49 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
     size_t i = (size_t)(known - cg_prime_get(set, 0));
     if (refresh_mark[i] == REFRESH_PENDING)
       __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+    hit = refresh_mark[i] != REFRESH_DONE;
     refresh_mark[i] = REFRESH_DONE;
   }
   cg_unlock(&prime_lock);
-  /* An unknown count (the tally is full) records one load: never fewer
-   * than the default says. */
-  uint32_t loads = cg_tally_get(image->hash, image->size, library);
-  if (!loads)
-    loads = 1;
-  cg_prime_record r = {
-      .kind = image->kind,
-      .sm_arch = image->sm_arch,
-      .hash = image->hash,
-      .size = image->size,
-      .bytes = image->data,
-      .n_kernels = image->n_kernels,
-      .names_len = names_len,
-      .kernel_names = image->kernel_names,
-      .hits = 1,
-      .first_ns = now,
-      .last_ns = now,
-      .module_loads = library ? 0 : loads,
-      .library_loads = library ? loads : 0,
-  };
-  cg_lock(&record_lock);
-  if (the_appender() && cg_prime_appender_add(appender, &r) == 0)
+  /* Queued, written when a capture ends or at exit (record_queue.h): no
+   * file I/O on the capture's path, one record per image and process. */
+  cg_record_queue_add(image, library, hit);
+}
+
+/* A queued image's record, through the appender (record_lock held): the
+ * image (or its hit) the first time, else only a count of copies, when the
+ * process needed more of them at once than the file states. */
+static int write_queued(const cg_prime_record *r, bool hit, void *appender_) {
+  int rc = hit ? cg_prime_appender_add(appender_, r) : cg_prime_appender_raise_loads(appender_, r);
+  if (rc == 0 && hit)
     __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
-  else
+  else if (rc < 0) /* said by the appender; every later write would fail the same way */
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
-  cg_unlock(&record_lock);
+  return rc;
 }
 
 void cg_priming_refresh_served(bool at_exit) {
-  if (!__atomic_load_n(&refresh_pending, __ATOMIC_RELAXED) || !priming_on() || cg_cfg.prime_readonly ||
-      __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
+  if (!(at_exit || __atomic_load_n(&refresh_pending, __ATOMIC_RELAXED) || cg_record_queue_due()) || !priming_on() ||
+      cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
   /* Never while a capture prohibits this thread: that is the capture's path. */
   if (!at_exit && !cg_captures_self_unprohibited())
     return;
   /* Another thread recording holds record_lock: it is left to a later end;
    * at exit, waited for a moment only (locks.h). */
-  if (at_exit ? !cg_exit_lock(&record_lock, "writing the served images' hits to the priming file")
+  if (at_exit ? !cg_exit_lock(&record_lock, "writing to the priming file")
               : cg_trylock(&record_lock) != 0)
     return;
   cg_prime_appender *a = the_appender();
   if (a)
     cg_prime_appender_nowait(a, !at_exit); /* a busy file: at a later end, or at exit */
+  if (a)
+    cg_record_queue_drain(write_queued, a, at_exit);
+  else /* said when it could not be made */
+    __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
   size_t n = cg_prime_count(set);
   for (size_t i = 0; a && i < n; i++) {
-    if (!take_prime_lock("writing the served images' hits to the priming file"))
+    if (!take_prime_lock("writing to the priming file"))
       break;
     bool pending = refresh_mark && refresh_mark[i] == REFRESH_PENDING;
     cg_unlock(&prime_lock);
@@ -453,7 +447,7 @@ void cg_priming_refresh_served(bool at_exit) {
     r.hits = 1;
     r.last_ns = cg_now_ns();
     int rc = cg_prime_appender_add(a, &r);
-    if (rc == 1 || !take_prime_lock("writing the served images' hits to the priming file"))
+    if (rc == 1 || !take_prime_lock("writing to the priming file"))
       break;
     refresh_mark[i] = REFRESH_DONE;
     cg_unlock(&prime_lock);
@@ -499,4 +493,5 @@ void cg_priming_after_fork_child(void) {
     memset(refresh_mark, REFRESH_NONE, cg_prime_count(set));
   refresh_pending = 0;
   cg_tally_reset();
+  cg_record_queue_after_fork_child();
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "absolute_path.h"
 #include "capguard/log_file.h"
 #include "locks.h"
 #include "warn.h"
@@ -48,7 +49,14 @@ int cg_log_fd_open(const char *path, char *why, size_t cap) {
     snprintf(why, cap, "is too long");
     return -1;
   }
-  return open_kept(log_path, why, cap) < 0 ? -1 : 0;
+  if (open_kept(log_path, why, cap) < 0)
+    return -1;
+  /* Opened again, if ever, by the path it had at start: the program may
+   * chdir() meanwhile. When that path cannot be said (no working
+   * directory), it is never opened again. */
+  if (cg_path_absolute(log_path, sizeof log_path) != 0)
+    log_path[0] = '\0';
+  return 0;
 }
 
 bool cg_log_fd_kept(void) { return __atomic_load_n(&log_fd, __ATOMIC_ACQUIRE) >= 0; }

@@ -13,7 +13,7 @@ allowed="
   malloc calloc realloc free
   memchr memcmp memcpy memmove memset strcmp strlen strncmp strrchr strstr strtol strerror
   snprintf vsnprintf __isoc99_sscanf getenv setenv qsort_r __errno_location
-  open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
+  getcwd open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
   pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait
   fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf
   getpid getppid gettid geteuid clock_gettime nanosleep sched_yield syscall

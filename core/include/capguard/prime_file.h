@@ -80,6 +80,11 @@ typedef struct cg_prime_appender cg_prime_appender;
 cg_prime_appender *cg_prime_appender_new(const char *path, uint64_t max_bytes, const cg_prime_set *seed,
                                          cg_prime_warn_fn warn, void *ctx);
 int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r);
+/* The same without a hit for an image the file has: only a loads record,
+ * when r needs more copies alive at once than the file states (nothing is
+ * written otherwise). For a process that recorded the image already and
+ * has since needed more copies of it. */
+int cg_prime_appender_raise_loads(cg_prime_appender *a, const cg_prime_record *r);
 /* With on, an append whose lock another process holds returns 1 at once
  * (nothing written, nothing said) instead of waiting: for work that can as
  * well be done at a later moment. */
