@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "capguard/clock.h"
+#include "config.h"
 #include "load_tally.h"
 #include "locks.h"
 #include "warn.h"
@@ -23,8 +24,15 @@ typedef struct queued {
   bool writing;        /* handed to a drain, not back yet */
 } queued;
 
+/* Bounded as every table is: past either bound an image is not recorded
+ * (one line says so). The file itself holds no more than CAPGUARD_PRIME_MAX. */
+#define QUEUE_MAX_IMAGES 4096
+
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static queued *head;
+static size_t n_queued;
+static uint64_t bytes_queued;
+static int full_said;
 static int due; /* set by every add: a drain looks at the list */
 
 static queued *find(cg_hash128 h, uint64_t size, bool library) {
@@ -65,7 +73,15 @@ static queued *copy_of(const cg_image_info *image, bool library) {
 bool cg_record_queue_add(const cg_image_info *image, bool library, bool hit) {
   cg_lock(&queue_lock);
   bool known = find(image->hash, image->size, library) != NULL;
+  /* the first image always (the file says when it cannot hold it) */
+  bool room = n_queued < QUEUE_MAX_IMAGES && (!n_queued || bytes_queued + image->size <= cg_cfg.prime_max);
   cg_unlock(&queue_lock);
+  if (!known && !room) {
+    if (!__atomic_exchange_n(&full_said, 1, __ATOMIC_ACQ_REL))
+      cg_warn("this process loaded more images during capture than it keeps to record (%d images, or "
+              "CAPGUARD_PRIME_MAX bytes): the rest are not recorded in the priming file", QUEUE_MAX_IMAGES);
+    return false;
+  }
   if (!known) {
     /* copied outside the lock: an image may be megabytes */
     queued *q = copy_of(image, library);
@@ -80,6 +96,8 @@ bool cg_record_queue_add(const cg_image_info *image, bool library, bool hit) {
       q->hit = hit;
       q->next = head;
       head = q;
+      n_queued++;
+      bytes_queued += image->size;
     }
     cg_unlock(&queue_lock);
   }
@@ -147,5 +165,8 @@ unsigned cg_record_queue_drain(cg_record_write_fn write, void *ctx, bool raises)
 void cg_record_queue_after_fork_child(void) {
   pthread_mutex_init(&queue_lock, NULL);
   head = NULL; /* the parent's copies are left behind, not freed: another of its threads may have held one */
+  n_queued = 0;
+  bytes_queued = 0;
+  full_said = 0;
   due = 0;
 }

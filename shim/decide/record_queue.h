@@ -16,7 +16,8 @@
 #include "capguard/prime_file.h"
 
 /* The image of a load made during capture, to be recorded. A copy is kept
- * the first time (false, said once, when there is no memory for it). hit
+ * the first time (false, said once, when there is no memory or room for
+ * it: 4096 images, and CAPGUARD_PRIME_MAX bytes, a process). hit
  * false: this process has written a hit for the image already (served from
  * the file, and refreshed): its record states only a count of copies. */
 bool cg_record_queue_add(const cg_image_info *image, bool library, bool hit);
