@@ -1,6 +1,7 @@
 #include "guard.h"
 #include "forks.h"
 #include "locks.h"
+#include "signals_held.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,8 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
   /* Symbolized only for a record that is written: dladdr scans a library's
    * whole symbol table (350 us for torch's, issue 16). */
   if (cg_output_wants_capture(cg_capture_status_broken(closed->status))) {
+    cg_signals held; /* dladdr and the output: not to be interrupted (signals_held.h) */
+    cg_signals_hold(&held);
     char began[512], where[512];
     cg_begin_site_text(site, began, sizeof began);
     cg_offender off;
@@ -87,6 +90,7 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     }
     rec.repeats = closed->repeats;
     cg_output_capture(&rec);
+    cg_signals_release(&held);
   }
   free(site);
   free(broke);

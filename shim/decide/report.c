@@ -12,6 +12,7 @@
 #include "seen_set.h"
 #include "warn.h"
 #include "locks.h"
+#include "signals_held.h"
 
 static uint64_t counters_events[CG_EV_KIND_COUNT];
 static uint64_t counters_verdicts[CG_VERDICT_COUNT];
@@ -24,6 +25,8 @@ static void count(cg_event_kind k, cg_verdict v) {
 }
 
 void cg_report(cg_event *e, cg_report_scratch *s) {
+  cg_signals held; /* a handler must not interrupt dladdr or malloc here (signals_held.h) */
+  cg_signals_hold(&held);
   e->pid = cg_self_pid();
   e->tid = cg_self_tid();
   e->time_ns = cg_now_ns();
@@ -44,6 +47,7 @@ void cg_report(cg_event *e, cg_report_scratch *s) {
   e->py = s->py;
   count(e->kind, e->verdict);
   cg_output_event(e);
+  cg_signals_release(&held);
 }
 
 cg_verdict cg_report_verdict_of(CUresult r) {
@@ -78,18 +82,24 @@ static cg_report_scratch *room_for(cg_report_scratch *s, const cg_begin_site *si
 }
 
 void cg_report_and_free(cg_event *e, cg_report_scratch *s, const cg_begin_site *site, const char *what) {
+  cg_signals held;
+  cg_signals_hold(&held);
   s = room_for(s, site, what);
   if (s)
     cg_report(e, s);
   free(s);
+  cg_signals_release(&held);
 }
 
 void cg_report_refusal_and_free(cg_event *e, cg_report_scratch *s, const cg_begin_site *site, CUresult r,
                                 const char *what) {
+  cg_signals held;
+  cg_signals_hold(&held);
   s = room_for(s, site, what);
   if (s)
     cg_report_refusal(e, s, r);
   free(s);
+  cg_signals_release(&held);
 }
 
 /* ---- repeats: a watchdog polling an event, an allocation in a loop */

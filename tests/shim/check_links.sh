@@ -14,7 +14,7 @@ allowed="
   memchr memcmp memcpy memmove memset strcmp strlen strncmp strrchr strstr strtol strerror
   snprintf vsnprintf __isoc99_sscanf getenv setenv qsort_r __errno_location
   getcwd open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
-  pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait
+  pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait sigfillset sigdelset
   fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf
   getpid getppid gettid geteuid clock_gettime nanosleep sched_yield syscall
   dlopen dlclose dlerror dlvsym dladdr dladdr1 dl_iterate_phdr backtrace
