@@ -96,5 +96,6 @@ void cg_log_fd_close(void) {
   if (fd >= 0 && still_ours(fd))
     close(fd);
   __atomic_store_n(&log_fd, -1, __ATOMIC_RELEASE);
-  pthread_mutex_init(&reopen_lock, NULL);
 }
+
+void cg_log_fd_atfork_child(void) { pthread_mutex_init(&reopen_lock, NULL); }

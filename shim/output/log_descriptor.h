@@ -20,5 +20,8 @@ int cg_log_fd(void);
 /* A forked child that writes a log of its own (%p): the parent's
  * descriptor closed, only if it is still capguard's. */
 void cg_log_fd_close(void);
+/* A forked child: the reopening lock, which another of the parent's
+ * threads may have held at the fork, is free. */
+void cg_log_fd_atfork_child(void);
 
 #endif

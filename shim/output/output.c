@@ -400,6 +400,7 @@ void cg_output_summary(cg_summary *s) {
 
 void cg_output_after_fork_child(void) {
   pthread_mutex_init(&out_lock, NULL);
+  cg_log_fd_atfork_child();
   cg_seen_clear(&seen);
   repeats_hidden = 0;
   broken_hidden = 0;
