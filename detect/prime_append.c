@@ -2,8 +2,9 @@
  *
  * An appender remembers, for the file it last saw (device and inode), an
  * index of its images (hash, size, offset, loads) and how far it has walked.
- * Each append takes the exclusive lock, maps the file and walks only what
- * other processes added since (usually a few small records), so recording
+ * Each append takes the exclusive lock, reads the file's header and walks
+ * only what other processes added since (prime_view.c: read, never mapped,
+ * so that a file rewritten in place meanwhile cannot fault the host) (usually a few small records), so recording
  * into a 256 MB file costs the record, not the file: 64 recorders queue for
  * milliseconds, not for 64 re-reads. A rewrite (a new inode) or a file
  * shorter than what was walked starts the index afresh. */
@@ -85,15 +86,18 @@ static index_entry *add_entry(cg_prime_appender *a, cg_hash128 h, uint64_t size,
   return e;
 }
 
-/* The entry whose bytes in map equal bytes, or NULL. */
-static index_entry *find(cg_prime_appender *a, const uint8_t *map, uint64_t map_len, cg_hash128 h,
-                         const void *bytes, uint64_t size) {
+/* The entry whose bytes in the file equal bytes, or NULL. */
+static index_entry *find(cg_prime_appender *a, const prime_view *v, cg_hash128 h, const void *bytes,
+                         uint64_t size) {
   if (!a->n_slots) return NULL;
   for (size_t k = slot_of(a, h, size); a->slots[k]; k = (k + 1) & (a->n_slots - 1)) {
     index_entry *e = &a->e[a->slots[k] - 1];
     if (e->size != size || e->hash.hi != h.hi || e->hash.lo != h.lo) continue;
     /* Equal hashes are not proof: the bytes decide. */
-    if (e->off + PRIME_IMAGE_FIXED + size <= map_len && !memcmp(map + e->off + PRIME_IMAGE_FIXED, bytes, size))
+    if (e->off + PRIME_IMAGE_FIXED + size > v->len) continue;
+    if (v->fd >= 0) /* before what was walked: not read yet */
+      prime_view_fill(v, e->off + PRIME_IMAGE_FIXED, size);
+    if (!memcmp(v->buf + e->off + PRIME_IMAGE_FIXED, bytes, size))
       return e;
   }
   return NULL;
@@ -114,8 +118,7 @@ static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return l
 
 typedef struct {
   cg_prime_appender *a;
-  const uint8_t *map;
-  uint64_t len;
+  const prime_view *v;
   bool oom;
 } walk_ctx;
 
@@ -129,7 +132,7 @@ static void index_record(void *vctx, const cg_prime_walk_entry *we, const uint8_
   if (we->type == CG_PRIME_REC_IMAGE) {
     cg_hash128 h = {get64(rec + 24), get64(rec + 32)};
     uint64_t size = get64(rec + 40);
-    if (!find(a, w->map, w->len, h, rec + PRIME_IMAGE_FIXED, size) && !add_entry(a, h, size, we->offset))
+    if (!find(a, w->v, h, rec + PRIME_IMAGE_FIXED, size) && !add_entry(a, h, size, we->offset))
       w->oom = true;
   } else if (we->type == CG_PRIME_REC_LOADS) {
     index_entry *e = entry_at(a, get64(rec + 16));
@@ -189,12 +192,17 @@ static int prewalk(cg_prime_appender *a) {
   int fd = prime_open_locked(a->path, false, LOCK_SH, &st, a->warn, a->ctx);
   if (fd == -2) return 0; /* missing: the exclusive part creates it */
   if (fd < 0) return -1;  /* refused, or gave up waiting: said why */
+  /* Mapped, not read (prime_view.c): the whole file is walked here, and
+   * 64 recorders each copying a 256 MB file would stall one another. The
+   * shim's appender is seeded from the set it read (no walk here) unless
+   * the file was created, or first became readable, during its run. */
   uint8_t *map = NULL;
   size_t len = (size_t)st.st_size;
   unsigned version;
   if ((uint64_t)st.st_size <= a->max_bytes && !prime_map(fd, len, &map, a->path, NULL, NULL) && map &&
       prime_check_header(map, len, &version) == PRIME_HDR_OK) {
-    walk_ctx w = {a, map, len, false};
+    prime_view v = {map, len, -1}; /* all of it there: nothing to fill */
+    walk_ctx w = {a, &v, false};
     a->walked_to = prime_walk(map, len, 0, index_record, &w, NULL, NULL);
     a->dev = (uint64_t)st.st_dev;
     a->ino = (uint64_t)st.st_ino;
@@ -205,24 +213,27 @@ static int prewalk(cg_prime_appender *a) {
   return 0;
 }
 
-/* Under the exclusive lock: the file mapped (*map) and indexed up to its last
- * intact record, where a new record goes (*at); *need_header when the file
- * is empty or its header torn. -1, said why, when nothing can be recorded. */
-static int index_file(cg_prime_appender *a, int fd, const struct stat *st, uint8_t **map, uint64_t *at,
+/* Under the exclusive lock: the file read (v: its header and what was not
+ * walked yet) and indexed up to its last intact record, where a new record
+ * goes (*at); *need_header when the file is empty or its header torn. -1,
+ * said why, when nothing can be recorded. */
+static int index_file(cg_prime_appender *a, int fd, const struct stat *st, prime_view *v, uint64_t *at,
                       bool *need_header) {
   size_t len = (size_t)st->st_size;
   if ((uint64_t)st->st_dev != a->dev || (uint64_t)st->st_ino != a->ino || len < a->walked_to) reset(a);
-  if (prime_map(fd, len, map, a->path, a->warn, a->ctx)) return -1;
+  if (prime_view_open(v, fd, len, a->path, a->warn, a->ctx)) return -1;
+  prime_view_fill(v, 0, CG_PRIME_HEADER_BYTES);
   unsigned version;
-  prime_hdr_state hs = len ? prime_check_header(*map, len, &version) : PRIME_HDR_EMPTY;
+  prime_hdr_state hs = len ? prime_check_header(v->buf, len, &version) : PRIME_HDR_EMPTY;
   *need_header = hs == PRIME_HDR_EMPTY || hs == PRIME_HDR_TORN;
-  if (!*need_header && prime_refuse_header(*map, len, a->path, a->warn, a->ctx)) return -1;
+  if (!*need_header && prime_refuse_header(v->buf, len, a->path, a->warn, a->ctx)) return -1;
   *at = 0;
   if (*need_header) {
     reset(a);
   } else {
-    walk_ctx w = {a, *map, len, false};
-    *at = prime_walk(*map, len, a->walked_to, index_record, &w, NULL, NULL);
+    prime_view_fill(v, a->walked_to, len - (a->walked_to < len ? a->walked_to : len));
+    walk_ctx w = {a, v, false};
+    *at = prime_walk(v->buf, len, a->walked_to, index_record, &w, NULL, NULL);
     if (w.oom) {
       prime_warnf(a->warn, a->ctx, a->path, "out of memory indexing it; nothing recorded");
       reset(a);
@@ -263,7 +274,9 @@ static int write_at_tail(cg_prime_appender *a, int fd, const uint8_t *rec, uint6
   return 0;
 }
 
-int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
+/* r appended: its image when the file lacks it, else a hit record (when
+ * hit) and a loads record when r needs more copies than the file states. */
+static int append(cg_prime_appender *a, const cg_prime_record *r, bool hit) {
   /* Without waiting, the whole walk (when there is no index yet) is done
    * under the exclusive lock below, taken only when it is free. */
   if (!a->walked_to && !a->nowait && prewalk(a)) return -1;
@@ -282,7 +295,8 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
   if (fd == -3) return 1;
   if (fd < 0) return -1;
   int rc = -1;
-  uint8_t *map = NULL, *rec = NULL;
+  uint8_t *rec = NULL;
+  prime_view v = {NULL, 0, fd};
   size_t len = (size_t)st.st_size;
   if ((uint64_t)st.st_size > a->max_bytes) {
     prime_warnf(warn, ctx, path,
@@ -293,10 +307,10 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
   }
   uint64_t at; /* where the record goes: after the last intact record */
   bool need_header;
-  if (index_file(a, fd, &st, &map, &at, &need_header)) goto out;
+  if (index_file(a, fd, &st, &v, &at, &need_header)) goto out;
 
   uint64_t hits = r->hits ? r->hits : 1, t = r->last_ns ? r->last_ns : cg_now_ns();
-  index_entry *have = need_header ? NULL : find(a, map, len, r->hash, r->bytes, r->size);
+  index_entry *have = need_header ? NULL : find(a, &v, r->hash, r->bytes, r->size);
   /* The loads the file will state for the image: the larger of what it
    * states now and what this process needed. A loads record is written only
    * when that differs from what the file already says (for a new image: from
@@ -307,14 +321,19 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
   if (have && want_m < have_m) want_m = have_m;
   if (have && want_l < have_l) want_l = have_l;
   bool loads_rec = want_m != have_m || want_l != have_l;
-  uint64_t body_len = have ? PRIME_HIT_LEN : prime_image_len(r->size, r->names_len);
+  if (have && !hit && !loads_rec) { /* the file says it all already */
+    rc = 0;
+    goto out;
+  }
+  uint64_t body_len = have ? (hit ? PRIME_HIT_LEN : 0) : prime_image_len(r->size, r->names_len);
   uint64_t total = (need_header ? CG_PRIME_HEADER_BYTES : 0) + body_len + (loads_rec ? PRIME_LOADS_LEN : 0);
   if (at + total > a->max_bytes) {
     prime_warnf(warn, ctx, path,
                 "full (%llu of %llu bytes); %s of %llu bytes not recorded: raise "
                 "CAPGUARD_PRIME_MAX or run 'capguard prime prune %s'",
                 (unsigned long long)at, (unsigned long long)a->max_bytes,
-                have ? "a hit for an image" : "an image", (unsigned long long)r->size, path);
+                have ? (hit ? "a hit for an image" : "a count of copies for an image") : "an image",
+                (unsigned long long)r->size, path);
     goto out;
   }
   rec = malloc(total);
@@ -326,7 +345,7 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
   uint8_t *body = rec + (need_header ? CG_PRIME_HEADER_BYTES : 0);
   uint64_t image_off = have ? have->off : at + (uint64_t)(body - rec);
   if (have) {
-    prime_encode_hit(body, image_off, r->hash, hits, t);
+    if (hit) prime_encode_hit(body, image_off, r->hash, hits, t);
   } else {
     cg_prime_record copy = *r;
     copy.hits = hits;
@@ -347,10 +366,14 @@ int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) {
   rc = 0;
 out:
   free(rec);
-  if (map) munmap(map, len);
+  prime_view_close(&v);
   close(fd); /* drops the lock */
   return rc;
 }
+
+int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r) { return append(a, r, true); }
+
+int cg_prime_appender_raise_loads(cg_prime_appender *a, const cg_prime_record *r) { return append(a, r, false); }
 
 int cg_prime_append(const char *path, const cg_prime_record *r, uint64_t max_bytes, cg_prime_warn_fn warn,
                     void *ctx) {

@@ -588,16 +588,9 @@ const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 h,
   for (; lo < s->n; lo++) {
     const cg_prime_record *r = &s->recs[s->by_hash[lo]];
     if (cmp_hash(r->hash, r->size, h, size)) break;
-    if (memcmp(r->bytes, bytes, size) == 0) return r;
+    if (r->bytes && memcmp(r->bytes, bytes, size) == 0) return r; /* NULL: not kept (cg_prime_keep_only) */
   }
   return NULL;
-}
-
-void cg_prime_release(const cg_prime_set *s, const cg_prime_record *r) {
-  if (!s || !s->mapped || !r || r->size < 2 * (uint64_t)sysconf(_SC_PAGESIZE)) return;
-  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = ((uintptr_t)r->bytes + page - 1) & ~(page - 1),
-            b = ((uintptr_t)r->bytes + r->size) & ~(page - 1);
-  if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 void cg_prime_free(cg_prime_set *s) {

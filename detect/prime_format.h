@@ -50,8 +50,9 @@ uint64_t prime_walk(const uint8_t *buf, size_t len, uint64_t start, prime_walk_c
                     cg_prime_progress_fn progress, void *pctx);
 
 struct cg_prime_set {
-  uint8_t *buf; /* the file's bytes (mapped, or a copy); records point into it */
-  size_t len;
+  uint8_t *buf; /* the file's bytes (mapped, or a copy); records point into it;
+                 * after cg_prime_keep_only, only the bytes kept */
+  size_t len;   /* the file's length */
   bool mapped;        /* buf is a read-only shared mapping of the file */
   uint64_t dropped_to; /* mapped pages before this were handed back after the walk */
   uint64_t dev, ino;  /* the file it was read from (0, 0 for memory) */

@@ -34,6 +34,20 @@ int prime_open_locked_nowait(const char *path, bool create, int op, struct stat 
  * warned. */
 int prime_map(int fd, size_t len, uint8_t **map, const char *path, cg_prime_warn_fn warn, void *ctx);
 
+/* The file's first len bytes as the appender reads them (prime_view.c):
+ * anonymous memory filled by pread where asked, so that a file rewritten in
+ * place meanwhile reads as zeros, never a SIGBUS. buf is NULL for 0 bytes;
+ * open returns 0, or -1 warned. */
+typedef struct {
+  uint8_t *buf;
+  size_t len;
+  int fd;
+} prime_view;
+int prime_view_open(prime_view *v, int fd, size_t len, const char *path, cg_prime_warn_fn warn, void *ctx);
+/* Reads [off, off + n) of the file into the view (clipped to len). */
+void prime_view_fill(const prime_view *v, uint64_t off, uint64_t n);
+void prime_view_close(prime_view *v);
+
 /* -1 with a warning for headers nobody may touch (foreign, newer, damaged);
  * 0 for OK, empty, torn. */
 int prime_refuse_header(const uint8_t *buf, size_t len, const char *path, cg_prime_warn_fn warn, void *ctx);

@@ -1,29 +1,33 @@
-/* Why SIGXFSZ is blocked and the one our write raised is consumed, rather
- * than the limit checked beforehand (capguard/write_whole.h).
+/* Why SIGXFSZ and SIGPIPE are blocked and the one our write raised is
+ * consumed, rather than the limit or the reader checked beforehand
+ * (capguard/write_whole.h).
  *
  * A write at or past RLIMIT_FSIZE makes the kernel send SIGXFSZ to the
  * calling thread (send_sig to current: thread-directed) and fail with EFBIG;
- * the default action kills the process (an attack of docs/reliability.md: exit 153 under ulimit -f 8,
- * in a program that exits 0 without capguard). Checking getrlimit and the
- * file's size first cannot be made right: another process (or thread) may
- * append to the same log between the check and the write, and another
- * thread may raise or lower the limit, so the write can still cross it.
+ * the default action kills the process (exit 153 under ulimit -f 8, in a
+ * program that exits 0 without capguard). A write to a pipe or socket whose
+ * reader has gone does the same with SIGPIPE and EPIPE (exit 141: a C host
+ * whose stderr is a pipe to a log collector that died, and which never
+ * writes to stderr itself). Checking getrlimit and the file's size, or
+ * whether the pipe has a reader, first cannot be made right: another process
+ * (or thread) may append to the same log between the check and the write,
+ * the reader may go in between, and another thread may change the limit.
  * Installing a handler or SIG_IGN would change the host's own disposition.
  *
- * So for the length of the write the calling thread blocks SIGXFSZ
+ * So for the length of the write the calling thread blocks both
  * (pthread_sigmask: this thread only, restored after; the host's handler is
- * never touched). If our write then failed with EFBIG, the kernel left a
- * SIGXFSZ pending on this thread, and sigtimedwait with a zero timeout takes
- * it back before the mask is restored. It is taken only when none was
- * pending before the write: standard signals do not queue, so if the host
- * already had one pending (blocked by the host itself), ours merged into it,
- * and the host gets exactly the one it would have got without capguard.
- * sigtimedwait takes a thread's own pending signals before the process's,
- * so a SIGXFSZ someone sent the whole process with kill() during the write
- * stays pending and is delivered when the mask is restored. (EFBIG without
- * a signal exists only at the file system's own size limit, exabytes on
- * Linux; only then could a process-directed SIGXFSZ sent in that same
- * instant be taken.) */
+ * never touched). If our write then failed with EFBIG or EPIPE, the kernel
+ * left that signal pending on this thread, and sigtimedwait with a zero
+ * timeout takes it back before the mask is restored. It is taken only when
+ * none was pending before the write: standard signals do not queue, so if
+ * the host already had one pending (blocked by the host itself), ours
+ * merged into it, and the host gets exactly the one it would have got
+ * without capguard. sigtimedwait takes a thread's own pending signals
+ * before the process's, so a SIGXFSZ or SIGPIPE someone sent the whole
+ * process with kill() during the write stays pending and is delivered when
+ * the mask is restored. (EFBIG without a signal exists only at the file
+ * system's own size limit, exabytes on Linux; only then could a
+ * process-directed SIGXFSZ sent in that same instant be taken.) */
 #include "capguard/write_whole.h"
 
 #include <errno.h>
@@ -34,12 +38,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The signal a failed write raised, or 0. */
+static int raised_by(int err) { return err == EFBIG ? SIGXFSZ : err == EPIPE ? SIGPIPE : 0; }
+
 int cg_write_whole(int fd, const void *buf, size_t len, int64_t off, size_t *done_out) {
-  sigset_t xfsz, old, pending;
-  sigemptyset(&xfsz);
-  sigaddset(&xfsz, SIGXFSZ);
-  bool masked = pthread_sigmask(SIG_BLOCK, &xfsz, &old) == 0;
-  bool had_pending = masked && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+  sigset_t ours, old, pending;
+  sigemptyset(&ours);
+  sigaddset(&ours, SIGXFSZ);
+  sigaddset(&ours, SIGPIPE);
+  bool masked = pthread_sigmask(SIG_BLOCK, &ours, &old) == 0;
+  bool pending_known = masked && sigpending(&pending) == 0;
   const char *p = buf;
   size_t done = 0;
   int err = 0;
@@ -54,9 +62,13 @@ int cg_write_whole(int fd, const void *buf, size_t len, int64_t off, size_t *don
     }
     done += (size_t)n;
   }
-  if (masked && err == EFBIG && !had_pending) {
+  int sig = raised_by(err);
+  if (sig && pending_known && !sigismember(&pending, sig)) {
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
     static const struct timespec now = {0, 0};
-    while (sigtimedwait(&xfsz, NULL, &now) < 0 && errno == EINTR) {
+    while (sigtimedwait(&one, NULL, &now) < 0 && errno == EINTR) {
     }
   }
   if (masked)

@@ -7,6 +7,7 @@
 #include "break_rules.h"
 #include "live_captures.h"
 #include "query_fence.h"
+#include "locks.h"
 #include "config.h"
 #include "driver.h"
 #include "driver_log_callback.h"
@@ -23,6 +24,7 @@
 static void atfork_prepare(void) { cg_captures_atfork_prepare(); }
 static void atfork_parent(void) { cg_captures_atfork_parent(); }
 static void atfork_child(void) {
+  cg_locks_atfork_child();
   cg_captures_atfork_child();
   cg_captures_watched_atfork_child();
   cg_guard_atfork_child();

@@ -9,6 +9,7 @@
 #include "capguard/env_value.h"
 #include "capguard/image.h"
 #include "capguard/prime_file.h"
+#include "absolute_path.h"
 #include "warn.h"
 
 cg_config cg_cfg;
@@ -86,6 +87,15 @@ void cg_config_load(void) {
     if (cg_cfg.mode == CG_RUN_GUARD)
       note("priming is off: CAPGUARD_PRIME is not set and neither XDG_CACHE_HOME nor HOME says where "
            "the cache is (or the path is too long); set CAPGUARD_PRIME=FILE to record and replay");
+  }
+
+  /* A relative path is resolved now, against the working directory at
+   * start, where the log is opened too: a program that chdir()s later still
+   * reads and records the file it was given. */
+  if (cg_cfg.prime_path[0] && cg_cfg.prime_path[0] != '/' && cg_path_absolute(cg_cfg.prime_path, sizeof cg_cfg.prime_path)) {
+    note("priming is off: CAPGUARD_PRIME=%s is relative and the working directory cannot be read (or the "
+         "whole path is too long); set it to an absolute path", cg_cfg.prime_path);
+    cg_cfg.prime_path[0] = 0;
   }
 
   cg_cfg.emulate_driver = 0;

@@ -1,4 +1,5 @@
 #include "names.h"
+#include "locks.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -14,7 +15,7 @@ const char *cg_name_intern(const char *name, const char *fallback) {
   char cut[NAME_LEN];
   snprintf(cut, sizeof cut, "%s", name);
   const char *found = fallback;
-  pthread_mutex_lock(&names_lock);
+  cg_lock(&names_lock);
   for (unsigned i = 0; i < n_names; i++)
     if (!strcmp(names[i], cut)) {
       found = names[i];
@@ -25,6 +26,6 @@ const char *cg_name_intern(const char *name, const char *fallback) {
     found = names[n_names++];
   }
 out:
-  pthread_mutex_unlock(&names_lock);
+  cg_unlock(&names_lock);
   return found;
 }

@@ -9,6 +9,7 @@
 #include "report.h"
 #include "capguard/clock.h"
 #include "warn.h"
+#include "signals_held.h"
 
 static cg_verdict deferred_verdict(cg_fix f) {
   return f == CG_FIX_DEFER_FREE ? CG_VERDICT_DEFERRED_FREE
@@ -267,7 +268,11 @@ CUresult cg_breaker_call(const cg_call *c) {
 
   /* Where the call was made: the first offender's line if it broke the
    * capture, and what tells a repeat from a new call. Taken with no lock
-   * held (a backtrace may take the loader's lock). */
+   * held (a backtrace may take the loader's lock). From here to the report,
+   * the host's signals are held off (signals_held.h): the backtrace, malloc
+   * and dladdr are not for a handler to interrupt. */
+  cg_signals held;
+  cg_signals_hold(&held);
   cg_begin_site *here = cg_begin_site_take(NULL, NULL);
   if (cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS)) {
     cg_break b = cg_break_of(cg_ep_name[c->ep], kind_of(c, &hit), v, r, here);
@@ -285,6 +290,7 @@ CUresult cg_breaker_call(const cg_call *c) {
   if (!cg_report_first_sighting(cg_ep_name[c->ep], kind_of(c, &hit), v, hit.first.id, here)) {
     cg_captures_count_repeat(&hit);
     free(here);
+    cg_signals_release(&held);
     return r;
   }
   free(here);
@@ -292,6 +298,7 @@ CUresult cg_breaker_call(const cg_call *c) {
                 .driver_result = driver_result, .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
   cg_report_and_free(&e, NULL, &hit.site, "a call's report");
+  cg_signals_release(&held);
   return r;
 }
 

@@ -1,3 +1,4 @@
+#include "locks.h"
 #include "fleet_counts.h"
 
 #include <pthread.h>
@@ -26,7 +27,7 @@ void cg_fleet_count(const cg_event *e) {
     return;
   /* Names are the rows' (one pointer each) or the driver's log's (interned):
    * compared by their text all the same. Refusals are rare: a lock is fine. */
-  pthread_mutex_lock(&calls_lock);
+  cg_lock(&calls_lock);
   size_t i = 0;
   while (i < n_calls && strcmp(calls[i].call, e->call) != 0)
     i++;
@@ -38,19 +39,21 @@ void cg_fleet_count(const cg_event *e) {
   } else {
     other_calls++;
   }
-  pthread_mutex_unlock(&calls_lock);
+  cg_unlock(&calls_lock);
 }
 
 size_t cg_fleet_counts_read(uint64_t out_loads[CG_VERDICT_COUNT], cg_metrics_call *out, size_t cap) {
   for (int v = 0; v < CG_VERDICT_COUNT; v++)
     out_loads[v] = __atomic_load_n(&loads[v], __ATOMIC_RELAXED);
-  pthread_mutex_lock(&calls_lock);
+  /* at exit, never a wait that could hang it (locks.h): without the lock, no calls */
+  if (cg_exiting() ? !cg_exit_lock(&calls_lock, "the metrics' refusals by call") : (cg_lock(&calls_lock), false))
+    return 0;
   size_t n = 0;
   for (; n < n_calls && n < cap; n++)
     out[n] = (cg_metrics_call){calls[n].call, calls[n].n};
   if (other_calls && n < cap)
     out[n++] = (cg_metrics_call){"other", other_calls};
-  pthread_mutex_unlock(&calls_lock);
+  cg_unlock(&calls_lock);
   return n;
 }
 

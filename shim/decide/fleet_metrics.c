@@ -1,3 +1,4 @@
+#include "locks.h"
 #include "fleet_metrics.h"
 
 #include <fcntl.h>
@@ -86,12 +87,12 @@ static void maybe_write(uint64_t now_ns) {
       __atomic_fetch_or(&cg_launch_watch, CG_WATCH_METRICS, __ATOMIC_RELAXED);
     return;
   }
-  if (pthread_mutex_trylock(&write_lock) != 0)
+  if (cg_trylock(&write_lock) != 0)
     return;
   __atomic_fetch_and(&cg_launch_watch, ~(unsigned)CG_WATCH_METRICS, __ATOMIC_RELAXED);
   __atomic_store_n(&last_write_ns, now_ns, __ATOMIC_RELAXED);
   write_now();
-  pthread_mutex_unlock(&write_lock);
+  cg_unlock(&write_lock);
 }
 
 void cg_fleet_after_capture(uint64_t now_ns) {
@@ -111,9 +112,10 @@ void cg_fleet_graph_launch(void) {
 void cg_fleet_metrics_at_exit(const cg_summary *s) {
   if (!cg_cfg.metrics_dir)
     return;
-  pthread_mutex_lock(&write_lock);
+  if (!cg_exit_lock(&write_lock, "the metrics file")) /* never a wait that could hang the exit */
+    return;
   write_metrics(s);
-  pthread_mutex_unlock(&write_lock);
+  cg_unlock(&write_lock);
 }
 
 void cg_fleet_atfork_child(void) {

@@ -1,5 +1,7 @@
 #include "guard.h"
 #include "forks.h"
+#include "locks.h"
+#include "signals_held.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,8 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
   /* Symbolized only for a record that is written: dladdr scans a library's
    * whole symbol table (350 us for torch's). */
   if (cg_output_wants_capture(cg_capture_status_broken(closed->status))) {
+    cg_signals held; /* dladdr and the output: not to be interrupted (signals_held.h) */
+    cg_signals_hold(&held);
     char began[512], where[512];
     cg_begin_site_text(site, began, sizeof began);
     cg_offender off;
@@ -128,6 +132,7 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     }
     rec.repeats = closed->repeats;
     cg_output_capture(&rec);
+    cg_signals_release(&held);
   }
   if (!cg_capture_time_ended(closed, site)) /* the slowest keep where they began */
     cg_begin_site_free(site);
@@ -355,8 +360,10 @@ void cg_guard_atfork_child(void) {
 
 void cg_guard_exit(void) {
   cg_summary sum = {.pid = (uint64_t)getpid()};
-  sum.captures_begun = cg_captures_begun_total();
-  sum.captures_broken = cg_captures_broken();
+  /* Nothing here blocks on a lock: exit() may come from a signal handler
+   * that interrupted this thread inside capguard (locks.h). */
+  cg_exit_begin();
+  cg_captures_counts_at_exit(&sum.captures_begun, &sum.captures_broken);
   /* Captures still open get their records before the summary counts them. */
   sum.captures_open = cg_captures_write_open_at_exit();
   cg_report_counts(sum.events, sum.verdicts);

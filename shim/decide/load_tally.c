@@ -1,4 +1,5 @@
 #include "load_tally.h"
+#include "locks.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -49,7 +50,7 @@ static tally_slot *find(cg_hash128 h, uint64_t size, bool insert) {
 uint32_t cg_tally_add(cg_hash128 hash, uint64_t size, bool library) {
   if (!size)
     return 0;
-  pthread_mutex_lock(&tally_lock);
+  cg_lock(&tally_lock);
   tally_slot *s = find(hash, size, true);
   uint32_t n = 0;
   if (s && s->alive[library] < UINT32_MAX) {
@@ -57,26 +58,26 @@ uint32_t cg_tally_add(cg_hash128 hash, uint64_t size, bool library) {
       s->peak[library] = s->alive[library];
     n = s->peak[library];
   }
-  pthread_mutex_unlock(&tally_lock);
+  cg_unlock(&tally_lock);
   return n;
 }
 
 void cg_tally_handle(void *handle, cg_hash128 hash, uint64_t size, bool library) {
   if (!handle || !size)
     return;
-  pthread_mutex_lock(&tally_lock);
+  cg_lock(&tally_lock);
   tally_slot *s = find(hash, size, false);
   if (s && n_handles < TRACKED_HANDLES) {
     handles[n_handles++] = (tracked){handle, (uint32_t)(s - slots), library};
     __atomic_store_n(&any_tracked, n_handles, __ATOMIC_RELAXED);
   }
-  pthread_mutex_unlock(&tally_lock);
+  cg_unlock(&tally_lock);
 }
 
 void cg_tally_unloaded(void *handle) {
   if (!__atomic_load_n(&any_tracked, __ATOMIC_RELAXED))
     return;
-  pthread_mutex_lock(&tally_lock);
+  cg_lock(&tally_lock);
   for (uint32_t i = 0; i < n_handles; i++) {
     if (handles[i].handle != handle)
       continue;
@@ -87,16 +88,16 @@ void cg_tally_unloaded(void *handle) {
     __atomic_store_n(&any_tracked, n_handles, __ATOMIC_RELAXED);
     break;
   }
-  pthread_mutex_unlock(&tally_lock);
+  cg_unlock(&tally_lock);
 }
 
 uint32_t cg_tally_get(cg_hash128 hash, uint64_t size, bool library) {
   if (!size)
     return 0;
-  pthread_mutex_lock(&tally_lock);
+  cg_lock(&tally_lock);
   tally_slot *s = find(hash, size, false);
   uint32_t n = s ? s->peak[library] : 0;
-  pthread_mutex_unlock(&tally_lock);
+  cg_unlock(&tally_lock);
   return n;
 }
 

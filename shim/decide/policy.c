@@ -9,6 +9,7 @@
 #include "driver.h"
 #include "warn.h"
 #include "priming.h"
+#include "locks.h"
 
 /* Drivers before CUDA 12.3 refuse module loads while a capture prohibits the
  * thread (docs/driver-semantics.md, "Assumed, not measured here"). */
@@ -94,10 +95,10 @@ bool cg_policy_defer(void *handle, CUresult (*invoke)(void *handle), bool *oom) 
     return false;
   cg_capture_ref refs[MAX_WAITED_FOR];
   size_t n_refs = cg_captures_prohibitor_refs(refs, MAX_WAITED_FOR);
-  pthread_mutex_lock(&pending_lock);
+  cg_lock(&pending_lock);
   for (pending_unload *p = pending; p; p = p->next)
     if (p->handle == handle && p->invoke == invoke) { /* asked twice: it still runs once */
-      pthread_mutex_unlock(&pending_lock);
+      cg_unlock(&pending_lock);
       return true;
     }
   bool full = pending_count >= MAX_PENDING;
@@ -112,7 +113,7 @@ bool cg_policy_defer(void *handle, CUresult (*invoke)(void *handle), bool *oom) 
     pending = p;
     __atomic_add_fetch(&pending_count, 1, __ATOMIC_RELEASE);
   }
-  pthread_mutex_unlock(&pending_lock);
+  cg_unlock(&pending_lock);
   *oom = p == NULL; /* no room: full, or out of memory */
   return p != NULL;
 }
@@ -139,7 +140,7 @@ void cg_policy_run_deferred(void) {
   cg_gate_lock();
   if (cg_captures_self_unprohibited()) {
     /* Take out the entries none of whose captures is open any more. */
-    pthread_mutex_lock(&pending_lock);
+    cg_lock(&pending_lock);
     pending_unload *list = NULL, **link = &pending;
     unsigned left = 0;
     while (*link) {
@@ -155,7 +156,7 @@ void cg_policy_run_deferred(void) {
       }
     }
     __atomic_store_n(&pending_count, left, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&pending_lock);
+    cg_unlock(&pending_lock);
     while (list) {
       pending_unload *n = list->next;
       CUresult r = list->invoke(list->handle);

@@ -30,7 +30,9 @@
 #include "live_captures.h"
 #include "load_tally.h"
 #include "output.h"
+#include "record_queue.h"
 #include "warn.h"
+#include "locks.h"
 
 typedef struct {
   void *handle; /* CUmodule or CUlibrary; NULL when its load failed */
@@ -166,7 +168,7 @@ static void preload(context_pool *p) {
   for (size_t i = 0; i < n; i++) {
     const cg_prime_record *r = cg_prime_get(set, i);
     p->first[i] = at;
-    if (!fits(r, arch)) {
+    if (!r->bytes || !fits(r, arch)) { /* no bytes: not kept, fitting another device (keep_fitting) */
       n_skipped_arch++;
       skipped_sm = r->sm_arch;
       at += (size_t)r->module_loads + r->library_loads;
@@ -188,11 +190,14 @@ static void preload(context_pool *p) {
       at += r->module_loads + r->library_loads - k;
       break;
     }
-    /* The driver has its own copy now: the file's pages can go. */
-    cg_prime_release(set, r);
   }
   p->first[n] = at;
 }
+
+/* After the first preload, the set keeps the bytes of the images that fit
+ * this device only: what a served load is compared with and a refill loads
+ * again. The rest of the file's copy is given back. */
+static bool keep_fitting(const cg_prime_record *r, void *arch) { return fits(r, *(const unsigned *)arch); }
 
 /* Reading allocates the file's size: a file past the cap (grown by hand, or
  * a lowered cap) is not read into this process, and nothing more is
@@ -207,8 +212,10 @@ static void read_set(void) {
             "recorded into it (capguard doctor --prime FILE)",
             cg_cfg.prime_path, (unsigned long long)st.st_size, (unsigned long long)cg_cfg.prime_max);
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
-  } else if (cg_prime_load(cg_cfg.prime_path, &set, cg_cfg.prime_said ? NULL : warn_line, NULL)) {
-    /* prime_said: capguard run said why, once, before the command started */
+  } else if (cg_prime_load_copy(cg_cfg.prime_path, &set, cg_cfg.prime_said ? NULL : warn_line, NULL)) {
+    /* a copy, not a mapping: the file may be rewritten in place while this
+     * process runs (prime_in_memory.c); prime_said: capguard run said why,
+     * once, before the command started */
     set = NULL;
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
   } else if (cg_prime_count(set)) {
@@ -221,7 +228,7 @@ static void refill(context_pool *p);
 void cg_priming_before_begin(CUcontext ctx) {
   if (cg_cfg.mode != CG_RUN_GUARD || !ctx)
     return;
-  pthread_mutex_lock(&prime_lock);
+  cg_lock(&prime_lock);
   /* The device's arch, for the arch rule and for the summary (capguard
    * prime learn names it): queries that are allowed during capture. */
   if (!device_sm)
@@ -229,7 +236,7 @@ void cg_priming_before_begin(CUcontext ctx) {
   context_pool *have = pool_of(ctx);
   bool may_preload = priming_on() && ((!have && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)))) ||
                                       (have && have->slots && refill_pending));
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
   if (!may_preload)
     return;
   /* On a driver that refuses loads mid-capture, the capture gate (taken
@@ -238,7 +245,7 @@ void cg_priming_before_begin(CUcontext ctx) {
   bool gated = cg_driver_rules_loads();
   if (gated)
     cg_gate_lock();
-  pthread_mutex_lock(&prime_lock);
+  cg_lock(&prime_lock);
   /* Loading while another thread's global capture prohibits this one would
    * be the very call that breaks captures: wait for a later begin. */
   have = pool_of(ctx);
@@ -251,9 +258,15 @@ void cg_priming_before_begin(CUcontext ctx) {
       context_pool *p = &pools[n_pools++];
       p->ctx = ctx;
       preload(p);
+      static bool kept_fitting;
+      if (!kept_fitting) {
+        kept_fitting = true;
+        if (cg_prime_keep_only(set, keep_fitting, &device_sm) != 0)
+          cg_warn_oom("keeping the priming file's images that fit: the whole file's copy is kept");
+      }
     }
   }
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
   if (gated)
     cg_gate_unlock();
 }
@@ -266,7 +279,7 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
   if (!cg_drv.CtxGetCurrent || cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS)
     return NULL;
   void *h = NULL;
-  pthread_mutex_lock(&prime_lock);
+  cg_lock(&prime_lock);
   context_pool *p = set ? pool_of(ctx) : NULL;
   const cg_prime_record *r = p && p->slots ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
   if (r) {
@@ -286,7 +299,7 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
       }
     }
   }
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
   if (h)
     cg_tally_handle(h, image->hash, image->size, library);
   return h;
@@ -301,7 +314,7 @@ void cg_priming_unloaded(void *handle) {
   cg_tally_unloaded(handle);
   if (!__atomic_load_n(&handed_out_now, __ATOMIC_RELAXED))
     return;
-  pthread_mutex_lock(&prime_lock);
+  cg_lock(&prime_lock);
   size_t n = cg_prime_count(set);
   for (size_t p = 0; p < n_pools; p++) {
     if (!pools[p].slots)
@@ -315,11 +328,11 @@ void cg_priming_unloaded(void *handle) {
       s->refill = true;
       refill_pending++;
       __atomic_sub_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
-      pthread_mutex_unlock(&prime_lock);
+      cg_unlock(&prime_lock);
       return;
     }
   }
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
 }
 
 /* Loads again the served copies that were unloaded, on this context (gated
@@ -342,12 +355,20 @@ static void refill(context_pool *p) {
   }
 }
 
+/* prime_lock; at exit only when it can be had before the exit's deadline
+ * (locks.h), else false, said in one line. */
+static bool take_prime_lock(const char *what) {
+  if (cg_exiting())
+    return cg_exit_lock(&prime_lock, what);
+  cg_lock(&prime_lock);
+  return true;
+}
+
 /* The appender, made on first use (record_lock held). */
 static cg_prime_appender *the_appender(void) {
-  if (!appender) {
-    pthread_mutex_lock(&prime_lock);
+  if (!appender && take_prime_lock("writing to the priming file")) {
     appender = cg_prime_appender_new(cg_cfg.prime_path, cg_cfg.prime_max, set, warn_line, NULL);
-    pthread_mutex_unlock(&prime_lock);
+    cg_unlock(&prime_lock);
   }
   return appender;
 }
@@ -357,67 +378,63 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
     return;
   if (!priming_on() || cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
-  uint32_t names_len = 0;
-  for (const char *k = cg_image_first_kernel(image); k; k = cg_image_next_kernel(image, k))
-    names_len += (uint32_t)strlen(k) + 1;
-  uint64_t now = cg_now_ns();
-  /* The hit this writes refreshes the image too: no second one for it. */
-  pthread_mutex_lock(&prime_lock);
+  /* The record it will write refreshes the image too: no second one for
+   * it; and one refreshed already (served, then loaded past the copies
+   * preloaded) gets no second hit. */
+  bool hit = true;
+  cg_lock(&prime_lock);
   const cg_prime_record *known =
       refresh_mark ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
   if (known) {
     size_t i = (size_t)(known - cg_prime_get(set, 0));
     if (refresh_mark[i] == REFRESH_PENDING)
       __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
+    hit = refresh_mark[i] != REFRESH_DONE;
     refresh_mark[i] = REFRESH_DONE;
   }
-  pthread_mutex_unlock(&prime_lock);
-  /* An unknown count (the tally is full) records one load: never fewer
-   * than the default says. */
-  uint32_t loads = cg_tally_get(image->hash, image->size, library);
-  if (!loads)
-    loads = 1;
-  cg_prime_record r = {
-      .kind = image->kind,
-      .sm_arch = image->sm_arch,
-      .hash = image->hash,
-      .size = image->size,
-      .bytes = image->data,
-      .n_kernels = image->n_kernels,
-      .names_len = names_len,
-      .kernel_names = image->kernel_names,
-      .hits = 1,
-      .first_ns = now,
-      .last_ns = now,
-      .module_loads = library ? 0 : loads,
-      .library_loads = library ? loads : 0,
-  };
-  pthread_mutex_lock(&record_lock);
-  if (the_appender() && cg_prime_appender_add(appender, &r) == 0)
+  cg_unlock(&prime_lock);
+  /* Queued, written when a capture ends or at exit (record_queue.h): no
+   * file I/O on the capture's path, one record per image and process. */
+  cg_record_queue_add(image, library, hit);
+}
+
+/* A queued image's record, through the appender (record_lock held): the
+ * image (or its hit) the first time, else only a count of copies, when the
+ * process needed more of them at once than the file states. */
+static int write_queued(const cg_prime_record *r, bool hit, void *appender_) {
+  int rc = hit ? cg_prime_appender_add(appender_, r) : cg_prime_appender_raise_loads(appender_, r);
+  if (rc == 0 && hit)
     __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
-  else
+  else if (rc < 0) /* said by the appender; every later write would fail the same way */
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&record_lock);
+  return rc;
 }
 
 void cg_priming_refresh_served(bool at_exit) {
-  if (!__atomic_load_n(&refresh_pending, __ATOMIC_RELAXED) || !priming_on() || cg_cfg.prime_readonly ||
-      __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
+  if (!(at_exit || __atomic_load_n(&refresh_pending, __ATOMIC_RELAXED) || cg_record_queue_due()) || !priming_on() ||
+      cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
   /* Never while a capture prohibits this thread: that is the capture's path. */
   if (!at_exit && !cg_captures_self_unprohibited())
     return;
-  /* Another thread recording holds record_lock: it is left to a later end. */
-  if (at_exit ? pthread_mutex_lock(&record_lock) != 0 : pthread_mutex_trylock(&record_lock) != 0)
+  /* Another thread recording holds record_lock: it is left to a later end;
+   * at exit, waited for a moment only (locks.h). */
+  if (at_exit ? !cg_exit_lock(&record_lock, "writing to the priming file")
+              : cg_trylock(&record_lock) != 0)
     return;
   cg_prime_appender *a = the_appender();
   if (a)
     cg_prime_appender_nowait(a, !at_exit); /* a busy file: at a later end, or at exit */
+  if (a)
+    cg_record_queue_drain(write_queued, a, at_exit);
+  else /* said when it could not be made */
+    __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
   size_t n = cg_prime_count(set);
   for (size_t i = 0; a && i < n; i++) {
-    pthread_mutex_lock(&prime_lock);
+    if (!take_prime_lock("writing to the priming file"))
+      break;
     bool pending = refresh_mark && refresh_mark[i] == REFRESH_PENDING;
-    pthread_mutex_unlock(&prime_lock);
+    cg_unlock(&prime_lock);
     if (!pending)
       continue;
     /* The record as the file has it (its loads, so no loads record is
@@ -426,11 +443,10 @@ void cg_priming_refresh_served(bool at_exit) {
     r.hits = 1;
     r.last_ns = cg_now_ns();
     int rc = cg_prime_appender_add(a, &r);
-    if (rc == 1)
+    if (rc == 1 || !take_prime_lock("writing to the priming file"))
       break;
-    pthread_mutex_lock(&prime_lock);
     refresh_mark[i] = REFRESH_DONE;
-    pthread_mutex_unlock(&prime_lock);
+    cg_unlock(&prime_lock);
     __atomic_sub_fetch(&refresh_pending, 1, __ATOMIC_RELAXED);
     if (rc != 0) { /* said by the appender; every later write would fail the same way */
       __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
@@ -440,11 +456,12 @@ void cg_priming_refresh_served(bool at_exit) {
   }
   if (a)
     cg_prime_appender_nowait(a, false);
-  pthread_mutex_unlock(&record_lock);
+  cg_unlock(&record_lock);
 }
 
 void cg_priming_summary(cg_summary *s) {
-  pthread_mutex_lock(&prime_lock);
+  if (!take_prime_lock("the summary's priming counts"))
+    return;
   s->primed_loaded = n_loaded;
   s->primed_served = n_served;
   s->primed_unused = n_loaded - n_served;
@@ -452,7 +469,7 @@ void cg_priming_summary(cg_summary *s) {
   s->primed_skipped_arch = n_skipped_arch;
   s->device_sm = device_sm;
   s->skipped_sm = skipped_sm;
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
 }
 
 void cg_priming_atfork_child(void) {
@@ -460,7 +477,7 @@ void cg_priming_atfork_child(void) {
   /* The appender's index describes the same file and stays right, unless a
    * parent thread was inside it at the fork: then it may be half updated,
    * and is left behind (leaked, not freed) for a fresh one. */
-  if (pthread_mutex_trylock(&record_lock) != 0)
+  if (cg_trylock(&record_lock) != 0)
     appender = NULL;
   pthread_mutex_init(&record_lock, NULL);
   /* The parent's modules live in the parent's contexts. */
@@ -472,4 +489,5 @@ void cg_priming_atfork_child(void) {
     memset(refresh_mark, REFRESH_NONE, cg_prime_count(set));
   refresh_pending = 0;
   cg_tally_reset();
+  cg_record_queue_after_fork_child();
 }

@@ -22,10 +22,11 @@ void cg_priming_before_begin(CUcontext ctx); /* the thread's current context (NU
  * identical bytes on the current context and not yet handed out, or NULL. */
 void *cg_priming_take(const cg_image_info *image, bool library);
 /* A load made while a capture prohibited the thread, and what came of it:
- * its image is recorded in the priming file (guard mode), with the most copies
- * of it this process has had alive at once during capture, unless it was served from
- * the file already, or failed for the driver's own reasons (a bad image would
- * only fail again), or is no image capguard knows. */
+ * its image is queued to be recorded in the priming file (guard mode), once
+ * per process and image, when a capture ends (record_queue.h), with the most
+ * copies of it this process has had alive at once during capture, unless it
+ * was served from the file already, or failed for the driver's own reasons
+ * (a bad image would only fail again), or is no image capguard knows. */
 void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v);
 /* A load made while a capture prohibited the thread, not served, that the
  * driver answered with handle: counted alive until it is unloaded. */
@@ -34,9 +35,10 @@ void cg_priming_loaded(void *handle, const cg_image_info *image, bool library);
  * direct call): one copy fewer alive, and a served copy is loaded again
  * before the next capture begins. */
 void cg_priming_unloaded(void *handle);
-/* Write a hit for each image this process was served and has not yet
- * refreshed, so that prune counts it as needed: once per process and image,
- * under the file's lock, never while a capture prohibits the calling thread.
+/* Write the queued images' records (cg_priming_record), and a hit for each
+ * image this process was served and has not yet refreshed, so that prune
+ * counts it as needed: once per process and image, under the file's lock,
+ * never while a capture prohibits the calling thread.
  * After a capture's end (at_exit false) it does not wait: a file another
  * process holds locked, or a thread busy recording, leaves it for a later
  * end; at exit it waits as an append does. */

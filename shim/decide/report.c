@@ -13,6 +13,8 @@
 #include "output.h"
 #include "seen_set.h"
 #include "warn.h"
+#include "locks.h"
+#include "signals_held.h"
 
 static uint64_t counters_events[CG_EV_KIND_COUNT];
 static uint64_t counters_verdicts[CG_VERDICT_COUNT];
@@ -25,6 +27,8 @@ static void count(cg_event_kind k, cg_verdict v) {
 }
 
 void cg_report(cg_event *e, cg_report_scratch *s) {
+  cg_signals held; /* a handler must not interrupt dladdr or malloc here (signals_held.h) */
+  cg_signals_hold(&held);
   e->pid = cg_self_pid();
   e->tid = cg_self_tid();
   e->time_ns = cg_now_ns();
@@ -46,6 +50,7 @@ void cg_report(cg_event *e, cg_report_scratch *s) {
   cg_fleet_count(e);
   cg_output_native raw = {s->frames, s->n_frames, s->native, s->native_buf, sizeof s->native_buf};
   cg_output_event(e, &raw);
+  cg_signals_release(&held);
 }
 
 void cg_report_take_stack(cg_report_scratch *s) {
@@ -107,18 +112,24 @@ static cg_report_scratch *room_for(cg_report_scratch *s, const cg_begin_site *si
 }
 
 void cg_report_and_free(cg_event *e, cg_report_scratch *s, const cg_begin_site *site, const char *what) {
+  cg_signals held;
+  cg_signals_hold(&held);
   s = room_for(s, site, what);
   if (s)
     cg_report(e, s);
   free(s);
+  cg_signals_release(&held);
 }
 
 void cg_report_refusal_and_free(cg_event *e, cg_report_scratch *s, const cg_begin_site *site, CUresult r,
                                 const char *what) {
+  cg_signals held;
+  cg_signals_hold(&held);
   s = room_for(s, site, what);
   if (s)
     cg_report_refusal(e, s, r);
   free(s);
+  cg_signals_release(&held);
 }
 
 /* ---- repeats: a watchdog polling an event, an allocation in a loop */
@@ -145,9 +156,9 @@ bool cg_report_first_sighting(const char *call, cg_event_kind kind, cg_verdict v
     memcpy(id.python, where->python, sizeof id.python);
   }
   cg_hash128 k = cg_hash_bytes(&id, sizeof id);
-  pthread_mutex_lock(&seen_lock);
+  cg_lock(&seen_lock);
   bool first = cg_seen_first(&seen, k);
-  pthread_mutex_unlock(&seen_lock);
+  cg_unlock(&seen_lock);
   if (!first)
     count(kind, v);
   return first;

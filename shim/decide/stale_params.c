@@ -1,6 +1,7 @@
 /* stale_params.h. Kept only where needed: with CAPGUARD_STALE=1, on a driver
  * without cuFuncGetParamInfo. A load pays one inspection of its image (the
  * headers and the parameter table's section, no copy of the image). */
+#include "locks.h"
 #include "stale_params.h"
 
 #include <pthread.h>
@@ -58,14 +59,14 @@ void cg_stale_module_loaded(void *handle, bool library, const void *image) {
     n++;
   }
   free(info);
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   module_layouts *m = &modules[next_slot++ % MODULES];
   free(m->kernels); /* the oldest module's: past the bound its kernels are not split */
   m->module = (uint64_t)(uintptr_t)mod;
   m->n = n;
   m->kernels = ks;
   __atomic_store_n(&any, true, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
 }
 
 void cg_stale_params_atfork_child(void) { pthread_mutex_init(&lock, NULL); }
@@ -91,22 +92,22 @@ static const kernel_layout *layout_of(CUfunction f) {
 }
 
 int cg_stale_params_of(CUfunction f, cg_param_slot *out, int max) {
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   const kernel_layout *k = layout_of(f);
   int n = k && k->n <= max ? k->n : -1;
   if (n >= 0)
     memcpy(out, k->slots, (size_t)n * sizeof *out);
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
   return n;
 }
 
 bool cg_stale_params_name(CUfunction f, char *buf, size_t cap) {
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   const kernel_layout *k = layout_of(f);
   size_t len = k ? strlen(k->name) : 0;
   bool ok = k && len < cap;
   if (ok)
     memcpy(buf, k->name, len + 1);
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
   return ok;
 }

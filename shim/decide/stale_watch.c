@@ -9,6 +9,7 @@
  * query per allocation a free touched. The lock is this file's own, held
  * across nothing but its tables and those queries; reports are written
  * after it is released. */
+#include "locks.h"
 #include "stale_watch.h"
 
 #include <pthread.h>
@@ -75,7 +76,7 @@ static void say_once(bool *said, const char *what) {
 void cg_stale_captured(CUgraph g, const cg_begin_site *site, uint64_t capture_id) {
   if (!cg_cfg.stale || !g)
     return;
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   captured_graph *c = &ring[ring_next++ % RING];
   c->graph = (uint64_t)(uintptr_t)g;
   c->capture_id = capture_id;
@@ -83,7 +84,7 @@ void cg_stale_captured(CUgraph g, const cg_begin_site *site, uint64_t capture_id
     c->site = *site;
   else
     memset(&c->site, 0, sizeof c->site);
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
 }
 
 /* Under the lock: the exec's record and the link that points at it. */
@@ -151,7 +152,7 @@ void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
   x->n = (size_t)n;
   x->reads = w;
   x->by_hand = true;
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   /* The newest capture that ended with this graph handle (the driver hands
    * out a destroyed graph's handle again). */
   for (unsigned k = 1; k <= RING; k++) {
@@ -167,7 +168,7 @@ void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
   if (*old)
     drop(old);
   if (n_execs >= MAX_EXECS) {
-    pthread_mutex_unlock(&lock);
+    cg_unlock(&lock);
     say_once(&said_execs, "stale check: 4096 graph execs watched; newer ones are not");
     free(x->reads);
     free(x);
@@ -177,17 +178,17 @@ void cg_stale_instantiated(CUgraphExec exec, CUgraph g) {
   execs = x;
   n_execs++;
   __atomic_add_fetch(&cg_stale_live, 1, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
 }
 
 void cg_stale_exec_destroyed(CUgraphExec exec) {
   if (!cg_stale_watching())
     return;
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   watched_exec **p = find((uint64_t)(uintptr_t)exec);
   if (*p)
     drop(p);
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
 }
 
 /* Under the lock: a finding for read i of x (how many of x's reads read the
@@ -261,7 +262,7 @@ void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how 
   finding *fs = NULL;
   size_t n = 0, more = 0;
   bool oom = false;
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   for (watched_exec *x = execs; x; x = x->next) {
     for (size_t i = 0; i < x->n; i++) {
       watched_read *w = &x->reads[i];
@@ -288,7 +289,7 @@ void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how 
         more++;
     }
   }
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
   if (oom)
     cg_warn_oom("a stale-pointer report");
   report_all(call, fs, n, more);
@@ -299,7 +300,7 @@ void cg_stale_launch(const char *call, CUgraphExec exec) {
   finding *fs = NULL;
   size_t n = 0, more = 0;
   bool oom = false;
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   watched_exec *x = *find((uint64_t)(uintptr_t)exec);
   for (size_t i = 0; x && i < x->n; i++) {
     watched_read *w = &x->reads[i];
@@ -324,7 +325,7 @@ void cg_stale_launch(const char *call, CUgraphExec exec) {
     else
       more++;
   }
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
   if (oom)
     cg_warn_oom("a stale-pointer report");
   report_all(call, fs, n, more);

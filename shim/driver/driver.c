@@ -10,6 +10,7 @@
 #include "output.h"
 #include "warn.h"
 #include "real_dlsym.h"
+#include "locks.h"
 
 cg_driver_calls cg_drv;
 void *cg_ep_real[CG_EP_COUNT];
@@ -157,13 +158,13 @@ bool cg_driver_ready(void) {
    * wrapper on this very thread: that nested call must not wait for itself. */
   if (s == DRV_RESOLVING && __atomic_load_n(&resolving_tid, __ATOMIC_RELAXED) == gettid())
     return false;
-  pthread_mutex_lock(&resolve_lock);
+  cg_lock(&resolve_lock);
   if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_UNKNOWN) {
     __atomic_store_n(&resolving_tid, gettid(), __ATOMIC_RELAXED);
     __atomic_store_n(&drv_state, DRV_RESOLVING, __ATOMIC_RELEASE);
     resolve();
   }
-  pthread_mutex_unlock(&resolve_lock);
+  cg_unlock(&resolve_lock);
   return __atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY;
 }
 

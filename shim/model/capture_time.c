@@ -1,3 +1,4 @@
+#include "locks.h"
 #include "capture_time.h"
 
 #include <pthread.h>
@@ -47,7 +48,7 @@ bool cg_capture_time_ended(const cg_capture *closed, void *site) {
     return false;
   void *dropped = NULL;
   bool kept = false;
-  pthread_mutex_lock(&slow_lock);
+  cg_lock(&slow_lock);
   size_t at = n_slow;
   while (at > 0 && slow[at - 1].ns < ns)
     at--;
@@ -64,7 +65,7 @@ bool cg_capture_time_ended(const cg_capture *closed, void *site) {
     if (n_slow == CG_SLOWEST_CAPTURES)
       __atomic_store_n(&slow_floor, slow[n_slow - 1].ns, __ATOMIC_RELAXED);
   }
-  pthread_mutex_unlock(&slow_lock);
+  cg_unlock(&slow_lock);
   free(dropped);
   return kept;
 }
@@ -75,8 +76,11 @@ void cg_capture_time_read(cg_summary *s, char (*began)[CG_BEGAN_TEXT]) {
   s->first_capture_ns = __atomic_load_n(&first_begin_ns, __ATOMIC_RELAXED);
   s->first_replay_ns = __atomic_load_n(&first_replay_ns, __ATOMIC_RELAXED);
   /* Symbolized under the lock, so that no capture's end frees a site being
-   * read; only when asked (at exit: dladdr is slow). */
-  pthread_mutex_lock(&slow_lock);
+   * read; only when asked (at exit: dladdr is slow). At exit, never a wait
+   * that could hang it (locks.h): without the lock, no slowest. */
+  s->n_slowest = 0;
+  if (cg_exiting() ? !cg_exit_lock(&slow_lock, "the slowest captures") : (cg_lock(&slow_lock), false))
+    return;
   s->n_slowest = n_slow;
   for (size_t i = 0; i < n_slow; i++) {
     s->slowest[i].id = slow[i].id;
@@ -87,7 +91,7 @@ void cg_capture_time_read(cg_summary *s, char (*began)[CG_BEGAN_TEXT]) {
       s->slowest[i].began = began[i];
     }
   }
-  pthread_mutex_unlock(&slow_lock);
+  cg_unlock(&slow_lock);
 }
 
 void cg_capture_time_atfork_child(void) {

@@ -22,7 +22,10 @@ typedef struct {
 
 size_t cg_captures_write_open_at_exit(void) {
   cg_capture *open[CG_OPEN_AT_EXIT_MAX];
-  cg_model *m = cg_captures_model_lock();
+  bool had;
+  cg_model *m = cg_captures_model_lock_at_exit("the records of captures open at exit", &had);
+  if (!had)
+    return 0;
   size_t total = m ? cg_model_open_captures(m, open, CG_OPEN_AT_EXIT_MAX) : 0;
   size_t n = total < CG_OPEN_AT_EXIT_MAX ? total : CG_OPEN_AT_EXIT_MAX;
   open_copy *copies = n ? calloc(n, sizeof *copies) : NULL;

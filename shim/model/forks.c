@@ -7,6 +7,7 @@
 
 #include "capguard/clock.h"
 #include "names.h"
+#include "locks.h"
 
 #define FORKS 256
 
@@ -38,11 +39,11 @@ static fork_entry forks[FORKS];
 static unsigned forks_used;
 
 void cg_fork_add(uint64_t capture_id, uint64_t stream_key, const char *call, cg_begin_site *site) {
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   for (int i = 0; i < FORKS; i++) {
     if (forks[i].capture_id == capture_id && forks[i].stream_key == stream_key) {
       forks[i].joined = 0; /* forked again */
-      pthread_mutex_unlock(&lock);
+      cg_unlock(&lock);
       free(site);
       return;
     }
@@ -55,26 +56,26 @@ void cg_fork_add(uint64_t capture_id, uint64_t stream_key, const char *call, cg_
       break;
     }
   }
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
   free(site);
 }
 
 void cg_fork_event_recorded(uint64_t stream_key, uint64_t event) {
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   for (int i = 0; i < FORKS; i++)
     if (forks[i].capture_id && forks[i].stream_key == stream_key) {
       forks[i].last_event = event;
       forks[i].joined = 0; /* work since the last join, as far as capguard can tell */
     }
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
 }
 
 void cg_fork_joined(uint64_t capture_id, uint64_t event) {
-  pthread_mutex_lock(&lock);
+  cg_lock(&lock);
   for (int i = 0; i < FORKS; i++)
     if (forks[i].capture_id == capture_id && forks[i].last_event == event)
       forks[i].joined = 1;
-  pthread_mutex_unlock(&lock);
+  cg_unlock(&lock);
 }
 
 cg_break *cg_end_offender(uint64_t capture_id, CUresult r) {
@@ -84,7 +85,7 @@ cg_break *cg_end_offender(uint64_t capture_id, CUresult r) {
   fork_entry unjoined = {0}, joined = {0};
   bool any = __atomic_load_n(&forks_used, __ATOMIC_ACQUIRE) != 0;
   if (any)
-    pthread_mutex_lock(&lock);
+    cg_lock(&lock);
   for (int i = 0; any && i < FORKS; i++) {
     if (forks[i].capture_id != capture_id)
       continue;
@@ -100,7 +101,7 @@ cg_break *cg_end_offender(uint64_t capture_id, CUresult r) {
     __atomic_store_n(&forks_used, forks_used - 1, __ATOMIC_RELEASE);
   }
   if (any)
-    pthread_mutex_unlock(&lock);
+    cg_unlock(&lock);
   if (!unjoined.capture_id)
     unjoined = joined;
   else

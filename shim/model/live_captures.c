@@ -21,6 +21,7 @@
 #include "python_site.h"
 #include "stack.h"
 #include "warn.h"
+#include "locks.h"
 
 cg_capture_activity cg_activity __attribute__((aligned(8)));
 
@@ -55,8 +56,8 @@ void cg_captures_note_begun_state(uint64_t returned, uint64_t active, uint64_t i
  * thread. Never held across a report, a log write or the loader's lock. */
 static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 
-void cg_gate_lock(void) { pthread_rwlock_wrlock(&gate); }
-void cg_gate_unlock(void) { pthread_rwlock_unlock(&gate); }
+void cg_gate_lock(void) { cg_wrlock(&gate); }
+void cg_gate_unlock(void) { cg_rwunlock(&gate); }
 
 bool cg_gate_lock_if_idle(void) {
   cg_gate_lock();
@@ -72,9 +73,9 @@ bool cg_gate_lock_if_idle(void) {
  * segfaults when asked about a destroyed stream. Apart from the gate, so
  * that asking never queues behind a decision waiting for the gate. */
 static pthread_rwlock_t streams = PTHREAD_RWLOCK_INITIALIZER;
-void cg_streams_ask_lock(void) { pthread_rwlock_rdlock(&streams); }
-void cg_streams_destroy_lock(void) { pthread_rwlock_wrlock(&streams); }
-void cg_streams_unlock(void) { pthread_rwlock_unlock(&streams); }
+void cg_streams_ask_lock(void) { cg_rdlock(&streams); }
+void cg_streams_destroy_lock(void) { cg_wrlock(&streams); }
+void cg_streams_unlock(void) { cg_rwunlock(&streams); }
 
 static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
 static cg_model *model;
@@ -82,10 +83,14 @@ static uint64_t captures_broken;
 
 /* For break_rules.c (model_lock.h). */
 cg_model *cg_captures_model_lock(void) {
-  pthread_mutex_lock(&model_lock);
+  cg_lock(&model_lock);
   return model;
 }
-void cg_captures_model_unlock(void) { pthread_mutex_unlock(&model_lock); }
+cg_model *cg_captures_model_lock_at_exit(const char *what, bool *had) {
+  *had = cg_exit_lock(&model_lock, what);
+  return *had ? model : NULL;
+}
+void cg_captures_model_unlock(void) { cg_unlock(&model_lock); }
 
 /* initial-exec: a preloaded library's TLS is static; no allocation on first use. */
 static __thread uint64_t self_tid __attribute__((tls_model("initial-exec")));
@@ -187,7 +192,7 @@ void cg_captures_begin_enter(void) {
    * for before the gate: a query may want the gate shared, and a decision
    * queued for it exclusive would hold that query back. */
   cg_query_fence_wait(true);
-  pthread_rwlock_rdlock(&gate);
+  cg_rdlock(&gate);
   begin_tick0 = cg_captures_tick();
   begin_slot = cg_tick_slots_take(&begins, begin_tick0);
 }
@@ -210,9 +215,9 @@ void cg_captures_await_begins_before(uint64_t tick) {
  * (guard.c), which also hands it to priming. */
 static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
                           bool nonblocking, cg_begin_site *site, uint64_t ctx) {
-  pthread_mutex_lock(&model_lock);
+  cg_lock(&model_lock);
   if (!model) {
-    pthread_mutex_unlock(&model_lock);
+    cg_unlock(&model_lock);
     free(site);
     return;
   }
@@ -240,7 +245,7 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
   } else
     free(site);
   __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&model_lock);
+  cg_unlock(&model_lock);
 }
 
 void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint64_t driver_id,
@@ -252,21 +257,21 @@ void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint
   begin_returned_tick = begin_active_tick = begin_invalid_tick = 0;
   cg_tick_slots_give(&begins, begin_slot);
   __atomic_sub_fetch(&cg_activity.n.begins_in_flight, 1, __ATOMIC_ACQ_REL);
-  pthread_rwlock_unlock(&gate);
+  cg_rwunlock(&gate);
 }
 
 void cg_captures_end_enter(uint64_t key) {
-  pthread_rwlock_rdlock(&gate);
-  pthread_mutex_lock(&model_lock);
+  cg_rdlock(&gate);
+  cg_lock(&model_lock);
   cg_capture *c = model ? cg_model_find(model, key) : NULL;
   if (c && !c->end_tick)
     c->end_tick = cg_captures_tick();
-  pthread_mutex_unlock(&model_lock);
+  cg_unlock(&model_lock);
 }
 
 bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t still_id, CUresult *result,
                            cg_capture *closed, bool *emulated_break) {
-  pthread_mutex_lock(&model_lock);
+  cg_lock(&model_lock);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;
   bool same = open && (!still_id || !open->driver_id || still_id == open->driver_id);
   if (open && still != CU_STREAM_CAPTURE_STATUS_NONE && same) {
@@ -277,8 +282,8 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
     open = NULL;
   }
   if (!open) {
-    pthread_mutex_unlock(&model_lock);
-    pthread_rwlock_unlock(&gate);
+    cg_unlock(&model_lock);
+    cg_rwunlock(&gate);
     return false;
   }
   /* capguard itself refused a call in this capture (emulating an older
@@ -300,20 +305,20 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
   if (*result != CUDA_SUCCESS)
     captures_broken++;
   __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&model_lock);
-  pthread_rwlock_unlock(&gate);
+  cg_unlock(&model_lock);
+  cg_rwunlock(&gate);
   return true;
 }
 
 bool cg_captures_has(uint64_t key) {
-  pthread_mutex_lock(&model_lock);
+  cg_lock(&model_lock);
   bool has = model && cg_model_find(model, key);
-  pthread_mutex_unlock(&model_lock);
+  cg_unlock(&model_lock);
   return has;
 }
 
 bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
-  pthread_mutex_lock(&model_lock);
+  cg_lock(&model_lock);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;
   if (open) {
     uint64_t id = open->id;
@@ -324,14 +329,14 @@ bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
     captures_broken++;
     __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
   }
-  pthread_mutex_unlock(&model_lock);
+  cg_unlock(&model_lock);
   return open != NULL;
 }
 
 size_t cg_captures_prohibitor_count(void) {
-  pthread_mutex_lock(&model_lock);
+  cg_lock(&model_lock);
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), NULL, 0) : 0;
-  pthread_mutex_unlock(&model_lock);
+  cg_unlock(&model_lock);
   return n;
 }
 
@@ -340,7 +345,7 @@ bool cg_captures_self_unprohibited(void) { return cg_captures_prohibitor_count()
 size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site) {
   cg_capture *p[1];
   site->n = 0;
-  pthread_mutex_lock(&model_lock);
+  cg_lock(&model_lock);
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, 1) : 0;
   if (n) {
     *first = *p[0];
@@ -348,7 +353,7 @@ size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site) {
     if (p[0]->user)
       *site = *(const cg_begin_site *)p[0]->user;
   }
-  pthread_mutex_unlock(&model_lock);
+  cg_unlock(&model_lock);
   return n;
 }
 
@@ -357,51 +362,47 @@ size_t cg_captures_prohibitor_refs(cg_capture_ref *out, size_t cap) {
   cg_capture *p[16];
   if (cap > 16)
     cap = 16;
-  pthread_mutex_lock(&model_lock);
+  cg_lock(&model_lock);
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, cap) : 0;
   for (size_t i = 0; i < n && i < cap; i++)
     out[i] = (cg_capture_ref){p[i]->stream, p[i]->id};
-  pthread_mutex_unlock(&model_lock);
+  cg_unlock(&model_lock);
   return n;
 }
 
 bool cg_captures_refs_closed(const cg_capture_ref *refs, size_t n) {
   bool closed = true;
-  pthread_mutex_lock(&model_lock);
+  cg_lock(&model_lock);
   for (size_t i = 0; model && closed && i < n; i++) {
     cg_capture *c = cg_model_find(model, refs[i].stream);
     closed = !c || c->id != refs[i].id;
   }
-  pthread_mutex_unlock(&model_lock);
+  cg_unlock(&model_lock);
   return closed;
 }
 
-uint64_t cg_captures_begun_total(void) {
-  pthread_mutex_lock(&model_lock);
-  uint64_t n = model ? cg_model_begun_total(model) : 0;
-  pthread_mutex_unlock(&model_lock);
-  return n;
-}
-
-uint64_t cg_captures_broken(void) {
-  pthread_mutex_lock(&model_lock);
-  uint64_t n = captures_broken;
-  pthread_mutex_unlock(&model_lock);
-  return n;
+bool cg_captures_counts_at_exit(uint64_t *begun, uint64_t *broken) {
+  *begun = *broken = 0;
+  if (!cg_exit_lock(&model_lock, "the summary's capture counts"))
+    return false;
+  *begun = model ? cg_model_begun_total(model) : 0;
+  *broken = captures_broken;
+  cg_unlock(&model_lock);
+  return true;
 }
 
 /* Fork: a child inherits the parent's memory but none of its other threads,
  * so the locks must not be held across fork and the child's model starts
  * empty (CUDA captures do not survive fork). */
 void cg_captures_atfork_prepare(void) {
-  pthread_rwlock_wrlock(&gate);
-  pthread_rwlock_wrlock(&streams);
-  pthread_mutex_lock(&model_lock);
+  cg_wrlock(&gate);
+  cg_wrlock(&streams);
+  cg_lock(&model_lock);
 }
 void cg_captures_atfork_parent(void) {
-  pthread_mutex_unlock(&model_lock);
-  pthread_rwlock_unlock(&streams);
-  pthread_rwlock_unlock(&gate);
+  cg_unlock(&model_lock);
+  cg_rwunlock(&streams);
+  cg_rwunlock(&gate);
 }
 void cg_captures_atfork_child(void) {
   cg_query_fence_atfork_child();

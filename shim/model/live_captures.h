@@ -164,9 +164,10 @@ typedef struct {
   uint64_t tick0, tick1, in_driver;
 } cg_break;
 
-/* For the exit summary. */
-uint64_t cg_captures_begun_total(void);
-uint64_t cg_captures_broken(void);
+/* For the exit summary: captures begun and broken; false (both 0, one line
+ * said) when the model's lock could not be had before the exit's deadline
+ * (locks.h). */
+bool cg_captures_counts_at_exit(uint64_t *begun, uint64_t *broken);
 
 /* Start-up and fork (init.c). */
 void cg_captures_init(void);

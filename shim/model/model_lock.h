@@ -10,6 +10,10 @@
  * call, a report or the loader's lock. */
 cg_model *cg_captures_model_lock(void);
 void cg_captures_model_unlock(void);
+/* At exit (locks.h): *had false, nothing locked and NULL returned, when the
+ * lock could not be had before the exit's deadline (one line says what is
+ * skipped). */
+cg_model *cg_captures_model_lock_at_exit(const char *what, bool *had);
 /* What the driver said of a capture as it began (cg_captures_begun_driver_id,
  * on the beginning thread, before cg_captures_begin_leave): ticks of the
  * shim's clock, 0 unknown (capture_model.h). */

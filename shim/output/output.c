@@ -16,15 +16,17 @@
 #include "capguard/log_name.h"
 #include "capguard/write_whole.h"
 #include "config.h"
+#include "log_descriptor.h"
 #include "seen_set.h"
 #include "stack.h"
 #include "warn.h"
+#include "locks.h"
 
 #ifndef CAPGUARD_VERSION
 #define CAPGUARD_VERSION "unknown"
 #endif
 
-static int log_fd = -1;
+static bool log_opened; /* a log was opened: a line that cannot be written is lost */
 static char log_path[4096];   /* CAPGUARD_LOG expanded (%p, %h, %q{VAR}, %%) */
 static int process_written;
 static uint64_t repeats_hidden;
@@ -48,14 +50,15 @@ static cg_seen_set seen;
 /* One line of the log, whole or not at all: after the first failure nothing
  * more is written (one warning says so). */
 static void log_line(const char *buf, size_t len) {
-  if (log_fd < 0)
+  if (!log_opened)
     return;
-  if (__atomic_load_n(&log_failed, __ATOMIC_ACQUIRE)) {
+  int fd = cg_log_fd(); /* proven capguard's (log_descriptor.h) */
+  if (fd < 0 || __atomic_load_n(&log_failed, __ATOMIC_ACQUIRE)) {
     __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
     return;
   }
   int torn = 0;
-  int err = cg_append_whole(log_fd, buf, len, &torn);
+  int err = cg_append_whole(fd, buf, len, &torn);
   if (!err)
     return;
   __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
@@ -67,6 +70,9 @@ static void log_line(const char *buf, size_t len) {
 }
 
 static void write_record(cg_record_type type, int driver_version);
+
+/* Whether lines go to a log: one was opened and has not been given up on. */
+static bool has_log(void) { return log_opened && cg_log_fd_kept(); }
 
 /* A log that cannot be used is said once per process tree, as configuration
  * warnings are (config.c): every child inherits the same CAPGUARD_LOG, and a
@@ -106,29 +112,29 @@ static void open_log(void) {
     return;
   }
   char why[256];
-  int fd = cg_log_open(log_path, why, sizeof why);
-  if (fd < 0) {
+  if (cg_log_fd_open(log_path, why, sizeof why) != 0) {
     log_warn("cannot open log %s: it %s; reporting on stderr only", log_path, why);
     return;
   }
-  log_fd = fd;
+  log_opened = true;
 }
 
 void cg_output_open_log(void) {
-  if (!cg_cfg.log_path || log_fd >= 0)
+  if (!cg_cfg.log_path || log_opened)
     return;
   in_constructor = true; /* init.c calls this from the constructor only */
   open_log();
   in_constructor = false;
-  if (log_fd >= 0)
+  if (log_opened)
     write_record(CG_RECORD_START, 0);
 }
 
 /* Format with fmt into a stack buffer, or a heap one when it does not fit, and
  * hand the result to sink. */
 typedef size_t (*formatter)(const void *obj, char *buf, size_t cap);
+enum { TO_LOG = -2 }; /* emit's other destination: 2 is stderr */
 static void emit(int fd, formatter f, const void *obj) {
-  if (fd < 0)
+  if (fd == TO_LOG && !log_opened)
     return;
   char small[8192];
   size_t need = f(obj, small, sizeof small);
@@ -250,18 +256,18 @@ static void say_routine(const cg_event *e) {
     what = "handled by capguard";
   cg_warn("pid %llu: %.64s during capture: %s%s; further calls handled this way in this process are "
           "counted at exit%s",
-          (unsigned long long)e->pid, e->call ? e->call : "?", what, kernels, log_fd >= 0 ? " and logged" : "");
+          (unsigned long long)e->pid, e->call ? e->call : "?", what, kernels, has_log() ? " and logged" : "");
 }
 
 void cg_output_event(cg_event *e, const cg_output_native *raw) {
-  pthread_mutex_lock(&out_lock);
+  cg_lock(&out_lock);
   int show = first_sighting(e, raw) && !cg_cfg.quiet;
   unsigned bit = 1u << ((unsigned)e->verdict % 32);
   int first_routine = routine(e) && !(quiet_kinds_said & bit);
   if (routine(e))
     quiet_kinds_said |= bit;
-  pthread_mutex_unlock(&out_lock);
-  if (raw && ((show && !routine(e)) || log_fd >= 0)) {
+  cg_unlock(&out_lock);
+  if (raw && ((show && !routine(e)) || has_log())) {
     e->native = raw->names; /* written: symbolised now (dladdr, outside out_lock) */
     e->n_native = cg_native_symbolize(raw->frames, raw->n, raw->names, raw->buf, raw->cap);
   }
@@ -271,7 +277,7 @@ void cg_output_event(cg_event *e, const cg_output_native *raw) {
   } else if (show) {
     emit(2, fmt_event_text_stamped, e);
   }
-  emit(log_fd, fmt_event_json, e);
+  emit(TO_LOG, fmt_event_json, e);
 }
 
 
@@ -279,7 +285,7 @@ static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {
   return cg_capture_format_broken_text(obj, b, c);
 }
 
-bool cg_output_wants_capture(bool broken) { return log_fd >= 0 || (broken && !cg_cfg.quiet); }
+bool cg_output_wants_capture(bool broken) { return has_log() || (broken && !cg_cfg.quiet); }
 
 /* A capture that broke is said on stderr, naming its first offender (or
  * that capguard saw none), since that is the line a person reading a
@@ -287,15 +293,17 @@ bool cg_output_wants_capture(bool broken) { return log_fd >= 0 || (broken && !cg
  * (CAPGUARD_RUN) with a log, its closing summary says the same line from
  * the log, with the process: said there once, not twice. */
 void cg_output_capture(const cg_capture_record *r) {
-  bool summarised = cg_cfg.run_id && log_fd >= 0;
+  bool summarised = cg_cfg.run_id && has_log();
   if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet && !summarised) {
-    pthread_mutex_lock(&out_lock);
-    int show = first_sighting_of(broken_identity(r), &broken_hidden);
-    pthread_mutex_unlock(&out_lock);
+    int show = 0;
+    if (cg_exiting() ? cg_exit_lock(&out_lock, "a broken capture's line on stderr") : (cg_lock(&out_lock), true)) {
+      show = first_sighting_of(broken_identity(r), &broken_hidden);
+      cg_unlock(&out_lock);
+    }
     if (show)
       emit(2, fmt_capture_broken_text, r);
   }
-  if (log_fd < 0)
+  if (!log_opened) /* a log given up on counts the line as lost (log_line) */
     return;
   char buf[4096];
   size_t n = cg_capture_format_json(r, buf, sizeof buf);
@@ -337,16 +345,16 @@ static void write_record(cg_record_type type, int driver_version) {
 }
 
 void cg_output_process(int driver_version) {
-  pthread_mutex_lock(&out_lock);
+  cg_lock(&out_lock);
   int first = !process_written;
   process_written = 1;
-  pthread_mutex_unlock(&out_lock);
-  if (first && log_fd >= 0)
+  cg_unlock(&out_lock);
+  if (first && log_opened)
     write_record(CG_RECORD_PROCESS, driver_version);
 }
 
 void cg_output_summary(cg_summary *s) {
-  s->log_path = log_fd >= 0 ? log_path : NULL;
+  s->log_path = log_opened ? log_path : NULL; /* given up on: the next line says it is incomplete */
   char buf[4096]; /* the slowest captures' sites: up to 3 x 512 */
   size_t n = cg_summary_format_text(s, buf, sizeof buf);
   uint64_t lost = __atomic_load_n(&lines_lost, __ATOMIC_RELAXED);
@@ -359,18 +367,18 @@ void cg_output_summary(cg_summary *s) {
     }
     if (repeats_hidden) {
       int m = snprintf(buf, sizeof buf, "capguard: %llu repeated events were counted, not reprinted%s\n",
-                       (unsigned long long)repeats_hidden, log_fd >= 0 ? " (all are in the log)" : "");
+                       (unsigned long long)repeats_hidden, has_log() ? " (all are in the log)" : "");
       cg_write_all(2, buf, (size_t)m, NULL);
     }
     if (broken_hidden) {
       int m = snprintf(buf, sizeof buf,
                        "capguard: %llu more capture%s broke the same way (same start, same first offender)%s\n",
                        (unsigned long long)broken_hidden, broken_hidden == 1 ? "" : "s",
-                       log_fd >= 0 ? "; all are in the log" : "");
+                       has_log() ? "; all are in the log" : "");
       cg_write_all(2, buf, (size_t)m, NULL);
     }
   }
-  if (log_fd < 0)
+  if (!has_log())
     return;
   /* Last line: "log_incomplete" added when lines were lost; tried even then
    * (the disk may have room again), on a fresh line if a write was cut. */
@@ -382,15 +390,17 @@ void cg_output_summary(cg_summary *s) {
   if (n >= sizeof buf - (size_t)(at - buf))
     return;
   n += (size_t)(at - buf);
-  if (lost) {
+  int fd;
+  if (lost && (fd = cg_log_fd()) >= 0) {
     int torn = 0;
-    cg_append_whole(log_fd, buf, n, &torn);
-  } else
+    cg_append_whole(fd, buf, n, &torn);
+  } else if (!lost)
     log_line(buf, n);
 }
 
 void cg_output_atfork_child(void) {
   pthread_mutex_init(&out_lock, NULL);
+  cg_log_fd_atfork_child();
   cg_seen_clear(&seen);
   repeats_hidden = 0;
   broken_hidden = 0;
@@ -398,9 +408,9 @@ void cg_output_atfork_child(void) {
   lines_lost = 0;
   process_written = 0; /* a forked worker is a process of its own in the log */
   /* With %p in CAPGUARD_LOG, each process writes a file of its own. */
-  if (log_fd >= 0 && cg_cfg.log_path && cg_log_name_has_pid(cg_cfg.log_path)) {
-    close(log_fd);
-    log_fd = -1;
+  if (log_opened && cg_cfg.log_path && cg_log_name_has_pid(cg_cfg.log_path)) {
+    cg_log_fd_close();
+    log_opened = false;
     log_failed = 0; /* a new file: whatever failed was the parent's */
     log_cut_mid_line = 0;
     open_log();

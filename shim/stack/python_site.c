@@ -13,6 +13,7 @@
 
 #include "capguard/frame_filter.h"
 #include "stack.h"
+#include "locks.h"
 
 /* The innermost frame outside the frameworks' machinery
  * (torch/cuda/graphs.py's capture_begin is not what a person wrote), or the
@@ -65,7 +66,7 @@ static bool checked;
  * look with the long one, 2; nothing kept, 0. */
 static int lookup(cg_hash128 key, char *buf, size_t cap, bool *check) {
   py_site_entry *e = &sites[key.lo % CG_PY_SITES];
-  pthread_mutex_lock(&sites_lock);
+  cg_lock(&sites_lock);
   int found = e->used && e->key.lo == key.lo && e->key.hi == key.hi ? (e->deeper ? 2 : 1) : 0;
   if (found == 1 && cap) { /* a copy, not snprintf: this runs at every begin */
     size_t n = strlen(e->site); /* kept NUL-terminated by keep() */
@@ -75,18 +76,18 @@ static int lookup(cg_hash128 key, char *buf, size_t cap, bool *check) {
     buf[n] = 0;
   }
   *check = !checked;
-  pthread_mutex_unlock(&sites_lock);
+  cg_unlock(&sites_lock);
   return found;
 }
 
 static void keep(cg_hash128 key, const char *site, bool deeper) {
   py_site_entry *e = &sites[key.lo % CG_PY_SITES];
-  pthread_mutex_lock(&sites_lock);
+  cg_lock(&sites_lock);
   e->key = key;
   e->used = true;
   e->deeper = deeper;
   snprintf(e->site, sizeof e->site, "%s", deeper ? "" : site);
-  pthread_mutex_unlock(&sites_lock);
+  cg_unlock(&sites_lock);
 }
 
 void cg_python_site(char *buf, size_t cap) {
@@ -112,9 +113,9 @@ void cg_python_site(char *buf, size_t cap) {
   if (check) {
     if (!cg_python_fingerprint_check())
       return; /* not kept: the in-place reading is not trusted (yet) */
-    pthread_mutex_lock(&sites_lock);
+    cg_lock(&sites_lock);
     checked = true;
-    pthread_mutex_unlock(&sites_lock);
+    cg_unlock(&sites_lock);
   }
   if (whole || (pick >= 0 && pick < named)) {
     keep(key, buf, false);

@@ -17,6 +17,7 @@
 #include "capguard/frame_filter.h"
 #include "capguard/text_out.h"
 #include "symbol_cache.h"
+#include "locks.h"
 
 /* Deepest stack walked; frames past it are not reported. */
 #define CG_BT_DEPTH 128
@@ -193,7 +194,13 @@ size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t c
   if (!frames || n > CG_WHERE_FRAMES) return frames ? where_now(frames, n, buf, cap) : 0;
   where_entry *e = &where_kept[where_slot(frames, n)];
   size_t len = 0;
-  pthread_mutex_lock(&where_lock);
+  /* At exit the cache is skipped when its lock is busy: the code a signal
+   * handler interrupted may hold it (locks.h). */
+  bool exiting = cg_exiting();
+  if (exiting && cg_trylock(&where_lock) != 0)
+    return where_now(frames, n, buf, cap);
+  if (!exiting)
+    cg_lock(&where_lock);
   bool hit = e->n == n && n && memcmp(e->frames, frames, n * sizeof *frames) == 0;
   if (hit) {
     cg_out w = cg_out_init(buf, cap);
@@ -201,15 +208,16 @@ size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t c
     cg_out_finish(&w);
     len = cg_out_stored(&w);
   }
-  pthread_mutex_unlock(&where_lock);
+  cg_unlock(&where_lock);
   if (hit) return len;
   len = where_now(frames, n, buf, cap);
   if (len + 1 < cap && len + 1 < CG_WHERE_TEXT) { /* kept only when whole */
-    pthread_mutex_lock(&where_lock);
+    if (exiting ? cg_trylock(&where_lock) != 0 : (cg_lock(&where_lock), false))
+      return len;
     memcpy(e->frames, frames, n * sizeof *frames);
     e->n = n;
     memcpy(e->text, buf, len + 1);
-    pthread_mutex_unlock(&where_lock);
+    cg_unlock(&where_lock);
   }
   return len;
 }

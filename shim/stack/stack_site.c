@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "capguard/frame_filter.h"
+#include "locks.h"
 
 /* ---- which object an address is in, without dladdr's symbol scan ------ */
 
@@ -277,7 +278,7 @@ CG_READS_CALLER_FRAMES static bool path_holds(const site_path *p, uintptr_t ra0_
 static bool path_lookup(uintptr_t ra0, uintptr_t ra0_slot, uintptr_t hi, site_path *out) {
   bool hit = false;
   size_t set = slot_of(ra0, CG_PATH_SETS);
-  pthread_mutex_lock(&g_paths_lock);
+  cg_lock(&g_paths_lock);
   for (int w = 0; w < CG_PATH_WAYS && !hit; w++) {
     const site_path *p = &g_paths[set][w];
     if (p->n && p->ra0 == ra0 && path_holds(p, ra0_slot, hi)) {
@@ -285,15 +286,15 @@ static bool path_lookup(uintptr_t ra0, uintptr_t ra0_slot, uintptr_t hi, site_pa
       hit = true;
     }
   }
-  pthread_mutex_unlock(&g_paths_lock);
+  cg_unlock(&g_paths_lock);
   return hit;
 }
 
 static void path_keep(const site_path *p) {
   size_t set = slot_of(p->ra0, CG_PATH_SETS);
-  pthread_mutex_lock(&g_paths_lock);
+  cg_lock(&g_paths_lock);
   g_paths[set][g_path_next[set]++ % CG_PATH_WAYS] = *p;
-  pthread_mutex_unlock(&g_paths_lock);
+  cg_unlock(&g_paths_lock);
 }
 
 /* Fork: the child's lock starts released (another thread may have held it). */

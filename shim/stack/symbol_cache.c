@@ -5,6 +5,7 @@
  * its place keeps its first answer: libraries that call the driver are not
  * unloaded while they run, as cg_native_where_frames already assumes. The
  * lock is never held across dladdr. */
+#include "locks.h"
 #include "symbol_cache.h"
 
 #include <dlfcn.h>
@@ -45,7 +46,7 @@ static bool copy_whole(char *dst, size_t cap, const char *src) {
 
 bool cg_symbol_of(const void *addr, cg_symbol *out) {
   symbol_entry *e = slot_of(addr);
-  pthread_mutex_lock(&kept_lock);
+  cg_lock(&kept_lock);
   bool hit = addr && e->addr == addr, found = e->found;
   if (hit && found) {
     memcpy(out->file_buf, e->file, sizeof out->file_buf);
@@ -55,7 +56,7 @@ bool cg_symbol_of(const void *addr, cg_symbol *out) {
     out->base = e->base;
     out->sym_addr = e->sym_addr;
   }
-  pthread_mutex_unlock(&kept_lock);
+  cg_unlock(&kept_lock);
   if (hit)
     return found;
   Dl_info info;
@@ -75,9 +76,9 @@ bool cg_symbol_of(const void *addr, cg_symbol *out) {
         (out->sym && !copy_whole(fresh.sym, sizeof fresh.sym, out->sym)))
       return true; /* too long to keep: asked again next time */
   }
-  pthread_mutex_lock(&kept_lock);
+  cg_lock(&kept_lock);
   *e = fresh;
-  pthread_mutex_unlock(&kept_lock);
+  cg_unlock(&kept_lock);
   return found;
 }
 

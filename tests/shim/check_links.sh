@@ -13,13 +13,14 @@ allowed="
   malloc calloc realloc free
   memchr memcmp memcpy memmove memset strchr strcmp strlen strncmp strrchr strstr strtol strerror
   snprintf vsnprintf __isoc99_sscanf getenv setenv qsort_r __errno_location
-  open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
-  pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait
+  getcwd open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
+  pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait sigfillset sigdelset
   fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf
   getpid getppid gettid geteuid clock_gettime time nanosleep sched_yield syscall gethostname
   opendir readdir64 closedir unlink rename strtoull
   dlopen dlclose dlerror dlvsym dladdr dladdr1 dl_iterate_phdr backtrace
-  pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_unlock
+  pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_timedlock pthread_mutex_unlock
+  pthread_setcancelstate
   pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_unlock __register_atfork
   pthread_once pthread_key_create pthread_setspecific
   pthread_self pthread_getattr_np pthread_attr_getstack pthread_attr_destroy

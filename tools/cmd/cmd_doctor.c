@@ -437,6 +437,10 @@ static void check_files(doctor *d, const char *named, int sm) {
         ok(d, "priming file", "%s: %zu image%s%s%s%s", path, n, cg_plural(n), archs,
            damaged ? "" : ", intact", readonly ? ", read-only (CAPGUARD_PRIME_READONLY=1)" : "");
       }
+      if (pc == CG_PRECHECK_OK)
+        note(d, "priming file", "to change it while programs run, replace it by rename (write the new "
+                                "file beside it, then mv it over it), never in place (cp over it, "
+                                "truncate): capguard prime does so");
       if (damaged)
         note(d, "priming file", "%zu damaged record%s skipped (first: %s)", damaged,
              cg_plural(damaged), w.text);

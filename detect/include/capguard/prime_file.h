@@ -43,6 +43,16 @@ typedef struct cg_prime_set cg_prime_set;
  * writable by others, a symlink, a newer format version, not a priming file);
  * then *out is NULL and warn got one line saying why and what to do. */
 int cg_prime_load(const char *path, cg_prime_set **out, cg_prime_warn_fn warn, void *ctx);
+/* The same, read into this process's memory (pread, under the shared lock)
+ * instead of mapped: a set the shim keeps for the process's life, which an
+ * in-place rewrite of the file (truncate, cp over it) must not take away
+ * (a mapping would fault with SIGBUS at the next touch). prime_in_memory.c. */
+int cg_prime_load_copy(const char *path, cg_prime_set **out, cg_prime_warn_fn warn, void *ctx);
+/* Keeps the bytes of the records keep() says yes to, in one block of the
+ * set's own, and every record's kernel names; the other records' bytes
+ * become NULL (never found, never loaded). The file's pages or copy are
+ * given back. 0, or -1 out of memory (the set unchanged). */
+int cg_prime_keep_only(cg_prime_set *s, bool (*keep)(const cg_prime_record *r, void *ctx), void *ctx);
 size_t cg_prime_count(const cg_prime_set *s);
 const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i);
 /* The record of exactly these bytes, whose XXH3-128 the caller already has
@@ -51,9 +61,6 @@ const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i);
 const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 hash, const void *bytes,
                                             size_t size);
 void cg_prime_free(cg_prime_set *s);
-/* Done with r's bytes for now (its image was preloaded): a mapped set gives
- * their pages back to the page cache; touching them again reads them back. */
-void cg_prime_release(const cg_prime_set *s, const cg_prime_record *r);
 
 /* Add r to path, creating it (mode 0600, never through a symlink) if needed,
  * under an exclusive lock so concurrent writers lose nothing. An image
@@ -71,6 +78,11 @@ typedef struct cg_prime_appender cg_prime_appender;
 cg_prime_appender *cg_prime_appender_new(const char *path, uint64_t max_bytes, const cg_prime_set *seed,
                                          cg_prime_warn_fn warn, void *ctx);
 int cg_prime_appender_add(cg_prime_appender *a, const cg_prime_record *r);
+/* The same without a hit for an image the file has: only a loads record,
+ * when r needs more copies alive at once than the file states (nothing is
+ * written otherwise). For a process that recorded the image already and
+ * has since needed more copies of it. */
+int cg_prime_appender_raise_loads(cg_prime_appender *a, const cg_prime_record *r);
 /* With on, an append whose lock another process holds returns 1 at once
  * (nothing written, nothing said) instead of waiting: for work that can as
  * well be done at a later moment. */

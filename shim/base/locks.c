@@ -1,0 +1,87 @@
+/* capguard's lock calls (locks.h): cancellation off while a thread holds any
+ * capguard lock; the deadline of capguard's exit (exit_lock.c waits for it). */
+#include "locks.h"
+
+#include <time.h>
+
+
+/* Locks this thread holds, and its cancel state from before the first. */
+static __thread int held __attribute__((tls_model("initial-exec")));
+static __thread int cancel_before __attribute__((tls_model("initial-exec")));
+
+void cg_lock_hold(void) {
+  if (held++ == 0)
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_before);
+}
+
+void cg_lock_let_go(void) {
+  if (held > 0 && --held == 0) {
+    int ignored;
+    pthread_setcancelstate(cancel_before, &ignored);
+  }
+}
+
+void cg_lock(pthread_mutex_t *m) {
+  cg_lock_hold();
+  pthread_mutex_lock(m);
+}
+
+int cg_trylock(pthread_mutex_t *m) {
+  cg_lock_hold();
+  int rc = pthread_mutex_trylock(m);
+  if (rc)
+    cg_lock_let_go();
+  return rc;
+}
+
+void cg_unlock(pthread_mutex_t *m) {
+  pthread_mutex_unlock(m);
+  cg_lock_let_go();
+}
+
+void cg_rdlock(pthread_rwlock_t *l) {
+  cg_lock_hold();
+  pthread_rwlock_rdlock(l);
+}
+
+void cg_wrlock(pthread_rwlock_t *l) {
+  cg_lock_hold();
+  pthread_rwlock_wrlock(l);
+}
+
+void cg_rwunlock(pthread_rwlock_t *l) {
+  pthread_rwlock_unlock(l);
+  cg_lock_let_go();
+}
+
+/* How long capguard's exit waits, all its locks together, for locks that
+ * other threads hold for a moment. A lock held by the code a signal handler
+ * interrupted is never let go: past this, what needs it is skipped. */
+#define EXIT_WAIT_MS 1000
+
+static int exiting;
+static struct timespec exit_deadline; /* CLOCK_REALTIME, as pthread_mutex_timedlock wants */
+
+void cg_exit_begin(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  t.tv_nsec += (long)EXIT_WAIT_MS * 1000000L;
+  t.tv_sec += t.tv_nsec / 1000000000L;
+  t.tv_nsec %= 1000000000L;
+  exit_deadline = t;
+  __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
+}
+
+bool cg_exiting(void) { return __atomic_load_n(&exiting, __ATOMIC_ACQUIRE); }
+
+const struct timespec *cg_exit_deadline(void) { return &exit_deadline; }
+
+void cg_locks_atfork_child(void) {
+  /* fork() is the host's call, made outside capguard's locks: nothing to
+   * let go, but a child forked from inside (never, today) starts clean. */
+  if (held) {
+    held = 0;
+    int ignored;
+    pthread_setcancelstate(cancel_before, &ignored);
+  }
+}

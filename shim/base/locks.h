@@ -1,0 +1,49 @@
+/* capguard's own locks, taken through these calls only, for two promises to
+ * the host:
+ *
+ * - No capguard lock is held across a cancellation point with cancellation
+ *   enabled. A lock is held across open, flock, pwrite, a warning's write
+ *   or a driver call (which may read files); a thread the host cancels
+ *   there would unwind with the lock still held, and the next thread to want
+ *   it would hang for good. So a thread holding any capguard lock has
+ *   cancellation disabled (pthread_setcancelstate, its own state, restored
+ *   when it lets go of its last one): a cancel the host sent meanwhile is
+ *   acted on at the thread's next cancellation point outside capguard.
+ * - At exit nothing blocks on a lock: exit() may be called from a signal
+ *   handler that interrupted this very thread inside capguard, holding the
+ *   lock the exit path wants. cg_exit_lock waits at most until a deadline
+ *   set once when capguard's exit begins, and otherwise says in one line
+ *   what is skipped. */
+#ifndef CAPGUARD_LOCKS_H
+#define CAPGUARD_LOCKS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
+
+void cg_lock(pthread_mutex_t *m);
+/* 0 when taken, as pthread_mutex_trylock. */
+int cg_trylock(pthread_mutex_t *m);
+void cg_unlock(pthread_mutex_t *m);
+void cg_rdlock(pthread_rwlock_t *l);
+void cg_wrlock(pthread_rwlock_t *l);
+void cg_rwunlock(pthread_rwlock_t *l);
+
+/* The cancellation part of cg_lock alone, for exit_lock.c: every hold is
+ * paired with a let-go. */
+void cg_lock_hold(void);
+void cg_lock_let_go(void);
+
+/* A forked child's thread holds none of the parent's locks. */
+void cg_locks_atfork_child(void);
+
+/* capguard's exit has begun (its destructor): the deadline for every
+ * cg_exit_lock is set from now. */
+void cg_exit_begin(void);
+bool cg_exiting(void);
+const struct timespec *cg_exit_deadline(void); /* CLOCK_REALTIME */
+/* exit_lock.c: m, taken before the exit's deadline, or false: then one line says that
+ * what is skipped. Released with cg_unlock. */
+bool cg_exit_lock(pthread_mutex_t *m, const char *what);
+
+#endif
