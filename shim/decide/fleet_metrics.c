@@ -68,8 +68,7 @@ static void write_metrics(const cg_summary *s) {
 /* The figures as they are now (the exit's summary has its own). */
 static void write_now(void) {
   cg_summary s = {.pid = (uint64_t)getpid()};
-  s.captures_begun = cg_captures_begun_total();
-  s.captures_broken = cg_captures_broken();
+  cg_captures_counts(&s.captures_begun, &s.captures_broken);
   cg_report_counts(s.events, s.verdicts);
   cg_priming_summary(&s);
   cg_fleet_summary(&s, NULL);

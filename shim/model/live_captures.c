@@ -381,6 +381,13 @@ bool cg_captures_refs_closed(const cg_capture_ref *refs, size_t n) {
   return closed;
 }
 
+void cg_captures_counts(uint64_t *begun, uint64_t *broken) {
+  cg_lock(&model_lock);
+  *begun = model ? cg_model_begun_total(model) : 0;
+  *broken = captures_broken;
+  cg_unlock(&model_lock);
+}
+
 bool cg_captures_counts_at_exit(uint64_t *begun, uint64_t *broken) {
   *begun = *broken = 0;
   if (!cg_exit_lock(&model_lock, "the summary's capture counts"))

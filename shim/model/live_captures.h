@@ -164,6 +164,10 @@ typedef struct {
   uint64_t tick0, tick1, in_driver;
 } cg_break;
 
+/* Captures begun and broken so far (the metrics file, written while the
+ * process runs; never at exit, which takes cg_captures_counts_at_exit). */
+void cg_captures_counts(uint64_t *begun, uint64_t *broken);
+
 /* For the exit summary: captures begun and broken; false (both 0, one line
  * said) when the model's lock could not be had before the exit's deadline
  * (locks.h). */

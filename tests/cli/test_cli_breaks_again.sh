@@ -18,7 +18,7 @@ expect_not_in "$WORK/run1.err" "next: run it again" "not told to run it again"
 expect_in "$WORK/run1.err" "capguard: next: the 1 image loaded during capture was recorded in $WORK/p.cgp, but a run again would break again: 1 other call broke the capture (first cuMemAlloc_v2, allocation, pid" "the allocation breaks it again"
 expect_in "$WORK/run1.err" "make it before the capture begins or after it ends" "what to do"
 expect_in "$WORK/run1.err" "  or capture in one run, each refused load and allocation made in relaxed mode:" "the rescue lead"
-expect_in "$WORK/run1.err" "    capguard run --rescue --prime $WORK/p.cgp --emulate-driver 12020 -- $DYING_HOST alloc $CUBIN cg_test_fill" "the rescue command"
+expect_in "$WORK/run1.err" "    capguard run --log $WORK/run1.jsonl -q --rescue --prime $WORK/p.cgp --emulate-driver 12020 -- $DYING_HOST alloc $CUBIN cg_test_fill" "the rescue command"
 # what it says is true: run 2 is served and breaks on the allocation
 host run2
 expect_rc 1 "run 2 breaks again"

@@ -35,7 +35,7 @@ done
 grep -q '"type":"start"' "$WORK/r.7.jsonl" 2>/dev/null && pass || fail "%q{RANK}: the shell (RANK=7) wrote no r.7.jsonl"
 expect_in "$WORK/rank.err" "capguard: 2 processes used CUDA, 2 captures, 2 broken" "%q{RANK}: the summary reads every file"
 run_cg rank-report report "$WORK/r.%q{RANK}.jsonl"
-expect_in "$WORK/rank-report.out" "capguard report: 3 logs, 3 processes, 2 captures, 2 broken" "report reads every %q{RANK} file"
+expect_in "$WORK/rank-report.out" "capguard report: 3 logs, 2 processes with CUDA, 2 captures, 2 broken" "report reads every %q{RANK} file"
 env -u RANK LD_PRELOAD="$REAL_SHIM" CAPGUARD_LOG="$WORK/u.%q{RANK}.jsonl" true
 [ -s "$WORK/u..jsonl" ] && pass || fail "%q{RANK} with RANK unset is not empty: $(ls "$WORK")"
 

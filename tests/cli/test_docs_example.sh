@@ -3,7 +3,7 @@
 # command it names is run here, as it says (vllm_like and its cubin in the
 # working folder, HOME shown as /home/u), over the fake 12.2 driver, and both
 # are compared line by line once pids, addresses, streams, source lines and
-# the temporary log's name are set aside. The broken: lines name the first
+# the temporary log's name are set aside, and the capture line's times. The broken: lines name the first
 # three of four workers in the order their captures began, which differs from
 # run to run: each is checked for today's form instead.
 . "$(dirname "$0")/lib.sh"
@@ -17,7 +17,8 @@ cp "$CUBIN" "$WORK/run/kernels_sm90.cubin"
  "$CAPGUARD" run -q -- ./vllm_like kernels_sm90.cubin cg_test_fill >/dev/null 2>"$WORK/run.err")
 normalise() {
   sed -E "s|$WORK/home|/home/u|g; s/pid [0-9]+/pid N/g; s/thread [0-9]+/thread N/g; s/0x[0-9a-f]{6,}/0xS/g;
-          s/\+0x[0-9a-f]+/+0xA/g; s/\.c:[0-9]+/.c:L/g; s/capguard-[A-Za-z0-9]{6}\.jsonl/capguard-X.jsonl/g"
+          s/\+0x[0-9a-f]+/+0xA/g; s/\.c:[0-9]+/.c:L/g; s/capguard-[A-Za-z0-9]{6}\.jsonl/capguard-X.jsonl/g
+          /^capguard: capture:/ s/[0-9][0-9.,]* (ns|us|ms|s)\b/T/g"
 }
 grep -E '^(capguard|  )' "$WORK/run.err" | normalise >"$WORK/now"
 # the example: the block that starts with the run's first summary line

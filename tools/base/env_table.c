@@ -62,6 +62,11 @@ const cg_env_var cg_env_vars[] = {
     {"CAPGUARD_SUMMARY", NULL, check_bool},
     {"CAPGUARD_RUN", NULL, NULL},
     {"CAPGUARD_METRICS", "--metrics", NULL}, /* a directory, made or said when first written */
+    {"CAPGUARD_STALE", "--stale", check_bool},
+    /* set by capguard run for its processes: how the priming file was named,
+     * and that run said already why it cannot be used */
+    {"CAPGUARD_PRIME_OPTION", NULL, NULL},
+    {"CAPGUARD_PRIME_SAID", NULL, NULL},
 };
 const size_t cg_env_n_vars = sizeof cg_env_vars / sizeof cg_env_vars[0];
 

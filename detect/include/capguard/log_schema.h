@@ -107,8 +107,7 @@ enum {
     "made in relaxed mode for that one call: in guard mode, a query of an event in no capture "    \
     "from a thread a capture prohibits; with CAPGUARD_RESCUE, a load on an old driver or an "      \
     "allocation",                                                                                  \
-    "made in relaxed mode for this one call (an event query in guard mode, or with "               \
-    "CAPGUARD_RESCUE=1 a load or an allocation)", NULL)                                            \
+    NULL, NULL)                                                                                    \
   X(CG_VERDICT_DEFERRED, "deferred", CG_WORD_ROUTINE,                                               \
     "the unload returned success and runs when the capture ends",                                  \
     "returned success; the unload runs when the capture ends",                                     \
