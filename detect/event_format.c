@@ -590,6 +590,11 @@ size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap)
   put_kv_str(&o, CG_KEY_VERSION, r->version ? r->version : "");
   put_kv_str(&o, CG_KEY_PRIME, r->prime ? r->prime : "");
   if (r->run && *r->run) put_kv_str(&o, CG_KEY_RUN, r->run);
+  if (r->rank && r->rank->rank >= 0) {
+    put_kv_int(&o, CG_KEY_RANK, r->rank->rank);
+    if (r->rank->local_rank >= 0) put_kv_int(&o, CG_KEY_LOCAL_RANK, r->rank->local_rank);
+    if (r->rank->world_size > 0) put_kv_int(&o, CG_KEY_WORLD_SIZE, r->rank->world_size);
+  }
   cg_out_str(&o, ",\"" CG_KEY_ARGV "\":[");
   /* the words, up to CG_RECORD_MAX_ARGV, each ending at its NUL or the end */
   size_t at = 0;

@@ -134,6 +134,12 @@ static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
   p->prime = str(log, o, CG_KEY_PRIME);
   p->time_ns = num(o, CG_KEY_TIME_NS, 0);
   seen_at(p, p->time_ns);
+  if (json_is_integer(json_object_get(o, CG_KEY_RANK))) {
+    p->rank_known = true;
+    p->rank = num(o, CG_KEY_RANK, 0);
+    p->local_rank = num(o, CG_KEY_LOCAL_RANK, -1);
+    p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
+  }
   json_t *argv = arr(o, CG_KEY_ARGV), *w;
   size_t k;
   p->argc = 0;

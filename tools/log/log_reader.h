@@ -39,6 +39,10 @@ typedef struct {
   bool has_summary, log_incomplete;
   long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
   long long primed_skipped_arch, skipped_sm, device_sm;
+  /* The launcher's rank, from the start or process record (absent: rank_known
+   * false; local_rank -1 and world_size 0 when not said). */
+  bool rank_known;
+  long long rank, local_rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */
 } cgl_process;
 

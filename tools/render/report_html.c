@@ -13,6 +13,7 @@
 
 #include "findings.h"
 #include "report_offender.h"
+#include "report_ranks.h"
 #include "report_render.h"
 #include "rerun_command.h"
 #include "plural.h"
@@ -681,6 +682,7 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   fputs("<h2>Timeline</h2>\n", o);
   timeline(o, a);
   processes(o, a);
+  cgr_print_ranks_html(o, log, esc);
   findings(o, a);
   calls_table(o, a);
   fputs("</body></html>\n", o);

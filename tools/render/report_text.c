@@ -2,6 +2,7 @@
 
 #include "findings.h"
 #include "report_offender.h"
+#include "report_ranks.h"
 #include "report_render.h"
 #include "plural.h"
 
@@ -298,6 +299,7 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
     print_runs(out, a, pal);
   if (log->n_procs)
     print_processes(out, a, pal);
+  cgr_print_ranks_text(out, log, pal, ""); /* when the log holds a job of several ranks */
   if (a->n_broken)
     print_broken(out, a, pal);
   if (a->verdicts[CG_VERDICT_ESCAPED])

@@ -12,6 +12,7 @@
 #include "capguard/capture_model.h"
 #include "capguard/image.h"
 #include "capguard/log_schema.h"
+#include "capguard/rank.h"
 
 /* cg_event_kind and cg_verdict, with their names, are rows of log_schema.h. */
 
@@ -77,6 +78,7 @@ typedef struct {
   const char *run;           /* CAPGUARD_RUN; NULL or "" leaves the key out */
   const char *cmdline;       /* /proc/self/cmdline: NUL-separated words (the last may lack its NUL) */
   size_t cmdline_len;
+  const cg_rank_info *rank;  /* the launcher's rank (capguard/rank.h); NULL or rank < 0: not said */
 } cg_process_record;
 
 /* Most words of the command line a start or process record keeps. */

@@ -67,6 +67,10 @@
 #define CG_KEY_LOG "log"
 #define CG_KEY_LOG_INCOMPLETE "log_incomplete"
 #define CG_KEY_PPID "ppid"
+/* the launcher's rank variables, in start and process records (and summaries) */
+#define CG_KEY_RANK "rank"
+#define CG_KEY_LOCAL_RANK "local_rank"
+#define CG_KEY_WORLD_SIZE "world_size"
 #define CG_KEY_VERSION "version"
 #define CG_KEY_PRIME "prime"
 #define CG_KEY_RUN "run"
