@@ -10,6 +10,7 @@
 #include "driver.h"
 #include "driver_log_callback.h"
 #include "guard.h"
+#include "hang_watch.h"
 #include "output.h"
 #include "policy.h"
 #include "priming.h"
@@ -44,6 +45,7 @@ __attribute__((constructor(101))) static void capguard_init(void) {
   cg_output_open_log();
   cg_captures_init();
   cg_stack_init();
+  cg_hang_watch_start(); /* CAPGUARD_HANG_S only */
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

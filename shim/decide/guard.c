@@ -10,6 +10,7 @@
 #include "captures_exit.h"
 #include "config.h"
 #include "driver.h"
+#include "hang_slots.h"
 #include "output.h"
 #include "policy.h"
 #include "priming.h"
@@ -54,6 +55,8 @@ void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_ca
    * call of capguard's waits for. */
   uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_begun_driver_id(s, ptsz) : 0;
   cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph, begin_nonblocking);
+  if (__builtin_expect(cg_hang_s != 0, 0) && r == CUDA_SUCCESS)
+    cg_hang_capture_begun((uint64_t)(uintptr_t)s, cg_stream_key(s, ptsz), site);
 }
 
 void cg_capture_end_enter(CUstream s, bool ptsz) { cg_captures_end_enter(cg_stream_key(s, ptsz)); }
@@ -86,6 +89,12 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     }
     rec.repeats = closed->repeats;
     cg_output_capture(&rec);
+  }
+  if (__builtin_expect(cg_hang_s != 0, 0)) {
+    /* where the latest graph was captured, for a wait said later */
+    char began[CG_HANG_SITE];
+    cg_begin_site_text(site, began, sizeof began);
+    cg_hang_capture_over(closed->stream, closed->id, began, ended && closed->status == CG_CAPTURE_ENDED);
   }
   free(site);
   free(broke);
