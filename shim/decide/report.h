@@ -21,6 +21,7 @@ typedef struct {
   char began[512];
   cg_begin_site site; /* where the capture began */
   cg_image_info image;
+  char thread_name[17]; /* PR_GET_NAME's 16 bytes and a NUL */
 } cg_report_scratch;
 
 /* Fills the event's process, thread, clock, driver and stacks, counts it

@@ -270,6 +270,8 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
   e->emulate_driver = num(o, CG_KEY_EMULATE_DRIVER, 0);
   e->tid = num(o, CG_KEY_TID, 0);
+  e->thread_name = str(log, o, CG_KEY_THREAD_NAME);
+  e->nccl_setup = str(log, o, CG_KEY_NCCL_SETUP);
   json_t *img = json_object_get(o, CG_KEY_IMAGE);
   e->kernels = kernel_list(log, json_is_object(img) ? arr(img, CG_KEY_KERNELS) : NULL);
   e->image_kind = CG_IMAGE_KIND_COUNT;

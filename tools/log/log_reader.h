@@ -92,6 +92,8 @@ typedef struct {
   bool kernels_truncated;
   const char *site;     /* see cgl_event_site */
   const char *python_top; /* innermost Python frame "file:line in func", NULL if none */
+  const char *thread_name; /* the calling thread's name when not the capturing thread, NULL if not said */
+  const char *nccl_setup;  /* the NCCL communicator set-up frame it was called from, NULL if none */
   const char *src_file;
   long long src_line;
 } cgl_event;

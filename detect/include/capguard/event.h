@@ -48,6 +48,12 @@ typedef struct {
   size_t n_native;
   const cg_py_frame *py;     /* Python frames, innermost first */
   size_t n_py;
+  /* The calling thread's name when it is not the thread that began the
+   * capture (an NCCL proxy thread, a watchdog), NULL otherwise. */
+  const char *thread_name;
+  /* The frame of NCCL's communicator set-up the call was made from
+   * (capguard/nccl_frames.h), NULL when none. */
+  const char *nccl_setup;
 } cg_event;
 
 typedef struct {

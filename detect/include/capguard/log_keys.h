@@ -30,6 +30,8 @@
 #define CG_KEY_EMULATE_DRIVER "emulate_driver"
 #define CG_KEY_TID "tid"
 #define CG_KEY_THREAD_MODE "thread_mode"
+#define CG_KEY_THREAD_NAME "thread_name"
+#define CG_KEY_NCCL_SETUP "nccl_setup"
 #define CG_KEY_CAPTURE "capture"
 #define CG_KEY_ID "id"
 #define CG_KEY_STREAM "stream"
