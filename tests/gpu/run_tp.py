@@ -83,6 +83,7 @@ class Runner:
         proc = subprocess.Popen([self.cli] + argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
         hung = False
+        out = err = ""
         try:
             out, err = proc.communicate(timeout=self.step_s)
         except subprocess.TimeoutExpired:

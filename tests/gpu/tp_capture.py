@@ -52,22 +52,33 @@ def teardown(rank, graph):
     rank, and the process leaves at once (os._exit: no atexit hook may wait on
     the communicator again)."""
     t0 = time.monotonic()
-    if graph is not None:
-        graph.reset()  # cudaGraphExecDestroy + cudaGraphDestroy: the user objects NCCL waits for go
-    del graph
-    gc.collect()
-    torch.cuda.synchronize()
+    try:
+        if graph is not None:
+            graph.reset()  # cudaGraphExecDestroy + cudaGraphDestroy: the user objects NCCL waits for go
+        del graph
+        gc.collect()
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 - a failed capture may leave less to free; say it and go on
+        print(f"TEARDOWN rank={rank} note: {type(e).__name__}: {str(e).splitlines()[0]}", flush=True)
     done = threading.Event()
+    failed = []
 
     def destroy():
-        dist.destroy_process_group()
-        done.set()
+        try:
+            dist.destroy_process_group()
+        except Exception as e:  # noqa: BLE001 - said below, not taken for a hang
+            failed.append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        finally:
+            done.set()
 
     threading.Thread(target=destroy, name="cg-tp-destroy", daemon=True).start()
     if not done.wait(TEARDOWN_S):
         print(f"TEARDOWN rank={rank} hung: destroy_process_group did not return in {TEARDOWN_S} s", flush=True)
         faulthandler.dump_traceback(all_threads=True)
         os._exit(3)
+    if failed:
+        print(f"TEARDOWN rank={rank} failed: destroy_process_group raised {failed[0]}", flush=True)
+        return
     print(f"TEARDOWN rank={rank} ok in {time.monotonic() - t0:.1f} s", flush=True)
 
 
