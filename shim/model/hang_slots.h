@@ -21,7 +21,7 @@ extern unsigned cg_hang_s;
 typedef struct {
   uint64_t tid;         /* 0: free */
   const char *call;     /* the blocking call the thread is in (a static name) */
-  uint64_t call_ns;     /* when it began (CLOCK_MONOTONIC); 0: in none */
+  uint64_t call_ns;     /* when it began (cg_hang_now); 0: in none */
   uint64_t handle;      /* its stream, event or context */
   void *caller;         /* the wrapper's return address: who called it */
   uint64_t capture_ns;  /* when its open capture began; 0: none */
@@ -32,7 +32,7 @@ typedef struct {
 
 extern cg_hang_slot cg_hang_slots[CG_HANG_SLOTS];
 
-uint64_t cg_hang_now(void); /* CLOCK_MONOTONIC, ns */
+uint64_t cg_hang_now(void); /* CLOCK_MONOTONIC_COARSE, ns */
 
 /* The calling thread's slot is in call (handle, called from caller) from now
  * until cg_hang_call_leave. */
