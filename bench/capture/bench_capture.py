@@ -119,6 +119,7 @@ VARIANTS = {
     "driver": {},
     "guard": {"CAPGUARD_MODE": "guard"},
     "guard+log": {"CAPGUARD_MODE": "guard", "CAPGUARD_LOG": "{tmp}/log.jsonl"},
+    "guard+metrics": {"CAPGUARD_MODE": "guard", "CAPGUARD_METRICS": "{tmp}"},
     "report": {"CAPGUARD_MODE": "report"},
     "off": {"CAPGUARD_MODE": "off"},
 }

@@ -79,6 +79,9 @@ static void load_bool(const char *var, bool *out, bool dflt) {
   }
 }
 
+/* getenv as cg_rank_from_env takes it. */
+static const char *env(const char *name) { return getenv(name); }
+
 void cg_config_load(void) {
   const char *s;
   n_notes = 0;
@@ -120,5 +123,8 @@ void cg_config_load(void) {
   load_bool("CAPGUARD_SUMMARY", &cg_cfg.summary, true);
   s = getenv("CAPGUARD_RUN");
   cg_cfg.run_id = (s && *s) ? s : NULL;
+  s = getenv("CAPGUARD_METRICS");
+  cg_cfg.metrics_dir = (s && *s) ? s : NULL;
+  cg_cfg.rank = cg_rank_from_env(env);
   say_notes();
 }

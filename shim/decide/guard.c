@@ -10,6 +10,7 @@
 #include "captures_exit.h"
 #include "config.h"
 #include "driver.h"
+#include "fleet_metrics.h"
 #include "hang_slots.h"
 #include "output.h"
 #include "policy.h"
@@ -55,6 +56,8 @@ void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_ca
    * call of capguard's waits for. */
   uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_begun_driver_id(s, ptsz) : 0;
   cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph, begin_nonblocking);
+  if (r == CUDA_SUCCESS)
+    cg_capture_time_begun();
   if (__builtin_expect(cg_hang_s != 0, 0) && r == CUDA_SUCCESS)
     cg_hang_capture_begun((uint64_t)(uintptr_t)s, cg_stream_key(s, ptsz), site);
 }
@@ -96,7 +99,8 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     cg_begin_site_text(site, began, sizeof began);
     cg_hang_capture_over(closed->stream, closed->id, began, ended && closed->status == CG_CAPTURE_ENDED);
   }
-  free(site);
+  if (!cg_capture_time_ended(closed, site)) /* the slowest keep where they began */
+    free(site);
   free(broke);
   cg_policy_run_deferred();
   cg_priming_refresh_served(false);
@@ -147,6 +151,7 @@ CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph)
   else
     free(end_cause);
   capture_over(&closed, true, r);
+  cg_fleet_after_capture(closed.end_ns);
   return r;
 }
 
@@ -291,7 +296,10 @@ CUresult cg_guard_load(const cg_load *l) {
 }
 
 /* Fork: the child is a process of its own, with nothing counted yet. */
-void cg_guard_atfork_child(void) { cg_report_atfork_child(); }
+void cg_guard_atfork_child(void) {
+  cg_report_atfork_child();
+  cg_fleet_atfork_child();
+}
 
 void cg_guard_exit(void) {
   cg_summary sum = {.pid = (uint64_t)getpid()};
@@ -303,5 +311,8 @@ void cg_guard_exit(void) {
   cg_priming_refresh_served(true);
   cg_priming_summary(&sum);
   cg_policy_at_exit();
+  char began[CG_SLOWEST_CAPTURES][CG_BEGAN_TEXT];
+  cg_fleet_summary(&sum, cg_output_wants_capture(false) ? began : NULL); /* symbolized for a log only */
   cg_output_summary(&sum);
+  cg_fleet_metrics_at_exit(&sum);
 }

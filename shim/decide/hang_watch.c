@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capguard/rank.h"
+#include "config.h"
 #include "hang_slots.h"
 #include "warn.h"
 
@@ -117,8 +117,6 @@ static void *watch(void *arg) {
   return NULL;
 }
 
-static const char *env_var(const char *name) { return getenv(name); }
-
 void cg_hang_watch_start(void) {
   const char *v = getenv("CAPGUARD_HANG_S");
   if (!v || !*v)
@@ -129,7 +127,7 @@ void cg_hang_watch_start(void) {
     cg_warn("CAPGUARD_HANG_S=%s is not a number of seconds from 1 to 86400: the hang watch is off", v);
     return;
   }
-  cg_rank_info r = cg_rank_from_env(env_var);
+  cg_rank_info r = cg_cfg.rank;
   if (r.rank >= 0)
     snprintf(who, sizeof who, "rank %d (pid %d)", r.rank, (int)getpid());
   else

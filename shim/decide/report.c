@@ -11,6 +11,7 @@
 #include "capguard/nccl_frames.h"
 #include "config.h"
 #include "driver.h"
+#include "fleet_counts.h"
 #include "output.h"
 #include "seen_set.h"
 #include "warn.h"
@@ -54,6 +55,7 @@ void cg_report(cg_event *e, cg_report_scratch *s) {
     e->thread_name = s->thread_name;
   }
   count(e->kind, e->verdict);
+  cg_fleet_count(e);
   cg_output_event(e);
 }
 

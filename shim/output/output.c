@@ -13,7 +13,6 @@
 
 #include "capguard/image.h"
 #include "capguard/log_file.h"
-#include "capguard/rank.h"
 #include "capguard/write_whole.h"
 #include "config.h"
 #include "seen_set.h"
@@ -308,12 +307,7 @@ void cg_output_capture(const cg_capture_record *r) {
  * that never touches CUDA is told apart from a shim that never loaded) and
  * the "process" record (when the process first uses the driver). The words
  * are detect/'s (cg_process_format_json); this only gathers and writes them. */
-static const char *env_var(const char *name) { return getenv(name); }
-
 static void write_record(cg_record_type type, int driver_version) {
-  /* The rank from the launcher's variables, so that the ranks of one job can
-   * be told apart and compared (read here, once a record: never on a call's path). */
-  cg_rank_info rank = cg_rank_from_env(env_var);
   /* argv from /proc: capguard has no other portable way to it from a library. */
   char args[2048];
   ssize_t len = -1;
@@ -335,7 +329,7 @@ static void write_record(cg_record_type type, int driver_version) {
       .run = cg_cfg.run_id, /* capguard run's id: a run is told apart from the next in one log */
       .cmdline = len > 0 ? args : NULL,
       .cmdline_len = len > 0 ? (size_t)len : 0,
-      .rank = &rank,
+      .rank = &cg_cfg.rank, /* the launcher's: the ranks of one job told apart and compared */
   };
   char buf[8192];
   size_t n = cg_process_format_json(&r, buf, sizeof buf);
@@ -354,7 +348,7 @@ void cg_output_process(int driver_version) {
 
 void cg_output_summary(cg_summary *s) {
   s->log_path = log_fd >= 0 ? log_path : NULL;
-  char buf[2048];
+  char buf[4096]; /* the slowest captures' sites: up to 3 x 512 */
   size_t n = cg_summary_format_text(s, buf, sizeof buf);
   uint64_t lost = __atomic_load_n(&lines_lost, __ATOMIC_RELAXED);
   if (n < sizeof buf && cg_cfg.summary) {

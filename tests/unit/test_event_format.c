@@ -428,7 +428,8 @@ START_TEST(test_summary_json) {
   uint64_t after = now_ns();
   static const char *const keys[] = {"v", "type", "pid", "time_ns", "captures",
                                      "captures_broken", "events", "verdicts", "primed_loaded",
-                                     "primed_served", "primed_unused", "recorded", "log"};
+                                     "primed_served", "primed_unused", "recorded", "captures_timed",
+                                     "capture_ns", "log"};
   expect_keys(j, keys, sizeof keys / sizeof keys[0]);
   expect_int(j, "v", 1);
   expect_str(j, "type", "summary");
@@ -450,6 +451,48 @@ START_TEST(test_summary_json) {
   expect_int(j, "primed_unused", 1);
   expect_int(j, "recorded", 2);
   expect_str(j, "log", "/tmp/cg.log");
+  json_decref(j);
+}
+END_TEST
+
+/* Capture time: the totals always; the first begin and replay, the slowest
+ * with where each began, and the rank only when known. */
+START_TEST(test_summary_capture_time_json) {
+  cg_summary s = summary_fixture();
+  s.captures_timed = 3;
+  s.capture_ns = 41200000000ull;
+  s.first_capture_ns = 1000;
+  s.first_replay_ns = 5000;
+  s.n_slowest = 2;
+  s.slowest[0].id = 7;
+  s.slowest[0].ns = 800000000;
+  s.slowest[0].began = "model_runner.py:12 in capture \"x\"";
+  s.slowest[1].id = 2;
+  s.slowest[1].ns = 5;
+  s.rank_known = true;
+  s.rank = 0;
+  s.world_size = 8;
+  json_t *j = parse_line(cg_summary_format_json(&s, jbuf, sizeof jbuf));
+  expect_int(j, "captures_timed", 3);
+  expect_int(j, "capture_ns", 41200000000ll);
+  expect_int(j, "first_capture_ns", 1000);
+  expect_int(j, "first_replay_ns", 5000);
+  expect_int(j, "rank", 0);
+  expect_int(j, "world_size", 8);
+  json_t *slow = json_object_get(j, "slowest");
+  ck_assert(json_is_array(slow));
+  ck_assert_uint_eq(json_array_size(slow), 2);
+  expect_int(json_array_get(slow, 0), "id", 7);
+  expect_int(json_array_get(slow, 0), "ns", 800000000);
+  expect_str(json_array_get(slow, 0), "began", "model_runner.py:12 in capture \"x\"");
+  expect_str(json_array_get(slow, 1), "began", "");
+  json_decref(j);
+  s.rank_known = false;
+  s.n_slowest = 0;
+  s.first_capture_ns = s.first_replay_ns = 0;
+  j = parse_line(cg_summary_format_json(&s, jbuf, sizeof jbuf));
+  ck_assert(!json_object_get(j, "rank") && !json_object_get(j, "world_size") && !json_object_get(j, "slowest"));
+  ck_assert(!json_object_get(j, "first_capture_ns") && !json_object_get(j, "first_replay_ns"));
   json_decref(j);
 }
 END_TEST
@@ -850,6 +893,7 @@ int main(void) {
   tcase_add_test(tc, test_event_json_fatbin_archs);
   tcase_add_test(tc, test_capture_json);
   tcase_add_test(tc, test_summary_json);
+  tcase_add_test(tc, test_summary_capture_time_json);
   tcase_add_test(tc, test_escape_exact);
   tcase_add_test(tc, test_escape_roundtrip);
   tcase_add_test(tc, test_truncation_contract);

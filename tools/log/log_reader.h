@@ -39,8 +39,17 @@ typedef struct {
   bool has_summary, log_incomplete;
   long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
   long long primed_skipped_arch, skipped_sm, device_sm;
-  /* The launcher's rank, from the start or process record (absent: rank_known
-   * false; local_rank -1 and world_size 0 when not said). */
+  /* Capture time (the summary's capture_ns and what follows it; absent in
+   * older logs: has_capture_time false). */
+  bool has_capture_time;
+  long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
+  size_t n_slowest;
+  struct {
+    long long id, ns;
+    const char *began; /* "" when not said */
+  } slowest[3];
+  /* The launcher's rank, from the start, process or summary record (absent:
+   * rank_known false; local_rank -1 and world_size 0 when not said). */
   bool rank_known;
   long long rank, local_rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */

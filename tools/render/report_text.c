@@ -3,6 +3,8 @@
 #include "findings.h"
 #include "report_offender.h"
 #include "report_ranks.h"
+#include "capture_time.h"
+#include "report_capture_time.h"
 #include "report_render.h"
 #include "plural.h"
 
@@ -271,6 +273,51 @@ static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
     fprintf(out, "  %s%s%s\n", pal.dim, a->escapes_note.v[i].sentence, pal.reset);
 }
 
+/* "Capture time": the log's line, then each process's figures and its
+ * slowest captures with where each began; nothing when no process said. */
+static void print_capture_time(FILE *out, const cgr_analysis *a, cg_palette pal) {
+  const cgl_log *log = a->log;
+  cgr_capture_time t;
+  cgr_capture_time_of(log, &t);
+  char line[1024];
+  cgr_capture_time_line(&t, line, sizeof line);
+  if (!line[0])
+    return;
+  fprintf(out, "\n%sCapture time%s (wall time inside captures, as each process summed it at exit)\n", pal.bold,
+          pal.reset);
+  fprintf(out, "  %s", line);
+  if (t.to_first_replay_ns >= 0) {
+    char d[32];
+    cgr_duration(t.to_first_replay_ns, d, sizeof d);
+    fprintf(out, "; first replay %s after the first begin", d);
+  }
+  fputc('\n', out);
+  for (size_t p = 0; p < log->n_procs; p++) {
+    const cgl_process *pr = &log->procs[p];
+    if (!pr->has_capture_time || !pr->captures_timed)
+      continue;
+    char who[256], rank[64], graphs[32], total[32];
+    cgr_process_label(a, p, who, sizeof who);
+    cgr_rank_words(pr, rank, sizeof rank);
+    long long g = pr->captures_timed - pr->captures_broken;
+    cgr_thousands(g > 0 ? g : 0, graphs, sizeof graphs);
+    cgr_duration(pr->capture_ns, total, sizeof total);
+    fprintf(out, "  %s%s: %s graph%s in %s", who, rank, graphs, cg_plural((unsigned long long)g), total);
+    if (pr->first_capture_ns > 0 && pr->first_replay_ns >= pr->first_capture_ns) {
+      char d[32];
+      cgr_duration(pr->first_replay_ns - pr->first_capture_ns, d, sizeof d);
+      fprintf(out, ", first replay %s after its first begin", d);
+    }
+    fputc('\n', out);
+    for (size_t i = 0; i < pr->n_slowest; i++) {
+      char d[32];
+      cgr_duration(pr->slowest[i].ns, d, sizeof d);
+      fprintf(out, "    %s%-8s%s capture %lld, began at %s\n", i ? "" : "slowest ", d, i ? "        " : "",
+              pr->slowest[i].id, *pr->slowest[i].began ? pr->slowest[i].began : "(not logged)");
+    }
+  }
+}
+
 void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   fprintf(out, "capguard report: %zu log%s, %zu process%s, %zu capture%s, %s%zu broken%s",
@@ -300,6 +347,7 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (log->n_procs)
     print_processes(out, a, pal);
   cgr_print_ranks_text(out, log, pal, ""); /* when the log holds a job of several ranks */
+  print_capture_time(out, a, pal);
   if (a->n_broken)
     print_broken(out, a, pal);
   if (a->verdicts[CG_VERDICT_ESCAPED])

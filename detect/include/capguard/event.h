@@ -56,6 +56,9 @@ typedef struct {
   const char *nccl_setup;
 } cg_event;
 
+/* How many of the slowest captures a summary names. */
+#define CG_SLOWEST_CAPTURES 3
+
 typedef struct {
   uint64_t pid;
   uint64_t captures_begun, captures_broken;
@@ -69,6 +72,21 @@ typedef struct {
   unsigned skipped_sm, device_sm;
   const char *log_path; /* NULL when no log */
   bool log_incomplete;  /* lines of this process could not be written (JSON: "log_incomplete") */
+  /* Capture time (docs/log-format.md): the captures that ended (a graph or
+   * not) and the wall time spent inside them; the first begin and the first
+   * cuGraphLaunch after it (CLOCK_REALTIME, 0: none); the slowest captures,
+   * slowest first, with where each began. */
+  uint64_t captures_timed, capture_ns;
+  uint64_t first_capture_ns, first_replay_ns;
+  size_t n_slowest;
+  struct {
+    uint64_t id, ns;
+    const char *began;
+  } slowest[CG_SLOWEST_CAPTURES];
+  /* The rank of a distributed job (capguard/rank.h), when a launcher named
+   * one; world_size 0 when unknown. */
+  bool rank_known;
+  unsigned rank, world_size;
 } cg_summary;
 
 /* The "start" record (the shim started in a process) and the "process" record

@@ -69,14 +69,21 @@
 #define CG_KEY_LOG "log"
 #define CG_KEY_LOG_INCOMPLETE "log_incomplete"
 #define CG_KEY_PPID "ppid"
-/* the launcher's rank variables, in start and process records (and summaries) */
-#define CG_KEY_RANK "rank"
+/* the launcher's local rank, in start and process records (CG_KEY_RANK and
+ * CG_KEY_WORLD_SIZE, below, are in them and in summaries) */
 #define CG_KEY_LOCAL_RANK "local_rank"
-#define CG_KEY_WORLD_SIZE "world_size"
 #define CG_KEY_VERSION "version"
 #define CG_KEY_PRIME "prime"
 #define CG_KEY_RUN "run"
 #define CG_KEY_ARGV "argv"
 #define CG_KEY_ERROR "error"
+#define CG_KEY_CAPTURES_TIMED "captures_timed"
+#define CG_KEY_CAPTURE_NS "capture_ns"
+#define CG_KEY_FIRST_CAPTURE_NS "first_capture_ns"
+#define CG_KEY_FIRST_REPLAY_NS "first_replay_ns"
+#define CG_KEY_SLOWEST "slowest"
+#define CG_KEY_NS "ns"
+#define CG_KEY_RANK "rank"
+#define CG_KEY_WORLD_SIZE "world_size"
 
 #endif
