@@ -208,8 +208,9 @@ def main():
             f"capguard report names every rank's process ({sorted(pids)})")
     table = rank_table(rep.stdout)
     print("capguard report's table of ranks:\n" + "\n".join("    " + l for l in table), flush=True)
-    r.check(all(any(l.split()[:1] == [str(k)] for l in table) for k in range(w)),
-            f"capguard report's table of ranks has a row for each of the {w} ranks")
+    if w >= 2:  # one rank has no table
+        r.check(all(any(l.split()[:1] == [str(k)] for l in table) for k in range(w)),
+                f"capguard report's table of ranks has a row for each of the {w} ranks")
     took = time.monotonic() - t_start
     r.check(took <= 300, f"the whole run took {took:.0f} s (at most 300)")
     shutil.rmtree(r.tmp, ignore_errors=True)
