@@ -237,6 +237,8 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   put_kv_int(&o, CG_KEY_EMULATE_DRIVER, e->emulated_version);
   put_kv_u64(&o, CG_KEY_TID, e->tid);
   put_kv_str(&o, CG_KEY_THREAD_MODE, cg_capture_mode_name(e->thread_mode));
+  if (e->thread_name) put_kv_str(&o, CG_KEY_THREAD_NAME, e->thread_name);
+  if (e->nccl_setup) put_kv_str(&o, CG_KEY_NCCL_SETUP, e->nccl_setup);
   cg_out_str(&o, ",\"" CG_KEY_CAPTURE "\":{\"" CG_KEY_ID "\":");
   cg_out_u64(&o, e->capture.id);
   put_kv_hex(&o, CG_KEY_STREAM, e->capture.stream);
@@ -534,6 +536,20 @@ size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
   put_verdict_text(&o, e);
   cg_out_char(&o, '\n');
 
+  if (e->thread_name) {
+    /* not the capturing thread: a helper of a library's (NCCL's proxy, a
+     * watchdog), caught by a global capture */
+    cg_out_str(&o, "  made by thread ");
+    cg_out_u64(&o, e->tid);
+    cg_out_str(&o, " '");
+    put_clean(&o, e->thread_name);
+    cg_out_str(&o, "', not the capturing thread\n");
+  }
+  if (e->nccl_setup) {
+    cg_out_str(&o, "  NCCL communicator set-up during capture (");
+    put_clean(&o, e->nccl_setup);
+    cg_out_str(&o, "): set the communicator up before capturing (an eager collective first)\n");
+  }
   if (e->kind == CG_EV_MODULE_LOAD) put_kernels_text(&o, e->image);
   if (e->image) put_image_text(&o, e->image);
   if (e->capture_began && e->capture_began[0]) {
@@ -728,6 +744,11 @@ size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap)
   put_kv_str(&o, CG_KEY_VERSION, r->version ? r->version : "");
   put_kv_str(&o, CG_KEY_PRIME, r->prime ? r->prime : "");
   if (r->run && *r->run) put_kv_str(&o, CG_KEY_RUN, r->run);
+  if (r->rank && r->rank->rank >= 0) {
+    put_kv_int(&o, CG_KEY_RANK, r->rank->rank);
+    if (r->rank->local_rank >= 0) put_kv_int(&o, CG_KEY_LOCAL_RANK, r->rank->local_rank);
+    if (r->rank->world_size > 0) put_kv_int(&o, CG_KEY_WORLD_SIZE, r->rank->world_size);
+  }
   cg_out_str(&o, ",\"" CG_KEY_ARGV "\":[");
   /* the words, up to CG_RECORD_MAX_ARGV, each ending at its NUL or the end */
   size_t at = 0;

@@ -12,6 +12,7 @@
 #include "driver.h"
 #include "driver_log_callback.h"
 #include "guard.h"
+#include "hang_watch.h"
 #include "output.h"
 #include "policy.h"
 #include "priming.h"
@@ -59,6 +60,7 @@ __attribute__((constructor(101))) static void capguard_init(void) {
   cg_driver_set_first_use(first_driver_use);
   cg_output_open_log();
   cg_captures_init();
+  cg_hang_watch_start(); /* CAPGUARD_HANG_S only */
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

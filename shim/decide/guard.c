@@ -15,6 +15,7 @@
 #include "device_arch.h"
 #include "driver.h"
 #include "fleet_metrics.h"
+#include "hang_slots.h"
 #include "output.h"
 #include "policy.h"
 #include "priming.h"
@@ -98,6 +99,8 @@ void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_ca
                           (uint64_t)(uintptr_t)begin_ctx);
   if (r == CUDA_SUCCESS)
     cg_capture_time_begun();
+  if (__builtin_expect(cg_hang_s != 0, 0) && r == CUDA_SUCCESS)
+    cg_hang_capture_begun((uint64_t)(uintptr_t)s, cg_stream_key(s, ptsz), site);
 }
 
 void cg_capture_end_enter(CUstream s, bool ptsz) { cg_captures_end_enter(cg_stream_key(s, ptsz)); }
@@ -133,6 +136,12 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     rec.repeats = closed->repeats;
     cg_output_capture(&rec);
     cg_signals_release(&held);
+  }
+  if (__builtin_expect(cg_hang_s != 0, 0)) {
+    /* where the latest graph was captured, for a wait said later */
+    char began[CG_HANG_SITE];
+    cg_begin_site_text(site, began, sizeof began);
+    cg_hang_capture_over(closed->stream, closed->id, began, ended && closed->status == CG_CAPTURE_ENDED);
   }
   if (!cg_capture_time_ended(closed, site)) /* the slowest keep where they began */
     cg_begin_site_free(site);

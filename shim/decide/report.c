@@ -3,10 +3,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "capguard/image.h" /* cg_hash_bytes */
 #include "python_site.h"
+#include "capguard/nccl_frames.h"
 #include "config.h"
 #include "driver.h"
 #include "fleet_counts.h"
@@ -46,6 +49,15 @@ void cg_report(cg_event *e, cg_report_scratch *s) {
   e->n_native = 0;
   e->n_py = cg_python_stack(s->py, CG_MAX_PY_FRAMES, s->py_buf, sizeof s->py_buf);
   e->py = s->py;
+  e->nccl_setup = cg_nccl_setup_frame(e->native, e->n_native);
+  /* A call from another thread than the capture's: its name says whose it
+   * is (NCCL's proxy, a watchdog). prctl reads it without a file. */
+  e->thread_name = NULL;
+  if (e->capture.tid && e->tid != e->capture.tid &&
+      syscall(SYS_prctl, PR_GET_NAME, (unsigned long)s->thread_name, 0UL, 0UL, 0UL) == 0) {
+    s->thread_name[sizeof s->thread_name - 1] = '\0';
+    e->thread_name = s->thread_name;
+  }
   count(e->kind, e->verdict);
   cg_fleet_count(e);
   cg_output_native raw = {s->frames, s->n_frames, s->native, s->native_buf, sizeof s->native_buf};

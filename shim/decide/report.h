@@ -24,6 +24,7 @@ typedef struct {
   char began[512];
   cg_begin_site site; /* where the capture began */
   cg_image_info image;
+  char thread_name[17]; /* PR_GET_NAME's 16 bytes and a NUL */
 } cg_report_scratch;
 
 /* The calling thread's native stack, taken now into s (cg_report takes it

@@ -337,6 +337,7 @@ static void write_record(cg_record_type type, int driver_version) {
       .run = cg_cfg.run_id, /* capguard run's id: a run is told apart from the next in one log */
       .cmdline = len > 0 ? args : NULL,
       .cmdline_len = len > 0 ? (size_t)len : 0,
+      .rank = &cg_cfg.rank, /* the launcher's: the ranks of one job told apart and compared */
   };
   char buf[8192];
   size_t n = cg_process_format_json(&r, buf, sizeof buf);

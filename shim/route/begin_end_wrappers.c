@@ -4,6 +4,7 @@
  * Each calls the driver exactly as the caller asked and tells guard.c what
  * happened. */
 #include "guard.h"
+#include "hang_slots.h"
 
 #include "wrapper.h"
 
@@ -30,7 +31,13 @@ static bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     if (off())                                                                                     \
       return real(CG_ARGS(params));                                                                \
     cg_capture_end_enter((stream), (ptsz));                                                        \
-    return cg_capture_end_leave((stream), (ptsz), real(CG_ARGS(params)), (graph));                 \
+    bool watched_ = __builtin_expect(cg_hang_s != 0, 0); /* a capture's end may wait too */         \
+    if (watched_)                                                                                  \
+      cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(stream), __builtin_return_address(0));       \
+    CUresult d_ = real(CG_ARGS(params));                                                           \
+    if (watched_)                                                                                  \
+      cg_hang_call_leave();                                                                        \
+    return cg_capture_end_leave((stream), (ptsz), d_, (graph));                                    \
   }
 
 /* A stream destroyed: with nothing capturing, a tail call; otherwise guard.c

@@ -9,6 +9,7 @@
  * takes the capture gate (cg_gate_lock_if_idle); breakers.c decides only while
  * something captures. */
 #include "breakers.h"
+#include "hang_slots.h"
 
 #include "priming.h"
 #include "fast_path.h"
@@ -84,6 +85,16 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
  * buys more than the check would: such a query cannot be refused at all,
  * since every begin waits for it. */
 #define CG_FENCED(ep) ((ep) == CG_EP_cuEventQuery)
+/* The calls that block until the GPU is done: with CAPGUARD_HANG_S set, each
+ * is in its thread's hang slot while it lasts (decide/hang_watch.c says one
+ * that lasts too long); with it unset, the wrapper pays one load of
+ * cg_hang_s, and the other rows nothing (the test is a constant). */
+/* Who called the blocking call being watched (set just before: rows without
+ * parameters, cuCtxSynchronize, have no room to pass it). */
+static __thread void *watched_caller __attribute__((tls_model("initial-exec")));
+#define CG_BLOCKS(ep)                                                                                \
+  ((ep) == CG_EP_cuStreamSynchronize || (ep) == CG_EP_cuStreamSynchronize_ptsz ||                   \
+   (ep) == CG_EP_cuEventSynchronize || (ep) == CG_EP_cuCtxSynchronize || (ep) == CG_EP_cuCtxSynchronize_v2)
 
 /* What the x86-64 fast path of cuEventQuery calls (route/fast_path.h):
  * until the driver is found, query_resolve, which finds it (inside the
@@ -122,7 +133,23 @@ void *cg_query_target = (void *)query_resolve;
                   (has_target), (ptsz),    cname##_invoke, &args_, (handle_thunk), 0};                \
     return cg_breaker_call(&c_);                                                                      \
   }                                                                                                   \
+  static inline __attribute__((always_inline)) CUresult cname##_body(CG_PARAMS(params));             \
+  /* A blocking call with the hang watch on: in the thread's slot while it lasts. */                  \
+  static __attribute__((noinline, cold)) CUresult cname##_watched(CG_PARAMS(params)) {               \
+    cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(target), watched_caller);                         \
+    CUresult r_ = cname##_body(CG_ARGS(params));                                                      \
+    cg_hang_call_leave();                                                                             \
+    return r_;                                                                                        \
+  }                                                                                                   \
   CG_OTHER_HEAD(cname, sname, params) {                                                               \
+    if (CG_BLOCKS(ep) && __builtin_expect(cg_hang_s != 0, 0))                                         \
+    {                                                                                                 \
+      watched_caller = __builtin_return_address(0);                                                   \
+      return cname##_watched(CG_ARGS(params));                                                        \
+    }                                                                                                 \
+    return cname##_body(CG_ARGS(params));                                                             \
+  }                                                                                                   \
+  static inline __attribute__((always_inline)) CUresult cname##_body(CG_PARAMS(params)) {            \
     CG_REAL_OR_RETURN(ep, params, real);                                                              \
     if ((fix) == CG_FIX_DEFER_UNLOAD) {                                                               \
       if (off())                                                                                      \

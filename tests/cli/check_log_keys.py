@@ -21,8 +21,9 @@ WRITER = "detect/event_format.c"
 READERS = ["tools/log/log_reader.c", "tools/log/log_site.c"]
 REPORT = "tools/render/report_json.c"
 TRACE = "tools/render/report_trace.c"
-# Chrome's trace event format's own keys, and its categories ("capture", "call").
-TRACE_OWN = {"pid", "tid", "capture", "call"}
+# Chrome's trace event format's own keys, its categories ("capture", "call") and its
+# metadata event "thread_name" (which the log's own "thread_name" does not make a log key there).
+TRACE_OWN = {"pid", "tid", "capture", "call", "thread_name"}
 # The functions that take a field name: the writer's and the readers'.
 KEY_TAKERS = r"(put_kv_str|put_kv_u64|put_kv_int|put_kv_hex|put_key|put_jstr|num|str|arr|word|json_object_get)"
 

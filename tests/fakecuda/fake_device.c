@@ -315,12 +315,14 @@ static CUresult ctx_sync(CUcontext ctx)
 
 FC_EXPORT CUresult CUDAAPI cuCtxSynchronize(void)
 {
+  fc_sync_block();
   FC_BEGIN;
   FC_END(ctx_sync(NULL));
 }
 
 FC_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
 {
+  fc_sync_block();
   FC_BEGIN;
   FC_END(ctx_sync(ctx));
 }

@@ -129,6 +129,7 @@ FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
 }
 
 FC_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
+  fc_sync_block();
   FC_BEGIN;
   FC_END(event_wait(hEvent));
 }

@@ -82,6 +82,8 @@ struct fc_ctx {
 extern int fc_initialized;
 /* CUDA_SUCCESS when cuInit ran and the calling thread has a live current context. */
 CUresult fc_need_ctx(void);
+/* FAKECUDA_SYNC_BLOCK_MS: a synchronize's wait before it runs (fake_sync_block.c). */
+void fc_sync_block(void);
 CUresult fc_need_init(void);
 struct fc_ctx *fc_current_ctx(void);
 /* The context a CUcontext argument names: the current one for NULL; NULL if invalid. */

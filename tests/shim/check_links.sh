@@ -7,7 +7,8 @@
 set -euo pipefail
 lib=$1
 # What the shim calls, by purpose (gethostname: %h in the log name; the sig* line: its own writes keep a
-# SIGXFSZ they raise from the host, detect/write_whole.c). The loader's and the toolchain's own
+# SIGXFSZ they raise from the host, detect/write_whole.c; pthread_create and
+# the two after it: the hang watch's thread, started only under CAPGUARD_HANG_S). The loader's and the toolchain's own
 # (_ITM_*, __gmon_start__, __cxa_finalize) are not calls of capguard's.
 allowed="
   malloc calloc realloc free
@@ -24,6 +25,7 @@ allowed="
   pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_unlock __register_atfork
   pthread_once pthread_key_create pthread_setspecific
   pthread_self pthread_getattr_np pthread_attr_getstack pthread_attr_destroy
+  pthread_create pthread_detach pthread_setname_np
 "
 toolchain="_ITM_deregisterTMCloneTable _ITM_registerTMCloneTable __gmon_start__ __cxa_finalize"
 # What a compiler may call in place of a function on the list (clang: bcmp

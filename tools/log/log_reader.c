@@ -135,6 +135,12 @@ static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
   p->prime = str(log, o, CG_KEY_PRIME);
   p->time_ns = num(o, CG_KEY_TIME_NS, 0);
   seen_at(p, p->time_ns);
+  if (json_is_integer(json_object_get(o, CG_KEY_RANK))) {
+    p->rank_known = true;
+    p->rank = num(o, CG_KEY_RANK, 0);
+    p->local_rank = num(o, CG_KEY_LOCAL_RANK, -1);
+    p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
+  }
   json_t *argv = arr(o, CG_KEY_ARGV), *w;
   size_t k;
   p->argc = 0;
@@ -324,6 +330,8 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
   e->emulate_driver = num(o, CG_KEY_EMULATE_DRIVER, 0);
   e->tid = num(o, CG_KEY_TID, 0);
+  e->thread_name = str(log, o, CG_KEY_THREAD_NAME);
+  e->nccl_setup = str(log, o, CG_KEY_NCCL_SETUP);
   json_t *img = json_object_get(o, CG_KEY_IMAGE);
   e->kernels = kernel_list(log, json_is_object(img) ? arr(img, CG_KEY_KERNELS) : NULL);
   e->image_kind = CG_IMAGE_KIND_COUNT;
@@ -394,9 +402,13 @@ static void read_summary(cgl_log *log, size_t proc, json_t *o) {
     p->slowest[p->n_slowest].began = str(log, c, CG_KEY_BEGAN);
     p->n_slowest++;
   }
-  p->rank_known = json_is_integer(json_object_get(o, CG_KEY_RANK));
-  p->rank = num(o, CG_KEY_RANK, 0);
-  p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
+  /* the summary says the rank again (the start and process records said it
+   * first, with the local rank): a summary without one leaves theirs */
+  if (json_is_integer(json_object_get(o, CG_KEY_RANK))) {
+    p->rank_known = true;
+    p->rank = num(o, CG_KEY_RANK, 0);
+    p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
+  }
   seen_at(p, num(o, CG_KEY_TIME_NS, 0));
 }
 

@@ -48,8 +48,10 @@ typedef struct {
     long long id, ns;
     const char *began; /* "" when not said */
   } slowest[3];
-  bool rank_known;      /* a launcher named the process's rank */
-  long long rank, world_size;
+  /* The launcher's rank, from the start, process or summary record (absent:
+   * rank_known false; local_rank -1 and world_size 0 when not said). */
+  bool rank_known;
+  long long rank, local_rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */
 } cgl_process;
 
@@ -101,6 +103,8 @@ typedef struct {
                            cudaGetFuncBySymbol, libcudart's lazy loading): a first launch */
   const char *site;     /* see cgl_event_site */
   const char *python_top; /* innermost Python frame "file:line in func", NULL if none */
+  const char *thread_name; /* the calling thread's name when not the capturing thread, NULL if not said */
+  const char *nccl_setup;  /* the NCCL communicator set-up frame it was called from, NULL if none */
   const char *src_file;
   long long src_line;
 } cgl_event;

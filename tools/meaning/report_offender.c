@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 void cgr_result_words(long long code, const char *meaning, char *buf, size_t cap) {
   /* a code outside int is no CUresult: its number alone */
@@ -68,10 +69,19 @@ void cgr_offender_phrase(const cgl_log *log, size_t capture, long first_event, c
     return;
   }
   const char *at = cgr_offender_at(&f), *verdict = cgl_word(&cg_verdicts, f.verdict);
-  char result[160];
+  char result[160], thread[96] = "", setup[320] = "";
   cgr_result_words(f.result, NULL, result, sizeof result);
-  snprintf(buf, cap, "first offender %s%s%s (%s: %s, thread %lld)", *f.call ? f.call : "(unknown call)",
-           *at ? " at " : "", at, verdict ? verdict : "unknown", result, f.tid);
+  /* the logged event of the same call and thread: a helper thread's name,
+   * NCCL's communicator set-up around it */
+  const cgl_event *e = first_event >= 0 && (size_t)first_event < log->n_evs ? &log->evs[first_event] : NULL;
+  if (e && e->tid == f.tid && e->call && !strcmp(e->call, f.call)) {
+    if (e->thread_name)
+      snprintf(thread, sizeof thread, " '%s', not the capturing thread", e->thread_name);
+    if (e->nccl_setup)
+      snprintf(setup, sizeof setup, "; NCCL communicator set-up during capture (%s)", e->nccl_setup);
+  }
+  snprintf(buf, cap, "first offender %s%s%s (%s: %s, thread %lld%s)%s", *f.call ? f.call : "(unknown call)",
+           *at ? " at " : "", at, verdict ? verdict : "unknown", result, f.tid, thread, setup);
 }
 
 bool cgr_offending(const cgl_event *e) { return e->verdict != CG_VERDICT_SERVED; }

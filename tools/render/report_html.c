@@ -14,6 +14,7 @@
 #include "findings.h"
 #include "report_stale.h"
 #include "report_offender.h"
+#include "report_ranks.h"
 #include "report_capture_time.h"
 #include "report_render.h"
 #include "rerun_command.h"
@@ -737,6 +738,7 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   fputs("<h2>Timeline</h2>\n", o);
   timeline(o, a);
   processes(o, a);
+  cgr_print_ranks_html(o, log, esc);
   cgr_capture_time_html(o, a, esc);
   findings(o, a);
   cgr_print_stale_html(o, log);

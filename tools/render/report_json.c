@@ -8,6 +8,7 @@
 #include "log_pool.h"
 #include "report_offender.h"
 
+#include "report_ranks.h"
 #include "report_capture_time.h"
 #include "report_render.h"
 #include "capguard/log_keys.h"
@@ -244,6 +245,9 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
                                 log->malformed ? jtext(log->first_malformed) : json_null()));
 
   json_object_set_new(root, "processes", processes_json(a));
+  json_t *ranks = cgr_ranks_json(log); /* a job of several ranks side by side; absent otherwise */
+  if (ranks)
+    json_object_set_new(root, "ranks", ranks);
   json_t *ct = cgr_capture_time_json(a);
   if (ct)
     json_object_set_new(root, "capture_time", ct);

@@ -5,6 +5,7 @@
 #include "findings.h"
 #include "report_stale.h"
 #include "report_offender.h"
+#include "report_ranks.h"
 #include "capture_time.h"
 #include "report_capture_time.h"
 #include "report_render.h"
@@ -404,6 +405,7 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
     print_processes(out, a, pal);
   if (a->ended_early)
     print_ended(out, a, pal);
+  cgr_print_ranks_text(out, log, pal, ""); /* when the log holds a job of several ranks */
   print_capture_time(out, a, pal);
   if (a->n_broken)
     print_broken(out, a, pal);

@@ -14,6 +14,7 @@
 #include "ended_early.h"
 #include "findings.h"
 #include "report_analysis.h"
+#include "report_ranks.h"
 #include "report_render.h"
 #include "rerun_command.h"
 #include "run_advice.h"
@@ -242,6 +243,7 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
     fprintf(out, "capguard: %sthe log is incomplete:%s %s; the counts above are lower bounds\n",
             pal.red, pal.reset, incomplete);
   cg_run_broken_lines(out, &a, pal);
+  cgr_print_ranks_text(out, log, pal, "capguard: ");
   said_lines(out, &adv.said, pal);
   why_line(out, &a, pal);
   if (!logs->verdict_by)

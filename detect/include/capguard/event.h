@@ -12,6 +12,7 @@
 #include "capguard/capture_model.h"
 #include "capguard/image.h"
 #include "capguard/log_schema.h"
+#include "capguard/rank.h"
 
 /* cg_event_kind and cg_verdict, with their names, are rows of log_schema.h. */
 
@@ -62,6 +63,12 @@ typedef struct {
   const cg_py_frame *py;     /* Python frames, innermost first */
   size_t n_py;
   const cg_stale_read_info *stale; /* stale-free and stale-launch events, NULL for the others */
+  /* The calling thread's name when it is not the thread that began the
+   * capture (an NCCL proxy thread, a watchdog), NULL otherwise. */
+  const char *thread_name;
+  /* The frame of NCCL's communicator set-up the call was made from
+   * (capguard/nccl_frames.h), NULL when none. */
+  const char *nccl_setup;
 } cg_event;
 
 /* How many of the slowest captures a summary names. */
@@ -110,6 +117,7 @@ typedef struct {
   const char *run;           /* CAPGUARD_RUN; NULL or "" leaves the key out */
   const char *cmdline;       /* /proc/self/cmdline: NUL-separated words (the last may lack its NUL) */
   size_t cmdline_len;
+  const cg_rank_info *rank;  /* the launcher's rank (capguard/rank.h); NULL or rank < 0: not said */
 } cg_process_record;
 
 /* Most words of the command line a start or process record keeps. */

@@ -30,6 +30,8 @@
 #define CG_KEY_EMULATE_DRIVER "emulate_driver"
 #define CG_KEY_TID "tid"
 #define CG_KEY_THREAD_MODE "thread_mode"
+#define CG_KEY_THREAD_NAME "thread_name"
+#define CG_KEY_NCCL_SETUP "nccl_setup"
 #define CG_KEY_CAPTURE "capture"
 #define CG_KEY_ID "id"
 #define CG_KEY_STREAM "stream"
@@ -67,6 +69,9 @@
 #define CG_KEY_LOG "log"
 #define CG_KEY_LOG_INCOMPLETE "log_incomplete"
 #define CG_KEY_PPID "ppid"
+/* the launcher's local rank, in start and process records (CG_KEY_RANK and
+ * CG_KEY_WORLD_SIZE, below, are in them and in summaries) */
+#define CG_KEY_LOCAL_RANK "local_rank"
 #define CG_KEY_VERSION "version"
 #define CG_KEY_PRIME "prime"
 #define CG_KEY_RUN "run"

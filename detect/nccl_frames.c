@@ -1,0 +1,17 @@
+#include "capguard/nccl_frames.h"
+
+#include <string.h>
+
+const char *cg_nccl_setup_frame(const char *const *native, size_t n) {
+  /* the public entry points that set up or grow a communicator */
+  static const char *const setup[] = {"ncclCommInit", "ncclCommSplit", "ncclCommRegister",
+                                      "ncclCommWindowRegister", "ncclMemAlloc"};
+  for (size_t i = 0; native && i < n; i++) {
+    if (!native[i])
+      continue;
+    for (size_t k = 0; k < sizeof setup / sizeof setup[0]; k++)
+      if (strstr(native[i], setup[k]))
+        return native[i];
+  }
+  return NULL;
+}

@@ -1,0 +1,144 @@
+#include "hang_watch.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "hang_slots.h"
+#include "warn.h"
+
+/* What was said already: the start of the call or capture, per slot. */
+static uint64_t said_call[CG_HANG_SLOTS], said_capture[CG_HANG_SLOTS];
+static char who[64]; /* "rank 1 (pid 42)" or "pid 42" */
+
+/* The thread's name (/proc/self/task/TID/comm: pthread_setname_np's, e.g.
+ * NCCL's proxy threads, ProcessGroupNCCL's watchdog), "" when unreadable. */
+static void thread_name(uint64_t tid, char *buf, size_t cap) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%llu/comm", (unsigned long long)tid);
+  buf[0] = '\0';
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  ssize_t n = read(fd, buf, cap - 1);
+  close(fd);
+  if (n <= 0) {
+    buf[0] = '\0';
+    return;
+  }
+  buf[n] = '\0';
+  char *nl = memchr(buf, '\n', (size_t)n);
+  if (nl)
+    *nl = '\0';
+}
+
+/* "libtorch_cuda.so(fn+0x12)" or "libtorch_cuda.so+0x1234": who made the call. */
+static void caller_text(void *ra, char *buf, size_t cap) {
+  Dl_info info;
+  if (!ra || !dladdr(ra, &info) || !info.dli_fname) {
+    snprintf(buf, cap, "%p", ra);
+    return;
+  }
+  const char *base = strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  if (info.dli_sname)
+    snprintf(buf, cap, "%s(%s+0x%lx)", base, info.dli_sname, (unsigned long)((char *)ra - (char *)info.dli_saddr));
+  else
+    snprintf(buf, cap, "%s+0x%lx", base, (unsigned long)((char *)ra - (char *)info.dli_fbase));
+}
+
+static void say_call(const cg_hang_slot *s, uint64_t tid, uint64_t waited_ns) {
+  char name[32], caller[256], graph[CG_HANG_SITE], after[CG_HANG_SITE + 96] = "";
+  thread_name(tid, name, sizeof name);
+  caller_text(__atomic_load_n(&s->caller, __ATOMIC_RELAXED), caller, sizeof caller);
+  const char *call = __atomic_load_n(&s->call, __ATOMIC_RELAXED);
+  uint64_t id = cg_hang_latest_graph(graph, sizeof graph);
+  if (id)
+    snprintf(after, sizeof after, "; the latest graph captured here is capture %llu's, captured at %s",
+             (unsigned long long)id, graph[0] ? graph : "a site not known");
+  cg_warn("%s waits in %s for %.1f s (thread %llu%s%s%s, %s 0x%llx, called from %s)%s", who, call ? call : "?",
+          waited_ns / 1e9, (unsigned long long)tid, name[0] ? " '" : "", name, name[0] ? "'" : "",
+          call && strstr(call, "Event") ? "event" : call && strstr(call, "Ctx") ? "context" : "stream",
+          (unsigned long long)__atomic_load_n(&s->handle, __ATOMIC_RELAXED), caller, after);
+}
+
+static void say_capture(const cg_hang_slot *s, uint64_t tid, uint64_t open_ns) {
+  char name[32], site[CG_HANG_SITE];
+  thread_name(tid, name, sizeof name);
+  memcpy(site, s->capture_site, sizeof site);
+  site[sizeof site - 1] = '\0';
+  if (!site[0] && s->capture_caller)
+    caller_text(s->capture_caller, site, sizeof site);
+  cg_warn("%s has had a capture open for %.1f s (thread %llu%s%s%s, stream 0x%llx, begun at %s): a capture "
+          "that does not end waits for something that never comes (a peer's collective, a lock)",
+          who, open_ns / 1e9, (unsigned long long)tid, name[0] ? " '" : "", name, name[0] ? "'" : "",
+          (unsigned long long)__atomic_load_n(&s->capture_stream, __ATOMIC_RELAXED),
+          site[0] ? site : "a site not known");
+}
+
+static void look(void) {
+  uint64_t now = cg_hang_now(), limit = (uint64_t)cg_hang_s * 1000000000ull;
+  for (int i = 0; i < CG_HANG_SLOTS; i++) {
+    cg_hang_slot *s = &cg_hang_slots[i];
+    uint64_t tid = __atomic_load_n(&s->tid, __ATOMIC_RELAXED);
+    if (!tid)
+      continue;
+    uint64_t t = __atomic_load_n(&s->call_ns, __ATOMIC_ACQUIRE);
+    if (t && now > t + limit && said_call[i] != t) {
+      said_call[i] = t;
+      say_call(s, tid, now - t);
+    }
+    t = __atomic_load_n(&s->capture_ns, __ATOMIC_ACQUIRE);
+    if (t && now > t + limit && said_capture[i] != t) {
+      said_capture[i] = t;
+      say_capture(s, tid, now - t);
+    }
+  }
+}
+
+static void *watch(void *arg) {
+  (void)arg;
+  /* a quarter of the limit between looks, within [250 ms, 1 s]: said at most
+   * that late */
+  long ms = (long)cg_hang_s * 250;
+  if (ms > 1000)
+    ms = 1000;
+  struct timespec nap = {ms / 1000, (ms % 1000) * 1000000L};
+  for (;;) {
+    nanosleep(&nap, NULL);
+    look();
+  }
+  return NULL;
+}
+
+void cg_hang_watch_start(void) {
+  const char *v = getenv("CAPGUARD_HANG_S");
+  if (!v || !*v)
+    return;
+  char *end;
+  long n = strtol(v, &end, 10);
+  if (*end || n < 1 || n > 86400) {
+    cg_warn("CAPGUARD_HANG_S=%s is not a number of seconds from 1 to 86400: the hang watch is off", v);
+    return;
+  }
+  cg_rank_info r = cg_cfg.rank;
+  if (r.rank >= 0)
+    snprintf(who, sizeof who, "rank %d (pid %d)", r.rank, (int)getpid());
+  else
+    snprintf(who, sizeof who, "pid %d", (int)getpid());
+  cg_hang_s = (unsigned)n;
+  pthread_t t;
+  if (pthread_create(&t, NULL, watch, NULL) == 0) {
+    pthread_detach(t); /* never joined: the process exits without it */
+    pthread_setname_np(t, "capguard-hang");
+    return;
+  }
+  cg_hang_s = 0;
+  cg_warn("the hang watch could not start its thread: CAPGUARD_HANG_S is off");
+}

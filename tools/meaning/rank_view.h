@@ -1,0 +1,37 @@
+/* The ranks of a distributed job side by side: which process ran each rank
+ * (the launcher's variables its start record carries), how many captures
+ * each began and broke and what broke the first, and where the ranks differ
+ * (NCCL requires every rank to capture the same work; a rank that broke a
+ * capture the others made, or captured fewer graphs, is where a cross-rank
+ * failure or hang starts). */
+#ifndef CAPGUARD_RANK_VIEW_H
+#define CAPGUARD_RANK_VIEW_H
+
+#include <stddef.h>
+
+#include "log_reader.h"
+
+typedef struct {
+  long long rank, world_size;
+  size_t proc;           /* the rank's process: of those with this rank, the one that began most captures */
+  size_t captures;       /* captures it began */
+  size_t captured;       /* of those, ended with a graph */
+  size_t broken;
+  long first_broken;     /* index into log->caps of its earliest broken capture, -1 if none */
+  char offender[384];    /* "cuModuleLoadData of K at SITE", "" if none broke */
+} cgr_rank_row;
+
+typedef struct {
+  cgr_rank_row *rows;    /* by rank */
+  size_t n;
+  char **diffs;          /* sentences, one a difference */
+  size_t n_diffs;
+  size_t more_diffs;     /* differences found past the ones kept */
+} cgr_rank_view;
+
+/* Fills v from log; v->n < 2 (no job of two ranks or more in the log): the
+ * renderers show nothing. Ends the command with one line when memory runs out. */
+void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v);
+void cgr_rank_view_free(cgr_rank_view *v);
+
+#endif
