@@ -9,6 +9,7 @@
 #include "driver.h"
 #include "driver_log.h"
 #include "guard.h"
+#include "other_copy.h"
 #include "output.h"
 #include "policy.h"
 #include "priming.h"
@@ -36,6 +37,12 @@ static void atfork_child(void) {
  * dlsym wants glibc's resolved by then. */
 __attribute__((constructor(101))) static void capguard_init(void) {
   cg_real_dlsym_resolve();
+  /* A second copy of the shim stays silent: no warnings, no records (the
+   * first copy writes them), every call passed through. */
+  if (cg_other_copy_first()) {
+    cg_cfg.mode = CG_RUN_OFF;
+    return;
+  }
   cg_config_load();
   if (cg_cfg.mode == CG_RUN_OFF)
     return;

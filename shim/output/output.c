@@ -144,34 +144,38 @@ void cg_output_open_log(void) {
     write_record(CG_RECORD_START, 0);
 }
 
-/* Format with fmt into a stack buffer, or a heap one when it does not fit, and
- * hand the result to sink. */
+/* Format with f into small (cap bytes), or into the heap when it does not
+ * fit: no record is lost to a buffer's size. NULL when out of memory. */
 typedef size_t (*formatter)(const void *obj, char *buf, size_t cap);
+static char *format_into(formatter f, const void *obj, char *small, size_t cap, size_t *len) {
+  *len = f(obj, small, cap);
+  if (*len < cap)
+    return small;
+  char *big = malloc(*len + 1);
+  if (big)
+    *len = f(obj, big, *len + 1);
+  return big;
+}
+
+/* Format and hand the result to stderr (fd 2) or the log. */
 static void emit(int fd, formatter f, const void *obj) {
   if (fd < 0)
     return;
   char small[8192];
-  size_t need = f(obj, small, sizeof small);
-  if (need < sizeof small) {
-    if (fd == 2)
-      cg_write_all(fd, small, need, NULL);
-    else
-      log_line(small, need);
-    return;
-  }
-  char *big = malloc(need + 1);
-  if (!big) {
+  size_t need;
+  char *text = format_into(f, obj, small, sizeof small, &need);
+  if (!text) {
     cg_warn_oom("a report too long for the stack: this one is left out");
     if (fd != 2) /* the summary says the log is incomplete */
       __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
     return;
   }
-  f(obj, big, need + 1);
   if (fd == 2)
-    cg_write_all(fd, big, need, NULL);
+    cg_write_all(fd, text, need, NULL);
   else
-    log_line(big, need);
-  free(big);
+    log_line(text, need);
+  if (text != small)
+    free(text);
 }
 
 static size_t fmt_event_json(const void *e, char *b, size_t c) { return cg_event_format_json(e, b, c); }
@@ -275,6 +279,8 @@ void cg_output_event(const cg_event *e) {
 }
 
 
+static size_t fmt_capture_json(const void *obj, char *b, size_t c) { return cg_capture_format_json(obj, b, c); }
+
 static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {
   return cg_capture_format_broken_text(obj, b, c);
 }
@@ -295,25 +301,22 @@ void cg_output_capture(const cg_capture_record *r) {
     if (show)
       emit(2, fmt_capture_broken_text, r);
   }
-  if (log_fd < 0)
-    return;
-  char buf[4096];
-  size_t n = cg_capture_format_json(r, buf, sizeof buf);
-  if (n < sizeof buf)
-    log_line(buf, n);
+  emit(log_fd, fmt_capture_json, r);
 }
 
 /* The "start" record (every process the shim starts in, so that a command
  * that never touches CUDA is told apart from a shim that never loaded) and
  * the "process" record (when the process first uses the driver). The words
  * are core/'s (cg_process_format_json); this only gathers and writes them. */
+static size_t fmt_process_json(const void *obj, char *b, size_t c) { return cg_process_format_json(obj, b, c); }
+
 static void write_record(cg_record_type type, int driver_version) {
   /* argv from /proc: capguard has no other portable way to it from a library. */
-  char args[2048];
+  char args[4096];
   ssize_t len = -1;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
-    len = read(fd, args, sizeof args - 1);
+    len = read(fd, args, sizeof args);
     close(fd);
   }
   cg_process_record r = {
@@ -329,11 +332,9 @@ static void write_record(cg_record_type type, int driver_version) {
       .run = cg_cfg.run_id, /* capguard run's id: a run is told apart from the next in one log */
       .cmdline = len > 0 ? args : NULL,
       .cmdline_len = len > 0 ? (size_t)len : 0,
+      .cmdline_cut = len == (ssize_t)sizeof args, /* said in the record, as a cut field is */
   };
-  char buf[8192];
-  size_t n = cg_process_format_json(&r, buf, sizeof buf);
-  if (n < sizeof buf)
-    log_line(buf, n);
+  emit(log_fd, fmt_process_json, &r);
 }
 
 void cg_output_process(int driver_version) {
@@ -345,17 +346,25 @@ void cg_output_process(int driver_version) {
     write_record(CG_RECORD_PROCESS, driver_version);
 }
 
+static size_t fmt_summary_text(const void *obj, char *b, size_t c) { return cg_summary_format_text(obj, b, c); }
+static size_t fmt_summary_json(const void *obj, char *b, size_t c) { return cg_summary_format_json(obj, b, c); }
+
 void cg_output_summary(cg_summary *s) {
   s->log_path = log_fd >= 0 ? log_path : NULL;
   char buf[2048];
-  size_t n = cg_summary_format_text(s, buf, sizeof buf);
+  size_t n;
   uint64_t lost = __atomic_load_n(&lines_lost, __ATOMIC_RELAXED);
-  if (n < sizeof buf && cg_cfg.summary) {
-    cg_write_all(2, buf, n, NULL);
+  if (cg_cfg.summary) {
+    /* a long log path makes a long line: the heap then, not a lost summary */
+    char *text = format_into(fmt_summary_text, s, buf, sizeof buf, &n);
+    if (text)
+      cg_write_all(2, text, n, NULL);
+    if (text && text != buf)
+      free(text);
     if (lost) {
-      int m = snprintf(buf, sizeof buf, "capguard: the log %s is incomplete: %llu line%s could "
+      int m = snprintf(buf, sizeof buf, "capguard: the log %.1800s is incomplete: %llu line%s could "
                        "not be written\n", log_path, (unsigned long long)lost, lost == 1 ? "" : "s");
-      cg_write_all(2, buf, (size_t)m, NULL);
+      cg_write_all(2, buf, (size_t)m < sizeof buf ? (size_t)m : sizeof buf - 1, NULL);
     }
     if (repeats_hidden) {
       int m = snprintf(buf, sizeof buf, "capguard: %llu repeated events were counted, not reprinted%s\n",
@@ -374,19 +383,19 @@ void cg_output_summary(cg_summary *s) {
     return;
   /* Last line: "log_incomplete" added when lines were lost; tried even then
    * (the disk may have room again), on a fresh line if a write was cut. */
-  char *at = buf;
-  if (lost && __atomic_load_n(&log_cut_mid_line, __ATOMIC_RELAXED))
-    *at++ = '\n';
   s->log_incomplete = lost != 0;
-  n = cg_summary_format_json(s, at, sizeof buf - (size_t)(at - buf));
-  if (n >= sizeof buf - (size_t)(at - buf))
+  char *line = format_into(fmt_summary_json, s, buf + 1, sizeof buf - 1, &n);
+  if (!line)
     return;
-  n += (size_t)(at - buf);
   if (lost) {
     int torn = 0;
-    cg_append_whole(log_fd, buf, n, &torn);
+    if (__atomic_load_n(&log_cut_mid_line, __ATOMIC_RELAXED))
+      cg_append_whole(log_fd, "\n", 1, &torn);
+    cg_append_whole(log_fd, line, n, &torn);
   } else
-    log_line(buf, n);
+    log_line(line, n);
+  if (line != buf + 1)
+    free(line);
 }
 
 void cg_output_after_fork_child(void) {
