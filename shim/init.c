@@ -8,7 +8,9 @@
 #include "config.h"
 #include "driver.h"
 #include "driver_log.h"
+#include "forks.h"
 #include "guard.h"
+#include "names.h"
 #include "other_copy.h"
 #include "output.h"
 #include "policy.h"
@@ -21,6 +23,9 @@
 static void atfork_prepare(void) { cg_captures_atfork_prepare(); }
 static void atfork_parent(void) { cg_captures_atfork_parent(); }
 static void atfork_child(void) {
+  cg_names_atfork_child();
+  cg_driver_atfork_child();
+  cg_forks_atfork_child();
   cg_captures_atfork_child();
   cg_captures_watched_atfork_child();
   cg_guard_atfork_child();

@@ -282,7 +282,25 @@ CUresult cg_guard_load(const cg_load *l) {
 }
 
 /* Fork: the child is a process of its own, with nothing counted yet. */
-void cg_guard_atfork_child(void) { cg_report_atfork_child(); }
+static bool forked_child;
+void cg_guard_atfork_child(void) {
+  forked_child = true;
+  cg_report_atfork_child();
+}
+
+/* Whether a summary has anything to say: a forked child that never captured,
+ * was never reported on and loaded nothing of the priming file (a worker of a
+ * pool, a helper that execs nothing) says nothing at all. Its parent, which
+ * used the driver, speaks for the run: a hundred forks printed a hundred bare
+ * summaries, and the last one's record became the newest run in the log. */
+static bool worth_saying(const cg_summary *s) {
+  if (!forked_child || s->captures_begun || s->captures_open || s->primed_loaded || s->recorded)
+    return true;
+  for (int k = 0; k < CG_EV_KIND_COUNT; k++)
+    if (s->events[k])
+      return true;
+  return false;
+}
 
 void cg_guard_exit(void) {
   cg_summary sum = {.pid = (uint64_t)getpid()};
@@ -294,5 +312,6 @@ void cg_guard_exit(void) {
   cg_priming_refresh_served(true);
   cg_priming_summary(&sum);
   cg_policy_at_exit();
-  cg_output_summary(&sum);
+  if (worth_saying(&sum))
+    cg_output_summary(&sum);
 }

@@ -47,6 +47,12 @@ static const char libcuda_name[] = "libcuda.so.1";
 
 bool cg_driver_resolved(void) { return __atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY; }
 
+void cg_driver_atfork_child(void) {
+  pthread_mutex_init(&resolve_lock, NULL);
+  int resolving = DRV_RESOLVING;
+  __atomic_compare_exchange_n(&drv_state, &resolving, DRV_UNKNOWN, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
 bool cg_driver_loaded(void) {
   if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY)
     return true;

@@ -32,6 +32,9 @@ extern cg_driver_calls cg_drv;
 bool cg_driver_ready(void);
 /* True once cg_driver_ready() has found the driver (loads and calls nothing). */
 bool cg_driver_resolved(void);
+/* Fork: the resolve lock starts released in the child, and a resolve another
+ * thread of the parent was making is made again (that thread is gone). */
+void cg_driver_atfork_child(void);
 /* True if libcuda.so.1 is already loaded in this process (loads nothing). */
 bool cg_driver_loaded(void);
 /* cuDriverGetVersion, 0 if unknown. */

@@ -25,6 +25,12 @@
 static int log_fd = -1;
 static char log_path[4096];   /* CAPGUARD_LOG with %p expanded */
 static int process_written;
+static int process_driver_version;
+/* A forked child inherits its parent's driver but never resolves it again,
+ * so it would write records under a pid no "process" record names: no run,
+ * no parent, and a reader takes it for a run of its own. It owes its
+ * "process" record, written before its first other record. */
+static int identity_owed;
 static uint64_t repeats_hidden;
 static uint64_t broken_hidden; /* broken captures not reprinted (same begin, same offender) */
 /* The log lost a line (short write, ENOSPC, EFBIG, EIO): warned about once,
@@ -65,6 +71,7 @@ static void log_line(const char *buf, size_t len) {
 }
 
 static void write_record(cg_record_type type, int driver_version);
+static void pay_identity(void);
 
 /* CAPGUARD_LOG with "%p" replaced by the pid ("%%" is a '%'), as sanitizers and
  * nsys allow: one file per process. Returns -1 when it does not fit. */
@@ -262,6 +269,7 @@ static void say_routine(const cg_event *e) {
 }
 
 void cg_output_event(const cg_event *e) {
+  pay_identity();
   pthread_mutex_lock(&out_lock);
   int show = first_sighting(e) && !cg_cfg.quiet;
   unsigned bit = 1u << ((unsigned)e->verdict % 32);
@@ -293,6 +301,7 @@ bool cg_output_wants_capture(bool broken) { return log_fd >= 0 || (broken && !cg
  * (CAPGUARD_RUN) with a log, its closing summary says the same line from
  * the log, with the process: said there once, not twice. */
 void cg_output_capture(const cg_capture_record *r) {
+  pay_identity();
   bool summarised = cg_cfg.run_id && log_fd >= 0;
   if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet && !summarised) {
     pthread_mutex_lock(&out_lock);
@@ -337,10 +346,17 @@ static void write_record(cg_record_type type, int driver_version) {
   emit(log_fd, fmt_process_json, &r);
 }
 
+/* The forked child's "process" record, before its first other record. */
+static void pay_identity(void) {
+  if (__atomic_load_n(&identity_owed, __ATOMIC_RELAXED) && __atomic_exchange_n(&identity_owed, 0, __ATOMIC_ACQ_REL))
+    cg_output_process(process_driver_version);
+}
+
 void cg_output_process(int driver_version) {
   pthread_mutex_lock(&out_lock);
   int first = !process_written;
   process_written = 1;
+  process_driver_version = driver_version;
   pthread_mutex_unlock(&out_lock);
   if (first && log_fd >= 0)
     write_record(CG_RECORD_PROCESS, driver_version);
@@ -350,6 +366,7 @@ static size_t fmt_summary_text(const void *obj, char *b, size_t c) { return cg_s
 static size_t fmt_summary_json(const void *obj, char *b, size_t c) { return cg_summary_format_json(obj, b, c); }
 
 void cg_output_summary(cg_summary *s) {
+  pay_identity();
   s->log_path = log_fd >= 0 ? log_path : NULL;
   char buf[2048];
   size_t n;
@@ -405,7 +422,8 @@ void cg_output_after_fork_child(void) {
   broken_hidden = 0;
   quiet_kinds_said = 0;
   lines_lost = 0;
-  process_written = 0; /* a forked worker is a process of its own in the log */
+  identity_owed = process_written; /* a forked worker is a process of its own in the log */
+  process_written = 0;
   /* With %p in CAPGUARD_LOG, each process writes a file of its own. */
   if (log_fd >= 0 && cg_cfg.log_path && strstr(cg_cfg.log_path, "%p")) {
     close(log_fd);
