@@ -274,7 +274,10 @@ CUresult cg_guard_load(const cg_load *l) {
     e.module = (uint64_t)(uintptr_t)*l->out;
   if (r == CUDA_SUCCESS && e.module && e.image && e.verdict != CG_VERDICT_SERVED)
     cg_priming_loaded(*l->out, e.image, l->is_library);
-  cg_priming_record(e.image, l->is_library, e.verdict);
+  /* A load with options is never served: recording it would only make the
+   * next run preload copies nothing takes. */
+  if (!l->with_options)
+    cg_priming_record(e.image, l->is_library, e.verdict);
   cg_report_and_free(&e, s, &site, NULL);
   free(here);
   free(file);
