@@ -115,6 +115,10 @@ static void resolve(void) {
   cg_drv.StreamGetFlags = (CUresult(*)(CUstream, unsigned int *))sym(h, "cuStreamGetFlags");
   cg_drv.PointerGetAttribute =
       (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))sym(h, "cuPointerGetAttribute");
+  cg_drv.DevicePrimaryCtxGetState =
+      (CUresult(*)(CUdevice, unsigned int *, int *))sym(h, "cuDevicePrimaryCtxGetState");
+  cg_drv.DevicePrimaryCtxRetain = (CUresult(*)(CUcontext *, CUdevice))sym(h, "cuDevicePrimaryCtxRetain");
+  cg_drv.DevicePrimaryCtxRelease = (CUresult(*)(CUdevice))sym(h, "cuDevicePrimaryCtxRelease_v2");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;

@@ -23,6 +23,12 @@ typedef struct {
   CUresult (*StreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus *, cuuint64_t *);
   CUresult (*StreamGetFlags)(CUstream, unsigned int *);
   CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+  /* Only inside the program's own cuDevicePrimaryCtxReset / Release (which
+   * no capture survives anyway): which handle the primary context has, and
+   * whether the release ended it (decide/context_end.c). */
+  CUresult (*DevicePrimaryCtxGetState)(CUdevice, unsigned int *, int *);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice);
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;

@@ -44,6 +44,10 @@
  *                  (route/stream_work_wrappers.c).
  *   EVENT_DESTROY  event:  forgotten by the model once destroyed
  *   STREAM_DESTROY stream: a capture on it is over once destroyed
+ *   CONTEXT_END    ctx (the context destroyed, or NULL: dev's primary one),
+ *                  dev, how (cg_context_end: destroyed, primary reset, or
+ *                  primary released, which ends it at the last reference):
+ *                  what was preloaded on it dies with it (decide/context_end.c)
  * The breakers' rules are the measured matrices (capture-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */
@@ -90,6 +94,12 @@
   X(DEFERRABLE, cuLibraryUnload, (CUlibrary, lib), CG_EV_MODULE_UNLOAD, CG_FIX_DEFER_UNLOAD)              \
   X(STREAM_DESTROY, cuStreamDestroy, (CUstream, stream), stream)                                         \
   X(STREAM_DESTROY, cuStreamDestroy_v2, (CUstream, stream), stream)                                      \
+  X(CONTEXT_END, cuCtxDestroy, (CUcontext, ctx), ctx, -1, CG_CTX_DESTROYED)                               \
+  X(CONTEXT_END, cuCtxDestroy_v2, (CUcontext, ctx), ctx, -1, CG_CTX_DESTROYED)                            \
+  X(CONTEXT_END, cuDevicePrimaryCtxReset, (CUdevice, dev), NULL, dev, CG_CTX_PRIMARY_RESET)               \
+  X(CONTEXT_END, cuDevicePrimaryCtxReset_v2, (CUdevice, dev), NULL, dev, CG_CTX_PRIMARY_RESET)            \
+  X(CONTEXT_END, cuDevicePrimaryCtxRelease, (CUdevice, dev), NULL, dev, CG_CTX_PRIMARY_RELEASE)           \
+  X(CONTEXT_END, cuDevicePrimaryCtxRelease_v2, (CUdevice, dev), NULL, dev, CG_CTX_PRIMARY_RELEASE)        \
   CG_BREAKER_ROWS(X)                                                                                      \
   CG_STREAM_WORK_ROWS(X)
 

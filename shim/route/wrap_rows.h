@@ -47,6 +47,9 @@
 #ifndef CG_WRAP_STREAM_DESTROY
 #define CG_WRAP_STREAM_DESTROY(...)
 #endif
+#ifndef CG_WRAP_CONTEXT_END
+#define CG_WRAP_CONTEXT_END(...)
+#endif
 
 #define CG_WRAP_ROW(family, name, params, ...) CG_WRAP_##family(cg_w_##name, #name, CG_EP_##name, params, __VA_ARGS__)
 CG_ENTRY_POINTS(CG_WRAP_ROW)

@@ -78,7 +78,12 @@ struct fc_ctx {
   struct fc_handle h;
   int primary;
   int refcount;
+  int active;   /* primary: retained since its last reset (cuDevicePrimaryCtxGetState) */
 };
+/* Unloads every module loaded in ctx (fake_module.c): it is destroyed or reset.
+ * Libraries are context-independent and stay. */
+struct fc_ctx;
+void fc_modules_die_with(struct fc_ctx *ctx);
 extern int fc_initialized;
 /* CUDA_SUCCESS when cuInit ran and the calling thread has a live current context. */
 CUresult fc_need_ctx(void);

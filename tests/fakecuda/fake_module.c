@@ -67,6 +67,7 @@ static CUresult module_create(const void *image, size_t limit, struct fc_module 
   }
   memcpy(copy, start, size);
   m->kind = kind;
+  m->ctx = fc_current_ctx();
   m->image = copy;
   m->size = size;
   fc_register(&m->h, m, FC_MODULE);
@@ -186,6 +187,18 @@ static void module_kill(struct fc_module *m)
   m->image = NULL;
   m->size = 0;
   m->h.alive = 0;
+}
+
+static void die_with(struct fc_handle *h, void *ctx)
+{
+  struct fc_module *m = (struct fc_module *)h;
+  if (h->alive && m->lib == NULL && m->ctx == ctx)
+    module_kill(m);
+}
+
+void fc_modules_die_with(struct fc_ctx *ctx)
+{
+  fc_foreach(FC_MODULE, die_with, ctx);
 }
 
 FC_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
