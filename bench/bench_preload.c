@@ -7,7 +7,7 @@
  *   serve K: one image recorded with K loads per process; the first begin
  *     preloads K modules, then K loads of it mid-capture are each served
  *     (timed one by one); the serving decision alone (inspect + hash + lookup,
- *     the same core/ code the shim runs before its report) is timed in this
+ *     the same detect/ code the shim runs before its report) is timed in this
  *     process, and the report is the rest.
  * Images are PTX made in memory, each with its own kernel name; with --cubin
  * and a driver that has cuLink*, each is first compiled to a cubin (untimed),

@@ -7,7 +7,7 @@
 #include "live_captures.h"
 #include "config.h"
 #include "driver.h"
-#include "driver_log.h"
+#include "driver_log_callback.h"
 #include "forks.h"
 #include "guard.h"
 #include "names.h"

@@ -49,7 +49,7 @@ def main(argv=None):
     if _launcher_on_path():
         # The command prints commands to paste: "capguard ..." when the
         # capguard a shell finds is this package's launcher, not only when it
-        # is the native command itself (tools/rerun_command.c).
+        # is the native command itself (tools/meaning/rerun_command.c).
         os.environ["CAPGUARD_LAUNCHER_ON_PATH"] = "1"
     if os.path.basename(sys.argv[0]) == "capguard" and os.access(sys.argv[0], os.X_OK):
         # run by its launcher: a command to paste names the launcher, which

@@ -52,7 +52,7 @@ bool cg_driver_rules_loads(void);
 int cg_effective_driver_version(void);
 
 /* The driver's log callback to register at the first driver use (drivers
- * 12.9 and later; decide/driver_log.c's, set by init.c before any driver
+ * 12.9 and later; decide/driver_log_callback.c's, set by init.c before any driver
  * use): a pointer handed down, so that this floor calls nothing above it. */
 void cg_driver_set_log_callback(CUlogsCallback cb);
 

@@ -241,7 +241,7 @@ void cg_captures_break_prohibitors(cg_event *e, cg_verdict v, CUresult r, const 
  * so that the stream cannot be destroyed meanwhile. Never with the model's
  * lock held. */
 void cg_captures_check_driver_state(const cg_capture *c);
-/* A refusal the driver's log named (driver_log.c), with no wrapper to say
+/* A refusal the driver's log named (driver_log_callback.c), with no wrapper to say
  * which capture it met: marks b the first offender of the captures such a
  * refusal breaks (code 906: the blocking captures of the caller's context,
  * as the model knows them; otherwise the captures that prohibit the calling

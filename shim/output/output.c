@@ -316,7 +316,7 @@ void cg_output_capture(const cg_capture_record *r) {
 /* The "start" record (every process the shim starts in, so that a command
  * that never touches CUDA is told apart from a shim that never loaded) and
  * the "process" record (when the process first uses the driver). The words
- * are core/'s (cg_process_format_json); this only gathers and writes them. */
+ * are detect/'s (cg_process_format_json); this only gathers and writes them. */
 static size_t fmt_process_json(const void *obj, char *b, size_t c) { return cg_process_format_json(obj, b, c); }
 
 static void write_record(cg_record_type type, int driver_version) {

@@ -7,7 +7,7 @@
  * load and a tail call to the driver (bench/run_bench_hot.sh). A refusal
  * the wrapper did not see coming (a capture begun on another thread in
  * between) is not reported here: on drivers 12.9 and later the driver's log
- * names it (driver_log.c). breakers.c decides the rest. */
+ * names it (driver_log_callback.c). breakers.c decides the rest. */
 #include "breakers.h"
 
 #include "copy_v1.h"

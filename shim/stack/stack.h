@@ -16,9 +16,9 @@
 
 #include "capguard/event.h"   /* cg_py_frame {const char *file; int line; const char *func;} */
 
-/* Dependency: the real dlsym (the shim interposes dlsym). The shim defines it;
+/* Dependency: the real dlsym (the shim interposes dlsym), base/real_dlsym.h;
  * while it is NULL the Python lookup finds nothing. */
-extern void *(*cg_real_dlsym)(void *, const char *);
+#include "real_dlsym.h"
 
 /* Call once early (the shim's constructor): resolves what is needed and warms up
  * glibc's backtrace() (its first call dlopens libgcc_s and allocates). */

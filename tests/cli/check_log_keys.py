@@ -1,12 +1,12 @@
-"""The log's field names have one owner: core/include/capguard/log_keys.h.
+"""The log's field names have one owner: detect/include/capguard/log_keys.h.
 
-- The writer (core/event_format.c) and the readers (tools/log_reader.c,
-  tools/log_site.c) spell no field name themselves: no `"name"` handed to a
+- The writer (detect/event_format.c) and the readers (tools/log/log_reader.c,
+  tools/log/log_site.c) spell no field name themselves: no `"name"` handed to a
   key-taking function, no `\\"name\\":` inside a literal.
-- The report's JSON (tools/report_json.c) gives a fact the log has under
+- The report's JSON (tools/render/report_json.c) gives a fact the log has under
   the log's name for it, through the same list: it spells no log field name
   as a key (an argument to jansson's json_pack or json_object_set_new). So
-  does the trace (tools/report_trace.c) in its events' args; the trace
+  does the trace (tools/render/report_trace.c) in its events' args; the trace
   format's own keys ("pid", "tid", ...) are the trace format's.
 - The writer writes every name of the list (none is left over), and
   docs/log-format.md documents each as `name`.
@@ -17,10 +17,10 @@ import os
 import re
 import sys
 
-WRITER = "core/event_format.c"
-READERS = ["tools/log_reader.c", "tools/log_site.c"]
-REPORT = "tools/report_json.c"
-TRACE = "tools/report_trace.c"
+WRITER = "detect/event_format.c"
+READERS = ["tools/log/log_reader.c", "tools/log/log_site.c"]
+REPORT = "tools/render/report_json.c"
+TRACE = "tools/render/report_trace.c"
 # Chrome's trace event format's own keys, and its categories ("capture", "call").
 TRACE_OWN = {"pid", "tid", "capture", "call"}
 # The functions that take a field name: the writer's and the readers'.
@@ -36,7 +36,7 @@ def code_of(path):
 def main():
     root = sys.argv[1]
     keys = dict(re.findall(r'#define (CG_KEY_\w+) "([^"]+)"',
-                           open(os.path.join(root, "core/include/capguard/log_keys.h")).read()))
+                           open(os.path.join(root, "detect/include/capguard/log_keys.h")).read()))
     if len(keys) < 30:
         print(f"only {len(keys)} names read from log_keys.h: the parse is broken")
         return 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One owner for what a log means (tools/findings.c): every advice that holds
+# One owner for what a log means (tools/meaning/findings.c): every advice that holds
 # is given, none dropped without a word (the report kept at most 8 before);
 # the all-clear sentence is the same in the report and run's summary; a
 # broken capture's "first offender" line is said once under capguard run (by
@@ -41,7 +41,7 @@ printf '%s\n' '{"v":1,"type":"process","pid":7,"time_ns":1,"ppid":1,"argv":["./x
   '{"v":1,"type":"summary","pid":7,"time_ns":2,"captures":1,"captures_broken":0,"events":{},"verdicts":{},"primed_loaded":0,"primed_served":0,"primed_unused":0,"recorded":0,"log":"x"}' >"$WORK/clear.jsonl"
 run_cg clear report "$WORK/clear.jsonl"
 expect_in "$WORK/clear.out" "  - no forbidden calls during capture: nothing to do" "report: the all-clear"
-grep -rn "no forbidden calls during capture: nothing to do" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/allclear.src"
+grep -rn "no forbidden calls during capture: nothing to do" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/detect" >"$WORK/allclear.src"
 expect_lines "$WORK/allclear.src" 1 "the all-clear sentence is written once"
 
 # --- calls guard mode kept from breaking a capture are counted by the verdict
@@ -80,9 +80,9 @@ run_cg drivers report --html "$WORK/drivers.html" "$WORK/drivers.jsonl"
 expect_in "$WORK/drivers.html" "CUDA 12.0, CUDA 12.1, CUDA 12.2, CUDA 12.3, ..." "five drivers: four named, the rest said"
 
 # --- the shim says facts, not advice
-for d in shim core; do [ -d "$SOURCE_ROOT/$d" ] && pass || fail "no $d/ to search: this test would search nothing"; done
+for d in shim detect; do [ -d "$SOURCE_ROOT/$d" ] && pass || fail "no $d/ to search: this test would search nothing"; done
 for s in "learn the priming file on this GPU architecture" "prune it"; do
-  grep -rn "$s" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/shimadv" && fail "shim words advice: $(cat "$WORK/shimadv")" || pass
+  grep -rn "$s" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/detect" >"$WORK/shimadv" && fail "shim words advice: $(cat "$WORK/shimadv")" || pass
 done
 
 # --- the tools word advice only in the findings table: the run summary's
@@ -91,9 +91,9 @@ done
 for s in "drop --mode off to check captures" "check with capguard doctor" "space or pass --log elsewhere" \
          "driver; nothing to check" "before ending %s); capguard report shows" "in capguard report)" \
          "capturing stream, or make it before the capture" "run it again"; do
-  grep -rlF "$s" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/core" >"$WORK/advsrc"
-  [ "$(cat "$WORK/advsrc")" = "$SOURCE_ROOT/tools/findings.c" ] && pass ||
-    fail "\"$s\" worded outside tools/findings.c: $(tr '\n' ' ' <"$WORK/advsrc")"
+  grep -rlF "$s" "$SOURCE_ROOT/tools" "$SOURCE_ROOT/shim" "$SOURCE_ROOT/detect" >"$WORK/advsrc"
+  [ "$(cat "$WORK/advsrc")" = "$SOURCE_ROOT/tools/meaning/findings.c" ] && pass ||
+    fail "\"$s\" worded outside tools/meaning/findings.c: $(tr '\n' ' ' <"$WORK/advsrc")"
 done
 
 # --- under capguard run, a broken capture's line is said once (by the summary)

@@ -2,8 +2,8 @@
  *
  * The fake is an independent model of the driver's stream-capture rules, written from
  * the measured table shared/ground-truth/capture-semantics.md, so that it can
- * cross-check capguard's own model in core/. It deliberately shares no code
- * with core/.
+ * cross-check capguard's own model in detect/. It deliberately shares no code
+ * with detect/.
  *
  * Every entry point runs under one process-wide mutex (FC_BEGIN / FC_END): the fake
  * is for tests, simplicity beats concurrency. Handles are pointers to small structs

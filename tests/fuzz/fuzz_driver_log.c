@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capguard/driver_log.h"
+#include "capguard/driver_log_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,6 +1,6 @@
 /* libFuzzer target for the capguard command's log reader and report
- * (tools/log_reader.c, log_pool.c, log_site.c, frame_source.c, log_runs.c,
- * report_*.c, rerun_command.c): any bytes are a log's text, read as
+ * (tools/log/, tools/meaning/ and the reports of tools/render/:
+ * tool_report_sources in tools/meson.build): any bytes are a log's text, read as
  * `capguard report` reads a file (cgl_read_stream on an fmemopen'ed buffer;
  * a form feed byte starts another file, up to 4, as when several logs are
  * given), then, when it holds a capguard record, grouped into runs and

@@ -2,7 +2,7 @@
 item 5): a function that long does several jobs, and each is easier to read,
 test and change on its own.
 
-Every .c and .h file under shim/, core/, tools/, tests/, bench/ and testkit/
+Every .c and .h file under shim/, detect/, tools/, tests/, bench/ and testkit/
 is read; comments, strings
 and preprocessor lines (a macro's continued lines included) are blanked out,
 then each function definition is found by its braces: a `{` opened at file
@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-FOLDERS = ("shim", "core", "tools", "tests", "bench", "testkit")
+FOLDERS = ("shim", "detect", "tools", "tests", "bench", "testkit")
 
 
 def blank(text):

@@ -1,12 +1,12 @@
 """The watched calls are listed once, as rows (shim/driver/entry_point_rows.h);
 the two lists people read are checked against them:
 
-- each event kind's "what it means" in core/include/capguard/log_schema.h
+- each event kind's "what it means" in detect/include/capguard/log_schema.h
   names exactly the calls whose rows report that kind (`cuModuleLoad*`
   covering every row it starts; a sentence naming no call describes its rows
   by category); a kind no row reports (the driver's log
   names it, or a capture's end) names only calls that are rows;
-- README.md's table "Calls that break captures on every driver" names
+- docs/calls.md's table "Calls that break captures on every driver" names
   every BREAKER, DEFERRABLE and STREAM_WORK row (a STREAM_WORK row by a
   call of the same stem: cuMemsetD8 for cuMemsetD16), and nothing that is
   no row.
@@ -23,7 +23,7 @@ import sys
 
 
 # The families whose rows report an event kind; the breaking ones are
-# README's table's.
+# docs/calls.md's table's.
 BREAKING = ("BREAKER", "DEFERRABLE", "STREAM_WORK")
 REPORTING = BREAKING + ("LOAD",)
 
@@ -52,7 +52,7 @@ def rows(root):
 
 def schema_kinds(root):
     """{enum: [names in its 'what']} from log_schema.h's CG_EVENT_KINDS."""
-    text = open(os.path.join(root, "core/include/capguard/log_schema.h")).read().replace("\\\n", " ")
+    text = open(os.path.join(root, "detect/include/capguard/log_schema.h")).read().replace("\\\n", " ")
     block = re.search(r"#define CG_EVENT_KINDS\(X\)(.*?)\n", text).group(1)
     out = {}
     for m in re.finditer(r'X\((CG_EV_\w+),\s*"[^"]*",\s*\w+,\s*((?:"[^"]*"\s*)+)\)', block):
@@ -61,8 +61,8 @@ def schema_kinds(root):
     return out
 
 
-def readme_calls(root):
-    text = open(os.path.join(root, "README.md")).read()
+def table_calls(root):
+    text = open(os.path.join(root, "docs", "calls.md")).read()
     section = text.split("## Calls that break captures on every driver", 1)[1].split("\n## ", 1)[0]
     names = set()
     for line in section.splitlines():
@@ -111,21 +111,21 @@ def main():
             if not any(covers(l, n) for n in (names or all_rows)):
                 failures.append(f"log_schema.h: {kind}'s sentence names {l}, which no row of that kind is")
     breakers = {base(n) for f, n, _ in rs if f in BREAKING}
-    table = readme_calls(root)
+    table = table_calls(root)
     if not table:
-        failures.append("README.md: no table under 'Calls that break captures on every driver'")
+        failures.append("docs/calls.md: no table under 'Calls that break captures on every driver'")
     stems = {stem(t) for t in table}
     work = {base(n) for f, n, _ in rs if f == "STREAM_WORK"}
     for n in sorted(breakers - table):
         if n in work and stem(n) in stems:
             continue  # the legacy-stream rows' many variants: a call of the same stem stands for them
-        failures.append(f"README.md: the calls table does not name {n} (a {'/'.join(BREAKING)} row)")
+        failures.append(f"docs/calls.md: the calls table does not name {n} (a {'/'.join(BREAKING)} row)")
     for n in sorted(table - all_rows):
-        failures.append(f"README.md: the calls table names {n}, which is no row")
+        failures.append(f"docs/calls.md: the calls table names {n}, which is no row")
     if failures:
         print("\n".join(failures))
         return 1
-    print(f"{len(rs)} rows; log_schema.h's {len(kinds)} event kinds and README.md's table of "
+    print(f"{len(rs)} rows; log_schema.h's {len(kinds)} event kinds and docs/calls.md's table of "
           f"{len(table)} calls name exactly them")
     return 0
 

@@ -1,20 +1,29 @@
-"""The shim's floors (shim/README.md, "The floors"): every arrow points down.
+"""The floors of the shim (shim/README.md) and of the tools (tools/README.md),
+"The floors": every arrow points down.
 
-- Each of the shim's sources lives in a floor's folder (the shim's own folder
-  is the top floor).
-- A call (a call or tail-jump relocation in one file's object to a function
-  defined in another's) and an include (`#include "x.h"` of a shim header)
-  go to the same floor or a lower one, never up.
-- The file-level graph of calls has no loop, direct (a calls b, b calls a)
+- Each source lives in a floor's folder (the tree's own folder is the top
+  floor).
+- A use goes to the same floor or a lower one, never up: a call (a call or
+  tail-jump relocation in one file's object to a function defined in
+  another's), a use of another file's global variable from code (a function
+  pointer such as base/real_dlsym.c's cg_real_dlsym, called through it, or
+  any shared state), and an include (`#include "x.h"` of one of the tree's
+  headers).
+- A hand-written `extern` of a function or variable another file defines is
+  allowed only in a header on the defining file's floor: a copy elsewhere
+  hides the arrow from the reader (the check still sees the use).
+- The file-level graph of uses has no loop, direct (a calls b, b calls a)
   or through others, on one floor either; nor has the graph of includes
   between rooms (a room: x.c with its x.h).
 
 Taking a function's address (the wrapper table, a thunk handed down) is not
-a call and is not counted. The floors are read from shim/README.md's table,
-so the document and the check cannot disagree.
+a use and is not counted. The floors are read from the README's table, so
+the document and the check cannot disagree.
 
-Usage: check_calls.py SHIM_BUILD_DIR SHIM_SOURCE_DIR
-(the objects are in SHIM_BUILD_DIR's *.p folders)
+Usage: check_calls.py BUILD_DIR SOURCE_DIR [--objects GLOB] [--expect FROM TO]
+(the objects are in BUILD_DIR's GLOB folders, *.p unless told; FROM -> TO is
+a use the check must find, else its reading is broken; the shim's guard.c ->
+live_captures.c unless told)
 """
 import glob
 import os
@@ -44,7 +53,8 @@ def read_floors(src):
             m = re.match(r"\|\s*(\d+)\s*\|\s*`([^`]*)`", line) if in_table else None
             if m:
                 folder = m.group(2).rstrip("/")
-                floors["" if folder in (".", "shim") else folder] = int(m.group(1))
+                top = os.path.basename(os.path.normpath(src))  # shim/, tools/: the top floor
+                floors["" if folder in (".", top) else folder] = int(m.group(1))
     return floors
 
 
@@ -95,11 +105,38 @@ def loops_of(edges):
     return loops
 
 
+def parse_args(argv):
+    if len(argv) < 3:
+        sys.exit("usage: check_calls.py BUILD_DIR SOURCE_DIR [--objects GLOB] [--expect FROM TO]")
+    opts = {"build": argv[1], "src": argv[2], "objects": "*.p",
+            "expect": ("decide/guard.c", "model/live_captures.c")}
+    rest = argv[3:]
+    while rest:
+        if rest[0] == "--objects" and len(rest) >= 2:
+            opts["objects"], rest = rest[1], rest[2:]
+        elif rest[0] == "--expect" and len(rest) >= 3:
+            opts["expect"], rest = (rest[1], rest[2]), rest[3:]
+        else:
+            sys.exit(f"check_calls.py: unknown argument {rest[0]!r}")
+    return opts
+
+
+EXTERN = re.compile(r"^\s*extern\b(?!\s*\"C\")([^;]*);")
+
+
+def extern_names(line):
+    """The identifiers an extern declaration names (a function pointer's inside (*name))."""
+    m = EXTERN.match(line)
+    return re.findall(r"[A-Za-z_]\w*", m.group(1)) if m else []
+
+
 def main():
-    build, src = sys.argv[1], sys.argv[2]
+    opts = parse_args(sys.argv)
+    build, src = opts["build"], opts["src"]
+    readme = os.path.join(os.path.basename(os.path.normpath(src)), "README.md")
     floors = read_floors(src)
     if len(floors) < 3:
-        print(f"shim/README.md: no floors table under '## The floors' ({floors})")
+        print(f"{readme}: no floors table under '## The floors' ({floors})")
         return 1
     srcs = sources(src)
     failures = []
@@ -109,7 +146,7 @@ def main():
 
     for s in srcs:
         if floor_of(s) is None:
-            failures.append(f"{s}: in no floor's folder (shim/README.md, The floors)")
+            failures.append(f"{s}: in no floor's folder ({readme}, The floors)")
     # Headers are included by name (every floor's folder is on the include path).
     headers = {}
     for s in srcs:
@@ -120,24 +157,27 @@ def main():
 
     # Objects: meson names one after its source's path, '/' made '_'.
     by_object = {s.replace("/", "_") + ".o": s for s in srcs}
-    objs = sorted(glob.glob(os.path.join(build, "*.p", "*.o")))
+    objs = sorted(glob.glob(os.path.join(build, opts["objects"], "*.o")))
     if len(objs) < 10:
-        print(f"only {len(objs)} objects under {build}/*.p: not the shim's build")
+        print(f"only {len(objs)} objects under {build}/{opts['objects']}: not this tree's build")
         return 1
     file_of = {}
     for o in objs:
         name = os.path.basename(o)
         if name not in by_object:
-            print(f"{o}: no shim source of that name")
+            print(f"{o}: no source of that name under {src}")
             return 1
         file_of[o] = by_object[name]
 
     defined = {}  # function symbol -> file defining it
+    variables = {}  # global variable (a function pointer among them) -> file defining it
     for o in objs:
         for line in run("nm", "--defined-only", o).splitlines():
             parts = line.split()
             if len(parts) == 3 and parts[1] in ("T", "W"):
                 defined[parts[2]] = file_of[o]
+            elif len(parts) == 3 and parts[1] in ("D", "B", "R", "V"):
+                variables[parts[2]] = file_of[o]
     edges = {}
     for o in objs:
         me = file_of[o]
@@ -149,23 +189,29 @@ def main():
             if not section.startswith(".rela.text"):
                 continue  # data relocations: tables of addresses, not calls
             parts = line.split()
-            if len(parts) < 5 or parts[2] not in CALL_RELOCS:
+            if len(parts) < 5:
                 continue
             sym = parts[4].split("@")[0]
-            other = defined.get(sym)
+            # A call of a function, or any use of a variable from code (a
+            # pointer read to call through it, state read or written).
+            other = defined.get(sym) if parts[2] in CALL_RELOCS else None
+            if sym in variables:
+                other, sym = variables[sym], sym + " (variable)"
             if other and other != me:
                 edges.setdefault(me, {}).setdefault(other, set()).add(sym)
     n_edges = sum(len(v) for v in edges.values())
-    # A check that finds no calls checks nothing: the guard's calls into the
-    # capture bookkeeping must be seen.
-    if "model/live_captures.c" not in edges.get("decide/guard.c", {}):
-        print("decide/guard.c -> model/live_captures.c not found: the relocation reading is broken")
+    n_variable_uses = sum(1 for v in edges.values() for syms in v.values() if any("(variable)" in x for x in syms))
+    # A check that finds no calls checks nothing: a use known to be there
+    # must be seen.
+    want_from, want_to = opts["expect"]
+    if want_to not in edges.get(want_from, {}):
+        print(f"{want_from} -> {want_to} not found: the relocation reading is broken")
         return 1
 
     for a in sorted(edges):
         for b, syms in sorted(edges[a].items()):
             if floor_of(b) is not None and floor_of(a) is not None and floor_of(b) > floor_of(a):
-                failures.append(f"call back up: {a} (floor {floor_of(a)}) -> {b} (floor {floor_of(b)}): "
+                failures.append(f"use back up: {a} (floor {floor_of(a)}) -> {b} (floor {floor_of(b)}): "
                                 + ", ".join(sorted(syms)))
 
     n_includes = 0
@@ -173,9 +219,14 @@ def main():
     for s in srcs:
         with open(os.path.join(src, s)) as f:
             for line in f:
+                for name in extern_names(line):
+                    owner = defined.get(name) or variables.get(name)
+                    if owner and room(owner) != room(s) and (not s.endswith(".h") or floor_of(s) != floor_of(owner)):
+                        failures.append(f"hand-written extern: {s} declares {name}, which {owner} defines "
+                                        f"(include the header that declares it)")
                 m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
                 if not m or m.group(1) not in headers:
-                    continue  # capguard/... (the core), or not the shim's
+                    continue  # capguard/... (detect/), or not this tree's
                 n_includes += 1
                 h = headers[m.group(1)]
                 if room(h) != room(s):
@@ -184,7 +235,7 @@ def main():
                     failures.append(f"include back up: {s} (floor {floor_of(s)}) includes {h} (floor {floor_of(h)})")
 
     for comp in loops_of(edges):
-        failures.append("call loop between: " + ", ".join(comp))
+        failures.append("use loop between: " + ", ".join(comp))
         for a in comp:
             for b, syms in sorted(edges.get(a, {}).items()):
                 if b in comp:
@@ -201,8 +252,9 @@ def main():
     if failures:
         print("\n".join(failures))
         return 1
-    print(f"{len(set(floors.values()))} floors, {len(srcs)} sources, {n_edges} file-to-file call edges and "
-          f"{n_includes} includes, none back up, no call or include loops")
+    print(f"{len(set(floors.values()))} floors, {len(srcs)} sources, {n_edges} file-to-file use edges "
+          f"({n_variable_uses} of them with a variable used) and {n_includes} includes, none back up, "
+          f"no use or include loops, no hand-written extern")
     for a in sorted(edges):
         print(f"  {a} -> {', '.join(sorted(edges[a]))}")
     return 0

@@ -7,7 +7,7 @@
 set -euo pipefail
 lib=$1
 # What the shim calls, by purpose (the sig* line: its own writes keep a
-# SIGXFSZ they raise from the host, core/write_whole.c). The loader's and the toolchain's own
+# SIGXFSZ they raise from the host, detect/write_whole.c). The loader's and the toolchain's own
 # (_ITM_*, __gmon_start__, __cxa_finalize) are not calls of capguard's.
 allowed="
   malloc calloc realloc free

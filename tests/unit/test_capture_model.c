@@ -1,4 +1,4 @@
-/* Unit tests of the capture-state model (core/capture_model.c).
+/* Unit tests of the capture-state model (detect/capture_model.c).
  * The central test replays the measured ground-truth table
  * (shared/ground-truth/capture-semantics.md) against the model's rule. */
 #include <check.h>

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capguard/driver_log.h"
+#include "capguard/driver_log_parse.h"
 
 static bool parse(const char *m, int *code, char *call, size_t cap) {
   return cg_driver_log_parse(m, strlen(m), code, call, cap);

@@ -1,4 +1,4 @@
-/* The priming file (core/prime_file.c, core/prime_format.c) against what
+/* The priming file (detect/prime_file.c, detect/prime_format.c) against what
  * production does to it: concurrent appenders, torn writes, corruption of any
  * byte, newer versions, foreign owners, symlinks, a size cap. */
 #include <check.h>
@@ -1053,7 +1053,7 @@ END_TEST
 /* ---- configuration ---- */
 
 START_TEST(default_path_from_environment) {
-  /* core/ reads no environment: the shim (config.c) and the CLI pass
+  /* detect/ reads no environment: the shim (config.c) and the CLI pass
    * CAPGUARD_PRIME, XDG_CACHE_HOME and HOME in. */
   char buf[256];
   ck_assert_int_eq(cg_prime_default_path(NULL, NULL, "/home/u", buf, sizeof buf), 0);

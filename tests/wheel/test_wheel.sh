@@ -4,7 +4,7 @@
 #      (Debian's python3-mesonpy; tools/install-deps.sh installs it);
 #   2. checked: tag, contents, GLIBC_2.34 at most, glibc's libraries only (check_wheel.sh);
 #   3. installed in a fresh venv with pip install --no-index; its size and the
-#      install's time are printed (README, "Install" quotes them);
+#      install's time are printed (docs/building.md, "The wheel", quotes them);
 #   4. the CLI tests run against the installed `capguard` (a venv's console
 #      script) and its own shim, over the build tree's fake driver; the run,
 #      doctor and shim-lookup tests again through `python -m capguard`.

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "findings.h"
 #include "log_pool.h"
 #include "report_offender.h"
 

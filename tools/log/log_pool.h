@@ -10,7 +10,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "log_reader.h"
+/* An interned list of strings (an event's kernel names); shared by every event
+ * that loaded the same kernels. */
+typedef struct {
+  const char **v;
+  size_t n;
+} cgl_strs;
 
 struct cgl_pool *cgl_pool_new(void);
 void cgl_pool_free(struct cgl_pool *p);

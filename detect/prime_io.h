@@ -1,4 +1,4 @@
-/* Internal to core/: opening, locking and mapping the priming file safely.
+/* Internal to detect/: opening, locking and mapping the priming file safely.
  * Shared by prime_file.c (load, rewrite, verify) and prime_append.c. */
 #ifndef CAPGUARD_PRIME_IO_H
 #define CAPGUARD_PRIME_IO_H

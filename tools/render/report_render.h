@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "process_command.h"
 #include "report_analysis.h"
 
 void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal);
@@ -25,6 +26,4 @@ void cgr_print_verdict_counts(FILE *out, const cgr_analysis *a, const char *lead
 
 /* "pid 1001" or "pid 1001 (run2.jsonl)" when several logs were read. */
 void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap);
-/* A process's command line, argv[0] without its directory, cut with "..." to fit. */
-void cgr_process_command(const cgl_process *pr, char *buf, size_t cap);
 #endif

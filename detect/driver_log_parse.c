@@ -1,5 +1,5 @@
-/* capguard/driver_log.h: the driver's log lines, read. */
-#include "capguard/driver_log.h"
+/* capguard/driver_log_parse.h: the driver's log lines, read. */
+#include "capguard/driver_log_parse.h"
 
 #include <string.h>
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "capguard/log_schema.h"
+#include "finding_types.h"
 #include "log_reader.h"
 
 struct cgr_analysis;
@@ -27,28 +28,6 @@ enum {
   CGF_SAID = 1u << 7,   /* run's summary, each on its own line after the broken captures */
   CGF_ESCAPES = 1u << 8, /* the text report's "Escaped captures" section, its closing note */
 };
-
-/* One command to paste: "lead: text". sep joins it to what came before on one
- * line (cgf_line); note follows it (words, never part of the command). */
-typedef struct {
-  const char *sep, *lead, *note;
-  char *text;
-} cgf_command;
-
-typedef struct {
-  const char *key;   /* the row's stable name ("warm-up"), JSON's "finding" */
-  char *sentence;
-  cgf_command commands[3];
-  size_t n_commands;
-  bool fails;        /* learn/check: the verdict is a failure (exit status 1) */
-  bool lists_loads;  /* check: the loads that reached the driver follow the sentence */
-  size_t emphasis;   /* a terminal shows this many leading bytes of the sentence in bold */
-} cgf_finding;
-
-typedef struct {
-  cgf_finding *v;
-  size_t n;
-} cgf_list;
 
 /* What prime learn / prime check saw in their run. */
 typedef struct {

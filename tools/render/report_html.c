@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "findings.h"
 #include "report_offender.h"
 #include "report_render.h"
 #include "rerun_command.h"

@@ -1,4 +1,4 @@
-/* Internal to core/: the priming file's byte format (docs/priming-format.md),
+/* Internal to detect/: the priming file's byte format (docs/priming-format.md),
  * with no file I/O. prime_file.c adds paths, locking and safety on top. */
 #ifndef CAPGUARD_PRIME_FORMAT_H
 #define CAPGUARD_PRIME_FORMAT_H

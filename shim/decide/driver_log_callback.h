@@ -4,8 +4,8 @@
  * the thread that made it, with that call on the stack. capguard registers
  * one callback of its own, at the first driver use (driver.c); the program's
  * own callbacks are the driver's business and keep receiving everything. */
-#ifndef CAPGUARD_DRIVER_LOG_H
-#define CAPGUARD_DRIVER_LOG_H
+#ifndef CAPGUARD_DRIVER_LOG_CALLBACK_H
+#define CAPGUARD_DRIVER_LOG_CALLBACK_H
 
 #include <cuda.h>
 #include <stddef.h>

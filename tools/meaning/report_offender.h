@@ -13,6 +13,9 @@
 
 #include "log_reader.h"
 
+/* An event that counts against the workload: everything but loads served from the priming pool. */
+bool cgr_offending(const cgl_event *e);
+
 /* The plain phrase for a capture whose offender is not known. */
 #define CGR_UNWATCHED "broken by a call capguard does not watch"
 #define CGR_NOT_SAID "the log does not say which call broke it (an older capguard wrote it)"

@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "findings.h"
 #include "report_offender.h"
 #include "report_render.h"
 
@@ -11,18 +12,6 @@ void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap
   } else {
     snprintf(buf, cap, "pid %lld", p->pid);
   }
-}
-
-void cgr_process_command(const cgl_process *pr, char *cmd, size_t cap) {
-  size_t used = 0;
-  cmd[0] = '\0';
-  for (size_t i = 0; i < pr->argc && used < cap - 1; i++) {
-    const char *w = pr->argv[i], *slash = i == 0 ? strrchr(w, '/') : NULL;
-    int n = snprintf(cmd + used, cap - used, "%s%s", i ? " " : "", slash ? slash + 1 : w);
-    used = n < 0 ? used : used + (size_t)n;
-  }
-  if (used >= cap - 1 && cap > 4)
-    memcpy(cmd + cap - 4, "...", 4);
 }
 
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
@@ -275,13 +264,9 @@ static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
     fprintf(out, "  %5zu  %-14s %-22s %s\n", n, cg_event_kind_name(e->kind), e->call ? e->call : "?",
             e->site && e->site[0] ? e->site : "(unknown site)");
   }
-  /* what each kind means to do: the findings table's */
-  cgf_facts facts = {.a = a};
-  cgf_list l = {0};
-  cgf_collect(&facts, CGF_ESCAPES, false, &l);
-  for (size_t i = 0; i < l.n; i++)
-    fprintf(out, "  %s%s%s\n", pal.dim, l.v[i].sentence, pal.reset);
-  cgf_list_free(&l);
+  /* what each kind means to do: the findings table's, collected by the analysis */
+  for (size_t i = 0; i < a->escapes_note.n; i++)
+    fprintf(out, "  %s%s%s\n", pal.dim, a->escapes_note.v[i].sentence, pal.reset);
 }
 
 void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {

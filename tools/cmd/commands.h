@@ -5,7 +5,7 @@
 int cg_cmd_run(int argc, char **argv);
 int cg_cmd_report(int argc, char **argv);
 int cg_cmd_doctor(int argc, char **argv);
-/* tools/cmd_prime.c (written separately) */
+/* tools/cmd/cmd_prime.c (written separately) */
 int cg_cmd_prime(int argc, char **argv);
 
 #endif

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_analysis.h"
+#include "analysis_types.h"
 #include "report_offender.h"
-#include "report_render.h"
+#include "process_command.h"
 #include "rerun_command.h"
 
 static void *xrealloc(void *p, size_t n) {

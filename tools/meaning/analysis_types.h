@@ -1,13 +1,14 @@
-/* What a person needs from a log: the captures that broke and the first call
- * that broke each, the offending kernels and call sites (deduplicated, with
- * counts), and the advice that follows. Shared by the text, JSON and HTML
- * renderings and by run's closing summary. */
-#ifndef CAPGUARD_REPORT_ANALYSIS_H
-#define CAPGUARD_REPORT_ANALYSIS_H
+/* What the analysis of a log holds (report_analysis.c fills it): its own
+ * header, so that the findings table reads it while the analysis calls the
+ * table, and neither's header includes the other's. */
+#ifndef CAPGUARD_ANALYSIS_TYPES_H
+#define CAPGUARD_ANALYSIS_TYPES_H
 
-#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
 
-#include "findings.h"
+#include "capguard/log_schema.h"
+#include "finding_types.h"
 #include "log_reader.h"
 
 typedef struct {
@@ -75,21 +76,7 @@ typedef struct cgr_analysis {
   size_t n_runs, shown_run;
   const cgl_log *all;  /* the whole log the runs are of */
   cgf_list advice;     /* what to do: the findings (findings.h) that hold for the report */
+  cgf_list escapes_note; /* the text report's closing note on escaped calls (CGF_ESCAPES) */
 } cgr_analysis;
-
-/* An event that counts against the workload: everything but loads served from the priming pool. */
-bool cgr_offending(const cgl_event *e);
-
-void cgr_analyse(const cgl_log *log, cgr_analysis *a);
-/* Count every run of all (grouped by cgl_group_runs) into a->runs; shown is the
- * run a was analysed on, SIZE_MAX for all. */
-void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a);
-
-/* Why a breaking call broke its capture, in words, e.g. "the driver (CUDA 12.2)
- * refused it: drivers before 12.3 refuse module loads during capture". */
-void cgr_why(const cgl_event *e, char *buf, size_t cap);
-/* Up to max kernel names of an event, comma-separated ("" when none); ", ..." when cut. */
-void cgr_kernel_list(const cgl_event *e, size_t max, char *buf, size_t cap);
-void cgr_free(cgr_analysis *a);
 
 #endif

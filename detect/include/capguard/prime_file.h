@@ -82,7 +82,7 @@ void cg_prime_appender_free(cg_prime_appender *a);
 /* The priming file's path: prime ($CAPGUARD_PRIME), else
  * xdg_cache_home/capguard/prime.cgp (only when absolute, as the XDG spec
  * says), else home/.cache/capguard/prime.cgp. Each may be NULL. The caller
- * reads the environment (the shim in config.c, the CLI with getenv): core/
+ * reads the environment (the shim in config.c, the CLI with getenv): detect/
  * reads none. Returns 0, -1 if no home is known or buf is too small. */
 int cg_prime_default_path(const char *prime, const char *xdg_cache_home, const char *home,
                           char *buf, size_t cap);

@@ -73,3 +73,5 @@ void cgr_offender_phrase(const cgl_log *log, size_t capture, long first_event, c
   snprintf(buf, cap, "first offender %s%s%s (%s: %s, thread %lld)", *f.call ? f.call : "(unknown call)",
            *at ? " at " : "", at, verdict ? verdict : "unknown", result, f.tid);
 }
+
+bool cgr_offending(const cgl_event *e) { return e->verdict != CG_VERDICT_SERVED; }

@@ -1,7 +1,7 @@
 /* The log's field names (docs/log-format.md), spelt once: the writer
- * (core/event_format.c) and the readers (tools/log_reader.c, tools/log_site.c)
+ * (detect/event_format.c) and the readers (tools/log/log_reader.c, tools/log/log_site.c)
  * both name a field through these, as does the report's JSON
- * (tools/report_json.c) for a fact it passes on under the log's name;
+ * (tools/render/report_json.c) for a fact it passes on under the log's name;
  * tests/cli/check_log_keys.py checks that none of them spells one out and
  * that each is documented. A new field is a line
  * here. Pure data, safe in the shim. */

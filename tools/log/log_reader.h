@@ -20,15 +20,9 @@
 #include <stdio.h>
 
 #include "capguard/log_schema.h"
+#include "log_pool.h" /* cgl_strs */
 
 #define CGL_VERSION 1 /* newest log version understood */
-
-/* An interned list of strings (an event's kernel names); shared by every event
- * that loaded the same kernels. */
-typedef struct {
-  const char **v;
-  size_t n;
-} cgl_strs;
 
 typedef struct {
   size_t file;          /* index into cgl_log.files */

@@ -1,5 +1,6 @@
 #include "report_analysis.h"
 
+#include "findings.h"
 #include "report_offender.h"
 
 #include <stdlib.h>
@@ -15,7 +16,6 @@ static void *xrealloc(void *p, size_t n) {
   return q;
 }
 
-bool cgr_offending(const cgl_event *e) { return e->verdict != CG_VERDICT_SERVED; }
 
 static const cgl_log *sort_log;
 static int cmp_broken(const void *pa, const void *pb) {
@@ -261,6 +261,7 @@ void cgr_analyse(const cgl_log *log, cgr_analysis *a) {
   /* what it means: the table of findings, every row that holds */
   cgf_facts facts = {.a = a, .mode = CG_RUN_MODE_COUNT};
   cgf_collect(&facts, CGF_REPORT, false, &a->advice);
+  cgf_collect(&facts, CGF_ESCAPES, false, &a->escapes_note);
 }
 
 void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
@@ -303,5 +304,6 @@ void cgr_free(cgr_analysis *a) {
   free(a->sites);
   free(a->procs);
   cgf_list_free(&a->advice);
+  cgf_list_free(&a->escapes_note);
   memset(a, 0, sizeof *a);
 }

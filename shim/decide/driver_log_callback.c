@@ -1,16 +1,16 @@
-/* The driver's log callback (driver_log.h): a refusal the driver logs
+/* The driver's log callback (driver_log_callback.h): a refusal the driver logs
  * names its call as the first offender of the captures it broke, when that
  * call is one capguard does not wrap (a wrapped call names itself, with its
  * verdict and handle, in breakers.c and guard.c). The stacks are taken here,
  * on the offending thread, while the call is on the stack; they are
  * symbolized only when the capture's record is written (dladdr takes the
  * loader's lock, which a thread waiting for the driver may hold). */
-#include "driver_log.h"
+#include "driver_log_callback.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "capguard/driver_log.h"
+#include "capguard/driver_log_parse.h"
 #include "live_captures.h"
 #include "entry_points.h"
 #include "names.h"
