@@ -620,22 +620,22 @@ size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap)
     put_jstr_cut(&o, r->run, strlen(r->run), false);
   }
   cg_out_str(&o, ",\"" CG_KEY_ARGV "\":[");
-  /* the words, up to CG_RECORD_MAX_ARGV, each ending at its NUL or the end */
+  /* the words, up to CG_RECORD_MAX_ARGV, each ending at its NUL or the end;
+   * when more are left than fit, the last place says so instead */
   size_t at = 0;
-  unsigned w = 0;
-  for (; r->cmdline && at < r->cmdline_len && w < CG_RECORD_MAX_ARGV; w++) {
+  for (unsigned w = 0; r->cmdline && at < r->cmdline_len && w < CG_RECORD_MAX_ARGV; w++) {
     const char *word = r->cmdline + at;
     const char *nul = memchr(word, '\0', r->cmdline_len - at);
     size_t n = nul ? (size_t)(nul - word) : r->cmdline_len - at;
+    bool more_after = nul && (at + n + 1 < r->cmdline_len || r->cmdline_cut);
     if (w) cg_out_char(&o, ',');
+    if (w == CG_RECORD_MAX_ARGV - 1 && more_after) {
+      cg_out_str(&o, "\"" CG_CUT_MARK "more words]\"");
+      break;
+    }
     /* the last word of a command line read only in part is cut too */
     put_jstr_cut(&o, word, n, !nul && r->cmdline_cut);
     at += n + 1;
-  }
-  /* words left out are said, as one last element */
-  if (r->cmdline && (at < r->cmdline_len || (w == CG_RECORD_MAX_ARGV && r->cmdline_cut))) {
-    if (w) cg_out_char(&o, ',');
-    cg_out_str(&o, "\"" CG_CUT_MARK "more words]\"");
   }
   cg_out_str(&o, "]}\n");
   return cg_out_finish(&o);

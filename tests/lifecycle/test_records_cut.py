@@ -65,7 +65,7 @@ start = [r for r in recs if r["type"] == "start"]
 check(len(start) == 1, "start record written with 2,000 more words")
 if start:
     check(start[0]["argv"][:5] == ["probe"] + probe_args, "the first words are kept")
-    check(start[0]["argv"][-1] == "...[cut: more words]" and len(start[0]["argv"]) == 17,
+    check(start[0]["argv"][-1] == "...[cut: more words]" and len(start[0]["argv"]) == 16,
           f"the words left out are said: {start[0]['argv'][-2:]}")
 
 # A 5,000-byte CAPGUARD_PRIME is too long, not unset.

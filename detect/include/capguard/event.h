@@ -80,7 +80,8 @@ typedef struct {
   bool cmdline_cut;          /* the command line is longer than cmdline_len: read only in part */
 } cg_process_record;
 
-/* Most words of the command line a start or process record keeps. */
+/* Most words of the command line a start or process record keeps; when
+ * there are more, the last of them is "...[cut: more words]". */
 #define CG_RECORD_MAX_ARGV 16
 /* Most bytes of one string field (run, prime, each argv word) a start or
  * process record keeps; a longer one is cut, ending in CG_CUT_MARK and how
