@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int fc_initialized;
 static struct fc_ctx *primary_ctx;
@@ -129,9 +130,18 @@ FC_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attr
   FC_END(rc);
 }
 
+/* Destroyed contexts, whose handles the next creates are handed again, the most
+ * recent first, as the real driver reuses a destroyed context's address; kept here
+ * rather than left to malloc, whose reuse a sanitizer's quarantine would delay. */
+#define FC_RECYCLED_CTX 64
+static struct fc_ctx *recycled[FC_RECYCLED_CTX];
+static int n_recycled;
+
 static struct fc_ctx *ctx_new(int primary)
 {
-  struct fc_ctx *c = calloc(1, sizeof(*c));
+  struct fc_ctx *c = !primary && n_recycled > 0 ? recycled[--n_recycled] : calloc(1, sizeof(*c));
+  if (c != NULL)
+    memset(c, 0, sizeof(*c));
   if (c == NULL)
     return NULL;
   c->primary = primary;
@@ -282,7 +292,10 @@ static CUresult ctx_destroy(CUcontext ctx)
    * allocator hands the same address to a later context (a recycled handle). */
   fc_modules_die_with((struct fc_ctx *)h);
   fc_unregister(h);
-  free(h);
+  if (n_recycled < FC_RECYCLED_CTX)
+    recycled[n_recycled++] = (struct fc_ctx *)h;
+  else
+    free(h);
   return CUDA_SUCCESS;
 }
 
