@@ -585,6 +585,26 @@ size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
     put_kv_u64(&o, CG_KEY_PRIMED_SKIPPED_ARCH, s->primed_skipped_arch);
     put_kv_u64(&o, CG_KEY_SKIPPED_SM, s->skipped_sm);
   }
+  put_kv_u64(&o, CG_KEY_CAPTURES_TIMED, s->captures_timed);
+  put_kv_u64(&o, CG_KEY_CAPTURE_NS, s->capture_ns);
+  if (s->first_capture_ns) put_kv_u64(&o, CG_KEY_FIRST_CAPTURE_NS, s->first_capture_ns);
+  if (s->first_replay_ns) put_kv_u64(&o, CG_KEY_FIRST_REPLAY_NS, s->first_replay_ns);
+  if (s->n_slowest) {
+    cg_out_str(&o, ",\"" CG_KEY_SLOWEST "\":[");
+    for (size_t i = 0; i < s->n_slowest && i < CG_SLOWEST_CAPTURES; i++) {
+      cg_out_str(&o, i ? ",{" : "{");
+      cg_out_str(&o, "\"" CG_KEY_ID "\":");
+      cg_out_u64(&o, s->slowest[i].id);
+      put_kv_u64(&o, CG_KEY_NS, s->slowest[i].ns);
+      put_kv_str(&o, CG_KEY_BEGAN, s->slowest[i].began ? s->slowest[i].began : "");
+      cg_out_char(&o, '}');
+    }
+    cg_out_char(&o, ']');
+  }
+  if (s->rank_known) {
+    put_kv_u64(&o, CG_KEY_RANK, s->rank);
+    if (s->world_size) put_kv_u64(&o, CG_KEY_WORLD_SIZE, s->world_size);
+  }
   put_kv_str(&o, CG_KEY_LOG, s->log_path ? s->log_path : "");
   if (s->log_incomplete) {
     put_key(&o, CG_KEY_LOG_INCOMPLETE);
@@ -715,8 +735,3 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
   return cg_out_finish(&o);
 }
 
-size_t cg_json_escape(const char *s, char *buf, size_t cap) {
-  cg_out o = cg_out_init(buf, cap);
-  put_escaped(&o, s);
-  return cg_out_finish(&o);
-}

@@ -493,20 +493,3 @@ void cg_hash_format(cg_hash128 h, char out[33]) {
   out[32] = '\0';
 }
 
-int cg_hash_parse(const char *s, cg_hash128 *out) {
-  if (!s || !out) return -1;
-  uint64_t v[2] = {0, 0};
-  for (int i = 0; i < 32; i++) {
-    char c = s[i];
-    unsigned d;
-    if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
-    else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
-    else return -1; /* also stops at an early NUL */
-    v[i / 16] = v[i / 16] << 4 | d;
-  }
-  if (s[32] != '\0') return -1;
-  out->hi = v[0];
-  out->lo = v[1];
-  return 0;
-}

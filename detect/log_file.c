@@ -2,7 +2,7 @@
  * (capguard/log_file.h). Written after prime_io.c's prime_open_checked: a log
  * is not code the driver runs, but a path that follows a planted link lets
  * anyone who can write the directory make capguard append to a file of their
- * choosing (issue 15: a victim file grew from 12 to 4,104 bytes). */
+ * choosing (an attack of docs/reliability.md: a victim file grew from 12 to 4,104 bytes). */
 #include "capguard/log_file.h"
 
 #include <errno.h>

@@ -14,7 +14,7 @@
 
 CG_TABLE(cg_record_types, CG_RECORD_TYPES, CG_RECORD_TYPE_COUNT)
 CG_TABLE(cg_event_kinds, CG_EVENT_KINDS, CG_EV_KIND_COUNT)
-#define CG_VERDICT_WORD(id, word, flags, what, said, routine, colour) CG_WORD_ROW(id, word, flags, what)
+#define CG_VERDICT_WORD(id, word, flags, what, said, routine) CG_WORD_ROW(id, word, flags, what)
 CG_TABLE(cg_verdicts, CG_VERDICTS_WORDS, CG_VERDICT_COUNT)
 CG_TABLE(cg_run_modes, CG_RUN_MODES, CG_RUN_MODE_COUNT)
 CG_TABLE(cg_capture_modes, CG_CAPTURE_MODES, CG_CAPTURE_MODE_COUNT)
@@ -71,17 +71,14 @@ bool cg_run_mode_parse(const char *s, cg_run_mode *out) {
 bool cg_verdict_breaks(cg_verdict v) { return cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS); }
 
 typedef struct {
-  const char *said, *routine, *colour;
+  const char *said, *routine;
 } verdict_columns;
-#define CG_VERDICT_COLUMNS(id, word, flags, what, said, routine, colour) [id] = {said, routine, colour},
+#define CG_VERDICT_COLUMNS(id, word, flags, what, said, routine) [id] = {said, routine},
 static const verdict_columns verdict_cols[CG_VERDICT_COUNT] = {CG_VERDICTS(CG_VERDICT_COLUMNS)};
 
 const char *cg_verdict_said(cg_verdict v) { return (unsigned)v < CG_VERDICT_COUNT ? verdict_cols[v].said : NULL; }
 const char *cg_verdict_routine_line(cg_verdict v) {
   return (unsigned)v < CG_VERDICT_COUNT ? verdict_cols[v].routine : NULL;
-}
-const char *cg_verdict_colour(cg_verdict v) {
-  return (unsigned)v < CG_VERDICT_COUNT ? verdict_cols[v].colour : "#888";
 }
 
 bool cg_capture_status_broken(cg_capture_status s) {

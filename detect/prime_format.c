@@ -574,11 +574,6 @@ const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i) {
   return s && i < s->n ? &s->recs[i] : NULL;
 }
 
-const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, size_t size) {
-  if (!s || !bytes || size == 0) return NULL;
-  return cg_prime_find_hashed(s, cg_hash_bytes(bytes, size), bytes, size);
-}
-
 const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 h, const void *bytes,
                                             size_t size) {
   if (!s || !bytes || size == 0) return NULL;

@@ -241,7 +241,7 @@ int prime_refuse_header(const uint8_t *buf, size_t len, const char *path, cg_pri
 }
 
 /* Through cg_write_whole: a record crossing the file-size limit fails with
- * EFBIG and never raises SIGXFSZ in the host (issue 15); the appender then
+ * EFBIG and never raises SIGXFSZ in the host; the appender then
  * cuts the part written, so no damaged record stays behind. */
 int prime_write_at(int fd, const uint8_t *p, size_t n, uint64_t off) {
   int err = cg_write_whole(fd, p, n, (int64_t)off, NULL);

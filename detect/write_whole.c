@@ -3,7 +3,7 @@
  *
  * A write at or past RLIMIT_FSIZE makes the kernel send SIGXFSZ to the
  * calling thread (send_sig to current: thread-directed) and fail with EFBIG;
- * the default action kills the process (issue 15: exit 153 under ulimit -f 8,
+ * the default action kills the process (an attack of docs/reliability.md: exit 153 under ulimit -f 8,
  * in a program that exits 0 without capguard). Checking getrlimit and the
  * file's size first cannot be made right: another process (or thread) may
  * append to the same log between the check and the write, and another

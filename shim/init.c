@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "break_rules.h"
 #include "live_captures.h"
 #include "config.h"
 #include "driver.h"
@@ -29,10 +30,10 @@ static void atfork_child(void) {
   cg_captures_atfork_child();
   cg_captures_watched_atfork_child();
   cg_guard_atfork_child();
-  cg_warn_after_fork_child();
-  cg_output_after_fork_child();
-  cg_priming_after_fork_child();
-  cg_policy_after_fork_child();
+  cg_warn_atfork_child();
+  cg_output_atfork_child();
+  cg_priming_atfork_child();
+  cg_policy_atfork_child();
   cg_python_site_atfork_child();
   cg_native_site_atfork_child();
   cg_native_where_atfork_child();

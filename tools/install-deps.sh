@@ -6,11 +6,12 @@
 # python3-mesonpy, python3-venv: the wheel (`pip wheel --no-build-isolation .`,
 # offline) and the venv CI installs it in; libdw-dev, libjansson-dev and
 # liblzma-dev, libbz2-dev, zlib1g-dev hold the static libraries the wheel's
-# command is linked with.
+# command is linked with. prometheus (promtool) and prometheus-node-exporter:
+# the metrics files are checked with the real parts (test_cli_metrics_exporter.sh).
 set -euo pipefail
 packages=(meson ninja-build pkg-config gcc g++ libdw-dev clang libclang-rt-14-dev check uthash-dev libxxhash-dev
           libjansson-dev binutils python3 python3-mesonpy python3-venv python3-pip
-          liblzma-dev libbz2-dev zlib1g-dev)
+          liblzma-dev libbz2-dev zlib1g-dev prometheus prometheus-node-exporter)
 [ "${1:-}" = "--with-chromium" ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do

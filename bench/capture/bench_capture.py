@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What a capture's begin and end cost under capguard in a Python process,
-over the fake driver (issue 16). Goal: at most 3 us more per begin+end than
+over the fake driver. Goal: at most 3 us more per begin+end than
 the driver's own, in guard mode with no log.
 
 The process looks like a serving engine's: CPython with many shared
@@ -119,6 +119,7 @@ VARIANTS = {
     "driver": {},
     "guard": {"CAPGUARD_MODE": "guard"},
     "guard+log": {"CAPGUARD_MODE": "guard", "CAPGUARD_LOG": "{tmp}/log.jsonl"},
+    "guard+metrics": {"CAPGUARD_MODE": "guard", "CAPGUARD_METRICS": "{tmp}"},
     "report": {"CAPGUARD_MODE": "report"},
     "off": {"CAPGUARD_MODE": "off"},
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""What an empty torch.cuda.graph capture costs under capguard on a real GPU
-(issue 16). Goal: at most 1.05x the capture's time without capguard, in guard
+"""What an empty torch.cuda.graph capture costs under capguard on a real GPU.
+Goal: at most 1.05x the capture's time without capguard, in guard
 mode with no log.
 
 Each variant runs in its own process; the variants alternate, ROUNDS

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A primed multi-size Triton start-up (tests/gpu/triton_startup.py: ten
 sizes captured, kernels compiled and loaded during capture) with and without
-capguard, by wall time, in alternating runs (issue 16). Goal: within noise of
+capguard, by wall time, in alternating runs. Goal: within noise of
 the run without capguard.
 
 First one run without capguard (fills Triton's cache, so no run after it

@@ -79,6 +79,9 @@ static void load_bool(const char *var, bool *out, bool dflt) {
   }
 }
 
+/* getenv as cg_rank_from_env takes it. */
+static const char *env(const char *name) { return getenv(name); }
+
 void cg_config_load(void) {
   const char *s;
   n_notes = 0;
@@ -86,7 +89,7 @@ void cg_config_load(void) {
   cg_cfg.mode = CG_RUN_GUARD;
   if ((s = getenv("CAPGUARD_MODE")) && *s && !cg_run_mode_parse(s, &cg_cfg.mode)) {
     /* A typo ("gaurd") keeps the default: falling back to report would turn
-     * protection off, silently, run after run (issue 15). */
+     * protection off, silently, run after run. */
     note("CAPGUARD_MODE=%s is not a mode (guard, report, off); using guard, the default", s);
     cg_cfg.mode = CG_RUN_GUARD;
   }
@@ -126,5 +129,8 @@ void cg_config_load(void) {
   load_bool("CAPGUARD_SUMMARY", &cg_cfg.summary, true);
   s = getenv("CAPGUARD_RUN");
   cg_cfg.run_id = (s && *s) ? s : NULL;
+  s = getenv("CAPGUARD_METRICS");
+  cg_cfg.metrics_dir = (s && *s) ? s : NULL;
+  cg_cfg.rank = cg_rank_from_env(env);
   say_notes();
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "capguard/log_schema.h" /* cg_run_mode: guard, report, off, and their names */
+#include "capguard/rank.h"
 
 typedef struct {
   cg_run_mode mode;
@@ -23,6 +24,8 @@ typedef struct {
   bool quiet;                /* CAPGUARD_QUIET=1: no stderr reports, log only */
   bool summary;              /* CAPGUARD_SUMMARY (default 1): the exit line on stderr */
   const char *run_id;        /* CAPGUARD_RUN: capguard run's id for its processes, NULL when unset */
+  const char *metrics_dir;   /* CAPGUARD_METRICS: the metrics file's directory, NULL when unset */
+  cg_rank_info rank;         /* the launcher's rank variables (RANK, SLURM_PROCID...) */
 } cg_config;
 
 extern cg_config cg_cfg;

@@ -47,4 +47,4 @@ void cg_warn_oom(const char *what) {
             what);
 }
 
-void cg_warn_after_fork_child(void) { __atomic_store_n(&oom_said, 0, __ATOMIC_RELAXED); }
+void cg_warn_atfork_child(void) { __atomic_store_n(&oom_said, 0, __ATOMIC_RELAXED); }

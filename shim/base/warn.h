@@ -12,7 +12,7 @@ void cg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * the driver as if capguard were not there; said once per process. */
 void cg_warn_oom(const char *what);
 /* After fork: the child has said nothing yet. */
-void cg_warn_after_fork_child(void);
+void cg_warn_atfork_child(void);
 /* write(2) until all of buf is written or it fails: 0, or the errno of the
  * write that failed (ENOSPC for a write of 0 bytes); *written (if given)
  * says how much left. */

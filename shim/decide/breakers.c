@@ -119,7 +119,7 @@ static CUresult decide(const cg_call *c, const cg_hit *hit, cg_verdict *v, int *
      * prohibits (a global-mode watchdog between a capture's begin and the
      * event's record into it): the driver would answer 900 and break the
      * capture. Asked in relaxed mode, it answers the truth and breaks
-     * nothing (capture-semantics.md, first matrix, "+swap" columns). A
+     * nothing (driver-semantics.md, first matrix, "+swap" columns). A
      * record of the event into a capture cannot overtake the question
      * (query_fence.h). */
     r = cg_policy_call_relaxed(c->invoke, c->args);

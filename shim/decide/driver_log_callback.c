@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "capguard/driver_log_parse.h"
+#include "break_rules.h"
 #include "live_captures.h"
 #include "entry_points.h"
 #include "names.h"

@@ -10,6 +10,7 @@
 #include "captures_exit.h"
 #include "config.h"
 #include "driver.h"
+#include "fleet_metrics.h"
 #include "output.h"
 #include "policy.h"
 #include "priming.h"
@@ -28,7 +29,7 @@
 static __thread bool begin_nonblocking __attribute__((tls_model("initial-exec")));
 
 static bool stream_nonblocking(CUstream s, bool ptsz) {
-  if ((cg_stream_key(s, ptsz) & 3) == 3 || !cg_drv.StreamGetCaptureInfo || !cg_drv.StreamGetFlags)
+  if (cg_stream_key_per_thread(cg_stream_key(s, ptsz)) || !cg_drv.StreamGetCaptureInfo || !cg_drv.StreamGetFlags)
     return false;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   cuuint64_t id = 0;
@@ -54,6 +55,8 @@ void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_ca
    * call of capguard's waits for. */
   uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_begun_driver_id(s, ptsz) : 0;
   cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph, begin_nonblocking);
+  if (r == CUDA_SUCCESS)
+    cg_capture_time_begun();
 }
 
 void cg_capture_end_enter(CUstream s, bool ptsz) { cg_captures_end_enter(cg_stream_key(s, ptsz)); }
@@ -73,7 +76,7 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
   cg_begin_site *site = closed->user;
   cg_break *broke = closed->broken_by;
   /* Symbolized only for a record that is written: dladdr scans a library's
-   * whole symbol table (350 us for torch's, issue 16). */
+   * whole symbol table (350 us for torch's). */
   if (cg_output_wants_capture(cg_capture_status_broken(closed->status))) {
     char began[512], where[512];
     cg_begin_site_text(site, began, sizeof began);
@@ -87,7 +90,8 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     rec.repeats = closed->repeats;
     cg_output_capture(&rec);
   }
-  free(site);
+  if (!cg_capture_time_ended(closed, site)) /* the slowest keep where they began */
+    free(site);
   free(broke);
   cg_policy_run_deferred();
   cg_priming_refresh_served(false);
@@ -138,6 +142,7 @@ CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph)
   else
     free(end_cause);
   capture_over(&closed, true, r);
+  cg_fleet_after_capture(closed.end_ns);
   return r;
 }
 
@@ -289,6 +294,7 @@ static bool forked_child;
 void cg_guard_atfork_child(void) {
   forked_child = true;
   cg_report_atfork_child();
+  cg_fleet_atfork_child();
 }
 
 /* Whether a summary has anything to say: a forked child that never captured,
@@ -315,6 +321,10 @@ void cg_guard_exit(void) {
   cg_priming_refresh_served(true);
   cg_priming_summary(&sum);
   cg_policy_at_exit();
-  if (worth_saying(&sum))
+  char began[CG_SLOWEST_CAPTURES][CG_BEGAN_TEXT];
+  cg_fleet_summary(&sum, cg_output_wants_capture(false) ? began : NULL); /* symbolized for a log only */
+  if (worth_saying(&sum)) {
     cg_output_summary(&sum);
+    cg_fleet_metrics_at_exit(&sum);
+  }
 }

@@ -3,7 +3,7 @@
  * The priming file keeps the most one process needed, so the next run
  * preloads that many (and reloads a served copy the program unloaded,
  * priming.c), not one per load: 2,000 captures that each load and unload
- * one image need one copy, not 2,000 (issue 15, item 10). */
+ * one image need one copy, not 2,000 (docs/reliability.md, attack 10). */
 #ifndef CAPGUARD_LOAD_TALLY_H
 #define CAPGUARD_LOAD_TALLY_H
 

@@ -11,7 +11,7 @@
 #include "priming.h"
 
 /* Drivers before CUDA 12.3 refuse module loads while a capture prohibits the
- * thread (capture-semantics.md, "Across driver generations"). */
+ * thread (docs/driver-semantics.md, "Assumed, not measured here"). */
 #define FIRST_DRIVER_ALLOWING_LOADS 12030
 
 static bool driver_refuses_loads(void) {
@@ -188,7 +188,7 @@ void cg_policy_at_exit(void) {
             n);
 }
 
-void cg_policy_after_fork_child(void) {
+void cg_policy_atfork_child(void) {
   pthread_mutex_init(&pending_lock, NULL);
   pending = NULL; /* the parent's modules are not the child's to unload */
   pending_count = 0;

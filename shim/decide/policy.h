@@ -35,6 +35,6 @@ void cg_policy_run_deferred(void);
 /* At exit: queued calls are dropped, not run; the driver may already have
  * torn down their context, and process exit frees them anyway. */
 void cg_policy_at_exit(void);
-void cg_policy_after_fork_child(void);
+void cg_policy_atfork_child(void);
 
 #endif

@@ -58,7 +58,7 @@ static bool set_tried;
 /* Set when the file was refused whole or an append failed: the reason was
  * said once, and every later append would only fail and say it again. */
 static bool recording_off;
-/* A served image counts as needed (issue 15, item 5: prune dropped every
+/* A served image counts as needed (attack 5 of docs/reliability.md: prune dropped every
  * image the runs were served, and the next run on 12.2 broke): each record
  * served in this process is marked when served (REFRESH_PENDING, a store
  * under prime_lock, nothing more on the capture's path) and its hit written
@@ -500,7 +500,7 @@ void cg_priming_summary(cg_summary *s) {
   pthread_mutex_unlock(&prime_lock);
 }
 
-void cg_priming_after_fork_child(void) {
+void cg_priming_atfork_child(void) {
   pthread_mutex_init(&prime_lock, NULL);
   /* The appender's index describes the same file and stays right, unless a
    * parent thread was inside it at the fork: then it may be half updated,

@@ -49,6 +49,6 @@ void cg_priming_context_gone(CUcontext ctx);
 /* Whether any context has a pool (one atomic load). */
 bool cg_priming_has_pools(void);
 void cg_priming_summary(cg_summary *s);
-void cg_priming_after_fork_child(void);
+void cg_priming_atfork_child(void);
 
 #endif

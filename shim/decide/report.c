@@ -8,6 +8,7 @@
 #include "capguard/image.h" /* cg_hash_bytes */
 #include "config.h"
 #include "driver.h"
+#include "fleet_counts.h"
 #include "output.h"
 #include "seen_set.h"
 #include "warn.h"
@@ -42,6 +43,7 @@ void cg_report(cg_event *e, cg_report_scratch *s) {
   e->n_py = cg_python_stack(s->py, CG_MAX_PY_FRAMES, s->py_buf, sizeof s->py_buf);
   e->py = s->py;
   count(e->kind, e->verdict);
+  cg_fleet_count(e);
   cg_output_event(e);
 }
 

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 /* Driver entry points capguard calls for itself; all of them are allowed
- * during capture (capture-semantics.md): capguard never calls a
+ * during capture (driver-semantics.md): capguard never calls a
  * capture-unsafe function on its own behalf. */
 typedef struct {
   CUresult (*DriverGetVersion)(int *);

@@ -48,7 +48,7 @@
  *                  dev, how (cg_context_end: destroyed, primary reset, or
  *                  primary released, which ends it at the last reference):
  *                  what was preloaded on it dies with it (decide/context_end.c)
- * The breakers' rules are the measured matrices (capture-semantics.md); the
+ * The breakers' rules are the measured matrices (driver-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */
 #ifndef CAPGUARD_ENTRY_POINT_ROWS_H
@@ -224,7 +224,7 @@
   CG_SYNC_COPY_ROWS(X)                                                                                  \
   CG_ASYNC_COPY_ROWS(X)
 
-/* The rest of the copies and memsets (issue 17). Synchronous ones use the
+/* The rest of the copies and memsets. Synchronous ones use the
  * legacy stream: 906 while a blocking stream of the context captures, run
  * outside the graph while only non-blocking ones do. The `_ptds` variants
  * (per-thread default stream) are not rows: that stream is not the legacy

@@ -1,6 +1,6 @@
 /* Which captures a call breaks, and marking them broken with their first
  * offender: the rules of the calls that break captures on every driver
- * (live_captures.h, cg_rule), and the events recorded into captures that the
+ * (break_rules.h, cg_rule), and the events recorded into captures that the
  * 907 rule needs. Part of the capture bookkeeping (live_captures.c holds the
  * model and its lock). */
 #include <sched.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "break_rules.h"
 #include "live_captures.h"
 #include "model_lock.h"
 #include "capguard/clock.h"
@@ -15,6 +16,7 @@
 #include "driver.h"
 #include "forks.h"
 #include "query_fence.h"
+#include "tick_slots.h"
 #include "warn.h"
 
 /* The most captures one call is counted against or marks broken: more open
@@ -257,11 +259,9 @@ void cg_captures_judge_gated(cg_rule rule, uint64_t target, bool ptsz, cg_hit *h
  * yet: it is not taken for an unwatched call's, and an end waits for it. */
 static unsigned watched_in_flight, refusals_pending;
 /* The refusals pending, each in a slot holding the earliest tick at which
- * the driver may have made it (1: unknown; 0: free); past the last slot,
- * refusals_pending alone counts it, and an end waits as for an early one. */
-#define PENDING_SLOTS 64
-static uint64_t pending_slots[PENDING_SLOTS];
-static unsigned pending_unslotted;
+ * the driver may have made it (1: unknown; tick_slots.h); past the last
+ * slot an end waits as for an early one. */
+static cg_tick_slots pending;
 static __thread int pending_slot __attribute__((tls_model("initial-exec"))); /* slot + 1; 0: none */
 static __thread unsigned watched_depth __attribute__((tls_model("initial-exec")));
 static __thread uint64_t watched_tick0 __attribute__((tls_model("initial-exec")));
@@ -284,10 +284,7 @@ void cg_captures_watched_leave(void) {
   __atomic_sub_fetch(&watched_in_flight, 1, __ATOMIC_SEQ_CST);
   if (watched_depth && !--watched_depth) {
     if (refusal_counted) {
-      if (pending_slot)
-        __atomic_store_n(&pending_slots[pending_slot - 1], 0, __ATOMIC_SEQ_CST);
-      else
-        __atomic_sub_fetch(&pending_unslotted, 1, __ATOMIC_SEQ_CST);
+      cg_tick_slots_give(&pending, pending_slot);
       pending_slot = 0;
       __atomic_sub_fetch(&refusals_pending, 1, __ATOMIC_SEQ_CST);
     }
@@ -301,41 +298,17 @@ static void count_refusal(void) {
     return;
   refusal_counted = true;
   uint64_t since = refusal_tick ? refusal_tick : watched_tick0 ? watched_tick0 : 1;
-  pending_slot = 0;
-  for (int i = 0; i < PENDING_SLOTS; i++) {
-    uint64_t free_ = 0;
-    if (!__atomic_load_n(&pending_slots[i], __ATOMIC_RELAXED) &&
-        __atomic_compare_exchange_n(&pending_slots[i], &free_, since, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-      pending_slot = i + 1;
-      break;
-    }
-  }
-  if (!pending_slot)
-    __atomic_add_fetch(&pending_unslotted, 1, __ATOMIC_SEQ_CST);
+  pending_slot = cg_tick_slots_take(&pending, since);
   __atomic_add_fetch(&refusals_pending, 1, __ATOMIC_SEQ_CST);
 }
 
 /* Whether a refusal the driver may have made before tick is pending. */
-static bool pending_before(uint64_t tick) {
-  if (__atomic_load_n(&pending_unslotted, __ATOMIC_SEQ_CST))
-    return true;
-  for (int i = 0; i < PENDING_SLOTS; i++) {
-    uint64_t t = __atomic_load_n(&pending_slots[i], __ATOMIC_SEQ_CST);
-    if (t && t < tick)
-      return true;
-  }
-  return false;
-}
+static bool pending_before(uint64_t tick) { return cg_tick_slots_before(&pending, tick); }
 void cg_captures_watched_atfork_child(void) {
   /* The other threads' calls never leave; this thread's, if it forked
    * inside one (it cannot: no fork is made there), would leave as usual. */
-  memset(pending_slots, 0, sizeof pending_slots);
-  pending_unslotted = 0;
+  cg_tick_slots_reset(&pending, refusal_counted, pending_slot, 1);
   refusals_pending = refusal_counted ? 1 : 0;
-  if (refusal_counted && pending_slot)
-    pending_slots[pending_slot - 1] = 1;
-  else if (refusal_counted)
-    pending_unslotted = 1;
   watched_in_flight = watched_depth;
 }
 void cg_captures_refusal_returned(void) {
@@ -485,7 +458,7 @@ void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, 
        * refusal breaks every capture its rule names). Its begin raced the
        * call: the driver says whether it is still active. Its end raced the
        * call: it may have been over. */
-      int met = begun && open_after ? MET_SURELY : open_after && (c->stream & 3) != 3 ? MET_ASK : MET_MAYBE;
+      int met = begun && open_after ? MET_SURELY : open_after && !cg_stream_key_per_thread(c->stream) ? MET_ASK : MET_MAYBE;
       refs[n++] = (ref){c->stream, c->id, c->driver_id, met};
     }
   }
@@ -630,7 +603,7 @@ void cg_captures_check_driver_state_gated(const cg_capture *c) {
    * only its own thread can name to the driver. The capture must still be
    * open in the model: then its stream was not destroyed (a destroy drops
    * it under the streams lock held exclusive). */
-  if (!c->id || c->status != CG_CAPTURE_ACTIVE || (c->stream & 3) == 3 || !still_active(c))
+  if (!c->id || c->status != CG_CAPTURE_ACTIVE || cg_stream_key_per_thread(c->stream) || !still_active(c))
     return;
   CUstreamCaptureStatus st;
   uint64_t id;
@@ -678,7 +651,7 @@ void cg_captures_break_logged(int code, const cg_break *b) {
 }
 
 void cg_captures_check_driver_state(const cg_capture *c) {
-  if (!c->id || c->status != CG_CAPTURE_ACTIVE || (c->stream & 3) == 3)
+  if (!c->id || c->status != CG_CAPTURE_ACTIVE || cg_stream_key_per_thread(c->stream))
     return;
   cg_streams_ask_lock();
   cg_captures_check_driver_state_gated(c);

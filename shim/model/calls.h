@@ -11,6 +11,7 @@
 
 #include "capguard/log_schema.h"
 #include "entry_points.h"
+#include "break_rules.h"
 #include "live_captures.h"
 
 /* What guard mode may do instead of letting the driver break the capture

@@ -1,4 +1,4 @@
-/* Captures still open when the process exits (issue 15, item 7): each gets
+/* Captures still open when the process exits (docs/reliability.md, attack 7): each gets
  * its capture record, status active or invalidated, with no end, so that
  * the log, the run summary and capguard report show them as open at exit. */
 #ifndef CAPGUARD_CAPTURES_EXIT_H

@@ -10,7 +10,7 @@
 
 #define FORKS 256
 
-/* A first offender made here (cg_break_of is capture_hits.c's, which calls
+/* A first offender made here (cg_break_of is break_rules.c's, which calls
  * in here: no call loops between files). */
 static cg_break offender(const char *call, cg_event_kind kind, CUresult r, const cg_begin_site *site) {
   cg_break b = {.who = {.call = call, .kind = kind, .verdict = CG_VERDICT_BROKE, .result = (int)r,

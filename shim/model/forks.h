@@ -1,5 +1,5 @@
 /* Streams forked into a capture (a stream outside every capture waits on an
- * event recorded in one: capture-semantics.md, third matrix) and whether
+ * event recorded in one: driver-semantics.md, third matrix) and whether
  * they were joined back, so that an end the driver refuses with 904 names
  * the fork never joined: its stream, and the call and site that forked it.
  * And the end refused with 908: the thread that ended it. */

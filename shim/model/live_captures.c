@@ -15,6 +15,7 @@
 #include "driver.h"
 #include "output.h"
 #include "query_fence.h"
+#include "tick_slots.h"
 #include "python_site.h"
 #include "stack.h"
 #include "warn.h"
@@ -26,13 +27,11 @@ static uint64_t ticks;
 uint64_t cg_captures_tick(void) { return __atomic_add_fetch(&ticks, 1, __ATOMIC_SEQ_CST); }
 
 /* Begins between their driver call and the model's update, each in a slot
- * holding the tick taken before its driver call (0: free); past the last
- * slot, counted in begins_unslotted. A begin publishes its slot before the
- * driver sees it, so a refusal that waits for the slots ticked before it
- * returned waits for every begin the driver may have made before it. */
-#define BEGIN_SLOTS 64
-static uint64_t begin_slots[BEGIN_SLOTS];
-static unsigned begins_unslotted;
+ * holding the tick taken before its driver call (tick_slots.h). A begin
+ * publishes its slot before the driver sees it, so a refusal that waits for
+ * the slots ticked before it returned waits for every begin the driver may
+ * have made before it. */
+static cg_tick_slots begins;
 static __thread int begin_slot __attribute__((tls_model("initial-exec")));  /* slot + 1; 0: unslotted */
 static __thread uint64_t begin_tick0 __attribute__((tls_model("initial-exec")));
 /* What cg_captures_begun_driver_id learnt (break_rules.c), for capture_begun. */
@@ -172,30 +171,10 @@ void cg_captures_begin_enter(void) {
   cg_query_fence_wait(true);
   pthread_rwlock_rdlock(&gate);
   begin_tick0 = cg_captures_tick();
-  begin_slot = 0;
-  for (int i = 0; i < BEGIN_SLOTS; i++) {
-    uint64_t free_ = 0;
-    if (!__atomic_load_n(&begin_slots[i], __ATOMIC_RELAXED) &&
-        __atomic_compare_exchange_n(&begin_slots[i], &free_, begin_tick0, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_RELAXED)) {
-      begin_slot = i + 1;
-      break;
-    }
-  }
-  if (!begin_slot)
-    __atomic_add_fetch(&begins_unslotted, 1, __ATOMIC_SEQ_CST);
+  begin_slot = cg_tick_slots_take(&begins, begin_tick0);
 }
 
-static bool begins_before(uint64_t tick) {
-  if (__atomic_load_n(&begins_unslotted, __ATOMIC_SEQ_CST))
-    return true;
-  for (int i = 0; i < BEGIN_SLOTS; i++) {
-    uint64_t t = __atomic_load_n(&begin_slots[i], __ATOMIC_SEQ_CST);
-    if (t && t < tick)
-      return true;
-  }
-  return false;
-}
+static bool begins_before(uint64_t tick) { return cg_tick_slots_before(&begins, tick); }
 
 void cg_captures_await_begins_before(uint64_t tick) {
   uint64_t start = cg_monotonic_ns();
@@ -254,10 +233,7 @@ void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint
   else
     free(site);
   begin_returned_tick = begin_active_tick = begin_invalid_tick = 0;
-  if (begin_slot)
-    __atomic_store_n(&begin_slots[begin_slot - 1], 0, __ATOMIC_SEQ_CST);
-  else
-    __atomic_sub_fetch(&begins_unslotted, 1, __ATOMIC_SEQ_CST);
+  cg_tick_slots_give(&begins, begin_slot);
   __atomic_sub_fetch(&cg_activity.n.begins_in_flight, 1, __ATOMIC_ACQ_REL);
   pthread_rwlock_unlock(&gate);
 }
@@ -421,8 +397,7 @@ void cg_captures_atfork_child(void) {
   model = cg_model_new();
   __atomic_store_n(&cg_activity.n.open, 0, __ATOMIC_RELEASE);
   captures_broken = 0;
-  memset(begin_slots, 0, sizeof begin_slots);
-  begins_unslotted = 0;
+  cg_tick_slots_reset(&begins, false, 0, 0);
   begin_slot = 0;
   self_tid = 0;
   self_pid = 0;

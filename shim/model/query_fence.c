@@ -113,8 +113,8 @@ static bool others_hold_slots(int f) {
 void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   /* membarrier interrupts every CPU running one of this process's threads:
-   * on the H100's host a torch process's capture paid for it in each begin
-   * (issue 16). A process whose only querying thread is the capturing one
+   * on the H100's host a torch process's capture paid for it in each begin.
+   * A process whose only querying thread is the capturing one
    * (torch's caching allocator on the main thread) never needs it. */
   if (asymmetric && others_hold_slots(f)) {
     if (!membarrier_ok || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {

@@ -1,4 +1,4 @@
-/* The fence between event queries and captures (issue 15, item 1). In guard
+/* The fence between event queries and captures (docs/reliability.md, attack 1). In guard
  * mode no query of an event in an open capture may reach the driver (it
  * answers 907 and breaks the capture, whatever the thread or mode), however
  * the query interleaves with the capture's begin and the event's record.

@@ -368,7 +368,7 @@ static size_t fmt_summary_json(const void *obj, char *b, size_t c) { return cg_s
 void cg_output_summary(cg_summary *s) {
   pay_identity();
   s->log_path = log_fd >= 0 ? log_path : NULL;
-  char buf[2048];
+  char buf[4096]; /* the slowest captures' sites: up to 3 x 512 */
   size_t n;
   uint64_t lost = __atomic_load_n(&lines_lost, __ATOMIC_RELAXED);
   if (cg_cfg.summary) {
@@ -415,7 +415,7 @@ void cg_output_summary(cg_summary *s) {
     free(line);
 }
 
-void cg_output_after_fork_child(void) {
+void cg_output_atfork_child(void) {
   pthread_mutex_init(&out_lock, NULL);
   cg_seen_clear(&seen);
   repeats_hidden = 0;

@@ -24,6 +24,6 @@ bool cg_output_wants_capture(bool broken);
 /* The summary line on stderr and the "summary" record in the log. */
 void cg_output_summary(cg_summary *s);
 /* After fork: the child starts with nothing counted and nothing held. */
-void cg_output_after_fork_child(void);
+void cg_output_atfork_child(void);
 
 #endif

@@ -167,7 +167,7 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
 /* An event destroyed while something captures is forgotten by the model once
  * the driver destroyed it (before, a query of the still captured event would
  * reach the driver): the driver may hand its handle out again, for an event
- * that is the driver's to answer (issue 15, item 2). With nothing capturing
+ * that is the driver's to answer (docs/reliability.md, attack 2). With nothing capturing
  * the model tracks no event: a tail call. */
 #define CG_WRAP_EVENT_DESTROY(cname, sname, ep, params, event)                                       \
   static __attribute__((noinline)) CUresult cname##_slow(CUresult (*real)(CG_PARAMS(params)),          \

@@ -1,6 +1,6 @@
 /* The wrappers of the STREAM_WORK family (entry_point_rows.h): launches,
  * copies and memsets that may go to the legacy stream, waits on events, and
- * graph launches (capture-semantics.md, third matrix). Launches are the
+ * graph launches (driver-semantics.md, third matrix). Launches are the
  * hottest calls a program makes: with nothing capturing, in off mode, or on
  * a stream the row's rule cannot touch (a launch on any stream but the
  * legacy one), the wrapper is the load of the driver's pointer, one atomic
@@ -9,6 +9,7 @@
  * between) is not reported here: on drivers 12.9 and later the driver's log
  * names it (driver_log_callback.c). breakers.c decides the rest. */
 #include "breakers.h"
+#include "fleet_metrics.h"
 
 #include "copy_v1.h"
 #include "wrapper.h"
@@ -22,6 +23,10 @@ static inline bool is_legacy(CUstream s, bool ptsz) { return (s == NULL && !ptsz
 /* Whether the call can meet its rule at all: legacy-stream rows only on the
  * legacy stream; waits and graph launches whenever something captures. */
 #define CG_MAY_HIT(rule, stream, ptsz) ((rule) != CG_RULE_LEGACY || is_legacy((stream), (ptsz)))
+
+/* Graph launches also leave the fast path while cg_launch_watch is set: the
+ * first replay after a capture began, a metrics file left due (fleet_metrics.h). */
+#define CG_WATCHES_LAUNCH(kind) ((kind) == CG_EV_GRAPH_LAUNCH)
 
 #define CG_WRAP_STREAM_WORK(cname, sname, ep_, params, kind_, rule_, stream_, ptsz_, aux_)                 \
   typedef struct {                                                                                  \
@@ -43,11 +48,13 @@ static inline bool is_legacy(CUstream s, bool ptsz) { return (s == NULL && !ptsz
   CUresult cname##_other(CG_PARAMS(params)) __asm__(sname "_cg_other") __attribute__((noinline, used)); \
   CUresult cname##_other(CG_PARAMS(params)) {                                 \
     CG_REAL_OR_RETURN(ep_, params, real);                                     \
+    if (CG_WATCHES_LAUNCH(kind_) && __atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED)) \
+      cg_fleet_graph_launch();                                                \
     if (cg_nothing_captures() || off() || !CG_MAY_HIT((rule_), (stream_), (ptsz_))) \
       return real(CG_ARGS(params));                                           \
     return cname##_slow(CG_ARGS(params));                                     \
   }                                                                           \
-  CG_STREAM_WORK_FAST(cname, sname, ep_, params)
+  CG_STREAM_WORK_FAST(cname, sname, ep_, params, CG_WATCHES_LAUNCH(kind_))
 
 /* The fast path: the driver's pointer and the capture activity loaded, and
  * one jump, to the driver or to everything else (cname##_other). On x86-64
@@ -56,7 +63,7 @@ static inline bool is_legacy(CUstream s, bool ptsz) { return (s == NULL && !ptsz
  * launches' budget (1 ns) has no room for. The stack and registers reach the
  * driver exactly as the caller left them. Elsewhere, the same in C. */
 #if defined(__x86_64__)
-#define CG_STREAM_WORK_FAST(cname, sname, ep_, params)                                        \
+#define CG_STREAM_WORK_FAST(cname, sname, ep_, params, watch_)                               \
   static __attribute__((used)) void cname##_fast_holder(void) {                              \
     __asm__ volatile(".globl " sname "\n\t.type " sname ", @function\n" sname ":\n\t"           \
                      ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64: an indirect call's target */ \
@@ -66,16 +73,22 @@ static inline bool is_legacy(CUstream s, bool ptsz) { return (s == NULL && !ptsz
                      "movq cg_activity(%%rip), %%r10\n\t"                                     \
                      "testq %%r10, %%r10\n\t"                                                 \
                      "jnz 1f\n\t"                                                             \
+                     ".if %c1\n\t" /* graph launches: cg_launch_watch too */                   \
+                     "cmpl $0, cg_launch_watch(%%rip)\n\t"                                    \
+                     "jnz 1f\n\t"                                                             \
+                     ".endif\n\t"                                                             \
                      "jmp *%%rax\n"                                                            \
                      "1:\tjmp " sname "_cg_other\n\t"                                          \
-                     ".size " sname ", .-" sname "\n" ::"i"((ep_) * sizeof(void *)));          \
+                     ".size " sname ", .-" sname "\n" ::"i"((ep_) * sizeof(void *)),          \
+                     "i"((int)(watch_)));                                                     \
   }
 #else
-#define CG_STREAM_WORK_FAST(cname, sname, ep_, params)                                        \
+#define CG_STREAM_WORK_FAST(cname, sname, ep_, params, watch_)                               \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                    \
     CUresult (*real)(CG_PARAMS(params)) =                                                    \
         (CUresult(*)(CG_PARAMS(params)))__atomic_load_n(&cg_ep_real[ep_], __ATOMIC_ACQUIRE); \
-    if (__builtin_expect(real != NULL, 1) && __builtin_expect(cg_nothing_captures(), 1))     \
+    if (__builtin_expect(real != NULL, 1) && __builtin_expect(cg_nothing_captures(), 1) &&   \
+        !((watch_) && __atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED)))                  \
       return real(CG_ARGS(params));                                                          \
     return cname##_other(CG_ARGS(params));                                                   \
   }

@@ -1,7 +1,7 @@
 /* The Python line a capture began at (or a call was made at), kept by the
  * thread's frame fingerprint: reading the frames through the interpreter's
  * dump costs a memfd and a write per word (35 us for a shallow stack, 300 us
- * for one 60 frames deep, measured under torch; issue 16), and a serving
+ * for one 60 frames deep, measured under torch), and a serving
  * engine begins its captures from the same few lines. The fingerprint
  * (cg_python_fingerprint) reads the frames in place; the dump runs once per
  * distinct stack, and when the fingerprint cannot be had. */

@@ -38,7 +38,7 @@ size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t c
 #define CG_WHERE_FRAMES 16 /* longer lists are symbolized, never kept */
 void cg_native_where_atfork_child(void);
 
-/* ---- cheap enough for every capture begin (issue 16) */
+/* ---- cheap enough for every capture begin */
 
 /* Where the caller of a wrapper is, natively: frames innermost first,
  * starting at the wrapper's return address ra (its caller), up to and

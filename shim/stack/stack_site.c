@@ -2,7 +2,7 @@
  *
  * A full unwind (glibc's backtrace through libgcc) costs about a microsecond
  * a frame, more through big C++ libraries: 4 to 7 us for a capture begun by
- * torch (issue 16). The report only needs the first frame outside capguard,
+ * torch. The report only needs the first frame outside capguard,
  * libcuda and libcudart (cg_native_where_frames), so:
  *
  * - the wrapper's own return address comes free. When it lies outside the

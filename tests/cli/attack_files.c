@@ -1,11 +1,11 @@
-/* Attacks of issue 15 on what capguard writes and counts, over the fake
+/* Attacks (docs/reliability.md) on what capguard writes and counts, over the fake
  * driver (found as libcuda.so.1 through LD_LIBRARY_PATH):
  *   attack_files load-unload N
  *       N captures, one after another, each loading the same PTX image and
- *       unloading it inside the capture (item 10: at most 1 copy alive);
+ *       unloading it inside the capture (attack 10: at most 1 copy alive);
  *   attack_files open-at-exit N
  *       begins N captures (relaxed mode, N streams), launches nothing more
- *       and exits 0 without ending them (item 7);
+ *       and exits 0 without ending them (attack 7);
  *   attack_files open-broken 1
  *       begins a global capture, loads an image in it (a driver before 12.3
  *       refuses it and so breaks the capture) and exits 0 with it open;
@@ -15,7 +15,7 @@
  *       that SIGXFSZ is still the host's own (default action, not blocked,
  *       not pending), says "host: SIGXFSZ as it was", and writes 64 KiB to
  *       FILE itself: under a file-size limit the host's own write must still
- *       raise SIGXFSZ (item 6).
+ *       raise SIGXFSZ (attack 6).
  * Exit: 0, 1 when a driver call failed (named on stderr), 2 usage. */
 #include <cuda.h>
 

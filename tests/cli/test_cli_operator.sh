@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The command as an operator meets it (issue 18), over the real shim and the
+# The command as an operator meets it, over the real shim and the
 # fake driver (CUDA 12.2 unless said): verdicts on stderr, the inner summary
 # never contradicting them; commands that paste and run (the full path when
 # capguard is not on PATH, the log always, the %p pattern read back, one

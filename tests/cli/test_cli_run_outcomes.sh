@@ -100,7 +100,7 @@ if mount -t tmpfs -o size=64k tmpfs "$WORK/small" 2>/dev/null; then
   head -c 60000 /dev/zero >"$WORK/small/filler" 2>/dev/null
   head -c 100000 /dev/zero >>"$WORK/small/filler" 2>/dev/null
   "$CAPGUARD" run --log "$WORK/small/full.jsonl" --prime "$WORK/fs.cgp" -- "${engine[@]}" >/dev/null 2>"$WORK/fs.err"
-  # whole lines on a full disk too (issue 15, item 6): the part of a line the
+  # whole lines on a full disk too (docs/reliability.md, attack 6): the part of a line the
   # disk had no room for is taken back
   python3 - "$WORK/small/full.jsonl" <<'PY' && pass || fail "a full disk left a torn line in the log"
 import json, sys

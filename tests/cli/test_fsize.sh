@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, item 6: under a file-size limit (ulimit -f 8, SIGXFSZ at its
+# Attack 6 of docs/reliability.md: under a file-size limit (ulimit -f 8, SIGXFSZ at its
 # default action, which kills), capguard's own writes (priming records, log
 # lines) never raise SIGXFSZ in the host and never change its disposition:
 # attack_files loads 10 images of 1.5 KB in a capture (each recorded, each

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, items 9 and 11: a log or mode that cannot be used is never a
+# Attacks 9 and 11 of docs/reliability.md: a log or mode that cannot be used is never a
 # silent loss, and the log is opened under the priming file's rules.
 #   - capguard run refuses an unusable --log or CAPGUARD_LOG (a missing
 #     directory, a directory, a symbolic link) and an unknown CAPGUARD_MODE

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, item 7: a process that exits with captures open writes a capture
+# Attack 7 of docs/reliability.md: a process that exits with captures open writes a capture
 # record for each (status active, or invalidated with its first offender),
 # its summary counts them, and capguard run's summary and capguard report
 # show them as open at exit.

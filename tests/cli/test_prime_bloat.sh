@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, item 10: a load count in the priming file is the most copies
+# Attack 10 of docs/reliability.md: a load count in the priming file is the most copies
 # alive at once during capture, not the number of loads. 2,000 captures that
 # each load one image and unload it (the unload deferred to the capture's
 # end) make the file ask for 1 copy; the next run on 12.2 preloads 1 copy

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, item 5: a served image counts as needed. Over the real shim and
+# Attack 5 of docs/reliability.md: a served image counts as needed. Over the real shim and
 # the fake driver, with startup_like (4 images, 5 loads during capture):
 #   learn on 13.0; age every record to 40 days; a run on 12.2 is served from
 #   the file; prune --older-than 30 then keeps every image (the served run
@@ -50,7 +50,7 @@ if grep -E '^cu(ModuleLoad|LibraryLoad)[A-Za-z]* .* capturing=[1-9]' "$WORK/trac
   fail "a load reached the driver during capture"
 else pass; fi
 
-# --- without the refresh, the same prune drops them all (what the issue saw):
+# --- without the refresh, the same prune drops them all (what the attack saw):
 # an aged file nobody was served from
 FAKECUDA_DRIVER_VERSION=13000 "$CAPGUARD" prime learn --prime "$WORK/unused.cgp" -- "$STARTUP_LIKE" >/dev/null 2>&1
 P=$WORK/unused.cgp

@@ -2,11 +2,11 @@
  * cuMemsetD8 (fake_memory.c): every synchronous
  * cuMemcpy* and cuMemset* (v2, and the 32-bit v1 forms libcuda still exports), the
  * array copies (with a minimal cuArrayCreate), and the asynchronous ones (+ `_ptsz`).
- * Ground truth (third matrix, capture-semantics.md, measured for cuMemcpyHtoD and
+ * Ground truth (third matrix, driver-semantics.md, measured for cuMemcpyHtoD and
  * cuMemsetD8): a synchronous copy or memset is work on the legacy stream, refused with
  * 906 and every blocking capture of the context invalidated, in every mode and from
  * every thread; while only non-blocking streams capture it runs at once, outside the
- * graph. Measured since for cuMemsetD8Async and cuMemcpyPeer too (README); chosen by
+ * graph. Measured since for cuMemsetD8Async and cuMemcpyPeer too (driver-semantics.md); chosen by
  * the fake as the same rule: the other copies and memsets, synchronous, and
  * asynchronous on the legacy stream. An
  * asynchronous one on a capturing stream is captured (a memcpy or memset node, run at
@@ -25,8 +25,7 @@ struct fc_array {
   size_t row_bytes, height;
 };
 
-static size_t format_bytes(CUarray_format f)
-{
+static size_t format_bytes(CUarray_format f) {
   switch (f) {
   case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
   case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
@@ -35,8 +34,7 @@ static size_t format_bytes(CUarray_format f)
   }
 }
 
-FC_EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d)
-{
+FC_EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d) {
   FC_BEGIN;
   CUresult rc = fc_need_ctx();
   size_t elem = d != NULL ? format_bytes(d->Format) * d->NumChannels : 0;
@@ -62,8 +60,7 @@ FC_EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_D
   FC_END(rc);
 }
 
-FC_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray hArray)
-{
+FC_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray hArray) {
   FC_BEGIN;
   CUresult rc = fc_need_ctx();
   struct fc_array *a = rc == CUDA_SUCCESS ? (struct fc_array *)fc_lookup(hArray, FC_ARRAY) : NULL;
@@ -78,8 +75,7 @@ FC_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray hArray)
 }
 
 /* n bytes of array a from byte offset off, or NULL. */
-static unsigned char *array_span(CUarray h, size_t off, size_t n)
-{
+static unsigned char *array_span(CUarray h, size_t off, size_t n) {
   struct fc_array *a = (struct fc_array *)fc_lookup(h, FC_ARRAY);
   size_t size = a != NULL ? a->row_bytes * a->height : 0;
   return a != NULL && off <= size && n <= size - off ? a->buf + off : NULL;
@@ -104,14 +100,12 @@ struct work {
   size_t width, height, depth;
 };
 
-static void fill(unsigned char *p, unsigned value, unsigned elem, size_t count)
-{
+static void fill(unsigned char *p, unsigned value, unsigned elem, size_t count) {
   for (size_t i = 0; i < count; i++)
     memcpy(p + i * elem, &value, elem);   /* little-endian: the low elem bytes */
 }
 
-static void perform(const struct work *w)
-{
+static void perform(const struct work *w) {
   if (w->memset) {
     for (size_t r = 0; r < w->h; r++)
       fill(w->dst + r * w->pitch, w->value, w->elem, w->w);
@@ -127,8 +121,7 @@ static void perform(const struct work *w)
 }
 
 /* A synchronous one: the legacy stream's rule, then done at once. */
-static CUresult sync_work(CUresult valid, const struct work *w)
-{
+static CUresult sync_work(CUresult valid, const struct work *w) {
   CUresult rc = fc_need_ctx();
   if (rc == CUDA_SUCCESS)
     rc = valid;
@@ -141,8 +134,7 @@ static CUresult sync_work(CUresult valid, const struct work *w)
 
 /* An asynchronous one on hs: the legacy stream's rule there; a node of a capture on a
  * capturing stream; else done at once. */
-static CUresult async_work(CUresult valid, const struct work *w, CUstream hs, int ptsz)
-{
+static CUresult async_work(CUresult valid, const struct work *w, CUstream hs, int ptsz) {
   struct fc_stream *st;
   CUresult rc = fc_stream_in_ctx(hs, ptsz, &st);
   if (rc != CUDA_SUCCESS)
@@ -164,8 +156,7 @@ static unsigned char *dev(CUdeviceptr d, size_t n) { return fc_mem_span(d, n); }
 
 /* A linear copy; NULL dst or src (an address outside every allocation, an unknown
  * array) makes it invalid. */
-static CUresult linear(struct work *w, void *dst, const void *src, size_t n)
-{
+static CUresult linear(struct work *w, void *dst, const void *src, size_t n) {
   memset(w, 0, sizeof(*w));
   w->node = CU_GRAPH_NODE_TYPE_MEMCPY;
   w->dst = dst;
@@ -176,8 +167,7 @@ static CUresult linear(struct work *w, void *dst, const void *src, size_t n)
 
 /* A memset of h rows of count elements of elem bytes, pitch bytes apart. */
 static CUresult set(struct work *w, CUdeviceptr d, size_t pitch, unsigned value, unsigned elem,
-                    size_t count, size_t h)
-{
+                    size_t count, size_t h) {
   memset(w, 0, sizeof(*w));
   w->memset = 1;
   w->node = CU_GRAPH_NODE_TYPE_MEMSET;
@@ -196,8 +186,7 @@ static CUresult set(struct work *w, CUdeviceptr d, size_t pitch, unsigned value,
 
 /* A side of a 2D/3D copy, by its memory type. */
 static CUresult nd_side(struct side *s, CUmemorytype type, const void *host, CUdeviceptr device,
-                        CUarray array, size_t pitch, size_t height)
-{
+                        CUarray array, size_t pitch, size_t height) {
   switch (type) {
   case CU_MEMORYTYPE_HOST: s->base = (unsigned char *)(uintptr_t)host; break;
   case CU_MEMORYTYPE_DEVICE: s->base = dev(device, 1); break;
@@ -238,32 +227,27 @@ static CUresult nd_side(struct side *s, CUmemorytype type, const void *host, CUd
     (w)->d.x = (p)->dstXInBytes, (w)->d.y = (p)->dstY, (w)->d.z = (d_z);                            \
   } while (0)
 
-static CUresult copy2d(struct work *w, const CUDA_MEMCPY2D *p)
-{
+static CUresult copy2d(struct work *w, const CUDA_MEMCPY2D *p) {
   CUresult rc_;
   FC_ND_SIDES(w, p, 1, 0, 0, 0, 0);
   return rc_;
 }
-static CUresult copy2d_v1(struct work *w, const CUDA_MEMCPY2D_v1 *p)
-{
+static CUresult copy2d_v1(struct work *w, const CUDA_MEMCPY2D_v1 *p) {
   CUresult rc_;
   FC_ND_SIDES(w, p, 1, 0, 0, 0, 0);
   return rc_;
 }
-static CUresult copy3d(struct work *w, const CUDA_MEMCPY3D *p)
-{
+static CUresult copy3d(struct work *w, const CUDA_MEMCPY3D *p) {
   CUresult rc_;
   FC_ND_SIDES(w, p, p->Depth ? p->Depth : 1, p->srcZ, p->dstZ, p->srcHeight, p->dstHeight);
   return rc_;
 }
-static CUresult copy3d_v1(struct work *w, const CUDA_MEMCPY3D_v1 *p)
-{
+static CUresult copy3d_v1(struct work *w, const CUDA_MEMCPY3D_v1 *p) {
   CUresult rc_;
   FC_ND_SIDES(w, p, p->Depth ? p->Depth : 1, p->srcZ, p->dstZ, p->srcHeight, p->dstHeight);
   return rc_;
 }
-static CUresult copy3d_peer(struct work *w, const CUDA_MEMCPY3D_PEER *p)
-{
+static CUresult copy3d_peer(struct work *w, const CUDA_MEMCPY3D_PEER *p) {
   CUresult rc_;
   FC_ND_SIDES(w, p, p->Depth ? p->Depth : 1, p->srcZ, p->dstZ, p->srcHeight, p->dstHeight);
   return rc_;

@@ -19,18 +19,16 @@ struct fc_event {
   uint64_t rec_gen;               /* work generation then (joins: fake_fork.c) */
 };
 
-static struct fc_event *event_live(CUevent e)
-{
+static struct fc_event *event_live(CUevent e) {
   return (struct fc_event *)fc_lookup(e, FC_EVENT);
 }
 
 /* Handle reuse: a destroyed event's handle is handed out again by the next
- * cuEventCreate, as drivers recycle their event objects (issue 15, item 2: a
+ * cuEventCreate, as drivers recycle their event objects (attack 2 of docs/reliability.md: a
  * new, never recorded event under the handle of one recorded into a capture). */
 static struct fc_event *recycled;
 
-static struct fc_event *event_new(void)
-{
+static struct fc_event *event_new(void) {
   struct fc_event *ev = recycled;
   if (ev == NULL)
     return calloc(1, sizeof(*ev));
@@ -39,15 +37,13 @@ static struct fc_event *event_new(void)
   return ev;
 }
 
-static void event_recycle(struct fc_event *ev)
-{
+static void event_recycle(struct fc_event *ev) {
   memset(ev, 0, sizeof(*ev));
   *(struct fc_event **)ev = recycled;
   recycled = ev;
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
-{
+FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags) {
   FC_BEGIN;
   CUresult rc = fc_need_ctx();
   unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
@@ -68,8 +64,7 @@ FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
  * cross-stream waits) and, like the real driver, adds a node only when recorded with
  * CU_EVENT_RECORD_EXTERNAL. Either way the event is "last recorded in that capture"
  * until it is recorded again outside it. */
-static CUresult event_record(CUevent e, CUstream hs, int ptsz, unsigned flags)
-{
+static CUresult event_record(CUevent e, CUstream hs, int ptsz, unsigned flags) {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
     return rc;
@@ -92,33 +87,28 @@ static CUresult event_record(CUevent e, CUstream hs, int ptsz, unsigned flags)
   return CUDA_SUCCESS;
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
-{
+FC_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
   FC_BEGIN;
   FC_END(event_record(hEvent, hStream, 0, CU_EVENT_RECORD_DEFAULT));
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
+FC_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
   FC_BEGIN;
   FC_END(event_record(hEvent, hStream, 1, CU_EVENT_RECORD_DEFAULT));
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
+FC_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
   FC_BEGIN;
   FC_END(event_record(hEvent, hStream, 0, flags));
 }
 
 FC_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
-                                                      unsigned int flags)
-{
+                                                      unsigned int flags) {
   FC_BEGIN;
   FC_END(event_record(hEvent, hStream, 1, flags));
 }
 
-static CUresult event_wait(CUevent e)
-{
+static CUresult event_wait(CUevent e) {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
     return rc;
@@ -133,14 +123,12 @@ static CUresult event_wait(CUevent e)
   return fc_refuse_if_prohibited();
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
-{
+FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   FC_BEGIN;
   FC_END(event_wait(hEvent));
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
-{
+FC_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   FC_BEGIN;
   FC_END(event_wait(hEvent));
 }
@@ -151,8 +139,7 @@ FC_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
  * never recorded the wait is a no-op. A stream outside any capture that waits on an event
  * recorded in an active capture is forked into it; a stream of the capture waiting on an
  * event recorded on a forked stream after its last work joins that work back. */
-static CUresult stream_wait_event(CUstream hs, int ptsz, CUevent e, unsigned flags)
-{
+static CUresult stream_wait_event(CUstream hs, int ptsz, CUevent e, unsigned flags) {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
     return rc;
@@ -191,21 +178,18 @@ static CUresult stream_wait_event(CUstream hs, int ptsz, CUevent e, unsigned fla
   return CUDA_SUCCESS;
 }
 
-FC_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
+FC_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
   FC_BEGIN;
   FC_END(stream_wait_event(hStream, 0, hEvent, Flags));
 }
 
-FC_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
+FC_EXPORT CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
   FC_BEGIN;
   FC_END(stream_wait_event(hStream, 1, hEvent, Flags));
 }
 
 /* Allowed mid-capture (second matrix), also for an event recorded in the capture. */
-static CUresult event_destroy(CUevent e)
-{
+static CUresult event_destroy(CUevent e) {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
     return rc;
@@ -217,14 +201,12 @@ static CUresult event_destroy(CUevent e)
   return CUDA_SUCCESS;
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
-{
+FC_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
   FC_BEGIN;
   FC_END(event_destroy(hEvent));
 }
 
-FC_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent)
-{
+FC_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   FC_BEGIN;
   FC_END(event_destroy(hEvent));
 }

@@ -1,7 +1,7 @@
 /* fakecuda: shared state of the stand-in libcuda.so.1 (internal to tests/fakecuda).
  *
  * The fake is an independent model of the driver's stream-capture rules, written from
- * the measured table shared/ground-truth/capture-semantics.md, so that it can
+ * the measured table docs/driver-semantics.md, so that it can
  * cross-check capguard's own model in detect/. It deliberately shares no code
  * with detect/.
  *

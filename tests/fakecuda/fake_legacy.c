@@ -1,6 +1,6 @@
 /* fakecuda: the legacy stream while a capture is open, and the launch and copy entry
  * points of the third matrix.
- * Ground truth (third matrix, capture-semantics.md): work on the legacy stream (a launch
+ * Ground truth (third matrix, driver-semantics.md): work on the legacy stream (a launch
  * on stream 0, a synchronous cuMemcpyHtoD, a synchronous cuMemsetD8) is refused with 906
  * (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) and the capture invalidated whenever a *blocking*
  * stream (created with flags 0) of the context captures, in every mode and from every

@@ -5,8 +5,7 @@
 
 #include <stdlib.h>
 
-FC_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags)
-{
+FC_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   FC_BEGIN;
   CUresult rc = fc_need_ctx();
   if (rc == CUDA_SUCCESS && (phStream == NULL || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0))
@@ -22,8 +21,7 @@ FC_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags
   FC_END(rc);
 }
 
-static CUresult stream_destroy(CUstream hs)
-{
+static CUresult stream_destroy(CUstream hs) {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
     return rc;
@@ -40,22 +38,19 @@ static CUresult stream_destroy(CUstream hs)
   return CUDA_SUCCESS;
 }
 
-FC_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
-{
+FC_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   FC_BEGIN;
   FC_END(stream_destroy(hStream));
 }
 
-FC_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
-{
+FC_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
   FC_BEGIN;
   FC_END(stream_destroy(hStream));
 }
 
 /* Ground truth: syncing or querying the capturing stream itself is refused and breaks
  * its capture in every mode; syncing any other stream follows the prohibition rule. */
-static CUresult stream_wait(CUstream hs, int ptsz)
-{
+static CUresult stream_wait(CUstream hs, int ptsz) {
   struct fc_stream *st;
   CUresult rc = fc_stream_in_ctx(hs, ptsz, &st);
   if (rc != CUDA_SUCCESS)
@@ -70,26 +65,22 @@ static CUresult stream_wait(CUstream hs, int ptsz)
   return fc_refuse_if_prohibited();
 }
 
-FC_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
-{
+FC_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   FC_BEGIN;
   FC_END(stream_wait(hStream, 0));
 }
 
-FC_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream)
-{
+FC_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
   FC_BEGIN;
   FC_END(stream_wait(hStream, 1));
 }
 
-FC_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream)
-{
+FC_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
   FC_BEGIN;
   FC_END(stream_wait(hStream, 0));
 }
 
-FC_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream)
-{
+FC_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream) {
   FC_BEGIN;
   FC_END(stream_wait(hStream, 1));
 }
@@ -97,8 +88,7 @@ FC_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream)
 /* Ground truth (second matrix): allowed on the capturing stream in every mode, where it
  * adds a host node. Outside a capture the function runs at once, in the calling thread,
  * after the fake's lock is released (a host function must not call the driver anyway). */
-static CUresult launch_host_func(CUstream hs, int ptsz, CUhostFn fn, void *data, int *run_now)
-{
+static CUresult launch_host_func(CUstream hs, int ptsz, CUhostFn fn, void *data, int *run_now) {
   *run_now = 0;
   struct fc_stream *st;
   CUresult rc = fc_stream_in_ctx(hs, ptsz, &st);
@@ -108,7 +98,7 @@ static CUresult launch_host_func(CUstream hs, int ptsz, CUhostFn fn, void *data,
     return CUDA_ERROR_INVALID_VALUE;
   /* A host function on the legacy stream is legacy-stream work like a launch
    * there: 906 while a blocking stream captures, run at once while only
-   * non-blocking ones do (measured on the H100, README). capguard does not wrap
+   * non-blocking ones do (measured on the H100: docs/driver-semantics.md). capguard does not wrap
    * it: the route tests' real call that only the driver's log names. */
   if ((rc = fc_legacy_work(st)) != CUDA_SUCCESS)
     return rc;
@@ -127,8 +117,7 @@ static CUresult launch_host_func(CUstream hs, int ptsz, CUhostFn fn, void *data,
   return CUDA_SUCCESS;
 }
 
-FC_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
-{
+FC_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData) {
   FC_BEGIN;
   int run_now;
   CUresult rc = fc_leave(&fc_call_, __func__, launch_host_func(hStream, 0, fn, userData, &run_now));
@@ -137,8 +126,7 @@ FC_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void 
   return rc;
 }
 
-FC_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
-{
+FC_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData) {
   FC_BEGIN;
   int run_now;
   CUresult rc = fc_leave(&fc_call_, __func__, launch_host_func(hStream, 1, fn, userData, &run_now));

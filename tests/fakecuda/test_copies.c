@@ -1,5 +1,5 @@
 /* fakecuda: every copy and memset entry point against the third matrix's legacy-stream
- * rule (capture-semantics.md), cell by cell, in the four columns of test_third.c:
+ * rule (driver-semantics.md), cell by cell, in the four columns of test_third.c:
  * - a synchronous copy or memset (v2 and the 32-bit v1 forms), and an asynchronous one
  *   on the legacy stream (NULL, or CU_STREAM_LEGACY for a _ptsz form): 906 and the
  *   capture invalidated while a blocking stream captures, every mode; run at once,

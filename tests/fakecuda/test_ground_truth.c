@@ -1,5 +1,5 @@
 /* fakecuda: drives the fake through both measured ground-truth tables of
- * /work/shared/ground-truth/capture-semantics.md (the first table, 7 columns, and the
+ * docs/driver-semantics.md (the first table, 7 columns, and the
  * "Second matrix", 4 columns), every row in every column. Each cell: a fresh capture on a
  * non-blocking stream already holding one kernel node (and, for the second matrix's
  * event rows, an event recorded into the capturing stream after it); the row's call made
@@ -236,7 +236,7 @@ static CUresult occupancy(struct cell *c)
 }
 
 /* Expected cells, one letter per column in the order of the table's columns, copied from
- * /work/shared/ground-truth/capture-semantics.md:
+ * docs/driver-semantics.md:
  * 'o' = ok, 'x' = 900 + capture invalidated, 'e' = 907 (CUDA_ERROR_CAPTURED_EVENT) +
  * capture invalidated. A row whose call names several entry points that can each break
  * the capture is split into one row per entry point, each with the table's letters. */
@@ -260,7 +260,7 @@ struct row {
   int event;             /* an event is recorded into the capturing stream before the call */
 };
 
-/* From capture-semantics.md, the first table. */
+/* From driver-semantics.md, the first table. */
 static const struct row rows1[] = {
   { "cuModuleLoadData (cubin)", load_cubin, NULL, "kernels_sm90.cubin", 1, 0 },
   { "cuModuleLoadData (PTX)", load_ptx, NULL, "kernels.ptx", 1, 0 },
@@ -285,7 +285,7 @@ static const struct row rows1[] = {
     harmless, ALL_OK, NULL, 0, 0 },
 };
 
-/* From capture-semantics.md, "Second matrix". */
+/* From driver-semantics.md, "Second matrix". */
 static const struct row rows2[] = {
   { "cuKernelGetFunction (library loaded before capture, kernel never used)",
     kernel_get_function, ALL_OK_2, NULL, 1, 0 },

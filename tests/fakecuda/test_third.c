@@ -1,4 +1,4 @@
-/* fakecuda: the third matrix of /work/shared/ground-truth/capture-semantics.md (the legacy
+/* fakecuda: the third matrix of docs/driver-semantics.md (the legacy
  * stream, forks and joins, waits on events, graph launch into a capture) and the driver's
  * log callback, cell by cell. Each cell: a fresh capture holding one kernel, on a blocking
  * stream (flags 0) or a non-blocking one; the row's call made mid-capture by the capturing

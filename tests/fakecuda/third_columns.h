@@ -1,4 +1,4 @@
-/* The third matrix's four columns (capture-semantics.md): the capturing stream's
+/* The third matrix's four columns (driver-semantics.md): the capturing stream's
  * flags and the capture's mode. Shared by the fake driver's tests of the matrix
  * (test_third.c) and of every copy and memset row (test_copies.c). */
 #ifndef FAKECUDA_THIRD_COLUMNS_H

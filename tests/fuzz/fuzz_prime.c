@@ -1,7 +1,7 @@
 /* libFuzzer target: any bytes as a priming file. Checks the promises of
  * cg_prime_parse_memory (the code cg_prime_load runs): never a crash or an
  * out-of-bounds read (ASan), every record it returns is self-consistent, and
- * cg_prime_find finds each one by its bytes. */
+ * cg_prime_find_hashed finds each one by its bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint32_t nuls = 0;
     for (uint32_t k = 0; k < r->names_len; k++) nuls += r->kernel_names[k] == 0;
     if (nuls != r->n_kernels) abort();
-    const cg_prime_record *f = cg_prime_find(s, r->bytes, r->size);
+    const cg_prime_record *f = cg_prime_find_hashed(s, cg_hash_bytes(r->bytes, r->size), r->bytes, r->size);
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
     if (f == NULL) abort();
 #else

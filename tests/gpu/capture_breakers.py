@@ -1,5 +1,5 @@
 """Real torch programs that break a torch.cuda.graph capture on every driver
-(/work/shared/ground-truth/capture-semantics.md, last paragraph), one scenario
+(docs/driver-semantics.md, "Real programs"), one scenario
 per run:
   cupy_alloc          a CuPy array created inside the capture, on torch's
                       capturing stream (CuPy's default memory pool must grow:

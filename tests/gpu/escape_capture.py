@@ -1,4 +1,4 @@
-"""The third matrix in real programs (capture-semantics.md), one scenario per
+"""The third matrix in real programs (driver-semantics.md), one scenario per
 run, for run_gpu.py --only escapes:
   cupy_escape       a CuPy kernel on CuPy's default stream (the legacy stream)
                     inside torch.cuda.graph (a non-blocking stream captures):
@@ -17,7 +17,7 @@ run, for run_gpu.py --only escapes:
                     (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) from
                     cuStreamWriteValue32_v2" on the calling thread.
   copy_906          a capture on a blocking stream and cuMemsetD8Async on the
-                    legacy stream (a row since issue 17): 906, named by its
+                    legacy stream (a row since the copies and memsets were wrapped): 906, named by its
                     wrapper (legacy-stream). Measured on the H100: 906.
   pageable_htod     inside torch.cuda.graph, cuMemcpyHtoDAsync_v2 from pageable
                     host memory on the capturing stream: captured (third

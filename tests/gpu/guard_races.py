@@ -1,5 +1,5 @@
-"""Guard mode under races and odd ends on a real driver (issue 15, items 1, 2
-and 4), one scenario per run:
+"""Guard mode under races and odd ends on a real driver (attacks 1, 2
+and 4 of docs/reliability.md), one scenario per run:
   watchdog N      a thread started before the captures polls query() on a
                   torch.cuda.Event that each of N torch.cuda.graph captures
                   records (the thread is in the default, global, mode); the

@@ -46,7 +46,7 @@
      pageable host memory inside torch.cuda.graph are said (pageable-copy)
      at their Python lines when captured, named when refused, and what the
      replay copied is printed.
-  9. guard mode under races and odd ends (tests/gpu/guard_races.py, issue 15):
+  9. guard mode under races and odd ends (tests/gpu/guard_races.py):
      a watchdog thread started before the captures polls query() on a
      torch.cuda.Event recorded in each of 200 captures: 0 broken, replay
      right; an event recorded in a capture and destroyed mid-capture, its
@@ -510,7 +510,7 @@ def run_race(r, name, args):
 
 
 def guard_races(r):
-    """Issue 15, items 1, 2 and 4, with real torch and the real driver."""
+    """Attacks 1, 2 and 4 of docs/reliability.md, with real torch and the real driver."""
     w = run_race(r, "race_watchdog", ["watchdog", "200"])
     res = w["res"]
     r.check(w["rc"] == 0 and res.get("captures") == "200" and res.get("broken") == "0",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tensor-parallel capture under capguard (issue 21): torchrun starts one
+"""Tensor-parallel capture under capguard: torchrun starts one
 process per GPU (tests/gpu/tp_capture.py); each rank captures an NCCL
 all_reduce plus a Triton kernel first used in the capture, with
 ProcessGroupNCCL's watchdog running. NVLink multicast stays off.

@@ -1,4 +1,4 @@
-"""One rank of a tensor-parallel step captured in a CUDA graph (issue 21).
+"""One rank of a tensor-parallel step captured in a CUDA graph.
 
 Started by torchrun, one process per GPU (tests/gpu/run_tp.py does that).
 Each rank:

@@ -1,5 +1,5 @@
-"""No function of capguard's own code is longer than 120 lines (issue 20,
-item 5): a function that long does several jobs, and each is easier to read,
+"""No function of capguard's own code is longer than 120 lines: a
+function that long does several jobs, and each is easier to read,
 test and change on its own.
 
 Every .c and .h file under shim/, detect/, tools/, tests/, bench/ and testkit/

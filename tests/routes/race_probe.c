@@ -1,23 +1,23 @@
-/* Races and odd ends for issue 15 (items 1, 2, 3, 4), each a scenario run
+/* Races and odd ends (docs/reliability.md, attacks 1 to 4), each a scenario run
  * under capguard over the fake driver (linked directly: the exported-symbol
  * route). Prints what the program saw as key=value lines; test_races.py
  * checks them, the fake's trace and capguard's log.
  *
  *   watchdog N global|relaxed   a thread polls an event from before the first
  *                               capture; the main thread makes N captures, each
- *                               recording the event into itself (item 1)
+ *                               recording the event into itself (attack 1)
  *   reuse                       an event recorded in a capture is destroyed
  *                               mid-capture; a new event (likely the same
- *                               handle) is queried from another thread (item 2)
+ *                               handle) is queried from another thread (attack 2)
  *   wrongend global|thread-local|relaxed
  *                               another thread ends the main thread's capture,
  *                               which holds a deferred free and a captured
- *                               event; then the main thread ends it (item 4)
- *   nullend                     cuStreamEndCapture(stream, NULL) (item 4)
+ *                               event; then the main thread ends it (attack 4)
+ *   nullend                     cuStreamEndCapture(stream, NULL) (attack 4)
  *   destroy same|other          the capturing stream is destroyed mid-capture
- *                               by the capturing thread or another (item 4)
+ *                               by the capturing thread or another (attack 4)
  *   threadexit                  a thread begins a global capture and exits;
- *                               the main thread allocates, then ends it (item 4)
+ *                               the main thread allocates, then ends it (attack 4)
  *   mixed N IMAGE [MODE [swap]] two threads make N captures each (recording an
  *                               event into each; MODE: global (default),
  *                               thread-local or relaxed), two others call
@@ -25,7 +25,7 @@
  *                               queries and syncs, host allocations, host
  *                               memory registered and unregistered, module
  *                               and library loads and unloads meanwhile
- *                               (item 8);
+ *                               (attack 8);
  *                               swap: the callers switch their own capture mode
  *                               now and then, at random
  */
@@ -163,7 +163,7 @@ static CUresult on_thread(job *j) {
   return j->r;
 }
 
-/* ---- item 2 */
+/* ---- attack 2 */
 static int reuse(void) {
   CUstream s;
   CUevent e1, e2;
@@ -193,7 +193,7 @@ static int reuse(void) {
   return 0;
 }
 
-/* ---- item 4 */
+/* ---- attack 4 */
 
 /* A capture on s holding a deferred free (of *p) and a captured event. */
 static void capture_with_work(CUstream s, CUstreamCaptureMode mode, CUdeviceptr *p, CUevent *e) {
@@ -292,7 +292,7 @@ static int threadexit(void) {
   return 0;
 }
 
-/* ---- item 8 */
+/* ---- attack 8 */
 static int mixed_captures;
 static CUstreamCaptureMode mixed_mode;
 static int mixed_swap;

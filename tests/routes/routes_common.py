@@ -25,7 +25,7 @@ COLUMNS = [
     ("other", "thread-local", False),
     ("other", "global", True),
 ]
-# Columns in which a capture prohibits the calling thread (capture-semantics.md:
+# Columns in which a capture prohibits the calling thread (driver-semantics.md:
 # exactly where cuModuleUnload answers 900+inv).
 PROHIBITED = {("same", "global", False), ("same", "thread-local", False), ("other", "global", False)}
 

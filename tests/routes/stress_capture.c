@@ -1,4 +1,4 @@
-/* Stress for issue 11 (items 3 and 4): many threads capture at once, in
+/* Stress: many threads capture at once, in
  * every capture mode and thread-interaction mode, and load and unload
  * modules inside and outside their captures, so that one thread's global
  * capture begins while another thread's unload (or capguard's deferred

@@ -1,6 +1,6 @@
 """The diagnosis of a broken capture names where it began, the Python line
 and the native caller, for every capture, however the begin site was found
-(issue 16: capguard keeps begin sites by return address, by native path and
+(capguard keeps begin sites by return address, by native path and
 by a fingerprint of the Python frames, and must never name an earlier
 capture's site).
 

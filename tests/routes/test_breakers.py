@@ -1,4 +1,4 @@
-"""The calls that break captures on every driver (capture-semantics.md, both
+"""The calls that break captures on every driver (driver-semantics.md, both
 matrices): allocations, frees, graph-exec destroys, cuCtxSetLimit,
 synchronisation, event queries and waits. Over the fake driver, through every
 route: each is seen and named only where the driver would refuse it; report
@@ -176,7 +176,7 @@ class Guard(unittest.TestCase):
                       "capture ends", g.stderr)
 
     def test_captured_event_query_is_not_ready(self):
-        # ... to any thread but the one that began the capture (issue 15, item 3).
+        # ... to any thread but the one that began the capture (docs/reliability.md, attack 3).
         for col in COLUMNS:
             if col[0] != "other":
                 continue
@@ -187,7 +187,7 @@ class Guard(unittest.TestCase):
                 self.assertEqual((e["verdict"], e["driver_result"], e["result"]), ("not-ready", -1, NOT_READY))
 
     def test_the_capturing_thread_gets_the_drivers_answer(self):
-        # Issue 15, item 3: the thread that must end the capture is never
+        # Attack 3 of docs/reliability.md: the thread that must end the capture is never
         # answered not ready for an event of it (a poll there would spin
         # forever): it gets the driver's 907 at once, in every mode.
         for col in COLUMNS:
@@ -247,10 +247,10 @@ class Guard(unittest.TestCase):
                 self.assertEqual(captures(g)[0]["broken_by"]["call"], OPS[op][0])
 
     def test_a_prohibited_event_query_is_asked_in_relaxed_mode(self):
-        # Issue 15, item 1: a query of an event recorded before the capture,
+        # Attack 1 of docs/reliability.md: a query of an event recorded before the capture,
         # from a thread the capture prohibits (a global-mode watchdog before
         # the event is recorded into the capture), is asked in relaxed mode:
-        # the driver answers it (capture-semantics.md, "+swap" columns).
+        # the driver answers it (driver-semantics.md, "+swap" columns).
         for col in COLUMNS:
             if col not in PROHIBITED:
                 continue

@@ -1,4 +1,4 @@
-"""The third matrix under capguard (capture-semantics.md), over the fake
+"""The third matrix under capguard (driver-semantics.md), over the fake
 driver, through the exported symbol and dlsym: work on the legacy stream
 while a blocking stream captures (906), a wait on an event recorded before
 the capture (905) and a graph launched into a capture (900) are named as the

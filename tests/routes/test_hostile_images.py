@@ -1,4 +1,4 @@
-"""Hostile images (issue 11): cuModuleLoadData takes no length, so capguard
+"""Hostile images: cuModuleLoadData takes no length, so capguard
 must read a caller's image only as far as its headers can be believed and
 never fault. Each crafted image ends right before a PROT_NONE page and is
 loaded mid-capture over the fake driver. In every mode the program gets

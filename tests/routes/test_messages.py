@@ -1,4 +1,4 @@
-"""capguard's own messages (issue 11, item 8): configuration warnings said
+"""capguard's own messages: configuration warnings said
 once per process tree, environment values quoted without raw control
 characters, priming switched off with a reason when there is nowhere to keep
 the file, and a read-only priming file that was read and served not called

@@ -1,4 +1,4 @@
-"""Issue 3, priming, proved on the fake driver: the run modes, run 1 fails and
+"""Priming, proved on the fake driver: the run modes, run 1 fails and
 run 2 is served from the priming file, what is (not) replayed, priming files
 that must not be used, concurrent recorders, the size cap, deferred unloads,
 the emulated older driver and rescue. Each run's FAKECUDA_TRACE says which
@@ -223,7 +223,7 @@ class Modes(PrimingCase):
                 self.assertFalse(os.path.exists(self.prime))
 
     def test_unknown_mode_says_so_once_and_guards(self):
-        # A typo must not turn protection off (issue 15, item 11): guard, the
+        # A typo must not turn protection off (docs/reliability.md, attack 11): guard, the
         # default, is kept, and the typo is said once.
         r = probe(["--op", "unload", "--image", CUBIN], self.prime, driver=13000, mode="gaurd")
         self.assertEqual(r.warnings("CAPGUARD_MODE"),
@@ -531,7 +531,7 @@ class Recording(PrimingCase):
                 self.assertEqual(sorted(stored), sorted(want))  # each distinct image exactly once
                 # No update lost: an image's hits are the processes that needed
                 # it, those that recorded it and those it was served to (a
-                # served image counts as needed: issue 15, item 5).
+                # served image counts as needed: attack 5 of docs/reliability.md).
                 hits = {s: int(r["hits"]) for s, r in zip(stored, recs)}
                 for img in distinct:
                     self.assertEqual(hits[image_bytes(img)], needed[img], img)

@@ -1,4 +1,4 @@
-"""Issue 15, items 1 to 4: guard mode under races and odd ends, over the fake
+"""Attacks 1 to 4 of docs/reliability.md: guard mode under races and odd ends, over the fake
 driver (race_probe.c; the fake models the ends as measured on the H100,
 tests/fakecuda/README.md "Ends").
 
@@ -170,7 +170,7 @@ def first_offenders(run):
 
 
 class ReportRaces(unittest.TestCase):
-    """Item 8: two capturing threads, two threads calling allocations, frees,
+    """Attack 8: two capturing threads, two threads calling allocations, frees,
     syncs, cuCtxSetLimit, event queries and syncs, host allocations, host
     memory registered and unregistered, module
     and library loads and unloads; what capguard says is checked against the

@@ -184,7 +184,7 @@ class Robustness(unittest.TestCase):
     def test_without_libcuda_dlerror_is_glibcs_own(self):
         # A failed dlsym(RTLD_DEFAULT, "cu...") leaves glibc's own "undefined
         # symbol" text in dlerror(), not the error of capguard's own look for
-        # libcuda.so.1 (issue 11): word for word when a shared object asks;
+        # libcuda.so.1: word for word when a shared object asks;
         # from the main program, glibc names libcapguard.so instead of the
         # program (its scope holds capguard's export). A name capguard does
         # not wrap is untouched.

@@ -1,4 +1,4 @@
-"""Issue 11, items 3 and 4: deferred unloads never break a capture, and what
+"""Deferred unloads never break a capture, and what
 capguard reports is what the driver did to each call.
 
 stress_capture runs THREADS threads, each ITERATIONS captures, in every
@@ -10,7 +10,7 @@ compared with capguard's log call by call, thread by thread, and the fake's
 live-module count at exit (FAKECUDA_STATS) shows any unload lost.
 
 CG_STRESS_THREADS and CG_STRESS_ITERATIONS scale it (defaults 16 x 300, a
-few seconds per run on a 2-core machine; the issue's 16 x 5000 is
+few seconds per run on a 2-core machine; the heavier 16 x 5000 is
 CG_STRESS_ITERATIONS=5000)."""
 import collections
 import json

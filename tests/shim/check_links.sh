@@ -16,7 +16,8 @@ allowed="
   open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
   pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait
   fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf
-  getpid getppid gettid geteuid clock_gettime nanosleep sched_yield syscall
+  getpid getppid gettid geteuid clock_gettime time nanosleep sched_yield syscall
+  opendir readdir64 closedir unlink rename strtoull
   dlopen dlclose dlerror dlvsym dladdr dladdr1 dl_iterate_phdr backtrace
   pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_unlock
   pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_unlock __register_atfork

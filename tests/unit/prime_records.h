@@ -13,6 +13,9 @@ cg_hash128 hash_of(const void *p, size_t n);
 /* A record for image `seed` of `size` bytes; free its bytes with free_record. */
 cg_prime_record make_record(uint32_t seed, size_t size);
 void free_record(cg_prime_record *r);
+/* The record of exactly these bytes, or NULL: cg_prime_find_hashed with
+ * their hash, as the shim asks after inspecting an image. */
+const cg_prime_record *prime_find(const cg_prime_set *s, const void *bytes, size_t size);
 
 /* Warnings a priming-file call gave, checked as they come: each is one line
  * that names the file. */

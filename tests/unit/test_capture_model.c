@@ -1,6 +1,6 @@
 /* Unit tests of the capture-state model (detect/capture_model.c).
  * The central test replays the measured ground-truth table
- * (shared/ground-truth/capture-semantics.md) against the model's rule. */
+ * (docs/driver-semantics.md) against the model's rule. */
 #include <check.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* detect/driver_log_parse.c: the driver's log lines as measured on driver 580
- * (capture-semantics.md, third matrix) are read, with any prefix; every other
+ * (driver-semantics.md, third matrix) are read, with any prefix; every other
  * line, a cut line or hostile bytes give false and write nothing. */
 #include <check.h>
 #include <stdlib.h>

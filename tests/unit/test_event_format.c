@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "capguard/event.h"
+#include "capguard/log_keys.h"
 #include "capguard/frame_filter.h"
 
 #define BIG 65536
@@ -427,7 +428,8 @@ START_TEST(test_summary_json) {
   uint64_t after = now_ns();
   static const char *const keys[] = {"v", "type", "pid", "time_ns", "captures",
                                      "captures_broken", "events", "verdicts", "primed_loaded",
-                                     "primed_served", "primed_unused", "recorded", "log"};
+                                     "primed_served", "primed_unused", "recorded", "captures_timed",
+                                     "capture_ns", "log"};
   expect_keys(j, keys, sizeof keys / sizeof keys[0]);
   expect_int(j, "v", 1);
   expect_str(j, "type", "summary");
@@ -453,12 +455,78 @@ START_TEST(test_summary_json) {
 }
 END_TEST
 
+/* Capture time: the totals always; the first begin and replay, the slowest
+ * with where each began, and the rank only when known. */
+START_TEST(test_summary_capture_time_json) {
+  cg_summary s = summary_fixture();
+  s.captures_timed = 3;
+  s.capture_ns = 41200000000ull;
+  s.first_capture_ns = 1000;
+  s.first_replay_ns = 5000;
+  s.n_slowest = 2;
+  s.slowest[0].id = 7;
+  s.slowest[0].ns = 800000000;
+  s.slowest[0].began = "model_runner.py:12 in capture \"x\"";
+  s.slowest[1].id = 2;
+  s.slowest[1].ns = 5;
+  s.rank_known = true;
+  s.rank = 0;
+  s.world_size = 8;
+  json_t *j = parse_line(cg_summary_format_json(&s, jbuf, sizeof jbuf));
+  expect_int(j, "captures_timed", 3);
+  expect_int(j, "capture_ns", 41200000000ll);
+  expect_int(j, "first_capture_ns", 1000);
+  expect_int(j, "first_replay_ns", 5000);
+  expect_int(j, "rank", 0);
+  expect_int(j, "world_size", 8);
+  json_t *slow = json_object_get(j, "slowest");
+  ck_assert(json_is_array(slow));
+  ck_assert_uint_eq(json_array_size(slow), 2);
+  expect_int(json_array_get(slow, 0), "id", 7);
+  expect_int(json_array_get(slow, 0), "ns", 800000000);
+  expect_str(json_array_get(slow, 0), "began", "model_runner.py:12 in capture \"x\"");
+  expect_str(json_array_get(slow, 1), "began", "");
+  json_decref(j);
+  s.rank_known = false;
+  s.n_slowest = 0;
+  s.first_capture_ns = s.first_replay_ns = 0;
+  j = parse_line(cg_summary_format_json(&s, jbuf, sizeof jbuf));
+  ck_assert(!json_object_get(j, "rank") && !json_object_get(j, "world_size") && !json_object_get(j, "slowest"));
+  ck_assert(!json_object_get(j, "first_capture_ns") && !json_object_get(j, "first_replay_ns"));
+  json_decref(j);
+}
+END_TEST
+
 /* ---- escaping ------------------------------------------------------------- */
+
+/* s as the log's records escape every string: the value of a capture
+ * record's "began" (no quotes), written into buf; returns its length. */
+static size_t json_escape(const char *s, char *buf, size_t cap) {
+  static char rec[4096];
+  cg_capture c = {.id = 1, .stream = 0xabc, .tid = 1, .mode = CG_MODE_GLOBAL, .status = CG_CAPTURE_ACTIVE};
+  cg_capture_record r = {.capture = &c, .pid = 1, .began = s};
+  size_t n = cg_capture_format_json(&r, rec, sizeof rec);
+  ck_assert_uint_lt(n, sizeof rec);
+  const char *p = strstr(rec, "\"" CG_KEY_BEGAN "\":\"");
+  ck_assert_ptr_nonnull(p);
+  p += strlen("\"" CG_KEY_BEGAN "\":\"");
+  size_t len = 0;
+  while (*p && *p != '"') {
+    size_t k = *p == '\\' ? 2 : 1;
+    for (size_t i = 0; i < k && p[i]; i++, len++)
+      if (len + 1 < cap)
+        buf[len] = p[i];
+    p += k;
+  }
+  ck_assert_int_eq(*p, '"');
+  buf[len < cap ? len : cap - 1] = '\0';
+  return len;
+}
 
 /* Escape s, wrap it in quotes, parse it back: the string JSON readers see. */
 static void roundtrip(const char *s, const char *want) {
   char esc[1024];
-  size_t n = cg_json_escape(s, esc, sizeof esc);
+  size_t n = json_escape(s, esc, sizeof esc);
   ck_assert_uint_lt(n, sizeof esc);
   ck_assert_uint_eq(strlen(esc), n);
   char quoted[1100];
@@ -472,17 +540,17 @@ static void roundtrip(const char *s, const char *want) {
 
 START_TEST(test_escape_exact) {
   char out[64];
-  ck_assert_uint_eq(cg_json_escape("a\"b\\c", out, sizeof out), 7);
+  ck_assert_uint_eq(json_escape("a\"b\\c", out, sizeof out), 7);
   ck_assert_str_eq(out, "a\\\"b\\\\c");
-  cg_json_escape("\n\r\t\b\f", out, sizeof out);
+  json_escape("\n\r\t\b\f", out, sizeof out);
   ck_assert_str_eq(out, "\\n\\r\\t\\b\\f");
-  cg_json_escape("\x01\x1f\x7f", out, sizeof out);
+  json_escape("\x01\x1f\x7f", out, sizeof out);
   ck_assert_str_eq(out, "\\u0001\\u001f\x7f");
-  cg_json_escape("/plain/", out, sizeof out);
+  json_escape("/plain/", out, sizeof out);
   ck_assert_str_eq(out, "/plain/");
-  ck_assert_uint_eq(cg_json_escape(NULL, out, sizeof out), 0);
+  ck_assert_uint_eq(json_escape(NULL, out, sizeof out), 0);
   ck_assert_str_eq(out, "");
-  ck_assert_uint_eq(cg_json_escape("", out, sizeof out), 0);
+  ck_assert_uint_eq(json_escape("", out, sizeof out), 0);
 }
 END_TEST
 
@@ -528,7 +596,6 @@ static size_t f_capture_json(const void *a, char *b, size_t c) {
 }
 static size_t f_summary_json(const void *a, char *b, size_t c) { return cg_summary_format_json(a, b, c); }
 static size_t f_summary_text(const void *a, char *b, size_t c) { return cg_summary_format_text(a, b, c); }
-static size_t f_escape(const void *a, char *b, size_t c) { return cg_json_escape(a, b, c); }
 
 static void check_contract(const char *what, fmt_fn f, const void *arg, bool clocked) {
   static char full[BIG], buf[BIG + 64];
@@ -574,7 +641,6 @@ START_TEST(test_truncation_contract) {
   s.recorded = 1;
   check_contract("summary json", f_summary_json, &s, true);
   check_contract("summary text", f_summary_text, &s, false);
-  check_contract("escape", f_escape, "a\"\x01\xff\xe2\x82\xac\\z", false);
 }
 END_TEST
 
@@ -827,6 +893,7 @@ int main(void) {
   tcase_add_test(tc, test_event_json_fatbin_archs);
   tcase_add_test(tc, test_capture_json);
   tcase_add_test(tc, test_summary_json);
+  tcase_add_test(tc, test_summary_capture_time_json);
   tcase_add_test(tc, test_escape_exact);
   tcase_add_test(tc, test_escape_roundtrip);
   tcase_add_test(tc, test_truncation_contract);

@@ -135,10 +135,10 @@ START_TEST(round_trip_keeps_every_field) {
     /* find by bytes in another buffer */
     uint8_t *copy = malloc(r[i].size);
     memcpy(copy, r[i].bytes, r[i].size);
-    ck_assert_ptr_eq(cg_prime_find(s, copy, r[i].size), g);
+    ck_assert_ptr_eq(prime_find(s, copy, r[i].size), g);
     copy[r[i].size / 2] ^= 1;
-    ck_assert_ptr_null(cg_prime_find(s, copy, r[i].size));
-    ck_assert_ptr_null(cg_prime_find(s, r[i].bytes, r[i].size - 1));
+    ck_assert_ptr_null(prime_find(s, copy, r[i].size));
+    ck_assert_ptr_null(prime_find(s, r[i].bytes, r[i].size - 1));
     free(copy);
   }
   ck_assert_ptr_null(cg_prime_get(s, 3));
@@ -152,7 +152,7 @@ START_TEST(round_trip_keeps_every_field) {
   ck_assert_int_eq(append(&again, &w), 0);
   s = load_ok(&w);
   ck_assert_uint_eq(cg_prime_count(s), 3);
-  const cg_prime_record *g = cg_prime_find(s, r[1].bytes, r[1].size);
+  const cg_prime_record *g = prime_find(s, r[1].bytes, r[1].size);
   ck_assert_ptr_nonnull(g);
   ck_assert_uint_eq(g->hits, r[1].hits + 2);
   ck_assert_uint_eq(g->last_ns, 99999);
@@ -167,7 +167,7 @@ START_TEST(missing_file_loads_empty) {
   cg_prime_set *s = load_ok(&w);
   ck_assert_uint_eq(cg_prime_count(s), 0);
   ck_assert_int_eq(w.n, 0);
-  ck_assert_ptr_null(cg_prime_find(s, "x", 1));
+  ck_assert_ptr_null(prime_find(s, "x", 1));
   cg_prime_free(s);
   ck_assert_int_eq(access(path, F_OK), -1); /* loading created nothing */
 }
@@ -252,7 +252,7 @@ START_TEST(eight_concurrent_writers_lose_nothing) {
   uint64_t total = 0;
   for (int j = 0; j < SHARED; j++) {
     cg_prime_record a = make_record(shared_seed(j), 200 + j * 8);
-    const cg_prime_record *g = cg_prime_find(s, a.bytes, a.size);
+    const cg_prime_record *g = prime_find(s, a.bytes, a.size);
     ck_assert_ptr_nonnull(g);
     ck_assert_uint_eq(g->hits, WRITERS * ROUNDS / SHARED);
     total += g->hits;
@@ -261,7 +261,7 @@ START_TEST(eight_concurrent_writers_lose_nothing) {
   for (int i = 0; i < WRITERS; i++)
     for (int j = 0; j < OWN; j++) {
       cg_prime_record b = make_record(own_seed(i, j), 64 + j);
-      const cg_prime_record *g = cg_prime_find(s, b.bytes, b.size);
+      const cg_prime_record *g = prime_find(s, b.bytes, b.size);
       ck_assert_ptr_nonnull(g);
       ck_assert_uint_eq(g->hits, ROUNDS / OWN);
       total += g->hits;
@@ -331,8 +331,8 @@ START_TEST(torn_last_record_is_skipped_and_healed) {
     warnings w = {0};
     cg_prime_set *s = load_ok(&w);
     ck_assert_uint_eq(cg_prime_count(s), 2);
-    ck_assert_ptr_nonnull(cg_prime_find(s, rec[0].bytes, rec[0].size));
-    ck_assert_ptr_nonnull(cg_prime_find(s, rec[1].bytes, rec[1].size));
+    ck_assert_ptr_nonnull(prime_find(s, rec[0].bytes, rec[0].size));
+    ck_assert_ptr_nonnull(prime_find(s, rec[1].bytes, rec[1].size));
     ck_assert_int_eq(w.n, cut > off[2] ? 1 : 0);
     if (cut > off[2]) ck_assert_ptr_nonnull(strstr(w.last, "incomplete"));
     cg_prime_free(s);
@@ -343,7 +343,7 @@ START_TEST(torn_last_record_is_skipped_and_healed) {
     s = load_ok(&w);
     ck_assert_int_eq(w.n, 0);
     ck_assert_uint_eq(cg_prime_count(s), 3);
-    ck_assert_ptr_nonnull(cg_prime_find(s, d.bytes, d.size));
+    ck_assert_ptr_nonnull(prime_find(s, d.bytes, d.size));
     cg_prime_free(s);
     walk_log l;
     ck_assert_int_eq(verify(&l), 0);
@@ -396,7 +396,7 @@ static void corrupt_each_byte(uint8_t flip) {
                     victim, w.n);
       ck_assert_uint_eq(cg_prime_count(s), 2);
       for (int k = 0; k < 3; k++) {
-        const cg_prime_record *g = cg_prime_find(s, rec[k].bytes, rec[k].size);
+        const cg_prime_record *g = prime_find(s, rec[k].bytes, rec[k].size);
         if (k == victim) ck_assert_ptr_null(g);
         else ck_assert_ptr_nonnull(g);
       }
@@ -465,8 +465,8 @@ START_TEST(corrupt_hit_record_loses_only_the_hit) {
     cg_prime_set *s = load_ok(&w);
     ck_assert_int_eq(w.n, 1);
     ck_assert_uint_eq(cg_prime_count(s), 2);
-    ck_assert_uint_eq(cg_prime_find(s, a.bytes, a.size)->hits, 1);
-    ck_assert_ptr_nonnull(cg_prime_find(s, b.bytes, b.size));
+    ck_assert_uint_eq(prime_find(s, a.bytes, a.size)->hits, 1);
+    ck_assert_ptr_nonnull(prime_find(s, b.bytes, b.size));
     cg_prime_free(s);
   }
   free(bad);
@@ -554,7 +554,7 @@ START_TEST(duplicate_images_fold_on_load) {
   warnings w = {0};
   cg_prime_set *s = load_ok(&w);
   ck_assert_uint_eq(cg_prime_count(s), 3);
-  ck_assert_uint_eq(cg_prime_find(s, rec[1].bytes, rec[1].size)->hits, 2 * rec[1].hits);
+  ck_assert_uint_eq(prime_find(s, rec[1].bytes, rec[1].size)->hits, 2 * rec[1].hits);
   cg_prime_free(s);
   free(f);
   free(orig);
@@ -706,8 +706,8 @@ START_TEST(size_cap_is_never_exceeded) {
   /* A hit (64 bytes) still fits and counts. */
   ck_assert_int_eq(cg_prime_append(path, &a, max, collect_warning, &w), 0);
   cg_prime_set *s = load_ok(&w);
-  ck_assert_uint_eq(cg_prime_find(s, a.bytes, a.size)->hits, 2);
-  ck_assert_ptr_null(cg_prime_find(s, b.bytes, b.size));
+  ck_assert_uint_eq(prime_find(s, a.bytes, a.size)->hits, 2);
+  ck_assert_ptr_null(prime_find(s, b.bytes, b.size));
   cg_prime_free(s);
   /* A file already over a lowered cap is left alone. */
   w.n = 0;
@@ -794,11 +794,11 @@ START_TEST(rewrite_merges_sets_by_bytes) {
   warnings w = {0};
   cg_prime_set *s = load_ok(&w);
   ck_assert_uint_eq(cg_prime_count(s), 3);
-  const cg_prime_record *g = cg_prime_find(s, a.bytes, a.size);
+  const cg_prime_record *g = prime_find(s, a.bytes, a.size);
   ck_assert_uint_eq(g->hits, 1 + 5 + 5);
   ck_assert_uint_eq(g->first_ns, 1);
   ck_assert_uint_eq(g->last_ns, 1u << 30);
-  ck_assert_uint_eq(cg_prime_find(s, c.bytes, c.size)->hits, 2);
+  ck_assert_uint_eq(prime_find(s, c.bytes, c.size)->hits, 2);
   cg_prime_free(s);
   /* Into a file that does not exist yet. */
   char fresh[160];
@@ -823,7 +823,7 @@ static void loads_of(const cg_prime_record *r, uint32_t *m, uint32_t *l) {
   warnings w = {0};
   cg_prime_set *s = load_ok(&w);
   ck_assert_int_eq(w.n, 0);
-  const cg_prime_record *g = cg_prime_find(s, r->bytes, r->size);
+  const cg_prime_record *g = prime_find(s, r->bytes, r->size);
   ck_assert_ptr_nonnull(g);
   *m = g->module_loads;
   *l = g->library_loads;
@@ -885,7 +885,7 @@ START_TEST(find_with_a_known_hash_still_compares_bytes) {
   ck_assert_int_eq(append(&a, &(warnings){0}), 0);
   warnings w = {0};
   cg_prime_set *s = load_ok(&w);
-  ck_assert_ptr_eq(cg_prime_find_hashed(s, a.hash, a.bytes, a.size), cg_prime_find(s, a.bytes, a.size));
+  ck_assert_ptr_eq(cg_prime_find_hashed(s, a.hash, a.bytes, a.size), prime_find(s, a.bytes, a.size));
   ck_assert_ptr_nonnull(cg_prime_find_hashed(s, a.hash, a.bytes, a.size));
   /* a's hash with other bytes of the same size: the bytes decide */
   ck_assert_ptr_null(cg_prime_find_hashed(s, a.hash, b.bytes, b.size));

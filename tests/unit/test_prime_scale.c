@@ -50,7 +50,7 @@ START_TEST(a_loaded_file_holds_no_lock) {
   ck_assert_int_eq(cg_prime_append(path, &b, CG_PRIME_DEFAULT_MAX_BYTES, collect_warning, &w), 0);
   ck_assert_msg(seconds() - t0 < 5, "the append waited on this process's own mapping's lock");
   ck_assert_int_eq(w.n, 0);
-  ck_assert_ptr_nonnull(cg_prime_find(s, a.bytes, a.size)); /* the old mapping still reads */
+  ck_assert_ptr_nonnull(prime_find(s, a.bytes, a.size)); /* the old mapping still reads */
   cg_prime_free(s);
   free_record(&a);
   free_record(&b);
@@ -76,8 +76,8 @@ START_TEST(an_appender_follows_other_writers_and_rewrites) {
   ck_assert_int_eq(cg_prime_appender_add(a, &x), 0);
   cg_prime_set *s = load();
   ck_assert_uint_eq(cg_prime_count(s), 2);
-  ck_assert_uint_eq(cg_prime_find(s, x.bytes, x.size)->module_loads, 2);
-  ck_assert_uint_eq(cg_prime_find(s, x.bytes, x.size)->hits, 3);
+  ck_assert_uint_eq(prime_find(s, x.bytes, x.size)->module_loads, 2);
+  ck_assert_uint_eq(prime_find(s, x.bytes, x.size)->hits, 3);
   cg_prime_free(s);
   /* A rewrite puts a new file (inode) in place, with other offsets. */
   ck_assert_int_eq(cg_prime_rewrite(path, keep_all, NULL, NULL, 0, NULL, NULL), 0);
@@ -86,10 +86,10 @@ START_TEST(an_appender_follows_other_writers_and_rewrites) {
   ck_assert_int_eq(cg_prime_appender_add(a, &z), 0);
   s = load();
   ck_assert_uint_eq(cg_prime_count(s), 3);
-  ck_assert_uint_eq(cg_prime_find(s, x.bytes, x.size)->module_loads, 3);
-  ck_assert_uint_eq(cg_prime_find(s, x.bytes, x.size)->hits, 4);
-  ck_assert_ptr_nonnull(cg_prime_find(s, y.bytes, y.size));
-  ck_assert_ptr_nonnull(cg_prime_find(s, z.bytes, z.size));
+  ck_assert_uint_eq(prime_find(s, x.bytes, x.size)->module_loads, 3);
+  ck_assert_uint_eq(prime_find(s, x.bytes, x.size)->hits, 4);
+  ck_assert_ptr_nonnull(prime_find(s, y.bytes, y.size));
+  ck_assert_ptr_nonnull(prime_find(s, z.bytes, z.size));
   /* Seeded from a loaded set, an appender starts where the load stopped. */
   cg_prime_appender *b = cg_prime_appender_new(path, CG_PRIME_DEFAULT_MAX_BYTES, s, NULL, NULL);
   y.library_loads = 1;
@@ -97,8 +97,8 @@ START_TEST(an_appender_follows_other_writers_and_rewrites) {
   cg_prime_free(s);
   s = load();
   ck_assert_uint_eq(cg_prime_count(s), 3);
-  ck_assert_uint_eq(cg_prime_find(s, y.bytes, y.size)->module_loads, 1);
-  ck_assert_uint_eq(cg_prime_find(s, y.bytes, y.size)->library_loads, 1);
+  ck_assert_uint_eq(prime_find(s, y.bytes, y.size)->module_loads, 1);
+  ck_assert_uint_eq(prime_find(s, y.bytes, y.size)->library_loads, 1);
   cg_prime_free(s);
   cg_prime_appender_free(a);
   cg_prime_appender_free(b);
@@ -140,7 +140,7 @@ START_TEST(a_crafted_file_is_walked_in_linear_time) {
   ck_assert_int_eq(cg_prime_load(path, &s, collect_warning, &w), 0);
   double t = seconds() - t0;
   ck_assert_uint_eq(cg_prime_count(s), 1); /* the record before the junk */
-  ck_assert_ptr_nonnull(cg_prime_find(s, a.bytes, a.size));
+  ck_assert_ptr_nonnull(prime_find(s, a.bytes, a.size));
   ck_assert_int_ge(w.n, 1);
   cg_prime_free(s);
   /* Quadratic took 71 s for 4 MiB; linear is well under a second. The bound
@@ -169,7 +169,7 @@ START_TEST(damage_in_the_middle_costs_no_record_after_it) {
   cg_prime_set *s = NULL;
   ck_assert_int_eq(cg_prime_load(path, &s, collect_warning, &w), 0);
   ck_assert_uint_eq(cg_prime_count(s), 2);
-  ck_assert_ptr_nonnull(cg_prime_find(s, b.bytes, b.size));
+  ck_assert_ptr_nonnull(prime_find(s, b.bytes, b.size));
   ck_assert_int_eq(w.n, 1); /* one damaged range */
   cg_prime_free(s);
   free(rec);
@@ -217,11 +217,11 @@ START_TEST(sixty_four_recorders_on_a_256_MB_file_lose_nothing) {
   ck_assert_uint_eq(cg_prime_count(s), 2 + RECORDERS);
   for (int i = 0; i < RECORDERS; i++) {
     cg_prime_record own = make_record(1000 + (uint32_t)i, 96);
-    ck_assert_ptr_nonnull(cg_prime_find(s, own.bytes, own.size));
+    ck_assert_ptr_nonnull(prime_find(s, own.bytes, own.size));
     free_record(&own);
   }
   cg_prime_record shared = make_record(999, 80);
-  ck_assert_uint_eq(cg_prime_find(s, shared.bytes, shared.size)->hits, RECORDERS);
+  ck_assert_uint_eq(prime_find(s, shared.bytes, shared.size)->hits, RECORDERS);
   free_record(&shared);
   cg_prime_free(s);
 }
@@ -279,7 +279,7 @@ START_TEST(a_waiter_waits_on_while_the_queue_moves) {
   ck_assert_int_eq(w.n, 0);
   waitpid(h, NULL, 0);
   cg_prime_set *s = load();
-  ck_assert_ptr_nonnull(cg_prime_find(s, b.bytes, b.size));
+  ck_assert_ptr_nonnull(prime_find(s, b.bytes, b.size));
   cg_prime_free(s);
   free_record(&a);
   free_record(&b);

@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "frame_source.h"
 #include "shim_path.h"
+#include "plural.h"
 
 extern char **environ;
 
@@ -379,11 +380,11 @@ static void check_files(doctor *d, const char *named) {
       if (pc == CG_PRECHECK_MISSING)
         ok(d, "priming file", "%s: not created yet (the first run in guard mode creates it)", path);
       else
-        ok(d, "priming file", "%s: %zu image%s%s", path, n, n == 1 ? "" : "s",
+        ok(d, "priming file", "%s: %zu image%s%s", path, n, cg_plural(n),
            damaged ? "" : ", intact");
       if (damaged)
         note(d, "priming file", "%zu damaged record%s skipped (first: %s)", damaged,
-             damaged == 1 ? "" : "s", w.text);
+             cg_plural(damaged), w.text);
       if (!writable(path, true, why, sizeof why))
         problem(d, "priming file", "%s cannot be written: %s; set CAPGUARD_PRIME to a writable path",
                 path, why);
@@ -439,7 +440,7 @@ int cg_cmd_doctor(int argc, char **argv) {
   check_reports(&d);
   check_files(&d, prime);
   if (d.problems)
-    printf("%s%d problem%s found%s\n", d.pal.red, d.problems, d.problems == 1 ? "" : "s",
+    printf("%s%d problem%s found%s\n", d.pal.red, d.problems, cg_plural(d.problems),
            d.pal.reset);
   else
     printf("%sno problem found%s\n", d.pal.green, d.pal.reset);

@@ -2,7 +2,7 @@
  * priming file (docs/priming-format.md). All file work goes through
  * capguard/prime_file.h, so the CLI gets the same locking and safety checks
  * as the shim. */
-#include "cmd_prime.h"
+#include "commands.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,8 +18,7 @@
 #include "capguard/prime_file.h"
 #include "cli.h"
 #include "cmd_prime_learn.h"
-
-enum { EXIT_OK = 0, EXIT_FINDING = 1, EXIT_USAGE = 2 };
+#include "plural.h"
 
 /* Progress is shown for verify when stderr is a terminal and the file is at
  * least this big; smaller files are checked faster than a line could be read. */
@@ -77,7 +76,7 @@ static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static int usage_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int rc = say(EXIT_USAGE, "; run 'capguard prime --help' for usage\n", fmt, ap);
+  int rc = say(CG_EXIT_USAGE, "; run 'capguard prime --help' for usage\n", fmt, ap);
   va_end(ap);
   return rc;
 }
@@ -87,7 +86,7 @@ static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int rc = say(EXIT_FINDING, "\n", fmt, ap);
+  int rc = say(CG_EXIT_FINDING, "\n", fmt, ap);
   va_end(ap);
   return rc;
 }
@@ -195,7 +194,7 @@ static void print_names(const cg_prime_record *r, const char *sep) {
 }
 
 static int cmd_list(int argc, char **argv) {
-  if (reject_options(argc, argv)) return EXIT_USAGE;
+  if (reject_options(argc, argv)) return CG_EXIT_USAGE;
   if (argc > 2) return usage_error("list takes at most one FILE");
   char path[PATH_MAX];
   int rc = pick_file(argc == 2 ? argv[1] : NULL, path, sizeof path);
@@ -221,11 +220,11 @@ static int cmd_list(int argc, char **argv) {
     putchar('\n');
   }
   cg_prime_free(s);
-  return damage ? EXIT_FINDING : EXIT_OK;
+  return damage ? CG_EXIT_FINDING : CG_EXIT_OK;
 }
 
 static int cmd_show(int argc, char **argv) {
-  if (reject_options(argc, argv)) return EXIT_USAGE;
+  if (reject_options(argc, argv)) return CG_EXIT_USAGE;
   if (argc < 2 || argc > 3) return usage_error("show takes HASH-PREFIX and at most one FILE");
   if (!is_hex_prefix(argv[1]))
     return usage_error("'%s' is not a hash prefix (1 to 32 hex digits)", argv[1]);
@@ -252,7 +251,7 @@ static int cmd_show(int argc, char **argv) {
          "kernels:      %u\n",
          hex, cg_image_kind_name(r->kind), arch, (unsigned long long)r->size,
          (unsigned long long)cg_prime_record_disk_size(r), (unsigned long long)r->hits, first,
-         last, r->module_loads, r->module_loads == 1 ? "" : "s", r->library_loads,
+         last, r->module_loads, cg_plural(r->module_loads), r->library_loads,
          r->library_loads == 1 ? "y" : "ies", r->n_kernels);
   if (r->n_kernels) {
     fputs("  ", stdout);
@@ -260,7 +259,7 @@ static int cmd_show(int argc, char **argv) {
     putchar('\n');
   }
   cg_prime_free(s);
-  return damage ? EXIT_FINDING : EXIT_OK;
+  return damage ? CG_EXIT_FINDING : CG_EXIT_OK;
 }
 
 /* ---- verify ---- */
@@ -296,7 +295,7 @@ static void verify_progress(void *ctx, uint64_t done, uint64_t total) {
 }
 
 static int cmd_verify(int argc, char **argv) {
-  if (reject_options(argc, argv)) return EXIT_USAGE;
+  if (reject_options(argc, argv)) return CG_EXIT_USAGE;
   if (argc > 2) return usage_error("verify takes at most one FILE");
   char path[PATH_MAX];
   int rc = pick_file(argc == 2 ? argv[1] : NULL, path, sizeof path);
@@ -310,12 +309,12 @@ static int cmd_verify(int argc, char **argv) {
   if (r < 0) return fail("cannot verify %s; see the line above", path);
   /* records, not images: an image needed again gets a hit record of its own */
   printf("%s: %zu records intact (%zu image%s, %zu hit update%s), %zu damaged\n", path, v.ok,
-         v.images, v.images == 1 ? "" : "s", v.ok - v.images, v.ok - v.images == 1 ? "" : "s",
+         v.images, cg_plural(v.images), v.ok - v.images, cg_plural(v.ok - v.images),
          v.bad);
   if (r > 0)
     fprintf(stderr, "capguard prime: %s is damaged; run 'capguard prime prune %s' to keep only "
                     "the intact records\n", path, path);
-  return r > 0 ? EXIT_FINDING : EXIT_OK;
+  return r > 0 ? CG_EXIT_FINDING : CG_EXIT_OK;
 }
 
 /* ---- prune ---- */
@@ -409,7 +408,7 @@ static int cmd_prune(int argc, char **argv) {
   if (rc) return rc;
   if (!file_exists(path)) {
     printf("%s: no priming file; nothing to prune\n", path);
-    return EXIT_OK;
+    return CG_EXIT_OK;
   }
   /* Damaged records are dropped by the rewrite without reaching prune_select:
    * count them first, so that what was dropped is said. */
@@ -418,9 +417,9 @@ static int cmd_prune(int argc, char **argv) {
   if (cg_prime_rewrite(path, prune_select, &p, NULL, 0, warn_line, NULL) != 0)
     return fail("%s not pruned (see above); it is unchanged", path);
   printf("%s: kept %zu image%s (%llu bytes), dropped %zu image%s and %zu damaged record%s\n", path,
-         p.kept, p.kept == 1 ? "" : "s", (unsigned long long)p.kept_bytes, p.dropped, p.dropped == 1 ? "" : "s", v.bad,
-         v.bad == 1 ? "" : "s");
-  return EXIT_OK;
+         p.kept, cg_plural(p.kept), (unsigned long long)p.kept_bytes, p.dropped, cg_plural(p.dropped), v.bad,
+         cg_plural(v.bad));
+  return CG_EXIT_OK;
 }
 
 /* ---- merge ---- */
@@ -464,7 +463,7 @@ static void hits_as_largest(const char *out_path, cg_prime_set **in, size_t n) {
 
 static int cmd_merge(int argc, char **argv) {
   if (argc < 3) return usage_error("merge takes OUT and at least one IN");
-  if (reject_options(argc, argv)) return EXIT_USAGE;
+  if (reject_options(argc, argv)) return CG_EXIT_USAGE;
   size_t given = (size_t)argc - 2, n = 0;
   cg_prime_set **in = calloc(given, sizeof *in);
   struct stat *seen = calloc(given + 1, sizeof *seen);
@@ -473,12 +472,12 @@ static int cmd_merge(int argc, char **argv) {
     free(seen);
     return fail("out of memory");
   }
-  int rc = EXIT_OK, damage = 0;
+  int rc = CG_EXIT_OK, damage = 0;
   /* Each file once: OUT's own records are already in OUT, and an IN named
    * twice would have its hit counts added twice. */
   bool out_there = stat(argv[1], &seen[0]) == 0;
   size_t n_seen = out_there ? 1 : 0;
-  for (size_t i = 0; i < given && rc == EXIT_OK; i++) {
+  for (size_t i = 0; i < given && rc == CG_EXIT_OK; i++) {
     const char *p = argv[i + 2];
     struct stat st;
     if (!file_exists(p) || stat(p, &st) != 0) {
@@ -499,23 +498,23 @@ static int cmd_merge(int argc, char **argv) {
     rc = load(p, &in[n++], &damage);
   }
   free(seen);
-  if (rc == EXIT_OK)
+  if (rc == CG_EXIT_OK)
     hits_as_largest(argv[1], in, n);
-  if (rc == EXIT_OK) {
+  if (rc == CG_EXIT_OK) {
     if (cg_prime_rewrite(argv[1], NULL, NULL, (const cg_prime_set *const *)in, n, warn_line,
                          NULL) != 0) {
       rc = fail("%s not written (see above); it is unchanged", argv[1]);
     } else {
       cg_prime_set *out;
       if (cg_prime_load(argv[1], &out, warn_line, NULL) == 0) {
-        printf("%s: %zu image%s\n", argv[1], cg_prime_count(out), cg_prime_count(out) == 1 ? "" : "s");
+        printf("%s: %zu image%s\n", argv[1], cg_prime_count(out), cg_plural(cg_prime_count(out)));
         cg_prime_free(out);
       }
     }
   }
   for (size_t i = 0; i < given; i++) cg_prime_free(in[i]);
   free(in);
-  return rc == EXIT_OK && damage ? EXIT_FINDING : rc;
+  return rc == CG_EXIT_OK && damage ? CG_EXIT_FINDING : rc;
 }
 
 /* ---- rm ---- */
@@ -549,7 +548,7 @@ static int rm_select(void *ctx, const cg_prime_set *cur, bool *keep) {
 }
 
 static int cmd_rm(int argc, char **argv) {
-  if (reject_options(argc, argv)) return EXIT_USAGE;
+  if (reject_options(argc, argv)) return CG_EXIT_USAGE;
   if (argc < 2) return usage_error("rm takes at least one HASH-PREFIX");
   const char *file = NULL;
   int n = argc - 1;
@@ -564,10 +563,10 @@ static int cmd_rm(int argc, char **argv) {
   int rc = pick_file(file, path, sizeof path);
   if (rc) return rc;
   if (!file_exists(path)) return fail("%s does not exist; nothing to remove", path);
-  rm_state r = {argv + 1, n, path, EXIT_OK};
+  rm_state r = {argv + 1, n, path, CG_EXIT_OK};
   if (cg_prime_rewrite(path, rm_select, &r, NULL, 0, warn_line, NULL) != 0)
     return r.rc ? r.rc : fail("%s unchanged; see the line above", path);
-  return EXIT_OK;
+  return CG_EXIT_OK;
 }
 
 /* ---- dispatch ---- */
@@ -601,10 +600,10 @@ int cg_cmd_prime(int argc, char **argv) {
         if (!strcmp(argv[1], helps[h].name)) {
           printf("%s\nFILE defaults to $CAPGUARD_PRIME, else $XDG_CACHE_HOME/capguard/prime.cgp,\n"
                  "else ~/.cache/capguard/prime.cgp.\n", helps[h].text);
-          return EXIT_OK;
+          return CG_EXIT_OK;
         }
       fputs(usage_text, stdout);
-      return EXIT_OK;
+      return CG_EXIT_OK;
     }
   if (argc < 2) return usage_error("no command given");
   static const struct {

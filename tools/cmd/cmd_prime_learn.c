@@ -24,6 +24,7 @@
 #include "log_reader.h"
 #include "report_analysis.h"
 #include "rerun_command.h"
+#include "plural.h"
 
 /* Drivers before CUDA 12.3 refuse module loads during capture. */
 #define FIRST_DRIVER_ALLOWING_LOADS 12030
@@ -177,7 +178,7 @@ static const loads_seen *find_seen(const loads_seen *list, size_t n, const cg_pr
 
 static void print_loads(const cg_prime_record *r) {
   if (r->module_loads)
-    fprintf(stderr, "%u module%s", r->module_loads, r->module_loads == 1 ? "" : "s");
+    fprintf(stderr, "%u module%s", r->module_loads, cg_plural(r->module_loads));
   if (r->module_loads && r->library_loads)
     fputs(" + ", stderr);
   if (r->library_loads)
@@ -215,7 +216,7 @@ static size_t print_learned(const char *path, const loads_seen *before, size_t n
       *arch = r->sm_arch;
     changed++;
   }
-  fprintf(stderr, "  the file holds %zu image%s\n", cg_prime_count(s), cg_prime_count(s) == 1 ? "" : "s");
+  fprintf(stderr, "  the file holds %zu image%s\n", cg_prime_count(s), cg_plural(cg_prime_count(s)));
   cg_prime_free(s);
   return changed;
 }
@@ -374,7 +375,7 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   run_facts f;
   read_facts(&l, &f);
   fprintf(stderr, "%s: %zu load%s during capture in %zu process%s (%zu served from the file)\n", LEARN, f.loads,
-         f.loads == 1 ? "" : "s", f.procs, f.procs == 1 ? "" : "es", f.served);
+         cg_plural(f.loads), f.procs, cg_plural_es(f.procs), f.served);
   unsigned arch;
   fprintf(stderr, "%s: recorded into %s:\n", LEARN, prime);
   size_t changed = print_learned(prime, before, n_before, &arch);

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "report_render.h"
+#include "plural.h"
 
 static const char USAGE[] =
     "capguard report [--all] [--json] [--html FILE] [--trace FILE] [LOG...]";
@@ -134,10 +135,10 @@ int cg_cmd_report(int argc, char **argv) {
   /* One line each, on stderr, so stdout stays the report. */
   if (log.malformed)
     fprintf(stderr, "%s: %zu malformed line%s skipped (first: %s)\n", ME, log.malformed,
-            log.malformed == 1 ? "" : "s", log.first_malformed);
+            cg_plural(log.malformed), log.first_malformed);
   if (log.newer)
     fprintf(stderr, "%s: %zu line%s of a newer log version ignored; a newer capguard reads them\n",
-            ME, log.newer, log.newer == 1 ? "" : "s");
+            ME, log.newer, cg_plural(log.newer));
 
   /* The latest run decides, unless every run is asked for. */
   cgl_group_runs(&log);

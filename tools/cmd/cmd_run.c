@@ -25,7 +25,7 @@
 static const char ME[] = "capguard run";
 static const char USAGE[] =
     "capguard run [--mode guard|report|off] [--log FILE] [--prime FILE] "
-    "[--emulate-driver VERSION] [--rescue] [--quiet] [--error-exitcode N] -- CMD [ARGS...]";
+    "[--emulate-driver VERSION] [--rescue] [--quiet] [--error-exitcode N] [--metrics DIR] -- CMD [ARGS...]";
 
 static void help(void) {
   printf("usage: %s\n\n"
@@ -54,6 +54,9 @@ static void help(void) {
          "                         summary at the end; the log keeps every event\n"
          "                         (CAPGUARD_QUIET=1)\n"
          "  --error-exitcode N     exit N (1-255) when a capture broke, whatever CMD's status\n"
+         "  --metrics DIR          each process keeps its figures in DIR/capguard_*.prom, in\n"
+         "                         Prometheus's text format, for node_exporter's textfile\n"
+         "                         collector (CAPGUARD_METRICS; docs/fleet.md)\n"
          "  -h, --help             show this help\n\n"
          "Environment: CAPGUARD_SHIM=/path/to/" CG_SHIM_NAME " overrides where the shim is\n"
          "found. An existing LD_PRELOAD is kept (the shim goes first). CAPGUARD_PRIME_MAX caps\n"
@@ -66,7 +69,7 @@ static void help(void) {
 }
 
 typedef struct {
-  const char *mode, *log, *prime, *emulate;
+  const char *mode, *log, *prime, *emulate, *metrics;
   bool rescue, quiet;
   int error_exitcode; /* 0: off */
 } run_opts;
@@ -87,6 +90,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
                                        {"rescue", no_argument, NULL, 'r'},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {"error-exitcode", required_argument, NULL, 'x'},
+                                       {"metrics", required_argument, NULL, 'M'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
@@ -112,6 +116,13 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
                               optarg);
       o->emulate = optarg;
       break;
+    case 'M': {
+      struct stat st;
+      if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode) || access(optarg, W_OK | X_OK) != 0)
+        return cg_usage_error(ME, USAGE, "--metrics needs a directory this user can write, not '%s'", optarg);
+      o->metrics = optarg;
+      break;
+    }
     case 'r': o->rescue = true; break;
     case 'q': o->quiet = true; break;
     case 'x': {
@@ -197,6 +208,9 @@ static int setup_env(const run_opts *o, const char *shim, const char *log, const
     rc |= setenv("CAPGUARD_EMULATE_DRIVER", o->emulate, 1);
   if (o->rescue)
     rc |= setenv("CAPGUARD_RESCUE", "1", 1);
+  char mbuf[PATH_MAX];
+  if (o->metrics)
+    rc |= setenv("CAPGUARD_METRICS", absolute(o->metrics, mbuf, sizeof mbuf), 1);
   return rc;
 }
 

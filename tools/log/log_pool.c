@@ -1,5 +1,7 @@
 #include "log_pool.h"
 
+#include "xalloc.h"
+
 #include "capguard/text_out.h"
 
 #include <stdbool.h>
@@ -9,14 +11,7 @@
 #include <string.h>
 #include <uthash.h>
 
-void *cgl_xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) {
-    fputs("capguard: out of memory reading the log\n", stderr);
-    exit(2);
-  }
-  return q;
-}
+void *cgl_xrealloc(void *p, size_t n) { return cg_xrealloc(p, n, "reading the log"); }
 
 typedef struct {
   UT_hash_handle hh;

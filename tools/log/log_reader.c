@@ -317,6 +317,25 @@ static void read_summary(cgl_log *log, size_t proc, json_t *o) {
   p->primed_skipped_arch = num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0);
   p->skipped_sm = num(o, CG_KEY_SKIPPED_SM, 0);
   p->device_sm = num(o, CG_KEY_DEVICE_SM, 0);
+  p->has_capture_time = json_is_integer(json_object_get(o, CG_KEY_CAPTURE_NS));
+  p->captures_timed = num(o, CG_KEY_CAPTURES_TIMED, 0);
+  p->capture_ns = num(o, CG_KEY_CAPTURE_NS, 0);
+  p->first_capture_ns = num(o, CG_KEY_FIRST_CAPTURE_NS, 0);
+  p->first_replay_ns = num(o, CG_KEY_FIRST_REPLAY_NS, 0);
+  json_t *slow = arr(o, CG_KEY_SLOWEST);
+  p->n_slowest = 0;
+  for (size_t i = 0; slow && i < json_array_size(slow) && p->n_slowest < sizeof p->slowest / sizeof p->slowest[0]; i++) {
+    json_t *c = json_array_get(slow, i);
+    if (!json_is_object(c))
+      continue;
+    p->slowest[p->n_slowest].id = num(c, CG_KEY_ID, 0);
+    p->slowest[p->n_slowest].ns = num(c, CG_KEY_NS, 0);
+    p->slowest[p->n_slowest].began = str(log, c, CG_KEY_BEGAN);
+    p->n_slowest++;
+  }
+  p->rank_known = json_is_integer(json_object_get(o, CG_KEY_RANK));
+  p->rank = num(o, CG_KEY_RANK, 0);
+  p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
   seen_at(p, num(o, CG_KEY_TIME_NS, 0));
 }
 

@@ -39,6 +39,17 @@ typedef struct {
   bool has_summary, log_incomplete;
   long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
   long long primed_skipped_arch, skipped_sm, device_sm;
+  /* Capture time (the summary's capture_ns and what follows it; absent in
+   * older logs: has_capture_time false). */
+  bool has_capture_time;
+  long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
+  size_t n_slowest;
+  struct {
+    long long id, ns;
+    const char *began; /* "" when not said */
+  } slowest[3];
+  bool rank_known;      /* a launcher named the process's rank */
+  long long rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */
 } cgl_process;
 

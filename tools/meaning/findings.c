@@ -12,15 +12,11 @@
 #include "report_offender.h"
 #include "process_command.h"
 #include "rerun_command.h"
+#include "xalloc.h"
+#include "plural.h"
 
-static void *xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) {
-    fputs("capguard: out of memory wording the findings\n", stderr);
-    exit(2);
-  }
-  return q;
-}
+#define WORDING "wording the findings" /* what an allocation that fails was doing */
+#define xrealloc(p, n) cg_xrealloc((p), (n), WORDING)
 
 static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xprintf(const char *fmt, ...) {
@@ -30,14 +26,11 @@ static char *xprintf(const char *fmt, ...) {
   if (vasprintf(&s, fmt, ap) < 0)
     s = NULL;
   va_end(ap);
-  if (!s) {
-    fputs("capguard: out of memory wording the findings\n", stderr);
-    exit(2);
-  }
+  if (!s)
+    cg_out_of_memory(WORDING);
   return s;
 }
 
-static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
 static const char *was_were(size_t n) { return n == 1 ? "was" : "were"; }
 
 /* ---- what the rows look at, derived once per question ---- */
@@ -173,7 +166,7 @@ static void no_cuda_say(const ctx *c, cgf_finding *x) {
     cgr_process_command(&log->procs[log->n_runs ? log->runs[0].first_proc : 0], cmd, sizeof cmd);
   x->sentence = xprintf("no CUDA used: %zu process%s ran under the shim (%s), none loaded the CUDA "
                         "driver; nothing to check",
-                        log->n_procs, log->n_procs == 1 ? "" : "es", cmd[0] ? cmd : "?");
+                        log->n_procs, cg_plural_es(log->n_procs), cmd[0] ? cmd : "?");
 }
 
 /* -- run's summary: a line each, after the broken captures -- */
@@ -183,7 +176,7 @@ static void escaped_say(const ctx *c, cgf_finding *x) {
   size_t n = c->a->verdicts[CG_VERDICT_ESCAPED];
   x->sentence = xprintf("%zu call%s escaped a capture: the driver said ok, but the graph will not do "
                         "what the program meant (see \"Escaped captures\" in capguard report)",
-                        n, plural(n));
+                        n, cg_plural(n));
   x->emphasis = strcspn(x->sentence, ":");
 }
 
@@ -246,7 +239,7 @@ static void recorded_say(const ctx *c, cgf_finding *x) {
   bool whole = cgr_rerun_command(log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
   x->sentence = xprintf("run it again; the %zu image%s loaded during capture, recorded in %s "
                         "(kernels %s%s), will be loaded before capture",
-                        images, plural(images), *prime ? prime : "the priming file",
+                        images, cg_plural(images), *prime ? prime : "the priming file",
                         names[0] ? names : "?", a->n_kernels > shown ? ", ..." : "");
   command(x, NULL, NULL, xprintf("%s", cmd));
   if (!whole)
@@ -340,7 +333,7 @@ static void warm_say(const ctx *c, cgf_finding *x) {
   x->sentence = xprintf(
       "warm these %zu kernel%s%s up before capture (run each once outside capture), or let "
       "capguard prime them: %s",
-      c->to_warm, plural(c->to_warm), names,
+      c->to_warm, cg_plural(c->to_warm), names,
       guard ? "run the same command again under capguard; the images it recorded are loaded "
               "before capture"
             : "run it in guard mode, which records the images and loads them before capture on "
@@ -386,7 +379,7 @@ static void unused_say(const ctx *c, cgf_finding *x) {
                         "each costs start-up time and device memory; give each program its own "
                         "file (capguard run does when no --prime is given), or see what the file "
                         "holds",
-                        n, plural(n), *prime ? prime : "the priming file");
+                        n, cg_plural(n), *prime ? prime : "the priming file");
   char word[4200] = "";
   size_t used = 0;
   if (*prime)
@@ -400,7 +393,7 @@ static void allowed_say(const ctx *c, cgf_finding *x) {
   x->sentence = xprintf("%zu module load%s during capture %s allowed by this driver (12.3 or "
                         "newer); drivers older than 12.3 refuse them and break the capture: prime "
                         "them before deploying there (guard mode)",
-                        allowed, plural(allowed), was_were(allowed));
+                        allowed, cg_plural(allowed), was_were(allowed));
   command(x, ", ", "and see what such a driver does",
           rerun(c, c->allowed_run, "--emulate-driver 12020"));
 }
@@ -412,7 +405,7 @@ static void unloads_deferred_say(const ctx *c, cgf_finding *x) {
                         "capture ended (every driver refuses unloads during capture): nothing to "
                         "do while running under capguard in guard mode; without it, keep kernel "
                         "objects alive across capture",
-                        n, plural(n), was_were(n));
+                        n, cg_plural(n), was_were(n));
 }
 
 static bool unloads_holds(const ctx *c) { return c->unloads > c->a->unloads_deferred; }
@@ -421,7 +414,7 @@ static void unloads_say(const ctx *c, cgf_finding *x) {
   x->sentence = xprintf("%zu module unload%s during capture (refused by every driver): keep "
                         "kernel objects alive across capture, or run in guard mode, which defers "
                         "unloads until the capture ends",
-                        n, plural(n));
+                        n, cg_plural(n));
 }
 
 static bool other_holds(const ctx *c) { return c->other != 0; }
@@ -453,14 +446,14 @@ static void not_said_say(const ctx *c, cgf_finding *x) {
                         "older capguard wrote it, or the process did not exit through capguard): "
                         "run the command again under this capguard to have the first offender "
                         "named",
-                        n, plural(n), n == 1 ? "it" : "them");
+                        n, cg_plural(n), n == 1 ? "it" : "them");
 }
 
 static bool served_holds(const ctx *c) { return c->a->verdicts[CG_VERDICT_SERVED] != 0; }
 static void served_say(const ctx *c, cgf_finding *x) {
   size_t n = c->a->verdicts[CG_VERDICT_SERVED];
   x->sentence = xprintf("%zu load%s during capture %s served from the priming file: priming works",
-                        n, plural(n), was_were(n));
+                        n, cg_plural(n), was_were(n));
 }
 
 static bool kept_holds(const ctx *c) { return c->a->kept != 0; }
@@ -481,7 +474,7 @@ static void kept_say(const ctx *c, cgf_finding *x) {
   x->sentence = xprintf("%zu call%s during capture (%s) would break the capture without capguard; "
                         "guard mode answered %s so that the capture survived: nothing to do under "
                         "capguard; without it, make %s outside capture",
-                        n, plural(n), by, them, them);
+                        n, cg_plural(n), by, them, them);
 }
 
 /* nothing to do only when no call at all was made during capture, of any kind */
@@ -539,7 +532,7 @@ static void check_missing_say(const ctx *c, cgf_finding *x) {
   const cgf_prime_run *r = c->f->prime_run;
   size_t missing = r->loads - r->served;
   x->sentence = xprintf("FAIL: %zu load%s during capture reached the driver; %s lacks %s",
-                        missing, plural(missing), r->prime, missing == 1 ? "it" : "them");
+                        missing, cg_plural(missing), r->prime, missing == 1 ? "it" : "them");
   x->lists_loads = true;
   command(x, NULL, "learn them in one run where the driver allows loads during capture (12.3 or "
                    "newer, same GPU architecture)", prime_command(r, "capguard prime learn"));
@@ -556,7 +549,7 @@ static void check_ok_say(const ctx *c, cgf_finding *x) {
   const cgf_prime_run *r = c->f->prime_run;
   x->sentence = xprintf("ok: all %zu load%s during capture in %zu process%s served from %s; a "
                         "driver before 12.3 would capture every graph",
-                        r->loads, plural(r->loads), r->procs, r->procs == 1 ? "" : "es", r->prime);
+                        r->loads, cg_plural(r->loads), r->procs, cg_plural_es(r->procs), r->prime);
 }
 
 static const row rows[] = {

@@ -2,19 +2,13 @@
 
 #include "findings.h"
 #include "report_offender.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
 
-static void *xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) {
-    fputs("capguard: out of memory analysing the log\n", stderr);
-    exit(2);
-  }
-  return q;
-}
+#define xrealloc(p, n) cg_xrealloc((p), (n), "analysing the log")
 
 
 static const cgl_log *sort_log;

@@ -13,8 +13,10 @@
 
 #include "findings.h"
 #include "report_offender.h"
+#include "report_capture_time.h"
 #include "report_render.h"
 #include "rerun_command.h"
+#include "plural.h"
 
 enum { MAX_SHAPES = 4000, MAX_ROWS = 500 };
 
@@ -33,9 +35,40 @@ static void esc(FILE *o, const char *s) {
 
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
 
-/* A verdict's colour: the verdict table's column; a word this reader does
- * not know grey. */
-static const char *verdict_colour(cg_verdict v) { return cg_verdict_colour(v); }
+/* A verdict's colour in the timeline and the tables. No default: a verdict
+ * row added to log_schema.h without a colour here is a -Wswitch error. A
+ * word this reader does not know (a newer capguard's) is grey. */
+static const char *verdict_colour(cg_verdict v) {
+  switch (v) {
+  case CG_VERDICT_REFUSED:
+    return "#d62728";
+  case CG_VERDICT_ALLOWED:
+    return "#ff7f0e";
+  case CG_VERDICT_EMULATED:
+    return "#e7298a";
+  case CG_VERDICT_SERVED:
+    return "#1f77b4";
+  case CG_VERDICT_RESCUED:
+    return "#9467bd";
+  case CG_VERDICT_DEFERRED:
+    return "#7f7f7f";
+  case CG_VERDICT_FAILED:
+    return "#8c564b";
+  case CG_VERDICT_DEFERRED_FREE:
+    return "#bcbd22";
+  case CG_VERDICT_DEFERRED_DESTROY:
+    return "#a0522d";
+  case CG_VERDICT_NOT_READY:
+    return "#17becf";
+  case CG_VERDICT_ESCAPED:
+    return "#8c564b";
+  case CG_VERDICT_BROKE:
+    return "#8c564b";
+  case CG_VERDICT_COUNT:
+    break;
+  }
+  return "#888";
+}
 
 static const char *verdict_word(cg_verdict v) { return or(cgl_word(&cg_verdicts, v), "?"); }
 
@@ -622,9 +655,9 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
          unloads = a->events[CG_EV_MODULE_UNLOAD];
   fprintf(o, "<br>%zu process%s, %zu capture%s, <span class=\"%s\">%zu broken</span>; "
              "%zu call%s during capture (%zu module load%s, %zu unload%s",
-          log->n_procs, log->n_procs == 1 ? "" : "es", a->captures, a->captures == 1 ? "" : "s",
-          a->n_broken ? "bad" : "good", a->n_broken, calls, calls == 1 ? "" : "s", loads,
-          loads == 1 ? "" : "s", unloads, unloads == 1 ? "" : "s");
+          log->n_procs, cg_plural_es(log->n_procs), a->captures, cg_plural(a->captures),
+          a->n_broken ? "bad" : "good", a->n_broken, calls, cg_plural(calls), loads,
+          cg_plural(loads), unloads, cg_plural(unloads));
   /* the other kinds of call, in the schema's words, when they happened */
   for (unsigned k = 0; k <= CG_EV_KIND_COUNT; k++)
     if (k != CG_EV_MODULE_LOAD && k != CG_EV_MODULE_UNLOAD && a->events[k])
@@ -638,7 +671,7 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   fputs("</p>\n", o);
   if (log->malformed) {
     fprintf(o, "<p class=\"warn\">%zu malformed line%s skipped (first: ", log->malformed,
-            log->malformed == 1 ? "" : "s");
+            cg_plural(log->malformed));
     esc(o, log->first_malformed);
     fputs(")</p>\n", o);
   }
@@ -649,6 +682,7 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   fputs("<h2>Timeline</h2>\n", o);
   timeline(o, a);
   processes(o, a);
+  cgr_capture_time_html(o, a, esc);
   findings(o, a);
   calls_table(o, a);
   fputs("</body></html>\n", o);

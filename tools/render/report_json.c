@@ -7,6 +7,7 @@
 #include "log_pool.h"
 #include "report_offender.h"
 
+#include "report_capture_time.h"
 #include "report_render.h"
 #include "capguard/log_keys.h"
 
@@ -134,6 +135,15 @@ static json_t *processes_json(const cgr_analysis *a) {
                                            CG_KEY_LOG, jtext(log->files[pr->file])));
     json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "broken_captures",
                         per ? per[p] : json_array());
+    json_t *ct = cgr_capture_time_process_json(pr);
+    if (ct)
+      json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "capture_time", ct);
+    if (pr->rank_known) {
+      json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_RANK, json_integer(pr->rank));
+      if (pr->world_size > 0)
+        json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_WORLD_SIZE,
+                            json_integer(pr->world_size));
+    }
   }
   free(per);
   return procs;
@@ -230,6 +240,9 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
                                 log->malformed ? jtext(log->first_malformed) : json_null()));
 
   json_object_set_new(root, "processes", processes_json(a));
+  json_t *ct = cgr_capture_time_json(a);
+  if (ct)
+    json_object_set_new(root, "capture_time", ct);
 
   json_t *caps = json_array();
   for (size_t c = 0; c < log->n_caps; c++)

@@ -2,7 +2,10 @@
 
 #include "findings.h"
 #include "report_offender.h"
+#include "capture_time.h"
+#include "report_capture_time.h"
 #include "report_render.h"
+#include "plural.h"
 
 void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap) {
   const cgl_process *p = &a->log->procs[proc];
@@ -50,11 +53,11 @@ static void print_runs(FILE *out, const cgr_analysis *a, cg_palette pal) {
     cgr_process_command(top, cmd, sizeof cmd);
     fprintf(out, "  %s run %zu: pid %lld %s (%zu process%s): %zu capture%s, %s%zu broken%s",
             one && r == a->shown_run ? ">" : " ", r + 1, top->pid, cmd[0] ? cmd : "?", st->procs,
-            st->procs == 1 ? "" : "es", st->captures, st->captures == 1 ? "" : "s",
+            cg_plural_es(st->procs), st->captures, cg_plural(st->captures),
             st->broken ? pal.red : pal.green, st->broken, pal.reset);
     if (st->served)
       fprintf(out, ", %zu load%s served from the priming file", st->served,
-              st->served == 1 ? "" : "s");
+              cg_plural(st->served));
     fputc('\n', out);
   }
 }
@@ -68,7 +71,7 @@ static void print_capture_end(FILE *out, const cgl_capture *c) {
   }
   if (c->repeats > 0)
     fprintf(out, "    repeats: %lld more call%s like one logged (same call, verdict and site), "
-                 "counted, not logged again\n", c->repeats, c->repeats == 1 ? "" : "s");
+                 "counted, not logged again\n", c->repeats, cg_plural(c->repeats));
 }
 
 /* Captures their process never ended and nothing broke (the broken ones are
@@ -173,10 +176,10 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
       snprintf(drv, sizeof drv, ", CUDA %lld.%lld", pr->driver_version / 1000,
                (pr->driver_version % 1000) / 10);
     fprintf(out, "  %s %s (%s mode%s): %zu capture%s, %s%zu broken%s", who, cmd[0] ? cmd : "?",
-            or(cgl_word(&cg_run_modes, pr->mode), "?"), drv, captures, captures == 1 ? "" : "s",
+            or(cgl_word(&cg_run_modes, pr->mode), "?"), drv, captures, cg_plural(captures),
             broken ? pal.red : pal.green, broken, pal.reset);
     if (served)
-      fprintf(out, ", %zu load%s served from the priming file", served, served == 1 ? "" : "s");
+      fprintf(out, ", %zu load%s served from the priming file", served, cg_plural(served));
     fputc('\n', out);
   }
   if (skipped)
@@ -184,7 +187,7 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (cuda && cuda < log->n_procs) {
     /* their names, once each, a few ("..." when there are more) */
     fprintf(out, "  and %zu process%s without CUDA (", log->n_procs - cuda,
-            log->n_procs - cuda == 1 ? "" : "es");
+            cg_plural_es(log->n_procs - cuda));
     const char *names[5];
     size_t named = 0;
     for (size_t p = 0; p < log->n_procs; p++) {
@@ -269,11 +272,56 @@ static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
     fprintf(out, "  %s%s%s\n", pal.dim, a->escapes_note.v[i].sentence, pal.reset);
 }
 
+/* "Capture time": the log's line, then each process's figures and its
+ * slowest captures with where each began; nothing when no process said. */
+static void print_capture_time(FILE *out, const cgr_analysis *a, cg_palette pal) {
+  const cgl_log *log = a->log;
+  cgr_capture_time t;
+  cgr_capture_time_of(log, &t);
+  char line[1024];
+  cgr_capture_time_line(&t, line, sizeof line);
+  if (!line[0])
+    return;
+  fprintf(out, "\n%sCapture time%s (wall time inside captures, as each process summed it at exit)\n", pal.bold,
+          pal.reset);
+  fprintf(out, "  %s", line);
+  if (t.to_first_replay_ns >= 0) {
+    char d[32];
+    cgr_duration(t.to_first_replay_ns, d, sizeof d);
+    fprintf(out, "; first replay %s after the first begin", d);
+  }
+  fputc('\n', out);
+  for (size_t p = 0; p < log->n_procs; p++) {
+    const cgl_process *pr = &log->procs[p];
+    if (!pr->has_capture_time || !pr->captures_timed)
+      continue;
+    char who[256], rank[64], graphs[32], total[32];
+    cgr_process_label(a, p, who, sizeof who);
+    cgr_rank_words(pr, rank, sizeof rank);
+    long long g = pr->captures_timed - pr->captures_broken;
+    cgr_thousands(g > 0 ? g : 0, graphs, sizeof graphs);
+    cgr_duration(pr->capture_ns, total, sizeof total);
+    fprintf(out, "  %s%s: %s graph%s in %s", who, rank, graphs, cg_plural((unsigned long long)g), total);
+    if (pr->first_capture_ns > 0 && pr->first_replay_ns >= pr->first_capture_ns) {
+      char d[32];
+      cgr_duration(pr->first_replay_ns - pr->first_capture_ns, d, sizeof d);
+      fprintf(out, ", first replay %s after its first begin", d);
+    }
+    fputc('\n', out);
+    for (size_t i = 0; i < pr->n_slowest; i++) {
+      char d[32];
+      cgr_duration(pr->slowest[i].ns, d, sizeof d);
+      fprintf(out, "    %s%-8s%s capture %lld, began at %s\n", i ? "" : "slowest ", d, i ? "        " : "",
+              pr->slowest[i].id, *pr->slowest[i].began ? pr->slowest[i].began : "(not logged)");
+    }
+  }
+}
+
 void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   fprintf(out, "capguard report: %zu log%s, %zu process%s, %zu capture%s, %s%zu broken%s",
-          log->n_files, log->n_files == 1 ? "" : "s", log->n_procs, log->n_procs == 1 ? "" : "es",
-          a->captures, a->captures == 1 ? "" : "s", a->n_broken ? pal.red : pal.green, a->n_broken,
+          log->n_files, cg_plural(log->n_files), log->n_procs, cg_plural_es(log->n_procs),
+          a->captures, cg_plural(a->captures), a->n_broken ? pal.red : pal.green, a->n_broken,
           pal.reset);
   if (a->open_at_exit)
     fprintf(out, ", %s%zu open at exit%s", pal.yellow, a->open_at_exit, pal.reset);
@@ -286,10 +334,10 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (a->repeats)
     fprintf(out, "repeats: %zu more call%s during capture like one logged (same call, verdict and "
                  "site): counted in the capture records, not above\n",
-            a->repeats, a->repeats == 1 ? "" : "s");
+            a->repeats, cg_plural(a->repeats));
   if (log->malformed)
     fprintf(out, "%zu malformed log line%s skipped (first: %s)\n", log->malformed,
-            log->malformed == 1 ? "" : "s", log->first_malformed);
+            cg_plural(log->malformed), log->first_malformed);
   if (a->log_incomplete)
     fprintf(out, "%sthe log is incomplete%s: a process could not write all its lines (full disk "
                  "or I/O error); counts are lower bounds\n", pal.red, pal.reset);
@@ -297,6 +345,7 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
     print_runs(out, a, pal);
   if (log->n_procs)
     print_processes(out, a, pal);
+  print_capture_time(out, a, pal);
   if (a->n_broken)
     print_broken(out, a, pal);
   if (a->verdicts[CG_VERDICT_ESCAPED])

@@ -14,6 +14,7 @@
 
 #include "log_pool.h"
 #include "report_offender.h"
+#include "report_capture_time.h"
 #include "report_render.h"
 #include "capguard/log_keys.h"
 
@@ -167,6 +168,7 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
         json_object_set_new(args, CG_KEY_HANDLE, jstr(e->handle));
     }
   }
+  cgr_capture_time_trace(evs, a, us_since, t0);
   /* ts 0 is capguard_epoch_ns of the shim's clock (CLOCK_REALTIME, UTC): the
    * offset to another trace of the same machine, e.g. an nsys export
    * (docs/trace.md says how) */

@@ -7,6 +7,7 @@
 #include "capguard/capture_model.h"
 #include "capguard/event.h"
 #include "report_offender.h"
+#include "plural.h"
 
 static const char PREFIX[] = "capguard: ";
 
@@ -62,5 +63,5 @@ void cg_run_broken_lines(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (a->n_broken > CG_RUN_BROKEN_SHOWN)
     fprintf(out, "%s%sbroken:%s and %zu more broken capture%s (capguard report lists them all)\n",
             PREFIX, pal.red, pal.reset, a->n_broken - CG_RUN_BROKEN_SHOWN,
-            a->n_broken - CG_RUN_BROKEN_SHOWN == 1 ? "" : "s");
+            cg_plural(a->n_broken - CG_RUN_BROKEN_SHOWN));
 }

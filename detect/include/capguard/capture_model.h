@@ -3,7 +3,7 @@
  * unsafe calls. Pure data and rules, no driver, no locking: the caller
  * serialises access. The rule is the CUDA documentation's (see
  * cuThreadExchangeStreamCaptureMode), checked against
- * shared/ground-truth/capture-semantics.md in tests/unit. */
+ * docs/driver-semantics.md, in tests/unit. */
 #ifndef CAPGUARD_CAPTURE_MODEL_H
 #define CAPGUARD_CAPTURE_MODEL_H
 
@@ -88,7 +88,7 @@ cg_capture *cg_model_find_driver_id(cg_model *m, uint64_t driver_id);
 
 /* Events recorded into captures. The driver answers a query or a wait on an
  * event last recorded in a still-capturing stream with 907 and invalidates
- * that capture, in every mode, from every thread (capture-semantics.md,
+ * that capture, in every mode, from every thread (driver-semantics.md,
  * second matrix). into: the open capture the event was just recorded into,
  * or NULL when it was recorded outside any capture (forgotten). Bounded:
  * past CG_MODEL_MAX_EVENTS tracked events a new one is not tracked. */

@@ -1,7 +1,7 @@
 /* The driver's log lines (cuLogsRegisterCallback, drivers 12.9 and later)
  * as capguard reads them: "Returning 906 (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
  * from cuLaunchKernel" names a refused call and what it returned
- * (capture-semantics.md, third matrix). Pure: no I/O, no allocation, safe in
+ * (driver-semantics.md, third matrix). Pure: no I/O, no allocation, safe in
  * the shim's log callback. */
 #ifndef CAPGUARD_DRIVER_LOG_PARSE_H
 #define CAPGUARD_DRIVER_LOG_PARSE_H

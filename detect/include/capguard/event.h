@@ -49,6 +49,9 @@ typedef struct {
   size_t n_py;
 } cg_event;
 
+/* How many of the slowest captures a summary names. */
+#define CG_SLOWEST_CAPTURES 3
+
 typedef struct {
   uint64_t pid;
   uint64_t captures_begun, captures_broken;
@@ -62,6 +65,21 @@ typedef struct {
   unsigned skipped_sm, device_sm;
   const char *log_path; /* NULL when no log */
   bool log_incomplete;  /* lines of this process could not be written (JSON: "log_incomplete") */
+  /* Capture time (docs/log-format.md): the captures that ended (a graph or
+   * not) and the wall time spent inside them; the first begin and the first
+   * cuGraphLaunch after it (CLOCK_REALTIME, 0: none); the slowest captures,
+   * slowest first, with where each began. */
+  uint64_t captures_timed, capture_ns;
+  uint64_t first_capture_ns, first_replay_ns;
+  size_t n_slowest;
+  struct {
+    uint64_t id, ns;
+    const char *began;
+  } slowest[CG_SLOWEST_CAPTURES];
+  /* The rank of a distributed job (capguard/rank.h), when a launcher named
+   * one; world_size 0 when unknown. */
+  bool rank_known;
+  unsigned rank, world_size;
 } cg_summary;
 
 /* The "start" record (the shim started in a process) and the "process" record
@@ -133,7 +151,5 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap); /* on
 size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap);
 size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap);
 
-/* JSON string escaping into buf (no quotes added); returns the length it would need. */
-size_t cg_json_escape(const char *s, char *buf, size_t cap);
 
 #endif

@@ -53,6 +53,5 @@ const char *cg_image_next_kernel(const cg_image_info *info, const char *name);
 cg_hash128 cg_hash_bytes(const void *p, size_t n);
 /* 32 lowercase hex digits + NUL */
 void cg_hash_format(cg_hash128 h, char out[33]);
-int cg_hash_parse(const char *s, cg_hash128 *out); /* 0 on success */
 
 #endif

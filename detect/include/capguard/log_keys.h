@@ -72,5 +72,13 @@
 #define CG_KEY_RUN "run"
 #define CG_KEY_ARGV "argv"
 #define CG_KEY_ERROR "error"
+#define CG_KEY_CAPTURES_TIMED "captures_timed"
+#define CG_KEY_CAPTURE_NS "capture_ns"
+#define CG_KEY_FIRST_CAPTURE_NS "first_capture_ns"
+#define CG_KEY_FIRST_REPLAY_NS "first_replay_ns"
+#define CG_KEY_SLOWEST "slowest"
+#define CG_KEY_NS "ns"
+#define CG_KEY_RANK "rank"
+#define CG_KEY_WORLD_SIZE "world_size"
 
 #endif

@@ -71,64 +71,65 @@ enum {
     "cuStreamDestroy of a capturing stream: the driver ends the capture (no graph); named as the " \
     "capture's first offender")
 
-/* Verdicts have three columns more than the other tables:
+/* Verdicts have two columns more than the other tables:
  *   said     the event line's sentence on stderr (event_format.c), NULL
  *            where the formatter composes it from the call's numbers (the
  *            driver's error, the driver versions);
  *   routine  the one line a routine verdict gets on stderr per process
- *            (the shim's output.c), NULL for the others;
- *   colour   its colour in the HTML report (report_html.c). */
+ *            (the shim's output.c), NULL for the others.
+ * Each verdict's colour is the HTML report's (tools/render/report_html.c),
+ * which the build makes name every verdict. */
 #define CG_VERDICTS(X)                                                                              \
   X(CG_VERDICT_REFUSED, "refused", CG_WORD_BREAKS,                                                  \
     "the driver refused it (900: not permitted during capture; 905: a wait on an event recorded "  \
     "outside the capture; 906: legacy-stream work while a blocking stream captures; 907: an "      \
     "event recorded in a capturing stream): the capture is invalid",                               \
-    NULL, NULL, "#d62728")                                                                          \
+    NULL, NULL)                                                                                     \
   X(CG_VERDICT_ALLOWED, "allowed", 0,                                                               \
     "the driver let it through (loads: drivers 12.3 and newer do; older drivers refuse them)",     \
-    NULL, NULL, "#ff7f0e")                                                                          \
+    NULL, NULL)                                                                                     \
   X(CG_VERDICT_EMULATED, "emulated", CG_WORD_BREAKS,                                                \
     "capguard refused it as a driver before 12.3 would (CAPGUARD_EMULATE_DRIVER): the capture is "  \
     "invalid",                                                                                      \
-    NULL, NULL, "#e7298a")                                                                          \
+    NULL, NULL)                                                                                     \
   X(CG_VERDICT_SERVED, "served", CG_WORD_ROUTINE,                                                   \
     "handed out from the priming file: no loader call reached the driver",                          \
     "served from the priming file: no loader call reached the driver",                              \
-    "served from the priming file", "#1f77b4")                                                      \
+    "served from the priming file")                                                                 \
   X(CG_VERDICT_RESCUED, "rescued", 0,                                                               \
     "made in relaxed mode for that one call: in guard mode, a query of an event in no capture "    \
     "from a thread a capture prohibits; with CAPGUARD_RESCUE, a load on an old driver or an "      \
     "allocation",                                                                                  \
     "made in relaxed mode for this one call (an event query in guard mode, or with "               \
-    "CAPGUARD_RESCUE=1 a load or an allocation)", NULL, "#9467bd")                                 \
+    "CAPGUARD_RESCUE=1 a load or an allocation)", NULL)                                            \
   X(CG_VERDICT_DEFERRED, "deferred", CG_WORD_ROUTINE,                                               \
     "the unload returned success and runs when the capture ends",                                  \
     "returned success; the unload runs when the capture ends",                                     \
-    "deferred until the capture ends", "#7f7f7f")                                                   \
-  X(CG_VERDICT_FAILED, "failed", 0, "the driver returned another error", NULL, NULL, "#8c564b")     \
+    "deferred until the capture ends")                                                              \
+  X(CG_VERDICT_FAILED, "failed", 0, "the driver returned another error", NULL, NULL)                \
   X(CG_VERDICT_DEFERRED_FREE, "deferred-free", CG_WORD_ROUTINE,                                      \
     "the free returned success; the memory stays allocated until the capture ends, then is freed", \
     "returned success; the memory stays allocated until the capture ends, then is freed",           \
-    "returned success; the memory is freed when the capture ends", "#bcbd22")                      \
+    "returned success; the memory is freed when the capture ends")                                 \
   X(CG_VERDICT_DEFERRED_DESTROY, "deferred-destroy", CG_WORD_ROUTINE,                                \
     "the executable graph's destroy returned success and runs when the capture ends",              \
     "returned success; the executable graph is destroyed when the capture ends",                    \
-    "returned success; the graph is destroyed when the capture ends", "#a0522d")                   \
+    "returned success; the graph is destroyed when the capture ends")                              \
   X(CG_VERDICT_NOT_READY, "not-ready", CG_WORD_ROUTINE,                                              \
     "capguard answered CUDA_ERROR_NOT_READY for an event recorded in a still-capturing stream, "   \
     "without calling the driver: the capture survives",                                            \
     "answered 600 (not ready) by capguard without calling the driver: the event was recorded in a " \
     "still-capturing stream, where the driver would answer 907 and break the capture",             \
-    "answered not ready by capguard (the event is in a still-capturing stream)", "#17becf")         \
+    "answered not ready by capguard (the event is in a still-capturing stream)")                    \
   X(CG_VERDICT_ESCAPED, "escaped", 0,                                                               \
     "the driver ran it now, outside the graph: replaying the graph will not do it (legacy-stream " \
     "work while only non-blocking streams capture), or will read or write host memory as it is "  \
     "then (a captured copy to or from pageable memory)",                                                      \
-    NULL, NULL, "#8c564b")                                                                          \
+    NULL, NULL)                                                                                     \
   X(CG_VERDICT_BROKE, "broke", CG_WORD_BREAKS,                                                      \
     "the driver's own log named it as the call that broke the capture (a call capguard does not " \
     "wrap, or a capture end that failed: 904, 908)",                                               \
-    NULL, NULL, "#8c564b")
+    NULL, NULL)
 
 /* capguard's run modes (CAPGUARD_MODE). */
 #define CG_RUN_MODES(X)                                                                             \
@@ -160,7 +161,7 @@ enum {
 #define CG_WORD_ENUM(id, word, flags, what) id,
 typedef enum { CG_RECORD_TYPES(CG_WORD_ENUM) CG_RECORD_TYPE_COUNT } cg_record_type;
 typedef enum { CG_EVENT_KINDS(CG_WORD_ENUM) CG_EV_KIND_COUNT } cg_event_kind;
-#define CG_VERDICT_ENUM(id, word, flags, what, said, routine, colour) id,
+#define CG_VERDICT_ENUM(id, word, flags, what, said, routine) id,
 typedef enum { CG_VERDICTS(CG_VERDICT_ENUM) CG_VERDICT_COUNT } cg_verdict;
 #undef CG_VERDICT_ENUM
 typedef enum { CG_RUN_MODES(CG_WORD_ENUM) CG_RUN_MODE_COUNT } cg_run_mode;
@@ -209,10 +210,9 @@ bool cg_run_mode_parse(const char *s, cg_run_mode *out);
 bool cg_verdict_breaks(cg_verdict v);
 /* The verdict's columns past the common ones (CG_VERDICTS): its event-line
  * sentence and its routine line (NULL where it has none, and outside the
- * table), and its colour ("#888" outside the table). */
+ * table). */
 const char *cg_verdict_said(cg_verdict v);
 const char *cg_verdict_routine_line(cg_verdict v);
-const char *cg_verdict_colour(cg_verdict v);
 /* A status of a broken capture (its end failed, or it was invalidated). */
 bool cg_capture_status_broken(cg_capture_status s);
 

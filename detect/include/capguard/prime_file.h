@@ -45,11 +45,9 @@ typedef struct cg_prime_set cg_prime_set;
 int cg_prime_load(const char *path, cg_prime_set **out, cg_prime_warn_fn warn, void *ctx);
 size_t cg_prime_count(const cg_prime_set *s);
 const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i);
-/* Record with this hash and exactly these bytes, or NULL. */
-const cg_prime_record *cg_prime_find(const cg_prime_set *s, const void *bytes, size_t size);
-/* The same for bytes whose XXH3-128 the caller already has (an inspected
- * image): the hash only narrows the search, the bytes still decide, so a
- * wrong hash can miss but never match wrongly. */
+/* The record of exactly these bytes, whose XXH3-128 the caller already has
+ * (an inspected image), or NULL: the hash only narrows the search, the bytes
+ * still decide, so a wrong hash can miss but never match wrongly. */
 const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 hash, const void *bytes,
                                             size_t size);
 void cg_prime_free(cg_prime_set *s);

@@ -1,0 +1,101 @@
+#include "capture_time.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "capguard/clock.h"
+#include "live_captures.h" /* cg_begin_site_text */
+
+unsigned cg_launch_watch;
+
+static uint64_t ended, total_ns, first_begin_ns, first_replay_ns;
+/* The slowest so far, slowest first, under slow_lock; slow_floor is the
+ * shortest of them once all slots are full (0 before): a capture no slower
+ * never takes the lock. */
+static pthread_mutex_t slow_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t slow_floor;
+static size_t n_slow;
+static struct {
+  uint64_t id, ns;
+  void *site;
+} slow[CG_SLOWEST_CAPTURES];
+
+void cg_capture_time_begun(void) {
+  if (__atomic_load_n(&first_begin_ns, __ATOMIC_RELAXED))
+    return;
+  uint64_t none = 0, now_ns = cg_now_ns(); /* the first begin only */
+  if (__atomic_compare_exchange_n(&first_begin_ns, &none, now_ns ? now_ns : 1, false, __ATOMIC_RELAXED,
+                                  __ATOMIC_RELAXED))
+    __atomic_fetch_or(&cg_launch_watch, CG_WATCH_REPLAY, __ATOMIC_RELAXED);
+}
+
+void cg_capture_time_launch(uint64_t now_ns) {
+  if (!__atomic_load_n(&first_begin_ns, __ATOMIC_RELAXED))
+    return;
+  uint64_t none = 0;
+  __atomic_compare_exchange_n(&first_replay_ns, &none, now_ns ? now_ns : 1, false, __ATOMIC_RELAXED,
+                              __ATOMIC_RELAXED);
+  __atomic_fetch_and(&cg_launch_watch, ~(unsigned)CG_WATCH_REPLAY, __ATOMIC_RELAXED);
+}
+
+bool cg_capture_time_ended(const cg_capture *closed, void *site) {
+  /* CLOCK_REALTIME may step back: such a capture counts, for no time. */
+  uint64_t ns = closed->end_ns > closed->begin_ns ? closed->end_ns - closed->begin_ns : 0;
+  __atomic_add_fetch(&ended, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&total_ns, ns, __ATOMIC_RELAXED);
+  if (ns <= __atomic_load_n(&slow_floor, __ATOMIC_RELAXED) || !site)
+    return false;
+  void *dropped = NULL;
+  bool kept = false;
+  pthread_mutex_lock(&slow_lock);
+  size_t at = n_slow;
+  while (at > 0 && slow[at - 1].ns < ns)
+    at--;
+  if (at < CG_SLOWEST_CAPTURES) {
+    if (n_slow == CG_SLOWEST_CAPTURES)
+      dropped = slow[--n_slow].site;
+    for (size_t i = n_slow; i > at; i--)
+      slow[i] = slow[i - 1];
+    slow[at].id = closed->id;
+    slow[at].ns = ns;
+    slow[at].site = site;
+    n_slow++;
+    kept = true;
+    if (n_slow == CG_SLOWEST_CAPTURES)
+      __atomic_store_n(&slow_floor, slow[n_slow - 1].ns, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&slow_lock);
+  free(dropped);
+  return kept;
+}
+
+void cg_capture_time_read(cg_summary *s, char (*began)[CG_BEGAN_TEXT]) {
+  s->captures_timed = __atomic_load_n(&ended, __ATOMIC_RELAXED);
+  s->capture_ns = __atomic_load_n(&total_ns, __ATOMIC_RELAXED);
+  s->first_capture_ns = __atomic_load_n(&first_begin_ns, __ATOMIC_RELAXED);
+  s->first_replay_ns = __atomic_load_n(&first_replay_ns, __ATOMIC_RELAXED);
+  /* Symbolized under the lock, so that no capture's end frees a site being
+   * read; only when asked (at exit: dladdr is slow). */
+  pthread_mutex_lock(&slow_lock);
+  s->n_slowest = n_slow;
+  for (size_t i = 0; i < n_slow; i++) {
+    s->slowest[i].id = slow[i].id;
+    s->slowest[i].ns = slow[i].ns;
+    s->slowest[i].began = NULL;
+    if (began) {
+      cg_begin_site_text(slow[i].site, began[i], CG_BEGAN_TEXT);
+      s->slowest[i].began = began[i];
+    }
+  }
+  pthread_mutex_unlock(&slow_lock);
+}
+
+void cg_capture_time_atfork_child(void) {
+  pthread_mutex_init(&slow_lock, NULL);
+  for (size_t i = 0; i < n_slow; i++)
+    free(slow[i].site);
+  n_slow = 0;
+  slow_floor = 0;
+  ended = total_ns = first_begin_ns = first_replay_ns = 0;
+  cg_launch_watch = 0;
+}

@@ -1,0 +1,66 @@
+/* Calls in flight, each in a slot holding a tick of the shim's clock
+ * (cg_captures_tick) from before the driver may have acted on it; past the
+ * last slot a shared counter counts them, and a reader takes such a call as
+ * the earliest. The begins between the driver and the model
+ * (live_captures.c) and the refusals not yet marked (break_rules.c) are
+ * kept so: a reader asks whether any in flight is older than a tick, and
+ * waits for it. Bounded, lock-free, no allocation: safe inside a driver
+ * call. Inline: a begin and a refusal take and give a slot each. */
+#ifndef CAPGUARD_TICK_SLOTS_H
+#define CAPGUARD_TICK_SLOTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define CG_TICK_SLOTS 64
+
+typedef struct {
+  uint64_t slot[CG_TICK_SLOTS]; /* a tick; 0: free */
+  unsigned unslotted;           /* in flight with no slot */
+} cg_tick_slots;
+
+/* A free slot for tick (not 0): returns it + 1, or 0 when every slot was
+ * taken and the call is counted in unslotted instead. */
+static inline int cg_tick_slots_take(cg_tick_slots *s, uint64_t tick) {
+  for (int i = 0; i < CG_TICK_SLOTS; i++) {
+    uint64_t free_ = 0;
+    if (!__atomic_load_n(&s->slot[i], __ATOMIC_RELAXED) &&
+        __atomic_compare_exchange_n(&s->slot[i], &free_, tick, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+      return i + 1;
+  }
+  __atomic_add_fetch(&s->unslotted, 1, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+/* Gives back what cg_tick_slots_take returned. */
+static inline void cg_tick_slots_give(cg_tick_slots *s, int taken) {
+  if (taken)
+    __atomic_store_n(&s->slot[taken - 1], 0, __ATOMIC_SEQ_CST);
+  else
+    __atomic_sub_fetch(&s->unslotted, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Whether a call in flight may be older than tick (every unslotted one may). */
+static inline bool cg_tick_slots_before(cg_tick_slots *s, uint64_t tick) {
+  if (__atomic_load_n(&s->unslotted, __ATOMIC_SEQ_CST))
+    return true;
+  for (int i = 0; i < CG_TICK_SLOTS; i++) {
+    uint64_t t = __atomic_load_n(&s->slot[i], __ATOMIC_SEQ_CST);
+    if (t && t < tick)
+      return true;
+  }
+  return false;
+}
+
+/* In a forked child, where the other threads' calls never leave: none in
+ * flight, save the calling thread's own (taken, with tick) when keep. */
+static inline void cg_tick_slots_reset(cg_tick_slots *s, bool keep, int taken, uint64_t tick) {
+  memset(s, 0, sizeof *s);
+  if (keep && taken)
+    s->slot[taken - 1] = tick;
+  else if (keep)
+    s->unslotted = 1;
+}
+
+#endif
