@@ -81,6 +81,31 @@ static void put_jstr(cg_out *o, const char *s) {
   cg_out_char(o, '"');
 }
 
+/* A string from the process as a JSON string, cut after CG_RECORD_FIELD_MAX
+ * bytes (on a character boundary) with a visible mark saying how much was
+ * left out, so that a record stays whole and bounded: a 20,000-byte
+ * CAPGUARD_RUN or an argv of control characters (six bytes each, escaped)
+ * must not push the record past its buffer and lose it. more: the text was
+ * already cut before it came here (how much is unknown). */
+static void put_jstr_cut(cg_out *o, const char *s, size_t n, bool more) {
+  size_t keep = n;
+  if (keep > CG_RECORD_FIELD_MAX) {
+    keep = CG_RECORD_FIELD_MAX;
+    while (keep && ((unsigned char)s[keep] & 0xC0) == 0x80) /* not inside a UTF-8 character */
+      keep--;
+  }
+  cg_out_char(o, '"');
+  put_escaped_n(o, s, keep);
+  if (keep < n) {
+    cg_out_str(o, CG_CUT_MARK);
+    cg_out_u64(o, n - keep);
+    cg_out_str(o, more ? "+ bytes]" : " bytes]");
+  } else if (more) {
+    cg_out_str(o, CG_CUT_MARK "more bytes]");
+  }
+  cg_out_char(o, '"');
+}
+
 /* ,"key": */
 static void put_key(cg_out *o, const char *key) {
   char k[64];
@@ -742,24 +767,33 @@ size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap)
     put_kv_int(&o, CG_KEY_EMULATE_DRIVER, r->emulate_driver);
   }
   put_kv_str(&o, CG_KEY_VERSION, r->version ? r->version : "");
-  put_kv_str(&o, CG_KEY_PRIME, r->prime ? r->prime : "");
-  if (r->run && *r->run) put_kv_str(&o, CG_KEY_RUN, r->run);
+  put_key(&o, CG_KEY_PRIME);
+  put_jstr_cut(&o, r->prime ? r->prime : "", r->prime ? strlen(r->prime) : 0, false);
+  if (r->run && *r->run) {
+    put_key(&o, CG_KEY_RUN);
+    put_jstr_cut(&o, r->run, strlen(r->run), false);
+  }
   if (r->rank && r->rank->rank >= 0) {
     put_kv_int(&o, CG_KEY_RANK, r->rank->rank);
     if (r->rank->local_rank >= 0) put_kv_int(&o, CG_KEY_LOCAL_RANK, r->rank->local_rank);
     if (r->rank->world_size > 0) put_kv_int(&o, CG_KEY_WORLD_SIZE, r->rank->world_size);
   }
   cg_out_str(&o, ",\"" CG_KEY_ARGV "\":[");
-  /* the words, up to CG_RECORD_MAX_ARGV, each ending at its NUL or the end */
+  /* the words, up to CG_RECORD_MAX_ARGV, each ending at its NUL or the end;
+   * when more are left than fit, the last place says so instead */
   size_t at = 0;
   for (unsigned w = 0; r->cmdline && at < r->cmdline_len && w < CG_RECORD_MAX_ARGV; w++) {
     const char *word = r->cmdline + at;
     const char *nul = memchr(word, '\0', r->cmdline_len - at);
     size_t n = nul ? (size_t)(nul - word) : r->cmdline_len - at;
+    bool more_after = nul && (at + n + 1 < r->cmdline_len || r->cmdline_cut);
     if (w) cg_out_char(&o, ',');
-    cg_out_char(&o, '"');
-    put_escaped_n(&o, word, n);
-    cg_out_char(&o, '"');
+    if (w == CG_RECORD_MAX_ARGV - 1 && more_after) {
+      cg_out_str(&o, "\"" CG_CUT_MARK "more words]\"");
+      break;
+    }
+    /* the last word of a command line read only in part is cut too */
+    put_jstr_cut(&o, word, n, !nul && r->cmdline_cut);
     at += n + 1;
   }
   cg_out_str(&o, "]}\n");

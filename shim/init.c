@@ -11,8 +11,11 @@
 #include "config.h"
 #include "driver.h"
 #include "driver_log_callback.h"
+#include "forks.h"
 #include "guard.h"
 #include "hang_watch.h"
+#include "names.h"
+#include "other_copy.h"
 #include "output.h"
 #include "policy.h"
 #include "priming.h"
@@ -26,6 +29,9 @@ static void atfork_prepare(void) { cg_captures_atfork_prepare(); }
 static void atfork_parent(void) { cg_captures_atfork_parent(); }
 static void atfork_child(void) {
   cg_locks_atfork_child();
+  cg_names_atfork_child();
+  cg_driver_atfork_child();
+  cg_forks_atfork_child();
   cg_captures_atfork_child();
   cg_captures_watched_atfork_child();
   cg_guard_atfork_child();
@@ -53,6 +59,12 @@ static void first_driver_use(void) {
  * dlsym wants glibc's resolved by then. */
 __attribute__((constructor(101))) static void capguard_init(void) {
   cg_real_dlsym_resolve();
+  /* A second copy of the shim stays silent: no warnings, no records (the
+   * first copy writes them), every call passed through. */
+  if (cg_other_copy_first()) {
+    cg_cfg.mode = CG_RUN_OFF;
+    return;
+  }
   cg_config_load();
   if (cg_cfg.mode == CG_RUN_OFF)
     return;

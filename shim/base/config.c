@@ -81,8 +81,14 @@ void cg_config_load(void) {
     cg_cfg.prime_max = CG_PRIME_DEFAULT_MAX_BYTES;
   }
   /* CAPGUARD_PRIME, else the XDG cache, else ~/.cache: read here, like every variable */
-  if (cg_prime_default_path(getenv("CAPGUARD_PRIME"), getenv("XDG_CACHE_HOME"), getenv("HOME"),
-                            cg_cfg.prime_path, sizeof cg_cfg.prime_path)) {
+  const char *prime = getenv("CAPGUARD_PRIME");
+  if (prime && strlen(prime) >= sizeof cg_cfg.prime_path) {
+    cg_cfg.prime_path[0] = 0;
+    if (cg_cfg.mode == CG_RUN_GUARD)
+      note("priming is off: CAPGUARD_PRIME is %zu bytes long, longer than a path may be (%zu); "
+           "set it to a shorter path", strlen(prime), sizeof cg_cfg.prime_path - 1);
+  } else if (cg_prime_default_path(prime, getenv("XDG_CACHE_HOME"), getenv("HOME"), cg_cfg.prime_path,
+                                   sizeof cg_cfg.prime_path)) {
     cg_cfg.prime_path[0] = 0;
     if (cg_cfg.mode == CG_RUN_GUARD)
       note("priming is off: CAPGUARD_PRIME is not set and neither XDG_CACHE_HOME nor HOME says where "

@@ -11,6 +11,8 @@ static char names[NAMES][NAME_LEN];
 static unsigned n_names;
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void cg_names_atfork_child(void) { pthread_mutex_init(&names_lock, NULL); }
+
 const char *cg_name_intern(const char *name, const char *fallback) {
   char cut[NAME_LEN];
   snprintf(cut, sizeof cut, "%s", name);

@@ -354,7 +354,10 @@ CUresult cg_guard_load(const cg_load *l) {
     e.module = (uint64_t)(uintptr_t)*l->out;
   if (r == CUDA_SUCCESS && e.module && e.image && e.verdict != CG_VERDICT_SERVED)
     cg_priming_loaded(*l->out, e.image, l->is_library);
-  cg_priming_record(e.image, l->is_library, e.verdict);
+  /* A load with options is never served: recording it would only make the
+   * next run preload copies nothing takes. */
+  if (!l->with_options)
+    cg_priming_record(e.image, l->is_library, e.verdict);
   cg_report_and_free(&e, s, &site, NULL);
   free(here);
   free(file);
@@ -362,9 +365,25 @@ CUresult cg_guard_load(const cg_load *l) {
 }
 
 /* Fork: the child is a process of its own, with nothing counted yet. */
+static bool forked_child;
 void cg_guard_atfork_child(void) {
+  forked_child = true;
   cg_report_atfork_child();
   cg_fleet_atfork_child();
+}
+
+/* Whether a summary has anything to say: a forked child that never captured,
+ * was never reported on and loaded nothing of the priming file (a worker of a
+ * pool, a helper that execs nothing) says nothing at all. Its parent, which
+ * used the driver, speaks for the run: a hundred forks printed a hundred bare
+ * summaries, and the last one's record became the newest run in the log. */
+static bool worth_saying(const cg_summary *s) {
+  if (!forked_child || s->captures_begun || s->captures_open || s->primed_loaded || s->recorded)
+    return true;
+  for (int k = 0; k < CG_EV_KIND_COUNT; k++)
+    if (s->events[k])
+      return true;
+  return false;
 }
 
 void cg_guard_exit(void) {
@@ -381,6 +400,8 @@ void cg_guard_exit(void) {
   cg_policy_at_exit();
   char began[CG_SLOWEST_CAPTURES][CG_BEGAN_TEXT];
   cg_fleet_summary(&sum, cg_output_wants_capture(false) ? began : NULL); /* symbolized for a log only */
-  cg_output_summary(&sum);
-  cg_fleet_metrics_at_exit(&sum);
+  if (worth_saying(&sum)) {
+    cg_output_summary(&sum);
+    cg_fleet_metrics_at_exit(&sum);
+  }
 }

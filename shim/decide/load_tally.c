@@ -21,6 +21,7 @@ typedef struct {
 
 typedef struct {
   void *handle;
+  void *ctx; /* the context it was loaded on: a module dies with it */
   uint32_t slot;
   bool library;
 } tracked;
@@ -62,13 +63,13 @@ uint32_t cg_tally_add(cg_hash128 hash, uint64_t size, bool library) {
   return n;
 }
 
-void cg_tally_handle(void *handle, cg_hash128 hash, uint64_t size, bool library) {
+void cg_tally_handle(void *handle, cg_hash128 hash, uint64_t size, bool library, void *ctx) {
   if (!handle || !size)
     return;
   cg_lock(&tally_lock);
   tally_slot *s = find(hash, size, false);
   if (s && n_handles < TRACKED_HANDLES) {
-    handles[n_handles++] = (tracked){handle, (uint32_t)(s - slots), library};
+    handles[n_handles++] = (tracked){handle, ctx, (uint32_t)(s - slots), library};
     __atomic_store_n(&any_tracked, n_handles, __ATOMIC_RELAXED);
   }
   cg_unlock(&tally_lock);
@@ -89,6 +90,24 @@ void cg_tally_unloaded(void *handle) {
     break;
   }
   cg_unlock(&tally_lock);
+}
+
+void cg_tally_context_gone(void *ctx) {
+  if (!__atomic_load_n(&any_tracked, __ATOMIC_RELAXED))
+    return;
+  pthread_mutex_lock(&tally_lock);
+  for (uint32_t i = 0; i < n_handles;) {
+    if (handles[i].ctx != ctx || handles[i].library) { /* a library outlives its context */
+      i++;
+      continue;
+    }
+    tally_slot *s = &slots[handles[i].slot];
+    if (s->alive[0])
+      s->alive[0]--;
+    handles[i] = handles[--n_handles];
+  }
+  __atomic_store_n(&any_tracked, n_handles, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&tally_lock);
 }
 
 uint32_t cg_tally_get(cg_hash128 hash, uint64_t size, bool library) {

@@ -16,10 +16,13 @@
  * alive at once so far, or 0 when the table is full (then it is unknown). */
 uint32_t cg_tally_add(cg_hash128 hash, uint64_t size, bool library);
 /* The copy just counted by cg_tally_add is handle (a CUmodule or
- * CUlibrary): its unload makes it one copy fewer. */
-void cg_tally_handle(void *handle, cg_hash128 hash, uint64_t size, bool library);
+ * CUlibrary) loaded on context ctx: its unload, or the end of ctx, makes it
+ * one copy fewer. */
+void cg_tally_handle(void *handle, cg_hash128 hash, uint64_t size, bool library, void *ctx);
 /* handle was unloaded (by the driver, now): a copy fewer if it was one. */
 void cg_tally_unloaded(void *handle);
+/* The context ctx ended: the modules loaded on it are gone (libraries stay). */
+void cg_tally_context_gone(void *ctx);
 /* The most copies alive at once so far, 0 if never counted or unknown. */
 uint32_t cg_tally_get(cg_hash128 hash, uint64_t size, bool library);
 /* A forked child is a new process with counts of its own. */

@@ -40,7 +40,11 @@ CUresult cg_policy_call_relaxed(CUresult (*invoke)(const void *args), const void
 static CUresult invoke_load(const void *l) { return ((const cg_load *)l)->invoke(l); }
 
 bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *result, cg_verdict *verdict) {
-  if (cg_cfg.mode == CG_RUN_GUARD && image && image->kind != CG_IMAGE_UNKNOWN) {
+  /* A served copy was loaded without options: a load with options (max
+   * registers, optimisation level, target; log buffers and wall time to be
+   * written) would get another module than its call makes, and its output
+   * options unwritten. It goes on as an unprimed load. */
+  if (cg_cfg.mode == CG_RUN_GUARD && image && image->kind != CG_IMAGE_UNKNOWN && !l->with_options) {
     void *h = cg_priming_take(image, l->is_library);
     if (h) {
       *l->out = h;

@@ -49,8 +49,6 @@ typedef struct {
   size_t *first;
 } context_pool;
 
-#define MAX_CONTEXTS 64
-
 static pthread_mutex_t prime_lock = PTHREAD_MUTEX_INITIALIZER;
 static cg_prime_set *set;
 /* Recording has a lock of its own: a thread waiting on the priming file's
@@ -77,8 +75,11 @@ static size_t refresh_pending;
  * (one load and unload per capture) is loaded again before the next begin. */
 static size_t refill_pending;
 static size_t handed_out_now; /* served copies not yet unloaded: the unload path looks only when > 0 */
-static context_pool pools[MAX_CONTEXTS];
-static size_t n_pools;
+/* One pool per live context, however many: a pool goes when its context
+ * ends (cg_priming_context_gone). Grown by doubling; out of memory, a new
+ * context is not preloaded, said once. */
+static context_pool *pools;
+static size_t n_pools, cap_pools;
 static uint64_t n_loaded, n_served, n_recorded, n_skipped_arch, n_refreshed;
 static unsigned device_sm, skipped_sm;
 
@@ -100,6 +101,26 @@ static void warn_line(void *ctx, const char *line) {
   else
     cg_warn("%s", line);
 }
+
+/* A new pool, or NULL (said once) when there is no memory for one. */
+static context_pool *new_pool(CUcontext ctx) {
+  if (n_pools == cap_pools) {
+    size_t cap = cap_pools ? 2 * cap_pools : 16;
+    context_pool *grown = realloc(pools, cap * sizeof *grown);
+    if (!grown) {
+      cg_warn_oom("a priming pool for one more context");
+      return NULL;
+    }
+    pools = grown;
+    cap_pools = cap;
+  }
+  context_pool *p = &pools[n_pools];
+  *p = (context_pool){.ctx = ctx};
+  __atomic_store_n(&n_pools, n_pools + 1, __ATOMIC_RELEASE);
+  return p;
+}
+
+bool cg_priming_has_pools(void) { return __atomic_load_n(&n_pools, __ATOMIC_ACQUIRE) != 0; }
 
 static context_pool *pool_of(CUcontext ctx) {
   for (size_t i = 0; i < n_pools; i++)
@@ -234,7 +255,7 @@ void cg_priming_before_begin(CUcontext ctx) {
   if (!device_sm)
     device_sm = cg_device_arch();
   context_pool *have = pool_of(ctx);
-  bool may_preload = priming_on() && ((!have && n_pools < MAX_CONTEXTS && (!set_tried || (set && cg_prime_count(set)))) ||
+  bool may_preload = priming_on() && ((!have && (!set_tried || (set && cg_prime_count(set)))) ||
                                       (have && have->slots && refill_pending));
   cg_unlock(&prime_lock);
   if (!may_preload)
@@ -251,12 +272,11 @@ void cg_priming_before_begin(CUcontext ctx) {
   have = pool_of(ctx);
   if (priming_on() && have && have->slots && refill_pending && cg_captures_self_unprohibited())
     refill(have);
-  else if (priming_on() && !have && n_pools < MAX_CONTEXTS && cg_captures_self_unprohibited()) {
+  else if (priming_on() && !have && cg_captures_self_unprohibited()) {
     if (!set_tried)
       read_set();
-    if (set && cg_prime_count(set)) {
-      context_pool *p = &pools[n_pools++];
-      p->ctx = ctx;
+    context_pool *p = set && cg_prime_count(set) ? new_pool(ctx) : NULL;
+    if (p) {
       preload(p);
       static bool kept_fitting;
       if (!kept_fitting) {
@@ -301,13 +321,35 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
   }
   cg_unlock(&prime_lock);
   if (h)
-    cg_tally_handle(h, image->hash, image->size, library);
+    cg_tally_handle(h, image->hash, image->size, library, ctx);
   return h;
 }
 
 void cg_priming_loaded(void *handle, const cg_image_info *image, bool library) {
-  if (priming_on())
-    cg_tally_handle(handle, image->hash, image->size, library);
+  CUcontext ctx = NULL;
+  if (priming_on() && cg_drv.CtxGetCurrent && cg_drv.CtxGetCurrent(&ctx) == CUDA_SUCCESS)
+    cg_tally_handle(handle, image->hash, image->size, library, ctx);
+}
+
+void cg_priming_context_gone(CUcontext ctx) {
+  pthread_mutex_lock(&prime_lock);
+  context_pool *p = pool_of(ctx);
+  if (p) {
+    size_t n = cg_prime_count(set);
+    for (size_t k = 0; p->slots && k < p->first[n]; k++) {
+      if (p->slots[k].handed_out)
+        __atomic_sub_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
+      if (p->slots[k].refill)
+        refill_pending--;
+    }
+    free(p->slots);
+    free(p->first);
+    *p = pools[n_pools - 1]; /* the last one takes its place */
+    __atomic_store_n(&n_pools, n_pools - 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&prime_lock);
+  /* The modules loaded on it (served or not) are gone: no longer alive. */
+  cg_tally_context_gone(ctx);
 }
 
 void cg_priming_unloaded(void *handle) {
@@ -480,8 +522,10 @@ void cg_priming_atfork_child(void) {
   if (cg_trylock(&record_lock) != 0)
     appender = NULL;
   pthread_mutex_init(&record_lock, NULL);
-  /* The parent's modules live in the parent's contexts. */
-  n_pools = 0;
+  /* The parent's modules live in the parent's contexts (their pools are
+   * leaked, not freed: another thread may have been filling one). */
+  pools = NULL;
+  n_pools = cap_pools = 0;
   n_loaded = n_served = n_recorded = n_skipped_arch = n_refreshed = 0;
   refill_pending = handed_out_now = 0;
   /* A new process: what it is served is refreshed for it again. */

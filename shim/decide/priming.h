@@ -43,6 +43,13 @@ void cg_priming_unloaded(void *handle);
  * process holds locked, or a thread busy recording, leaves it for a later
  * end; at exit it waits as an append does. */
 void cg_priming_refresh_served(bool at_exit);
+/* ctx has ended (destroyed, or a primary context reset): its pool is
+ * dropped, and the copies it handed out count as unloaded. Its library
+ * copies not handed out are left loaded (a library outlives its context;
+ * unloading it could break another thread's capture). */
+void cg_priming_context_gone(CUcontext ctx);
+/* Whether any context has a pool (one atomic load). */
+bool cg_priming_has_pools(void);
 void cg_priming_summary(cg_summary *s);
 void cg_priming_atfork_child(void);
 

@@ -48,6 +48,12 @@ static const char libcuda_name[] = "libcuda.so.1";
 
 bool cg_driver_resolved(void) { return __atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY; }
 
+void cg_driver_atfork_child(void) {
+  pthread_mutex_init(&resolve_lock, NULL);
+  int resolving = DRV_RESOLVING;
+  __atomic_compare_exchange_n(&drv_state, &resolving, DRV_UNKNOWN, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
 bool cg_driver_loaded(void) {
   if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY)
     return true;
@@ -125,6 +131,10 @@ static void resolve(void) {
   cg_drv.GraphMemcpyNodeGetParams = (CUresult(*)(CUgraphNode, CUDA_MEMCPY3D *))sym(h, "cuGraphMemcpyNodeGetParams");
   cg_drv.GraphMemsetNodeGetParams =
       (CUresult(*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *))sym(h, "cuGraphMemsetNodeGetParams");
+  cg_drv.DevicePrimaryCtxGetState =
+      (CUresult(*)(CUdevice, unsigned int *, int *))sym(h, "cuDevicePrimaryCtxGetState");
+  cg_drv.DevicePrimaryCtxRetain = (CUresult(*)(CUcontext *, CUdevice))sym(h, "cuDevicePrimaryCtxRetain");
+  cg_drv.DevicePrimaryCtxRelease = (CUresult(*)(CUdevice))sym(h, "cuDevicePrimaryCtxRelease_v2");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;

@@ -38,6 +38,12 @@ typedef struct {
   CUresult (*KernelGetName)(const char **, CUkernel);
   CUresult (*GraphMemcpyNodeGetParams)(CUgraphNode, CUDA_MEMCPY3D *);
   CUresult (*GraphMemsetNodeGetParams)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *);
+  /* Only inside the program's own cuDevicePrimaryCtxReset / Release (which
+   * no capture survives anyway): which handle the primary context has, and
+   * whether the release ended it (decide/context_end.c). */
+  CUresult (*DevicePrimaryCtxGetState)(CUdevice, unsigned int *, int *);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice);
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;
@@ -47,6 +53,9 @@ extern cg_driver_calls cg_drv;
 bool cg_driver_ready(void);
 /* True once cg_driver_ready() has found the driver (loads and calls nothing). */
 bool cg_driver_resolved(void);
+/* Fork: the resolve lock starts released in the child, and a resolve another
+ * thread of the parent was making is made again (that thread is gone). */
+void cg_driver_atfork_child(void);
 /* True if libcuda.so.1 is already loaded in this process (loads nothing). */
 bool cg_driver_loaded(void);
 /* cuDriverGetVersion, 0 if unknown. */

@@ -21,7 +21,10 @@
  *   CAPTURE_END    stream, ptsz, graph (where the driver writes the graph)
  *   MODE_EXCHANGE  mode:   the CUstreamCaptureMode * exchanged
  *   LOAD           image (bytes in memory, or NULL), path (file, or NULL),
- *                  library (out receives a CUlibrary), out
+ *                  library (out receives a CUlibrary), out, options (true
+ *                  when the caller passes JIT or library options: such a
+ *                  load is never served from the priming file, whose
+ *                  copies were loaded without them)
  *   BREAKER        kind (the event kind), rule (cg_rule: which captures it
  *                  breaks), target (the stream, event, context... it works
  *                  on, or 0: the current context for CG_RULE_ANY),
@@ -51,6 +54,10 @@
  *                  range, or memory capguard cannot place), stream,
  *                  has_stream, ptsz: a free no capture forbids, told to the
  *                  stale-pointer check once the driver accepted it
+ *   CONTEXT_END    ctx (the context destroyed, or NULL: dev's primary one),
+ *                  dev, how (cg_context_end: destroyed, primary reset, or
+ *                  primary released, which ends it at the last reference):
+ *                  what was preloaded on it dies with it (decide/context_end.c)
  * The breakers' rules are the measured matrices (driver-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */
@@ -83,20 +90,26 @@
   X(CAPTURE_END, cuStreamEndCapture, (CUstream, s, CUgraph *, graph), s, false, graph)                    \
   X(CAPTURE_END, cuStreamEndCapture_ptsz, (CUstream, s, CUgraph *, graph), s, true, graph)                \
   X(MODE_EXCHANGE, cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode *, mode), mode)               \
-  X(LOAD, cuModuleLoad, (CUmodule *, module, const char *, fname), NULL, fname, false, module)           \
-  X(LOAD, cuModuleLoadData, (CUmodule *, module, const void *, image), image, NULL, false, module)       \
+  X(LOAD, cuModuleLoad, (CUmodule *, module, const char *, fname), NULL, fname, false, module, false)    \
+  X(LOAD, cuModuleLoadData, (CUmodule *, module, const void *, image), image, NULL, false, module, false) \
   X(LOAD, cuModuleLoadDataEx,                                                                             \
     (CUmodule *, module, const void *, image, unsigned int, n, CUjit_option *, opts, void **, vals), image,  \
-    NULL, false, module)                                                                                  \
-  X(LOAD, cuModuleLoadFatBinary, (CUmodule *, module, const void *, fat), fat, NULL, false, module)       \
+    NULL, false, module, n != 0)                                                                          \
+  X(LOAD, cuModuleLoadFatBinary, (CUmodule *, module, const void *, fat), fat, NULL, false, module, false) \
   X(DEFERRABLE, cuModuleUnload, (CUmodule, module), CG_EV_MODULE_UNLOAD, CG_FIX_DEFER_UNLOAD)              \
   X(LOAD, cuLibraryLoadData, (CUlibrary *, lib, const void *, code, CG_LIBRARY_LOAD_OPTIONS), code, NULL,   \
-    true, lib)                                                                                            \
+    true, lib, n_jit != 0 || n_lib != 0)                                                                  \
   X(LOAD, cuLibraryLoadFromFile, (CUlibrary *, lib, const char *, fname, CG_LIBRARY_LOAD_OPTIONS), NULL,    \
-    fname, true, lib)                                                                                     \
+    fname, true, lib, n_jit != 0 || n_lib != 0)                                                           \
   X(DEFERRABLE, cuLibraryUnload, (CUlibrary, lib), CG_EV_MODULE_UNLOAD, CG_FIX_DEFER_UNLOAD)              \
   X(STREAM_DESTROY, cuStreamDestroy, (CUstream, stream), stream)                                         \
   X(STREAM_DESTROY, cuStreamDestroy_v2, (CUstream, stream), stream)                                      \
+  X(CONTEXT_END, cuCtxDestroy, (CUcontext, ctx), ctx, -1, CG_CTX_DESTROYED)                               \
+  X(CONTEXT_END, cuCtxDestroy_v2, (CUcontext, ctx), ctx, -1, CG_CTX_DESTROYED)                            \
+  X(CONTEXT_END, cuDevicePrimaryCtxReset, (CUdevice, dev), NULL, dev, CG_CTX_PRIMARY_RESET)               \
+  X(CONTEXT_END, cuDevicePrimaryCtxReset_v2, (CUdevice, dev), NULL, dev, CG_CTX_PRIMARY_RESET)            \
+  X(CONTEXT_END, cuDevicePrimaryCtxRelease, (CUdevice, dev), NULL, dev, CG_CTX_PRIMARY_RELEASE)           \
+  X(CONTEXT_END, cuDevicePrimaryCtxRelease_v2, (CUdevice, dev), NULL, dev, CG_CTX_PRIMARY_RELEASE)        \
   CG_BREAKER_ROWS(X)                                                                                      \
   CG_STALE_ROWS(X)                                                                                        \
   CG_STREAM_WORK_ROWS(X)

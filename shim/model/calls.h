@@ -47,6 +47,7 @@ typedef struct cg_load {
   const char *path;   /* file name for cuModuleLoad / cuLibraryLoadFromFile */
   bool is_library;    /* out receives a CUlibrary */
   void **out;         /* CUmodule* or CUlibrary* */
+  bool with_options;  /* JIT or library options: never served (the row's options trait) */
   CUresult (*invoke)(const struct cg_load *self);
   const void *args;   /* the wrapper's arguments, for invoke */
 } cg_load;

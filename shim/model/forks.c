@@ -78,6 +78,11 @@ void cg_fork_joined(uint64_t capture_id, uint64_t event) {
   cg_unlock(&lock);
 }
 
+void cg_forks_atfork_child(void) {
+  pthread_mutex_init(&lock, NULL);
+  memset(forks, 0, sizeof forks);
+}
+
 cg_break *cg_end_offender(uint64_t capture_id, CUresult r) {
   /* The first fork never joined back; failing that (work on a joined fork
    * after its last join is invisible to capguard: launches on other streams

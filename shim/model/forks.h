@@ -25,5 +25,9 @@ void cg_fork_joined(uint64_t capture_id, uint64_t event);
  * 908 the calling thread's end, as a first offender (on the heap, the
  * caller's); NULL otherwise. Forgets the capture's forks either way. */
 cg_break *cg_end_offender(uint64_t capture_id, CUresult r);
+/* Fork: the lock starts released in the child (another thread may have held
+ * it), and the parent's forks are forgotten: the child's captures are new,
+ * and their ids start again. The sites are leaked, not freed. */
+void cg_forks_atfork_child(void);
 
 #endif

@@ -29,6 +29,12 @@
 static bool log_opened; /* a log was opened: a line that cannot be written is lost */
 static char log_path[4096];   /* CAPGUARD_LOG expanded (%p, %h, %q{VAR}, %%) */
 static int process_written;
+static int process_driver_version;
+/* A forked child inherits its parent's driver but never resolves it again,
+ * so it would write records under a pid no "process" record names: no run,
+ * no parent, and a reader takes it for a run of its own. It owes its
+ * "process" record, written before its first other record. */
+static int identity_owed;
 static uint64_t repeats_hidden;
 static uint64_t broken_hidden; /* broken captures not reprinted (same begin, same offender) */
 /* The log lost a line (short write, ENOSPC, EFBIG, EIO): warned about once,
@@ -70,6 +76,7 @@ static void log_line(const char *buf, size_t len) {
 }
 
 static void write_record(cg_record_type type, int driver_version);
+static void pay_identity(void);
 
 /* Whether lines go to a log: one was opened and has not been given up on. */
 static bool has_log(void) { return log_opened && cg_log_fd_kept(); }
@@ -129,35 +136,39 @@ void cg_output_open_log(void) {
     write_record(CG_RECORD_START, 0);
 }
 
-/* Format with fmt into a stack buffer, or a heap one when it does not fit, and
- * hand the result to sink. */
+/* Format with f into small (cap bytes), or into the heap when it does not
+ * fit: no record is lost to a buffer's size. NULL when out of memory. */
 typedef size_t (*formatter)(const void *obj, char *buf, size_t cap);
 enum { TO_LOG = -2 }; /* emit's other destination: 2 is stderr */
+static char *format_into(formatter f, const void *obj, char *small, size_t cap, size_t *len) {
+  *len = f(obj, small, cap);
+  if (*len < cap)
+    return small;
+  char *big = malloc(*len + 1);
+  if (big)
+    *len = f(obj, big, *len + 1);
+  return big;
+}
+
+/* Format and hand the result to stderr (fd 2) or the log. */
 static void emit(int fd, formatter f, const void *obj) {
   if (fd == TO_LOG && !log_opened)
     return;
   char small[8192];
-  size_t need = f(obj, small, sizeof small);
-  if (need < sizeof small) {
-    if (fd == 2)
-      cg_write_all(fd, small, need, NULL);
-    else
-      log_line(small, need);
-    return;
-  }
-  char *big = malloc(need + 1);
-  if (!big) {
+  size_t need;
+  char *text = format_into(f, obj, small, sizeof small, &need);
+  if (!text) {
     cg_warn_oom("a report too long for the stack: this one is left out");
     if (fd != 2) /* the summary says the log is incomplete */
       __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);
     return;
   }
-  f(obj, big, need + 1);
   if (fd == 2)
-    cg_write_all(fd, big, need, NULL);
+    cg_write_all(fd, text, need, NULL);
   else
-    log_line(big, need);
-  free(big);
+    log_line(text, need);
+  if (text != small)
+    free(text);
 }
 
 static size_t fmt_event_json(const void *e, char *b, size_t c) { return cg_event_format_json(e, b, c); }
@@ -260,6 +271,7 @@ static void say_routine(const cg_event *e) {
 }
 
 void cg_output_event(cg_event *e, const cg_output_native *raw) {
+  pay_identity();
   cg_lock(&out_lock);
   int show = first_sighting(e, raw) && !cg_cfg.quiet;
   unsigned bit = 1u << ((unsigned)e->verdict % 32);
@@ -281,6 +293,8 @@ void cg_output_event(cg_event *e, const cg_output_native *raw) {
 }
 
 
+static size_t fmt_capture_json(const void *obj, char *b, size_t c) { return cg_capture_format_json(obj, b, c); }
+
 static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {
   return cg_capture_format_broken_text(obj, b, c);
 }
@@ -293,6 +307,7 @@ bool cg_output_wants_capture(bool broken) { return has_log() || (broken && !cg_c
  * (CAPGUARD_RUN) with a log, its closing summary says the same line from
  * the log, with the process: said there once, not twice. */
 void cg_output_capture(const cg_capture_record *r) {
+  pay_identity();
   bool summarised = cg_cfg.run_id && has_log();
   if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet && !summarised) {
     int show = 0;
@@ -303,25 +318,22 @@ void cg_output_capture(const cg_capture_record *r) {
     if (show)
       emit(2, fmt_capture_broken_text, r);
   }
-  if (!log_opened) /* a log given up on counts the line as lost (log_line) */
-    return;
-  char buf[4096];
-  size_t n = cg_capture_format_json(r, buf, sizeof buf);
-  if (n < sizeof buf)
-    log_line(buf, n);
+  emit(TO_LOG, fmt_capture_json, r); /* nothing when the log was given up on: log_line counts it lost */
 }
 
 /* The "start" record (every process the shim starts in, so that a command
  * that never touches CUDA is told apart from a shim that never loaded) and
  * the "process" record (when the process first uses the driver). The words
  * are detect/'s (cg_process_format_json); this only gathers and writes them. */
+static size_t fmt_process_json(const void *obj, char *b, size_t c) { return cg_process_format_json(obj, b, c); }
+
 static void write_record(cg_record_type type, int driver_version) {
   /* argv from /proc: capguard has no other portable way to it from a library. */
-  char args[2048];
+  char args[4096];
   ssize_t len = -1;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
-    len = read(fd, args, sizeof args - 1);
+    len = read(fd, args, sizeof args);
     close(fd);
   }
   cg_process_record r = {
@@ -338,33 +350,47 @@ static void write_record(cg_record_type type, int driver_version) {
       .cmdline = len > 0 ? args : NULL,
       .cmdline_len = len > 0 ? (size_t)len : 0,
       .rank = &cg_cfg.rank, /* the launcher's: the ranks of one job told apart and compared */
+      .cmdline_cut = len == (ssize_t)sizeof args, /* said in the record, as a cut field is */
   };
-  char buf[8192];
-  size_t n = cg_process_format_json(&r, buf, sizeof buf);
-  if (n < sizeof buf)
-    log_line(buf, n);
+  emit(TO_LOG, fmt_process_json, &r);
+}
+
+/* The forked child's "process" record, before its first other record. */
+static void pay_identity(void) {
+  if (__atomic_load_n(&identity_owed, __ATOMIC_RELAXED) && __atomic_exchange_n(&identity_owed, 0, __ATOMIC_ACQ_REL))
+    cg_output_process(process_driver_version);
 }
 
 void cg_output_process(int driver_version) {
   cg_lock(&out_lock);
   int first = !process_written;
   process_written = 1;
+  process_driver_version = driver_version;
   cg_unlock(&out_lock);
   if (first && log_opened)
     write_record(CG_RECORD_PROCESS, driver_version);
 }
 
+static size_t fmt_summary_text(const void *obj, char *b, size_t c) { return cg_summary_format_text(obj, b, c); }
+static size_t fmt_summary_json(const void *obj, char *b, size_t c) { return cg_summary_format_json(obj, b, c); }
+
 void cg_output_summary(cg_summary *s) {
+  pay_identity();
   s->log_path = log_opened ? log_path : NULL; /* given up on: the next line says it is incomplete */
   char buf[4096]; /* the slowest captures' sites: up to 3 x 512 */
-  size_t n = cg_summary_format_text(s, buf, sizeof buf);
+  size_t n;
   uint64_t lost = __atomic_load_n(&lines_lost, __ATOMIC_RELAXED);
-  if (n < sizeof buf && cg_cfg.summary) {
-    cg_write_all(2, buf, n, NULL);
+  if (cg_cfg.summary) {
+    /* a long log path makes a long line: the heap then, not a lost summary */
+    char *text = format_into(fmt_summary_text, s, buf, sizeof buf, &n);
+    if (text)
+      cg_write_all(2, text, n, NULL);
+    if (text && text != buf)
+      free(text);
     if (lost) {
-      int m = snprintf(buf, sizeof buf, "capguard: the log %s is incomplete: %llu line%s could "
+      int m = snprintf(buf, sizeof buf, "capguard: the log %.1800s is incomplete: %llu line%s could "
                        "not be written\n", log_path, (unsigned long long)lost, lost == 1 ? "" : "s");
-      cg_write_all(2, buf, (size_t)m, NULL);
+      cg_write_all(2, buf, (size_t)m < sizeof buf ? (size_t)m : sizeof buf - 1, NULL);
     }
     if (repeats_hidden) {
       int m = snprintf(buf, sizeof buf, "capguard: %llu repeated events were counted, not reprinted%s\n",
@@ -383,20 +409,20 @@ void cg_output_summary(cg_summary *s) {
     return;
   /* Last line: "log_incomplete" added when lines were lost; tried even then
    * (the disk may have room again), on a fresh line if a write was cut. */
-  char *at = buf;
-  if (lost && __atomic_load_n(&log_cut_mid_line, __ATOMIC_RELAXED))
-    *at++ = '\n';
   s->log_incomplete = lost != 0;
-  n = cg_summary_format_json(s, at, sizeof buf - (size_t)(at - buf));
-  if (n >= sizeof buf - (size_t)(at - buf))
+  char *line = format_into(fmt_summary_json, s, buf + 1, sizeof buf - 1, &n);
+  if (!line)
     return;
-  n += (size_t)(at - buf);
   int fd;
   if (lost && (fd = cg_log_fd()) >= 0) {
     int torn = 0;
-    cg_append_whole(fd, buf, n, &torn);
+    if (__atomic_load_n(&log_cut_mid_line, __ATOMIC_RELAXED))
+      cg_append_whole(fd, "\n", 1, &torn);
+    cg_append_whole(fd, line, n, &torn);
   } else if (!lost)
-    log_line(buf, n);
+    log_line(line, n);
+  if (line != buf + 1)
+    free(line);
 }
 
 void cg_output_atfork_child(void) {
@@ -407,7 +433,8 @@ void cg_output_atfork_child(void) {
   broken_hidden = 0;
   quiet_kinds_said = 0;
   lines_lost = 0;
-  process_written = 0; /* a forked worker is a process of its own in the log */
+  identity_owed = process_written; /* a forked worker is a process of its own in the log */
+  process_written = 0;
   /* With %p in CAPGUARD_LOG, each process writes a file of its own. */
   if (log_opened && cg_cfg.log_path && cg_log_name_has_pid(cg_cfg.log_path)) {
     cg_log_fd_close();

@@ -40,7 +40,7 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
 /* A load hands guard.c its arguments, kept in a struct of the row's
  * parameters, and a thunk that makes the real call from them (guard.c may
  * make it, make it in relaxed mode, or not make it at all). */
-#define CG_WRAP_LOAD(cname, sname, ep, params, image, path, library, out)                          \
+#define CG_WRAP_LOAD(cname, sname, ep, params, image, path, library, out, options)                 \
   typedef struct {                                                                                 \
     CG_MEMBERS(params)                                                                             \
   } cname##_args;                                                                                  \
@@ -62,7 +62,7 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
       }                                                                                            \
     }                                                                                              \
     cname##_args args_ = {CG_ARGS(params)};                                                        \
-    cg_load l = {ep, (image), (path), (library), (void **)(out), cname##_invoke, &args_};          \
+    cg_load l = {ep, (image), (path), (library), (void **)(out), (options), cname##_invoke, &args_}; \
     return cg_guard_load(&l);                                                                      \
   }                                                                                                \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \

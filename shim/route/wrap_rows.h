@@ -56,6 +56,9 @@
 #ifndef CG_WRAP_WATCHED_FREE
 #define CG_WRAP_WATCHED_FREE(...)
 #endif
+#ifndef CG_WRAP_CONTEXT_END
+#define CG_WRAP_CONTEXT_END(...)
+#endif
 
 #define CG_WRAP_ROW(family, name, params, ...) CG_WRAP_##family(cg_w_##name, #name, CG_EP_##name, params, __VA_ARGS__)
 CG_ENTRY_POINTS(CG_WRAP_ROW)

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int fc_initialized;
 static struct fc_ctx *primary_ctx;
@@ -129,9 +130,18 @@ FC_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attr
   FC_END(rc);
 }
 
+/* Destroyed contexts, whose handles the next creates are handed again, the most
+ * recent first, as the real driver reuses a destroyed context's address; kept here
+ * rather than left to malloc, whose reuse a sanitizer's quarantine would delay. */
+#define FC_RECYCLED_CTX 64
+static struct fc_ctx *recycled[FC_RECYCLED_CTX];
+static int n_recycled;
+
 static struct fc_ctx *ctx_new(int primary)
 {
-  struct fc_ctx *c = calloc(1, sizeof(*c));
+  struct fc_ctx *c = !primary && n_recycled > 0 ? recycled[--n_recycled] : calloc(1, sizeof(*c));
+  if (c != NULL)
+    memset(c, 0, sizeof(*c));
   if (c == NULL)
     return NULL;
   c->primary = primary;
@@ -151,9 +161,20 @@ FC_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice de
     rc = CUDA_ERROR_OUT_OF_MEMORY;
   if (rc == CUDA_SUCCESS) {
     primary_ctx->refcount++;
+    primary_ctx->active = 1;
     *pctx = (CUcontext)primary_ctx;
   }
   FC_END(rc);
+}
+
+/* The primary context's life, as the driver API documents it: the last release
+ * resets it, and so does cuDevicePrimaryCtxReset. A reset context keeps its handle
+ * (the same CUcontext is retained again, and stays usable in the fake) but what lived
+ * in it dies: its modules are unloaded. */
+static void primary_reset(void)
+{
+  fc_modules_die_with(primary_ctx);
+  primary_ctx->active = 0;
 }
 
 static CUresult primary_release(CUdevice dev)
@@ -163,9 +184,46 @@ static CUresult primary_release(CUdevice dev)
     rc = CUDA_ERROR_INVALID_DEVICE;
   else if (rc == CUDA_SUCCESS && (primary_ctx == NULL || primary_ctx->refcount == 0))
     rc = CUDA_ERROR_INVALID_CONTEXT;
-  if (rc == CUDA_SUCCESS)
-    primary_ctx->refcount--;  /* the fake keeps the primary context usable */
+  if (rc == CUDA_SUCCESS && --primary_ctx->refcount == 0)
+    primary_reset();
   return rc;
+}
+
+static CUresult primary_reset_call(CUdevice dev)
+{
+  CUresult rc = fc_need_init();
+  if (rc == CUDA_SUCCESS && dev != 0)
+    rc = CUDA_ERROR_INVALID_DEVICE;
+  if (rc == CUDA_SUCCESS && primary_ctx != NULL)
+    primary_reset();
+  return rc;
+}
+
+FC_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
+{
+  FC_BEGIN;
+  FC_END(primary_reset_call(dev));
+}
+
+FC_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+  FC_BEGIN;
+  FC_END(primary_reset_call(dev));
+}
+
+FC_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+  FC_BEGIN;
+  CUresult rc = fc_need_init();
+  if (rc == CUDA_SUCCESS && dev != 0)
+    rc = CUDA_ERROR_INVALID_DEVICE;
+  else if (rc == CUDA_SUCCESS && (flags == NULL || active == NULL))
+    rc = CUDA_ERROR_INVALID_VALUE;
+  if (rc == CUDA_SUCCESS) {
+    *flags = 0;
+    *active = primary_ctx != NULL && primary_ctx->active;
+  }
+  FC_END(rc);
 }
 
 FC_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
@@ -230,8 +288,14 @@ static CUresult ctx_destroy(CUcontext ctx)
     return CUDA_ERROR_INVALID_CONTEXT;
   if (current_ctx == (struct fc_ctx *)h)
     current_ctx = NULL;
+  /* What lived in the context dies with it; the handle is freed, and the
+   * allocator hands the same address to a later context (a recycled handle). */
+  fc_modules_die_with((struct fc_ctx *)h);
   fc_unregister(h);
-  free(h);
+  if (n_recycled < FC_RECYCLED_CTX)
+    recycled[n_recycled++] = (struct fc_ctx *)h;
+  else
+    free(h);
   return CUDA_SUCCESS;
 }
 

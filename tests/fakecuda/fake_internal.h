@@ -78,7 +78,12 @@ struct fc_ctx {
   struct fc_handle h;
   int primary;
   int refcount;
+  int active;   /* primary: retained since its last reset (cuDevicePrimaryCtxGetState) */
 };
+/* Unloads every module loaded in ctx (fake_module.c): it is destroyed or reset.
+ * Libraries are context-independent and stay. */
+struct fc_ctx;
+void fc_modules_die_with(struct fc_ctx *ctx);
 extern int fc_initialized;
 /* CUDA_SUCCESS when cuInit ran and the calling thread has a live current context. */
 CUresult fc_need_ctx(void);
@@ -244,7 +249,24 @@ struct fc_module {
   size_t size;
   struct fc_function *funcs;
   struct fc_library *lib;                  /* owning library, if any */
+  unsigned max_regs;                       /* CU_JIT_MAX_REGISTERS it was loaded with, 0 none */
+  struct fc_ctx *ctx;                      /* the context it was loaded in: dies with it */
 };
+
+/* ---- JIT options (fake_jit.c) ---------------------------------------------------------- */
+struct fc_jit {
+  unsigned n;
+  CUjit_option *opts;
+  void **vals;
+  unsigned max_regs;
+  double start_ms;
+};
+/* Checks and reads a load's JIT options (INVALID_VALUE for a bad list). */
+CUresult fc_jit_begin(struct fc_jit *j, unsigned n, CUjit_option *opts, void **vals);
+/* Writes the output options (wall time, info and error logs) of a load that returned rc. */
+void fc_jit_end(struct fc_jit *j, CUresult rc, const char *what);
+/* CU_FUNC_ATTRIBUTE_NUM_REGS of m's functions. */
+int fc_jit_regs(const struct fc_module *m);
 struct fc_function {
   struct fc_handle h;
   struct fc_module *mod;

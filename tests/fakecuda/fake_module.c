@@ -67,6 +67,7 @@ static CUresult module_create(const void *image, size_t limit, struct fc_module 
   }
   memcpy(copy, start, size);
   m->kind = kind;
+  m->ctx = fc_current_ctx();
   m->image = copy;
   m->size = size;
   fc_register(&m->h, m, FC_MODULE);
@@ -107,7 +108,7 @@ static CUresult read_file(const char *path, unsigned char **out, size_t *len)
   return rc;
 }
 
-static CUresult module_load(CUmodule *module, const void *image, size_t limit)
+static CUresult module_load_jit(CUmodule *module, const void *image, size_t limit, unsigned max_regs)
 {
   CUresult rc = fc_need_ctx();
   if (rc == CUDA_SUCCESS)
@@ -115,9 +116,16 @@ static CUresult module_load(CUmodule *module, const void *image, size_t limit)
   if (rc == CUDA_SUCCESS && module == NULL)
     rc = CUDA_ERROR_INVALID_VALUE;
   struct fc_module *m = NULL;
-  if (rc == CUDA_SUCCESS && (rc = module_create(image, limit, &m)) == CUDA_SUCCESS)
+  if (rc == CUDA_SUCCESS && (rc = module_create(image, limit, &m)) == CUDA_SUCCESS) {
+    m->max_regs = max_regs;
     *module = (CUmodule)m;
+  }
   return rc;
+}
+
+static CUresult module_load(CUmodule *module, const void *image, size_t limit)
+{
+  return module_load_jit(module, image, limit, 0);
 }
 
 static CUresult module_load_file(CUmodule *module, const char *fname)
@@ -152,9 +160,12 @@ FC_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *imag
     unsigned int numOptions, CUjit_option *options, void **optionValues)
 {
   FC_BEGIN;
-  (void)options; (void)optionValues;
-  CUresult rc = (numOptions > 0 && (options == NULL || optionValues == NULL))
-                    ? CUDA_ERROR_INVALID_VALUE : module_load(module, image, 0);
+  struct fc_jit j;
+  CUresult rc = fc_jit_begin(&j, numOptions, options, optionValues);
+  if (rc == CUDA_SUCCESS) {
+    rc = module_load_jit(module, image, 0, j.max_regs);
+    fc_jit_end(&j, rc, "module");
+  }
   FC_END(rc);
 }
 
@@ -176,6 +187,18 @@ static void module_kill(struct fc_module *m)
   m->image = NULL;
   m->size = 0;
   m->h.alive = 0;
+}
+
+static void die_with(struct fc_handle *h, void *ctx)
+{
+  struct fc_module *m = (struct fc_module *)h;
+  if (h->alive && m->lib == NULL && m->ctx == ctx)
+    module_kill(m);
+}
+
+void fc_modules_die_with(struct fc_ctx *ctx)
+{
+  fc_foreach(FC_MODULE, die_with, ctx);
 }
 
 FC_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
@@ -270,7 +293,7 @@ static CUresult library_wrap(struct fc_module *m, CUlibrary *library)
   return CUDA_SUCCESS;
 }
 
-static CUresult library_load(CUlibrary *library, const void *code, const char *path)
+static CUresult library_load(CUlibrary *library, const void *code, const char *path, unsigned max_regs)
 {
   CUresult rc = fc_need_ctx();
   if (rc == CUDA_SUCCESS)
@@ -282,8 +305,10 @@ static CUresult library_load(CUlibrary *library, const void *code, const char *p
   if (rc == CUDA_SUCCESS && path != NULL && (rc = read_file(path, &buf, &len)) == CUDA_SUCCESS)
     code = buf;
   struct fc_module *m = NULL;
-  if (rc == CUDA_SUCCESS && (rc = module_create(code, len, &m)) == CUDA_SUCCESS)
+  if (rc == CUDA_SUCCESS && (rc = module_create(code, len, &m)) == CUDA_SUCCESS) {
+    m->max_regs = max_regs;
     rc = library_wrap(m, library);
+  }
   free(buf);
   return rc;
 }
@@ -293,9 +318,14 @@ FC_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *cod
     CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions)
 {
   FC_BEGIN;
-  (void)jitOptions; (void)jitOptionsValues; (void)numJitOptions;
   (void)libraryOptions; (void)libraryOptionValues; (void)numLibraryOptions;
-  FC_END(code == NULL ? CUDA_ERROR_INVALID_VALUE : library_load(library, code, NULL));
+  struct fc_jit j;
+  CUresult rc = fc_jit_begin(&j, numJitOptions, jitOptions, jitOptionsValues);
+  if (rc == CUDA_SUCCESS) {
+    rc = code == NULL ? CUDA_ERROR_INVALID_VALUE : library_load(library, code, NULL, j.max_regs);
+    fc_jit_end(&j, rc, "library");
+  }
+  FC_END(rc);
 }
 
 FC_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
@@ -303,9 +333,14 @@ FC_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const char 
     CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions)
 {
   FC_BEGIN;
-  (void)jitOptions; (void)jitOptionsValues; (void)numJitOptions;
   (void)libraryOptions; (void)libraryOptionValues; (void)numLibraryOptions;
-  FC_END(fileName == NULL ? CUDA_ERROR_INVALID_VALUE : library_load(library, NULL, fileName));
+  struct fc_jit j;
+  CUresult rc = fc_jit_begin(&j, numJitOptions, jitOptions, jitOptionsValues);
+  if (rc == CUDA_SUCCESS) {
+    rc = fileName == NULL ? CUDA_ERROR_INVALID_VALUE : library_load(library, NULL, fileName, j.max_regs);
+    fc_jit_end(&j, rc, "library");
+  }
+  FC_END(rc);
 }
 
 FC_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
@@ -426,7 +461,7 @@ FC_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attr
   if (rc == CUDA_SUCCESS) {
     switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
-    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 16; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = fc_jit_regs(f->mod); break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: /* fall through */
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = fc_env_sm(); break;
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dynamic_shmem; break;

@@ -22,6 +22,9 @@
   D(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain) \
   D(cuDevicePrimaryCtxRelease, 7000, cuDevicePrimaryCtxRelease) \
   D(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2) \
+  D(cuDevicePrimaryCtxReset, 7000, cuDevicePrimaryCtxReset) \
+  D(cuDevicePrimaryCtxReset, 11000, cuDevicePrimaryCtxReset_v2) \
+  D(cuDevicePrimaryCtxGetState, 7000, cuDevicePrimaryCtxGetState) \
   D(cuCtxCreate, 3020, cuCtxCreate_v2) \
   D(cuCtxCreate, 11040, cuCtxCreate_v3) \
   D(cuCtxCreate, 12050, cuCtxCreate_v4) \

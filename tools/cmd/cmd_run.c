@@ -23,6 +23,7 @@
 #include "path_check.h"
 #include "prime_precheck.h"
 #include "rerun_command.h"
+#include "reap.h"
 #include "run_summary.h"
 #include "shim_path.h"
 
@@ -36,7 +37,9 @@ static void help(void) {
          "Run CMD with the capguard shim (" CG_SHIM_NAME ") preloaded. Child processes are\n"
          "covered too: they inherit LD_PRELOAD and the CAPGUARD_* variables and write to the\n"
          "same log. Signals sent to capguard are forwarded to CMD; capguard exits with CMD's\n"
-         "status (128+N if it died of signal N) and then prints a short summary on stderr.\n\n"
+         "status (128+N if it died of signal N) and then prints a short summary on stderr.\n"
+         "It reaps every orphaned descendant, as tini does: it can be a container's PID 1\n"
+         "(ENTRYPOINT [\"capguard\", \"run\", \"--\"]).\n\n"
          "  --mode MODE            guard (default): prime, defer, record; report: change\n"
          "                         nothing, log and report each forbidden call (stderr\n"
          "                         too, unless --quiet); off: do nothing (CAPGUARD_MODE)\n"
@@ -296,7 +299,10 @@ static void forward(int sig, siginfo_t *si, void *uc) {
     kill((pid_t)child_pid, sig);
 }
 
-static const int FORWARDED[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH};
+/* The signals tini and dumb-init forward, less those a terminal or the
+ * kernel sends to a process for what it did itself (SIGSEGV, SIGPIPE...). */
+static const int FORWARDED[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGCONT,
+                                SIGPWR, SIGURG, SIGVTALRM, SIGPROF, SIGXCPU};
 #define N_FORWARDED (sizeof FORWARDED / sizeof FORWARDED[0])
 
 /* Fork and exec argv; returns the exit status to report (CMD's, or 126/127/125).
@@ -315,6 +321,7 @@ static int spawn_and_wait(char **argv, bool *started, long long *cmd_pid, int *s
     sigaddset(&all, FORWARDED[i]);
   /* No signal may arrive between fork and knowing the child's pid. */
   sigprocmask(SIG_BLOCK, &all, &old);
+  cg_reap_adopt_orphans();
   struct sigaction sa, saved[N_FORWARDED];
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = forward;
@@ -350,11 +357,9 @@ static int spawn_and_wait(char **argv, bool *started, long long *cmd_pid, int *s
   }
   close(errpipe[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      cg_error(ME, "lost track of '%s': %s", argv[0], strerror(errno));
-      return CG_EXIT_RUN_FAILED;
-    }
+  if (cg_reap_wait_for(pid, &status) != 0) {
+    cg_error(ME, "lost track of '%s': %s", argv[0], strerror(errno));
+    return CG_EXIT_RUN_FAILED;
   }
   child_pid = 0;
   for (size_t i = 0; i < N_FORWARDED; i++)
@@ -506,6 +511,7 @@ int cg_cmd_run(int argc, char **argv) {
   keep_options(&o);
   cg_run_outcome res;
   cg_run_summary(stderr, &logs, &res);
+  cg_reap_ended(); /* orphans that ended while the summary was read */
   free_logs(&before);
   free_logs(&after);
   if (o.error_exitcode && res.broken)

@@ -118,10 +118,18 @@ typedef struct {
   const char *cmdline;       /* /proc/self/cmdline: NUL-separated words (the last may lack its NUL) */
   size_t cmdline_len;
   const cg_rank_info *rank;  /* the launcher's rank (capguard/rank.h); NULL or rank < 0: not said */
+  bool cmdline_cut;          /* the command line is longer than cmdline_len: read only in part */
 } cg_process_record;
 
-/* Most words of the command line a start or process record keeps. */
+/* Most words of the command line a start or process record keeps; when
+ * there are more, the last of them is "...[cut: more words]". */
 #define CG_RECORD_MAX_ARGV 16
+/* Most bytes of one string field (run, prime, each argv word) a start or
+ * process record keeps; a longer one is cut, ending in CG_CUT_MARK and how
+ * many bytes were left out: "...[cut: 18976 bytes]". Escaped, the record
+ * stays under 64 KiB whatever the process's environment and argv hold. */
+#define CG_RECORD_FIELD_MAX 1024
+#define CG_CUT_MARK "...[cut: "
 
 /* Each writes at most cap bytes including the NUL and returns the length it
  * would have written (like snprintf), so callers can detect truncation. */
