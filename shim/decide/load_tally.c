@@ -95,7 +95,7 @@ void cg_tally_unloaded(void *handle) {
 void cg_tally_context_gone(void *ctx) {
   if (!__atomic_load_n(&any_tracked, __ATOMIC_RELAXED))
     return;
-  pthread_mutex_lock(&tally_lock);
+  cg_lock(&tally_lock);
   for (uint32_t i = 0; i < n_handles;) {
     if (handles[i].ctx != ctx || handles[i].library) { /* a library outlives its context */
       i++;
@@ -107,7 +107,7 @@ void cg_tally_context_gone(void *ctx) {
     handles[i] = handles[--n_handles];
   }
   __atomic_store_n(&any_tracked, n_handles, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&tally_lock);
+  cg_unlock(&tally_lock);
 }
 
 uint32_t cg_tally_get(cg_hash128 hash, uint64_t size, bool library) {

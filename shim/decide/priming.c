@@ -332,7 +332,7 @@ void cg_priming_loaded(void *handle, const cg_image_info *image, bool library) {
 }
 
 void cg_priming_context_gone(CUcontext ctx) {
-  pthread_mutex_lock(&prime_lock);
+  cg_lock(&prime_lock);
   context_pool *p = pool_of(ctx);
   if (p) {
     size_t n = cg_prime_count(set);
@@ -347,7 +347,7 @@ void cg_priming_context_gone(CUcontext ctx) {
     *p = pools[n_pools - 1]; /* the last one takes its place */
     __atomic_store_n(&n_pools, n_pools - 1, __ATOMIC_RELEASE);
   }
-  pthread_mutex_unlock(&prime_lock);
+  cg_unlock(&prime_lock);
   /* The modules loaded on it (served or not) are gone: no longer alive. */
   cg_tally_context_gone(ctx);
 }
