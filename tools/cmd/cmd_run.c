@@ -397,6 +397,39 @@ static void keep_options(const run_opts *o) {
   cgr_rerun_keep_options(words);
 }
 
+/* The priming file: --prime, else the caller's CAPGUARD_PRIME, else the
+ * program's own (cg_cli_prime_for), so that it never preloads another
+ * program's images. One the shim would not read is named now, before the
+ * command starts; 0, or the usage error's exit status. */
+static int choose_prime(run_opts *o, char **cmd, char *own_prime, size_t cap) {
+  const char *env_prime = getenv("CAPGUARD_PRIME");
+  /* --prime names a file in a directory that exists: capguard run creates none
+   * for it (a typo would make a tree, as root). CAPGUARD_PRIME and the default
+   * keep the shim's rule, which creates the missing levels. */
+  bool prime_named = o->prime != NULL;
+  if (!o->prime && !(env_prime && *env_prime) && cg_cli_prime_for(cmd, own_prime, cap) == 0)
+    o->prime = own_prime;
+  const char *run_mode = o->mode ? o->mode : getenv("CAPGUARD_MODE");
+  if (run_mode && *run_mode && strcmp(run_mode, cg_run_mode_name(CG_RUN_GUARD)))
+    return 0;
+  char prime[PATH_MAX], why[PATH_MAX + 512], shown[PATH_MAX];
+  if (!(o->prime ? snprintf(prime, sizeof prime, "%s", o->prime) > 0
+                 : cg_cli_prime_default(prime, sizeof prime) == 0))
+    return 0;
+  if (cg_prime_precheck(prime, why, sizeof why, NULL) == CG_PRECHECK_BAD) {
+    /* the command still runs (the shim then primes nothing) */
+    cg_error(ME, "priming file %s %s; the command runs without priming", cg_printable(prime, shown, sizeof shown),
+             why);
+    /* said once here: not again by each of the command's processes */
+    setenv("CAPGUARD_PRIME_SAID", "1", 1);
+  } else if (cg_prime_usable(prime, prime_named, cg_env_true("CAPGUARD_PRIME_READONLY"), why, sizeof why) !=
+             0) {
+    /* the shim could not record what breaks this run: said now, not after it */
+    return cg_usage_error(ME, NULL, "priming file %s %s", cg_printable(prime, shown, sizeof shown), why);
+  }
+  return 0;
+}
+
 int cg_cmd_run(int argc, char **argv) {
   run_opts o = {0};
   int cmd_at = 0;
@@ -436,39 +469,9 @@ int cg_cmd_run(int argc, char **argv) {
   log_files before = {0}, after = {0};
   list_logs(log, &before);
 
-  /* No priming file named: the program's own (cg_cli_prime_for), so that it
-   * never preloads another program's images. */
   char own_prime[PATH_MAX];
-  const char *env_prime = getenv("CAPGUARD_PRIME");
-  /* --prime names a file in a directory that exists: capguard run creates none
-   * for it (a typo would make a tree, as root). CAPGUARD_PRIME and the default
-   * keep the shim's rule, which creates the missing levels. */
-  bool prime_named = o.prime != NULL;
-  if (!o.prime && !(env_prime && *env_prime) &&
-      cg_cli_prime_for(argv + cmd_at, own_prime, sizeof own_prime) == 0)
-    o.prime = own_prime;
-  /* A priming file the shim would not read is named now, before the command
-   * starts; the command still runs (the shim then primes nothing). */
-  const char *run_mode = o.mode ? o.mode : getenv("CAPGUARD_MODE");
-  if (!run_mode || !*run_mode || !strcmp(run_mode, cg_run_mode_name(CG_RUN_GUARD))) {
-    char prime[PATH_MAX], why[PATH_MAX + 512];
-    if (o.prime ? snprintf(prime, sizeof prime, "%s", o.prime) > 0
-                : cg_cli_prime_default(prime, sizeof prime) == 0) {
-      if (cg_prime_precheck(prime, why, sizeof why, NULL) == CG_PRECHECK_BAD) {
-        char shown[PATH_MAX];
-        cg_error(ME, "priming file %s %s; the command runs without priming",
-                 cg_printable(prime, shown, sizeof shown), why);
-        /* said once here: not again by each of the command's processes */
-        setenv("CAPGUARD_PRIME_SAID", "1", 1);
-      } else if (cg_prime_usable(prime, prime_named, cg_env_true("CAPGUARD_PRIME_READONLY"), why,
-                                 sizeof why) != 0) {
-        /* the shim could not record what breaks this run: said now, not after it */
-        char shown[PATH_MAX];
-        return cg_usage_error(ME, NULL, "priming file %s %s", cg_printable(prime, shown, sizeof shown),
-                              why);
-      }
-    }
-  }
+  if ((rc = choose_prime(&o, argv + cmd_at, own_prime, sizeof own_prime)) != 0)
+    return rc;
   char run_id[64];
   snprintf(run_id, sizeof run_id, "%d-%llx", (int)getpid(), (unsigned long long)time(NULL));
   if (setup_env(&o, shim, log, run_id) != 0) {
