@@ -59,7 +59,8 @@ def case_torch():
 
     # (d) healthy: the graph's own pool, replays, the graph deleted first
     static_in = torch.ones(n, device="cuda")
-    _cg_stale_double[grid](static_in, static_in, n, BLOCK=1024)  # compiled and loaded before any capture
+    # compiled and loaded before any capture (into a scratch tensor: static_in stays all ones)
+    _cg_stale_double[grid](static_in, torch.empty_like(static_in), n, BLOCK=1024)
     g0 = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g0):
         static_out = static_in * 3.0
