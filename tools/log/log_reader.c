@@ -399,7 +399,7 @@ static void read_summary(cgl_log *log, size_t proc, json_t *o) {
       continue;
     p->slowest[p->n_slowest].id = num(c, CG_KEY_ID, 0);
     p->slowest[p->n_slowest].ns = num(c, CG_KEY_NS, 0);
-    p->slowest[p->n_slowest].began = str(log, c, CG_KEY_BEGAN);
+    p->slowest[p->n_slowest].began = site_str(log, proc, c, CG_KEY_BEGAN); /* demangled, file:line */
     p->n_slowest++;
   }
   /* the summary says the rank again (the start and process records said it
