@@ -9,7 +9,6 @@
 
 #include "capguard/image.h" /* cg_hash_bytes */
 #include "python_site.h"
-#include "capguard/nccl_frames.h"
 #include "config.h"
 #include "driver.h"
 #include "fleet_counts.h"
@@ -49,7 +48,9 @@ void cg_report(cg_event *e, cg_report_scratch *s) {
   e->n_native = 0;
   e->n_py = cg_python_stack(s->py, CG_MAX_PY_FRAMES, s->py_buf, sizeof s->py_buf);
   e->py = s->py;
-  e->nccl_setup = cg_nccl_setup_frame(e->native, e->n_native);
+  /* NCCL's communicator set-up is told from the frames' names: decided
+   * where they are made (cg_output_event), only for an event written. */
+  e->nccl_setup = NULL;
   /* A call from another thread than the capture's: its name says whose it
    * is (NCCL's proxy, a watchdog). prctl reads it without a file. */
   e->thread_name = NULL;

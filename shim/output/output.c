@@ -14,6 +14,7 @@
 #include "capguard/image.h"
 #include "capguard/log_file.h"
 #include "capguard/log_name.h"
+#include "capguard/nccl_frames.h"
 #include "capguard/write_whole.h"
 #include "config.h"
 #include "log_descriptor.h"
@@ -282,6 +283,9 @@ void cg_output_event(cg_event *e, const cg_output_native *raw) {
   if (raw && ((show && !routine(e)) || has_log())) {
     e->native = raw->names; /* written: symbolised now (dladdr, outside out_lock) */
     e->n_native = cg_native_symbolize(raw->frames, raw->n, raw->names, raw->buf, raw->cap);
+    /* NCCL's communicator set-up is named from the frames' names, so where
+     * they are made: an event only counted is never symbolised for it. */
+    e->nccl_setup = cg_nccl_setup_frame(e->native, e->n_native);
   }
   if (routine(e)) {
     if (first_routine && !cg_cfg.quiet)

@@ -18,7 +18,8 @@ void cg_output_open_log(void);
 void cg_output_process(int driver_version);
 /* An event's native stack as return addresses, with room for their names:
  * symbolised (e->native) only when the event is written, to stderr or the
- * log; one that is only counted costs no dladdr. */
+ * log, and then searched for NCCL's communicator set-up (e->nccl_setup,
+ * capguard/nccl_frames.h); one that is only counted costs no dladdr. */
 typedef struct {
   void *const *frames;
   size_t n;
