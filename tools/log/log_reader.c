@@ -46,6 +46,7 @@ void cgl_free(cgl_log *log) {
   free(log->evs);
   free(log->stale);
   free(log->runs);
+  free(log->ccaps);
   memset(log, 0, sizeof *log);
 }
 
@@ -100,6 +101,8 @@ static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   p->pid = pid;
   p->cuda = true;
   p->mode = CG_RUN_MODE_COUNT;
+  p->first_offset = log->cur_offset;
+  p->first_lineno = log->cur_lineno;
   cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs);
   return log->n_procs++;
 }
@@ -124,6 +127,52 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
   c->status = CG_CAPTURE_STATUS_COUNT;
   cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_caps);
   return log->n_caps++;
+}
+
+/* A census's capture (proc, id): its flags, the capture made on first sight. */
+static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
+  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
+  if (i >= 0)
+    return &log->ccaps[i].flags;
+  log->ccaps = grow(log->ccaps, &log->cap_ccaps, log->n_ccaps + 1, sizeof *log->ccaps);
+  log->ccaps[log->n_ccaps].proc = proc;
+  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_ccaps);
+  return &log->ccaps[log->n_ccaps++].flags;
+}
+
+/* The status's broken bit of flags set from the status key of o. */
+static void census_status(unsigned char *flags, json_t *o) {
+  cg_capture_status st = (cg_capture_status)word(&cg_capture_statuses, o, CG_KEY_STATUS);
+  *flags = (unsigned char)((*flags & ~CGL_CENSUS_STATUS_BROKEN) |
+                           (cg_capture_status_broken(st) ? CGL_CENSUS_STATUS_BROKEN : 0));
+}
+
+/* A census's reading of a "capture" line: what read_capture would make of
+ * its process's span and of whether it broke (cgl_capture_broken). */
+static void census_capture_line(cgl_log *log, size_t proc, json_t *o) {
+  unsigned char *flags = census_capture(log, proc, num(o, CG_KEY_ID, 0));
+  *flags |= CGL_CENSUS_ENDED;
+  census_status(flags, o);
+  seen_at(&log->procs[proc], num(o, CG_KEY_BEGIN_NS, 0));
+  seen_at(&log->procs[proc], num(o, CG_KEY_END_NS, 0));
+}
+
+/* A census's reading of an "event" line, as read_event counts it. */
+static void census_event(cgl_log *log, size_t proc, json_t *o) {
+  cgl_process *p = &log->procs[proc];
+  seen_at(p, num(o, CG_KEY_TIME_NS, 0));
+  cg_event_kind kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
+  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH)
+    return;
+  cg_verdict verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
+  p->census_calls++;
+  p->census_served += verdict == CG_VERDICT_SERVED;
+  json_t *cap = json_object_get(o, CG_KEY_CAPTURE);
+  unsigned char *flags = census_capture(log, proc, json_is_object(cap) ? num(cap, CG_KEY_ID, 0) : 0);
+  if (!(*flags & CGL_CENSUS_ENDED) && json_is_object(cap))
+    census_status(flags, cap);
+  if (cg_verdict_breaks(verdict))
+    *flags |= CGL_CENSUS_BREAK;
 }
 
 /* What "start" and "process" records both say about a process. */
@@ -433,8 +482,18 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
   switch (type) {
   case CG_RECORD_PROCESS: read_process(log, file, p, o); break;
   case CG_RECORD_START: read_start(log, file, p, o); break;
-  case CG_RECORD_EVENT: read_event(log, file, lineno, proc_for(log, file, p), o); break;
-  case CG_RECORD_CAPTURE: read_capture(log, proc_for(log, file, p), o); break;
+  case CG_RECORD_EVENT:
+    if (log->census)
+      census_event(log, proc_for(log, file, p), o);
+    else
+      read_event(log, file, lineno, proc_for(log, file, p), o);
+    break;
+  case CG_RECORD_CAPTURE:
+    if (log->census)
+      census_capture_line(log, proc_for(log, file, p), o);
+    else
+      read_capture(log, proc_for(log, file, p), o);
+    break;
   case CG_RECORD_SUMMARY: read_summary(log, proc_for(log, file, p), o); break;
   case CG_RECORD_ERROR:
   case CG_RECORD_TYPE_COUNT: break; /* skipped above */
@@ -442,7 +501,7 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
   json_decref(o); /* what the report needs was copied out */
 }
 
-static size_t add_file(cgl_log *log, const char *name) {
+size_t cgl_add_file(cgl_log *log, const char *name) {
   log->files = cgl_xrealloc(log->files, (log->n_files + 1) * sizeof *log->files);
   char *copy = strdup(name);
   if (!copy)
@@ -451,14 +510,17 @@ static size_t add_file(cgl_log *log, const char *name) {
   return log->n_files++;
 }
 
-int cgl_read_stream(cgl_log *log, FILE *f, const char *name) {
-  size_t file = add_file(log, name);
+static int read_stream_at(cgl_log *log, FILE *f, const char *name, long long offset,
+                          long long lineno) {
+  size_t file = cgl_add_file(log, name);
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
-  long long lineno = 0;
-  while ((n = getline(&line, &cap, f)) >= 0) {
+  lineno--;
+  for (; (n = getline(&line, &cap, f)) >= 0; offset += n) {
     lineno++;
+    log->cur_offset = offset;
+    log->cur_lineno = lineno;
     size_t len = (size_t)n;
     if (len && line[len - 1] == '\n')
       len--;
@@ -479,7 +541,15 @@ int cgl_read_stream(cgl_log *log, FILE *f, const char *name) {
   return 0;
 }
 
+int cgl_read_stream(cgl_log *log, FILE *f, const char *name) {
+  return read_stream_at(log, f, name, 0, 1);
+}
+
 int cgl_read_file(cgl_log *log, const char *path, long long offset) {
+  return cgl_read_file_at(log, path, offset, 1);
+}
+
+int cgl_read_file_at(cgl_log *log, const char *path, long long offset, long long lineno) {
   if (!strcmp(path, "-"))
     return cgl_read_stream(log, stdin, "(stdin)");
   FILE *f = fopen(path, "r");
@@ -491,7 +561,7 @@ int cgl_read_file(cgl_log *log, const char *path, long long offset) {
     errno = e;
     return -1;
   }
-  int rc = cgl_read_stream(log, f, path);
+  int rc = read_stream_at(log, f, path, offset > 0 ? offset : 0, lineno);
   int e = errno;
   fclose(f);
   errno = e;
