@@ -9,6 +9,7 @@
 #include "frame_source.h"
 #include "log_pool.h"
 #include "log_site.h"
+#include "log_skim.h"
 
 enum { BY_PID = 0, BY_CAPTURE = 1 };
 
@@ -173,6 +174,74 @@ static void census_event(cgl_log *log, size_t proc, json_t *o) {
     census_status(flags, cap);
   if (cg_verdict_breaks(verdict))
     *flags |= CGL_CENSUS_BREAK;
+}
+
+/* The skimmed member's integer, dflt when absent or not an integer (as num). */
+static long long skim_num(const cgl_skim_member *m, size_t n, const char *k, long long dflt) {
+  const cgl_skim_member *v = cgl_skim_get(m, n, k);
+  return v && v->kind == CGL_SKIM_INTEGER ? v->integer : dflt;
+}
+/* The row of t a skimmed member names (t->n when absent or not a string);
+ * false when its string has an escape, which only jansson reads. */
+static bool skim_word(const cg_words *t, const cgl_skim_member *m, size_t n, const char *k,
+                      unsigned *w) {
+  const cgl_skim_member *v = cgl_skim_get(m, n, k);
+  *w = (unsigned)t->n;
+  if (!v || v->kind != CGL_SKIM_STRING)
+    return true;
+  if (v->escaped)
+    return false;
+  *w = cg_word_parse(t, v->value, v->value_len);
+  return true;
+}
+
+/* A census's event or capture line read from its skim (log_skim.h), as
+ * census_event and census_capture_line read it from jansson's object.
+ * False, with nothing counted, for any other line and for what only
+ * jansson reads: those go the whole way. */
+static bool census_skimmed(cgl_log *log, size_t file, const char *text, size_t len) {
+  cgl_skim sk;
+  if (!cgl_skim_line(text, len, &sk))
+    return false;
+  const cgl_skim_member *top = sk.top, *cap = sk.capture;
+  size_t nt = sk.n_top, nc = sk.n_capture;
+  const cgl_skim_member *v = cgl_skim_get(top, nt, CG_KEY_V), *pid = cgl_skim_get(top, nt, CG_KEY_PID);
+  unsigned type;
+  if (!v || v->kind != CGL_SKIM_INTEGER || v->integer < 1 || v->integer > CGL_VERSION || !pid ||
+      pid->kind != CGL_SKIM_INTEGER || !skim_word(&cg_record_types, top, nt, CG_KEY_TYPE, &type) ||
+      (type != CG_RECORD_EVENT && type != CG_RECORD_CAPTURE))
+    return false;
+  unsigned status, kind = 0, verdict = 0;
+  if (!skim_word(&cg_capture_statuses, type == CG_RECORD_EVENT ? cap : top,
+                 type == CG_RECORD_EVENT ? nc : nt, CG_KEY_STATUS, &status) ||
+      (type == CG_RECORD_EVENT && (!skim_word(&cg_event_kinds, top, nt, CG_KEY_EVENT, &kind) ||
+                                   !skim_word(&cg_verdicts, top, nt, CG_KEY_VERDICT, &verdict))))
+    return false;
+  log->records++;
+  size_t proc = proc_for(log, file, pid->integer);
+  cgl_process *p = &log->procs[proc];
+  bool broken = cg_capture_status_broken((cg_capture_status)status);
+  unsigned char *flags;
+  if (type == CG_RECORD_CAPTURE) {
+    flags = census_capture(log, proc, skim_num(top, nt, CG_KEY_ID, 0));
+    *flags = (unsigned char)((*flags & ~CGL_CENSUS_STATUS_BROKEN) | CGL_CENSUS_ENDED |
+                             (broken ? CGL_CENSUS_STATUS_BROKEN : 0));
+    seen_at(p, skim_num(top, nt, CG_KEY_BEGIN_NS, 0));
+    seen_at(p, skim_num(top, nt, CG_KEY_END_NS, 0));
+    return true;
+  }
+  seen_at(p, skim_num(top, nt, CG_KEY_TIME_NS, 0));
+  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH)
+    return true;
+  p->census_calls++;
+  p->census_served += verdict == CG_VERDICT_SERVED;
+  flags = census_capture(log, proc, sk.capture_is_object ? skim_num(cap, nc, CG_KEY_ID, 0) : 0);
+  if (!(*flags & CGL_CENSUS_ENDED) && sk.capture_is_object)
+    *flags = (unsigned char)((*flags & ~CGL_CENSUS_STATUS_BROKEN) |
+                             (broken ? CGL_CENSUS_STATUS_BROKEN : 0));
+  if (cg_verdict_breaks((cg_verdict)verdict))
+    *flags |= CGL_CENSUS_BREAK;
+  return true;
 }
 
 /* What "start" and "process" records both say about a process. */
@@ -445,6 +514,8 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
   if (sp == len)
     return; /* blank lines are not lines of the log */
   log->lines++;
+  if (log->census && census_skimmed(log, file, text + sp, len - sp))
+    return;
   json_error_t err;
   json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
   if (!o) {
