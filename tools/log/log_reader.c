@@ -35,6 +35,8 @@ void cgl_init(cgl_log *log) {
 
 void cgl_free(cgl_log *log) {
   if (!log->is_view) {
+    for (size_t i = 0; i < log->n_procs; i++)
+      free(log->procs[i].census_ids);
     for (size_t i = 0; i < log->n_files; i++)
       free((char *)log->files[i]);
     free(log->files);
@@ -132,9 +134,28 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
 
 /* A census's capture (proc, id): its flags, the capture made on first sight. */
 static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
+  cgl_process *p = &log->procs[proc];
+  if (id >= 0 && (unsigned long long)id < p->census_cap && (p->census_ids[id] & CGL_CENSUS_SEEN))
+    return &p->census_ids[id];
   long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
   if (i >= 0)
     return &log->ccaps[i].flags;
+  /* capguard numbers a process's captures from 1: ids up to twice as many as
+   * it has plus 1024 are kept by id (a hostile id costs a hash entry) */
+  if (id >= 0 && (unsigned long long)id <= 2 * p->census_dense + 1024) {
+    size_t need = (size_t)id + 1;
+    if (need > p->census_cap) {
+      size_t cap = p->census_cap ? p->census_cap : 16;
+      while (cap < need)
+        cap *= 2;
+      p->census_ids = cgl_xrealloc(p->census_ids, cap);
+      memset(p->census_ids + p->census_cap, 0, cap - p->census_cap);
+      p->census_cap = cap;
+    }
+    p->census_dense++;
+    p->census_ids[id] = CGL_CENSUS_SEEN;
+    return &p->census_ids[id];
+  }
   log->ccaps = grow(log->ccaps, &log->cap_ccaps, log->n_ccaps + 1, sizeof *log->ccaps);
   log->ccaps[log->n_ccaps].proc = proc;
   cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_ccaps);

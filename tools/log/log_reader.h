@@ -56,6 +56,10 @@ typedef struct {
    * served: what the runs' table counts without keeping the events. */
   long long first_offset, first_lineno;
   long long census_calls, census_served;
+  /* A census's captures of small ids, by id (CGL_CENSUS_* flags; the
+   * others are cgl_log.ccaps): a byte a capture, not a hash table's entry. */
+  unsigned char *census_ids;
+  size_t census_cap, census_dense;
 } cgl_process;
 
 /* What a capture record says broke it ("broken_by"): older capguards did
@@ -133,7 +137,7 @@ typedef struct {
   size_t proc;
   unsigned char flags; /* CGL_CENSUS_* */
 } cgl_census_capture;
-enum { CGL_CENSUS_ENDED = 1, CGL_CENSUS_BREAK = 2, CGL_CENSUS_STATUS_BROKEN = 4 };
+enum { CGL_CENSUS_ENDED = 1, CGL_CENSUS_BREAK = 2, CGL_CENSUS_STATUS_BROKEN = 4, CGL_CENSUS_SEEN = 8 };
 
 struct cgl_pool;
 struct cgl_index;

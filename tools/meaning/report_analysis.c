@@ -281,6 +281,11 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
     const cgl_process *pr = &all->procs[p];
     struct cgr_run_stats *r = &a->runs[pr->run_index];
     r->procs++;
+    for (size_t id = 0; id < pr->census_cap; id++)
+      if (pr->census_ids[id] & CGL_CENSUS_SEEN) {
+        seen[p]++;
+        r->broken += (pr->census_ids[id] & (CGL_CENSUS_BREAK | CGL_CENSUS_STATUS_BROKEN)) != 0;
+      }
     r->calls += (size_t)pr->census_calls;
     r->served += (size_t)pr->census_served;
     r->captures += pr->has_summary && pr->captures > 0 && (size_t)pr->captures > seen[p]
