@@ -182,10 +182,9 @@ static void render(const cgr_analysis *a) {
   free(p.text);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  cgl_log log;
-  cgl_init(&log);
-  /* Files split at form feeds (JSON escapes one inside a string, so none of a real log's). */
+/* Read data as files split at form feeds (JSON escapes one inside a string,
+ * so none of a real log's). */
+static void read_files(cgl_log *log, const uint8_t *data, size_t size) {
   size_t at = 0;
   for (size_t nf = 0; nf < MAX_FILES && (at < size || nf == 0); nf++) {
     const uint8_t *ff = nf + 1 < MAX_FILES ? memchr(data + at, '\f', size - at) : NULL;
@@ -194,17 +193,56 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       /* fmemopen reads in place; "r" never writes the buffer */
       FILE *f = fmemopen((void *)(uintptr_t)(data + at), end - at, "r");
       REQUIRE(f);
-      REQUIRE(cgl_read_stream(&log, f, names[nf]) == 0);
+      REQUIRE(cgl_read_stream(log, f, names[nf]) == 0);
       fclose(f);
     } else {
       /* an empty file (fmemopen may refuse size 0): read as nothing */
       FILE *f = fopen("/dev/null", "r");
       REQUIRE(f);
-      REQUIRE(cgl_read_stream(&log, f, names[nf]) == 0);
+      REQUIRE(cgl_read_stream(log, f, names[nf]) == 0);
       fclose(f);
     }
     at = ff ? end + 1 : size;
   }
+}
+
+/* A census (what capguard report reads first, log_latest.h), whose events
+ * and captures are skimmed rather than parsed (log_skim.h), says of the
+ * lines, the processes and the runs what the whole read, log, says. */
+static void check_census(const uint8_t *data, size_t size, const cgl_log *log,
+                         const cgr_analysis *a) {
+  cgl_log c;
+  cgl_init(&c);
+  c.census = true;
+  read_files(&c, data, size);
+  REQUIRE(c.lines == log->lines && c.records == log->records && c.malformed == log->malformed &&
+          c.newer == log->newer && c.unknown == log->unknown);
+  REQUIRE(!strcmp(c.first_malformed, log->first_malformed));
+  size_t caps = c.n_ccaps;
+  for (size_t i = 0; i < c.n_procs; i++)
+    caps += c.procs[i].census_dense;
+  REQUIRE(c.n_procs == log->n_procs && caps == log->n_caps && c.n_evs == 0 && c.n_caps == 0);
+  for (size_t i = 0; i < c.n_procs; i++) {
+    const cgl_process *x = &c.procs[i], *y = &log->procs[i];
+    REQUIRE(x->file == y->file && x->pid == y->pid && x->ppid == y->ppid && x->first_ns == y->first_ns &&
+            x->last_ns == y->last_ns && x->has_summary == y->has_summary &&
+            x->first_offset == y->first_offset && x->first_lineno == y->first_lineno);
+  }
+  cgl_group_runs(&c);
+  REQUIRE(c.n_runs == log->n_runs);
+  cgr_analysis ca;
+  memset(&ca, 0, sizeof ca);
+  cgr_count_runs(&c, SIZE_MAX, &ca);
+  for (size_t r = 0; r < c.n_runs; r++)
+    REQUIRE(!memcmp(&ca.runs[r], &a->runs[r], sizeof ca.runs[r]));
+  free(ca.runs);
+  cgl_free(&c);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  cgl_log log;
+  cgl_init(&log);
+  read_files(&log, data, size);
   REQUIRE(log.malformed <= log.lines);
   REQUIRE(log.records <= log.lines);
   if (!cgl_is_capguard_log(&log)) { /* report stops here: not a capguard log */
@@ -221,6 +259,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cgr_analyse(&log, &a);
   cgr_count_runs(&log, SIZE_MAX, &a);
   render(&a);
+  check_census(data, size, &log, &a);
   cgr_free(&a);
 
   /* the default: the latest run alone, when there are several */

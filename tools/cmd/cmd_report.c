@@ -9,8 +9,10 @@
 #include "cli.h"
 #include "commands.h"
 #include "doc_path.h"
+#include "log_latest.h"
 #include "report_render.h"
 #include "plural.h"
+#include "xalloc.h"
 
 static const char USAGE[] =
     "capguard report [--all] [--json] [--html FILE] [--trace FILE] [LOG...]";
@@ -87,7 +89,20 @@ static bool writable_path(const char *path, const char *option) {
   return why == NULL;
 }
 
-static int read_pattern(cgl_log *log, const char *pattern) {
+/* The files to read, in order: LOG arguments, a %p pattern's every file. */
+typedef struct {
+  char **paths;
+  size_t n;
+} log_files;
+
+static void add_path(log_files *lf, const char *path) {
+  const char *doing = "listing the logs";
+  lf->paths = cg_xrealloc(lf->paths, (lf->n + 1) * sizeof *lf->paths, doing);
+  size_t len = strlen(path) + 1;
+  lf->paths[lf->n++] = memcpy(cg_xrealloc(NULL, len, doing), path, len);
+}
+
+static int add_pattern(log_files *lf, const char *pattern) {
   glob_t g;
   int found = cg_log_pattern_glob(pattern, &g);
   if (found != 0) {
@@ -96,14 +111,52 @@ static int read_pattern(cgl_log *log, const char *pattern) {
              pattern);
     return -1;
   }
-  int rc = 0;
   for (size_t k = 0; k < g.gl_pathc; k++)
-    if (cgl_read_file(log, g.gl_pathv[k], 0) != 0) {
-      cg_error(ME, "cannot read '%s': %s", g.gl_pathv[k], strerror(errno));
-      rc = -1;
-    }
+    add_path(lf, g.gl_pathv[k]);
   globfree(&g);
+  return 0;
+}
+
+static void free_files(log_files *lf) {
+  for (size_t i = 0; i < lf->n; i++)
+    free(lf->paths[i]);
+  free(lf->paths);
+}
+
+static int read_files(cgl_log *log, const log_files *lf) {
+  int rc = CG_EXIT_OK;
+  for (size_t i = 0; i < lf->n; i++)
+    if (cgl_read_file(log, lf->paths[i], 0) != 0) {
+      cg_error(ME, "cannot read '%s': %s; check the path (capguard run prints where its log is)",
+               lf->paths[i], strerror(errno));
+      rc = CG_EXIT_USAGE;
+    }
   return rc;
+}
+
+/* After a census (log->census), the latest run read alone into part and
+ * view (have_part), or, when there is one run or its lines interleave with
+ * another's, log read again whole. Then view is of the latest run when
+ * one_run. Returns 0, or -1 after saying why. */
+static int latest_run(cgl_log *log, const log_files *lf, bool one_run, cgl_log *part, cgl_log *view,
+                      bool *have_part) {
+  if (one_run && log->census) {
+    *have_part = cgl_read_run(log, log->n_runs - 1, part, view) == 0;
+    if (!*have_part && errno) {
+      cg_error(ME, "cannot read the logs again: %s", strerror(errno));
+      return -1;
+    }
+  }
+  if (log->census && !*have_part) {
+    cgl_free(log);
+    cgl_init(log);
+    if (read_files(log, lf) != CG_EXIT_OK)
+      return -1;
+    cgl_group_runs(log);
+  }
+  if (one_run && !*have_part)
+    cgl_view(log, log->n_runs - 1, view);
+  return 0;
 }
 
 int cg_cmd_report(int argc, char **argv) {
@@ -135,27 +188,32 @@ int cg_cmd_report(int argc, char **argv) {
   if (optind == argc && !(env_log && *env_log))
     return cg_usage_error(ME, USAGE, "no log given (pass LOG files, - for stdin, or set CAPGUARD_LOG)");
 
-  cgl_log log;
-  cgl_init(&log);
+  log_files lf = {NULL, 0};
   int rc = CG_EXIT_OK;
   int nfiles = optind == argc ? 1 : argc - optind;
+  bool from_stdin = false;
   for (int i = 0; i < nfiles; i++) {
     const char *path = optind == argc ? env_log : argv[optind + i];
     struct stat st;
     if (strchr(path, '%') && strcmp(path, "-") && stat(path, &st) != 0) {
       /* the pattern capguard run was given: every per-process file it names */
-      if (read_pattern(&log, path) != 0)
+      if (add_pattern(&lf, path) != 0)
         rc = CG_EXIT_USAGE;
       continue;
     }
-    if (cgl_read_file(&log, path, 0) != 0) {
-      cg_error(ME, "cannot read '%s': %s; check the path (capguard run prints where its log is)",
-               path, strerror(errno));
-      rc = CG_EXIT_USAGE;
-    }
+    from_stdin |= !strcmp(path, "-");
+    add_path(&lf, path);
   }
+  /* Of the latest run only, a census first (log_latest.h): the events of
+   * older runs are counted, not kept. Standard input cannot be read twice. */
+  cgl_log log;
+  cgl_init(&log);
+  log.census = !all && !from_stdin;
+  if (rc == CG_EXIT_OK)
+    rc = read_files(&log, &lf);
   if (rc != CG_EXIT_OK) {
     cgl_free(&log);
+    free_files(&lf);
     return rc;
   }
   /* A file with no capguard record is not an all-clear: it is the wrong input. */
@@ -165,6 +223,7 @@ int cg_cmd_report(int argc, char **argv) {
              nfiles == 1 ? log.files[0] : "the given files",
              log.malformed ? " (every line malformed)" : "");
     cgl_free(&log);
+    free_files(&lf);
     return CG_EXIT_USAGE;
   }
   /* One line each, on stderr, so stdout stays the report. */
@@ -177,10 +236,13 @@ int cg_cmd_report(int argc, char **argv) {
 
   /* The latest run decides, unless every run is asked for. */
   cgl_group_runs(&log);
-  cgl_log view;
-  bool one_run = !all && log.n_runs > 1;
-  if (one_run)
-    cgl_view(&log, log.n_runs - 1, &view);
+  cgl_log part, view;
+  bool one_run = !all && log.n_runs > 1, have_part = false;
+  if (latest_run(&log, &lf, one_run, &part, &view, &have_part) != 0) {
+    cgl_free(&log);
+    free_files(&lf);
+    return CG_EXIT_USAGE;
+  }
   cgr_analysis a;
   cgr_analyse(one_run ? &view : &log, &a);
   cgr_count_runs(&log, one_run ? log.n_runs - 1 : SIZE_MAX, &a);
@@ -200,7 +262,10 @@ int cg_cmd_report(int argc, char **argv) {
   cgr_free(&a);
   if (one_run)
     cgl_free(&view);
+  if (have_part)
+    cgl_free(&part);
   cgl_free(&log);
+  free_files(&lf);
   if (fflush(stdout) != 0 && rc == CG_EXIT_OK)
     rc = CG_EXIT_USAGE;
   return rc;

@@ -9,6 +9,7 @@
 #include "frame_source.h"
 #include "log_pool.h"
 #include "log_site.h"
+#include "log_skim.h"
 
 enum { BY_PID = 0, BY_CAPTURE = 1 };
 
@@ -34,6 +35,8 @@ void cgl_init(cgl_log *log) {
 
 void cgl_free(cgl_log *log) {
   if (!log->is_view) {
+    for (size_t i = 0; i < log->n_procs; i++)
+      free(log->procs[i].census_ids);
     for (size_t i = 0; i < log->n_files; i++)
       free((char *)log->files[i]);
     free(log->files);
@@ -46,6 +49,7 @@ void cgl_free(cgl_log *log) {
   free(log->evs);
   free(log->stale);
   free(log->runs);
+  free(log->ccaps);
   memset(log, 0, sizeof *log);
 }
 
@@ -100,6 +104,8 @@ static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   p->pid = pid;
   p->cuda = true;
   p->mode = CG_RUN_MODE_COUNT;
+  p->first_offset = log->cur_offset;
+  p->first_lineno = log->cur_lineno;
   cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs);
   return log->n_procs++;
 }
@@ -124,6 +130,139 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
   c->status = CG_CAPTURE_STATUS_COUNT;
   cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_caps);
   return log->n_caps++;
+}
+
+/* A census's capture (proc, id): its flags, the capture made on first sight. */
+static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
+  cgl_process *p = &log->procs[proc];
+  if (id >= 0 && (unsigned long long)id < p->census_cap && (p->census_ids[id] & CGL_CENSUS_SEEN))
+    return &p->census_ids[id];
+  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
+  if (i >= 0)
+    return &log->ccaps[i].flags;
+  /* capguard numbers a process's captures from 1: ids up to twice as many as
+   * it has plus 1024 are kept by id (a hostile id costs a hash entry) */
+  if (id >= 0 && (unsigned long long)id <= 2 * p->census_dense + 1024) {
+    size_t need = (size_t)id + 1;
+    if (need > p->census_cap) {
+      size_t cap = p->census_cap ? p->census_cap : 16;
+      while (cap < need)
+        cap *= 2;
+      p->census_ids = cgl_xrealloc(p->census_ids, cap);
+      memset(p->census_ids + p->census_cap, 0, cap - p->census_cap);
+      p->census_cap = cap;
+    }
+    p->census_dense++;
+    p->census_ids[id] = CGL_CENSUS_SEEN;
+    return &p->census_ids[id];
+  }
+  log->ccaps = grow(log->ccaps, &log->cap_ccaps, log->n_ccaps + 1, sizeof *log->ccaps);
+  log->ccaps[log->n_ccaps].proc = proc;
+  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_ccaps);
+  return &log->ccaps[log->n_ccaps++].flags;
+}
+
+/* The status's broken bit of flags set from the status key of o. */
+static void census_status(unsigned char *flags, json_t *o) {
+  cg_capture_status st = (cg_capture_status)word(&cg_capture_statuses, o, CG_KEY_STATUS);
+  *flags = (unsigned char)((*flags & ~CGL_CENSUS_STATUS_BROKEN) |
+                           (cg_capture_status_broken(st) ? CGL_CENSUS_STATUS_BROKEN : 0));
+}
+
+/* A census's reading of a "capture" line: what read_capture would make of
+ * its process's span and of whether it broke (cgl_capture_broken). */
+static void census_capture_line(cgl_log *log, size_t proc, json_t *o) {
+  unsigned char *flags = census_capture(log, proc, num(o, CG_KEY_ID, 0));
+  *flags |= CGL_CENSUS_ENDED;
+  census_status(flags, o);
+  seen_at(&log->procs[proc], num(o, CG_KEY_BEGIN_NS, 0));
+  seen_at(&log->procs[proc], num(o, CG_KEY_END_NS, 0));
+}
+
+/* A census's reading of an "event" line, as read_event counts it. */
+static void census_event(cgl_log *log, size_t proc, json_t *o) {
+  cgl_process *p = &log->procs[proc];
+  seen_at(p, num(o, CG_KEY_TIME_NS, 0));
+  cg_event_kind kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
+  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH)
+    return;
+  cg_verdict verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
+  p->census_calls++;
+  p->census_served += verdict == CG_VERDICT_SERVED;
+  json_t *cap = json_object_get(o, CG_KEY_CAPTURE);
+  unsigned char *flags = census_capture(log, proc, json_is_object(cap) ? num(cap, CG_KEY_ID, 0) : 0);
+  if (!(*flags & CGL_CENSUS_ENDED) && json_is_object(cap))
+    census_status(flags, cap);
+  if (cg_verdict_breaks(verdict))
+    *flags |= CGL_CENSUS_BREAK;
+}
+
+/* The skimmed member's integer, dflt when absent or not an integer (as num). */
+static long long skim_num(const cgl_skim_member *m, size_t n, const char *k, long long dflt) {
+  const cgl_skim_member *v = cgl_skim_get(m, n, k);
+  return v && v->kind == CGL_SKIM_INTEGER ? v->integer : dflt;
+}
+/* The row of t a skimmed member names (t->n when absent or not a string);
+ * false when its string has an escape, which only jansson reads. */
+static bool skim_word(const cg_words *t, const cgl_skim_member *m, size_t n, const char *k,
+                      unsigned *w) {
+  const cgl_skim_member *v = cgl_skim_get(m, n, k);
+  *w = (unsigned)t->n;
+  if (!v || v->kind != CGL_SKIM_STRING)
+    return true;
+  if (v->escaped)
+    return false;
+  *w = cg_word_parse(t, v->value, v->value_len);
+  return true;
+}
+
+/* A census's event or capture line read from its skim (log_skim.h), as
+ * census_event and census_capture_line read it from jansson's object.
+ * False, with nothing counted, for any other line and for what only
+ * jansson reads: those go the whole way. */
+static bool census_skimmed(cgl_log *log, size_t file, const char *text, size_t len) {
+  cgl_skim sk;
+  if (!cgl_skim_line(text, len, &sk))
+    return false;
+  const cgl_skim_member *top = sk.top, *cap = sk.capture;
+  size_t nt = sk.n_top, nc = sk.n_capture;
+  const cgl_skim_member *v = cgl_skim_get(top, nt, CG_KEY_V), *pid = cgl_skim_get(top, nt, CG_KEY_PID);
+  unsigned type;
+  if (!v || v->kind != CGL_SKIM_INTEGER || v->integer < 1 || v->integer > CGL_VERSION || !pid ||
+      pid->kind != CGL_SKIM_INTEGER || !skim_word(&cg_record_types, top, nt, CG_KEY_TYPE, &type) ||
+      (type != CG_RECORD_EVENT && type != CG_RECORD_CAPTURE))
+    return false;
+  unsigned status, kind = 0, verdict = 0;
+  if (!skim_word(&cg_capture_statuses, type == CG_RECORD_EVENT ? cap : top,
+                 type == CG_RECORD_EVENT ? nc : nt, CG_KEY_STATUS, &status) ||
+      (type == CG_RECORD_EVENT && (!skim_word(&cg_event_kinds, top, nt, CG_KEY_EVENT, &kind) ||
+                                   !skim_word(&cg_verdicts, top, nt, CG_KEY_VERDICT, &verdict))))
+    return false;
+  log->records++;
+  size_t proc = proc_for(log, file, pid->integer);
+  cgl_process *p = &log->procs[proc];
+  bool broken = cg_capture_status_broken((cg_capture_status)status);
+  unsigned char *flags;
+  if (type == CG_RECORD_CAPTURE) {
+    flags = census_capture(log, proc, skim_num(top, nt, CG_KEY_ID, 0));
+    *flags = (unsigned char)((*flags & ~CGL_CENSUS_STATUS_BROKEN) | CGL_CENSUS_ENDED |
+                             (broken ? CGL_CENSUS_STATUS_BROKEN : 0));
+    seen_at(p, skim_num(top, nt, CG_KEY_BEGIN_NS, 0));
+    seen_at(p, skim_num(top, nt, CG_KEY_END_NS, 0));
+    return true;
+  }
+  seen_at(p, skim_num(top, nt, CG_KEY_TIME_NS, 0));
+  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH)
+    return true;
+  p->census_calls++;
+  p->census_served += verdict == CG_VERDICT_SERVED;
+  flags = census_capture(log, proc, sk.capture_is_object ? skim_num(cap, nc, CG_KEY_ID, 0) : 0);
+  if (!(*flags & CGL_CENSUS_ENDED) && sk.capture_is_object)
+    *flags = (unsigned char)((*flags & ~CGL_CENSUS_STATUS_BROKEN) |
+                             (broken ? CGL_CENSUS_STATUS_BROKEN : 0));
+  if (cg_verdict_breaks((cg_verdict)verdict))
+    *flags |= CGL_CENSUS_BREAK;
+  return true;
 }
 
 /* What "start" and "process" records both say about a process. */
@@ -421,6 +560,8 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
   if (sp == len)
     return; /* blank lines are not lines of the log */
   log->lines++;
+  if (log->census && census_skimmed(log, file, text + sp, len - sp))
+    return;
   json_error_t err;
   json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
   if (!o) {
@@ -458,8 +599,18 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
   switch (type) {
   case CG_RECORD_PROCESS: read_process(log, file, p, o); break;
   case CG_RECORD_START: read_start(log, file, p, o); break;
-  case CG_RECORD_EVENT: read_event(log, file, lineno, proc_for(log, file, p), o); break;
-  case CG_RECORD_CAPTURE: read_capture(log, proc_for(log, file, p), o); break;
+  case CG_RECORD_EVENT:
+    if (log->census)
+      census_event(log, proc_for(log, file, p), o);
+    else
+      read_event(log, file, lineno, proc_for(log, file, p), o);
+    break;
+  case CG_RECORD_CAPTURE:
+    if (log->census)
+      census_capture_line(log, proc_for(log, file, p), o);
+    else
+      read_capture(log, proc_for(log, file, p), o);
+    break;
   case CG_RECORD_SUMMARY: read_summary(log, proc_for(log, file, p), o); break;
   case CG_RECORD_ERROR:
   case CG_RECORD_TYPE_COUNT: break; /* skipped above */
@@ -467,7 +618,7 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
   json_decref(o); /* what the report needs was copied out */
 }
 
-static size_t add_file(cgl_log *log, const char *name) {
+size_t cgl_add_file(cgl_log *log, const char *name) {
   log->files = cgl_xrealloc(log->files, (log->n_files + 1) * sizeof *log->files);
   char *copy = strdup(name);
   if (!copy)
@@ -476,15 +627,18 @@ static size_t add_file(cgl_log *log, const char *name) {
   return log->n_files++;
 }
 
-int cgl_read_stream(cgl_log *log, FILE *f, const char *name) {
-  size_t file = add_file(log, name);
+static int read_stream_at(cgl_log *log, FILE *f, const char *name, long long offset,
+                          long long lineno) {
+  size_t file = cgl_add_file(log, name);
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
-  long long lineno = 0;
   bool cut = false;
-  while ((n = getline(&line, &cap, f)) >= 0) {
+  lineno--;
+  for (; (n = getline(&line, &cap, f)) >= 0; offset += n) {
     lineno++;
+    log->cur_offset = offset;
+    log->cur_lineno = lineno;
     size_t len = (size_t)n;
     cut = len && line[len - 1] != '\n';
     if (len && line[len - 1] == '\n')
@@ -507,7 +661,15 @@ int cgl_read_stream(cgl_log *log, FILE *f, const char *name) {
   return 0;
 }
 
+int cgl_read_stream(cgl_log *log, FILE *f, const char *name) {
+  return read_stream_at(log, f, name, 0, 1);
+}
+
 int cgl_read_file(cgl_log *log, const char *path, long long offset) {
+  return cgl_read_file_at(log, path, offset, 1);
+}
+
+int cgl_read_file_at(cgl_log *log, const char *path, long long offset, long long lineno) {
   if (!strcmp(path, "-"))
     return cgl_read_stream(log, stdin, "(stdin)");
   FILE *f = fopen(path, "r");
@@ -519,7 +681,7 @@ int cgl_read_file(cgl_log *log, const char *path, long long offset) {
     errno = e;
     return -1;
   }
-  int rc = cgl_read_stream(log, f, path);
+  int rc = read_stream_at(log, f, path, offset > 0 ? offset : 0, lineno);
   int e = errno;
   fclose(f);
   errno = e;

@@ -53,6 +53,15 @@ typedef struct {
   bool rank_known;
   long long rank, local_rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */
+  /* Where its first line is (byte offset and line number in its file), and,
+   * in a census (cgl_log.census), its calls made during capture and those
+   * served: what the runs' table counts without keeping the events. */
+  long long first_offset, first_lineno;
+  long long census_calls, census_served;
+  /* A census's captures of small ids, by id (CGL_CENSUS_* flags; the
+   * others are cgl_log.ccaps): a byte a capture, not a hash table's entry. */
+  unsigned char *census_ids;
+  size_t census_cap, census_dense;
 } cgl_process;
 
 /* What a capture record says broke it ("broken_by"): older capguards did
@@ -129,6 +138,13 @@ typedef struct {
   long long first_ns, last_ns;
 } cgl_run;
 
+/* A capture as a census keeps it: its process and whether it broke. */
+typedef struct {
+  size_t proc;
+  unsigned char flags; /* CGL_CENSUS_* */
+} cgl_census_capture;
+enum { CGL_CENSUS_ENDED = 1, CGL_CENSUS_BREAK = 2, CGL_CENSUS_STATUS_BROKEN = 4, CGL_CENSUS_SEEN = 8 };
+
 struct cgl_pool;
 struct cgl_index;
 
@@ -152,6 +168,14 @@ typedef struct {
   size_t cut_files;     /* files whose last line has no newline: cut short (truncated, or a
                            writer killed mid-line) */
   char first_malformed[512]; /* "file:line: why" of the first malformed line */
+  /* A census reads every line but keeps, of events and captures, only what
+   * the runs' table counts (cgl_census_capture, the processes' census_*):
+   * the processes, their runs and the counts in memory bounded by the
+   * number of processes and captures, not by the number of events. */
+  bool census;
+  cgl_census_capture *ccaps;
+  size_t n_ccaps, cap_ccaps;
+  long long cur_offset, cur_lineno; /* the line being read */
 } cgl_log;
 
 void cgl_init(cgl_log *log);
@@ -161,6 +185,10 @@ void cgl_free(cgl_log *log);
  * when the file cannot be opened or read (errno set); what was read stays. */
 int cgl_read_file(cgl_log *log, const char *path, long long offset);
 int cgl_read_stream(cgl_log *log, FILE *f, const char *name);
+/* Read path from byte offset on, its first line numbered lineno. */
+int cgl_read_file_at(cgl_log *log, const char *path, long long offset, long long lineno);
+/* Add a file's name to log without reading it (its index for later files). */
+size_t cgl_add_file(cgl_log *log, const char *name);
 
 /* Feed one line (without its newline); exposed for tests and the run summary. */
 void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long long lineno);

@@ -278,10 +278,23 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
     seen[all->caps[c].proc]++;
     a->runs[r].broken += cgl_capture_broken(all, c);
   }
+  /* A census kept its captures' flags and its calls' counts instead. */
+  for (size_t c = 0; c < all->n_ccaps; c++) {
+    size_t r = all->procs[all->ccaps[c].proc].run_index;
+    seen[all->ccaps[c].proc]++;
+    a->runs[r].broken += (all->ccaps[c].flags & (CGL_CENSUS_BREAK | CGL_CENSUS_STATUS_BROKEN)) != 0;
+  }
   for (size_t p = 0; p < all->n_procs; p++) {
     const cgl_process *pr = &all->procs[p];
     struct cgr_run_stats *r = &a->runs[pr->run_index];
     r->procs++;
+    for (size_t id = 0; id < pr->census_cap; id++)
+      if (pr->census_ids[id] & CGL_CENSUS_SEEN) {
+        seen[p]++;
+        r->broken += (pr->census_ids[id] & (CGL_CENSUS_BREAK | CGL_CENSUS_STATUS_BROKEN)) != 0;
+      }
+    r->calls += (size_t)pr->census_calls;
+    r->served += (size_t)pr->census_served;
     r->captures += pr->has_summary && pr->captures > 0 && (size_t)pr->captures > seen[p]
                        ? (size_t)pr->captures
                        : seen[p];
