@@ -37,8 +37,12 @@ expect_in "$WORK/doctor.out" "replace it by rename" "doctor says to replace the 
 
 # --- once per process and image, off the capture's path
 H=$WORK/hits.cgp
-# the hits of k_prime_a and k_prime_b as the file counts them
-hits() { "$CAPGUARD" prime list "$1" 2>&1 | awk '$NF == "k_prime_a" || $NF == "k_prime_b" {print $NF "=" $5}' | sort | tr '\n' ' '; }
+# the hits of k_prime_a and k_prime_b as the file counts them (the column
+# headed "hits", found by its name: prime list has a copies column before it)
+hits() {
+  "$CAPGUARD" prime list "$1" 2>&1 | awk 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "hits") h = i}
+    h && ($NF == "k_prime_a" || $NF == "k_prime_b") {print $NF "=" $h}' | sort | tr '\n' ' '
+}
 FAKECUDA_DRIVER_VERSION=13000 CAPGUARD_PRIME="$H" CAPGUARD_QUIET=1 LD_PRELOAD="$REAL_SHIM" \
   "$HOST_PRIME" 200 --watch "$H" >"$WORK/out" 2>&1; rc=$?
 expect_rc 0 "13.0, 200 captures of 2 new images"
