@@ -442,10 +442,13 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
 
 /* A queued image's record, through the appender (record_lock held): the
  * image (or its hit) the first time, else only a count of copies, when the
- * process needed more of them at once than the file states. */
-static int write_queued(const cg_prime_record *r, bool hit, void *appender_) {
+ * process needed more of them at once than the file states. Its first
+ * record counts it recorded, with or without a hit: an image served and
+ * refreshed, then loaded again while its copy was alive, is recorded as one
+ * more copy (the summary's "recorded" is what the next run will have). */
+static int write_queued(const cg_prime_record *r, bool hit, bool first, void *appender_) {
   int rc = hit ? cg_prime_appender_add(appender_, r) : cg_prime_appender_raise_loads(appender_, r);
-  if (rc == 0 && hit)
+  if (rc == 0 && first)
     __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
   else if (rc < 0) /* said by the appender; every later write would fail the same way */
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
