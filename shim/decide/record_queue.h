@@ -5,7 +5,7 @@
  * load only queues its image, once per process and image (a copy of its
  * bytes, since the caller's buffer may go once the load returns); the
  * queue is written when a capture ends and no capture prohibits the thread,
- * or at exit: one record per image and process, and at exit one more only
+ * at a refused load (its captures are broken already: priming.h), or at exit: one record per image and process, and at exit one more only
  * if the process needed more copies alive at once than it recorded. */
 #ifndef CAPGUARD_RECORD_QUEUE_H
 #define CAPGUARD_RECORD_QUEUE_H
