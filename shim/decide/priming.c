@@ -415,6 +415,8 @@ static cg_prime_appender *the_appender(void) {
   return appender;
 }
 
+static void write_due(bool at_exit, bool broken);
+
 void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
   if (!image || image->kind == CG_IMAGE_UNKNOWN || v == CG_VERDICT_SERVED || v == CG_VERDICT_FAILED)
     return;
@@ -437,27 +439,39 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
   cg_unlock(&prime_lock);
   /* Queued, written when a capture ends or at exit (record_queue.h): no
    * file I/O on the capture's path, one record per image and process. */
-  cg_record_queue_add(image, library, hit);
+  if (!cg_record_queue_add(image, library, hit))
+    return;
+  /* Refused: the captures that prohibit this thread are broken already, so
+   * writing now costs none of them anything, and a host killed before the
+   * end (the log then says the image was recorded) has it in the file. */
+  if (v == CG_VERDICT_REFUSED || v == CG_VERDICT_EMULATED)
+    write_due(false, true);
 }
 
 /* A queued image's record, through the appender (record_lock held): the
  * image (or its hit) the first time, else only a count of copies, when the
- * process needed more of them at once than the file states. */
-static int write_queued(const cg_prime_record *r, bool hit, void *appender_) {
+ * process needed more of them at once than the file states. Its first
+ * record counts it recorded, with or without a hit: an image served and
+ * refreshed, then loaded again while its copy was alive, is recorded as one
+ * more copy (the summary's "recorded" is what the next run will have). */
+static int write_queued(const cg_prime_record *r, bool hit, bool first, void *appender_) {
   int rc = hit ? cg_prime_appender_add(appender_, r) : cg_prime_appender_raise_loads(appender_, r);
-  if (rc == 0 && hit)
+  if (rc == 0 && first)
     __atomic_add_fetch(&n_recorded, 1, __ATOMIC_RELAXED);
   else if (rc < 0) /* said by the appender; every later write would fail the same way */
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
   return rc;
 }
 
-void cg_priming_refresh_served(bool at_exit) {
+/* What cg_priming_refresh_served writes; broken: called from a refused load,
+ * whose captures are broken already (the thread may still be inside them):
+ * only the queue, waiting for a busy file as the exit does. */
+static void write_due(bool at_exit, bool broken) {
   if (!(at_exit || __atomic_load_n(&refresh_pending, __ATOMIC_RELAXED) || cg_record_queue_due()) || !priming_on() ||
       cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
   /* Never while a capture prohibits this thread: that is the capture's path. */
-  if (!at_exit && !cg_captures_self_unprohibited())
+  if (!at_exit && !broken && !cg_captures_self_unprohibited())
     return;
   /* Another thread recording holds record_lock: it is left to a later end;
    * at exit, waited for a moment only (locks.h). */
@@ -466,12 +480,12 @@ void cg_priming_refresh_served(bool at_exit) {
     return;
   cg_prime_appender *a = the_appender();
   if (a)
-    cg_prime_appender_nowait(a, !at_exit); /* a busy file: at a later end, or at exit */
+    cg_prime_appender_nowait(a, !at_exit && !broken); /* a busy file: at a later end, or at exit */
   if (a)
     cg_record_queue_drain(write_queued, a, at_exit);
   else /* said when it could not be made */
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
-  size_t n = cg_prime_count(set);
+  size_t n = broken ? 0 : cg_prime_count(set);
   for (size_t i = 0; a && i < n; i++) {
     if (!take_prime_lock("writing to the priming file"))
       break;
@@ -500,6 +514,8 @@ void cg_priming_refresh_served(bool at_exit) {
     cg_prime_appender_nowait(a, false);
   cg_unlock(&record_lock);
 }
+
+void cg_priming_refresh_served(bool at_exit) { write_due(at_exit, false); }
 
 void cg_priming_summary(cg_summary *s) {
   if (!take_prime_lock("the summary's priming counts"))

@@ -26,7 +26,12 @@ void *cg_priming_take(const cg_image_info *image, bool library);
  * per process and image, when a capture ends (record_queue.h), with the most
  * copies of it this process has had alive at once during capture, unless it
  * was served from the file already, or failed for the driver's own reasons
- * (a bad image would only fail again), or is no image capguard knows. */
+ * (a bad image would only fail again), or is no image capguard knows.
+ * A load refused (by the driver, or emulation) has broken every capture that
+ * prohibits the thread already: its record is written there and then (no
+ * capture left to keep file I/O off), so that a host killed before the
+ * capture's end (SIGKILL, the OOM killer) has it recorded for the next run.
+ * An allowed load stays queued: its capture goes on. */
 void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v);
 /* A load made while a capture prohibited the thread, not served, that the
  * driver answered with handle: counted alive until it is unloaded. */

@@ -146,7 +146,7 @@ unsigned cg_record_queue_drain(cg_record_write_fn write, void *ctx, bool raises)
     r.last_ns = cg_now_ns();
     r.module_loads = q->library ? 0 : want;
     r.library_loads = q->library ? want : 0;
-    int rc = write(&r, q->written == 0 && q->hit, ctx);
+    int rc = write(&r, q->written == 0 && q->hit, q->written == 0, ctx);
     if (!take_queue_lock())
       return n;
     q->writing = false;

@@ -5,7 +5,7 @@
  * load only queues its image, once per process and image (a copy of its
  * bytes, since the caller's buffer may go once the load returns); the
  * queue is written when a capture ends and no capture prohibits the thread,
- * or at exit: one record per image and process, and at exit one more only
+ * at a refused load (its captures are broken already: priming.h), or at exit: one record per image and process, and at exit one more only
  * if the process needed more copies alive at once than it recorded. */
 #ifndef CAPGUARD_RECORD_QUEUE_H
 #define CAPGUARD_RECORD_QUEUE_H
@@ -28,10 +28,11 @@ bool cg_record_queue_due(void);
  * one never written (hit: its image or a hit, unless added without); with
  * raises (at exit), also one whose count of copies alive at once grew since
  * it was written (a count, no hit), so that a process writes at most two records of an image however
- * many copies it loads. write returns 0 when written, 1 to leave it for
- * later (the file is busy), -1 to stop (recording is off). Returns the
- * number written. */
-typedef int (*cg_record_write_fn)(const cg_prime_record *r, bool hit, void *ctx);
+ * many copies it loads. first: the image's first record in this process
+ * (with or without its hit: one refreshed already states only its copies).
+ * write returns 0 when written, 1 to leave it for later (the file is busy),
+ * -1 to stop (recording is off). Returns the number written. */
+typedef int (*cg_record_write_fn)(const cg_prime_record *r, bool hit, bool first, void *ctx);
 unsigned cg_record_queue_drain(cg_record_write_fn write, void *ctx, bool raises);
 /* A forked child starts with an empty queue (the parent's images are the
  * parent's to record). */

@@ -184,11 +184,16 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     a->log_incomplete |= pr->log_incomplete;
     a->ended_early += pr->cuda && !pr->has_summary;
   }
+  /* A process gone without its summary recorded only its refused loads:
+   * the shim writes those at once (their captures are broken already); an
+   * allowed load waits in its queue for the capture's end or the exit, and
+   * died with it. */
   for (size_t i = 0; i < log->n_evs; i++) {
     const cgl_event *e = &log->evs[i];
     const cgl_process *pr = &log->procs[e->proc];
+    bool refused = e->verdict == CG_VERDICT_REFUSED || e->verdict == CG_VERDICT_EMULATED;
     a->recorded_unsaid += !pr->has_summary && pr->mode == CG_RUN_GUARD &&
-                          e->kind == CG_EV_MODULE_LOAD && cgr_offending(e) && e->image_hash;
+                          e->kind == CG_EV_MODULE_LOAD && refused && e->image_hash;
   }
 }
 
