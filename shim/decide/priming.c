@@ -452,10 +452,18 @@ static int write_queued(const cg_prime_record *r, bool hit, void *appender_) {
   return rc;
 }
 
+static void refresh_served(bool at_exit);
+
+/* Every capture's end asks, and there is mostly nothing to write: that
+ * answer without the writer's frame (six registers saved and restored). */
 void cg_priming_refresh_served(bool at_exit) {
   if (!(at_exit || __atomic_load_n(&refresh_pending, __ATOMIC_RELAXED) || cg_record_queue_due()) || !priming_on() ||
       cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
+  refresh_served(at_exit);
+}
+
+static __attribute__((noinline)) void refresh_served(bool at_exit) {
   /* Never while a capture prohibits this thread: that is the capture's path. */
   if (!at_exit && !cg_captures_self_unprohibited())
     return;
