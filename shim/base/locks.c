@@ -5,53 +5,16 @@
 #include <time.h>
 
 
-/* Locks this thread holds, and its cancel state from before the first. */
-static __thread int held __attribute__((tls_model("initial-exec")));
+/* Locks this thread holds (locks.h's inline calls), and its cancel state
+ * from before the first. */
+__thread int cg_locks_held __attribute__((tls_model("initial-exec")));
 static __thread int cancel_before __attribute__((tls_model("initial-exec")));
 
-void cg_lock_hold(void) {
-  if (held++ == 0)
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_before);
-}
+void cg_locks_cancel_off(void) { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_before); }
 
-void cg_lock_let_go(void) {
-  if (held > 0 && --held == 0) {
-    int ignored;
-    pthread_setcancelstate(cancel_before, &ignored);
-  }
-}
-
-void cg_lock(pthread_mutex_t *m) {
-  cg_lock_hold();
-  pthread_mutex_lock(m);
-}
-
-int cg_trylock(pthread_mutex_t *m) {
-  cg_lock_hold();
-  int rc = pthread_mutex_trylock(m);
-  if (rc)
-    cg_lock_let_go();
-  return rc;
-}
-
-void cg_unlock(pthread_mutex_t *m) {
-  pthread_mutex_unlock(m);
-  cg_lock_let_go();
-}
-
-void cg_rdlock(pthread_rwlock_t *l) {
-  cg_lock_hold();
-  pthread_rwlock_rdlock(l);
-}
-
-void cg_wrlock(pthread_rwlock_t *l) {
-  cg_lock_hold();
-  pthread_rwlock_wrlock(l);
-}
-
-void cg_rwunlock(pthread_rwlock_t *l) {
-  pthread_rwlock_unlock(l);
-  cg_lock_let_go();
+void cg_locks_cancel_restore(void) {
+  int ignored;
+  pthread_setcancelstate(cancel_before, &ignored);
 }
 
 /* How long capguard's exit waits, all its locks together, for locks that
@@ -79,8 +42,8 @@ const struct timespec *cg_exit_deadline(void) { return &exit_deadline; }
 void cg_locks_atfork_child(void) {
   /* fork() is the host's call, made outside capguard's locks: nothing to
    * let go, but a child forked from inside (never, today) starts clean. */
-  if (held) {
-    held = 0;
+  if (cg_locks_held) {
+    cg_locks_held = 0;
     int ignored;
     pthread_setcancelstate(cancel_before, &ignored);
   }

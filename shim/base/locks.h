@@ -21,18 +21,63 @@
 #include <stdbool.h>
 #include <time.h>
 
-void cg_lock(pthread_mutex_t *m);
-/* 0 when taken, as pthread_mutex_trylock. */
-int cg_trylock(pthread_mutex_t *m);
-void cg_unlock(pthread_mutex_t *m);
-void cg_rdlock(pthread_rwlock_t *l);
-void cg_wrlock(pthread_rwlock_t *l);
-void cg_rwunlock(pthread_rwlock_t *l);
+/* Locks this thread holds (locks.c's), read and written only by the calls
+ * below. They are inline: a capture takes about eight locks, and a call to
+ * each (and a return, a frame for the unlocks) was a tenth of what the lock
+ * rules added to a capture (docs/benchmarks.md). */
+extern __thread int cg_locks_held __attribute__((tls_model("initial-exec")));
+/* The outermost hold and let-go: cancellation off, and back as it was. */
+void cg_locks_cancel_off(void);
+void cg_locks_cancel_restore(void);
 
-/* The cancellation part of cg_lock alone, for exit_lock.c: every hold is
- * paired with a let-go. */
-void cg_lock_hold(void);
-void cg_lock_let_go(void);
+/* The cancellation part of cg_lock alone, for exit_lock.c and for a span
+ * that takes several locks one after another (a capture's begin, guard.c):
+ * one hold around them makes them one region, so the cancel state is
+ * switched once (pthread_setcancelstate, twice a region) instead of once a
+ * lock. Every hold is paired with a let-go. */
+static inline void cg_lock_hold(void) {
+  if (cg_locks_held++ == 0)
+    cg_locks_cancel_off();
+}
+
+static inline void cg_lock_let_go(void) {
+  if (cg_locks_held > 0 && --cg_locks_held == 0)
+    cg_locks_cancel_restore();
+}
+
+static inline void cg_lock(pthread_mutex_t *m) {
+  cg_lock_hold();
+  pthread_mutex_lock(m);
+}
+
+/* 0 when taken, as pthread_mutex_trylock. */
+static inline int cg_trylock(pthread_mutex_t *m) {
+  cg_lock_hold();
+  int rc = pthread_mutex_trylock(m);
+  if (rc)
+    cg_lock_let_go();
+  return rc;
+}
+
+static inline void cg_unlock(pthread_mutex_t *m) {
+  pthread_mutex_unlock(m);
+  cg_lock_let_go();
+}
+
+static inline void cg_rdlock(pthread_rwlock_t *l) {
+  cg_lock_hold();
+  pthread_rwlock_rdlock(l);
+}
+
+static inline void cg_wrlock(pthread_rwlock_t *l) {
+  cg_lock_hold();
+  pthread_rwlock_wrlock(l);
+}
+
+static inline void cg_rwunlock(pthread_rwlock_t *l) {
+  pthread_rwlock_unlock(l);
+  cg_lock_let_go();
+}
 
 /* A forked child's thread holds none of the parent's locks. */
 void cg_locks_atfork_child(void);

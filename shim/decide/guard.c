@@ -77,6 +77,11 @@ static bool stream_nonblocking(CUstream s, bool ptsz) {
 }
 
 void *cg_capture_begin_enter(void *ra, void *ra_slot, CUstream s, bool ptsz) {
+  /* One lock region from here to the gate's release in
+   * cg_capture_begin_leave (locks.h): priming's, the native and Python
+   * sites' and the gate's locks each switched the cancel state on and off,
+   * three regions before the gate; now the gate's is the only one. */
+  cg_lock_hold();
   begin_nonblocking = stream_nonblocking(s, ptsz);
   begin_ctx = NULL;
   if (cg_drv.CtxGetCurrent && cg_drv.CtxGetCurrent(&begin_ctx) != CUDA_SUCCESS)
@@ -86,6 +91,7 @@ void *cg_capture_begin_enter(void *ra, void *ra_slot, CUstream s, bool ptsz) {
    * the loader's lock, and a thread inside dlopen may be waiting for the gate. */
   cg_begin_site *site = cg_begin_site_take(ra, ra_slot);
   cg_captures_begin_enter();
+  cg_lock_let_go(); /* the gate, held until cg_capture_begin_leave, keeps the region */
   return site;
 }
 

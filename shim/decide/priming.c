@@ -463,13 +463,21 @@ static int write_queued(const cg_prime_record *r, bool hit, bool first, void *ap
   return rc;
 }
 
+static void write_due_now(bool at_exit, bool broken);
+
 /* What cg_priming_refresh_served writes; broken: called from a refused load,
  * whose captures are broken already (the thread may still be inside them):
- * only the queue, waiting for a busy file as the exit does. */
+ * only the queue, waiting for a busy file as the exit does. Every capture's
+ * end asks, and there is mostly nothing to write: that answer without the
+ * writer's frame (six registers saved and restored). */
 static void write_due(bool at_exit, bool broken) {
   if (!(at_exit || __atomic_load_n(&refresh_pending, __ATOMIC_RELAXED) || cg_record_queue_due()) || !priming_on() ||
       cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
     return;
+  write_due_now(at_exit, broken);
+}
+
+static __attribute__((noinline)) void write_due_now(bool at_exit, bool broken) {
   /* Never while a capture prohibits this thread: that is the capture's path. */
   if (!at_exit && !broken && !cg_captures_self_unprohibited())
     return;
