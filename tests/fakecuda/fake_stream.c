@@ -4,6 +4,28 @@
 #include "fake_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* Handle reuse: a destroyed stream's handle is handed out again by the next
+ * cuStreamCreate, as drivers recycle their stream objects (and as glibc's
+ * malloc happens to; a sanitizer's quarantine would not, so the fake keeps
+ * its own list, as it does for events and contexts). */
+static struct fc_stream *recycled;
+
+static struct fc_stream *stream_new(void) {
+  struct fc_stream *st = recycled;
+  if (st == NULL)
+    return calloc(1, sizeof(*st));
+  recycled = *(struct fc_stream **)st;
+  memset(st, 0, sizeof(*st));
+  return st;
+}
+
+static void stream_recycle(struct fc_stream *st) {
+  memset(st, 0, sizeof(*st));
+  *(struct fc_stream **)st = recycled;
+  recycled = st;
+}
 
 FC_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   FC_BEGIN;
@@ -11,7 +33,7 @@ FC_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags
   if (rc == CUDA_SUCCESS && (phStream == NULL || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0))
     rc = CUDA_ERROR_INVALID_VALUE;
   struct fc_stream *st = NULL;
-  if (rc == CUDA_SUCCESS && (st = calloc(1, sizeof(*st))) == NULL)
+  if (rc == CUDA_SUCCESS && (st = stream_new()) == NULL)
     rc = CUDA_ERROR_OUT_OF_MEMORY;
   if (rc == CUDA_SUCCESS) {
     st->flags = Flags;
@@ -34,7 +56,7 @@ static CUresult stream_destroy(CUstream hs) {
   }
   /* (a stream forked into a capture just leaves it) */
   fc_unregister(&st->h);
-  free(st);
+  stream_recycle(st);
   return CUDA_SUCCESS;
 }
 
