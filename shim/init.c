@@ -25,8 +25,14 @@
 #include "stale_watch.h"
 #include "warn.h"
 
-static void atfork_prepare(void) { cg_captures_atfork_prepare(); }
-static void atfork_parent(void) { cg_captures_atfork_parent(); }
+static void atfork_prepare(void) {
+  cg_driver_atfork_prepare(); /* first: a resolve may take the others */
+  cg_captures_atfork_prepare();
+}
+static void atfork_parent(void) {
+  cg_captures_atfork_parent();
+  cg_driver_atfork_parent();
+}
 static void atfork_child(void) {
   cg_locks_atfork_child();
   cg_names_atfork_child();

@@ -48,7 +48,29 @@ static const char libcuda_name[] = "libcuda.so.1";
 
 bool cg_driver_resolved(void) { return __atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_READY; }
 
+/* A fork waits for a resolve in flight: it dlopens libcuda and, at the first
+ * use, libgcc_s (the unwinder), and a child forked while another thread is
+ * inside dlopen inherits the loader's state half-changed, so its own first
+ * dlopen fails ld.so's consistency assertion and kills it (seen 1 child in
+ * 2,000 forked beside capturing threads). A fork from inside the resolve
+ * itself (libcuda's constructors) does not wait for its own thread. */
+static bool held_for_fork;
+void cg_driver_atfork_prepare(void) {
+  if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_RESOLVING &&
+      __atomic_load_n(&resolving_tid, __ATOMIC_RELAXED) == gettid())
+    return;
+  cg_lock(&resolve_lock);
+  held_for_fork = true;
+}
+void cg_driver_atfork_parent(void) {
+  if (held_for_fork) {
+    held_for_fork = false;
+    cg_unlock(&resolve_lock);
+  }
+}
+
 void cg_driver_atfork_child(void) {
+  held_for_fork = false;
   pthread_mutex_init(&resolve_lock, NULL);
   int resolving = DRV_RESOLVING;
   __atomic_compare_exchange_n(&drv_state, &resolving, DRV_UNKNOWN, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);

@@ -55,6 +55,8 @@ bool cg_driver_ready(void);
 bool cg_driver_resolved(void);
 /* Fork: the resolve lock starts released in the child, and a resolve another
  * thread of the parent was making is made again (that thread is gone). */
+void cg_driver_atfork_prepare(void); /* waits for a resolve in flight (its dlopens) */
+void cg_driver_atfork_parent(void);
 void cg_driver_atfork_child(void);
 /* True if libcuda.so.1 is already loaded in this process (loads nothing). */
 bool cg_driver_loaded(void);
