@@ -522,14 +522,6 @@ static void put_stale_text(cg_out *o, const cg_event *e) {
   cg_out_char(o, '\n');
 }
 
-const char *cg_stale_advice(cg_event_kind kind) {
-  return kind == CG_EV_STALE_LAUNCH
-             ? "re-capture the graph after the buffer is replaced (a resize, a new tensor), or keep the "
-               "buffer alive as long as the graph exec"
-             : "keep the buffer alive as long as the graph exec, re-capture after a resize, or destroy the "
-               "exec (cuGraphExecDestroy) before the free";
-}
-
 size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
   cg_out o = cg_out_init(buf, cap);
   if (!e) {

@@ -235,7 +235,7 @@ static void check_census(const uint8_t *data, size_t size, const cgl_log *log,
   cgr_count_runs(&c, SIZE_MAX, &ca);
   for (size_t r = 0; r < c.n_runs; r++)
     REQUIRE(!memcmp(&ca.runs[r], &a->runs[r], sizeof ca.runs[r]));
-  free(ca.runs);
+  cgr_free(&ca); /* the runs, and each run's advice counted with them */
   cgl_free(&c);
 }
 
