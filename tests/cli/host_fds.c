@@ -20,22 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "broken_capture.h"
 #include "driver_open.h"
-
-static CUresult (*begin)(CUstream, CUstreamCaptureMode);
-static CUresult (*end)(CUstream, CUgraph *);
-static CUresult (*alloc)(CUdeviceptr *, size_t);
-static CUresult (*graph_destroy)(CUgraph);
-
-static void broken_capture(CUstream s) {
-  CUdeviceptr p;
-  CUgraph g = NULL;
-  if (begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL) != CUDA_SUCCESS)
-    return;
-  (void)alloc(&p, 256);
-  if (end(s, &g) == CUDA_SUCCESS && g)
-    graph_destroy(g);
-}
 
 static int close_all_and_open(const char *data, const char *log) {
   if (log) {
@@ -66,10 +52,6 @@ int main(int argc, char **argv) {
     return 1;
   if (tk_driver_open("host_fds") != 0)
     return 1;
-  begin = tk_driver_get("cuStreamBeginCapture");
-  end = tk_driver_get("cuStreamEndCapture");
-  alloc = tk_driver_get("cuMemAlloc");
-  graph_destroy = tk_driver_get("cuGraphDestroy");
   CUstream s;
   CUresult r = tk_driver_setup(&s);
   if (r) {
@@ -77,12 +59,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (!before) {
-    broken_capture(s);
+    tk_broken_capture(s);
     if ((data = close_all_and_open(argv[2], argc == 4 ? argv[3] : NULL)) < 0)
       return 1;
   }
-  broken_capture(s);
-  broken_capture(s);
+  tk_broken_capture(s);
+  tk_broken_capture(s);
   static const char line[] = "host: line 2\n";
   if (write(data, line, sizeof line - 1) != (ssize_t)sizeof line - 1 || close(data) != 0)
     return 1;

@@ -25,24 +25,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "broken_capture.h"
 #include "driver_open.h"
-
-static CUresult (*begin)(CUstream, CUstreamCaptureMode);
-static CUresult (*end)(CUstream, CUgraph *);
-static CUresult (*alloc)(CUdeviceptr *, size_t);
-static CUresult (*graph_destroy)(CUgraph);
-
-/* One capture that cuMemAlloc breaks (every driver refuses it while a global
- * capture prohibits the thread): capguard reports it. */
-static void broken_capture(CUstream s) {
-  CUdeviceptr p;
-  CUgraph g = NULL;
-  if (begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL) != CUDA_SUCCESS)
-    return;
-  (void)alloc(&p, 256);
-  if (end(s, &g) == CUDA_SUCCESS && g)
-    graph_destroy(g);
-}
 
 static int sigpipe_state(int *blocked, int *pending) {
   struct sigaction sa;
@@ -56,8 +40,8 @@ static int sigpipe_state(int *blocked, int *pending) {
 }
 
 static int quiet(CUstream s) {
-  broken_capture(s);
-  broken_capture(s);
+  tk_broken_capture(s);
+  tk_broken_capture(s);
   int blocked, pending, dfl = sigpipe_state(&blocked, &pending);
   if (!dfl || blocked || pending) {
     printf("host: SIGPIPE changed: default %d, blocked %d, pending %d\n", dfl, blocked, pending);
@@ -74,8 +58,8 @@ static int pending(CUstream s) {
   sigaddset(&pipe, SIGPIPE);
   sigprocmask(SIG_BLOCK, &pipe, NULL);
   raise(SIGPIPE);
-  broken_capture(s);
-  broken_capture(s);
+  tk_broken_capture(s);
+  tk_broken_capture(s);
   int blocked, pend, dfl = sigpipe_state(&blocked, &pend);
   if (!dfl || !blocked || !pend) {
     printf("host: SIGPIPE changed: default %d, blocked %d, pending %d\n", dfl, blocked, pend);
@@ -103,7 +87,7 @@ static _Noreturn void exit_in_handler(CUstream s, long usec) {
   struct itimerval t = {{0, 0}, {usec / 1000000, usec % 1000000}};
   setitimer(ITIMER_REAL, &t, NULL);
   for (;;)
-    broken_capture(s);
+    tk_broken_capture(s);
 }
 
 int main(int argc, char **argv) {
@@ -111,10 +95,6 @@ int main(int argc, char **argv) {
     goto usage;
   if (tk_driver_open("host_signals") != 0)
     return 1;
-  begin = tk_driver_get("cuStreamBeginCapture");
-  end = tk_driver_get("cuStreamEndCapture");
-  alloc = tk_driver_get("cuMemAlloc");
-  graph_destroy = tk_driver_get("cuGraphDestroy");
   CUstream s;
   CUresult r = tk_driver_setup(&s);
   if (r) {
