@@ -31,6 +31,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from alternating import aa_ratio, pinner  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "gpu"))
+import gpu_here  # noqa: E402
+
 
 def child(args):
     import torch
@@ -85,13 +88,7 @@ VARIANTS = {
 
 
 def skip_reason():
-    try:
-        import torch
-    except ImportError as e:
-        return "no torch here (%s)" % e
-    if not torch.cuda.is_available():
-        return "no CUDA GPU here (torch.cuda.is_available() is False)"
-    return None
+    return gpu_here.skip_reason(triton=False)
 
 
 def parent(args):

@@ -20,19 +20,15 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "gpu"))
+import gpu_here  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 STARTUP = os.path.join(HERE, "..", "..", "tests", "gpu", "triton_startup.py")
 
 
 def skip_reason():
-    try:
-        import torch
-        import triton  # noqa: F401
-    except ImportError as e:
-        return "no torch/triton here (%s)" % e
-    if not torch.cuda.is_available():
-        return "no CUDA GPU here (torch.cuda.is_available() is False)"
-    return None
+    return gpu_here.skip_reason()
 
 
 def run(env):

@@ -67,6 +67,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_here  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "triton_capture.py")
 KERNEL = "_capguard_first_launch_kernel"
@@ -74,15 +77,7 @@ VICTIM = "_capguard_victim_kernel"
 
 
 def skip_reason():
-    try:
-        import torch  # noqa: F401
-        import triton  # noqa: F401
-    except ImportError as e:
-        return f"no torch/triton here ({e})"
-    import torch
-    if not torch.cuda.is_available():
-        return "no CUDA GPU here (torch.cuda.is_available() is False)"
-    return None
+    return gpu_here.skip_reason()
 
 
 def launch_line():

@@ -39,6 +39,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_here  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RANK_SCRIPT = os.path.join(HERE, "tp_capture.py")
 KERNEL = "_cg_tp_bias_kernel"
@@ -46,19 +49,7 @@ NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"
 
 
 def skip_reason(world):
-    try:
-        import torch
-        import triton  # noqa: F401
-        import torch.distributed as dist
-    except ImportError as e:
-        return f"no torch/triton here ({e})"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU here (torch.cuda.is_available() is False)"
-    if not dist.is_nccl_available():
-        return "this torch has no NCCL"
-    if torch.cuda.device_count() < world:
-        return f"{world} ranks need {world} GPUs, this machine has {torch.cuda.device_count()}"
-    return None
+    return gpu_here.skip_reason(gpus=world, nccl=True)
 
 
 class Runner:

@@ -21,6 +21,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_here  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RANK = os.path.join(HERE, "tp_hang_rank.py")
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -28,16 +31,7 @@ LIMIT_S = 60
 
 
 def skip_reason():
-    try:
-        import torch
-        import torch.distributed as dist
-    except ImportError as e:
-        return f"no torch here ({e})"
-    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
-        return "two GPUs are needed"
-    if not dist.is_nccl_available():
-        return "this torch has no NCCL"
-    return None
+    return gpu_here.skip_reason(triton=False, gpus=2, nccl=True)
 
 
 def main():
