@@ -265,18 +265,23 @@ static st huf_read_tree(const uint8_t *p, size_t n, cg_zstd_work *z, size_t *use
   return huf_build(w, nw, z);
 }
 
-/* Decodes count symbols of one stream p[0, n) into out. */
+/* Decodes count symbols of one stream p[0, n) into out: the stream ends
+ * with a 1 marker bit and exactly after its last symbol (4.2.2). (The
+ * reference decoder, decoding two symbols a lookup, lets a stream's last
+ * symbol read past its start or leave bits unread, and its fast loop takes a
+ * last byte of 0, no marker: decoded then from bits of its own. Such a
+ * stream is malformed here, said as CG_ZSTD_HUFFMAN_END.) */
 static st huf_stream(const cg_zstd_work *z, const uint8_t *p, size_t n, uint8_t *out, size_t count) {
   bwd b;
-  if (!bwd_init(&b, p, n)) return CG_ZSTD_BAD_HUFFMAN;
+  if (!bwd_init(&b, p, n)) return CG_ZSTD_HUFFMAN_END;
   unsigned log = z->huf_log;
   for (size_t i = 0; i < count; i++) {
     cg_zstd_huf_cell c = z->huf[bwd_peek(&b, log)];
     out[i] = c.sym;
     b.pos -= c.bits;
-    if (b.pos < 0) return CG_ZSTD_BAD_HUFFMAN;
+    if (b.pos < 0) return CG_ZSTD_HUFFMAN_END;
   }
-  return b.pos == 0 ? CG_ZSTD_OK : CG_ZSTD_BAD_HUFFMAN;
+  return b.pos == 0 ? CG_ZSTD_OK : CG_ZSTD_HUFFMAN_END;
 }
 
 /* ---- literals section (3.1.1.3.1) ---- */
@@ -442,7 +447,7 @@ static st sequences(const uint8_t *p, size_t n, uint8_t *dst, size_t cap, size_t
   if (nseq) {
     if (n - i < 1) return CG_ZSTD_TRUNCATED;
     unsigned modes = p[i++];
-    if (modes & 3) return CG_ZSTD_BAD_SEQUENCES;
+    /* its 2 reserved bits are not checked: the reference decoder ignores them */
     size_t u;
     st r;
     if ((r = seq_table(modes >> 6, p + i, n - i, &u, LL_MAX, LL_LOG_MAX, ll_default, LL_MAX + 1, 6, z->ll,
@@ -462,7 +467,7 @@ static st sequences(const uint8_t *p, size_t n, uint8_t *dst, size_t cap, size_t
     uint32_t ls = (uint32_t)bwd_read(&b, z->ll_log), os = (uint32_t)bwd_read(&b, z->of_log),
              ms = (uint32_t)bwd_read(&b, z->ml_log);
     for (size_t k = 0; k < nseq; k++) {
-      if (b.pos < 0) return CG_ZSTD_BAD_SEQUENCES;
+      if (b.pos < 0) return CG_ZSTD_SEQUENCES_END;
       unsigned llc = z->ll[ls].sym, mlc = z->ml[ms].sym, ofc = z->of[os].sym;
       uint64_t ofv = (UINT64_C(1) << ofc) + bwd_read(&b, ofc);
       size_t ml = ml_base[mlc] + (size_t)bwd_read(&b, ml_bits[mlc]);
@@ -493,10 +498,11 @@ static st sequences(const uint8_t *p, size_t n, uint8_t *dst, size_t cap, size_t
       if (ml > lim - *o) return CG_ZSTD_TOO_BIG;
       if (off == 0 || off > *o - fstart) return CG_ZSTD_BAD_OFFSET;
       uint8_t *d = dst + *o;
+      const uint8_t *from = d - off;
       if (off >= ml) {
-        memcpy(d, d - off, ml);
-      } else {
-        for (size_t m = 0; m < ml; m++) d[m] = d[m - off];
+        memcpy(d, from, ml);
+      } else { /* overlapping: byte by byte, each reading what was just written */
+        for (size_t m = 0; m < ml; m++) d[m] = from[m];
       }
       *o += ml;
       if (k + 1 < nseq) {
@@ -505,7 +511,8 @@ static st sequences(const uint8_t *p, size_t n, uint8_t *dst, size_t cap, size_t
         os = z->of[os].base + (uint32_t)bwd_read(&b, z->of[os].bits);
       }
     }
-    if (b.pos != 0) return CG_ZSTD_BAD_SEQUENCES;
+    /* (the reference decoder also takes a stream read past its start) */
+    if (b.pos != 0) return CG_ZSTD_SEQUENCES_END;
   }
   size_t rest = L->n - li;
   if (!L->staged && rest > cap - *o) return CG_ZSTD_TOO_BIG;
@@ -624,6 +631,8 @@ const char *cg_zstd_status_text(cg_zstd_status s) {
   case CG_ZSTD_NO_TABLE: return "zstd: a repeat mode with no earlier table";
   case CG_ZSTD_SIZE_MISMATCH: return "zstd: the output's size differs from the frame's content size";
   case CG_ZSTD_CHECKSUM: return "zstd: content checksum mismatch";
+  case CG_ZSTD_HUFFMAN_END: return "zstd: a Huffman stream lacks its end marker or does not end after its last symbol";
+  case CG_ZSTD_SEQUENCES_END: return "zstd: the sequences' bit stream does not end after the last sequence";
   }
   return "zstd: unknown status";
 }

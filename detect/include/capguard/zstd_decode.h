@@ -29,6 +29,8 @@ typedef enum {
   CG_ZSTD_NO_TABLE,         /* a repeat mode with no earlier table */
   CG_ZSTD_SIZE_MISMATCH,    /* the output differs from the frame's content size */
   CG_ZSTD_CHECKSUM,         /* the content checksum does not match */
+  CG_ZSTD_HUFFMAN_END,      /* a Huffman stream lacks its end marker, or does not end exactly after its last symbol */
+  CG_ZSTD_SEQUENCES_END,    /* the sequences' bit stream does not end exactly after the last one */
 } cg_zstd_status;
 
 /* The decoder's tables (Huffman: 4096 cells; FSE: literal lengths, match
