@@ -444,7 +444,7 @@ static const char *parse_fatbin(reader *r, cg_image_info *out, size_t *size, uns
       bool seen = false;
       for (unsigned i = 0; i < out->n_sass_archs; i++) seen |= out->sass_archs[i] == arch;
       if (!seen && out->n_sass_archs < CG_IMAGE_MAX_ARCHS) out->sass_archs[out->n_sass_archs++] = arch;
-      if (!compressed) { /* compressed payloads: names unknown, not an error */
+      if (!compressed) { /* compressed payloads: name_compressed, with scratch */
         size_t csize;
         unsigned carch;
         if (plen < 4 || memcmp(pl, "\177ELF", 4) != 0) return "fatbin ELF entry is not an ELF image";

@@ -39,7 +39,7 @@ static uint32_t le32(const uint8_t *p) {
 }
 
 /* Up to 8 bytes at p, of which n are there (the rest read as 0). */
-static uint64_t le64_upto(const uint8_t *p, size_t n) {
+static inline uint64_t le64_upto(const uint8_t *p, size_t n) {
   uint64_t v = 0;
   if (n >= 8) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -72,11 +72,15 @@ static bool bwd_init(bwd *b, const uint8_t *p, size_t n) {
 }
 
 /* The nb (<= 32) bits below pos; bits before the start read as 0. */
-static uint64_t bwd_peek(const bwd *b, unsigned nb) {
+static inline uint64_t bwd_peek(const bwd *b, unsigned nb) {
+  if (nb == 0) return 0;
   int64_t lo = b->pos - (int64_t)nb;
   if (lo >= 0) {
-    size_t i = (size_t)lo >> 3;
-    return (le64_upto(b->p + i, b->n - i) >> (lo & 7)) & ((UINT64_C(1) << nb) - 1);
+    /* the 8 bytes that end with pos's last bit's byte hold all nb bits */
+    size_t last = (size_t)(b->pos - 1) >> 3;
+    if (last >= 7)
+      return (le64_upto(b->p + last - 7, 8) >> (lo - (int64_t)(last - 7) * 8)) & ((UINT64_C(1) << nb) - 1);
+    return (le64_upto(b->p, b->n) >> lo) & ((UINT64_C(1) << nb) - 1);
   }
   if (b->pos <= 0) return 0;
   uint64_t have = le64_upto(b->p, b->n) & ((UINT64_C(1) << b->pos) - 1);
@@ -501,8 +505,20 @@ static st sequences(const uint8_t *p, size_t n, uint8_t *dst, size_t cap, size_t
       const uint8_t *from = d - off;
       if (off >= ml) {
         memcpy(d, from, ml);
-      } else { /* overlapping: byte by byte, each reading what was just written */
-        for (size_t m = 0; m < ml; m++) d[m] = from[m];
+      } else if (off == 1) {
+        memset(d, from[0], ml);
+      } else {
+        /* overlapping: the bytes repeat with period off, and with any
+         * multiple of it; each chunk copied from a whole number of periods
+         * back, no more than that many bytes (so no overlap), the span
+         * doubling (span <= written + off holds) */
+        size_t m = 0, span = off;
+        while (m < ml) {
+          size_t c = ml - m < span ? ml - m : span;
+          memcpy(d + m, d + m - span, c);
+          m += c;
+          span *= 2;
+        }
       }
       *o += ml;
       if (k + 1 < nseq) {
