@@ -621,7 +621,12 @@ static st frame(const uint8_t *src, size_t n, size_t *at, uint8_t *dst, size_t c
 
 cg_zstd_status cg_zstd_decode(const void *src, size_t n, void *dst, size_t cap, size_t *len, cg_zstd_work *w) {
   size_t at = 0, o = 0;
+  static uint8_t none;
   *len = 0;
+  if (!dst) { /* no room at all: (NULL + 0 is not a pointer C allows) */
+    dst = &none;
+    cap = 0;
+  }
   while (at < n) {
     st r = frame((const uint8_t *)src, n, &at, (uint8_t *)dst, cap, &o, w);
     if (r) return r;

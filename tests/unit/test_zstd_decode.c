@@ -220,6 +220,11 @@ START_TEST(empty_input) {
   unsigned char out[1];
   ck_assert_int_eq(cg_zstd_decode(out, 0, out, sizeof out, &len, &work), CG_ZSTD_OK);
   ck_assert_uint_eq(len, 0);
+  /* no buffer at all: an empty frame decodes, one with content does not fit */
+  ck_assert_int_eq(cg_zstd_decode(e.bytes, 0, NULL, 0, &len, &work), CG_ZSTD_OK);
+  blob one = make_text(100), zo = compress(one, "-3", 0);
+  ck_assert_int_eq(cg_zstd_decode(zo.bytes, zo.size, NULL, 0, &len, &work), CG_ZSTD_TOO_BIG);
+  free(one.bytes), free(zo.bytes);
   free(e.bytes);
 }
 END_TEST
