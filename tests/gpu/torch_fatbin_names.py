@@ -115,8 +115,8 @@ def main():
     cut = any(e["image"].get("kernels_truncated") for e in fat)
     check(any("Cat" in k for k in names) or (names and cut),
           "cat's kernel (CatArrayBatchedCopy...) among them" + (" (or the names were cut at 4 KB)" if cut else ""))
-    check("(names unavailable)" not in run.stderr and "kernels ?" not in run.stderr,
-          "the event lines on stderr show no unnamed image")
+    check(all(w not in run.stderr for w in ("(names unavailable)", "kernels ?", "kernels not named")),
+          "the event and next: lines on stderr show no unnamed image")
 
     rep = subprocess.run([cli, "report", "--json", log], env=env, capture_output=True, text=True, timeout=60)
     warm = ""
