@@ -59,6 +59,24 @@ expect_rc 1 "the damaged fatbin's load breaks the capture on 12.2"
 expect_in "$WORK/b.err" "(kernels not named: a compressed fatbin)" "next: says the kernels are not named, not '?'"
 "$CAPGUARD" report "$WORK/b.jsonl" >"$WORK/b-report.out" 2>&1
 expect_in "$WORK/b-report.out" "warm the kernels of 1 image whose kernels capguard cannot name (a compressed fatbin) up before capture" "the unnamed image is in the warm-up advice"
+# torch's own: a fatbin of one zstd entry of libtorch_cuda.so (tests/data/README.md), its
+# long mangled names on the event, and their starts in why: and next: (no room left there
+# for a whole one read as none: 'kernels , ...', 'not named')
+python3 - "$SOURCE_ROOT/tests/data/torch_flash_bwd_sm75_0.zstd.entry" "$WORK/torch.fatbin" <<'PY'
+import struct, sys
+e = open(sys.argv[1], 'rb').read()
+open(sys.argv[2], 'wb').write(struct.pack('<IHHQ', 0xBA55ED50, 1, 16, len(e)) + e)
+PY
+FAKECUDA_SM=75 "$CAPGUARD" run --log "$WORK/t.jsonl" --prime "$WORK/t.cgp" -- "$VLLM_LIKE" --workers 1 "$WORK/torch.fatbin" flash_bwd >/dev/null 2>"$WORK/t.err"; rc=$?
+expect_rc 1 "torch's fatbin's load breaks the capture on 12.2"
+expect_in "$WORK/t.err" "  kernels: _ZN13pytorch_flash" "torch's zstd-compressed kernels named on the event"
+grep -q '^capguard: why: .*(kernels _ZN13pytorch_flash[^,]*\.\.\., \.\.\.)' "$WORK/t.err" && pass || fail "why: does not start naming torch's kernels: $(grep 'why:' "$WORK/t.err")"
+grep -q '^capguard: next: .*(kernels _ZN13pytorch_flash[^,]*\.\.\., \.\.\.)' "$WORK/t.err" && pass || fail "next: does not start naming torch's kernels: $(grep 'next:' "$WORK/t.err")"
+"$CAPGUARD" prime list "$WORK/t.cgp" >"$WORK/t-list.out" 2>&1
+expect_in "$WORK/t-list.out" "  _ZN13pytorch_flash" "prime list names torch's kernels"
+"$CAPGUARD" report "$WORK/t.jsonl" >"$WORK/t-report.out" 2>&1
+grep -q "warm these [0-9]* kernels up before capture" "$WORK/t-report.out" && pass || fail "the report's warm-up advice does not count torch's kernels: $(grep -A1 'What to do' "$WORK/t-report.out")"
+expect_not_in "$WORK/t-report.out" "cannot name" "torch's image not left unnamed in the advice"
 # LZ4-compressed entries (nvcc -compress-mode=speed): the shim decompresses them for the kernel names
 lz4=$SOURCE_ROOT/tests/data/kernels_multi_lz4.fatbin
 "$CAPGUARD" run --log "$WORK/l.jsonl" --prime "$WORK/l.cgp" -- "$VLLM_LIKE" --workers 1 "$lz4" cg_test_fill >/dev/null 2>"$WORK/l.err"; rc=$?
