@@ -28,6 +28,7 @@
 #include "capguard/image.h"
 
 #include "capguard/mem_probe.h"
+#include "capguard/zstd_decode.h"
 
 #include <string.h>
 #include <xxhash.h>
@@ -372,6 +373,44 @@ static bool lz4_block(const unsigned char *src, size_t n, unsigned char *dst, si
 #define FATBIN_ENTRY_COMPRESSED_SIZE 0x10u   /* u32: the payload's compressed bytes */
 #define FATBIN_ENTRY_UNCOMPRESSED_SIZE 0x38u /* u64: its size uncompressed */
 
+/* The scratch a compressed entry of `want` bytes uncompressed needs: zstd
+ * takes its decoder's tables there too, after the ELF, aligned. */
+static uint64_t entry_room(uint64_t flags, uint64_t want) {
+  if (!(flags & FATBIN_FLAG_ZSTD)) return want;
+  return (want + 15) / 16 * 16 + sizeof(cg_zstd_work) + 16;
+}
+
+/* Names a compressed ELF entry's kernels from its decompressed ELF when the
+ * caller gave room; else says how much room in out->unpack_room. A payload
+ * that does not decode is left unnamed, never an error. */
+static void name_compressed(const unsigned char *eh, const unsigned char *pl, size_t plen, cg_image_info *out,
+                            unsigned char *scratch, size_t cap) {
+  uint64_t flags = rd64(eh + 0x28), want = rd64(eh + FATBIN_ENTRY_UNCOMPRESSED_SIZE),
+           clen = rd32(eh + FATBIN_ENTRY_COMPRESSED_SIZE);
+  if (want > CG_IMAGE_MAX_BYTES) return;
+  uint64_t room = entry_room(flags, want);
+  if (clen > plen) clen = plen;
+  if (!scratch || room > cap) {
+    if (room > out->unpack_room) out->unpack_room = (size_t)room;
+    return;
+  }
+  size_t got = 0, csize;
+  unsigned carch;
+  bool ok;
+  if (flags & FATBIN_FLAG_ZSTD) {
+    /* one zstd frame; the payload's size is rounded up to 8 past it */
+    uintptr_t at = ((uintptr_t)scratch + (uintptr_t)(room - sizeof(cg_zstd_work) - 16) + 15) & ~(uintptr_t)15;
+    cg_zstd_work *w = (cg_zstd_work *)at;
+    ok = cg_zstd_decode(pl, (size_t)clen, scratch, (size_t)want, &got, w) == CG_ZSTD_OK;
+  } else {
+    ok = lz4_block(pl, (size_t)clen, scratch, (size_t)want, &got);
+  }
+  if (ok && got == want && got >= 4 && memcmp(scratch, "\177ELF", 4) == 0) {
+    reader entry = trusted(scratch, got);
+    (void)parse_cubin(&entry, out, &csize, &carch);
+  }
+}
+
 /* ---- fatbin ---- */
 
 static const char *parse_fatbin(reader *r, cg_image_info *out, size_t *size, unsigned char *scratch,
@@ -405,26 +444,14 @@ static const char *parse_fatbin(reader *r, cg_image_info *out, size_t *size, uns
       bool seen = false;
       for (unsigned i = 0; i < out->n_sass_archs; i++) seen |= out->sass_archs[i] == arch;
       if (!seen && out->n_sass_archs < CG_IMAGE_MAX_ARCHS) out->sass_archs[out->n_sass_archs++] = arch;
-      if (!compressed) { /* compressed payloads: names unknown, not an error */
+      if (!compressed) { /* compressed payloads: name_compressed, with scratch */
         size_t csize;
         unsigned carch;
         if (plen < 4 || memcmp(pl, "\177ELF", 4) != 0) return "fatbin ELF entry is not an ELF image";
         reader entry = trusted(pl, plen); /* inside total, already readable */
         if (parse_cubin(&entry, out, &csize, &carch)) return "fatbin holds a malformed ELF entry";
-      } else if (rd64(eh + 0x28) & FATBIN_FLAG_LZ4) {
-        /* names from the decompressed ELF when the caller gave room; a
-         * payload that does not decode is left unnamed, never an error */
-        uint64_t want = rd64(eh + FATBIN_ENTRY_UNCOMPRESSED_SIZE), clen = rd32(eh + FATBIN_ENTRY_COMPRESSED_SIZE);
-        size_t got = 0, csize;
-        unsigned carch;
-        if (clen > plen) clen = plen;
-        if (!scratch || want > cap) {
-          if (want <= CG_IMAGE_MAX_BYTES && want > out->lz4_unread) out->lz4_unread = (size_t)want;
-        } else if (lz4_block(pl, (size_t)clen, scratch, (size_t)want, &got) && got == want && got >= 4 &&
-                   memcmp(scratch, "\177ELF", 4) == 0) {
-          reader entry = trusted(scratch, got);
-          (void)parse_cubin(&entry, out, &csize, &carch);
-        }
+      } else {
+        name_compressed(eh, pl, plen, out, scratch, cap);
       }
     } else if (kind == FATBIN_KIND_PTX) {
       out->has_ptx = true;

@@ -11,7 +11,7 @@
 # valgrind: callgrind counts the instructions capguard adds to each call
 # (bench/instr_budget.py, a test).
 set -euo pipefail
-packages=(meson ninja-build pkg-config gcc g++ libdw-dev clang libclang-rt-14-dev check uthash-dev libxxhash-dev
+packages=(meson ninja-build pkg-config gcc g++ libdw-dev clang libclang-rt-14-dev check uthash-dev libxxhash-dev zstd libzstd-dev
           libjansson-dev binutils python3 python3-mesonpy python3-venv python3-pip
           liblzma-dev libbz2-dev zlib1g-dev prometheus prometheus-node-exporter valgrind)
 [ "${1:-}" = "--with-chromium" ] && packages+=(chromium)

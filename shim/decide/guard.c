@@ -26,7 +26,7 @@
 
 /* The most a compressed fatbin entry may take, decompressed, for its kernel
  * names: a kernel library's entries are a few MiB. */
-#define LZ4_SCRATCH_MAX ((size_t)64 << 20)
+#define UNPACK_SCRATCH_MAX ((size_t)64 << 20)
 
 /* Whether a stream about to begin capturing is non-blocking: legacy-stream
  * work breaks only the captures of blocking streams (third matrix). Asked
@@ -301,10 +301,10 @@ CUresult cg_guard_load(const cg_load *l) {
      * so that every byte is probed readable before it is read. */
     size_t limit = file ? file_size : CG_IMAGE_MAX_BYTES;
     malformed = cg_image_inspect(img, limit, &s->image) != 0;
-    /* LZ4-compressed entries (nvcc -compress-mode=speed): decompressed into
+    /* Compressed ELF entries (zstd: torch, nvcc; LZ4: -compress-mode=speed): decompressed into
      * pages of our own, returned at once, for their kernel names */
-    size_t room = s->image.lz4_unread;
-    if (!malformed && room && room <= LZ4_SCRATCH_MAX) {
+    size_t room = s->image.unpack_room;
+    if (!malformed && room && room <= UNPACK_SCRATCH_MAX) {
       void *scratch = mmap(NULL, room, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (scratch != MAP_FAILED) {
         malformed = cg_image_inspect_with(img, limit, &s->image, scratch, room) != 0;

@@ -2,9 +2,11 @@
 # Fatbins the CUDA runtime loads itself (torch's own kernels: cuLibraryLoadData
 # from __cudaGetKernel at a kernel's first launch, CUDA_MODULE_LOADING=LAZY):
 # the arch this GPU runs them as (not the highest entry: sm_90 on an H100 from
-# sm_75...sm_120), in the warm-up advice even when compressed entries leave
-# their kernels unnamed (LZ4-compressed entries are named: decompressed), and
-# the runtime's lazy loading said, with CUDA_MODULE_LOADING=EAGER.
+# sm_75...sm_120), their kernels named from compressed entries (zstd, as
+# every fatbin of torch 2.11 is, and LZ4: decompressed) on the event, in the
+# log, prime list, next: and the report's warm-up advice, and an image whose
+# entries do not decompress still in that advice, unnamed; and the runtime's
+# lazy loading said, with CUDA_MODULE_LOADING=EAGER.
 . "$(dirname "$0")/lib.sh"
 
 # --- a log with the runtime's lazy load (hand-written: the fake driver has no runtime)
@@ -31,7 +33,50 @@ expect_in "$WORK/f.err" "image: fatbin, 3456 bytes, sm_80/sm_90 +ptx (sm_80 on t
 grep -q '"sm":80,"archs":\[80,90\]' "$WORK/f.jsonl" && pass || fail "the log's image sm is not the device's: $(grep -o '"sm":[0-9]*,"archs":[^]]*]' "$WORK/f.jsonl" | head -1)"
 "$CAPGUARD" prime list "$WORK/f.cgp" >"$WORK/f-list.out" 2>&1
 grep -q '^[0-9a-f]*  fatbin  sm_80 ' "$WORK/f-list.out" && pass || fail "prime list labels the fatbin with another arch than this device's: $(cat "$WORK/f-list.out")"
-expect_in "$WORK/f.err" "(kernels not named: a compressed fatbin)" "next: says the kernels are not named, not '?'"
+# zstd-compressed entries (nvcc -Xfatbin -compress-all, torch's own): named everywhere names appear
+expect_in "$WORK/f.err" "  kernels: cg_test_fill, cg_test_axpy" "a zstd-compressed fatbin's kernels named on the event"
+grep -q '"kernels":\["cg_test_fill","cg_test_axpy"\]' "$WORK/f.jsonl" && pass || fail "a zstd-compressed fatbin's kernels not in the log"
+expect_in "$WORK/f.err" "(kernels cg_test_axpy, cg_test_fill)" "next: names the zstd fatbin's kernels"
+expect_in "$WORK/f-list.out" "cg_test_axpy" "prime list names the zstd fatbin's kernels"
+"$CAPGUARD" report "$WORK/f.jsonl" >"$WORK/f-report.out" 2>&1
+expect_in "$WORK/f-report.out" "warm these 2 kernels (cg_test_axpy, cg_test_fill) up before capture" "the report's warm-up advice names the zstd fatbin's kernels"
+expect_not_in "$WORK/f-report.out" "cannot name" "no image left unnamed in the advice"
+# a zstd fatbin whose frames do not decode (bytes of each ELF entry's frame overwritten): unnamed, still advised
+python3 - "$fatbin" "$WORK/bad_zstd.fatbin" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+off = struct.unpack_from('<H', b, 6)[0]
+end = off + struct.unpack_from('<Q', b, 8)[0]
+while off < end:
+    kind, hs, ps = struct.unpack_from('<H', b, off)[0], struct.unpack_from('<I', b, off + 4)[0], struct.unpack_from('<Q', b, off + 8)[0]
+    if kind == 2:
+        b[off + hs + 40:off + hs + 200] = b'\x55' * 160
+    off += hs + ps
+open(sys.argv[2], 'wb').write(b)
+PY
+"$CAPGUARD" run --log "$WORK/b.jsonl" --prime "$WORK/b.cgp" -- "$VLLM_LIKE" --workers 1 "$WORK/bad_zstd.fatbin" cg_test_fill >/dev/null 2>"$WORK/b.err"; rc=$?
+expect_rc 1 "the damaged fatbin's load breaks the capture on 12.2"
+expect_in "$WORK/b.err" "(kernels not named: a compressed fatbin)" "next: says the kernels are not named, not '?'"
+"$CAPGUARD" report "$WORK/b.jsonl" >"$WORK/b-report.out" 2>&1
+expect_in "$WORK/b-report.out" "warm the kernels of 1 image whose kernels capguard cannot name (a compressed fatbin) up before capture" "the unnamed image is in the warm-up advice"
+# torch's own: a fatbin of one zstd entry of libtorch_cuda.so (tests/data/README.md), its
+# long mangled names on the event, and their starts in why: and next: (no room left there
+# for a whole one read as none: 'kernels , ...', 'not named')
+python3 - "$SOURCE_ROOT/tests/data/torch_flash_bwd_sm75_0.zstd.entry" "$WORK/torch.fatbin" <<'PY'
+import struct, sys
+e = open(sys.argv[1], 'rb').read()
+open(sys.argv[2], 'wb').write(struct.pack('<IHHQ', 0xBA55ED50, 1, 16, len(e)) + e)
+PY
+FAKECUDA_SM=75 "$CAPGUARD" run --log "$WORK/t.jsonl" --prime "$WORK/t.cgp" -- "$VLLM_LIKE" --workers 1 "$WORK/torch.fatbin" flash_bwd >/dev/null 2>"$WORK/t.err"; rc=$?
+expect_rc 1 "torch's fatbin's load breaks the capture on 12.2"
+expect_in "$WORK/t.err" "  kernels: _ZN13pytorch_flash" "torch's zstd-compressed kernels named on the event"
+grep -q '^capguard: why: .*(kernels _ZN13pytorch_flash[^,]*\.\.\., \.\.\.)' "$WORK/t.err" && pass || fail "why: does not start naming torch's kernels: $(grep 'why:' "$WORK/t.err")"
+grep -q '^capguard: next: .*(kernels _ZN13pytorch_flash[^,]*\.\.\., \.\.\.)' "$WORK/t.err" && pass || fail "next: does not start naming torch's kernels: $(grep 'next:' "$WORK/t.err")"
+"$CAPGUARD" prime list "$WORK/t.cgp" >"$WORK/t-list.out" 2>&1
+expect_in "$WORK/t-list.out" "  _ZN13pytorch_flash" "prime list names torch's kernels"
+"$CAPGUARD" report "$WORK/t.jsonl" >"$WORK/t-report.out" 2>&1
+grep -q "warm these [0-9]* kernels up before capture" "$WORK/t-report.out" && pass || fail "the report's warm-up advice does not count torch's kernels: $(grep -A1 'What to do' "$WORK/t-report.out")"
+expect_not_in "$WORK/t-report.out" "cannot name" "torch's image not left unnamed in the advice"
 # LZ4-compressed entries (nvcc -compress-mode=speed): the shim decompresses them for the kernel names
 lz4=$SOURCE_ROOT/tests/data/kernels_multi_lz4.fatbin
 "$CAPGUARD" run --log "$WORK/l.jsonl" --prime "$WORK/l.cgp" -- "$VLLM_LIKE" --workers 1 "$lz4" cg_test_fill >/dev/null 2>"$WORK/l.err"; rc=$?

@@ -602,7 +602,7 @@ static size_t fat_entry(const unsigned char *f, int idx) {
 }
 
 /* LZ4-compressed entries (nvcc -compress-mode=speed): unnamed without room,
- * and lz4_unread says how much room (the largest ELF entry, 6184 bytes);
+ * and unpack_room says how much room (the largest ELF entry, 6184 bytes);
  * named from the decompressed ELF with it; a payload that does not decode,
  * or too little room, leaves them unnamed and the image still known. */
 START_TEST(fatbin_lz4_names_with_scratch) {
@@ -610,21 +610,22 @@ START_TEST(fatbin_lz4_names_with_scratch) {
   cg_image_info info;
   ck_assert_int_eq(cg_image_inspect(b.bytes, b.size, &info), 0);
   ck_assert_uint_eq(info.n_kernels, 0);
-  ck_assert_uint_eq(info.lz4_unread, 6184);
+  ck_assert_uint_eq(info.unpack_room, 6184);
   static unsigned char scratch[8192];
   ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, sizeof scratch), 0);
   expect_two_kernels(&info);
-  ck_assert_uint_eq(info.lz4_unread, 0);
+  ck_assert_uint_eq(info.unpack_room, 0);
   ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, 5000), 0);
   ck_assert_uint_eq(info.n_kernels, 0); /* the ELF entries take 5224 and 6184 bytes */
-  ck_assert_uint_eq(info.lz4_unread, 6184);
+  ck_assert_uint_eq(info.unpack_room, 6184);
   /* a damaged block: every byte of the first entry's payload after its first 100 set to 0xff */
   size_t e0 = fat_entry(b.bytes, 0), pl = e0 + (size_t)get(b.bytes, e0 + 4, 4);
   memset(b.bytes + pl + 100, 0xff, (size_t)get(b.bytes, e0 + 0x10, 4) - 100);
   ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, sizeof scratch), 0);
   ck_assert_int_eq(info.kind, CG_IMAGE_FATBIN);
   free(b.bytes);
-  /* zstd stays unnamed, scratch or not */
+  /* zstd with this little scratch stays unnamed (its room counts the
+   * decoder's tables too: test_image_zstd.c names it) */
   b = load("kernels_multi_zstd.fatbin");
   ck_assert_int_eq(cg_image_inspect_with(b.bytes, b.size, &info, scratch, sizeof scratch), 0);
   ck_assert_uint_eq(info.n_kernels, 0);

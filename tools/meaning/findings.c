@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis_types.h"
+#include "name_cut.h"
 #include "ended_early.h"
 #include "report_offender.h"
 #include "process_command.h"
@@ -300,7 +301,10 @@ static void recorded_images(const ctx *c, recorded_set *r) {
                      a->kernels[k].name);
     if (n < 0 || (size_t)n >= sizeof r->names - used) {
       names[used] = '\0'; /* no name cut in half: it is counted in "..." */
-      shown = 4;
+      if (!shown) /* but the first one's start, or kernels would read as not named */
+        used = cg_name_cut(names, sizeof r->names, a->kernels[k].name), shown = 1;
+      else
+        shown = 4;
       continue;
     }
     used += (size_t)n;

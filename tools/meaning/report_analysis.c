@@ -1,6 +1,7 @@
 #include "report_analysis.h"
 
 #include "findings.h"
+#include "name_cut.h"
 #include "report_offender.h"
 #include "xalloc.h"
 
@@ -242,7 +243,9 @@ void cgr_kernel_list(const cgl_event *e, size_t max, char *buf, size_t cap) {
     int n = snprintf(buf + used, cap - used, "%s%s", shown ? ", " : "", e->kernels->v[i]);
     if (n < 0 || (size_t)n >= cap - used) {
       buf[used] = '\0';
-      shown = max + 1;
+      if (!shown && cap > 6) /* the first name's start, never none: room left for ", ..." */
+        used = cg_name_cut(buf, cap - 6, e->kernels->v[i]);
+      shown = shown || i + 1 < e->kernels->n ? max + 1 : 1;
       break;
     }
     used += (size_t)n;

@@ -37,10 +37,12 @@ typedef struct {
   unsigned ptx_arch;  /* fatbin: the lowest arch of its PTX entries (0: none) */
   unsigned on_device; /* set by the caller that knows the device: the arch it runs the image
                          as (cg_image_arch_on), 0 when unknown */
-  /* fatbin: the largest LZ4-compressed ELF entry, uncompressed, whose kernel
-   * names were not read (no scratch given, or too little): a caller that
-   * wants them inspects again with that much scratch; 0 when none */
-  size_t lz4_unread;
+  /* fatbin: the scratch (bytes) that the largest compressed (LZ4 or zstd)
+   * ELF entry whose kernel names were not read (no scratch given, or too
+   * little) needs: its size uncompressed, and for zstd the decoder's tables.
+   * A caller that wants the names inspects again with that much scratch;
+   * 0 when none */
+  size_t unpack_room;
   cg_hash128 hash;   /* of size bytes at data */
   unsigned n_kernels;
   bool names_truncated; /* more kernels than fit in kernel_names */
@@ -53,9 +55,9 @@ typedef struct {
  * when the image is recognised; -1 with out->kind = CG_IMAGE_UNKNOWN and
  * out->why_unknown set otherwise. Never allocates. */
 int cg_image_inspect(const void *p, size_t limit, cg_image_info *out);
-/* The same, and a fatbin's LZ4-compressed ELF entries that fit in scratch
- * (cap bytes, the caller's) are decompressed there, one after the other, for
- * their kernel names. zstd-compressed entries stay unnamed. */
+/* The same, and a fatbin's compressed ELF entries (LZ4 or zstd) that fit in
+ * scratch (cap bytes, the caller's: unpack_room says how much) are
+ * decompressed there, one after the other, for their kernel names. */
 int cg_image_inspect_with(const void *p, size_t limit, cg_image_info *out, void *scratch, size_t cap);
 
 
