@@ -307,7 +307,7 @@ void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
   if (asymmetric && f == CG_FENCE_QUERIES && CG_QUERY_PARKS) {
     if (others_all_parked())
       return;
-    park = membarrier_ok && !__atomic_exchange_n(&parking, 1, __ATOMIC_ACQUIRE);
+    park = membarrier_ok;
   }
   /* membarrier interrupts every CPU running one of this process's threads:
    * on the H100's host a torch process's capture paid for it in each begin.
@@ -340,7 +340,9 @@ void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
       late = true;
     pause_briefly(spins);
   }
-  if (park) {
+  /* Taken here, not before the wait: the wait's pauses are cancellation
+   * points, and a begin cancelled there must not leave `parking` held. */
+  if (park && !__atomic_exchange_n(&parking, 1, __ATOMIC_ACQUIRE)) {
     park_idle_slots();
     __atomic_store_n(&parking, 0, __ATOMIC_RELEASE);
   }
