@@ -9,18 +9,20 @@ another thread:
   idle   queried an event 5 times before the captures and then waits;
   wake   the same, and queries once more after 100 captures;
   busy   queries the event once between every two captures.
-The membarrier system calls are counted with strace (each mode's count less
-the none run's, which holds whatever else calls membarrier): idle at most 3
+The membarrier system calls are counted by a syscall() preloaded before the
+shim (build/tests/gpu/libcount_membarrier.so, tests/gpu/count_membarrier.c:
+no ptrace), each mode's count less the none run's (which holds whatever else
+calls membarrier through syscall()): idle at most 3
 (every begin paid one before parking: 200), wake at most 6, busy 200 (each
 begin must still pay). Then, without strace, the median time of a
-begin+end with the idle thread against none (both with capguard).
+begin+end with the idle thread against none (both with capguard, the
+counter preloaded too).
 Usage (repo root): python3 tests/gpu/fence_parking_gpu.py [--build build]
 Prints PASS/FAIL and COST lines; exits 0 when every check passed, 1
-otherwise, 77 without a GPU or without strace."""
+otherwise, 77 without a GPU."""
 import argparse
 import ctypes
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -104,22 +106,15 @@ def skip_reason():
             return "no CUDA device"
     except OSError as e:
         return "no CUDA driver (%s)" % e
-    if not shutil.which("strace"):
-        return "strace is not installed (the membarrier calls are counted with it)"
     return None
 
 
-def run(shim, how, tmp, traced):
-    env = dict(os.environ, CAPGUARD_MODE="guard", CAPGUARD_QUIET="1",
-               CAPGUARD_PRIME=os.path.join(tmp, "prime.cgp"))
+def run(preload, how, tmp):
+    out = os.path.join(tmp, "membarriers." + how)
+    env = dict(os.environ, CAPGUARD_MODE="guard", CAPGUARD_QUIET="1", LD_PRELOAD=preload,
+               CAPGUARD_PRIME=os.path.join(tmp, "prime.cgp"), CG_COUNT_MEMBARRIER=out)
     env.pop("CAPGUARD_LOG", None)
     cmd = [sys.executable, os.path.abspath(__file__), "--child", how, str(CAPTURES)]
-    out = os.path.join(tmp, "strace." + how)
-    if traced:  # the shim preloaded in python, not in strace
-        cmd = ["strace", "--seccomp-bpf", "-f", "-qq", "-o", out, "-e", "trace=membarrier",
-               "-E", "LD_PRELOAD=" + shim] + cmd
-    else:
-        env["LD_PRELOAD"] = shim
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     res = {}
     for line in p.stdout.splitlines():
@@ -129,9 +124,8 @@ def run(shim, how, tmp, traced):
         print("FAIL %s: exit %d: %s" % (how, p.returncode, p.stderr.strip()[-2000:]), flush=True)
         return None
     res = {k: int(v) for k, v in res.items()}
-    if traced:
-        with open(out) as f:
-            res["membarriers"] = sum(1 for line in f if "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED," in line)
+    with open(out) as f:
+        res["membarriers"] = int(f.read())
     return res
 
 
@@ -148,9 +142,12 @@ def main():
         print("SKIP fence_parking_gpu: " + why)
         return 77
     shim = os.path.abspath(os.path.join(args.build, "shim", "libcapguard.so"))
-    if not os.path.exists(shim):
-        print("FAIL %s not built" % shim)
-        return 1
+    counter = os.path.abspath(os.path.join(args.build, "tests", "gpu", "libcount_membarrier.so"))
+    for f in (shim, counter):
+        if not os.path.exists(f):
+            print("FAIL %s not built" % f)
+            return 1
+    preload = counter + ":" + shim  # the counter's syscall() first
     ok = True
 
     def check(name, cond, detail):
@@ -159,7 +156,7 @@ def main():
         print("%s %s: %s" % ("PASS" if cond else "FAIL", name, detail), flush=True)
 
     with tempfile.TemporaryDirectory(prefix="capguard-fence-") as tmp:
-        counted = {how: run(shim, how, tmp, True) for how in ("none", "idle", "wake", "busy")}
+        counted = {how: run(preload, how, tmp) for how in ("none", "idle", "wake", "busy")}
         if not all(counted.values()):
             return 1
         base = counted["none"]["membarriers"]
@@ -174,7 +171,7 @@ def main():
               "%d membarriers for %d captures" % (extra["wake"], CAPTURES))
         check("querier between every two begins", extra["busy"] >= CAPTURES,
               "%d membarriers for %d captures: every begin pays" % (extra["busy"], CAPTURES))
-        timed = {how: run(shim, how, tmp, False) for how in ("none", "idle")}
+        timed = {how: run(preload, how, tmp) for how in ("none", "idle")}
         if all(timed.values()):
             print("COST begin+end median: %.1f us with an idle querier, %.1f us with no other thread (capguard, guard mode)"
                   % (timed["idle"]["median_ns"] / 1000, timed["none"]["median_ns"] / 1000), flush=True)
