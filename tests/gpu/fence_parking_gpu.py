@@ -14,7 +14,7 @@ shim (build/tests/gpu/libcount_membarrier.so, tests/gpu/count_membarrier.c:
 no ptrace), each mode's count less the none run's (which holds whatever else
 calls membarrier through syscall()): idle at most 3
 (every begin paid one before parking: 200), wake at most 6, busy 200 (each
-begin must still pay). Then, without strace, the median time of a
+begin must still pay). Then the median time of a
 begin+end with the idle thread against none (both with capguard, the
 counter preloaded too).
 Usage (repo root): python3 tests/gpu/fence_parking_gpu.py [--build build]
