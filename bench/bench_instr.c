@@ -11,6 +11,9 @@
  *        cuMemcpyHtoDAsync_v2) with nothing capturing
  *   capture       a capture's begin and end (cuStreamBeginCapture_v2 +
  *                 cuStreamEndCapture), the graph destroyed outside the count
+ *   capture_queried  the same, with another thread alive that queried an
+ *                 event 5 times before the captures and then waits (the
+ *                 queries' fence: its slot is parked by the warm-up's begins)
  *   load          cuModuleLoadData of IMAGE mid-capture, the load alone counted
  *   load_wide     the same, called through a library of 100,000 exported
  *                 symbols and a libcudart stand-in (as torch's loads are)
@@ -22,6 +25,8 @@
 #include "capguard/file_read.h"
 #include "capture_calls.h"
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +128,20 @@ static void one_capture(const char *load, int count_capture) {
     p_cuModuleUnload(loaded);
 }
 
+/* The thread of capture_queried: 5 queries, then blocked until the end. */
+static pthread_mutex_t hold = PTHREAD_MUTEX_INITIALIZER;
+static int queried;
+static void *querier(void *arg) {
+  (void)arg;
+  CUresult (*query)(CUevent) = tk_driver_get("cuEventQuery");
+  for (int i = 0; i < 5; i++)
+    sink = query(ev);
+  __atomic_store_n(&queried, 1, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&hold);
+  pthread_mutex_unlock(&hold);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: bench_instr SCENARIO N [IMAGE]\n");
@@ -138,9 +157,21 @@ int main(int argc, char **argv) {
   if (r != CUDA_SUCCESS)
     fail("driver set-up", r);
 
-  if (!strcmp(what, "capture") || !strcmp(what, "load") || !strcmp(what, "load_wide")) {
-    int loads = strcmp(what, "capture") != 0;
+  if (!strcmp(what, "capture") || !strcmp(what, "capture_queried") || !strcmp(what, "load") ||
+      !strcmp(what, "load_wide")) {
+    int loads = strncmp(what, "capture", 7) != 0;
     capture_calls_resolve();
+    pthread_t t;
+    if (!strcmp(what, "capture_queried")) {
+      CUresult (*event_create)(CUevent *, unsigned) = tk_driver_get("cuEventCreate");
+      if ((r = event_create(&ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
+        fail("cuEventCreate", r);
+      pthread_mutex_lock(&hold);
+      if (pthread_create(&t, NULL, querier, NULL) != 0)
+        fail("pthread_create", 0);
+      while (!__atomic_load_n(&queried, __ATOMIC_ACQUIRE))
+        sched_yield();
+    }
     if (loads) {
       if (argc < 4) {
         fprintf(stderr, "bench_instr: %s needs an IMAGE\n", what);
@@ -156,6 +187,10 @@ int main(int argc, char **argv) {
       one_capture(loads ? what : NULL, 0);
     for (long i = 0; i < n; i++)
       one_capture(loads ? what : NULL, !loads);
+    if (!strcmp(what, "capture_queried")) {
+      pthread_mutex_unlock(&hold);
+      pthread_join(t, NULL);
+    }
     return 0;
   }
 

@@ -35,6 +35,9 @@ SCENARIOS = {
     "cuLaunchKernelEx": ("launchex", "null", {}, 8, 2000),
     "cuMemcpyHtoDAsync_v2": ("copy", "null", {}, 8, 2000),
     "capture (guard)": ("capture", "fake", {"CAPGUARD_MODE": "guard"}, 5000, 40),
+    # another thread alive that queried events before: its slot parked, a
+    # begin makes no membarrier (shim/model/query_fence.c)
+    "capture (guard, a thread that queried)": ("capture_queried", "fake", {"CAPGUARD_MODE": "guard"}, 5000, 40),
     "capture (guard + log)": ("capture", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_LOG": "@log"}, 10000, 40),
     "capture (guard, Python)": ("py:0", "fake", {"CAPGUARD_MODE": "guard"}, 6000, 20),
     "capture (guard, Python, 60 frames deeper)": ("py:60", "fake", {"CAPGUARD_MODE": "guard"}, 6000, 20),

@@ -9,11 +9,12 @@
 # command is linked with. prometheus (promtool) and prometheus-node-exporter:
 # the metrics files are checked with the real parts (test_cli_metrics_exporter.sh).
 # valgrind: callgrind counts the instructions capguard adds to each call
-# (bench/instr_budget.py, a test).
+# (bench/instr_budget.py, a test). strace: the races test counts the
+# membarrier system calls a capture's begin makes (tests/routes/test_races.py).
 set -euo pipefail
 packages=(meson ninja-build pkg-config gcc g++ libdw-dev clang libclang-rt-14-dev check uthash-dev libxxhash-dev zstd libzstd-dev
           libjansson-dev binutils python3 python3-mesonpy python3-venv python3-pip
-          liblzma-dev libbz2-dev zlib1g-dev prometheus prometheus-node-exporter valgrind)
+          liblzma-dev libbz2-dev zlib1g-dev prometheus prometheus-node-exporter valgrind strace)
 [ "${1:-}" = "--with-chromium" ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do

@@ -14,7 +14,19 @@
  *    membarrier making the slots' plain stores visible);
  *  - a query that judged an event not captured has left before the driver
  *    sees that event recorded into a capture (the record marks the event in
- *    the model first, then waits: cg_query_fence_wait(false)). */
+ *    the model first, then waits: cg_query_fence_wait(false)).
+ *
+ * Parking (x86-64): a begin pays its membarrier only while a querier may be
+ * inside a query. A slot whose word did not move between two begins (its
+ * thread made no query for a whole interval) is parked by the second: its
+ * word set to CG_QUERY_UNCLAIMED with a compare-and-swap, a second
+ * membarrier, and the word read again; unchanged, the slot is marked
+ * parked. A parked thread's next increment gives 0, which already sends
+ * the fast path to the C body (no new instruction on the query's path),
+ * and the C body unparks with a locked exchange before it reads the
+ * capture activity: so a begin that finds every other slot parked after
+ * its own change and a full fence needs neither the membarrier nor the
+ * wait (query_fence.c says why each step holds). */
 #ifndef CAPGUARD_QUERY_FENCE_H
 #define CAPGUARD_QUERY_FENCE_H
 
@@ -28,7 +40,15 @@ typedef struct {
    * how many waiters are reading it now (its exit waits for them). */
   unsigned *tls_seq;
   unsigned readers;
+  /* CG_SLOT_ACTIVE, CG_SLOT_PARKING (a begin set the word to
+   * CG_QUERY_UNCLAIMED and has not confirmed it yet) or CG_SLOT_PARKED;
+   * set by the begin that parks, cleared by the owner (a locked exchange). */
+  int parked;
+  /* The word as the last begin that looked at it saw it (the parking
+   * begin's alone); equal at the next, the thread made no query between. */
+  unsigned idle_seen;
 } __attribute__((aligned(64))) cg_query_slot;
+enum { CG_SLOT_ACTIVE, CG_SLOT_PARKED, CG_SLOT_PARKING };
 
 /* Two fences, each with its own slots: event queries (waited for by begins
  * and records), and the other breakers' fast paths (waited for by an end
@@ -67,20 +87,43 @@ static inline void cg_fence_leave(int fence, cg_query_slot *s) {
 }
 /* The calling thread's query sequence number, odd while one of its event
  * queries is in flight. CG_QUERY_UNCLAIMED (each thread's first value)
- * until the thread has a slot: the increment that makes it 0 sends the
- * x86-64 fast path to the C wrapper, which claims one. */
+ * until the thread has a slot, and again while its slot is parked: the
+ * increment that makes it 0 sends the x86-64 fast path to the C wrapper,
+ * which claims a slot or unparks its own. */
 #define CG_QUERY_UNCLAIMED 0xFFFFFFFFu
 extern __thread unsigned cg_query_seq __attribute__((tls_model("initial-exec")));
 /* Gives the thread a slot pointing at its cg_query_seq (set to 0); false
  * past the last slot (the thread's queries then count in a shared counter). */
 bool cg_query_claim(void);
+/* Only where the owner's increment is one instruction: a begin's parking
+ * relies on the membarrier's interrupt landing before or after the
+ * increment, never between its load and its store (query_fence.c). A C
+ * `x = x + 1` may be a load, an add and a store; elsewhere slots are never
+ * parked and every begin that finds another slot held pays the membarrier. */
+#if defined(__x86_64__)
+#define CG_QUERY_PARKS 1
+#else
+#define CG_QUERY_PARKS 0
+#endif
+/* The enter whose increment gave 0 (the word was CG_QUERY_UNCLAIMED):
+ * claims a slot, or unparks the thread's own; then enters. */
+unsigned *cg_query_enter_unclaimed(void);
 /* NULL: counted in the shared counter; else the thread's word. */
 static inline unsigned *cg_query_enter(void) {
+#if CG_QUERY_PARKS
+  /* One instruction, as the fast path's: a begin's compare-and-swap and
+   * membarrier find it whole (query_fence.c). */
+  bool was_unclaimed;
+  __asm__ volatile("addl $1, %0" : "+m"(cg_query_seq), "=@ccz"(was_unclaimed)::"memory");
+  if (__builtin_expect(was_unclaimed, 0))
+    return cg_query_enter_unclaimed();
+#else
   if (__builtin_expect(cg_query_seq == CG_QUERY_UNCLAIMED, 0) && !cg_query_claim()) {
     cg_fence_overflow_enter(CG_FENCE_QUERIES);
     return NULL;
   }
   __atomic_store_n(&cg_query_seq, cg_query_seq + 1, __ATOMIC_RELAXED);
+#endif
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   return &cg_query_seq;
 }
@@ -90,6 +133,8 @@ static inline void cg_query_leave(unsigned *q) {
     cg_fence_overflow_leave(CG_FENCE_QUERIES);
     return;
   }
+  /* The word is odd until this store: no begin parks an odd word, so
+   * nothing comes between this load and store. */
   __atomic_store_n(q, *q + 1, __ATOMIC_RELEASE);
 }
 
@@ -97,7 +142,9 @@ static inline void cg_query_leave(unsigned *q) {
  * call of the fence in flight when it was called has left. asymmetric: the
  * calls may have looked with plain loads and no fence (the wrappers' fast
  * paths): made visible first with membarrier (a short pause where the
- * kernel lacks it). */
+ * kernel lacks it). For the queries' fence, asymmetric (a begin) returns at
+ * once where every other slot is parked, and parks the slots that stayed
+ * idle since the last begin. */
 void cg_fence_wait(int fence, bool asymmetric, unsigned long long limit_ns);
 static inline void cg_query_fence_wait(bool asymmetric) {
   cg_fence_wait(CG_FENCE_QUERIES, asymmetric, 1000000000ull);

@@ -13,8 +13,10 @@
  * kind (a constant): CG_FAST_PLAIN, the path above; CG_FAST_QUERY,
  * cuEventQuery's, which says it is in flight around the driver's call
  * (query_fence.h): 12 instructions, the thread's cg_query_seq incremented
- * in place before and after (a result of 0 says the thread has no slot yet:
- * undone, and the C body claims one), the driver's function from
+ * in place before and after, each one instruction (a begin that parks the
+ * thread's slot relies on it; a result of 0 says the thread has no slot yet
+ * or its slot is parked: undone, and the C body claims one or unparks it,
+ * with no instruction more on this path), the driver's function from
  * cg_query_target (never NULL), and call frame information, since the
  * driver's call is made from its frame; CG_FAST_NONE, sname is the C body
  * itself (an alias of sname "_cg_other"). The C body is declared by
@@ -63,7 +65,7 @@ extern void *cg_query_target;
           "movq cg_query_target(%rip), %rax\n\t"                                                   \
           "movq cg_query_seq@gottpoff(%rip), %r11\n\t"                                             \
           "addl $1, %fs:(%r11)\n\t" /* in flight (odd) */                                          \
-          "jz 2f\n\t"                 /* it was CG_QUERY_UNCLAIMED */                              \
+          "jz 2f\n\t"                 /* it was CG_QUERY_UNCLAIMED: no slot, or parked */          \
           "cmpq $0, cg_activity(%rip)\n\t"                                                         \
           "jne 3f\n\t"                                                                              \
           "pushq %r11\n\t"                                                                         \

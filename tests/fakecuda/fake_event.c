@@ -124,6 +124,7 @@ static CUresult event_wait(CUevent e) {
 }
 
 FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
+  fc_query_delay();
   FC_BEGIN;
   FC_END(event_wait(hEvent));
 }

@@ -89,6 +89,8 @@ extern int fc_initialized;
 CUresult fc_need_ctx(void);
 /* FAKECUDA_SYNC_BLOCK_MS: a synchronize's wait before it runs (fake_sync_block.c). */
 void fc_sync_block(void);
+/* FAKECUDA_QUERY_DELAY_US: a cuEventQuery's wait before it looks (fake_sync_block.c). */
+void fc_query_delay(void);
 CUresult fc_need_init(void);
 struct fc_ctx *fc_current_ctx(void);
 /* The context a CUcontext argument names: the current one for NULL; NULL if invalid. */

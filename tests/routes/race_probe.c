@@ -6,6 +6,21 @@
  *   watchdog N global|relaxed   a thread polls an event from before the first
  *                               capture; the main thread makes N captures, each
  *                               recording the event into itself (attack 1)
+ *   parking N                   two threads make N captures each, each
+ *                               recording an event of its own into each;
+ *                               three threads poll those events in bursts,
+ *                               each then idle for 3 to 8 begins (long
+ *                               enough for a begin to park its slot) and
+ *                               polling again the moment a capturing thread
+ *                               says it begins the next (attack 1)
+ *   membarriers idle|wake|busy N
+ *                               a helper thread queries an event 5 times; the
+ *                               main thread makes N captures meanwhile; idle:
+ *                               the helper stays alive and queries no more;
+ *                               wake: it queries once more after N/2
+ *                               captures; busy: once between any two
+ *                               captures (the test counts the membarrier
+ *                               system calls under strace)
  *   reuse                       an event recorded in a capture is destroyed
  *                               mid-capture; a new event (likely the same
  *                               handle) is queried from another thread (attack 2)
@@ -37,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static CUcontext ctx;
 
@@ -130,6 +146,165 @@ static int watchdog(int n, const char *mode) {
   printf("captures=%d\nbroken=%d\nbegins_failed=%d\npolls=%ld\npolls_ready=%ld\npolls_not_ready=%ld\n"
          "polls_captured=%ld\npolls_other=%ld\n",
          n, broken, begins_failed, polls, polls_ready, polls_not_ready, polls_captured, polls_other);
+  return 0;
+}
+
+/* ---- attack 1 with parked slots */
+static long begins_announced; /* begins the capturing threads are about to make */
+static CUevent parking_ev[2];
+
+static void count_poll(CUresult r) {
+  __atomic_add_fetch(&polls, 1, __ATOMIC_RELAXED);
+  if (r == CUDA_SUCCESS)
+    __atomic_add_fetch(&polls_ready, 1, __ATOMIC_RELAXED);
+  else if (r == CUDA_ERROR_NOT_READY)
+    __atomic_add_fetch(&polls_not_ready, 1, __ATOMIC_RELAXED);
+  else if (r == CUDA_ERROR_CAPTURED_EVENT)
+    __atomic_add_fetch(&polls_captured, 1, __ATOMIC_RELAXED);
+  else
+    __atomic_add_fetch(&polls_other, 1, __ATOMIC_RELAXED);
+}
+
+/* Polls in bursts of 1 to 3, then waits for 3 to 8 begins (a begin parks
+ * a slot whose word stayed the same since the begin before) and polls
+ * again as soon as the next begin is announced: the unpark races that
+ * begin's look at the slots. */
+static void *parking_poller(void *arg) {
+  uint64_t rnd = 0x2545f4914f6cdd1dull * (uint64_t)((intptr_t)arg + 1);
+  if (cuCtxSetCurrent(ctx))
+    die("poller set-up");
+  CUstreamCaptureMode m = (intptr_t)arg == 0 ? CU_STREAM_CAPTURE_MODE_GLOBAL : CU_STREAM_CAPTURE_MODE_RELAXED;
+  cuThreadExchangeStreamCaptureMode(&m);
+  while (!stop) {
+    rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+    for (unsigned b = 1 + rnd % 3; b; b--)
+      count_poll(cuEventQuery(parking_ev[(rnd >> 4) & 1]));
+    long until = __atomic_load_n(&begins_announced, __ATOMIC_ACQUIRE) + 3 + (long)(rnd >> 8) % 6;
+    for (unsigned spins = 0; !stop && __atomic_load_n(&begins_announced, __ATOMIC_ACQUIRE) < until; spins++)
+      if (spins < 256) {
+        sched_yield();
+      } else {
+        struct timespec ts = {0, 10000};
+        nanosleep(&ts, NULL);
+      }
+  }
+  return NULL;
+}
+
+static int parking_captures;
+static long parking_broken, parking_begins_failed;
+
+/* Captures on a stream of its own, each recording the thread's event into
+ * itself; two of them, so that begins meet (one may be parking slots while
+ * the other looks at them). */
+static void *parking_capturer(void *arg) {
+  int k = (int)(intptr_t)arg;
+  CUstream s;
+  if (cuCtxSetCurrent(ctx) || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))
+    die("capturer set-up");
+  for (int i = 0; i < parking_captures; i++) {
+    __atomic_add_fetch(&begins_announced, 1, __ATOMIC_RELEASE);
+    (void)close(-7); /* a marker the test's strace sees before each begin (EBADF) */
+    if (cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) {
+      __atomic_add_fetch(&parking_begins_failed, 1, __ATOMIC_RELAXED);
+      continue;
+    }
+    if (i % 3 == 0)
+      sched_yield(); /* a poller may come between the begin and the record */
+    cuEventRecord(parking_ev[k], s);
+    if (i % 2) {
+      struct timespec ts = {0, 20000}; /* and poll the captured event */
+      nanosleep(&ts, NULL);
+    }
+    CUgraph g = NULL;
+    if (cuStreamEndCapture(s, &g) != CUDA_SUCCESS)
+      __atomic_add_fetch(&parking_broken, 1, __ATOMIC_RELAXED);
+    if (g)
+      cuGraphDestroy(g);
+    if (i % 5 == 0)
+      sched_yield();
+  }
+  return NULL;
+}
+
+static int parking(int n) {
+  CUstream side;
+  if (cuStreamCreate(&side, CU_STREAM_NON_BLOCKING) || cuEventCreate(&parking_ev[0], 0) ||
+      cuEventCreate(&parking_ev[1], 0) || cuEventRecord(parking_ev[0], side) || cuEventRecord(parking_ev[1], side))
+    die("parking set-up");
+  parking_captures = n;
+  pthread_t t[5];
+  for (intptr_t i = 0; i < 3; i++)
+    pthread_create(&t[i], NULL, parking_poller, (void *)i);
+  while (__atomic_load_n(&polls, __ATOMIC_RELAXED) < 3)
+    sched_yield();
+  for (intptr_t i = 0; i < 2; i++)
+    pthread_create(&t[3 + i], NULL, parking_capturer, (void *)i);
+  for (int i = 3; i < 5; i++)
+    pthread_join(t[i], NULL);
+  stop = 1;
+  for (int i = 0; i < 3; i++)
+    pthread_join(t[i], NULL);
+  printf("captures=%d\nbroken=%ld\nbegins_failed=%ld\npolls=%ld\npolls_ready=%ld\npolls_not_ready=%ld\n"
+         "polls_captured=%ld\npolls_other=%ld\n",
+         2 * n, parking_broken, parking_begins_failed, polls, polls_ready, polls_not_ready, polls_captured,
+         polls_other);
+  return 0;
+}
+
+/* ---- the begins' membarriers */
+static long helper_asked, helper_answered; /* queries asked of the helper, and made */
+
+static void *membarrier_helper(void *arg) {
+  (void)arg;
+  if (cuCtxSetCurrent(ctx))
+    die("helper set-up");
+  for (int i = 0; i < 5; i++)
+    count_poll(cuEventQuery(watched));
+  __atomic_store_n(&helper_answered, 5, __ATOMIC_RELEASE);
+  while (!stop) {
+    long asked = __atomic_load_n(&helper_asked, __ATOMIC_ACQUIRE);
+    if (asked > __atomic_load_n(&helper_answered, __ATOMIC_RELAXED)) {
+      count_poll(cuEventQuery(watched));
+      __atomic_store_n(&helper_answered, asked, __ATOMIC_RELEASE);
+      continue;
+    }
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static void ask_helper(void) {
+  long want = __atomic_load_n(&helper_answered, __ATOMIC_ACQUIRE) + 1;
+  __atomic_store_n(&helper_asked, want, __ATOMIC_RELEASE);
+  while (__atomic_load_n(&helper_answered, __ATOMIC_ACQUIRE) < want)
+    sched_yield();
+}
+
+static int membarriers(const char *how, int n) {
+  CUstream s, side;
+  if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) || cuStreamCreate(&side, CU_STREAM_NON_BLOCKING) ||
+      cuEventCreate(&watched, 0) || cuEventRecord(watched, side))
+    die("membarriers set-up");
+  helper_asked = 5;
+  pthread_t t;
+  pthread_create(&t, NULL, membarrier_helper, NULL);
+  while (__atomic_load_n(&helper_answered, __ATOMIC_ACQUIRE) < 5)
+    sched_yield();
+  int failed = 0;
+  for (int i = 0; i < n; i++) {
+    if ((!strcmp(how, "busy") && i > 0) || (!strcmp(how, "wake") && i == n / 2))
+      ask_helper();
+    CUgraph g = NULL;
+    if (cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) || cuStreamEndCapture(s, &g) || !g)
+      failed++;
+    if (g)
+      cuGraphDestroy(g);
+  }
+  stop = 1;
+  pthread_join(t, NULL);
+  printf("captures=%d\nfailed=%d\npolls=%ld\npolls_ready=%ld\n", n, failed, polls, polls_ready);
   return 0;
 }
 
@@ -423,6 +598,10 @@ int main(int argc, char **argv) {
   const char *sc = argv[1], *a = argc > 2 ? argv[2] : "";
   if (!strcmp(sc, "watchdog") && argc == 4)
     return watchdog(atoi(a), argv[3]);
+  if (!strcmp(sc, "parking") && argc == 3)
+    return parking(atoi(a));
+  if (!strcmp(sc, "membarriers") && argc == 4)
+    return membarriers(a, atoi(argv[3]));
   if (!strcmp(sc, "reuse"))
     return reuse();
   if (!strcmp(sc, "wrongend") && argc == 3)

@@ -5,6 +5,10 @@ tests/fakecuda/README.md "Ends").
 1. A watchdog polling an event from before the captures, the capturing
    thread recording it into each capture: no query of the captured event
    reaches the driver, 0 captures broken (CG_RACE_CAPTURES, default 1000).
+   With pollers that idle long enough for begins to park their slots and
+   poll again as a begin comes (Parking): the same, and a begin pays
+   membarrier only while a querier may be inside a query (counted under
+   strace).
 2. An event recorded in a capture, destroyed mid-capture, its handle handed
    out again: the new event is the driver's to answer.
 3. The thread that must end the capture is never told not ready (in
@@ -49,15 +53,29 @@ def ids(field):
     return [int(x) for x in field.split(",")] if field else []
 
 
-def race(args, mode="guard", env=None):
+def race(args, mode="guard", env=None, strace=False):
+    """strace: the probe run under strace, run.syscalls the membarrier calls
+    it made and its marks (close(-7), "mark"), in order, as (tid, call,
+    first argument)."""
     with tempfile.TemporaryDirectory() as tmp:
         log, trace = os.path.join(tmp, "log.jsonl"), os.path.join(tmp, "trace")
         prime = os.path.join(tmp, "prime.cgp")
         e = dict(os.environ, LD_LIBRARY_PATH=FAKE_DIR, LD_PRELOAD=SHIM, CAPGUARD_MODE=mode, CAPGUARD_LOG=log,
                  CAPGUARD_PRIME=prime, FAKECUDA_TRACE=trace)
         e.update(env or {})
-        p = subprocess.run([RACE] + args, env=e, capture_output=True, text=True, timeout=240)
+        cmd, traced = [RACE] + args, os.path.join(tmp, "strace")
+        if strace:  # the shim preloaded in the probe, not in strace
+            cmd = ["strace", "-f", "-qq", "-o", traced, "-e", "trace=membarrier,close",
+                   "-E", "LD_PRELOAD=" + e.pop("LD_PRELOAD")] + cmd
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=240)
         run = Run(p, log)
+        run.syscalls = []
+        if strace:
+            with open(traced) as f:
+                for line in f:
+                    m = re.match(r"(\d+) +(membarrier\(([A-Z_]*)|close\(-7[ )])", line)  # or "<unfinished ...>"
+                    if m:
+                        run.syscalls.append((int(m[1]), "membarrier", m[3]) if m[3] else (int(m[1]), "mark", ""))
         # each line: (call, tid, captures open, result, prohibited); with
         # FAKECUDA_TRACE_CAPTURES, run.captures: the fake's capture ids each
         # line opened, closed, broke (first offender) and was refused for
@@ -111,6 +129,76 @@ class Watchdog(unittest.TestCase):
         # driver with the event captured (query_fence.c).
         self.check("fresh-global")
         self.check("fresh-relaxed")
+
+
+def expedited(run):
+    """The membarrier calls that interrupt the other threads (not the
+    registration at start-up)."""
+    return [c for c in run.syscalls if c[1:] == ("membarrier", "MEMBARRIER_CMD_PRIVATE_EXPEDITED")]
+
+
+class Parking(unittest.TestCase):
+    """A begin makes the membarrier system call only while a querier may be
+    inside a query: the slot of a thread that made no query between two
+    begins is parked (query_fence.c), and begins that find every other slot
+    parked make none; the fence holds as queriers unpark."""
+
+    def membarriers(self, how, captures=200):
+        run = race(["membarriers", how, str(captures)], strace=True)
+        self.assertEqual(run.rc, 0, run.stderr[-3000:])
+        self.assertEqual(run.int("failed"), 0)
+        self.assertIn(("membarrier", "MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED"), [c[1:] for c in run.syscalls],
+                      "strace saw no registration: it counts nothing")
+        return run, len(expedited(run))
+
+    def test_an_idle_querier_costs_the_begins_nothing(self):
+        # the helper queried 5 times and stays alive: the first begin notes
+        # its word, the second parks it (a membarrier more), the rest make none
+        run, n = self.membarriers("idle")
+        self.assertEqual(run.int("polls"), 5)
+        self.assertLessEqual(n, 3, "membarriers for 200 captures with an idle querier")
+        # it queries once more halfway: the begins pay again until it is parked again
+        run, n = self.membarriers("wake")
+        self.assertEqual((run.int("polls"), run.int("polls_ready")), (6, 6))
+        self.assertTrue(4 <= n <= 6, "%d membarriers for 200 captures, a querier woken once" % n)
+        print("200 captures, a live thread that queried: %d membarriers idle, %d woken once" % (
+            len(expedited(self.membarriers("idle")[0])), n))
+
+    def test_a_querier_between_every_two_begins_makes_every_begin_pay(self):
+        run, n = self.membarriers("busy")
+        self.assertEqual(run.int("polls"), 5 + 199)
+        self.assertEqual(n, 200, "a begin with a querier that moved since the last one skipped membarrier")
+
+    def check_parking(self, run):
+        self.assertEqual(run.rc, 0, run.stderr[-3000:])
+        self.assertEqual(run.int("begins_failed"), 0)
+        self.assertEqual([t for t in run.trace if t[0] == "cuEventQuery" and t[3] == CAPTURED_EVENT], [])
+        self.assertEqual(run.int("polls_captured"), 0)
+        self.assertEqual(run.int("polls_other"), 0)
+        self.assertEqual(run.int("broken"), 0)
+        self.assertEqual(summary(run)["captures_broken"], 0)
+        self.assertGreater(run.int("polls_not_ready"), 0, "no poll met a capture: the stress tests nothing")
+
+    def test_pollers_parked_and_unparked_as_captures_begin(self):
+        # Two capturing threads (begins meet), three pollers. The fake's
+        # query waits 30 us before it looks: a query that a begin did not
+        # wait for meets that begin's capture, and its event recorded into
+        # it (907, a broken capture).
+        delay = {"FAKECUDA_QUERY_DELAY_US": "30"}
+        for _ in range(3):
+            self.check_parking(race(["parking", str(CAPTURES)], env=delay))
+        # Under strace: begins that found every poller parked made no
+        # membarrier at all (the probe marks each begin).
+        run = race(["parking", str(CAPTURES)], env=delay, strace=True)
+        self.check_parking(run)
+        free = 0
+        for tid in {c[0] for c in run.syscalls if c[1] == "mark"}:  # each capturing thread's begins
+            calls = [c[1] for c in run.syscalls if c[0] == tid] + ["mark"]
+            free += sum(1 for a, b in zip(calls, calls[1:]) if a == b == "mark")
+        self.assertEqual(sum(1 for c in run.syscalls if c[1] == "mark"), 2 * CAPTURES)
+        self.assertGreater(free, CAPTURES // 10, "few begins found every poller parked: the stress tests little")
+        print("parking: %d captures x 4 runs, 0 broken, 0 captured-event queries at the driver; "
+              "under strace %d begins of %d made no membarrier" % (2 * CAPTURES, free, 2 * CAPTURES))
 
 
 class HandleReuse(unittest.TestCase):

@@ -1,0 +1,152 @@
+/* The queries' fence's parked slots (shim/model/query_fence.c), driven
+ * directly: a thread that queried and then stays idle is parked by the
+ * second begin after its last query, its next query unparks it; a word
+ * of 0xFFFFFFFE is never parked, and the in-flight word it becomes
+ * (CG_QUERY_UNCLAIMED's value, odd) is seen as in flight. The querier is
+ * a thread of this test that enters and leaves when told to. */
+#include <check.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "query_fence.h"
+#include "warn.h"
+
+void cg_warn(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+
+/* The querier: each step asked of it is one of these. */
+enum { STEP_NONE, STEP_QUERY, STEP_ENTER, STEP_LEAVE, STEP_SET_WORD, STEP_EXIT };
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int step, done_steps, asked_steps;
+static unsigned set_to;
+static unsigned *word;        /* the querier's cg_query_seq */
+static cg_query_slot *slot;   /* its slot */
+static unsigned *in_flight_q; /* what its enter returned */
+
+static void *querier(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&mu);
+  for (;;) {
+    while (done_steps == asked_steps)
+      pthread_cond_wait(&cv, &mu);
+    int s = step;
+    if (s == STEP_QUERY || s == STEP_ENTER) {
+      in_flight_q = cg_query_enter();
+      if (s == STEP_QUERY)
+        cg_query_leave(in_flight_q);
+    } else if (s == STEP_LEAVE) {
+      cg_query_leave(in_flight_q);
+    } else if (s == STEP_SET_WORD) {
+      cg_query_seq = set_to;
+    }
+    word = &cg_query_seq;
+    slot = cg_fence_self[CG_FENCE_QUERIES];
+    done_steps++;
+    pthread_cond_broadcast(&cv);
+    if (s == STEP_EXIT)
+      break;
+  }
+  pthread_mutex_unlock(&mu);
+  return NULL;
+}
+
+static void ask(int s) {
+  pthread_mutex_lock(&mu);
+  step = s;
+  asked_steps++;
+  pthread_cond_broadcast(&cv);
+  while (done_steps != asked_steps)
+    pthread_cond_wait(&cv, &mu);
+  pthread_mutex_unlock(&mu);
+}
+
+static unsigned word_now(void) { return __atomic_load_n(word, __ATOMIC_SEQ_CST); }
+static int parked_now(void) { return __atomic_load_n(&slot->parked, __ATOMIC_SEQ_CST); }
+static void begin(void) { cg_fence_wait(CG_FENCE_QUERIES, true, 1000000000ull); }
+
+static pthread_t start_querier(void) {
+  pthread_t t;
+  step = STEP_NONE;
+  done_steps = asked_steps = 0;
+  ck_assert_int_eq(pthread_create(&t, NULL, querier, NULL), 0);
+  return t;
+}
+static void stop_querier(pthread_t t) {
+  ask(STEP_EXIT);
+  pthread_join(t, NULL);
+}
+
+START_TEST(test_idle_querier_parked_and_unparked) {
+  cg_query_fence_init();
+  pthread_t t = start_querier();
+  for (int i = 0; i < 3; i++)
+    ask(STEP_QUERY);
+  ck_assert_ptr_nonnull(slot);
+  ck_assert_uint_eq(word_now(), 6);
+  begin(); /* notes the word */
+  ck_assert_uint_eq(word_now(), 6);
+  ck_assert_int_eq(parked_now(), CG_SLOT_ACTIVE);
+  begin(); /* the same word: parked */
+  ck_assert_uint_eq(word_now(), CG_QUERY_UNCLAIMED);
+  ck_assert_int_eq(parked_now(), CG_SLOT_PARKED);
+  ck_assert(!cg_fence_busy(CG_FENCE_QUERIES)); /* a parked word is not in flight */
+  begin();
+  ck_assert_int_eq(parked_now(), CG_SLOT_PARKED);
+  /* its next query unparks it, and is in flight as any other */
+  ask(STEP_ENTER);
+  ck_assert_ptr_eq(in_flight_q, word);
+  ck_assert_uint_eq(word_now(), 1);
+  ck_assert_int_eq(parked_now(), CG_SLOT_ACTIVE);
+  ck_assert(cg_fence_busy(CG_FENCE_QUERIES));
+  ask(STEP_LEAVE);
+  ck_assert_uint_eq(word_now(), 2);
+  /* an interval with a query between two begins: not parked */
+  begin();
+  ask(STEP_QUERY);
+  begin();
+  ck_assert_uint_eq(word_now(), 4);
+  ck_assert_int_eq(parked_now(), CG_SLOT_ACTIVE);
+  stop_querier(t);
+}
+END_TEST
+
+START_TEST(test_the_word_before_wrapping_is_never_parked) {
+  cg_query_fence_init();
+  pthread_t t = start_querier();
+  ask(STEP_QUERY);
+  set_to = CG_QUERY_UNCLAIMED - 1;
+  ask(STEP_SET_WORD);
+  for (int i = 0; i < 3; i++)
+    begin();
+  ck_assert_uint_eq(word_now(), CG_QUERY_UNCLAIMED - 1);
+  ck_assert_int_eq(parked_now(), CG_SLOT_ACTIVE);
+  /* entered, the word is CG_QUERY_UNCLAIMED's value: in flight all the same */
+  ask(STEP_ENTER);
+  ck_assert_ptr_eq(in_flight_q, word);
+  ck_assert_uint_eq(word_now(), CG_QUERY_UNCLAIMED);
+  ck_assert(cg_fence_busy(CG_FENCE_QUERIES));
+  ask(STEP_LEAVE);
+  ck_assert_uint_eq(word_now(), 0);
+  ck_assert(!cg_fence_busy(CG_FENCE_QUERIES));
+  stop_querier(t);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("query_fence");
+  TCase *tc = tcase_create("parking");
+  tcase_add_test(tc, test_idle_querier_parked_and_unparked);
+  tcase_add_test(tc, test_the_word_before_wrapping_is_never_parked);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
