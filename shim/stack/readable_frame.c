@@ -191,4 +191,18 @@ bool cg_readable_frame(cg_out *w, void *ret) {
   return found;
 }
 
+bool cg_readable_frame_now(cg_out *w, void *ret) {
+  char text[READABLE_TEXT];
+  int old;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  cg_out t = cg_out_init(text, sizeof text);
+  bool found = make_text(ret, &t);
+  pthread_setcancelstate(old, NULL);
+  if (!found || !cg_out_fits(&t))
+    return false;
+  cg_out_finish(&t);
+  cg_out_str(w, text);
+  return true;
+}
+
 void cg_readable_frame_atfork_child(void) { pthread_mutex_init(&kept_lock, NULL); }

@@ -17,6 +17,10 @@
  * capguard's own locks held. False when the loader knows no object there
  * (nothing written). */
 bool cg_readable_frame(cg_out *w, void *ret);
+/* The same made now, without the cache and so without its lock: for the
+ * hang watch's thread, which takes no lock of capguard's (a report that
+ * rare needs no cache). */
+bool cg_readable_frame_now(cg_out *w, void *ret);
 /* Fork: the child starts with the lock released. */
 void cg_readable_frame_atfork_child(void);
 
