@@ -284,19 +284,32 @@ static const char *file_name(const source *s, const sections *sec, const header 
   return NULL;
 }
 
-/* Runs the unit's line program; true with *file and *line of the row whose
- * range [address, next row's address) holds pc. */
-static bool run_program(const header *h, uint64_t pc, uint64_t *file_out, uint64_t *line_out) {
+/* What running one unit's line program found: the row whose range
+ * [address, next row's address) holds pc (found), and the addresses the
+ * unit's rows cover, [lo, hi) (an index's entry). */
+typedef struct {
+  bool found;
+  uint64_t file, line, lo, hi;
+} program_result;
+
+/* Runs the whole of the unit's line program (to the end: the unit's range
+ * is wanted too). At one address the last row counts. */
+static void run_program(const header *h, uint64_t pc, program_result *r) {
   cursor c = {h->program, h->end, false};
   uint64_t addr = 0, file = 1, line = 1;
   bool have_prev = false;
   uint64_t prev_addr = 0, prev_file = 0, prev_line = 0;
-  /* a row at addr: does the previous row's range hold pc? */
+  r->found = false, r->lo = UINT64_MAX, r->hi = 0;
+  /* a row at addr closes the previous row's range [prev_addr, addr) */
 #define ROW()                                                                                             \
   do {                                                                                                    \
-    if (have_prev && prev_addr <= pc && pc < addr) {                                                      \
-      *file_out = prev_file, *line_out = prev_line;                                                       \
-      return prev_line > 0;                                                                               \
+    if (have_prev && prev_addr < addr) {                                                                  \
+      if (!r->found && prev_addr <= pc && pc < addr && prev_line > 0)                                     \
+        r->found = true, r->file = prev_file, r->line = prev_line;                                        \
+      if (prev_addr < r->lo)                                                                              \
+        r->lo = prev_addr;                                                                                \
+      if (addr > r->hi)                                                                                   \
+        r->hi = addr;                                                                                     \
     }                                                                                                     \
     have_prev = true, prev_addr = addr, prev_file = file, prev_line = line;                               \
   } while (0)
@@ -339,7 +352,8 @@ static bool run_program(const header *h, uint64_t pc, uint64_t *file_out, uint64
     }
   }
 #undef ROW
-  return false;
+  if (r->lo >= r->hi)
+    r->lo = r->hi = 0; /* no range: never looked in again */
 }
 
 static bool put_answer(const char *file, uint64_t line, char *buf, size_t cap) {
@@ -362,50 +376,128 @@ static bool put_answer(const char *file, uint64_t line, char *buf, size_t cap) {
   return true;
 }
 
-static bool lookup(const source *s, uint64_t pc, char *buf, size_t cap) {
+/* One unit's place in .debug_line: where its length field starts, its
+ * whole size, and how long its length field is (4, or 12 for 64-bit
+ * DWARF). False at the table's end or on a corrupt length. */
+typedef struct {
+  uint64_t at, size;
+  unsigned len_size;
+} unit_place;
+
+static bool place_unit(const source *s, const sections *sec, uint64_t at, unit_place *out) {
+  unsigned char len[12];
+  if (at + 4 > sec->line_size || !read_at(s, sec->line_off + at, len, 4))
+    return false;
+  uint64_t unit_len = (uint64_t)len[0] | (uint64_t)len[1] << 8 | (uint64_t)len[2] << 16 | (uint64_t)len[3] << 24;
+  unsigned len_size = 4;
+  if (unit_len == 0xffffffffu) { /* 64-bit DWARF */
+    if (at + 12 > sec->line_size || !read_at(s, sec->line_off + at + 4, len + 4, 8))
+      return false;
+    unit_len = 0;
+    for (int i = 11; i >= 4; i--)
+      unit_len = unit_len << 8 | len[i];
+    len_size = 12;
+  } else if (unit_len >= 0xfffffff0u) {
+    return false; /* reserved lengths */
+  }
+  uint64_t body = at + len_size;
+  if (body > sec->line_size || unit_len > sec->line_size - body)
+    return false;
+  *out = (unit_place){at, len_size + unit_len, len_size};
+  return true;
+}
+
+/* Reads and runs one unit; on a hit writes the answer into buf. The unit's
+ * range goes into *lo, *hi. *budget: bytes a lookup may still read (0
+ * when spent: the unit is not read). */
+static bool look_in_unit(const source *s, const sections *sec, const unit_place *u_at, uint64_t pc,
+                         uint64_t *budget, uint64_t *lo, uint64_t *hi, char *buf, size_t cap) {
+  uint64_t unit_len = u_at->size - u_at->len_size;
+  *lo = *hi = 0;
+  /* every unit visited costs something: a table of many empty units is
+   * bounded as a big one is */
+  uint64_t cost = 64 + (unit_len <= CG_DWARF_UNIT_MAX ? unit_len : 0);
+  if (cost > *budget) {
+    *budget = 0;
+    return false;
+  }
+  *budget -= cost;
+  if (unit_len > CG_DWARF_UNIT_MAX)
+    return false; /* too big to read: the others may still answer */
+  unsigned char *unit = malloc(unit_len ? (size_t)unit_len : 1);
+  if (!unit)
+    return false;
+  bool found = false;
+  header h;
+  program_result r = {0};
+  cursor c = {unit, unit + unit_len, false};
+  if (read_at(s, sec->line_off + u_at->at + u_at->len_size, unit, (size_t)unit_len) &&
+      read_header(&c, u_at->len_size == 12 ? 8 : 4, &h)) {
+    run_program(&h, pc, &r);
+    *lo = r.lo, *hi = r.hi;
+    if (r.found) {
+      char tmp[256];
+      const char *name = file_name(s, sec, &h, r.file, tmp, sizeof tmp);
+      found = name && put_answer(name, r.line, buf, cap);
+    }
+  }
+  free(unit);
+  return found;
+}
+
+static void index_reset(cg_dwarf_index *ix, const struct stat *st) {
+  free(ix->units);
+  *ix = (cg_dwarf_index){.dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino,
+                         .size = (uint64_t)st->st_size, .mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
+                                                                    st->st_mtim.tv_nsec};
+}
+
+static bool index_is_of(const cg_dwarf_index *ix, const struct stat *st) {
+  return ix->size && ix->dev == (uint64_t)st->st_dev && ix->ino == (uint64_t)st->st_ino &&
+         ix->size == (uint64_t)st->st_size &&
+         ix->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* A unit's range kept in ix (whose units before ix->scanned are all kept,
+ * in order); when the index is full it stops growing, and later lookups
+ * scan on from where it stopped. */
+static void index_add(cg_dwarf_index *ix, const unit_place *at, uint64_t lo, uint64_t hi) {
+  if (!ix || at->at != ix->scanned)
+    return;
+  if (ix->n == ix->cap) {
+    size_t want = ix->cap ? ix->cap * 2 : 64;
+    if (want > CG_DWARF_INDEX_UNITS)
+      return;
+    cg_dwarf_unit *grown = realloc(ix->units, want * sizeof *grown);
+    if (!grown)
+      return;
+    ix->units = grown, ix->cap = want;
+  }
+  ix->units[ix->n++] = (cg_dwarf_unit){at->at, at->size, lo, hi};
+  ix->scanned = at->at + at->size;
+}
+
+/* ix: units already scanned (their ranges), or NULL. The units whose range
+ * holds pc first, then every unit not yet scanned, in order. */
+static bool lookup(const source *s, cg_dwarf_index *ix, uint64_t pc, char *buf, size_t cap) {
   sections sec;
   if (!find_sections(s, &sec) || sec.line_off > s->size || sec.line_size > s->size - sec.line_off)
     return false;
-  uint64_t read_total = 0;
-  for (uint64_t at = 0; at + 4 <= sec.line_size;) {
-    unsigned char len4[4], len8[8];
-    if (!read_at(s, sec.line_off + at, len4, 4))
-      return false;
-    uint64_t unit_len = (uint64_t)len4[0] | (uint64_t)len4[1] << 8 | (uint64_t)len4[2] << 16 |
-                        (uint64_t)len4[3] << 24;
-    unsigned offset_size = 4, len_size = 4;
-    if (unit_len == 0xffffffffu) { /* 64-bit DWARF */
-      if (!read_at(s, sec.line_off + at + 4, len8, 8))
-        return false;
-      unit_len = 0;
-      for (int i = 7; i >= 0; i--)
-        unit_len = unit_len << 8 | len8[i];
-      offset_size = 8, len_size = 12;
-    } else if (unit_len >= 0xfffffff0u) {
-      return false; /* reserved lengths */
-    }
-    uint64_t body = at + len_size;
-    if (body > sec.line_size || unit_len > sec.line_size - body)
-      return false;
-    at = body + unit_len;
-    if (unit_len > CG_DWARF_UNIT_MAX)
-      continue; /* too big to read: the others may still answer */
-    if ((read_total += unit_len) > CG_DWARF_LINES_MAX)
-      return false;
-    unsigned char *unit = malloc(unit_len ? (size_t)unit_len : 1);
-    if (!unit)
-      return false;
-    bool found = false;
-    header h;
-    uint64_t file = 0, line = 0;
-    cursor c = {unit, unit + unit_len, false};
-    if (read_at(s, sec.line_off + body, unit, (size_t)unit_len) && read_header(&c, offset_size, &h) &&
-        run_program(&h, pc, &file, &line)) {
-      char tmp[256];
-      const char *name = file_name(s, &sec, &h, file, tmp, sizeof tmp);
-      found = name && put_answer(name, line, buf, cap);
-    }
-    free(unit);
+  uint64_t budget = CG_DWARF_LINES_MAX, lo, hi;
+  for (size_t i = 0; ix && i < ix->n; i++) {
+    if (pc < ix->units[i].lo || pc >= ix->units[i].hi)
+      continue;
+    unit_place at = {ix->units[i].off, ix->units[i].size, 0};
+    if (place_unit(s, &sec, at.at, &at) && at.size == ix->units[i].size &&
+        look_in_unit(s, &sec, &at, pc, &budget, &lo, &hi, buf, cap))
+      return true;
+  }
+  unit_place at;
+  for (uint64_t off = ix ? ix->scanned : 0; place_unit(s, &sec, off, &at); off = at.at + at.size) {
+    bool found = look_in_unit(s, &sec, &at, pc, &budget, &lo, &hi, buf, cap);
+    if (budget == 0)
+      return found;
+    index_add(ix, &at, lo, hi);
     if (found)
       return true;
   }
@@ -417,13 +509,13 @@ bool cg_dwarf_line_in_memory(const void *data, size_t size, uint64_t pc, char *b
     return false;
   buf[0] = '\0';
   source s = {-1, data, size};
-  if (data && lookup(&s, pc, buf, cap))
+  if (data && lookup(&s, NULL, pc, buf, cap))
     return true;
   buf[0] = '\0';
   return false;
 }
 
-bool cg_dwarf_line_of(const char *path, uint64_t pc, char *buf, size_t cap) {
+bool cg_dwarf_line_indexed(const char *path, uint64_t pc, cg_dwarf_index *ix, char *buf, size_t cap) {
   if (!buf || cap == 0)
     return false;
   buf[0] = '\0';
@@ -436,11 +528,24 @@ bool cg_dwarf_line_of(const char *path, uint64_t pc, char *buf, size_t cap) {
   struct stat st;
   bool ok = false;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (ix && !index_is_of(ix, &st))
+      index_reset(ix, &st); /* another file, or this one changed */
     source s = {fd, NULL, (uint64_t)st.st_size};
-    ok = lookup(&s, pc, buf, cap);
+    ok = lookup(&s, ix, pc, buf, cap);
   }
   close(fd);
   if (!ok)
     buf[0] = '\0';
   return ok;
+}
+
+bool cg_dwarf_line_of(const char *path, uint64_t pc, char *buf, size_t cap) {
+  return cg_dwarf_line_indexed(path, pc, NULL, buf, cap);
+}
+
+void cg_dwarf_index_free(cg_dwarf_index *ix) {
+  if (!ix)
+    return;
+  free(ix->units);
+  *ix = (cg_dwarf_index){0};
 }

@@ -91,6 +91,68 @@ static void put_symbol(cg_out *w, const char *sym) {
   free(pretty);
 }
 
+/* Where the last few objects' line programs are (dwarf_lines.h's index):
+ * a frame's object usually has other frames written, and a -g object's
+ * first lookup scans its table up to the answer, the next ones only the
+ * unit that holds their address. Each index is lent to one thread at a
+ * time (busy), never used under the lock; a thread that finds its object's
+ * index lent out looks without one. */
+#define LINE_INDEXES 4
+typedef struct {
+  char path[256]; /* "": free */
+  bool busy;
+  cg_dwarf_index ix;
+} line_index;
+static line_index indexes[LINE_INDEXES];
+static unsigned next_victim;
+static pthread_mutex_t index_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool take_index_lock(void) {
+  if (cg_exiting())
+    return cg_trylock(&index_lock) == 0; /* at exit never a wait (locks.h) */
+  cg_lock(&index_lock);
+  return true;
+}
+
+/* The index of path, lent to this thread (NULL: none to lend). A victim
+ * taken for another object keeps its units until the lookup, outside the
+ * lock, finds them of another file and frees them (no free under a lock). */
+static line_index *borrow_index(const char *path) {
+  size_t len = strlen(path);
+  if (len >= sizeof indexes[0].path || !take_index_lock())
+    return NULL;
+  line_index *got = NULL;
+  bool known = false;
+  for (unsigned i = 0; i < LINE_INDEXES && !known; i++)
+    if (!strcmp(indexes[i].path, path))
+      known = true, got = indexes[i].busy ? NULL : &indexes[i];
+  for (unsigned k = 0; !known && !got && k < LINE_INDEXES; k++) {
+    line_index *v = &indexes[next_victim++ % LINE_INDEXES];
+    if (!v->busy) {
+      got = v;
+      memcpy(got->path, path, len + 1);
+    }
+  }
+  if (got)
+    got->busy = true;
+  cg_unlock(&index_lock);
+  return got;
+}
+
+static void give_back_index(line_index *li) {
+  if (li && take_index_lock()) {
+    li->busy = false;
+    cg_unlock(&index_lock);
+  }
+}
+
+static bool line_of(const char *path, uint64_t pc, char *buf, size_t cap) {
+  line_index *li = borrow_index(path);
+  bool found = cg_dwarf_line_indexed(path, pc, li ? &li->ix : NULL, buf, cap);
+  give_back_index(li);
+  return found;
+}
+
 static const char *base_name(const char *path) {
   if (!path || !*path)
     return "?";
@@ -123,7 +185,7 @@ static bool make_text(void *ret, cg_out *w) {
      * holds addresses as linked. */
     const char *path = lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe";
     char line[160];
-    if (cg_dwarf_line_of(path, (uint64_t)(a - 1 - lm->l_addr), line, sizeof line)) {
+    if (line_of(path, (uint64_t)(a - 1 - lm->l_addr), line, sizeof line)) {
       cg_out_str(w, " at ");
       cg_out_str(w, line);
     }
@@ -205,4 +267,8 @@ bool cg_readable_frame_now(cg_out *w, void *ret) {
   return true;
 }
 
-void cg_readable_frame_atfork_child(void) { pthread_mutex_init(&kept_lock, NULL); }
+void cg_readable_frame_atfork_child(void) {
+  pthread_mutex_init(&kept_lock, NULL);
+  pthread_mutex_init(&index_lock, NULL);
+  /* an index lent to a thread the child does not have stays lent */
+}

@@ -3,7 +3,8 @@ every instruction of a small two-file program (a header's inline function
 among them: a line table with several files) built by gcc and clang with
 DWARF 2, 4 and 5, as a PIE, a non-PIE executable and a shared library, at -O0
 and -O2: the same file:line at each address as binutils' readelf decodes, or
-no answer where it has none. Compressed debug sections and a cut file get no answer, quietly."""
+no answer where it has none, with and without the index the shim keeps (which
+starts again for another file). Compressed debug sections and a cut file get no answer, quietly."""
 import os
 import re
 import shutil
@@ -79,8 +80,9 @@ class DwarfLines(unittest.TestCase):
                 out.append(m.group(1))
         return out
 
-    def mine(self, path, addrs):
-        text = subprocess.run([PROBE, path] + addrs, capture_output=True, text=True, check=True).stdout
+    def mine(self, path, addrs, indexed=False):
+        args = [PROBE] + (["--indexed"] if indexed else []) + [path] + addrs
+        text = subprocess.run(args, capture_output=True, text=True, check=True).stdout
         return dict(line.split(" ", 1) for line in text.splitlines())
 
     def theirs(self, path, addrs):
@@ -115,6 +117,10 @@ class DwarfLines(unittest.TestCase):
         self.assertGreater(len(addrs), 10)
         mine, theirs = self.mine(path, addrs), self.theirs(path, addrs)
         self.assertEqual(mine, theirs)
+        # through one index, as the shim looks: in order, and from the last
+        # address back (units found through the ranges kept, not scanned)
+        self.assertEqual(self.mine(path, addrs, indexed=True), theirs)
+        self.assertEqual(self.mine(path, addrs[::-1], indexed=True), theirs)
         self.assertGreater(sum(v != "??" for v in mine.values()), len(addrs) // 2)
         # the header's inline function is named by its own file (a second file of the table)
         if "-O0" in flags:
@@ -130,6 +136,18 @@ class DwarfLines(unittest.TestCase):
                                                 ("so", [], True)):
                         with self.subTest(cc=cc, version=version, opt=opt, kind=kind):
                             self.compare(cc, [version, opt] + flags, shared)
+
+    def test_index_starts_again_for_another_file(self):
+        one = self.build("gcc", ["-g", "-O0"], "one")
+        other = self.build("clang", ["-g", "-O0", "-no-pie", "-fno-PIE"], "other")
+        a1, a2 = self.addresses(one), self.addresses(other)
+        want1, want2 = self.theirs(one, a1), self.theirs(other, a2)
+        text = subprocess.run([PROBE, "--indexed", one] + a1 + ["@" + other] + a2 + ["@" + one] + a1,
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+        got = [line.split(" ", 1)[1] for line in text]
+        self.assertEqual(got, [want1[format(int(a, 16), "x")] for a in a1] +
+                         [want2[format(int(a, 16), "x")] for a in a2] +
+                         [want1[format(int(a, 16), "x")] for a in a1])
 
     def test_compressed_debug_sections_get_no_answer(self):
         path = self.build("gcc", ["-g", "-O0", "-gz=zlib"], "gz")
