@@ -504,12 +504,13 @@ static bool lookup(const source *s, cg_dwarf_index *ix, uint64_t pc, char *buf, 
   return false;
 }
 
-bool cg_dwarf_line_in_memory(const void *data, size_t size, uint64_t pc, char *buf, size_t cap) {
+bool cg_dwarf_line_in_memory(const void *data, size_t size, uint64_t pc, cg_dwarf_index *ix, char *buf,
+                             size_t cap) {
   if (!buf || cap == 0)
     return false;
   buf[0] = '\0';
   source s = {-1, data, size};
-  if (data && lookup(&s, NULL, pc, buf, cap))
+  if (data && lookup(&s, ix, pc, buf, cap))
     return true;
   buf[0] = '\0';
   return false;

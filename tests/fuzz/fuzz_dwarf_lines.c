@@ -4,7 +4,9 @@
  * crash, a read past the object (ASan; the replay runner's guard page) or a
  * hang; an answer is "name:line" (a base name without '/' or control bytes,
  * a colon, decimal digits) NUL-terminated within the buffer, and no answer
- * leaves the buffer "". Every buffer size from 1 is tried on each input. */
+ * leaves the buffer "". Every buffer size from 1 is tried on each input, and
+ * lookups through an index (the units' ranges kept between lookups, as the
+ * shim keeps them) answer as lookups without one. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +50,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char buf[64];
   for (size_t cap = 1; cap <= sizeof buf; cap = cap < 8 ? cap + 1 : cap * 2) {
     memset(buf, 'Z', sizeof buf);
-    check_answer(cg_dwarf_line_in_memory(elf, n, pc, buf, cap), buf, cap);
+    check_answer(cg_dwarf_line_in_memory(elf, n, pc, NULL, buf, cap), buf, cap);
   }
+  /* Through one index (as the shim looks), addresses around pc in an order
+   * that makes later ones go through the ranges kept: each answer the same
+   * as without the index. */
+  cg_dwarf_index ix = {0};
+  static const int64_t around[] = {0, 64, -64, 1, -1, 0, 4096, -4096, 0};
+  for (size_t k = 0; k < sizeof around / sizeof around[0]; k++) {
+    char plain[64], indexed[64];
+    uint64_t at = pc + (uint64_t)around[k];
+    bool a = cg_dwarf_line_in_memory(elf, n, at, NULL, plain, sizeof plain);
+    bool b = cg_dwarf_line_in_memory(elf, n, at, &ix, indexed, sizeof indexed);
+    check_answer(b, indexed, sizeof indexed);
+    if (a != b || strcmp(plain, indexed) != 0)
+      abort();
+  }
+  cg_dwarf_index_free(&ix);
   free(elf);
   return 0;
 }

@@ -52,7 +52,9 @@ typedef struct {
  * none). One thread at a time per index. */
 bool cg_dwarf_line_indexed(const char *path, uint64_t pc, cg_dwarf_index *ix, char *buf, size_t cap);
 void cg_dwarf_index_free(cg_dwarf_index *ix);
-/* The same over an object's bytes in memory (the fuzz target's way in). */
-bool cg_dwarf_line_in_memory(const void *data, size_t size, uint64_t pc, char *buf, size_t cap);
+/* The same over an object's bytes in memory (the fuzz target's way in);
+ * ix, when not NULL, must have been used with these bytes only. */
+bool cg_dwarf_line_in_memory(const void *data, size_t size, uint64_t pc, cg_dwarf_index *ix, char *buf,
+                             size_t cap);
 
 #endif
