@@ -36,8 +36,10 @@ size_t cg_native_frames(void **out, size_t max);
  * written: fewer when buf is full. */
 size_t cg_native_symbolize(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap);
 /* The same in the form a person reads (readable_frame.h: demangled, " at
- * file.c:12" where the object's line table says), for stderr's lines; the
- * log keeps cg_native_symbolize's, which capguard report resolves itself. */
+ * file.c:12" where the object's line table says) for the first
+ * CG_TEXT_NATIVE_FRAMES (those stderr's lines show; the rest as
+ * cg_native_symbolize writes them); the log keeps cg_native_symbolize's,
+ * which capguard report resolves itself. */
 size_t cg_native_symbolize_readable(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap);
 /* The calling thread's Python stack, innermost first, when the process runs CPython
  * and this thread has a Python thread state; 0 otherwise. Strings live in buf. */

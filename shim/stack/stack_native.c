@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "capguard/event.h" /* CG_TEXT_NATIVE_FRAMES */
 #include "capguard/frame_filter.h"
 #include "capguard/text_out.h"
 #include "symbol_cache.h"
@@ -142,7 +143,8 @@ static size_t symbolize(void *const *frames, size_t n, const char **out, char *b
   for (size_t i = 0; i < n; i++) {
     if (w.len + 1 >= w.cap) break; /* no room for a byte and its NUL */
     size_t start = w.len;
-    if (!put_frame(&w, frames[i], true, readable)) break; /* out of room: no cut frame */
+    /* named for a person only where the text shows it (event.h) */
+    if (!put_frame(&w, frames[i], true, readable && i < CG_TEXT_NATIVE_FRAMES)) break; /* out of room: no cut frame */
     w.buf[w.len++] = '\0';
     out[k++] = w.buf + start;
   }
