@@ -71,9 +71,11 @@ def main():
         failed += 0 if cond else 1
 
     check(p.returncode == 0 and "child done" in p.stdout, "the torch program ran (rc %d)" % p.returncode)
-    began = re.findall(r"^  capture began: (.*)$", p.stderr, re.M)
+    # an event's "capture began:" line, else the broken capture's "began at ... ) broke"
+    began = re.findall(r"^  capture began: (.*)$", p.stderr, re.M) + \
+        re.findall(r"^capguard: capture \d+ \(stream 0x[0-9a-f]+, [a-z-]+, began at (.*)\) broke", p.stderr, re.M)
     print("began line:", began[0] if began else "(none)")
-    check(bool(began), "an event line says where the capture began")
+    check(bool(began), "a line says where the capture began")
     check(any("at::cuda::CUDAGraph::capture_begin(" in b for b in began),
           "the begin site names at::cuda::CUDAGraph::capture_begin demangled")
     check("_ZN2at4cuda9CUDAGraph" not in p.stderr, "no mangled CUDAGraph name on stderr")
@@ -85,7 +87,8 @@ def main():
     if os.path.exists(log):
         with open(log) as f:
             records = [json.loads(line) for line in f if line.strip()]
-    logged = [r["capture"]["began"] for r in records if r.get("type") == "event" and r.get("capture")]
+    logged = [r["capture"]["began"] for r in records if r.get("type") == "event" and r.get("capture")] + \
+        [r.get("began") for r in records if r.get("type") == "capture"]
     check(bool(began) and began[0] in logged, "the log's began is stderr's")
     rep = subprocess.run([cli, "report", log], capture_output=True, text=True, timeout=30)
     native = re.search(r"\((lib\S+\(at::cuda::CUDAGraph::capture_begin\(.*\)\+0x[0-9a-f]+\)(?: at \S+)?)\)$",
