@@ -104,9 +104,11 @@ static const char *cstr(cursor *c) { /* a NUL-terminated string in the unit */
   return s;
 }
 
-/* The sections a lookup needs: offset and size in the file (0: absent). */
+/* The sections a lookup needs: offset and size in the file (0: absent);
+ * the build ID's note finds a separate debug file. */
 typedef struct {
   uint64_t line_off, line_size, line_str_off, line_str_size, str_off, str_size;
+  uint64_t build_id_off, build_id_size;
 } sections;
 
 #define MAX_SHSTRTAB (1u << 20)
@@ -142,11 +144,13 @@ static bool find_sections(const source *s, sections *out) {
         out->line_str_off = sh[i].sh_offset, out->line_str_size = sh[i].sh_size;
       else if (!strcmp(name, ".debug_str"))
         out->str_off = sh[i].sh_offset, out->str_size = sh[i].sh_size;
+      else if (!strcmp(name, ".note.gnu.build-id"))
+        out->build_id_off = sh[i].sh_offset, out->build_id_size = sh[i].sh_size;
     }
   }
   free(names);
   free(sh);
-  return ok && out->line_size > 0;
+  return ok;
 }
 
 /* The header of one line program, as far as the state machine needs. */
@@ -479,22 +483,22 @@ static void index_add(cg_dwarf_index *ix, const unit_place *at, uint64_t lo, uin
 
 /* ix: units already scanned (their ranges), or NULL. The units whose range
  * holds pc first, then every unit not yet scanned, in order. */
-static bool lookup(const source *s, cg_dwarf_index *ix, uint64_t pc, char *buf, size_t cap) {
-  sections sec;
-  if (!find_sections(s, &sec) || sec.line_off > s->size || sec.line_size > s->size - sec.line_off)
+static bool lookup_in(const source *s, const sections *sec, cg_dwarf_index *ix, uint64_t pc, char *buf,
+                      size_t cap) {
+  if (!sec->line_size || sec->line_off > s->size || sec->line_size > s->size - sec->line_off)
     return false;
   uint64_t budget = CG_DWARF_LINES_MAX, lo, hi;
   for (size_t i = 0; ix && i < ix->n; i++) {
     if (pc < ix->units[i].lo || pc >= ix->units[i].hi)
       continue;
     unit_place at = {ix->units[i].off, ix->units[i].size, 0};
-    if (place_unit(s, &sec, at.at, &at) && at.size == ix->units[i].size &&
-        look_in_unit(s, &sec, &at, pc, &budget, &lo, &hi, buf, cap))
+    if (place_unit(s, sec, at.at, &at) && at.size == ix->units[i].size &&
+        look_in_unit(s, sec, &at, pc, &budget, &lo, &hi, buf, cap))
       return true;
   }
   unit_place at;
-  for (uint64_t off = ix ? ix->scanned : 0; place_unit(s, &sec, off, &at); off = at.at + at.size) {
-    bool found = look_in_unit(s, &sec, &at, pc, &budget, &lo, &hi, buf, cap);
+  for (uint64_t off = ix ? ix->scanned : 0; place_unit(s, sec, off, &at); off = at.at + at.size) {
+    bool found = look_in_unit(s, sec, &at, pc, &budget, &lo, &hi, buf, cap);
     if (budget == 0)
       return found;
     index_add(ix, &at, lo, hi);
@@ -502,6 +506,51 @@ static bool lookup(const source *s, cg_dwarf_index *ix, uint64_t pc, char *buf, 
       return true;
   }
   return false;
+}
+
+static bool lookup(const source *s, cg_dwarf_index *ix, uint64_t pc, char *buf, size_t cap) {
+  sections sec;
+  return find_sections(s, &sec) && lookup_in(s, &sec, ix, pc, buf, cap);
+}
+
+/* ROOT/.build-id/ab/cdef....debug for the object's build ID (its GNU note:
+ * namesz, descsz, type 3, "GNU", the ID), as gdb and Debian's -dbgsym
+ * packages lay them out. False when there is none or it does not fit. */
+static bool debug_file_path(const source *s, const sections *sec, const char *root, char *out, size_t cap) {
+  unsigned char note[16 + 64];
+  if (!root || !sec->build_id_size || sec->build_id_size > sizeof note ||
+      !read_at(s, sec->build_id_off, note, (size_t)sec->build_id_size))
+    return false;
+  uint32_t namesz, descsz, type;
+  memcpy(&namesz, note, 4), memcpy(&descsz, note + 4, 4), memcpy(&type, note + 8, 4);
+  if (type != 3 || namesz != 4 || memcmp(note + 12, "GNU", 4) != 0 || descsz < 2 || descsz > 64 ||
+      16 + descsz > sec->build_id_size)
+    return false;
+  static const char hex[] = "0123456789abcdef";
+  size_t rlen = strlen(root), need = rlen + sizeof "/.build-id/" - 1 + 2 * descsz + 1 + sizeof ".debug";
+  if (need > cap)
+    return false;
+  char *p = out;
+  memcpy(p, root, rlen), p += rlen;
+  memcpy(p, "/.build-id/", 11), p += 11;
+  for (uint32_t i = 0; i < descsz; i++) {
+    *p++ = hex[note[16 + i] >> 4], *p++ = hex[note[16 + i] & 15];
+    if (i == 0)
+      *p++ = '/';
+  }
+  memcpy(p, ".debug", sizeof ".debug");
+  return true;
+}
+
+/* Opens path as a regular, non-empty file: its descriptor (-1: not). */
+static int open_object(const char *path, struct stat *st) {
+  /* O_NONBLOCK: a FIFO at the path must not block the open */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd >= 0 && (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) || st->st_size <= 0)) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
 }
 
 bool cg_dwarf_line_in_memory(const void *data, size_t size, uint64_t pc, cg_dwarf_index *ix, char *buf,
@@ -516,32 +565,38 @@ bool cg_dwarf_line_in_memory(const void *data, size_t size, uint64_t pc, cg_dwar
   return false;
 }
 
-bool cg_dwarf_line_indexed(const char *path, uint64_t pc, cg_dwarf_index *ix, char *buf, size_t cap) {
+bool cg_dwarf_line_indexed(const char *path, const char *debug_root, uint64_t pc, cg_dwarf_index *ix, char *buf,
+                           size_t cap) {
   if (!buf || cap == 0)
     return false;
   buf[0] = '\0';
-  if (!path)
-    return false;
-  /* O_NONBLOCK: a FIFO at the path must not block the open */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  int fd = path ? open_object(path, &st) : -1;
   if (fd < 0)
     return false;
-  struct stat st;
-  bool ok = false;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    if (ix && !index_is_of(ix, &st))
-      index_reset(ix, &st); /* another file, or this one changed */
-    source s = {fd, NULL, (uint64_t)st.st_size};
-    ok = lookup(&s, ix, pc, buf, cap);
+  source s = {fd, NULL, (uint64_t)st.st_size};
+  sections sec;
+  bool ok = find_sections(&s, &sec);
+  char debug_path[512];
+  if (ok && !sec.line_size && debug_file_path(&s, &sec, debug_root, debug_path, sizeof debug_path)) {
+    /* no line table here: the one in its separate debug file, if installed */
+    close(fd);
+    fd = open_object(debug_path, &st);
+    s = (source){fd, NULL, (uint64_t)st.st_size};
+    ok = fd >= 0 && find_sections(&s, &sec);
   }
-  close(fd);
+  if (ok && ix && !index_is_of(ix, &st))
+    index_reset(ix, &st); /* another file, or this one changed */
+  ok = ok && lookup_in(&s, &sec, ix, pc, buf, cap);
+  if (fd >= 0)
+    close(fd);
   if (!ok)
     buf[0] = '\0';
   return ok;
 }
 
 bool cg_dwarf_line_of(const char *path, uint64_t pc, char *buf, size_t cap) {
-  return cg_dwarf_line_indexed(path, pc, NULL, buf, cap);
+  return cg_dwarf_line_indexed(path, NULL, pc, NULL, buf, cap);
 }
 
 void cg_dwarf_index_free(cg_dwarf_index *ix) {

@@ -148,7 +148,7 @@ static void give_back_index(line_index *li) {
 
 static bool line_of(const char *path, uint64_t pc, char *buf, size_t cap) {
   line_index *li = borrow_index(path);
-  bool found = cg_dwarf_line_indexed(path, pc, li ? &li->ix : NULL, buf, cap);
+  bool found = cg_dwarf_line_indexed(path, CG_DWARF_DEBUG_ROOT, pc, li ? &li->ix : NULL, buf, cap);
   give_back_index(li);
   return found;
 }

@@ -4,7 +4,8 @@ among them: a line table with several files) built by gcc and clang with
 DWARF 2, 4 and 5, as a PIE, a non-PIE executable and a shared library, at -O0
 and -O2: the same file:line at each address as binutils' readelf decodes, or
 no answer where it has none, with and without the index the shim keeps (which
-starts again for another file). Compressed debug sections and a cut file get no answer, quietly."""
+starts again for another file); a stripped object's line table found in its
+separate debug file by build ID. Compressed debug sections and a cut file get no answer, quietly."""
 import os
 import re
 import shutil
@@ -148,6 +149,26 @@ class DwarfLines(unittest.TestCase):
         self.assertEqual(got, [want1[format(int(a, 16), "x")] for a in a1] +
                          [want2[format(int(a, 16), "x")] for a in a2] +
                          [want1[format(int(a, 16), "x")] for a in a1])
+
+    def test_separate_debug_file_by_build_id(self):
+        whole = self.build("gcc", ["-g", "-O0", "-Wl,--build-id"], "whole_bid")
+        addrs = self.addresses(whole)
+        want = self.theirs(whole, addrs)
+        stripped = os.path.join(self.tmp, "stripped_bid")
+        debug = os.path.join(self.tmp, "stripped_bid.debug")
+        subprocess.run(["objcopy", "--only-keep-debug", whole, debug], check=True)
+        subprocess.run(["objcopy", "--strip-debug", whole, stripped], check=True)
+        note = subprocess.run(["readelf", "-n", stripped], capture_output=True, text=True, check=True).stdout
+        build_id = re.search(r"Build ID: ([0-9a-f]+)", note).group(1)
+        root = os.path.join(self.tmp, "debug-root")
+        os.makedirs(os.path.join(root, ".build-id", build_id[:2]), exist_ok=True)
+        shutil.copy(debug, os.path.join(root, ".build-id", build_id[:2], build_id[2:] + ".debug"))
+        run = lambda *extra: dict(line.split(" ", 1) for line in subprocess.run(
+            [PROBE, "--indexed"] + list(extra) + [stripped] + addrs, capture_output=True, text=True,
+            check=True).stdout.splitlines())
+        self.assertEqual(set(run().values()), {"??"})  # no line table in the stripped file itself
+        self.assertEqual(run("--debug-root", root), want)
+        self.assertEqual(set(run("--debug-root", os.path.join(self.tmp, "nowhere")).values()), {"??"})
 
     def test_compressed_debug_sections_get_no_answer(self):
         path = self.build("gcc", ["-g", "-O0", "-gz=zlib"], "gz")

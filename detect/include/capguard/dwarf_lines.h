@@ -49,8 +49,13 @@ typedef struct {
  * scanned on past them at each lookup. */
 #define CG_DWARF_INDEX_UNITS 65536u
 /* cg_dwarf_line_of with an index (zeroed before its first use; ix NULL:
- * none). One thread at a time per index. */
-bool cg_dwarf_line_indexed(const char *path, uint64_t pc, cg_dwarf_index *ix, char *buf, size_t cap);
+ * none; one thread at a time per index), and, for an object without a line
+ * table, the one of its separate debug file found by build ID under
+ * debug_root (DEBUG_ROOT/.build-id/ab/cdef....debug; NULL: not looked for;
+ * the index is then of that file). */
+#define CG_DWARF_DEBUG_ROOT "/usr/lib/debug"
+bool cg_dwarf_line_indexed(const char *path, const char *debug_root, uint64_t pc, cg_dwarf_index *ix, char *buf,
+                           size_t cap);
 void cg_dwarf_index_free(cg_dwarf_index *ix);
 /* The same over an object's bytes in memory (the fuzz target's way in);
  * ix, when not NULL, must have been used with these bytes only. */
