@@ -13,8 +13,8 @@
 #include "capguard/log_keys.h"
 #include "capguard/text_out.h"
 
-/* At most this many native frames in the text; the JSON keeps them all. */
-#define TEXT_NATIVE_FRAMES 12
+/* At most this many native frames in the text (event.h); the JSON keeps them all. */
+#define TEXT_NATIVE_FRAMES CG_TEXT_NATIVE_FRAMES
 /* At most this many kernel names in the text line. */
 #define TEXT_KERNELS 8
 

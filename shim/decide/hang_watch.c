@@ -1,6 +1,5 @@
 #include "hang_watch.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 
 #include "config.h"
 #include "hang_slots.h"
+#include "readable_frame.h"
 #include "warn.h"
 
 /* What was said already: the start of the call or capture, per slot. */
@@ -38,19 +38,16 @@ static void thread_name(uint64_t tid, char *buf, size_t cap) {
     *nl = '\0';
 }
 
-/* "libtorch_cuda.so(fn+0x12)" or "libtorch_cuda.so+0x1234": who made the call. */
+/* Who made the call, as the shim's other lines name a site
+ * (readable_frame.h): "libtorch_cuda.so(ns::fn()+0x12)", "prog+0x1234 at
+ * prog.c:12"; made now, without the cache's lock. */
 static void caller_text(void *ra, char *buf, size_t cap) {
-  Dl_info info;
-  if (!ra || !dladdr(ra, &info) || !info.dli_fname) {
+  cg_out w = cg_out_init(buf, cap);
+  if (!ra || !cg_readable_frame_now(&w, ra)) {
     snprintf(buf, cap, "%p", ra);
     return;
   }
-  const char *base = strrchr(info.dli_fname, '/');
-  base = base ? base + 1 : info.dli_fname;
-  if (info.dli_sname)
-    snprintf(buf, cap, "%s(%s+0x%lx)", base, info.dli_sname, (unsigned long)((char *)ra - (char *)info.dli_saddr));
-  else
-    snprintf(buf, cap, "%s+0x%lx", base, (unsigned long)((char *)ra - (char *)info.dli_fbase));
+  cg_out_finish(&w);
 }
 
 static void say_call(const cg_hang_slot *s, uint64_t tid, uint64_t waited_ns) {

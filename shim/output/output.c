@@ -280,9 +280,13 @@ void cg_output_event(cg_event *e, const cg_output_native *raw) {
   if (routine(e))
     quiet_kinds_said |= bit;
   cg_unlock(&out_lock);
-  if (raw && ((show && !routine(e)) || has_log())) {
-    e->native = raw->names; /* written: symbolised now (dladdr, outside out_lock) */
-    e->n_native = cg_native_symbolize(raw->frames, raw->n, raw->names, raw->buf, raw->cap);
+  /* Written: symbolised now (dladdr, outside out_lock); stderr's frames as a
+   * person reads them, the log's as capguard report parses them. */
+  bool said = raw && show && !routine(e);
+  if (said || (raw && has_log())) {
+    e->native = raw->names;
+    e->n_native = (said ? cg_native_symbolize_readable : cg_native_symbolize)(raw->frames, raw->n, raw->names,
+                                                                                raw->buf, raw->cap);
     /* NCCL's communicator set-up is named from the frames' names, so where
      * they are made: an event only counted is never symbolised for it. */
     e->nccl_setup = cg_nccl_setup_frame(e->native, e->n_native);
@@ -292,6 +296,10 @@ void cg_output_event(cg_event *e, const cg_output_native *raw) {
       say_routine(e);
   } else if (show) {
     emit(2, fmt_event_text_stamped, e);
+  }
+  if (said && has_log()) {
+    e->n_native = cg_native_symbolize(raw->frames, raw->n, raw->names, raw->buf, raw->cap);
+    e->nccl_setup = cg_nccl_setup_frame(e->native, e->n_native);
   }
   emit(TO_LOG, fmt_event_json, e);
 }

@@ -35,13 +35,20 @@ size_t cg_native_frames(void **out, size_t max);
  * address looked up once per process (symbol_cache.h). Returns frames
  * written: fewer when buf is full. */
 size_t cg_native_symbolize(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap);
+/* The same in the form a person reads (readable_frame.h: demangled, " at
+ * file.c:12" where the object's line table says) for the first
+ * CG_TEXT_NATIVE_FRAMES (those stderr's lines show; the rest as
+ * cg_native_symbolize writes them); the log keeps cg_native_symbolize's,
+ * which capguard report resolves itself. */
+size_t cg_native_symbolize_readable(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap);
 /* The calling thread's Python stack, innermost first, when the process runs CPython
  * and this thread has a Python thread state; 0 otherwise. Strings live in buf. */
 size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap);
 /* The first of n return addresses saved earlier (backtrace(), innermost
- * first) outside capguard's own object, libcuda and libcudart, as
- * "libfoo.so(func+0x1a)" without the address; "" and 0 when there is none.
- * Returns length. */
+ * first) outside capguard's own object, libcuda and libcudart, in the form
+ * a person reads, without the address: "libfoo.so(ns::func()+0x1a) at
+ * foo.cc:12" (readable_frame.h; capguard report prints such a site as it
+ * is); "" and 0 when there is none. Returns length. */
 size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap);
 #define CG_WHERE_FRAMES 16 /* longer lists are symbolized, never kept */
 void cg_native_where_atfork_child(void);

@@ -14,9 +14,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "capguard/event.h" /* CG_TEXT_NATIVE_FRAMES */
 #include "capguard/frame_filter.h"
 #include "capguard/text_out.h"
 #include "symbol_cache.h"
+#include "readable_frame.h"
 #include "locks.h"
 
 /* Deepest stack walked; frames past it are not reported. */
@@ -31,11 +33,16 @@ static const char *base_name(const char *path) {
 /* Symbolizes one return address into w as "obj(sym+0x1a)" or "obj+0x1234"
  * (and " [0x7f..]" when with_addr). Looks up addr-1: a return address can
  * point past the end of a function that ends in a call to a noreturn one.
- * Returns whether all of it fit (cg_out_fits). */
-static bool put_frame(cg_out *w, void *addr, bool with_addr) {
+ * readable: the form a person reads (readable_frame.h: demangled, " at
+ * file.c:12"), for the lines written; else the form the log's stacks keep,
+ * which capguard report parses and resolves itself. Returns whether all of
+ * it fit (cg_out_fits). */
+static bool put_frame(cg_out *w, void *addr, bool with_addr, bool readable) {
   cg_symbol info;
   uintptr_t a = (uintptr_t)addr;
-  if (a > 1 && cg_symbol_of((void *)(a - 1), &info)) {
+  if (readable && cg_readable_frame(w, addr)) {
+    /* written */
+  } else if (a > 1 && cg_symbol_of((void *)(a - 1), &info)) {
     cg_out_str(w, base_name(info.file));
     if (info.sym && info.sym_addr) {
       cg_out_char(w, '(');
@@ -85,7 +92,7 @@ __attribute__((noinline)) size_t cg_native_stack(int skip, const char **out, siz
     if (w.len + 1 >= w.cap) break; /* no room for a byte and its NUL */
     size_t start = w.len;
     /* out of room: stop rather than hand back a cut frame */
-    if (!put_frame(&w, frames[i], true)) break;
+    if (!put_frame(&w, frames[i], true, false)) break;
     w.buf[w.len++] = '\0'; /* fits: buf[len] has room for the frame's NUL */
     out[n++] = w.buf + start;
   }
@@ -128,18 +135,28 @@ __attribute__((noinline)) size_t cg_native_frames(void **out, size_t max) {
   return n;
 }
 
-size_t cg_native_symbolize(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap) {
+static size_t symbolize(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap,
+                        bool readable) {
   if (!frames || !out || !buf || bufcap == 0) return 0;
   cg_out w = cg_out_init(buf, bufcap);
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     if (w.len + 1 >= w.cap) break; /* no room for a byte and its NUL */
     size_t start = w.len;
-    if (!put_frame(&w, frames[i], true)) break; /* out of room: no cut frame */
+    /* named for a person only where the text shows it (event.h) */
+    if (!put_frame(&w, frames[i], true, readable && i < CG_TEXT_NATIVE_FRAMES)) break; /* out of room: no cut frame */
     w.buf[w.len++] = '\0';
     out[k++] = w.buf + start;
   }
   return k;
+}
+
+size_t cg_native_symbolize(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap) {
+  return symbolize(frames, n, out, buf, bufcap, false);
+}
+
+size_t cg_native_symbolize_readable(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap) {
+  return symbolize(frames, n, out, buf, bufcap, true);
 }
 
 /* Frames to skip for "where": capguard's own object (whatever its file is
@@ -159,7 +176,7 @@ static size_t where_now(void *const *frames, size_t n, char *buf, size_t cap) {
     if (a <= 1 || !cg_symbol_of((void *)(a - 1), &info)) continue;
     if (uninteresting(&info, own_base)) continue;
     cg_out w = cg_out_init(buf, cap);
-    (void)put_frame(&w, frames[i], false); /* too long for cap: keep what fits */
+    (void)put_frame(&w, frames[i], false, true); /* too long for cap: keep what fits */
     cg_out_finish(&w);
     return cg_out_stored(&w);
   }
@@ -225,4 +242,5 @@ size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t c
 void cg_native_where_atfork_child(void) {
   pthread_mutex_init(&where_lock, NULL);
   cg_symbol_cache_atfork_child();
+  cg_readable_frame_atfork_child();
 }

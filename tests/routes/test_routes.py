@@ -1,6 +1,7 @@
 """Every route to the driver, every ground-truth column, under capguard in
 report mode over the fake driver: capguard sees the call exactly when a
 capture prohibits the calling thread, and reports what the driver did."""
+import os
 import re
 import unittest
 
@@ -104,7 +105,11 @@ class Report(unittest.TestCase):
         self.assertRegex(text, r"cubin, %d bytes, sm_90, xxh3 [0-9a-f]{32}" % CUBIN_SIZE)
         self.assertIn("route_probe", text)  # the native stack names the caller
         # where the capture began: the probe's main, not capguard's or the driver's frames
-        self.assertRegex(text, r"capture began: route_probe_direct\(main\+0x[0-9a-f]+\)")
+        # (and its line: the probe is built with -g)
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "route_probe.c")) as f:
+            begin_at = [i for i, t in enumerate(f, 1) if "CUresult begin = " in t][0]
+        began = r"route_probe_direct\(main\+0x[0-9a-f]+\) at route_probe\.c:%d" % begin_at
+        self.assertRegex(text, r"capture began: " + began + "\n")
         self.assertRegex(lines[-1], r"^capguard: 1 captures? \(1 broken\)")
         e = r.events[0]
         self.assertEqual(e["call"], "cuModuleLoadData")
@@ -115,7 +120,7 @@ class Report(unittest.TestCase):
         self.assertEqual(e["driver_version"], 12020)
         self.assertTrue(any("route_probe" in f for f in e["native_stack"]))
         self.assertEqual(e["python_stack"], [])
-        self.assertRegex(e["capture"]["began"], r"^route_probe_direct\(main\+0x[0-9a-f]+\)$")
+        self.assertRegex(e["capture"]["began"], "^" + began + "$")
         self.assertEqual(r.of_type("capture")[0]["began"], e["capture"]["began"])
         proc = r.of_type("process")
         self.assertEqual(len(proc), 1)

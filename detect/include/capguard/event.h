@@ -23,6 +23,9 @@ typedef struct {
 } cg_py_frame;
 
 #define CG_MAX_NATIVE_FRAMES 32
+/* Native frames an event's text shows (the rest are in the log): the shim
+ * names only these for a person (readable_frame.h). */
+#define CG_TEXT_NATIVE_FRAMES 12
 #define CG_MAX_PY_FRAMES 48
 
 /* What a stale-pointer event (stale-free, stale-launch) is about: a graph
