@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ended_early.h"
 #include "findings.h"
 #include "report_stale.h"
 #include "log_pool.h"
@@ -141,6 +142,11 @@ static json_t *processes_json(const cgr_analysis *a) {
                                            CG_KEY_LOG, jtext(log->files[pr->file])));
     json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "broken_captures",
                         per ? per[p] : json_array());
+    if (cgr_ended_early(pr)) { /* no exit record: the last thing it logged, in words */
+      char last[1024];
+      cgr_ended_last(log, p, last, sizeof last);
+      json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "last_logged", jtext(last));
+    }
     if (a->n_runs > 1) /* which run of runs[] it belongs to */
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_RUN,
                           json_integer((json_int_t)(a->shown_run == SIZE_MAX ? pr->run_index + 1

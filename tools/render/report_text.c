@@ -38,9 +38,11 @@ static void print_ended(FILE *out, const cgr_analysis *a, cg_palette pal) {
     char who[256], cmd[96];
     cgr_process_label(a, p, who, sizeof who);
     cgr_process_command(pr, cmd, sizeof cmd);
-    fprintf(out, "  %s %s: %zu capture%s, %zu call%s during capture logged\n", who, cmd[0] ? cmd : "?",
-            a->procs[p].captures, cg_plural(a->procs[p].captures), a->procs[p].calls,
-            cg_plural(a->procs[p].calls));
+    char last[1024];
+    cgr_ended_last(log, p, last, sizeof last);
+    fprintf(out, "  %s %s: %zu capture%s, %zu call%s during capture logged\n    last logged: %s\n", who,
+            cmd[0] ? cmd : "?", a->procs[p].captures, cg_plural(a->procs[p].captures), a->procs[p].calls,
+            cg_plural(a->procs[p].calls), last);
   }
 }
 
