@@ -46,6 +46,8 @@ typedef struct {
   /* Calls other than loads that broke a capture (refused, failed, broke):
    * priming serves loads only, so the next run breaks on them again. */
   size_t again, first_again, again_not_alloc;
+  /* of those, the calls guard mode does not put off as it does unloads */
+  size_t again_kept, first_again_kept;
   size_t most_refused; /* the most loads refused during capture in one process */
   /* loads during capture that broke (or would have: rescued) and whose image
    * names no kernel (a compressed fatbin), by image; and the loads the CUDA
@@ -95,6 +97,8 @@ static void derive(const cgf_facts *f, ctx *c) {
     if (!c->again++)
       c->first_again = i;
     c->again_not_alloc += e->kind != CG_EV_ALLOCATION;
+    if (e->kind != CG_EV_MODULE_UNLOAD && !c->again_kept++)
+      c->first_again_kept = i;
   }
   c->unloads = a->events[CG_EV_MODULE_UNLOAD];
   /* How far each process got past a refused load: a framework that raises at
@@ -547,6 +551,28 @@ static void warm_say(const ctx *c, cgf_finding *x) {
   command(x, NULL, NULL, xprintf("%s", cmd));
 }
 
+/* The warm-up advice's priming serves loads only: when another call broke a
+ * capture too (a refused allocation after the refused load), the run after
+ * priming breaks on it again, which the report says next to that advice. */
+static bool priming_not_enough_holds(const ctx *c) { return c->again_kept && warm_holds(c); }
+static void priming_not_enough_say(const ctx *c, cgf_finding *x) {
+  const cgl_event *e = &c->log->evs[c->first_again_kept];
+  const char *kind = cgl_word(&cg_event_kinds, e->kind);
+  char site[512];
+  cgl_event_site(e, site, sizeof site);
+  x->sentence = xprintf("priming alone will not do: %zu other call%s broke %s too (first %s, %s, "
+                        "pid %lld, at %s), and priming serves only loads, so the run after priming "
+                        "breaks on %s again: make %s before the capture begins or after it ends",
+                        c->again_kept, cg_plural(c->again_kept),
+                        c->a->n_broken > 1 ? "captures" : "the capture", e->call ? e->call : "?",
+                        kind ? kind : "?", c->log->procs[e->proc].pid,
+                        site[0] ? site : "an unknown site", c->again_kept == 1 ? "it" : "them",
+                        c->again_kept == 1 ? "it" : "them");
+  if (!c->again_not_alloc) /* --rescue makes a prohibited allocation in relaxed mode */
+    command(x, "; ", "or capture in one run, each refused load and allocation made in relaxed mode",
+            rerun(c, c->broke_run, "--rescue"));
+}
+
 /* How to converge in fewer runs than one per breaking load. */
 static void faster_say(const ctx *c, cgf_finding *x) {
   size_t run = c->f->mode == CG_RUN_MODE_COUNT ? c->broke_run : c->latest;
@@ -823,6 +849,7 @@ static const row rows[] = {
     {"handled", CGF_NEXT, handled_holds, handled_say},
     /* the report's advice, every one that holds */
     {"warm-up", CGF_REPORT, warm_holds, warm_say},
+    {"priming-not-enough", CGF_REPORT, priming_not_enough_holds, priming_not_enough_say},
     {"faster", CGF_REPORT, faster_report_holds, faster_say},
     {"faster", CGF_FASTER, faster_run_holds, faster_say},
     {"runtime-lazy-load", CGF_REPORT | CGF_NOTE, runtime_lazy_holds, runtime_lazy_say},
