@@ -25,6 +25,7 @@
 #include "report_analysis.h"
 #include "rerun_command.h"
 #include "plural.h"
+#include "xalloc.h"
 
 /* Drivers before CUDA 12.3 refuse module loads during capture. */
 #define FIRST_DRIVER_ALLOWING_LOADS 12030
@@ -345,6 +346,34 @@ static bool listed_before(const cgl_log *l, size_t i) {
   return false;
 }
 
+static int by_pid(const void *x, const void *y) {
+  long long a = *(const long long *)x, b = *(const long long *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* "pid 12" or "pids 12, 14, 15": every process that loaded event i's image
+ * (a process that loaded it twice named once), in order of pid. */
+static void say_pids(FILE *out, const cgl_log *l, size_t i) {
+  const cgl_event *e = &l->evs[i];
+  long long *pids = cg_xrealloc(NULL, (l->n_procs + 1) * sizeof *pids, "listing the processes");
+  size_t n = 0;
+  for (size_t j = i; j < l->n_evs; j++) {
+    const cgl_event *f = &l->evs[j];
+    if (!missing_load(f) || (j != i && !same_image(f, e)))
+      continue;
+    bool seen = false;
+    for (size_t k = 0; k < n && !seen; k++)
+      seen = pids[k] == l->procs[f->proc].pid;
+    if (!seen && n <= l->n_procs)
+      pids[n++] = l->procs[f->proc].pid;
+  }
+  qsort(pids, n, sizeof *pids, by_pid);
+  fputs(n == 1 ? "pid " : "pids ", out);
+  for (size_t k = 0; k < n; k++)
+    fprintf(out, "%s%lld", k ? ", " : "", pids[k]);
+  free(pids);
+}
+
 static bool verdict(FILE *out, const char *me, unsigned audience, const cgf_prime_run *r,
                     const cgl_log *l) {
   cgf_facts facts = {.prime_run = r};
@@ -372,25 +401,7 @@ static bool verdict(FILE *out, const char *me, unsigned audience, const cgf_prim
     fprintf(out, "  %s  %s %.12s  kernels: %s  at %s (", e->call ? e->call : "?",
             e->image_kind < CG_IMAGE_KIND_COUNT ? cg_image_kind_name(e->image_kind) : "?",
             e->image_hash ? e->image_hash : "?", kernels[0] ? kernels : "-", site);
-    for (int pass = 0, pids = 0; pass < 2; pass++) { /* count, then name them */
-      if (pass)
-        fputs(pids == 1 ? "pid " : "pids ", out);
-      for (size_t j = i, named = 0; j < l->n_evs; j++) {
-        const cgl_event *f = &l->evs[j];
-        if (!missing_load(f) || (j != i && !same_image(f, e)))
-          continue;
-        bool seen = false; /* a process that loaded it twice is named once */
-        for (size_t k = i; k < j && !seen; k++)
-          seen = missing_load(&l->evs[k]) && (k == i || same_image(&l->evs[k], e)) &&
-                 l->evs[k].proc == f->proc;
-        if (seen)
-          continue;
-        if (pass)
-          fprintf(out, "%s%lld", named++ ? ", " : "", l->procs[f->proc].pid);
-        else
-          pids++;
-      }
-    }
+    say_pids(out, l, i);
     fputs(")\n", out);
   }
   cgf_finding rest = *x;
