@@ -23,6 +23,7 @@
 #include "prime_precheck.h"
 #include "log_reader.h"
 #include "report_analysis.h"
+#include "report_offender.h"
 #include "rerun_command.h"
 #include "plural.h"
 #include "xalloc.h"
@@ -226,6 +227,8 @@ static size_t print_learned(const char *path, const loads_seen *before, size_t n
 
 typedef struct {
   size_t procs, loads, served, refused; /* procs: processes that used CUDA */
+  size_t failed;                        /* loads the driver failed: not recorded */
+  char first_failed[768];               /* the first of them in words */
   long long old_driver;                          /* a driver (or emulation) before 12.3, 0 if none */
   long long driver;                              /* the driver the processes saw */
   long long device_sm;                           /* the GPU's architecture, 0 if unknown */
@@ -254,6 +257,16 @@ static void read_facts(const cgl_log *log, run_facts *f) {
       continue;
     }
     f->refused += cg_verdict_breaks(e->verdict);
+    if (e->verdict == CG_VERDICT_FAILED && !f->failed++) {
+      char result[160], site[512], arch[96] = "";
+      cgr_event_result(e, result, sizeof result);
+      cgl_event_site(e, site, sizeof site);
+      long long gpu = log->procs[e->proc].device_sm;
+      if (e->image_sm > 0 && gpu > 0 && gpu != e->image_sm)
+        snprintf(arch, sizeof arch, "; its image is built for sm_%lld, this GPU is sm_%lld", e->image_sm, gpu);
+      snprintf(f->first_failed, sizeof f->first_failed, "%s, CUresult %s, at %s%s", e->call ? e->call : "?",
+               result, site, arch);
+    }
     long long v = e->emulate_driver ? e->emulate_driver : e->driver_version;
     if (v > 0 && v < FIRST_DRIVER_ALLOWING_LOADS)
       f->old_driver = v;
@@ -442,12 +455,16 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   unsigned arch;
   fprintf(stderr, "%s: recorded into %s:\n", LEARN, prime);
   size_t changed = print_learned(prime, before, n_before, &arch);
-  if (!changed)
+  if (!changed && f.failed)
+    fprintf(stderr, "  nothing new: %zu load%s during capture failed, and a load that fails is not recorded\n",
+            f.failed, cg_plural(f.failed));
+  else if (!changed)
     fprintf(stderr, "  nothing new: the file already held every load this run made during capture\n");
   free(before);
   cgf_prime_run r = {.procs = f.procs, .loads = f.loads, .served = f.served,
-                     .refused = f.refused, .old_driver = f.old_driver, .device_sm = f.device_sm,
-                     .learned_arch = arch, .status = status, .prime = prime, .cmd = o.cmd};
+                     .refused = f.refused, .failed = f.failed,
+                     .first_failed = f.failed ? f.first_failed : NULL, .old_driver = f.old_driver,
+                     .device_sm = f.device_sm, .learned_arch = arch, .status = status, .prime = prime, .cmd = o.cmd};
   int out = verdict(stderr, LEARN, CGF_LEARN, &r, &l) ? CG_EXIT_FINDING : status;
   own_log(LEARN, &o, log, out != CG_EXIT_OK);
   cgl_free(&l);
