@@ -33,9 +33,11 @@ void cgr_ended_list(const cgl_log *log, size_t max, long long signal_pid, int si
     }
     char cmd[96], sig[64] = "";
     cgr_process_command(pr, cmd, sizeof cmd);
-    if (signal && pr->pid == signal_pid) {
+    /* the log's "ended" record, else run's wait status */
+    int died_of = pr->signal ? pr->signal : signal && pr->pid == signal_pid ? signal : 0;
+    if (died_of) {
       char words[40];
-      cgr_signal_words(signal, words, sizeof words);
+      cgr_signal_words(died_of, words, sizeof words);
       snprintf(sig, sizeof sig, ", killed by %s", words);
     }
     int k = snprintf(buf + used, cap - used, "%spid %lld (%s)%s", n ? "; " : "", pr->pid,

@@ -494,9 +494,9 @@ static void ended_table(FILE *o, const cgr_analysis *a) {
   const cgl_log *log = a->log;
   fprintf(o, "<h2 class=\"bad\">Ended without an exit record</h2>\n<p>%zu process%s that used CUDA "
              "wrote no exit record: killed, crashed, left through _exit, still running, or cut from "
-             "the log. What each did after its last line is not in the log; the log does not say "
-             "which signal ended it (capguard run's summary names the signal that killed its "
-             "command).</p>\n<table><tr><th>process</th><th>command</th><th>captures</th>"
+             "the log. What each did after its last line is not in the log; the signal that "
+             "killed one is known when capguard run saw it kill its command.</p>\n<table><tr>"
+             "<th>process</th><th>command</th><th>how it ended</th><th>captures</th>"
              "<th>calls during capture</th><th>last logged</th></tr>\n",
           a->ended_early, cg_plural_es(a->ended_early));
   size_t rows = 0;
@@ -513,7 +513,16 @@ static void ended_table(FILE *o, const cgr_analysis *a) {
     esc(o, who);
     fputs("</td><td><code>", o);
     esc(o, cmd[0] ? cmd : "?");
-    fprintf(o, "</code></td><td class=\"n\">%zu</td><td class=\"n\">%zu</td><td>", a->procs[p].captures,
+    fputs("</code></td><td>", o);
+    if (log->procs[p].signal) { /* capguard run's "ended" record */
+      char words[40];
+      cgr_signal_words(log->procs[p].signal, words, sizeof words);
+      fputs("killed by ", o);
+      esc(o, words);
+    } else {
+      fputs("not in the log", o);
+    }
+    fprintf(o, "</td><td class=\"n\">%zu</td><td class=\"n\">%zu</td><td>", a->procs[p].captures,
             a->procs[p].calls);
     esc(o, last);
     fputs("</td></tr>\n", o);

@@ -38,10 +38,15 @@ static void print_ended(FILE *out, const cgr_analysis *a, cg_palette pal) {
     char who[256], cmd[96];
     cgr_process_label(a, p, who, sizeof who);
     cgr_process_command(pr, cmd, sizeof cmd);
-    char last[1024];
+    char last[1024], sig[64] = "";
     cgr_ended_last(log, p, last, sizeof last);
-    fprintf(out, "  %s %s: %zu capture%s, %zu call%s during capture logged\n    last logged: %s\n", who,
-            cmd[0] ? cmd : "?", a->procs[p].captures, cg_plural(a->procs[p].captures), a->procs[p].calls,
+    if (pr->signal) { /* capguard run's "ended" record */
+      char words[40];
+      cgr_signal_words(pr->signal, words, sizeof words);
+      snprintf(sig, sizeof sig, ", killed by %s", words);
+    }
+    fprintf(out, "  %s %s%s: %zu capture%s, %zu call%s during capture logged\n    last logged: %s\n", who,
+            cmd[0] ? cmd : "?", sig, a->procs[p].captures, cg_plural(a->procs[p].captures), a->procs[p].calls,
             cg_plural(a->procs[p].calls), last);
   }
 }
