@@ -257,8 +257,8 @@ static int pick_run_file(char *path, size_t cap) {
         }
       }
       rc = fail("%s does not exist; capguard run without --prime uses each program's own file in "
-                "%.*s/ (%s): name one, e.g. the one written last: capguard prime list %s", path,
-                (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names, g.gl_pathv[latest]);
+                "%.*s/ (%s): name one, e.g. the one written last: capguard prime list %s",
+                path, (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names, g.gl_pathv[latest]);
     }
   }
   globfree(&g);

@@ -263,7 +263,8 @@ static void read_facts(const cgl_log *log, run_facts *f) {
       cgl_event_site(e, site, sizeof site);
       long long gpu = log->procs[e->proc].device_sm;
       if (e->image_sm > 0 && gpu > 0 && gpu != e->image_sm)
-        snprintf(arch, sizeof arch, "; its image is built for sm_%lld, this GPU is sm_%lld", e->image_sm, gpu);
+        snprintf(arch, sizeof arch, "; its image is built for sm_%lld, this GPU is sm_%lld", e->image_sm,
+                 gpu);
       snprintf(f->first_failed, sizeof f->first_failed, "%s, CUresult %s, at %s%s", e->call ? e->call : "?",
                result, site, arch);
     }
@@ -456,15 +457,24 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   fprintf(stderr, "%s: recorded into %s:\n", LEARN, prime);
   size_t changed = print_learned(prime, before, n_before, &arch);
   if (!changed && f.failed)
-    fprintf(stderr, "  nothing new: %zu load%s during capture failed, and a load that fails is not recorded\n",
+    fprintf(stderr,
+            "  nothing new: %zu load%s during capture failed, and a load that fails is not recorded\n",
             f.failed, cg_plural(f.failed));
   else if (!changed)
     fprintf(stderr, "  nothing new: the file already held every load this run made during capture\n");
   free(before);
-  cgf_prime_run r = {.procs = f.procs, .loads = f.loads, .served = f.served,
-                     .refused = f.refused, .failed = f.failed,
-                     .first_failed = f.failed ? f.first_failed : NULL, .old_driver = f.old_driver,
-                     .device_sm = f.device_sm, .learned_arch = arch, .status = status, .prime = prime, .cmd = o.cmd};
+  cgf_prime_run r = {.procs = f.procs,
+                     .loads = f.loads,
+                     .served = f.served,
+                     .refused = f.refused,
+                     .failed = f.failed,
+                     .first_failed = f.failed ? f.first_failed : NULL,
+                     .old_driver = f.old_driver,
+                     .device_sm = f.device_sm,
+                     .learned_arch = arch,
+                     .status = status,
+                     .prime = prime,
+                     .cmd = o.cmd};
   int out = verdict(stderr, LEARN, CGF_LEARN, &r, &l) ? CG_EXIT_FINDING : status;
   own_log(LEARN, &o, log, out != CG_EXIT_OK);
   cgl_free(&l);

@@ -85,9 +85,8 @@ void cgr_ended_last(const cgl_log *log, size_t p, char *buf, size_t cap) {
              log->caps[ev->capture].id, site[0] ? site : "an unknown site", after);
   } else if (cp) {
     bool ended = cp->end_ns > cp->begin_ns;
-    snprintf(buf, cap, "capture %lld %s (stream %s, began at %s)%s", cp->id,
-             ended ? "ended" : "began", or_unknown(cp->stream),
-             cp->began && *cp->began ? cp->began : "an unknown site", after);
+    snprintf(buf, cap, "capture %lld %s (stream %s, began at %s)%s", cp->id, ended ? "ended" : "began",
+             or_unknown(cp->stream), cp->began && *cp->began ? cp->began : "an unknown site", after);
   } else {
     snprintf(buf, cap, "%s%s", pr->seen_process ? "its first use of the driver" : "its start", after);
   }

@@ -576,9 +576,8 @@ static void priming_not_enough_say(const ctx *c, cgf_finding *x) {
                         "breaks on %s again: make %s before the capture begins or after it ends",
                         c->again_kept, cg_plural(c->again_kept),
                         c->a->n_broken > 1 ? "captures" : "the capture", e->call ? e->call : "?",
-                        kind ? kind : "?", c->log->procs[e->proc].pid,
-                        site[0] ? site : "an unknown site", c->again_kept == 1 ? "it" : "them",
-                        c->again_kept == 1 ? "it" : "them");
+                        kind ? kind : "?", c->log->procs[e->proc].pid, site[0] ? site : "an unknown site",
+                        c->again_kept == 1 ? "it" : "them", c->again_kept == 1 ? "it" : "them");
   if (!c->again_not_alloc) /* --rescue makes a prohibited allocation in relaxed mode */
     command(x, "; ", "or capture in one run, each refused load and allocation made in relaxed mode",
             rerun(c, c->broke_run, "--rescue"));
@@ -713,8 +712,10 @@ static void failed_say(const ctx *c, cgf_finding *x) {
   cgr_result_words(e->driver_result >= 0 ? e->driver_result : e->result, e->meaning, result, sizeof result);
   long long gpu = c->log->procs[e->proc].device_sm;
   if (c->failed_loads && e->kind == CG_EV_MODULE_LOAD && e->image_sm > 0 && gpu > 0 && gpu != e->image_sm)
-    snprintf(loads, sizeof loads, "; a load that fails is not recorded, so priming cannot serve it: "
-                                  "its image is built for sm_%lld, this GPU is sm_%lld", e->image_sm, gpu);
+    snprintf(loads, sizeof loads,
+             "; a load that fails is not recorded, so priming cannot serve it: "
+             "its image is built for sm_%lld, this GPU is sm_%lld",
+             e->image_sm, gpu);
   else if (c->failed_loads)
     snprintf(loads, sizeof loads, "; a load that fails is not recorded, so priming cannot serve it");
   x->sentence = xprintf("%zu call%s during capture failed: the driver returned an error, which "

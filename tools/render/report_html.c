@@ -492,12 +492,13 @@ static void processes(FILE *o, const cgr_analysis *a) {
  * which pid, what it was, and the last thing it logged. */
 static void ended_table(FILE *o, const cgr_analysis *a) {
   const cgl_log *log = a->log;
-  fprintf(o, "<h2 class=\"bad\">Ended without an exit record</h2>\n<p>%zu process%s that used CUDA "
-             "wrote no exit record: killed, crashed, left through _exit, still running, or cut from "
-             "the log. What each did after its last line is not in the log; the signal that "
-             "killed one is known when capguard run saw it kill its command.</p>\n<table><tr>"
-             "<th>process</th><th>command</th><th>how it ended</th><th>captures</th>"
-             "<th>calls during capture</th><th>last logged</th></tr>\n",
+  fprintf(o,
+          "<h2 class=\"bad\">Ended without an exit record</h2>\n<p>%zu process%s that used CUDA "
+          "wrote no exit record: killed, crashed, left through _exit, still running, or cut from "
+          "the log. What each did after its last line is not in the log; the signal that "
+          "killed one is known when capguard run saw it kill its command.</p>\n<table><tr>"
+          "<th>process</th><th>command</th><th>how it ended</th><th>captures</th>"
+          "<th>calls during capture</th><th>last logged</th></tr>\n",
           a->ended_early, cg_plural_es(a->ended_early));
   size_t rows = 0;
   for (size_t p = 0; p < log->n_procs; p++) {
@@ -761,13 +762,13 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   for (size_t p = 0; p < log->n_procs; p++)
     cuda += log->procs[p].cuda;
   size_t procs = cuda ? cuda : log->n_procs;
-  fprintf(o, "<br>%zu process%s%s, %zu capture%s, <span class=\"%s\">%zu broken</span>",
-          procs, cg_plural_es(procs), cuda && cuda < log->n_procs ? " with CUDA" : "", a->captures,
+  fprintf(o, "<br>%zu process%s%s, %zu capture%s, <span class=\"%s\">%zu broken</span>", procs,
+          cg_plural_es(procs), cuda && cuda < log->n_procs ? " with CUDA" : "", a->captures,
           cg_plural(a->captures), a->n_broken ? "bad" : "good", a->n_broken);
   if (a->ended_early)
     fprintf(o, ", <span class=\"bad\">%zu ended without an exit record</span>", a->ended_early);
-  fprintf(o, "; %zu call%s during capture (%zu module load%s, %zu unload%s", calls, cg_plural(calls),
-          loads, cg_plural(loads), unloads, cg_plural(unloads));
+  fprintf(o, "; %zu call%s during capture (%zu module load%s, %zu unload%s", calls, cg_plural(calls), loads,
+          cg_plural(loads), unloads, cg_plural(unloads));
   /* the other kinds of call, in the schema's words, when they happened */
   for (unsigned k = 0; k <= CG_EV_KIND_COUNT; k++)
     if (k != CG_EV_MODULE_LOAD && k != CG_EV_MODULE_UNLOAD && a->events[k])
@@ -786,9 +787,11 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
     fputs(")</p>\n", o);
   }
   if (log->cut_files)
-    fprintf(o, "<p class=\"bad\">The log is cut short: the last line of %zu file%s ends without a "
-               "newline (the file was truncated, or a writer was killed mid-line); counts are lower "
-               "bounds.</p>\n", log->cut_files, cg_plural(log->cut_files));
+    fprintf(o,
+            "<p class=\"bad\">The log is cut short: the last line of %zu file%s ends without a "
+            "newline (the file was truncated, or a writer was killed mid-line); counts are lower "
+            "bounds.</p>\n",
+            log->cut_files, cg_plural(log->cut_files));
   if (a->log_incomplete)
     fputs("<p class=\"bad\">The log is incomplete: a process could not write all its lines "
           "(full disk or I/O error); counts are lower bounds.</p>\n", o);

@@ -151,9 +151,9 @@ static json_t *processes_json(const cgr_analysis *a) {
                             json_integer(pr->signal));
     }
     if (a->n_runs > 1) /* which run of runs[] it belongs to */
-      json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_RUN,
-                          json_integer((json_int_t)(a->shown_run == SIZE_MAX ? pr->run_index + 1
-                                                                             : a->shown_run + 1)));
+      json_object_set_new(
+          json_array_get(procs, json_array_size(procs) - 1), CG_KEY_RUN,
+          json_integer((json_int_t)(a->shown_run == SIZE_MAX ? pr->run_index + 1 : a->shown_run + 1)));
     json_t *ct = cgr_capture_time_process_json(pr);
     if (ct)
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "capture_time", ct);
@@ -249,12 +249,11 @@ static json_t *runs_json(const cgr_analysis *a) {
   for (size_t r = 0; r < a->n_runs; r++) {
     const cgl_process *top = &all->procs[all->runs[r].first_proc];
     const struct cgr_run_stats *st = &a->runs[r];
-    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", CG_KEY_RUN,
-                          (json_int_t)(r + 1), CG_KEY_PID, (json_int_t)top->pid, "processes",
-                          (json_int_t)st->procs, CG_KEY_CAPTURES, (json_int_t)st->captures,
-                          CG_KEY_CAPTURES_BROKEN, (json_int_t)st->broken, "calls_during_capture",
-                          (json_int_t)st->calls, "served", (json_int_t)st->served, "reported",
-                          a->shown_run == SIZE_MAX || a->shown_run == r);
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", CG_KEY_RUN, (json_int_t)(r + 1),
+                          CG_KEY_PID, (json_int_t)top->pid, "processes", (json_int_t)st->procs,
+                          CG_KEY_CAPTURES, (json_int_t)st->captures, CG_KEY_CAPTURES_BROKEN,
+                          (json_int_t)st->broken, "calls_during_capture", (json_int_t)st->calls, "served",
+                          (json_int_t)st->served, "reported", a->shown_run == SIZE_MAX || a->shown_run == r);
     json_object_set_new(o, "processes_with_cuda", json_integer((json_int_t)st->cuda));
     json_object_set_new(o, "ended_without_exit_record", json_integer((json_int_t)st->ended_early));
     char line[1024];

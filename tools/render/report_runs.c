@@ -5,11 +5,11 @@
 #include "report_runs.h"
 
 /* Appends to buf at *used; a line too long for buf is cut, never overrun. */
-#define ADD(...)                                                                                   \
-  do {                                                                                             \
-    int n_ = snprintf(buf + used, cap - used, __VA_ARGS__);                                       \
-    if (n_ > 0)                                                                                    \
-      used = (size_t)n_ < cap - used ? used + (size_t)n_ : cap - 1;                               \
+#define ADD(...)                                                    \
+  do {                                                              \
+    int n_ = snprintf(buf + used, cap - used, __VA_ARGS__);         \
+    if (n_ > 0)                                                     \
+      used = (size_t)n_ < cap - used ? used + (size_t)n_ : cap - 1; \
   } while (0)
 
 void cgr_run_headline(const cgr_analysis *a, size_t r, cg_palette pal, char *buf, size_t cap) {
