@@ -605,9 +605,11 @@ static void faster_say(const ctx *c, cgf_finding *x) {
 static bool faster_report_holds(const ctx *c) { return c->a->loads_refused != 0; }
 static bool faster_run_holds(const ctx *c) {
   /* a priming file already said to be unusable: the way on is to fix it
-   * (next: says so), not commands that name it again */
+   * (next: says so), not commands that name it again; nor when another call
+   * than a load broke the capture too: learning every load would not save
+   * it, and next: gave the --rescue command already */
   return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD &&
-         !c->f->prime_unusable;
+         !c->f->prime_unusable && !c->again_kept;
 }
 
 /* Loads the CUDA runtime made lazily, at a kernel's first launch: its own
