@@ -26,3 +26,13 @@ int cg_parse_bool(const char *s, bool *out) {
   }
   return -1;
 }
+
+int cg_parse_hang_seconds(const char *s, unsigned *out) {
+  char *end;
+  errno = 0;
+  long n = strtol(s, &end, 10);
+  if (errno || end == s || *end || n < 1 || n > 86400)
+    return -1;
+  *out = (unsigned)n;
+  return 0;
+}

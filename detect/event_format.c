@@ -866,3 +866,12 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
   return cg_out_finish(&o);
 }
 
+/* ---- ended: written by capguard run, not the shim ---------------------------- */
+
+size_t cg_ended_format_json(uint64_t pid, uint64_t time_ns, int sig, char *buf, size_t cap) {
+  cg_out o = cg_out_init(buf, cap);
+  json_head(&o, CG_RECORD_ENDED, pid, time_ns);
+  put_kv_int(&o, CG_KEY_SIGNAL, sig);
+  cg_out_str(&o, "}\n");
+  return cg_out_finish(&o);
+}

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capguard/env_value.h"
 #include "config.h"
 #include "hang_slots.h"
 #include "readable_frame.h"
@@ -118,9 +119,8 @@ void cg_hang_watch_start(void) {
   const char *v = getenv("CAPGUARD_HANG_S");
   if (!v || !*v)
     return;
-  char *end;
-  long n = strtol(v, &end, 10);
-  if (*end || n < 1 || n > 86400) {
+  unsigned n;
+  if (cg_parse_hang_seconds(v, &n) != 0) { /* the command's table takes the same (env_value.h) */
     cg_warn("CAPGUARD_HANG_S=%s is not a number of seconds from 1 to 86400: the hang watch is off", v);
     return;
   }
@@ -129,7 +129,7 @@ void cg_hang_watch_start(void) {
     snprintf(who, sizeof who, "rank %d (pid %d)", r.rank, (int)getpid());
   else
     snprintf(who, sizeof who, "pid %d", (int)getpid());
-  cg_hang_s = (unsigned)n;
+  cg_hang_s = n;
   pthread_t t;
   if (pthread_create(&t, NULL, watch, NULL) == 0) {
     pthread_detach(t); /* never joined: the process exits without it */

@@ -19,6 +19,15 @@ expect_in "$WORK/run1.err" "capguard: next: the 1 image loaded during capture wa
 expect_in "$WORK/run1.err" "make it before the capture begins or after it ends" "what to do"
 expect_in "$WORK/run1.err" "  or capture in one run, each refused load and allocation made in relaxed mode:" "the rescue lead"
 expect_in "$WORK/run1.err" "    capguard run --log $WORK/run1.jsonl -q --rescue --prime $WORK/p.cgp --emulate-driver 12020 -- $DYING_HOST alloc $CUBIN cg_test_fill" "the rescue command"
+# no faster: block: learning every load would not save the capture, and the
+# rescue command is said once
+expect_not_in "$WORK/run1.err" "capguard: faster:" "no faster: block when another call breaks the capture too"
+[ "$(grep -c -- ' --rescue ' "$WORK/run1.err")" -eq 1 ] && pass || fail "the rescue command said $(grep -c -- ' --rescue ' "$WORK/run1.err") times"
+# the report of run 1 says so too, next to its warm-up advice (priming serves loads only)
+run_cg report1 report "$WORK/run1.jsonl"
+expect_in "$WORK/report1.out" "  - priming alone will not do: 1 other call broke the capture too (first cuMemAlloc_v2, allocation, pid " "report: the allocation breaks it again"
+expect_in "$WORK/report1.out" "so the run after priming breaks on it again: make it before the capture begins or after it ends" "report: what to do"
+expect_in "$WORK/report1.out" "        capguard run --rescue --prime $WORK/p.cgp --emulate-driver 12020 -- $DYING_HOST alloc $CUBIN cg_test_fill" "report: the rescue command"
 # what it says is true: run 2 is served and breaks on the allocation
 host run2
 expect_rc 1 "run 2 breaks again"

@@ -33,14 +33,30 @@ expect_in "$WORK/kill-report.out" "1 ended without an exit record" "report's hea
 expect_in "$WORK/kill-report.out" "Ended without an exit record" "report's section"
 pid=$(grep -o '"type":"process","pid":[0-9]*' "$WORK/kill.jsonl" | grep -o '[0-9]*$')
 expect_in "$WORK/kill-report.out" "  pid $pid dying_host kill" "report lists the killed process"
+# capguard run wrote the signal it saw into the log: the report, read later, says it
+grep -q "{\"v\":1,\"type\":\"ended\",\"pid\":$pid,\"time_ns\":[0-9]*,\"signal\":9}" "$WORK/kill.jsonl" && pass \
+  || fail "the log has no ended record with signal 9: $(tail -1 "$WORK/kill.jsonl")"
+expect_in "$WORK/kill-report.out" "cg_test_fill, killed by signal 9 (SIGKILL): 1 capture, 1 call during capture logged" "report: the signal"
 "$CAPGUARD" report --json "$WORK/kill.jsonl" >"$WORK/kill.json" 2>/dev/null
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["totals"]["ended_without_exit_record"] == 1, d["totals"]; assert [p["exited"] for p in d["processes"]] == [False], d["processes"]' "$WORK/kill.json" \
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["totals"]["ended_without_exit_record"] == 1, d["totals"]; assert [p["exited"] for p in d["processes"]] == [False], d["processes"]; assert d["processes"][0]["signal"] == 9, d["processes"]; assert d["processes"][0]["last_logged"].startswith("cuModuleLoadData (module-load, emulated) during capture 1 at dying_host+"), d["processes"]' "$WORK/kill.json" \
   && pass || fail "report --json: totals.ended_without_exit_record is not 1"
+# the HTML page lists it as the text does (which pid, what it last logged),
+# and the command exits as the text report does
+run_cg kill-html report --html "$WORK/kill.html" "$WORK/kill.jsonl"
+expect_rc 1 "report --html of a log with a process killed mid-capture"
+expect_in "$WORK/kill.html" "<h2 class=\"bad\">Ended without an exit record</h2>" "HTML: the section"
+expect_in "$WORK/kill.html" "<span class=\"bad\">1 ended without an exit record</span>" "HTML: the headline"
+expect_in "$WORK/kill.html" "<tr><td class=\"bad\">pid $pid</td><td><code>dying_host kill " "HTML: the killed process's row"
+expect_in "$WORK/kill.html" "<td>cuModuleLoadData (module-load, emulated) during capture 1 at dying_host+" "HTML: what it last logged"
+expect_in "$WORK/kill.html" "</code></td><td>killed by signal 9 (SIGKILL)</td>" "HTML: the signal"
+expect_in "$WORK/kill-report.out" "    last logged: cuModuleLoadData (module-load, emulated) during capture 1 at dying_host+" "text: what it last logged"
 
 # --- SIGSEGV, a crash
 host segv segv
 expect_rc 139 "crashed host: 128+11"
 expect_in "$WORK/segv.err" "was killed by signal 11 (SIGSEGV)" "the summary names SIGSEGV"
+run_cg segv-report report "$WORK/segv.jsonl"
+expect_in "$WORK/segv-report.out" ", killed by signal 11 (SIGSEGV): " "report: SIGSEGV"
 
 # --- killed before any call during its capture: the log has no capture at all
 host quiet quiet-kill
@@ -51,6 +67,9 @@ expect_in "$WORK/quiet.err" "capguard: next: a process ended without an exit rec
 run_cg quiet-report report "$WORK/quiet.jsonl"
 expect_rc 1 "report of a log whose only process was killed"
 expect_not_in "$WORK/quiet-report.out" "nothing to do" "report: not 'nothing to do'"
+run_cg quiet-html report --html "$WORK/quiet.html" "$WORK/quiet.jsonl"
+expect_rc 1 "report --html of a log whose only process was killed"
+expect_in "$WORK/quiet.html" "<h2 class=\"bad\">Ended without an exit record</h2>" "HTML: a process killed before any call during capture"
 
 # --- a worker killed while its parent exits 0: the run's status cannot tell, the summary does
 "$CAPGUARD" run -q --emulate-driver 12020 --log "$WORK/tree.jsonl" --prime "$WORK/tree.cgp" -- \
@@ -81,6 +100,9 @@ head -c $(( $(stat -c %s "$WORK/cut-lines.jsonl") + 10 )) "$WORK/whole.jsonl" >"
 run_cg cut-mid-report report "$WORK/cut-mid.jsonl"
 expect_rc 1 "report of a log cut mid-line"
 expect_in "$WORK/cut-mid-report.out" "the log is cut short: the last line of 1 file ends without a newline" "the cut line is said"
+run_cg cut-mid-html report --html "$WORK/cut-mid.html" "$WORK/cut-mid.jsonl"
+expect_rc 1 "report --html of a log cut mid-line"
+expect_in "$WORK/cut-mid.html" "The log is cut short: the last line of 1 file ends without a newline" "HTML: the cut line is said"
 "$CAPGUARD" report --json "$WORK/cut-mid.jsonl" >"$WORK/cut-mid.json" 2>/dev/null
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["lines"]["files_cut_short"] == 1' "$WORK/cut-mid.json" \
   && pass || fail "report --json: lines.files_cut_short is not 1"

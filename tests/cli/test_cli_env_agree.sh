@@ -9,7 +9,10 @@
 use_real_shim
 
 # --- the same variables
-shim_vars=$(grep -o '"CAPGUARD_[A-Z_]*"' "$SOURCE_ROOT/shim/base/config.c" | tr -d '"' | grep -v '^CAPGUARD_CONFIG_WARNED$' | sort -u)
+# (every variable the shim reads, wherever: the hang watch reads its own; the
+# *_WARNED ones are the shim's notes to its children, never a setting)
+shim_vars=$(grep -rho 'getenv("CAPGUARD_[A-Z_]*")\|"CAPGUARD_[A-Z_]*"' "$SOURCE_ROOT/shim/base/config.c" "$SOURCE_ROOT/shim/decide" \
+  | grep -o 'CAPGUARD_[A-Z_]*' | grep -v '_WARNED$' | sort -u)
 table_vars=$(sed -n '/cg_env_vars\[\] = {/,/^};/p' "$SOURCE_ROOT/tools/base/env_table.c" | grep -o '"CAPGUARD_[A-Z_]*"' | tr -d '"' | sort -u)
 [ -n "$shim_vars" ] && [ "$shim_vars" = "$table_vars" ] && pass \
   || fail "the shim reads [$(echo $shim_vars)], the command's table has [$(echo $table_vars)]"
@@ -38,6 +41,7 @@ for v in 256M 1G 4096 abc 10X; do agree CAPGUARD_PRIME_MAX "$v"; done
 for var in CAPGUARD_RESCUE CAPGUARD_PRIME_READONLY CAPGUARD_QUIET CAPGUARD_SUMMARY; do
   for v in 1 0 yes off true maybe 2; do agree "$var" "$v"; done
 done
+for v in 5 86400 0 x 5s -1 86401; do agree CAPGUARD_HANG_S "$v"; done
 for v in "$WORK/l.jsonl" "$WORK/z%%.jsonl" "$WORK/l.%p.jsonl" "$WORK/a%x.jsonl" "$WORK/q%q.jsonl" "$WORK/e%"; do
   agree CAPGUARD_LOG "$v"
 done

@@ -24,17 +24,26 @@ done
 n=$(sed -n '/^What to do/,$p' "$t" | grep -c '^    - ')
 [ "$n" -ge 11 ] && pass || fail "text report: $n advices, wanted at least 11 (none dropped)"
 run_cg allj report --all --json "${logs[@]}"
-n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["advice"]))' "$WORK/allj.out")
-[ "$n" = 11 ] && pass || fail "json report: $n advices, wanted 11"
+# --all --json: each run's advice and findings in its run (none merged at the top)
 python3 - "$WORK/allj.out" >"$WORK/fj" 2>&1 <<'PY' && pass || fail "json findings: $(cat "$WORK/fj")"
 import json, sys
 d = json.load(open(sys.argv[1]))
-f = d["findings"]
-assert len(f) == 11 and len({x["finding"] for x in f}) == 11, [x["finding"] for x in f]
-faster = [x for x in f if x["finding"] == "faster"][0]
+assert "advice" not in d and "findings" not in d, "advice merged at the top"
+for r in d["runs"]:
+    assert len(r["advice"]) == len(r["findings"]) > 0, r
+f = [x for r in d["runs"] for x in r["findings"]]
+assert len({x["finding"] for x in f}) == 11, sorted({x["finding"] for x in f})
+# each run's commands are its own: run 1's (vllm, no priming file named) never
+# with run 4's priming file (/tmp/p.cgp), as the merged list had them
+r1 = d["runs"][0]
+faster = [x for x in r1["findings"] if x["finding"] == "faster"][0]
 assert [c["command"].split(" -- ")[0] for c in faster["commands"]] == [
-    "capguard prime learn --prime /tmp/p.cgp", "capguard prime check --prime /tmp/p.cgp",
-    "capguard run --rescue --prime /tmp/p.cgp"], faster
+    "capguard prime learn", "capguard prime check", "capguard run --rescue"], faster
+assert all(c["command"].endswith(" -- python3 -m vllm.entrypoints.openai.api_server --model m") for c in faster["commands"]), faster
+allowed = [x for r in d["runs"] for x in r["findings"] if x["finding"] == "allowed-loads"][0]
+assert [c["command"] for c in allowed["commands"]] == [
+    "capguard prime learn --prime /tmp/p.cgp -- ./engine",
+    "capguard run --emulate-driver 12020 --prime /tmp/p.cgp -- ./engine"], allowed
 PY
 
 # --- the all-clear: one sentence, the same in the report and the run summary

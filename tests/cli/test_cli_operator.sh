@@ -216,6 +216,7 @@ expect_in "$WORK/plist.err" "listing $home/cache/capguard/prime.d/startup_like.c
 expect_in "$WORK/plist.out" " k_a" "prime list: what that run recorded"
 [ "$(cat "$WORK/plist2.rc")" = 1 ] && pass || fail "prime list with two programs' files: exit $(cat "$WORK/plist2.rc"), wanted 1"
 expect_in "$WORK/plist2.err" "capguard run without --prime uses each program's own file in $home/cache/capguard/prime.d/ (startup_like.cgp, vllm_like.cgp): name one" "prime list: which files, when several"
+expect_in "$WORK/plist2.err" "name one, e.g. the one written last: capguard prime list $home/cache/capguard/prime.d/vllm_like.cgp" "prime list: the example is the file the latest run used"
 n=$(wc -l <"$readme"); [ "$n" -le 200 ] && pass || fail "README: $n lines, more than the 200 a newcomer reads in minutes"
 # The demo's two opening commands stay first, as written.
 [ "$(grep -m1 -A2 '^```sh$' "$readme" | sed -n '2,3p' | cut -d' ' -f1-2)" = "bash tools/demo/run-demo.sh

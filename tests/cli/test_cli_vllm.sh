@@ -37,6 +37,7 @@ check_broken_run() {
   for p in $pids; do expect_in "$WORK/$tag-report.out" "  pid $p capture 1 (" "$tag: broken capture of pid $p listed"; done
   # the HTML timeline: a row for each of the 4 workers, none for the engine and the shell (no CUDA)
   "$CAPGUARD" report --html "$WORK/$tag.html" "$log" >/dev/null 2>&1
+  expect_in "$WORK/$tag.html" "4 processes with CUDA, 4 captures, " "$tag: the HTML headline counts the processes with CUDA, as the text's"
   [ "$(grep -c '<text x="4"' "$WORK/$tag.html")" -eq 4 ] && pass || fail "$tag: $(grep -c '<text x="4"' "$WORK/$tag.html") timeline rows, wanted 4 (processes without CUDA get none)"
   expect_in "$WORK/$tag-report.out" "    kernels: cg_test_fill, cg_test_axpy" "$tag: kernel named"
   expect_in "$WORK/$tag-report.out" "      4       0  cg_test_fill" "$tag: kernel counted over processes"

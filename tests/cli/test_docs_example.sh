@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/reports.md's example of capguard run's summary is today's output: the
+# docs/reports.md's and README.md's examples of capguard run's summary are today's output: the
 # command it names is run here, as it says (vllm_like and its cubin in the
 # working folder, HOME shown as /home/u), over the fake 12.2 driver, and both
 # are compared line by line once pids, addresses, streams, source lines and
@@ -35,4 +35,20 @@ while read -r line; do
   grep -qxF -- "$line" <(grep '^capguard: broken: pid' "$WORK/now"; sed 's/cuModuleLoadData at/cuModuleLoadDataEx at/' <(grep '^capguard: broken: pid' "$WORK/now"); sed 's/cuModuleLoadDataEx at/cuModuleLoadData at/' <(grep '^capguard: broken: pid' "$WORK/now")) \
     && pass || fail "the example's broken: line is not in today's form: $line"
 done < <(grep '^capguard: broken: pid' "$WORK/doc")
+# README's example: the same summary, its first broken: line in today's form
+# and the others said in one line ("capguard: broken: ... (two more ...")
+awk '/^## What a run says/ { sect = 1 } sect && /^```$/ { if (inblock) exit; inblock = 1; next } inblock' \
+  "$SOURCE_ROOT/README.md" | normalise >"$WORK/readme"
+[ -s "$WORK/readme" ] && pass || fail "no example of capguard run's summary in README.md"
+grep -v '^capguard: broken: ' "$WORK/readme" >"$WORK/readme-rest"
+grep -v '^capguard: broken: ' "$WORK/now" >"$WORK/now-rest2"
+if diff "$WORK/readme-rest" "$WORK/now-rest2" >"$WORK/rdiff"; then pass; else
+  fail "README.md's example is not today's output:"; sed 's/^/    | /' "$WORK/rdiff" >&2; fi
+grep '^capguard: broken: pid' "$WORK/readme" >"$WORK/readme-broken"
+expect_lines "$WORK/readme-broken" 1 "README.md's example: one broken: line in full"
+while read -r line; do
+  grep -qxF -- "$line" <(grep '^capguard: broken: pid' "$WORK/now") && pass \
+    || fail "README.md's broken: line is not in today's form: $line"
+done <"$WORK/readme-broken"
+expect_in "$SOURCE_ROOT/README.md" "\`capguard run -q -- ./vllm_like kernels_sm90.cubin cg_test_fill\` over a 12.2" "README.md names the command of its example"
 finish

@@ -84,6 +84,12 @@ expect_rc 1 "prime check with an image missing"
 [ "$(grep -c 'kernels: k_d' "$WORK/check-miss.out")" -eq 1 ] && pass || fail "check lists k_d's image more than once"
 expect_in "$WORK/check-miss.out" "k_d  at startup_like" "check: where k_d was loaded"
 grep -q 'kernels: k_d .*(pids [0-9]*, [0-9]*)$' "$WORK/check-miss.out" && pass || fail "check: k_d's image without its two pids"
+# four workers that loaded one image: one line, their pids in order
+: >"$WORK/empty.cgp"
+FAKECUDA_DRIVER_VERSION=13000 "$CAPGUARD" prime check --prime "$WORK/empty.cgp" -- "$VLLM_LIKE" --workers 3 "$CUBIN" cg_test_fill >"$WORK/check-four.out" 2>&1
+grep -o '(pids [0-9, ]*)$' "$WORK/check-four.out" | tr -dc '0-9 \n' | tr ' ' '\n' | grep . >"$WORK/check-four.pids"
+[ "$(wc -l <"$WORK/check-four.pids")" -eq 4 ] && sort -n -c "$WORK/check-four.pids" 2>/dev/null && pass \
+  || fail "check: the four workers' pids not listed once, in order: $(grep -o '(pids .*' "$WORK/check-four.out")"
 # its temporary log is kept, and said to be temporary; a check that passes leaves none
 t=$(ls "$WORK/tmp")
 [ "$(echo "$t" | grep -c .)" -eq 1 ] && pass || fail "failed check: $(echo "$t" | grep -c .) files in TMPDIR, wanted its one log"

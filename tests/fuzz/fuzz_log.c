@@ -110,7 +110,19 @@ static void require_report_json(json_t *doc, const cgr_analysis *a) {
   require_array(doc, "kernels", a->n_kernels, "site");
   require_array(doc, "sites", a->n_sites, "kernels");
   require_array(doc, "runs", a->n_runs, "reported");
-  require_array(doc, "advice", a->advice.n, NULL);
+  if (!a->run_advice) {
+    require_array(doc, "advice", a->advice.n, NULL);
+    require_array(doc, "findings", a->advice.n, "finding");
+  } else { /* several runs reported: each run's own advice, none merged at the top */
+    REQUIRE(!json_object_get(doc, "advice") && !json_object_get(doc, "findings"));
+    size_t r;
+    json_t *run;
+    json_array_foreach(json_object_get(doc, "runs"), r, run) {
+      require_array(run, "advice", a->run_advice[r].n, NULL);
+      require_array(run, "findings", a->run_advice[r].n, "finding");
+      REQUIRE(json_is_string(json_object_get(run, "headline")));
+    }
+  }
   size_t per_proc = 0, i;
   json_t *pr;
   json_array_foreach(json_object_get(doc, "processes"), i, pr)

@@ -6,7 +6,8 @@ with SIGKILL while the capture is open, as the OOM killer or a watchdog would.
   run 1: capguard run exits 137; its summary names signal 9 (SIGKILL) and the
          process that ended without an exit record, says to run it again
          (the image was recorded), never "nothing was recorded"; the priming
-         file holds the image; capguard report exits 1 and lists the process;
+         file holds the image; capguard report (text and --html) exits 1 and
+         lists the process with its signal;
   run 2: the same command with the same file: the load is served.
 Prints PASS/FAIL lines and "killed_engine: N passed, M failed"; exit 0 when
 none failed. Usage (from the repository root): python3 tests/gpu/killed_engine.py [--build build]
@@ -86,6 +87,13 @@ def main():
     check(os.path.exists(prime) and os.path.getsize(prime) > 0, "run 1: the priming file holds the image")
     r = subprocess.run([cli, "report", log], env=env, capture_output=True, text=True, timeout=60)
     check(r.returncode == 1 and "Ended without an exit record" in r.stdout, "run 1: capguard report exits 1 and lists it")
+    check("killed by signal 9 (SIGKILL)" in r.stdout,
+          "run 1: capguard report names signal 9 (SIGKILL), from the ended record capguard run wrote")
+    h = os.path.join(tmp, "run1.html")
+    rh = subprocess.run([cli, "report", "--html", h, log], env=env, capture_output=True, text=True, timeout=60)
+    page = open(h).read() if os.path.exists(h) else ""
+    check(rh.returncode == 1 and "Ended without an exit record" in page and "killed by signal 9 (SIGKILL)" in page,
+          "run 1: report --html exits 1 and its page lists the killed engine with its signal")
     p, log, events = run("run2")
     check(any(e.get("event") == "module-load" and e.get("verdict") == "served"
               and "_capguard_killed_kernel" in e.get("image", {}).get("kernels", []) for e in events),

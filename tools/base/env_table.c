@@ -49,7 +49,15 @@ static int check_log(const char *v, char *why, size_t cap) {
   return -1;
 }
 
-/* The variables shim/base/config.c reads, and what it takes of each. */
+static int check_hang(const char *v, char *why, size_t cap) {
+  if (cg_parse_hang_seconds(v, &(unsigned){0}) == 0)
+    return 0;
+  snprintf(why, cap, "is not a number of seconds from 1 to 86400");
+  return -1;
+}
+
+/* The variables the shim reads (shim/base/config.c; the hang watch's in
+ * shim/decide/hang_watch.c), and what it takes of each. */
 const cg_env_var cg_env_vars[] = {
     {"CAPGUARD_MODE", "--mode", check_mode},
     {"CAPGUARD_LOG", "--log", check_log},
@@ -63,6 +71,7 @@ const cg_env_var cg_env_vars[] = {
     {"CAPGUARD_RUN", NULL, NULL},
     {"CAPGUARD_METRICS", "--metrics", NULL}, /* a directory, made or said when first written */
     {"CAPGUARD_STALE", "--stale", check_bool},
+    {"CAPGUARD_HANG_S", NULL, check_hang},
     /* set by capguard run for its processes: how the priming file was named,
      * and that run said already why it cannot be used */
     {"CAPGUARD_PRIME_OPTION", NULL, NULL},

@@ -243,10 +243,23 @@ static int pick_run_file(char *path, size_t cap) {
       fprintf(stderr, "capguard prime: listing %s, the shared file; capguard run without --prime "
                       "uses each program's own file in %.*s/ (%s): name one to list it\n",
               path, (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names);
-    else
+    else {
+      /* the example: the file written last, the one the latest run used */
+      size_t latest = 0;
+      struct timespec newest = {0, 0};
+      for (size_t i = 0; i < g.gl_pathc; i++) {
+        struct stat st;
+        if (stat(g.gl_pathv[i], &st) == 0 &&
+            (st.st_mtim.tv_sec > newest.tv_sec ||
+             (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec))) {
+          newest = st.st_mtim;
+          latest = i;
+        }
+      }
       rc = fail("%s does not exist; capguard run without --prime uses each program's own file in "
-                "%.*s/ (%s): name one, e.g. capguard prime list %s", path,
-                (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names, g.gl_pathv[0]);
+                "%.*s/ (%s): name one, e.g. the one written last: capguard prime list %s",
+                path, (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names, g.gl_pathv[latest]);
+    }
   }
   globfree(&g);
   return rc;

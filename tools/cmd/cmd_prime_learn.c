@@ -23,8 +23,10 @@
 #include "prime_precheck.h"
 #include "log_reader.h"
 #include "report_analysis.h"
+#include "report_offender.h"
 #include "rerun_command.h"
 #include "plural.h"
+#include "xalloc.h"
 
 /* Drivers before CUDA 12.3 refuse module loads during capture. */
 #define FIRST_DRIVER_ALLOWING_LOADS 12030
@@ -225,6 +227,8 @@ static size_t print_learned(const char *path, const loads_seen *before, size_t n
 
 typedef struct {
   size_t procs, loads, served, refused; /* procs: processes that used CUDA */
+  size_t failed;                        /* loads the driver failed: not recorded */
+  char first_failed[768];               /* the first of them in words */
   long long old_driver;                          /* a driver (or emulation) before 12.3, 0 if none */
   long long driver;                              /* the driver the processes saw */
   long long device_sm;                           /* the GPU's architecture, 0 if unknown */
@@ -253,6 +257,17 @@ static void read_facts(const cgl_log *log, run_facts *f) {
       continue;
     }
     f->refused += cg_verdict_breaks(e->verdict);
+    if (e->verdict == CG_VERDICT_FAILED && !f->failed++) {
+      char result[160], site[512], arch[96] = "";
+      cgr_event_result(e, result, sizeof result);
+      cgl_event_site(e, site, sizeof site);
+      long long gpu = log->procs[e->proc].device_sm;
+      if (e->image_sm > 0 && gpu > 0 && gpu != e->image_sm)
+        snprintf(arch, sizeof arch, "; its image is built for sm_%lld, this GPU is sm_%lld", e->image_sm,
+                 gpu);
+      snprintf(f->first_failed, sizeof f->first_failed, "%s, CUresult %s, at %s%s", e->call ? e->call : "?",
+               result, site, arch);
+    }
     long long v = e->emulate_driver ? e->emulate_driver : e->driver_version;
     if (v > 0 && v < FIRST_DRIVER_ALLOWING_LOADS)
       f->old_driver = v;
@@ -345,6 +360,34 @@ static bool listed_before(const cgl_log *l, size_t i) {
   return false;
 }
 
+static int by_pid(const void *x, const void *y) {
+  long long a = *(const long long *)x, b = *(const long long *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* "pid 12" or "pids 12, 14, 15": every process that loaded event i's image
+ * (a process that loaded it twice named once), in order of pid. */
+static void say_pids(FILE *out, const cgl_log *l, size_t i) {
+  const cgl_event *e = &l->evs[i];
+  long long *pids = cg_xrealloc(NULL, (l->n_procs + 1) * sizeof *pids, "listing the processes");
+  size_t n = 0;
+  for (size_t j = i; j < l->n_evs; j++) {
+    const cgl_event *f = &l->evs[j];
+    if (!missing_load(f) || (j != i && !same_image(f, e)))
+      continue;
+    bool seen = false;
+    for (size_t k = 0; k < n && !seen; k++)
+      seen = pids[k] == l->procs[f->proc].pid;
+    if (!seen && n <= l->n_procs)
+      pids[n++] = l->procs[f->proc].pid;
+  }
+  qsort(pids, n, sizeof *pids, by_pid);
+  fputs(n == 1 ? "pid " : "pids ", out);
+  for (size_t k = 0; k < n; k++)
+    fprintf(out, "%s%lld", k ? ", " : "", pids[k]);
+  free(pids);
+}
+
 static bool verdict(FILE *out, const char *me, unsigned audience, const cgf_prime_run *r,
                     const cgl_log *l) {
   cgf_facts facts = {.prime_run = r};
@@ -372,25 +415,7 @@ static bool verdict(FILE *out, const char *me, unsigned audience, const cgf_prim
     fprintf(out, "  %s  %s %.12s  kernels: %s  at %s (", e->call ? e->call : "?",
             e->image_kind < CG_IMAGE_KIND_COUNT ? cg_image_kind_name(e->image_kind) : "?",
             e->image_hash ? e->image_hash : "?", kernels[0] ? kernels : "-", site);
-    for (int pass = 0, pids = 0; pass < 2; pass++) { /* count, then name them */
-      if (pass)
-        fputs(pids == 1 ? "pid " : "pids ", out);
-      for (size_t j = i, named = 0; j < l->n_evs; j++) {
-        const cgl_event *f = &l->evs[j];
-        if (!missing_load(f) || (j != i && !same_image(f, e)))
-          continue;
-        bool seen = false; /* a process that loaded it twice is named once */
-        for (size_t k = i; k < j && !seen; k++)
-          seen = missing_load(&l->evs[k]) && (k == i || same_image(&l->evs[k], e)) &&
-                 l->evs[k].proc == f->proc;
-        if (seen)
-          continue;
-        if (pass)
-          fprintf(out, "%s%lld", named++ ? ", " : "", l->procs[f->proc].pid);
-        else
-          pids++;
-      }
-    }
+    say_pids(out, l, i);
     fputs(")\n", out);
   }
   cgf_finding rest = *x;
@@ -431,12 +456,25 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   unsigned arch;
   fprintf(stderr, "%s: recorded into %s:\n", LEARN, prime);
   size_t changed = print_learned(prime, before, n_before, &arch);
-  if (!changed)
+  if (!changed && f.failed)
+    fprintf(stderr,
+            "  nothing new: %zu load%s during capture failed, and a load that fails is not recorded\n",
+            f.failed, cg_plural(f.failed));
+  else if (!changed)
     fprintf(stderr, "  nothing new: the file already held every load this run made during capture\n");
   free(before);
-  cgf_prime_run r = {.procs = f.procs, .loads = f.loads, .served = f.served,
-                     .refused = f.refused, .old_driver = f.old_driver, .device_sm = f.device_sm,
-                     .learned_arch = arch, .status = status, .prime = prime, .cmd = o.cmd};
+  cgf_prime_run r = {.procs = f.procs,
+                     .loads = f.loads,
+                     .served = f.served,
+                     .refused = f.refused,
+                     .failed = f.failed,
+                     .first_failed = f.failed ? f.first_failed : NULL,
+                     .old_driver = f.old_driver,
+                     .device_sm = f.device_sm,
+                     .learned_arch = arch,
+                     .status = status,
+                     .prime = prime,
+                     .cmd = o.cmd};
   int out = verdict(stderr, LEARN, CGF_LEARN, &r, &l) ? CG_EXIT_FINDING : status;
   own_log(LEARN, &o, log, out != CG_EXIT_OK);
   cgl_free(&l);

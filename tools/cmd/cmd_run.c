@@ -17,6 +17,7 @@
 #include "capguard/log_file.h"
 #include "capguard/log_name.h"
 #include "cli.h"
+#include "ended_record.h"
 #include "capguard/env_value.h"
 #include "commands.h"
 #include "env_table.h"
@@ -502,6 +503,9 @@ int cg_cmd_run(int argc, char **argv) {
       if (!strcmp(after.f[i].path, before.f[j].path))
         after.f[i].offset = before.f[j].offset;
   }
+  /* the signal that killed the command, in the log for the report to read */
+  if (signal)
+    cg_record_ended(after.f, after.n, cmd_pid, signal);
   /* The mode the shim runs in (a word it does not know was refused above). */
   const char *mode_word = o.mode ? o.mode : getenv("CAPGUARD_MODE");
   cg_run_mode mode = CG_RUN_MODE_COUNT;

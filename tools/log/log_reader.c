@@ -612,6 +612,12 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
       read_capture(log, proc_for(log, file, p), o);
     break;
   case CG_RECORD_SUMMARY: read_summary(log, proc_for(log, file, p), o); break;
+  case CG_RECORD_ENDED: { /* capguard run's, not the process's: its span is left as it logged it */
+    json_t *sig = json_object_get(o, CG_KEY_SIGNAL);
+    if (json_is_integer(sig) && json_integer_value(sig) > 0 && json_integer_value(sig) < 256)
+      log->procs[proc_for(log, file, p)].signal = (int)json_integer_value(sig);
+    break;
+  }
   case CG_RECORD_ERROR:
   case CG_RECORD_TYPE_COUNT: break; /* skipped above */
   }

@@ -37,6 +37,7 @@ typedef struct {
   const char *argv[16];
   size_t argc;
   bool has_summary, log_incomplete;
+  int signal;           /* the signal it died of, from capguard run's "ended" record (0: not said) */
   long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
   long long primed_skipped_arch, skipped_sm, device_sm;
   /* Capture time (the summary's capture_ns and what follows it; absent in

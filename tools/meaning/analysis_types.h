@@ -79,6 +79,7 @@ typedef struct cgr_analysis {
    * covers (SIZE_MAX: all of them). */
   struct cgr_run_stats {
     size_t procs, captures, broken, calls, served;
+    size_t cuda, ended_early; /* of procs: those that used CUDA, those that left no exit record */
   } *runs;
   size_t n_runs, shown_run;
   const cgl_log *all;  /* the whole log the runs are of */

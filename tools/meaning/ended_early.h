@@ -20,6 +20,12 @@ bool cgr_ended_early(const cgl_process *p);
 void cgr_ended_list(const cgl_log *log, size_t max, long long signal_pid, int signal, char *buf,
                     size_t cap);
 
+/* The last thing process p (one of them) logged, in words: "cuModuleLoadData
+ * (module-load, refused) during capture 1 at vllm_like.c:102, 3 ms after its
+ * first line", "capture 2 began at SITE, ...", or "its start, ..." when it
+ * logged neither a call during capture nor a capture. */
+void cgr_ended_last(const cgl_log *log, size_t p, char *buf, size_t cap);
+
 /* "signal 9 (SIGKILL)" */
 void cgr_signal_words(int signal, char *buf, size_t cap);
 

@@ -47,12 +47,17 @@ typedef struct {
   /* Calls other than loads that broke a capture (refused, failed, broke):
    * priming serves loads only, so the next run breaks on them again. */
   size_t again, first_again, again_not_alloc;
+  /* of those, the calls guard mode does not put off as it does unloads */
+  size_t again_kept, first_again_kept;
   size_t most_refused; /* the most loads refused during capture in one process */
   /* loads during capture that broke (or would have: rescued) and whose image
    * names no kernel (a compressed fatbin), by image; and the loads the CUDA
    * runtime made lazily, at a kernel's first launch */
   size_t unnamed_images, lazy_loads;
   size_t lazy_run;
+  /* calls during capture the driver failed (verdict failed): the error went
+   * to the program, and a failed load is not recorded */
+  size_t failed, failed_loads, first_failed;
 } ctx;
 
 static void derive(const cgf_facts *f, ctx *c) {
@@ -96,6 +101,16 @@ static void derive(const cgf_facts *f, ctx *c) {
     if (!c->again++)
       c->first_again = i;
     c->again_not_alloc += e->kind != CG_EV_ALLOCATION;
+    if (e->kind != CG_EV_MODULE_UNLOAD && !c->again_kept++)
+      c->first_again_kept = i;
+  }
+  for (size_t i = 0; i < c->log->n_evs; i++) {
+    const cgl_event *e = &c->log->evs[i];
+    if (e->verdict != CG_VERDICT_FAILED)
+      continue;
+    if (!c->failed++)
+      c->first_failed = i;
+    c->failed_loads += e->kind == CG_EV_MODULE_LOAD;
   }
   c->unloads = a->events[CG_EV_MODULE_UNLOAD];
   /* How far each process got past a refused load: a framework that raises at
@@ -551,6 +566,27 @@ static void warm_say(const ctx *c, cgf_finding *x) {
   command(x, NULL, NULL, xprintf("%s", cmd));
 }
 
+/* The warm-up advice's priming serves loads only: when another call broke a
+ * capture too (a refused allocation after the refused load), the run after
+ * priming breaks on it again, which the report says next to that advice. */
+static bool priming_not_enough_holds(const ctx *c) { return c->again_kept && warm_holds(c); }
+static void priming_not_enough_say(const ctx *c, cgf_finding *x) {
+  const cgl_event *e = &c->log->evs[c->first_again_kept];
+  const char *kind = cgl_word(&cg_event_kinds, e->kind);
+  char site[512];
+  cgl_event_site(e, site, sizeof site);
+  x->sentence = xprintf("priming alone will not do: %zu other call%s broke %s too (first %s, %s, "
+                        "pid %lld, at %s), and priming serves only loads, so the run after priming "
+                        "breaks on %s again: make %s before the capture begins or after it ends",
+                        c->again_kept, cg_plural(c->again_kept),
+                        c->a->n_broken > 1 ? "captures" : "the capture", e->call ? e->call : "?",
+                        kind ? kind : "?", c->log->procs[e->proc].pid, site[0] ? site : "an unknown site",
+                        c->again_kept == 1 ? "it" : "them", c->again_kept == 1 ? "it" : "them");
+  if (!c->again_not_alloc) /* --rescue makes a prohibited allocation in relaxed mode */
+    command(x, "; ", "or capture in one run, each refused load and allocation made in relaxed mode",
+            rerun(c, c->broke_run, "--rescue"));
+}
+
 /* How to converge in fewer runs than one per breaking load. */
 static void faster_say(const ctx *c, cgf_finding *x) {
   size_t run = c->f->mode == CG_RUN_MODE_COUNT ? c->broke_run : c->latest;
@@ -573,9 +609,11 @@ static void faster_say(const ctx *c, cgf_finding *x) {
 static bool faster_report_holds(const ctx *c) { return c->a->loads_refused != 0; }
 static bool faster_run_holds(const ctx *c) {
   /* a priming file already said to be unusable: the way on is to fix it
-   * (next: says so), not commands that name it again */
+   * (next: says so), not commands that name it again; nor when another call
+   * than a load broke the capture too: learning every load would not save
+   * it, and next: gave the --rescue command already */
   return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD &&
-         !c->f->prime_unusable;
+         !c->f->prime_unusable && !c->again_kept;
 }
 
 /* Loads the CUDA runtime made lazily, at a kernel's first launch: its own
@@ -666,6 +704,32 @@ static void other_say(const ctx *c, cgf_finding *x) {
                         strncmp(phrase, "first offender ", 15) ? phrase : phrase + 15);
 }
 
+/* Calls the driver answered with an error during capture: nothing broke
+ * perhaps, but the program got the error, and a load that failed was not
+ * recorded (priming cannot serve it). */
+static bool failed_holds(const ctx *c) { return c->failed != 0; }
+/* run's next: loads that failed were not recorded; "check the priming
+ * file" would find nothing wrong with it */
+static bool failed_loads_holds(const ctx *c) { return c->failed_loads != 0; }
+static void failed_say(const ctx *c, cgf_finding *x) {
+  const cgl_event *e = &c->log->evs[c->first_failed];
+  char site[512], result[160], loads[192] = "";
+  cgl_event_site(e, site, sizeof site);
+  cgr_result_words(e->driver_result >= 0 ? e->driver_result : e->result, e->meaning, result, sizeof result);
+  long long gpu = c->log->procs[e->proc].device_sm;
+  if (c->failed_loads && e->kind == CG_EV_MODULE_LOAD && e->image_sm > 0 && gpu > 0 && gpu != e->image_sm)
+    snprintf(loads, sizeof loads,
+             "; a load that fails is not recorded, so priming cannot serve it: "
+             "its image is built for sm_%lld, this GPU is sm_%lld",
+             e->image_sm, gpu);
+  else if (c->failed_loads)
+    snprintf(loads, sizeof loads, "; a load that fails is not recorded, so priming cannot serve it");
+  x->sentence = xprintf("%zu call%s during capture failed: the driver returned an error, which "
+                        "capguard passed to the program (first %s, CUresult %s, at %s)%s",
+                        c->failed, cg_plural(c->failed), e->call ? e->call : "?", result,
+                        site[0] ? site : "an unknown site", loads);
+}
+
 static bool unwatched_holds(const ctx *c) { return c->unwatched != 0; }
 static void unwatched_say(const ctx *c, cgf_finding *x) {
   size_t n = c->unwatched;
@@ -752,6 +816,18 @@ static void learn_incomplete_say(const ctx *c, cgf_finding *x) {
   x->fails = true;
 }
 
+/* Loads the driver failed during the learning run: not in the file, so the
+ * file is short of what the program loads (an image for another GPU). */
+static bool learn_loads_failed_holds(const ctx *c) { return c->f->prime_run->failed != 0; }
+static void learn_loads_failed_say(const ctx *c, cgf_finding *x) {
+  const cgf_prime_run *r = c->f->prime_run;
+  x->sentence = xprintf("incomplete: %zu load%s during capture failed (first %s), and a load that "
+                        "fails is not recorded: find why the driver failed %s, then learn again",
+                        r->failed, cg_plural(r->failed), r->first_failed ? r->first_failed : "?",
+                        r->failed == 1 ? "it" : "them");
+  x->fails = true;
+}
+
 static bool command_failed_holds(const ctx *c) { return c->f->prime_run->status != 0; }
 static void learn_failed_say(const ctx *c, cgf_finding *x) {
   x->sentence = xprintf("the command exited with status %d; what it loaded before that was "
@@ -820,6 +896,7 @@ static const row rows[] = {
     {"no-load-broke", CGF_NEXT, no_load_broke_holds, no_load_broke_say},
     {"guard-mode", CGF_NEXT, guard_mode_holds, guard_mode_say},
     {"read-only", CGF_NEXT, readonly_holds, readonly_say},
+    {"calls-failed", CGF_NEXT, failed_loads_holds, failed_say},
     {"nothing-recorded", CGF_NEXT, not_recorded_holds, not_recorded_say},
     {"ended-early", CGF_NEXT | CGF_REPORT, ended_early_holds, ended_early_say},
     {"log-incomplete", CGF_NEXT, incomplete_holds, incomplete_say},
@@ -827,6 +904,7 @@ static const row rows[] = {
     {"handled", CGF_NEXT, handled_holds, handled_say},
     /* the report's advice, every one that holds */
     {"warm-up", CGF_REPORT, warm_holds, warm_say},
+    {"priming-not-enough", CGF_REPORT, priming_not_enough_holds, priming_not_enough_say},
     {"faster", CGF_REPORT, faster_report_holds, faster_say},
     {"faster", CGF_FASTER, faster_run_holds, faster_say},
     {"runtime-lazy-load", CGF_REPORT | CGF_NOTE, runtime_lazy_holds, runtime_lazy_say},
@@ -836,6 +914,7 @@ static const row rows[] = {
     {"unloads-deferred", CGF_REPORT, unloads_deferred_holds, unloads_deferred_say},
     {"unloads", CGF_REPORT, unloads_holds, unloads_say},
     {"other-call", CGF_REPORT, other_holds, other_say},
+    {"calls-failed", CGF_REPORT, failed_holds, failed_say},
     {"unwatched", CGF_REPORT, unwatched_holds, unwatched_say},
     {"offender-not-said", CGF_REPORT, not_said_holds, not_said_say},
     {"served", CGF_REPORT, served_holds, served_say},
@@ -844,6 +923,7 @@ static const row rows[] = {
     {"all-clear", CGF_REPORT | CGF_NEXT, all_clear_holds, all_clear_say},
     /* prime learn's verdict */
     {"learn-incomplete", CGF_LEARN, learn_incomplete_holds, learn_incomplete_say},
+    {"learn-loads-failed", CGF_LEARN, learn_loads_failed_holds, learn_loads_failed_say},
     {"learn-command-failed", CGF_LEARN, command_failed_holds, learn_failed_say},
     {"learned", CGF_LEARN, learned_holds, learned_say},
     /* prime check's verdict */

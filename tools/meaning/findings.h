@@ -32,6 +32,8 @@ enum {
 /* What prime learn / prime check saw in their run. */
 typedef struct {
   size_t procs, loads, served, refused; /* procs: processes that used CUDA */
+  size_t failed;                        /* loads during capture the driver failed (not recorded) */
+  const char *first_failed; /* the first of them in words ("cuModuleLoadData: CUresult ..."), or NULL */
   long long old_driver; /* a driver (or emulation) before 12.3 that refused loads, 0 if none */
   long long device_sm;  /* the GPU's architecture, 0 if unknown */
   unsigned learned_arch; /* learn: the architecture of what it recorded, 0 if none */

@@ -1,5 +1,6 @@
 #include "report_analysis.h"
 
+#include "ended_early.h"
 #include "findings.h"
 #include "name_cut.h"
 #include "report_offender.h"
@@ -296,6 +297,8 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
     const cgl_process *pr = &all->procs[p];
     struct cgr_run_stats *r = &a->runs[pr->run_index];
     r->procs++;
+    r->cuda += pr->cuda;
+    r->ended_early += cgr_ended_early(pr);
     for (size_t id = 0; id < pr->census_cap; id++)
       if (pr->census_ids[id] & CGL_CENSUS_SEEN) {
         seen[p]++;

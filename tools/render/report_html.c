@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ended_early.h"
 #include "findings.h"
 #include "report_stale.h"
 #include "report_offender.h"
@@ -486,6 +487,52 @@ static void processes(FILE *o, const cgr_analysis *a) {
             log->n_procs - MAX_ROWS);
 }
 
+/* The processes that used CUDA and left no exit record (killed, crashed,
+ * _exit, still running, cut from the log), as the text report lists them:
+ * which pid, what it was, and the last thing it logged. */
+static void ended_table(FILE *o, const cgr_analysis *a) {
+  const cgl_log *log = a->log;
+  fprintf(o,
+          "<h2 class=\"bad\">Ended without an exit record</h2>\n<p>%zu process%s that used CUDA "
+          "wrote no exit record: killed, crashed, left through _exit, still running, or cut from "
+          "the log. What each did after its last line is not in the log; the signal that "
+          "killed one is known when capguard run saw it kill its command.</p>\n<table><tr>"
+          "<th>process</th><th>command</th><th>how it ended</th><th>captures</th>"
+          "<th>calls during capture</th><th>last logged</th></tr>\n",
+          a->ended_early, cg_plural_es(a->ended_early));
+  size_t rows = 0;
+  for (size_t p = 0; p < log->n_procs; p++) {
+    if (!cgr_ended_early(&log->procs[p]))
+      continue;
+    if (rows++ == MAX_ROWS)
+      break;
+    char who[256], cmd[160], last[1024];
+    cgr_process_label(a, p, who, sizeof who);
+    cgr_process_command(&log->procs[p], cmd, sizeof cmd);
+    cgr_ended_last(log, p, last, sizeof last);
+    fputs("<tr><td class=\"bad\">", o);
+    esc(o, who);
+    fputs("</td><td><code>", o);
+    esc(o, cmd[0] ? cmd : "?");
+    fputs("</code></td><td>", o);
+    if (log->procs[p].signal) { /* capguard run's "ended" record */
+      char words[40];
+      cgr_signal_words(log->procs[p].signal, words, sizeof words);
+      fputs("killed by ", o);
+      esc(o, words);
+    } else {
+      fputs("not in the log", o);
+    }
+    fprintf(o, "</td><td class=\"n\">%zu</td><td class=\"n\">%zu</td><td>", a->procs[p].captures,
+            a->procs[p].calls);
+    esc(o, last);
+    fputs("</td></tr>\n", o);
+  }
+  fputs("</table>\n", o);
+  if (a->ended_early > MAX_ROWS)
+    fprintf(o, "<p>and %zu more (capguard report lists them all)</p>\n", a->ended_early - MAX_ROWS);
+}
+
 static void kernel_cell(FILE *o, const cgl_event *e) {
   for (size_t k = 0; k < e->kernels->n; k++) {
     if (k) fputs("<br>", o);
@@ -709,10 +756,18 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   }
   size_t calls = a->calls, loads = a->events[CG_EV_MODULE_LOAD],
          unloads = a->events[CG_EV_MODULE_UNLOAD];
-  fprintf(o, "<br>%zu process%s, %zu capture%s, <span class=\"%s\">%zu broken</span>; "
-             "%zu call%s during capture (%zu module load%s, %zu unload%s",
-          log->n_procs, cg_plural_es(log->n_procs), a->captures, cg_plural(a->captures),
-          a->n_broken ? "bad" : "good", a->n_broken, calls, cg_plural(calls), loads,
+  /* the processes that used CUDA, when some did, as the text report counts
+   * them: a JIT's compiler steps (sh, gcc, as) are in the Processes table */
+  size_t cuda = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    cuda += log->procs[p].cuda;
+  size_t procs = cuda ? cuda : log->n_procs;
+  fprintf(o, "<br>%zu process%s%s, %zu capture%s, <span class=\"%s\">%zu broken</span>", procs,
+          cg_plural_es(procs), cuda && cuda < log->n_procs ? " with CUDA" : "", a->captures,
+          cg_plural(a->captures), a->n_broken ? "bad" : "good", a->n_broken);
+  if (a->ended_early)
+    fprintf(o, ", <span class=\"bad\">%zu ended without an exit record</span>", a->ended_early);
+  fprintf(o, "; %zu call%s during capture (%zu module load%s, %zu unload%s", calls, cg_plural(calls), loads,
           cg_plural(loads), unloads, cg_plural(unloads));
   /* the other kinds of call, in the schema's words, when they happened */
   for (unsigned k = 0; k <= CG_EV_KIND_COUNT; k++)
@@ -731,6 +786,12 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
     esc(o, log->first_malformed);
     fputs(")</p>\n", o);
   }
+  if (log->cut_files)
+    fprintf(o,
+            "<p class=\"bad\">The log is cut short: the last line of %zu file%s ends without a "
+            "newline (the file was truncated, or a writer was killed mid-line); counts are lower "
+            "bounds.</p>\n",
+            log->cut_files, cg_plural(log->cut_files));
   if (a->log_incomplete)
     fputs("<p class=\"bad\">The log is incomplete: a process could not write all its lines "
           "(full disk or I/O error); counts are lower bounds.</p>\n", o);
@@ -738,6 +799,8 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   fputs("<h2>Timeline</h2>\n", o);
   timeline(o, a);
   processes(o, a);
+  if (a->ended_early)
+    ended_table(o, a);
   cgr_print_ranks_html(o, log, esc);
   cgr_capture_time_html(o, a, esc);
   findings(o, a);

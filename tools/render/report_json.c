@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ended_early.h"
 #include "findings.h"
 #include "report_stale.h"
 #include "log_pool.h"
@@ -11,6 +12,8 @@
 #include "report_ranks.h"
 #include "report_capture_time.h"
 #include "report_render.h"
+#include "report_runs.h"
+#include "process_order.h"
 #include "capguard/log_keys.h"
 
 static json_t *jtext(const char *s) { return cgl_json_text(s); }
@@ -100,10 +103,10 @@ static json_t **broken_by_process(const cgr_analysis *a) {
 }
 
 /* The findings taken apart: which row, its sentence, each command alone. */
-static json_t *findings_json(const cgr_analysis *a) {
+static json_t *findings_json(const cgf_list *advice) {
   json_t *findings = json_array();
-  for (size_t i = 0; i < a->advice.n; i++) {
-    const cgf_finding *x = &a->advice.v[i];
+  for (size_t i = 0; i < advice->n; i++) {
+    const cgf_finding *x = &advice->v[i];
     json_t *cmds = json_array();
     for (size_t k = 0; k < x->n_commands; k++) {
       json_t *c = json_object();
@@ -123,7 +126,9 @@ static json_t *findings_json(const cgr_analysis *a) {
 static json_t *processes_json(const cgr_analysis *a) {
   const cgl_log *log = a->log;
   json_t *procs = json_array(), **per = broken_by_process(a);
-  for (size_t p = 0; p < log->n_procs; p++) {
+  size_t *order = cgr_process_order(log); /* by run, then pid */
+  for (size_t i = 0; i < log->n_procs; i++) {
+    size_t p = order[i];
     const cgl_process *pr = &log->procs[p];
     json_t *argv = json_array();
     for (size_t i = 0; i < pr->argc; i++)
@@ -137,6 +142,18 @@ static json_t *processes_json(const cgr_analysis *a) {
                                            CG_KEY_LOG, jtext(log->files[pr->file])));
     json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "broken_captures",
                         per ? per[p] : json_array());
+    if (cgr_ended_early(pr)) { /* no exit record: the last thing it logged, in words */
+      char last[1024];
+      cgr_ended_last(log, p, last, sizeof last);
+      json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "last_logged", jtext(last));
+      if (pr->signal) /* capguard run's "ended" record: the signal that killed it */
+        json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_SIGNAL,
+                            json_integer(pr->signal));
+    }
+    if (a->n_runs > 1) /* which run of runs[] it belongs to */
+      json_object_set_new(
+          json_array_get(procs, json_array_size(procs) - 1), CG_KEY_RUN,
+          json_integer((json_int_t)(a->shown_run == SIZE_MAX ? pr->run_index + 1 : a->shown_run + 1)));
     json_t *ct = cgr_capture_time_process_json(pr);
     if (ct)
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "capture_time", ct);
@@ -148,6 +165,7 @@ static json_t *processes_json(const cgr_analysis *a) {
     }
   }
   free(per);
+  free(order);
   return procs;
 }
 
@@ -210,20 +228,49 @@ static json_t *totals_json(const cgr_analysis *a) {
   return totals;
 }
 
-static json_t *runs_json(const cgr_analysis *a) {
-  /* Every run in the logs, and which one the rest of this document is about. */
-  json_t *runs = json_array();
-  for (size_t r = 0; r < a->n_runs; r++) {
-    const cgl_process *top = &a->all->procs[a->all->runs[r].first_proc];
-    json_array_append_new(runs, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", CG_KEY_RUN,
-                                          (json_int_t)(r + 1), CG_KEY_PID, (json_int_t)top->pid,
-                                          "processes", (json_int_t)a->runs[r].procs, CG_KEY_CAPTURES,
-                                          (json_int_t)a->runs[r].captures, CG_KEY_CAPTURES_BROKEN,
-                                          (json_int_t)a->runs[r].broken, "calls_during_capture",
-                                          (json_int_t)a->runs[r].calls, "served",
-                                          (json_int_t)a->runs[r].served, "reported",
-                                          a->shown_run == SIZE_MAX || a->shown_run == r));
+/* What to do, one line a finding (the text report's words). */
+static json_t *advice_json(const cgf_list *advice) {
+  json_t *lines = json_array();
+  for (size_t i = 0; i < advice->n; i++) {
+    char *line = cgf_line(&advice->v[i]);
+    json_array_append_new(lines, jtext(line));
+    free(line);
   }
+  return lines;
+}
+
+/* Every run in the logs, and which one the rest of this document is about;
+ * with --all over several runs, each run's own headline, processes and
+ * advice (one run's advice is never said of another). */
+static json_t *runs_json(const cgr_analysis *a) {
+  const cgl_log *all = a->all;
+  json_t *runs = json_array();
+  size_t *order = cgr_process_order(all);
+  for (size_t r = 0; r < a->n_runs; r++) {
+    const cgl_process *top = &all->procs[all->runs[r].first_proc];
+    const struct cgr_run_stats *st = &a->runs[r];
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", CG_KEY_RUN, (json_int_t)(r + 1),
+                          CG_KEY_PID, (json_int_t)top->pid, "processes", (json_int_t)st->procs,
+                          CG_KEY_CAPTURES, (json_int_t)st->captures, CG_KEY_CAPTURES_BROKEN,
+                          (json_int_t)st->broken, "calls_during_capture", (json_int_t)st->calls, "served",
+                          (json_int_t)st->served, "reported", a->shown_run == SIZE_MAX || a->shown_run == r);
+    json_object_set_new(o, "processes_with_cuda", json_integer((json_int_t)st->cuda));
+    json_object_set_new(o, "ended_without_exit_record", json_integer((json_int_t)st->ended_early));
+    char line[1024];
+    cgr_run_headline(a, r, (cg_palette){"", "", "", "", "", ""}, line, sizeof line);
+    json_object_set_new(o, "headline", jtext(line));
+    json_t *pids = json_array(); /* sorted: order is by run, then pid */
+    for (size_t i = 0; i < all->n_procs; i++)
+      if (all->procs[order[i]].run_index == r)
+        json_array_append_new(pids, json_integer((json_int_t)all->procs[order[i]].pid));
+    json_object_set_new(o, "pids", pids);
+    if (a->run_advice) {
+      json_object_set_new(o, "advice", advice_json(&a->run_advice[r]));
+      json_object_set_new(o, "findings", findings_json(&a->run_advice[r]));
+    }
+    json_array_append_new(runs, o);
+  }
+  free(order);
   return runs;
 }
 
@@ -271,14 +318,12 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
   json_object_set_new(root, "totals", totals_json(a));
   json_object_set_new(root, "runs", runs_json(a));
 
-  json_t *advice = json_array();
-  for (size_t i = 0; i < a->advice.n; i++) {
-    char *line = cgf_line(&a->advice.v[i]);
-    json_array_append_new(advice, jtext(line));
-    free(line);
+  /* Several runs reported: the advice is each run's, in runs[] (the text
+   * report gives it under each run); one list for all would mix them. */
+  if (!a->run_advice) {
+    json_object_set_new(root, "advice", advice_json(&a->advice));
+    json_object_set_new(root, "findings", findings_json(&a->advice));
   }
-  json_object_set_new(root, "advice", advice);
-  json_object_set_new(root, "findings", findings_json(a));
   json_object_set_new(root, CG_KEY_STALE, cgr_stale_json(log));
 
   int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -9,7 +9,9 @@
 #include "capture_time.h"
 #include "report_capture_time.h"
 #include "report_render.h"
+#include "report_runs.h"
 #include "plural.h"
+#include "process_order.h"
 
 void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap) {
   const cgl_process *p = &a->log->procs[proc];
@@ -36,9 +38,16 @@ static void print_ended(FILE *out, const cgr_analysis *a, cg_palette pal) {
     char who[256], cmd[96];
     cgr_process_label(a, p, who, sizeof who);
     cgr_process_command(pr, cmd, sizeof cmd);
-    fprintf(out, "  %s %s: %zu capture%s, %zu call%s during capture logged\n", who, cmd[0] ? cmd : "?",
-            a->procs[p].captures, cg_plural(a->procs[p].captures), a->procs[p].calls,
-            cg_plural(a->procs[p].calls));
+    char last[1024], sig[64] = "";
+    cgr_ended_last(log, p, last, sizeof last);
+    if (pr->signal) { /* capguard run's "ended" record */
+      char words[40];
+      cgr_signal_words(pr->signal, words, sizeof words);
+      snprintf(sig, sizeof sig, ", killed by %s", words);
+    }
+    fprintf(out, "  %s %s%s: %zu capture%s, %zu call%s during capture logged\n    last logged: %s\n", who,
+            cmd[0] ? cmd : "?", sig, a->procs[p].captures, cg_plural(a->procs[p].captures), a->procs[p].calls,
+            cg_plural(a->procs[p].calls), last);
   }
 }
 
@@ -65,23 +74,13 @@ void cgr_print_verdict_counts(FILE *out, const cgr_analysis *a, const char *lead
 
 /* One line a run, when the log holds several: which one the report is about. */
 static void print_runs(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  const cgl_log *all = a->all;
   bool one = a->shown_run != SIZE_MAX;
   fprintf(out, "\n%sRuns%s (%s)\n", pal.bold, pal.reset,
           one ? "the report below is of the latest; --all for every run" : "all reported below");
   for (size_t r = 0; r < a->n_runs; r++) {
-    const struct cgr_run_stats *st = &a->runs[r];
-    const cgl_process *top = &all->procs[all->runs[r].first_proc];
-    char cmd[96];
-    cgr_process_command(top, cmd, sizeof cmd);
-    fprintf(out, "  %s run %zu: pid %lld %s (%zu process%s): %zu capture%s, %s%zu broken%s",
-            one && r == a->shown_run ? ">" : " ", r + 1, top->pid, cmd[0] ? cmd : "?", st->procs,
-            cg_plural_es(st->procs), st->captures, cg_plural(st->captures),
-            st->broken ? pal.red : pal.green, st->broken, pal.reset);
-    if (st->served)
-      fprintf(out, ", %zu load%s served from the priming file", st->served,
-              cg_plural(st->served));
-    fputc('\n', out);
+    char line[1024];
+    cgr_run_headline(a, r, pal, line, sizeof line);
+    fprintf(out, "  %s %s\n", one && r == a->shown_run ? ">" : " ", line);
   }
 }
 
@@ -166,21 +165,9 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
 }
 
 /* One line a process: what it was, how it ran, and how its captures fared; the
- * story of the runs in a log (run 1 broke, run 2 was primed) at a glance. */
-/* One line a process: what it was, how it ran, and how its captures fared; the
  * story of the runs in a log (run 1 broke, run 2 was primed) at a glance.
  * Processes that never used CUDA (a shell, a compiler a JIT runs) are one line
  * together when some process did. */
-static const cgl_log *order_log; /* for qsort; the CLI is single-threaded */
-static int by_run_then_pid(const void *x, const void *y) {
-  const cgl_process *p = &order_log->procs[*(const size_t *)x], *q = &order_log->procs[*(const size_t *)y];
-  if (p->run_index != q->run_index)
-    return p->run_index < q->run_index ? -1 : 1;
-  if (p->pid != q->pid)
-    return p->pid < q->pid ? -1 : 1;
-  return *(const size_t *)x < *(const size_t *)y ? -1 : 1;
-}
-
 static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
   const size_t shown_max = 20;
@@ -188,16 +175,7 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   for (size_t p = 0; p < log->n_procs; p++)
     cuda += log->procs[p].cuda;
   /* by run, then by pid: several logs (--all) are read one after the other */
-  size_t *order = malloc((log->n_procs + 1) * sizeof *order);
-  if (!order) {
-    fputs("capguard: out of memory listing the processes\n", stderr);
-    exit(2);
-  }
-  for (size_t p = 0; p < log->n_procs; p++)
-    order[p] = p;
-  order_log = log;
-  if (log->n_procs)
-    qsort(order, log->n_procs, sizeof *order, by_run_then_pid);
+  size_t *order = cgr_process_order(log);
   fprintf(out, "\n%sProcesses%s (as logged)\n", pal.bold, pal.reset);
   for (size_t i = 0; i < log->n_procs; i++) {
     size_t p = order[i];

@@ -12,6 +12,7 @@
 #define CG_KEY_TYPE "type"
 #define CG_KEY_PID "pid"
 #define CG_KEY_TIME_NS "time_ns"
+#define CG_KEY_SIGNAL "signal"
 #define CG_KEY_IMAGE "image"
 #define CG_KEY_KIND "kind"
 #define CG_KEY_SIZE "size"

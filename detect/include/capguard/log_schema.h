@@ -34,7 +34,9 @@ enum {
   X(CG_RECORD_CAPTURE, "capture", 0, "a capture ended (or the process exited with it open)")       \
   X(CG_RECORD_SUMMARY, "summary", 0, "the process exited")                                         \
   X(CG_RECORD_ERROR, "error", CG_WORD_SKIPPED,                                                     \
-    "a formatter was handed nothing to format (a capguard bug); readers skip it")
+    "a formatter was handed nothing to format (a capguard bug); readers skip it")                  \
+  X(CG_RECORD_ENDED, "ended", 0,                                                                   \
+    "capguard run's command died of a signal (written by capguard run, not the shim)")
 
 #define CG_EVENT_KINDS(X)                                                                           \
   X(CG_EV_MODULE_LOAD, "module-load", 0, "cuModuleLoad*, cuLibraryLoad* while prohibited")          \
