@@ -18,6 +18,7 @@
 #include "output.h"
 #include "query_fence.h"
 #include "tick_slots.h"
+#include "ending_slots.h"
 #include "python_site.h"
 #include "stack.h"
 #include "warn.h"
@@ -77,7 +78,9 @@ void cg_streams_ask_lock(void) { cg_rdlock(&streams); }
 void cg_streams_destroy_lock(void) { cg_wrlock(&streams); }
 void cg_streams_unlock(void) { cg_rwunlock(&streams); }
 
-static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Every capture takes it once as it begins and once as it ends, for a short
+ * while: a waiter spins a moment before it sleeps (locks.h). */
+static pthread_mutex_t model_lock = CG_MUTEX_SPINNING;
 static cg_model *model;
 static uint64_t captures_broken;
 
@@ -194,7 +197,7 @@ void cg_captures_begin_enter(void) {
   cg_query_fence_wait(true);
   cg_rdlock(&gate);
   begin_tick0 = cg_captures_tick();
-  begin_slot = cg_tick_slots_take(&begins, begin_tick0);
+  begin_slot = cg_tick_slots_take(&begins, begin_tick0, cg_self_tid());
 }
 
 static bool begins_before(uint64_t tick) { return cg_tick_slots_before(&begins, tick); }
@@ -260,13 +263,26 @@ void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint
   cg_rwunlock(&gate);
 }
 
+/* Ends between their entry and the model's update (ending_slots.h). */
+static cg_ending_slots ending;
+static __thread int end_slot __attribute__((tls_model("initial-exec"))); /* slot + 1; 0: none */
+
 void cg_captures_end_enter(uint64_t key) {
   cg_rdlock(&gate);
+  end_slot = cg_ending_take(&ending, key, cg_captures_tick(), cg_self_tid());
+  if (end_slot)
+    return;
+  /* No free slot: the capture is stamped in the model. */
   cg_lock(&model_lock);
   cg_capture *c = model ? cg_model_find(model, key) : NULL;
   if (c && !c->end_tick)
     c->end_tick = cg_captures_tick();
   cg_unlock(&model_lock);
+}
+
+uint64_t cg_captures_end_tick(const cg_capture *c) {
+  uint64_t stamped = c->end_tick, in_flight = cg_ending_tick(&ending, c->stream, c->begin_tick[0]);
+  return stamped && (!in_flight || stamped < in_flight) ? stamped : in_flight;
 }
 
 bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t still_id, CUresult *result,
@@ -281,6 +297,8 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
     open->end_tick = 0; /* not ended: a later refusal met it open */
     open = NULL;
   }
+  cg_ending_give(&ending, end_slot); /* the model has the end (or never had the capture) */
+  end_slot = 0;
   if (!open) {
     cg_unlock(&model_lock);
     cg_rwunlock(&gate);
@@ -413,7 +431,7 @@ void cg_captures_atfork_parent(void) {
 }
 void cg_captures_atfork_child(void) {
   cg_query_fence_atfork_child();
-  pthread_mutex_init(&model_lock, NULL);
+  model_lock = (pthread_mutex_t)CG_MUTEX_SPINNING;
   gate = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
   streams = (pthread_rwlock_t)PTHREAD_RWLOCK_INITIALIZER;
   cg_activity.n.begins_in_flight = 0;
@@ -423,6 +441,8 @@ void cg_captures_atfork_child(void) {
   __atomic_store_n(&cg_activity.n.open, 0, __ATOMIC_RELEASE);
   captures_broken = 0;
   cg_tick_slots_reset(&begins, false, 0, 0);
+  cg_ending_reset(&ending);
+  end_slot = 0;
   begin_slot = 0;
   self_tid = 0;
   self_pid = 0;
