@@ -137,19 +137,24 @@ uint64_t cg_stream_key(CUstream s, bool ptsz) {
   return (uint64_t)(uintptr_t)s;
 }
 
-/* A site is taken at every begin and given back at its end: one spare is
- * kept (an atomic exchange each way) instead of a malloc and a free. */
+/* A site is taken at every begin and given back at its end: spares are
+ * kept (an atomic exchange each way) instead of a malloc and a free. One
+ * spare a thread's share of SPARE_SITES, each on a line of its own: with a
+ * single one, every thread capturing at once exchanged on the same line
+ * twice a capture. At most SPARE_SITES kept, whatever the threads. */
+enum { SPARE_SITES = 16 };
 static struct {
   cg_begin_site *p;
-} OWN_LINE spare_site;
+} OWN_LINE spare_sites[SPARE_SITES];
 void cg_begin_site_free(cg_begin_site *site) {
   cg_begin_site *none = NULL;
-  if (site && !__atomic_compare_exchange_n(&spare_site.p, &none, site, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+  if (site && !__atomic_compare_exchange_n(&spare_sites[cg_self_tid() % SPARE_SITES].p, &none, site, false,
+                                           __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
     free(site);
 }
 
 cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot) {
-  cg_begin_site *site = __atomic_exchange_n(&spare_site.p, NULL, __ATOMIC_ACQ_REL);
+  cg_begin_site *site = __atomic_exchange_n(&spare_sites[cg_self_tid() % SPARE_SITES].p, NULL, __ATOMIC_ACQ_REL);
   if (!site)
     site = malloc(sizeof *site);
   if (site) {
