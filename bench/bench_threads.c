@@ -4,9 +4,11 @@
  * thread alone. Each thread makes ITERATIONS captures (begin, end, graph
  * destroy) in MODE (0 global, 1 thread-local, 2 relaxed) after a common
  * start; the wall time from the start to the last thread's end, per capture,
- * and the process's voluntary context switches per capture (lock hand-offs
- * put threads to sleep) are printed:
- *   ns_per_capture N csw_per_capture C
+ * the process's voluntary context switches per capture (lock hand-offs
+ * put threads to sleep) and its CPU time (user and system) per capture,
+ * which a loaded machine's other work does not stretch as it does the wall
+ * time, are printed:
+ *   ns_per_capture N csw_per_capture C cpu_ns_per_capture U
  * bench/run_bench_threads.sh runs it with and without capguard, alternating.
  * Usage: bench_threads THREADS ITERATIONS [MODE]; exit 2 with one line when
  * the set-up fails. */
@@ -105,8 +107,11 @@ int main(int argc, char **argv) {
   getrusage(RUSAGE_SELF, &r1);
   for (int i = 0; i < threads; i++)
     pthread_join(t[i], NULL);
+  free(t);
   double n = (double)threads * iterations;
-  printf("ns_per_capture %.0f csw_per_capture %.3f\n", (double)(last_end - first_start) / n,
-         (double)(r1.ru_nvcsw - r0.ru_nvcsw) / n);
+  double cpu_ns = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1e9 +
+                  (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e3;
+  printf("ns_per_capture %.0f csw_per_capture %.3f cpu_ns_per_capture %.0f\n", (double)(last_end - first_start) / n,
+         (double)(r1.ru_nvcsw - r0.ru_nvcsw) / n, cpu_ns / n);
   return 0;
 }

@@ -29,11 +29,13 @@ NULLDRV_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) {
   (void)c;
   return CUDA_SUCCESS;
 }
+#ifndef NULLDRV_CAPTURES /* null_captures.c's streams are each their own */
 NULLDRV_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
   (void)flags;
   *s = (CUstream)(uintptr_t)0x2000;
   return CUDA_SUCCESS;
 }
+#endif
 NULLDRV_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned int flags) {
   (void)flags;
   *e = (CUevent)(uintptr_t)0x3000;

@@ -79,6 +79,15 @@ static inline void cg_rwunlock(pthread_rwlock_t *l) {
   cg_lock_let_go();
 }
 
+/* A mutex whose waiter spins a moment (glibc's adaptive kind: tries to take
+ * it a hundred times or so) before it sleeps in the kernel: for the locks
+ * every capture takes for a few hundred instructions (the capture model's),
+ * where many threads capturing at once queued on it and each hand-off put a
+ * thread to sleep and woke it again, costing more than the wait itself.
+ * Taken and released as any other (cg_lock, cg_exit_lock); a forked child
+ * sets it back with the same initializer. */
+#define CG_MUTEX_SPINNING PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+
 /* A forked child's thread holds none of the parent's locks. */
 void cg_locks_atfork_child(void);
 

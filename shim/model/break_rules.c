@@ -298,7 +298,7 @@ static void count_refusal(void) {
     return;
   refusal_counted = true;
   uint64_t since = refusal_tick ? refusal_tick : watched_tick0 ? watched_tick0 : 1;
-  pending_slot = cg_tick_slots_take(&pending, since);
+  pending_slot = cg_tick_slots_take(&pending, since, cg_self_tid());
   __atomic_add_fetch(&refusals_pending, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -453,7 +453,8 @@ void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, 
       if (seen || (hi && (c->begin_tick[0] > hi || c->active_tick > hi)))
         continue;
       bool begun = lo && c->begin_tick[1] && c->begin_tick[1] < lo;
-      bool open_after = !c->end_tick || (hi && c->end_tick > hi);
+      uint64_t end_tick = cg_captures_end_tick(c);
+      bool open_after = !end_tick || (hi && end_tick > hi);
       /* Surely open when the driver refused the call: the call broke it (a
        * refusal breaks every capture its rule names). Its begin raced the
        * call: the driver says whether it is still active. Its end raced the

@@ -3,13 +3,25 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "capguard/clock.h"
 #include "live_captures.h" /* cg_begin_site_text */
 
 unsigned cg_launch_watch;
 
-static uint64_t ended, total_ns, first_begin_ns, first_replay_ns;
+static uint64_t first_begin_ns, first_replay_ns;
+/* Captures ended and their time, added up in shards of a cache line each,
+ * a thread to a shard (given in turn at its first end), summed when read:
+ * with one pair every thread capturing at once added to the same line, and
+ * each end took it from the core of the last, with the line every begin and
+ * every graph launch reads (first_begin_ns). */
+enum { TIME_SHARDS = 16 };
+static struct {
+  uint64_t ended, ns;
+} __attribute__((aligned(64))) shards[TIME_SHARDS];
+static unsigned shards_given;
+static __thread unsigned own_shard __attribute__((tls_model("initial-exec"))); /* shard + 1; 0: none yet */
 /* The slowest so far, slowest first, under slow_lock; slow_floor is the
  * shortest of them once all slots are full (0 before): a capture no slower
  * never takes the lock. */
@@ -44,8 +56,10 @@ static bool keep_slow(const cg_capture *closed, void *site, uint64_t ns);
 bool cg_capture_time_ended(const cg_capture *closed, void *site) {
   /* CLOCK_REALTIME may step back: such a capture counts, for no time. */
   uint64_t ns = closed->end_ns > closed->begin_ns ? closed->end_ns - closed->begin_ns : 0;
-  __atomic_add_fetch(&ended, 1, __ATOMIC_RELAXED);
-  __atomic_add_fetch(&total_ns, ns, __ATOMIC_RELAXED);
+  if (__builtin_expect(!own_shard, 0))
+    own_shard = __atomic_fetch_add(&shards_given, 1, __ATOMIC_RELAXED) % TIME_SHARDS + 1;
+  __atomic_add_fetch(&shards[own_shard - 1].ended, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&shards[own_shard - 1].ns, ns, __ATOMIC_RELAXED);
   if (ns <= __atomic_load_n(&slow_floor, __ATOMIC_RELAXED) || !site)
     return false;
   return keep_slow(closed, site, ns);
@@ -79,8 +93,11 @@ static __attribute__((noinline)) bool keep_slow(const cg_capture *closed, void *
 }
 
 void cg_capture_time_read(cg_summary *s, char (*began)[CG_BEGAN_TEXT]) {
-  s->captures_timed = __atomic_load_n(&ended, __ATOMIC_RELAXED);
-  s->capture_ns = __atomic_load_n(&total_ns, __ATOMIC_RELAXED);
+  s->captures_timed = s->capture_ns = 0;
+  for (int i = 0; i < TIME_SHARDS; i++) {
+    s->captures_timed += __atomic_load_n(&shards[i].ended, __ATOMIC_RELAXED);
+    s->capture_ns += __atomic_load_n(&shards[i].ns, __ATOMIC_RELAXED);
+  }
   s->first_capture_ns = __atomic_load_n(&first_begin_ns, __ATOMIC_RELAXED);
   s->first_replay_ns = __atomic_load_n(&first_replay_ns, __ATOMIC_RELAXED);
   /* Symbolized under the lock, so that no capture's end frees a site being
@@ -108,6 +125,7 @@ void cg_capture_time_atfork_child(void) {
     free(slow[i].site);
   n_slow = 0;
   slow_floor = 0;
-  ended = total_ns = first_begin_ns = first_replay_ns = 0;
+  memset(shards, 0, sizeof shards);
+  first_begin_ns = first_replay_ns = 0;
   cg_launch_watch = 0;
 }

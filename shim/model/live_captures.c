@@ -18,16 +18,25 @@
 #include "output.h"
 #include "query_fence.h"
 #include "tick_slots.h"
+#include "ending_slots.h"
 #include "python_site.h"
 #include "stack.h"
 #include "warn.h"
 #include "locks.h"
 
-cg_capture_activity cg_activity __attribute__((aligned(8)));
+/* What every capture writes, each on a cache line of its own (a struct so
+ * aligned is as long as a line, so nothing else lands beside it): the shim's
+ * clock shared a line with cg_activity, which every wrapper's fast path
+ * reads, and the model's lock one with the gate, so that each tick and each
+ * hand-off of one took from every other core the line it was reading. */
+#define OWN_LINE __attribute__((aligned(64)))
+cg_capture_activity cg_activity OWN_LINE;
 
 /* The shim's clock (live_captures.h). */
-static uint64_t ticks;
-uint64_t cg_captures_tick(void) { return __atomic_add_fetch(&ticks, 1, __ATOMIC_SEQ_CST); }
+static struct {
+  uint64_t n;
+} OWN_LINE ticks;
+uint64_t cg_captures_tick(void) { return __atomic_add_fetch(&ticks.n, 1, __ATOMIC_SEQ_CST); }
 
 /* Begins between their driver call and the model's update, each in a slot
  * holding the tick taken before its driver call (tick_slots.h). A begin
@@ -54,10 +63,12 @@ void cg_captures_note_begun_state(uint64_t returned, uint64_t active, uint64_t i
  * capguard's check and the driver's call. Writer-preferring, so that a
  * stream of begins cannot starve a decision; nothing takes it twice on one
  * thread. Never held across a report, a log write or the loader's lock. */
-static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+static struct {
+  pthread_rwlock_t l;
+} OWN_LINE gate = {PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP};
 
-void cg_gate_lock(void) { cg_wrlock(&gate); }
-void cg_gate_unlock(void) { cg_rwunlock(&gate); }
+void cg_gate_lock(void) { cg_wrlock(&gate.l); }
+void cg_gate_unlock(void) { cg_rwunlock(&gate.l); }
 
 bool cg_gate_lock_if_idle(void) {
   cg_gate_lock();
@@ -77,20 +88,24 @@ void cg_streams_ask_lock(void) { cg_rdlock(&streams); }
 void cg_streams_destroy_lock(void) { cg_wrlock(&streams); }
 void cg_streams_unlock(void) { cg_rwunlock(&streams); }
 
-static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Every capture takes it once as it begins and once as it ends, for a short
+ * while: a waiter spins a moment before it sleeps (locks.h). */
+static struct {
+  pthread_mutex_t m;
+} OWN_LINE model_lock = {CG_MUTEX_SPINNING};
 static cg_model *model;
 static uint64_t captures_broken;
 
 /* For break_rules.c (model_lock.h). */
 cg_model *cg_captures_model_lock(void) {
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
   return model;
 }
 cg_model *cg_captures_model_lock_at_exit(const char *what, bool *had) {
-  *had = cg_exit_lock(&model_lock, what);
+  *had = cg_exit_lock(&model_lock.m, what);
   return *had ? model : NULL;
 }
-void cg_captures_model_unlock(void) { cg_unlock(&model_lock); }
+void cg_captures_model_unlock(void) { cg_unlock(&model_lock.m); }
 
 /* initial-exec: a preloaded library's TLS is static; no allocation on first use. */
 static __thread uint64_t self_tid __attribute__((tls_model("initial-exec")));
@@ -122,17 +137,24 @@ uint64_t cg_stream_key(CUstream s, bool ptsz) {
   return (uint64_t)(uintptr_t)s;
 }
 
-/* A site is taken at every begin and given back at its end: one spare is
- * kept (an atomic exchange each way) instead of a malloc and a free. */
-static cg_begin_site *spare_site;
+/* A site is taken at every begin and given back at its end: spares are
+ * kept (an atomic exchange each way) instead of a malloc and a free. One
+ * spare a thread's share of SPARE_SITES, each on a line of its own: with a
+ * single one, every thread capturing at once exchanged on the same line
+ * twice a capture. At most SPARE_SITES kept, whatever the threads. */
+enum { SPARE_SITES = 16 };
+static struct {
+  cg_begin_site *p;
+} OWN_LINE spare_sites[SPARE_SITES];
 void cg_begin_site_free(cg_begin_site *site) {
   cg_begin_site *none = NULL;
-  if (site && !__atomic_compare_exchange_n(&spare_site, &none, site, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+  if (site && !__atomic_compare_exchange_n(&spare_sites[cg_self_tid() % SPARE_SITES].p, &none, site, false,
+                                           __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
     free(site);
 }
 
 cg_begin_site *cg_begin_site_take(void *ra, void *ra_slot) {
-  cg_begin_site *site = __atomic_exchange_n(&spare_site, NULL, __ATOMIC_ACQ_REL);
+  cg_begin_site *site = __atomic_exchange_n(&spare_sites[cg_self_tid() % SPARE_SITES].p, NULL, __ATOMIC_ACQ_REL);
   if (!site)
     site = malloc(sizeof *site);
   if (site) {
@@ -192,9 +214,9 @@ void cg_captures_begin_enter(void) {
    * for before the gate: a query may want the gate shared, and a decision
    * queued for it exclusive would hold that query back. */
   cg_query_fence_wait(true);
-  cg_rdlock(&gate);
+  cg_rdlock(&gate.l);
   begin_tick0 = cg_captures_tick();
-  begin_slot = cg_tick_slots_take(&begins, begin_tick0);
+  begin_slot = cg_tick_slots_take(&begins, begin_tick0, cg_self_tid());
 }
 
 static bool begins_before(uint64_t tick) { return cg_tick_slots_before(&begins, tick); }
@@ -215,9 +237,9 @@ void cg_captures_await_begins_before(uint64_t tick) {
  * (guard.c), which also hands it to priming. */
 static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
                           bool nonblocking, cg_begin_site *site, uint64_t ctx) {
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
   if (!model) {
-    cg_unlock(&model_lock);
+    cg_unlock(&model_lock.m);
     free(site);
     return;
   }
@@ -245,7 +267,7 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
   } else
     free(site);
   __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
 }
 
 void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint64_t driver_id,
@@ -257,21 +279,34 @@ void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint
   begin_returned_tick = begin_active_tick = begin_invalid_tick = 0;
   cg_tick_slots_give(&begins, begin_slot);
   __atomic_sub_fetch(&cg_activity.n.begins_in_flight, 1, __ATOMIC_ACQ_REL);
-  cg_rwunlock(&gate);
+  cg_rwunlock(&gate.l);
 }
 
+/* Ends between their entry and the model's update (ending_slots.h). */
+static cg_ending_slots ending;
+static __thread int end_slot __attribute__((tls_model("initial-exec"))); /* slot + 1; 0: none */
+
 void cg_captures_end_enter(uint64_t key) {
-  cg_rdlock(&gate);
-  cg_lock(&model_lock);
+  cg_rdlock(&gate.l);
+  end_slot = cg_ending_take(&ending, key, cg_captures_tick(), cg_self_tid());
+  if (end_slot)
+    return;
+  /* No free slot: the capture is stamped in the model. */
+  cg_lock(&model_lock.m);
   cg_capture *c = model ? cg_model_find(model, key) : NULL;
   if (c && !c->end_tick)
     c->end_tick = cg_captures_tick();
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
+}
+
+uint64_t cg_captures_end_tick(const cg_capture *c) {
+  uint64_t stamped = c->end_tick, in_flight = cg_ending_tick(&ending, c->stream, c->begin_tick[0]);
+  return stamped && (!in_flight || stamped < in_flight) ? stamped : in_flight;
 }
 
 bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t still_id, CUresult *result,
                            cg_capture *closed, bool *emulated_break) {
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;
   bool same = open && (!still_id || !open->driver_id || still_id == open->driver_id);
   if (open && still != CU_STREAM_CAPTURE_STATUS_NONE && same) {
@@ -281,9 +316,11 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
     open->end_tick = 0; /* not ended: a later refusal met it open */
     open = NULL;
   }
+  cg_ending_give(&ending, end_slot); /* the model has the end (or never had the capture) */
+  end_slot = 0;
   if (!open) {
-    cg_unlock(&model_lock);
-    cg_rwunlock(&gate);
+    cg_unlock(&model_lock.m);
+    cg_rwunlock(&gate.l);
     return false;
   }
   /* capguard itself refused a call in this capture (emulating an older
@@ -305,20 +342,20 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
   if (*result != CUDA_SUCCESS)
     captures_broken++;
   __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
-  cg_unlock(&model_lock);
-  cg_rwunlock(&gate);
+  cg_unlock(&model_lock.m);
+  cg_rwunlock(&gate.l);
   return true;
 }
 
 bool cg_captures_has(uint64_t key) {
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
   bool has = model && cg_model_find(model, key);
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
   return has;
 }
 
 bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;
   if (open) {
     uint64_t id = open->id;
@@ -329,14 +366,14 @@ bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
     captures_broken++;
     __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
   }
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
   return open != NULL;
 }
 
 size_t cg_captures_prohibitor_count(void) {
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), NULL, 0) : 0;
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
   return n;
 }
 
@@ -345,7 +382,7 @@ bool cg_captures_self_unprohibited(void) { return cg_captures_prohibitor_count()
 size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site) {
   cg_capture *p[1];
   site->n = 0;
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, 1) : 0;
   if (n) {
     *first = *p[0];
@@ -353,7 +390,7 @@ size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site) {
     if (p[0]->user)
       *site = *(const cg_begin_site *)p[0]->user;
   }
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
   return n;
 }
 
@@ -362,39 +399,39 @@ size_t cg_captures_prohibitor_refs(cg_capture_ref *out, size_t cap) {
   cg_capture *p[16];
   if (cap > 16)
     cap = 16;
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, cap) : 0;
   for (size_t i = 0; i < n && i < cap; i++)
     out[i] = (cg_capture_ref){p[i]->stream, p[i]->id};
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
   return n;
 }
 
 bool cg_captures_refs_closed(const cg_capture_ref *refs, size_t n) {
   bool closed = true;
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
   for (size_t i = 0; model && closed && i < n; i++) {
     cg_capture *c = cg_model_find(model, refs[i].stream);
     closed = !c || c->id != refs[i].id;
   }
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
   return closed;
 }
 
 void cg_captures_counts(uint64_t *begun, uint64_t *broken) {
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
   *begun = model ? cg_model_begun_total(model) : 0;
   *broken = captures_broken;
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
 }
 
 bool cg_captures_counts_at_exit(uint64_t *begun, uint64_t *broken) {
   *begun = *broken = 0;
-  if (!cg_exit_lock(&model_lock, "the summary's capture counts"))
+  if (!cg_exit_lock(&model_lock.m, "the summary's capture counts"))
     return false;
   *begun = model ? cg_model_begun_total(model) : 0;
   *broken = captures_broken;
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
   return true;
 }
 
@@ -402,19 +439,19 @@ bool cg_captures_counts_at_exit(uint64_t *begun, uint64_t *broken) {
  * so the locks must not be held across fork and the child's model starts
  * empty (CUDA captures do not survive fork). */
 void cg_captures_atfork_prepare(void) {
-  cg_wrlock(&gate);
+  cg_wrlock(&gate.l);
   cg_wrlock(&streams);
-  cg_lock(&model_lock);
+  cg_lock(&model_lock.m);
 }
 void cg_captures_atfork_parent(void) {
-  cg_unlock(&model_lock);
+  cg_unlock(&model_lock.m);
   cg_rwunlock(&streams);
-  cg_rwunlock(&gate);
+  cg_rwunlock(&gate.l);
 }
 void cg_captures_atfork_child(void) {
   cg_query_fence_atfork_child();
-  pthread_mutex_init(&model_lock, NULL);
-  gate = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+  model_lock.m = (pthread_mutex_t)CG_MUTEX_SPINNING;
+  gate.l = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
   streams = (pthread_rwlock_t)PTHREAD_RWLOCK_INITIALIZER;
   cg_activity.n.begins_in_flight = 0;
   /* The parent's captures are leaked in the child rather than freed: their
@@ -423,6 +460,8 @@ void cg_captures_atfork_child(void) {
   __atomic_store_n(&cg_activity.n.open, 0, __ATOMIC_RELEASE);
   captures_broken = 0;
   cg_tick_slots_reset(&begins, false, 0, 0);
+  cg_ending_reset(&ending);
+  end_slot = 0;
   begin_slot = 0;
   self_tid = 0;
   self_pid = 0;

@@ -22,6 +22,7 @@ typedef union {
     unsigned open, begins_in_flight;
   } n;
   uint64_t both;
+  char line_[64]; /* a cache line of its own (live_captures.c) */
 } cg_capture_activity;
 extern cg_capture_activity cg_activity;
 static inline bool cg_nothing_captures(void) { return __atomic_load_n(&cg_activity.both, __ATOMIC_ACQUIRE) == 0; }

@@ -5,7 +5,11 @@
  * (live_captures.c) and the refusals not yet marked (break_rules.c) are
  * kept so: a reader asks whether any in flight is older than a tick, and
  * waits for it. Bounded, lock-free, no allocation: safe inside a driver
- * call. Inline: a begin and a refusal take and give a slot each. */
+ * call. Inline: a begin and a refusal take and give a slot each.
+ * Each slot has a cache line of its own, and a thread looks for a free one
+ * from a place of its own (its thread id's): with every thread starting at
+ * the first slot, 64 threads beginning at once fought over the same few
+ * lines, each CAS taking the line from the core that wrote it last. */
 #ifndef CAPGUARD_TICK_SLOTS_H
 #define CAPGUARD_TICK_SLOTS_H
 
@@ -16,17 +20,20 @@
 #define CG_TICK_SLOTS 64
 
 typedef struct {
-  uint64_t slot[CG_TICK_SLOTS]; /* a tick; 0: free */
-  unsigned unslotted;           /* in flight with no slot */
+  struct {
+    uint64_t tick; /* 0: free */
+  } __attribute__((aligned(64))) slot[CG_TICK_SLOTS];
+  unsigned unslotted __attribute__((aligned(64))); /* in flight with no slot */
 } cg_tick_slots;
 
-/* A free slot for tick (not 0): returns it + 1, or 0 when every slot was
- * taken and the call is counted in unslotted instead. */
-static inline int cg_tick_slots_take(cg_tick_slots *s, uint64_t tick) {
-  for (int i = 0; i < CG_TICK_SLOTS; i++) {
+/* A free slot for tick (not 0), looked for from slot `from` on (any
+ * number: the caller's thread id): returns it + 1, or 0 when every slot
+ * was taken and the call is counted in unslotted instead. */
+static inline int cg_tick_slots_take(cg_tick_slots *s, uint64_t tick, uint64_t from) {
+  for (int n = 0, i = (int)(from % CG_TICK_SLOTS); n < CG_TICK_SLOTS; n++, i = (i + 1) % CG_TICK_SLOTS) {
     uint64_t free_ = 0;
-    if (!__atomic_load_n(&s->slot[i], __ATOMIC_RELAXED) &&
-        __atomic_compare_exchange_n(&s->slot[i], &free_, tick, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&s->slot[i].tick, __ATOMIC_RELAXED) &&
+        __atomic_compare_exchange_n(&s->slot[i].tick, &free_, tick, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
       return i + 1;
   }
   __atomic_add_fetch(&s->unslotted, 1, __ATOMIC_SEQ_CST);
@@ -36,7 +43,7 @@ static inline int cg_tick_slots_take(cg_tick_slots *s, uint64_t tick) {
 /* Gives back what cg_tick_slots_take returned. */
 static inline void cg_tick_slots_give(cg_tick_slots *s, int taken) {
   if (taken)
-    __atomic_store_n(&s->slot[taken - 1], 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->slot[taken - 1].tick, 0, __ATOMIC_SEQ_CST);
   else
     __atomic_sub_fetch(&s->unslotted, 1, __ATOMIC_SEQ_CST);
 }
@@ -46,7 +53,7 @@ static inline bool cg_tick_slots_before(cg_tick_slots *s, uint64_t tick) {
   if (__atomic_load_n(&s->unslotted, __ATOMIC_SEQ_CST))
     return true;
   for (int i = 0; i < CG_TICK_SLOTS; i++) {
-    uint64_t t = __atomic_load_n(&s->slot[i], __ATOMIC_SEQ_CST);
+    uint64_t t = __atomic_load_n(&s->slot[i].tick, __ATOMIC_SEQ_CST);
     if (t && t < tick)
       return true;
   }
@@ -58,7 +65,7 @@ static inline bool cg_tick_slots_before(cg_tick_slots *s, uint64_t tick) {
 static inline void cg_tick_slots_reset(cg_tick_slots *s, bool keep, int taken, uint64_t tick) {
   memset(s, 0, sizeof *s);
   if (keep && taken)
-    s->slot[taken - 1] = tick;
+    s->slot[taken - 1].tick = tick;
   else if (keep)
     s->unslotted = 1;
 }
