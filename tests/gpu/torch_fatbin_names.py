@@ -130,15 +130,19 @@ def main():
 
     # guard mode: the load is refused on 12.2, the image recorded with its names
     prime = os.path.join(out, "names.cgp")
-    subprocess.run([cli, "run", "--emulate-driver", "12020", "--log", os.path.join(out, "guard.jsonl"), "--prime",
-                    prime, "--", sys.executable, __file__, "--worker"], env=env, capture_output=True, text=True,
-                   timeout=120)
+    guard = subprocess.run([cli, "run", "--emulate-driver", "12020", "--log", os.path.join(out, "guard.jsonl"),
+                            "--prime", prime, "--", sys.executable, __file__, "--worker"], env=env,
+                           capture_output=True, text=True, timeout=120)
     lst = subprocess.run([cli, "prime", "list", prime], env=env, capture_output=True, text=True, timeout=60)
     with open(os.path.join(out, "prime-list.txt"), "w") as f:
         f.write(lst.stdout + lst.stderr)
     print("    prime list:\n      " + "\n      ".join(lst.stdout.splitlines()[:6]))
-    check(lst.returncode == 0 and any(k[:40] in lst.stdout for k in names),
-          "prime list shows the recorded fatbin with its kernel names")
+    ok = lst.returncode == 0 and any(k[:40] in lst.stdout for k in names)
+    if not ok:
+        print(f"    guard run exit {guard.returncode}, its stderr's end:\n      " +
+              "\n      ".join(guard.stderr.splitlines()[-12:]))
+        print(f"    prime list exit {lst.returncode}, stderr: {lst.stderr.strip()[:600]}")
+    check(ok, "prime list shows the recorded fatbin with its kernel names")
     print(f"torch_fatbin_names: {passed} passed, {failed} failed (output in {out})")
     return 0 if failed == 0 else 1
 
