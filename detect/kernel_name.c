@@ -38,8 +38,7 @@ static void put_n(writer *w, const char *s, size_t n) {
 }
 
 static bool ident_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '$';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$';
 }
 
 /* Index one past the bracket that closes s[i] (open, close), counting only
@@ -64,10 +63,10 @@ static size_t closing(const char *s, size_t n, size_t i, char open, char close) 
 }
 
 /* The operator tokens after "operator", longest first. */
-static const char *const op_tokens[] = {"<=>", "<<=", ">>=", "->*", "()", "[]", "<<", ">>", "<=", ">=",
-                                        "->",  "==",  "!=",  "&&",  "||", "++", "--", "+=", "-=", "*=",
-                                        "/=",  "%=",  "&=",  "|=",  "^=", "<",  ">",  "+",  "-",  "*",
-                                        "/",   "%",   "&",   "|",   "^",  "~",  "!",  "=",  ","};
+static const char *const op_tokens[] = {
+    "<=>", "<<=", ">>=", "->*", "()", "[]", "<<", ">>", "<=", ">=", "->", "==", "!=",
+    "&&",  "||",  "++",  "--",  "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<",
+    ">",   "+",   "-",   "*",   "/",  "%",  "&",  "|",  "^",  "~",  "!",  "=",  ","};
 
 /* At s[i] == 'o': the length of "operator" and what names it, or 0. */
 static size_t operator_len(const char *s, size_t n, size_t i) {

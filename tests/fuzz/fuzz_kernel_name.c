@@ -50,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char disp[64];
   answer = s;
   size_t d = cg_kernel_display_name(s, fake_demangle, disp, sizeof disp);
-  if (d != (n >= 2 && s[0] == '_' && s[1] == 'Z' ? whole : n) || strlen(disp) != (d < sizeof disp ? d : sizeof disp - 1))
+  if (d != (n >= 2 && s[0] == '_' && s[1] == 'Z' ? whole : n) ||
+      strlen(disp) != (d < sizeof disp ? d : sizeof disp - 1))
     abort();
   free(full);
   free(s);

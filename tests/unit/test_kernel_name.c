@@ -27,30 +27,34 @@ static const char *shorten(const char *demangled) {
 }
 
 START_TEST(torch_flash_kernels) {
-  ck_assert_str_eq(display("_ZN13pytorch_flash25flash_bwd_dot_do_o_kernelILb0E23Flash_bwd_kernel_traitsILi128ELi64EL"
-                           "i128ELi8ELi2ELi4ELi2ELb0ELb0EN7cutlass10bfloat16_tE19Flash_kernel_traitsILi128ELi64ELi"
-                           "128ELi8ES3_EEEEvNS_16Flash_bwd_paramsE",
-                           __cxa_demangle),
-                   "pytorch_flash::flash_bwd_dot_do_o_kernel<...>");
-  ck_assert_str_eq(display("_ZN13pytorch_flash27flash_bwd_convert_dq_kernelI23Flash_bwd_kernel_traitsILi128ELi64ELi1"
-                           "28ELi8ELi2ELi4ELi2ELb0ELb0EN7cutlass6half_tE19Flash_kernel_traitsILi128ELi64ELi128ELi8E"
-                           "S3_EEEEvNS_16Flash_bwd_paramsEi",
-                           __cxa_demangle),
-                   "pytorch_flash::flash_bwd_convert_dq_kernel<...>");
-  ck_assert_str_eq(display("_ZN13pytorch_flash44flash_bwd_dq_dk_dv_loop_seqk_parallel_kernelI23Flash_bwd_kernel_trai"
-                           "tsILi128ELi64ELi64ELi8ELi4ELi2ELi2ELb1ELb0EN7cutlass10bfloat16_tE19Flash_kernel_traits"
-                           "ILi128ELi64ELi64ELi8ES3_EELb0ELb1ELb0ELb0ELb0ELb0ELb0EEEvNS_16Flash_bwd_paramsE",
-                           __cxa_demangle),
-                   "pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<...>");
+  ck_assert_str_eq(
+      display("_ZN13pytorch_flash25flash_bwd_dot_do_o_kernelILb0E23Flash_bwd_kernel_traitsILi128ELi64EL"
+              "i128ELi8ELi2ELi4ELi2ELb0ELb0EN7cutlass10bfloat16_tE19Flash_kernel_traitsILi128ELi64ELi"
+              "128ELi8ES3_EEEEvNS_16Flash_bwd_paramsE",
+              __cxa_demangle),
+      "pytorch_flash::flash_bwd_dot_do_o_kernel<...>");
+  ck_assert_str_eq(
+      display("_ZN13pytorch_flash27flash_bwd_convert_dq_kernelI23Flash_bwd_kernel_traitsILi128ELi64ELi1"
+              "28ELi8ELi2ELi4ELi2ELb0ELb0EN7cutlass6half_tE19Flash_kernel_traitsILi128ELi64ELi128ELi8E"
+              "S3_EEEEvNS_16Flash_bwd_paramsEi",
+              __cxa_demangle),
+      "pytorch_flash::flash_bwd_convert_dq_kernel<...>");
+  ck_assert_str_eq(
+      display("_ZN13pytorch_flash44flash_bwd_dq_dk_dv_loop_seqk_parallel_kernelI23Flash_bwd_kernel_trai"
+              "tsILi128ELi64ELi64ELi8ELi4ELi2ELi2ELb1ELb0EN7cutlass10bfloat16_tE19Flash_kernel_traits"
+              "ILi128ELi64ELi64ELi8ES3_EELb0ELb1ELb0ELb0ELb0ELb0ELb0EEEvNS_16Flash_bwd_paramsE",
+              __cxa_demangle),
+      "pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<...>");
 }
 END_TEST
 
 START_TEST(anonymous_namespace_operator_lambda) {
   /* the return type (void) goes, "(anonymous namespace)" stays whole */
-  ck_assert_str_eq(display("_ZN2at6native12_GLOBAL__N_119CatArrayBatchedCopyINS1_10OpaqueTypeIfLi4EEElLi2ELi128ELi1E"
-                           "EEvPT_T0_i",
-                           __cxa_demangle),
-                   "at::native::(anonymous namespace)::CatArrayBatchedCopy<...>");
+  ck_assert_str_eq(
+      display("_ZN2at6native12_GLOBAL__N_119CatArrayBatchedCopyINS1_10OpaqueTypeIfLi4EEElLi2ELi128ELi1E"
+              "EEvPT_T0_i",
+              __cxa_demangle),
+      "at::native::(anonymous namespace)::CatArrayBatchedCopy<...>");
   /* operator< is a name, not template arguments */
   ck_assert_str_eq(display("_ZNK2at6native12_GLOBAL__N_13CmpltERKS2_", __cxa_demangle),
                    "at::native::(anonymous namespace)::Cmp::operator<");
@@ -97,7 +101,8 @@ START_TEST(short_buffers) {
   char b[8];
   memset(b, 'x', sizeof b);
   /* the whole length is returned, as much as fits is written, NUL-terminated */
-  ck_assert_uint_eq(cg_kernel_name_shorten("void ns::kernel<int>(int)", b, sizeof b), strlen("ns::kernel<...>"));
+  ck_assert_uint_eq(cg_kernel_name_shorten("void ns::kernel<int>(int)", b, sizeof b),
+                    strlen("ns::kernel<...>"));
   ck_assert_str_eq(b, "ns::ker");
   ck_assert_uint_eq(cg_kernel_display_name("cg_test_fill", NULL, b, sizeof b), 12);
   ck_assert_str_eq(b, "cg_test");

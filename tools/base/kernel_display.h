@@ -13,8 +13,6 @@ const char *cg_kernel_display(const char *name, char *buf, size_t cap);
 /* Room enough for any display form a sentence or table holds (longer ones are cut). */
 #define CG_KERNEL_DISPLAY_MAX 512
 
-
-
 /* For lists, where a template's instances read alike: name's display form
  * in disp, or NULL when it is prev's (the name listed just before, which
  * then names both); prev (CG_KERNEL_DISPLAY_MAX, "" at first) follows. */
