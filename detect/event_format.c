@@ -509,7 +509,13 @@ static void put_stale_text(cg_out *o, const cg_event *e) {
                                    : " reads memory freed since its capture: kernel ");
   else
     cg_out_str(o, " reads it: kernel ");
-  put_clean(o, s->kernel && s->kernel[0] ? s->kernel : "(name unknown)");
+  char disp[TEXT_KERNEL_CHARS];
+  const char *k = s->kernel && s->kernel[0] ? s->kernel : "(name unknown)";
+  if (e->demangle && s->kernel && s->kernel[0]) { /* as a load's kernels: the text's form */
+    cg_kernel_display_name(k, e->demangle, disp, sizeof disp);
+    k = disp;
+  }
+  put_clean(o, k);
   cg_out_str(o, ", argument ");
   cg_out_int(o, s->arg);
   cg_out_str(o, "\n  memory: ");

@@ -828,6 +828,22 @@ START_TEST(test_text_kernels_demangled) {
 }
 END_TEST
 
+/* A stale read's kernel in the text's form too, the JSON's the symbol. */
+START_TEST(test_text_stale_kernel_demangled) {
+  cg_stale_read_info st = {.exec = 0x1000, .start = 0x7f0000, .size = 4096, .buffer_id = 3,
+                           .kernel = "_ZN2at6native3useEv", .arg = 1, .reads = 1};
+  cg_event e = {.kind = CG_EV_STALE_LAUNCH, .verdict = CG_VERDICT_STALE, .call = "cuGraphLaunch",
+                .pid = 1, .tid = 1, .stale = &st, .demangle = __cxa_demangle};
+  const char *t = text_of(&e);
+  ck_assert_ptr_nonnull(strstr(t, ": kernel at::native::use, argument 1"));
+  char json[8192];
+  cg_event_format_json(&e, json, sizeof json);
+  ck_assert_ptr_nonnull(strstr(json, "\"_ZN2at6native3useEv\""));
+  e.demangle = NULL;
+  ck_assert_ptr_nonnull(strstr(text_of(&e), ": kernel _ZN2at6native3useEv, argument 1"));
+}
+END_TEST
+
 START_TEST(test_text_caps_and_cleaning) {
   cg_event e = load_event();
   e.n_native = 20;
@@ -948,6 +964,7 @@ int main(void) {
   tcase_add_test(tc, test_text_omits_empty_sections);
   tcase_add_test(tc, test_text_caps_and_cleaning);
   tcase_add_test(tc, test_text_kernels_demangled);
+  tcase_add_test(tc, test_text_stale_kernel_demangled);
   tcase_add_test(tc, test_summary_text);
   tcase_add_test(tc, test_python_machinery);
   tcase_add_test(tc, test_names_and_null);
