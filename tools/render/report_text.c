@@ -242,10 +242,22 @@ static void print_kernels(FILE *out, const cgr_analysis *a, cg_palette pal) {
                "capture whose image held it; served: of those, from the priming file)\n",
           pal.bold, pal.reset);
   fprintf(out, "  %5s  %6s  %s\n", "loads", "served", "kernel");
-  char disp[CG_KERNEL_DISPLAY_MAX];
-  for (size_t k = 0; k < a->n_kernels; k++)
-    fprintf(out, "  %5zu  %6zu  %s\n", a->kernels[k].loads, a->kernels[k].served,
-            cg_kernel_display(a->kernels[k].name, disp, sizeof disp));
+  /* A template's instances read alike: a run of them with the same counts
+   * is one row, which says how many (the page's title tells them apart). */
+  char disp[CG_KERNEL_DISPLAY_MAX], next[CG_KERNEL_DISPLAY_MAX];
+  for (size_t k = 0, j; k < a->n_kernels; k = j) {
+    const cgr_kernel *kk = &a->kernels[k];
+    cg_kernel_display(kk->name, disp, sizeof disp);
+    for (j = k + 1; j < a->n_kernels && a->kernels[j].loads == kk->loads &&
+                    a->kernels[j].served == kk->served &&
+                    !strcmp(cg_kernel_display(a->kernels[j].name, next, sizeof next), disp);
+         j++)
+      ;
+    fprintf(out, "  %5zu  %6zu  %s", kk->loads, kk->served, disp);
+    if (j - k > 1)
+      fprintf(out, " (%zu instances)", j - k);
+    fputc('\n', out);
+  }
 }
 
 static void print_sites(FILE *out, const cgr_analysis *a, cg_palette pal) {
