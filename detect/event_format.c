@@ -380,12 +380,23 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
   cg_out_int(o, e->result);
 }
 
-static void put_kernels_text(cg_out *o, const cg_image_info *im) {
+/* Each name in its display form where a demangler is given (kernel_name.h;
+ * a template's instances, which then read alike, named once when listed one
+ * after the other), cut at TEXT_KERNEL_CHARS. */
+#define TEXT_KERNEL_CHARS 256
+static void put_kernels_text(cg_out *o, const cg_image_info *im, cg_demangle_fn dm) {
   cg_out_str(o, "  kernels: ");
   size_t pos = 0;
   unsigned seen = 0, shown = 0;
+  char disp[TEXT_KERNEL_CHARS], prev[TEXT_KERNEL_CHARS] = "";
   for (const char *k; im && (k = next_kernel(im, &pos, &seen));) {
     if (shown == TEXT_KERNELS) break;
+    if (dm) {
+      cg_kernel_display_name(k, dm, disp, sizeof disp);
+      if (shown && !strcmp(disp, prev)) continue;
+      memcpy(prev, disp, sizeof prev);
+      k = disp;
+    }
     if (shown) cg_out_str(o, ", ");
     put_clean(o, k);
     shown++;
@@ -498,7 +509,13 @@ static void put_stale_text(cg_out *o, const cg_event *e) {
                                    : " reads memory freed since its capture: kernel ");
   else
     cg_out_str(o, " reads it: kernel ");
-  put_clean(o, s->kernel && s->kernel[0] ? s->kernel : "(name unknown)");
+  char disp[TEXT_KERNEL_CHARS];
+  const char *k = s->kernel && s->kernel[0] ? s->kernel : "(name unknown)";
+  if (e->demangle && s->kernel && s->kernel[0]) { /* as a load's kernels: the text's form */
+    cg_kernel_display_name(k, e->demangle, disp, sizeof disp);
+    k = disp;
+  }
+  put_clean(o, k);
   cg_out_str(o, ", argument ");
   cg_out_int(o, s->arg);
   cg_out_str(o, "\n  memory: ");
@@ -567,7 +584,7 @@ size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
     put_clean(&o, e->nccl_setup);
     cg_out_str(&o, "): set the communicator up before capturing (an eager collective first)\n");
   }
-  if (e->kind == CG_EV_MODULE_LOAD) put_kernels_text(&o, e->image);
+  if (e->kind == CG_EV_MODULE_LOAD) put_kernels_text(&o, e->image, e->demangle);
   if (e->image) put_image_text(&o, e->image);
   if (e->capture_began && e->capture_began[0]) {
     cg_out_str(&o, "  capture began: ");

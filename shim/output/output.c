@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "capguard/image.h"
+#include "capguard/kernel_name.h"
 #include "capguard/log_file.h"
 #include "capguard/log_name.h"
 #include "capguard/nccl_frames.h"
@@ -256,10 +257,12 @@ static bool routine(const cg_event *e) {
 }
 
 static void say_routine(const cg_event *e) {
-  char kernels[160] = "";
-  if (e->image && e->image->n_kernels)
-    snprintf(kernels, sizeof kernels, " (%.*s%s)", 120, e->image->kernel_names,
-             e->image->n_kernels > 1 ? ", ..." : "");
+  char kernels[160] = "", first[121];
+  if (e->image && e->image->n_kernels) {
+    /* its display form where the host has a demangler (the log keeps the symbol) */
+    cg_kernel_display_name(e->image->kernel_names, cg_host_demangler(), first, sizeof first);
+    snprintf(kernels, sizeof kernels, " (%s%s)", first, e->image->n_kernels > 1 ? ", ..." : "");
+  }
   for (char *k = kernels; *k; k++)
     if ((unsigned char)*k < 0x20 || *k == 0x7f)
       *k = '?';
@@ -295,7 +298,9 @@ void cg_output_event(cg_event *e, const cg_output_native *raw) {
     if (first_routine && !cg_cfg.quiet)
       say_routine(e);
   } else if (show) {
+    e->demangle = cg_host_demangler(); /* kernel names as a person reads them: this text only */
     emit(2, fmt_event_text_stamped, e);
+    e->demangle = NULL;
   }
   if (said && has_log()) {
     e->n_native = cg_native_symbolize(raw->frames, raw->n, raw->names, raw->buf, raw->cap);

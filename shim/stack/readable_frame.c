@@ -15,10 +15,12 @@
 #include <string.h>
 
 #include "capguard/dwarf_lines.h"
+#include "capguard/kernel_name.h"
 #include "locks.h"
 #include "real_dlsym.h"
+#include "stack.h"
 
-typedef char *(*demangle_fn)(const char *mangled, char *out, size_t *len, int *status);
+typedef cg_demangle_fn demangle_fn;
 
 /* Found once the host has loaded it; the handle that found it is kept open
  * so that the runtime stays loaded while capguard may call it. */
@@ -41,6 +43,8 @@ static demangle_fn find_demangler(void) {
     __atomic_store_n(&demangler, fn, __ATOMIC_RELEASE);
   return fn;
 }
+
+cg_demangle_fn cg_host_demangler(void) { return find_demangler(); }
 
 /* Longer demangled names lose their parameter list: a template's can run
  * to thousands of characters, and the name says which function it is. */

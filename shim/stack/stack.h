@@ -14,6 +14,7 @@
 
 #include "capguard/image.h" /* cg_hash128 */
 
+#include "capguard/kernel_name.h" /* cg_demangle_fn */
 #include "capguard/event.h"   /* cg_py_frame {const char *file; int line; const char *func;} */
 
 /* Dependency: the real dlsym (the shim interposes dlsym), base/real_dlsym.h;
@@ -51,6 +52,11 @@ size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap);
  * is); "" and 0 when there is none. Returns length. */
 size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap);
 #define CG_WHERE_FRAMES 16 /* longer lists are symbolized, never kept */
+/* The host's C++ demangler (__cxa_demangle) when the process has a C++
+ * runtime loaded already (never loaded for it), NULL otherwise: for kernel
+ * names on stderr (capguard/kernel_name.h). Takes the loader's lock the
+ * first time: never with capguard's own locks held. */
+cg_demangle_fn cg_host_demangler(void);
 void cg_native_where_atfork_child(void);
 
 /* ---- cheap enough for every capture begin */

@@ -60,23 +60,48 @@ expect_in "$WORK/b.err" "(kernels not named: a compressed fatbin)" "next: says t
 "$CAPGUARD" report "$WORK/b.jsonl" >"$WORK/b-report.out" 2>&1
 expect_in "$WORK/b-report.out" "warm the kernels of 1 image whose kernels capguard cannot name (a compressed fatbin) up before capture" "the unnamed image is in the warm-up advice"
 # torch's own: a fatbin of one zstd entry of libtorch_cuda.so (tests/data/README.md), its
-# long mangled names on the event, and their starts in why: and next: (no room left there
-# for a whole one read as none: 'kernels , ...', 'not named')
+# C++-mangled names shown demangled and shortened wherever a person reads them
+# ("pytorch_flash::flash_bwd_convert_dq_kernel<...>", detect/kernel_name.c), the log's and
+# the JSON's the exact symbols. The host here is C: the shim has no demangler of its own
+# and names them on the event as they are; the runs below preload libstdc++, as any
+# torch process has it, and the shim borrows its __cxa_demangle.
 python3 - "$SOURCE_ROOT/tests/data/torch_flash_bwd_sm75_0.zstd.entry" "$WORK/torch.fatbin" <<'PY'
 import struct, sys
 e = open(sys.argv[1], 'rb').read()
 open(sys.argv[2], 'wb').write(struct.pack('<IHHQ', 0xBA55ED50, 1, 16, len(e)) + e)
 PY
-FAKECUDA_SM=75 "$CAPGUARD" run --log "$WORK/t.jsonl" --prime "$WORK/t.cgp" -- "$VLLM_LIKE" --workers 1 "$WORK/torch.fatbin" flash_bwd >/dev/null 2>"$WORK/t.err"; rc=$?
+FAKECUDA_SM=75 "$CAPGUARD" run --log "$WORK/c.jsonl" --prime "$WORK/c.cgp" -- "$VLLM_LIKE" --workers 1 "$WORK/torch.fatbin" flash_bwd >/dev/null 2>"$WORK/c.err"; rc=$?
 expect_rc 1 "torch's fatbin's load breaks the capture on 12.2"
-expect_in "$WORK/t.err" "  kernels: _ZN13pytorch_flash" "torch's zstd-compressed kernels named on the event"
-grep -q '^capguard: why: .*(kernels _ZN13pytorch_flash[^,]*\.\.\., \.\.\.)' "$WORK/t.err" && pass || fail "why: does not start naming torch's kernels: $(grep 'why:' "$WORK/t.err")"
-grep -q '^capguard: next: .*(kernels _ZN13pytorch_flash[^,]*\.\.\., \.\.\.)' "$WORK/t.err" && pass || fail "next: does not start naming torch's kernels: $(grep 'next:' "$WORK/t.err")"
+expect_in "$WORK/c.err" "  kernels: _ZN13pytorch_flash" "a host without a C++ runtime: torch's kernels named on the event as they are"
+grep -q '^capguard: why: .*(kernels pytorch_flash::flash_bwd_[a-z_]*_kernel<\.\.\.>, ' "$WORK/c.err" && pass || fail "why: does not name torch's kernels demangled (the command demangles them itself): $(grep 'why:' "$WORK/c.err")"
+LD_PRELOAD=libstdc++.so.6 FAKECUDA_SM=75 "$CAPGUARD" run --log "$WORK/t.jsonl" --prime "$WORK/t.cgp" -- "$VLLM_LIKE" --workers 1 "$WORK/torch.fatbin" flash_bwd >/dev/null 2>"$WORK/t.err"; rc=$?
+expect_rc 1 "torch's fatbin's load breaks the capture on 12.2 (libstdc++ loaded)"
+expect_in "$WORK/t.err" "  kernels: pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<...>, pytorch_flash::flash_bwd_convert_dq_kernel<...>, " "torch's kernels demangled and shortened on the event"
+grep -q '"kernels":\["_ZN13pytorch_flash44flash_bwd_dq_dk_dv_loop_seqk_parallel_kernelI' "$WORK/t.jsonl" && pass || fail "the log does not keep the exact symbols"
+grep -q '^capguard: why: .*(kernels pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<\.\.\.>, pytorch_flash::flash_bwd_convert_dq_kernel<\.\.\.>, \.\.\.)' "$WORK/t.err" && pass || fail "why: does not name torch's kernels readably: $(grep 'why:' "$WORK/t.err")"
+grep -q '^capguard: next: .*(kernels pytorch_flash::flash_bwd_[a-z_]*_kernel<\.\.\.>, pytorch_flash::flash_bwd_[a-z_]*_kernel<\.\.\.>, \.\.\.)' "$WORK/t.err" && pass || fail "next: does not name torch's kernels readably: $(grep 'next:' "$WORK/t.err")"
+grep '^capguard:\|^  kernels:' "$WORK/t.err" >"$WORK/t-lines.err"
+expect_not_in "$WORK/t-lines.err" "_ZN" "no mangled name on capguard's lines"
 "$CAPGUARD" prime list "$WORK/t.cgp" >"$WORK/t-list.out" 2>&1
-expect_in "$WORK/t-list.out" "  _ZN13pytorch_flash" "prime list names torch's kernels"
+expect_in "$WORK/t-list.out" "  pytorch_flash::flash_bwd_" "prime list names torch's kernels readably"
+expect_not_in "$WORK/t-list.out" "_ZN" "prime list shows no mangled name"
 "$CAPGUARD" report "$WORK/t.jsonl" >"$WORK/t-report.out" 2>&1
 grep -q "warm these [0-9]* kernels up before capture" "$WORK/t-report.out" && pass || fail "the report's warm-up advice does not count torch's kernels: $(grep -A1 'What to do' "$WORK/t-report.out")"
 expect_not_in "$WORK/t-report.out" "cannot name" "torch's image not left unnamed in the advice"
+expect_in "$WORK/t-report.out" "    kernels: pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<...>, " "the report's broken capture names torch's kernels readably"
+expect_in "$WORK/t-report.out" "       0  pytorch_flash::flash_bwd_convert_dq_kernel<...> (2 instances)" "the report's kernel table names them readably, a template's instances on one row"
+expect_in "$WORK/t-report.out" "       0  pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<...> (12 instances)" "the table counts a template's instances"
+expect_not_in "$WORK/t-report.out" "_ZN" "the report's text shows no mangled name"
+"$CAPGUARD" report --html "$WORK/t-report.html" "$WORK/t.jsonl" >/dev/null 2>&1
+expect_in "$WORK/t-report.html" "<span title=\"_ZN13pytorch_flash27flash_bwd_convert_dq_kernel" "the page keeps the exact symbol, on hover"
+expect_in "$WORK/t-report.html" "pytorch_flash::flash_bwd_convert_dq_kernel&lt;...&gt;</span>" "the page names torch's kernels readably"
+if sed 's/title="[^"]*"//g' "$WORK/t-report.html" | grep -q _ZN; then fail "the page shows a mangled name outside a title"; else pass; fi
+"$CAPGUARD" report --json "$WORK/t.jsonl" >"$WORK/t-report.json" 2>&1
+grep -q '"_ZN13pytorch_flash27flash_bwd_convert_dq_kernel' "$WORK/t-report.json" && pass || fail "the report's JSON does not keep the exact symbols"
+# served from the priming file the next run: the shim's one line names the first kernel readably
+LD_PRELOAD=libstdc++.so.6 FAKECUDA_SM=75 "$CAPGUARD" run --log "$WORK/t2.jsonl" --prime "$WORK/t.cgp" -- "$VLLM_LIKE" --workers 1 "$WORK/torch.fatbin" flash_bwd >/dev/null 2>"$WORK/t2.err"; rc=$?
+expect_rc 0 "the second run is served"
+expect_in "$WORK/t2.err" "served from the priming file (pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<...>, ...)" "the served line names the kernel readably"
 # LZ4-compressed entries (nvcc -compress-mode=speed): the shim decompresses them for the kernel names
 lz4=$SOURCE_ROOT/tests/data/kernels_multi_lz4.fatbin
 "$CAPGUARD" run --log "$WORK/l.jsonl" --prime "$WORK/l.cgp" -- "$VLLM_LIKE" --workers 1 "$lz4" cg_test_fill >/dev/null 2>"$WORK/l.err"; rc=$?

@@ -794,6 +794,56 @@ START_TEST(test_text_omits_empty_sections) {
 }
 END_TEST
 
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+/* With a demangler (the host's, lent by the shim), kernel names on the text
+ * read as a person reads them (capguard/kernel_name.h), a template's
+ * instances named once; the JSON keeps the exact symbols; without one,
+ * names as they are. */
+START_TEST(test_text_kernels_demangled) {
+  cg_event e = load_event();
+  memset(fx_image.kernel_names, 0, sizeof fx_image.kernel_names);
+  fx_image.n_kernels = 0;
+  size_t pos = 0;
+  static const char dot_do_o[] = "_ZN13pytorch_flash25flash_bwd_dot_do_o_kernelILb0E23Flash_bwd_kernel_traitsILi128ELi64"
+                                 "ELi128ELi8ELi2ELi4ELi2ELb0ELb0EN7cutlass10bfloat16_tE19Flash_kernel_traitsILi128E"
+                                 "Li64ELi128ELi8ES3_EEEEvNS_16Flash_bwd_paramsE";
+  static const char dot_do_o_1[] = "_ZN13pytorch_flash25flash_bwd_dot_do_o_kernelILb1E23Flash_bwd_kernel_traitsILi128ELi"
+                                   "64ELi128ELi8ELi2ELi4ELi2ELb0ELb0EN7cutlass10bfloat16_tE19Flash_kernel_traitsILi128"
+                                   "ELi64ELi128ELi8ES3_EEEEvNS_16Flash_bwd_paramsE";
+  add_kernel(&fx_image, &pos, dot_do_o);
+  add_kernel(&fx_image, &pos, dot_do_o_1);
+  add_kernel(&fx_image, &pos, "_causal_conv1d_update_kernel");
+  e.demangle = __cxa_demangle;
+  const char *t = text_of(&e);
+  ck_assert_ptr_nonnull(strstr(t, "\n  kernels: pytorch_flash::flash_bwd_dot_do_o_kernel<...>, "
+                                  "_causal_conv1d_update_kernel, ... (3 in all)\n"));
+  ck_assert_ptr_null(strstr(t, "_ZN"));
+  char json[8192];
+  cg_event_format_json(&e, json, sizeof json);
+  ck_assert_ptr_nonnull(strstr(json, dot_do_o));
+  e.demangle = NULL;
+  t = text_of(&e);
+  ck_assert_ptr_nonnull(strstr(t, "\n  kernels: _ZN13pytorch_flash25flash_bwd_dot_do_o_kernelILb0E"));
+}
+END_TEST
+
+/* A stale read's kernel in the text's form too, the JSON's the symbol. */
+START_TEST(test_text_stale_kernel_demangled) {
+  cg_stale_read_info st = {.exec = 0x1000, .start = 0x7f0000, .size = 4096, .buffer_id = 3,
+                           .kernel = "_ZN2at6native3useEv", .arg = 1, .reads = 1};
+  cg_event e = {.kind = CG_EV_STALE_LAUNCH, .verdict = CG_VERDICT_STALE, .call = "cuGraphLaunch",
+                .pid = 1, .tid = 1, .stale = &st, .demangle = __cxa_demangle};
+  const char *t = text_of(&e);
+  ck_assert_ptr_nonnull(strstr(t, ": kernel at::native::use, argument 1"));
+  char json[8192];
+  cg_event_format_json(&e, json, sizeof json);
+  ck_assert_ptr_nonnull(strstr(json, "\"_ZN2at6native3useEv\""));
+  e.demangle = NULL;
+  ck_assert_ptr_nonnull(strstr(text_of(&e), ": kernel _ZN2at6native3useEv, argument 1"));
+}
+END_TEST
+
 START_TEST(test_text_caps_and_cleaning) {
   cg_event e = load_event();
   e.n_native = 20;
@@ -913,6 +963,8 @@ int main(void) {
   tcase_add_test(tc, test_text_more_captures);
   tcase_add_test(tc, test_text_omits_empty_sections);
   tcase_add_test(tc, test_text_caps_and_cleaning);
+  tcase_add_test(tc, test_text_kernels_demangled);
+  tcase_add_test(tc, test_text_stale_kernel_demangled);
   tcase_add_test(tc, test_summary_text);
   tcase_add_test(tc, test_python_machinery);
   tcase_add_test(tc, test_names_and_null);

@@ -19,6 +19,7 @@
 #include "capguard/prime_file.h"
 #include "cli.h"
 #include "cmd_prime_learn.h"
+#include "kernel_display.h"
 #include "plural.h"
 
 /* Progress is shown for verify when stderr is a terminal and the file is at
@@ -186,16 +187,26 @@ static int prefix_problem(long m, const char *prefix, const char *path) {
 
 /* ---- list, show ---- */
 
-static void print_names(const cg_prime_record *r, const char *sep) {
+/* Each kernel's display form (kernel_display.h); with_symbol: the exact
+ * symbol after it too, where they differ (show, one kernel a line), else a
+ * template's instances, which read alike, named once (list). */
+static void print_names(const cg_prime_record *r, const char *sep, bool with_symbol) {
   if (r->n_kernels == 0) {
     fputs("-", stdout);
     return;
   }
+  char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
   const char *n = r->kernel_names, *end = r->kernel_names + r->names_len;
-  for (uint32_t k = 0; k < r->n_kernels && n < end; k++) {
-    fputs(k ? sep : "", stdout);
-    fputs(n, stdout);
-    n += strlen(n) + 1;
+  size_t said = 0;
+  for (uint32_t k = 0; k < r->n_kernels && n < end; k++, n += strlen(n) + 1) {
+    if (with_symbol)
+      cg_kernel_display(n, disp, sizeof disp);
+    else if (!cg_kernel_display_new(n, disp, prev))
+      continue;
+    fputs(said++ ? sep : "", stdout);
+    fputs(disp, stdout);
+    if (with_symbol && strcmp(disp, n))
+      printf("  %s", n);
   }
 }
 
@@ -289,7 +300,7 @@ static int cmd_list(int argc, char **argv) {
     format_time(r->last_ns, false, when, sizeof when);
     printf("%.12s  %-6s  %-6s  %10llu  %6u  %6llu  %-11s  ", hex, cg_image_kind_name(r->kind), arch,
            (unsigned long long)r->size, copies_of(r), (unsigned long long)r->hits, when);
-    print_names(r, ",");
+    print_names(r, ",", false);
     putchar('\n');
   }
   cg_prime_free(s);
@@ -328,7 +339,7 @@ static int cmd_show(int argc, char **argv) {
          r->library_loads == 1 ? "y" : "ies", r->n_kernels);
   if (r->n_kernels) {
     fputs("  ", stdout);
-    print_names(r, "\n  ");
+    print_names(r, "\n  ", true);
     putchar('\n');
   }
   cg_prime_free(s);

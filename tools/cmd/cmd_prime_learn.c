@@ -20,6 +20,7 @@
 #include "capguard/prime_file.h"
 #include "cli.h"
 #include "findings.h"
+#include "kernel_display.h"
 #include "prime_precheck.h"
 #include "log_reader.h"
 #include "report_analysis.h"
@@ -194,9 +195,10 @@ static void print_record(const cg_prime_record *r, const char *what) {
          (unsigned long long)r->size);
   print_loads(r);
   fputs("  ", stderr);
+  char disp[CG_KERNEL_DISPLAY_MAX];
   const char *k = r->kernel_names;
   for (uint32_t i = 0; i < r->n_kernels && k < r->kernel_names + r->names_len; i++, k += strlen(k) + 1)
-    fprintf(stderr, "%s%s", i ? ", " : "", k);
+    fprintf(stderr, "%s%s", i ? ", " : "", cg_kernel_display(k, disp, sizeof disp));
   fprintf(stderr, "%s(%s)\n", r->n_kernels ? "  " : "-  ", what);
 }
 

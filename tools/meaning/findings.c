@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis_types.h"
+#include "kernel_display.h"
 #include "name_cut.h"
 #include "ended_early.h"
 #include "report_offender.h"
@@ -305,6 +306,7 @@ static void recorded_images(const ctx *c, recorded_set *r) {
   const cgl_log *log = c->log;
   /* The kernels of the loads this run recorded (every offending load is recorded in guard mode). */
   size_t used = 0, shown = 0, recorded_kernels = 0;
+  char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
   names[0] = '\0';
   for (size_t k = 0; k < a->n_kernels; k++) {
     if (a->kernels[k].loads == a->kernels[k].served)
@@ -312,12 +314,16 @@ static void recorded_images(const ctx *c, recorded_set *r) {
     recorded_kernels++;
     if (shown == 4)
       continue;
-    int n = snprintf(names + used, sizeof r->names - used, "%s%s", shown ? ", " : "",
-                     a->kernels[k].name);
+    /* a template's instances read alike: named once */
+    cg_kernel_display(a->kernels[k].name, disp, sizeof disp);
+    if (shown && !strcmp(disp, prev))
+      continue;
+    memcpy(prev, disp, sizeof prev);
+    int n = snprintf(names + used, sizeof r->names - used, "%s%s", shown ? ", " : "", disp);
     if (n < 0 || (size_t)n >= sizeof r->names - used) {
       names[used] = '\0'; /* no name cut in half: it is counted in "..." */
       if (!shown) /* but the first one's start, or kernels would read as not named */
-        used = cg_name_cut(names, sizeof r->names, a->kernels[k].name), shown = 1;
+        used = cg_name_cut(names, sizeof r->names, disp), shown = 1;
       else
         shown = 4;
       continue;
@@ -521,13 +527,16 @@ static bool warm_holds(const ctx *c) {
 static void warm_say(const ctx *c, cgf_finding *x) {
   const cgr_analysis *a = c->a;
   /* Name them when there are few: the advice is then complete on its own. */
-  char names[256] = "";
+  char names[256] = "", disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
   size_t used = 0;
   for (size_t k = 0; k < a->n_kernels && c->to_warm <= 4; k++) {
     if (!a->kernels[k].broke)
       continue;
-    int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (",
-                     a->kernels[k].name);
+    cg_kernel_display(a->kernels[k].name, disp, sizeof disp);
+    if (used && !strcmp(disp, prev)) /* a template's instances: named once */
+      continue;
+    memcpy(prev, disp, sizeof prev);
+    int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (", disp);
     if (n < 0 || (size_t)n >= sizeof names - used - 1) {
       names[0] = '\0';
       break;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_display.h"
 #include "plural.h"
 #include "report_offender.h"
 #include "xalloc.h"
@@ -30,8 +31,9 @@ static void offender_short(const cgl_log *log, size_t capture, char *buf, size_t
       kernel = e->kernels->v[0];
   }
   const char *at = cgr_offender_at(&f);
+  char disp[CG_KERNEL_DISPLAY_MAX];
   snprintf(buf, cap, "%s%s%s%s%s", *f.call ? f.call : "(unknown call)", kernel ? " of " : "",
-           kernel ? kernel : "", *at ? " at " : "", at);
+           kernel ? cg_kernel_display(kernel, disp, sizeof disp) : "", *at ? " at " : "", at);
 }
 
 static void add_diff(cgr_rank_view *v, const char *fmt, ...) {

@@ -2,6 +2,7 @@
 
 #include "ended_early.h"
 #include "findings.h"
+#include "kernel_display.h"
 #include "name_cut.h"
 #include "report_offender.h"
 #include "xalloc.h"
@@ -235,17 +236,22 @@ void cgr_why(const cgl_event *e, char *buf, size_t cap) {
 
 void cgr_kernel_list(const cgl_event *e, size_t max, char *buf, size_t cap) {
   size_t used = 0, shown = 0;
+  char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
   buf[0] = '\0';
   for (size_t i = 0; i < e->kernels->n; i++) {
+    cg_kernel_display(e->kernels->v[i], disp, sizeof disp);
+    if (shown && !strcmp(disp, prev)) /* a template's instances read alike: named once */
+      continue;
+    memcpy(prev, disp, sizeof prev);
     if (shown == max) {
       shown++;
       break;
     }
-    int n = snprintf(buf + used, cap - used, "%s%s", shown ? ", " : "", e->kernels->v[i]);
+    int n = snprintf(buf + used, cap - used, "%s%s", shown ? ", " : "", disp);
     if (n < 0 || (size_t)n >= cap - used) {
       buf[used] = '\0';
       if (!shown && cap > 6) /* the first name's start, never none: room left for ", ..." */
-        used = cg_name_cut(buf, cap - 6, e->kernels->v[i]);
+        used = cg_name_cut(buf, cap - 6, disp);
       shown = shown || i + 1 < e->kernels->n ? max + 1 : 1;
       break;
     }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ended_early.h"
+#include "kernel_display.h"
 #include "findings.h"
 #include "report_stale.h"
 #include "report_offender.h"
@@ -289,9 +290,13 @@ static void call_marker(FILE *o, const cgl_log *log, const cgl_event *e, span s,
   esc(o, verdict_word(e->verdict));
   fputs(") at ", o);
   esc(o, e->site);
+  char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
+  size_t said = 0;
   for (size_t n = 0; n < e->kernels->n; n++) {
-    fputs(n ? ", " : "; kernels: ", o);
-    esc(o, e->kernels->v[n]);
+    if (!cg_kernel_display_new(e->kernels->v[n], disp, prev))
+      continue;
+    fputs(said++ ? ", " : "; kernels: ", o);
+    esc(o, disp);
   }
   fputs("</title></path>\n", o);
 }
@@ -533,10 +538,25 @@ static void ended_table(FILE *o, const cgr_analysis *a) {
     fprintf(o, "<p>and %zu more (capguard report lists them all)</p>\n", a->ended_early - MAX_ROWS);
 }
 
+/* A kernel's display form, its exact symbol in the title (on hover) when they differ. */
+static void kernel_name(FILE *o, const char *name) {
+  char disp[CG_KERNEL_DISPLAY_MAX];
+  cg_kernel_display(name, disp, sizeof disp);
+  if (!strcmp(disp, name)) {
+    esc(o, name);
+    return;
+  }
+  fputs("<span title=\"", o);
+  esc(o, name);
+  fputs("\">", o);
+  esc(o, disp);
+  fputs("</span>", o);
+}
+
 static void kernel_cell(FILE *o, const cgl_event *e) {
   for (size_t k = 0; k < e->kernels->n; k++) {
     if (k) fputs("<br>", o);
-    esc(o, e->kernels->v[k]);
+    kernel_name(o, e->kernels->v[k]);
   }
 }
 
@@ -714,7 +734,7 @@ static void findings(FILE *o, const cgr_analysis *a) {
     for (size_t k = 0; k < a->n_kernels; k++) {
       fprintf(o, "<tr><td class=\"n\">%zu</td><td class=\"n\">%zu</td><td><code>",
               a->kernels[k].loads, a->kernels[k].served);
-      esc(o, a->kernels[k].name);
+      kernel_name(o, a->kernels[k].name);
       fputs("</code></td></tr>\n", o);
     }
     fputs("</table>\n", o);
@@ -734,7 +754,7 @@ static void findings(FILE *o, const cgr_analysis *a) {
       fputs("</td><td><code>", o);
       for (size_t i = 0; i < st->n_kernels; i++) {
         if (i) fputs("<br>", o);
-        esc(o, st->kernels[i]);
+        kernel_name(o, st->kernels[i]);
       }
       fputs("</code></td></tr>\n", o);
     }

@@ -2,6 +2,7 @@
  * shim reports each at most once per kind, so a group holds a free, a
  * launch, or both; what to do is the shim's own sentence (cg_stale_advice). */
 #include "report_stale.h"
+#include "kernel_display.h"
 #include "plural.h"
 
 #include <stdlib.h>
@@ -44,7 +45,9 @@ static const char *or(const char *s, const char *dflt) { return s && *s ? s : df
 
 /* "kernel k, argument i" of the group's first event. */
 static void reader_words(const cgl_stale *s, char *buf, size_t cap) {
-  snprintf(buf, cap, "kernel %s, argument %lld%s", or(s->kernel, "(name unknown)"), s->arg,
+  char disp[CG_KERNEL_DISPLAY_MAX];
+  const char *k = s->kernel && *s->kernel ? cg_kernel_display(s->kernel, disp, sizeof disp) : NULL;
+  snprintf(buf, cap, "kernel %s, argument %lld%s", or(k, "(name unknown)"), s->arg,
            s->reads > 1 ? " (and more reads by this exec)" : "");
 }
 

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "ended_early.h"
+#include "kernel_display.h"
 #include "findings.h"
 #include "report_stale.h"
 #include "report_offender.h"
@@ -154,8 +155,11 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
     const cgl_event *e = &log->evs[f];
     if (e->kernels->n) {
       fputs("    kernels:", out);
+      char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
+      size_t said = 0;
       for (size_t i = 0; i < e->kernels->n; i++)
-        fprintf(out, "%s %s", i ? "," : "", e->kernels->v[i]);
+        if (cg_kernel_display_new(e->kernels->v[i], disp, prev))
+          fprintf(out, "%s %s", said++ ? "," : "", disp);
       fputs(e->kernels_truncated ? ", ...\n" : "\n", out);
     }
     char why[256];
@@ -238,9 +242,22 @@ static void print_kernels(FILE *out, const cgr_analysis *a, cg_palette pal) {
                "capture whose image held it; served: of those, from the priming file)\n",
           pal.bold, pal.reset);
   fprintf(out, "  %5s  %6s  %s\n", "loads", "served", "kernel");
-  for (size_t k = 0; k < a->n_kernels; k++)
-    fprintf(out, "  %5zu  %6zu  %s\n", a->kernels[k].loads, a->kernels[k].served,
-            a->kernels[k].name);
+  /* A template's instances read alike: a run of them with the same counts
+   * is one row, which says how many (the page's title tells them apart). */
+  char disp[CG_KERNEL_DISPLAY_MAX], next[CG_KERNEL_DISPLAY_MAX];
+  for (size_t k = 0, j; k < a->n_kernels; k = j) {
+    const cgr_kernel *kk = &a->kernels[k];
+    cg_kernel_display(kk->name, disp, sizeof disp);
+    for (j = k + 1; j < a->n_kernels && a->kernels[j].loads == kk->loads &&
+                    a->kernels[j].served == kk->served &&
+                    !strcmp(cg_kernel_display(a->kernels[j].name, next, sizeof next), disp);
+         j++)
+      ;
+    fprintf(out, "  %5zu  %6zu  %s", kk->loads, kk->served, disp);
+    if (j - k > 1)
+      fprintf(out, " (%zu instances)", j - k);
+    fputc('\n', out);
+  }
 }
 
 static void print_sites(FILE *out, const cgr_analysis *a, cg_palette pal) {
@@ -254,8 +271,11 @@ static void print_sites(FILE *out, const cgr_analysis *a, cg_palette pal) {
       fprintf(out, "%s%s", i ? ", " : "", st->calls[i]);
     if (st->n_kernels) {
       fputs("; kernels:", out);
+      char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
+      size_t said = 0;
       for (size_t i = 0; i < st->n_kernels && i < 8; i++)
-        fprintf(out, "%s %s", i ? "," : "", st->kernels[i]);
+        if (cg_kernel_display_new(st->kernels[i], disp, prev))
+          fprintf(out, "%s %s", said++ ? "," : "", disp);
       if (st->n_kernels > 8)
         fprintf(out, " and %zu more", st->n_kernels - 8);
     }

@@ -1,7 +1,8 @@
 /* One reported event (a forbidden call made during capture, a capture that
  * ended, the process summary) and its two renderings: the text a person reads
  * on stderr, and one JSON object per line for the log. Pure formatting: no
- * I/O, no allocation; docs/log-format.md specifies the JSON. */
+ * I/O, no allocation (save a demangler's, which the caller gives the text
+ * for kernel names); docs/log-format.md specifies the JSON. */
 #ifndef CAPGUARD_EVENT_H
 #define CAPGUARD_EVENT_H
 
@@ -11,6 +12,7 @@
 
 #include "capguard/capture_model.h"
 #include "capguard/image.h"
+#include "capguard/kernel_name.h"
 #include "capguard/log_schema.h"
 #include "capguard/rank.h"
 
@@ -72,6 +74,9 @@ typedef struct {
   /* The frame of NCCL's communicator set-up the call was made from
    * (capguard/nccl_frames.h), NULL when none. */
   const char *nccl_setup;
+  /* The text's demangler for kernel names (capguard/kernel_name.h: shown
+   * demangled and shortened); NULL: as they are. The JSON keeps them as they are. */
+  cg_demangle_fn demangle;
 } cg_event;
 
 /* How many of the slowest captures a summary names. */
