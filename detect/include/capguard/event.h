@@ -72,6 +72,9 @@ typedef struct {
   /* The frame of NCCL's communicator set-up the call was made from
    * (capguard/nccl_frames.h), NULL when none. */
   const char *nccl_setup;
+  /* A load passed JIT or library options (the CUDA runtime's lazy loading
+   * does): capguard never serves such a load, so never records it. */
+  bool with_options;
 } cg_event;
 
 /* How many of the slowest captures a summary names. */
