@@ -232,8 +232,10 @@ int main(int argc, char **argv) {
       break;
   }
   if (argc - at != 2 || n < 1 || n > 64) {
-    fprintf(stderr, "usage: vllm_like [--workers N] [--ex|--library|--library-options] CUBIN KERNEL (N from 1 to 64;\n"
-                    "  the loader flag picks how the shell-started worker loads; default --ex)\n");
+    fprintf(
+        stderr,
+        "usage: vllm_like [--workers N] [--ex|--library|--library-options] CUBIN KERNEL (N from 1 to 64;\n"
+        "  the loader flag picks how the shell-started worker loads; default --ex)\n");
     return 2;
   }
   return parent(n, last, argv[at], argv[at + 1]);

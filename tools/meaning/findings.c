@@ -476,7 +476,8 @@ static bool not_recorded_holds(const ctx *c) { return c->a->n_broken || c->a->of
 static void not_recorded_say(const ctx *c, cgf_finding *x) {
   char opts[256];
   x->sentence = xprintf("nothing was recorded for the next run%s: see the details below, and check "
-                        "the priming file", options_too(c, opts, sizeof opts));
+                        "the priming file",
+                        options_too(c, opts, sizeof opts));
   const char *prime = cgr_run_prime_path(c->log, c->latest);
   char word[4200] = "";
   size_t used = 0;
@@ -490,9 +491,7 @@ static void not_recorded_say(const ctx *c, cgf_finding *x) {
  * the options ask may differ from what a preloaded copy was built with), so
  * it never records one, and "check the priming file" would find nothing
  * wrong with it. options_only: every load during capture not served had them. */
-static bool options_only_holds(const ctx *c) {
-  return c->opt_loads && c->opt_loads == c->a->offending_loads;
-}
+static bool options_only_holds(const ctx *c) { return c->opt_loads && c->opt_loads == c->a->offending_loads; }
 static bool options_holds(const ctx *c) { return c->opt_loads != 0; }
 static void options_say_with(const ctx *c, cgf_finding *x, bool eager_command) {
   size_t n = c->opt_loads, all = c->a->offending_loads;
@@ -520,10 +519,10 @@ static void options_report_say(const ctx *c, cgf_finding *x) { options_say_with(
 static const char *options_too(const ctx *c, char *buf, size_t cap) {
   buf[0] = '\0';
   if (c->opt_loads)
-    snprintf(buf, cap, "; %zu load%s with JIT or library options %s not recorded (capguard never "
+    snprintf(buf, cap,
+             "; %zu load%s with JIT or library options %s not recorded (capguard never "
              "serves such a load: make %s before capture%s)",
-             c->opt_loads, cg_plural(c->opt_loads), was_were(c->opt_loads),
-             c->opt_loads == 1 ? "it" : "them",
+             c->opt_loads, cg_plural(c->opt_loads), was_were(c->opt_loads), c->opt_loads == 1 ? "it" : "them",
              c->opt_lazy ? ", CUDA_MODULE_LOADING=EAGER for the runtime's" : "");
   return buf;
 }
@@ -679,8 +678,8 @@ static bool faster_run_holds(const ctx *c) {
    * (next: says so), not commands that name it again; nor when another call
    * than a load broke the capture too: learning every load would not save
    * it, and next: gave the --rescue command already */
-  return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD &&
-         !c->f->prime_unusable && !c->again_kept && !options_only_holds(c);
+  return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD && !c->f->prime_unusable &&
+         !c->again_kept && !options_only_holds(c);
 }
 
 /* Loads the CUDA runtime made lazily, at a kernel's first launch: its own

@@ -78,8 +78,8 @@ static void ptr_free(ptr_entry **t) {
   }
 }
 
-static void count_kernel(cgr_analysis *a, ptr_entry **index, const char *name, size_t ev,
-                         bool served, bool broke, bool with_options) {
+static void count_kernel(cgr_analysis *a, ptr_entry **index, const char *name, size_t ev, bool served,
+                         bool broke, bool with_options) {
   ptr_entry *f = ptr_find(*index, name, NULL);
   if (!f) {
     a->kernels = xrealloc(a->kernels, (a->n_kernels + 1) * sizeof *a->kernels);
@@ -196,8 +196,8 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     const cgl_event *e = &log->evs[i];
     const cgl_process *pr = &log->procs[e->proc];
     bool refused = e->verdict == CG_VERDICT_REFUSED || e->verdict == CG_VERDICT_EMULATED;
-    a->recorded_unsaid += !pr->has_summary && pr->mode == CG_RUN_GUARD &&
-                          e->kind == CG_EV_MODULE_LOAD && refused && e->image_hash && !e->with_options;
+    a->recorded_unsaid += !pr->has_summary && pr->mode == CG_RUN_GUARD && e->kind == CG_EV_MODULE_LOAD &&
+                          refused && e->image_hash && !e->with_options;
   }
 }
 
