@@ -264,6 +264,7 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   put_kv_str(&o, CG_KEY_THREAD_MODE, cg_capture_mode_name(e->thread_mode));
   if (e->thread_name) put_kv_str(&o, CG_KEY_THREAD_NAME, e->thread_name);
   if (e->nccl_setup) put_kv_str(&o, CG_KEY_NCCL_SETUP, e->nccl_setup);
+  if (e->with_options) cg_out_str(&o, ",\"" CG_KEY_OPTIONS "\":true");
   cg_out_str(&o, ",\"" CG_KEY_CAPTURE "\":{\"" CG_KEY_ID "\":");
   cg_out_u64(&o, e->capture.id);
   put_kv_hex(&o, CG_KEY_STREAM, e->capture.stream);

@@ -320,7 +320,8 @@ CUresult cg_guard_load(const cg_load *l) {
 
   /* Inspection happened outside the gate; now decide and call under it. */
   cg_gate_lock();
-  cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep], .driver_result = -1};
+  cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep], .driver_result = -1,
+                .with_options = l->with_options};
   cg_begin_site site;
   e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
   if (e.n_prohibitors)

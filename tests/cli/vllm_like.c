@@ -9,20 +9,23 @@
  * other once every one has begun its capture, so that none can profit from
  * what another records into a shared priming file during the same run: run
  * 1 breaks every worker's capture, not just the first's.
- * --library makes a worker load with cuLibraryLoadData instead.
+ * --library makes a worker load with cuLibraryLoadData instead;
+ * --library-options with cuLibraryLoadData and a JIT option, as the CUDA
+ * runtime's lazy loading does (a load capguard never serves or records).
  * Each worker reaches the driver the way cudart does (dlopen libcuda.so.1,
  * dlsym cuGetProcAddress_v2, ask it for "cuGetProcAddress" at 12000, then
  * everything through that), begins a graph capture, loads the kernel image
  * for the first time inside it (a JIT-compiled kernel's first use) and
  * launches KERNEL from it, ends the capture and exits 1 if it broke.
- * Usage: vllm_like [--workers N] [--ex|--library] CUBIN KERNEL
- *        vllm_like --worker I [--ex|--library] CUBIN KERNEL   (what the parent runs) */
+ * Usage: vllm_like [--workers N] [--ex|--library|--library-options] CUBIN KERNEL
+ *        vllm_like --worker I [--ex|--library|--library-options] CUBIN KERNEL   (what the parent runs) */
 #include <cuda.h>
 
 #include "capguard/file_read.h"
 #include "driver_open.h"
 #include <errno.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +52,7 @@ static void meet_the_others(void) {
   close(go);
 }
 
-enum loader { LOAD_DATA, LOAD_DATA_EX, LIBRARY_LOAD_DATA };
+enum loader { LOAD_DATA, LOAD_DATA_EX, LIBRARY_LOAD_DATA, LIBRARY_LOAD_OPTIONS };
 
 static int worker(int index, enum loader how, const char *cubin, const char *kernel) {
   me = index;
@@ -80,14 +83,17 @@ static int worker(int index, enum loader how, const char *cubin, const char *ker
   meet_the_others();
   CUfunction fn = NULL;
   CUresult r;
-  if (how == LIBRARY_LOAD_DATA) {
+  if (how == LIBRARY_LOAD_DATA || how == LIBRARY_LOAD_OPTIONS) {
     CUresult (*lib_load)(CUlibrary *, const void *, CUjit_option *, void **, unsigned, CUlibraryOption *,
                          void **, unsigned) = tk_driver_get("cuLibraryLoadData");
     CUresult (*lib_kernel)(CUkernel *, CUlibrary, const char *) = tk_driver_get("cuLibraryGetKernel");
     CUresult (*kernel_fn)(CUfunction *, CUkernel) = tk_driver_get("cuKernelGetFunction");
     CUlibrary lib;
     CUkernel k;
-    r = lib_load(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
+    CUjit_option jit[] = {CU_JIT_MAX_REGISTERS};
+    void *jit_vals[] = {(void *)(uintptr_t)64};
+    r = how == LIBRARY_LOAD_OPTIONS ? lib_load(&lib, image, jit, jit_vals, 1, NULL, NULL, 0)
+                                    : lib_load(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
     if (r == CUDA_SUCCESS && (r = lib_kernel(&k, lib, kernel)) == CUDA_SUCCESS)
       r = kernel_fn(&fn, k);
   } else {
@@ -200,6 +206,8 @@ static int parent(int n, const char *loader, const char *cubin, const char *kern
 static int loader_of(const char *flag, enum loader *how) {
   if (!strcmp(flag, "--ex"))
     *how = LOAD_DATA_EX;
+  else if (!strcmp(flag, "--library-options"))
+    *how = LIBRARY_LOAD_OPTIONS;
   else if (!strcmp(flag, "--library"))
     *how = LIBRARY_LOAD_DATA;
   else
@@ -224,8 +232,10 @@ int main(int argc, char **argv) {
       break;
   }
   if (argc - at != 2 || n < 1 || n > 64) {
-    fprintf(stderr, "usage: vllm_like [--workers N] [--ex|--library] CUBIN KERNEL (N from 1 to 64;\n"
-                    "  the loader flag picks how the shell-started worker loads; default --ex)\n");
+    fprintf(
+        stderr,
+        "usage: vllm_like [--workers N] [--ex|--library|--library-options] CUBIN KERNEL (N from 1 to 64;\n"
+        "  the loader flag picks how the shell-started worker loads; default --ex)\n");
     return 2;
   }
   return parent(n, last, argv[at], argv[at + 1]);

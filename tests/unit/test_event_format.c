@@ -220,6 +220,20 @@ START_TEST(test_event_json_load) {
 }
 END_TEST
 
+/* A load with JIT or library options says so (never recorded); one without has no key. */
+START_TEST(test_event_json_load_options) {
+  cg_event e = load_event();
+  e.with_options = true;
+  json_t *j = parse_line(cg_event_format_json(&e, jbuf, sizeof jbuf));
+  ck_assert(json_is_true(json_object_get(j, "options")));
+  json_decref(j);
+  e.with_options = false;
+  j = parse_line(cg_event_format_json(&e, jbuf, sizeof jbuf));
+  ck_assert_ptr_null(json_object_get(j, "options"));
+  json_decref(j);
+}
+END_TEST
+
 START_TEST(test_event_json_unload_and_optional_keys) {
   cg_event e = unload_event();
   json_t *j = parse_line(cg_event_format_json(&e, jbuf, sizeof jbuf));
@@ -946,6 +960,7 @@ int main(void) {
   Suite *s = suite_create("event_format");
   TCase *tc = tcase_create("json");
   tcase_add_test(tc, test_event_json_load);
+  tcase_add_test(tc, test_event_json_load_options);
   tcase_add_test(tc, test_event_json_unload_and_optional_keys);
   tcase_add_test(tc, test_event_json_every_verdict_and_all_native);
   tcase_add_test(tc, test_event_json_hostile_strings);

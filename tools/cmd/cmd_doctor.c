@@ -124,7 +124,9 @@ static void check_driver(doctor *d, int *version_out, int *sm_out) {
       note(d, "module loads during capture",
            "REFUSED by this driver (older than 12.3): a kernel loaded mid-capture breaks the "
            "capture; run under capguard in guard mode so recorded kernels are loaded before "
-           "capture");
+           "capture (a load with JIT or library options, as the CUDA runtime's lazy loading "
+           "makes, is never recorded: CUDA_MODULE_LOADING=EAGER loads the runtime's modules at "
+           "start-up)");
     else
       ok(d, "module loads during capture",
          "allowed by this driver (12.3 or newer); unloads during capture are still refused");

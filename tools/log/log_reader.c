@@ -481,6 +481,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     e->kernels_truncated = json_is_true(json_object_get(img, CG_KEY_KERNELS_TRUNCATED));
   }
   e->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
+  e->with_options = json_is_true(json_object_get(o, CG_KEY_OPTIONS));
   char where[512];
   const cgl_process *pr = &log->procs[proc];
   cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),

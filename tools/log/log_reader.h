@@ -111,6 +111,7 @@ typedef struct {
   bool kernels_truncated;
   bool runtime_lazy;    /* its native stack shows the CUDA runtime loading lazily (__cudaGetKernel,
                            cudaGetFuncBySymbol, libcudart's lazy loading): a first launch */
+  bool with_options;    /* the load passed JIT or library options: never served, so never recorded */
   const char *site;     /* see cgl_event_site */
   const char *python_top; /* innermost Python frame "file:line in func", NULL if none */
   const char *thread_name; /* the calling thread's name when not the capturing thread, NULL if not said */

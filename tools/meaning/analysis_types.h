@@ -22,6 +22,7 @@ typedef struct {
   size_t served;       /* of loads: served from the priming file */
   size_t first_event;  /* where it was first seen */
   bool broke;          /* a load of it was refused (or rescued): it needs warming up or priming */
+  size_t with_options; /* of loads not served: made with JIT or library options, so never recorded */
 } cgr_kernel;
 
 typedef struct {
@@ -53,6 +54,9 @@ typedef struct cgr_analysis {
   size_t verdicts[CG_VERDICT_COUNT + 1];
   size_t repeats;          /* calls like one logged, counted in capture records, not logged again */
   size_t offending_loads;  /* loads not served from the priming file */
+  /* of those, the loads made with JIT or library options (the CUDA runtime's
+   * lazy loading passes them): capguard never serves them, so never records them */
+  size_t loads_with_options;
   size_t unloads_deferred; /* of unloads: put off by guard mode until the capture ended */
   /* Calls other than loads and unloads (which have findings of their own)
    * with a routine verdict (the verdict table's flag): calls that break a

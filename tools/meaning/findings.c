@@ -59,6 +59,10 @@ typedef struct {
   /* calls during capture the driver failed (verdict failed): the error went
    * to the program, and a failed load is not recorded */
   size_t failed, failed_loads, first_failed;
+  /* loads during capture made with JIT or library options (never served, so
+   * never recorded), and the run of the latest: the advice's command */
+  size_t opt_loads, opt_run;
+  bool opt_lazy; /* one of them was the CUDA runtime's lazy loading */
 } ctx;
 
 static void derive(const cgf_facts *f, ctx *c) {
@@ -133,6 +137,11 @@ static void derive(const cgf_facts *f, ctx *c) {
     if (e->runtime_lazy && (broke || e->verdict == CG_VERDICT_ALLOWED)) {
       c->lazy_loads++;
       c->lazy_run = c->log->procs[e->proc].run_index;
+    }
+    if (e->with_options && cgr_offending(e)) {
+      c->opt_loads++;
+      c->opt_run = c->log->procs[e->proc].run_index;
+      c->opt_lazy |= e->runtime_lazy;
     }
     if (!broke || e->kernels->n || !unnamed)
       continue;
@@ -309,8 +318,8 @@ static void recorded_images(const ctx *c, recorded_set *r) {
   char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
   names[0] = '\0';
   for (size_t k = 0; k < a->n_kernels; k++) {
-    if (a->kernels[k].loads == a->kernels[k].served)
-      continue;
+    if (a->kernels[k].loads == a->kernels[k].served + a->kernels[k].with_options)
+      continue; /* served, or made with options: not recorded */
     recorded_kernels++;
     if (shown == 4)
       continue;
@@ -336,7 +345,7 @@ static void recorded_images(const ctx *c, recorded_set *r) {
   const char **seen = calloc(log->n_evs + 1, sizeof *seen);
   for (size_t i = 0; seen && i < log->n_evs; i++) {
     const cgl_event *e = &log->evs[i];
-    bool dup = !e->image_hash || !cgr_offending(e) || e->kind != CG_EV_MODULE_LOAD;
+    bool dup = !e->image_hash || !cgr_offending(e) || e->kind != CG_EV_MODULE_LOAD || e->with_options;
     for (size_t k = 0; k < images && !dup; k++)
       dup = seen[k] == e->image_hash; /* interned: equal strings are equal pointers */
     if (dup)
@@ -359,6 +368,7 @@ static void recorded_images(const ctx *c, recorded_set *r) {
   r->copies = copies;
 }
 
+static const char *options_too(const ctx *c, char *buf, size_t cap);
 static void recorded_say(const ctx *c, cgf_finding *x) {
   const cgl_log *log = c->log;
   recorded_set r;
@@ -384,6 +394,12 @@ static void recorded_say(const ctx *c, cgf_finding *x) {
                           r.copies ? " (some of them another copy of an image the file already "
                                    "held: the same bytes loaded again)"
                                  : "");
+  char opts[256];
+  if (c->opt_loads) {
+    char *t = xprintf("%s%s", x->sentence, options_too(c, opts, sizeof opts));
+    free(x->sentence);
+    x->sentence = t;
+  }
   command(x, NULL, NULL, xprintf("%s", cmd));
   if (!whole)
     x->commands[0].note = "the logged command line was cut: complete it";
@@ -464,14 +480,57 @@ static void readonly_say(const ctx *c, cgf_finding *x) {
 
 static bool not_recorded_holds(const ctx *c) { return c->a->n_broken || c->a->offending_loads; }
 static void not_recorded_say(const ctx *c, cgf_finding *x) {
-  x->sentence = xprintf("nothing was recorded for the next run: see the details below, and check "
-                        "the priming file");
+  char opts[256];
+  x->sentence = xprintf("nothing was recorded for the next run%s: see the details below, and check "
+                        "the priming file",
+                        options_too(c, opts, sizeof opts));
   const char *prime = cgr_run_prime_path(c->log, c->latest);
   char word[4200] = "";
   size_t used = 0;
   if (*prime)
     cgr_shell_word(prime, word, sizeof word, &used);
   command(x, NULL, NULL, xprintf("%s doctor%s%s", cgr_self_word(), *prime ? " --prime " : "", word));
+}
+
+/* Loads made with JIT or library options (the CUDA runtime's lazy loading
+ * passes them to cuLibraryLoadData): capguard never serves such a load (what
+ * the options ask may differ from what a preloaded copy was built with), so
+ * it never records one, and "check the priming file" would find nothing
+ * wrong with it. options_only: every load during capture not served had them. */
+static bool options_only_holds(const ctx *c) { return c->opt_loads && c->opt_loads == c->a->offending_loads; }
+static bool options_holds(const ctx *c) { return c->opt_loads != 0; }
+static void options_say_with(const ctx *c, cgf_finding *x, bool eager_command) {
+  size_t n = c->opt_loads, all = c->a->offending_loads;
+  const char *them = n == 1 ? "it" : "them";
+  char some[64] = "";
+  if (n < all)
+    snprintf(some, sizeof some, " of the %zu", all);
+  x->sentence = xprintf("%s%zu%s load%s during capture passed JIT or library options%s, which "
+                        "capguard never serves and so never records%s: make %s before capture%s",
+                        n < all ? "" : "the ", n, some, n < all || n != 1 ? "s" : "",
+                        c->opt_lazy ? " (here the CUDA runtime's lazy loading)" : "",
+                        n < all ? "" : " (nothing was recorded for the next run)", them,
+                        c->opt_lazy ? " (run those ops once before capture)" : " begins");
+  if (!c->opt_lazy || !eager_command)
+    return;
+  char cmd[1024];
+  cgr_rerun_command_with(c->log, c->opt_run, NULL, cmd, sizeof cmd);
+  command(x, "; ", "or have the runtime load its modules at start-up",
+          xprintf("CUDA_MODULE_LOADING=EAGER %s", cmd));
+}
+static void options_say(const ctx *c, cgf_finding *x) { options_say_with(c, x, true); }
+/* the report: runtime-lazy-load gives the command with CUDA_MODULE_LOADING=EAGER */
+static void options_report_say(const ctx *c, cgf_finding *x) { options_say_with(c, x, !c->lazy_loads); }
+/* a sentence's end for the rows that say what was, or was not, recorded */
+static const char *options_too(const ctx *c, char *buf, size_t cap) {
+  buf[0] = '\0';
+  if (c->opt_loads)
+    snprintf(buf, cap,
+             "; %zu load%s with JIT or library options %s not recorded (capguard never "
+             "serves such a load: make %s before capture%s)",
+             c->opt_loads, cg_plural(c->opt_loads), was_were(c->opt_loads), c->opt_loads == 1 ? "it" : "them",
+             c->opt_lazy ? ", CUDA_MODULE_LOADING=EAGER for the runtime's" : "");
+  return buf;
 }
 
 /* Processes that used CUDA and wrote no exit record: what they did last is
@@ -563,6 +622,12 @@ static void warm_say(const ctx *c, cgf_finding *x) {
              cg_plural(c->unnamed_images),
              c->lazy_loads ? ", such as the CUDA runtime loads at a kernel's first launch: run "
                              "the op that launches it" : "");
+  if (options_only_holds(c)) { /* never recorded: priming is no way out (loads-with-options says why) */
+    x->sentence = xprintf("warm %s up before capture (run %s once outside capture): capguard cannot "
+                          "prime %s, loaded with JIT or library options",
+                          count, things == 1 ? "it" : "each", things == 1 ? "it" : "them");
+    return;
+  }
   x->sentence = xprintf(
       "warm %s up before capture (run %s once outside capture), or let capguard prime %s: %s",
       count, things == 1 ? "it" : "each", things == 1 ? "it" : "them",
@@ -615,19 +680,24 @@ static void faster_say(const ctx *c, cgf_finding *x) {
   command(x, "; ", "or capture in one run here, each refused load made in relaxed mode",
           rerun(c, run, "--rescue"));
 }
-static bool faster_report_holds(const ctx *c) { return c->a->loads_refused != 0; }
+/* not for loads made with options alone: learning never records them either */
+static bool faster_report_holds(const ctx *c) { return c->a->loads_refused && !options_only_holds(c); }
 static bool faster_run_holds(const ctx *c) {
   /* a priming file already said to be unusable: the way on is to fix it
    * (next: says so), not commands that name it again; nor when another call
    * than a load broke the capture too: learning every load would not save
    * it, and next: gave the --rescue command already */
-  return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD &&
-         !c->f->prime_unusable && !c->again_kept;
+  return c->a->loads_refused && c->a->n_broken && c->f->mode == CG_RUN_GUARD && !c->f->prime_unusable &&
+         !c->again_kept && !options_only_holds(c);
 }
 
 /* Loads the CUDA runtime made lazily, at a kernel's first launch: its own
  * modules (torch's cat, its GEMMs) load mid-capture unless loaded eagerly. */
 static bool runtime_lazy_holds(const ctx *c) { return c->lazy_loads != 0; }
+/* run's note: not when next: said it (every load not served was the runtime's, with options) */
+static bool runtime_lazy_note_holds(const ctx *c) {
+  return c->lazy_loads && !(options_only_holds(c) && c->opt_lazy);
+}
 static void runtime_lazy_say(const ctx *c, cgf_finding *x) {
   size_t n = c->lazy_loads;
   x->sentence = xprintf("%zu load%s during capture %s made by the CUDA runtime's lazy loading "
@@ -903,6 +973,7 @@ static const row rows[] = {
     {"breaks-again", CGF_NEXT, breaks_again_holds, breaks_again_say},
     {"run-again", CGF_NEXT, recorded_holds, recorded_say},
     {"no-load-broke", CGF_NEXT, no_load_broke_holds, no_load_broke_say},
+    {"loads-with-options", CGF_NEXT, options_only_holds, options_say},
     {"guard-mode", CGF_NEXT, guard_mode_holds, guard_mode_say},
     {"read-only", CGF_NEXT, readonly_holds, readonly_say},
     {"calls-failed", CGF_NEXT, failed_loads_holds, failed_say},
@@ -916,7 +987,9 @@ static const row rows[] = {
     {"priming-not-enough", CGF_REPORT, priming_not_enough_holds, priming_not_enough_say},
     {"faster", CGF_REPORT, faster_report_holds, faster_say},
     {"faster", CGF_FASTER, faster_run_holds, faster_say},
-    {"runtime-lazy-load", CGF_REPORT | CGF_NOTE, runtime_lazy_holds, runtime_lazy_say},
+    {"loads-with-options", CGF_REPORT, options_holds, options_report_say},
+    {"runtime-lazy-load", CGF_REPORT, runtime_lazy_holds, runtime_lazy_say},
+    {"runtime-lazy-load", CGF_NOTE, runtime_lazy_note_holds, runtime_lazy_say},
     {"skipped-arch", CGF_REPORT | CGF_NOTE, skipped_arch_holds, skipped_arch_say},
     {"preloaded-unused", CGF_REPORT | CGF_NOTE, unused_holds, unused_say},
     {"allowed-loads", CGF_REPORT, allowed_holds, allowed_say},

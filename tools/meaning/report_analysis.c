@@ -79,12 +79,12 @@ static void ptr_free(ptr_entry **t) {
   }
 }
 
-static void count_kernel(cgr_analysis *a, ptr_entry **index, const char *name, size_t ev,
-                         bool served, bool broke) {
+static void count_kernel(cgr_analysis *a, ptr_entry **index, const char *name, size_t ev, bool served,
+                         bool broke, bool with_options) {
   ptr_entry *f = ptr_find(*index, name, NULL);
   if (!f) {
     a->kernels = xrealloc(a->kernels, (a->n_kernels + 1) * sizeof *a->kernels);
-    a->kernels[a->n_kernels] = (cgr_kernel){name, 0, 0, ev, false};
+    a->kernels[a->n_kernels] = (cgr_kernel){name, 0, 0, ev, false, 0};
     ptr_add(index, name, NULL, a->n_kernels++);
     f = ptr_find(*index, name, NULL);
   }
@@ -92,6 +92,7 @@ static void count_kernel(cgr_analysis *a, ptr_entry **index, const char *name, s
   k->loads++;
   k->served += served;
   k->broke |= broke;
+  k->with_options += !served && with_options;
 }
 
 static void count_site(cgr_analysis *a, ptr_entry **index, ptr_entry **site_kernels,
@@ -141,6 +142,7 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     if (kind == CG_EV_MODULE_LOAD) {
       a->loads_refused += cg_verdict_breaks(v);
       a->offending_loads += cgr_offending(e);
+      a->loads_with_options += cgr_offending(e) && e->with_options;
     } else if (kind == CG_EV_MODULE_UNLOAD) {
       a->unloads_deferred += v == CG_VERDICT_DEFERRED;
     } else if (v < CG_VERDICT_COUNT && cg_word_is(&cg_verdicts, v, CG_WORD_ROUTINE)) {
@@ -150,7 +152,7 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     /* a rescued load would have broken the capture too: its kernel needs warming up */
     for (size_t k = 0; k < e->kernels->n; k++)
       count_kernel(a, &kernel_index, e->kernels->v[k], i, served,
-                   cg_verdict_breaks(v) || v == CG_VERDICT_RESCUED);
+                   cg_verdict_breaks(v) || v == CG_VERDICT_RESCUED, e->with_options);
     count_site(a, &site_index, &site_kernels, e, i);
   }
   ptr_free(&kernel_index);
@@ -190,13 +192,13 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
   /* A process gone without its summary recorded only its refused loads:
    * the shim writes those at once (their captures are broken already); an
    * allowed load waits in its queue for the capture's end or the exit, and
-   * died with it. */
+   * died with it. A load with options is never recorded. */
   for (size_t i = 0; i < log->n_evs; i++) {
     const cgl_event *e = &log->evs[i];
     const cgl_process *pr = &log->procs[e->proc];
     bool refused = e->verdict == CG_VERDICT_REFUSED || e->verdict == CG_VERDICT_EMULATED;
-    a->recorded_unsaid += !pr->has_summary && pr->mode == CG_RUN_GUARD &&
-                          e->kind == CG_EV_MODULE_LOAD && refused && e->image_hash;
+    a->recorded_unsaid += !pr->has_summary && pr->mode == CG_RUN_GUARD && e->kind == CG_EV_MODULE_LOAD &&
+                          refused && e->image_hash && !e->with_options;
   }
 }
 

@@ -221,6 +221,8 @@ static json_t *totals_json(const cgr_analysis *a) {
   json_object_set_new(totals, CG_KEY_VERDICTS, verdicts);
   json_object_set_new(totals, CG_KEY_REPEATS, json_integer((json_int_t)a->repeats));
   json_object_set_new(totals, CG_KEY_RECORDED, json_integer((json_int_t)a->recorded));
+  /* offending loads made with options: never recorded (the advice says why) */
+  json_object_set_new(totals, "loads_with_options", json_integer((json_int_t)a->loads_with_options));
   json_object_set_new(totals, CG_KEY_PRIMED_LOADED, json_integer((json_int_t)a->primed_loaded));
   json_object_set_new(totals, CG_KEY_LOG_INCOMPLETE, json_boolean(a->log_incomplete));
   /* processes that used CUDA and wrote no summary (each has "exited": false) */

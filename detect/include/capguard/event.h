@@ -77,6 +77,9 @@ typedef struct {
   /* The text's demangler for kernel names (capguard/kernel_name.h: shown
    * demangled and shortened); NULL: as they are. The JSON keeps them as they are. */
   cg_demangle_fn demangle;
+  /* A load passed JIT or library options (the CUDA runtime's lazy loading
+   * does): capguard never serves such a load, so never records it. */
+  bool with_options;
 } cg_event;
 
 /* How many of the slowest captures a summary names. */

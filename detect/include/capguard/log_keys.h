@@ -33,6 +33,7 @@
 #define CG_KEY_THREAD_MODE "thread_mode"
 #define CG_KEY_THREAD_NAME "thread_name"
 #define CG_KEY_NCCL_SETUP "nccl_setup"
+#define CG_KEY_OPTIONS "options"
 #define CG_KEY_CAPTURE "capture"
 #define CG_KEY_ID "id"
 #define CG_KEY_STREAM "stream"
