@@ -585,23 +585,37 @@ static bool warm_holds(const ctx *c) {
 }
 static void warm_say(const ctx *c, cgf_finding *x) {
   const cgr_analysis *a = c->a;
-  /* Name them when there are few: the advice is then complete on its own. */
-  char names[256] = "", disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
-  size_t used = 0;
-  for (size_t k = 0; k < a->n_kernels && c->to_warm <= 4; k++) {
+  /* Name them when their distinct names are few: the advice is then
+   * complete on its own. Distinct as a person reads them: a template's
+   * instances (torch's cat compiles 18 of 4 templates) are one name, so a
+   * runtime fatbin's instances do not push the one Triton kernel out. */
+  enum { NAMED_MAX = 6 };
+  char names[1024] = "", shown[NAMED_MAX][CG_KERNEL_DISPLAY_MAX], disp[CG_KERNEL_DISPLAY_MAX];
+  size_t n_shown = 0, used = 0;
+  bool too_many = false;
+  for (size_t k = 0; k < a->n_kernels && !too_many; k++) {
     if (!a->kernels[k].broke)
       continue;
     cg_kernel_display(a->kernels[k].name, disp, sizeof disp);
-    if (used && !strcmp(disp, prev)) /* a template's instances: named once */
+    bool seen = false;
+    for (size_t i = 0; i < n_shown && !seen; i++)
+      seen = !strcmp(shown[i], disp);
+    if (seen)
       continue;
-    memcpy(prev, disp, sizeof prev);
-    int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (", disp);
-    if (n < 0 || (size_t)n >= sizeof names - used - 1) {
-      names[0] = '\0';
+    if (n_shown == NAMED_MAX)
+      too_many = true;
+    else
+      memcpy(shown[n_shown++], disp, sizeof disp);
+  }
+  for (size_t i = 0; i < n_shown && !too_many; i++) {
+    int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (", shown[i]);
+    if (n < 0 || (size_t)n >= sizeof names - used - 1) { /* no room: no list, the count alone */
+      used = 0;
       break;
     }
     used += (size_t)n;
   }
+  names[used] = '\0';
   if (used)
     names[used++] = ')', names[used] = '\0';
   bool guard = true;
@@ -610,7 +624,7 @@ static void warm_say(const ctx *c, cgf_finding *x) {
       guard &= c->log->procs[p].mode == CG_RUN_GUARD || c->log->procs[p].mode == CG_RUN_MODE_COUNT;
   /* what to warm: named kernels, and images whose kernels have no names here
    * (a compressed fatbin: the runtime's own, loaded at a first launch) */
-  char count[320];
+  char count[1400];
   size_t things = c->to_warm + c->unnamed_images;
   int n = c->to_warm == 1 ? snprintf(count, sizeof count, "this kernel%s", names)
           : c->to_warm   ? snprintf(count, sizeof count, "these %zu kernels%s", c->to_warm, names)
