@@ -127,12 +127,8 @@ int main(int argc, char **argv) {
   }
   if (!race_threads && (!op || !(row = copy_row(op))))
     die("--op names no row of copy_calls.h");
-  CUdevice dev;
   CUmodule mod;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
+  ctx = probe_primary_context();
   const char *cubin = getenv("CG_CUBIN");
   if (!cubin)
     die("CG_CUBIN not set");

@@ -19,14 +19,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: hang_probe sync | open SECONDS\n");
     return 2;
   }
-  CUdevice dev;
-  CUcontext ctx;
   CUstream s;
   CUgraph g;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
+  (void)probe_primary_context();
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
   if (strcmp(argv[1], "open") == 0) {

@@ -31,15 +31,10 @@ static void *helper(void *ctx) {
 }
 
 int main(int argc, char **argv) {
-  CUdevice dev;
-  CUcontext ctx;
   CUstream s;
   CUgraph g;
   pthread_t t;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
+  CUcontext ctx = probe_primary_context();
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
   if (argc > 1 && strcmp(argv[1], "same") == 0) {

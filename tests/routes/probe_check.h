@@ -1,4 +1,4 @@
-/* CHECK for the route probes (copy_probe.c, escape_probe.c): a set-up call that
+/* CHECK for the route probes (copy_probe.c, escape_probe.c, hang_probe.c, ...): a set-up call that
  * fails stops the probe with exit 2 and a line naming the program and the call,
  * so a test tells a broken set-up from a result. */
 #ifndef ROUTES_PROBE_CHECK_H
@@ -17,5 +17,17 @@
       exit(2);                                                                                     \
     }                                                                                              \
   } while (0)
+
+/* cuInit, device 0's primary context retained and made current: every
+ * probe's first lines. */
+static inline CUcontext probe_primary_context(void) {
+  CUdevice dev;
+  CUcontext ctx;
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  return ctx;
+}
 
 #endif
