@@ -3,10 +3,8 @@
 #include <string.h>
 
 #include "capguard/kernel_name.h"
+#include "cxa_demangle.h"
 
-/* The C++ ABI's demangler (libstdc++, linked for native frames too:
- * log/log_site.c); a C function by ABI, declared here because its header is C++. */
-extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
 const char *cg_kernel_display(const char *name, char *buf, size_t cap) {
   if (cap)

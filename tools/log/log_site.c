@@ -7,12 +7,8 @@
 
 #include "capguard/frame_filter.h"
 #include "capguard/log_keys.h"
+#include "cxa_demangle.h"
 #include "frame_source.h"
-
-/* The C++ ABI's demangler (libstdc++, which the toolchain has): a C function
- * by ABI, declared here because its header is C++. */
-extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-
 
 static const char *str(json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
