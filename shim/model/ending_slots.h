@@ -11,8 +11,11 @@
 #ifndef CAPGUARD_ENDING_SLOTS_H
 #define CAPGUARD_ENDING_SLOTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "tick_slots.h"
 
 #define CG_ENDING_SLOTS 64
 
@@ -22,19 +25,15 @@ typedef struct {
     uint64_t key;  /* 0 until stored, and before the slot is given back */
   } __attribute__((aligned(64))) slot[CG_ENDING_SLOTS];
 } cg_ending_slots;
+_Static_assert(offsetof(cg_ending_slots, slot[0].tick) == 0, "cg_tick_claim's tick word starts each slot");
 
 /* A slot for an end of key at tick (not 0), published before the driver's
  * end: returns it + 1, or 0 when every slot is taken. */
 static inline int cg_ending_take(cg_ending_slots *s, uint64_t key, uint64_t tick, uint64_t from) {
-  for (int n = 0, i = (int)(from % CG_ENDING_SLOTS); n < CG_ENDING_SLOTS; n++, i = (i + 1) % CG_ENDING_SLOTS) {
-    uint64_t free_ = 0;
-    if (!__atomic_load_n(&s->slot[i].tick, __ATOMIC_RELAXED) &&
-        __atomic_compare_exchange_n(&s->slot[i].tick, &free_, tick, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-      __atomic_store_n(&s->slot[i].key, key, __ATOMIC_SEQ_CST);
-      return i + 1;
-    }
-  }
-  return 0;
+  int got = cg_tick_claim(s->slot, sizeof s->slot[0], CG_ENDING_SLOTS, tick, from);
+  if (got)
+    __atomic_store_n(&s->slot[got - 1].key, key, __ATOMIC_SEQ_CST);
+  return got;
 }
 
 /* Given back under the model's lock, once the model has the end: a reader

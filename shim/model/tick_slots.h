@@ -14,6 +14,7 @@
 #define CAPGUARD_TICK_SLOTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -25,19 +26,30 @@ typedef struct {
   } __attribute__((aligned(64))) slot[CG_TICK_SLOTS];
   unsigned unslotted __attribute__((aligned(64))); /* in flight with no slot */
 } cg_tick_slots;
+_Static_assert(offsetof(cg_tick_slots, slot[0].tick) == 0, "cg_tick_claim's tick word starts each slot");
 
-/* A free slot for tick (not 0), looked for from slot `from` on (any
- * number: the caller's thread id): returns it + 1, or 0 when every slot
- * was taken and the call is counted in unslotted instead. */
-static inline int cg_tick_slots_take(cg_tick_slots *s, uint64_t tick, uint64_t from) {
-  for (int n = 0, i = (int)(from % CG_TICK_SLOTS); n < CG_TICK_SLOTS; n++, i = (i + 1) % CG_TICK_SLOTS) {
-    uint64_t free_ = 0;
-    if (!__atomic_load_n(&s->slot[i].tick, __ATOMIC_RELAXED) &&
-        __atomic_compare_exchange_n(&s->slot[i].tick, &free_, tick, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+/* Claims one of n slots, each `stride` bytes from the last and starting
+ * with its tick word (0: free), by storing tick (not 0) there; looked for
+ * from slot `from` on (any number: the caller's thread id). Returns the
+ * slot + 1, or 0 when every slot was taken. Also ending_slots.h's. */
+static inline int cg_tick_claim(void *slots, size_t stride, int n, uint64_t tick, uint64_t from) {
+  for (int k = 0, i = (int)(from % (uint64_t)n); k < n; k++, i = (i + 1) % n) {
+    uint64_t *word = (uint64_t *)((char *)slots + (size_t)i * stride), free_ = 0;
+    if (!__atomic_load_n(word, __ATOMIC_RELAXED) &&
+        __atomic_compare_exchange_n(word, &free_, tick, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
       return i + 1;
   }
-  __atomic_add_fetch(&s->unslotted, 1, __ATOMIC_SEQ_CST);
   return 0;
+}
+
+/* A free slot for tick (not 0), looked for from slot `from` on: returns it
+ * + 1, or 0 when every slot was taken and the call is counted in unslotted
+ * instead. */
+static inline int cg_tick_slots_take(cg_tick_slots *s, uint64_t tick, uint64_t from) {
+  int got = cg_tick_claim(s->slot, sizeof s->slot[0], CG_TICK_SLOTS, tick, from);
+  if (!got)
+    __atomic_add_fetch(&s->unslotted, 1, __ATOMIC_SEQ_CST);
+  return got;
 }
 
 /* Gives back what cg_tick_slots_take returned. */
