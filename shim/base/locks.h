@@ -100,4 +100,21 @@ const struct timespec *cg_exit_deadline(void); /* CLOCK_REALTIME */
  * what is skipped. Released with cg_unlock. */
 bool cg_exit_lock(pthread_mutex_t *m, const char *what);
 
+/* m, as cg_lock; once capguard's exit has begun, as cg_exit_lock (taken
+ * before the deadline, or false with one line saying what is skipped). */
+static inline bool cg_lock_or_exit_lock(pthread_mutex_t *m, const char *what) {
+  if (cg_exiting())
+    return cg_exit_lock(m, what);
+  cg_lock(m);
+  return true;
+}
+/* m, as cg_lock; once the exit has begun only when free (no wait, nothing
+ * said): for caches whose caller can do without them. */
+static inline bool cg_lock_or_skip_at_exit(pthread_mutex_t *m) {
+  if (cg_exiting())
+    return cg_trylock(m) == 0;
+  cg_lock(m);
+  return true;
+}
+
 #endif

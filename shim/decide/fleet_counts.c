@@ -46,7 +46,7 @@ size_t cg_fleet_counts_read(uint64_t out_loads[CG_VERDICT_COUNT], cg_metrics_cal
   for (int v = 0; v < CG_VERDICT_COUNT; v++)
     out_loads[v] = __atomic_load_n(&loads[v], __ATOMIC_RELAXED);
   /* at exit, never a wait that could hang it (locks.h): without the lock, no calls */
-  if (cg_exiting() ? !cg_exit_lock(&calls_lock, "the metrics' refusals by call") : (cg_lock(&calls_lock), false))
+  if (!cg_lock_or_exit_lock(&calls_lock, "the metrics' refusals by call"))
     return 0;
   size_t n = 0;
   for (; n < n_calls && n < cap; n++)

@@ -399,12 +399,7 @@ static void refill(context_pool *p) {
 
 /* prime_lock; at exit only when it can be had before the exit's deadline
  * (locks.h), else false, said in one line. */
-static bool take_prime_lock(const char *what) {
-  if (cg_exiting())
-    return cg_exit_lock(&prime_lock, what);
-  cg_lock(&prime_lock);
-  return true;
-}
+static bool take_prime_lock(const char *what) { return cg_lock_or_exit_lock(&prime_lock, what); }
 
 /* The appender, made on first use (record_lock held). */
 static cg_prime_appender *the_appender(void) {

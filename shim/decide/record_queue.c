@@ -107,12 +107,7 @@ bool cg_record_queue_add(const cg_image_info *image, bool library, bool hit) {
 
 /* queue_lock; at exit only when it can be had before the exit's deadline
  * (locks.h), else false, said in one line. */
-static bool take_queue_lock(void) {
-  if (cg_exiting())
-    return cg_exit_lock(&queue_lock, "recording into the priming file");
-  cg_lock(&queue_lock);
-  return true;
-}
+static bool take_queue_lock(void) { return cg_lock_or_exit_lock(&queue_lock, "recording into the priming file"); }
 
 bool cg_record_queue_due(void) { return __atomic_load_n(&due, __ATOMIC_ACQUIRE); }
 

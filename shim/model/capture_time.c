@@ -104,7 +104,7 @@ void cg_capture_time_read(cg_summary *s, char (*began)[CG_BEGAN_TEXT]) {
    * read; only when asked (at exit: dladdr is slow). At exit, never a wait
    * that could hang it (locks.h): without the lock, no slowest. */
   s->n_slowest = 0;
-  if (cg_exiting() ? !cg_exit_lock(&slow_lock, "the slowest captures") : (cg_lock(&slow_lock), false))
+  if (!cg_lock_or_exit_lock(&slow_lock, "the slowest captures"))
     return;
   s->n_slowest = n_slow;
   for (size_t i = 0; i < n_slow; i++) {

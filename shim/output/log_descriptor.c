@@ -65,7 +65,7 @@ bool cg_log_fd_kept(void) { return __atomic_load_n(&log_fd, __ATOMIC_ACQUIRE) >=
  * for a file of its own): the log is opened again by its path, under the
  * same rules, by one thread; the others then use its descriptor. */
 static int reopen(int stale) {
-  if (cg_exiting() ? !cg_exit_lock(&reopen_lock, "a log line") : (cg_lock(&reopen_lock), false))
+  if (!cg_lock_or_exit_lock(&reopen_lock, "a log line"))
     return -1;
   int fd = __atomic_load_n(&log_fd, __ATOMIC_ACQUIRE);
   if (fd == stale) {

@@ -328,7 +328,7 @@ void cg_output_capture(const cg_capture_record *r) {
   bool summarised = cg_cfg.run_id && has_log();
   if (cg_capture_status_broken(r->capture->status) && !cg_cfg.quiet && !summarised) {
     int show = 0;
-    if (cg_exiting() ? cg_exit_lock(&out_lock, "a broken capture's line on stderr") : (cg_lock(&out_lock), true)) {
+    if (cg_lock_or_exit_lock(&out_lock, "a broken capture's line on stderr")) {
       show = first_sighting_of(broken_identity(r), &broken_hidden);
       cg_unlock(&out_lock);
     }

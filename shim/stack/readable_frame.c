@@ -111,12 +111,7 @@ static line_index indexes[LINE_INDEXES];
 static unsigned next_victim;
 static pthread_mutex_t index_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool take_index_lock(void) {
-  if (cg_exiting())
-    return cg_trylock(&index_lock) == 0; /* at exit never a wait (locks.h) */
-  cg_lock(&index_lock);
-  return true;
-}
+static bool take_index_lock(void) { return cg_lock_or_skip_at_exit(&index_lock); /* at exit never a wait (locks.h) */ }
 
 /* The index of path, lent to this thread (NULL: none to lend). A victim
  * taken for another object keeps its units until the lookup, outside the
@@ -214,20 +209,12 @@ static readable_entry *slot_of(const void *ret) {
   return &kept[(h >> 40) % READABLE_ENTRIES];
 }
 
-/* The lock, except at exit when busy: the code a signal handler
- * interrupted may hold it (locks.h). */
-static bool take_lock(void) {
-  if (cg_exiting())
-    return cg_trylock(&kept_lock) == 0;
-  cg_lock(&kept_lock);
-  return true;
-}
 
 bool cg_readable_frame(cg_out *w, void *ret) {
   readable_entry *e = slot_of(ret);
   char text[READABLE_TEXT];
   bool hit = false, found = false;
-  if (ret && take_lock()) {
+  if (ret && cg_lock_or_skip_at_exit(&kept_lock)) { /* at exit not when busy: an interrupted holder (locks.h) */
     hit = e->ret == ret;
     found = e->found;
     if (hit && found)
@@ -245,7 +232,7 @@ bool cg_readable_frame(cg_out *w, void *ret) {
     if (found && !cg_out_fits(&t))
       return false; /* too long to keep whole: the caller writes it plainly */
     cg_out_finish(&t);
-    if (take_lock()) {
+    if (cg_lock_or_skip_at_exit(&kept_lock)) {
       e->ret = ret;
       e->found = found;
       memcpy(e->text, text, sizeof text);

@@ -213,11 +213,8 @@ size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t c
   size_t len = 0;
   /* At exit the cache is skipped when its lock is busy: the code a signal
    * handler interrupted may hold it (locks.h). */
-  bool exiting = cg_exiting();
-  if (exiting && cg_trylock(&where_lock) != 0)
+  if (!cg_lock_or_skip_at_exit(&where_lock))
     return where_now(frames, n, buf, cap);
-  if (!exiting)
-    cg_lock(&where_lock);
   bool hit = e->n == n && n && memcmp(e->frames, frames, n * sizeof *frames) == 0;
   if (hit) {
     cg_out w = cg_out_init(buf, cap);
@@ -229,7 +226,7 @@ size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t c
   if (hit) return len;
   len = where_now(frames, n, buf, cap);
   if (len + 1 < cap && len + 1 < CG_WHERE_TEXT) { /* kept only when whole */
-    if (exiting ? cg_trylock(&where_lock) != 0 : (cg_lock(&where_lock), false))
+    if (!cg_lock_or_skip_at_exit(&where_lock))
       return len;
     memcpy(e->frames, frames, n * sizeof *frames);
     e->n = n;
