@@ -2,10 +2,15 @@
 fake driver): bench_threads with 1 and with 64 threads, under lock_count.so
 (bench/lock_count.c), which counts every mutex and read-write lock taken by
 its address. No mutex of capguard's is taken more than twice a capture (the
-capture model's: once as a capture begins, once as it ends; an end took it
-twice, once before the driver's end only to stamp a tick), and no more than
-three mutexes and two shared locks of capguard's a capture in all: each is a
-queue that every thread capturing at once meets.
+capture model's shard of the stream: once as a capture begins, once as it
+ends; an end took it twice, once before the driver's end only to stamp a
+tick), no more than three mutexes and two shared locks of capguard's a
+capture in all, and with 64 threads on streams of their own no one mutex
+more than 0.5 times a capture: the model's lock was one queue that every
+thread capturing at once met (2 a capture); its shards by stream are met by
+the few threads whose streams share one. (The capture gate is not a pthread
+lock: its shared holders count themselves on lines of their own,
+shim/model/capture_gate.c.)
 Usage: capture_locks.py BUILDDIR LOCK_COUNT_SO"""
 import collections
 import os
@@ -44,6 +49,9 @@ for threads, iterations in ((1, 2000), (64, 100)):
     if most[0] / captures > 2 + slack:
         failed.append("%d threads: one mutex of capguard's taken %.2f times a capture (at most 2)" %
                       (threads, most[0] / captures))
+    if threads == 64 and most[0] / captures > 0.5:
+        failed.append("64 threads: one mutex of capguard's taken %.2f times a capture (at most 0.5: "
+                      "a queue every capturing thread meets)" % (most[0] / captures))
     if per.get("mutex", 0) > 3 + slack:
         failed.append("%d threads: capguard's mutexes taken %.2f times a capture (at most 3)" %
                       (threads, per["mutex"]))

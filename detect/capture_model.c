@@ -15,9 +15,12 @@
 #define HASH_NONFATAL_OOM 1
 /* A capture's begin and end would otherwise allocate and free three blocks
  * (the entry, and uthash's table and buckets, freed when the table empties):
- * a spare of each size is kept (spare_alloc). */
-static void *spare_alloc(size_t size);
-static void spare_free(void *p, size_t size);
+ * a spare of each size is kept per shard (spare_alloc). uthash calls
+ * uthash_malloc and uthash_free where its macros are used: every function
+ * that adds or deletes names the spares it may use (spares_here; NULL: the
+ * heap alone). */
+static void *spare_alloc(void **spares, size_t size);
+static void spare_free(void **spares, void *p, size_t size);
 /* Every key here is one 64-bit handle: a multiply and a shift spread it
  * (uthash's default, Jenkins' hash over bytes, costs a capture hundreds of
  * instructions in lookups). */
@@ -29,8 +32,8 @@ static inline unsigned handle_hash(const void *key, size_t len) {
   return (unsigned)(k >> 32) ^ (unsigned)k;
 }
 #define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = handle_hash((keyptr), (size_t)(keylen)))
-#define uthash_malloc(sz) spare_alloc(sz)
-#define uthash_free(ptr, sz) spare_free((ptr), (sz))
+#define uthash_malloc(sz) spare_alloc(spares_here, (sz))
+#define uthash_free(ptr, sz) spare_free(spares_here, (ptr), (sz))
 #include <uthash.h>
 
 /* Bounds on what a misbehaving process can make us allocate: captures whose
@@ -53,50 +56,82 @@ typedef struct {
   UT_hash_handle hh; /* key: event */
 } event_entry;
 
-/* One spare block of each size a begin and an end allocate; taken and put
- * back with one atomic exchange each, so models on different threads may
- * share them. Blocks of any other size come from malloc. */
+/* One spare block of each size a begin and an end allocate; blocks of any
+ * other size come from malloc. A shard's are taken and put back under its
+ * lock (capture_model.h), never by two threads at once. */
 enum { SPARE_TABLE, SPARE_BUCKETS, SPARE_OPEN, SPARES };
-static void *spares[SPARES];
 static int spare_kind(size_t size) {
   if (size == sizeof(UT_hash_table)) return SPARE_TABLE;
   if (size == HASH_INITIAL_NUM_BUCKETS * sizeof(UT_hash_bucket)) return SPARE_BUCKETS;
   if (size == sizeof(open_entry)) return SPARE_OPEN;
   return -1;
 }
-static void *spare_alloc(size_t size) {
-  int k = spare_kind(size);
-  void *p = k >= 0 ? __atomic_exchange_n(&spares[k], NULL, __ATOMIC_ACQ_REL) : NULL;
-  return p ? p : malloc(size);
+static void *spare_alloc(void **spares, size_t size) {
+  int k = spares ? spare_kind(size) : -1;
+  void *p = k >= 0 ? spares[k] : NULL;
+  if (p) {
+    spares[k] = NULL;
+    return p;
+  }
+  return malloc(size);
 }
-static void spare_free(void *p, size_t size) {
-  int k = spare_kind(size);
-  void *none = NULL;
-  if (p && k >= 0 && __atomic_compare_exchange_n(&spares[k], &none, p, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+static void spare_free(void **spares, void *p, size_t size) {
+  int k = spares ? spare_kind(size) : -1;
+  if (p && k >= 0 && !spares[k]) {
+    spares[k] = p;
     return;
+  }
   free(p);
 }
 
-struct cg_model {
-  open_entry *open;      /* uthash keeps insertion order: iteration is oldest first */
-  event_entry *events;   /* events last recorded into a capture */
-  uint64_t next_id;
+/* The open captures of the streams of one shard, each shard on cache lines
+ * of its own: threads capturing on streams of different shards at once
+ * write nothing in common but the model's two counters. */
+typedef struct {
+  open_entry *open; /* uthash keeps insertion order: oldest first within the shard */
   uint64_t begun;
+  void *spares[SPARES];
+} __attribute__((aligned(64))) model_shard;
+
+struct cg_model {
+  model_shard shard[CG_MODEL_SHARDS];
+  /* Written atomically by begins and ends under their shard's lock alone. */
+  struct {
+    uint64_t next_id, open;
+  } __attribute__((aligned(64))) counts;
+  event_entry *events; /* events last recorded into a capture; every shard's lock */
 };
 
+unsigned cg_model_shard(uint64_t stream) {
+  /* The high bits of the product: uthash picks a bucket from the low bits
+   * of handle_hash, which within one shard would otherwise all agree. */
+  return (unsigned)((stream * 0x9e3779b97f4a7c15ull) >> (64 - CG_MODEL_SHARD_BITS));
+}
+
+static model_shard *shard_of(cg_model *m, uint64_t stream) { return &m->shard[cg_model_shard(stream)]; }
+
 cg_model *cg_model_new(void) {
-  cg_model *m = calloc(1, sizeof *m);
-  if (m) m->next_id = 1;
+  cg_model *m = aligned_alloc(64, sizeof *m); /* the shards' own lines: calloc aligns to 16 */
+  if (!m) return NULL;
+  memset(m, 0, sizeof *m);
+  m->counts.next_id = 1;
   return m;
 }
 
 void cg_model_free(cg_model *m) {
   if (!m) return;
-  open_entry *o, *otmp;
-  HASH_ITER(hh, m->open, o, otmp) {
-    HASH_DEL(m->open, o);
-    free(o);
+  for (unsigned i = 0; i < CG_MODEL_SHARDS; i++) {
+    model_shard *sh = &m->shard[i];
+    void **spares_here = NULL;
+    open_entry *o, *otmp;
+    HASH_ITER(hh, sh->open, o, otmp) {
+      HASH_DEL(sh->open, o);
+      free(o);
+    }
+    for (int k = 0; k < SPARES; k++)
+      free(sh->spares[k]);
   }
+  void **spares_here = NULL;
   event_entry *e, *etmp;
   HASH_ITER(hh, m->events, e, etmp) {
     HASH_DEL(m->events, e);
@@ -107,18 +142,20 @@ void cg_model_free(cg_model *m) {
 
 static open_entry *find_open(const cg_model *m, uint64_t stream) {
   open_entry *o = NULL;
-  HASH_FIND(hh, m->open, &stream, sizeof stream, o);
+  HASH_FIND(hh, m->shard[cg_model_shard(stream)].open, &stream, sizeof stream, o);
   return o;
 }
 
 cg_capture *cg_model_begin(cg_model *m, uint64_t stream, uint64_t context, cg_capture_mode mode,
                            uint64_t tid, bool into_graph, uint64_t now_ns, void *user) {
   if (!m || find_open(m, stream)) return NULL;
-  if (HASH_COUNT(m->open) >= CG_MODEL_MAX_OPEN) return NULL;
-  open_entry *o = spare_alloc(sizeof *o);
+  /* Begins on other shards may pass it at once: a bound, not an exact count. */
+  if (__atomic_load_n(&m->counts.open, __ATOMIC_RELAXED) >= CG_MODEL_MAX_OPEN) return NULL;
+  model_shard *sh = shard_of(m, stream);
+  void **spares_here = sh->spares;
+  open_entry *o = spare_alloc(spares_here, sizeof *o);
   if (!o) return NULL;
   memset(o, 0, sizeof *o);
-  o->cap.id = m->next_id;
   o->cap.stream = stream;
   o->cap.context = context;
   o->cap.tid = tid;
@@ -127,24 +164,30 @@ cg_capture *cg_model_begin(cg_model *m, uint64_t stream, uint64_t context, cg_ca
   o->cap.into_graph = into_graph;
   o->cap.begin_ns = now_ns;
   o->cap.user = user;
-  HASH_ADD(hh, m->open, cap.stream, sizeof o->cap.stream, o);
+  HASH_ADD(hh, sh->open, cap.stream, sizeof o->cap.stream, o);
   if (find_open(m, stream) != o) { /* the add ran out of memory */
-    spare_free(o, sizeof *o);
+    spare_free(spares_here, o, sizeof *o);
     return NULL;
   }
-  m->next_id++;
-  m->begun++;
+  /* Taken after the add, under the shard's lock: within a shard ids grow in
+   * the list's order, which the oldest-first walk relies on. */
+  o->cap.id = __atomic_fetch_add(&m->counts.next_id, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&m->counts.open, 1, __ATOMIC_RELAXED);
+  sh->begun++;
   return &o->cap;
 }
 
 int cg_model_end(cg_model *m, uint64_t stream, bool driver_ok, uint64_t now_ns, cg_capture *out) {
   open_entry *o = m ? find_open(m, stream) : NULL;
   if (!o) return -1;
-  HASH_DEL(m->open, o);
+  model_shard *sh = shard_of(m, stream);
+  void **spares_here = sh->spares;
+  HASH_DEL(sh->open, o);
+  __atomic_sub_fetch(&m->counts.open, 1, __ATOMIC_RELAXED);
   o->cap.status = driver_ok ? CG_CAPTURE_ENDED : CG_CAPTURE_FAILED;
   o->cap.end_ns = now_ns;
   if (out) *out = o->cap;
-  spare_free(o, sizeof *o);
+  spare_free(spares_here, o, sizeof *o);
   return 0;
 }
 
@@ -153,9 +196,36 @@ cg_capture *cg_model_find(cg_model *m, uint64_t stream) {
   return o ? &o->cap : NULL;
 }
 
-size_t cg_model_open_count(const cg_model *m) { return m ? HASH_COUNT(m->open) : 0; }
+size_t cg_model_open_count(const cg_model *m) { return m ? (size_t)__atomic_load_n(&m->counts.open, __ATOMIC_RELAXED) : 0; }
 
-uint64_t cg_model_begun_total(const cg_model *m) { return m ? m->begun : 0; }
+uint64_t cg_model_begun_total(const cg_model *m) {
+  uint64_t n = 0;
+  for (unsigned i = 0; m && i < CG_MODEL_SHARDS; i++)
+    n += m->shard[i].begun;
+  return n;
+}
+
+/* Every open capture, oldest first: the shards' lists merged by id (each
+ * list is in id order). */
+typedef struct {
+  open_entry *at[CG_MODEL_SHARDS];
+} oldest_walk;
+
+static void walk_start(cg_model *m, oldest_walk *w) {
+  for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
+    w->at[i] = m->shard[i].open;
+}
+
+static open_entry *walk_next(oldest_walk *w) {
+  unsigned best = CG_MODEL_SHARDS;
+  for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
+    if (w->at[i] && (best == CG_MODEL_SHARDS || w->at[i]->cap.id < w->at[best]->cap.id))
+      best = i;
+  if (best == CG_MODEL_SHARDS) return NULL;
+  open_entry *o = w->at[best];
+  w->at[best] = o->hh.next;
+  return o;
+}
 
 bool cg_capture_prohibits(const cg_capture *c, uint64_t tid, cg_capture_mode thread_mode) {
   if (!c) return false;
@@ -176,7 +246,9 @@ size_t cg_model_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mo
                             cg_capture **out, size_t cap) {
   if (!m) return 0;
   size_t n = 0;
-  for (open_entry *o = m->open; o; o = o->hh.next) {
+  oldest_walk w;
+  walk_start(m, &w);
+  for (open_entry *o; (o = walk_next(&w));) {
     if (!cg_capture_prohibits(&o->cap, tid, thread_mode)) continue;
     if (out && n < cap) out[n] = &o->cap;
     n++;
@@ -187,18 +259,21 @@ size_t cg_model_prohibitors(cg_model *m, uint64_t tid, cg_capture_mode thread_mo
 size_t cg_model_count_event(cg_model *m, uint64_t tid, cg_capture_mode thread_mode) {
   if (!m) return 0;
   size_t n = 0;
-  for (open_entry *o = m->open; o; o = o->hh.next) {
-    if (!cg_capture_prohibits(&o->cap, tid, thread_mode)) continue;
-    o->cap.events++;
-    n++;
-  }
+  for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
+    for (open_entry *o = m->shard[i].open; o; o = o->hh.next) {
+      if (!cg_capture_prohibits(&o->cap, tid, thread_mode)) continue;
+      o->cap.events++;
+      n++;
+    }
   return n;
 }
 
 size_t cg_model_open_captures(cg_model *m, cg_capture **out, size_t cap) {
   if (!m) return 0;
   size_t n = 0;
-  for (open_entry *o = m->open; o; o = o->hh.next) {
+  oldest_walk w;
+  walk_start(m, &w);
+  for (open_entry *o; (o = walk_next(&w));) {
     if (out && n < cap) out[n] = &o->cap;
     n++;
   }
@@ -207,8 +282,9 @@ size_t cg_model_open_captures(cg_model *m, cg_capture **out, size_t cap) {
 
 cg_capture *cg_model_find_driver_id(cg_model *m, uint64_t driver_id) {
   if (!m || !driver_id) return NULL;
-  for (open_entry *o = m->open; o; o = o->hh.next)
-    if (o->cap.driver_id == driver_id) return &o->cap;
+  for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
+    for (open_entry *o = m->shard[i].open; o; o = o->hh.next)
+      if (o->cap.driver_id == driver_id) return &o->cap;
   return NULL;
 }
 
@@ -219,6 +295,7 @@ static event_entry *find_event(const cg_model *m, uint64_t event) {
 }
 
 void cg_model_event_recorded(cg_model *m, uint64_t event, const cg_capture *into) {
+  void **spares_here = NULL; /* events come from the heap */
   if (!m) return;
   event_entry *e = find_event(m, event);
   if (!into) { /* recorded outside any capture: a query is the driver's business again */
@@ -251,6 +328,7 @@ cg_capture *cg_model_event_capture(cg_model *m, uint64_t event) {
 }
 
 void cg_model_event_forget(cg_model *m, uint64_t event) {
+  void **spares_here = NULL; /* events come from the heap */
   event_entry *e = m ? find_event(m, event) : NULL;
   if (!e) return;
   HASH_DEL(m->events, e);
@@ -260,6 +338,7 @@ void cg_model_event_forget(cg_model *m, uint64_t event) {
 bool cg_model_event_tracked(const cg_model *m, uint64_t event) { return m && find_event(m, event); }
 
 void cg_model_forget_events_of(cg_model *m, uint64_t capture_id) {
+  void **spares_here = NULL; /* events come from the heap */
   if (!m) return;
   event_entry *e, *tmp;
   HASH_ITER(hh, m->events, e, tmp) {

@@ -246,8 +246,15 @@ static void read_set(void) {
 
 static void refill(context_pool *p);
 
+/* Set once a begin has nothing left to do here for good: the device's arch
+ * is known (or cannot be asked) and there is no priming file, or it was read
+ * and holds nothing (no pool is then ever made). Every begin of the process
+ * then leaves with one load, instead of taking prime_lock: with many threads
+ * capturing at once, that lock was a queue every begin joined. */
+static bool begins_have_nothing_to_do;
+
 void cg_priming_before_begin(CUcontext ctx) {
-  if (cg_cfg.mode != CG_RUN_GUARD || !ctx)
+  if (cg_cfg.mode != CG_RUN_GUARD || !ctx || __atomic_load_n(&begins_have_nothing_to_do, __ATOMIC_ACQUIRE))
     return;
   cg_lock(&prime_lock);
   /* The device's arch, for the arch rule and for the summary (capguard
@@ -257,6 +264,9 @@ void cg_priming_before_begin(CUcontext ctx) {
   context_pool *have = pool_of(ctx);
   bool may_preload = priming_on() && ((!have && (!set_tried || (set && cg_prime_count(set)))) ||
                                       (have && have->slots && refill_pending));
+  bool arch_settled = device_sm || !cg_drv.CtxGetDevice || !cg_drv.DeviceGetAttribute;
+  if (arch_settled && (!priming_on() || (set_tried && !(set && cg_prime_count(set)))))
+    __atomic_store_n(&begins_have_nothing_to_do, true, __ATOMIC_RELEASE);
   cg_unlock(&prime_lock);
   if (!may_preload)
     return;

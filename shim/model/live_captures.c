@@ -2,6 +2,7 @@
 
 #include "capguard/text_out.h"
 #include "model_lock.h"
+#include "capture_gate.h"
 
 #include <execinfo.h>
 #include <stdio.h>
@@ -57,18 +58,11 @@ void cg_captures_note_begun_state(uint64_t returned, uint64_t active, uint64_t i
   begin_invalid_tick = invalid;
 }
 
-/* The capture gate (live_captures.h). So whenever capguard decides, the model is
- * what the driver sees: no capture can be begun (or ended) in the driver and
- * not yet (or no longer) in the model, and none can be begun between
- * capguard's check and the driver's call. Writer-preferring, so that a
- * stream of begins cannot starve a decision; nothing takes it twice on one
- * thread. Never held across a report, a log write or the loader's lock. */
-static struct {
-  pthread_rwlock_t l;
-} OWN_LINE gate = {PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP};
-
-void cg_gate_lock(void) { cg_wrlock(&gate.l); }
-void cg_gate_unlock(void) { cg_rwunlock(&gate.l); }
+/* The capture gate (live_captures.h; capture_gate.c). So whenever capguard
+ * decides, the model is what the driver sees: no capture can be begun (or
+ * ended) in the driver and not yet (or no longer) in the model, and none can
+ * be begun between capguard's check and the driver's call. Never held
+ * across a report, a log write or the loader's lock. */
 
 bool cg_gate_lock_if_idle(void) {
   cg_gate_lock();
@@ -88,24 +82,63 @@ void cg_streams_ask_lock(void) { cg_rdlock(&streams); }
 void cg_streams_destroy_lock(void) { cg_wrlock(&streams); }
 void cg_streams_unlock(void) { cg_rwunlock(&streams); }
 
-/* Every capture takes it once as it begins and once as it ends, for a short
- * while: a waiter spins a moment before it sleeps (locks.h). */
+/* The model's locks, one a shard of it (capture_model.h): a capture's begin
+ * and end take their stream's shard's lock, for a short while, so threads
+ * capturing on different streams wait for one another only when their
+ * streams share a shard; a waiter spins a moment before it sleeps (locks.h).
+ * Every other question of the model takes them all, in index order (a
+ * thread holding one shard's never takes another's). */
 static struct {
   pthread_mutex_t m;
-} OWN_LINE model_lock = {CG_MUTEX_SPINNING};
+} OWN_LINE model_locks[CG_MODEL_SHARDS] = {[0 ... CG_MODEL_SHARDS - 1] = {CG_MUTEX_SPINNING}};
 static cg_model *model;
-static uint64_t captures_broken;
+static uint64_t captures_broken; /* atomic: ends on different shards */
 
-/* For break_rules.c (model_lock.h). */
+static void lock_all(void) {
+  for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
+    cg_lock(&model_locks[i].m);
+}
+static void unlock_all(void) {
+  for (unsigned i = CG_MODEL_SHARDS; i-- > 0;)
+    cg_unlock(&model_locks[i].m);
+}
+
+/* The lock for a change to one stream's capture: its shard's, or every
+ * shard's (returned as CG_MODEL_SHARDS) while the model tracks events
+ * recorded into captures, since closing a capture forgets its events. Read
+ * under the shard's lock: what adds an event holds every one. */
+static unsigned lock_stream(uint64_t key) {
+  unsigned i = cg_model_shard(key);
+  cg_lock(&model_locks[i].m);
+  if (!model || !cg_model_tracked_events(model))
+    return i;
+  cg_unlock(&model_locks[i].m);
+  lock_all();
+  return CG_MODEL_SHARDS;
+}
+static void unlock_stream(unsigned held) {
+  if (held == CG_MODEL_SHARDS)
+    unlock_all();
+  else
+    cg_unlock(&model_locks[held].m);
+}
+
+/* For break_rules.c (model_lock.h): the whole model. */
 cg_model *cg_captures_model_lock(void) {
-  cg_lock(&model_lock.m);
+  lock_all();
   return model;
 }
 cg_model *cg_captures_model_lock_at_exit(const char *what, bool *had) {
-  *had = cg_exit_lock(&model_lock.m, what);
+  unsigned i = 0;
+  while (i < CG_MODEL_SHARDS && cg_exit_lock(&model_locks[i].m, what))
+    i++;
+  *had = i == CG_MODEL_SHARDS;
+  if (!*had)
+    while (i-- > 0)
+      cg_unlock(&model_locks[i].m);
   return *had ? model : NULL;
 }
-void cg_captures_model_unlock(void) { cg_unlock(&model_lock.m); }
+void cg_captures_model_unlock(void) { unlock_all(); }
 
 /* initial-exec: a preloaded library's TLS is static; no allocation on first use. */
 static __thread uint64_t self_tid __attribute__((tls_model("initial-exec")));
@@ -176,7 +209,7 @@ cg_begin_site *cg_site_take(int depth) {
 }
 
 /* Symbolizes with dladdr, which takes the loader's lock: never call it with
- * model_lock held (a thread inside dlopen may be waiting for model_lock in a
+ * a model lock held (a thread inside dlopen may be waiting for one in a
  * wrapper while holding the loader's lock). */
 void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap) {
   buf[0] = 0;
@@ -214,7 +247,7 @@ void cg_captures_begin_enter(void) {
    * for before the gate: a query may want the gate shared, and a decision
    * queued for it exclusive would hold that query back. */
   cg_query_fence_wait(true);
-  cg_rdlock(&gate.l);
+  cg_gate_share();
   begin_tick0 = cg_captures_tick();
   begin_slot = cg_tick_slots_take(&begins, begin_tick0, cg_self_tid());
 }
@@ -235,14 +268,15 @@ void cg_captures_await_begins_before(uint64_t tick) {
 
 /* ctx: the beginning thread's current context, asked once by the begin
  * (guard.c), which also hands it to priming. */
-static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
+static int capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
                           bool nonblocking, cg_begin_site *site, uint64_t ctx) {
-  cg_lock(&model_lock.m);
+  unsigned held = lock_stream(key);
   if (!model) {
-    cg_unlock(&model_lock.m);
+    unlock_stream(held);
     free(site);
-    return;
+    return 0;
   }
+  int opened = 0;
   cg_capture *c = cg_model_begin(model, key, ctx, mode, cg_self_tid(), into_graph,
                                  cg_now_ns(), site);
   if (!c) {
@@ -250,6 +284,7 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
      * end: close the stale one and track the new one. */
     cg_capture stale;
     if (cg_model_end(model, key, false, cg_now_ns(), &stale) == 0) {
+      opened--;
       cg_model_forget_events_of(model, stale.id);
       free(stale.user);
       free(stale.broken_by);
@@ -258,6 +293,7 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
     c = cg_model_begin(model, key, ctx, mode, cg_self_tid(), into_graph, cg_now_ns(), site);
   }
   if (c) {
+    opened++;
     c->driver_id = driver_id;
     c->nonblocking = nonblocking;
     c->begin_tick[0] = begin_tick0;
@@ -266,20 +302,31 @@ static void capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode
     c->invalid_tick = begin_invalid_tick;
   } else
     free(site);
-  __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
-  cg_unlock(&model_lock.m);
+  unlock_stream(held);
+  return opened;
+}
+
+/* The activity word's two counts as one number, open + in flight * 2^32
+ * (open the low half: little-endian), so that a begin leaving the flight
+ * and counting what it opened is one locked add: the word is one line that
+ * every capturing thread writes, and it never reads 0 between the two. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "cg_capture_activity: open is the low half");
+static void begin_counted(int opened) {
+  uint64_t delta = (uint64_t)(int64_t)opened - ((uint64_t)1 << 32);
+  __atomic_add_fetch(&cg_activity.both, delta, __ATOMIC_ACQ_REL);
 }
 
 void cg_captures_begin_leave(cg_begin_site *site, CUresult r, uint64_t key, uint64_t driver_id,
                              cg_capture_mode mode, bool into_graph, bool nonblocking, uint64_t ctx) {
+  int opened = 0;
   if (r == CUDA_SUCCESS)
-    capture_begun(key, driver_id, mode, into_graph, nonblocking, site, ctx);
+    opened = capture_begun(key, driver_id, mode, into_graph, nonblocking, site, ctx);
   else
     free(site);
   begin_returned_tick = begin_active_tick = begin_invalid_tick = 0;
   cg_tick_slots_give(&begins, begin_slot);
-  __atomic_sub_fetch(&cg_activity.n.begins_in_flight, 1, __ATOMIC_ACQ_REL);
-  cg_rwunlock(&gate.l);
+  begin_counted(opened);
+  cg_gate_unshare();
 }
 
 /* Ends between their entry and the model's update (ending_slots.h). */
@@ -287,16 +334,17 @@ static cg_ending_slots ending;
 static __thread int end_slot __attribute__((tls_model("initial-exec"))); /* slot + 1; 0: none */
 
 void cg_captures_end_enter(uint64_t key) {
-  cg_rdlock(&gate.l);
+  cg_gate_share();
   end_slot = cg_ending_take(&ending, key, cg_captures_tick(), cg_self_tid());
   if (end_slot)
     return;
   /* No free slot: the capture is stamped in the model. */
-  cg_lock(&model_lock.m);
+  unsigned shard = cg_model_shard(key);
+  cg_lock(&model_locks[shard].m);
   cg_capture *c = model ? cg_model_find(model, key) : NULL;
   if (c && !c->end_tick)
     c->end_tick = cg_captures_tick();
-  cg_unlock(&model_lock.m);
+  cg_unlock(&model_locks[shard].m);
 }
 
 uint64_t cg_captures_end_tick(const cg_capture *c) {
@@ -306,7 +354,7 @@ uint64_t cg_captures_end_tick(const cg_capture *c) {
 
 bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t still_id, CUresult *result,
                            cg_capture *closed, bool *emulated_break) {
-  cg_lock(&model_lock.m);
+  unsigned held = lock_stream(key);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;
   bool same = open && (!still_id || !open->driver_id || still_id == open->driver_id);
   if (open && still != CU_STREAM_CAPTURE_STATUS_NONE && same) {
@@ -319,8 +367,8 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
   cg_ending_give(&ending, end_slot); /* the model has the end (or never had the capture) */
   end_slot = 0;
   if (!open) {
-    cg_unlock(&model_lock.m);
-    cg_rwunlock(&gate.l);
+    unlock_stream(held);
+    cg_gate_unshare();
     return false;
   }
   /* capguard itself refused a call in this capture (emulating an older
@@ -340,22 +388,23 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
   cg_model_end(model, key, *result == CUDA_SUCCESS, cg_now_ns(), closed);
   cg_model_forget_events_of(model, id);
   if (*result != CUDA_SUCCESS)
-    captures_broken++;
-  __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
-  cg_unlock(&model_lock.m);
-  cg_rwunlock(&gate.l);
+    __atomic_add_fetch(&captures_broken, 1, __ATOMIC_RELAXED);
+  __atomic_sub_fetch(&cg_activity.n.open, 1, __ATOMIC_RELEASE);
+  unlock_stream(held);
+  cg_gate_unshare();
   return true;
 }
 
 bool cg_captures_has(uint64_t key) {
-  cg_lock(&model_lock.m);
+  unsigned shard = cg_model_shard(key);
+  cg_lock(&model_locks[shard].m);
   bool has = model && cg_model_find(model, key);
-  cg_unlock(&model_lock.m);
+  cg_unlock(&model_locks[shard].m);
   return has;
 }
 
 bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
-  cg_lock(&model_lock.m);
+  unsigned held = lock_stream(key);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;
   if (open) {
     uint64_t id = open->id;
@@ -363,17 +412,17 @@ bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
     open->maybe_by = NULL;
     cg_model_end(model, key, false, cg_now_ns(), closed); /* no graph: failed */
     cg_model_forget_events_of(model, id);
-    captures_broken++;
-    __atomic_store_n(&cg_activity.n.open, (unsigned)cg_model_open_count(model), __ATOMIC_RELEASE);
+    __atomic_add_fetch(&captures_broken, 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&cg_activity.n.open, 1, __ATOMIC_RELEASE);
   }
-  cg_unlock(&model_lock.m);
+  unlock_stream(held);
   return open != NULL;
 }
 
 size_t cg_captures_prohibitor_count(void) {
-  cg_lock(&model_lock.m);
+  lock_all();
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), NULL, 0) : 0;
-  cg_unlock(&model_lock.m);
+  unlock_all();
   return n;
 }
 
@@ -382,7 +431,7 @@ bool cg_captures_self_unprohibited(void) { return cg_captures_prohibitor_count()
 size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site) {
   cg_capture *p[1];
   site->n = 0;
-  cg_lock(&model_lock.m);
+  lock_all();
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, 1) : 0;
   if (n) {
     *first = *p[0];
@@ -390,7 +439,7 @@ size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site) {
     if (p[0]->user)
       *site = *(const cg_begin_site *)p[0]->user;
   }
-  cg_unlock(&model_lock.m);
+  unlock_all();
   return n;
 }
 
@@ -399,39 +448,41 @@ size_t cg_captures_prohibitor_refs(cg_capture_ref *out, size_t cap) {
   cg_capture *p[16];
   if (cap > 16)
     cap = 16;
-  cg_lock(&model_lock.m);
+  lock_all();
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, cap) : 0;
   for (size_t i = 0; i < n && i < cap; i++)
     out[i] = (cg_capture_ref){p[i]->stream, p[i]->id};
-  cg_unlock(&model_lock.m);
+  unlock_all();
   return n;
 }
 
 bool cg_captures_refs_closed(const cg_capture_ref *refs, size_t n) {
   bool closed = true;
-  cg_lock(&model_lock.m);
+  lock_all();
   for (size_t i = 0; model && closed && i < n; i++) {
     cg_capture *c = cg_model_find(model, refs[i].stream);
     closed = !c || c->id != refs[i].id;
   }
-  cg_unlock(&model_lock.m);
+  unlock_all();
   return closed;
 }
 
 void cg_captures_counts(uint64_t *begun, uint64_t *broken) {
-  cg_lock(&model_lock.m);
+  lock_all();
   *begun = model ? cg_model_begun_total(model) : 0;
-  *broken = captures_broken;
-  cg_unlock(&model_lock.m);
+  *broken = __atomic_load_n(&captures_broken, __ATOMIC_RELAXED);
+  unlock_all();
 }
 
 bool cg_captures_counts_at_exit(uint64_t *begun, uint64_t *broken) {
   *begun = *broken = 0;
-  if (!cg_exit_lock(&model_lock.m, "the summary's capture counts"))
+  bool had;
+  cg_captures_model_lock_at_exit("the summary's capture counts", &had);
+  if (!had)
     return false;
   *begun = model ? cg_model_begun_total(model) : 0;
-  *broken = captures_broken;
-  cg_unlock(&model_lock.m);
+  *broken = __atomic_load_n(&captures_broken, __ATOMIC_RELAXED);
+  unlock_all();
   return true;
 }
 
@@ -439,19 +490,20 @@ bool cg_captures_counts_at_exit(uint64_t *begun, uint64_t *broken) {
  * so the locks must not be held across fork and the child's model starts
  * empty (CUDA captures do not survive fork). */
 void cg_captures_atfork_prepare(void) {
-  cg_wrlock(&gate.l);
+  cg_gate_atfork_prepare();
   cg_wrlock(&streams);
-  cg_lock(&model_lock.m);
+  lock_all();
 }
 void cg_captures_atfork_parent(void) {
-  cg_unlock(&model_lock.m);
+  unlock_all();
   cg_rwunlock(&streams);
-  cg_rwunlock(&gate.l);
+  cg_gate_atfork_parent();
 }
 void cg_captures_atfork_child(void) {
   cg_query_fence_atfork_child();
-  model_lock.m = (pthread_mutex_t)CG_MUTEX_SPINNING;
-  gate.l = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+  for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
+    model_locks[i].m = (pthread_mutex_t)CG_MUTEX_SPINNING;
+  cg_gate_atfork_child();
   streams = (pthread_rwlock_t)PTHREAD_RWLOCK_INITIALIZER;
   cg_activity.n.begins_in_flight = 0;
   /* The parent's captures are leaked in the child rather than freed: their

@@ -71,8 +71,7 @@ void cg_begin_site_text(const cg_begin_site *b, char *buf, size_t cap);
  * depends on which captures are open holds it exclusive from the check until
  * the driver has answered. No capture begins or ends while it is held
  * exclusive. */
-void cg_gate_lock(void);
-void cg_gate_unlock(void);
+#include "capture_gate.h" /* cg_gate_lock, cg_gate_unlock */
 /* For a rare call (a load, an unload) whose wrapper saw nothing capturing:
  * takes the gate exclusive and returns true if nothing captures there
  * either (the caller makes the driver's call, then cg_gate_unlock());

@@ -11,7 +11,7 @@ lib=$1
 # the two after it: the hang watch's thread, started only under CAPGUARD_HANG_S). The loader's and the toolchain's own
 # (_ITM_*, __gmon_start__, __cxa_finalize) are not calls of capguard's.
 allowed="
-  malloc calloc realloc free
+  malloc calloc realloc aligned_alloc free
   memchr memcmp memcpy memmove memset strchr strcmp strlen strncmp strrchr strstr strtol strerror
   snprintf vsnprintf __isoc99_sscanf getenv setenv qsort_r __errno_location
   getcwd open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir

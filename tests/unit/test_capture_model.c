@@ -2,6 +2,7 @@
  * The central test replays the measured ground-truth table
  * (docs/driver-semantics.md) against the model's rule. */
 #include <check.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -501,6 +502,101 @@ START_TEST(test_null_and_names) {
 }
 END_TEST
 
+/* ---- shards: oldest first across them, one lock a shard ------------------ */
+
+/* Streams spread over the shards (a multiply of the index): the walks that
+ * merge the shards must still give every capture oldest first. */
+static uint64_t spread_stream(uint64_t i) { return 0x7f0000001000ull + i * 0x2a0; }
+
+static void assert_oldest_first(cg_model *m, size_t expect) {
+  cg_capture *all[300];
+  size_t n = cg_model_open_captures(m, all, 300);
+  ck_assert_uint_eq(n, expect);
+  for (size_t i = 1; i < n; i++)
+    ck_assert_uint_lt(all[i - 1]->id, all[i]->id);
+  cg_capture *p[16];
+  ck_assert_uint_eq(cg_model_prohibitors(m, 2, CG_MODE_GLOBAL, p, 16), expect);
+  for (size_t i = 0; i < 16 && i < expect; i++)
+    ck_assert_uint_eq(p[i]->id, all[i]->id);
+}
+
+START_TEST(test_oldest_first_across_shards) {
+  cg_model *m = cg_model_new();
+  bool used[CG_MODEL_SHARDS] = {false};
+  unsigned shards = 0;
+  for (uint64_t i = 0; i < 200; i++) {
+    ck_assert_ptr_nonnull(cg_model_begin(m, spread_stream(i), 0, CG_MODE_GLOBAL, 1, false, i, NULL));
+    unsigned k = cg_model_shard(spread_stream(i));
+    ck_assert_uint_lt(k, CG_MODEL_SHARDS);
+    shards += !used[k];
+    used[k] = true;
+  }
+  ck_assert_uint_ge(shards, CG_MODEL_SHARDS / 2); /* the walks do cross shards */
+  assert_oldest_first(m, 200);
+  /* ends here and there, then new captures on the streams they freed */
+  for (uint64_t i = 0; i < 200; i += 3)
+    ck_assert_int_eq(cg_model_end(m, spread_stream(i), true, 1, NULL), 0);
+  assert_oldest_first(m, 133);
+  for (uint64_t i = 0; i < 200; i += 3)
+    ck_assert_ptr_nonnull(cg_model_begin(m, spread_stream(i), 0, CG_MODE_GLOBAL, 1, false, i, NULL));
+  assert_oldest_first(m, 200);
+  ck_assert_uint_eq(cg_model_begun_total(m), 267);
+  ck_assert_uint_eq(cg_model_count_event(m, 2, CG_MODE_GLOBAL), 200);
+  cg_model_free(m);
+}
+END_TEST
+
+/* Threads capturing on streams of their own at once, each holding only its
+ * stream's shard's lock (the contract in capture_model.h): no begin or end
+ * is lost, no id given twice. */
+enum { RACERS = 16, RACER_CAPTURES = 4000 };
+static cg_model *raced;
+static pthread_mutex_t shard_locks[CG_MODEL_SHARDS];
+static uint64_t racer_ids[RACERS][RACER_CAPTURES];
+
+static void *racer(void *arg) {
+  uintptr_t me = (uintptr_t)arg;
+  uint64_t stream = spread_stream(1000 + me);
+  pthread_mutex_t *lock = &shard_locks[cg_model_shard(stream)];
+  for (int i = 0; i < RACER_CAPTURES; i++) {
+    pthread_mutex_lock(lock);
+    cg_capture *c = cg_model_begin(raced, stream, 0, CG_MODE_GLOBAL, me, false, 1, NULL);
+    racer_ids[me][i] = c ? c->id : 0;
+    pthread_mutex_unlock(lock);
+    pthread_mutex_lock(lock);
+    int ended = cg_model_end(raced, stream, true, 2, NULL);
+    pthread_mutex_unlock(lock);
+    if (ended != 0)
+      racer_ids[me][i] = 0;
+  }
+  return NULL;
+}
+
+static int by_value(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+START_TEST(test_shards_locked_apart) {
+  raced = cg_model_new();
+  for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
+    pthread_mutex_init(&shard_locks[i], NULL);
+  pthread_t t[RACERS];
+  for (uintptr_t i = 0; i < RACERS; i++)
+    ck_assert_int_eq(pthread_create(&t[i], NULL, racer, (void *)i), 0);
+  for (int i = 0; i < RACERS; i++)
+    pthread_join(t[i], NULL);
+  ck_assert_uint_eq(cg_model_open_count(raced), 0);
+  ck_assert_uint_eq(cg_model_begun_total(raced), (uint64_t)RACERS * RACER_CAPTURES);
+  uint64_t *ids = &racer_ids[0][0];
+  size_t n = (size_t)RACERS * RACER_CAPTURES;
+  qsort(ids, n, sizeof *ids, by_value);
+  for (size_t i = 0; i < n; i++)
+    ck_assert_uint_eq(ids[i], i + 1); /* 1..n, each once */
+  cg_model_free(raced);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("capture_model");
   TCase *tc = tcase_create("ground_truth");
@@ -522,6 +618,8 @@ int main(void) {
   tcase_add_test(tc, test_tracked_events_bounded);
   tcase_add_test(tc, test_driver_ids_and_open_captures);
   tcase_add_test(tc, test_null_and_names);
+  tcase_add_test(tc, test_oldest_first_across_shards);
+  tcase_add_test(tc, test_shards_locked_apart);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

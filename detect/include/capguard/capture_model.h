@@ -1,7 +1,7 @@
 /* Capture-state model: which capture sequences are open, in which mode, begun by
  * which thread, and which of them prohibit a given thread from potentially
  * unsafe calls. Pure data and rules, no driver, no locking: the caller
- * serialises access. The rule is the CUDA documentation's (see
+ * serialises access, by shard (below). The rule is the CUDA documentation's (see
  * cuThreadExchangeStreamCaptureMode), checked against
  * docs/driver-semantics.md, in tests/unit. */
 #ifndef CAPGUARD_CAPTURE_MODEL_H
@@ -46,6 +46,17 @@ typedef struct {
 
 typedef struct cg_model cg_model;
 
+/* The open captures are kept in shards by stream, so that threads capturing
+ * on different streams need not wait for one another. The calls on one
+ * stream (cg_model_begin, cg_model_end, cg_model_find) read and write only
+ * that stream's shard (cg_model_shard) and the model's counters, which they
+ * change atomically: the caller serialises them per shard, one lock a shard.
+ * Every other call reads or writes every shard, or the events: the caller
+ * holds every shard's lock for them. A single-threaded caller needs none. */
+#define CG_MODEL_SHARD_BITS 5
+#define CG_MODEL_SHARDS (1u << CG_MODEL_SHARD_BITS)
+unsigned cg_model_shard(uint64_t stream);
+
 cg_model *cg_model_new(void); /* NULL on out of memory */
 void cg_model_free(cg_model *m);
 
@@ -62,8 +73,8 @@ int cg_model_end(cg_model *m, uint64_t stream, bool driver_ok, uint64_t now_ns, 
 
 /* Open capture on stream, or NULL. */
 cg_capture *cg_model_find(cg_model *m, uint64_t stream);
-size_t cg_model_open_count(const cg_model *m);
-uint64_t cg_model_begun_total(const cg_model *m); /* captures ever begun */
+size_t cg_model_open_count(const cg_model *m);    /* any lock, or none: read atomically */
+uint64_t cg_model_begun_total(const cg_model *m); /* captures ever begun; every shard's lock */
 
 /* The rule: is a thread in thread_mode prohibited by capture c?
  *   relaxed thread: never;
@@ -102,6 +113,7 @@ void cg_model_event_forget(cg_model *m, uint64_t event);
 bool cg_model_event_tracked(const cg_model *m, uint64_t event);
 /* Forgets the events recorded into the capture (it ended). */
 void cg_model_forget_events_of(cg_model *m, uint64_t capture_id);
+/* Under any one shard's lock: what changes the events holds every one. */
 size_t cg_model_tracked_events(const cg_model *m);
 
 #endif
