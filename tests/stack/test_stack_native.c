@@ -3,6 +3,8 @@
  * can name the functions below. Built with -fno-optimize-sibling-calls and
  * every call followed by work, so no frame is folded away. */
 #include <check.h>
+
+#include "check_run.h"
 #include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -142,9 +144,5 @@ int main(void) {
   tcase_add_test(tc, small_buffer_truncates);
   tcase_add_test(tc, where_is_first_frame_outside_capguard);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }

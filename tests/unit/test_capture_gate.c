@@ -6,6 +6,8 @@
  * kind is a capguard lock region (cancellation off); the fork handlers leave
  * the child a free gate. */
 #include <check.h>
+
+#include "check_run.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -160,9 +162,5 @@ int main(void) {
   tcase_add_test(tc, test_holds_are_lock_regions);
   tcase_add_test(tc, test_fork_leaves_the_child_a_free_gate);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }

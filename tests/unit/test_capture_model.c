@@ -2,6 +2,8 @@
  * The central test replays the measured ground-truth table
  * (docs/driver-semantics.md) against the model's rule. */
 #include <check.h>
+
+#include "check_run.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -621,9 +623,5 @@ int main(void) {
   tcase_add_test(tc, test_oldest_first_across_shards);
   tcase_add_test(tc, test_shards_locked_apart);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }

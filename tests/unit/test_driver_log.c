@@ -2,6 +2,8 @@
  * (driver-semantics.md, third matrix) are read, with any prefix; every other
  * line, a cut line or hostile bytes give false and write nothing. */
 #include <check.h>
+
+#include "check_run.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,9 +85,5 @@ int main(void) {
   tcase_add_test(tc, other_lines_are_not_read);
   tcase_add_test(tc, bounds);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }

@@ -2,6 +2,8 @@
  * and checked field by field against docs/log-format.md; escaping, the
  * snprintf-like truncation contract and the text layout are checked too. */
 #include <check.h>
+
+#include "check_run.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -984,9 +986,5 @@ int main(void) {
   tcase_add_test(tc, test_python_machinery);
   tcase_add_test(tc, test_names_and_null);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }

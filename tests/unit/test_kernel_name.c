@@ -6,6 +6,8 @@
  * template, an operator< and a lambda). The expected forms are written by
  * hand. libstdc++'s __cxa_demangle is the demangler, as in the command. */
 #include <check.h>
+
+#include "check_run.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,9 +122,5 @@ int main(void) {
   tcase_add_test(tc, shortening_edges);
   tcase_add_test(tc, short_buffers);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }

@@ -3,6 +3,8 @@
  * in docs/log-format.md, and the start and process records come out byte for
  * byte as the log has always had them. */
 #include <check.h>
+
+#include "check_run.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,9 +221,5 @@ int main(void) {
   tcase_add_test(tc, process_record_of_any_command_line_is_json);
   tcase_add_test(tc, summary_lists_words_in_row_order);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }

@@ -2,6 +2,8 @@
  * variables (detect/rank.c): what promtool and node_exporter are handed,
  * checked line by line here, and by the real tools in test_cli_metrics.sh. */
 #include <check.h>
+
+#include "check_run.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,9 +133,5 @@ int main(void) {
   tcase_add_test(tc, test_optional_and_escaped);
   tcase_add_test(tc, test_rank);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }
