@@ -5,7 +5,8 @@
 # load with options). The log's event says "options": true; run's next: and
 # the report's advice (text, HTML, JSON) say why nothing was recorded, not
 # "check the priming file" and doctor, which would find nothing wrong; with
-# a load without options beside it, next: says both.
+# a load without options beside it, next: says both, and the report's
+# warm-up advice says priming leaves the load with options out.
 . "$(dirname "$0")/lib.sh"
 use_real_shim
 
@@ -50,6 +51,8 @@ expect_not_in "$WORK/n.err" "JIT or library options" "next: says nothing of opti
 expect_rc 1 "both workers' captures break"
 expect_in "$WORK/m.err" "capguard: next: run it again; the 1 image loaded during capture, recorded in $WORK/m.cgp" "next: says what was recorded"
 expect_in "$WORK/m.err" "; 1 load with JIT or library options was not recorded (capguard never serves such a load: make it before capture)" "next: says the load with options was not"
+run_cg mrep report "$WORK/m.jsonl"
+expect_in "$WORK/mrep.out" "or let capguard prime them, all but the 1 load made with JIT or library options, which it never serves (warm that one up either way): run the same command again" "the warm-up advice says priming leaves out the load with options"
 
 # --- doctor on a driver that refuses loads during capture says such loads are never recorded
 FAKECUDA_DRIVER_VERSION=12020 "$CAPGUARD" doctor >"$WORK/doctor.out" 2>&1

@@ -642,9 +642,17 @@ static void warm_say(const ctx *c, cgf_finding *x) {
                           count, things == 1 ? "it" : "each", things == 1 ? "it" : "them");
     return;
   }
+  /* Some loads had options, some not (all of them: said above): priming
+   * serves the others only, and the ones with options break again. */
+  char all_but[200] = "";
+  if (c->opt_loads)
+    snprintf(all_but, sizeof all_but,
+             ", all but the %zu load%s made with JIT or library options, which it never serves "
+             "(warm %s up either way)",
+             c->opt_loads, cg_plural(c->opt_loads), c->opt_loads == 1 ? "that one" : "those");
   x->sentence = xprintf(
-      "warm %s up before capture (run %s once outside capture), or let capguard prime %s: %s",
-      count, things == 1 ? "it" : "each", things == 1 ? "it" : "them",
+      "warm %s up before capture (run %s once outside capture), or let capguard prime %s%s: %s",
+      count, things == 1 ? "it" : "each", things == 1 ? "it" : "them", all_but,
       guard ? "run the same command again under capguard; the images it recorded are loaded "
               "before capture"
             : "run it in guard mode, which records the images and loads them before capture on "
