@@ -24,8 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-LAZY_FRAMES = ("__cudaGetKernel", "cudaGetFuncBySymbol")
+from lazy_loads import Checks, capture_once, is_lazy, lazy_env, read_events, report_mode_12020, run_under
 
 try:  # at module level: Triton reads the kernel's source through its module
     import triton
@@ -42,26 +41,9 @@ except Exception:  # noqa: BLE001 - skip_reason() says why
 
 def worker(kind):
     """One capture of one kind; prints RESULT and exits 0 (captured) or 1."""
-    import torch
-
-    x = torch.arange(4096, device="cuda", dtype=torch.float32)
-    y = torch.ones(4096, device="cuda")
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.graph(g):
-            if kind == "cat":
-                torch.cat([x, y])  # first launch of cat's kernel: the runtime loads it now
-            else:
-                _capguard_lazy_demo_kernel[(16,)](x, 4096, BLOCK=256)
-        g.replay()
-        torch.cuda.synchronize()
-        print(f"RESULT {kind}: captured", flush=True)
-        return 0
-    except Exception as e:  # noqa: BLE001 - what broke is the point
-        print(f"RESULT {kind}: capture failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}",
-              flush=True)
-        return 1
+    if kind == "cat":  # first launch of cat's kernel: the runtime loads it now
+        return capture_once(kind, lambda torch, x, y: torch.cat([x, y]))
+    return capture_once(kind, lambda torch, x, y: _capguard_lazy_demo_kernel[(16,)](x, 4096, BLOCK=256))
 
 
 def skip_reason():
@@ -100,29 +82,14 @@ def main():
     cli = os.path.abspath(os.path.join(args.build, "tools", "capguard"))
     out = args.out or tempfile.mkdtemp(prefix="capguard-lazy-")
     os.makedirs(out, exist_ok=True)
-    passed = failed = 0
-
-    def check(cond, what):
-        nonlocal passed, failed
-        print(("PASS " if cond else "FAIL ") + what, flush=True)
-        passed += bool(cond)
-        failed += not cond
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGUARD_")}
-    env.update(PYTHONUNBUFFERED="1", CUDA_MODULE_LOADING="LAZY")
+    check = Checks("lazy_runtime")
+    env = lazy_env()
     log = os.path.join(out, "lazy.jsonl")
-    run = subprocess.run([cli, "run", "--mode", "report", "--emulate-driver", "12020", "--log", log, "--",
-                          sys.executable, __file__, "--engine"], env=env, capture_output=True, text=True,
-                         timeout=300)
-    with open(os.path.join(out, "lazy-run.txt"), "w") as f:
-        f.write(run.stdout + run.stderr)
+    run = run_under(cli, report_mode_12020(log), [sys.executable, __file__, "--engine"], env,
+                    os.path.join(out, "lazy-run.txt"), 300)
     print(run.stdout + run.stderr)
-    events = []
-    if os.path.exists(log):
-        with open(log) as f:
-            events = [e for e in (json.loads(l) for l in f if l.strip()) if e.get("type") == "event"]
-    loads = [e for e in events if e.get("event") == "module-load"]
-    lazy = [e for e in loads if any(any(k in fr for k in LAZY_FRAMES) for fr in e.get("native_stack", []))]
+    loads = [e for e in read_events(log) if e.get("event") == "module-load"]
+    lazy = [e for e in loads if is_lazy(e)]
     triton_loads = [e for e in loads if "_capguard_lazy_demo_kernel" in e.get("image", {}).get("kernels", [])]
     print(f"--- {len(loads)} loads during capture, {len(lazy)} from the runtime's lazy loading, "
           f"{len(triton_loads)} of the Triton kernel; this GPU: sm_{sm}")
@@ -158,22 +125,14 @@ def main():
 
     # CUDA_MODULE_LOADING=EAGER: the runtime loads its modules at start-up, none during capture
     elog = os.path.join(out, "eager.jsonl")
-    eenv = dict(env, CUDA_MODULE_LOADING="EAGER")
-    eager = subprocess.run([cli, "run", "--mode", "report", "--emulate-driver", "12020", "--log", elog, "--",
-                            sys.executable, __file__, "--worker", "cat"], env=eenv, capture_output=True,
-                           text=True, timeout=300)
-    with open(os.path.join(out, "eager-run.txt"), "w") as f:
-        f.write(eager.stdout + eager.stderr)
-    eevents = []
-    if os.path.exists(elog):
-        with open(elog) as f:
-            eevents = [e for e in (json.loads(l) for l in f if l.strip()) if e.get("type") == "event"]
-    elazy = [e for e in eevents if any(any(k in fr for k in LAZY_FRAMES) for fr in e.get("native_stack", []))]
+    eager = run_under(cli, report_mode_12020(elog), [sys.executable, __file__, "--worker", "cat"],
+                      lazy_env(CUDA_MODULE_LOADING="EAGER"), os.path.join(out, "eager-run.txt"), 300)
+    eevents = read_events(elog)
+    elazy = [e for e in eevents if is_lazy(e)]
     print(f"--- EAGER: {len(eevents)} calls during capture, {len(elazy)} lazy loads; "
           f"{[l for l in eager.stdout.splitlines() if l.startswith('RESULT')]}")
     check(not elazy, "with CUDA_MODULE_LOADING=EAGER no lazy load during capture")
-    print(f"lazy_runtime: {passed} passed, {failed} failed (output in {out})")
-    return 0 if failed == 0 else 1
+    return check.finish(out)
 
 
 if __name__ == "__main__":

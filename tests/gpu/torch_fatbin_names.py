@@ -28,27 +28,13 @@ import subprocess
 import sys
 import tempfile
 
-LAZY_FRAMES = ("__cudaGetKernel", "cudaGetFuncBySymbol")
+from lazy_loads import Checks, capture_once, is_lazy, lazy_env, read_events, report_mode_12020, run_under
 
 
 def worker():
     """Captures torch.cat, its kernel's first launch; prints RESULT."""
-    import torch
-
-    x = torch.arange(4096, device="cuda", dtype=torch.float32)
-    y = torch.ones(4096, device="cuda")
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.graph(g):
-            torch.cat([x, y])  # the runtime loads the fatbin holding cat's kernel now
-        g.replay()
-        torch.cuda.synchronize()
-        print("RESULT cat: captured", flush=True)
-        return 0
-    except Exception as e:  # noqa: BLE001 - what broke is the point
-        print(f"RESULT cat: capture failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
-        return 1
+    # the runtime loads the fatbin holding cat's kernel now
+    return capture_once("cat", lambda torch, x, y: torch.cat([x, y]))
 
 
 def skip_reason():
@@ -59,13 +45,6 @@ def skip_reason():
     if not torch.cuda.is_available():
         return "no CUDA device"
     return None
-
-
-def read_events(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [e for e in (json.loads(l) for l in f if l.strip()) if e.get("type") == "event"]
 
 
 def main():
@@ -85,24 +64,13 @@ def main():
     cli = os.path.abspath(os.path.join(args.build, "tools", "capguard"))
     out = args.out or tempfile.mkdtemp(prefix="capguard-torch-names-")
     os.makedirs(out, exist_ok=True)
-    passed = failed = 0
-
-    def check(cond, what):
-        nonlocal passed, failed
-        print(("PASS " if cond else "FAIL ") + what, flush=True)
-        passed += bool(cond)
-        failed += not cond
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGUARD_")}
-    env.update(PYTHONUNBUFFERED="1", CUDA_MODULE_LOADING="LAZY")
+    check = Checks("torch_fatbin_names")
+    env = lazy_env()
     log = os.path.join(out, "names.jsonl")
-    run = subprocess.run([cli, "run", "--mode", "report", "--emulate-driver", "12020", "--log", log, "--",
-                          sys.executable, __file__, "--worker"], env=env, capture_output=True, text=True,
-                         timeout=120)
-    with open(os.path.join(out, "names-run.txt"), "w") as f:
-        f.write(run.stdout + run.stderr)
+    run = run_under(cli, report_mode_12020(log), [sys.executable, __file__, "--worker"], env,
+                    os.path.join(out, "names-run.txt"), 120)
     loads = [e for e in read_events(log) if e.get("event") == "module-load"]
-    lazy = [e for e in loads if any(any(k in fr for k in LAZY_FRAMES) for fr in e.get("native_stack", []))]
+    lazy = [e for e in loads if is_lazy(e)]
     fat = [e for e in lazy if e.get("image", {}).get("kind") == "fatbin"]
     print(f"--- torch {torch.__version__}: {len(loads)} loads during capture, {len(lazy)} from the runtime's "
           f"lazy loading, {len(fat)} of them fatbins")
@@ -145,18 +113,14 @@ def main():
     # guard mode: the load is refused on 12.2; made with options, it is not recorded
     prime = os.path.join(out, "names.cgp")
     guard_log = os.path.join(out, "guard.jsonl")
-    guard = subprocess.run([cli, "run", "--emulate-driver", "12020", "--log", guard_log,
-                            "--prime", prime, "--", sys.executable, __file__, "--worker"], env=env,
-                           capture_output=True, text=True, timeout=120)
-    with open(os.path.join(out, "guard-run.txt"), "w") as f:
-        f.write(guard.stdout + guard.stderr)
+    guard = run_under(cli, ["--emulate-driver", "12020", "--log", guard_log, "--prime", prime],
+                      [sys.executable, __file__, "--worker"], env, os.path.join(out, "guard-run.txt"), 120)
     lst = subprocess.run([cli, "prime", "list", prime], env=env, capture_output=True, text=True, timeout=60)
     with open(os.path.join(out, "prime-list.txt"), "w") as f:
         f.write(lst.stdout + lst.stderr)
     print("    prime list:\n      " + "\n      ".join(lst.stdout.splitlines()[:6]))
     print(f"    prime list exit {lst.returncode}, stderr: {lst.stderr.strip()[:600]}")
-    glazy = [e for e in read_events(guard_log) if e.get("event") == "module-load" and
-             any(any(k in fr for k in LAZY_FRAMES) for fr in e.get("native_stack", []))]
+    glazy = [e for e in read_events(guard_log) if e.get("event") == "module-load" and is_lazy(e)]
     check(glazy and all(e.get("options") is True for e in glazy),
           "the guard run's lazy load events say \"options\": true")
     # next: and the lines of its commands, up to the next "capguard: " line
@@ -176,8 +140,7 @@ def main():
         print("    next:\n      " + "\n      ".join(nxt)[:900])
     check(ok, "the guard run's next: says the load passed options (CUDA_MODULE_LOADING=EAGER), "
               "not 'check the priming file'")
-    print(f"torch_fatbin_names: {passed} passed, {failed} failed (output in {out})")
-    return 0 if failed == 0 else 1
+    return check.finish(out)
 
 
 if __name__ == "__main__":
