@@ -12,14 +12,7 @@
 
 #include "capguard/file_read.h"
 
-#define CHECK(call)                                                         \
-  do {                                                                      \
-    CUresult r_ = (call);                                                   \
-    if (r_ != CUDA_SUCCESS) {                                               \
-      fprintf(stderr, "bench_stale: %s returned %d\n", #call, (int)r_);     \
-      exit(1);                                                              \
-    }                                                                       \
-  } while (0)
+#include "probe_check.h"
 
 int main(int argc, char **argv) {
   if (argc != 6) {
@@ -37,12 +30,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_stale: cannot read %s\n", argv[1]);
     return 2;
   }
-  CUdevice dev;
-  CUcontext ctx;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
+  probe_primary_context();
   CUmodule mod;
   CHECK(cuModuleLoadData(&mod, image));
   CUfunction fill;

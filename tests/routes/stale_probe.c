@@ -15,21 +15,15 @@
  *                    memset node, the memcpy node's source, the kernel)
  *   by-hand:         the graph built with cuGraphAddKernelNode (no capture)
  *                    and instantiated, y freed                       named
- * Prints each call's result as name=code; exits 1 on a failed setup call.
+ * Prints each call's result as name=code; exits 2 on a failed setup call
+ * (probe_check.h).
  * Usage: stale_probe --route direct --op OP [--cubin FILE] */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                               \
-  do {                                                                            \
-    CUresult r_ = (call);                                                         \
-    if (r_ != CUDA_SUCCESS) {                                                     \
-      fprintf(stderr, "stale_probe: %s returned %d\n", #call, (int)r_);           \
-      exit(1);                                                                    \
-    }                                                                             \
-  } while (0)
+#include "probe_check.h"
 #define SAY(name, call) printf("%s=%d\n", name, (int)(call))
 
 #define N 256
@@ -62,12 +56,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "stale_probe: no cubin (--cubin or CG_CUBIN)\n");
     return 2;
   }
-  CUdevice dev;
-  CUcontext ctx;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
+  probe_primary_context();
   CUmodule mod;
   CHECK(cuModuleLoadData(&mod, read_file(cubin)));
   CUfunction fill;
