@@ -100,19 +100,26 @@ def summary(run):
     return s
 
 
+def assert_queries_fenced(tc, run):
+    """A polling race ran whole: every begin made, no query of the captured
+    event reached the driver while it was captured, no poll answered 907
+    (CUDA_ERROR_CAPTURED_EVENT) or any error, nothing broken, and some poll
+    answered not ready (met a capture), or the stress tested nothing."""
+    tc.assertEqual(run.rc, 0, run.stderr[-3000:])
+    tc.assertEqual(run.int("begins_failed"), 0)
+    tc.assertEqual([t for t in run.trace if t[0] == "cuEventQuery" and t[3] == CAPTURED_EVENT], [])
+    tc.assertEqual(run.int("polls_captured"), 0)
+    tc.assertEqual(run.int("polls_other"), 0)
+    tc.assertEqual(run.int("broken"), 0)
+    tc.assertEqual(summary(run)["captures_broken"], 0)
+    tc.assertGreater(run.int("polls_not_ready"), 0, "no poll met a capture: the stress tests nothing")
+
+
 class Watchdog(unittest.TestCase):
     def check(self, poller_mode):
         run = race(["watchdog", str(CAPTURES), poller_mode])
-        self.assertEqual(run.rc, 0, run.stderr[-3000:])
-        self.assertEqual(run.int("begins_failed"), 0)
+        assert_queries_fenced(self, run)
         self.assertGreater(run.int("polls"), CAPTURES // 10, "the poller must poll during the captures")
-        # No query of the captured event reached the driver while it was captured.
-        self.assertEqual([t for t in run.trace if t[0] == "cuEventQuery" and t[3] == CAPTURED_EVENT], [])
-        self.assertEqual(run.int("polls_captured"), 0)
-        self.assertEqual(run.int("polls_other"), 0)
-        self.assertEqual(run.int("broken"), 0)
-        self.assertEqual(summary(run)["captures_broken"], 0)
-        self.assertGreater(run.int("polls_not_ready"), 0, "no poll met a capture: the stress tests nothing")
         print("watchdog (%s): %d captures, 0 broken, %d polls (%d answered not ready by capguard)"
               % (poller_mode, CAPTURES, run.int("polls"), run.int("polls_not_ready")))
 
@@ -169,16 +176,6 @@ class Parking(unittest.TestCase):
         self.assertEqual(run.int("polls"), 5 + 199)
         self.assertEqual(n, 200, "a begin with a querier that moved since the last one skipped membarrier")
 
-    def check_parking(self, run):
-        self.assertEqual(run.rc, 0, run.stderr[-3000:])
-        self.assertEqual(run.int("begins_failed"), 0)
-        self.assertEqual([t for t in run.trace if t[0] == "cuEventQuery" and t[3] == CAPTURED_EVENT], [])
-        self.assertEqual(run.int("polls_captured"), 0)
-        self.assertEqual(run.int("polls_other"), 0)
-        self.assertEqual(run.int("broken"), 0)
-        self.assertEqual(summary(run)["captures_broken"], 0)
-        self.assertGreater(run.int("polls_not_ready"), 0, "no poll met a capture: the stress tests nothing")
-
     def test_pollers_parked_and_unparked_as_captures_begin(self):
         # Two capturing threads (begins meet), three pollers. The fake's
         # query waits 30 us before it looks: a query that a begin did not
@@ -186,11 +183,11 @@ class Parking(unittest.TestCase):
         # it (907, a broken capture).
         delay = {"FAKECUDA_QUERY_DELAY_US": "30"}
         for _ in range(3):
-            self.check_parking(race(["parking", str(CAPTURES)], env=delay))
+            assert_queries_fenced(self, race(["parking", str(CAPTURES)], env=delay))
         # Under strace: begins that found every poller parked made no
         # membarrier at all (the probe marks each begin).
         run = race(["parking", str(CAPTURES)], env=delay, strace=True)
-        self.check_parking(run)
+        assert_queries_fenced(self, run)
         free = 0
         for tid in {c[0] for c in run.syscalls if c[1] == "mark"}:  # each capturing thread's begins
             calls = [c[1] for c in run.syscalls if c[0] == tid] + ["mark"]
