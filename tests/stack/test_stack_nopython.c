@@ -4,6 +4,8 @@
  * initialized gives 0, and an interpreter embedded after start-up is found
  * by the lazy re-lookup and its frames come back. */
 #include <check.h>
+
+#include "check_run.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -154,10 +156,5 @@ int main(void) {
     tcase_add_test(tc, interpreter_embedded_later_is_found);
   }
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_FORK); /* each test its own process */
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run_forked(s); /* each test its own process */
 }

@@ -7,6 +7,8 @@
 #include "capguard/mem_probe.h"
 
 #include <check.h>
+
+#include "check_run.h"
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -1052,9 +1054,5 @@ int main(void) {
   tcase_add_test(bare, mem_check_ranges);
   tcase_add_test(bare, mem_check_without_process_vm_readv);
   suite_add_tcase(s, bare);
-  SRunner *r = srunner_create(s);
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }

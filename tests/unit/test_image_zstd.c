@@ -5,6 +5,8 @@
 #include "capguard/image.h"
 
 #include <check.h>
+
+#include "check_run.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,9 +183,5 @@ int main(void) {
   tcase_add_test(t, torch_entries_named);
   tcase_add_test(t, damaged_torch_entry_unnamed);
   suite_add_tcase(s, t);
-  SRunner *r = srunner_create(s);
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }

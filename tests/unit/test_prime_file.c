@@ -2,6 +2,8 @@
  * production does to it: concurrent appenders, torn writes, corruption of any
  * byte, newer versions, foreign owners, symlinks, a size cap. */
 #include <check.h>
+
+#include "check_run.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -1139,9 +1141,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-  SRunner *r = srunner_create(suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(suite());
 }

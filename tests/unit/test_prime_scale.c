@@ -5,6 +5,8 @@
  * lose nothing; a waiter gives up on a stuck lock holder and names it, but
  * waits on while the queue moves. */
 #include <check.h>
+
+#include "check_run.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -299,9 +301,5 @@ int main(void) {
   tcase_add_test(t, a_waiter_gives_up_on_a_stuck_holder_and_names_it);
   tcase_add_test(t, a_waiter_waits_on_while_the_queue_moves);
   suite_add_tcase(su, t);
-  SRunner *r = srunner_create(su);
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? 1 : 0;
+  return tk_check_run(su);
 }

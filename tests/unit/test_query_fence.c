@@ -5,6 +5,8 @@
  * (CG_QUERY_UNCLAIMED's value, odd) is seen as in flight. The querier is
  * a thread of this test that enters and leaves when told to. */
 #include <check.h>
+
+#include "check_run.h"
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -144,9 +146,5 @@ int main(void) {
   tcase_add_test(tc, test_idle_querier_parked_and_unparked);
   tcase_add_test(tc, test_the_word_before_wrapping_is_never_parked);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return tk_check_run(s);
 }

@@ -5,6 +5,8 @@
  * last whole line. Each case forks, so that RLIMIT_FSIZE and signal state
  * are the child's alone (Check runs each test in a child too). */
 #include <check.h>
+
+#include "check_run.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -174,10 +176,5 @@ int main(void) {
   tcase_add_test(tc, the_hosts_handler_is_not_run_by_our_write);
   tcase_add_test(tc, full_device_says_enospc);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_FORK); /* each case's limit and signals its own */
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return tk_check_run_forked(s); /* each case's limit and signals its own */
 }

@@ -5,6 +5,8 @@
 #include "capguard/zstd_decode.h"
 
 #include <check.h>
+
+#include "check_run.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -462,9 +464,5 @@ int main(void) {
   tcase_add_test(bad, every_bit_flip_fails_or_is_harmless);
   tcase_add_test(bad, random_damage);
   suite_add_tcase(s, bad);
-  SRunner *r = srunner_create(s);
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return tk_check_run(s);
 }
