@@ -2,22 +2,11 @@
  * the test itself with -g as a PIE and a non-PIE executable and stripped, so
  * that capguard's stderr line names this file's lines (or, stripped, the
  * object and offset). Calls the fake driver's exported functions (declared
- * here: no cuda.h needed to build it at test time). The markers at the ends
- * of lines are what the test looks for. */
+ * in lines_probe_driver.h: no cuda.h needed to build it at test time). The
+ * markers at the ends of lines are what the test looks for. */
 #include <stdio.h>
 
-typedef int CUresult;
-typedef void *CUstream;
-typedef void *CUcontext;
-typedef unsigned long long CUdeviceptr;
-CUresult cuInit(unsigned flags);
-CUresult cuDeviceGet(int *dev, int ordinal);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, int dev);
-CUresult cuCtxSetCurrent(CUcontext ctx);
-CUresult cuStreamCreate(CUstream *s, unsigned flags);
-CUresult cuStreamBeginCapture_v2(CUstream s, int mode);
-CUresult cuStreamEndCapture(CUstream s, void **graph);
-CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size);
+#include "lines_probe_driver.h"
 
 static CUstream stream;
 

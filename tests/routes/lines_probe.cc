@@ -5,20 +5,7 @@
 #include <cstdio>
 #include <string>
 
-extern "C" {
-typedef int CUresult;
-typedef void *CUstream;
-typedef void *CUcontext;
-typedef unsigned long long CUdeviceptr;
-CUresult cuInit(unsigned flags);
-CUresult cuDeviceGet(int *dev, int ordinal);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, int dev);
-CUresult cuCtxSetCurrent(CUcontext ctx);
-CUresult cuStreamCreate(CUstream *s, unsigned flags);
-CUresult cuStreamBeginCapture_v2(CUstream s, int mode);
-CUresult cuStreamEndCapture(CUstream s, void **graph);
-CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size);
-}
+#include "lines_probe_driver.h"
 
 namespace lines {
 struct Graph {
