@@ -3,8 +3,6 @@
  * can name the functions below. Built with -fno-optimize-sibling-calls and
  * every call followed by work, so no frame is folded away. */
 #include <check.h>
-
-#include "check_run.h"
 #include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +11,7 @@
 
 #include "stack.h"
 #include "stack_where.h"
+#include "check_run.h"
 
 #define MAXF 32
 static const char *frames[MAXF];

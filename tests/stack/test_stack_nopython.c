@@ -4,8 +4,6 @@
  * initialized gives 0, and an interpreter embedded after start-up is found
  * by the lazy re-lookup and its frames come back. */
 #include <check.h>
-
-#include "check_run.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +15,7 @@
 
 #include "stack.h"
 #include "stack_where.h"
+#include "check_run.h"
 
 #define MAXF 8
 

@@ -6,8 +6,6 @@
  * kind is a capguard lock region (cancellation off); the fork handlers leave
  * the child a free gate. */
 #include <check.h>
-
-#include "check_run.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -17,6 +15,7 @@
 
 #include "capture_gate.h"
 #include "locks.h"
+#include "check_run.h"
 
 static int shared_inside, exclusive_inside, broken;
 static bool stop_sharing;

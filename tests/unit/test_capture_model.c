@@ -2,14 +2,13 @@
  * The central test replays the measured ground-truth table
  * (docs/driver-semantics.md) against the model's rule. */
 #include <check.h>
-
-#include "check_run.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "capguard/capture_model.h"
+#include "check_run.h"
 
 /* ---- the ground-truth table, as data ------------------------------------ */
 

@@ -2,12 +2,11 @@
  * (driver-semantics.md, third matrix) are read, with any prefix; every other
  * line, a cut line or hostile bytes give false and write nothing. */
 #include <check.h>
-
-#include "check_run.h"
 #include <stdlib.h>
 #include <string.h>
 
 #include "capguard/driver_log_parse.h"
+#include "check_run.h"
 
 static bool parse(const char *m, int *code, char *call, size_t cap) {
   return cg_driver_log_parse(m, strlen(m), code, call, cap);

@@ -2,8 +2,6 @@
  * and checked field by field against docs/log-format.md; escaping, the
  * snprintf-like truncation contract and the text layout are checked too. */
 #include <check.h>
-
-#include "check_run.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,6 +13,7 @@
 #include "capguard/event.h"
 #include "capguard/log_keys.h"
 #include "capguard/frame_filter.h"
+#include "check_run.h"
 
 #define BIG 65536
 

@@ -7,8 +7,6 @@
 #include "capguard/mem_probe.h"
 
 #include <check.h>
-
-#include "check_run.h"
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -23,6 +21,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <xxhash.h>
+
+#include "check_run.h"
 
 /* ---- guarded buffers ---- */
 

@@ -5,12 +5,12 @@
 #include "capguard/image.h"
 
 #include <check.h>
-
-#include "check_run.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "check_run.h"
 
 typedef struct {
   unsigned char *bytes;

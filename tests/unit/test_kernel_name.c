@@ -6,12 +6,11 @@
  * template, an operator< and a lambda). The expected forms are written by
  * hand. libstdc++'s __cxa_demangle is the demangler, as in the command. */
 #include <check.h>
-
-#include "check_run.h"
 #include <stdlib.h>
 #include <string.h>
 
 #include "capguard/kernel_name.h"
+#include "check_run.h"
 
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 

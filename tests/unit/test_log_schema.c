@@ -3,8 +3,6 @@
  * in docs/log-format.md, and the start and process records come out byte for
  * byte as the log has always had them. */
 #include <check.h>
-
-#include "check_run.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +10,7 @@
 
 #include "capguard/event.h"
 #include "capguard/log_schema.h"
+#include "check_run.h"
 
 static const struct {
   const char *name;

@@ -2,14 +2,13 @@
  * variables (detect/rank.c): what promtool and node_exporter are handed,
  * checked line by line here, and by the real tools in test_cli_metrics.sh. */
 #include <check.h>
-
-#include "check_run.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "capguard/metrics_format.h"
 #include "capguard/rank.h"
+#include "check_run.h"
 
 static char buf[16384];
 

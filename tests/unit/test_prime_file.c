@@ -2,8 +2,6 @@
  * production does to it: concurrent appenders, torn writes, corruption of any
  * byte, newer versions, foreign owners, symlinks, a size cap. */
 #include <check.h>
-
-#include "check_run.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +14,7 @@
 
 #include "capguard/prime_file.h"
 #include "prime_records.h"
+#include "check_run.h"
 
 /* ---- helpers ---- */
 

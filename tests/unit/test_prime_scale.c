@@ -5,8 +5,6 @@
  * lose nothing; a waiter gives up on a stuck lock holder and names it, but
  * waits on while the queue moves. */
 #include <check.h>
-
-#include "check_run.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,6 +20,7 @@
 
 #include "capguard/prime_file.h"
 #include "prime_records.h"
+#include "check_run.h"
 
 static char dir[64], path[128];
 

@@ -5,14 +5,13 @@
  * (CG_QUERY_UNCLAIMED's value, odd) is seen as in flight. The querier is
  * a thread of this test that enters and leaves when told to. */
 #include <check.h>
-
-#include "check_run.h"
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "query_fence.h"
 #include "warn.h"
+#include "check_run.h"
 
 void cg_warn(const char *fmt, ...) {
   va_list ap;

@@ -5,8 +5,6 @@
  * last whole line. Each case forks, so that RLIMIT_FSIZE and signal state
  * are the child's alone (Check runs each test in a child too). */
 #include <check.h>
-
-#include "check_run.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -18,6 +16,7 @@
 #include <unistd.h>
 
 #include "capguard/write_whole.h"
+#include "check_run.h"
 
 static char path[64];
 static void unlimit(void);

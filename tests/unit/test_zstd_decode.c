@@ -5,8 +5,6 @@
 #include "capguard/zstd_decode.h"
 
 #include <check.h>
-
-#include "check_run.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +12,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "check_run.h"
 
 static cg_zstd_work work;
 
