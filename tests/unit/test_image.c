@@ -23,6 +23,7 @@
 #include <xxhash.h>
 
 #include "check_run.h"
+#include "image_fields.h"
 
 /* ---- guarded buffers ---- */
 
@@ -86,16 +87,8 @@ static const char *const all_samples[] = {
 };
 #define N_SAMPLES (sizeof all_samples / sizeof all_samples[0])
 
-/* ---- little helpers to poke at headers of known-good images ---- */
-
-static uint64_t get(const unsigned char *p, size_t off, int width) {
-  uint64_t v = 0;
-  for (int i = width - 1; i >= 0; i--) v = v << 8 | p[off + (size_t)i];
-  return v;
-}
-static void put(unsigned char *p, size_t off, int width, uint64_t v) {
-  for (int i = 0; i < width; i++) p[off + (size_t)i] = (unsigned char)(v >> (8 * i));
-}
+/* ---- little helpers to poke at headers of known-good images (and get, put:
+ * image_fields.h) ---- */
 
 /* Offset of section header i of an ELF64 image. */
 static size_t shdr(const unsigned char *elf, unsigned i) { return (size_t)get(elf, 40, 8) + 64u * i; }

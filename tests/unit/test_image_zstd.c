@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check_run.h"
+#include "image_fields.h"
 
 typedef struct {
   unsigned char *bytes;
@@ -35,16 +36,6 @@ static blob load(const char *name) {
   ck_assert_uint_eq(fread(b.bytes, 1, b.size, f), b.size);
   fclose(f);
   return b;
-}
-
-static uint64_t get(const unsigned char *p, size_t off, int width) {
-  uint64_t v = 0;
-  for (int i = width - 1; i >= 0; i--) v = v << 8 | p[off + (size_t)i];
-  return v;
-}
-
-static void put(unsigned char *p, size_t off, int width, uint64_t v) {
-  for (int i = 0; i < width; i++) p[off + (size_t)i] = (unsigned char)(v >> (8 * i));
 }
 
 /* Inspects f, then again with exactly the room it asked for. */
