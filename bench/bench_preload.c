@@ -211,7 +211,7 @@ static int serve(unsigned k) {
     cg_image_info probe;
     double t0 = now_ns();
     cg_image_inspect(img.bytes, CG_IMAGE_MAX_BYTES, &probe);
-    const cg_prime_record *found = cg_prime_find_hashed(set, probe.hash, probe.data, probe.size);
+    const cg_prime_record *found = cg_prime_find_hashed(set, probe.hash, probe.data, probe.size, NULL, 0);
     d[i] = now_ns() - t0;
     if (!found)
       return 2;

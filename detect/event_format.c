@@ -265,6 +265,9 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   if (e->thread_name) put_kv_str(&o, CG_KEY_THREAD_NAME, e->thread_name);
   if (e->nccl_setup) put_kv_str(&o, CG_KEY_NCCL_SETUP, e->nccl_setup);
   if (e->with_options) cg_out_str(&o, ",\"" CG_KEY_OPTIONS "\":true");
+  if (e->load_options && *e->load_options) put_kv_str(&o, CG_KEY_LOAD_OPTIONS, e->load_options);
+  if (e->options_foreign) put_kv_str(&o, CG_KEY_OPTIONS_FOREIGN, e->options_foreign);
+  if (e->options_differ && *e->options_differ) put_kv_str(&o, CG_KEY_OPTIONS_DIFFER, e->options_differ);
   cg_out_str(&o, ",\"" CG_KEY_CAPTURE "\":{\"" CG_KEY_ID "\":");
   cg_out_u64(&o, e->capture.id);
   put_kv_hex(&o, CG_KEY_STREAM, e->capture.stream);
@@ -540,6 +543,26 @@ static void put_stale_text(cg_out *o, const cg_event *e) {
   cg_out_char(o, '\n');
 }
 
+/* A load's options, and why they kept it from being served: facts only
+ * (the advice is the command's, findings.c). */
+static void put_options_text(cg_out *o, const cg_event *e) {
+  if (e->load_options && *e->load_options) {
+    cg_out_str(o, "  load options: ");
+    put_clean(o, e->load_options);
+    cg_out_char(o, '\n');
+  }
+  if (e->options_foreign) {
+    cg_out_str(o, "  not served: option ");
+    put_clean(o, e->options_foreign);
+    cg_out_str(o, " is not one capguard can reproduce (its value is the caller's memory, or unknown)\n");
+  }
+  if (e->options_differ && *e->options_differ) {
+    cg_out_str(o, "  not served: its options differ from those recorded for these bytes: ");
+    put_clean(o, e->options_differ);
+    cg_out_char(o, '\n');
+  }
+}
+
 size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
   cg_out o = cg_out_init(buf, cap);
   if (!e) {
@@ -587,6 +610,7 @@ size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
   }
   if (e->kind == CG_EV_MODULE_LOAD) put_kernels_text(&o, e->image, e->demangle);
   if (e->image) put_image_text(&o, e->image);
+  put_options_text(&o, e);
   if (e->capture_began && e->capture_began[0]) {
     cg_out_str(&o, "  capture began: ");
     put_clean(&o, e->capture_began);

@@ -10,6 +10,8 @@
  * shorter than what was walked starts the index afresh. */
 #include "prime_io.h"
 
+#include "capguard/load_options.h"
+
 #include <endian.h>
 #include <errno.h>
 #include <limits.h>
@@ -23,6 +25,9 @@
 typedef struct {
   cg_hash128 hash;
   uint64_t size, off;
+  uint64_t bytes_at;   /* where its bytes start in the file */
+  uint64_t options_at; /* where its load options start (n_options of them) */
+  uint32_t n_options;
   uint32_t module_loads, library_loads;
   bool stated; /* a loads record was seen: the counts replace the default */
 } index_entry;
@@ -68,7 +73,13 @@ static int rehash(cg_prime_appender *a, size_t n_slots) {
   return 0;
 }
 
-static index_entry *add_entry(cg_prime_appender *a, cg_hash128 h, uint64_t size, uint64_t off) {
+/* Where an image record's parts are, from its type and fields. */
+typedef struct {
+  uint64_t bytes_at, options_at;
+  uint32_t n_options;
+} entry_parts;
+
+static index_entry *add_entry(cg_prime_appender *a, cg_hash128 h, uint64_t size, uint64_t off, entry_parts parts) {
   if (a->n + 1 > a->cap) {
     size_t cap = a->cap ? a->cap * 2 : 64;
     index_entry *e = realloc(a->e, cap * sizeof *e);
@@ -79,28 +90,39 @@ static index_entry *add_entry(cg_prime_appender *a, cg_hash128 h, uint64_t size,
   if (2 * (a->n + 1) > a->n_slots && rehash(a, a->n_slots ? a->n_slots * 2 : 128)) return NULL;
   if (a->n >= UINT32_MAX - 1) return NULL;
   index_entry *e = &a->e[a->n];
-  *e = (index_entry){h, size, off, 1, 0, false};
+  *e = (index_entry){h, size, off, parts.bytes_at, parts.options_at, parts.n_options, 1, 0, false};
   size_t k = slot_of(a, h, size);
   while (a->slots[k]) k = (k + 1) & (a->n_slots - 1);
   a->slots[k] = (uint32_t)++a->n;
   return e;
 }
 
-/* The entry whose bytes in the file equal bytes, or NULL. */
+/* Whether len bytes at off in the file equal p (filled from the file first
+ * when they lie before what was walked). */
+static bool file_holds(const prime_view *v, uint64_t off, const void *p, uint64_t len) {
+  if (off + len > v->len) return false;
+  if (v->fd >= 0) /* before what was walked: not read yet */
+    prime_view_fill(v, off, len);
+  return !memcmp(v->buf + off, p, len);
+}
+
+/* The entry whose bytes and load options in the file equal these, or NULL. */
 static index_entry *find(cg_prime_appender *a, const prime_view *v, cg_hash128 h, const void *bytes,
-                         uint64_t size) {
+                         uint64_t size, const uint8_t *options, uint32_t n_options) {
   if (!a->n_slots) return NULL;
   for (size_t k = slot_of(a, h, size); a->slots[k]; k = (k + 1) & (a->n_slots - 1)) {
     index_entry *e = &a->e[a->slots[k] - 1];
-    if (e->size != size || e->hash.hi != h.hi || e->hash.lo != h.lo) continue;
+    if (e->size != size || e->hash.hi != h.hi || e->hash.lo != h.lo || e->n_options != n_options) continue;
     /* Equal hashes are not proof: the bytes decide. */
-    if (e->off + PRIME_IMAGE_FIXED + size > v->len) continue;
-    if (v->fd >= 0) /* before what was walked: not read yet */
-      prime_view_fill(v, e->off + PRIME_IMAGE_FIXED, size);
-    if (!memcmp(v->buf + e->off + PRIME_IMAGE_FIXED, bytes, size))
+    if ((!n_options || file_holds(v, e->options_at, options, (uint64_t)n_options * CG_LOAD_OPT_BYTES)) &&
+        file_holds(v, e->bytes_at, bytes, size))
       return e;
   }
   return NULL;
+}
+
+static entry_parts parts_of(unsigned type, uint64_t off, uint64_t size, uint32_t names_len, uint32_t n_options) {
+  return (entry_parts){off + prime_bytes_at(type), off + prime_options_at(type, size, names_len), n_options};
 }
 
 static index_entry *entry_at(cg_prime_appender *a, uint64_t off) {
@@ -129,10 +151,14 @@ static void index_record(void *vctx, const cg_prime_walk_entry *we, const uint8_
   walk_ctx *w = vctx;
   if (w->oom || we->state != CG_PRIME_REC_OK) return;
   cg_prime_appender *a = w->a;
-  if (we->type == CG_PRIME_REC_IMAGE) {
+  if (prime_is_image_type(we->type)) {
     cg_hash128 h = {get64(rec + 24), get64(rec + 32)};
     uint64_t size = get64(rec + 40);
-    if (!find(a, w->v, h, rec + PRIME_IMAGE_FIXED, size) && !add_entry(a, h, size, we->offset))
+    uint32_t n_options = we->type == CG_PRIME_REC_IMAGE_OPTIONS ? get32(rec + 80) : 0;
+    entry_parts parts = parts_of(we->type, we->offset, size, get32(rec + 52), n_options);
+    const uint8_t *options = rec + (parts.options_at - we->offset);
+    if (!find(a, w->v, h, rec + prime_bytes_at(we->type), size, options, n_options) &&
+        !add_entry(a, h, size, we->offset, parts))
       w->oom = true;
   } else if (we->type == CG_PRIME_REC_LOADS) {
     index_entry *e = entry_at(a, get64(rec + 16));
@@ -160,7 +186,9 @@ cg_prime_appender *cg_prime_appender_new(const char *path, uint64_t max_bytes, c
   if (seed && seed->ino && seed->len >= CG_PRIME_HEADER_BYTES) {
     for (size_t i = 0; i < seed->n; i++) {
       const cg_prime_record *r = &seed->recs[i];
-      index_entry *e = add_entry(a, r->hash, r->size, seed->offs[i]);
+      unsigned type = r->n_options ? CG_PRIME_REC_IMAGE_OPTIONS : CG_PRIME_REC_IMAGE;
+      index_entry *e =
+          add_entry(a, r->hash, r->size, seed->offs[i], parts_of(type, seed->offs[i], r->size, r->names_len, r->n_options));
       if (!e) {
         reset(a);
         return a;
@@ -218,13 +246,12 @@ static int prewalk(cg_prime_appender *a) {
  * goes (*at); *need_header when the file is empty or its header torn. -1,
  * said why, when nothing can be recorded. */
 static int index_file(cg_prime_appender *a, int fd, const struct stat *st, prime_view *v, uint64_t *at,
-                      bool *need_header) {
+                      bool *need_header, unsigned *version) {
   size_t len = (size_t)st->st_size;
   if ((uint64_t)st->st_dev != a->dev || (uint64_t)st->st_ino != a->ino || len < a->walked_to) reset(a);
   if (prime_view_open(v, fd, len, a->path, a->warn, a->ctx)) return -1;
   prime_view_fill(v, 0, CG_PRIME_HEADER_BYTES);
-  unsigned version;
-  prime_hdr_state hs = len ? prime_check_header(v->buf, len, &version) : PRIME_HDR_EMPTY;
+  prime_hdr_state hs = len ? prime_check_header(v->buf, len, version) : PRIME_HDR_EMPTY;
   *need_header = hs == PRIME_HDR_EMPTY || hs == PRIME_HDR_TORN;
   if (!*need_header && prime_refuse_header(v->buf, len, a->path, a->warn, a->ctx)) return -1;
   *at = 0;
@@ -274,6 +301,21 @@ static int write_at_tail(cg_prime_appender *a, int fd, const uint8_t *rec, uint6
   return 0;
 }
 
+/* A version-1 file that now holds an image record with options says
+ * version 2, so that a capguard before options refuses it whole rather than
+ * serve its loads without the options they were made with. Its creation
+ * time stays. -1, said why, when the header could not be written (the
+ * record stays: this capguard reads it whatever the header says). */
+static int upgrade_header(cg_prime_appender *a, int fd, const prime_view *v) {
+  uint64_t created;
+  memcpy(&created, v->buf + 16, 8);
+  uint8_t hdr[CG_PRIME_HEADER_BYTES];
+  prime_encode_header(hdr, le64toh(created), PRIME_VERSION);
+  if (prime_write_at(fd, hdr, sizeof hdr, 0) == 0) return 0;
+  prime_warnf(a->warn, a->ctx, a->path, "cannot mark it version %u (%s)", PRIME_VERSION, strerror(errno));
+  return -1;
+}
+
 /* r appended: its image when the file lacks it, else a hit record (when
  * hit) and a loads record when r needs more copies than the file states. */
 static int append(cg_prime_appender *a, const cg_prime_record *r, bool hit) {
@@ -307,10 +349,11 @@ static int append(cg_prime_appender *a, const cg_prime_record *r, bool hit) {
   }
   uint64_t at; /* where the record goes: after the last intact record */
   bool need_header;
-  if (index_file(a, fd, &st, &v, &at, &need_header)) goto out;
+  unsigned version = 0;
+  if (index_file(a, fd, &st, &v, &at, &need_header, &version)) goto out;
 
   uint64_t hits = r->hits ? r->hits : 1, t = r->last_ns ? r->last_ns : cg_now_ns();
-  index_entry *have = need_header ? NULL : find(a, &v, r->hash, r->bytes, r->size);
+  index_entry *have = need_header ? NULL : find(a, &v, r->hash, r->bytes, r->size, r->options, r->n_options);
   /* The loads the file will state for the image: the larger of what it
    * states now and what this process needed. A loads record is written only
    * when that differs from what the file already says (for a new image: from
@@ -325,7 +368,7 @@ static int append(cg_prime_appender *a, const cg_prime_record *r, bool hit) {
     rc = 0;
     goto out;
   }
-  uint64_t body_len = have ? (hit ? PRIME_HIT_LEN : 0) : prime_image_len(r->size, r->names_len);
+  uint64_t body_len = have ? (hit ? PRIME_HIT_LEN : 0) : prime_image_len(r);
   uint64_t total = (need_header ? CG_PRIME_HEADER_BYTES : 0) + body_len + (loads_rec ? PRIME_LOADS_LEN : 0);
   if (at + total > a->max_bytes) {
     prime_warnf(warn, ctx, path,
@@ -341,7 +384,7 @@ static int append(cg_prime_appender *a, const cg_prime_record *r, bool hit) {
     prime_warnf(warn, ctx, path, "out of memory; nothing recorded");
     goto out;
   }
-  if (need_header) prime_encode_header(rec, cg_now_ns());
+  if (need_header) prime_encode_header(rec, cg_now_ns(), prime_version_for(r));
   uint8_t *body = rec + (need_header ? CG_PRIME_HEADER_BYTES : 0);
   uint64_t image_off = have ? have->off : at + (uint64_t)(body - rec);
   if (have) {
@@ -355,7 +398,11 @@ static int append(cg_prime_appender *a, const cg_prime_record *r, bool hit) {
   }
   if (loads_rec) prime_encode_loads(body + body_len, image_off, r->hash, want_m, want_l, t);
   if (write_at_tail(a, fd, rec, total, at, len)) goto out;
-  index_entry *e = have ? have : add_entry(a, r->hash, r->size, image_off);
+  if (!have && !need_header && version < prime_version_for(r) && upgrade_header(a, fd, &v)) goto out;
+  unsigned type = r->n_options ? CG_PRIME_REC_IMAGE_OPTIONS : CG_PRIME_REC_IMAGE;
+  index_entry *e = have ? have
+                        : add_entry(a, r->hash, r->size, image_off,
+                                    parts_of(type, image_off, r->size, r->names_len, r->n_options));
   if (e && loads_rec) {
     e->module_loads = want_m;
     e->library_loads = want_l;

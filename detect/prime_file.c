@@ -121,12 +121,15 @@ static int replace_file(const char *path, const cg_prime_record *recs, size_t n,
     return -1;
   }
   uint8_t hdr[CG_PRIME_HEADER_BYTES];
-  prime_encode_header(hdr, cg_now_ns());
+  unsigned version = PRIME_VERSION_PLAIN; /* 2 only when a record needs it */
+  for (size_t i = 0; i < n; i++)
+    if (prime_version_for(&recs[i]) > version) version = prime_version_for(&recs[i]);
+  prime_encode_header(hdr, cg_now_ns(), version);
   uint64_t off = 0;
   int rc = prime_write_at(fd, hdr, sizeof hdr, off);
   off += sizeof hdr;
   for (size_t i = 0; rc == 0 && i < n; i++) {
-    uint64_t l = prime_image_len(recs[i].size, recs[i].names_len);
+    uint64_t l = prime_image_len(&recs[i]);
     bool loads_rec = prime_needs_loads_record(&recs[i]);
     uint8_t *b = malloc(l + PRIME_LOADS_LEN);
     rc = b ? 0 : -1;

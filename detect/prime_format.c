@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "capguard/load_options.h"
+
 /* PNG-style: a high byte, a name, CR LF, ^Z, LF, so that text-mode transfers
  * and truncation to 7 bits are caught by the magic itself. */
 const uint8_t prime_magic[8] = {0x89, 'C', 'G', 'P', '\r', '\n', 0x1a, '\n'};
@@ -51,9 +53,9 @@ void prime_warnf(cg_prime_warn_fn warn, void *ctx, const char *path, const char 
 
 /* ---- header ---- */
 
-void prime_encode_header(uint8_t out[CG_PRIME_HEADER_BYTES], uint64_t created_ns) {
+void prime_encode_header(uint8_t out[CG_PRIME_HEADER_BYTES], uint64_t created_ns, unsigned version) {
   memcpy(out, prime_magic, 8);
-  put16(out + 8, PRIME_VERSION);
+  put16(out + 8, (uint16_t)version);
   put16(out + 10, CG_PRIME_HEADER_BYTES);
   put32(out + 12, 0);
   put64(out + 16, created_ns);
@@ -79,8 +81,25 @@ prime_hdr_state prime_check_header(const uint8_t *buf, size_t len, unsigned *ver
 
 /* ---- records ---- */
 
-uint64_t prime_image_len(uint64_t size, uint64_t names_len) {
-  return PRIME_IMAGE_FIXED + pad8(size) + pad8(names_len) + 8;
+unsigned prime_version_for(const cg_prime_record *r) { return r->n_options ? PRIME_VERSION : PRIME_VERSION_PLAIN; }
+
+bool prime_is_image_type(unsigned type) { return type == CG_PRIME_REC_IMAGE || type == CG_PRIME_REC_IMAGE_OPTIONS; }
+
+uint64_t prime_bytes_at(unsigned type) {
+  return type == CG_PRIME_REC_IMAGE_OPTIONS ? PRIME_IMAGE_OPTIONS_FIXED : PRIME_IMAGE_FIXED;
+}
+
+uint64_t prime_options_at(unsigned type, uint64_t size, uint64_t names_len) {
+  return prime_bytes_at(type) + pad8(size) + pad8(names_len);
+}
+
+static uint64_t image_len(unsigned type, uint64_t size, uint64_t names_len, uint64_t n_options) {
+  return prime_options_at(type, size, names_len) + n_options * CG_LOAD_OPT_BYTES + 8;
+}
+
+uint64_t prime_image_len(const cg_prime_record *r) {
+  return image_len(r->n_options ? CG_PRIME_REC_IMAGE_OPTIONS : CG_PRIME_REC_IMAGE, r->size, r->names_len,
+                   r->n_options);
 }
 
 static void seal(uint8_t *rec, uint64_t len) { put64(rec + len - 8, XXH3_64bits(rec, len - 8)); }
@@ -93,9 +112,10 @@ static void put_head(uint8_t *rec, unsigned type, uint64_t len) {
 }
 
 void prime_encode_image(uint8_t *out, const cg_prime_record *r) {
-  uint64_t len = prime_image_len(r->size, r->names_len);
+  unsigned type = r->n_options ? CG_PRIME_REC_IMAGE_OPTIONS : CG_PRIME_REC_IMAGE;
+  uint64_t len = prime_image_len(r), at = prime_bytes_at(type);
   memset(out, 0, len); /* padding is zero, so equal records encode equally */
-  put_head(out, CG_PRIME_REC_IMAGE, len);
+  put_head(out, type, len);
   put32(out + 16, (uint32_t)r->kind);
   put32(out + 20, r->sm_arch);
   put64(out + 24, r->hash.hi);
@@ -106,8 +126,11 @@ void prime_encode_image(uint8_t *out, const cg_prime_record *r) {
   put64(out + 56, r->hits);
   put64(out + 64, r->first_ns);
   put64(out + 72, r->last_ns);
-  memcpy(out + PRIME_IMAGE_FIXED, r->bytes, r->size);
-  if (r->names_len) memcpy(out + PRIME_IMAGE_FIXED + pad8(r->size), r->kernel_names, r->names_len);
+  if (r->n_options) put32(out + 80, r->n_options); /* and 84: reserved, zero */
+  memcpy(out + at, r->bytes, r->size);
+  if (r->names_len) memcpy(out + at + pad8(r->size), r->kernel_names, r->names_len);
+  if (r->n_options)
+    memcpy(out + prime_options_at(type, r->size, r->names_len), r->options, (size_t)r->n_options * CG_LOAD_OPT_BYTES);
   seal(out, len);
 }
 
@@ -194,19 +217,26 @@ static cg_hash128 sum128(const walker *w, const uint8_t *p, uint64_t n) {
 
 /* Fields of an image record whose checksum is already good: a writer bug or a
  * forged file could still make them inconsistent. */
-static const char *check_image(const walker *w, const uint8_t *rec, uint64_t len) {
+static const char *check_image(const walker *w, const uint8_t *rec, uint64_t len, unsigned type) {
   /* First: the fixed fields must lie inside the record before any is read. */
-  if (len < PRIME_IMAGE_FIXED + 8) return "image record too short";
+  uint64_t at = prime_bytes_at(type);
+  if (len < at + 8) return "image record too short";
   uint32_t kind = get32(rec + 16);
   uint64_t size = get64(rec + 40);
   uint32_t n_kernels = get32(rec + 48), names_len = get32(rec + 52);
+  uint32_t n_options = type == CG_PRIME_REC_IMAGE_OPTIONS ? get32(rec + 80) : 0;
   if (kind > CG_IMAGE_PTX) return "unknown image kind";
   if (size == 0 || size > CG_IMAGE_MAX_BYTES) return "image size out of range";
   if (names_len > PRIME_MAX_NAMES) return "kernel names too long";
-  if (prime_image_len(size, names_len) != len) return "record length does not match its fields";
-  if (count_names(rec + PRIME_IMAGE_FIXED + pad8(size), names_len) != (int64_t)n_kernels)
+  if (type == CG_PRIME_REC_IMAGE_OPTIONS && (n_options == 0 || n_options > CG_LOAD_OPTS_MAX || get32(rec + 84)))
+    return "options count out of range";
+  if (image_len(type, size, names_len, n_options) != len) return "record length does not match its fields";
+  if (count_names(rec + at + pad8(size), names_len) != (int64_t)n_kernels)
     return "kernel names do not match their count";
-  cg_hash128 h = sum128(w, rec + PRIME_IMAGE_FIXED, size);
+  cg_load_opts opts;
+  if (n_options && cg_load_opts_decode(rec + prime_options_at(type, size, names_len), n_options, &opts))
+    return "load options not in canonical form";
+  cg_hash128 h = sum128(w, rec + at, size);
   if (!FUZZ_NO_CHECKSUMS && (h.hi != get64(rec + 24) || h.lo != get64(rec + 32)))
     return "image hash does not match its bytes";
   return NULL;
@@ -232,7 +262,7 @@ static const char *check_record(walker *w, uint64_t off, uint64_t *rlen, unsigne
   if (get16(rec + 6) != 0) return "reserved field not zero";
   *rlen = l;
   *type = get16(rec + 4);
-  if (*type == CG_PRIME_REC_IMAGE) return check_image(w, rec, l);
+  if (prime_is_image_type(*type)) return check_image(w, rec, l, *type);
   if (*type == CG_PRIME_REC_HIT && l != PRIME_HIT_LEN) return "hit record of wrong length";
   if (*type == CG_PRIME_REC_LOADS && l != PRIME_LOADS_LEN) return "loads record of wrong length";
   return NULL; /* an unknown type is intact; the reader decides */
@@ -327,7 +357,8 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
   return true;
 }
 
-static void decode_image(cg_prime_record *r, const uint8_t *rec) {
+static void decode_image(cg_prime_record *r, const uint8_t *rec, unsigned type) {
+  uint64_t at = prime_bytes_at(type);
   r->kind = (cg_image_kind)get32(rec + 16);
   r->sm_arch = get32(rec + 20);
   r->hash = (cg_hash128){get64(rec + 24), get64(rec + 32)};
@@ -337,8 +368,10 @@ static void decode_image(cg_prime_record *r, const uint8_t *rec) {
   r->hits = get64(rec + 56);
   r->first_ns = get64(rec + 64);
   r->last_ns = get64(rec + 72);
-  r->bytes = rec + PRIME_IMAGE_FIXED;
-  r->kernel_names = r->names_len ? (const char *)rec + PRIME_IMAGE_FIXED + pad8(r->size) : "";
+  r->bytes = rec + at;
+  r->kernel_names = r->names_len ? (const char *)rec + at + pad8(r->size) : "";
+  r->n_options = type == CG_PRIME_REC_IMAGE_OPTIONS ? get32(rec + 80) : 0;
+  r->options = r->n_options ? rec + prime_options_at(type, r->size, r->names_len) : NULL;
   r->module_loads = 1; /* until a loads record says otherwise */
   r->library_loads = 0;
 }
@@ -362,14 +395,14 @@ static void collect(void *vctx, const cg_prime_walk_entry *e, const uint8_t *rec
                   (unsigned long long)e->offset, e->why, (unsigned long long)e->length, c->path);
     return;
   }
-  if (e->type == CG_PRIME_REC_IMAGE) {
+  if (prime_is_image_type(e->type)) {
     if (!grow((void **)&s->recs, &c->cap, s->n + 1, sizeof *s->recs) ||
         !grow((void **)&s->offs, &c->cap_offs, s->n + 1, sizeof *s->offs)) {
       c->oom = true;
       return;
     }
     s->offs[s->n] = e->offset;
-    decode_image(&s->recs[s->n++], rec);
+    decode_image(&s->recs[s->n++], rec, e->type);
   } else if (e->type == CG_PRIME_REC_HIT) {
     if (!grow((void **)&c->hits, &c->cap_hits, c->n_hits + 1, sizeof *c->hits)) { c->oom = true; return; }
     c->hits[c->n_hits++] = (pending_hit){get64(rec + 16), get64(rec + 40), get64(rec + 48),
@@ -435,7 +468,7 @@ size_t prime_fold_dups(cg_prime_record *recs, uint64_t *offs, size_t n) {
     const cg_prime_record *b = &recs[idx[i]];
     if (i == 0 || cmp_hash(recs[reps[0]].hash, recs[reps[0]].size, b->hash, b->size)) n_reps = 0;
     size_t k = 0;
-    while (k < n_reps && memcmp(recs[reps[k]].bytes, b->bytes, b->size) != 0) k++;
+    while (k < n_reps && !cg_prime_same_entry(&recs[reps[k]], b->bytes, b->size, b->options, b->n_options)) k++;
     if (k < n_reps) {
       cg_prime_record *a = &recs[reps[k]];
       a->hits = sat_add(a->hits, b->hits);
@@ -574,8 +607,17 @@ const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i) {
   return s && i < s->n ? &s->recs[i] : NULL;
 }
 
-const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 h, const void *bytes,
-                                            size_t size) {
+bool cg_prime_same_entry(const cg_prime_record *r, const void *bytes, uint64_t size, const uint8_t *options,
+                         uint32_t n_options) {
+  return r->bytes && r->size == size && r->n_options == n_options &&
+         (!n_options || memcmp(r->options, options, (size_t)n_options * CG_LOAD_OPT_BYTES) == 0) &&
+         memcmp(r->bytes, bytes, size) == 0;
+}
+
+/* The first record of (h, size) in the index whose bytes equal bytes and,
+ * when any_options is false, whose options equal these. */
+static const cg_prime_record *find(const cg_prime_set *s, cg_hash128 h, const void *bytes, size_t size,
+                                   const uint8_t *options, uint32_t n_options, bool any_options) {
   if (!s || !bytes || size == 0) return NULL;
   size_t lo = 0, hi = s->n;
   while (lo < hi) {
@@ -588,9 +630,21 @@ const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 h,
   for (; lo < s->n; lo++) {
     const cg_prime_record *r = &s->recs[s->by_hash[lo]];
     if (cmp_hash(r->hash, r->size, h, size)) break;
-    if (r->bytes && memcmp(r->bytes, bytes, size) == 0) return r; /* NULL: not kept (cg_prime_keep_only) */
+    /* bytes NULL: not kept (cg_prime_keep_only) */
+    if (any_options ? r->bytes && memcmp(r->bytes, bytes, size) == 0
+                    : cg_prime_same_entry(r, bytes, size, options, n_options))
+      return r;
   }
   return NULL;
+}
+
+const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 h, const void *bytes, size_t size,
+                                            const uint8_t *options, uint32_t n_options) {
+  return find(s, h, bytes, size, options, n_options, false);
+}
+
+const cg_prime_record *cg_prime_find_bytes(const cg_prime_set *s, cg_hash128 h, const void *bytes, size_t size) {
+  return find(s, h, bytes, size, NULL, 0, true);
 }
 
 void cg_prime_free(cg_prime_set *s) {
@@ -604,7 +658,7 @@ void cg_prime_free(cg_prime_set *s) {
 }
 
 uint64_t cg_prime_record_disk_size(const cg_prime_record *r) {
-  return prime_image_len(r->size, r->names_len) + (prime_needs_loads_record(r) ? PRIME_LOADS_LEN : 0);
+  return prime_image_len(r) + (prime_needs_loads_record(r) ? PRIME_LOADS_LEN : 0);
 }
 
 int cg_prime_parse_size(const char *s, uint64_t *out) {

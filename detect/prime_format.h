@@ -5,10 +5,14 @@
 
 #include "capguard/prime_file.h"
 
-#define PRIME_VERSION 1u
+/* Version 2 added image records with load options (type 4); a file holding
+ * none is still written as version 1, which every capguard reads. */
+#define PRIME_VERSION 2u
+#define PRIME_VERSION_PLAIN 1u
 #define PRIME_REC_MAGIC 0x52504743u /* "CGPR" as little-endian bytes */
 #define PRIME_REC_HEAD 16u          /* magic, type, reserved, length */
 #define PRIME_IMAGE_FIXED 80u       /* record head + image fields; bytes start here */
+#define PRIME_IMAGE_OPTIONS_FIXED 88u /* the same + options count and a reserved word (type 4) */
 #define PRIME_HIT_LEN 64u
 #define PRIME_LOADS_LEN 64u
 #define PRIME_MIN_REC 24u           /* head + checksum */
@@ -27,10 +31,17 @@ typedef enum {
 
 /* Classify the first bytes of a file; *version gets the version field when present. */
 prime_hdr_state prime_check_header(const uint8_t *buf, size_t len, unsigned *version);
-void prime_encode_header(uint8_t out[CG_PRIME_HEADER_BYTES], uint64_t created_ns);
+void prime_encode_header(uint8_t out[CG_PRIME_HEADER_BYTES], uint64_t created_ns, unsigned version);
+/* The version a file holding records like r needs: 2 when r has options. */
+unsigned prime_version_for(const cg_prime_record *r);
 
-uint64_t prime_image_len(uint64_t size, uint64_t names_len);
+/* Bytes of r's image record: type 1, or type 4 when r has options. */
+uint64_t prime_image_len(const cg_prime_record *r);
 void prime_encode_image(uint8_t *out, const cg_prime_record *r); /* prime_image_len bytes */
+/* Where an image record's bytes start, and its options (type 4) */
+uint64_t prime_bytes_at(unsigned type);
+uint64_t prime_options_at(unsigned type, uint64_t size, uint64_t names_len);
+bool prime_is_image_type(unsigned type);
 void prime_encode_hit(uint8_t out[PRIME_HIT_LEN], uint64_t image_off, cg_hash128 h,
                       uint64_t hits, uint64_t last_ns);
 /* Loads record (type 3): how many loads of the image one process needed. */

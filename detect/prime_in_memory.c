@@ -8,6 +8,8 @@
  * only the bytes it can still use (the images that fit its device). */
 #include "prime_io.h"
 
+#include "capguard/load_options.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +71,8 @@ int cg_prime_keep_only(cg_prime_set *s, bool (*keep)(const cg_prime_record *r, v
   size_t need = 0;
   for (size_t i = 0; i < s->n; i++) {
     const cg_prime_record *r = &s->recs[i];
-    need += pad8(r->names_len) + (r->bytes && keep(r, ctx) ? pad8((size_t)r->size) : 0);
+    need += pad8(r->names_len) + (size_t)r->n_options * CG_LOAD_OPT_BYTES +
+            (r->bytes && keep(r, ctx) ? pad8((size_t)r->size) : 0);
   }
   uint8_t *kept = malloc(need ? need : 1);
   if (!kept) return -1;
@@ -80,6 +83,11 @@ int cg_prime_keep_only(cg_prime_set *s, bool (*keep)(const cg_prime_record *r, v
       memcpy(kept + at, r->kernel_names, r->names_len);
       r->kernel_names = (const char *)kept + at;
       at += pad8(r->names_len);
+    }
+    if (r->n_options) {
+      memcpy(kept + at, r->options, (size_t)r->n_options * CG_LOAD_OPT_BYTES);
+      r->options = kept + at;
+      at += (size_t)r->n_options * CG_LOAD_OPT_BYTES;
     }
     if (r->bytes && keep(r, ctx)) {
       memcpy(kept + at, r->bytes, (size_t)r->size);

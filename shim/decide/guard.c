@@ -3,6 +3,7 @@
 #include "locks.h"
 #include "signals_held.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -271,6 +272,33 @@ void cg_guard_refused_unseen(cg_entry_point ep) {
   cg_report_refusal_and_free(&e, NULL, &site, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "a refused call's report");
 }
 
+/* A load's options in canonical form, and the words its event carries. */
+typedef struct {
+  cg_load_opts opts;
+  char text[512];     /* its options, for the log */
+  char foreign[48];   /* the option capguard cannot reproduce */
+  char differ[256];   /* how they differ from the recorded ones */
+} load_options_said;
+
+/* The load's key (its options), or NULL when capguard cannot reproduce
+ * them: then the event names the option. */
+static cg_load_key *load_key(const cg_load *l, cg_event *e, load_options_said *said, cg_load_key *key) {
+  said->text[0] = said->foreign[0] = said->differ[0] = 0;
+  cg_opts_check c = cg_load_opts_canon(&l->opts, &said->opts);
+  *key = (cg_load_key){&said->opts, &l->opts};
+  if (!l->with_options)
+    return key;
+  cg_load_opts_format(&said->opts, said->text, sizeof said->text);
+  e->load_options = said->text;
+  if (c.verdict == CG_OPTS_SERVABLE)
+    return key;
+  char tmp[32];
+  snprintf(said->foreign, sizeof said->foreign, "%s%s", cg_load_opt_name(c.why_scope, c.why_key, tmp, sizeof tmp),
+           c.verdict == CG_OPTS_MALFORMED ? " (given twice, or too many options)" : "");
+  e->options_foreign = said->foreign;
+  return NULL;
+}
+
 CUresult cg_guard_load(const cg_load *l) {
   /* Cheap check first: loads while another thread's capture does not
    * prohibit this one need no inspection. */
@@ -322,6 +350,8 @@ CUresult cg_guard_load(const cg_load *l) {
   cg_gate_lock();
   cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep], .driver_result = -1,
                 .with_options = l->with_options};
+  load_options_said said;
+  cg_load_key key_, *key = load_key(l, &e, &said, &key_);
   cg_begin_site site;
   e.n_prohibitors = cg_captures_prohibitor(&e.capture, &site);
   if (e.n_prohibitors)
@@ -343,7 +373,7 @@ CUresult cg_guard_load(const cg_load *l) {
   cg_verdict v;
   /* A malformed image is the driver's business: it gets the driver's own
    * answer, in every mode, and nothing of capguard's policy. */
-  if (!malformed && cg_policy_load(l, e.image, &r, &v)) {
+  if (!malformed && cg_policy_load(l, e.image, key, said.differ, sizeof said.differ, &r, &v)) {
     e.verdict = v;
     if (v == CG_VERDICT_RESCUED || v == CG_VERDICT_FAILED)
       e.driver_result = (int)r;
@@ -360,11 +390,16 @@ CUresult cg_guard_load(const cg_load *l) {
   if (r == CUDA_SUCCESS && l->out && *l->out)
     e.module = (uint64_t)(uintptr_t)*l->out;
   if (r == CUDA_SUCCESS && e.module && e.image && e.verdict != CG_VERDICT_SERVED)
-    cg_priming_loaded(*l->out, e.image, l->is_library);
-  /* A load with options is never served: recording it would only make the
-   * next run preload copies nothing takes. */
-  if (!l->with_options)
-    cg_priming_record(e.image, l->is_library, e.verdict);
+    cg_priming_loaded(*l->out, e.image, l->is_library, &said.opts);
+  else if (r != CUDA_SUCCESS && e.image && key)
+    cg_priming_not_loaded(e.image, l->is_library, &said.opts);
+  /* Recorded with its options, so that the next run preloads it with them;
+   * a load whose options capguard cannot reproduce is never served, and
+   * recording it would only make the next run preload a copy nothing takes. */
+  if (key)
+    cg_priming_record(e.image, l->is_library, &said.opts, e.verdict);
+  if (said.differ[0])
+    e.options_differ = said.differ;
   cg_report_and_free(&e, s, &site, NULL);
   free(here);
   free(file);

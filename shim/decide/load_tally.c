@@ -48,6 +48,11 @@ static tally_slot *find(cg_hash128 h, uint64_t size, bool insert) {
   return NULL;
 }
 
+cg_hash128 cg_tally_key(cg_hash128 image, const cg_load_opts *opts) {
+  uint64_t o = cg_load_opts_hash(opts);
+  return (cg_hash128){image.hi ^ o, image.lo ^ (o * 0x9e3779b97f4a7c15ull)};
+}
+
 uint32_t cg_tally_add(cg_hash128 hash, uint64_t size, bool library) {
   if (!size)
     return 0;
@@ -72,6 +77,16 @@ void cg_tally_handle(void *handle, cg_hash128 hash, uint64_t size, bool library,
     handles[n_handles++] = (tracked){handle, ctx, (uint32_t)(s - slots), library};
     __atomic_store_n(&any_tracked, n_handles, __ATOMIC_RELAXED);
   }
+  cg_unlock(&tally_lock);
+}
+
+void cg_tally_not_loaded(cg_hash128 hash, uint64_t size, bool library) {
+  if (!size)
+    return;
+  cg_lock(&tally_lock);
+  tally_slot *s = find(hash, size, false);
+  if (s && s->alive[library])
+    s->alive[library]--;
   cg_unlock(&tally_lock);
 }
 

@@ -39,13 +39,14 @@ CUresult cg_policy_call_relaxed(CUresult (*invoke)(const void *args), const void
 
 static CUresult invoke_load(const void *l) { return ((const cg_load *)l)->invoke(l); }
 
-bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *result, cg_verdict *verdict) {
-  /* A served copy was loaded without options: a load with options (max
-   * registers, optimisation level, target; log buffers and wall time to be
-   * written) would get another module than its call makes, and its output
-   * options unwritten. It goes on as an unprimed load. */
-  if (cg_cfg.mode == CG_RUN_GUARD && image && image->kind != CG_IMAGE_UNKNOWN && !l->with_options) {
-    void *h = cg_priming_take(image, l->is_library);
+bool cg_policy_load(const cg_load *l, const cg_image_info *image, const cg_load_key *key, char *differ,
+                    size_t cap, CUresult *result, cg_verdict *verdict) {
+  /* A served copy was preloaded with the options the load asks for (max
+   * registers, optimisation level, target, log sizes...): the module its
+   * own call would have made, its output options written as the preload's
+   * were. Options capguard cannot reproduce (no key) go on as an unprimed load. */
+  if (cg_cfg.mode == CG_RUN_GUARD && image && image->kind != CG_IMAGE_UNKNOWN && key) {
+    void *h = cg_priming_take(image, l->is_library, key, differ, cap);
     if (h) {
       *l->out = h;
       *result = CUDA_SUCCESS;

@@ -9,11 +9,16 @@
 
 #include "capguard/event.h"
 #include "calls.h"
+#include "priming.h"
 
 /* Decide a prohibited load without the driver's plain path: served from the
- * priming pool, made in relaxed mode (rescue), or refused as an older driver
- * would (emulation). Returns false to let the driver decide as usual. */
-bool cg_policy_load(const cg_load *l, const cg_image_info *image, CUresult *result, cg_verdict *verdict);
+ * priming pool (key: its options; NULL when capguard cannot reproduce them,
+ * so it is never served), made in relaxed mode (rescue), or refused as an
+ * older driver would (emulation). differ (cap bytes) gets how its options
+ * differ from those recorded for its bytes, when that kept it from being
+ * served. Returns false to let the driver decide as usual. */
+bool cg_policy_load(const cg_load *l, const cg_image_info *image, const cg_load_key *key, char *differ,
+                    size_t cap, CUresult *result, cg_verdict *verdict);
 
 /* Queue a prohibited call on one handle (an unload, a free, a graph-exec
  * destroy; guard mode, gate held): invoke(handle) runs once every capture

@@ -30,6 +30,7 @@
 #include "live_captures.h"
 #include "load_tally.h"
 #include "output.h"
+#include "preload_load.h"
 #include "record_queue.h"
 #include "warn.h"
 #include "locks.h"
@@ -39,6 +40,7 @@ typedef struct {
   bool library;
   bool handed_out;
   bool refill;  /* handed out and since unloaded: loaded again before the next begin */
+  cg_load_outputs *outputs; /* what the driver wrote into its output options, or NULL */
 } pool_slot;
 
 /* Handles preloaded on one context: record i owns slots first[i] ..
@@ -148,25 +150,18 @@ static bool fits(const cg_prime_record *r, unsigned arch) {
   return info.has_ptx;
 }
 
-typedef CUresult (*module_load_fn)(CUmodule *, const void *);
-typedef CUresult (*library_load_fn)(CUlibrary *, const void *, CUjit_option *, void **, unsigned int,
-                                    CUlibraryOption *, void **, unsigned int);
+/* One copy of r into s, made as the recorded loads were (preload_load.h). */
+static CUresult load_one(const cg_prime_record *r, pool_slot *s) {
+  cg_load_outputs_free(s->outputs);
+  s->outputs = NULL;
+  return cg_preload_load(r, s->library, &s->handle, &s->outputs);
+}
 
-static CUresult load_one(const cg_prime_record *r, bool library, void **out) {
-  if (!library) {
-    module_load_fn load = CG_REAL(cuModuleLoadData, module_load_fn);
-    return load ? load((CUmodule *)out, r->bytes) : CUDA_ERROR_NOT_FOUND;
+static void free_outputs(context_pool *p, size_t n_slots) {
+  for (size_t k = 0; p->slots && k < n_slots; k++) {
+    cg_load_outputs_free(p->slots[k].outputs);
+    p->slots[k].outputs = NULL;
   }
-  library_load_fn load = CG_REAL(cuLibraryLoadData, library_load_fn);
-  if (!load)
-    return CUDA_ERROR_NOT_FOUND;
-  CUresult res = load((CUlibrary *)out, r->bytes, NULL, NULL, 0, NULL, NULL, 0);
-  /* A library loads into a context lazily, when first used there: make that
-   * happen now, before capture, not at the first cuLibraryGetKernel inside it. */
-  CUmodule m;
-  if (res == CUDA_SUCCESS && cg_drv.LibraryGetModule)
-    cg_drv.LibraryGetModule(&m, (CUlibrary)*out);
-  return res;
 }
 
 static void preload(context_pool *p) {
@@ -198,7 +193,7 @@ static void preload(context_pool *p) {
     for (uint32_t k = 0; k < r->module_loads + r->library_loads; k++, at++) {
       pool_slot *s = &p->slots[at];
       s->library = k >= r->module_loads;
-      CUresult res = load_one(r, s->library, &s->handle);
+      CUresult res = load_one(r, s);
       if (res == CUDA_SUCCESS) {
         n_loaded++;
         continue;
@@ -287,13 +282,16 @@ void cg_priming_before_begin(CUcontext ctx) {
       read_set();
     context_pool *p = set && cg_prime_count(set) ? new_pool(ctx) : NULL;
     if (p) {
-      preload(p);
+      /* Before the first preload, not after it: a library preloaded with
+       * CU_LIBRARY_BINARY_IS_PRESERVED may read its bytes until it is
+       * unloaded, so they must be the ones kept for the process's life. */
       static bool kept_fitting;
       if (!kept_fitting) {
         kept_fitting = true;
         if (cg_prime_keep_only(set, keep_fitting, &device_sm) != 0)
           cg_warn_oom("keeping the priming file's images that fit: the whole file's copy is kept");
       }
+      preload(p);
     }
   }
   cg_unlock(&prime_lock);
@@ -301,24 +299,47 @@ void cg_priming_before_begin(CUcontext ctx) {
     cg_gate_unlock();
 }
 
-void *cg_priming_take(const cg_image_info *image, bool library) {
+/* The record of this load's bytes and options in set, or NULL. */
+static const cg_prime_record *entry_of(const cg_image_info *image, const cg_load_opts *opts) {
+  uint8_t enc[CG_LOAD_OPTS_MAX * CG_LOAD_OPT_BYTES];
+  uint32_t n = opts ? opts->n : 0;
+  if (n)
+    cg_load_opts_encode(opts, enc);
+  return cg_prime_find_hashed(set, image->hash, image->data, image->size, n ? enc : NULL, n);
+}
+
+/* How this load's options differ from those recorded for its bytes. */
+static void say_differ(const cg_image_info *image, const cg_load_opts *asked, char *differ, size_t cap) {
+  const cg_prime_record *other = cg_prime_find_bytes(set, image->hash, image->data, image->size);
+  cg_load_opts recorded = {0};
+  if (other && !cg_load_opts_decode(other->options, other->n_options, &recorded))
+    cg_load_opts_diff(&recorded, asked, differ, cap);
+}
+
+void *cg_priming_take(const cg_image_info *image, bool library, const cg_load_key *key, char *differ,
+                      size_t cap) {
+  if (differ && cap)
+    differ[0] = 0;
   if (!priming_on())
     return NULL;
-  cg_tally_add(image->hash, image->size, library);
+  cg_tally_add(cg_tally_key(image->hash, key->opts), image->size, library);
   CUcontext ctx = NULL;
   if (!cg_drv.CtxGetCurrent || cg_drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS)
     return NULL;
   void *h = NULL;
   cg_lock(&prime_lock);
   context_pool *p = set ? pool_of(ctx) : NULL;
-  const cg_prime_record *r = p && p->slots ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
+  const cg_prime_record *r = p && p->slots ? entry_of(image, key->opts) : NULL;
+  if (!r && p && p->slots && differ && cap)
+    say_differ(image, key->opts, differ, cap);
   if (r) {
     size_t i = (size_t)(r - cg_prime_get(set, 0));
     for (size_t k = p->first[i]; k < p->first[i + 1]; k++) {
       pool_slot *s = &p->slots[k];
-      if (s->handle && s->library == library && !s->handed_out) {
+      if (s->handle && s->library == library && !s->handed_out && cg_load_outputs_cover(s->outputs, key->raw)) {
         s->handed_out = true;
         h = s->handle;
+        cg_load_outputs_write(s->outputs, key->raw);
         n_served++;
         __atomic_add_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
         if (refresh_mark && refresh_mark[i] == REFRESH_NONE) {
@@ -331,14 +352,19 @@ void *cg_priming_take(const cg_image_info *image, bool library) {
   }
   cg_unlock(&prime_lock);
   if (h)
-    cg_tally_handle(h, image->hash, image->size, library, ctx);
+    cg_tally_handle(h, cg_tally_key(image->hash, key->opts), image->size, library, ctx);
   return h;
 }
 
-void cg_priming_loaded(void *handle, const cg_image_info *image, bool library) {
+void cg_priming_loaded(void *handle, const cg_image_info *image, bool library, const cg_load_opts *opts) {
   CUcontext ctx = NULL;
   if (priming_on() && cg_drv.CtxGetCurrent && cg_drv.CtxGetCurrent(&ctx) == CUDA_SUCCESS)
-    cg_tally_handle(handle, image->hash, image->size, library, ctx);
+    cg_tally_handle(handle, cg_tally_key(image->hash, opts), image->size, library, ctx);
+}
+
+void cg_priming_not_loaded(const cg_image_info *image, bool library, const cg_load_opts *opts) {
+  if (priming_on())
+    cg_tally_not_loaded(cg_tally_key(image->hash, opts), image->size, library);
 }
 
 void cg_priming_context_gone(CUcontext ctx) {
@@ -352,6 +378,8 @@ void cg_priming_context_gone(CUcontext ctx) {
       if (p->slots[k].refill)
         refill_pending--;
     }
+    if (p->slots)
+      free_outputs(p, p->first[n]);
     free(p->slots);
     free(p->first);
     *p = pools[n_pools - 1]; /* the last one takes its place */
@@ -399,7 +427,7 @@ static void refill(context_pool *p) {
         continue;
       s->refill = false;
       refill_pending--;
-      if (load_one(r, s->library, &s->handle) == CUDA_SUCCESS)
+      if (load_one(r, s) == CUDA_SUCCESS)
         n_loaded++;
       else
         s->handle = NULL; /* said at the first preload if it fails for good */
@@ -422,7 +450,7 @@ static cg_prime_appender *the_appender(void) {
 
 static void write_due(bool at_exit, bool broken);
 
-void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
+void cg_priming_record(const cg_image_info *image, bool library, const cg_load_opts *opts, cg_verdict v) {
   if (!image || image->kind == CG_IMAGE_UNKNOWN || v == CG_VERDICT_SERVED || v == CG_VERDICT_FAILED)
     return;
   if (!priming_on() || cg_cfg.prime_readonly || __atomic_load_n(&recording_off, __ATOMIC_RELAXED))
@@ -432,8 +460,7 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
    * preloaded) gets no second hit. */
   bool hit = true;
   cg_lock(&prime_lock);
-  const cg_prime_record *known =
-      refresh_mark ? cg_prime_find_hashed(set, image->hash, image->data, image->size) : NULL;
+  const cg_prime_record *known = refresh_mark ? entry_of(image, opts) : NULL;
   if (known) {
     size_t i = (size_t)(known - cg_prime_get(set, 0));
     if (refresh_mark[i] == REFRESH_PENDING)
@@ -444,7 +471,7 @@ void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v) {
   cg_unlock(&prime_lock);
   /* Queued, written when a capture ends or at exit (record_queue.h): no
    * file I/O on the capture's path, one record per image and process. */
-  if (!cg_record_queue_add(image, library, hit))
+  if (!cg_record_queue_add(image, library, opts, hit))
     return;
   /* Refused: the captures that prohibit this thread are broken already, so
    * writing now costs none of them anything, and a host killed before the
@@ -495,7 +522,7 @@ static __attribute__((noinline)) void write_due_now(bool at_exit, bool broken) {
   if (a)
     cg_prime_appender_nowait(a, !at_exit && !broken); /* a busy file: at a later end, or at exit */
   if (a)
-    cg_record_queue_drain(write_queued, a, at_exit);
+    cg_record_queue_drain(write_queued, a, at_exit ? CG_DRAIN_ALL : broken ? CG_DRAIN_FIRSTS : CG_DRAIN_DUE);
   else /* said when it could not be made */
     __atomic_store_n(&recording_off, true, __ATOMIC_RELAXED);
   size_t n = broken ? 0 : cg_prime_count(set);

@@ -12,6 +12,15 @@
 
 #include "capguard/event.h"
 #include "capguard/image.h"
+#include "capguard/load_options.h"
+
+/* A load's key beyond its image bytes: its options, canonical (n == 0:
+ * none), and as the caller passed them (where a served load's outputs are
+ * written; NULL when there are none to write). */
+typedef struct {
+  const cg_load_opts *opts;
+  const cg_load_opts_raw *raw;
+} cg_load_key;
 
 /* Before the driver sees a capture begin: preload this context's records
  * (once per context, and only while no capture prohibits this thread). */
@@ -19,8 +28,13 @@ void cg_priming_before_begin(CUcontext ctx); /* the thread's current context (NU
 /* A load made while a capture prohibits the thread: counted (the priming file
  * keeps the most copies of each image one process had alive at once), then served with a
  * CUmodule (library false) or CUlibrary (library true) preloaded from
- * identical bytes on the current context and not yet handed out, or NULL. */
-void *cg_priming_take(const cg_image_info *image, bool library);
+ * identical bytes with identical options on the current context and not yet
+ * handed out (its output options then written as the preload's were), or
+ * NULL; then differ (cap bytes) says how its options differ from those the
+ * file recorded for the same bytes ("" when it holds none, or no copy is
+ * left). */
+void *cg_priming_take(const cg_image_info *image, bool library, const cg_load_key *key, char *differ,
+                      size_t cap);
 /* A load made while a capture prohibited the thread, and what came of it:
  * its image is queued to be recorded in the priming file (guard mode), once
  * per process and image, when a capture ends (record_queue.h), with the most
@@ -32,10 +46,14 @@ void *cg_priming_take(const cg_image_info *image, bool library);
  * capture left to keep file I/O off), so that a host killed before the
  * capture's end (SIGKILL, the OOM killer) has it recorded for the next run.
  * An allowed load stays queued: its capture goes on. */
-void cg_priming_record(const cg_image_info *image, bool library, cg_verdict v);
+void cg_priming_record(const cg_image_info *image, bool library, const cg_load_opts *opts, cg_verdict v);
 /* A load made while a capture prohibited the thread, not served, that the
  * driver answered with handle: counted alive until it is unloaded. */
-void cg_priming_loaded(void *handle, const cg_image_info *image, bool library);
+void cg_priming_loaded(void *handle, const cg_image_info *image, bool library, const cg_load_opts *opts);
+/* The same load, not served, returned no handle (refused, or failed): the
+ * copy counted for it never came to be. */
+void cg_priming_not_loaded(const cg_image_info *image, bool library, const cg_load_opts *opts);
+
 /* handle was unloaded by the driver (whenever: the wrapper's thunk or its
  * direct call): one copy fewer alive, and a served copy is loaded again
  * before the next capture begins. */

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "capguard/image.h"
+#include "capguard/load_options.h"
 #include "capguard/prime_file.h"
 
 /* The image of a load made during capture, to be recorded. A copy is kept
@@ -20,20 +21,26 @@
  * it: 4096 images, and CAPGUARD_PRIME_MAX bytes, a process). hit
  * false: this process has written a hit for the image already (served from
  * the file, and refreshed): its record states only a count of copies. */
-bool cg_record_queue_add(const cg_image_info *image, bool library, bool hit);
+bool cg_record_queue_add(const cg_image_info *image, bool library, const cg_load_opts *opts, bool hit);
 /* Whether a first record may be due: a fast, lock-free look (at exit the
  * queue is drained whatever this says). */
 bool cg_record_queue_due(void);
 /* Hands each image whose record is due to write, outside the queue's lock:
- * one never written (hit: its image or a hit, unless added without); with
- * raises (at exit), also one whose count of copies alive at once grew since
- * it was written (a count, no hit), so that a process writes at most two records of an image however
- * many copies it loads. first: the image's first record in this process
+ * one never written (hit: its image or a hit, unless added without), and,
+ * unless firsts_only, one whose count of copies alive at once grew since it
+ * was written (a count, no hit): a count is written as soon as it grows, at
+ * the next capture's end, so that a learn killed after its captures
+ * (SIGKILL, SIGTERM, a rank hung at teardown) keeps every copy it needed.
+ * CG_DRAIN_FIRSTS: from inside a broken capture, where only an image's
+ * first record is worth the file I/O (a count that grew waits for the end);
+ * CG_DRAIN_DUE: a capture's end, when something was added since the last
+ * drain; CG_DRAIN_ALL: exit, every image looked at. first: the image's first record in this process
  * (with or without its hit: one refreshed already states only its copies).
  * write returns 0 when written, 1 to leave it for later (the file is busy),
  * -1 to stop (recording is off). Returns the number written. */
 typedef int (*cg_record_write_fn)(const cg_prime_record *r, bool hit, bool first, void *ctx);
-unsigned cg_record_queue_drain(cg_record_write_fn write, void *ctx, bool raises);
+typedef enum { CG_DRAIN_FIRSTS, CG_DRAIN_DUE, CG_DRAIN_ALL } cg_drain_how;
+unsigned cg_record_queue_drain(cg_record_write_fn write, void *ctx, cg_drain_how how);
 /* A forked child starts with an empty queue (the parent's images are the
  * parent's to record). */
 void cg_record_queue_after_fork_child(void);

@@ -21,10 +21,10 @@
  *   CAPTURE_END    stream, ptsz, graph (where the driver writes the graph)
  *   MODE_EXCHANGE  mode:   the CUstreamCaptureMode * exchanged
  *   LOAD           image (bytes in memory, or NULL), path (file, or NULL),
- *                  library (out receives a CUlibrary), out, options (true
- *                  when the caller passes JIT or library options: such a
- *                  load is never served from the priming file, whose
- *                  copies were loaded without them)
+ *                  library (out receives a CUlibrary), out, options (the JIT
+ *                  and library options as the caller passed them,
+ *                  CG_*_LOAD_OPTS: served only a copy preloaded with the
+ *                  same, priming.c)
  *   BREAKER        kind (the event kind), rule (cg_rule: which captures it
  *                  breaks), target (the stream, event, context... it works
  *                  on, or 0: the current context for CG_RULE_ANY),
@@ -68,6 +68,12 @@
   CUjit_option *, jit_opts, void **, jit_vals, unsigned int, n_jit, CUlibraryOption *, lib_opts, void **, \
       lib_vals, unsigned int, n_lib
 
+/* A LOAD row's options trait: what the caller passed (capguard/load_options.h). */
+#define CG_NO_LOAD_OPTS ((cg_load_opts_raw){0, 0, NULL, NULL, NULL, NULL})
+#define CG_JIT_LOAD_OPTS(n, keys, vals) ((cg_load_opts_raw){(n), 0, (const int *)(keys), NULL, (vals), NULL})
+#define CG_LIBRARY_LOAD_OPTS_OF(n_jit, jit_keys, jit_vals, n_lib, lib_keys, lib_vals) \
+  ((cg_load_opts_raw){(n_jit), (n_lib), (const int *)(jit_keys), (const int *)(lib_keys), (jit_vals), (lib_vals)})
+
 #define CG_ENTRY_POINTS(X)                                                                                \
   X(GETPROC, cuGetProcAddress, (const char *, symbol, void **, pfn, int, version, cuuint64_t, flags), pfn) \
   X(GETPROC, cuGetProcAddress_v2,                                                                         \
@@ -90,17 +96,19 @@
   X(CAPTURE_END, cuStreamEndCapture, (CUstream, s, CUgraph *, graph), s, false, graph)                    \
   X(CAPTURE_END, cuStreamEndCapture_ptsz, (CUstream, s, CUgraph *, graph), s, true, graph)                \
   X(MODE_EXCHANGE, cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode *, mode), mode)               \
-  X(LOAD, cuModuleLoad, (CUmodule *, module, const char *, fname), NULL, fname, false, module, false)    \
-  X(LOAD, cuModuleLoadData, (CUmodule *, module, const void *, image), image, NULL, false, module, false) \
+  X(LOAD, cuModuleLoad, (CUmodule *, module, const char *, fname), NULL, fname, false, module, CG_NO_LOAD_OPTS) \
+  X(LOAD, cuModuleLoadData, (CUmodule *, module, const void *, image), image, NULL, false, module,          \
+    CG_NO_LOAD_OPTS)                                                                                      \
   X(LOAD, cuModuleLoadDataEx,                                                                             \
     (CUmodule *, module, const void *, image, unsigned int, n, CUjit_option *, opts, void **, vals), image,  \
-    NULL, false, module, n != 0)                                                                          \
-  X(LOAD, cuModuleLoadFatBinary, (CUmodule *, module, const void *, fat), fat, NULL, false, module, false) \
+    NULL, false, module, CG_JIT_LOAD_OPTS(n, opts, vals))                                                 \
+  X(LOAD, cuModuleLoadFatBinary, (CUmodule *, module, const void *, fat), fat, NULL, false, module,        \
+    CG_NO_LOAD_OPTS)                                                                                      \
   X(DEFERRABLE, cuModuleUnload, (CUmodule, module), CG_EV_MODULE_UNLOAD, CG_FIX_DEFER_UNLOAD)              \
   X(LOAD, cuLibraryLoadData, (CUlibrary *, lib, const void *, code, CG_LIBRARY_LOAD_OPTIONS), code, NULL,   \
-    true, lib, n_jit != 0 || n_lib != 0)                                                                  \
+    true, lib, CG_LIBRARY_LOAD_OPTS_OF(n_jit, jit_opts, jit_vals, n_lib, lib_opts, lib_vals))             \
   X(LOAD, cuLibraryLoadFromFile, (CUlibrary *, lib, const char *, fname, CG_LIBRARY_LOAD_OPTIONS), NULL,    \
-    fname, true, lib, n_jit != 0 || n_lib != 0)                                                           \
+    fname, true, lib, CG_LIBRARY_LOAD_OPTS_OF(n_jit, jit_opts, jit_vals, n_lib, lib_opts, lib_vals))      \
   X(DEFERRABLE, cuLibraryUnload, (CUlibrary, lib), CG_EV_MODULE_UNLOAD, CG_FIX_DEFER_UNLOAD)              \
   X(STREAM_DESTROY, cuStreamDestroy, (CUstream, stream), stream)                                         \
   X(STREAM_DESTROY, cuStreamDestroy_v2, (CUstream, stream), stream)                                      \

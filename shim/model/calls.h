@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "capguard/load_options.h"
 #include "capguard/log_schema.h"
 #include "entry_points.h"
 #include "break_rules.h"
@@ -47,7 +48,8 @@ typedef struct cg_load {
   const char *path;   /* file name for cuModuleLoad / cuLibraryLoadFromFile */
   bool is_library;    /* out receives a CUlibrary */
   void **out;         /* CUmodule* or CUlibrary* */
-  bool with_options;  /* JIT or library options: never served (the row's options trait) */
+  bool with_options;  /* JIT or library options (the row's options trait) */
+  cg_load_opts_raw opts; /* as the caller passed them: served only a copy preloaded with the same */
   CUresult (*invoke)(const struct cg_load *self);
   const void *args;   /* the wrapper's arguments, for invoke */
 } cg_load;

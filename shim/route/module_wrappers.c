@@ -62,7 +62,9 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
       }                                                                                            \
     }                                                                                              \
     cname##_args args_ = {CG_ARGS(params)};                                                        \
-    cg_load l = {ep, (image), (path), (library), (void **)(out), (options), cname##_invoke, &args_}; \
+    cg_load_opts_raw o_ = (options);                                                               \
+    cg_load l = {ep, (image), (path), (library), (void **)(out), o_.n_jit || o_.n_lib, o_,          \
+                 cname##_invoke, &args_};                                                          \
     return cg_guard_load(&l);                                                                      \
   }                                                                                                \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \

@@ -108,7 +108,7 @@ grep -q 'capguard prime verify: [0-9]*%' "$T/tty" || fail "no progress on a term
 run 0 prime verify "$T/big.cgp"; [ -s "$T/err" ] && fail "progress written when stderr is not a terminal"
 
 # ---- refusals: file left untouched, exit 1 ----
-cp "$P" "$T/newer.cgp"; printf '\x02' | dd of="$T/newer.cgp" bs=1 seek=8 conv=notrunc status=none
+cp "$P" "$T/newer.cgp"; printf '\x03' | dd of="$T/newer.cgp" bs=1 seek=8 conv=notrunc status=none
 cp "$T/newer.cgp" "$T/newer.orig"
 run 1 prime list "$T/newer.cgp"; err_has 'newer capguard'
 run 1 prime verify "$T/newer.cgp"

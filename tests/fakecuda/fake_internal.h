@@ -252,6 +252,8 @@ struct fc_module {
   struct fc_function *funcs;
   struct fc_library *lib;                  /* owning library, if any */
   unsigned max_regs;                       /* CU_JIT_MAX_REGISTERS it was loaded with, 0 none */
+  int borrowed;                            /* image is the caller's (CU_LIBRARY_BINARY_IS_PRESERVED) */
+  char made_with[256];                     /* the options it was loaded with (fc_options_text) */
   struct fc_ctx *ctx;                      /* the context it was loaded in: dies with it */
 };
 
@@ -267,6 +269,15 @@ struct fc_jit {
 CUresult fc_jit_begin(struct fc_jit *j, unsigned n, CUjit_option *opts, void **vals);
 /* Writes the output options (wall time, info and error logs) of a load that returned rc. */
 void fc_jit_end(struct fc_jit *j, CUresult rc, const char *what);
+/* A library load's CUlibraryOption list checked (INVALID_VALUE for a bad one, or
+ * binary-is-preserved with a file); *preserved: the caller keeps the bytes alive. */
+CUresult fc_library_options(unsigned n, CUlibraryOption *opts, void **vals, int from_file, int *preserved);
+/* The options a load was made with, as FAKECUDA_LOADS shows them: "jit:0=32,2,3,4=256;lib:1=1"
+ * (outputs and pointers by key alone), "" for none. */
+void fc_options_text(char *buf, size_t cap, unsigned n_jit, const CUjit_option *jit, void *const *jit_vals,
+                     unsigned n_lib, const CUlibraryOption *lib, void *const *lib_vals);
+/* FAKECUDA_LOADS=path: one line per load that returned a module or library. */
+void fc_loads_note(const char *call, const void *handle, const char *made_with);
 /* CU_FUNC_ATTRIBUTE_NUM_REGS of m's functions. */
 int fc_jit_regs(const struct fc_module *m);
 struct fc_function {

@@ -11,6 +11,7 @@
  *   CU_JIT_ERROR_LOG_BUFFER (+ _SIZE_BYTES) the same for errors: empty on success. */
 #include "fake_internal.h"
 
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -82,4 +83,61 @@ int fc_jit_regs(const struct fc_module *m)
   if (m->kind != FC_IMG_PTX)
     return 16;
   return m->max_regs && m->max_regs < FC_PTX_NATURAL_REGS ? (int)m->max_regs : FC_PTX_NATURAL_REGS;
+}
+
+CUresult fc_library_options(unsigned n, CUlibraryOption *opts, void **vals, int from_file, int *preserved)
+{
+  *preserved = 0;
+  if (n > 0 && (opts == NULL || vals == NULL))
+    return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < n; i++) {
+    if ((int)opts[i] < 0 || opts[i] >= CU_LIBRARY_NUM_OPTIONS)
+      return CUDA_ERROR_INVALID_VALUE;
+    if (opts[i] == CU_LIBRARY_BINARY_IS_PRESERVED) {
+      if (from_file) /* cuda.h: invalid with cuLibraryLoadFromFile */
+        return CUDA_ERROR_INVALID_VALUE;
+      *preserved = (unsigned)(uintptr_t)vals[i] != 0;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+/* Outputs and pointers are shown by key: their values are addresses. */
+static int by_key_alone(CUjit_option o)
+{
+  return o == CU_JIT_WALL_TIME || o == CU_JIT_INFO_LOG_BUFFER || o == CU_JIT_ERROR_LOG_BUFFER ||
+         o == CU_JIT_GLOBAL_SYMBOL_NAMES || o == CU_JIT_GLOBAL_SYMBOL_ADDRESSES ||
+         o == CU_JIT_REFERENCED_KERNEL_NAMES || o == CU_JIT_REFERENCED_VARIABLE_NAMES;
+}
+
+void fc_options_text(char *buf, size_t cap, unsigned n_jit, const CUjit_option *jit, void *const *jit_vals,
+                     unsigned n_lib, const CUlibraryOption *lib, void *const *lib_vals)
+{
+  size_t at = 0;
+  buf[0] = 0;
+  for (unsigned i = 0; i < n_jit && at < cap; i++) {
+    int w = by_key_alone(jit[i]) ? snprintf(buf + at, cap - at, "%s%d", i ? "," : "jit:", (int)jit[i])
+                                 : snprintf(buf + at, cap - at, "%s%d=%u", i ? "," : "jit:", (int)jit[i],
+                                            (unsigned)(uintptr_t)jit_vals[i]);
+    at += w > 0 ? (size_t)w : 0;
+  }
+  for (unsigned i = 0; i < n_lib && at < cap; i++) {
+    int w = lib[i] == CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE
+                ? snprintf(buf + at, cap - at, "%s%d", i ? "," : (n_jit ? ";lib:" : "lib:"), (int)lib[i])
+                : snprintf(buf + at, cap - at, "%s%d=%u", i ? "," : (n_jit ? ";lib:" : "lib:"), (int)lib[i],
+                           (unsigned)(uintptr_t)lib_vals[i]);
+    at += w > 0 ? (size_t)w : 0;
+  }
+}
+
+void fc_loads_note(const char *call, const void *handle, const char *made_with)
+{
+  const char *path = getenv("FAKECUDA_LOADS");
+  if (path == NULL || *path == '\0')
+    return;
+  FILE *f = fopen(path, "ae");
+  if (f == NULL)
+    return;
+  fprintf(f, "%s handle=%p options=%s\n", call, handle, made_with[0] ? made_with : "none");
+  fclose(f);
 }

@@ -7,6 +7,7 @@
 #include "fake_internal.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -49,7 +50,9 @@ static CUresult load_rule(void)
 }
 
 /* limit: the bytes the image may span (a file's size), 0 when only the pointer is known. */
-static CUresult module_create(const void *image, size_t limit, struct fc_module **out)
+/* borrow: keep the caller's bytes instead of a copy (CU_LIBRARY_BINARY_IS_PRESERVED: the
+ * caller promised they live until the unload; a kernel lookup reads them then). */
+static CUresult module_create_as(const void *image, size_t limit, int borrow, struct fc_module **out)
 {
   if (image == NULL)
     return CUDA_ERROR_INVALID_VALUE;
@@ -60,12 +63,14 @@ static CUresult module_create(const void *image, size_t limit, struct fc_module 
   if (rc != CUDA_SUCCESS)
     return rc;
   struct fc_module *m = calloc(1, sizeof(*m));
-  unsigned char *copy = m != NULL ? malloc(size) : NULL;
-  if (copy == NULL) {
+  unsigned char *copy = m != NULL && !borrow ? malloc(size) : (unsigned char *)start;
+  if (m == NULL || copy == NULL) {
     free(m);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  memcpy(copy, start, size);
+  if (!borrow)
+    memcpy(copy, start, size);
+  m->borrowed = borrow;
   m->kind = kind;
   m->ctx = fc_current_ctx();
   m->image = copy;
@@ -73,6 +78,11 @@ static CUresult module_create(const void *image, size_t limit, struct fc_module 
   fc_register(&m->h, m, FC_MODULE);
   *out = m;
   return CUDA_SUCCESS;
+}
+
+static CUresult module_create(const void *image, size_t limit, struct fc_module **out)
+{
+  return module_create_as(image, limit, 0, out);
 }
 
 /* Reads a whole file, NUL-terminated (PTX files are text without a terminator). */
@@ -161,10 +171,17 @@ FC_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *imag
 {
   FC_BEGIN;
   struct fc_jit j;
+  char made_with[256];
   CUresult rc = fc_jit_begin(&j, numOptions, options, optionValues);
   if (rc == CUDA_SUCCESS) {
+    fc_options_text(made_with, sizeof made_with, numOptions, options, optionValues, 0, NULL, NULL);
     rc = module_load_jit(module, image, 0, j.max_regs);
     fc_jit_end(&j, rc, "module");
+  }
+  if (rc == CUDA_SUCCESS) {
+    struct fc_module *m = (struct fc_module *)*module;
+    snprintf(m->made_with, sizeof m->made_with, "%s", made_with);
+    fc_loads_note(__func__, m, made_with);
   }
   FC_END(rc);
 }
@@ -183,7 +200,8 @@ static void module_kill(struct fc_module *m)
     free(f->name);
     f->name = NULL;
   }
-  free(m->image);
+  if (!m->borrowed)
+    free(m->image);
   m->image = NULL;
   m->size = 0;
   m->h.alive = 0;
@@ -293,7 +311,8 @@ static CUresult library_wrap(struct fc_module *m, CUlibrary *library)
   return CUDA_SUCCESS;
 }
 
-static CUresult library_load(CUlibrary *library, const void *code, const char *path, unsigned max_regs)
+static CUresult library_load(CUlibrary *library, const void *code, const char *path, unsigned max_regs,
+                             int preserved)
 {
   CUresult rc = fc_need_ctx();
   if (rc == CUDA_SUCCESS)
@@ -305,11 +324,36 @@ static CUresult library_load(CUlibrary *library, const void *code, const char *p
   if (rc == CUDA_SUCCESS && path != NULL && (rc = read_file(path, &buf, &len)) == CUDA_SUCCESS)
     code = buf;
   struct fc_module *m = NULL;
-  if (rc == CUDA_SUCCESS && (rc = module_create(code, len, &m)) == CUDA_SUCCESS) {
+  if (rc == CUDA_SUCCESS && (rc = module_create_as(code, len, preserved && !buf, &m)) == CUDA_SUCCESS) {
     m->max_regs = max_regs;
     rc = library_wrap(m, library);
   }
   free(buf);
+  return rc;
+}
+
+/* A library load with its JIT and library options, from code or the file path. */
+static CUresult library_load_opts(CUlibrary *library, const void *code, const char *path, CUjit_option *jit,
+                                  void **jit_vals, unsigned n_jit, CUlibraryOption *lib, void **lib_vals,
+                                  unsigned n_lib, const char *call)
+{
+  struct fc_jit j;
+  int preserved = 0;
+  char made_with[256];
+  CUresult rc = fc_jit_begin(&j, n_jit, jit, jit_vals);
+  if (rc == CUDA_SUCCESS)
+    rc = fc_library_options(n_lib, lib, lib_vals, path != NULL, &preserved);
+  if (rc != CUDA_SUCCESS)
+    return rc;
+  fc_options_text(made_with, sizeof made_with, n_jit, jit, jit_vals, n_lib, lib, lib_vals);
+  rc = code == NULL && path == NULL ? CUDA_ERROR_INVALID_VALUE
+                                    : library_load(library, code, path, j.max_regs, preserved);
+  fc_jit_end(&j, rc, "library");
+  if (rc == CUDA_SUCCESS) {
+    struct fc_library *l = (struct fc_library *)*library;
+    snprintf(l->mod->made_with, sizeof l->mod->made_with, "%s", made_with);
+    fc_loads_note(call, l, made_with);
+  }
   return rc;
 }
 
@@ -318,14 +362,8 @@ FC_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *cod
     CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions)
 {
   FC_BEGIN;
-  (void)libraryOptions; (void)libraryOptionValues; (void)numLibraryOptions;
-  struct fc_jit j;
-  CUresult rc = fc_jit_begin(&j, numJitOptions, jitOptions, jitOptionsValues);
-  if (rc == CUDA_SUCCESS) {
-    rc = code == NULL ? CUDA_ERROR_INVALID_VALUE : library_load(library, code, NULL, j.max_regs);
-    fc_jit_end(&j, rc, "library");
-  }
-  FC_END(rc);
+  FC_END(library_load_opts(library, code, NULL, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                           libraryOptionValues, numLibraryOptions, __func__));
 }
 
 FC_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
@@ -333,14 +371,10 @@ FC_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const char 
     CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions)
 {
   FC_BEGIN;
-  (void)libraryOptions; (void)libraryOptionValues; (void)numLibraryOptions;
-  struct fc_jit j;
-  CUresult rc = fc_jit_begin(&j, numJitOptions, jitOptions, jitOptionsValues);
-  if (rc == CUDA_SUCCESS) {
-    rc = fileName == NULL ? CUDA_ERROR_INVALID_VALUE : library_load(library, NULL, fileName, j.max_regs);
-    fc_jit_end(&j, rc, "library");
-  }
-  FC_END(rc);
+  if (fileName == NULL)
+    FC_END(CUDA_ERROR_INVALID_VALUE);
+  FC_END(library_load_opts(library, NULL, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                           libraryOptionValues, numLibraryOptions, __func__));
 }
 
 FC_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library)

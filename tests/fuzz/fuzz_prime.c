@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint32_t nuls = 0;
     for (uint32_t k = 0; k < r->names_len; k++) nuls += r->kernel_names[k] == 0;
     if (nuls != r->n_kernels) abort();
-    const cg_prime_record *f = cg_prime_find_hashed(s, cg_hash_bytes(r->bytes, r->size), r->bytes, r->size);
+    const cg_prime_record *f = cg_prime_find_hashed(s, cg_hash_bytes(r->bytes, r->size), r->bytes, r->size, r->options, r->n_options);
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
     if (f == NULL) abort();
 #else

@@ -484,10 +484,10 @@ class UnusableFiles(PrimingCase):
         self.good_file()
         with open(self.prime, "r+b") as f:
             f.seek(8)
-            f.write((2).to_bytes(2, "little"))
+            f.write((3).to_bytes(2, "little"))
         with open(self.prime, "rb") as f:
             before = f.read()
-        self.check(r"format version 2, written by a newer capguard \(this one reads version 1\); left untouched")
+        self.check(r"format version 3, written by a newer capguard \(this one reads version 2\); left untouched")
         with open(self.prime, "rb") as f:
             self.assertEqual(f.read(), before)
 

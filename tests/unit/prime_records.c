@@ -66,5 +66,5 @@ void remove_test_dir(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PH
 const cg_prime_record *prime_find(const cg_prime_set *s, const void *bytes, size_t size) {
   if (!bytes || size == 0)
     return NULL;
-  return cg_prime_find_hashed(s, cg_hash_bytes(bytes, size), bytes, size);
+  return cg_prime_find_hashed(s, cg_hash_bytes(bytes, size), bytes, size, NULL, 0);
 }

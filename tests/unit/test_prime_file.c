@@ -594,7 +594,7 @@ START_TEST(newer_version_refused_untouched) {
   size_t len;
   uint64_t off[3];
   uint8_t *f = three_records(rec, &len, off);
-  f[8] = 2; /* version 2 */
+  f[8] = 3; /* version 3: newer than this capguard reads */
   write_file(path, f, len);
   assert_refused_untouched("newer capguard");
   write_file(path, f, 12); /* even a short one */
@@ -886,11 +886,11 @@ START_TEST(find_with_a_known_hash_still_compares_bytes) {
   ck_assert_int_eq(append(&a, &(warnings){0}), 0);
   warnings w = {0};
   cg_prime_set *s = load_ok(&w);
-  ck_assert_ptr_eq(cg_prime_find_hashed(s, a.hash, a.bytes, a.size), prime_find(s, a.bytes, a.size));
-  ck_assert_ptr_nonnull(cg_prime_find_hashed(s, a.hash, a.bytes, a.size));
+  ck_assert_ptr_eq(cg_prime_find_hashed(s, a.hash, a.bytes, a.size, NULL, 0), prime_find(s, a.bytes, a.size));
+  ck_assert_ptr_nonnull(cg_prime_find_hashed(s, a.hash, a.bytes, a.size, NULL, 0));
   /* a's hash with other bytes of the same size: the bytes decide */
-  ck_assert_ptr_null(cg_prime_find_hashed(s, a.hash, b.bytes, b.size));
-  ck_assert_ptr_null(cg_prime_find_hashed(s, b.hash, a.bytes, a.size));
+  ck_assert_ptr_null(cg_prime_find_hashed(s, a.hash, b.bytes, b.size, NULL, 0));
+  ck_assert_ptr_null(cg_prime_find_hashed(s, b.hash, a.bytes, a.size, NULL, 0));
   cg_prime_free(s);
   free_record(&a);
   free_record(&b);

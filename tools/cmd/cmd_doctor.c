@@ -124,9 +124,9 @@ static void check_driver(doctor *d, int *version_out, int *sm_out) {
       note(d, "module loads during capture",
            "REFUSED by this driver (older than 12.3): a kernel loaded mid-capture breaks the "
            "capture; run under capguard in guard mode so recorded kernels are loaded before "
-           "capture (a load with JIT or library options, as the CUDA runtime's lazy loading "
-           "makes, is never recorded: CUDA_MODULE_LOADING=EAGER loads the runtime's modules at "
-           "start-up)");
+           "capture, with the JIT and library options they were made with (the CUDA runtime's "
+           "lazy loads included); only a load whose option points into the program's memory "
+           "(a symbol table) is never recorded)");
     else
       ok(d, "module loads during capture",
          "allowed by this driver (12.3 or newer); unloads during capture are still refused");

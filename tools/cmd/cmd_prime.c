@@ -556,8 +556,8 @@ static int cmd_prune(int argc, char **argv) {
  * the copies of one image, so each IN copy is given what it adds to OUT's
  * count: the first the rest up to the largest, the others nothing. */
 static bool same_image(const cg_prime_record *a, const cg_prime_record *b) {
-  return a->size == b->size && a->hash.hi == b->hash.hi && a->hash.lo == b->hash.lo &&
-         !memcmp(a->bytes, b->bytes, a->size);
+  return a->hash.hi == b->hash.hi && a->hash.lo == b->hash.lo &&
+         cg_prime_same_entry(a, b->bytes, b->size, b->options, b->n_options);
 }
 
 static void hits_as_largest(const char *out_path, cg_prime_set **in, size_t n) {
@@ -579,7 +579,7 @@ static void hits_as_largest(const char *out_path, cg_prime_set **in, size_t n) {
           if (o->hits > most)
             most = o->hits;
         }
-      const cg_prime_record *had = out ? cg_prime_find_hashed(out, rec->hash, rec->bytes, rec->size) : NULL;
+      const cg_prime_record *had = out ? cg_prime_find_hashed(out, rec->hash, rec->bytes, rec->size, rec->options, rec->n_options) : NULL;
       uint64_t base = had ? had->hits : 0;
       rec->hits = earlier || most <= base ? 0 : most - base;
     }

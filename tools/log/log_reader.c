@@ -481,7 +481,14 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     e->kernels_truncated = json_is_true(json_object_get(img, CG_KEY_KERNELS_TRUNCATED));
   }
   e->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
-  e->with_options = json_is_true(json_object_get(o, CG_KEY_OPTIONS));
+  /* A log of a capguard before load options were recorded says only
+   * "options": true, and that capguard never served nor recorded such a load. */
+  e->options_foreign = str(log, o, CG_KEY_OPTIONS_FOREIGN);
+  if (!e->options_foreign && json_is_true(json_object_get(o, CG_KEY_OPTIONS)) &&
+      !json_object_get(o, CG_KEY_LOAD_OPTIONS))
+    e->options_foreign = "JIT or library options (this capguard's log predates their recording)";
+  e->with_options = e->options_foreign != NULL;
+  e->options_differ = str(log, o, CG_KEY_OPTIONS_DIFFER);
   char where[512];
   const cgl_process *pr = &log->procs[proc];
   cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),

@@ -111,7 +111,12 @@ typedef struct {
   bool kernels_truncated;
   bool runtime_lazy;    /* its native stack shows the CUDA runtime loading lazily (__cudaGetKernel,
                            cudaGetFuncBySymbol, libcudart's lazy loading): a first launch */
-  bool with_options;    /* the load passed JIT or library options: never served, so never recorded */
+  /* The load passed an option capguard cannot reproduce (options_foreign
+   * names it): never served, so never recorded. A load whose options it
+   * can reproduce is recorded with them and served like any other. */
+  bool with_options;
+  const char *options_foreign; /* that option, NULL when none */
+  const char *options_differ;  /* how its options differed from those recorded for its bytes, NULL */
   const char *site;     /* see cgl_event_site */
   const char *python_top; /* innermost Python frame "file:line in func", NULL if none */
   const char *thread_name; /* the calling thread's name when not the capturing thread, NULL if not said */

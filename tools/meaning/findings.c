@@ -59,10 +59,16 @@ typedef struct {
   /* calls during capture the driver failed (verdict failed): the error went
    * to the program, and a failed load is not recorded */
   size_t failed, failed_loads, first_failed;
-  /* loads during capture made with JIT or library options (never served, so
-   * never recorded), and the run of the latest: the advice's command */
+  /* loads during capture made with an option capguard cannot reproduce
+   * (never served, so never recorded: opt_name names one), and the run of
+   * the latest: the advice's command */
   size_t opt_loads, opt_run;
+  const char *opt_name;
   bool opt_lazy; /* one of them was the CUDA runtime's lazy loading */
+  /* loads not served because their options differ from those recorded for
+   * their bytes (recorded with theirs for the next run): how, for one */
+  size_t differ_loads;
+  const char *differ;
 } ctx;
 
 static void derive(const cgf_facts *f, ctx *c) {
@@ -142,6 +148,11 @@ static void derive(const cgf_facts *f, ctx *c) {
       c->opt_loads++;
       c->opt_run = c->log->procs[e->proc].run_index;
       c->opt_lazy |= e->runtime_lazy;
+      c->opt_name = e->options_foreign;
+    }
+    if (e->options_differ && cgr_offending(e)) {
+      c->differ_loads++;
+      c->differ = e->options_differ;
     }
     if (!broke || e->kernels->n || !unnamed)
       continue;
@@ -492,11 +503,13 @@ static void not_recorded_say(const ctx *c, cgf_finding *x) {
   command(x, NULL, NULL, xprintf("%s doctor%s%s", cgr_self_word(), *prime ? " --prime " : "", word));
 }
 
-/* Loads made with JIT or library options (the CUDA runtime's lazy loading
- * passes them to cuLibraryLoadData): capguard never serves such a load (what
- * the options ask may differ from what a preloaded copy was built with), so
- * it never records one, and "check the priming file" would find nothing
- * wrong with it. options_only: every load during capture not served had them. */
+/* Loads made with an option capguard cannot reproduce (its value is the
+ * program's memory, such as a table of symbol addresses, or unknown to
+ * capguard): capguard never serves such a load (a preloaded copy could
+ * differ from what the call makes), so it never records one, and "check
+ * the priming file" would find nothing wrong with it. Every other option is
+ * recorded and served (the CUDA runtime's lazy loads among them).
+ * options_only: every load during capture not served had one. */
 static bool options_only_holds(const ctx *c) { return c->opt_loads && c->opt_loads == c->a->offending_loads; }
 static bool options_holds(const ctx *c) { return c->opt_loads != 0; }
 static void options_say_with(const ctx *c, cgf_finding *x, bool eager_command) {
@@ -505,10 +518,10 @@ static void options_say_with(const ctx *c, cgf_finding *x, bool eager_command) {
   char some[64] = "";
   if (n < all)
     snprintf(some, sizeof some, " of the %zu", all);
-  x->sentence = xprintf("%s%zu%s load%s during capture passed JIT or library options%s, which "
-                        "capguard never serves and so never records%s: make %s before capture%s",
+  x->sentence = xprintf("%s%zu%s load%s during capture passed %s%s, which capguard cannot reproduce "
+                        "and so never serves nor records%s: make %s before capture%s",
                         n < all ? "" : "the ", n, some, n < all || n != 1 ? "s" : "",
-                        c->opt_lazy ? " (here the CUDA runtime's lazy loading)" : "",
+                        c->opt_name ? c->opt_name : "an option", c->opt_lazy ? " (the CUDA runtime's lazy loading)" : "",
                         n < all ? "" : " (nothing was recorded for the next run)", them,
                         c->opt_lazy ? " (run those ops once before capture)" : " begins");
   if (!c->opt_lazy || !eager_command)
@@ -526,9 +539,10 @@ static const char *options_too(const ctx *c, char *buf, size_t cap) {
   buf[0] = '\0';
   if (c->opt_loads)
     snprintf(buf, cap,
-             "; %zu load%s with JIT or library options %s not recorded (capguard never "
-             "serves such a load: make %s before capture%s)",
-             c->opt_loads, cg_plural(c->opt_loads), was_were(c->opt_loads), c->opt_loads == 1 ? "it" : "them",
+             "; %zu load%s with %s %s not recorded (capguard cannot reproduce that option, so "
+             "never serves such a load: make %s before capture%s)",
+             c->opt_loads, cg_plural(c->opt_loads), c->opt_name ? c->opt_name : "an option",
+             was_were(c->opt_loads), c->opt_loads == 1 ? "it" : "them",
              c->opt_lazy ? ", CUDA_MODULE_LOADING=EAGER for the runtime's" : "");
   return buf;
 }
@@ -638,8 +652,9 @@ static void warm_say(const ctx *c, cgf_finding *x) {
                              "the op that launches it" : "");
   if (options_only_holds(c)) { /* never recorded: priming is no way out (loads-with-options says why) */
     x->sentence = xprintf("warm %s up before capture (run %s once outside capture): capguard cannot "
-                          "prime %s, loaded with JIT or library options",
-                          count, things == 1 ? "it" : "each", things == 1 ? "it" : "them");
+                          "prime %s, loaded with %s, which it cannot reproduce",
+                          count, things == 1 ? "it" : "each", things == 1 ? "it" : "them",
+                          c->opt_name ? c->opt_name : "an option");
     return;
   }
   /* Some loads had options, some not (all of them: said above): priming
@@ -647,9 +662,10 @@ static void warm_say(const ctx *c, cgf_finding *x) {
   char all_but[200] = "";
   if (c->opt_loads)
     snprintf(all_but, sizeof all_but,
-             ", all but the %zu load%s made with JIT or library options, which it never serves "
+             ", all but the %zu load%s made with %s, which it cannot reproduce and never serves "
              "(warm %s up either way)",
-             c->opt_loads, cg_plural(c->opt_loads), c->opt_loads == 1 ? "that one" : "those");
+             c->opt_loads, cg_plural(c->opt_loads), c->opt_name ? c->opt_name : "an option",
+             c->opt_loads == 1 ? "that one" : "those");
   x->sentence = xprintf(
       "warm %s up before capture (run %s once outside capture), or let capguard prime %s%s: %s",
       count, things == 1 ? "it" : "each", things == 1 ? "it" : "them", all_but,
@@ -714,11 +730,25 @@ static bool faster_run_holds(const ctx *c) {
 }
 
 /* Loads the CUDA runtime made lazily, at a kernel's first launch: its own
- * modules (torch's cat, its GEMMs) load mid-capture unless loaded eagerly. */
-static bool runtime_lazy_holds(const ctx *c) { return c->lazy_loads != 0; }
+ * modules (torch's cat, its GEMMs) load mid-capture unless loaded eagerly.
+ * capguard records them with the options the runtime passes and serves
+ * them on the next run, as any other load: the program need not change.
+ * Only a lazy load capguard could not record (an option it cannot
+ * reproduce) is advised away. */
+static bool runtime_lazy_holds(const ctx *c) { return c->opt_lazy; }
 /* run's note: not when next: said it (every load not served was the runtime's, with options) */
-static bool runtime_lazy_note_holds(const ctx *c) {
-  return c->lazy_loads && !(options_only_holds(c) && c->opt_lazy);
+static bool runtime_lazy_note_holds(const ctx *c) { return c->opt_lazy && !options_only_holds(c); }
+
+/* Loads of recorded bytes whose options differ from those recorded: not
+ * served this run, recorded with their own options for the next. */
+static bool options_differ_holds(const ctx *c) { return c->differ_loads != 0; }
+static void options_differ_say(const ctx *c, cgf_finding *x) {
+  size_t n = c->differ_loads;
+  x->sentence = xprintf("%zu load%s during capture asked for other options than the priming file "
+                        "recorded for the same bytes (%s), so %s not served; capguard recorded %s "
+                        "with %s own options, and serves %s on the next run",
+                        n, cg_plural(n), c->differ, n == 1 ? "it was" : "they were", n == 1 ? "it" : "them",
+                        n == 1 ? "its" : "their", n == 1 ? "it" : "them");
 }
 static void runtime_lazy_say(const ctx *c, cgf_finding *x) {
   size_t n = c->lazy_loads;
@@ -1012,6 +1042,7 @@ static const row rows[] = {
     {"loads-with-options", CGF_REPORT, options_holds, options_report_say},
     {"runtime-lazy-load", CGF_REPORT, runtime_lazy_holds, runtime_lazy_say},
     {"runtime-lazy-load", CGF_NOTE, runtime_lazy_note_holds, runtime_lazy_say},
+    {"options-differ", CGF_REPORT | CGF_NOTE, options_differ_holds, options_differ_say},
     {"skipped-arch", CGF_REPORT | CGF_NOTE, skipped_arch_holds, skipped_arch_say},
     {"preloaded-unused", CGF_REPORT | CGF_NOTE, unused_holds, unused_say},
     {"allowed-loads", CGF_REPORT, allowed_holds, allowed_say},

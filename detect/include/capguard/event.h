@@ -78,8 +78,11 @@ typedef struct {
    * demangled and shortened); NULL: as they are. The JSON keeps them as they are. */
   cg_demangle_fn demangle;
   /* A load passed JIT or library options (the CUDA runtime's lazy loading
-   * does): capguard never serves such a load, so never records it. */
+   * does): a copy preloaded with the same options serves it. */
   bool with_options;
+  const char *load_options;     /* its options, "NAME=VALUE,..." (load_options.h), or NULL */
+  const char *options_foreign;  /* the option capguard cannot reproduce (never served nor recorded), or NULL */
+  const char *options_differ;   /* how its options differ from those recorded for its bytes, or NULL */
 } cg_event;
 
 /* How many of the slowest captures a summary names. */

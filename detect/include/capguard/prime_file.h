@@ -33,6 +33,12 @@ typedef struct {
    * the default of a version-1 file without loads records: 1 module, 0
    * libraries. */
   uint32_t module_loads, library_loads;
+  /* The options the loads were made with, canonical (capguard/load_options.h):
+   * n_options * CG_LOAD_OPT_BYTES bytes; 0 and NULL for loads without options.
+   * Part of the entry's key: the same bytes loaded with other options are
+   * another entry, preloaded with its own options. */
+  uint32_t n_options;
+  const uint8_t *options;
 } cg_prime_record;
 
 typedef struct cg_prime_set cg_prime_set;
@@ -55,11 +61,20 @@ int cg_prime_load_copy(const char *path, cg_prime_set **out, cg_prime_warn_fn wa
 int cg_prime_keep_only(cg_prime_set *s, bool (*keep)(const cg_prime_record *r, void *ctx), void *ctx);
 size_t cg_prime_count(const cg_prime_set *s);
 const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i);
-/* The record of exactly these bytes, whose XXH3-128 the caller already has
- * (an inspected image), or NULL: the hash only narrows the search, the bytes
- * still decide, so a wrong hash can miss but never match wrongly. */
+/* The record of exactly these bytes loaded with exactly these options
+ * (n_options canonical entries at options; 0, NULL: none), whose XXH3-128
+ * the caller already has (an inspected image), or NULL: the hash only
+ * narrows the search, the bytes still decide, so a wrong hash can miss but
+ * never match wrongly. */
 const cg_prime_record *cg_prime_find_hashed(const cg_prime_set *s, cg_hash128 hash, const void *bytes,
-                                            size_t size);
+                                            size_t size, const uint8_t *options, uint32_t n_options);
+/* The first record of these bytes whatever its options, or NULL: what a load
+ * whose options match no record is told it differs from. */
+const cg_prime_record *cg_prime_find_bytes(const cg_prime_set *s, cg_hash128 hash, const void *bytes,
+                                           size_t size);
+/* Whether r is the entry of these bytes and options. */
+bool cg_prime_same_entry(const cg_prime_record *r, const void *bytes, uint64_t size, const uint8_t *options,
+                         uint32_t n_options);
 void cg_prime_free(cg_prime_set *s);
 
 /* Add r to path, creating it (mode 0600, never through a symlink) if needed,
@@ -103,6 +118,7 @@ int cg_prime_default_path(const char *prime, const char *xdg_cache_home, const c
 #define CG_PRIME_REC_IMAGE 1u         /* record types (docs/priming-format.md) */
 #define CG_PRIME_REC_HIT 2u
 #define CG_PRIME_REC_LOADS 3u
+#define CG_PRIME_REC_IMAGE_OPTIONS 4u /* an image record with its load options (version 2) */
 
 /* Parse a priming file already in memory (the same code cg_prime_load uses;
  * the fuzzer calls it). name is only used in warnings. The set owns a copy. */
