@@ -166,6 +166,18 @@ void cg_load_opts_diff(const cg_load_opts *recorded, const cg_load_opts *asked, 
   }
 }
 
+unsigned cg_load_opts_distance(const cg_load_opts *a, const cg_load_opts *b) {
+  unsigned d = 0;
+  uint32_t i = 0, j = 0;
+  while (i < a->n || j < b->n) {
+    int c = i == a->n ? 1 : j == b->n ? -1 : cmp_opt(&a->o[i], &b->o[j]);
+    d += c != 0 || a->o[i].value != b->o[j].value;
+    i += c <= 0;
+    j += c >= 0;
+  }
+  return d;
+}
+
 void cg_load_opts_format(const cg_load_opts *o, char *buf, size_t cap) {
   char tmp[32];
   size_t at = 0;

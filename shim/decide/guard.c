@@ -276,7 +276,7 @@ void cg_guard_refused_unseen(cg_entry_point ep) {
 typedef struct {
   cg_load_opts opts;
   char text[512];     /* its options, for the log */
-  char foreign[48];   /* the option capguard cannot reproduce */
+  char foreign[96];   /* the option capguard cannot reproduce */
   char differ[256];   /* how they differ from the recorded ones */
 } load_options_said;
 

@@ -308,12 +308,25 @@ static const cg_prime_record *entry_of(const cg_image_info *image, const cg_load
   return cg_prime_find_hashed(set, image->hash, image->data, image->size, n ? enc : NULL, n);
 }
 
-/* How this load's options differ from those recorded for its bytes. */
+/* How this load's options differ from those recorded for its bytes: from
+ * the recorded entry nearest to them (the fewest options apart). Only on a
+ * load not served, which is the capture's slow path already. */
 static void say_differ(const cg_image_info *image, const cg_load_opts *asked, char *differ, size_t cap) {
-  const cg_prime_record *other = cg_prime_find_bytes(set, image->hash, image->data, image->size);
-  cg_load_opts recorded = {0};
-  if (other && !cg_load_opts_decode(other->options, other->n_options, &recorded))
-    cg_load_opts_diff(&recorded, asked, differ, cap);
+  if (!cg_prime_find_bytes(set, image->hash, image->data, image->size))
+    return;
+  cg_load_opts best = {0}, recorded;
+  unsigned best_d = UINT32_MAX;
+  for (size_t i = 0; i < cg_prime_count(set); i++) {
+    const cg_prime_record *r = cg_prime_get(set, i);
+    if (r->size != image->size || r->hash.hi != image->hash.hi || r->hash.lo != image->hash.lo || !r->bytes ||
+        cg_load_opts_decode(r->options, r->n_options, &recorded) || memcmp(r->bytes, image->data, image->size))
+      continue;
+    unsigned d = cg_load_opts_distance(&recorded, asked);
+    if (d < best_d)
+      best_d = d, best = recorded;
+  }
+  if (best_d != UINT32_MAX)
+    cg_load_opts_diff(&best, asked, differ, cap);
 }
 
 void *cg_priming_take(const cg_image_info *image, bool library, const cg_load_key *key, char *differ,

@@ -10,15 +10,18 @@
  * what another records into a shared priming file during the same run: run
  * 1 breaks every worker's capture, not just the first's.
  * --library makes a worker load with cuLibraryLoadData instead;
- * --library-options with cuLibraryLoadData and a JIT option, as the CUDA
- * runtime's lazy loading does (a load capguard never serves or records).
+ * --library-options with cuLibraryLoadData and a JIT option (CU_JIT_MAX_REGISTERS 64),
+ * --library-preserved with CU_LIBRARY_BINARY_IS_PRESERVED 1, as the CUDA runtime's lazy
+ * loading does (both recorded with their options and served), --foreign-options with
+ * CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE, a table in the program's memory
+ * (a load capguard cannot reproduce, so never serves or records).
  * Each worker reaches the driver the way cudart does (dlopen libcuda.so.1,
  * dlsym cuGetProcAddress_v2, ask it for "cuGetProcAddress" at 12000, then
  * everything through that), begins a graph capture, loads the kernel image
  * for the first time inside it (a JIT-compiled kernel's first use) and
  * launches KERNEL from it, ends the capture and exits 1 if it broke.
- * Usage: vllm_like [--workers N] [--ex|--library|--library-options] CUBIN KERNEL
- *        vllm_like --worker I [--ex|--library|--library-options] CUBIN KERNEL   (what the parent runs) */
+ * Usage: vllm_like [--workers N] [--ex|--library|--library-options|--library-preserved|--foreign-options] CUBIN KERNEL
+ *        vllm_like --worker I [--ex|--library|--library-options|--library-preserved|--foreign-options] CUBIN KERNEL   (what the parent runs) */
 #include <cuda.h>
 
 #include "capguard/file_read.h"
@@ -52,7 +55,7 @@ static void meet_the_others(void) {
   close(go);
 }
 
-enum loader { LOAD_DATA, LOAD_DATA_EX, LIBRARY_LOAD_DATA, LIBRARY_LOAD_OPTIONS };
+enum loader { LOAD_DATA, LOAD_DATA_EX, LIBRARY_LOAD_DATA, LIBRARY_LOAD_OPTIONS, LIBRARY_PRESERVED, FOREIGN_OPTIONS };
 
 static int worker(int index, enum loader how, const char *cubin, const char *kernel) {
   me = index;
@@ -83,7 +86,7 @@ static int worker(int index, enum loader how, const char *cubin, const char *ker
   meet_the_others();
   CUfunction fn = NULL;
   CUresult r;
-  if (how == LIBRARY_LOAD_DATA || how == LIBRARY_LOAD_OPTIONS) {
+  if (how >= LIBRARY_LOAD_DATA) {
     CUresult (*lib_load)(CUlibrary *, const void *, CUjit_option *, void **, unsigned, CUlibraryOption *,
                          void **, unsigned) = tk_driver_get("cuLibraryLoadData");
     CUresult (*lib_kernel)(CUkernel *, CUlibrary, const char *) = tk_driver_get("cuLibraryGetKernel");
@@ -92,8 +95,15 @@ static int worker(int index, enum loader how, const char *cubin, const char *ker
     CUkernel k;
     CUjit_option jit[] = {CU_JIT_MAX_REGISTERS};
     void *jit_vals[] = {(void *)(uintptr_t)64};
+    /* the runtime's lazy loading passes binary-is-preserved; a host table is
+     * the program's memory, which capguard cannot reproduce */
+    static int host_table[4];
+    CUlibraryOption lib_opt[] = {how == FOREIGN_OPTIONS ? CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE
+                                                        : CU_LIBRARY_BINARY_IS_PRESERVED};
+    void *lib_vals[] = {how == FOREIGN_OPTIONS ? (void *)host_table : (void *)(uintptr_t)1};
     r = how == LIBRARY_LOAD_OPTIONS ? lib_load(&lib, image, jit, jit_vals, 1, NULL, NULL, 0)
-                                    : lib_load(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
+        : how == LIBRARY_LOAD_DATA  ? lib_load(&lib, image, NULL, NULL, 0, NULL, NULL, 0)
+                                    : lib_load(&lib, image, NULL, NULL, 0, lib_opt, lib_vals, 1);
     if (r == CUDA_SUCCESS && (r = lib_kernel(&k, lib, kernel)) == CUDA_SUCCESS)
       r = kernel_fn(&fn, k);
   } else {
@@ -208,6 +218,10 @@ static int loader_of(const char *flag, enum loader *how) {
     *how = LOAD_DATA_EX;
   else if (!strcmp(flag, "--library-options"))
     *how = LIBRARY_LOAD_OPTIONS;
+  else if (!strcmp(flag, "--library-preserved"))
+    *how = LIBRARY_PRESERVED;
+  else if (!strcmp(flag, "--foreign-options"))
+    *how = FOREIGN_OPTIONS;
   else if (!strcmp(flag, "--library"))
     *how = LIBRARY_LOAD_DATA;
   else
@@ -234,7 +248,7 @@ int main(int argc, char **argv) {
   if (argc - at != 2 || n < 1 || n > 64) {
     fprintf(
         stderr,
-        "usage: vllm_like [--workers N] [--ex|--library|--library-options] CUBIN KERNEL (N from 1 to 64;\n"
+        "usage: vllm_like [--workers N] [--ex|--library|--library-options|--library-preserved|--foreign-options] CUBIN KERNEL (N from 1 to 64;\n"
         "  the loader flag picks how the shell-started worker loads; default --ex)\n");
     return 2;
   }

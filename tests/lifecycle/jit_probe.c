@@ -1,16 +1,25 @@
-/* cuModuleLoadDataEx inside a capture, with or without JIT options, over the fake
- * driver (linked directly).
+/* A load with or without options inside a capture, over the fake driver
+ * (linked directly).
  *
- *   jit_probe IMAGE plain   cuModuleLoadData (records the image in the priming file)
- *   jit_probe IMAGE none    cuModuleLoadDataEx with no options
- *   jit_probe IMAGE opts    cuModuleLoadDataEx with CU_JIT_MAX_REGISTERS 32, the wall
- *                           time and both log buffers
+ *   jit_probe IMAGE plain     cuModuleLoadData
+ *   jit_probe IMAGE none      cuModuleLoadDataEx with no options
+ *   jit_probe IMAGE opts      cuModuleLoadDataEx with CU_JIT_MAX_REGISTERS 32, the wall
+ *                             time and both log buffers (256 bytes each)
+ *   jit_probe IMAGE opts64    the same with CU_JIT_MAX_REGISTERS 64
+ *   jit_probe IMAGE smalllog  the same as opts with an info log buffer of 12 bytes
+ *   jit_probe IMAGE foreign   cuModuleLoadDataEx with a global symbol table
+ *                             (CU_JIT_GLOBAL_SYMBOL_NAMES/ADDRESSES/COUNT)
+ *   jit_probe IMAGE lib       cuLibraryLoadData with CU_LIBRARY_BINARY_IS_PRESERVED 1,
+ *                             then cuLibraryGetKernel of fake_add_one
+ *   jit_probe IMAGE libjit    cuLibraryLoadData with CU_JIT_MAX_REGISTERS 32 and the wall time
  *
  * Prints load_result=, end_result=, and for a module that loaded regs= (the
- * registers of its first function) and, with options, wall= (-1 if never
- * written), info= (the info log) and info_len= (the size option after the call). */
+ * registers of its first function); with output options wall= (-1 if never
+ * written), info= (the info log), info_len= (the size option after the
+ * call), error= and error_len=; lib: kernel= (cuLibraryGetKernel's result). */
 #include <cuda.h>
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +41,32 @@ static char *read_image(const char *path) {
   return b;
 }
 
+static char info[256], error[256];
+
+/* The JIT options of the opts modes: registers, wall time, both logs. */
+static unsigned jit_opts(const char *how, CUjit_option *opts, void **vals) {
+  float wall = -1;
+  memset(info, 'x', sizeof info);
+  memset(error, 'x', sizeof error);
+  info[sizeof info - 1] = error[sizeof error - 1] = 0;
+  CUjit_option o[] = {CU_JIT_MAX_REGISTERS, CU_JIT_WALL_TIME, CU_JIT_INFO_LOG_BUFFER,
+                      CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                      CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  size_t info_cap = !strcmp(how, "smalllog") ? 12 : sizeof info;
+  void *v[] = {(void *)(uintptr_t)(!strcmp(how, "opts64") ? 64 : 32), NULL, info, (void *)(uintptr_t)info_cap,
+               error, (void *)(uintptr_t)sizeof error};
+  memcpy(&v[1], &wall, sizeof wall);
+  memcpy(opts, o, sizeof o);
+  memcpy(vals, v, sizeof v);
+  return 6;
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: jit_probe IMAGE plain|none|opts\n");
+    fprintf(stderr, "usage: jit_probe IMAGE plain|none|opts|opts64|smalllog|foreign|lib|libjit\n");
     return 2;
   }
+  const char *how = argv[2];
   char *image = read_image(argv[1]);
   CUdevice dev;
   CUcontext ctx;
@@ -46,33 +76,52 @@ int main(int argc, char **argv) {
     fprintf(stderr, "jit_probe: set-up failed\n");
     return 3;
   }
-  char info[256], error[256];
-  memset(info, 'x', sizeof info);
-  memset(error, 'x', sizeof error);
-  info[sizeof info - 1] = error[sizeof error - 1] = 0;
-  float wall = -1;
-  CUjit_option opts[] = {CU_JIT_MAX_REGISTERS, CU_JIT_WALL_TIME, CU_JIT_INFO_LOG_BUFFER,
-                         CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
-                         CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *vals[] = {(void *)(uintptr_t)32, NULL, info, (void *)(uintptr_t)sizeof info, error,
-                  (void *)(uintptr_t)sizeof error};
-  memcpy(&vals[1], &wall, sizeof wall);
+  CUjit_option opts[8];
+  void *vals[8];
+  bool with_outputs = !strcmp(how, "opts") || !strcmp(how, "opts64") || !strcmp(how, "smalllog");
+  unsigned n = with_outputs ? jit_opts(how, opts, vals) : 0;
+  const char *sym_names[] = {"cg_symbol"};
+  void *sym_addrs[] = {(void *)&sym_names};
+  CUjit_option foreign[] = {CU_JIT_GLOBAL_SYMBOL_NAMES, CU_JIT_GLOBAL_SYMBOL_ADDRESSES, CU_JIT_GLOBAL_SYMBOL_COUNT};
+  void *foreign_vals[] = {sym_names, sym_addrs, (void *)(uintptr_t)1};
+  CUlibraryOption lib_opt[] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+  void *lib_val[] = {(void *)(uintptr_t)1};
+  CUjit_option lib_jit[] = {CU_JIT_MAX_REGISTERS, CU_JIT_WALL_TIME};
+  float lib_wall = -1;
+  void *lib_jit_vals[] = {(void *)(uintptr_t)32, NULL};
+  memcpy(&lib_jit_vals[1], &lib_wall, sizeof lib_wall);
   CUmodule m = NULL;
+  CUlibrary lib = NULL;
   cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
-  CUresult r = !strcmp(argv[2], "plain") ? cuModuleLoadData(&m, image)
-               : !strcmp(argv[2], "none") ? cuModuleLoadDataEx(&m, image, 0, NULL, NULL)
-                                          : cuModuleLoadDataEx(&m, image, 6, opts, vals);
+  CUresult r = !strcmp(how, "plain")     ? cuModuleLoadData(&m, image)
+               : !strcmp(how, "none")    ? cuModuleLoadDataEx(&m, image, 0, NULL, NULL)
+               : !strcmp(how, "foreign") ? cuModuleLoadDataEx(&m, image, 3, foreign, foreign_vals)
+               : !strcmp(how, "lib")     ? cuLibraryLoadData(&lib, image, NULL, NULL, 0, lib_opt, lib_val, 1)
+               : !strcmp(how, "libjit")  ? cuLibraryLoadData(&lib, image, lib_jit, lib_jit_vals, 2, NULL, NULL, 0)
+                                         : cuModuleLoadDataEx(&m, image, n, opts, vals);
   CUgraph g = NULL;
   CUresult end = cuStreamEndCapture(s, &g);
   printf("load_result=%d\nend_result=%d\n", (int)r, (int)end);
   CUfunction f;
   int regs = -1;
-  if (r == CUDA_SUCCESS && cuModuleGetFunction(&f, m, "fake_add_one") == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS && lib) {
+    CUkernel k;
+    printf("kernel=%d\n", (int)cuLibraryGetKernel(&k, lib, "fake_add_one"));
+    if (cuLibraryGetModule(&m, lib) != CUDA_SUCCESS)
+      m = NULL;
+  }
+  if (r == CUDA_SUCCESS && m && cuModuleGetFunction(&f, m, "fake_add_one") == CUDA_SUCCESS)
     cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
   printf("regs=%d\n", regs);
-  if (!strcmp(argv[2], "opts")) {
+  if (with_outputs) {
+    float wall;
     memcpy(&wall, &vals[1], sizeof wall);
-    printf("wall=%g\ninfo=%s\ninfo_len=%llu\n", wall, info, (unsigned long long)(uintptr_t)vals[3]);
+    printf("wall=%g\ninfo=%s\ninfo_len=%llu\nerror=%s\nerror_len=%llu\n", wall, info,
+           (unsigned long long)(uintptr_t)vals[3], error, (unsigned long long)(uintptr_t)vals[5]);
+  }
+  if (!strcmp(how, "libjit")) {
+    memcpy(&lib_wall, &lib_jit_vals[1], sizeof lib_wall);
+    printf("wall=%g\n", lib_wall);
   }
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capguard/load_options.h"
 #include "capguard/prime_file.h"
 #include "cli.h"
 #include "cmd_prime_learn.h"
@@ -276,6 +277,14 @@ static int pick_run_file(char *path, size_t cap) {
   return rc;
 }
 
+/* The options r's loads were made with, "NAME=VALUE,...", or "" for none. */
+static void format_options(const cg_prime_record *r, char *buf, size_t cap) {
+  cg_load_opts o;
+  buf[0] = 0;
+  if (r->n_options && cg_load_opts_decode(r->options, r->n_options, &o) == 0)
+    cg_load_opts_format(&o, buf, cap);
+}
+
 static int cmd_list(int argc, char **argv) {
   if (reject_options(argc, argv)) return CG_EXIT_USAGE;
   if (argc > 2) return usage_error("list takes at most one FILE");
@@ -302,6 +311,10 @@ static int cmd_list(int argc, char **argv) {
            (unsigned long long)r->size, copies_of(r), (unsigned long long)r->hits, when);
     print_names(r, ",", false);
     putchar('\n');
+    char opts[512];
+    format_options(r, opts, sizeof opts);
+    if (opts[0]) /* the same bytes loaded with other options are another entry */
+      printf("%14s options: %s\n", "", opts);
   }
   cg_prime_free(s);
   return damage ? CG_EXIT_FINDING : CG_EXIT_OK;
@@ -329,14 +342,17 @@ static int cmd_show(int argc, char **argv) {
   format_arch(r->sm_arch, arch, sizeof arch);
   format_time(r->first_ns, true, first, sizeof first);
   format_time(r->last_ns, true, last, sizeof last);
+  char opts[512];
+  format_options(r, opts, sizeof opts);
   printf("hash:         %s\nkind:         %s\narch:         %s\nsize:         %llu bytes\n"
          "on disk:      %llu bytes\nhits:         %llu\nfirst needed: %s\nlast needed:  %s\n"
          "copies:       %u module%s, %u librar%s (preloaded: the most alive at once during capture)\n"
+         "options:      %s\n"
          "kernels:      %u\n",
          hex, cg_image_kind_name(r->kind), arch, (unsigned long long)r->size,
          (unsigned long long)cg_prime_record_disk_size(r), (unsigned long long)r->hits, first,
          last, r->module_loads, cg_plural(r->module_loads), r->library_loads,
-         r->library_loads == 1 ? "y" : "ies", r->n_kernels);
+         r->library_loads == 1 ? "y" : "ies", opts[0] ? opts : "none (loaded without options)", r->n_kernels);
   if (r->n_kernels) {
     fputs("  ", stdout);
     print_names(r, "\n  ", true);

@@ -77,6 +77,10 @@ bool cg_load_opts_equal(const cg_load_opts *a, const cg_load_opts *b);
  * recorded 1, not asked"; "" when equal. */
 void cg_load_opts_diff(const cg_load_opts *recorded, const cg_load_opts *asked, char *buf, size_t cap);
 
+/* How many options differ between a and b (a key in one only, or another
+ * value): which recorded entry a load is told it differs from. */
+unsigned cg_load_opts_distance(const cg_load_opts *a, const cg_load_opts *b);
+
 /* All options as "NAME=VALUE" (outputs as "NAME"), comma-separated, for
  * listings and the log; "" when none. */
 void cg_load_opts_format(const cg_load_opts *o, char *buf, size_t cap);
