@@ -12,6 +12,10 @@
  *   jit_probe IMAGE lib       cuLibraryLoadData with CU_LIBRARY_BINARY_IS_PRESERVED 1,
  *                             then cuLibraryGetKernel of fake_add_one
  *   jit_probe IMAGE libjit    cuLibraryLoadData with CU_JIT_MAX_REGISTERS 32 and the wall time
+ *   jit_probe IMAGE twice-hang cuModuleLoadData in a capture, then again in a second capture
+ *                             (both copies kept), then prints "captured pid=N" and waits to be
+ *                             killed: a learn whose program never exits
+ * JIT_PROBE_REGS=N: the register cap of the opts modes (default 32).
  *
  * Prints load_result=, end_result=, and for a module that loaded regs= (the
  * registers of its first function); with output options wall= (-1 if never
@@ -24,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char *read_image(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -53,7 +58,8 @@ static unsigned jit_opts(const char *how, CUjit_option *opts, void **vals) {
                       CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
                       CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   size_t info_cap = !strcmp(how, "smalllog") ? 12 : sizeof info;
-  void *v[] = {(void *)(uintptr_t)(!strcmp(how, "opts64") ? 64 : 32), NULL, info, (void *)(uintptr_t)info_cap,
+  const char *regs = getenv("JIT_PROBE_REGS");
+  void *v[] = {(void *)(uintptr_t)(!strcmp(how, "opts64") ? 64 : regs ? atoi(regs) : 32), NULL, info, (void *)(uintptr_t)info_cap,
                error, (void *)(uintptr_t)sizeof error};
   memcpy(&v[1], &wall, sizeof wall);
   memcpy(opts, o, sizeof o);
@@ -92,6 +98,20 @@ int main(int argc, char **argv) {
   memcpy(&lib_jit_vals[1], &lib_wall, sizeof lib_wall);
   CUmodule m = NULL;
   CUlibrary lib = NULL;
+  if (!strcmp(how, "twice-hang")) {
+    CUmodule a = NULL, b = NULL;
+    CUgraph g1 = NULL, g2 = NULL;
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    CUresult r1 = cuModuleLoadData(&a, image);
+    cuStreamEndCapture(s, &g1);
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    CUresult r2 = cuModuleLoadData(&b, image);
+    cuStreamEndCapture(s, &g2);
+    printf("load_result=%d,%d\ncaptured pid=%d\n", (int)r1, (int)r2, (int)getpid());
+    fflush(stdout);
+    for (;;)
+      pause();
+  }
   cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
   CUresult r = !strcmp(how, "plain")     ? cuModuleLoadData(&m, image)
                : !strcmp(how, "none")    ? cuModuleLoadDataEx(&m, image, 0, NULL, NULL)

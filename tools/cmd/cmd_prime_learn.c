@@ -230,6 +230,10 @@ static size_t print_learned(const char *path, const loads_seen *before, size_t n
 typedef struct {
   size_t procs, loads, served, refused; /* procs: processes that used CUDA */
   size_t failed;                        /* loads the driver failed: not recorded */
+  size_t foreign;                       /* loads with an option capguard cannot reproduce: not recorded */
+  const char *foreign_name;             /* that option */
+  size_t differ;                        /* loads of recorded bytes with other options */
+  const char *differ_how;
   char first_failed[768];               /* the first of them in words */
   long long old_driver;                          /* a driver (or emulation) before 12.3, 0 if none */
   long long driver;                              /* the driver the processes saw */
@@ -259,6 +263,14 @@ static void read_facts(const cgl_log *log, run_facts *f) {
       continue;
     }
     f->refused += cg_verdict_breaks(e->verdict);
+    if (e->with_options) {
+      f->foreign++;
+      f->foreign_name = e->options_foreign;
+    }
+    if (e->options_differ) {
+      f->differ++;
+      f->differ_how = e->options_differ;
+    }
     if (e->verdict == CG_VERDICT_FAILED && !f->failed++) {
       char result[160], site[512], arch[96] = "";
       cgr_event_result(e, result, sizeof result);
@@ -283,6 +295,20 @@ static int read_log(const char *me, const char *path, cgl_log *log) {
     return -1;
   }
   return 0;
+}
+
+/* How many of the run's loads were recorded, and why the others could not
+ * be: a learn is trusted only when it says what it left out. */
+static void say_recorded(const run_facts *f) {
+  size_t not = f->failed + f->foreign, recorded = f->loads - f->served - not;
+  fprintf(stderr, "%s: %zu load%s recorded, %zu could not be%s", LEARN_NAME, recorded, cg_plural(recorded), not,
+          not ? ":" : "\n");
+  if (f->failed)
+    fprintf(stderr, " %zu failed in the driver (a load that fails is not recorded)%s", f->failed,
+            f->foreign ? ";" : "\n");
+  if (f->foreign)
+    fprintf(stderr, " %zu passed %s, which capguard cannot reproduce (never served, so never recorded)\n",
+            f->foreign, f->foreign_name ? f->foreign_name : "an option");
 }
 
 /* ---- learn ---- */
@@ -455,6 +481,7 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   read_facts(&l, &f);
   fprintf(stderr, "%s: %zu load%s during capture in %zu process%s (%zu served from the file)\n", LEARN, f.loads,
          cg_plural(f.loads), f.procs, cg_plural_es(f.procs), f.served);
+  say_recorded(&f);
   unsigned arch;
   fprintf(stderr, "%s: recorded into %s:\n", LEARN, prime);
   size_t changed = print_learned(prime, before, n_before, &arch);
@@ -471,6 +498,8 @@ int cg_cmd_prime_learn(int argc, char **argv) {
                      .refused = f.refused,
                      .failed = f.failed,
                      .first_failed = f.failed ? f.first_failed : NULL,
+                     .foreign = f.foreign,
+                     .foreign_name = f.foreign_name,
                      .old_driver = f.old_driver,
                      .device_sm = f.device_sm,
                      .learned_arch = arch,
@@ -507,7 +536,8 @@ int cg_cmd_prime_check(int argc, char **argv) {
   read_facts(&l, &f);
   cgf_prime_run r = {.procs = f.procs, .loads = f.loads, .served = f.served,
                      .refused = f.refused, .old_driver = f.old_driver, .device_sm = f.device_sm,
-                     .status = status, .prime = prime, .cmd = o.cmd};
+                     .foreign = f.foreign, .foreign_name = f.foreign_name, .differ = f.differ,
+                     .differ_how = f.differ_how, .status = status, .prime = prime, .cmd = o.cmd};
   bool failed = verdict(stderr, CHECK, CGF_CHECK, &r, &l);
   /* a command that failed with every load served fails with its own status */
   int out = !failed ? CG_EXIT_OK : f.procs && f.loads == f.served ? status : CG_EXIT_FINDING;

@@ -774,15 +774,26 @@ static void skipped_arch_say(const ctx *c, cgf_finding *x) {
 }
 
 static bool unused_holds(const ctx *c) { return c->a->primed_unused != 0; }
+/* Whether a capture was broken before any had ended: the run stopped
+ * before it reached the loads its preloaded images were for. */
+static bool broke_first(const ctx *c) {
+  for (size_t b = 0; b < c->a->n_broken; b++)
+    if (c->log->caps[c->a->broken[b].capture].id == 1)
+      return true;
+  return false;
+}
 static void unused_say(const ctx *c, cgf_finding *x) {
   size_t n = c->a->primed_unused;
   const char *prime = cgr_run_prime_path(c->log, c->latest);
-  x->sentence = xprintf("a process preloaded %zu image%s from %s that it never used (another "
-                        "program's, recorded in the same file, or a path this run did not take): "
-                        "each costs start-up time and device memory; give each program its own "
-                        "file (capguard run does when no --prime is given), or see what the file "
-                        "holds",
-                        n, cg_plural(n), *prime ? prime : "the priming file");
+  bool first = broke_first(c);
+  x->sentence = xprintf("a process preloaded %zu image%s from %s that it never used (%s): each costs "
+                        "start-up time and device memory; %s",
+                        n, cg_plural(n), *prime ? prime : "the priming file",
+                        first ? "the run broke at its first capture, before the loads they serve" :
+                                "another program's, recorded in the same file, or a path this run did not take",
+                        first ? "they are used once the capture that broke is mended" :
+                                "give each program its own file (capguard run does when no --prime is given), "
+                                "or see what the file holds");
   char word[4200] = "";
   size_t used = 0;
   if (*prime)
@@ -984,14 +995,38 @@ static void check_nothing_say(const ctx *c, cgf_finding *x) {
 static bool check_missing_holds(const ctx *c) {
   return c->f->prime_run->loads > c->f->prime_run->served;
 }
+/* Each load check saw reach the driver, by its true cause: only the images
+ * the file lacks are learned again. A load made with an option capguard
+ * cannot reproduce is never recorded, and asking other options than the
+ * file holds is the program's choice: sending the user back to the learn
+ * that just made the file would loop. */
 static void check_missing_say(const ctx *c, cgf_finding *x) {
   const cgf_prime_run *r = c->f->prime_run;
   size_t missing = r->loads - r->served;
-  x->sentence = xprintf("FAIL: %zu load%s during capture reached the driver; %s lacks %s",
-                        missing, cg_plural(missing), r->prime, missing == 1 ? "it" : "them");
+  size_t lacks = missing - (r->foreign + r->differ < missing ? r->foreign + r->differ : missing);
+  char why[1024] = "";
+  size_t at = 0;
+  if (r->foreign)
+    at += (size_t)snprintf(why + at, sizeof why - at,
+                           "; %zu passed %s, which capguard cannot reproduce and so never records (learning "
+                           "again would not help: make %s before capture)",
+                           r->foreign, r->foreign_name ? r->foreign_name : "an option", r->foreign == 1 ? "it" : "them");
+  if (r->differ && at < sizeof why)
+    at += (size_t)snprintf(why + at, sizeof why - at,
+                           "; %zu asked other options than %s recorded for the same bytes (%s): learn with "
+                           "the options the deployed program passes",
+                           r->differ, r->prime, r->differ_how ? r->differ_how : "?");
+  if (lacks == missing)
+    snprintf(why, sizeof why, "; %s lacks %s", r->prime, missing == 1 ? "it" : "them");
+  else if (lacks && at < sizeof why)
+    snprintf(why + at, sizeof why - at, "; %s lacks the image%s of the other %zu", r->prime, lacks == 1 ? "" : "s",
+             lacks);
+  x->sentence = xprintf("FAIL: %zu load%s during capture reached the driver%s", missing, cg_plural(missing), why);
   x->lists_loads = true;
-  command(x, NULL, "learn them in one run where the driver allows loads during capture (12.3 or "
-                   "newer, same GPU architecture)", prime_command(r, "capguard prime learn"));
+  if (lacks)
+    command(x, NULL, "learn the images the file lacks in one run where the driver allows loads during capture "
+                     "(12.3 or newer, same GPU architecture) that takes the paths and sizes this run took",
+            prime_command(r, "capguard prime learn"));
   x->fails = true;
 }
 

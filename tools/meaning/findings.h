@@ -33,6 +33,11 @@ enum {
 typedef struct {
   size_t procs, loads, served, refused; /* procs: processes that used CUDA */
   size_t failed;                        /* loads during capture the driver failed (not recorded) */
+  /* loads not served for a reason learning again would not change: made with
+   * an option capguard cannot reproduce (foreign names one), or asking other
+   * options than the file recorded for the same bytes (differ says how) */
+  size_t foreign, differ;
+  const char *foreign_name, *differ_how;
   const char *first_failed; /* the first of them in words ("cuModuleLoadData: CUresult ..."), or NULL */
   long long old_driver; /* a driver (or emulation) before 12.3 that refused loads, 0 if none */
   long long device_sm;  /* the GPU's architecture, 0 if unknown */
