@@ -124,7 +124,7 @@ def cupy_options(cli, out):
             "k = cp.RawKernel(r'extern \"C\" __global__ void cg_mission_cupy(float *x) { x[threadIdx.x] *= 2; }', "
             "'cg_mission_cupy')\n"
             "x = cp.ones(32, dtype=cp.float32); s = cp.cuda.Stream(non_blocking=True)\n"
-            "with s:\n  s.begin_capture(); k((1,), (32,), (x,)); g = s.end_capture()\n"
+            "with s:\n  s.begin_capture(mode=cp.cuda.runtime.streamCaptureModeGlobal); k((1,), (32,), (x,)); g = s.end_capture()\n"
             "print('RESULT cupy=captured')\n")
     log = os.path.join(out, "cupy.jsonl")
     p, _, ev = cg(cli, ["run", "-q", "--mode", "report", "--log", log, "--", sys.executable, "-c", code], log,

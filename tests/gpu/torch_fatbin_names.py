@@ -12,10 +12,11 @@ unless the names were cut at capguard's 4 KB; the event line on stderr names
 them, demangled (at::native::..., no _ZN on capguard's lines; the log keeps
 the symbols); the report's warm-up advice names kernels and calls no image one
 capguard cannot name. Then in guard mode with a priming file: the runtime's
-load passed JIT or library options, which capguard never serves and so never
-records (by design): its event says "options": true, and run's next: says so,
-with CUDA_MODULE_LOADING=EAGER, not "check the priming file" (prime list's
-output is printed for the record). Prints PASS/FAIL lines, the
+load passes CU_LIBRARY_BINARY_IS_PRESERVED=1, which capguard records with the
+image: its event says so ("load_options"), prime list shows the fatbin with
+its option, and run's next: says to run again (no CUDA_MODULE_LOADING=EAGER,
+no "make it before capture"); the run after it is served the fatbin and
+captures. Prints PASS/FAIL lines, the
 names found, and 'torch_fatbin_names: N passed, M failed'; exit 0 when all
 passed, 77 without a GPU or torch.
 
@@ -110,7 +111,7 @@ def main():
     check(warm and "kernel" in warm and "cannot name" not in warm,
           "the report's warm-up advice names kernels and calls no image one capguard cannot name")
 
-    # guard mode: the load is refused on 12.2; made with options, it is not recorded
+    # guard mode: the load is refused on 12.2, and recorded with its options
     prime = os.path.join(out, "names.cgp")
     guard_log = os.path.join(out, "guard.jsonl")
     guard = run_under(cli, ["--emulate-driver", "12020", "--log", guard_log, "--prime", prime],
@@ -121,8 +122,9 @@ def main():
     print("    prime list:\n      " + "\n      ".join(lst.stdout.splitlines()[:6]))
     print(f"    prime list exit {lst.returncode}, stderr: {lst.stderr.strip()[:600]}")
     glazy = [e for e in read_events(guard_log) if e.get("event") == "module-load" and is_lazy(e)]
-    check(glazy and all(e.get("options") is True for e in glazy),
-          "the guard run's lazy load events say \"options\": true")
+    check(glazy and all(e.get("load_options") == "CU_LIBRARY_BINARY_IS_PRESERVED=1" for e in glazy),
+          "the guard run's lazy load events say its option: CU_LIBRARY_BINARY_IS_PRESERVED=1")
+    check("options: CU_LIBRARY_BINARY_IS_PRESERVED=1" in lst.stdout, "prime list shows the fatbin with its option")
     # next: and the lines of its commands, up to the next "capguard: " line
     nxt, on = [], False
     for line in guard.stderr.splitlines():
@@ -131,15 +133,20 @@ def main():
         if on:
             nxt.append(line)
     said = "\n".join(nxt)
-    ok = ("JIT or library options" in said and "CUDA_MODULE_LOADING=EAGER" in said and
-          "check the priming file" not in said)
+    ok = ("run it again" in said and "CUDA_MODULE_LOADING=EAGER" not in said and
+          "make it before capture" not in said and "check the priming file" not in said)
     if not ok:
         print(f"    guard run exit {guard.returncode}, its stderr's end:\n      " +
               "\n      ".join(guard.stderr.splitlines()[-12:]))
     else:
         print("    next:\n      " + "\n      ".join(nxt)[:900])
-    check(ok, "the guard run's next: says the load passed options (CUDA_MODULE_LOADING=EAGER), "
-              "not 'check the priming file'")
+    check(ok, "the guard run's next: says run it again, with no advice to change the program")
+    again = run_under(cli, ["--emulate-driver", "12020", "--log", os.path.join(out, "again.jsonl"), "--prime", prime],
+                      [sys.executable, __file__, "--worker"], env, os.path.join(out, "again-run.txt"), 120)
+    served = [e for e in read_events(os.path.join(out, "again.jsonl"))
+              if e.get("event") == "module-load" and e.get("verdict") == "served"]
+    check(again.returncode == 0 and served, f"the next run is served the fatbin and captures (exit {again.returncode}, "
+                                            f"{len(served)} served)")
     return check.finish(out)
 
 
