@@ -286,6 +286,11 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   }
   if (e->image) put_image_json(&o, e->image);
   if (e->stale) put_stale_json(&o, e->stale);
+  if (e->kind == CG_EV_REQUEST_LOAD) {
+    put_kv_u64(&o, CG_KEY_LOAD_NS, e->load_ns);
+    put_kv_u64(&o, CG_KEY_AFTER_SERVING_NS, e->after_serving_ns);
+    if (e->provisional) cg_out_str(&o, ",\"" CG_KEY_PROVISIONAL "\":true");
+  }
   cg_out_str(&o, ",\"" CG_KEY_NATIVE_STACK "\":[");
   for (size_t i = 0; i < clamp_native(e); i++) {
     if (i) cg_out_char(&o, ',');
@@ -543,6 +548,38 @@ static void put_stale_text(cg_out *o, const cg_event *e) {
   cg_out_char(o, '\n');
 }
 
+/* A duration as a person reads it: "840 us", "4.1 ms", "12.3 s". */
+static void put_ms(cg_out *o, uint64_t ns) {
+  if (ns < 1000000) {
+    cg_out_u64(o, ns / 1000);
+    cg_out_str(o, " us");
+    return;
+  }
+  uint64_t unit = ns < 1000000000ull ? 1000000 : 1000000000ull; /* tenths, without floating point */
+  cg_out_u64(o, ns / unit);
+  cg_out_char(o, '.');
+  cg_out_u64(o, ns / (unit / 10) % 10);
+  cg_out_str(o, unit == 1000000 ? " ms" : " s");
+}
+
+/* "capguard: cuModuleLoadData on the request path, 12.3 s after serving
+ * began: 4.1 ms in the driver" (served: "served from the priming file"). */
+static void put_request_text(cg_out *o, const cg_event *e) {
+  cg_out_str(o, "capguard: ");
+  put_clean(o, e->call ? e->call : "(unknown call)");
+  cg_out_str(o, " on the request path, ");
+  put_ms(o, e->after_serving_ns);
+  cg_out_str(o, e->provisional ? " after the first replay (serving began then, unless a capture follows)"
+                               : " after serving began");
+  if (e->verdict == CG_VERDICT_SERVED) {
+    cg_out_str(o, ": served from the priming file in ");
+  } else {
+    cg_out_str(o, ": ");
+  }
+  put_ms(o, e->load_ns);
+  cg_out_str(o, e->verdict == CG_VERDICT_SERVED ? "\n" : " in the load call\n");
+}
+
 /* A load's options, and why they kept it from being served: facts only
  * (the advice is the command's, findings.c). */
 static void put_options_text(cg_out *o, const cg_event *e) {
@@ -571,6 +608,14 @@ size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
   }
   if (e->stale) {
     put_stale_text(&o, e);
+    put_stacks_text(&o, e);
+    return cg_out_finish(&o);
+  }
+  if (e->kind == CG_EV_REQUEST_LOAD) {
+    put_request_text(&o, e);
+    put_kernels_text(&o, e->image, e->demangle);
+    if (e->image) put_image_text(&o, e->image);
+    put_options_text(&o, e);
     put_stacks_text(&o, e);
     return cg_out_finish(&o);
   }
@@ -753,6 +798,11 @@ size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
     put_kv_u64(&o, CG_KEY_PRIMED_SKIPPED_ARCH, s->primed_skipped_arch);
     put_kv_u64(&o, CG_KEY_SKIPPED_SM, s->skipped_sm);
   }
+  if (s->serving_began) cg_out_str(&o, ",\"" CG_KEY_SERVING_BEGAN "\":true");
+  /* 0 included: the metrics file states the same series (cli-metrics) */
+  put_kv_u64(&o, CG_KEY_REQUEST_LOADS, s->request_loads);
+  put_kv_u64(&o, CG_KEY_REQUEST_LOAD_NS, s->request_load_ns);
+  if (s->request_loads) put_kv_u64(&o, CG_KEY_FIRST_REQUEST_AFTER_NS, s->first_request_after_ns);
   put_kv_u64(&o, CG_KEY_CAPTURES_TIMED, s->captures_timed);
   put_kv_u64(&o, CG_KEY_CAPTURE_NS, s->capture_ns);
   if (s->first_capture_ns) put_kv_u64(&o, CG_KEY_FIRST_CAPTURE_NS, s->first_capture_ns);
@@ -897,6 +947,13 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
     cg_out_u64(&o, s->skipped_sm);
     cg_out_str(&o, ", this device is sm_");
     cg_out_u64(&o, s->device_sm);
+  }
+  if (s->request_loads) {
+    cg_out_str(&o, "; ");
+    cg_out_u64(&o, s->request_loads);
+    cg_out_str(&o, s->request_loads == 1 ? " load on the request path (" : " loads on the request path (");
+    put_ms(&o, s->request_load_ns);
+    cg_out_str(&o, ")");
   }
   if (s->log_path) {
     cg_out_str(&o, "; log: ");

@@ -108,6 +108,11 @@ size_t cg_metrics_format(const cg_metrics *m, char *buf, size_t cap) {
               s->captures_broken);
   put_seconds(m, &o, "capguard_capture_seconds_total", "counter",
               "Wall time spent inside captures that ended, in seconds.", s->capture_ns);
+  put_counter(m, &o, "capguard_request_path_loads_total",
+              "Module and library loads made after serving began (each cost a request its latency).",
+              s->request_loads);
+  put_seconds(m, &o, "capguard_request_path_load_seconds_total", "counter",
+              "Time spent in the load calls made after serving began, in seconds.", s->request_load_ns);
   if (s->first_capture_ns && s->first_replay_ns >= s->first_capture_ns)
     put_seconds(m, &o, "capguard_first_replay_seconds", "gauge",
                 "Time from the first capture's begin to the first graph launch, in seconds.",

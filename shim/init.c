@@ -21,6 +21,7 @@
 #include "priming.h"
 #include "python_site.h"
 #include "real_dlsym.h"
+#include "serving.h"
 #include "stack.h"
 #include "stale_watch.h"
 #include "warn.h"
@@ -79,6 +80,7 @@ __attribute__((constructor(101))) static void capguard_init(void) {
   cg_output_open_log();
   cg_captures_init();
   cg_hang_watch_start(); /* CAPGUARD_HANG_S only */
+  cg_serving_init();     /* CAPGUARD_SERVING_AFTER */
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

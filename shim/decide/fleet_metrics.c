@@ -16,6 +16,7 @@
 #include "metrics_file.h"
 #include "priming.h"
 #include "report.h"
+#include "serving.h"
 #include "warn.h"
 
 #define WRITE_EVERY_NS 1000000000ull
@@ -71,6 +72,7 @@ static void write_now(void) {
   cg_captures_counts(&s.captures_begun, &s.captures_broken);
   cg_report_counts(s.events, s.verdicts);
   cg_priming_summary(&s);
+  cg_serving_summary(&s, false);
   cg_fleet_summary(&s, NULL);
   write_metrics(&s);
 }
@@ -104,6 +106,8 @@ void cg_fleet_graph_launch(void) {
   uint64_t now = cg_now_ns();
   if (watch & CG_WATCH_REPLAY)
     cg_capture_time_launch(now);
+  if (watch & CG_WATCH_SERVING)
+    cg_serving_graph_launch();
   if ((watch & CG_WATCH_METRICS) && cg_cfg.metrics_dir)
     maybe_write(now);
 }

@@ -22,6 +22,7 @@
 #include "priming.h"
 #include "query_fence.h"
 #include "report.h"
+#include "serving.h"
 #include "stack.h"
 #include "stale_watch.h"
 
@@ -104,8 +105,10 @@ void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_ca
   uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_begun_driver_id(s, ptsz) : 0;
   cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph, begin_nonblocking,
                           (uint64_t)(uintptr_t)begin_ctx);
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     cg_capture_time_begun();
+    cg_serving_capture_begun();
+  }
   if (__builtin_expect(cg_hang_s != 0, 0) && r == CUDA_SUCCESS)
     cg_hang_capture_begun((uint64_t)(uintptr_t)s, cg_stream_key(s, ptsz), site);
 }
@@ -155,6 +158,7 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
   free(broke);
   cg_policy_run_deferred();
   cg_priming_refresh_served(false);
+  cg_serving_capture_over();
 }
 
 /* Whether the driver may still hold a capture on the stream after an end
@@ -410,6 +414,7 @@ CUresult cg_guard_load(const cg_load *l) {
 static bool forked_child;
 void cg_guard_atfork_child(void) {
   forked_child = true;
+  cg_serving_atfork_child();
   cg_report_atfork_child();
   cg_fleet_atfork_child();
 }
@@ -439,6 +444,7 @@ void cg_guard_exit(void) {
   cg_report_counts(sum.events, sum.verdicts);
   cg_priming_refresh_served(true);
   cg_priming_summary(&sum);
+  cg_serving_summary(&sum, true);
   cg_policy_at_exit();
   char began[CG_SLOWEST_CAPTURES][CG_BEGAN_TEXT];
   cg_fleet_summary(&sum, cg_output_wants_capture(false) ? began : NULL); /* symbolized for a log only */

@@ -59,8 +59,10 @@ void cg_report(cg_event *e, cg_report_scratch *s) {
     s->thread_name[sizeof s->thread_name - 1] = '\0';
     e->thread_name = s->thread_name;
   }
-  count(e->kind, e->verdict);
-  cg_fleet_count(e);
+  if (e->kind != CG_EV_REQUEST_LOAD) { /* not a call during capture: counted by serving.c */
+    count(e->kind, e->verdict);
+    cg_fleet_count(e);
+  }
   cg_output_native raw = {s->frames, s->n_frames, s->native, s->native_buf, sizeof s->native_buf};
   cg_output_event(e, &raw);
   cg_signals_release(&held);

@@ -16,8 +16,9 @@
 /* What the graph-launch wrappers look at before their tail call to the
  * driver: 0 on their fast path. CG_WATCH_REPLAY: a capture has begun and no
  * graph launch was seen since; CG_WATCH_METRICS: the metrics file is due
- * once nothing captures (decide/fleet_metrics.c). */
-enum { CG_WATCH_REPLAY = 1, CG_WATCH_METRICS = 2 };
+ * once nothing captures (decide/fleet_metrics.c); CG_WATCH_SERVING: a
+ * capture ended and no graph launch was seen since (decide/serving.c). */
+enum { CG_WATCH_REPLAY = 1, CG_WATCH_METRICS = 2, CG_WATCH_SERVING = 4 };
 extern unsigned cg_launch_watch;
 
 /* A capture began (the clock is read for the first only). */

@@ -4,6 +4,7 @@
  * unloads are DEFERRABLE rows, like a free: breaker_wrappers.c.) */
 #include "guard.h"
 
+#include "serving.h"
 #include "stale_params.h"
 
 #include "wrapper.h"
@@ -52,7 +53,15 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
                                                                     CG_PARAMS(params)) {          \
     if ((const void *)(image) == NULL && (const void *)(path) == NULL)                             \
       return real(CG_ARGS(params));                                                                \
+    cname##_args args_ = {CG_ARGS(params)};                                                        \
+    cg_load_opts_raw o_ = (options);                                                               \
+    cg_load l = {ep, (image), (path), (library), (void **)(out), o_.n_jit || o_.n_lib, o_,          \
+                 cname##_invoke, &args_};                                                          \
     if (pass()) {                                                                                  \
+      CUresult rs_;                                                                                \
+      if (__builtin_expect(__atomic_load_n(&cg_serving_watch, __ATOMIC_RELAXED), 0) &&             \
+          cg_cfg.mode != CG_RUN_OFF && (const void *)(image) && cg_serving_load(&l, &rs_))         \
+        return rs_;                                                                                \
       if (ungated_ok((const void *)(path) != NULL))                                                \
         return passed(real(CG_ARGS(params)), ep);                                                  \
       if (cg_gate_lock_if_idle()) {                                                                \
@@ -61,10 +70,6 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
         return passed(r_, ep);                                                                     \
       }                                                                                            \
     }                                                                                              \
-    cname##_args args_ = {CG_ARGS(params)};                                                        \
-    cg_load_opts_raw o_ = (options);                                                               \
-    cg_load l = {ep, (image), (path), (library), (void **)(out), o_.n_jit || o_.n_lib, o_,          \
-                 cname##_invoke, &args_};                                                          \
     return cg_guard_load(&l);                                                                      \
   }                                                                                                \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \

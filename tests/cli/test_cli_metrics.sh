@@ -70,6 +70,8 @@ for s in summaries:
         "capguard_loads_during_capture_total,verdict=refused": loads("refused") + loads("emulated"),
         "capguard_loads_during_capture_total,verdict=allowed": loads("allowed"),
         "capguard_loads_during_capture_total,verdict=rescued": loads("rescued"),
+        "capguard_request_path_loads_total": s["request_path_loads"],
+        "capguard_request_path_load_seconds_total": s["request_path_load_ns"] / 1e9,
     }
     for call, n in refused.items():
         want[f"capguard_refusals_total,call={call}"] = n

@@ -15,7 +15,15 @@
  *   jit_probe IMAGE twice-hang cuModuleLoadData in a capture, then again in a second capture
  *                             (both copies kept), then prints "captured pid=N" and waits to be
  *                             killed: a learn whose program never exits
+ *   jit_probe IMAGE serve     an engine that serves: a capture loading IMAGE, replayed
+ *                             (cuGraphLaunch); with JIT_PROBE_WAVE=1 a load of IMAGE2
+ *                             (between waves), then a second capture 200 ms later,
+ *                             replayed; JIT_PROBE_IDLE_MS of serving; then a load of
+ *                             IMAGE2 outside any capture (a request's first use of a
+ *                             kernel), as a library with CU_LIBRARY_BINARY_IS_PRESERVED
+ *                             when JIT_PROBE_LIB=1. Prints request_load=RESULT.
  * JIT_PROBE_REGS=N: the register cap of the opts modes (default 32).
+ * JIT_PROBE_IMAGE2: serve's second image (default: IMAGE).
  *
  * Prints load_result=, end_result=, and for a module that loaded regs= (the
  * registers of its first function); with output options wall= (-1 if never
@@ -47,6 +55,51 @@ static char *read_image(const char *path) {
 }
 
 static char info[256], error[256];
+
+static int env_int(const char *name) {
+  const char *v = getenv(name);
+  return v ? atoi(v) : 0;
+}
+
+/* One capture whose body is the first load of image, instantiated and replayed. */
+static void capture_and_replay(CUstream s, const char *image) {
+  CUmodule m = NULL;
+  CUgraph g = NULL;
+  CUgraphExec x = NULL;
+  cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  cuModuleLoadData(&m, image);
+  cuStreamEndCapture(s, &g);
+  if (g && cuGraphInstantiateWithFlags(&x, g, 0) == CUDA_SUCCESS)
+    cuGraphLaunch(x, s);
+  cuStreamSynchronize(s);
+}
+
+static CUresult load_outside(const char *image2) {
+  if (env_int("JIT_PROBE_LIB")) {
+    CUlibrary lib;
+    CUlibraryOption o[] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+    void *v[] = {(void *)(uintptr_t)1};
+    return cuLibraryLoadData(&lib, image2, NULL, NULL, 0, o, v, 1);
+  }
+  CUmodule m;
+  return cuModuleLoadData(&m, image2);
+}
+
+static int serve(CUstream s, const char *image) {
+  const char *path2 = getenv("JIT_PROBE_IMAGE2");
+  char *image2 = path2 ? read_image(path2) : (char *)image;
+  if (!image2)
+    return 3;
+  capture_and_replay(s, image);
+  if (env_int("JIT_PROBE_WAVE")) {
+    printf("between_waves=%d\n", (int)load_outside(image2));
+    usleep(200000);
+    capture_and_replay(s, image);
+  }
+  usleep((useconds_t)env_int("JIT_PROBE_IDLE_MS") * 1000);
+  printf("request_load=%d\n", (int)load_outside(image2));
+  return 0;
+}
 
 /* The JIT options of the opts modes: registers, wall time, both logs. */
 static unsigned jit_opts(const char *how, CUjit_option *opts, void **vals) {
@@ -98,6 +151,8 @@ int main(int argc, char **argv) {
   memcpy(&lib_jit_vals[1], &lib_wall, sizeof lib_wall);
   CUmodule m = NULL;
   CUlibrary lib = NULL;
+  if (!strcmp(how, "serve"))
+    return serve(s, image);
   if (!strcmp(how, "twice-hang")) {
     CUmodule a = NULL, b = NULL;
     CUgraph g1 = NULL, g2 = NULL;

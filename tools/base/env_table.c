@@ -72,6 +72,7 @@ const cg_env_var cg_env_vars[] = {
     {"CAPGUARD_METRICS", "--metrics", NULL}, /* a directory, made or said when first written */
     {"CAPGUARD_STALE", "--stale", check_bool},
     {"CAPGUARD_HANG_S", NULL, check_hang},
+    {"CAPGUARD_SERVING_AFTER", NULL, check_hang}, /* whole seconds, as CAPGUARD_HANG_S */
     /* set by capguard run for its processes: how the priming file was named,
      * and that run said already why it cannot be used */
     {"CAPGUARD_PRIME_OPTION", NULL, NULL},

@@ -48,6 +48,7 @@ void cgl_free(cgl_log *log) {
   free(log->caps);
   free(log->evs);
   free(log->stale);
+  free(log->reqs);
   free(log->runs);
   free(log->ccaps);
   memset(log, 0, sizeof *log);
@@ -184,7 +185,7 @@ static void census_event(cgl_log *log, size_t proc, json_t *o) {
   cgl_process *p = &log->procs[proc];
   seen_at(p, num(o, CG_KEY_TIME_NS, 0));
   cg_event_kind kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
-  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH)
+  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH || kind == CG_EV_REQUEST_LOAD)
     return;
   cg_verdict verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
   p->census_calls++;
@@ -252,7 +253,7 @@ static bool census_skimmed(cgl_log *log, size_t file, const char *text, size_t l
     return true;
   }
   seen_at(p, skim_num(top, nt, CG_KEY_TIME_NS, 0));
-  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH)
+  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH || kind == CG_EV_REQUEST_LOAD)
     return true;
   p->census_calls++;
   p->census_served += verdict == CG_VERDICT_SERVED;
@@ -446,10 +447,43 @@ static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o)
   seen_at(&log->procs[proc], s->time_ns);
 }
 
+static void read_request(cgl_log *log, size_t proc, json_t *o) {
+  log->reqs = grow(log->reqs, &log->cap_reqs, log->n_reqs + 1, sizeof *log->reqs);
+  cgl_request *q = &log->reqs[log->n_reqs++];
+  memset(q, 0, sizeof *q);
+  q->proc = proc;
+  q->time_ns = num(o, CG_KEY_TIME_NS, 0);
+  q->load_ns = num(o, CG_KEY_LOAD_NS, 0);
+  q->after_ns = num(o, CG_KEY_AFTER_SERVING_NS, 0);
+  q->provisional = json_is_true(json_object_get(o, CG_KEY_PROVISIONAL));
+  q->served = word(&cg_verdicts, o, CG_KEY_VERDICT) == CG_VERDICT_SERVED;
+  q->call = str_or_empty(log, o, CG_KEY_CALL);
+  json_t *img = json_object_get(o, CG_KEY_IMAGE);
+  q->kernels = kernel_list(log, json_is_object(img) ? arr(img, CG_KEY_KERNELS) : NULL);
+  q->image_kind = CG_IMAGE_KIND_COUNT;
+  if (json_is_object(img)) {
+    q->image_kind = (cg_image_kind)word(&cg_image_kinds, img, CG_KEY_KIND);
+    q->image_hash = str(log, img, CG_KEY_HASH);
+  }
+  q->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
+  char where[512];
+  const cgl_process *pr = &log->procs[proc];
+  cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),
+                       pr->argc ? pr->argv[0] : NULL, where, sizeof where);
+  q->site = cgl_intern(log->pool, where, strlen(where));
+  cgl_python_top(arr(o, CG_KEY_PYTHON_STACK), where, sizeof where);
+  q->python_top = where[0] ? cgl_intern(log->pool, where, strlen(where)) : NULL;
+  seen_at(&log->procs[proc], q->time_ns);
+}
+
 static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc, json_t *o) {
   cg_event_kind kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
   if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH) {
     read_stale(log, proc, kind, o);
+    return;
+  }
+  if (kind == CG_EV_REQUEST_LOAD) {
+    read_request(log, proc, o);
     return;
   }
   log->evs = grow(log->evs, &log->cap_evs, log->n_evs + 1, sizeof *log->evs);

@@ -139,6 +139,21 @@ typedef struct {
   const char *python_top; /* its innermost Python frame, NULL if none */
 } cgl_stale;
 
+/* A load on the request path (request-path-load: docs/request-path.md),
+ * kept apart from the calls made during capture. provisional: made within
+ * the quiet window after the launch that may have begun serving; it counts
+ * unless a capture of its process began within that window (cgr_analysis). */
+typedef struct {
+  size_t proc;
+  long long time_ns, load_ns, after_ns;
+  bool provisional, served, runtime_lazy;
+  const char *call;
+  const cgl_strs *kernels; /* never NULL */
+  const char *image_hash;  /* NULL when no image was logged */
+  cg_image_kind image_kind;
+  const char *site, *python_top;
+} cgl_request;
+
 typedef struct {
   size_t first_proc;    /* the run's top-level process (earliest) */
   size_t n_procs;
@@ -166,6 +181,8 @@ typedef struct {
   size_t n_evs, cap_evs;
   cgl_stale *stale;
   size_t n_stale, cap_stale;
+  cgl_request *reqs;
+  size_t n_reqs, cap_reqs;
   cgl_run *runs;        /* set by cgl_group_runs */
   size_t n_runs;
   struct cgl_pool *pool;   /* interned strings and lists */

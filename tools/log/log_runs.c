@@ -171,6 +171,13 @@ void cgl_view(const cgl_log *log, size_t run, cgl_log *view) {
       view->stale[view->n_stale++].proc = pmap[log->stale[i].proc];
     }
   view->cap_stale = view->n_stale;
+  view->reqs = cgl_xrealloc(NULL, (log->n_reqs + 1) * sizeof *view->reqs);
+  for (size_t i = 0; i < log->n_reqs; i++)
+    if (pmap[log->reqs[i].proc] != SIZE_MAX) {
+      view->reqs[view->n_reqs] = log->reqs[i];
+      view->reqs[view->n_reqs++].proc = pmap[log->reqs[i].proc];
+    }
+  view->cap_reqs = view->n_reqs;
   for (size_t c = 0; c < view->n_caps; c++)
     if (view->caps[c].first_break >= 0)
       view->caps[c].first_break = (long)emap[view->caps[c].first_break];

@@ -14,7 +14,9 @@
 #include "ended_early.h"
 #include "report_offender.h"
 #include "process_command.h"
+#include "request_path.h"
 #include "rerun_command.h"
+#include "capture_time.h"
 #include "xalloc.h"
 #include "plural.h"
 
@@ -919,6 +921,51 @@ static void kept_say(const ctx *c, cgf_finding *x) {
                         n, cg_plural(n), by, them, them);
 }
 
+/* Loads on the request path (docs/request-path.md): after serving began, a
+ * request paid each one's latency. Said with the way that removes each:
+ * warm-up, the priming file (guard mode), or, for the CUDA runtime's own,
+ * CUDA_MODULE_LOADING=EAGER. */
+static bool request_holds(const ctx *c) {
+  for (size_t i = 0; i < c->log->n_reqs; i++)
+    if (cgr_request_counts(c->log, i))
+      return true;
+  return false;
+}
+static void request_say(const ctx *c, cgf_finding *x) {
+  cgr_request_totals t;
+  cgr_request_totals_of(c->log, &t);
+  const cgl_request *q = &c->log->reqs[t.first];
+  char total[32], first[32], names[512] = "", disp[CG_KERNEL_DISPLAY_MAX];
+  cgr_duration(t.load_ns, total, sizeof total);
+  cgr_duration(t.first_after_ns, first, sizeof first);
+  size_t used = 0;
+  for (size_t k = 0; k < q->kernels->n && k < 3 && used < sizeof names; k++)
+    used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", k ? ", " : "",
+                             cg_kernel_display(q->kernels->v[k], disp, sizeof disp));
+  bool guard = c->log->procs[q->proc].mode == CG_RUN_GUARD;
+  size_t unserved = t.loads - t.served;
+  char served[160] = "";
+  if (t.served)
+    snprintf(served, sizeof served, "; %zu served from the priming file (the driver's load was made before "
+             "serving)", t.served);
+  x->sentence = xprintf(
+      "%zu load%s on the request path, %s in the load calls, first %s after serving began: kernels %s%s (first "
+      "at %s)%s; warm %s up before serving (launch %s once at start-up)%s%s",
+      t.loads, cg_plural(t.loads), total, first, names[0] ? names : "unnamed", q->kernels->n > 3 ? ", ..." : "",
+      q->python_top ? q->python_top : q->site, served, unserved == 1 ? "it" : "them",
+      unserved == 1 ? "it" : "each",
+      !unserved ? "" : guard ? ", or run again: in guard mode capguard recorded them, and the next run loads "
+                               "them before its first capture and serves them here"
+                             : ", or run in guard mode, which records them and serves them on the run after",
+      t.lazy ? "; the CUDA runtime's own lazy loads: CUDA_MODULE_LOADING=EAGER loads every module of the "
+               "runtime at start-up (seconds more, each process)" : "");
+  if (t.lazy) {
+    char cmd[1024];
+    cgr_rerun_command_with(c->log, c->log->procs[q->proc].run_index, NULL, cmd, sizeof cmd);
+    command(x, NULL, NULL, xprintf("CUDA_MODULE_LOADING=EAGER %s", cmd));
+  }
+}
+
 /* The stale-pointer check (CAPGUARD_STALE=1) named memory a live graph exec reads, freed. */
 static bool stale_holds(const ctx *c) { return c->log->n_stale > 0; }
 static void stale_say(const ctx *c, cgf_finding *x) {
@@ -1090,6 +1137,7 @@ static const row rows[] = {
     {"served", CGF_REPORT, served_holds, served_say},
     {"kept-alive", CGF_REPORT, kept_holds, kept_say},
     {"stale", CGF_REPORT | CGF_SAID, stale_holds, stale_say},
+    {"request-path-loads", CGF_REPORT | CGF_SAID, request_holds, request_say},
     {"all-clear", CGF_REPORT | CGF_NEXT, all_clear_holds, all_clear_say},
     /* prime learn's verdict */
     {"learn-incomplete", CGF_LEARN, learn_incomplete_holds, learn_incomplete_say},

@@ -20,6 +20,7 @@
 #include "run_advice.h"
 #include "run_broken.h"
 #include "plural.h"
+#include "request_path.h"
 
 /* One line that says, in words, why the first broken capture broke, when the
  * call that broke it is logged (its kernels, the driver's rule); the
@@ -222,6 +223,9 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
                      .prime_unusable = logs->prime_unusable};
   cgr_run_advise(&facts, &adv);
   res->broken = a.n_broken;
+  cgr_request_totals rq;
+  cgr_request_totals_of(log, &rq);
+  res->request_loads = rq.loads;
   size_t cuda = cuda_processes(log);
   char open[64] = "";
   if (a.open_at_exit)

@@ -83,6 +83,11 @@ typedef struct {
   const char *load_options;     /* its options, "NAME=VALUE,..." (load_options.h), or NULL */
   const char *options_foreign;  /* the option capguard cannot reproduce (never served nor recorded), or NULL */
   const char *options_differ;   /* how its options differ from those recorded for its bytes, or NULL */
+  /* A load on the request path (CG_EV_REQUEST_LOAD): how long the load call
+   * took, and how long after serving began it was made (while serving is not
+   * yet sure, after the first graph launch that may start it: provisional). */
+  uint64_t load_ns, after_serving_ns;
+  bool provisional;
 } cg_event;
 
 /* How many of the slowest captures a summary names. */
@@ -116,6 +121,11 @@ typedef struct {
    * one; world_size 0 when unknown. */
   bool rank_known;
   unsigned rank, world_size;
+  /* Loads on the request path (after serving began): how many, the time
+   * spent in those load calls, and how long after serving began the first
+   * came; serving_began: serving began (loads after it count). */
+  uint64_t request_loads, request_load_ns, first_request_after_ns;
+  bool serving_began;
 } cg_summary;
 
 /* The "start" record (the shim started in a process) and the "process" record

@@ -78,7 +78,10 @@ enum {
     "cuMemPoolTrimTo, the next launch checks")                                   \
   X(CG_EV_STALE_LAUNCH, "stale-launch", 0,                                                          \
     "cuGraphLaunch of a graph exec whose memory was freed since its capture, or freed and "         \
-    "allocated again as another buffer at the same address (CAPGUARD_STALE)")
+    "allocated again as another buffer at the same address (CAPGUARD_STALE)")                       \
+  X(CG_EV_REQUEST_LOAD, "request-path-load", 0,                                                     \
+    "cuModuleLoad*, cuLibraryLoad* after serving began (the first graph launch after the start-up's " \
+    "last capture, or CAPGUARD_SERVING_AFTER): it costs a request its latency, not a capture")
 
 /* Verdicts have two columns more than the other tables:
  *   said     the event line's sentence on stderr (event_format.c), NULL
