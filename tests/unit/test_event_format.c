@@ -444,7 +444,7 @@ START_TEST(test_summary_json) {
   static const char *const keys[] = {"v", "type", "pid", "time_ns", "captures",
                                      "captures_broken", "events", "verdicts", "primed_loaded",
                                      "primed_served", "primed_unused", "recorded", "captures_timed",
-                                     "capture_ns", "log"};
+                                     "capture_ns", "request_path_loads", "request_path_load_ns", "log"};
   expect_keys(j, keys, sizeof keys / sizeof keys[0]);
   expect_int(j, "v", 1);
   expect_str(j, "type", "summary");

@@ -954,9 +954,13 @@ static void request_say(const ctx *c, cgf_finding *x) {
       t.loads, cg_plural(t.loads), total, first, names[0] ? names : "unnamed", q->kernels->n > 3 ? ", ..." : "",
       q->python_top ? q->python_top : q->site, served, unserved == 1 ? "it" : "them",
       unserved == 1 ? "it" : "each",
-      !unserved ? "" : guard ? ", or run again: in guard mode capguard recorded them, and the next run loads "
-                               "them before its first capture and serves them here"
-                             : ", or run in guard mode, which records them and serves them on the run after",
+      !unserved ? ""
+      : guard   ? (unserved == 1 ? ", or run again: in guard mode capguard recorded it, and the next run loads it "
+                                   "before its first capture and serves it here"
+                                 : ", or run again: in guard mode capguard recorded them, and the next run loads "
+                                   "them before its first capture and serves them here")
+                : (unserved == 1 ? ", or run in guard mode, which records it and serves it on the run after"
+                                 : ", or run in guard mode, which records them and serves them on the run after"),
       t.lazy ? "; the CUDA runtime's own lazy loads: CUDA_MODULE_LOADING=EAGER loads every module of the "
                "runtime at start-up (seconds more, each process)" : "");
   if (t.lazy) {

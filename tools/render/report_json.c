@@ -14,6 +14,7 @@
 #include "report_render.h"
 #include "report_runs.h"
 #include "process_order.h"
+#include "request_path.h"
 #include "capguard/log_keys.h"
 
 static json_t *jtext(const char *s) { return cgl_json_text(s); }
@@ -227,6 +228,12 @@ static json_t *totals_json(const cgr_analysis *a) {
   json_object_set_new(totals, CG_KEY_LOG_INCOMPLETE, json_boolean(a->log_incomplete));
   /* processes that used CUDA and wrote no summary (each has "exited": false) */
   json_object_set_new(totals, "ended_without_exit_record", json_integer((json_int_t)a->ended_early));
+  /* loads after serving began (docs/request-path.md), as the report counts them */
+  cgr_request_totals rq;
+  cgr_request_totals_of(a->log, &rq);
+  json_object_set_new(totals, CG_KEY_REQUEST_LOADS, json_integer((json_int_t)rq.loads));
+  json_object_set_new(totals, CG_KEY_REQUEST_LOAD_NS, json_integer((json_int_t)rq.load_ns));
+  json_object_set_new(totals, "request_path_loads_served", json_integer((json_int_t)rq.served));
   return totals;
 }
 
