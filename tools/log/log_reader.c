@@ -284,8 +284,10 @@ static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
   size_t k;
   p->argc = 0;
   json_array_foreach(argv, k, w) {
-    if (p->argc < sizeof p->argv / sizeof p->argv[0] && json_is_string(w))
+    if (p->argc < sizeof p->argv / sizeof p->argv[0] && json_is_string(w)) {
+      p->argv_exact[p->argc] = cgl_intern_exact(log->pool, json_string_value(w), json_string_length(w));
       p->argv[p->argc++] = cgl_intern(log->pool, json_string_value(w), json_string_length(w));
+    }
   }
 }
 
