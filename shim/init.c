@@ -53,10 +53,13 @@ static void atfork_child(void) {
 
 /* At the first driver use, not at start-up: warming the unwinder dlopens
  * libgcc_s, and registering for membarrier is a system call; a process
- * that never uses CUDA pays for neither (bench/instr_budget.py). Both are
- * done before any wrapper sees the driver, so that neither happens inside
- * a driver call and every begin finds membarrier registered. */
+ * that never uses CUDA pays for neither (bench/instr_budget.py), and leaves
+ * no log file of its own (the log is created here when it was not there).
+ * All are done before any wrapper sees the driver, so that none happens
+ * inside a driver call, every begin finds membarrier registered and no
+ * record comes before the log. */
 static void first_driver_use(void) {
+  cg_output_open_deferred_log();
   cg_stack_init();
   cg_query_fence_init();
 }
