@@ -62,6 +62,7 @@ static void first_driver_use(void) {
   cg_output_open_deferred_log();
   cg_stack_init();
   cg_query_fence_init();
+  cg_hang_watch_start(); /* CAPGUARD_HANG_S only */
 }
 
 /* Early priority: other libraries' constructors may call dlsym, and capguard's
@@ -81,7 +82,7 @@ __attribute__((constructor(101))) static void capguard_init(void) {
   cg_driver_set_first_use(first_driver_use);
   cg_output_open_log();
   cg_captures_init();
-  cg_hang_watch_start(); /* CAPGUARD_HANG_S only */
+  cg_hang_watch_setup(cg_cfg.hang_s); /* its thread waits for the first driver use */
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

@@ -120,6 +120,7 @@ void cg_config_load(void) {
   s = getenv("CAPGUARD_METRICS");
   cg_cfg.metrics_dir = (s && *s) ? s : NULL;
   cg_cfg.rank = cg_rank_from_env(env);
+  cg_cfg.hang_s = getenv("CAPGUARD_HANG_S");
   s = getenv("CAPGUARD_PRIME_OPTION");
   cg_cfg.prime_option = s && !strcmp(s, "--prime");
   s = getenv("CAPGUARD_PRIME_SAID");
