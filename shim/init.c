@@ -59,6 +59,12 @@ static void atfork_child(void) {
  * inside a driver call, every begin finds membarrier registered and no
  * record comes before the log. */
 static void first_driver_use(void) {
+  /* said here, once, not at start-up: a set-user-ID program that never uses
+   * CUDA (su, ping, under /etc/ld.so.preload) hears nothing from capguard */
+  if (cg_cfg.secure)
+    cg_warn("secure execution (set-user-ID, set-group-ID or file capabilities): capguard takes no setting "
+            "from the environment and writes no file (no log, no priming file, no metrics); it watches in "
+            "guard mode and counts, on stderr");
   cg_output_open_deferred_log();
   cg_stack_init();
   cg_query_fence_init();

@@ -32,6 +32,8 @@ typedef struct {
   bool prime_option;         /* CAPGUARD_PRIME_OPTION=--prime: the user named it with --prime */
   bool prime_said;           /* CAPGUARD_PRIME_SAID=1: run said before the start why the file
                                 cannot be used; each process need not say it again */
+  bool secure;               /* AT_SECURE (set-user-ID...): nothing above was read from the
+                                environment, every setting is its default, no file written */
 } cg_config;
 
 extern cg_config cg_cfg;

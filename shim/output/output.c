@@ -460,6 +460,7 @@ static size_t fmt_summary_json(const void *obj, char *b, size_t c) { return cg_s
 void cg_output_summary(cg_summary *s) {
   pay_identity();
   s->log_path = log_opened ? log_path : NULL; /* given up on: the next line says it is incomplete */
+  s->secure = cg_cfg.secure;
   char buf[4096]; /* the slowest captures' sites: up to 3 x 512 */
   size_t n;
   uint64_t lost = __atomic_load_n(&lines_lost, __ATOMIC_RELAXED);
