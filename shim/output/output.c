@@ -520,9 +520,11 @@ void cg_output_atfork_child(void) {
   identity_owed = process_written; /* a forked worker is a process of its own in the log */
   process_written = 0;
   start_written = 1; /* a forked child never started the shim: its "process" record names it */
-  /* With %p in CAPGUARD_LOG, each process writes a file of its own. */
-  if (log_opened && cg_cfg.log_path && cg_log_name_has_pid(cg_cfg.log_path)) {
-    cg_log_fd_close();
+  /* With %p in CAPGUARD_LOG, each process writes a file of its own (one
+   * whose creation still waits is named again, with the child's pid). */
+  if ((log_opened || log_deferred) && cg_cfg.log_path && cg_log_name_has_pid(cg_cfg.log_path)) {
+    if (log_opened)
+      cg_log_fd_close();
     log_opened = false;
     log_deferred = false;
     log_failed = 0; /* a new file: whatever failed was the parent's */
