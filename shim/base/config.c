@@ -115,8 +115,7 @@ void cg_config_load(void) {
   }
 
   cg_cfg.emulate_driver = 0;
-  if ((s = env("CAPGUARD_EMULATE_DRIVER")) && *s &&
-      cg_parse_driver_version(s, &cg_cfg.emulate_driver)) {
+  if ((s = env("CAPGUARD_EMULATE_DRIVER")) && *s && cg_parse_driver_version(s, &cg_cfg.emulate_driver)) {
     note("CAPGUARD_EMULATE_DRIVER=%s is not a driver version like 12020; not emulating", s);
     cg_cfg.emulate_driver = 0;
   }

@@ -69,9 +69,12 @@ static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
   if (id)
     snprintf(after, sizeof after, "; the latest graph captured here is capture %llu's, captured at %s",
              (unsigned long long)id, graph[0] ? graph : "a site not known");
-  cg_warn("%s waits in %s for %.1f s (thread %llu%s%s%s, %s 0x%llx, called from %s)%s", who, call ? call : "?",
-          waited_ns / 1e9, (unsigned long long)tid, name[0] ? " '" : "", name, name[0] ? "'" : "",
-          call && strstr(call, "Event") ? "event" : call && strstr(call, "Ctx") ? "context" : "stream",
+  cg_warn("%s waits in %s for %.1f s (thread %llu%s%s%s, %s 0x%llx, called from %s)%s", who,
+          call ? call : "?", waited_ns / 1e9, (unsigned long long)tid, name[0] ? " '" : "", name,
+          name[0] ? "'" : "",
+          call && strstr(call, "Event") ? "event"
+          : call && strstr(call, "Ctx") ? "context"
+                                        : "stream",
           (unsigned long long)c->handle, caller, after);
 }
 
@@ -106,7 +109,8 @@ static void look(void) {
       continue;
     uint64_t t = __atomic_load_n(&s->call_ns, __ATOMIC_ACQUIRE);
     if (t && now > t + limit && said_call[i] != t) {
-      call_seen c = {__atomic_load_n(&s->call, __ATOMIC_RELAXED), __atomic_load_n(&s->handle, __ATOMIC_RELAXED),
+      call_seen c = {__atomic_load_n(&s->call, __ATOMIC_RELAXED),
+                     __atomic_load_n(&s->handle, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->caller, __ATOMIC_RELAXED)};
       said_call[i] = t;
       if (still(s, tid, &s->call_ns, t))

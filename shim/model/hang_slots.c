@@ -51,7 +51,7 @@ static void give_back(void *unused) {
   __atomic_store_n(&s->call_ns, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&s->capture_ns, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE); /* free, after the rest */
-  my_slot = -1; /* a later destructor's synchronize claims one again */
+  my_slot = -1;                                   /* a later destructor's synchronize claims one again */
 }
 
 static void make_slot_key(void) { slot_key_made = pthread_key_create(&slot_key, give_back) == 0; }

@@ -30,7 +30,7 @@
 #endif
 
 static bool log_opened; /* a log was opened: a line that cannot be written is lost */
-static bool log_deferred; /* a log to create at the first use of the driver (open_log) */
+static bool log_deferred;     /* a log to create at the first use of the driver (open_log) */
 static char log_path[4096];   /* CAPGUARD_LOG expanded (%p, %h, %q{VAR}, %%) */
 static int process_written;
 /* This process's "start" record is written (or owed to no one: a forked

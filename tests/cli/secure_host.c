@@ -15,13 +15,13 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    CUresult r_ = (call);                                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                                      \
-      printf("secure_host: %s returned %d\n", #call, (int)r_);                                     \
-      return 2;                                                                                    \
-    }                                                                                              \
+#define CHECK(call)                                            \
+  do {                                                         \
+    CUresult r_ = (call);                                      \
+    if (r_ != CUDA_SUCCESS) {                                  \
+      printf("secure_host: %s returned %d\n", #call, (int)r_); \
+      return 2;                                                \
+    }                                                          \
   } while (0)
 
 /* The image at path, whole, in memory (NULL when it cannot be read). */

@@ -81,7 +81,8 @@ static int take_sigterm(void) {
   fflush(stdout);
   struct pollfd p = {fd, POLLIN, 0};
   struct signalfd_siginfo si;
-  if (fd < 0 || poll(&p, 1, 10000) != 1 || read(fd, &si, sizeof si) != (ssize_t)sizeof si || si.ssi_signo != SIGTERM) {
+  if (fd < 0 || poll(&p, 1, 10000) != 1 || read(fd, &si, sizeof si) != (ssize_t)sizeof si ||
+      si.ssi_signo != SIGTERM) {
     printf("no signal\n");
     return 1;
   }

@@ -17,7 +17,10 @@ static void append(char *buf, size_t cap, size_t *used, const char *s) {
  * overlong form, no surrogate, nothing past U+10FFFF), 0 when the bytes there
  * are not one. */
 static size_t utf8_char(const unsigned char *p) {
-  size_t n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+  size_t n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
+             : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+             : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                            : 0;
   if (!n)
     return 0;
   for (size_t i = 1; i < n; i++)
@@ -50,8 +53,12 @@ static void ansi_c_word(const char *s, char *buf, size_t cap, size_t *used) {
   for (const unsigned char *p = (const unsigned char *)s; *p;) {
     size_t n = *p < 0x80 ? 1 : utf8_char(p);
     char one[8] = "";
-    const char *named = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : *p == '\r' ? "\\r" : *p == '\\' ? "\\\\"
-                        : *p == '\'' ? "\\'" : NULL;
+    const char *named = *p == '\n'   ? "\\n"
+                        : *p == '\t' ? "\\t"
+                        : *p == '\r' ? "\\r"
+                        : *p == '\\' ? "\\\\"
+                        : *p == '\'' ? "\\'"
+                                     : NULL;
     if (named)
       snprintf(one, sizeof one, "%s", named);
     else if (!n || *p < 0x20 || *p == 0x7f)
