@@ -12,8 +12,8 @@
 # (setpriv). The same host not set-user-ID, run by nobody, takes the same
 # settings: the anchor. Over the fake driver as 12.2 (the load in the
 # capture is refused, so guard mode would record it), with the real shim.
-# Before: the log (5 lines) and the metrics file written as root in a
-# directory only root may write.
+# Before: the log and the metrics file written as root in a directory only
+# root may write.
 . "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: needs root, to make a program set-user-ID and run it as another user"
