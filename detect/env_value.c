@@ -28,6 +28,11 @@ int cg_parse_bool(const char *s, bool *out) {
 }
 
 int cg_parse_hang_seconds(const char *s, unsigned *out) {
+  /* digits only: strtol would take " 5" and "+5", which a typo or a
+   * template's stray space makes, as 5 without a word */
+  for (const char *p = s; *p; p++)
+    if (*p < '0' || *p > '9')
+      return -1;
   char *end;
   errno = 0;
   long n = strtol(s, &end, 10);

@@ -958,6 +958,8 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
   if (s->log_path) {
     cg_out_str(&o, "; log: ");
     put_clean(&o, s->log_path);
+  } else if (s->secure) {
+    cg_out_str(&o, "; no log (secure execution)");
   } else {
     cg_out_str(&o, "; no log (set CAPGUARD_LOG=path)");
   }

@@ -54,12 +54,22 @@ static void atfork_child(void) {
 
 /* At the first driver use, not at start-up: warming the unwinder dlopens
  * libgcc_s, and registering for membarrier is a system call; a process
- * that never uses CUDA pays for neither (bench/instr_budget.py). Both are
- * done before any wrapper sees the driver, so that neither happens inside
- * a driver call and every begin finds membarrier registered. */
+ * that never uses CUDA pays for neither (bench/instr_budget.py), and leaves
+ * no log file of its own (the log is created here when it was not there).
+ * All are done before any wrapper sees the driver, so that none happens
+ * inside a driver call, every begin finds membarrier registered and no
+ * record comes before the log. */
 static void first_driver_use(void) {
+  /* said here, once, not at start-up: a set-user-ID program that never uses
+   * CUDA (su, ping, under /etc/ld.so.preload) hears nothing from capguard */
+  if (cg_cfg.secure)
+    cg_warn("secure execution (set-user-ID, set-group-ID or file capabilities): capguard takes no setting "
+            "from the environment and writes no file (no log, no priming file, no metrics); it watches in "
+            "guard mode and counts, on stderr");
+  cg_output_open_deferred_log();
   cg_stack_init();
   cg_query_fence_init();
+  cg_hang_watch_start(); /* CAPGUARD_HANG_S only */
 }
 
 /* Early priority: other libraries' constructors may call dlsym, and capguard's
@@ -79,8 +89,8 @@ __attribute__((constructor(101))) static void capguard_init(void) {
   cg_driver_set_first_use(first_driver_use);
   cg_output_open_log();
   cg_captures_init();
-  cg_hang_watch_start(); /* CAPGUARD_HANG_S only */
-  cg_serving_init();     /* CAPGUARD_SERVING_AFTER */
+  cg_hang_watch_setup(cg_cfg.hang_s); /* its thread waits for the first driver use */
+  cg_serving_init();                  /* CAPGUARD_SERVING_AFTER */
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

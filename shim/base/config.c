@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "capguard/env_value.h"
 #include "capguard/image.h"
@@ -48,8 +49,17 @@ static void say_notes(void) {
   setenv(CONFIG_MARK, mark, 1);
 }
 
+/* Secure execution (AT_SECURE: set-user-ID, set-group-ID, file
+ * capabilities): the environment is the invoking user's, and capguard runs
+ * with the program's privileges. As glibc's secure_getenv rules, nothing is
+ * taken from it: no path (a log appended to as root, a priming file made as
+ * root), no mode, no value of the program's choosing; every setting keeps
+ * its default, and with no log, priming file or metrics directory capguard
+ * writes no file. It watches and counts, on stderr (init.c says so once). */
+static const char *env(const char *name) { return cg_cfg.secure ? NULL : getenv(name); }
+
 static void load_bool(const char *var, bool *out, bool dflt) {
-  const char *s = getenv(var);
+  const char *s = env(var);
   *out = dflt;
   if (s && *s && cg_parse_bool(s, out)) {
     note("%s=%s is not understood (use 1 or 0); treating it as %d", var, s, (int)dflt);
@@ -57,37 +67,37 @@ static void load_bool(const char *var, bool *out, bool dflt) {
   }
 }
 
-/* getenv as cg_rank_from_env takes it. */
-static const char *env(const char *name) { return getenv(name); }
-
 void cg_config_load(void) {
   const char *s;
   n_notes = 0;
   memset(notes, 0, sizeof notes);
+  cg_cfg.secure = getauxval(AT_SECURE) != 0;
   cg_cfg.mode = CG_RUN_GUARD;
-  if ((s = getenv("CAPGUARD_MODE")) && *s && !cg_run_mode_parse(s, &cg_cfg.mode)) {
+  if ((s = env("CAPGUARD_MODE")) && *s && !cg_run_mode_parse(s, &cg_cfg.mode)) {
     /* A typo ("gaurd") keeps the default: falling back to report would turn
      * protection off, silently, run after run. */
     note("CAPGUARD_MODE=%s is not a mode (guard, report, off); using guard, the default", s);
     cg_cfg.mode = CG_RUN_GUARD;
   }
-  s = getenv("CAPGUARD_LOG");
+  s = env("CAPGUARD_LOG");
   cg_cfg.log_path = (s && *s) ? s : NULL;
 
   cg_cfg.prime_max = CG_PRIME_DEFAULT_MAX_BYTES;
-  if ((s = getenv("CAPGUARD_PRIME_MAX")) && *s && cg_prime_parse_size(s, &cg_cfg.prime_max)) {
+  if ((s = env("CAPGUARD_PRIME_MAX")) && *s && cg_prime_parse_size(s, &cg_cfg.prime_max)) {
     note("CAPGUARD_PRIME_MAX=%s is not a size (e.g. 256M); using %llu MiB", s,
             (unsigned long long)(CG_PRIME_DEFAULT_MAX_BYTES >> 20));
     cg_cfg.prime_max = CG_PRIME_DEFAULT_MAX_BYTES;
   }
   /* CAPGUARD_PRIME, else the XDG cache, else ~/.cache: read here, like every variable */
-  const char *prime = getenv("CAPGUARD_PRIME");
-  if (prime && strlen(prime) >= sizeof cg_cfg.prime_path) {
+  const char *prime = env("CAPGUARD_PRIME");
+  if (cg_cfg.secure) {
+    cg_cfg.prime_path[0] = 0; /* not even the default: it is found through HOME */
+  } else if (prime && strlen(prime) >= sizeof cg_cfg.prime_path) {
     cg_cfg.prime_path[0] = 0;
     if (cg_cfg.mode == CG_RUN_GUARD)
       note("priming is off: CAPGUARD_PRIME is %zu bytes long, longer than a path may be (%zu); "
            "set it to a shorter path", strlen(prime), sizeof cg_cfg.prime_path - 1);
-  } else if (cg_prime_default_path(prime, getenv("XDG_CACHE_HOME"), getenv("HOME"), cg_cfg.prime_path,
+  } else if (cg_prime_default_path(prime, env("XDG_CACHE_HOME"), env("HOME"), cg_cfg.prime_path,
                                    sizeof cg_cfg.prime_path)) {
     cg_cfg.prime_path[0] = 0;
     if (cg_cfg.mode == CG_RUN_GUARD)
@@ -105,8 +115,7 @@ void cg_config_load(void) {
   }
 
   cg_cfg.emulate_driver = 0;
-  if ((s = getenv("CAPGUARD_EMULATE_DRIVER")) && *s &&
-      cg_parse_driver_version(s, &cg_cfg.emulate_driver)) {
+  if ((s = env("CAPGUARD_EMULATE_DRIVER")) && *s && cg_parse_driver_version(s, &cg_cfg.emulate_driver)) {
     note("CAPGUARD_EMULATE_DRIVER=%s is not a driver version like 12020; not emulating", s);
     cg_cfg.emulate_driver = 0;
   }
@@ -115,14 +124,15 @@ void cg_config_load(void) {
   load_bool("CAPGUARD_QUIET", &cg_cfg.quiet, false);
   load_bool("CAPGUARD_SUMMARY", &cg_cfg.summary, true);
   load_bool("CAPGUARD_STALE", &cg_cfg.stale, false);
-  s = getenv("CAPGUARD_RUN");
+  s = env("CAPGUARD_RUN");
   cg_cfg.run_id = (s && *s) ? s : NULL;
-  s = getenv("CAPGUARD_METRICS");
+  s = env("CAPGUARD_METRICS");
   cg_cfg.metrics_dir = (s && *s) ? s : NULL;
   cg_cfg.rank = cg_rank_from_env(env);
-  s = getenv("CAPGUARD_PRIME_OPTION");
+  cg_cfg.hang_s = env("CAPGUARD_HANG_S");
+  s = env("CAPGUARD_PRIME_OPTION");
   cg_cfg.prime_option = s && !strcmp(s, "--prime");
-  s = getenv("CAPGUARD_PRIME_SAID");
+  s = env("CAPGUARD_PRIME_SAID");
   cg_cfg.prime_said = s && !strcmp(s, "1");
   say_notes();
 }

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,19 +53,29 @@ static void caller_text(void *ra, char *buf, size_t cap) {
   cg_out_finish(&w);
 }
 
-static void say_call(const cg_hang_slot *s, uint64_t tid, uint64_t waited_ns) {
+/* What a slot held at one look, copied while its owner may write it. */
+typedef struct {
+  const char *call;
+  uint64_t handle;
+  void *caller;
+} call_seen;
+
+static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
   char name[32], caller[256], graph[CG_HANG_SITE], after[CG_HANG_SITE + 96] = "";
   thread_name(tid, name, sizeof name);
-  caller_text(__atomic_load_n(&s->caller, __ATOMIC_RELAXED), caller, sizeof caller);
-  const char *call = __atomic_load_n(&s->call, __ATOMIC_RELAXED);
+  caller_text(c->caller, caller, sizeof caller);
+  const char *call = c->call;
   uint64_t id = cg_hang_latest_graph(graph, sizeof graph);
   if (id)
     snprintf(after, sizeof after, "; the latest graph captured here is capture %llu's, captured at %s",
              (unsigned long long)id, graph[0] ? graph : "a site not known");
-  cg_warn("%s waits in %s for %.1f s (thread %llu%s%s%s, %s 0x%llx, called from %s)%s", who, call ? call : "?",
-          waited_ns / 1e9, (unsigned long long)tid, name[0] ? " '" : "", name, name[0] ? "'" : "",
-          call && strstr(call, "Event") ? "event" : call && strstr(call, "Ctx") ? "context" : "stream",
-          (unsigned long long)__atomic_load_n(&s->handle, __ATOMIC_RELAXED), caller, after);
+  cg_warn("%s waits in %s for %.1f s (thread %llu%s%s%s, %s 0x%llx, called from %s)%s", who,
+          call ? call : "?", waited_ns / 1e9, (unsigned long long)tid, name[0] ? " '" : "", name,
+          name[0] ? "'" : "",
+          call && strstr(call, "Event") ? "event"
+          : call && strstr(call, "Ctx") ? "context"
+                                        : "stream",
+          (unsigned long long)c->handle, caller, after);
 }
 
 static void say_capture(const cg_hang_slot *s, uint64_t tid, uint64_t open_ns) {
@@ -80,22 +92,35 @@ static void say_capture(const cg_hang_slot *s, uint64_t tid, uint64_t open_ns) {
           site[0] ? site : "a site not known");
 }
 
+/* Whether slot s still holds what was read at tid and t: a thread that
+ * left (its slot given back, model/hang_slots.c) or began another call
+ * since is never said. */
+static bool still(const cg_hang_slot *s, uint64_t tid, const uint64_t *at, uint64_t t) {
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return __atomic_load_n(at, __ATOMIC_RELAXED) == t && __atomic_load_n(&s->tid, __ATOMIC_RELAXED) == tid;
+}
+
 static void look(void) {
   uint64_t now = cg_hang_now(), limit = (uint64_t)cg_hang_s * 1000000000ull;
   for (int i = 0; i < CG_HANG_SLOTS; i++) {
     cg_hang_slot *s = &cg_hang_slots[i];
-    uint64_t tid = __atomic_load_n(&s->tid, __ATOMIC_RELAXED);
+    uint64_t tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);
     if (!tid)
       continue;
     uint64_t t = __atomic_load_n(&s->call_ns, __ATOMIC_ACQUIRE);
     if (t && now > t + limit && said_call[i] != t) {
+      call_seen c = {__atomic_load_n(&s->call, __ATOMIC_RELAXED),
+                     __atomic_load_n(&s->handle, __ATOMIC_RELAXED),
+                     __atomic_load_n(&s->caller, __ATOMIC_RELAXED)};
       said_call[i] = t;
-      say_call(s, tid, now - t);
+      if (still(s, tid, &s->call_ns, t))
+        say_call(&c, tid, now - t);
     }
     t = __atomic_load_n(&s->capture_ns, __ATOMIC_ACQUIRE);
     if (t && now > t + limit && said_capture[i] != t) {
       said_capture[i] = t;
-      say_capture(s, tid, now - t);
+      if (still(s, tid, &s->capture_ns, t))
+        say_capture(s, tid, now - t);
     }
   }
 }
@@ -115,13 +140,12 @@ static void *watch(void *arg) {
   return NULL;
 }
 
-void cg_hang_watch_start(void) {
-  const char *v = getenv("CAPGUARD_HANG_S");
-  if (!v || !*v)
+void cg_hang_watch_setup(const char *value) {
+  if (!value || !*value)
     return;
   unsigned n;
-  if (cg_parse_hang_seconds(v, &n) != 0) { /* the command's table takes the same (env_value.h) */
-    cg_warn("CAPGUARD_HANG_S=%s is not a number of seconds from 1 to 86400: the hang watch is off", v);
+  if (cg_parse_hang_seconds(value, &n) != 0) { /* the command's table takes the same (env_value.h) */
+    cg_warn("CAPGUARD_HANG_S=%s is not a number of seconds from 1 to 86400: the hang watch is off", value);
     return;
   }
   cg_rank_info r = cg_cfg.rank;
@@ -130,8 +154,26 @@ void cg_hang_watch_start(void) {
   else
     snprintf(who, sizeof who, "pid %d", (int)getpid());
   cg_hang_s = n;
+}
+
+void cg_hang_watch_start(void) {
+  if (!cg_hang_s)
+    return;
+  /* Every signal blocked in the watcher from its first instruction (a
+   * thread inherits its creator's mask): a signal sent to the process is
+   * then never delivered to it, so a host that blocks SIGTERM in its own
+   * threads and takes it through a signalfd or a sigwait thread still gets
+   * it, not the default action in capguard's thread. The creating thread's
+   * mask is as it was once pthread_create returns; a signal sent meanwhile
+   * waits, pending, for that. (A fault in the watcher, blocked or not,
+   * ends the process as it would have anyway.) */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_t t;
-  if (pthread_create(&t, NULL, watch, NULL) == 0) {
+  int rc = pthread_create(&t, NULL, watch, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc == 0) {
     pthread_detach(t); /* never joined: the process exits without it */
     pthread_setname_np(t, "capguard-hang");
     return;

@@ -1,5 +1,6 @@
 #include "hang_slots.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -33,6 +34,28 @@ uint64_t cg_hang_now(void) {
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+/* A thread's slot is given back when it ends (returns, pthread_exit, or is
+ * cancelled inside a synchronize: the key's destructor runs in each case):
+ * what it was in is forgotten before the slot is free, so a thread that is
+ * gone is never said to wait, and the slots serve threads that come and go
+ * by the thousand. */
+static pthread_key_t slot_key;
+static pthread_once_t slot_key_once = PTHREAD_ONCE_INIT;
+static bool slot_key_made;
+
+static void give_back(void *unused) {
+  (void)unused;
+  if (my_slot < 0)
+    return;
+  cg_hang_slot *s = &cg_hang_slots[my_slot];
+  __atomic_store_n(&s->call_ns, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->capture_ns, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE); /* free, after the rest */
+  my_slot = -1;                                   /* a later destructor's synchronize claims one again */
+}
+
+static void make_slot_key(void) { slot_key_made = pthread_key_create(&slot_key, give_back) == 0; }
+
 static cg_hang_slot *slot(void) {
   if (my_slot >= 0)
     return &cg_hang_slots[my_slot];
@@ -44,6 +67,9 @@ static cg_hang_slot *slot(void) {
     if (__atomic_compare_exchange_n(&cg_hang_slots[i].tid, &free_, tid, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
       my_slot = i;
+      pthread_once(&slot_key_once, make_slot_key);
+      if (slot_key_made)
+        pthread_setspecific(slot_key, &cg_hang_slots[i]); /* any non-NULL value: the destructor runs */
       return &cg_hang_slots[i];
     }
   }

@@ -15,7 +15,7 @@
  * the watch is off. Set once at start-up, before any wrapper runs. */
 extern unsigned cg_hang_s;
 
-#define CG_HANG_SLOTS 512 /* threads watched; past that, a thread is not */
+#define CG_HANG_SLOTS 512 /* threads watched at once (a slot is given back at the thread's end) */
 #define CG_HANG_SITE 256
 
 typedef struct {

@@ -17,6 +17,7 @@
 #include "capguard/log_name.h"
 #include "capguard/nccl_frames.h"
 #include "capguard/write_whole.h"
+#include "absolute_path.h"
 #include "config.h"
 #include "log_descriptor.h"
 #include "seen_set.h"
@@ -29,8 +30,14 @@
 #endif
 
 static bool log_opened; /* a log was opened: a line that cannot be written is lost */
+static bool log_deferred;     /* a log to create at the first use of the driver (open_log) */
 static char log_path[4096];   /* CAPGUARD_LOG expanded (%p, %h, %q{VAR}, %%) */
 static int process_written;
+/* This process's "start" record is written (or owed to no one: a forked
+ * child has its parent's). Written at start-up only by capguard run's own
+ * child; every other process writes it at its first use of the driver, so
+ * that helpers that never use CUDA write nothing. */
+static int start_written;
 static int process_driver_version;
 /* A forked child inherits its parent's driver but never resolves it again,
  * so it would write records under a pid no "process" record names: no run,
@@ -106,6 +113,38 @@ __attribute__((format(printf, 1, 2))) static void log_warn(const char *fmt, ...)
     setenv(LOG_MARK, mark, 1);
 }
 
+/* Whether capguard run started this process itself: run names its own pid
+ * first in CAPGUARD_RUN ("PID-TIME", tools/cmd/cmd_run.c). Its summary tells
+ * a command that never used CUDA from one the shim never started in by
+ * this process's "start" record. */
+static bool started_by_run(void) {
+  const char *id = cg_cfg.run_id;
+  if (!id)
+    return false;
+  char *end;
+  long pid = strtol(id, &end, 10);
+  return end != id && *end == '-' && pid > 0 && pid == (long)getppid();
+}
+
+/* Whether the log file is not there yet, in a directory that is: then its
+ * creation can wait. Anything else (a file there, a directory missing) is
+ * opened, or said, at start-up as before. */
+static bool creation_can_wait(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) == 0 || errno != ENOENT)
+    return false;
+  char dir[sizeof log_path];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == dir)
+    dir[1] = '\0';
+  else
+    *slash = '\0';
+  return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* The log is opened under the priming file's rules (capguard/log_file.h):
  * no symbolic link followed, a regular file only (a FIFO or device could
  * block the host in open or write), ours and writable by nobody else. */
@@ -120,9 +159,28 @@ static void open_log(void) {
     log_warn("log path %.200s... is too long; reporting on stderr only", cg_cfg.log_path);
     return;
   }
+  /* A file not there yet is created when the process first uses the
+   * driver (its path made absolute now: the program may chdir), so that a
+   * helper that never uses CUDA leaves no file (%p: one per process). */
+  if (!started_by_run() && creation_can_wait(log_path) && cg_path_absolute(log_path, sizeof log_path) == 0) {
+    log_deferred = true;
+    return;
+  }
   char why[256];
   if (cg_log_fd_open(log_path, why, sizeof why) != 0) {
     log_warn("cannot open log %s: it %s; reporting on stderr only", log_path, why);
+    return;
+  }
+  log_opened = true;
+}
+
+/* The log whose creation waited for the first use of the driver. */
+void cg_output_open_deferred_log(void) {
+  if (!__atomic_exchange_n(&log_deferred, false, __ATOMIC_ACQ_REL))
+    return;
+  char why[256];
+  if (cg_log_fd_open(log_path, why, sizeof why) != 0) {
+    cg_warn("cannot open log %s: it %s; reporting on stderr only", log_path, why);
     return;
   }
   log_opened = true;
@@ -134,8 +192,10 @@ void cg_output_open_log(void) {
   in_constructor = true; /* init.c calls this from the constructor only */
   open_log();
   in_constructor = false;
-  if (log_opened)
+  if (log_opened && started_by_run()) {
+    start_written = 1;
     write_record(CG_RECORD_START, 0);
+  }
 }
 
 /* Format with f into small (cap bytes), or into the heap when it does not
@@ -338,9 +398,10 @@ void cg_output_capture(const cg_capture_record *r) {
   emit(TO_LOG, fmt_capture_json, r); /* nothing when the log was given up on: log_line counts it lost */
 }
 
-/* The "start" record (every process the shim starts in, so that a command
- * that never touches CUDA is told apart from a shim that never loaded) and
- * the "process" record (when the process first uses the driver). The words
+/* The "start" record (capguard run's own child at start-up, so that a
+ * command that never touches CUDA is told apart from a shim that never
+ * loaded; every other process when it first uses the driver) and the
+ * "process" record (when the process first uses the driver). The words
  * are detect/'s (cg_process_format_json); this only gathers and writes them. */
 static size_t fmt_process_json(const void *obj, char *b, size_t c) { return cg_process_format_json(obj, b, c); }
 
@@ -380,10 +441,15 @@ static void pay_identity(void) {
 
 void cg_output_process(int driver_version) {
   cg_lock(&out_lock);
-  int first = !process_written;
+  int first = !process_written, start = !start_written;
   process_written = 1;
+  start_written = 1;
   process_driver_version = driver_version;
   cg_unlock(&out_lock);
+  if (first)
+    cg_output_open_deferred_log(); /* a forked child's: its parent opened the one it had */
+  if (first && start && log_opened)
+    write_record(CG_RECORD_START, 0);
   if (first && log_opened)
     write_record(CG_RECORD_PROCESS, driver_version);
 }
@@ -394,6 +460,7 @@ static size_t fmt_summary_json(const void *obj, char *b, size_t c) { return cg_s
 void cg_output_summary(cg_summary *s) {
   pay_identity();
   s->log_path = log_opened ? log_path : NULL; /* given up on: the next line says it is incomplete */
+  s->secure = cg_cfg.secure;
   char buf[4096]; /* the slowest captures' sites: up to 3 x 512 */
   size_t n;
   uint64_t lost = __atomic_load_n(&lines_lost, __ATOMIC_RELAXED);
@@ -452,10 +519,14 @@ void cg_output_atfork_child(void) {
   lines_lost = 0;
   identity_owed = process_written; /* a forked worker is a process of its own in the log */
   process_written = 0;
-  /* With %p in CAPGUARD_LOG, each process writes a file of its own. */
-  if (log_opened && cg_cfg.log_path && cg_log_name_has_pid(cg_cfg.log_path)) {
-    cg_log_fd_close();
+  start_written = 1; /* a forked child never started the shim: its "process" record names it */
+  /* With %p in CAPGUARD_LOG, each process writes a file of its own (one
+   * whose creation still waits is named again, with the child's pid). */
+  if ((log_opened || log_deferred) && cg_cfg.log_path && cg_log_name_has_pid(cg_cfg.log_path)) {
+    if (log_opened)
+      cg_log_fd_close();
     log_opened = false;
+    log_deferred = false;
     log_failed = 0; /* a new file: whatever failed was the parent's */
     log_cut_mid_line = 0;
     open_log();

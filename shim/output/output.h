@@ -14,6 +14,9 @@
 
 /* Open the log named by the configuration (one warning if it cannot be). */
 void cg_output_open_log(void);
+/* A log not there at start-up is created now, at the first use of the driver
+ * (before any wrapper sees it): a process that never uses CUDA leaves none. */
+void cg_output_open_deferred_log(void);
 /* The "process" record, written once, when the process first uses the driver. */
 void cg_output_process(int driver_version);
 /* An event's native stack as return addresses, with room for their names:

@@ -41,7 +41,7 @@ for v in 256M 1G 4096 abc 10X; do agree CAPGUARD_PRIME_MAX "$v"; done
 for var in CAPGUARD_RESCUE CAPGUARD_PRIME_READONLY CAPGUARD_QUIET CAPGUARD_SUMMARY; do
   for v in 1 0 yes off true maybe 2; do agree "$var" "$v"; done
 done
-for v in 5 86400 0 x 5s -1 86401; do agree CAPGUARD_HANG_S "$v"; done
+for v in 5 86400 0 x 5s -1 86401 " 5" "+5"; do agree CAPGUARD_HANG_S "$v"; done
 for v in "$WORK/l.jsonl" "$WORK/z%%.jsonl" "$WORK/l.%p.jsonl" "$WORK/a%x.jsonl" "$WORK/q%q.jsonl" "$WORK/e%"; do
   agree CAPGUARD_LOG "$v"
 done

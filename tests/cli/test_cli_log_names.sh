@@ -36,7 +36,7 @@ grep -q '"type":"start"' "$WORK/r.7.jsonl" 2>/dev/null && pass || fail "%q{RANK}
 expect_in "$WORK/rank.err" "capguard: 2 processes used CUDA, 2 captures, 2 broken" "%q{RANK}: the summary reads every file"
 run_cg rank-report report "$WORK/r.%q{RANK}.jsonl"
 expect_in "$WORK/rank-report.out" "capguard report: 3 logs, 2 processes with CUDA, 2 captures, 2 broken" "report reads every %q{RANK} file"
-env -u RANK LD_PRELOAD="$REAL_SHIM" CAPGUARD_LOG="$WORK/u.%q{RANK}.jsonl" true
+env -u RANK LD_PRELOAD="$REAL_SHIM" CAPGUARD_LOG="$WORK/u.%q{RANK}.jsonl" "$DYING_HOST" alloc "$CUBIN" cg_test_fill >/dev/null 2>&1
 [ -s "$WORK/u..jsonl" ] && pass || fail "%q{RANK} with RANK unset is not empty: $(ls "$WORK")"
 
 # --- %p still one file per process

@@ -26,6 +26,27 @@ expect_not_in "$WORK/nocuda.jsonl" '"type":"process"' "no process record without
 run_cg nocuda-report report "$WORK/nocuda.jsonl"
 expect_rc 0 "report of a run without CUDA"
 expect_in "$WORK/nocuda-report.out" "(guard mode, no CUDA): 0 captures, 0 broken" "report names the process without CUDA"
+# 1,000 helpers that never use CUDA write nothing: the command's own start
+# record (capguard run's child, so that the summary can say no CUDA was used)
+# and no other; a helper that does use CUDA writes its start record then,
+# with its process record (before: 1,002 start records)
+run_cg helpers run --log "$WORK/helpers.jsonl" -- \
+  sh -c 'i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i + 1)); done; "$@"' sh "${engine[@]}"
+n=$(grep -c '"type":"start"' "$WORK/helpers.jsonl")
+[ "$n" -eq 2 ] && pass || fail "1,000 helpers without CUDA: $n start records, wanted 2 (the command's, the engine's)"
+[ "$(grep -c '"type":"process"' "$WORK/helpers.jsonl")" -eq 1 ] && pass || fail "1,000 helpers: one process record, the engine's"
+engine_pid=$(grep -o '"type":"process","pid":[0-9]*' "$WORK/helpers.jsonl" | grep -o '[0-9]*$')
+[ "$(grep -o '"type":"start","pid":[0-9]*' "$WORK/helpers.jsonl" | grep -c ":$engine_pid$")" -eq 1 ] && pass ||
+  fail "1,000 helpers: the engine's start record"
+expect_in "$WORK/helpers.err" "capguard: 1 process used CUDA, 1 capture, 1 broken" "1,000 helpers: the summary counts the engine"
+# under the shim alone (no capguard run): helpers that never use CUDA leave the log empty
+: >"$WORK/alone.jsonl"
+LD_PRELOAD=$REAL_SHIM CAPGUARD_LOG=$WORK/alone.jsonl sh -c 'i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i + 1)); done'
+[ ! -s "$WORK/alone.jsonl" ] && pass || fail "1,000 helpers under the shim alone wrote $(wc -l <"$WORK/alone.jsonl") lines"
+# and with a file per process (%p), no file: only a process that uses the driver creates its own
+mkdir "$WORK/per-pid"
+LD_PRELOAD=$REAL_SHIM CAPGUARD_LOG=$WORK/per-pid/%p.jsonl sh -c 'i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i + 1)); done'
+[ -z "$(ls -A "$WORK/per-pid")" ] && pass || fail "1,000 helpers with %p left $(ls "$WORK/per-pid" | wc -l) files"
 
 # --- a temporary log that holds something is kept and named
 run_cg tmpkept run -- "${engine[@]}"
@@ -52,8 +73,9 @@ grep -qE '^capguard: pid [0-9]+, [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} UTC: cuMod
 # --- %p: one log per process, all summarised
 run_cg perpid run --log "$WORK/pp-%p.jsonl" --prime "$WORK/pp.cgp" -- "${app[@]}"
 n=$(ls "$WORK"/pp-*.jsonl 2>/dev/null | wc -l)
-# the engine, 4 workers, and the shell that starts one of them
-[ "$n" -eq 6 ] && pass || fail "%p: $n log files, wanted 6 (engine, 4 workers, sh)"
+# the engine (capguard run's own child) and 4 workers; the shell that starts one
+# of them never uses CUDA and leaves no file
+[ "$n" -eq 5 ] && pass || fail "%p: $n log files, wanted 5 (engine, 4 workers; none for sh)"
 for f in "$WORK"/pp-*.jsonl; do
   pid=${f##*/pp-}; pid=${pid%.jsonl}
   [ "$(grep -o '"pid":[0-9]*' "$f" | sort -u)" = "\"pid\":$pid" ] && pass || fail "$f holds lines of other pids"

@@ -36,4 +36,18 @@ for _ in $(seq 200); do [ -e "$WORK/r2" ] && break; sleep 0.05; done
 sleep 0.2
 kill -TERM "$pid"; wait "$pid"; rc=$?
 expect_rc 143 "uncaught forwarded SIGTERM"
+# SIGCHLD ignored by the parent (inherited across exec): run sets it back to the
+# default for itself and the command, reaps the command, keeps its status (7)
+# and says its summary (before: "lost track of 'sh': No child processes", 125)
+ignoring_chld() { perl -e '$SIG{CHLD} = "IGNORE"; exec @ARGV' "$@"; }
+ignoring_chld "$CAPGUARD" run -- sh -c 'exit 7' >"$WORK/chld.out" 2>"$WORK/chld.err"
+rc=$?
+expect_rc 7 "SIGCHLD ignored by run's parent: the command's status"
+expect_in "$WORK/chld.err" "capguard: 1 process used CUDA, 0 captures, 0 broken" "SIGCHLD ignored by run's parent: the summary"
+expect_not_in "$WORK/chld.err" "lost track" "SIGCHLD ignored by run's parent: the command is not lost"
+# the command's ignored set (SigIgn; bit 16 is SIGCHLD, 17) has it clear
+ignoring_chld "$CAPGUARD" run -q -- grep ^SigIgn: /proc/self/status >"$WORK/chld-ign.out" 2>/dev/null
+ign=$(sed -n 's/^SigIgn:\s*//p' "$WORK/chld-ign.out")
+[ -n "$ign" ] && [ $(( 0x$ign & 0x10000 )) -eq 0 ] && pass ||
+  fail "SIGCHLD ignored by run's parent: the command still ignores it (SigIgn '$ign')"
 finish

@@ -12,7 +12,10 @@ export FAKECUDA_DRIVER_VERSION=13000
 printf 'host: line 1\nhost: line 2\n' >"$WORK/want"
 for when in before after; do
   for mode in report guard; do
-    rm -f "$WORK/data" "$WORK/log.jsonl"
+    # the log there at start-up, so that the shim opens it then (one not
+    # there waits for the first use of the driver, after the host's close)
+    rm -f "$WORK/data"
+    : >"$WORK/log.jsonl"
     CAPGUARD_MODE=$mode CAPGUARD_LOG="$WORK/log.jsonl" CAPGUARD_PRIME="$WORK/p.cgp" LD_PRELOAD="$REAL_SHIM" \
       "$HOST_FDS" $when "$WORK/data" >"$WORK/out" 2>"$WORK/err"
     rc=$?
@@ -34,6 +37,7 @@ done
 # a log that cannot be opened again (its directory gone): one line says why,
 # the host's file is still its own
 mkdir -p "$WORK/gone"
+: >"$WORK/gone/log.jsonl"
 CAPGUARD_LOG="$WORK/gone/log.jsonl" LD_PRELOAD="$REAL_SHIM" \
   "$HOST_FDS" before "$WORK/data" "$WORK/gone/log.jsonl" >"$WORK/out" 2>"$WORK/err"
 rc=$?

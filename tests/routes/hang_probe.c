@@ -3,26 +3,146 @@
  *                 synchronizes the stream (FAKECUDA_SYNC_BLOCK_MS makes that
  *                 wait, as a rank whose peer never comes would);
  *   open SECONDS  begins a capture and leaves it open SECONDS (a plain sleep,
- *                 no driver call) before ending it.
+ *                 no driver call) before ending it;
+ *   signalfd      synchronizes a stream (CUDA used: the watch runs), then
+ *                 blocks SIGTERM and takes it through a signalfd, as a
+ *                 server's shutdown does: prints "ready", waits up to 10 s
+ *                 for SIGTERM, prints "got SIGTERM" (exit 0) or "no signal"
+ *                 (exit 1);
+ *   unshare       counts its threads, enters a new user namespace
+ *                 (unshare(CLONE_NEWUSER), which a process of more than one
+ *                 thread may not), then synchronizes a stream and counts
+ *                 again: "threads=N unshare=OK|ERROR threads_after=M";
+ *   reuse N       N threads, one after another, each synchronizes once and
+ *                 exits; then one more synchronizes with
+ *                 FAKECUDA_SYNC_BLOCK_MS=3000 (the wait to be said);
+ *   cancel        a thread synchronizes with FAKECUDA_SYNC_BLOCK_MS=5000 and
+ *                 is cancelled 200 ms in; then 2.5 s of nothing (a gone
+ *                 thread must not be said to wait).
  * Prints done=1 when it got to its end. */
 #include <cuda.h>
 
+#include <dirent.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "probe_check.h"
 
+static CUcontext ctx;
+static CUstream stream;
+
+static void sleep_ms(long ms) {
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&t, &t) != 0) {
+  }
+}
+
+static int threads_now(void) {
+  DIR *d = opendir("/proc/self/task");
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    n += e->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n;
+}
+
+static void *sync_once(void *arg) {
+  (void)arg;
+  CHECK(cuCtxSetCurrent(ctx));
+  CHECK(cuStreamSynchronize(stream));
+  return NULL;
+}
+
+static void run_thread(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, sync_once, NULL) != 0 || pthread_join(t, NULL) != 0) {
+    fprintf(stderr, "hang_probe: a thread could not run\n");
+    exit(2);
+  }
+}
+
+static int take_sigterm(void) {
+  CHECK(cuStreamSynchronize(stream));
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, NULL);
+  int fd = signalfd(-1, &term, SFD_CLOEXEC);
+  printf("ready\n");
+  fflush(stdout);
+  struct pollfd p = {fd, POLLIN, 0};
+  struct signalfd_siginfo si;
+  if (fd < 0 || poll(&p, 1, 10000) != 1 || read(fd, &si, sizeof si) != (ssize_t)sizeof si ||
+      si.ssi_signo != SIGTERM) {
+    printf("no signal\n");
+    return 1;
+  }
+  printf("got SIGTERM\n");
+  return 0;
+}
+
+static void in_new_namespace(void) {
+  int before = threads_now();
+  int rc = unshare(CLONE_NEWUSER);
+  CHECK(cuStreamSynchronize(stream));
+  printf("threads=%d unshare=%s threads_after=%d\n", before, rc == 0 ? "OK" : "ERROR", threads_now());
+}
+
+static void cancelled(void) {
+  setenv("FAKECUDA_SYNC_BLOCK_MS", "5000", 1);
+  pthread_t t;
+  if (pthread_create(&t, NULL, sync_once, NULL) != 0) {
+    fprintf(stderr, "hang_probe: a thread could not run\n");
+    exit(2);
+  }
+  sleep_ms(200);
+  pthread_cancel(t);
+  pthread_join(t, NULL);
+  unsetenv("FAKECUDA_SYNC_BLOCK_MS");
+  sleep_ms(2500);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: hang_probe sync | open SECONDS\n");
+    fprintf(stderr, "usage: hang_probe sync | open SECONDS | signalfd | unshare | reuse N | cancel\n");
     return 2;
   }
-  CUstream s;
   CUgraph g;
-  (void)probe_primary_context();
+  ctx = probe_primary_context();
+  CUstream s;
+  if (strcmp(argv[1], "unshare") == 0) {
+    /* the stream made through the fake directly (cuStreamCreate is not
+     * wrapped): nothing of capguard's has run but its constructor */
+    CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    in_new_namespace();
+    printf("done=1\n");
+    return 0;
+  }
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  stream = s;
+  if (strcmp(argv[1], "signalfd") == 0)
+    return take_sigterm();
+  if (strcmp(argv[1], "reuse") == 0 || strcmp(argv[1], "cancel") == 0) {
+    if (strcmp(argv[1], "cancel") == 0)
+      cancelled();
+    else {
+      for (int i = 0; i < (argc > 2 ? atoi(argv[2]) : 600); i++)
+        run_thread();
+      setenv("FAKECUDA_SYNC_BLOCK_MS", "3000", 1);
+      run_thread();
+    }
+    printf("done=1\n");
+    return 0;
+  }
   CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
   if (strcmp(argv[1], "open") == 0) {
     struct timespec t = {argc > 2 ? atoi(argv[2]) : 2, 0};

@@ -8,9 +8,21 @@
   - the same without CAPGUARD_HANG_S says nothing of the kind;
   - a capture left open 3 s is said once with its thread, stream and where it
     began;
-  - a bad value is said in one line and the program runs as without it."""
+  - a bad value is said in one line and the program runs as without it,
+    " 5" and "+5" included (digits only);
+  - the watcher harms no host: it starts only once the process uses CUDA
+    (a process that never does has one thread; one that enters a new user
+    namespace first, which a process of two threads may not, can, and
+    `unshare -U` under the shim too), with every signal blocked (a host
+    that blocks SIGTERM after its CUDA set-up and takes it through a
+    signalfd gets it and exits 0, not 143);
+  - a thread's slot is given back when it ends: after 600 threads each
+    synchronized once and exited, a 3 s wait on a new thread is said;
+  - a thread cancelled 200 ms into a synchronize, and gone, is never said
+    to wait."""
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -94,6 +106,49 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = finish(start(["sync"], {"CAPGUARD_HANG_S": "soon"}, tmp))
     check(rc == 0 and "done=1" in out, "bad value: the probe ran")
     check(err.count("CAPGUARD_HANG_S=soon is not a number of seconds") == 1, f"bad value: said once: {err}")
+
+    for bad in (" 5", "+5"):
+        rc, out, err = finish(start(["sync"], {"CAPGUARD_HANG_S": bad, "FAKECUDA_SYNC_BLOCK_MS": "1500"}, tmp))
+        check(rc == 0 and "done=1" in out, f"{bad!r}: the probe ran")
+        check(err.count(f"CAPGUARD_HANG_S={bad} is not a number of seconds from 1 to 86400: the hang watch is off") == 1,
+              f"{bad!r}: refused in one line: {err}")
+        check("waits in" not in err, f"{bad!r}: the watch is off: {err}")
+
+    # a process that never uses CUDA has no thread of capguard's
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGUARD_")}
+    env.update(LD_PRELOAD=SHIM, CAPGUARD_HANG_S="1")
+    p = subprocess.run(["sh", "-c", "ls /proc/$$/task | wc -l"], env=env, capture_output=True, text=True, timeout=30)
+    check(p.stdout.strip() == "1", f"no CUDA: {p.stdout.strip()} threads in a shell under the watch, wanted 1")
+
+    # a host that takes SIGTERM through a signalfd (SIGTERM blocked after its CUDA set-up)
+    p = start(["signalfd"], {"CAPGUARD_HANG_S": "1"}, tmp)
+    ready = p.stdout.readline()
+    check(ready.strip() == "ready", f"signalfd: the probe got ready: {ready!r}")
+    time.sleep(0.3)  # the watcher looks at least once meanwhile
+    p.send_signal(signal.SIGTERM)
+    rc, out, err = finish(p)
+    check(rc == 0 and "got SIGTERM" in out, f"signalfd: the host took its SIGTERM and exited 0, not {rc}: {out} {err}")
+
+    # a new user namespace before CUDA: no watcher yet, so it may; one after
+    if subprocess.run(["unshare", "-U", "true"], capture_output=True).returncode != 0:
+        print("SKIP: unshare -U: user namespaces are not allowed here (checked without capguard)")
+    else:
+        rc, out, err = finish(start(["unshare"], {"CAPGUARD_HANG_S": "1"}, tmp))
+        check(rc == 0 and "threads=1 unshare=OK threads_after=2" in out,
+              f"unshare: one thread before CUDA, the namespace entered, the watcher after: {out} {err}")
+        p = subprocess.run(["unshare", "-U", "true"], env=env, capture_output=True, text=True, timeout=30)
+        check(p.returncode == 0, f"unshare -U under the shim with the watch on: rc {p.returncode}: {p.stderr}")
+
+    # slots given back: 600 threads come and go, then a 3 s wait is said
+    rc, out, err = finish(start(["reuse", "600"], {"CAPGUARD_HANG_S": "1"}, tmp))
+    said = [l for l in err.splitlines() if "waits in cuStreamSynchronize" in l]
+    check(rc == 0 and "done=1" in out, f"reuse: the probe ran (rc {rc}): {err[-300:]}")
+    check(len(said) == 1, f"reuse: the 601st thread's 3 s wait said once, not {len(said)}: {err[-500:]}")
+
+    # a thread cancelled inside a synchronize is gone: never said to wait
+    rc, out, err = finish(start(["cancel"], {"CAPGUARD_HANG_S": "1"}, tmp))
+    check(rc == 0 and "done=1" in out, f"cancel: the probe ran (rc {rc}): {err}")
+    check("waits in" not in err, f"cancel: a cancelled thread said to wait: {err}")
 
 print("hang watch: " + ("ok" if not failures else f"{failures} failed"))
 sys.exit(1 if failures else 0)

@@ -6,7 +6,8 @@
 # (linked with --gc-sections over per-function sections, shim/meson.build).
 set -euo pipefail
 lib=$1
-# What the shim calls, by purpose (gethostname: %h in the log name; the sig* line: its own writes keep a
+# What the shim calls, by purpose (gethostname: %h in the log name; getauxval: AT_SECURE, secure
+# execution, shim/base/config.c; the sig* line: its own writes keep a
 # SIGXFSZ they raise from the host, detect/write_whole.c; pthread_create and
 # the two after it: the hang watch's thread, started only under CAPGUARD_HANG_S). The loader's and the toolchain's own
 # (_ITM_*, __gmon_start__, __cxa_finalize) are not calls of capguard's.
@@ -17,7 +18,7 @@ allowed="
   getcwd open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
   pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait sigfillset sigdelset
   fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf
-  getpid getppid gettid geteuid clock_gettime time nanosleep sched_yield syscall gethostname
+  getpid getppid gettid geteuid clock_gettime time nanosleep sched_yield syscall gethostname getauxval
   opendir readdir64 closedir unlink rename strtoull
   dlopen dlclose dlerror dlvsym dladdr dladdr1 dl_iterate_phdr backtrace
   pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_timedlock pthread_mutex_unlock

@@ -7,7 +7,9 @@
 
 /* Makes this process the subreaper of its descendants (PR_SET_CHILD_SUBREAPER):
  * an orphaned helper of the command is reparented here, not to init, and
- * reaped here. PID 1 is its namespace's reaper already. */
+ * reaped here. PID 1 is its namespace's reaper already. Sets SIGCHLD's
+ * disposition back to the default (an inherited SIG_IGN would let the kernel
+ * reap the command before its status is read), for the command too. */
 void cg_reap_adopt_orphans(void);
 
 /* Waits for pid and stores its status; every other child that ends

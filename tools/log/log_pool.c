@@ -68,14 +68,15 @@ void cgl_make_printable(char *s, size_t n) {
   }
 }
 
-const char *cgl_intern(struct cgl_pool *p, const char *s, size_t n) {
+static const char *intern(struct cgl_pool *p, const char *s, size_t n, bool printable) {
   if (!s)
     return NULL;
   char small[256];
   char *clean = n < sizeof small ? small : cgl_xrealloc(NULL, n + 1);
   memcpy(clean, s, n);
   clean[n] = '\0';
-  cgl_make_printable(clean, n);
+  if (printable)
+    cgl_make_printable(clean, n);
   pooled_str *found;
   HASH_FIND(hh, p->strs, clean, n, found);
   if (!found) {
@@ -89,6 +90,10 @@ const char *cgl_intern(struct cgl_pool *p, const char *s, size_t n) {
     free(clean);
   return found->s;
 }
+
+const char *cgl_intern(struct cgl_pool *p, const char *s, size_t n) { return intern(p, s, n, true); }
+
+const char *cgl_intern_exact(struct cgl_pool *p, const char *s, size_t n) { return intern(p, s, n, false); }
 
 const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t n) {
   if (n == 0)

@@ -26,6 +26,9 @@ void cgl_pool_free(struct cgl_pool *p);
 void cgl_make_printable(char *s, size_t n);
 /* The interned copy of s[0..n) (made printable); NULL when s is NULL. */
 const char *cgl_intern(struct cgl_pool *p, const char *s, size_t n);
+/* The interned copy of s[0..n) byte for byte (a command to paste must give
+ * back the very words); never shown as it is. */
+const char *cgl_intern_exact(struct cgl_pool *p, const char *s, size_t n);
 /* The interned list of n strings, each already interned. */
 const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t n);
 

@@ -283,11 +283,22 @@ static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
   }
   json_t *argv = arr(o, CG_KEY_ARGV), *w;
   size_t k;
+  const char *exact[sizeof p->argv / sizeof p->argv[0]];
+  bool differs = false;
   p->argc = 0;
   json_array_foreach(argv, k, w) {
-    if (p->argc < sizeof p->argv / sizeof p->argv[0] && json_is_string(w))
-      p->argv[p->argc++] = cgl_intern(log->pool, json_string_value(w), json_string_length(w));
+    if (p->argc < sizeof p->argv / sizeof p->argv[0] && json_is_string(w)) {
+      const char *raw = json_string_value(w);
+      size_t n = json_string_length(w);
+      p->argv[p->argc] = cgl_intern(log->pool, raw, n);
+      /* kept apart only when made printable: a command to paste gives back the very bytes */
+      bool same = !memchr(raw, '\0', n) && !memcmp(p->argv[p->argc], raw, n);
+      exact[p->argc] = same ? p->argv[p->argc] : cgl_intern_exact(log->pool, raw, n);
+      differs |= !same;
+      p->argc++;
+    }
   }
+  p->argv_exact = differs ? cgl_intern_list(log->pool, exact, p->argc) : NULL;
 }
 
 /* A line of a pid already seen is another process (the pid was reused) when

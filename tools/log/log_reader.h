@@ -35,6 +35,8 @@ typedef struct {
   long long driver_version, emulate_driver, time_ns;
   long long first_ns, last_ns; /* span of everything it logged */
   const char *argv[16];
+  const cgl_strs *argv_exact; /* the same argc words byte for byte, for commands to paste: NULL when
+                                 argv is already exact (no control character, valid UTF-8) */
   size_t argc;
   bool has_summary, log_incomplete;
   int signal;           /* the signal it died of, from capguard run's "ended" record (0: not said) */

@@ -13,6 +13,64 @@ static void append(char *buf, size_t cap, size_t *used, const char *s) {
     *used = *used + (size_t)n < cap ? *used + (size_t)n : cap - 1;
 }
 
+/* The length of the UTF-8 character at p (2 to 4 bytes, well formed: no
+ * overlong form, no surrogate, nothing past U+10FFFF), 0 when the bytes there
+ * are not one. */
+static size_t utf8_char(const unsigned char *p) {
+  size_t n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
+             : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+             : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                            : 0;
+  if (!n)
+    return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80)
+      return 0;
+  if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) || (p[0] == 0xf0 && p[1] < 0x90) ||
+      (p[0] == 0xf4 && p[1] >= 0x90))
+    return 0;
+  return n;
+}
+
+/* A byte a terminal's copy and paste cannot carry as it is: a control
+ * character (a newline would end the command there, a tab may be expanded)
+ * or a byte that is not part of a UTF-8 character. */
+static bool unpastable(const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t n = *p < 0x80 ? 1 : utf8_char(p);
+    if (!n || *p < 0x20 || *p == 0x7f)
+      return true;
+    p += n;
+  }
+  return false;
+}
+
+/* s as bash's $'...': a control character as \n, \t... or \xNN (always two
+ * digits, so a hex digit after it stays a character of its own), a byte
+ * that is not UTF-8 as \xNN, \ and ' escaped; everything else as it is. */
+static void ansi_c_word(const char *s, char *buf, size_t cap, size_t *used) {
+  append(buf, cap, used, "$'");
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t n = *p < 0x80 ? 1 : utf8_char(p);
+    char one[8] = "";
+    const char *named = *p == '\n'   ? "\\n"
+                        : *p == '\t' ? "\\t"
+                        : *p == '\r' ? "\\r"
+                        : *p == '\\' ? "\\\\"
+                        : *p == '\'' ? "\\'"
+                                     : NULL;
+    if (named)
+      snprintf(one, sizeof one, "%s", named);
+    else if (!n || *p < 0x20 || *p == 0x7f)
+      snprintf(one, sizeof one, "\\x%02x", *p);
+    else
+      memcpy(one, p, n);
+    append(buf, cap, used, one);
+    p += n ? n : 1;
+  }
+  append(buf, cap, used, "'");
+}
+
 void cgr_shell_word(const char *s, char *buf, size_t cap, size_t *used) {
   bool plain = *s != '\0';
   for (const char *p = s; *p && plain; p++)
@@ -21,11 +79,16 @@ void cgr_shell_word(const char *s, char *buf, size_t cap, size_t *used) {
     append(buf, cap, used, s);
     return;
   }
-  /* '...' with each ' written as '\''; a control character (which no one types
-   * and which could drive the terminal) shown as '?' */
+  /* a word a paste would change: bash's $'...', which says every byte in
+   * printable characters and gives back exactly those bytes */
+  if (unpastable(s)) {
+    ansi_c_word(s, buf, cap, used);
+    return;
+  }
+  /* '...' with each ' written as '\'' */
   append(buf, cap, used, "'");
   for (const char *p = s; *p; p++) {
-    char one[2] = {(unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p, '\0'};
+    char one[2] = {*p, '\0'};
     append(buf, cap, used, *p == '\'' ? "'\\''" : one);
   }
   append(buf, cap, used, "'");
@@ -147,7 +210,7 @@ bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const cha
   }
   for (size_t i = 0; i < top->argc; i++) {
     append(buf, cap, &used, " ");
-    cgr_shell_word(top->argv[i], buf, cap, &used);
+    cgr_shell_word(top->argv_exact ? top->argv_exact->v[i] : top->argv[i], buf, cap, &used);
   }
   /* The shim logs the first 16 words: more may have followed. */
   bool whole = top->argc < sizeof top->argv / sizeof top->argv[0];

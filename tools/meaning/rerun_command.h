@@ -34,7 +34,10 @@ const char *cgr_run_prime_path(const cgl_log *log, size_t run);
  * this executable, else its full path (quoted where it must be). A command
  * capguard prints starts with it, so that it pastes and runs. */
 const char *cgr_self_word(void);
-/* s quoted for a POSIX shell when it needs it; appended to buf at *used. */
+/* s quoted for a shell when it needs it, so that a paste gives back exactly
+ * its bytes; appended to buf at *used. A word with a control character (a
+ * newline, a tab) or a byte that is not UTF-8 is written as bash's $'...'
+ * (\n, \t, \xNN), every other word that needs quoting as '...'. */
 void cgr_shell_word(const char *s, char *buf, size_t cap, size_t *used);
 
 #endif

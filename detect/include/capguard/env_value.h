@@ -14,8 +14,8 @@ int cg_parse_driver_version(const char *s, int *out);
 /* 1, yes, true, on / 0, no, false, off, "". 0, or -1 for anything else. */
 int cg_parse_bool(const char *s, bool *out);
 
-/* CAPGUARD_HANG_S: whole seconds from 1 to 86400 (a day). 0, or -1 for
- * anything else. */
+/* CAPGUARD_HANG_S: whole seconds from 1 to 86400 (a day), in digits only
+ * (no sign, no space). 0, or -1 for anything else. */
 int cg_parse_hang_seconds(const char *s, unsigned *out);
 
 #endif

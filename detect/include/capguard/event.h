@@ -106,6 +106,7 @@ typedef struct {
   unsigned skipped_sm, device_sm;
   const char *log_path; /* NULL when no log */
   bool log_incomplete;  /* lines of this process could not be written (JSON: "log_incomplete") */
+  bool secure;          /* secure execution (AT_SECURE): no log whatever CAPGUARD_LOG says */
   /* Capture time (docs/log-format.md): the captures that ended (a graph or
    * not) and the wall time spent inside them; the first begin and the first
    * cuGraphLaunch after it (CLOCK_REALTIME, 0: none); the slowest captures,

@@ -28,7 +28,7 @@ enum {
 /* Each table's rows: X(ENUM, "word", flags, "what it means"). */
 
 #define CG_RECORD_TYPES(X)                                                                          \
-  X(CG_RECORD_START, "start", 0, "the shim started in a process (every process, CUDA or not)")     \
+  X(CG_RECORD_START, "start", 0, "the shim started (run's child at once, others at CUDA use)")    \
   X(CG_RECORD_PROCESS, "process", 0, "the process first used the driver")                         \
   X(CG_RECORD_EVENT, "event", 0, "a call made while a capture prohibited the thread")              \
   X(CG_RECORD_CAPTURE, "capture", 0, "a capture ended (or the process exited with it open)")       \
