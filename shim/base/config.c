@@ -119,7 +119,10 @@ void cg_config_load(void) {
   cg_cfg.run_id = (s && *s) ? s : NULL;
   s = getenv("CAPGUARD_METRICS");
   cg_cfg.metrics_dir = (s && *s) ? s : NULL;
-  cg_cfg.rank = cg_rank_from_env(env);
+  char rank_why[160];
+  cg_cfg.rank = cg_rank_from_env(env, rank_why, sizeof rank_why);
+  if (rank_why[0])
+    note("%s; %s", rank_why, cg_cfg.rank.rank >= 0 ? "using the next launcher's rank" : "this process's rank is unknown");
   s = getenv("CAPGUARD_PRIME_OPTION");
   cg_cfg.prime_option = s && !strcmp(s, "--prime");
   s = getenv("CAPGUARD_PRIME_SAID");

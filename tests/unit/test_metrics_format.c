@@ -89,7 +89,7 @@ static const char *fake_getenv(const char *name) {
 
 static cg_rank_info rank_of(const char *const *env) {
   env_now = env;
-  return cg_rank_from_env(fake_getenv);
+  return cg_rank_from_env(fake_getenv, NULL, 0);
 }
 
 START_TEST(test_rank) {
@@ -98,7 +98,9 @@ START_TEST(test_rank) {
   ck_assert_int_eq(r.rank, -1);
   ck_assert_int_eq(r.local_rank, -1);
   ck_assert_int_eq(r.world_size, 0);
-  static const char *const torch[] = {"RANK", "5", "LOCAL_RANK", "1", "WORLD_SIZE", "16", "SLURM_PROCID", "9", NULL};
+  /* torchrun (TORCHELASTIC_RUN_ID) under srun: torchrun is the innermost launcher */
+  static const char *const torch[] = {"RANK", "5", "LOCAL_RANK", "1", "WORLD_SIZE", "16", "SLURM_PROCID", "9",
+                                      "TORCHELASTIC_RUN_ID", "none", NULL};
   r = rank_of(torch);
   ck_assert_int_eq(r.rank, 5);
   ck_assert_int_eq(r.local_rank, 1);
@@ -125,12 +127,43 @@ START_TEST(test_rank) {
 }
 END_TEST
 
+/* The launcher's own variable wins over a plain RANK left stale; a value
+ * that is no rank is said (once: the caller says why), never kept. */
+START_TEST(test_rank_stale_and_invalid) {
+  static const char *const stale[] = {"RANK", "0", "WORLD_SIZE", "2", "OMPI_COMM_WORLD_RANK", "1",
+                                      "OMPI_COMM_WORLD_SIZE", "2", NULL};
+  env_now = stale;
+  char why[160];
+  cg_rank_info r = cg_rank_from_env(fake_getenv, why, sizeof why);
+  ck_assert_int_eq(r.rank, 1);
+  ck_assert_str_eq(why, "");
+  static const char *const slurm_stale[] = {"RANK", "0", "SLURM_PROCID", "3", "SLURM_NTASKS", "4", NULL};
+  ck_assert_int_eq(rank_of(slurm_stale).rank, 3);
+  static const struct {
+    const char *rank, *size, *said;
+  } bad[] = {
+      {"abc", NULL, "RANK='abc' is not a rank (a whole number from 0)"},
+      {"-1", NULL, "RANK='-1' is not a rank (a whole number from 0)"},
+      {"9223372036854775808", NULL, "RANK='9223372036854775808' is not a rank (a whole number from 0)"},
+      {"5", "2", "RANK='5' is not a rank of a world of 2"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *env[] = {"RANK", bad[i].rank, bad[i].size ? "WORLD_SIZE" : NULL, bad[i].size, NULL};
+    env_now = env;
+    r = cg_rank_from_env(fake_getenv, why, sizeof why);
+    ck_assert_int_eq(r.rank, -1);
+    ck_assert_str_eq(why, bad[i].said);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("metrics_format");
   TCase *tc = tcase_create("metrics");
   tcase_add_test(tc, test_series);
   tcase_add_test(tc, test_optional_and_escaped);
   tcase_add_test(tc, test_rank);
+  tcase_add_test(tc, test_rank_stale_and_invalid);
   suite_add_tcase(s, tc);
   return tk_check_run(s);
 }

@@ -71,18 +71,45 @@ static void rank_list(const cgr_rank_view *v, const bool *pick, char *buf, size_
   }
 }
 
+/* Ranks that made different numbers of graphs, or began different numbers
+ * of captures (ranks whose captures all broke made the same none). */
 static void count_differences(cgr_rank_view *v) {
-  bool same = true;
-  for (size_t i = 1; i < v->n; i++)
-    same = same && v->rows[i].captured == v->rows[0].captured;
-  if (same)
-    return;
-  char buf[1024];
-  size_t len = 0;
-  for (size_t i = 0; i < v->n && len < sizeof buf; i++)
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "%srank %lld captured %zu graph%s", i ? ", " : "",
-                            v->rows[i].rank, v->rows[i].captured, cg_plural(v->rows[i].captured));
-  add_diff(v, "%s", buf);
+  bool same_made = true, same_began = true;
+  for (size_t i = 1; i < v->n; i++) {
+    same_made = same_made && v->rows[i].captured == v->rows[0].captured;
+    same_began = same_began && v->rows[i].captures == v->rows[0].captures;
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 0 ? same_made : same_began)
+      continue;
+    char buf[1024];
+    size_t len = 0;
+    for (size_t i = 0; i < v->n && len < sizeof buf; i++) {
+      size_t n = pass == 0 ? v->rows[i].captured : v->rows[i].captures;
+      len += (size_t)snprintf(buf + len, sizeof buf - len, "%srank %lld %s %zu %s%s", i ? ", " : "",
+                              v->rows[i].rank, pass == 0 ? "captured" : "began", n,
+                              pass == 0 ? "graph" : "capture", cg_plural(n));
+    }
+    add_diff(v, "%s", buf);
+  }
+}
+
+/* Ranks that two processes, each of which began captures, claim: a rank's
+ * helpers began none (they are folded into it), so this is a RANK that
+ * names no rank of this job. */
+static void claim_differences(const cgl_log *log, cgr_rank_view *v) {
+  for (size_t i = 0; i < v->n; i++) {
+    if (i > 0 && v->rows[i - 1].rank == v->rows[i].rank)
+      continue;
+    size_t n = 1, len = 0;
+    char pids[256] = "";
+    len += (size_t)snprintf(pids, sizeof pids, "%lld", log->procs[v->rows[i].proc].pid);
+    for (size_t j = i + 1; j < v->n && v->rows[j].rank == v->rows[i].rank; j++, n++)
+      if (len < sizeof pids)
+        len += (size_t)snprintf(pids + len, sizeof pids - len, ", %lld", log->procs[v->rows[j].proc].pid);
+    if (n > 1)
+      add_diff(v, "rank %lld is claimed by %zu processes that captured (pids %s)", v->rows[i].rank, n, pids);
+  }
 }
 
 /* Each capture id some rank broke and another captured (a capture's id is
@@ -149,10 +176,11 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
           first = (long)c;
       }
     }
-    /* a rank's helpers (compiler workers) inherit its variables: the
-     * process that began most captures is the rank's */
+    /* a rank's helpers (compiler workers) inherit its variables and begin
+     * no capture: folded into the rank's process. Two processes of one rank
+     * that both began captures each keep a row (a stale RANK). */
     size_t i = 0;
-    while (i < v->n && v->rows[i].rank != pr->rank)
+    while (i < v->n && !(v->rows[i].rank == pr->rank && (!v->rows[i].captures || !began)))
       i++;
     if (i < v->n && v->rows[i].captures >= began)
       continue;
@@ -167,6 +195,9 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
   if (v->n < 2)
     return;
   qsort(v->rows, v->n, sizeof *v->rows, by_rank);
+  for (size_t i = 0; i < v->n; i++)
+    v->any_broken = v->any_broken || v->rows[i].broken;
+  claim_differences(log, v);
   count_differences(v);
   capture_differences(log, v);
 }
