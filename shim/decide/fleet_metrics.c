@@ -94,14 +94,14 @@ static void maybe_write(uint64_t now_ns) {
   cg_unlock(&write_lock);
 }
 
-void cg_fleet_after_capture(uint64_t now_ns) {
+void cg_fleet_after_capture(void) {
   if (cg_cfg.metrics_dir)
-    maybe_write(now_ns);
+    maybe_write(cg_monotonic_ns());
 }
 
 void cg_fleet_graph_launch(void) {
   unsigned watch = __atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED);
-  uint64_t now = cg_now_ns();
+  uint64_t now = cg_monotonic_ns(); /* durations: never the wall clock, which steps */
   if (watch & CG_WATCH_REPLAY)
     cg_capture_time_launch(now);
   if ((watch & CG_WATCH_METRICS) && cg_cfg.metrics_dir)
