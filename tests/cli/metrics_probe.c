@@ -7,6 +7,9 @@
  *     launch once the second is over (the write left due).
  *   metrics_probe churn SECONDS   captures back to back for SECONDS (the
  *     file is replaced about once a second while a reader races it).
+ *   metrics_probe firstend DIR   one capture: says how long its end took and
+ *     how many capguard_*.prom files DIR holds just after it (its own write
+ *     included), while the process lives.
  *   metrics_probe clockstep SECONDS   three captures of 5 ms, the wall clock
  *     stepped by SECONDS (wall_clock_step.c, preloaded) inside the first,
  *     then the first graph launched (the first replay).
@@ -112,6 +115,30 @@ static int churn(double seconds) {
   return 0;
 }
 
+static long files_in(const char *d) {
+  char pattern[4096];
+  snprintf(pattern, sizeof pattern, "%s/capguard_*.prom", d);
+  glob_t g;
+  long n = glob(pattern, 0, NULL, &g) == 0 ? (long)g.gl_pathc : 0;
+  if (n)
+    globfree(&g);
+  return n;
+}
+
+static int firstend(void) {
+  CUstream s;
+  check("setup", tk_driver_setup(&s));
+  CUgraph g = NULL;
+  struct timespec t0, t1;
+  check("begin", begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  check("end", end(s, &g));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+  printf("first end: %ld us, %ld files\n", us, files_in(dir));
+  return 0;
+}
+
 static int clockstep(double seconds) {
   void (*step)(long long) = (void (*)(long long))dlsym(RTLD_DEFAULT, "wall_clock_step");
   if (!step) {
@@ -152,6 +179,10 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "churn"))
     return churn(atof(argv[2]));
+  if (!strcmp(argv[1], "firstend")) {
+    dir = argv[2];
+    return firstend();
+  }
   if (!strcmp(argv[1], "clockstep"))
     return clockstep(atof(argv[2]));
   fprintf(stderr, "metrics_probe: unknown mode '%s'\n", argv[1]);

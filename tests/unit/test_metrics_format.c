@@ -79,6 +79,28 @@ START_TEST(test_optional_and_escaped) {
 }
 END_TEST
 
+/* Label values are valid UTF-8 whatever the bytes: a program name the
+ * kernel cut mid-character (15 bytes of comm), a host name in Latin-1, an
+ * overlong form and a surrogate each become U+FFFD; valid characters and
+ * the escapes stay; nothing is dropped. */
+START_TEST(test_labels_utf8) {
+  cg_summary s = fixture();
+  s.rank_known = false;
+  cg_metrics m = {.sum = &s, .host = "h\xe9te\nx", .program = "vllm-\xe6\x8e\xa8\xe7\x90\x86\xe6\x9c\x8d\xe5",
+                  .mode = "guard"};
+  cg_metrics_format(&m, buf, sizeof buf);
+  ck_assert_msg(strstr(buf, "capguard_captures_total{host=\"h\xef\xbf\xbdte\\nx\",pid=\"42\","
+                            "program=\"vllm-\xe6\x8e\xa8\xe7\x90\x86\xe6\x9c\x8d\xef\xbf\xbd\",mode=\"guard\"} 5\n"),
+                "%s", buf);
+  m.host = "\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80ok\xf0\x9f\x98\x80\"";
+  cg_metrics_format(&m, buf, sizeof buf);
+  /* 2 for the overlong form, 3 for the surrogate, 4 past U+10FFFF */
+  ck_assert_msg(strstr(buf, "{host=\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                            "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdok\xf0\x9f\x98\x80\\\"\","),
+                "%s", buf);
+}
+END_TEST
+
 static const char *const *env_now;
 static const char *fake_getenv(const char *name) {
   for (const char *const *e = env_now; *e; e += 2)
@@ -162,6 +184,7 @@ int main(void) {
   TCase *tc = tcase_create("metrics");
   tcase_add_test(tc, test_series);
   tcase_add_test(tc, test_optional_and_escaped);
+  tcase_add_test(tc, test_labels_utf8);
   tcase_add_test(tc, test_rank);
   tcase_add_test(tc, test_rank_stale_and_invalid);
   suite_add_tcase(s, tc);
