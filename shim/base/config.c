@@ -73,6 +73,8 @@ void cg_config_load(void) {
   }
   s = getenv("CAPGUARD_LOG");
   cg_cfg.log_path = (s && *s) ? s : NULL;
+  s = getenv("CAPGUARD_LOG_FALLBACK"); /* set by capguard run: where a log it cannot place goes */
+  cg_cfg.log_fallback = (s && *s) ? s : NULL;
 
   cg_cfg.prime_max = CG_PRIME_DEFAULT_MAX_BYTES;
   if ((s = getenv("CAPGUARD_PRIME_MAX")) && *s && cg_prime_parse_size(s, &cg_cfg.prime_max)) {
