@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,11 +50,6 @@ static void add_diff(cgr_rank_view *v, const char *fmt, ...) {
   v->diffs = cg_xrealloc(v->diffs, (v->n_diffs + 1) * sizeof *v->diffs, DOING);
   v->diffs[v->n_diffs] = cg_xrealloc(NULL, strlen(buf) + 1, DOING);
   memcpy(v->diffs[v->n_diffs++], buf, strlen(buf) + 1);
-}
-
-static int by_rank(const void *a, const void *b) {
-  long long x = ((const cgr_rank_row *)a)->rank, y = ((const cgr_rank_row *)b)->rank;
-  return (x > y) - (x < y);
 }
 
 /* "rank 0" or "ranks 0, 2". */
@@ -113,21 +109,26 @@ static void claim_differences(const cgl_log *log, cgr_rank_view *v) {
 }
 
 /* Each capture id some rank broke and another captured (a capture's id is
- * its process's count of begins: the same step on every rank). */
-static void capture_differences(const cgl_log *log, cgr_rank_view *v) {
+ * its process's count of begins: the same step on every rank). row_of: each
+ * process's row, or SIZE_MAX. Linear in the captures, and in the ranks
+ * times the ids compared, which MAX_CELLS bounds. */
+#define MAX_CELLS (1 << 24)
+static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size_t *row_of) {
   long long last = 0;
   for (size_t c = 0; c < log->n_caps; c++)
-    for (size_t i = 0; i < v->n; i++)
-      if (log->caps[c].proc == v->rows[i].proc && log->caps[c].id > last && log->caps[c].id <= MAX_ID)
-        last = log->caps[c].id;
+    if (row_of[log->caps[c].proc] != SIZE_MAX && log->caps[c].id > last && log->caps[c].id <= MAX_ID)
+      last = log->caps[c].id;
+  if ((size_t)last + 1 > MAX_CELLS / v->n) /* a job of very many ranks: its first steps only */
+    last = (long long)(MAX_CELLS / v->n) - 1;
   size_t w = (size_t)last + 1;
   long *at = cg_xrealloc(NULL, v->n * w * sizeof *at, DOING); /* rank i's capture of id k: at[i * w + k] */
   for (size_t k = 0; k < v->n * w; k++)
     at[k] = -1;
-  for (size_t c = 0; c < log->n_caps; c++)
-    for (size_t i = 0; i < v->n; i++)
-      if (log->caps[c].proc == v->rows[i].proc && log->caps[c].id >= 1 && log->caps[c].id <= last)
-        at[i * w + (size_t)log->caps[c].id] = (long)c;
+  for (size_t c = 0; c < log->n_caps; c++) {
+    size_t i = row_of[log->caps[c].proc];
+    if (i != SIZE_MAX && log->caps[c].id >= 1 && log->caps[c].id <= last)
+      at[i * w + (size_t)log->caps[c].id] = (long)c;
+  }
   bool *broke = cg_xrealloc(NULL, v->n * sizeof *broke, DOING);
   bool *made = cg_xrealloc(NULL, v->n * sizeof *made, DOING);
   for (size_t id = 1; id < w; id++) {
@@ -144,6 +145,10 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v) {
     for (size_t i = 0; i < v->n; i++) {
       if (!broke[i])
         continue;
+      if (v->n_diffs == MAX_DIFFS) { /* counted, not worded: wording costs a pass over the ranks */
+        v->more_diffs++;
+        continue;
+      }
       char off[384], others[256];
       offender_short(log, (size_t)at[i * w + id], off, sizeof off);
       rank_list(v, made, others, sizeof others);
@@ -156,50 +161,81 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v) {
   free(made);
 }
 
+/* A process's counts of captures, gathered in one pass over them. */
+typedef struct {
+  size_t began, captured, broken;
+  long first; /* its earliest broken capture, -1 if none */
+} proc_counts;
+
+/* Rows by rank, then the process that began most first: a rank's helpers
+ * (compiler workers) inherit its variables and begin no capture. */
+static int by_rank_then_began(const void *a, const void *b) {
+  const cgr_rank_row *x = a, *y = b;
+  if (x->rank != y->rank)
+    return (x->rank > y->rank) - (x->rank < y->rank);
+  if (x->captures != y->captures)
+    return x->captures < y->captures ? 1 : -1;
+  return (x->proc > y->proc) - (x->proc < y->proc);
+}
+
 void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
   memset(v, 0, sizeof *v);
-  for (size_t p = 0; p < log->n_procs; p++) {
-    const cgl_process *pr = &log->procs[p];
-    if (!pr->rank_known)
-      continue;
-    size_t began = 0, captured = 0, broken = 0;
-    long first = -1;
-    for (size_t c = 0; c < log->n_caps; c++) {
-      const cgl_capture *cap = &log->caps[c];
-      if (cap->proc != p)
-        continue;
-      began++;
-      captured += cap->status == CG_CAPTURE_ENDED;
-      if (cg_capture_status_broken(cap->status)) {
-        broken++;
-        if (first < 0 || cap->id < log->caps[first].id)
-          first = (long)c;
-      }
+  size_t n_known = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    n_known += log->procs[p].rank_known;
+  if (n_known < 2)
+    return;
+  proc_counts *pc = cg_xrealloc(NULL, log->n_procs * sizeof *pc, DOING);
+  for (size_t p = 0; p < log->n_procs; p++)
+    pc[p] = (proc_counts){0, 0, 0, -1};
+  for (size_t c = 0; c < log->n_caps; c++) {
+    const cgl_capture *cap = &log->caps[c];
+    proc_counts *k = &pc[cap->proc];
+    k->began++;
+    k->captured += cap->status == CG_CAPTURE_ENDED;
+    if (cg_capture_status_broken(cap->status)) {
+      k->broken++;
+      if (k->first < 0 || cap->id < log->caps[k->first].id)
+        k->first = (long)c;
     }
-    /* a rank's helpers (compiler workers) inherit its variables and begin
-     * no capture: folded into the rank's process. Two processes of one rank
-     * that both began captures each keep a row (a stale RANK). */
-    size_t i = 0;
-    while (i < v->n && !(v->rows[i].rank == pr->rank && (!v->rows[i].captures || !began)))
-      i++;
-    if (i < v->n && v->rows[i].captures >= began)
-      continue;
-    if (i == v->n)
-      v->rows = cg_xrealloc(v->rows, ++v->n * sizeof *v->rows, DOING);
-    cgr_rank_row *r = &v->rows[i];
-    *r = (cgr_rank_row){.rank = pr->rank, .world_size = pr->world_size, .proc = p, .captures = began,
-                        .captured = captured, .broken = broken, .first_broken = first};
-    if (first >= 0)
-      offender_short(log, (size_t)first, r->offender, sizeof r->offender);
   }
+  cgr_rank_row *all = cg_xrealloc(NULL, n_known * sizeof *all, DOING);
+  size_t n = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    if (log->procs[p].rank_known)
+      all[n++] = (cgr_rank_row){.rank = log->procs[p].rank, .world_size = log->procs[p].world_size, .proc = p,
+                                .captures = pc[p].began, .captured = pc[p].captured, .broken = pc[p].broken,
+                                .first_broken = pc[p].first};
+  free(pc);
+  qsort(all, n, sizeof *all, by_rank_then_began);
+  /* Of each rank: its process that began most; two that both began captures
+   * each keep a row (a stale RANK); helpers that began none are folded in. */
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool same_rank = kept && all[kept - 1].rank == all[i].rank;
+    if (same_rank && !all[i].captures)
+      continue;
+    all[kept++] = all[i];
+  }
+  v->rows = all;
+  v->n = kept;
   if (v->n < 2)
     return;
-  qsort(v->rows, v->n, sizeof *v->rows, by_rank);
-  for (size_t i = 0; i < v->n; i++)
-    v->any_broken = v->any_broken || v->rows[i].broken;
+  size_t *row_of = cg_xrealloc(NULL, log->n_procs * sizeof *row_of, DOING);
+  for (size_t p = 0; p < log->n_procs; p++)
+    row_of[p] = SIZE_MAX;
+  for (size_t i = 0; i < v->n; i++) {
+    cgr_rank_row *r = &v->rows[i];
+    row_of[r->proc] = i;
+    v->any_broken = v->any_broken || r->broken;
+    r->offender[0] = 0;
+    if (r->first_broken >= 0)
+      offender_short(log, (size_t)r->first_broken, r->offender, sizeof r->offender);
+  }
   claim_differences(log, v);
   count_differences(v);
-  capture_differences(log, v);
+  capture_differences(log, v, row_of);
+  free(row_of);
 }
 
 void cgr_rank_view_free(cgr_rank_view *v) {
