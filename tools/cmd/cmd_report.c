@@ -159,6 +159,17 @@ static int latest_run(cgl_log *log, const log_files *lf, bool one_run, cgl_log *
   return 0;
 }
 
+/* Lines past the cap (docs/reports.md): skipped, and an input without end
+ * (a device, a pipe that never ends a line) not read further. */
+static void say_over_lines(const cgl_log *log) {
+  if (log->over_lines)
+    fprintf(stderr, "%s: %zu line%s longer than %d MiB skipped%s\n", ME, log->over_lines,
+            cg_plural(log->over_lines), CGL_LINE_MAX >> 20,
+            log->stopped_files ? "; an input that is not a regular file stopped there (a device or pipe "
+                                 "without end?)"
+                               : "");
+}
+
 int cg_cmd_report(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                        {"html", required_argument, NULL, 'H'},
@@ -224,14 +235,7 @@ int cg_cmd_report(int argc, char **argv) {
     free_files(&lf);
     return rc;
   }
-  /* Lines past the cap (docs/reports.md): skipped, and an input without
-   * end (a device, a pipe that never ends a line) not read further. */
-  if (log.over_lines)
-    fprintf(stderr, "%s: %zu line%s longer than %d MiB skipped%s\n", ME, log.over_lines, cg_plural(log.over_lines),
-            CGL_LINE_MAX >> 20,
-            log.stopped_files ? "; an input that is not a regular file stopped there (a device or pipe "
-                                "without end?)"
-                              : "");
+  say_over_lines(&log);
   /* A file with no capguard record is not an all-clear: it is the wrong input. */
   if (!cgl_is_capguard_log(&log)) {
     cg_error(ME, "not a capguard log: %s%s%s; capguard run prints where its log is",
