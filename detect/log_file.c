@@ -29,8 +29,9 @@ static int check_file(const struct stat *st, char *why, size_t cap) {
   /* a hard link planted at the path (a root-owned file in a directory the
    * attacker can write) would be appended to under another name */
   if (st->st_nlink > 1) {
-    snprintf(why, cap, "has %lu links (a hard link to a file elsewhere?): capguard appends only to a file "
-                       "of one link",
+    snprintf(why, cap,
+             "has %lu links (a hard link to a file elsewhere?): capguard appends only to a file "
+             "of one link",
              (unsigned long)st->st_nlink);
     return -1;
   }

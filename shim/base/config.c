@@ -124,7 +124,8 @@ void cg_config_load(void) {
   char rank_why[160];
   cg_cfg.rank = cg_rank_from_env(env, rank_why, sizeof rank_why);
   if (rank_why[0])
-    note("%s; %s", rank_why, cg_cfg.rank.rank >= 0 ? "using the next launcher's rank" : "this process's rank is unknown");
+    note("%s; %s", rank_why,
+         cg_cfg.rank.rank >= 0 ? "using the next launcher's rank" : "this process's rank is unknown");
   s = getenv("CAPGUARD_PRIME_OPTION");
   cg_cfg.prime_option = s && !strcmp(s, "--prime");
   s = getenv("CAPGUARD_PRIME_SAID");

@@ -15,9 +15,9 @@
 #include "capguard/write_whole.h"
 #include "warn.h"
 
-static int warned;     /* a failure said once; the next write tries again */
-static int written;    /* writes made: the first sweeps nothing (never the first capture's end) */
-static long sweep_at;  /* where the next slice of the sweep starts (telldir), 0: the directory's start */
+static int warned;    /* a failure said once; the next write tries again */
+static int written;   /* writes made: the first sweeps nothing (never the first capture's end) */
+static long sweep_at; /* where the next slice of the sweep starts (telldir), 0: the directory's start */
 
 /* The pid namespace's inode: a pid is only checked against /proc in the
  * namespace it belongs to (containers on one node share the directory,

@@ -17,7 +17,8 @@ __attribute__((visibility("default"))) int clock_gettime(clockid_t c, struct tim
   if (syscall(SYS_clock_gettime, c, ts) != 0)
     return -1;
   if (c == CLOCK_REALTIME || c == CLOCK_REALTIME_COARSE) {
-    long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + __atomic_load_n(&offset_ns, __ATOMIC_RELAXED);
+    long long ns =
+        (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + __atomic_load_n(&offset_ns, __ATOMIC_RELAXED);
     ts->tv_sec = ns / 1000000000LL;
     ts->tv_nsec = ns % 1000000000LL;
   }

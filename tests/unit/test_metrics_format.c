@@ -86,12 +86,15 @@ END_TEST
 START_TEST(test_labels_utf8) {
   cg_summary s = fixture();
   s.rank_known = false;
-  cg_metrics m = {.sum = &s, .host = "h\xe9te\nx", .program = "vllm-\xe6\x8e\xa8\xe7\x90\x86\xe6\x9c\x8d\xe5",
+  cg_metrics m = {.sum = &s,
+                  .host = "h\xe9te\nx",
+                  .program = "vllm-\xe6\x8e\xa8\xe7\x90\x86\xe6\x9c\x8d\xe5",
                   .mode = "guard"};
   cg_metrics_format(&m, buf, sizeof buf);
-  ck_assert_msg(strstr(buf, "capguard_captures_total{host=\"h\xef\xbf\xbdte\\nx\",pid=\"42\","
-                            "program=\"vllm-\xe6\x8e\xa8\xe7\x90\x86\xe6\x9c\x8d\xef\xbf\xbd\",mode=\"guard\"} 5\n"),
-                "%s", buf);
+  ck_assert_msg(
+      strstr(buf, "capguard_captures_total{host=\"h\xef\xbf\xbdte\\nx\",pid=\"42\","
+                  "program=\"vllm-\xe6\x8e\xa8\xe7\x90\x86\xe6\x9c\x8d\xef\xbf\xbd\",mode=\"guard\"} 5\n"),
+      "%s", buf);
   m.host = "\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80ok\xf0\x9f\x98\x80\"";
   cg_metrics_format(&m, buf, sizeof buf);
   /* 2 for the overlong form, 3 for the surrogate, 4 past U+10FFFF */
@@ -121,8 +124,8 @@ START_TEST(test_rank) {
   ck_assert_int_eq(r.local_rank, -1);
   ck_assert_int_eq(r.world_size, 0);
   /* torchrun (TORCHELASTIC_RUN_ID) under srun: torchrun is the innermost launcher */
-  static const char *const torch[] = {"RANK", "5", "LOCAL_RANK", "1", "WORLD_SIZE", "16", "SLURM_PROCID", "9",
-                                      "TORCHELASTIC_RUN_ID", "none", NULL};
+  static const char *const torch[] = {"RANK",         "5", "LOCAL_RANK",          "1",    "WORLD_SIZE", "16",
+                                      "SLURM_PROCID", "9", "TORCHELASTIC_RUN_ID", "none", NULL};
   r = rank_of(torch);
   ck_assert_int_eq(r.rank, 5);
   ck_assert_int_eq(r.local_rank, 1);
@@ -152,8 +155,8 @@ END_TEST
 /* The launcher's own variable wins over a plain RANK left stale; a value
  * that is no rank is said (once: the caller says why), never kept. */
 START_TEST(test_rank_stale_and_invalid) {
-  static const char *const stale[] = {"RANK", "0", "WORLD_SIZE", "2", "OMPI_COMM_WORLD_RANK", "1",
-                                      "OMPI_COMM_WORLD_SIZE", "2", NULL};
+  static const char *const stale[] = {
+      "RANK", "0", "WORLD_SIZE", "2", "OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "2", NULL};
   env_now = stale;
   char why[160];
   cg_rank_info r = cg_rank_from_env(fake_getenv, why, sizeof why);

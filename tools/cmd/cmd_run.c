@@ -316,8 +316,9 @@ static bool unplaced_log(const char *fallback, log_files *logs) {
     return false;
   }
   add_log(logs, fallback);
-  cg_error(ME, "a process's log name was refused, or its log could not be opened (its warning above says "
-               "why): its records are in %s",
+  cg_error(ME,
+           "a process's log name was refused, or its log could not be opened (its warning above says "
+           "why): its records are in %s",
            fallback);
   return true;
 }
@@ -500,8 +501,8 @@ int cg_cmd_run(int argc, char **argv) {
    * log would be hidden or misplaced, which --error-exitcode is asked to say */
   if (!temporary && cg_log_name_check(log, log_why, sizeof log_why) == 0 &&
       cg_log_name_refusal(log, true, log_why, sizeof log_why) != 0) {
-    cg_error(ME, "the log %s %s%s; give it a plain value, or name another --log", cg_printable(log, shown, sizeof shown),
-             log_why, o.log ? "" : " (from CAPGUARD_LOG)");
+    cg_error(ME, "the log %s %s%s; give it a plain value, or name another --log",
+             cg_printable(log, shown, sizeof shown), log_why, o.log ? "" : " (from CAPGUARD_LOG)");
     return o.error_exitcode ? o.error_exitcode : CG_EXIT_USAGE;
   }
   if (!temporary && cg_log_usable(log, log_why, sizeof log_why) != 0)

@@ -174,8 +174,8 @@ typedef struct {
   size_t cut_files;     /* files whose last line has no newline: cut short (truncated, or a
                            writer killed mid-line) */
   char first_malformed[512]; /* "file:line: why" of the first malformed line */
-  size_t over_lines;    /* lines longer than CGL_LINE_MAX, skipped */
-  size_t stopped_files; /* inputs not regular files whose reading an over-long line stopped */
+  size_t over_lines;         /* lines longer than CGL_LINE_MAX, skipped */
+  size_t stopped_files;      /* inputs not regular files whose reading an over-long line stopped */
   char first_over[96];
   /* A census reads every line but keeps, of events and captures, only what
    * the runs' table counts (cgl_census_capture, the processes' census_*):

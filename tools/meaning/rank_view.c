@@ -203,8 +203,12 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
   size_t n = 0;
   for (size_t p = 0; p < log->n_procs; p++)
     if (log->procs[p].rank_known)
-      all[n++] = (cgr_rank_row){.rank = log->procs[p].rank, .world_size = log->procs[p].world_size, .proc = p,
-                                .captures = pc[p].began, .captured = pc[p].captured, .broken = pc[p].broken,
+      all[n++] = (cgr_rank_row){.rank = log->procs[p].rank,
+                                .world_size = log->procs[p].world_size,
+                                .proc = p,
+                                .captures = pc[p].began,
+                                .captured = pc[p].captured,
+                                .broken = pc[p].broken,
                                 .first_broken = pc[p].first};
   free(pc);
   qsort(all, n, sizeof *all, by_rank_then_began);
