@@ -26,6 +26,15 @@ static int check_file(const struct stat *st, char *why, size_t cap) {
     snprintf(why, cap, "is owned by uid %u, not by you (uid %u)", (unsigned)st->st_uid, (unsigned)geteuid());
     return -1;
   }
+  /* a hard link planted at the path (a root-owned file in a directory the
+   * attacker can write) would be appended to under another name */
+  if (st->st_nlink > 1) {
+    snprintf(why, cap,
+             "has %lu links (a hard link to a file elsewhere?): capguard appends only to a file "
+             "of one link",
+             (unsigned long)st->st_nlink);
+    return -1;
+  }
   if (st->st_mode & (S_IWGRP | S_IWOTH)) {
     snprintf(why, cap, "is writable by group or others (mode %03o): run 'chmod go-w' on it",
              (unsigned)(st->st_mode & 0777));
@@ -109,7 +118,10 @@ int cg_log_check(const char *path, char *why, size_t cap) {
     return -1;
   bool per_process = cg_log_name_varies(path);
   char name[PATH_MAX];
-  if (cg_log_name_expand(path, name, sizeof name) != 0) {
+  int expanded = cg_log_name_expand(path, name, sizeof name);
+  if (expanded == -2 && cg_log_name_refusal(path, true, why, cap) != 0)
+    return -1; /* a variable set here to nothing, or to a path */
+  if (expanded == -1 || (expanded == -2 && !per_process)) {
     snprintf(why, cap, "is too long once expanded");
     return -1;
   }
@@ -135,9 +147,12 @@ int cg_log_check(const char *path, char *why, size_t cap) {
   }
   char dir[PATH_MAX];
   dir_of(path, dir, sizeof dir);
-  if (cg_log_name_varies(dir)) /* a directory per process: made by someone else, or never */
-    return 0;
+  /* a directory per process, or one whose variable only the command's
+   * launcher sets: made by someone else, or never (a process that cannot
+   * open its log then writes to capguard run's fallback file) */
   char expanded_dir[PATH_MAX];
+  if (cg_log_name_has_pid(dir) || cg_log_name_expand(dir, expanded_dir, sizeof expanded_dir) == -2)
+    return 0;
   if (cg_log_name_expand(dir, expanded_dir, sizeof expanded_dir) != 0) {
     snprintf(why, cap, "is too long once expanded");
     return -1;

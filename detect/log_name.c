@@ -89,10 +89,60 @@ static bool put_host(char *out, size_t cap, size_t *used) {
   return put(out, cap, used, host, strlen(host));
 }
 
+/* What an expansion must not be: nothing (the log would be a hidden
+ * DIR/.jsonl, shared by every process whose RANK is unset), or a path of its
+ * own ('/' or '..': RANK=../escape writes outside DIR). NULL when fine. */
+static const char *bad_value(const char *v) {
+  if (!*v)
+    return "nothing";
+  if (strchr(v, '/') || strstr(v, ".."))
+    return "a path";
+  return NULL;
+}
+
+int cg_log_name_refusal(const char *name, bool set_only, char *why, size_t cap) {
+  for (const char *p = name; *p;) {
+    piece k = next_piece(p);
+    if (k.kind == PIECE_BAD)
+      return 0;
+    if (k.kind == PIECE_VAR && k.len < 256) {
+      char var[256];
+      memcpy(var, k.at, k.len);
+      var[k.len] = '\0';
+      const char *v = getenv(var);
+      if (!v && !set_only) {
+        snprintf(why, cap, "expands %%q{%s} to nothing (%s is unset)", var, var);
+        return -1;
+      }
+      const char *bad = v ? bad_value(v) : NULL;
+      if (bad && !*v) {
+        snprintf(why, cap, "expands %%q{%s} to nothing (%s is empty)", var, var);
+        return -1;
+      }
+      if (bad) {
+        snprintf(why, cap, "expands %%q{%s} to '%.80s', which holds '/' or '..'", var, v);
+        return -1;
+      }
+    }
+    if (k.kind == PIECE_HOST) {
+      char host[256];
+      if (gethostname(host, sizeof host) == 0 && (host[sizeof host - 1] = '\0', bad_value(host))) {
+        snprintf(why, cap, "expands %%h to '%.80s', which is empty or holds '/' or '..'", host);
+        return -1;
+      }
+    }
+    p += k.step;
+  }
+  return 0;
+}
+
 int cg_log_name_expand(const char *name, char *out, size_t cap) {
   size_t used = 0;
   if (!cap)
     return -1;
+  char why[8];
+  if (cg_log_name_refusal(name, false, why, sizeof why) != 0)
+    return -2;
   out[0] = '\0';
   for (const char *p = name; *p;) {
     piece k = next_piece(p);

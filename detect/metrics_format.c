@@ -2,17 +2,43 @@
 
 #include "capguard/text_out.h"
 
-/* A label value: backslash, double quote and newline escaped, as the
- * exposition format asks; other bytes as they are. */
+/* The length of the valid UTF-8 sequence at s (1 to 4), 0 when the bytes
+ * there are none (a stray continuation byte, a character cut short, an
+ * overlong form, a surrogate, past U+10FFFF). */
+static size_t utf8_length(const unsigned char *s) {
+  unsigned c = s[0];
+  size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+  if (n == 0 || (n == 2 && c < 0xc2) || (n == 4 && c > 0xf4))
+    return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+  if ((n == 3 && c == 0xe0 && s[1] < 0xa0) || (n == 3 && c == 0xed && s[1] >= 0xa0) ||
+      (n == 4 && c == 0xf0 && s[1] < 0x90) || (n == 4 && c == 0xf4 && s[1] >= 0x90))
+    return 0;
+  return n;
+}
+
+/* A label value: valid UTF-8, each byte that is not replaced by U+FFFD (a
+ * program name the kernel cut mid-character, a host name in another
+ * encoding: promtool and node_exporter reject the whole file otherwise);
+ * backslash, double quote and newline escaped, as the exposition format
+ * asks; nothing dropped. */
 static void put_label_value(cg_out *o, const char *s) {
-  for (; *s; s++) {
-    if (*s == '\\' || *s == '"') {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t n = utf8_length(p);
+    if (n == 0) {
+      cg_out_str(o, "\xef\xbf\xbd");
+      p++;
+    } else if (*p == '\\' || *p == '"') {
       cg_out_char(o, '\\');
-      cg_out_char(o, *s);
-    } else if (*s == '\n') {
+      cg_out_char(o, (char)*p++);
+    } else if (*p == '\n') {
       cg_out_str(o, "\\n");
+      p++;
     } else {
-      cg_out_char(o, *s);
+      for (; n; n--)
+        cg_out_char(o, (char)*p++);
     }
   }
 }

@@ -81,6 +81,8 @@ void cg_config_load(void) {
   }
   s = env("CAPGUARD_LOG");
   cg_cfg.log_path = (s && *s) ? s : NULL;
+  s = env("CAPGUARD_LOG_FALLBACK"); /* set by capguard run: where a log it cannot place goes */
+  cg_cfg.log_fallback = (s && *s) ? s : NULL;
 
   cg_cfg.prime_max = CG_PRIME_DEFAULT_MAX_BYTES;
   if ((s = env("CAPGUARD_PRIME_MAX")) && *s && cg_prime_parse_size(s, &cg_cfg.prime_max)) {
@@ -128,7 +130,11 @@ void cg_config_load(void) {
   cg_cfg.run_id = (s && *s) ? s : NULL;
   s = env("CAPGUARD_METRICS");
   cg_cfg.metrics_dir = (s && *s) ? s : NULL;
-  cg_cfg.rank = cg_rank_from_env(env);
+  char rank_why[160];
+  cg_cfg.rank = cg_rank_from_env(env, rank_why, sizeof rank_why);
+  if (rank_why[0])
+    note("%s; %s", rank_why,
+         cg_cfg.rank.rank >= 0 ? "using the next launcher's rank" : "this process's rank is unknown");
   cg_cfg.hang_s = env("CAPGUARD_HANG_S");
   s = env("CAPGUARD_PRIME_OPTION");
   cg_cfg.prime_option = s && !strcmp(s, "--prime");

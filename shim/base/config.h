@@ -16,6 +16,7 @@
 typedef struct {
   cg_run_mode mode;
   const char *log_path;      /* CAPGUARD_LOG, NULL when unset */
+  const char *log_fallback;  /* CAPGUARD_LOG_FALLBACK (capguard run's), NULL when unset */
   char prime_path[4096];     /* CAPGUARD_PRIME or the default, "" when none */
   uint64_t prime_max;        /* CAPGUARD_PRIME_MAX */
   int emulate_driver;        /* CAPGUARD_EMULATE_DRIVER (e.g. 12020), 0 when off */

@@ -50,8 +50,9 @@ static void read_line(const char *path, char *buf, size_t cap) {
     *nl = 0;
 }
 
-/* Formats and writes the file; with write_lock held. */
-static void write_metrics(const cg_summary *s) {
+/* Formats and writes the file; with write_lock held. false when it could
+ * not be written (the next chance tries again). */
+static bool write_metrics(const cg_summary *s, bool at_exit) {
   if (!host[0] && !program[0]) {
     read_line("/proc/sys/kernel/hostname", host, sizeof host);
     read_line("/proc/self/comm", program, sizeof program);
@@ -62,19 +63,18 @@ static void write_metrics(const cg_summary *s) {
   m.refusals = calls;
   m.n_refusals = cg_fleet_counts_read(m.loads, calls, MAX_REFUSED_CALLS);
   size_t n = cg_metrics_format(&m, text, TEXT_MAX);
-  if (n < TEXT_MAX)
-    cg_metrics_file_write(cg_cfg.metrics_dir, text, n);
+  return n >= TEXT_MAX || cg_metrics_file_write(cg_cfg.metrics_dir, text, n, at_exit);
 }
 
 /* The figures as they are now (the exit's summary has its own). */
-static void write_now(void) {
+static bool write_now(void) {
   cg_summary s = {.pid = (uint64_t)getpid()};
   cg_captures_counts(&s.captures_begun, &s.captures_broken);
   cg_report_counts(s.events, s.verdicts);
   cg_priming_summary(&s);
   cg_serving_summary(&s, false);
   cg_fleet_summary(&s, NULL);
-  write_metrics(&s);
+  return write_metrics(&s, false);
 }
 
 /* At most once a second, and while nothing captures: else the write is left
@@ -92,18 +92,19 @@ static void maybe_write(uint64_t now_ns) {
     return;
   __atomic_fetch_and(&cg_launch_watch, ~(unsigned)CG_WATCH_METRICS, __ATOMIC_RELAXED);
   __atomic_store_n(&last_write_ns, now_ns, __ATOMIC_RELAXED);
-  write_now();
+  if (!write_now()) /* a full disk, say: tried again at the next end or launch, a second on */
+    __atomic_fetch_or(&cg_launch_watch, CG_WATCH_METRICS, __ATOMIC_RELAXED);
   cg_unlock(&write_lock);
 }
 
-void cg_fleet_after_capture(uint64_t now_ns) {
+void cg_fleet_after_capture(void) {
   if (cg_cfg.metrics_dir)
-    maybe_write(now_ns);
+    maybe_write(cg_monotonic_ns());
 }
 
 void cg_fleet_graph_launch(void) {
   unsigned watch = __atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED);
-  uint64_t now = cg_now_ns();
+  uint64_t now = cg_monotonic_ns(); /* durations: never the wall clock, which steps */
   if (watch & CG_WATCH_REPLAY)
     cg_capture_time_launch(now);
   if (watch & CG_WATCH_SERVING)
@@ -117,7 +118,7 @@ void cg_fleet_metrics_at_exit(const cg_summary *s) {
     return;
   if (!cg_exit_lock(&write_lock, "the metrics file")) /* never a wait that could hang the exit */
     return;
-  write_metrics(s);
+  write_metrics(s, true);
   cg_unlock(&write_lock);
 }
 

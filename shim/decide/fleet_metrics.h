@@ -14,8 +14,8 @@
 /* The capture time and the rank into the exit's summary; began: where the
  * slowest began (CG_SLOWEST_CAPTURES texts), symbolized now. */
 void cg_fleet_summary(cg_summary *s, char (*began)[CG_BEGAN_TEXT]);
-/* A capture ended at now_ns (the model's clock) and its end is over. */
-void cg_fleet_after_capture(uint64_t now_ns);
+/* A capture ended and its end is over. */
+void cg_fleet_after_capture(void);
 /* A graph launch with cg_launch_watch set (route/graph_wrappers.c). */
 void cg_fleet_graph_launch(void);
 /* The last metrics file, from the exit's summary. */

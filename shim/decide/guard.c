@@ -210,7 +210,7 @@ CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph)
   else
     free(end_cause);
   capture_over(&closed, true, r);
-  cg_fleet_after_capture(closed.end_ns);
+  cg_fleet_after_capture();
   return r;
 }
 

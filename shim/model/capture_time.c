@@ -10,7 +10,10 @@
 
 unsigned cg_launch_watch;
 
-static uint64_t first_begin_ns, first_replay_ns;
+/* The first begin's wall-clock label, and its monotonic time, which the
+ * first replay is measured from: the first replay's label is the begin's
+ * plus that, so a step of the wall clock between them changes neither. */
+static uint64_t first_begin_ns, first_begin_mono_ns, first_replay_ns;
 /* Captures ended and their time, added up in shards of a cache line each,
  * a thread to a shard (given in turn at its first end), summed when read:
  * with one pair every thread capturing at once added to the same line, and
@@ -36,25 +39,30 @@ static struct {
 void cg_capture_time_begun(void) {
   if (__atomic_load_n(&first_begin_ns, __ATOMIC_RELAXED))
     return;
-  uint64_t none = 0, now_ns = cg_now_ns(); /* the first begin only */
-  if (__atomic_compare_exchange_n(&first_begin_ns, &none, now_ns ? now_ns : 1, false, __ATOMIC_RELAXED,
-                                  __ATOMIC_RELAXED))
+  uint64_t none = 0, mono = cg_monotonic_ns(); /* the first begin only */
+  if (__atomic_compare_exchange_n(&first_begin_mono_ns, &none, mono ? mono : 1, false, __ATOMIC_RELAXED,
+                                  __ATOMIC_RELAXED)) {
+    uint64_t now_ns = cg_now_ns();
+    __atomic_store_n(&first_begin_ns, now_ns ? now_ns : 1, __ATOMIC_RELEASE);
     __atomic_fetch_or(&cg_launch_watch, CG_WATCH_REPLAY, __ATOMIC_RELAXED);
+  }
 }
 
-void cg_capture_time_launch(uint64_t now_ns) {
-  if (!__atomic_load_n(&first_begin_ns, __ATOMIC_RELAXED))
+void cg_capture_time_launch(uint64_t mono_ns) {
+  uint64_t begin = __atomic_load_n(&first_begin_ns, __ATOMIC_ACQUIRE);
+  if (!begin)
     return;
-  uint64_t none = 0;
-  __atomic_compare_exchange_n(&first_replay_ns, &none, now_ns ? now_ns : 1, false, __ATOMIC_RELAXED,
-                              __ATOMIC_RELAXED);
+  uint64_t none = 0, begin_mono = __atomic_load_n(&first_begin_mono_ns, __ATOMIC_RELAXED);
+  uint64_t label = begin + (mono_ns > begin_mono ? mono_ns - begin_mono : 0);
+  __atomic_compare_exchange_n(&first_replay_ns, &none, label, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   __atomic_fetch_and(&cg_launch_watch, ~(unsigned)CG_WATCH_REPLAY, __ATOMIC_RELAXED);
 }
 
 static bool keep_slow(const cg_capture *closed, void *site, uint64_t ns);
 
 bool cg_capture_time_ended(const cg_capture *closed, void *site) {
-  /* CLOCK_REALTIME may step back: such a capture counts, for no time. */
+  /* the labels' difference is monotonic time (live_captures.c); an end
+   * labelled before its begin (a record of another clock) counts for none */
   uint64_t ns = closed->end_ns > closed->begin_ns ? closed->end_ns - closed->begin_ns : 0;
   if (__builtin_expect(!own_shard, 0))
     own_shard = __atomic_fetch_add(&shards_given, 1, __ATOMIC_RELAXED) % TIME_SHARDS + 1;
@@ -126,6 +134,6 @@ void cg_capture_time_atfork_child(void) {
   n_slow = 0;
   slow_floor = 0;
   memset(shards, 0, sizeof shards);
-  first_begin_ns = first_replay_ns = 0;
+  first_begin_ns = first_begin_mono_ns = first_replay_ns = 0;
   cg_launch_watch = 0;
 }

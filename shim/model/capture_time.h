@@ -28,7 +28,7 @@ void cg_capture_time_begun(void);
  * free it then. */
 bool cg_capture_time_ended(const cg_capture *closed, void *site);
 /* A graph launch: the first after a capture began is the first replay. */
-void cg_capture_time_launch(uint64_t now_ns);
+void cg_capture_time_launch(uint64_t mono_ns); /* CLOCK_MONOTONIC now */
 /* The figures so far. With began (an array of CG_SLOWEST_CAPTURES texts),
  * where each of the slowest began is written there too (dladdr: at exit). */
 #define CG_BEGAN_TEXT 512

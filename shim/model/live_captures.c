@@ -266,6 +266,18 @@ void cg_captures_await_begins_before(uint64_t tick) {
   }
 }
 
+/* A capture's end, as a wall-clock label: its begin's label plus the
+ * monotonic time since, so that a step of the wall clock (NTP, an operator's
+ * date) never makes a capture last an hour or less than nothing. With the
+ * stream's lock held. */
+static uint64_t end_label_ns(uint64_t key) {
+  cg_capture *open = cg_model_find(model, key);
+  if (!open || !open->begin_mono_ns)
+    return cg_now_ns();
+  uint64_t mono = cg_monotonic_ns();
+  return open->begin_ns + (mono > open->begin_mono_ns ? mono - open->begin_mono_ns : 0);
+}
+
 /* ctx: the beginning thread's current context, asked once by the begin
  * (guard.c), which also hands it to priming. */
 static int capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode, bool into_graph,
@@ -283,7 +295,7 @@ static int capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode,
     /* The model still has a capture open on this stream, so it missed an
      * end: close the stale one and track the new one. */
     cg_capture stale;
-    if (cg_model_end(model, key, false, cg_now_ns(), &stale) == 0) {
+    if (cg_model_end(model, key, false, end_label_ns(key), &stale) == 0) {
       opened--;
       cg_model_forget_events_of(model, stale.id);
       free(stale.user);
@@ -294,6 +306,7 @@ static int capture_begun(uint64_t key, uint64_t driver_id, cg_capture_mode mode,
   }
   if (c) {
     opened++;
+    c->begin_mono_ns = cg_monotonic_ns();
     c->driver_id = driver_id;
     c->nonblocking = nonblocking;
     c->begin_tick[0] = begin_tick0;
@@ -385,7 +398,7 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
   else
     free(open->maybe_by);
   open->maybe_by = NULL;
-  cg_model_end(model, key, *result == CUDA_SUCCESS, cg_now_ns(), closed);
+  cg_model_end(model, key, *result == CUDA_SUCCESS, end_label_ns(key), closed);
   cg_model_forget_events_of(model, id);
   if (*result != CUDA_SUCCESS)
     __atomic_add_fetch(&captures_broken, 1, __ATOMIC_RELAXED);
@@ -410,7 +423,7 @@ bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
     uint64_t id = open->id;
     free(open->maybe_by); /* the destroy ended it, if no call surely broke it before */
     open->maybe_by = NULL;
-    cg_model_end(model, key, false, cg_now_ns(), closed); /* no graph: failed */
+    cg_model_end(model, key, false, end_label_ns(key), closed); /* no graph: failed */
     cg_model_forget_events_of(model, id);
     __atomic_add_fetch(&captures_broken, 1, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&cg_activity.n.open, 1, __ATOMIC_RELEASE);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,9 @@
 #include "capguard/write_whole.h"
 #include "warn.h"
 
-static int failed;     /* warned once; this process writes no more */
-static int swept;      /* the directory's files of exited processes removed */
+static int warned;    /* a failure said once; the next write tries again */
+static int written;   /* writes made: the first sweeps nothing (never the first capture's end) */
+static long sweep_at; /* where the next slice of the sweep starts (telldir), 0: the directory's start */
 
 /* The pid namespace's inode: a pid is only checked against /proc in the
  * namespace it belongs to (containers on one node share the directory,
@@ -43,50 +45,61 @@ static bool parse_name(const char *name, unsigned long long *ns, long *pid) {
   return end != p && *pid > 0 && strcmp(end, tail) == 0;
 }
 
+/* Whether a process of this pid namespace is gone: kill(pid, 0) sends
+ * nothing, and says ESRCH only when no such process exists. EPERM is a live
+ * process of another user (which /proc mounted hidepid=2 hides: a stat of
+ * /proc/PID would say ENOENT); any other answer keeps the file. */
+static bool process_gone(long pid) {
+  if (pid <= 0 || pid > 0x7fffffffL)
+    return false;
+  return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
 /* The rule (docs/fleet.md): a file of this pid namespace whose process is
  * gone and which was last written CG_METRICS_KEEP_MINUTES ago or more. A
  * file of another namespace is never removed here: its pid cannot be
- * checked from this one. */
-static void sweep(const char *dir, unsigned long long my_ns) {
+ * checked from this one. One slice a write, SWEEP_SLICE entries from where
+ * the last left off: what a write costs never grows with the directory. */
+enum { SWEEP_SLICE = 256 };
+static void sweep_slice(const char *dir, unsigned long long my_ns) {
   DIR *d = opendir(dir);
   if (!d)
     return;
+  if (sweep_at)
+    seekdir(d, sweep_at);
   time_t now = time(NULL);
-  struct dirent *e;
-  while ((e = readdir(d))) {
+  struct dirent *e = NULL;
+  int seen = 0;
+  while (seen < SWEEP_SLICE && (e = readdir(d))) {
+    seen++;
     unsigned long long ns;
     long pid;
-    if (!parse_name(e->d_name, &ns, &pid) || ns != my_ns || pid == (long)getpid())
+    if (!parse_name(e->d_name, &ns, &pid) || ns != my_ns || pid == (long)getpid() || !process_gone(pid))
       continue;
-    char path[4096], proc[64];
+    char path[4096];
     struct stat st;
-    snprintf(proc, sizeof proc, "/proc/%ld", pid);
-    if (stat(proc, &st) == 0 || errno != ENOENT)
-      continue;
     if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
         lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || now - st.st_mtime < CG_METRICS_KEEP_MINUTES * 60)
       continue;
     unlink(path);
   }
+  sweep_at = e ? telldir(d) : 0; /* the end reached: the next slice starts over */
+  if (sweep_at < 0)
+    sweep_at = 0;
   closedir(d);
 }
 
 static bool fail(const char *dir, const char *what, int err) {
-  failed = 1;
-  cg_warn("cannot write the metrics file in %s (%s: %s); no metrics from this process", dir, what,
-          strerror(err));
+  if (!warned)
+    cg_warn("cannot write the metrics file in %s (%s: %s); trying again at the next write", dir, what,
+            strerror(err));
+  warned = 1;
   return false;
 }
 
-bool cg_metrics_file_write(const char *dir, const char *text, size_t len) {
-  if (failed)
-    return false;
+bool cg_metrics_file_write(const char *dir, const char *text, size_t len, bool at_exit) {
   unsigned long long ns = pid_namespace();
   long pid = (long)getpid();
-  if (!swept) {
-    swept = 1;
-    sweep(dir, ns);
-  }
   char path[4096], tmp[4096];
   /* The temporary name does not end in .prom: the collector never reads it. */
   if (snprintf(path, sizeof path, "%s/capguard_%llu_%ld.prom", dir, ns, pid) >= (int)sizeof path ||
@@ -99,7 +112,11 @@ bool cg_metrics_file_write(const char *dir, const char *text, size_t len) {
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
     return fail(dir, "create", errno);
-  int err = cg_write_whole(fd, text, len, -1, NULL); /* a size limit raises no SIGXFSZ in the host */
+  /* 0644 whatever the host's umask (077 would make it 0600): the collector
+   * (node_exporter, often as nobody) reads it; it holds only counts */
+  int err = fchmod(fd, 0644) != 0 ? errno : 0;
+  if (!err)
+    err = cg_write_whole(fd, text, len, -1, NULL); /* a size limit raises no SIGXFSZ in the host */
   if (close(fd) != 0 && !err)
     err = errno;
   if (err) {
@@ -111,10 +128,16 @@ bool cg_metrics_file_write(const char *dir, const char *text, size_t len) {
     unlink(tmp);
     return fail(dir, "rename", err);
   }
+  if (warned)
+    cg_warn("the metrics file in %s is written again", dir);
+  warned = 0;
+  if (written++ || at_exit) /* never the first write's: that is a capture's end */
+    sweep_slice(dir, ns);
   return true;
 }
 
 void cg_metrics_file_atfork_child(void) {
-  failed = 0;
-  swept = 0;
+  warned = 0;
+  written = 0;
+  sweep_at = 0;
 }

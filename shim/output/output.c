@@ -145,18 +145,41 @@ static bool creation_can_wait(const char *path) {
   return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The file capguard run gave for records whose log cannot be placed
+ * (CAPGUARD_LOG_FALLBACK): a name refused, a directory missing. The run
+ * reads it with the rest and says why, so nothing is lost; elsewhere the
+ * reports stay on stderr. true when it is open. */
+static bool open_fallback(const char *what) {
+  char why[256];
+  if (cg_cfg.log_fallback && strlen(cg_cfg.log_fallback) < sizeof log_path &&
+      cg_log_fd_open(cg_cfg.log_fallback, why, sizeof why) == 0) {
+    snprintf(log_path, sizeof log_path, "%s", cg_cfg.log_fallback);
+    log_warn("%s; this process's records go to %s, which capguard run reads", what, log_path);
+    return true;
+  }
+  log_warn("%s; reporting on stderr only", what);
+  return false;
+}
+
 /* The log is opened under the priming file's rules (capguard/log_file.h):
  * no symbolic link followed, a regular file only (a FIFO or device could
  * block the host in open or write), ours and writable by nobody else. */
 static void open_log(void) {
   /* %p, %h, %q{VAR} and %% as valgrind and nsys write them (capguard/log_name.h) */
-  char bad[160];
+  char bad[160], what[768];
   if (cg_log_name_check(cg_cfg.log_path, bad, sizeof bad) != 0) {
     log_warn("log name %.200s %s; reporting on stderr only", cg_cfg.log_path, bad);
     return;
   }
-  if (cg_log_name_expand(cg_cfg.log_path, log_path, sizeof log_path) != 0) {
-    log_warn("log path %.200s... is too long; reporting on stderr only", cg_cfg.log_path);
+  int e = cg_log_name_expand(cg_cfg.log_path, log_path, sizeof log_path);
+  if (e == -2 && cg_log_name_refusal(cg_cfg.log_path, false, bad, sizeof bad) == 0)
+    snprintf(bad, sizeof bad, "is refused");
+  if (e != 0) {
+    if (e == -2)
+      snprintf(what, sizeof what, "log name %.200s %s", cg_cfg.log_path, bad);
+    else
+      snprintf(what, sizeof what, "log path %.200s... is too long", cg_cfg.log_path);
+    log_opened = open_fallback(what);
     return;
   }
   /* A file not there yet is created when the process first uses the
@@ -168,7 +191,8 @@ static void open_log(void) {
   }
   char why[256];
   if (cg_log_fd_open(log_path, why, sizeof why) != 0) {
-    log_warn("cannot open log %s: it %s; reporting on stderr only", log_path, why);
+    snprintf(what, sizeof what, "cannot open log %.300s: it %s", log_path, why);
+    log_opened = open_fallback(what);
     return;
   }
   log_opened = true;

@@ -7,8 +7,15 @@
  *     launch once the second is over (the write left due).
  *   metrics_probe churn SECONDS   captures back to back for SECONDS (the
  *     file is replaced about once a second while a reader races it).
+ *   metrics_probe firstend DIR   one capture: says how long its end took and
+ *     how many capguard_*.prom files DIR holds just after it (its own write
+ *     included), while the process lives.
+ *   metrics_probe clockstep SECONDS   three captures of 5 ms, the wall clock
+ *     stepped by SECONDS (wall_clock_step.c, preloaded) inside the first,
+ *     then the first graph launched (the first replay).
  * A file is replaced by a rename: its inode changes with each write. */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,10 +115,57 @@ static int churn(double seconds) {
   return 0;
 }
 
+static long files_in(const char *d) {
+  char pattern[4096];
+  snprintf(pattern, sizeof pattern, "%s/capguard_*.prom", d);
+  glob_t g;
+  long n = glob(pattern, 0, NULL, &g) == 0 ? (long)g.gl_pathc : 0;
+  if (n)
+    globfree(&g);
+  return n;
+}
+
+static int firstend(void) {
+  CUstream s;
+  check("setup", tk_driver_setup(&s));
+  CUgraph g = NULL;
+  struct timespec t0, t1;
+  check("begin", begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  check("end", end(s, &g));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+  printf("first end: %ld us, %ld files\n", us, files_in(dir));
+  return 0;
+}
+
+static int clockstep(double seconds) {
+  void (*step)(long long) = (void (*)(long long))dlsym(RTLD_DEFAULT, "wall_clock_step");
+  if (!step) {
+    fprintf(stderr, "metrics_probe: clockstep needs wall_clock_step.so preloaded\n");
+    return 2;
+  }
+  CUstream s;
+  check("setup", tk_driver_setup(&s));
+  CUgraph g = NULL;
+  for (int i = 0; i < 3; i++) {
+    check("begin", begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    nap(5);
+    if (i == 0)
+      step((long long)(seconds * 1e9));
+    check("end", end(s, i ? &(CUgraph){NULL} : &g));
+  }
+  CUgraphExec exec;
+  check("instantiate", instantiate(&exec, g, 0));
+  check("launch", graph_launch(exec, s));
+  printf("clockstep: 3 captures, wall clock stepped %+.0f s\n", seconds);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc != 3 || tk_driver_open("metrics_probe") != 0) {
-    fprintf(stderr, "usage: metrics_probe timing DIR | churn SECONDS (with a driver)\n");
+    fprintf(stderr, "usage: metrics_probe timing DIR | churn SECONDS | clockstep SECONDS (with a driver)\n");
     return 2;
   }
   begin = tk_driver_get("cuStreamBeginCapture");
@@ -125,6 +179,12 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "churn"))
     return churn(atof(argv[2]));
+  if (!strcmp(argv[1], "firstend")) {
+    dir = argv[2];
+    return firstend();
+  }
+  if (!strcmp(argv[1], "clockstep"))
+    return clockstep(atof(argv[2]));
   fprintf(stderr, "metrics_probe: unknown mode '%s'\n", argv[1]);
   return 2;
 }

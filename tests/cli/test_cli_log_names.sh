@@ -36,8 +36,74 @@ grep -q '"type":"start"' "$WORK/r.7.jsonl" 2>/dev/null && pass || fail "%q{RANK}
 expect_in "$WORK/rank.err" "capguard: 2 processes used CUDA, 2 captures, 2 broken" "%q{RANK}: the summary reads every file"
 run_cg rank-report report "$WORK/r.%q{RANK}.jsonl"
 expect_in "$WORK/rank-report.out" "capguard report: 3 logs, 2 processes with CUDA, 2 captures, 2 broken" "report reads every %q{RANK} file"
-env -u RANK LD_PRELOAD="$REAL_SHIM" CAPGUARD_LOG="$WORK/u.%q{RANK}.jsonl" "$DYING_HOST" alloc "$CUBIN" cg_test_fill >/dev/null 2>&1
-[ -s "$WORK/u..jsonl" ] && pass || fail "%q{RANK} with RANK unset is not empty: $(ls "$WORK")"
+# RANK unset (the shim alone): no hidden u..jsonl, one line on stderr
+env -u RANK LD_PRELOAD="$REAL_SHIM" CAPGUARD_LOG="$WORK/u.%q{RANK}.jsonl" "$DYING_HOST" alloc "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/unset.err"
+[ -e "$WORK/u..jsonl" ] && fail "%q{RANK} with RANK unset wrote u..jsonl" || pass
+expect_in "$WORK/unset.err" "capguard: log name $WORK/u.%q{RANK}.jsonl expands %q{RANK} to nothing (RANK is unset); reporting on stderr only" "RANK unset: said"
+
+# --- expansions that would lose or misplace a log (docs/reliability.md)
+# RANK unset where the command runs: the process's records go to run's
+# fallback file, read with the rest; --error-exitcode says the log was
+# not where it was asked; nothing named DIR/.jsonl.
+mkdir -p "$WORK/q"
+env -u RANK "$CAPGUARD" run -q --emulate-driver 12020 --prime "$WORK/q$RANDOM.cgp" --log "$WORK/q/%q{RANK}.jsonl" \
+  --error-exitcode 9 -- "$DEMO_ENGINE" "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/q.err"
+rc=$?
+expect_rc 9 "RANK unset: --error-exitcode"
+[ -z "$(ls -A "$WORK/q")" ] && pass || fail "RANK unset: a file was written in the log's directory: $(ls -A "$WORK/q")"
+expect_in "$WORK/q.err" "expands %q{RANK} to nothing (RANK is unset); this process's records go to " "RANK unset: the shim's line"
+fb=$(sed -n 's/^capguard run: a process.s log name was refused, or its log could not be opened (its warning above says why): its records are in \(.*\)$/\1/p' "$WORK/q.err")
+[ -n "$fb" ] && [ -s "$fb" ] && pass || fail "RANK unset: run names no fallback file: $(cat "$WORK/q.err")"
+expect_in "$WORK/q.err" "capguard: 1 process used CUDA, 1 capture, 1 broken" "RANK unset: the broken capture is in the summary"
+[ -n "$fb" ] && rm -f "$fb"
+# set here to nothing or to a path: refused before the command starts, with
+# the status --error-exitcode asks for (2 without it), one line
+for v in "" "../escape" "a/b"; do
+  ran=$WORK/ran.$RANDOM
+  RANK=$v "$CAPGUARD" run -q --log "$WORK/q/%q{RANK}.jsonl" --error-exitcode 9 -- touch "$ran" >/dev/null 2>"$WORK/qv.err"
+  rc=$?
+  expect_rc 9 "RANK='$v': --error-exitcode"
+  [ -e "$ran" ] && fail "RANK='$v': the command ran" || pass
+  expect_lines "$WORK/qv.err" 1 "RANK='$v': one line"
+  RANK=$v "$CAPGUARD" run -q --log "$WORK/q/%q{RANK}.jsonl" -- true >/dev/null 2>&1
+  rc=$?
+  expect_rc 2 "RANK='$v' without --error-exitcode"
+done
+expect_in "$WORK/qv.err" "capguard run: the log $WORK/q/%q{RANK}.jsonl expands %q{RANK} to 'a/b', which holds '/' or '..'" "what a path in RANK says"
+# set to a path by the command itself (a launcher): that process's records
+# go to the fallback; nothing is written outside the log's directory
+env -u RANK "$CAPGUARD" run -q --emulate-driver 12020 --prime "$WORK/q$RANDOM.cgp" --log "$WORK/q/%q{RANK}.jsonl" \
+  --error-exitcode 9 -- sh -c 'RANK=../escape exec "$@"' sh "$DEMO_ENGINE" "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/esc.err"
+rc=$?
+expect_rc 9 "RANK=../escape in the command: --error-exitcode"
+[ -e "$WORK/escape.jsonl" ] && fail "RANK=../escape wrote outside the log's directory" || pass
+expect_in "$WORK/esc.err" "expands %q{RANK} to '../escape', which holds '/' or '..'; this process's records go to " "RANK=../escape: the shim's line"
+expect_in "$WORK/esc.err" "capguard: 1 process used CUDA, 1 capture, 1 broken" "RANK=../escape: nothing lost"
+rm -f "$(sed -n 's/^capguard run: .*its records are in \(.*\)$/\1/p' "$WORK/esc.err")"
+# a directory the expansion names that does not exist: refused before the start
+ran=$WORK/ran.dir
+RANK=0 "$CAPGUARD" run -q --log "$WORK/q/%q{RANK}/x.jsonl" --error-exitcode 9 -- touch "$ran" >/dev/null 2>"$WORK/qd.err"
+rc=$?
+expect_rc 2 "a missing directory: refused"
+[ -e "$ran" ] && fail "a missing directory: the command ran" || pass
+expect_in "$WORK/qd.err" "cannot be created: its directory $WORK/q/0 does not exist" "a missing directory: said"
+# a directory per process (%p) that no one made: the records are not lost
+env -u RANK "$CAPGUARD" run -q --emulate-driver 12020 --prime "$WORK/q$RANDOM.cgp" --log "$WORK/q/%p/x.jsonl" \
+  --error-exitcode 9 -- "$DEMO_ENGINE" "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/pd.err"
+rc=$?
+expect_rc 9 "a missing per-process directory: --error-exitcode"
+expect_in "$WORK/pd.err" "capguard: 1 process used CUDA, 1 capture, 1 broken" "a missing per-process directory: nothing lost"
+rm -f "$(sed -n 's/^capguard run: .*its records are in \(.*\)$/\1/p' "$WORK/pd.err")"
+# a log file of more than one link (a hard link planted at the path) is
+# never appended to: run refuses it, the shim alone says it
+printf 'victim\n' >"$WORK/victim"
+ln "$WORK/victim" "$WORK/q/linked.jsonl"
+run_cg link run -q --log "$WORK/q/linked.jsonl" -- true
+expect_rc 2 "a log of two links: refused"
+expect_in "$WORK/link.err" "has 2 links (a hard link to a file elsewhere?): capguard appends only to a file of one link" "two links: said"
+CAPGUARD_LOG=$WORK/q/linked.jsonl LD_PRELOAD=$REAL_SHIM "$DEMO_ENGINE" "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/link2.err"
+[ "$(cat "$WORK/victim")" = victim ] && pass || fail "the shim appended to a file of two links"
+expect_in "$WORK/link2.err" "has 2 links" "two links: the shim says it"
 
 # --- %p still one file per process
 app --log "$WORK/p.%p.jsonl" -- "$VLLM_LIKE" --workers 2 "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/pid.err"

@@ -21,13 +21,28 @@ RANK=2 WORLD_SIZE=4 "$CAPGUARD" run --quiet --emulate-driver 12020 --metrics "$m
 "$CAPGUARD" run --quiet --metrics "$m" --log "$WORK/d.jsonl" --prime "$WORK/p.cgp" -- "${engine[@]}" >/dev/null 2>&1
 pids=($(process_field pid "$WORK/d.jsonl"))
 [ ${#pids[@]} -eq 2 ] && pass || fail "wanted the demo's 2 processes in the log: ${pids[*]}"
+# A program name the kernel cuts mid-character (comm keeps 15 bytes:
+# 'vllm-推理服务' becomes 'vllm-推理服' and one byte of '务'), on a host whose
+# name is Latin-1 (a UTS namespace of its own: root only): the labels are
+# made valid UTF-8, and the file is served like the others.
+cp "$DEMO_ENGINE" "$WORK/vllm-推理服务"
+if [ "$(id -u)" = 0 ] && unshare -u true 2>/dev/null; then
+  unshare -u sh -c 'printf "h\351te" >/proc/sys/kernel/hostname && exec "$@"' sh \
+    env CAPGUARD_METRICS="$m" LD_PRELOAD="$REAL_SHIM" CAPGUARD_SUMMARY=0 "$WORK/vllm-推理服务" "$CUBIN" cg_test_fill \
+    >/dev/null 2>&1
+  host8='hète'
+else
+  echo "SKIP (part): a Latin-1 host name needs root and unshare -u (uid $(id -u)); the program name is still cut"
+  CAPGUARD_METRICS="$m" LD_PRELOAD="$REAL_SHIM" CAPGUARD_SUMMARY=0 "$WORK/vllm-推理服务" "$CUBIN" cg_test_fill >/dev/null 2>&1
+  host8=$(cat /proc/sys/kernel/hostname)
+fi
 n=0
 for f in "$m"/capguard_*.prom; do
   n=$((n + 1))
   "$promtool" check metrics <"$f" >"$WORK/promtool.out" 2>&1 && pass \
     || fail "promtool check metrics rejects $(basename "$f"): $(cat "$WORK/promtool.out")"
 done
-[ "$n" -eq 2 ] && pass || fail "wanted 2 files, found $n"
+[ "$n" -eq 3 ] && pass || fail "wanted 3 files, found $n"
 
 # a free port on 127.0.0.1 (the kernel picks it), and the exporter on it,
 # with only the textfile collector
@@ -63,6 +78,9 @@ grep -q "^capguard_loads_during_capture_total{.*pid=\"$second\".*verdict=\"serve
 grep -q "^capguard_capture_seconds_total{.*pid=\"$second\".*} [0-9.e-]*$" "$s" && pass || fail "run 2's capture seconds"
 grep -q "^capguard_first_replay_seconds{.*pid=\"$second\".*} " "$s" && pass || fail "run 2's first replay"
 grep -q "^# TYPE capguard_capture_seconds_total counter$" "$s" && pass || fail "counter type"
-# the exporter read both files without an error
+# the cut program name and the Latin-1 host: U+FFFD for each byte that is no character
+grep -q "^capguard_captures_total{.*host=\"${host8/è/�}\",.*program=\"vllm-推理服�\".*} 1$" "$s" && pass \
+  || fail "the cut program name's series: $(grep '^capguard_captures_total' "$s")"
+# the exporter read every file without an error
 grep -q "^node_textfile_scrape_error 0$" "$s" && pass || fail "textfile collector error: $(grep textfile "$s")"
 finish

@@ -73,4 +73,49 @@ FAKECUDA_DRIVER_VERSION=12020 RANK=0 WORLD_SIZE=1 "$CAPGUARD" run --prime "$P" -
   -- "$STARTUP_LIKE" >"$WORK/one.out" 2>&1
 "$CAPGUARD" report "$WORK/one.jsonl" >"$WORK/one.txt" 2>&1
 expect_not_in "$WORK/one.txt" "Ranks" "one rank: no table"
+# A stale RANK=0 under a launcher that names each rank itself (mpirun's
+# OMPI_COMM_WORLD_RANK): the launcher's rank is taken, each rank its row.
+E=("$DEMO_ENGINE" "$CUBIN" cg_test_fill)
+"$CAPGUARD" run --emulate-driver 12020 --log "$WORK/stale.jsonl" -- /bin/sh -c '
+  RANK=0 OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 "$@" >/dev/null 2>&1
+  RANK=0 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 "$@" >/dev/null 2>&1' sh "${E[@]}" >/dev/null 2>&1
+"$CAPGUARD" report "$WORK/stale.jsonl" >"$WORK/stale.txt" 2>&1
+expect_in "$WORK/stale.txt" "Ranks (2 of a world of 2)" "a stale RANK=0: mpirun's ranks are taken"
+grep -qE '^  1 +[0-9]+ +1 +[01] +[01] ' "$WORK/stale.txt" && pass || fail "rank 1's row (mpirun's): $(cat "$WORK/stale.txt")"
+
+# Two processes that both claim RANK=0, with no launcher's variable: each
+# keeps its row, and the claim is said.
+"$CAPGUARD" run --emulate-driver 12020 --log "$WORK/twice.jsonl" -- /bin/sh -c '
+  RANK=0 WORLD_SIZE=2 "$@" >/dev/null 2>&1; RANK=0 WORLD_SIZE=2 "$@" >/dev/null 2>&1' sh "${E[@]}" >/dev/null 2>&1
+"$CAPGUARD" report "$WORK/twice.jsonl" >"$WORK/twice.txt" 2>&1
+[ "$(grep -cE '^  0 +[0-9]+ +1 +[01] +[01] ' "$WORK/twice.txt")" -eq 2 ] && pass \
+  || fail "two processes claiming rank 0: wanted 2 rows: $(cat "$WORK/twice.txt")"
+expect_in "$WORK/twice.txt" "rank 0 is claimed by 2 processes that captured (pids " "the double claim is said"
+
+# Junk in a rank variable is said once (the run's shell says it; the
+# processes it starts inherit the mark), never kept as a rank.
+for v in abc -1 9223372036854775808; do
+  RANK=$v "$CAPGUARD" run --emulate-driver 12020 --log "$WORK/junk.jsonl" -- /bin/sh -c '"$@"; "$@"' sh "${E[@]}" \
+    >/dev/null 2>"$WORK/junk.err"
+  [ "$(grep -c "RANK='$v' is not a rank (a whole number from 0); this process's rank is unknown" "$WORK/junk.err")" -eq 1 ] \
+    && pass || fail "RANK=$v: wanted one warning: $(cat "$WORK/junk.err")"
+done
+RANK=5 WORLD_SIZE=2 "$CAPGUARD" run --log "$WORK/big.jsonl" -- "${E[@]}" >/dev/null 2>"$WORK/big.err"
+expect_in "$WORK/big.err" "RANK='5' is not a rank of a world of 2; this process's rank is unknown" "RANK >= WORLD_SIZE said"
+grep '"type":"start"' "$WORK/big.jsonl" | grep -q '"rank":' && fail "RANK=5 of 2 kept as a rank" || pass
+
+# Ranks that began 2 and 1 captures, every one broken, did not capture alike.
+cap() { # cap PID ID: a failed capture record
+  printf '{"v":1,"type":"capture","pid":%s,"time_ns":1000,"id":%s,"stream":"0x1","mode":"global","tid":%s,"status":"failed","begin_ns":900,"end_ns":1000,"events":0,"began":"x","end_result":901}\n' "$1" "$2" "$1"
+}
+{
+  for p in 101 102; do
+    printf '{"v":1,"type":"start","pid":%s,"ppid":1,"time_ns":1,"mode":"guard","version":"0.1.0","run":"r1","rank":%s,"local_rank":%s,"world_size":2,"argv":["x"]}\n' $p $((p - 101)) $((p - 101))
+  done
+  cap 101 1; cap 101 2; cap 102 1
+} >"$WORK/broke.jsonl"
+"$CAPGUARD" report "$WORK/broke.jsonl" >"$WORK/broke.txt" 2>&1
+expect_in "$WORK/broke.txt" "Ranks (2 of a world of 2)" "the broken ranks' table"
+expect_not_in "$WORK/broke.txt" "captured alike" "ranks whose captures all broke are not alike"
+expect_in "$WORK/broke.txt" "rank 0 began 2 captures, rank 1 began 1 capture" "the began counts differ"
 finish

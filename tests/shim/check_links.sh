@@ -20,6 +20,7 @@ allowed="
   fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf
   getpid getppid gettid geteuid clock_gettime time nanosleep sched_yield syscall gethostname getauxval
   opendir readdir64 closedir unlink rename strtoull
+  kill fchmod seekdir telldir
   dlopen dlclose dlerror dlvsym dladdr dladdr1 dl_iterate_phdr backtrace
   pthread_mutex_init pthread_mutex_lock pthread_mutex_trylock pthread_mutex_timedlock pthread_mutex_unlock
   pthread_setcancelstate

@@ -79,6 +79,31 @@ START_TEST(test_optional_and_escaped) {
 }
 END_TEST
 
+/* Label values are valid UTF-8 whatever the bytes: a program name the
+ * kernel cut mid-character (15 bytes of comm), a host name in Latin-1, an
+ * overlong form and a surrogate each become U+FFFD; valid characters and
+ * the escapes stay; nothing is dropped. */
+START_TEST(test_labels_utf8) {
+  cg_summary s = fixture();
+  s.rank_known = false;
+  cg_metrics m = {.sum = &s,
+                  .host = "h\xe9te\nx",
+                  .program = "vllm-\xe6\x8e\xa8\xe7\x90\x86\xe6\x9c\x8d\xe5",
+                  .mode = "guard"};
+  cg_metrics_format(&m, buf, sizeof buf);
+  ck_assert_msg(
+      strstr(buf, "capguard_captures_total{host=\"h\xef\xbf\xbdte\\nx\",pid=\"42\","
+                  "program=\"vllm-\xe6\x8e\xa8\xe7\x90\x86\xe6\x9c\x8d\xef\xbf\xbd\",mode=\"guard\"} 5\n"),
+      "%s", buf);
+  m.host = "\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80ok\xf0\x9f\x98\x80\"";
+  cg_metrics_format(&m, buf, sizeof buf);
+  /* 2 for the overlong form, 3 for the surrogate, 4 past U+10FFFF */
+  ck_assert_msg(strstr(buf, "{host=\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                            "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdok\xf0\x9f\x98\x80\\\"\","),
+                "%s", buf);
+}
+END_TEST
+
 static const char *const *env_now;
 static const char *fake_getenv(const char *name) {
   for (const char *const *e = env_now; *e; e += 2)
@@ -89,7 +114,7 @@ static const char *fake_getenv(const char *name) {
 
 static cg_rank_info rank_of(const char *const *env) {
   env_now = env;
-  return cg_rank_from_env(fake_getenv);
+  return cg_rank_from_env(fake_getenv, NULL, 0);
 }
 
 START_TEST(test_rank) {
@@ -98,7 +123,9 @@ START_TEST(test_rank) {
   ck_assert_int_eq(r.rank, -1);
   ck_assert_int_eq(r.local_rank, -1);
   ck_assert_int_eq(r.world_size, 0);
-  static const char *const torch[] = {"RANK", "5", "LOCAL_RANK", "1", "WORLD_SIZE", "16", "SLURM_PROCID", "9", NULL};
+  /* torchrun (TORCHELASTIC_RUN_ID) under srun: torchrun is the innermost launcher */
+  static const char *const torch[] = {"RANK",         "5", "LOCAL_RANK",          "1",    "WORLD_SIZE", "16",
+                                      "SLURM_PROCID", "9", "TORCHELASTIC_RUN_ID", "none", NULL};
   r = rank_of(torch);
   ck_assert_int_eq(r.rank, 5);
   ck_assert_int_eq(r.local_rank, 1);
@@ -125,12 +152,44 @@ START_TEST(test_rank) {
 }
 END_TEST
 
+/* The launcher's own variable wins over a plain RANK left stale; a value
+ * that is no rank is said (once: the caller says why), never kept. */
+START_TEST(test_rank_stale_and_invalid) {
+  static const char *const stale[] = {
+      "RANK", "0", "WORLD_SIZE", "2", "OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "2", NULL};
+  env_now = stale;
+  char why[160];
+  cg_rank_info r = cg_rank_from_env(fake_getenv, why, sizeof why);
+  ck_assert_int_eq(r.rank, 1);
+  ck_assert_str_eq(why, "");
+  static const char *const slurm_stale[] = {"RANK", "0", "SLURM_PROCID", "3", "SLURM_NTASKS", "4", NULL};
+  ck_assert_int_eq(rank_of(slurm_stale).rank, 3);
+  static const struct {
+    const char *rank, *size, *said;
+  } bad[] = {
+      {"abc", NULL, "RANK='abc' is not a rank (a whole number from 0)"},
+      {"-1", NULL, "RANK='-1' is not a rank (a whole number from 0)"},
+      {"9223372036854775808", NULL, "RANK='9223372036854775808' is not a rank (a whole number from 0)"},
+      {"5", "2", "RANK='5' is not a rank of a world of 2"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *env[] = {"RANK", bad[i].rank, bad[i].size ? "WORLD_SIZE" : NULL, bad[i].size, NULL};
+    env_now = env;
+    r = cg_rank_from_env(fake_getenv, why, sizeof why);
+    ck_assert_int_eq(r.rank, -1);
+    ck_assert_str_eq(why, bad[i].said);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("metrics_format");
   TCase *tc = tcase_create("metrics");
   tcase_add_test(tc, test_series);
   tcase_add_test(tc, test_optional_and_escaped);
+  tcase_add_test(tc, test_labels_utf8);
   tcase_add_test(tc, test_rank);
+  tcase_add_test(tc, test_rank_stale_and_invalid);
   suite_add_tcase(s, tc);
   return tk_check_run(s);
 }

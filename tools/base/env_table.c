@@ -77,6 +77,9 @@ const cg_env_var cg_env_vars[] = {
      * and that run said already why it cannot be used */
     {"CAPGUARD_PRIME_OPTION", NULL, NULL},
     {"CAPGUARD_PRIME_SAID", NULL, NULL},
+    /* set by capguard run: the file for the records of a process whose log
+     * name is refused or whose log cannot be opened */
+    {"CAPGUARD_LOG_FALLBACK", NULL, NULL},
 };
 const size_t cg_env_n_vars = sizeof cg_env_vars / sizeof cg_env_vars[0];
 

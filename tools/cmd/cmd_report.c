@@ -159,6 +159,17 @@ static int latest_run(cgl_log *log, const log_files *lf, bool one_run, cgl_log *
   return 0;
 }
 
+/* Lines past the cap (docs/reports.md): skipped, and an input without end
+ * (a device, a pipe that never ends a line) not read further. */
+static void say_over_lines(const cgl_log *log) {
+  if (log->over_lines)
+    fprintf(stderr, "%s: %zu line%s longer than %d MiB skipped%s\n", ME, log->over_lines,
+            cg_plural(log->over_lines), CGL_LINE_MAX >> 20,
+            log->stopped_files ? "; an input that is not a regular file stopped there (a device or pipe "
+                                 "without end?)"
+                               : "");
+}
+
 int cg_cmd_report(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                        {"html", required_argument, NULL, 'H'},
@@ -185,6 +196,12 @@ int cg_cmd_report(int argc, char **argv) {
   if ((html && !writable_path(html, "--html")) || (trace && !writable_path(trace, "--trace")))
     return CG_EXIT_USAGE;
   const char *env_log = getenv("CAPGUARD_LOG");
+  /* `capguard report < log`, `zcat log | capguard report`: standard input
+   * when it is a file or a pipe (a terminal or /dev/null: no log given) */
+  struct stat in;
+  if (optind == argc && !(env_log && *env_log) && fstat(STDIN_FILENO, &in) == 0 &&
+      (S_ISREG(in.st_mode) || S_ISFIFO(in.st_mode) || S_ISSOCK(in.st_mode)))
+    env_log = "-";
   if (optind == argc && !(env_log && *env_log))
     return cg_usage_error(ME, USAGE, "no log given (pass LOG files, - for stdin, or set CAPGUARD_LOG)");
 
@@ -201,7 +218,9 @@ int cg_cmd_report(int argc, char **argv) {
         rc = CG_EXIT_USAGE;
       continue;
     }
-    from_stdin |= !strcmp(path, "-");
+    /* a pipe, a FIFO, /dev/stdin, <(zcat ...): read once, as standard input
+     * is (the census reads a file twice) */
+    from_stdin |= !strcmp(path, "-") || stat(path, &st) != 0 || !S_ISREG(st.st_mode);
     add_path(&lf, path);
   }
   /* Of the latest run only, a census first (log_latest.h): the events of
@@ -216,6 +235,7 @@ int cg_cmd_report(int argc, char **argv) {
     free_files(&lf);
     return rc;
   }
+  say_over_lines(&log);
   /* A file with no capguard record is not an all-clear: it is the wrong input. */
   if (!cgl_is_capguard_log(&log)) {
     cg_error(ME, "not a capguard log: %s%s%s; capguard run prints where its log is",

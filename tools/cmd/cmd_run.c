@@ -301,6 +301,40 @@ static void list_logs(const char *log, log_files *out) {
   }
 }
 
+/* The fallback log after the run: removed when no process wrote to it;
+ * else read with the logs, and said. true when a process that used CUDA
+ * (more than a start record: a launcher's parent has no RANK and never
+ * captures) wrote there: its log was not where it was asked to be. */
+static bool unplaced_log(const char *fallback, log_files *logs) {
+  FILE *f = fopen(fallback, "r");
+  size_t records = 0, used_cuda = 0;
+  char line[256];
+  bool line_start = true;
+  while (f && fgets(line, sizeof line, f)) {
+    if (line_start) {
+      records++;
+      used_cuda += !strstr(line, "\"type\":\"start\"");
+    }
+    line_start = strchr(line, '\n') != NULL;
+  }
+  if (f)
+    fclose(f);
+  if (!records) {
+    unlink(fallback);
+    return false;
+  }
+  if (!used_cuda) { /* start records only: launchers' parents, which have no rank */
+    unlink(fallback);
+    return false;
+  }
+  add_log(logs, fallback);
+  cg_error(ME,
+           "a process's log name was refused, or its log could not be opened (its warning above says "
+           "why): its records are in %s",
+           fallback);
+  return true;
+}
+
 static volatile sig_atomic_t child_pid;
 
 /* Forward what was sent to capguard. A terminal's Ctrl-C or hangup (si_code
@@ -475,9 +509,24 @@ int cg_cmd_run(int argc, char **argv) {
    * (and the summary would say the shim wrote nothing): said now, before the
    * command starts, under the shim's own rules (capguard/log_file.h). */
   char log_why[PATH_MAX + 128], shown[PATH_MAX];
+  /* an expansion this environment makes empty, or a path ('/', '..'): the
+   * log would be hidden or misplaced, which --error-exitcode is asked to say */
+  if (!temporary && cg_log_name_check(log, log_why, sizeof log_why) == 0 &&
+      cg_log_name_refusal(log, true, log_why, sizeof log_why) != 0) {
+    cg_error(ME, "the log %s %s%s; give it a plain value, or name another --log",
+             cg_printable(log, shown, sizeof shown), log_why, o.log ? "" : " (from CAPGUARD_LOG)");
+    return o.error_exitcode ? o.error_exitcode : CG_EXIT_USAGE;
+  }
   if (!temporary && cg_log_usable(log, log_why, sizeof log_why) != 0)
     return cg_usage_error(ME, NULL, "the log %s %s%s", cg_printable(log, shown, sizeof shown), log_why,
                           o.log ? "" : " (from CAPGUARD_LOG)");
+  /* where a process's records go when its own log name is refused (a
+   * launcher's worker whose RANK is empty) or cannot be opened: read below
+   * with the rest, nothing lost */
+  char fallback[PATH_MAX] = "";
+  if (!temporary && (cg_temp_log("capguard-unplaced", fallback, sizeof fallback) != 0 ||
+                     setenv("CAPGUARD_LOG_FALLBACK", fallback, 1) != 0))
+    fallback[0] = 0;
   /* Summarise only what this run appends: each log file's size before it. */
   log_files before = {0}, after = {0};
   list_logs(log, &before);
@@ -504,10 +553,13 @@ int cg_cmd_run(int argc, char **argv) {
   if (!started) {
     if (temporary)
       unlink(log);
+    if (fallback[0])
+      unlink(fallback);
     free_logs(&before);
     return status;
   }
   list_logs(log, &after);
+  bool unplaced = fallback[0] && unplaced_log(fallback, &after);
   /* what a file held before the run is not this run's; a new file is all this run's */
   for (size_t i = 0; i < after.n; i++) {
     after.f[i].offset = 0;
@@ -533,7 +585,7 @@ int cg_cmd_run(int argc, char **argv) {
   cg_reap_ended(); /* orphans that ended while the summary was read */
   free_logs(&before);
   free_logs(&after);
-  if (o.error_exitcode && res.broken)
+  if (o.error_exitcode && (res.broken || unplaced))
     return o.error_exitcode;
   /* The gate a CI run asks for; a production engine is never stopped by it:
    * the run's status is changed after the command ended, never the command. */

@@ -70,7 +70,8 @@ int cg_log_usable(const char *name, char *why, size_t cap) {
     return probe_dir(dir, why, cap);
   }
   dir_of(name, dir, sizeof dir);
-  if (cg_log_name_varies(dir)) /* a directory per process: not ours to try */
+  /* a directory per process, or one a launcher's variable names: not ours to try */
+  if (cg_log_name_has_pid(dir) || cg_log_name_expand(dir, path, sizeof path) == -2)
     return 0;
   if (cg_log_name_expand(dir, path, sizeof path) != 0) {
     snprintf(why, cap, "is too long once expanded");

@@ -1,9 +1,12 @@
 #include "log_reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "capguard/log_keys.h"
 #include "frame_source.h"
@@ -686,33 +689,109 @@ size_t cgl_add_file(cgl_log *log, const char *name) {
   return log->n_files++;
 }
 
+/* A line reader that keeps at most CGL_LINE_MAX bytes of a line: a longer
+ * one is read to its end and dropped (said as malformed), so that memory per
+ * line is bounded whatever the input (a 100 MB line, /dev/zero). */
+typedef struct {
+  FILE *f;
+  char chunk[1 << 16];
+  size_t pos, len;
+  char *line;
+  size_t line_len, line_cap;
+  bool over;    /* the line in hand is longer than CGL_LINE_MAX */
+  bool newline; /* it ended with '\n' */
+} line_reader;
+
+/* The next line into r->line (r->line_len bytes, no '\n'); the bytes it
+ * took from the input (0 at the end). stop_over: give up at the first
+ * over-long line's cap (an input without end), returning what was taken. */
+static size_t next_line(line_reader *r, bool stop_over) {
+  size_t taken = 0;
+  r->line_len = 0;
+  r->over = r->newline = false;
+  for (;;) {
+    if (r->pos == r->len) {
+      r->len = fread(r->chunk, 1, sizeof r->chunk, r->f);
+      r->pos = 0;
+      if (!r->len)
+        return taken;
+    }
+    char *at = r->chunk + r->pos, *nl = memchr(at, '\n', r->len - r->pos);
+    size_t n = nl ? (size_t)(nl - at) : r->len - r->pos;
+    r->pos += n + (nl != NULL);
+    taken += n + (nl != NULL);
+    if (!r->over && r->line_len + n > CGL_LINE_MAX) {
+      r->over = true;
+      free(r->line);
+      r->line = NULL;
+      r->line_cap = r->line_len = 0;
+    }
+    if (!r->over && n) {
+      if (r->line_len + n + 1 > r->line_cap) {
+        size_t cap = r->line_cap ? r->line_cap : 4096;
+        while (cap < r->line_len + n + 1)
+          cap *= 2;
+        r->line = cgl_xrealloc(r->line, cap);
+        r->line_cap = cap;
+      }
+      memcpy(r->line + r->line_len, at, n);
+      r->line_len += n;
+    }
+    if (nl) {
+      r->newline = true;
+      return taken;
+    }
+    if (r->over && stop_over)
+      return taken;
+  }
+}
+
 static int read_stream_at(cgl_log *log, FILE *f, const char *name, long long offset,
                           long long lineno) {
   size_t file = cgl_add_file(log, name);
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
+  /* an input that is not a regular file may have no end (/dev/zero): its
+   * first over-long line stops it */
+  struct stat st;
+  bool endless = fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode);
+  line_reader *r = cgl_xrealloc(NULL, sizeof *r);
+  memset(r, 0, sizeof *r);
+  r->f = f;
   bool cut = false;
+  size_t n;
   lineno--;
-  for (; (n = getline(&line, &cap, f)) >= 0; offset += n) {
+  for (; (n = next_line(r, endless)) > 0; offset += (long long)n) {
     lineno++;
     log->cur_offset = offset;
     log->cur_lineno = lineno;
-    size_t len = (size_t)n;
-    cut = len && line[len - 1] != '\n';
-    if (len && line[len - 1] == '\n')
-      len--;
-    if (memchr(line, '\0', len)) {
+    cut = !r->newline;
+    if (r->over) {
+      log->lines++;
+      char why[96];
+      snprintf(why, sizeof why, "longer than %d MiB%s", CGL_LINE_MAX >> 20,
+               endless ? ", in a file that is not a regular file: not read further" : "");
+      malformed(log, file, lineno, why);
+      if (!log->first_over[0])
+        snprintf(log->first_over, sizeof log->first_over, "%s", why);
+      log->over_lines++;
+      if (endless) {
+        log->stopped_files++;
+        cut = false;
+        break;
+      }
+      continue;
+    }
+    if (r->line_len && memchr(r->line, '\0', r->line_len)) {
       log->lines++;
       malformed(log, file, lineno, "contains a NUL byte");
       continue;
     }
-    cgl_read_line(log, file, line, len, lineno);
+    cgl_read_line(log, file, r->line ? r->line : "", r->line_len, lineno);
   }
   int bad = ferror(f);
   int saved = errno;
   log->cut_files += cut;
-  free(line);
+  free(r->line);
+  free(r);
   if (bad) {
     errno = saved;
     return -1;
@@ -731,9 +810,19 @@ int cgl_read_file(cgl_log *log, const char *path, long long offset) {
 int cgl_read_file_at(cgl_log *log, const char *path, long long offset, long long lineno) {
   if (!strcmp(path, "-"))
     return cgl_read_stream(log, stdin, "(stdin)");
-  FILE *f = fopen(path, "r");
-  if (!f)
+  /* O_NONBLOCK: a FIFO with no writer would block the open for ever; once
+   * open, reads block again (a FIFO no one writes reads as empty) */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
     return -1;
+  int fl = fcntl(fd, F_GETFL);
+  FILE *f = fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ? NULL : fdopen(fd, "r");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
   if (offset > 0 && fseeko(f, offset, SEEK_SET) != 0) {
     int e = errno;
     fclose(f);

@@ -23,6 +23,10 @@
 #include "log_pool.h" /* cgl_strs */
 
 #define CGL_VERSION 1 /* newest log version understood */
+/* The longest line read (docs/reports.md): a longer one is skipped, said as
+ * malformed, and in a file that is not a regular file (a pipe, a device
+ * without end) stops its reading. Memory per line stays bounded. */
+#define CGL_LINE_MAX (16 << 20)
 
 typedef struct {
   size_t file;          /* index into cgl_log.files */
@@ -194,6 +198,9 @@ typedef struct {
   size_t cut_files;     /* files whose last line has no newline: cut short (truncated, or a
                            writer killed mid-line) */
   char first_malformed[512]; /* "file:line: why" of the first malformed line */
+  size_t over_lines;         /* lines longer than CGL_LINE_MAX, skipped */
+  size_t stopped_files;      /* inputs not regular files whose reading an over-long line stopped */
+  char first_over[96];
   /* A census reads every line but keeps, of events and captures, only what
    * the runs' table counts (cgl_census_capture, the processes' census_*):
    * the processes, their runs and the counts in memory bounded by the

@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,11 +52,6 @@ static void add_diff(cgr_rank_view *v, const char *fmt, ...) {
   memcpy(v->diffs[v->n_diffs++], buf, strlen(buf) + 1);
 }
 
-static int by_rank(const void *a, const void *b) {
-  long long x = ((const cgr_rank_row *)a)->rank, y = ((const cgr_rank_row *)b)->rank;
-  return (x > y) - (x < y);
-}
-
 /* "rank 0" or "ranks 0, 2". */
 static void rank_list(const cgr_rank_view *v, const bool *pick, char *buf, size_t cap) {
   size_t n = 0, len = 0;
@@ -71,36 +67,68 @@ static void rank_list(const cgr_rank_view *v, const bool *pick, char *buf, size_
   }
 }
 
+/* Ranks that made different numbers of graphs, or began different numbers
+ * of captures (ranks whose captures all broke made the same none). */
 static void count_differences(cgr_rank_view *v) {
-  bool same = true;
-  for (size_t i = 1; i < v->n; i++)
-    same = same && v->rows[i].captured == v->rows[0].captured;
-  if (same)
-    return;
-  char buf[1024];
-  size_t len = 0;
-  for (size_t i = 0; i < v->n && len < sizeof buf; i++)
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "%srank %lld captured %zu graph%s", i ? ", " : "",
-                            v->rows[i].rank, v->rows[i].captured, cg_plural(v->rows[i].captured));
-  add_diff(v, "%s", buf);
+  bool same_made = true, same_began = true;
+  for (size_t i = 1; i < v->n; i++) {
+    same_made = same_made && v->rows[i].captured == v->rows[0].captured;
+    same_began = same_began && v->rows[i].captures == v->rows[0].captures;
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 0 ? same_made : same_began)
+      continue;
+    char buf[1024];
+    size_t len = 0;
+    for (size_t i = 0; i < v->n && len < sizeof buf; i++) {
+      size_t n = pass == 0 ? v->rows[i].captured : v->rows[i].captures;
+      len += (size_t)snprintf(buf + len, sizeof buf - len, "%srank %lld %s %zu %s%s", i ? ", " : "",
+                              v->rows[i].rank, pass == 0 ? "captured" : "began", n,
+                              pass == 0 ? "graph" : "capture", cg_plural(n));
+    }
+    add_diff(v, "%s", buf);
+  }
+}
+
+/* Ranks that two processes, each of which began captures, claim: a rank's
+ * helpers began none (they are folded into it), so this is a RANK that
+ * names no rank of this job. */
+static void claim_differences(const cgl_log *log, cgr_rank_view *v) {
+  for (size_t i = 0; i < v->n; i++) {
+    if (i > 0 && v->rows[i - 1].rank == v->rows[i].rank)
+      continue;
+    size_t n = 1, len = 0;
+    char pids[256] = "";
+    len += (size_t)snprintf(pids, sizeof pids, "%lld", log->procs[v->rows[i].proc].pid);
+    for (size_t j = i + 1; j < v->n && v->rows[j].rank == v->rows[i].rank; j++, n++)
+      if (len < sizeof pids)
+        len += (size_t)snprintf(pids + len, sizeof pids - len, ", %lld", log->procs[v->rows[j].proc].pid);
+    if (n > 1)
+      add_diff(v, "rank %lld is claimed by %zu processes that captured (pids %s)", v->rows[i].rank, n, pids);
+  }
 }
 
 /* Each capture id some rank broke and another captured (a capture's id is
- * its process's count of begins: the same step on every rank). */
-static void capture_differences(const cgl_log *log, cgr_rank_view *v) {
+ * its process's count of begins: the same step on every rank). row_of: each
+ * process's row, or SIZE_MAX. Linear in the captures, and in the ranks
+ * times the ids compared, which MAX_CELLS bounds. */
+#define MAX_CELLS (1 << 24)
+static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size_t *row_of) {
   long long last = 0;
   for (size_t c = 0; c < log->n_caps; c++)
-    for (size_t i = 0; i < v->n; i++)
-      if (log->caps[c].proc == v->rows[i].proc && log->caps[c].id > last && log->caps[c].id <= MAX_ID)
-        last = log->caps[c].id;
+    if (row_of[log->caps[c].proc] != SIZE_MAX && log->caps[c].id > last && log->caps[c].id <= MAX_ID)
+      last = log->caps[c].id;
+  if ((size_t)last + 1 > MAX_CELLS / v->n) /* a job of very many ranks: its first steps only */
+    last = (long long)(MAX_CELLS / v->n) - 1;
   size_t w = (size_t)last + 1;
   long *at = cg_xrealloc(NULL, v->n * w * sizeof *at, DOING); /* rank i's capture of id k: at[i * w + k] */
   for (size_t k = 0; k < v->n * w; k++)
     at[k] = -1;
-  for (size_t c = 0; c < log->n_caps; c++)
-    for (size_t i = 0; i < v->n; i++)
-      if (log->caps[c].proc == v->rows[i].proc && log->caps[c].id >= 1 && log->caps[c].id <= last)
-        at[i * w + (size_t)log->caps[c].id] = (long)c;
+  for (size_t c = 0; c < log->n_caps; c++) {
+    size_t i = row_of[log->caps[c].proc];
+    if (i != SIZE_MAX && log->caps[c].id >= 1 && log->caps[c].id <= last)
+      at[i * w + (size_t)log->caps[c].id] = (long)c;
+  }
   bool *broke = cg_xrealloc(NULL, v->n * sizeof *broke, DOING);
   bool *made = cg_xrealloc(NULL, v->n * sizeof *made, DOING);
   for (size_t id = 1; id < w; id++) {
@@ -117,6 +145,10 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v) {
     for (size_t i = 0; i < v->n; i++) {
       if (!broke[i])
         continue;
+      if (v->n_diffs == MAX_DIFFS) { /* counted, not worded: wording costs a pass over the ranks */
+        v->more_diffs++;
+        continue;
+      }
       char off[384], others[256];
       offender_short(log, (size_t)at[i * w + id], off, sizeof off);
       rank_list(v, made, others, sizeof others);
@@ -129,46 +161,85 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v) {
   free(made);
 }
 
+/* A process's counts of captures, gathered in one pass over them. */
+typedef struct {
+  size_t began, captured, broken;
+  long first; /* its earliest broken capture, -1 if none */
+} proc_counts;
+
+/* Rows by rank, then the process that began most first: a rank's helpers
+ * (compiler workers) inherit its variables and begin no capture. */
+static int by_rank_then_began(const void *a, const void *b) {
+  const cgr_rank_row *x = a, *y = b;
+  if (x->rank != y->rank)
+    return (x->rank > y->rank) - (x->rank < y->rank);
+  if (x->captures != y->captures)
+    return x->captures < y->captures ? 1 : -1;
+  return (x->proc > y->proc) - (x->proc < y->proc);
+}
+
 void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
   memset(v, 0, sizeof *v);
-  for (size_t p = 0; p < log->n_procs; p++) {
-    const cgl_process *pr = &log->procs[p];
-    if (!pr->rank_known)
-      continue;
-    size_t began = 0, captured = 0, broken = 0;
-    long first = -1;
-    for (size_t c = 0; c < log->n_caps; c++) {
-      const cgl_capture *cap = &log->caps[c];
-      if (cap->proc != p)
-        continue;
-      began++;
-      captured += cap->status == CG_CAPTURE_ENDED;
-      if (cg_capture_status_broken(cap->status)) {
-        broken++;
-        if (first < 0 || cap->id < log->caps[first].id)
-          first = (long)c;
-      }
+  size_t n_known = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    n_known += log->procs[p].rank_known;
+  if (n_known < 2)
+    return;
+  proc_counts *pc = cg_xrealloc(NULL, log->n_procs * sizeof *pc, DOING);
+  for (size_t p = 0; p < log->n_procs; p++)
+    pc[p] = (proc_counts){0, 0, 0, -1};
+  for (size_t c = 0; c < log->n_caps; c++) {
+    const cgl_capture *cap = &log->caps[c];
+    proc_counts *k = &pc[cap->proc];
+    k->began++;
+    k->captured += cap->status == CG_CAPTURE_ENDED;
+    if (cg_capture_status_broken(cap->status)) {
+      k->broken++;
+      if (k->first < 0 || cap->id < log->caps[k->first].id)
+        k->first = (long)c;
     }
-    /* a rank's helpers (compiler workers) inherit its variables: the
-     * process that began most captures is the rank's */
-    size_t i = 0;
-    while (i < v->n && v->rows[i].rank != pr->rank)
-      i++;
-    if (i < v->n && v->rows[i].captures >= began)
-      continue;
-    if (i == v->n)
-      v->rows = cg_xrealloc(v->rows, ++v->n * sizeof *v->rows, DOING);
-    cgr_rank_row *r = &v->rows[i];
-    *r = (cgr_rank_row){.rank = pr->rank, .world_size = pr->world_size, .proc = p, .captures = began,
-                        .captured = captured, .broken = broken, .first_broken = first};
-    if (first >= 0)
-      offender_short(log, (size_t)first, r->offender, sizeof r->offender);
   }
+  cgr_rank_row *all = cg_xrealloc(NULL, n_known * sizeof *all, DOING);
+  size_t n = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    if (log->procs[p].rank_known)
+      all[n++] = (cgr_rank_row){.rank = log->procs[p].rank,
+                                .world_size = log->procs[p].world_size,
+                                .proc = p,
+                                .captures = pc[p].began,
+                                .captured = pc[p].captured,
+                                .broken = pc[p].broken,
+                                .first_broken = pc[p].first};
+  free(pc);
+  qsort(all, n, sizeof *all, by_rank_then_began);
+  /* Of each rank: its process that began most; two that both began captures
+   * each keep a row (a stale RANK); helpers that began none are folded in. */
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool same_rank = kept && all[kept - 1].rank == all[i].rank;
+    if (same_rank && !all[i].captures)
+      continue;
+    all[kept++] = all[i];
+  }
+  v->rows = all;
+  v->n = kept;
   if (v->n < 2)
     return;
-  qsort(v->rows, v->n, sizeof *v->rows, by_rank);
+  size_t *row_of = cg_xrealloc(NULL, log->n_procs * sizeof *row_of, DOING);
+  for (size_t p = 0; p < log->n_procs; p++)
+    row_of[p] = SIZE_MAX;
+  for (size_t i = 0; i < v->n; i++) {
+    cgr_rank_row *r = &v->rows[i];
+    row_of[r->proc] = i;
+    v->any_broken = v->any_broken || r->broken;
+    r->offender[0] = 0;
+    if (r->first_broken >= 0)
+      offender_short(log, (size_t)r->first_broken, r->offender, sizeof r->offender);
+  }
+  claim_differences(log, v);
   count_differences(v);
-  capture_differences(log, v);
+  capture_differences(log, v, row_of);
+  free(row_of);
 }
 
 void cgr_rank_view_free(cgr_rank_view *v) {

@@ -7,6 +7,7 @@
 #ifndef CAPGUARD_RANK_VIEW_H
 #define CAPGUARD_RANK_VIEW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "log_reader.h"
@@ -27,6 +28,7 @@ typedef struct {
   char **diffs;          /* sentences, one a difference */
   size_t n_diffs;
   size_t more_diffs;     /* differences found past the ones kept */
+  bool any_broken;       /* some rank broke a capture: the ranks are never said to have captured alike */
 } cgr_rank_view;
 
 /* Fills v from log; v->n < 2 (no job of two ranks or more in the log): the

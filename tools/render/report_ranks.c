@@ -31,6 +31,8 @@ bool cgr_print_ranks_text(FILE *out, const cgl_log *log, cg_palette pal, const c
       fprintf(out, "%s  %s%s%s\n", indent, pal.yellow, v.diffs[i], pal.reset);
     if (v.more_diffs)
       fprintf(out, "%s  and %zu more difference%s\n", indent, v.more_diffs, cg_plural(v.more_diffs));
+  } else if (v.any_broken) {
+    fprintf(out, "%sNo difference between the ranks' counts, but they broke captures (above).\n", indent);
   } else {
     fprintf(out, "%sThe ranks captured alike.\n", indent);
   }

@@ -25,7 +25,8 @@ typedef struct {
   bool into_graph;  /* begun with cuStreamBeginCaptureToGraph */
   bool nonblocking; /* its stream was created CU_STREAM_NON_BLOCKING (false: blocking or unknown):
                        legacy-stream work breaks only blocking streams' captures */
-  uint64_t begin_ns, end_ns;
+  uint64_t begin_ns, end_ns; /* wall-clock labels: end_ns is begin_ns plus the monotonic time between */
+  uint64_t begin_mono_ns;    /* CLOCK_MONOTONIC at the begin (0: unknown), for the durations */
   uint64_t events;  /* forbidden calls made while it prohibited a thread */
   uint64_t repeats; /* of those, counted and not reported again (same call, verdict and site) */
   uint64_t driver_id; /* the driver's id for the capture sequence (cuStreamGetCaptureInfo), 0 unknown */
