@@ -21,14 +21,12 @@
 #include "policy.h"
 #include "priming.h"
 #include "query_fence.h"
+#include "load_image.h"
 #include "report.h"
 #include "serving.h"
 #include "stack.h"
 #include "stale_watch.h"
 
-/* The most a compressed fatbin entry may take, decompressed, for its kernel
- * names: a kernel library's entries are a few MiB. */
-#define UNPACK_SCRATCH_MAX ((size_t)64 << 20)
 
 /* Whether a stream about to begin capturing is non-blocking: legacy-stream
  * work breaks only the captures of blocking streams (third matrix). Asked
@@ -327,28 +325,9 @@ CUresult cg_guard_load(const cg_load *l) {
   size_t file_size = 0;
   void *file = s && l->path ? cg_read_file(l->path, CG_IMAGE_MAX_BYTES, &file_size) : NULL;
   const void *img = file ? file : l->image;
-  bool malformed = false;
-  if (s && img) {
-    /* An in-memory image has no length: inspected with CG_IMAGE_MAX_BYTES,
-     * so that every byte is probed readable before it is read. */
-    size_t limit = file ? file_size : CG_IMAGE_MAX_BYTES;
-    malformed = cg_image_inspect(img, limit, &s->image) != 0;
-    /* Compressed ELF entries (zstd: torch, nvcc; LZ4: -compress-mode=speed): decompressed into
-     * pages of our own, returned at once, for their kernel names */
-    size_t room = s->image.unpack_room;
-    if (!malformed && room && room <= UNPACK_SCRATCH_MAX) {
-      void *scratch = mmap(NULL, room, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (scratch != MAP_FAILED) {
-        malformed = cg_image_inspect_with(img, limit, &s->image, scratch, room) != 0;
-        munmap(scratch, room);
-      }
-    }
-    /* A fatbin is said (and recorded) as the arch this device runs it as,
-     * not its highest entry: sm_90 on an H100, not sm_120. */
-    unsigned device = !malformed && s->image.kind == CG_IMAGE_FATBIN ? cg_device_arch() : 0;
-    if (device)
-      s->image.sm_arch = s->image.on_device = cg_image_arch_on(&s->image, device);
-  }
+  /* An in-memory image has no length: inspected with CG_IMAGE_MAX_BYTES,
+   * so that every byte is probed readable before it is read. */
+  bool malformed = s && img && cg_load_image_inspect(img, file ? file_size : CG_IMAGE_MAX_BYTES, &s->image) != 0;
 
   /* Inspection happened outside the gate; now decide and call under it. */
   cg_gate_lock();

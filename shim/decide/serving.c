@@ -13,7 +13,7 @@
 #include "capguard/image.h"
 #include "capture_time.h"
 #include "config.h"
-#include "device_arch.h"
+#include "load_image.h"
 #include "live_captures.h"
 #include "locks.h"
 #include "priming.h"
@@ -133,14 +133,7 @@ static standing count(uint64_t t0, uint64_t took, uint64_t *since) {
 /* Inspects the load's image into s (kind, kernels, hash, arch), the
  * stack taken; false when there is no image capguard can read. */
 static bool inspect(const cg_load *l, cg_report_scratch *s) {
-  if (!l->image)
-    return false;
-  if (cg_image_inspect(l->image, CG_IMAGE_MAX_BYTES, &s->image) != 0)
-    return false;
-  unsigned device = s->image.kind == CG_IMAGE_FATBIN ? cg_device_arch() : 0;
-  if (device)
-    s->image.sm_arch = s->image.on_device = cg_image_arch_on(&s->image, device);
-  return true;
+  return l->image && cg_load_image_inspect(l->image, CG_IMAGE_MAX_BYTES, &s->image) == 0;
 }
 
 bool cg_serving_load(const cg_load *l, CUresult *result) {
