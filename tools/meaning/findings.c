@@ -449,9 +449,29 @@ static void guard_mode_say(const ctx *c, cgf_finding *x) {
   command(x, NULL, NULL, xprintf("%s", cmd));
 }
 
+/* A priming file run refused before the start (not trusted, not readable):
+ * it may hold every image this run loaded, so the way on is to fix what was
+ * said, never to add what it may already hold. */
+static bool prime_refused_holds(const ctx *c) {
+  return c->f->prime_unusable && c->f->mode == CG_RUN_GUARD && (c->a->n_broken || c->a->offending_loads);
+}
+static void prime_refused_say(const ctx *c, cgf_finding *x) {
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  x->sentence = xprintf("the priming file %s was not used: capguard refused it before the command "
+                        "started, for the reason said there, so nothing was served from it or "
+                        "recorded into it; make the fix said there, then run it again",
+                        *prime ? prime : "in use");
+  char word[4200] = "";
+  size_t used = 0;
+  if (*prime)
+    cgr_shell_word(prime, word, sizeof word, &used);
+  command(x, NULL, NULL, xprintf("%s doctor%s%s", cgr_self_word(), *prime ? " --prime " : "", word));
+}
+
 /* A read-only fleet file that lacks what this run loaded: where to add it. */
 static bool readonly_holds(const ctx *c) {
-  return c->f->prime_readonly && c->f->mode == CG_RUN_GUARD && (c->a->n_broken || c->a->offending_loads);
+  return c->f->prime_readonly && !c->f->prime_unusable && c->f->mode == CG_RUN_GUARD &&
+         (c->a->n_broken || c->a->offending_loads);
 }
 static void readonly_say(const ctx *c, cgf_finding *x) {
   const cgr_analysis *a = c->a;
@@ -997,6 +1017,7 @@ static const row rows[] = {
     {"no-load-broke", CGF_NEXT, no_load_broke_holds, no_load_broke_say},
     {"loads-with-options", CGF_NEXT, options_only_holds, options_say},
     {"guard-mode", CGF_NEXT, guard_mode_holds, guard_mode_say},
+    {"prime-refused", CGF_NEXT, prime_refused_holds, prime_refused_say},
     {"read-only", CGF_NEXT, readonly_holds, readonly_say},
     {"calls-failed", CGF_NEXT, failed_loads_holds, failed_say},
     {"nothing-recorded", CGF_NEXT, not_recorded_holds, not_recorded_say},
