@@ -2,6 +2,7 @@
  * loads. With nothing capturing (or in off mode) each is one atomic load and
  * a call to the driver; while something captures, guard.c decides. (The
  * unloads are DEFERRABLE rows, like a free: breaker_wrappers.c.) */
+#include "fleet_metrics.h"
 #include "guard.h"
 
 #include "stale_params.h"
@@ -52,6 +53,7 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
                                                                     CG_PARAMS(params)) {          \
     if ((const void *)(image) == NULL && (const void *)(path) == NULL)                             \
       return real(CG_ARGS(params));                                                                \
+    cg_fleet_start_once();                                                                         \
     if (pass()) {                                                                                  \
       if (ungated_ok((const void *)(path) != NULL))                                                \
         return passed(real(CG_ARGS(params)), ep);                                                  \
