@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "env_table.h"
 #include "path_check.h"
+#include "preflight.h"
 #include "prime_precheck.h"
 #include "rerun_command.h"
 #include "reap.h"
@@ -414,6 +415,7 @@ static int choose_prime(run_opts *o, char **cmd, char *own_prime, size_t cap) {
   if (run_mode && *run_mode && strcmp(run_mode, cg_run_mode_name(CG_RUN_GUARD)))
     return 0;
   char prime[PATH_MAX], why[PATH_MAX + 512], shown[PATH_MAX];
+  bool readonly = cg_env_true("CAPGUARD_PRIME_READONLY");
   if (!(o->prime ? snprintf(prime, sizeof prime, "%s", o->prime) > 0
                  : cg_cli_prime_default(prime, sizeof prime) == 0))
     return 0;
@@ -423,8 +425,10 @@ static int choose_prime(run_opts *o, char **cmd, char *own_prime, size_t cap) {
              why);
     /* said once here: not again by each of the command's processes */
     setenv("CAPGUARD_PRIME_SAID", "1", 1);
-  } else if (cg_prime_usable(prime, prime_named, cg_env_true("CAPGUARD_PRIME_READONLY"), why, sizeof why) !=
-             0) {
+  } else if (!(readonly && !prime_named && !(env_prime && *env_prime) && access(prime, F_OK) != 0) &&
+             cg_prime_usable(prime, prime_named, readonly, why, sizeof why) != 0) {
+    /* a read-only file named (--prime, CAPGUARD_PRIME) must be there; the
+     * per-program default, missing, is the summary's to say */
     /* the shim could not record what breaks this run: said now, not after it */
     return cg_usage_error(ME, NULL, "priming file %s %s", cg_printable(prime, shown, sizeof shown), why);
   }
@@ -438,6 +442,9 @@ int cg_cmd_run(int argc, char **argv) {
   if (rc < 0)
     return CG_EXIT_OK; /* --help */
   if (rc)
+    return rc;
+  /* refused before anything starts, as doctor flags them */
+  if ((rc = cg_preflight_env_names(ME)) != 0 || (rc = cg_preflight_command(ME, argv[cmd_at])) != 0)
     return rc;
 
   char shim[PATH_MAX], why[PATH_MAX * 2 + 256];

@@ -90,8 +90,13 @@ int cg_prime_usable(const char *path, bool named, bool readonly, char *why, size
              strerror(e));
     return -1;
   }
-  if (readonly) /* nothing is written: a missing file is said by the summary and doctor */
-    return 0;
+  if (readonly) {
+    /* nothing would be served, and the shim may not create it: the run would only break */
+    snprintf(why, cap, "does not exist, and CAPGUARD_PRIME_READONLY=1 keeps the shim from creating it: "
+                       "copy the fleet's file there, pass the --prime it is at, or unset "
+                       "CAPGUARD_PRIME_READONLY to record into a new file");
+    return -1;
+  }
   char dir[PATH_MAX];
   dir_of(path, dir, sizeof dir);
   if (stat(dir, &st) != 0 && named) {
