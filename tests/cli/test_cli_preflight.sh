@@ -69,4 +69,20 @@ expect_not_in "$WORK/learn-ro.out" "engine:" "the command never started"
 run_cg learn-default prime learn -- "$DEMO_ENGINE" "$CUBIN" cg_test_fill
 expect_rc 0 "learn into the default place"
 [ -s "$WORK/cache/capguard/prime.d/demo_engine.cgp" ] && pass || fail "learn did not record into the default place"
+
+# --- %q{VAR} of a variable that is not set: refused (as valgrind does); set empty, it is asked for
+for cmd in run "prime learn"; do
+  name=${cmd// /-}
+  # shellcheck disable=SC2086
+  env -u NORANK "$CAPGUARD" $cmd --log "$WORK/l.%q{NORANK}.jsonl" -- "$DEMO_ENGINE" "$CUBIN" cg_test_fill \
+    >"$WORK/q-$name.out" 2>"$WORK/q-$name.err"
+  rc=$?
+  expect_rc 2 "$cmd refuses %q{} of an unset variable"
+  expect_in "$WORK/q-$name.err" "has %q{NORANK}, but NORANK is not set, so it would expand to nothing" "$cmd: said why"
+  expect_not_in "$WORK/q-$name.out" "engine:" "$cmd: the command never started"
+done
+NORANK= run_cg q-empty run -q --log "$WORK/e.%q{NORANK}.jsonl" -- true
+expect_rc 0 "set empty, it is what was asked for"
+env -u NORANK CAPGUARD_LOG="$WORK/d.%q{NORANK}.jsonl" "$CAPGUARD" doctor >"$WORK/q-doctor.out" 2>&1
+expect_in "$WORK/q-doctor.out" "PROBLEM log: $WORK/d.%q{NORANK}.jsonl has %q{NORANK}, but NORANK is not set" "doctor flags it"
 finish

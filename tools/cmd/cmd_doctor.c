@@ -472,7 +472,7 @@ static void check_files(doctor *d, const char *named, int sm) {
   if (!log || !*log)
     note(d, "log", "CAPGUARD_LOG is not set (capguard run uses a temporary log unless --log is given)");
   else if (cg_log_usable(log, why, sizeof why) != 0)
-    problem(d, "log", "%s %s; point CAPGUARD_LOG at a writable file", log, why);
+    problem(d, "log", "%s %s%s", log, why, strstr(why, "%q{") ? "" : "; point CAPGUARD_LOG at a writable file");
   else
     ok(d, "log", "%s is writable", log);
 }

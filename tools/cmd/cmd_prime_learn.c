@@ -361,6 +361,11 @@ static int prepare(const char *me, const char *usage, int argc, char **argv, lea
    * said now; the default's missing directories are made as the shim would */
   if (me == LEARN_NAME && learn_target(me, prime, named) != 0)
     return CG_EXIT_USAGE;
+  char log_why[PATH_MAX + 256];
+  if (o->log && cg_log_usable(o->log, log_why, sizeof log_why) != 0) {
+    cg_error(me, "the log %s %s", cg_printable(o->log, shown, sizeof shown), log_why);
+    return CG_EXIT_USAGE;
+  }
   if (o->log)
     snprintf(log, log_cap, "%s", o->log);
   else if (cg_temp_log(me == CHECK_NAME ? "capguard-check" : "capguard-learn", log, log_cap) != 0) {
