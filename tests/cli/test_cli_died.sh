@@ -63,7 +63,7 @@ host quiet quiet-kill
 expect_rc 137 "quietly killed host"
 expect_in "$WORK/quiet.err" "was killed by signal 9 (SIGKILL)" "signal named"
 expect_not_in "$WORK/quiet.err" "nothing to do" "a killed host is not told 'nothing to do'"
-expect_in "$WORK/quiet.err" "capguard: next: a process ended without an exit record" "next: why it died"
+expect_in "$WORK/quiet.err" "capguard: next: the command was killed by signal 9 (SIGKILL), which no process can catch: the kernel's OOM killer" "next: why it died, from its signal"
 run_cg quiet-report report "$WORK/quiet.jsonl"
 expect_rc 1 "report of a log whose only process was killed"
 expect_not_in "$WORK/quiet-report.out" "nothing to do" "report: not 'nothing to do'"
