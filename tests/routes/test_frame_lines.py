@@ -81,10 +81,11 @@ class FrameLines(unittest.TestCase):
         event = [r for r in records if r.get("type") == "event"][0]
         self.assertEqual(event["capture"]["began"], began)
         self.assertRegex(event["native_stack"][0], r"^%s\+0x[0-9a-f]+ \[0x[0-9a-f]+\]$" % name)
-        # capguard report names the call's line as stderr did
+        # capguard report names the call's line as stderr did, and the
+        # function, which the executable does not export, from its symbol table
         report = subprocess.run([CLI, "report", log], capture_output=True, text=True, timeout=60)
-        self.assertIn(top, report.stdout)
-        self.assertIn(began, report.stdout)
+        self.assertRegex(report.stdout, r"%s\(allocate\+0x[0-9a-f]+\) at lines_probe\.c:%d" % (name, alloc_at))
+        self.assertRegex(report.stdout, r"%s\(begin\+0x[0-9a-f]+\) at lines_probe\.c:%d" % (name, begin_at))
         return exe
 
     def test_pie_executable(self):
@@ -119,6 +120,22 @@ class FrameLines(unittest.TestCase):
         report = subprocess.run([CLI, "report", log], capture_output=True, text=True, timeout=60)
         self.assertIn(top, report.stdout)
         self.assertIn(began, report.stdout)
+
+    def test_cxx_not_exported_named_from_symbol_table(self):
+        # no -rdynamic: dladdr has no name for the methods; capguard report and
+        # run's summary name them from the executable's symbol table, demangled,
+        # with the call's line
+        exe = self.build("lines_hidden", CXX, "lines_probe.cc", [])
+        _, _, log = self.run_under_shim(exe)
+        begin_at = marker_line("lines_probe.cc", "begin")
+        alloc_at = marker_line("lines_probe.cc", "alloc")
+        report = subprocess.run([CLI, "report", log], capture_output=True, text=True, timeout=60)
+        self.assertRegex(report.stdout, r"began lines_hidden\(lines::Graph::capture_begin\(std::.*string.* const&\)"
+                                        r"\+0x[0-9a-f]+\) at lines_probe\.cc:%d\)" % begin_at)
+        self.assertRegex(report.stdout, r"first offender cuMemAlloc_v2 at lines_hidden\(lines::Graph::allocate"
+                                        r"\(unsigned long\)\+0x[0-9a-f]+\) at lines_probe\.cc:%d " % alloc_at)
+        self.assertNotIn("lines_hidden+0x", report.stdout)
+        self.assertNotIn("_ZN5lines", report.stdout)
 
 
 if __name__ == "__main__":
