@@ -72,7 +72,7 @@ const cg_env_var cg_env_vars[] = {
     {"CAPGUARD_RUN", NULL, NULL},
     {"CAPGUARD_METRICS", "--metrics", NULL}, /* a directory, made or said when first written */
     {"CAPGUARD_STALE", "--stale", check_bool},
-    {"CAPGUARD_HANG_S", NULL, check_hang},
+    {"CAPGUARD_HANG_S", "--hang", check_hang},
     /* set by capguard run for its processes: how the priming file was named,
      * and that run said already why it cannot be used */
     {"CAPGUARD_PRIME_OPTION", NULL, NULL},

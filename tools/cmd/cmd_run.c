@@ -32,7 +32,8 @@
 static const char ME[] = "capguard run";
 static const char USAGE[] =
     "capguard run [--mode guard|report|off] [--log FILE] [--prime FILE] "
-    "[--emulate-driver VERSION] [--rescue] [--stale] [--quiet] [--error-exitcode N] [--metrics DIR] -- CMD [ARGS...]";
+    "[--emulate-driver VERSION] [--rescue] [--stale] [--hang SECONDS] [--quiet] [--error-exitcode N] [--metrics DIR] "
+    "-- CMD [ARGS...]";
 
 static void help(void) {
   printf("usage: %s\n\n"
@@ -67,6 +68,9 @@ static void help(void) {
          "                         without the driver; capguard sees only what it gives back\n"
          "                         (empty_cache, expandable segments unmapping, a retry after\n"
          "                         OOM, free_all_blocks)\n"
+         "  --hang SECONDS         say each capture open, and each thread waiting in a\n"
+         "                         driver call, for SECONDS or more (1-86400), with where\n"
+         "                         it began (CAPGUARD_HANG_S; docs/hangs.md)\n"
          "  -q, --quiet            no per-event reports on stderr, only warnings and the\n"
          "                         summary at the end; the log keeps every event\n"
          "                         (CAPGUARD_QUIET=1)\n"
@@ -88,7 +92,7 @@ static void help(void) {
 }
 
 typedef struct {
-  const char *mode, *log, *prime, *emulate, *metrics;
+  const char *mode, *log, *prime, *emulate, *metrics, *hang;
   bool rescue, quiet, stale;
   bool prime_given; /* --prime on the command line (not the program's own file) */
   int error_exitcode; /* 0: off */
@@ -102,6 +106,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
                                        {"rescue", no_argument, NULL, 'r'},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {"stale", no_argument, NULL, 's'},
+                                       {"hang", required_argument, NULL, 'H'},
                                        {"error-exitcode", required_argument, NULL, 'x'},
                                        {"metrics", required_argument, NULL, 'M'},
                                        {"help", no_argument, NULL, 'h'},
@@ -139,6 +144,11 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
     case 'r': o->rescue = true; break;
     case 'q': o->quiet = true; break;
     case 's': o->stale = true; break;
+    case 'H':
+      if (cg_parse_hang_seconds(optarg, &(unsigned){0}) != 0) /* the shim's own parser */
+        return cg_usage_error(ME, USAGE, "--hang needs a number of seconds from 1 to 86400, not '%s'", optarg);
+      o->hang = optarg;
+      break;
     case 'x': {
       char *end;
       errno = 0;
@@ -165,6 +175,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
                         : !strcmp(v->option, "--emulate-driver") ? o->emulate
                         : !strcmp(v->option, "--rescue")         ? (o->rescue ? "" : NULL)
                         : !strcmp(v->option, "--quiet")          ? (o->quiet ? "" : NULL)
+                        : !strcmp(v->option, "--hang")           ? o->hang
                                                                  : NULL;
     char line[512];
     if (!given && cg_env_bad(v, line, sizeof line) != 0)
@@ -241,6 +252,8 @@ static int setup_env(const run_opts *o, const char *shim, const char *log, const
     rc |= setenv("CAPGUARD_METRICS", absolute(o->metrics, mbuf, sizeof mbuf), 1);
   if (o->stale)
     rc |= setenv("CAPGUARD_STALE", "1", 1);
+  if (o->hang)
+    rc |= setenv("CAPGUARD_HANG_S", o->hang, 1);
   return rc;
 }
 
