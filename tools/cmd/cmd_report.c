@@ -185,8 +185,13 @@ int cg_cmd_report(int argc, char **argv) {
   if ((html && !writable_path(html, "--html")) || (trace && !writable_path(trace, "--trace")))
     return CG_EXIT_USAGE;
   const char *env_log = getenv("CAPGUARD_LOG");
-  if (optind == argc && !(env_log && *env_log))
-    return cg_usage_error(ME, USAGE, "no log given (pass LOG files, - for stdin, or set CAPGUARD_LOG)");
+  /* no LOG and no CAPGUARD_LOG: a log piped or redirected in (report < run.jsonl) is read */
+  if (optind == argc && !(env_log && *env_log)) {
+    struct stat in;
+    if (fstat(STDIN_FILENO, &in) != 0 || !(S_ISREG(in.st_mode) || S_ISFIFO(in.st_mode)))
+      return cg_usage_error(ME, USAGE, "no log given (pass LOG files, - for stdin, or set CAPGUARD_LOG)");
+    env_log = "-";
+  }
 
   log_files lf = {NULL, 0};
   int rc = CG_EXIT_OK;

@@ -335,7 +335,9 @@ static void print_capture_time(FILE *out, const cgr_analysis *a, cg_palette pal)
   fprintf(out, "\n%sCapture time%s (wall time inside captures, as each process summed it at exit)\n", pal.bold,
           pal.reset);
   fprintf(out, "  %s", line);
-  if (t.to_first_replay_ns >= 0) {
+  /* across runs (--all), the first begin of one and the first replay of another are not one start-up:
+   * each process's own figure below says it */
+  if (t.to_first_replay_ns >= 0 && log->n_runs <= 1) {
     char d[32];
     cgr_duration(t.to_first_replay_ns, d, sizeof d);
     fprintf(out, "; first replay %s after the first begin", d);
