@@ -14,6 +14,12 @@ if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
   exit 77
 fi
 chmod 755 "$WORK"              # the engine, uid 65534, reaches what is under it
+# the command under test (an installed one: the wheel's venv) must be reachable by uid 65534
+if ! setpriv --reuid 65534 --regid 65534 --clear-groups -- "$CAPGUARD" --version >/dev/null 2>&1 ||
+   ! setpriv --reuid 65534 --regid 65534 --clear-groups -- test -r "$REAL_SHIM"; then
+  echo "SKIP: uid 65534 cannot run $CAPGUARD or read its shim (a private directory above them)"
+  exit 77
+fi
 mkdir -m 755 "$WORK/image" "$WORK/logs"
 chown 65534 "$WORK/logs"
 FLEET=$WORK/image/fleet.cgp

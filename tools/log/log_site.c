@@ -157,8 +157,10 @@ void cgl_readable_site(const char *text, const char *argv0, char *buf, size_t ca
   if (at && !strstr(at + 4, " ")) {
     char frame[1024], named[1024], readable[1024];
     snprintf(frame, sizeof frame, "%.*s", (int)(at - text), text);
-    if (native_frame(frame) && cgl_frame_named(frame, argv0, named, sizeof named)) {
-      cgl_readable_frame(named, readable, sizeof readable);
+    if (native_frame(frame)) {
+      /* named by the shim already (its own symbol-table lookup), or named here */
+      cgl_readable_frame(cgl_frame_named(frame, argv0, named, sizeof named) ? named : frame, readable,
+                         sizeof readable);
       snprintf(buf, cap, "%s%s", readable, at);
       return;
     }
