@@ -46,6 +46,15 @@ expect_in "$WORK/served.err" "priming worked" "served"
 expect_not_in "$WORK/served.err" "owned by uid 0" "root's file is not refused"
 [ "$(sha256sum <"$FLEET")" = "$before" ] && pass || fail "the read-only file was written"
 
+# --- the same file without CAPGUARD_PRIME_READONLY: trusted, so served read-only all the same
+setpriv --reuid 65534 --regid 65534 --clear-groups -- "$CAPGUARD" run -q --log "$WORK/logs/rw.log" \
+  --emulate-driver 12020 --prime "$FLEET" -- "$DEMO_ENGINE" "$CUBIN" cg_test_fill >"$WORK/rw.out" 2>"$WORK/rw.err" </dev/null
+rc=$?
+expect_rc 0 "without CAPGUARD_PRIME_READONLY too, the root-owned file is served"
+expect_in "$WORK/rw.err" "priming file $FLEET is not writable by you (Permission denied): served read-only" "said once, before the start"
+expect_in "$WORK/rw.err" "priming worked" "served"
+[ "$(sha256sum <"$FLEET")" = "$before" ] && pass || fail "the file was written"
+
 # --- another user's file: refused, with the chown that fixes it
 chown 65533 "$FLEET"
 nobody other

@@ -433,7 +433,17 @@ static int choose_prime(run_opts *o, char **cmd, char *own_prime, size_t cap) {
   if (!(o->prime ? snprintf(prime, sizeof prime, "%s", o->prime) > 0
                  : cg_cli_prime_default(prime, sizeof prime) == 0))
     return 0;
-  if (cg_prime_precheck(prime, why, sizeof why, NULL) == CG_PRECHECK_BAD) {
+  cg_precheck pc = cg_prime_precheck(prime, why, sizeof why, NULL);
+  if (pc == CG_PRECHECK_OK && !readonly && access(prime, W_OK) != 0 && (errno == EACCES || errno == EROFS)) {
+    /* trusted and readable, not writable by this user (a fleet file baked
+     * into an image, root's): served read-only, as if CAPGUARD_PRIME_READONLY=1 */
+    fprintf(stderr, "%s: priming file %s is not writable by you (%s): served read-only, nothing recorded "
+                    "into it (CAPGUARD_PRIME_READONLY=1 asks for this without the note)\n",
+            ME, cg_printable(prime, shown, sizeof shown), strerror(errno));
+    setenv("CAPGUARD_PRIME_READONLY", "1", 1);
+    readonly = true;
+  }
+  if (pc == CG_PRECHECK_BAD) {
     /* the command still runs (the shim then primes nothing) */
     cg_error(ME, "priming file %s %s; the command runs without priming", cg_printable(prime, shown, sizeof shown),
              why);
