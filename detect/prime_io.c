@@ -26,24 +26,76 @@
 #define REOPEN_TRIES 16 /* the path kept changing between open and create */
 
 
+/* Trusted as ssh and sudo trust a file: owned by root or by you, and
+ * writable by no one else, and so each directory above it (one that others
+ * may write is safe only with its sticky bit, as /tmp: nobody else may then
+ * rename or remove what is yours in it). A fleet file baked into an image is
+ * root's, read by an engine that is not root. The refusal names the fix. */
+static bool owner_trusted(uid_t uid) { return uid == 0 || uid == geteuid(); }
+
+/* dir: NULL for the file itself, else the directory above it that is refused. */
+static int refuse_owner(const char *dir, uid_t uid, const char *path, cg_prime_warn_fn warn, void *ctx) {
+  const char *name = dir ? dir : path;
+  char who[160];
+  if (geteuid() == 0)
+    snprintf(who, sizeof who, "not by root; not used: run 'chown root ");
+  else
+    snprintf(who, sizeof who, "neither root nor you (uid %u); not used: run 'chown %u ", (unsigned)geteuid(),
+             (unsigned)geteuid());
+  prime_warnf(warn, ctx, path, "%s%s%sowned by uid %u, %s%s'%s", dir ? "its directory " : "", dir ? dir : "",
+              dir ? " is " : "", (unsigned)uid, who, name,
+              geteuid() == 0 ? "" : " as root, or set CAPGUARD_PRIME to a file of your own");
+  return -1;
+}
+
+/* Each directory above path, nearest first, up to the root. */
+static int check_dirs(const char *path, cg_prime_warn_fn warn, void *ctx) {
+  char dir[PATH_MAX];
+  size_t n = 0;
+  if (path[0] != '/') {
+    if (!getcwd(dir, sizeof dir - 1))
+      return 0; /* the file itself was checked; nothing more to see */
+    n = strlen(dir);
+    if (n > 1)
+      dir[n++] = '/';
+  }
+  if (snprintf(dir + n, sizeof dir - n, "%s", path) >= (int)(sizeof dir - n))
+    return 0;
+  char *slash;
+  while ((slash = strrchr(dir, '/')) != NULL) {
+    slash[slash == dir] = '\0'; /* "/x" leaves "/" */
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+      if (!owner_trusted(st.st_uid))
+        return refuse_owner(dir, st.st_uid, path, warn, ctx);
+      if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+        prime_warnf(warn, ctx, path,
+                    "its directory %s is writable by group or others (mode %03o); not used: run "
+                    "'chmod go-w %s'",
+                    dir, (unsigned)(st.st_mode & 0777), dir);
+        return -1;
+      }
+    }
+    if (slash == dir)
+      break;
+  }
+  return 0;
+}
+
 static int check_owner(const struct stat *st, const char *path, cg_prime_warn_fn warn, void *ctx) {
   if (!S_ISREG(st->st_mode)) {
     prime_warnf(warn, ctx, path, "not a regular file; not used: set CAPGUARD_PRIME to a file path");
     return -1;
   }
-  if (st->st_uid != geteuid()) {
-    prime_warnf(warn, ctx, path,
-                "owned by uid %u, not by you (uid %u); not used: remove it or set CAPGUARD_PRIME "
-                "to a file of your own", (unsigned)st->st_uid, (unsigned)geteuid());
-    return -1;
-  }
+  if (!owner_trusted(st->st_uid))
+    return refuse_owner(NULL, st->st_uid, path, warn, ctx);
   if (st->st_mode & (S_IWGRP | S_IWOTH)) {
     prime_warnf(warn, ctx, path,
                 "writable by group or others (mode %03o); not used: run 'chmod go-w %s'",
                 (unsigned)(st->st_mode & 0777), path);
     return -1;
   }
-  return 0;
+  return check_dirs(path, warn, ctx);
 }
 
 static void warn_open(const char *path, int err, bool create, cg_prime_warn_fn warn, void *ctx) {
@@ -56,6 +108,9 @@ static void warn_open(const char *path, int err, bool create, cg_prime_warn_fn w
     prime_warnf(warn, ctx, path,
                 "is a symbolic link, which capguard does not follow; not used: replace it with "
                 "the file itself or set CAPGUARD_PRIME to the real path");
+  else if (err == EACCES && !create && stat(path, &(struct stat){0}) == 0)
+    /* its directories let us see it: the file's own read bit is missing */
+    prime_warnf(warn, ctx, path, "cannot open it (%s); not used: run 'chmod a+r %s'", strerror(err), path);
   else
     prime_warnf(warn, ctx, path, "cannot open it (%s); not used", strerror(err));
 }

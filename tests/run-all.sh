@@ -4,6 +4,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 builddir=${BUILDDIR:-build}
+# What the tests use beyond the build (the demo installs only what it needs);
+# nothing when all is there.
+bash tools/install-deps.sh || exit 1
 # Warnings are errors here (and in CI), not in meson.build: packagers' builds
 # must not stop on a warning. A build directory configured without it gets it.
 if [ ! -f "$builddir/build.ninja" ]; then

@@ -10,6 +10,7 @@
 #include "capguard/clock.h"
 #include "capguard/metrics_format.h"
 #include "config.h"
+#include "device_arch.h"
 #include "driver.h"
 #include "fleet_counts.h"
 #include "live_captures.h"
@@ -27,6 +28,11 @@ static uint64_t last_write_ns;
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 static char host[256], program[64]; /* read once, at the first write */
 static char text[TEXT_MAX];         /* the file's text: one writer at a time (write_lock) */
+/* The GPU's architecture of the first write, kept for every later one: a
+ * label that appeared or changed would start another series, and rate()
+ * and increase() need one series from the process's start (write_lock). */
+static unsigned sm_first;
+bool cg_fleet_started;
 
 void cg_fleet_summary(cg_summary *s, char (*began)[CG_BEGAN_TEXT]) {
   cg_capture_time_read(s, began);
@@ -57,8 +63,10 @@ static bool write_metrics(const cg_summary *s, bool at_exit) {
     read_line("/proc/sys/kernel/hostname", host, sizeof host);
     read_line("/proc/self/comm", program, sizeof program);
   }
+  if (!sm_first)
+    sm_first = s->device_sm;
   cg_metrics m = {.sum = s, .host = host, .program = program, .mode = cg_run_mode_name(cg_cfg.mode),
-                  .driver_version = cg_driver_version(), .sm = s->device_sm};
+                  .driver_version = cg_driver_version(), .sm = sm_first};
   cg_metrics_call calls[MAX_REFUSED_CALLS];
   m.refusals = calls;
   m.n_refusals = cg_fleet_counts_read(m.loads, calls, MAX_REFUSED_CALLS);
@@ -97,6 +105,24 @@ static void maybe_write(uint64_t now_ns) {
   cg_unlock(&write_lock);
 }
 
+void cg_fleet_start(void) {
+  if (!cg_cfg.metrics_dir || cg_cfg.mode == CG_RUN_OFF) {
+    __atomic_store_n(&cg_fleet_started, true, __ATOMIC_RELAXED);
+    return;
+  }
+  /* while something captures, the next load or begin tries again */
+  if (!cg_nothing_captures() || cg_trylock(&write_lock) != 0)
+    return;
+  if (!__atomic_load_n(&cg_fleet_started, __ATOMIC_RELAXED)) {
+    if (!sm_first)
+      sm_first = cg_device_arch(); /* a query allowed during capture; 0 when it cannot tell */
+    __atomic_store_n(&last_write_ns, cg_now_ns(), __ATOMIC_RELAXED);
+    write_now();
+    __atomic_store_n(&cg_fleet_started, true, __ATOMIC_RELAXED);
+  }
+  cg_unlock(&write_lock);
+}
+
 void cg_fleet_after_capture(void) {
   if (cg_cfg.metrics_dir)
     maybe_write(cg_monotonic_ns());
@@ -125,6 +151,9 @@ void cg_fleet_metrics_at_exit(const cg_summary *s) {
 void cg_fleet_atfork_child(void) {
   pthread_mutex_init(&write_lock, NULL);
   last_write_ns = 0;
+  /* the child's own file starts at its next load or begin, with its own labels */
+  cg_fleet_started = false;
+  sm_first = 0;
   program[0] = 0; /* a forked child may exec, or be named otherwise */
   host[0] = 0;
   cg_capture_time_atfork_child();

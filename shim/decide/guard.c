@@ -77,6 +77,7 @@ static bool stream_nonblocking(CUstream s, bool ptsz) {
 }
 
 void *cg_capture_begin_enter(void *ra, void *ra_slot, CUstream s, bool ptsz) {
+  cg_fleet_start_once(); /* before the lock region: it writes a file */
   /* One lock region from here to the gate's release in
    * cg_capture_begin_leave (locks.h): priming's, the native and Python
    * sites' and the gate's locks each switched the cancel state on and off,

@@ -12,6 +12,7 @@
 
 #include "absolute_path.h"
 #include "capguard/log_file.h"
+#include "config.h"
 #include "locks.h"
 #include "warn.h"
 
@@ -74,7 +75,9 @@ static int reopen(int stale) {
     fd = open_kept(log_path, why, sizeof why);
     if (fd < 0)
       cg_warn("the log's descriptor was closed by the program and %s could not be opened again: it %s; "
-              "the log is incomplete from here on, reports continue on stderr", log_path, why);
+              "the log is incomplete from here on, %s", log_path, why,
+              cg_cfg.quiet ? "and reports are quiet (CAPGUARD_QUIET=1): what follows is said nowhere"
+                           : "reports continue on stderr");
     else if (!reopen_said)
       cg_warn("the log's descriptor was closed by the program (it may now be one of the program's own "
               "files, which capguard does not touch): %s opened again", log_path);

@@ -80,8 +80,10 @@ static void log_line(const char *buf, size_t len) {
   if (torn)
     __atomic_store_n(&log_cut_mid_line, 1, __ATOMIC_RELAXED);
   if (__atomic_exchange_n(&log_failed, 1, __ATOMIC_ACQ_REL) == 0)
-    cg_warn("cannot write to the log %s (%s): the log is incomplete from here on; "
-            "reports continue on stderr", log_path, strerror(err));
+    cg_warn("cannot write to the log %s (%s): the log is incomplete from here on; %s", log_path,
+            strerror(err),
+            cg_cfg.quiet ? "reports are quiet (CAPGUARD_QUIET=1), so what follows is said nowhere"
+                         : "reports continue on stderr");
 }
 
 static void write_record(cg_record_type type, int driver_version);

@@ -2,6 +2,7 @@
  * loads. With nothing capturing (or in off mode) each is one atomic load and
  * a call to the driver; while something captures, guard.c decides. (The
  * unloads are DEFERRABLE rows, like a free: breaker_wrappers.c.) */
+#include "fleet_metrics.h"
 #include "guard.h"
 
 #include "serving.h"
@@ -53,6 +54,7 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
                                                                     CG_PARAMS(params)) {          \
     if ((const void *)(image) == NULL && (const void *)(path) == NULL)                             \
       return real(CG_ARGS(params));                                                                \
+    cg_fleet_start_once();                                                                         \
     cname##_args args_ = {CG_ARGS(params)};                                                        \
     cg_load_opts_raw o_ = (options);                                                               \
     cg_load l = {ep, (image), (path), (library), (void **)(out), o_.n_jit || o_.n_lib, o_,          \

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "capguard/dwarf_lines.h"
+#include "capguard/elf_symbols.h"
 #include "capguard/kernel_name.h"
 #include "locks.h"
 #include "real_dlsym.h"
@@ -168,21 +169,30 @@ static bool make_text(void *ret, cg_out *w) {
   if (a <= 1 || !dladdr1((void *)(a - 1), &info, (void **)&lm, RTLD_DL_LINKMAP) || !info.dli_fname)
     return false;
   cg_out_str(w, base_name(info.dli_fname));
+  /* The executable's link_map has no name: its file is /proc/self/exe.
+   * l_addr is the load bias (0 for a non-PIE executable): the line table and
+   * the symbol table hold addresses as linked. */
+  const char *path = lm ? (lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe") : NULL;
+  char sym[256];
+  uint64_t sym_at = 0;
   if (info.dli_sname && info.dli_saddr) {
     cg_out_char(w, '(');
     put_symbol(w, info.dli_sname);
     cg_out_char(w, '+');
     cg_out_hex(w, a - (uintptr_t)info.dli_saddr);
     cg_out_char(w, ')');
+  } else if (path && cg_elf_function_of(path, (uint64_t)(a - 1 - lm->l_addr), sym, sizeof sym, &sym_at)) {
+    /* a function the object does not export: named from its symbol table */
+    cg_out_char(w, '(');
+    put_symbol(w, sym);
+    cg_out_char(w, '+');
+    cg_out_hex(w, a - (uintptr_t)(sym_at + lm->l_addr));
+    cg_out_char(w, ')');
   } else {
     cg_out_char(w, '+');
     cg_out_hex(w, a - (uintptr_t)info.dli_fbase);
   }
-  if (lm) {
-    /* The executable's link_map has no name: its file is /proc/self/exe.
-     * l_addr is the load bias (0 for a non-PIE executable): the line table
-     * holds addresses as linked. */
-    const char *path = lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe";
+  if (path) {
     char line[160];
     if (line_of(path, (uint64_t)(a - 1 - lm->l_addr), line, sizeof line)) {
       cg_out_str(w, " at ");

@@ -5,9 +5,11 @@
  *   segv   dies of SIGSEGV (a crash in the host's own code);
  *   alloc  also calls cuMemAlloc in the capture, ends it, and exits 1 if it
  *          broke (an allocation that priming cannot make go away);
- *   quiet-kill  kills itself before it makes any call during the capture.
+ *   quiet-kill  kills itself before it makes any call during the capture;
+ *   int, term   dies of SIGINT (Ctrl-C) or SIGTERM (a supervisor's stop)
+ *          with the capture open, before any call in it.
  * It reaches the driver as cudart does (testkit/driver_open.h).
- * Usage: dying_host kill|segv|alloc|quiet-kill CUBIN KERNEL */
+ * Usage: dying_host kill|segv|alloc|quiet-kill|int|term CUBIN KERNEL */
 #include <cuda.h>
 
 #include <signal.h>
@@ -20,7 +22,7 @@
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: dying_host kill|segv|alloc|quiet-kill CUBIN KERNEL\n");
+    fprintf(stderr, "usage: dying_host kill|segv|alloc|quiet-kill|int|term CUBIN KERNEL\n");
     return 2;
   }
   const char *how = argv[1];
@@ -42,6 +44,10 @@ int main(int argc, char **argv) {
   begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
   if (!strcmp(how, "quiet-kill"))
     raise(SIGKILL);
+  if (!strcmp(how, "int") || !strcmp(how, "term")) {
+    signal(how[0] == 'i' ? SIGINT : SIGTERM, SIG_DFL);
+    raise(how[0] == 'i' ? SIGINT : SIGTERM);
+  }
   CUmodule m;
   load(&m, image);
   if (!strcmp(how, "kill"))

@@ -11,6 +11,9 @@ if [ -n "${CAPGUARD_UNDER_TEST:-}" ]; then
   CAPGUARD=$CAPGUARD_UNDER_TEST
   REAL_SHIM=${CAPGUARD_UNDER_TEST_SHIM:?CAPGUARD_UNDER_TEST_SHIM: the shim installed with CAPGUARD_UNDER_TEST}
 fi
+# the harness's own CAPGUARD_* names stay shell variables, out of the
+# environment of what the tests run: capguard refuses a name it does not read
+export -n CAPGUARD_UBSAN CAPGUARD_INSTALLED_SHIM CAPGUARD_UNDER_TEST CAPGUARD_UNDER_TEST_SHIM CAPGUARD_HTML_PNG 2>/dev/null
 failures=0
 checks=0
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/capguard-cli-test.XXXXXX")

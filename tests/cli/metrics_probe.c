@@ -13,6 +13,11 @@
  *   metrics_probe clockstep SECONDS   three captures of 5 ms, the wall clock
  *     stepped by SECONDS (wall_clock_step.c, preloaded) inside the first,
  *     then the first graph launched (the first replay).
+ *   metrics_probe late-break SECONDS CUBIN   an engine's life: loads CUBIN
+ *     (its first use of a kernel), works for SECONDS, then captures and loads
+ *     CUBIN again in the capture (refused on a driver before 12.3, or
+ *     emulated, so the capture breaks) and exits 1; a scraper meanwhile sees
+ *     the process's series from its start.
  * A file is replaced by a rename: its inode changes with each write. */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -24,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capguard/file_read.h"
 #include "driver_open.h"
 
 static CUresult (*begin)(CUstream, CUstreamCaptureMode);
@@ -162,10 +168,37 @@ static int clockstep(double seconds) {
   return 0;
 }
 
+static int late_break(double seconds, const char *cubin) {
+  size_t size;
+  void *image = cg_read_file(cubin, (size_t)1 << 30, &size);
+  CUresult (*load)(CUmodule *, const void *) = tk_driver_get("cuModuleLoadData");
+  CUstream s;
+  CUmodule warm, jit;
+  check("setup", tk_driver_setup(&s));
+  if (!image) {
+    fprintf(stderr, "metrics_probe: cannot read %s\n", cubin);
+    return 2;
+  }
+  check("load", load(&warm, image));
+  nap((long)(seconds * 1000));
+  check("begin", begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUresult r = load(&jit, image);
+  CUgraph g = NULL;
+  CUresult e = end(s, &g);
+  printf("late-break: load in capture %d, end %d\n", (int)r, (int)e);
+  return e == CUDA_SUCCESS ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc == 4 && !strcmp(argv[1], "late-break") && tk_driver_open("metrics_probe") == 0) {
+    begin = tk_driver_get("cuStreamBeginCapture");
+    end = tk_driver_get("cuStreamEndCapture");
+    return late_break(atof(argv[2]), argv[3]);
+  }
   if (argc != 3 || tk_driver_open("metrics_probe") != 0) {
-    fprintf(stderr, "usage: metrics_probe timing DIR | churn SECONDS | clockstep SECONDS (with a driver)\n");
+    fprintf(stderr, "usage: metrics_probe timing DIR | churn SECONDS | clockstep SECONDS | late-break SECONDS CUBIN "
+                    "(with a driver)\n");
     return 2;
   }
   begin = tk_driver_get("cuStreamBeginCapture");

@@ -2,7 +2,8 @@
 # Where a capture began, and where its first offender was called, read as a
 # person reads an event's call site: C++ names demangled (torch's
 # CUDAGraph::capture_begin), and file:line from the debug info of an
-# executable that exports no symbols (startup_like), in the report and in
+# executable that exports no symbols (startup_like), its functions named from
+# its symbol table, in the report and in
 # capguard run's summary.
 . "$(dirname "$0")/lib.sh"
 
@@ -28,15 +29,15 @@ use_real_shim
 export FAKECUDA_DRIVER_VERSION=12020
 "$CAPGUARD" run --log "$WORK/s.jsonl" --prime "$WORK/s.cgp" -- "$STARTUP_LIKE" >/dev/null 2>"$WORK/s.err"; rc=$?
 expect_rc 1 "startup_like breaks on 12.2"
-grep -q '"began":"startup_like+0x' "$WORK/s.jsonl" && pass || fail "the shim logs the begin frame as startup_like+0x...: $(grep -o '"began":"[^"]*"' "$WORK/s.jsonl" | head -1)"
+grep -q '"began":"startup_like([a-z_]*+0x' "$WORK/s.jsonl" && pass || fail "the shim logs the begin frame named from the symbol table, startup_like(FUNCTION+0x...): $(grep -o '"began":"[^"]*"' "$WORK/s.jsonl" | head -1)"
 # the line capguard run's summary gives: the begin and the offender with their source lines
 grep '^capguard: broken:' "$WORK/s.err" >"$WORK/s-broken"
-grep -q 'began at startup_like+0x[0-9a-f]* at startup_like\.c:[0-9][0-9]*)' "$WORK/s-broken" && pass || fail "summary: the begin site without file:line: $(cat "$WORK/s-broken")"
-grep -q 'first offender cuModuleLoadData at startup_like+0x[0-9a-f]* at startup_like\.c:[0-9][0-9]* ' "$WORK/s-broken" && pass || fail "summary: the offender without file:line: $(cat "$WORK/s-broken")"
+grep -q 'began at startup_like([a-z_]*+0x[0-9a-f]*) at startup_like\.c:[0-9][0-9]*)' "$WORK/s-broken" && pass || fail "summary: the begin site without file:line: $(cat "$WORK/s-broken")"
+grep -q 'first offender cuModuleLoadData at startup_like([a-z_]*+0x[0-9a-f]*) at startup_like\.c:[0-9][0-9]* ' "$WORK/s-broken" && pass || fail "summary: the offender without file:line: $(cat "$WORK/s-broken")"
 run_cg sr report "$WORK/s.jsonl"
-grep -q 'broken; began startup_like+0x[0-9a-f]* at startup_like\.c:[0-9][0-9]*)' "$WORK/sr.out" && pass || fail "report: the begin site without file:line: $(grep began "$WORK/sr.out")"
+grep -q 'broken; began startup_like([a-z_]*+0x[0-9a-f]*) at startup_like\.c:[0-9][0-9]*)' "$WORK/sr.out" && pass || fail "report: the begin site without file:line: $(grep began "$WORK/sr.out")"
 # the line is the capture's begin: startup_like.c's cuStreamBeginCapture call
-line=$(grep -o 'began startup_like+0x[0-9a-f]* at startup_like\.c:[0-9]*' "$WORK/sr.out" | head -1 | sed 's/.*://')
+line=$(grep -o 'began startup_like([a-z_]*+0x[0-9a-f]*) at startup_like\.c:[0-9]*' "$WORK/sr.out" | head -1 | sed 's/.*://')
 [ -n "$line" ] && sed -n "${line}p" "$SOURCE_ROOT/tests/cli/startup_like.c" | grep -qE 'BeginCapture|cu\.begin\(' && pass \
   || fail "startup_like.c:$line is not where the capture begins: $(sed -n "${line}p" "$SOURCE_ROOT/tests/cli/startup_like.c")"
 finish

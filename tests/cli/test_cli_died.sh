@@ -38,7 +38,7 @@ grep -q "{\"v\":1,\"type\":\"ended\",\"pid\":$pid,\"time_ns\":[0-9]*,\"signal\":
   || fail "the log has no ended record with signal 9: $(tail -1 "$WORK/kill.jsonl")"
 expect_in "$WORK/kill-report.out" "cg_test_fill, killed by signal 9 (SIGKILL): 1 capture, 1 call during capture logged" "report: the signal"
 "$CAPGUARD" report --json "$WORK/kill.jsonl" >"$WORK/kill.json" 2>/dev/null
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["totals"]["ended_without_exit_record"] == 1, d["totals"]; assert [p["exited"] for p in d["processes"]] == [False], d["processes"]; assert d["processes"][0]["signal"] == 9, d["processes"]; assert d["processes"][0]["last_logged"].startswith("cuModuleLoadData (module-load, emulated) during capture 1 at dying_host+"), d["processes"]' "$WORK/kill.json" \
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["totals"]["ended_without_exit_record"] == 1, d["totals"]; assert [p["exited"] for p in d["processes"]] == [False], d["processes"]; assert d["processes"][0]["signal"] == 9, d["processes"]; assert d["processes"][0]["last_logged"].startswith("cuModuleLoadData (module-load, emulated) during capture 1 at dying_host(main+"), d["processes"]' "$WORK/kill.json" \
   && pass || fail "report --json: totals.ended_without_exit_record is not 1"
 # the HTML page lists it as the text does (which pid, what it last logged),
 # and the command exits as the text report does
@@ -47,9 +47,9 @@ expect_rc 1 "report --html of a log with a process killed mid-capture"
 expect_in "$WORK/kill.html" "<h2 class=\"bad\">Ended without an exit record</h2>" "HTML: the section"
 expect_in "$WORK/kill.html" "<span class=\"bad\">1 ended without an exit record</span>" "HTML: the headline"
 expect_in "$WORK/kill.html" "<tr><td class=\"bad\">pid $pid</td><td><code>dying_host kill " "HTML: the killed process's row"
-expect_in "$WORK/kill.html" "<td>cuModuleLoadData (module-load, emulated) during capture 1 at dying_host+" "HTML: what it last logged"
+expect_in "$WORK/kill.html" "<td>cuModuleLoadData (module-load, emulated) during capture 1 at dying_host(main+" "HTML: what it last logged"
 expect_in "$WORK/kill.html" "</code></td><td>killed by signal 9 (SIGKILL)</td>" "HTML: the signal"
-expect_in "$WORK/kill-report.out" "    last logged: cuModuleLoadData (module-load, emulated) during capture 1 at dying_host+" "text: what it last logged"
+expect_in "$WORK/kill-report.out" "    last logged: cuModuleLoadData (module-load, emulated) during capture 1 at dying_host(main+" "text: what it last logged"
 
 # --- SIGSEGV, a crash
 host segv segv
@@ -63,7 +63,7 @@ host quiet quiet-kill
 expect_rc 137 "quietly killed host"
 expect_in "$WORK/quiet.err" "was killed by signal 9 (SIGKILL)" "signal named"
 expect_not_in "$WORK/quiet.err" "nothing to do" "a killed host is not told 'nothing to do'"
-expect_in "$WORK/quiet.err" "capguard: next: a process ended without an exit record" "next: why it died"
+expect_in "$WORK/quiet.err" "capguard: next: the command was killed by signal 9 (SIGKILL), which no process can catch: the kernel's OOM killer" "next: why it died, from its signal"
 run_cg quiet-report report "$WORK/quiet.jsonl"
 expect_rc 1 "report of a log whose only process was killed"
 expect_not_in "$WORK/quiet-report.out" "nothing to do" "report: not 'nothing to do'"

@@ -36,8 +36,12 @@ run_cg doctor-rw doctor --prime "$WORK/fleet.cgp"
 expect_in "$WORK/doctor-rw.out" "note    priming file: 1 of 1 image built for another architecture (sm_80; this GPU is sm_90)" "doctor: the other architecture noted"
 
 # --- read-only and missing
+# refused before the command starts, as doctor flags it: nothing could be served
 CAPGUARD_PRIME_READONLY=1 run_cg missing run -q --emulate-driver 12020 --prime "$WORK/none.cgp" -- "$DEMO_ENGINE" "$CUBIN" cg_test_fill
-expect_in "$WORK/missing.err" "the priming file $WORK/none.cgp is read-only (CAPGUARD_PRIME_READONLY=1) and lacks the 1 image" "a missing read-only file"
+expect_rc 2 "a missing read-only file is refused up front"
+expect_in "$WORK/missing.err" "capguard run: priming file $WORK/none.cgp does not exist, and CAPGUARD_PRIME_READONLY=1 keeps the shim from creating it" "a missing read-only file"
+expect_not_in "$WORK/missing.out" "engine:" "the command never started"
+expect_not_in "$WORK/missing.err" "prime learn" "no advice to learn onto the read-only path"
 CAPGUARD_PRIME_READONLY=1 CAPGUARD_PRIME=$WORK/none.cgp run_cg missing-doctor doctor
 expect_in "$WORK/missing-doctor.out" "PROBLEM priming file: $WORK/none.cgp does not exist, and CAPGUARD_PRIME_READONLY=1 keeps the shim from creating it" "doctor: missing and read-only"
 

@@ -34,11 +34,27 @@ n=$(grep '<rect ' "$h" | grep -c 'capture [0-9]*, broken')
 [ "$n" -eq 4 ] && pass || fail "$n capture boxes say broken, wanted 4"
 if grep '<rect ' "$h" | grep -q 'failed\|invalid'; then fail "capture boxes say failed or invalid"; else pass; fi
 # --all: each run's advice under its run
-sed -n '/<h2>What to do<\/h2>/,$p' "$h" >"$WORK/html-advice"
+sed -n '/<h2 id="what-to-do">What to do<\/h2>/,/<h2>Timeline<\/h2>/p' "$h" >"$WORK/html-advice"
 expect_in "$WORK/html-advice" "<h3>run 1: pid 4100 " "HTML --all: run 1's advice headed"
 expect_in "$WORK/html-advice" "<h3>run 2: pid 5200 " "HTML --all: run 2's advice headed"
 sed -n '/<h3>run 2: pid 5200 /,$p' "$WORK/html-advice" >"$WORK/html-advice2"
 expect_not_in "$WORK/html-advice2" "warm th" "HTML --all: run 1's warm-up not under run 2"
+# the verdict and what to do come before the timeline and the tables
+python3 - "$h" <<'PY' >"$WORK/order" 2>&1 && pass || fail "the page's order: $(cat "$WORK/order")"
+import sys
+page = open(sys.argv[1], encoding="utf-8").read()
+todo, timeline = page.find('<h2 id="what-to-do">What to do</h2>'), page.find("<h2>Timeline</h2>")
+assert 0 < page.find('class="sum"') < todo < timeline, (todo, timeline)
+PY
+# the legend keys only the verdicts the page's calls have
+legend=$(grep -o '<p class="legend">.*</p>' "$h")
+for v in $(grep -o '"verdict":"[a-z-]*"' "$DATA/run1.jsonl" "$DATA/run2.jsonl" | sed 's/.*:"//; s/"//' | sort -u); do
+  grep -qF "call $v<" <<<"$legend" && pass || fail "the legend lacks call $v, which the page has"
+done
+for v in rescued deferred; do
+  if grep -q "\"verdict\":\"$v\"" "$DATA/run1.jsonl" "$DATA/run2.jsonl"; then continue; fi
+  grep -qF "call $v<" <<<"$legend" && fail "the legend keys call $v, which no call has" || pass
+done
 # the axis's labels at round values: whole numbers, 1, 2 or 5 times a power of ten apart
 python3 - "$h" <<'PY' >"$WORK/ticks" 2>&1 && pass || fail "axis labels not at round values: $(cat "$WORK/ticks")"
 import re, sys

@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # The --html page renders in headless Chromium (when installed; skipped with a
-# visible reason otherwise) at 1400 and 800 px wide: screenshots are made, are
-# not blank, show the broken captures, and the timeline fits the width.
+# visible reason otherwise) at 1400 and 800 px wide, 2000 high: screenshots are
+# made, are not blank, show the broken captures, and the timeline fits the
+# width; "What to do" lies in the first 1000 px (the first screen).
 . "$(dirname "$0")/lib.sh"
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$browser" ]; then
   echo "SKIP: no chromium installed (apt-get install -y chromium) - the HTML render check did not run"
   exit 77
 fi
-h=$WORK/r.html
-"$CAPGUARD" report --all --html "$h" "$DATA/run1.jsonl" "$DATA/run2.jsonl" >/dev/null 2>&1
+page=$WORK/r.html
+"$CAPGUARD" report --all --html "$page" "$DATA/run1.jsonl" "$DATA/run2.jsonl" >/dev/null 2>&1
+# the page as made, "What to do"'s heading painted a green no other pixel has,
+# to be found in the screenshot (the colour changes no layout)
+h=$WORK/marked.html
+sed 's|</style>|#what-to-do{background:#00ff00}</style>|' "$page" >"$h"
+grep -q '#what-to-do{background:#00ff00}' "$h" && pass || fail "the page has no style to mark"
 # a wide screen and a narrow one: the page must fit both (the timeline scales, tables wrap)
 for width in 1400 800; do
   png=${CAPGUARD_HTML_PNG:-$WORK/r}-$width.png
   timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
     --disable-component-update --disable-sync --no-first-run --user-data-dir="$WORK/profile" \
-    --screenshot="$png" --window-size=$width,1000 "file://$h" >"$WORK/chromium.log" 2>&1
+    --screenshot="$png" --window-size=$width,2000 "file://$h" >"$WORK/chromium.log" 2>&1
   [ -s "$png" ] && pass || { fail "chromium made no screenshot at $width px"; sed 's/^/    | /' "$WORK/chromium.log" >&2; continue; }
   # not blank, the broken captures drawn in red, and the timeline as wide as the page:
   # the SVG's border reaches the right side but is not cut off by it
@@ -25,7 +31,7 @@ d = open(sys.argv[1], "rb").read()
 want_w = int(sys.argv[2])
 assert d[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
 w, h = struct.unpack(">II", d[16:24])
-assert (w, h) == (want_w, 1000), (w, h)
+assert (w, h) == (want_w, 2000), (w, h)
 pos, idat = 8, b""
 while pos < len(d):
     n, = struct.unpack(">I", d[pos:pos+4]); t = d[pos+4:pos+8]
@@ -53,6 +59,10 @@ for y in range(h):
     if y % 4 == 0:
         for x in range(0, stride, bpp * 2): colours.add(bytes(line[x:x+3]))
 px = lambda x, y: rows[y][x*bpp:x*bpp+3]
+# "What to do": its heading's green, in the first screen
+green = [y for y in range(0, h, 2) if any(px(x, y) == b"\x00\xff\x00" for x in range(0, w, 5))]
+assert green, "no 'What to do' heading drawn"
+assert green[0] < 1000, f"'What to do' starts at y={green[0]}, below the first 1000 px"
 red = sum(1 for c in colours if c[0] > 180 and c[1] < 120 and c[2] < 120)
 assert len(colours) > 20, f"only {len(colours)} colours: blank page?"
 assert red > 0, "no red (broken capture / refused call) drawn"

@@ -34,9 +34,19 @@ for c in run report; do
     grep -qF -- "$opt" "$WORK/plain" && pass || fail "man page lacks $c $opt"
   done
 done
+# the SYNOPSIS lists every flag of each command's usage line
+sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' "$WORK/plain" >"$WORK/synopsis"
+for c in run report doctor "prime learn" "prime check"; do
+  # shellcheck disable=SC2086
+  for opt in $("$CAPGUARD" $c --help | head -1 | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
+    grep -qF -- "$opt" "$WORK/synopsis" && pass || fail "the man page's SYNOPSIS lacks $c $opt"
+  done
+  grep -qF -- "capguard $c" "$WORK/synopsis" && pass || fail "the man page's SYNOPSIS lacks capguard $c"
+done
+grep -qF -- "--hang" "$WORK/synopsis" && pass || fail "the SYNOPSIS lacks run --hang"
 # run --help names the variables a user sets by hand
 "$CAPGUARD" run --help >"$WORK/run-help"
-for v in CAPGUARD_QUIET CAPGUARD_PRIME_MAX CAPGUARD_SUMMARY CAPGUARD_SHIM; do
+for v in CAPGUARD_QUIET CAPGUARD_PRIME_MAX CAPGUARD_SUMMARY CAPGUARD_SHIM CAPGUARD_HANG_S; do
   expect_in "$WORK/run-help" "$v" "run --help names $v"
 done
 # the formats the man page refers to are installed (meson install_data)

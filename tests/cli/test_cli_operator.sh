@@ -125,7 +125,12 @@ assert d["otherData"]["capguard_epoch_ns"] == 1700000000000000000
 assert "CLOCK_REALTIME" in d["otherData"]["clock"]
 PY
 expect_not_in "$WORK/t.html" "overflow-wrap:anywhere" "the page never breaks a name mid-token"
-greys=$(grep -o 'background:#[0-9a-f]*"></i>call deferred[a-z-]*' "$WORK/t.html" | cut -d'"' -f1 | sort -u | wc -l)
+# (the legend keys the verdicts a page's calls have: a log with the three deferrals)
+{ head -1 "$WORK/t.jsonl"
+  for v in deferred deferred-free deferred-destroy; do sed -n '2s/"verdict":"refused"/"verdict":"'$v'"/p' "$WORK/t.jsonl"; done
+} >"$WORK/d.jsonl"
+"$CAPGUARD" report --html "$WORK/d.html" "$WORK/d.jsonl" >/dev/null 2>&1
+greys=$(grep -o 'background:#[0-9a-f]*"></i>call deferred[a-z-]*' "$WORK/d.html" | cut -d'"' -f1 | sort -u | wc -l)
 [ "$greys" -eq 3 ] && pass || fail "the three deferral colours: $greys distinct, wanted 3"
 expect_in "$WORK/t.html" '<pre class="cmd"><code>capguard run -- ./e</code></pre>' "the page's advice: a command to copy, alone"
 
@@ -178,7 +183,7 @@ done
 expect_not_in "$WORK/runhelp" "only log" "run --help: report mode does not only log"
 expect_in "$WORK/runhelp" "report each forbidden call (stderr" "run --help: report mode reports on stderr"
 readme=$SOURCE_ROOT/README.md
-expect_in "$readme" "sudo meson install -C build   # then \`capguard\` is on PATH" "README: how capguard gets on PATH"
+expect_in "$readme" "meson install -C build        # as root (else prefix sudo): then \`capguard\` is on PATH" "README: how capguard gets on PATH"
 expect_in "$readme" "[docs/benchmarks.md](docs/benchmarks.md)" "README links the benchmark page"
 expect_not_in "$readme" "| call | H100 run 1 |" "the benchmark tables left the README"
 expect_in "$SOURCE_ROOT/docs/benchmarks.md" "| call | H100 run 1 |" "the benchmark tables are in docs/benchmarks.md"

@@ -44,7 +44,7 @@ cd - >/dev/null
 # every process (sh, env, grep, sort, the inner sh) loaded the shim and logged to the same file
 n=$(grep -c '"type":"process"' "$WORK/given.jsonl")
 [ "$n" -ge 5 ] && pass || fail "$n processes logged, wanted at least 5 (children covered)"
-expect_in "$WORK/env.err" "capguard: $n processes used CUDA, 0 captures, 0 broken; 0 calls during capture (module-load 0, module-unload 0)" "summary counts every process"
+expect_in "$WORK/env.err" "capguard: $n processes used CUDA, 0 captures logged, 0 broken; 0 calls during capture (module-load 0, module-unload 0)" "summary counts every process"
 # the stand-in shim logs every process as using CUDA; dash leaves through _exit, which skips
 # its exit handler as it would the real shim's: the two shells are said, not "nothing to do"
 expect_in "$WORK/env.err" "capguard: 2 processes ended without an exit record (killed, crashed, left through _exit, or still running): pid " "the shells without an exit record"

@@ -69,9 +69,10 @@ class FrameLines(unittest.TestCase):
         began, top = self.began_and_top(stderr)
         begin_at = marker_line("lines_probe.c", "begin")
         alloc_at = marker_line("lines_probe.c", "alloc")
-        # no exported symbols: the object and offset, then the call's line
-        self.assertRegex(began, r"^%s\+0x[0-9a-f]+ at lines_probe\.c:%d$" % (name, begin_at))
-        self.assertRegex(top, r"^%s\+0x[0-9a-f]+ at lines_probe\.c:%d$" % (name, alloc_at))
+        # no exported symbols: the function from the executable's symbol
+        # table, then the call's line
+        self.assertRegex(began, r"^%s\(begin\+0x[0-9a-f]+\) at lines_probe\.c:%d$" % (name, begin_at))
+        self.assertRegex(top, r"^%s\(allocate\+0x[0-9a-f]+\) at lines_probe\.c:%d$" % (name, alloc_at))
         broke = re.search(r"^capguard: capture 1 .*began at (.*)\) broke.*first offender cuMemAlloc_v2 at (.*) "
                           r"\(refused", stderr, re.M)
         self.assertTrue(broke, stderr)
@@ -81,7 +82,7 @@ class FrameLines(unittest.TestCase):
         event = [r for r in records if r.get("type") == "event"][0]
         self.assertEqual(event["capture"]["began"], began)
         self.assertRegex(event["native_stack"][0], r"^%s\+0x[0-9a-f]+ \[0x[0-9a-f]+\]$" % name)
-        # capguard report names the call's line as stderr did
+        # capguard report names the call's line and the function as stderr did
         report = subprocess.run([CLI, "report", log], capture_output=True, text=True, timeout=60)
         self.assertIn(top, report.stdout)
         self.assertIn(began, report.stdout)
@@ -119,6 +120,30 @@ class FrameLines(unittest.TestCase):
         report = subprocess.run([CLI, "report", log], capture_output=True, text=True, timeout=60)
         self.assertIn(top, report.stdout)
         self.assertIn(began, report.stdout)
+
+    def test_cxx_not_exported_named_from_symbol_table(self):
+        # no -rdynamic: dladdr has no name for the methods; the shim's stderr,
+        # capguard report and run's summary name them from the executable's
+        # symbol table, demangled, with the call's line
+        exe = self.build("lines_hidden", CXX, "lines_probe.cc", [])
+        stderr, records, log = self.run_under_shim(exe)
+        began, top = self.began_and_top(stderr)
+        begin_at = marker_line("lines_probe.cc", "begin")
+        alloc_at = marker_line("lines_probe.cc", "alloc")
+        self.assertRegex(began, r"^lines_hidden\(lines::Graph::capture_begin\(std::.*string.* const&\)\+0x[0-9a-f]+\) "
+                                r"at lines_probe\.cc:%d$" % begin_at)
+        self.assertRegex(top, r"^lines_hidden\(lines::Graph::allocate\(unsigned long\)\+0x[0-9a-f]+\) "
+                              r"at lines_probe\.cc:%d$" % alloc_at)
+        # the log's stacks keep the loader's form, which capguard report names
+        event = [r for r in records if r.get("type") == "event"][0]
+        self.assertRegex(event["native_stack"][0], r"^lines_hidden\+0x[0-9a-f]+ \[0x[0-9a-f]+\]$")
+        report = subprocess.run([CLI, "report", log], capture_output=True, text=True, timeout=60)
+        self.assertRegex(report.stdout, r"began lines_hidden\(lines::Graph::capture_begin\(std::.*string.* const&\)"
+                                        r"\+0x[0-9a-f]+\) at lines_probe\.cc:%d\)" % begin_at)
+        self.assertRegex(report.stdout, r"first offender cuMemAlloc_v2 at lines_hidden\(lines::Graph::allocate"
+                                        r"\(unsigned long\)\+0x[0-9a-f]+\) at lines_probe\.cc:%d " % alloc_at)
+        self.assertNotIn("lines_hidden+0x", report.stdout)
+        self.assertNotIn("_ZN5lines", report.stdout)
 
 
 if __name__ == "__main__":

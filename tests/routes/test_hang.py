@@ -77,8 +77,8 @@ with tempfile.TemporaryDirectory() as tmp:
         line = said[0] if said else ""
         want = (rf"^capguard: rank {r} \(pid {pid}\) waits in cuStreamSynchronize for [0-9.]+ s "
                 rf"\(thread {pid} 'hang_probe', stream 0x[0-9a-f]+, called from "
-                rf"hang_probe\+0x[0-9a-f]+ at hang_probe\.c:{line_of('cuStreamSynchronize(s)')}\); "
-                rf"the latest graph captured here is capture 1's, captured at hang_probe\+0x[0-9a-f]+ "
+                rf"hang_probe\([a-z_]+\+0x[0-9a-f]+\) at hang_probe\.c:{line_of('cuStreamSynchronize(s)')}\); "
+                rf"the latest graph captured here is capture 1's, captured at hang_probe\([a-z_]+\+0x[0-9a-f]+\) "
                 rf"at hang_probe\.c:{line_of('cuStreamBeginCapture_v2(s')}$")
         check(re.match(want, line), f"rank {r}: the wait's words\n  want {want}\n  got  {line}")
     # the sync is held 2.5 s; each rank then exits at once (the watcher never holds the exit)
@@ -97,7 +97,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and "done=1" in out, f"open: the probe ran (rc {rc}): {err}")
     check(len(said) == 1, f"open: said once, not {len(said)}: {err}")
     check(bool(said) and re.match(r"^capguard: rank 1 \(pid [0-9]+\) has had a capture open for [0-9.]+ s "
-                                  r"\(thread [0-9]+ 'hang_probe', stream 0x[0-9a-f]+, begun at hang_probe\+0x[0-9a-f]+ "
+                                  r"\(thread [0-9]+ 'hang_probe', stream 0x[0-9a-f]+, begun at hang_probe\([a-z_]+\+0x[0-9a-f]+\) "
                                   rf"at hang_probe\.c:{line_of('cuStreamBeginCapture_v2(s')}\)",
                                   said[0]), f"open: the words: {said}")
     check(took < 3 + 2.0, f"open: took {took:.1f} s for a 3 s capture")

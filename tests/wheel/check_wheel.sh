@@ -26,7 +26,7 @@ grep -qx 'Tag: py3-none-manylinux_2_34_x86_64' "$dir"/*.dist-info/WHEEL ||
 for f in capguard/bin/capguard capguard/bin/capguard-selftest capguard/lib/libcapguard.so \
          capguard/__init__.py capguard/__main__.py capguard/share/man/man1/capguard.1 \
          capguard/share/doc/capguard/trace.md capguard/share/doc/capguard/log-format.md \
-         capguard/share/doc/capguard/priming-format.md; do
+         capguard/share/doc/capguard/priming-format.md capguard/share/bash-completion/completions/capguard; do
   [ -f "$dir/$f" ] || bad "$f missing"
 done
 grep -qx 'capguard = capguard:main' "$dir"/*.dist-info/entry_points.txt 2>/dev/null ||

@@ -47,6 +47,11 @@ echo "wheel: $(basename "$whl"), $size bytes ($(awk -v s="$size" 'BEGIN { printf
      "pip install --no-index in $(secs "$t3" "$t4") s"
 
 fail=0
+# docs/building.md's size of the wheel is today's, within a tenth
+doc_size=$(grep -o '([0-9,]* bytes, built by' docs/building.md | tr -dc '0-9')
+if [ -z "$doc_size" ] || [ $(( (size > doc_size ? size - doc_size : doc_size - size) * 10 )) -gt "$doc_size" ]; then
+  echo "test_wheel: docs/building.md gives the wheel as ${doc_size:-no} bytes, built: $size" >&2; fail=1
+fi
 check() { if "$@"; then :; else echo "test_wheel: FAILED: $*" >&2; fail=1; fi; }
 # the installed command finds its own shim, and doctor says where it is
 CAPGUARD_LIBCUDA=libcuda-absent.so.1 "$venv/bin/capguard" doctor >"$out/doctor.out" 2>&1 || true

@@ -23,6 +23,7 @@ with zipfile.ZipFile(out, "w") as z:
     z.writestr("capguard/share/man/man1/capguard.1", ".TH CAPGUARD 1\n")
     for doc in ("trace.md", "log-format.md", "priming-format.md"):
         z.writestr("capguard/share/doc/capguard/" + doc, "# doc\n")
+    z.writestr("capguard/share/bash-completion/completions/capguard", "complete -F _capguard capguard\n")
     for spec in files:
         src, arc = spec.split("=")
         z.write(src, arc)

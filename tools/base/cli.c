@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capguard/log_name.h"
@@ -143,6 +145,46 @@ void cg_word_list(const cg_words *t, char *buf, size_t cap) {
   }
 }
 
+/* Temporary logs kept (a run that broke keeps its log for the report command
+ * its summary gives; learn and check keep theirs) pile up: of this user's,
+ * the KEEP_TEMP_LOGS newest stay, and older ones go once an hour old. Only
+ * the names cg_temp_log makes, regular files of this user, never a link. */
+#define KEEP_TEMP_LOGS 10
+typedef struct {
+  char *path;
+  time_t mtime;
+} temp_log;
+static int newest_first(const void *a, const void *b) {
+  const temp_log *x = a, *y = b;
+  return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : 0;
+}
+static void prune_temp_logs(const char *dir, const char *made) {
+  static const char *const forms[] = {"capguard-??????.jsonl", "capguard-learn-??????.jsonl",
+                                      "capguard-check-??????.jsonl"};
+  glob_t g = {0};
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    char pattern[PATH_MAX];
+    if ((size_t)snprintf(pattern, sizeof pattern, "%s/%s", dir, forms[i]) < sizeof pattern)
+      glob(pattern, i ? GLOB_APPEND : 0, NULL, &g);
+  }
+  temp_log *logs = g.gl_pathc ? calloc(g.gl_pathc, sizeof *logs) : NULL;
+  size_t n = 0;
+  for (size_t i = 0; logs && i < g.gl_pathc; i++) {
+    struct stat st;
+    if (strcmp(g.gl_pathv[i], made) && lstat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_uid == geteuid())
+      logs[n++] = (temp_log){g.gl_pathv[i], st.st_mtime};
+  }
+  if (n > KEEP_TEMP_LOGS) {
+    qsort(logs, n, sizeof *logs, newest_first);
+    for (size_t i = KEEP_TEMP_LOGS; i < n; i++)
+      if (time(NULL) - logs[i].mtime > 3600)
+        unlink(logs[i].path);
+  }
+  free(logs);
+  globfree(&g);
+}
+
 int cg_temp_log(const char *prefix, char *buf, size_t cap) {
   const char *dir = getenv("TMPDIR");
   if (!dir || !*dir)
@@ -155,6 +197,7 @@ int cg_temp_log(const char *prefix, char *buf, size_t cap) {
   if (fd < 0)
     return -1;
   close(fd);
+  prune_temp_logs(dir, buf); /* the one just made is not among those kept before */
   return 0;
 }
 

@@ -27,7 +27,8 @@ int cg_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* A new, private, empty log file $TMPDIR/PREFIX-XXXXXX.jsonl (/tmp without
- * TMPDIR), its name in buf. 0, or -1 with errno set. */
+ * TMPDIR), its name in buf. 0, or -1 with errno set. Of the temporary logs
+ * kept before, this user's 10 newest stay; older ones go once an hour old. */
 int cg_temp_log(const char *prefix, char *buf, size_t cap);
 
 /* One line "capguard CMD: message" on stderr. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* environ */
 
 #include "capguard/env_value.h"
 #include "capguard/log_name.h"
@@ -71,7 +72,7 @@ const cg_env_var cg_env_vars[] = {
     {"CAPGUARD_RUN", NULL, NULL},
     {"CAPGUARD_METRICS", "--metrics", NULL}, /* a directory, made or said when first written */
     {"CAPGUARD_STALE", "--stale", check_bool},
-    {"CAPGUARD_HANG_S", NULL, check_hang},
+    {"CAPGUARD_HANG_S", "--hang", check_hang},
     {"CAPGUARD_SERVING_AFTER", NULL, check_hang}, /* whole seconds, as CAPGUARD_HANG_S */
     /* set by capguard run for its processes: how the priming file was named,
      * and that run said already why it cannot be used */
@@ -82,6 +83,85 @@ const cg_env_var cg_env_vars[] = {
     {"CAPGUARD_LOG_FALLBACK", NULL, NULL},
 };
 const size_t cg_env_n_vars = sizeof cg_env_vars / sizeof cg_env_vars[0];
+
+/* The command's own (tools/), and the notes the shim and capguard run leave
+ * for their processes: known names, never a misspelling. */
+static const char *const command_vars[] = {
+    "CAPGUARD_SHIM",     "CAPGUARD_LIBCUDA",        "CAPGUARD_LAUNCHER",       "CAPGUARD_LAUNCHER_ON_PATH",
+    "CAPGUARD_VERDICT_FOLLOWS", "CAPGUARD_CONFIG_WARNED", "CAPGUARD_LOG_WARNED",
+};
+#define N_COMMAND_VARS (sizeof command_vars / sizeof command_vars[0])
+
+static const char *known_name(size_t i) {
+  return i < cg_env_n_vars ? cg_env_vars[i].name : command_vars[i - cg_env_n_vars];
+}
+
+static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb) {
+  size_t row[64];
+  if (nb >= sizeof row / sizeof row[0])
+    return (size_t)-1;
+  for (size_t j = 0; j <= nb; j++)
+    row[j] = j;
+  for (size_t i = 1; i <= na; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= nb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[nb];
+}
+
+/* The known name nearest to name (n bytes): one that holds it, or that it
+ * holds (CAPGUARD_EMULATE, CAPGUARD_READONLY), else the fewest edits. */
+static const char *nearest(const char *name, size_t n) {
+  const char *best = NULL;
+  size_t best_d = (size_t)-1;
+  const size_t skip = strlen("CAPGUARD_");
+  for (size_t i = 0; i < cg_env_n_vars + N_COMMAND_VARS; i++) {
+    const char *k = known_name(i);
+    size_t d = edit_distance(name, n, k, strlen(k));
+    char part[64];
+    snprintf(part, sizeof part, "%.*s", (int)(n - skip), name + skip);
+    if (n > skip + 2 && (strstr(k + skip, part) || (strlen(k) > skip + 2 && strstr(part, k + skip))))
+      d = 0;
+    if (d < best_d) {
+      best_d = d;
+      best = k;
+    }
+  }
+  return best_d <= n / 2 ? best : NULL;
+}
+
+int cg_env_unknown(size_t *at, char *line, size_t cap) {
+  for (; environ[*at]; (*at)++) {
+    const char *e = environ[*at];
+    size_t n = strcspn(e, "=");
+    if (strncmp(e, "CAPGUARD_", strlen("CAPGUARD_")) || !e[n])
+      continue;
+    bool known = false;
+    for (size_t i = 0; i < cg_env_n_vars + N_COMMAND_VARS && !known; i++)
+      known = strlen(known_name(i)) == n && !strncmp(known_name(i), e, n);
+    if (known)
+      continue;
+    char raw[256], shown[256];
+    snprintf(raw, sizeof raw, "%.*s", (int)n, e);
+    cg_printable(raw, shown, sizeof shown);
+    const char *near = nearest(e, n);
+    snprintf(line, cap, "%s is not a capguard variable%s%s%s", shown, near ? " (did you mean " : "",
+             near ? near : "", near ? "?)" : "");
+    (*at)++;
+    return 0;
+  }
+  return -1;
+}
 
 int cg_env_bad(const cg_env_var *row, char *line, size_t cap) {
   const char *v = getenv(row->name);

@@ -24,6 +24,13 @@ extern const size_t cg_env_n_vars;
  * in the environment: 0 when it is unset or valid, else -1 and the line. */
 int cg_env_bad(const cg_env_var *row, char *line, size_t cap);
 
+/* The first CAPGUARD_* name in the environment at or after *at (an index
+ * into environ, moved past it) that neither the shim nor the command reads:
+ * a misspelling would otherwise run as if unset. 0 with line "CAPGUARD_EMULATE
+ * is not a capguard variable (did you mean CAPGUARD_EMULATE_DRIVER?)", or
+ * -1 when there is none left. */
+int cg_env_unknown(size_t *at, char *line, size_t cap);
+
 /* A yes/no variable's value as the shim reads it (unset or bad: no). */
 bool cg_env_true(const char *name);
 

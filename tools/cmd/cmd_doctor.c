@@ -165,6 +165,10 @@ static void check_env(doctor *d, int version) {
       bad++;
     }
   }
+  char line[512];
+  for (size_t at = 0; cg_env_unknown(&at, line, sizeof line) == 0; bad++)
+    problem(d, "environment", "%s: the shim ignores it, as if the setting were unset; capguard run "
+            "refuses it", line);
   if (!bad)
     ok(d, "CAPGUARD_*", "%zu set, %s", set, set ? "each one valid" : "every setting its default");
   const char *e = getenv("CAPGUARD_EMULATE_DRIVER");
@@ -450,7 +454,7 @@ static void check_files(doctor *d, const char *named, int sm) {
         note(d, "priming file", "read-only (CAPGUARD_PRIME_READONLY=1): its images are served, "
              "and an image it lacks breaks the capture each run, never recorded");
       check_prime_arch(d, set, sm, readonly);
-      if (cg_prime_usable(path, named, readonly, why, sizeof why) != 0)
+      if (!(pc == CG_PRECHECK_MISSING && readonly) && cg_prime_usable(path, named, readonly, why, sizeof why) != 0)
         problem(d, "priming file", "%s %s", path, why);
     }
     cg_prime_free(set);
@@ -468,7 +472,7 @@ static void check_files(doctor *d, const char *named, int sm) {
   if (!log || !*log)
     note(d, "log", "CAPGUARD_LOG is not set (capguard run uses a temporary log unless --log is given)");
   else if (cg_log_usable(log, why, sizeof why) != 0)
-    problem(d, "log", "%s %s; point CAPGUARD_LOG at a writable file", log, why);
+    problem(d, "log", "%s %s%s", log, why, strstr(why, "%q{") ? "" : "; point CAPGUARD_LOG at a writable file");
   else
     ok(d, "log", "%s is writable", log);
 }

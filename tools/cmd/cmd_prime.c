@@ -232,16 +232,17 @@ static void program_files(const char *shared, glob_t *g) {
 
 /* No FILE, no CAPGUARD_PRIME: the shared file may not be what capguard run
  * used. One program's file and no shared file: that one, said; several, or
- * both: which, said. 0 to go on with path; else an exit status. */
-static int pick_run_file(char *path, size_t cap) {
+ * both: which, said (for list, show and verify: cmd, "listing", and the
+ * arguments before FILE). 0 to go on with path; else an exit status. */
+static int pick_run_file(char *path, size_t cap, const char *cmd, const char *doing, const char *arg) {
   const char *named = getenv("CAPGUARD_PRIME");
   if (named && *named) return 0;
   glob_t g;
   program_files(path, &g);
   int rc = 0;
   if (g.gl_pathc == 1 && !file_exists(path)) {
-    fprintf(stderr, "capguard prime: %s does not exist; listing %s, the file capguard run uses for "
-                    "that program when no --prime is given\n", path, g.gl_pathv[0]);
+    fprintf(stderr, "capguard prime: %s does not exist; %s %s, the file capguard run uses for "
+                    "that program when no --prime is given\n", path, doing, g.gl_pathv[0]);
     snprintf(path, cap, "%s", g.gl_pathv[0]);
   } else if (g.gl_pathc) {
     char names[1024] = "";
@@ -252,9 +253,9 @@ static int pick_run_file(char *path, size_t cap) {
     }
     const char *dir_end = strrchr(g.gl_pathv[0], '/');
     if (file_exists(path))
-      fprintf(stderr, "capguard prime: listing %s, the shared file; capguard run without --prime "
-                      "uses each program's own file in %.*s/ (%s): name one to list it\n",
-              path, (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names);
+      fprintf(stderr, "capguard prime: %s %s, the shared file; capguard run without --prime "
+                      "uses each program's own file in %.*s/ (%s): name one to %s it\n",
+              doing, path, (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names, cmd);
     else {
       /* the example: the file written last, the one the latest run used */
       size_t latest = 0;
@@ -269,8 +270,9 @@ static int pick_run_file(char *path, size_t cap) {
         }
       }
       rc = fail("%s does not exist; capguard run without --prime uses each program's own file in "
-                "%.*s/ (%s): name one, e.g. the one written last: capguard prime list %s",
-                path, (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names, g.gl_pathv[latest]);
+                "%.*s/ (%s): name one, e.g. the one written last: capguard prime %s%s%s %s",
+                path, (int)(dir_end - g.gl_pathv[0]), g.gl_pathv[0], names, cmd, arg ? " " : "", arg ? arg : "",
+                g.gl_pathv[latest]);
     }
   }
   globfree(&g);
@@ -291,7 +293,7 @@ static int cmd_list(int argc, char **argv) {
   char path[PATH_MAX];
   int rc = pick_file(argc == 2 ? argv[1] : NULL, path, sizeof path);
   if (rc) return rc;
-  if (argc < 2 && (rc = pick_run_file(path, sizeof path))) return rc;
+  if (argc < 2 && (rc = pick_run_file(path, sizeof path, "list", "listing", NULL))) return rc;
   /* as verify: a file that is not there is named, not listed as empty */
   if (!file_exists(path))
     return fail("%s does not exist; check the name (capguard run prints the priming file it used)",
@@ -328,6 +330,8 @@ static int cmd_show(int argc, char **argv) {
   char path[PATH_MAX];
   int rc = pick_file(argc == 3 ? argv[2] : NULL, path, sizeof path);
   if (rc) return rc;
+  /* as list: capguard run's own file for a program, when no file is named */
+  if (argc < 3 && (rc = pick_run_file(path, sizeof path, "show", "showing from", argv[1]))) return rc;
   cg_prime_set *s;
   int damage = 0;
   if ((rc = load(path, &s, &damage))) return rc;
@@ -400,6 +404,7 @@ static int cmd_verify(int argc, char **argv) {
   char path[PATH_MAX];
   int rc = pick_file(argc == 2 ? argv[1] : NULL, path, sizeof path);
   if (rc) return rc;
+  if (argc < 2 && (rc = pick_run_file(path, sizeof path, "verify", "verifying", NULL))) return rc;
   struct stat st;
   verify_state v = {.path = path, .last_pct = -1};
   v.show_progress = isatty(STDERR_FILENO) && stat(path, &st) == 0 &&

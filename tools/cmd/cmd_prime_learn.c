@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,8 @@
 #include "cli.h"
 #include "findings.h"
 #include "kernel_display.h"
+#include "path_check.h"
+#include "preflight.h"
 #include "prime_precheck.h"
 #include "log_reader.h"
 #include "report_analysis.h"
@@ -318,12 +321,47 @@ static const char LEARN_USAGE[] = "capguard prime learn [--prime FILE] [--log FI
 #define CHECK CHECK_NAME
 static const char CHECK_USAGE[] = "capguard prime check [--prime FILE] [--log FILE] -- CMD [ARGS...]";
 
+/* mkdir -p of path's directory, new levels 0700 as the shim makes them. */
+static void make_parent(const char *path) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash || slash == dir)
+    return;
+  *slash = '\0';
+  for (char *p = dir + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(dir, 0700);
+      *p = '/';
+    }
+  mkdir(dir, 0700);
+}
+
+static int learn_target(const char *me, const char *prime, bool named) {
+  char why[PATH_MAX * 2 + 256], shown[PATH_MAX];
+  if (cg_prime_usable(prime, named, false, why, sizeof why) != 0) {
+    char *advice = strstr(why, "; pass "); /* run's, which may also serve read-only: learn only records */
+    if (advice)
+      *advice = '\0';
+    cg_error(me, "priming file %s %s: pass a --prime learn can write; nothing was run",
+             cg_printable(prime, shown, sizeof shown), why);
+    return -1;
+  }
+  if (!named)
+    make_parent(prime);
+  return 0;
+}
+
 /* Arguments, the priming file and the log: 0, -1 after --help, or an exit
  * status. The log is kept either way: capguard run's summary names it. */
 static int prepare(const char *me, const char *usage, int argc, char **argv, learn_opts *o, char *prime,
                    size_t cap, char *log, size_t log_cap) {
   int rc = parse(me, usage, argc, argv, o);
   if (rc)
+    return rc;
+  /* refused before anything starts, as capguard run refuses them */
+  if ((rc = cg_preflight_env_names(me)) != 0 || (rc = cg_preflight_command(me, o->cmd[0])) != 0)
     return rc;
   if (o->prime)
     snprintf(prime, cap, "%s", o->prime);
@@ -332,6 +370,7 @@ static int prepare(const char *me, const char *usage, int argc, char **argv, lea
                  "unset); pass --prime FILE");
     return CG_EXIT_USAGE;
   }
+  bool named = o->prime != NULL;
   o->prime = prime;
   /* A file the shim would not read, or (for check) none at all, is said now,
    * before the command starts: a run would only learn or check nothing. */
@@ -342,6 +381,15 @@ static int prepare(const char *me, const char *usage, int argc, char **argv, lea
              pc == CG_PRECHECK_MISSING ? ": nothing to check (learn it first with capguard prime "
                                          "learn, or check the path)"
                                        : "");
+    return CG_EXIT_USAGE;
+  }
+  /* learn records: a file it cannot record into (a read-only filesystem) is
+   * said now; the default's missing directories are made as the shim would */
+  if (me == LEARN_NAME && learn_target(me, prime, named) != 0)
+    return CG_EXIT_USAGE;
+  char log_why[PATH_MAX + 256];
+  if (o->log && cg_log_usable(o->log, log_why, sizeof log_why) != 0) {
+    cg_error(me, "the log %s %s", cg_printable(o->log, shown, sizeof shown), log_why);
     return CG_EXIT_USAGE;
   }
   if (o->log)

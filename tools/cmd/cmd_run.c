@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "env_table.h"
 #include "path_check.h"
+#include "preflight.h"
 #include "prime_precheck.h"
 #include "rerun_command.h"
 #include "reap.h"
@@ -31,7 +32,8 @@
 static const char ME[] = "capguard run";
 static const char USAGE[] =
     "capguard run [--mode guard|report|off] [--log FILE] [--prime FILE] "
-    "[--emulate-driver VERSION] [--rescue] [--stale] [--quiet] [--error-exitcode N] [--request-path-loads report|error] [--metrics DIR] -- CMD [ARGS...]";
+    "[--emulate-driver VERSION] [--rescue] [--stale] [--hang SECONDS] [--quiet] [--error-exitcode N] "
+    "[--request-path-loads report|error] [--metrics DIR] -- CMD [ARGS...]";
 
 static void help(void) {
   printf("usage: %s\n\n"
@@ -49,7 +51,8 @@ static void help(void) {
          "                         host name, %%q{VAR} the variable VAR in each process\n"
          "                         (e.g. %%q{RANK}), %%%% a '%%', as valgrind and nsys write them;\n"
          "                         default: a new temporary file, named in the summary and\n"
-         "                         removed when nothing was logged\n"
+         "                         removed when nothing was logged (of those kept, the 10\n"
+         "                         newest stay)\n"
          "  --prime FILE           priming file to read and record into (CAPGUARD_PRIME), in\n"
          "                         a directory that exists (capguard creates none for it);\n"
          "                         default: the program's own, ~/.cache/capguard/prime.d/\n"
@@ -66,6 +69,9 @@ static void help(void) {
          "                         without the driver; capguard sees only what it gives back\n"
          "                         (empty_cache, expandable segments unmapping, a retry after\n"
          "                         OOM, free_all_blocks)\n"
+         "  --hang SECONDS         say each capture open, and each thread waiting in a\n"
+         "                         driver call, for SECONDS or more (1-86400), with where\n"
+         "                         it began (CAPGUARD_HANG_S; docs/hangs.md)\n"
          "  -q, --quiet            no per-event reports on stderr, only warnings and the\n"
          "                         summary at the end; the log keeps every event\n"
          "                         (CAPGUARD_QUIET=1)\n"
@@ -92,7 +98,7 @@ static void help(void) {
 }
 
 typedef struct {
-  const char *mode, *log, *prime, *emulate, *metrics;
+  const char *mode, *log, *prime, *emulate, *metrics, *hang;
   bool rescue, quiet, stale;
   bool prime_given; /* --prime on the command line (not the program's own file) */
   int error_exitcode; /* 0: off */
@@ -107,6 +113,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
                                        {"rescue", no_argument, NULL, 'r'},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {"stale", no_argument, NULL, 's'},
+                                       {"hang", required_argument, NULL, 'H'},
                                        {"error-exitcode", required_argument, NULL, 'x'},
                                        {"metrics", required_argument, NULL, 'M'},
                                        {"request-path-loads", required_argument, NULL, 'R'},
@@ -150,6 +157,11 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
     case 'r': o->rescue = true; break;
     case 'q': o->quiet = true; break;
     case 's': o->stale = true; break;
+    case 'H':
+      if (cg_parse_hang_seconds(optarg, &(unsigned){0}) != 0) /* the shim's own parser */
+        return cg_usage_error(ME, USAGE, "--hang needs a number of seconds from 1 to 86400, not '%s'", optarg);
+      o->hang = optarg;
+      break;
     case 'x': {
       char *end;
       errno = 0;
@@ -176,6 +188,7 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
                         : !strcmp(v->option, "--emulate-driver") ? o->emulate
                         : !strcmp(v->option, "--rescue")         ? (o->rescue ? "" : NULL)
                         : !strcmp(v->option, "--quiet")          ? (o->quiet ? "" : NULL)
+                        : !strcmp(v->option, "--hang")           ? o->hang
                                                                  : NULL;
     char line[512];
     if (!given && cg_env_bad(v, line, sizeof line) != 0)
@@ -252,6 +265,8 @@ static int setup_env(const run_opts *o, const char *shim, const char *log, const
     rc |= setenv("CAPGUARD_METRICS", absolute(o->metrics, mbuf, sizeof mbuf), 1);
   if (o->stale)
     rc |= setenv("CAPGUARD_STALE", "1", 1);
+  if (o->hang)
+    rc |= setenv("CAPGUARD_HANG_S", o->hang, 1);
   return rc;
 }
 
@@ -460,17 +475,30 @@ static int choose_prime(run_opts *o, char **cmd, char *own_prime, size_t cap) {
   if (run_mode && *run_mode && strcmp(run_mode, cg_run_mode_name(CG_RUN_GUARD)))
     return 0;
   char prime[PATH_MAX], why[PATH_MAX + 512], shown[PATH_MAX];
+  bool readonly = cg_env_true("CAPGUARD_PRIME_READONLY");
   if (!(o->prime ? snprintf(prime, sizeof prime, "%s", o->prime) > 0
                  : cg_cli_prime_default(prime, sizeof prime) == 0))
     return 0;
-  if (cg_prime_precheck(prime, why, sizeof why, NULL) == CG_PRECHECK_BAD) {
+  cg_precheck pc = cg_prime_precheck(prime, why, sizeof why, NULL);
+  if (pc == CG_PRECHECK_OK && !readonly && access(prime, W_OK) != 0 && (errno == EACCES || errno == EROFS)) {
+    /* trusted and readable, not writable by this user (a fleet file baked
+     * into an image, root's): served read-only, as if CAPGUARD_PRIME_READONLY=1 */
+    fprintf(stderr, "%s: priming file %s is not writable by you (%s): served read-only, nothing recorded "
+                    "into it (CAPGUARD_PRIME_READONLY=1 asks for this without the note)\n",
+            ME, cg_printable(prime, shown, sizeof shown), strerror(errno));
+    setenv("CAPGUARD_PRIME_READONLY", "1", 1);
+    readonly = true;
+  }
+  if (pc == CG_PRECHECK_BAD) {
     /* the command still runs (the shim then primes nothing) */
     cg_error(ME, "priming file %s %s; the command runs without priming", cg_printable(prime, shown, sizeof shown),
              why);
     /* said once here: not again by each of the command's processes */
     setenv("CAPGUARD_PRIME_SAID", "1", 1);
-  } else if (cg_prime_usable(prime, prime_named, cg_env_true("CAPGUARD_PRIME_READONLY"), why, sizeof why) !=
-             0) {
+  } else if (!(readonly && !prime_named && !(env_prime && *env_prime) && access(prime, F_OK) != 0) &&
+             cg_prime_usable(prime, prime_named, readonly, why, sizeof why) != 0) {
+    /* a read-only file named (--prime, CAPGUARD_PRIME) must be there; the
+     * per-program default, missing, is the summary's to say */
     /* the shim could not record what breaks this run: said now, not after it */
     return cg_usage_error(ME, NULL, "priming file %s %s", cg_printable(prime, shown, sizeof shown), why);
   }
@@ -484,6 +512,9 @@ int cg_cmd_run(int argc, char **argv) {
   if (rc < 0)
     return CG_EXIT_OK; /* --help */
   if (rc)
+    return rc;
+  /* refused before anything starts, as doctor flags them */
+  if ((rc = cg_preflight_env_names(ME)) != 0 || (rc = cg_preflight_command(ME, argv[cmd_at])) != 0)
     return rc;
 
   char shim[PATH_MAX], why[PATH_MAX * 2 + 256];

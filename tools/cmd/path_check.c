@@ -54,8 +54,32 @@ static int probe_file(const char *path, char *why, size_t cap) {
   return 0;
 }
 
+/* A %q{VAR} whose VAR is unset would expand to nothing without a word (as
+ * valgrind refuses it): set empty, it is asked for, as where a launcher's
+ * parent has no RANK and each worker sets its own. */
+static int unset_var(const char *name, char *why, size_t cap) {
+  for (const char *p = name; (p = strchr(p, '%')) != NULL; p += 2) {
+    if (!p[1])
+      break;
+    if (p[1] != 'q' || p[2] != '{')
+      continue;
+    const char *close = strchr(p + 3, '}');
+    if (!close)
+      break;
+    char var[128];
+    snprintf(var, sizeof var, "%.*s", (int)(close - p - 3), p + 3);
+    if (*var && !getenv(var)) {
+      snprintf(why, cap, "has %%q{%s}, but %s is not set, so it would expand to nothing: set it "
+                         "(%s=0), or set it empty (%s=) where a launcher's workers each set their own",
+               var, var, var, var);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 int cg_log_usable(const char *name, char *why, size_t cap) {
-  if (cg_log_check(name, why, cap) != 0)
+  if (cg_log_check(name, why, cap) != 0 || unset_var(name, why, cap) != 0)
     return -1;
   char path[PATH_MAX], dir[PATH_MAX];
   if (!cg_log_name_varies(name)) {
@@ -91,8 +115,13 @@ int cg_prime_usable(const char *path, bool named, bool readonly, char *why, size
              strerror(e));
     return -1;
   }
-  if (readonly) /* nothing is written: a missing file is said by the summary and doctor */
-    return 0;
+  if (readonly) {
+    /* nothing would be served, and the shim may not create it: the run would only break */
+    snprintf(why, cap, "does not exist, and CAPGUARD_PRIME_READONLY=1 keeps the shim from creating it: "
+                       "copy the fleet's file there, pass the --prime it is at, or unset "
+                       "CAPGUARD_PRIME_READONLY to record into a new file");
+    return -1;
+  }
   char dir[PATH_MAX];
   dir_of(path, dir, sizeof dir);
   if (stat(dir, &st) != 0 && named) {

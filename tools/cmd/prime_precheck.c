@@ -64,9 +64,14 @@ cg_precheck cg_prime_precheck(const char *path, char *why, size_t cap, size_t *d
     if (after && after[strlen(path)] == ':' && after[strlen(path) + 1] == ' ')
       reason = after + strlen(path) + 2;
     int len = (int)strcspn(reason, ";\n");
-    snprintf(why, cap, "is not a priming file the shim can read (%.*s): move it away, or pass "
-                       "another --prime",
-             len, reason);
+    /* not trusted (owner, mode) or not readable: the reader's own fix, chown or chmod */
+    const char *fix = strstr(reason, "; not used: run '");
+    if (fix)
+      snprintf(why, cap, "cannot be used (%.*s): %s", len, reason, fix + strlen("; not used: "));
+    else
+      snprintf(why, cap, "is not a priming file the shim can read (%.*s): move it away, or pass "
+                         "another --prime",
+               len, reason);
     return CG_PRECHECK_BAD;
   }
   if (damaged)

@@ -7,7 +7,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-bash tools/install-deps.sh
+bash tools/install-deps.sh --demo   # building only: the tests install the rest
 # -Dwerror=true as tests/run-all.sh: README's two commands share one build
 [ -f build/build.ninja ] || meson setup build -Dwerror=true >/dev/null
 ninja -C build >/dev/null

@@ -18,6 +18,7 @@ typedef struct {
 } cache_entry;
 
 static cache_entry *objects, *frames, *found; /* found: object name + argv0 -> path */
+static cache_entry *names;                    /* frame text + argv0 -> "obj(sym+0x..)" */
 
 static cache_entry *cached(cache_entry **t, const char *key) {
   cache_entry *e;
@@ -45,6 +46,12 @@ void cgl_frame_source_reset(void) {
   }
   HASH_ITER(hh, found, e, tmp) {
     HASH_DEL(found, e);
+    free(e->answer);
+    free(e->key);
+    free(e);
+  }
+  HASH_ITER(hh, names, e, tmp) {
+    HASH_DEL(names, e);
     free(e->answer);
     free(e->key);
     free(e);
@@ -173,6 +180,43 @@ static bool resolve(const char *frame, const char *argv0, char *buf, size_t cap)
   if (!file || lineno <= 0) return false;
   const char *base = strrchr(file, '/');
   return snprintf(buf, cap, "%s:%d", base ? base + 1 : file, lineno) < (int)cap;
+}
+
+/* "obj+0xoff" as "obj(sym+0xoff')": the function that holds it, from the
+ * object's symbol table (.symtab, or .dynsym), its offset in that function. */
+static bool name_frame(const char *frame, const char *argv0, char *buf, size_t cap) {
+  char object[512], path[4096];
+  unsigned long long off;
+  const char *plus = strrchr(frame, '+');
+  if (strchr(frame, '(') || !plus || (size_t)(plus - frame) >= sizeof object ||
+      sscanf(plus + 1, "0x%llx", &off) != 1 || !off)
+    return false;
+  memcpy(object, frame, (size_t)(plus - frame));
+  object[plus - frame] = '\0';
+  if (!find_object(object, argv0, path, sizeof path)) return false;
+  Dwfl_Module *m = open_object(path);
+  if (!m) return false;
+  Dwarf_Addr low = 0;
+  dwfl_module_info(m, NULL, &low, NULL, NULL, NULL, NULL, NULL);
+  /* a return address: the call is the instruction before it */
+  GElf_Off in_sym = 0;
+  GElf_Sym sym;
+  const char *name = dwfl_module_addrinfo(m, low + off - 1, &in_sym, &sym, NULL, NULL, NULL);
+  if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_FUNC) return false;
+  return snprintf(buf, cap, "%s(%s+0x%llx)", object, name, (unsigned long long)in_sym + 1) < (int)cap;
+}
+
+bool cgl_frame_named(const char *frame, const char *argv0, char *buf, size_t cap) {
+  char key[1200];
+  if (snprintf(key, sizeof key, "%s\n%s", frame, argv0 ? argv0 : "") >= (int)sizeof key)
+    return false;
+  cache_entry *e = cached(&names, key);
+  if (!e) {
+    char answer[1024];
+    if (!(e = remember(&names, key))) return false;
+    if (name_frame(frame, argv0, answer, sizeof answer)) e->answer = strdup(answer);
+  }
+  return e->answer && snprintf(buf, cap, "%s", e->answer) < (int)cap;
 }
 
 const char *cgl_frame_source_reader(void) {

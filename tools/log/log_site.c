@@ -76,9 +76,12 @@ void cgl_readable_frame(const char *frame, char *buf, size_t cap) {
 
 /* The readable frame, and " at file.c:123" when the object's debug info says. */
 static void native_site(const char *frame, const char *argv0, char *buf, size_t cap) {
-  char bare[1024], where[512];
+  char bare[1024], where[512], named[1024];
   size_t n = without_address(frame);
   snprintf(bare, sizeof bare, "%.*s", (int)n, frame);
+  /* a function the object does not export: named from its symbol table */
+  if (cgl_frame_named(bare, argv0, named, sizeof named))
+    frame = named;
   cgl_readable_frame(frame, buf, cap);
   size_t used = strlen(buf);
   if (cgl_frame_source(bare, argv0, where, sizeof where) && used < cap)
@@ -145,6 +148,20 @@ void cgl_readable_site(const char *text, const char *argv0, char *buf, size_t ca
     if (native_frame(inner)) {
       native_site(inner, argv0, readable, sizeof readable);
       snprintf(buf, cap, "%.*s (%s)", (int)(open - text), text, readable);
+      return;
+    }
+  }
+  /* "obj+0x1a at file.c:12", the shim's own line lookup done: the frame named
+   * from the symbol table where the object does not export its function */
+  const char *at = strstr(text, " at ");
+  if (at && !strstr(at + 4, " ")) {
+    char frame[1024], named[1024], readable[1024];
+    snprintf(frame, sizeof frame, "%.*s", (int)(at - text), text);
+    if (native_frame(frame)) {
+      /* named by the shim already (its own symbol-table lookup), or named here */
+      cgl_readable_frame(cgl_frame_named(frame, argv0, named, sizeof named) ? named : frame, readable,
+                         sizeof readable);
+      snprintf(buf, cap, "%s%s", readable, at);
       return;
     }
   }

@@ -3,8 +3,10 @@
  * that act on it. Rows are in the order they are said. */
 #include "findings.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -462,9 +464,29 @@ static void guard_mode_say(const ctx *c, cgf_finding *x) {
   command(x, NULL, NULL, xprintf("%s", cmd));
 }
 
+/* A priming file run refused before the start (not trusted, not readable):
+ * it may hold every image this run loaded, so the way on is to fix what was
+ * said, never to add what it may already hold. */
+static bool prime_refused_holds(const ctx *c) {
+  return c->f->prime_unusable && c->f->mode == CG_RUN_GUARD && (c->a->n_broken || c->a->offending_loads);
+}
+static void prime_refused_say(const ctx *c, cgf_finding *x) {
+  const char *prime = cgr_run_prime_path(c->log, c->latest);
+  x->sentence = xprintf("the priming file %s was not used: capguard refused it before the command "
+                        "started, for the reason said there, so nothing was served from it or "
+                        "recorded into it; make the fix said there, then run it again",
+                        *prime ? prime : "in use");
+  char word[4200] = "";
+  size_t used = 0;
+  if (*prime)
+    cgr_shell_word(prime, word, sizeof word, &used);
+  command(x, NULL, NULL, xprintf("%s doctor%s%s", cgr_self_word(), *prime ? " --prime " : "", word));
+}
+
 /* A read-only fleet file that lacks what this run loaded: where to add it. */
 static bool readonly_holds(const ctx *c) {
-  return c->f->prime_readonly && c->f->mode == CG_RUN_GUARD && (c->a->n_broken || c->a->offending_loads);
+  return c->f->prime_readonly && !c->f->prime_unusable && c->f->mode == CG_RUN_GUARD &&
+         (c->a->n_broken || c->a->offending_loads);
 }
 static void readonly_say(const ctx *c, cgf_finding *x) {
   const cgr_analysis *a = c->a;
@@ -562,14 +584,68 @@ static void ended_early_list_say(const ctx *c, cgf_finding *x) {
                         n, cg_plural_es(n), who, n == 1 ? "it" : "each", n == 1 ? "its" : "its");
   x->emphasis = strcspn(x->sentence, "(") - 1;
 }
+/* The signal the first process that ended early died of (the log's "ended"
+ * record, else run's wait status); 0 when none is known. */
+static int ended_signal(const ctx *c) {
+  for (size_t p = 0; p < c->log->n_procs; p++) {
+    const cgl_process *pr = &c->log->procs[p];
+    if (!cgr_ended_early(pr))
+      continue;
+    if (pr->signal)
+      return pr->signal;
+    if (c->f->signal && pr->pid == c->f->signal_pid)
+      return c->f->signal;
+  }
+  return 0;
+}
+
+/* What ended it, said as what it was, with its own next step. */
+static const char *ended_cause(int sig, char *buf, size_t cap) {
+  char words[48];
+  cgr_signal_words(sig, words, sizeof words);
+  switch (sig) {
+  case 0:
+    return "a process ended without an exit record, so capguard cannot say what happened after its "
+           "last line: find why it ended (its own output; dmesg for the OOM killer), then run it again";
+  case SIGINT:
+    snprintf(buf, cap, "the command was interrupted by %s, Ctrl-C, before it ended, so what it did "
+                       "after its last line, a capture then open included, is not in the log; "
+                       "nothing went wrong that capguard saw: run it again and let it finish", words);
+    break;
+  case SIGTERM:
+    snprintf(buf, cap, "the command was asked to stop by %s, from a supervisor, a scheduler's time "
+                       "limit, docker stop or kubectl delete, before it ended; if that was not you, find "
+                       "who sent it (the orchestrator's events and limits), then run it again", words);
+    break;
+  case SIGKILL:
+    snprintf(buf, cap, "the command was killed by %s, which no process can catch: the kernel's OOM "
+                       "killer (dmesg | grep -i 'killed process' names it) or a watchdog's kill "
+                       "-9; give it the memory or the time it needs, then run it again", words);
+    break;
+  case SIGSEGV: case SIGBUS: case SIGABRT: case SIGILL: case SIGFPE:
+    snprintf(buf, cap, "the command crashed (%s): its own output and a core dump (coredumpctl, "
+                       "or ulimit -c unlimited) say where; fix that, then run it again", words);
+    break;
+  default:
+    snprintf(buf, cap, "the command was killed by %s before it ended: find who sent it, then run it "
+                       "again", words);
+  }
+  return buf;
+}
+
 static void ended_early_say(const ctx *c, cgf_finding *x) {
-  x->sentence = xprintf("a process ended without an exit record, so capguard cannot say what "
-                        "happened after its last line: find why it ended (its own output; dmesg "
-                        "for the OOM killer), then run it again");
+  char cause[512];
+  x->sentence = xprintf("%s", ended_cause(ended_signal(c), cause, sizeof cause));
   char cmd[1024];
   cgr_rerun_command(c->log, c->latest, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
   command(x, NULL, NULL, xprintf("%s", cmd));
 }
+/* run's next: a log cut short (a full disk, a size limit) explains the
+ * missing exit records itself: log-incomplete says so, and what to free */
+static bool ended_early_next_holds(const ctx *c) { return ended_early_holds(c) && !incomplete_holds(c); }
+/* a known signal is the cause before "nothing was recorded": the process
+ * died before it could record */
+static bool ended_by_signal_holds(const ctx *c) { return ended_early_next_holds(c) && ended_signal(c) != 0; }
 
 static void incomplete_say(const ctx *c, cgf_finding *x) {
   (void)c;
@@ -1113,10 +1189,15 @@ static const row rows[] = {
     {"no-load-broke", CGF_NEXT, no_load_broke_holds, no_load_broke_say},
     {"loads-with-options", CGF_NEXT, options_only_holds, options_say},
     {"guard-mode", CGF_NEXT, guard_mode_holds, guard_mode_say},
+    {"prime-refused", CGF_NEXT, prime_refused_holds, prime_refused_say},
     {"read-only", CGF_NEXT, readonly_holds, readonly_say},
     {"calls-failed", CGF_NEXT, failed_loads_holds, failed_say},
+    {"ended-early", CGF_NEXT, ended_by_signal_holds, ended_early_say},
+    /* a log the disk could not hold: before what its missing lines would explain */
+    {"log-incomplete", CGF_NEXT, incomplete_holds, incomplete_say},
     {"nothing-recorded", CGF_NEXT, not_recorded_holds, not_recorded_say},
-    {"ended-early", CGF_NEXT | CGF_REPORT, ended_early_holds, ended_early_say},
+    {"ended-early", CGF_NEXT, ended_early_next_holds, ended_early_say},
+    {"ended-early", CGF_REPORT, ended_early_holds, ended_early_say},
     {"log-incomplete", CGF_NEXT, incomplete_holds, incomplete_say},
     {"priming-worked", CGF_NEXT, primed_holds, primed_say},
     {"handled", CGF_NEXT, handled_holds, handled_say},

@@ -49,7 +49,8 @@ void cgr_capture_time_html(FILE *o, const cgr_analysis *a, void (*esc)(FILE *, c
     return;
   fputs("<h2>Capture time</h2>\n<p>", o);
   esc(o, line);
-  if (t.to_first_replay_ns >= 0) {
+  /* across runs (--all), the first begin of one and the first replay of another are not one start-up */
+  if (t.to_first_replay_ns >= 0 && log->n_runs <= 1) {
     char d[32];
     cgr_duration(t.to_first_replay_ns, d, sizeof d);
     fputs("; first replay ", o);

@@ -341,11 +341,18 @@ static void panel(FILE *o, const cgr_analysis *a, const buckets *b, size_t run, 
   fputs("</svg>\n", o);
 }
 
-static void legend(FILE *o) {
+/* The verdicts the timeline draws, and the kinds of capture: a key of every
+ * word the schema has would bury the two or three the page uses. */
+static void legend(FILE *o, const cgl_log *log) {
+  bool used[CG_VERDICT_COUNT] = {false};
+  for (size_t i = 0; i < log->n_evs; i++)
+    if (log->evs[i].verdict < CG_VERDICT_COUNT)
+      used[log->evs[i].verdict] = true;
   fputs("<p class=\"legend\">", o);
   for (unsigned v = 0; v < CG_VERDICT_COUNT; v++)
-    fprintf(o, "<span><i class=\"sw\" style=\"background:%s\"></i>call %s</span>",
-            verdict_colour(v), cg_verdict_name(v));
+    if (used[v])
+      fprintf(o, "<span><i class=\"sw\" style=\"background:%s\"></i>call %s</span>",
+              verdict_colour(v), cg_verdict_name(v));
   fputs("<span><i class=\"sw\" style=\"background:#b9e3b9\"></i>capture ended</span>"
         "<span><i class=\"sw\" style=\"background:#f4b6b6\"></i>capture broken</span>"
         "<span><i class=\"sw\" style=\"background:#ddd\"></i>capture open at exit</span></p>\n",
@@ -375,7 +382,7 @@ static void timeline(FILE *o, const cgr_analysis *a) {
     if (shapes >= MAX_SHAPES)
       fprintf(o, "<p class=\"warn\">The timeline stops after %d captures and calls; "
                  "capguard report --trace FILE writes them all for Perfetto.</p>\n", MAX_SHAPES);
-    legend(o);
+    legend(o, log);
   }
   unbucket(&b);
   free(lane_of);
@@ -705,7 +712,7 @@ static void advice_item(FILE *o, const cgf_finding *x) {
 
 /* What to do: with --all over several runs, each run's advice under its run. */
 static void advice_section(FILE *o, const cgr_analysis *a) {
-  fputs("<h2>What to do</h2>\n", o);
+  fputs("<h2 id=\"what-to-do\">What to do</h2>\n", o);
   if (!a->run_advice) {
     fputs("<ul>\n", o);
     for (size_t i = 0; i < a->advice.n; i++)
@@ -760,7 +767,6 @@ static void findings(FILE *o, const cgr_analysis *a) {
     }
     fputs("</table>\n", o);
   }
-  advice_section(o, a);
 }
 
 int cgr_print_html(FILE *o, const cgr_analysis *a) {
@@ -815,6 +821,9 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   if (a->log_incomplete)
     fputs("<p class=\"bad\">The log is incomplete: a process could not write all its lines "
           "(full disk or I/O error); counts are lower bounds.</p>\n", o);
+  /* the verdict (the summary above) and what to do, in the first screen: the
+   * timeline and the tables are what a reader turns to after */
+  advice_section(o, a);
   what_ran(o, a);
   fputs("<h2>Timeline</h2>\n", o);
   timeline(o, a);

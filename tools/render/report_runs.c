@@ -21,8 +21,9 @@ void cgr_run_headline(const cgr_analysis *a, size_t r, cg_palette pal, char *buf
     return;
   buf[0] = '\0';
   cgr_process_command(top, cmd, sizeof cmd);
-  ADD("run %zu: pid %lld %s (%zu process%s): %zu capture%s, %s%zu broken%s", r + 1, top->pid,
+  ADD("run %zu: pid %lld %s (%zu process%s): %zu capture%s%s, %s%zu broken%s", r + 1, top->pid,
       cmd[0] ? cmd : "?", st->procs, cg_plural_es(st->procs), st->captures, cg_plural(st->captures),
+      st->ended_early ? " logged" : "",
       st->broken ? pal.red : pal.green, st->broken, pal.reset);
   if (st->ended_early)
     ADD(", %s%zu ended without an exit record%s", pal.red, st->ended_early, pal.reset);

@@ -46,9 +46,14 @@ static void print_ended(FILE *out, const cgr_analysis *a, cg_palette pal) {
       cgr_signal_words(pr->signal, words, sizeof words);
       snprintf(sig, sizeof sig, ", killed by %s", words);
     }
-    fprintf(out, "  %s %s%s: %zu capture%s, %zu call%s during capture logged\n    last logged: %s\n", who,
-            cmd[0] ? cmd : "?", sig, a->procs[p].captures, cg_plural(a->procs[p].captures), a->procs[p].calls,
-            cg_plural(a->procs[p].calls), last);
+    if (!a->procs[p].captures && !a->procs[p].calls) /* not "0 captures": one open when it ended is not logged */
+      fprintf(out, "  %s %s%s: no capture and no call during capture logged (a capture still open when it "
+                   "ended is not)\n    last logged: %s\n",
+              who, cmd[0] ? cmd : "?", sig, last);
+    else
+      fprintf(out, "  %s %s%s: %zu capture%s, %zu call%s during capture logged\n    last logged: %s\n", who,
+              cmd[0] ? cmd : "?", sig, a->procs[p].captures, cg_plural(a->procs[p].captures), a->procs[p].calls,
+              cg_plural(a->procs[p].calls), last);
   }
 }
 
@@ -202,8 +207,9 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
     else if (pr->driver_version > 0)
       snprintf(drv, sizeof drv, ", CUDA %lld.%lld", pr->driver_version / 1000,
                (pr->driver_version % 1000) / 10);
-    fprintf(out, "  %s %s (%s mode%s): %zu capture%s, %s%zu broken%s", who, cmd[0] ? cmd : "?",
+    fprintf(out, "  %s %s (%s mode%s): %zu capture%s%s, %s%zu broken%s", who, cmd[0] ? cmd : "?",
             or(cgl_word(&cg_run_modes, pr->mode), "?"), drv, captures, cg_plural(captures),
+            cgr_ended_early(pr) ? " logged" : "",
             broken ? pal.red : pal.green, broken, pal.reset);
     if (served)
       fprintf(out, ", %zu load%s served from the priming file", served, cg_plural(served));
@@ -329,7 +335,9 @@ static void print_capture_time(FILE *out, const cgr_analysis *a, cg_palette pal)
   fprintf(out, "\n%sCapture time%s (wall time inside captures, as each process summed it at exit)\n", pal.bold,
           pal.reset);
   fprintf(out, "  %s", line);
-  if (t.to_first_replay_ns >= 0) {
+  /* across runs (--all), the first begin of one and the first replay of another are not one start-up:
+   * each process's own figure below says it */
+  if (t.to_first_replay_ns >= 0 && log->n_runs <= 1) {
     char d[32];
     cgr_duration(t.to_first_replay_ns, d, sizeof d);
     fprintf(out, "; first replay %s after the first begin", d);
@@ -369,9 +377,10 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   for (size_t p = 0; p < log->n_procs; p++)
     cuda += log->procs[p].cuda;
   size_t procs = cuda ? cuda : log->n_procs;
-  fprintf(out, "capguard report: %zu log%s, %zu process%s%s, %zu capture%s, %s%zu broken%s",
+  fprintf(out, "capguard report: %zu log%s, %zu process%s%s, %zu capture%s%s, %s%zu broken%s",
           log->n_files, cg_plural(log->n_files), procs, cg_plural_es(procs),
           cuda && cuda < log->n_procs ? " with CUDA" : "", a->captures, cg_plural(a->captures),
+          a->ended_early ? " logged" : "",
           a->n_broken ? pal.red : pal.green, a->n_broken, pal.reset);
   if (a->open_at_exit)
     fprintf(out, ", %s%zu open at exit%s", pal.yellow, a->open_at_exit, pal.reset);

@@ -230,9 +230,10 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   char open[64] = "";
   if (a.open_at_exit)
     snprintf(open, sizeof open, ", %zu open at exit", a.open_at_exit);
-  fprintf(out, "capguard: %zu process%s used CUDA, %zu capture%s, %s%zu broken%s%s; %zu call%s "
+  /* a process that ended without its exit record may have had a capture open: "logged" */
+  fprintf(out, "capguard: %zu process%s used CUDA, %zu capture%s%s, %s%zu broken%s%s; %zu call%s "
                "during capture (",
-          cuda, cg_plural_es(cuda), a.captures, cg_plural(a.captures),
+          cuda, cg_plural_es(cuda), a.captures, cg_plural(a.captures), a.ended_early ? " logged" : "",
           a.n_broken ? pal.red : "", a.n_broken, a.n_broken ? pal.reset : "", open, a.calls,
           cg_plural(a.calls));
   cgr_print_event_counts(out, &a);
