@@ -116,7 +116,7 @@ void cg_fleet_start(void) {
   if (!__atomic_load_n(&cg_fleet_started, __ATOMIC_RELAXED)) {
     if (!sm_first)
       sm_first = cg_device_arch(); /* a query allowed during capture; 0 when it cannot tell */
-    __atomic_store_n(&last_write_ns, cg_now_ns(), __ATOMIC_RELAXED);
+    __atomic_store_n(&last_write_ns, cg_monotonic_ns(), __ATOMIC_RELAXED);
     write_now();
     __atomic_store_n(&cg_fleet_started, true, __ATOMIC_RELAXED);
   }
