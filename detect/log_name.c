@@ -114,7 +114,8 @@ int cg_log_name_refusal(const char *name, bool set_only, char *why, size_t cap) 
         snprintf(why, cap, "expands %%q{%s} to nothing (%s is unset)", var, var);
         return -1;
       }
-      const char *bad = v ? bad_value(v) : NULL;
+      /* set empty where run runs: asked for (a launcher's workers set their own) */
+      const char *bad = v && (*v || !set_only) ? bad_value(v) : NULL;
       if (bad && !*v) {
         snprintf(why, cap, "expands %%q{%s} to nothing (%s is empty)", var, var);
         return -1;

@@ -42,23 +42,33 @@ env -u RANK LD_PRELOAD="$REAL_SHIM" CAPGUARD_LOG="$WORK/u.%q{RANK}.jsonl" "$DYIN
 expect_in "$WORK/unset.err" "capguard: log name $WORK/u.%q{RANK}.jsonl expands %q{RANK} to nothing (RANK is unset); reporting on stderr only" "RANK unset: said"
 
 # --- expansions that would lose or misplace a log (docs/reliability.md)
-# RANK unset where the command runs: the process's records go to run's
-# fallback file, read with the rest; --error-exitcode says the log was
-# not where it was asked; nothing named DIR/.jsonl.
+# RANK unset where run runs: refused before the start (as valgrind refuses
+# %q{} of an unset variable), with the status --error-exitcode asks for;
+# nothing named DIR/.jsonl.
 mkdir -p "$WORK/q"
 env -u RANK "$CAPGUARD" run -q --emulate-driver 12020 --prime "$WORK/q$RANDOM.cgp" --log "$WORK/q/%q{RANK}.jsonl" \
   --error-exitcode 9 -- "$DEMO_ENGINE" "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/q.err"
 rc=$?
 expect_rc 9 "RANK unset: --error-exitcode"
 [ -z "$(ls -A "$WORK/q")" ] && pass || fail "RANK unset: a file was written in the log's directory: $(ls -A "$WORK/q")"
-expect_in "$WORK/q.err" "expands %q{RANK} to nothing (RANK is unset); this process's records go to " "RANK unset: the shim's line"
-fb=$(sed -n 's/^capguard run: a process.s log name was refused, or its log could not be opened (its warning above says why): its records are in \(.*\)$/\1/p' "$WORK/q.err")
-[ -n "$fb" ] && [ -s "$fb" ] && pass || fail "RANK unset: run names no fallback file: $(cat "$WORK/q.err")"
-expect_in "$WORK/q.err" "capguard: 1 process used CUDA, 1 capture, 1 broken" "RANK unset: the broken capture is in the summary"
+expect_in "$WORK/q.err" "has %q{RANK}, but RANK is not set, so it would expand to nothing" "RANK unset: said before the start"
+# set empty where run runs (a launcher whose workers set their own): taken;
+# a process that uses CUDA with it still empty has its records in run's
+# fallback file, read with the rest, and --error-exitcode says the log was
+# not where it was asked
+RANK= "$CAPGUARD" run -q --emulate-driver 12020 --prime "$WORK/q$RANDOM.cgp" --log "$WORK/q/%q{RANK}.jsonl" \
+  --error-exitcode 9 -- "$DEMO_ENGINE" "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/qe.err"
+rc=$?
+expect_rc 9 "RANK empty in the engine: --error-exitcode"
+[ -z "$(ls -A "$WORK/q")" ] && pass || fail "RANK empty: a file was written in the log's directory: $(ls -A "$WORK/q")"
+expect_in "$WORK/qe.err" "expands %q{RANK} to nothing (RANK is empty); this process's records go to " "RANK empty: the shim's line"
+fb=$(sed -n 's/^capguard run: a process.s log name was refused, or its log could not be opened (its warning above says why): its records are in \(.*\)$/\1/p' "$WORK/qe.err")
+[ -n "$fb" ] && [ -s "$fb" ] && pass || fail "RANK empty: run names no fallback file: $(cat "$WORK/qe.err")"
+expect_in "$WORK/qe.err" "capguard: 1 process used CUDA, 1 capture, 1 broken" "RANK empty: the broken capture is in the summary"
 [ -n "$fb" ] && rm -f "$fb"
 # set here to nothing or to a path: refused before the command starts, with
 # the status --error-exitcode asks for (2 without it), one line
-for v in "" "../escape" "a/b"; do
+for v in "../escape" "a/b"; do
   ran=$WORK/ran.$RANDOM
   RANK=$v "$CAPGUARD" run -q --log "$WORK/q/%q{RANK}.jsonl" --error-exitcode 9 -- touch "$ran" >/dev/null 2>"$WORK/qv.err"
   rc=$?
@@ -72,7 +82,7 @@ done
 expect_in "$WORK/qv.err" "capguard run: the log $WORK/q/%q{RANK}.jsonl expands %q{RANK} to 'a/b', which holds '/' or '..'" "what a path in RANK says"
 # set to a path by the command itself (a launcher): that process's records
 # go to the fallback; nothing is written outside the log's directory
-env -u RANK "$CAPGUARD" run -q --emulate-driver 12020 --prime "$WORK/q$RANDOM.cgp" --log "$WORK/q/%q{RANK}.jsonl" \
+RANK= "$CAPGUARD" run -q --emulate-driver 12020 --prime "$WORK/q$RANDOM.cgp" --log "$WORK/q/%q{RANK}.jsonl" \
   --error-exitcode 9 -- sh -c 'RANK=../escape exec "$@"' sh "$DEMO_ENGINE" "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/esc.err"
 rc=$?
 expect_rc 9 "RANK=../escape in the command: --error-exitcode"
@@ -88,7 +98,7 @@ expect_rc 2 "a missing directory: refused"
 [ -e "$ran" ] && fail "a missing directory: the command ran" || pass
 expect_in "$WORK/qd.err" "cannot be created: its directory $WORK/q/0 does not exist" "a missing directory: said"
 # a directory per process (%p) that no one made: the records are not lost
-env -u RANK "$CAPGUARD" run -q --emulate-driver 12020 --prime "$WORK/q$RANDOM.cgp" --log "$WORK/q/%p/x.jsonl" \
+"$CAPGUARD" run -q --emulate-driver 12020 --prime "$WORK/q$RANDOM.cgp" --log "$WORK/q/%p/x.jsonl" \
   --error-exitcode 9 -- "$DEMO_ENGINE" "$CUBIN" cg_test_fill >/dev/null 2>"$WORK/pd.err"
 rc=$?
 expect_rc 9 "a missing per-process directory: --error-exitcode"

@@ -77,6 +77,21 @@ with tempfile.TemporaryDirectory() as tmp:
     check('capguard_request_path_loads_total{' in prom and '} 1\n' in prom.split("capguard_request_path_loads_total{")[1][:400],
           "the metrics file counts it")
 
+    # The report's page and trace show it.
+    log = os.path.join(tmp, "one.jsonl")
+    html = os.path.join(tmp, "one.html")
+    trace = os.path.join(tmp, "one.trace.json")
+    subprocess.run([CLI, "report", "--html", html, log], capture_output=True, text=True, timeout=60)
+    subprocess.run([CLI, "report", "--trace", trace, log], capture_output=True, text=True, timeout=60)
+    page = open(html).read() if os.path.exists(html) else ""
+    check("<h2>Loads on the request path</h2>" in page and "fake_scale" in page, "the page has a row for it")
+    tr = json.load(open(trace)) if os.path.exists(trace) else {"traceEvents": []}
+    xs = [t for t in tr["traceEvents"] if t.get("cat") == "request-path-load"]
+    check(len(xs) == 1 and xs[0]["ph"] == "X" and xs[0]["dur"] > 0, f"the trace has it as long as the load call: {xs}")
+    rj = subprocess.run([CLI, "report", "--json", log], capture_output=True, text=True, timeout=60)
+    totals = json.loads(rj.stdout).get("totals", {}) if rj.stdout.startswith("{") else {}
+    check(totals.get("request_path_loads") == 1, f"report --json counts it: {totals.get('request_path_loads')}")
+
     # The next run in guard mode serves it from the priming file.
     p, recs = run(tmp, "two", prime)
     rq = requests(recs)

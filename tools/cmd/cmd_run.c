@@ -543,7 +543,8 @@ int cg_cmd_run(int argc, char **argv) {
   /* an expansion this environment makes empty, or a path ('/', '..'): the
    * log would be hidden or misplaced, which --error-exitcode is asked to say */
   if (!temporary && cg_log_name_check(log, log_why, sizeof log_why) == 0 &&
-      cg_log_name_refusal(log, true, log_why, sizeof log_why) != 0) {
+      (cg_log_name_refusal(log, true, log_why, sizeof log_why) != 0 ||
+       cg_log_unset_var(log, log_why, sizeof log_why) != 0)) {
     cg_error(ME, "the log %s %s%s; give it a plain value, or name another --log",
              cg_printable(log, shown, sizeof shown), log_why, o.log ? "" : " (from CAPGUARD_LOG)");
     return o.error_exitcode ? o.error_exitcode : CG_EXIT_USAGE;

@@ -57,7 +57,7 @@ static int probe_file(const char *path, char *why, size_t cap) {
 /* A %q{VAR} whose VAR is unset would expand to nothing without a word (as
  * valgrind refuses it): set empty, it is asked for, as where a launcher's
  * parent has no RANK and each worker sets its own. */
-static int unset_var(const char *name, char *why, size_t cap) {
+int cg_log_unset_var(const char *name, char *why, size_t cap) {
   for (const char *p = name; (p = strchr(p, '%')) != NULL; p += 2) {
     if (!p[1])
       break;
@@ -79,7 +79,7 @@ static int unset_var(const char *name, char *why, size_t cap) {
 }
 
 int cg_log_usable(const char *name, char *why, size_t cap) {
-  if (cg_log_check(name, why, cap) != 0 || unset_var(name, why, cap) != 0)
+  if (cg_log_check(name, why, cap) != 0 || cg_log_unset_var(name, why, cap) != 0)
     return -1;
   char path[PATH_MAX], dir[PATH_MAX];
   if (!cg_log_name_varies(name)) {

@@ -10,6 +10,9 @@
 
 /* name: a log name (%p, %h, %q{VAR}, %%). 0, or -1 with why ("cannot be
  * created in /proc (No such file or directory)"). */
+/* A log name's %q{VAR} whose VAR is unset: -1 with why (set empty, it is
+ * asked for: a launcher's workers each set their own). */
+int cg_log_unset_var(const char *name, char *why, size_t cap);
 int cg_log_usable(const char *name, char *why, size_t cap);
 
 /* The priming file as guard mode uses it: read, and recorded into unless

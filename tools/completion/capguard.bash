@@ -36,7 +36,7 @@ _capguard() {
   local opts
   case $cmd in
     "") opts="run report doctor prime --help --version" ;;
-    run) opts="--mode --log --prime --emulate-driver --rescue --stale --hang --quiet -q --error-exitcode --metrics --help --" ;;
+    run) opts="--mode --log --prime --emulate-driver --rescue --stale --hang --quiet -q --error-exitcode --request-path-loads --metrics --help --" ;;
     report) opts="--all --json --html --trace --help" ;;
     doctor) opts="--prime --help" ;;
     prime)

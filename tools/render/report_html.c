@@ -12,9 +12,11 @@
 #include <string.h>
 
 #include "ended_early.h"
+#include "html_text.h"
 #include "kernel_display.h"
 #include "findings.h"
 #include "report_stale.h"
+#include "report_request.h"
 #include "report_offender.h"
 #include "report_ranks.h"
 #include "report_capture_time.h"
@@ -24,18 +26,7 @@
 
 enum { MAX_SHAPES = 4000, MAX_ROWS = 500 };
 
-static void esc(FILE *o, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '&': fputs("&amp;", o); break;
-    case '<': fputs("&lt;", o); break;
-    case '>': fputs("&gt;", o); break;
-    case '"': fputs("&quot;", o); break;
-    case '\'': fputs("&#39;", o); break;
-    default: fputc(*s, o);
-    }
-  }
-}
+static void esc(FILE *o, const char *s) { cgr_html_text(o, s); }
 
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
 
@@ -834,6 +825,7 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   cgr_capture_time_html(o, a, esc);
   findings(o, a);
   cgr_print_stale_html(o, log);
+  cgr_print_request_html(o, log);
   calls_table(o, a);
   fputs("</body></html>\n", o);
   return ferror(o) ? -1 : 0;

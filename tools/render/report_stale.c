@@ -2,6 +2,7 @@
  * shim reports each at most once per kind, so a group holds a free, a
  * launch, or both; what to do is the shim's own sentence (cg_stale_advice). */
 #include "report_stale.h"
+#include "html_text.h"
 #include "kernel_display.h"
 #include "plural.h"
 
@@ -113,18 +114,7 @@ json_t *cgr_stale_json(const cgl_log *log) {
   return arr;
 }
 
-static void esc(FILE *o, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '&': fputs("&amp;", o); break;
-    case '<': fputs("&lt;", o); break;
-    case '>': fputs("&gt;", o); break;
-    case '"': fputs("&quot;", o); break;
-    case '\'': fputs("&#39;", o); break;
-    default: fputc(*s, o);
-    }
-  }
-}
+static void esc(FILE *o, const char *s) { cgr_html_text(o, s); }
 
 void cgr_print_stale_html(FILE *o, const cgl_log *log) {
   cgr_stale_group *g;

@@ -26,8 +26,9 @@ int cg_log_name_expand(const char *name, char *out, size_t cap);
 
 /* An expansion that would lose or misplace a log: %q{VAR} or %h that
  * expands to nothing, or to something holding '/' or '..' (RANK=../escape).
- * set_only: only variables that are set are judged (capguard run, whose
- * command's launcher may set the rest). 0, or -1 with one phrase in why
+ * set_only: only variables set to a value are judged (capguard run, whose
+ * command's launcher may set the rest: a variable set empty there, RANK=,
+ * says that its workers each set their own). 0, or -1 with one phrase in why
  * ("expands %q{RANK} to nothing (RANK is unset)"). */
 int cg_log_name_refusal(const char *name, bool set_only, char *why, size_t cap);
 
