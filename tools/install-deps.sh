@@ -14,6 +14,7 @@
 set -euo pipefail
 packages=(meson ninja-build pkg-config gcc g++ libdw-dev clang libclang-rt-14-dev check uthash-dev libxxhash-dev zstd libzstd-dev
           libjansson-dev binutils python3 python3-mesonpy python3-venv python3-pip
+          skopeo docker-registry
           liblzma-dev libbz2-dev zlib1g-dev prometheus prometheus-node-exporter valgrind strace)
 [ "${1:-}" = "--with-chromium" ] && packages+=(chromium)
 missing=()

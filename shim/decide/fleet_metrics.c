@@ -60,6 +60,7 @@ static void write_metrics(const cg_summary *s) {
   cg_metrics_call calls[MAX_REFUSED_CALLS];
   m.refusals = calls;
   m.n_refusals = cg_fleet_counts_read(m.loads, calls, MAX_REFUSED_CALLS);
+  cg_priming_fleet(&m.prime);
   size_t n = cg_metrics_format(&m, text, TEXT_MAX);
   if (n < TEXT_MAX)
     cg_metrics_file_write(cg_cfg.metrics_dir, text, n);

@@ -20,7 +20,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "capguard/prime_file.h"
 #include "config.h"
@@ -83,6 +85,10 @@ static size_t handed_out_now; /* served copies not yet unloaded: the unload path
 static context_pool *pools;
 static size_t n_pools, cap_pools;
 static uint64_t n_loaded, n_served, n_recorded, n_skipped_arch, n_refreshed;
+/* What the file could serve here, found once when it was read (say_if_cannot_serve). */
+static uint64_t n_file_images, n_usable_images;
+static bool file_read;
+static const char *cannot_serve;
 static unsigned device_sm, skipped_sm;
 
 static bool priming_on(void) { return cg_cfg.mode == CG_RUN_GUARD && cg_cfg.prime_path[0]; }
@@ -241,6 +247,67 @@ static void read_set(void) {
 
 static void refill(context_pool *p);
 
+/* The format version of a file refused whole, when it is a priming file's
+ * header at all (0 otherwise): a newer capguard's is said as such. */
+static unsigned refused_version(void) {
+  uint8_t head[10];
+  int fd = open(cg_cfg.prime_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, head, sizeof head);
+  close(fd);
+  if (n != (ssize_t)sizeof head || memcmp(head, "\x89" "CGP\r\n\x1a\n", 8) != 0)
+    return 0;
+  return (unsigned)head[8] | (unsigned)head[9] << 8;
+}
+
+/* This process's program as an identity names it (cg_prime_program_name). */
+static void own_program(char *out, size_t cap) {
+  char args[4096];
+  out[0] = 0;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  ssize_t n = read(fd, args, sizeof args - 1);
+  close(fd);
+  if (n <= 0)
+    return;
+  args[n] = 0; /* a command line longer than the buffer ends in its cut word */
+  cg_prime_program_name(args, (size_t)n + 1, out, cap);
+}
+
+/* Said once, when the file is first read, in one line of facts: a file
+ * carried to this machine that cannot serve it (a fleet's cache that
+ * arrived and is silently never used is the failure this names). */
+static void say_if_cannot_serve(void) {
+  file_read = true;
+  if (!set) {
+    unsigned v = refused_version();
+    if (v > cg_prime_format_version())
+      cannot_serve = "format"; /* the refusal's own warning said so (prime_io.c) */
+    return;
+  }
+  n_file_images = cg_prime_count(set);
+  for (size_t i = 0; i < n_file_images; i++)
+    n_usable_images += device_sm && fits(cg_prime_get(set, i), device_sm);
+  const cg_prime_identity *id = cg_prime_identity_of(set);
+  char me[CG_PRIME_PROGRAM_MAX];
+  own_program(me, sizeof me);
+  if (id && id->program[0] && me[0] && strcmp(id->program, me) != 0) {
+    cannot_serve = "program";
+    cg_warn("priming file %s cannot serve this process: it was learned from %s, this program is %s",
+            cg_cfg.prime_path, id->program, me);
+  } else if (n_file_images && device_sm && !n_usable_images) {
+    cannot_serve = "arch";
+    unsigned other = cg_prime_get(set, 0)->sm_arch;
+    cg_warn("priming file %s cannot serve this process: none of its %llu image%s is built for this "
+            "GPU's architecture (sm_%u; the file's first is sm_%u)",
+            cg_cfg.prime_path, (unsigned long long)n_file_images, n_file_images == 1 ? "" : "s", device_sm,
+            other);
+  }
+}
+
+
 /* Set once a begin has nothing left to do here for good: the device's arch
  * is known (or cannot be asked) and there is no priming file, or it was read
  * and holds nothing (no pool is then ever made). Every begin of the process
@@ -278,8 +345,10 @@ void cg_priming_before_begin(CUcontext ctx) {
   if (priming_on() && have && have->slots && refill_pending && cg_captures_self_unprohibited())
     refill(have);
   else if (priming_on() && !have && cg_captures_self_unprohibited()) {
-    if (!set_tried)
+    if (!set_tried) {
       read_set();
+      say_if_cannot_serve();
+    }
     context_pool *p = set && cg_prime_count(set) ? new_pool(ctx) : NULL;
     if (p) {
       /* Before the first preload, not after it: a library preloaded with
@@ -603,4 +672,12 @@ void cg_priming_atfork_child(void) {
   refresh_pending = 0;
   cg_tally_reset();
   cg_record_queue_after_fork_child();
+}
+
+void cg_priming_fleet(cg_metrics_prime *out) {
+  if (!take_prime_lock("the metrics' priming counts"))
+    return;
+  *out = (cg_metrics_prime){.read = file_read, .images = n_file_images, .usable = n_usable_images,
+                            .served = n_served, .cannot_serve = cannot_serve};
+  cg_unlock(&prime_lock);
 }
