@@ -675,12 +675,21 @@ void cg_prime_program_name(const char *cmdline, size_t len, char *out, size_t ca
   if (!cap) return;
   out[0] = 0;
   if (!cmdline || !len || !cmdline[0] || memchr(cmdline, 0, len) == NULL) return;
-  const char *end = cmdline + len, *word = cmdline, *name = base_name(word);
-  /* An interpreter names no program: the script or module it runs does. */
+  const char *end = cmdline + len, *name = base_name(cmdline);
+  /* An interpreter names no program: the script or module it runs does.
+   * Code given with -c (multiprocessing's spawned workers) names none. */
   if (!strncmp(name, "python", 6)) {
-    for (const char *w = word + strlen(word) + 1; w < end && memchr(w, 0, (size_t)(end - w)); w += strlen(w) + 1) {
-      if (!strcmp(w, "-m") && w + 3 < end && memchr(w + 3, 0, (size_t)(end - w - 3))) {
-        name = w + 3;
+    const char *w = cmdline + strlen(cmdline) + 1;
+    for (; w < end && memchr(w, 0, (size_t)(end - w)); w += strlen(w) + 1) {
+      if (!strcmp(w, "-c")) return;
+      if (!strcmp(w, "-W") || !strcmp(w, "-X")) { /* options that take the next word */
+        w += strlen(w) + 1;
+        if (w >= end || !memchr(w, 0, (size_t)(end - w))) break;
+        continue;
+      }
+      if (!strcmp(w, "-m")) {
+        const char *mod = w + 3;
+        if (mod < end && memchr(mod, 0, (size_t)(end - mod))) name = mod;
         break;
       }
       if (w[0] != '-') {

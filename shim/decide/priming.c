@@ -18,6 +18,7 @@
 #include "priming.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -261,11 +262,12 @@ static unsigned refused_version(void) {
   return (unsigned)head[8] | (unsigned)head[9] << 8;
 }
 
-/* This process's program as an identity names it (cg_prime_program_name). */
-static void own_program(char *out, size_t cap) {
-  char args[4096];
+/* The program of process pid as an identity names it (cg_prime_program_name). */
+static void program_of(long pid, char *out, size_t cap) {
+  char path[48], args[4096];
   out[0] = 0;
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return;
   ssize_t n = read(fd, args, sizeof args - 1);
@@ -274,6 +276,39 @@ static void own_program(char *out, size_t cap) {
     return;
   args[n] = 0; /* a command line longer than the buffer ends in its cut word */
   cg_prime_program_name(args, (size_t)n + 1, out, cap);
+}
+
+/* pid's parent, from /proc/PID/stat ("pid (comm) state ppid ..."; comm may
+ * hold anything, so after its last ')'); 0 when unknown. */
+static long parent_of(long pid) {
+  char path[48], stat[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, stat, sizeof stat - 1);
+  close(fd);
+  stat[n > 0 ? n : 0] = 0;
+  char *paren = strrchr(stat, ')');
+  return paren && paren[1] == ' ' && paren[2] && paren[3] == ' ' ? strtol(paren + 4, NULL, 10) : 0;
+}
+
+/* Whether this process, or one that started it, runs the program the file
+ * was learned from: a server's workers (multiprocessing's, a launcher's)
+ * are its children and may be named otherwise. "" (not known here) is no
+ * mismatch. The program this process runs goes into me. */
+static bool learned_program_here(const char *learned, char *me, size_t cap) {
+  char name[CG_PRIME_PROGRAM_MAX];
+  program_of((long)getpid(), me, cap);
+  if (!me[0] || !strcmp(me, learned))
+    return true;
+  long pid = (long)getppid();
+  for (int depth = 0; depth < 8 && pid > 1; depth++, pid = parent_of(pid)) {
+    program_of(pid, name, sizeof name);
+    if (!strcmp(name, learned))
+      return true;
+  }
+  return false;
 }
 
 /* Said once, when the file is first read, in one line of facts: a file
@@ -292,8 +327,7 @@ static void say_if_cannot_serve(void) {
     n_usable_images += device_sm && fits(cg_prime_get(set, i), device_sm);
   const cg_prime_identity *id = cg_prime_identity_of(set);
   char me[CG_PRIME_PROGRAM_MAX];
-  own_program(me, sizeof me);
-  if (id && id->program[0] && me[0] && strcmp(id->program, me) != 0) {
+  if (id && id->program[0] && !learned_program_here(id->program, me, sizeof me)) {
     cannot_serve = "program";
     cg_warn("priming file %s cannot serve this process: it was learned from %s, this program is %s",
             cg_cfg.prime_path, id->program, me);

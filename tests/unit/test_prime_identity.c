@@ -190,6 +190,8 @@ START_TEST(program_names) {
              "vllm.entrypoints.openai.api_server");
   program_of("python3\0-m", 10, "python3"); /* a cut command line: -m without its module */
   program_of("python3\0", 8, "python3");
+  program_of("python3\0-W\0ignore\0serve.py\0", 27, "serve.py");
+  program_of("python3\0-c\0from multiprocessing.spawn import spawn_main\0", 56, "");
   program_of("", 0, "");
   program_of("no-nul", 6, ""); /* not a command line */
 }
