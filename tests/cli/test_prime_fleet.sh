@@ -104,6 +104,16 @@ expect_in "$manifest" '"capguard.prime.program":"vllm_like"' "annotation: progra
 expect_in "$manifest" '"capguard.prime.label":"model=llama-8b,tp=2"' "annotation: label"
 expect_in "$manifest" '"org.opencontainers.image.created":' "annotation: created"
 expect_in "$manifest" '"mediaType":"application/vnd.capguard.prime.config.v1+json"' "config media type"
+# a label in UTF-8 is kept as it is; bytes that are not UTF-8 still export, as '?'
+for label in "modèle=x" "$(printf 'caf\351')"; do
+  cp "$P" "$WORK/l.cgp"
+  FAKECUDA_DRIVER_VERSION=13000 "$CAPGUARD" prime learn --label "$label" --prime "$WORK/l.cgp" -- "${app[@]}" >/dev/null 2>&1
+  rm -rf "$WORK/l-oci"
+  run_cg lexport prime export --oci "$WORK/l-oci" "$WORK/l.cgp"
+  expect_rc 0 "export with the label $label"
+done
+expect_in "$(grep -l '"application/vnd.capguard.prime.v1"' "$WORK"/l-oci/blobs/sha256/*)" '"capguard.prime.label":"caf?"' \
+  "a label that is not UTF-8 is exported with '?'"
 run_cg import prime import --oci "$WORK/oci" --prime "$WORK/imported.cgp"
 expect_rc 0 "import --oci"
 cmp -s "$P" "$WORK/imported.cgp" && pass || fail "import gives the file back byte for byte"

@@ -204,6 +204,19 @@ static void rfc3339(uint64_t ns, char out[32]) {
   strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* A JSON string of s: as it is when it is UTF-8 (a label may be in any
+ * language), else with every byte outside printable ASCII as '?' (a
+ * program's name is whatever bytes its command line held). */
+static json_t *text(const char *s) {
+  json_t *j = json_string(s);
+  if (j) return j;
+  char safe[CG_PRIME_LABEL_MAX];
+  size_t i = 0;
+  for (; s[i] && i < sizeof safe - 1; i++) safe[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+  safe[i] = 0;
+  return json_string(safe);
+}
+
 /* The identity as the config blob (and the annotations) say it. */
 static json_t *identity_json(const cg_prime_set *s, bool annotations) {
   const cg_prime_identity *id = cg_prime_identity_of(s);
@@ -216,16 +229,16 @@ static json_t *identity_json(const cg_prime_set *s, bool annotations) {
   snprintf(num[1], sizeof num[1], "%u", id->driver_version);
   snprintf(num[2], sizeof num[2], "%zu", cg_prime_count(s));
   if (annotations)
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "org.opencontainers.image.title",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s}", "org.opencontainers.image.title",
                      "capguard priming file", "org.opencontainers.image.description",
                      "CUDA module images preloaded before graph capture (capguard)",
                      "org.opencontainers.image.created", created, "capguard.prime.format", num[0],
                      "capguard.prime.driver", num[1], "capguard.prime.archs", archs, "capguard.prime.program",
-                     id->program, "capguard.prime.label", id->label, "capguard.prime.images", num[2]);
-  return json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:I}", "format_version", (json_int_t)id->format_version,
+                     text(id->program), "capguard.prime.label", text(id->label), "capguard.prime.images", num[2]);
+  return json_pack("{s:I, s:I, s:I, s:o, s:o, s:s, s:s, s:I}", "format_version", (json_int_t)id->format_version,
                    "driver_version", (json_int_t)id->driver_version, "learned_sm", (json_int_t)id->device_sm,
-                   "program", id->program, "label", id->label, "archs", archs, "created", created, "images",
-                   (json_int_t)cg_prime_count(s));
+                   "program", text(id->program), "label", text(id->label), "archs", archs, "created", created,
+                   "images", (json_int_t)cg_prime_count(s));
 }
 
 static int put_json(const char *dir, json_t *j, char digest[72], size_t *size) {
