@@ -90,6 +90,11 @@ expect_not_in "$WORK/good.err" "cannot serve" "a file that serves says nothing"
 [ "$(metric good 'capguard_prime_loads_served_total{')" = 1 ] && pass || fail "metrics: loads served"
 
 # --- 3. an OCI image layout
+for sub in export import info; do
+  run_cg help-$sub prime $sub --help
+  expect_rc 0 "prime $sub --help"
+  expect_in "$WORK/help-$sub.out" "usage: capguard prime $sub" "prime $sub --help says its usage"
+done
 run_cg export prime export --oci "$WORK/oci" "$P"
 expect_rc 0 "export --oci"
 expect_in "$WORK/export.out" "written as an OCI image layout" "export says it"

@@ -519,6 +519,27 @@ static int cmd_info(int argc, char **argv) {
 }
 
 int cg_cmd_prime_oci(int argc, char **argv) {
+  static const char *const helps[][2] = {
+      {"export", "usage: capguard prime export --oci DIR [FILE]\n\nWrite FILE as an OCI image layout in DIR "
+                 "(created if missing): the file as one\nlayer (application/vnd.capguard.prime.v1), its "
+                 "identity as the config and as\nannotations. skopeo copy oci:DIR docker://REGISTRY/NAME:TAG "
+                 "pushes it\n(docs/fleet.md). A file with damaged records is not exported.\n"},
+      {"import", "usage: capguard prime import --oci DIR [--prime FILE]\n\nRead the OCI image layout in DIR, "
+                 "check the index, manifest and layer\nagainst their digests and sizes, and write the priming "
+                 "file to FILE (replaced\nwhole). A blob that does not match is refused; nothing is written.\n"
+                 "--prime oci:DIR on run, prime learn and prime check reads a layout the same way.\n"},
+      {"info", "usage: capguard prime info [FILE]\n\nWhat the file is for: its images' architectures and its "
+               "identity (the program\nit was learned from, the driver and GPU it was learned on, the format, "
+               "the\nlabel of prime learn --label).\n"},
+  };
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+      for (size_t h = 0; h < sizeof helps / sizeof helps[0]; h++)
+        if (!strcmp(argv[0], helps[h][0])) {
+          printf("%s\nFILE defaults to $CAPGUARD_PRIME, else $XDG_CACHE_HOME/capguard/prime.cgp,\n"
+                 "else ~/.cache/capguard/prime.cgp.\n", helps[h][1]);
+          return CG_EXIT_OK;
+        }
   if (!strcmp(argv[0], "export")) return cmd_export(argc, argv);
   if (!strcmp(argv[0], "import")) return cmd_import(argc, argv);
   return cmd_info(argc, argv);
