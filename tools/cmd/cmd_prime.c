@@ -304,7 +304,6 @@ static int cmd_list(int argc, char **argv) {
   cg_prime_set *s;
   int damage = 0;
   if ((rc = load(path, &s, &damage))) return rc;
-  cg_prime_print_identity(stdout, cg_prime_identity_of(s));
   printf("%-12s  %-6s  %-6s  %10s  %6s  %6s  %-11s  %s\n", "hash", "kind", "arch", "bytes",
          "copies", "hits", "last needed", "kernels");
   for (size_t i = 0; i < cg_prime_count(s); i++) {
@@ -322,6 +321,8 @@ static int cmd_list(int argc, char **argv) {
     if (opts[0]) /* the same bytes loaded with other options are another entry */
       printf("%14s options: %s\n", "", opts);
   }
+  /* after the table: its first line stays the header that scripts read */
+  cg_prime_print_identity(stdout, cg_prime_identity_of(s));
   cg_prime_free(s);
   return damage ? CG_EXIT_FINDING : CG_EXIT_OK;
 }
