@@ -2,6 +2,8 @@
 
 #include "capguard/text_out.h"
 
+#include <string.h>
+
 /* The length of the valid UTF-8 sequence at s (1 to 4), 0 when the bytes
  * there are none (a stray continuation byte, a character cut short, an
  * overlong form, a surrogate, past U+10FFFF). */
@@ -157,6 +159,21 @@ size_t cg_metrics_format(const cg_metrics *m, char *buf, size_t cap) {
                "Calls refused during capture (by the driver, or by capguard emulating one), by call.");
     for (size_t i = 0; i < m->n_refusals; i++)
       put_sample(m, &o, "capguard_refusals_total", "call", m->refusals[i].call, m->refusals[i].n, UINT64_MAX);
+  }
+  if (m->prime.read) {
+    put_family(&o, "capguard_prime_images", "gauge", "Images in the priming file this process read.");
+    put_sample(m, &o, "capguard_prime_images", NULL, NULL, m->prime.images, UINT64_MAX);
+    put_family(&o, "capguard_prime_images_usable", "gauge",
+               "Images of the priming file built for this GPU's architecture (loadable here).");
+    put_sample(m, &o, "capguard_prime_images_usable", NULL, NULL, m->prime.usable, UINT64_MAX);
+    put_counter(m, &o, "capguard_prime_loads_served_total", "Loads during capture served from the priming file.",
+                m->prime.served);
+    put_family(&o, "capguard_prime_cannot_serve", "gauge",
+               "1 when the priming file cannot serve this process, by why: arch, format or program.");
+    static const char *const reasons[] = {"arch", "format", "program"};
+    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) /* each written, as the verdicts are */
+      put_sample(m, &o, "capguard_prime_cannot_serve", "reason", reasons[i],
+                 m->prime.cannot_serve && !strcmp(m->prime.cannot_serve, reasons[i]), UINT64_MAX);
   }
   put_counter(m, &o, "capguard_escapes_total",
               "Work that escaped a capture: run at once outside the graph, or captured from pageable memory.",

@@ -106,7 +106,7 @@ int cg_prime_load(const char *path, cg_prime_set **out, cg_prime_warn_fn warn, v
  * over path and fsync the directory. The fsync matters here, unlike in
  * append: without it a crash after the rename can leave an empty file in
  * place of every record the user had. */
-static int replace_file(const char *path, const cg_prime_record *recs, size_t n,
+static int replace_file(const char *path, const cg_prime_record *recs, size_t n, const cg_prime_identity *id,
                         cg_prime_warn_fn warn, void *ctx) {
   char tmp[PATH_MAX];
   int len = snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
@@ -128,6 +128,13 @@ static int replace_file(const char *path, const cg_prime_record *recs, size_t n,
   uint64_t off = 0;
   int rc = prime_write_at(fd, hdr, sizeof hdr, off);
   off += sizeof hdr;
+  if (rc == 0 && id) { /* first, so that a reader of the head alone knows what the file is for */
+    uint8_t idrec[PRIME_IDENTITY_FIXED + CG_PRIME_PROGRAM_MAX + CG_PRIME_LABEL_MAX + 8];
+    uint64_t l = prime_identity_len(id);
+    prime_encode_identity(idrec, id);
+    rc = prime_write_at(fd, idrec, l, off);
+    off += l;
+  }
   for (size_t i = 0; rc == 0 && i < n; i++) {
     uint64_t l = prime_image_len(&recs[i]);
     bool loads_rec = prime_needs_loads_record(&recs[i]);
@@ -171,7 +178,7 @@ static int replace_file(const char *path, const cg_prime_record *recs, size_t n,
 
 static int rewrite_with(const char *path, cg_prime_select_fn select, void *sctx,
                         const cg_prime_set *const *add, size_t n_add,
-                        const cg_prime_record *extra, size_t n_extra,
+                        const cg_prime_record *extra, size_t n_extra, const cg_prime_identity *id,
                         cg_prime_warn_fn warn, void *wctx) {
   int fd;
   uint8_t *buf;
@@ -204,7 +211,10 @@ static int rewrite_with(const char *path, cg_prime_select_fn select, void *sctx,
     prime_warnf(warn, wctx, path, "out of memory; not rewritten");
     goto out;
   }
-  rc = replace_file(path, list, n, warn, wctx);
+  /* The identity asked for, else the file's own, else the first added file's. */
+  for (size_t i = 0; !id && i <= n_add; i++)
+    id = cg_prime_identity_of(i ? add[i - 1] : cur);
+  rc = replace_file(path, list, n, id, warn, wctx);
 out:
   /* The lock is dropped only now, after the rename: a writer that waited on
    * the old file sees it is no longer at path and reopens. (Unlocked
@@ -220,7 +230,7 @@ out:
 int cg_prime_rewrite(const char *path, cg_prime_select_fn select, void *sctx,
                      const cg_prime_set *const *add, size_t n_add,
                      cg_prime_warn_fn warn, void *wctx) {
-  return rewrite_with(path, select, sctx, add, n_add, NULL, 0, warn, wctx);
+  return rewrite_with(path, select, sctx, add, n_add, NULL, 0, NULL, warn, wctx);
 }
 
 int cg_prime_add_records(const char *path, const cg_prime_record *recs, size_t n,
@@ -230,7 +240,11 @@ int cg_prime_add_records(const char *path, const cg_prime_record *recs, size_t n
       prime_warnf(warn, ctx, path, "record %zu is inconsistent (hash, size or kernel names); not written", i);
       return -1;
     }
-  return rewrite_with(path, NULL, NULL, NULL, 0, recs, n, warn, ctx);
+  return rewrite_with(path, NULL, NULL, NULL, 0, recs, n, NULL, warn, ctx);
+}
+
+int cg_prime_set_identity(const char *path, const cg_prime_identity *id, cg_prime_warn_fn warn, void *ctx) {
+  return rewrite_with(path, NULL, NULL, NULL, 0, NULL, 0, id, warn, ctx);
 }
 
 /* ---- verify ---- */

@@ -242,6 +242,58 @@ static const char *check_image(const walker *w, const uint8_t *rec, uint64_t len
   return NULL;
 }
 
+/* ---- the identity record (type 5) ---- */
+
+static uint64_t identity_len(uint64_t program_len, uint64_t label_len) {
+  return PRIME_IDENTITY_FIXED + pad8(program_len) + pad8(label_len) + 8;
+}
+
+uint64_t prime_identity_len(const cg_prime_identity *id) {
+  return identity_len(strnlen(id->program, CG_PRIME_PROGRAM_MAX - 1), strnlen(id->label, CG_PRIME_LABEL_MAX - 1));
+}
+
+void prime_encode_identity(uint8_t *out, const cg_prime_identity *id) {
+  uint32_t p = (uint32_t)strnlen(id->program, CG_PRIME_PROGRAM_MAX - 1);
+  uint32_t l = (uint32_t)strnlen(id->label, CG_PRIME_LABEL_MAX - 1);
+  uint64_t len = identity_len(p, l);
+  memset(out, 0, len);
+  put_head(out, CG_PRIME_REC_IDENTITY, len);
+  put32(out + 16, id->format_version);
+  put32(out + 20, id->driver_version);
+  put32(out + 24, id->device_sm);
+  put64(out + 32, id->written_ns);
+  put32(out + 40, p);
+  put32(out + 44, l);
+  memcpy(out + PRIME_IDENTITY_FIXED, id->program, p);
+  memcpy(out + PRIME_IDENTITY_FIXED + pad8(p), id->label, l);
+  seal(out, len);
+}
+
+/* Sizes that fit their record, strings without a NUL inside, padding and
+ * the reserved word zero: anything else is damage, never a misread name. */
+static const char *check_identity(const uint8_t *rec, uint64_t len) {
+  if (len < PRIME_IDENTITY_FIXED + 8) return "identity record too short";
+  uint32_t p = get32(rec + 40), l = get32(rec + 44);
+  if (p >= CG_PRIME_PROGRAM_MAX || l >= CG_PRIME_LABEL_MAX) return "identity strings too long";
+  if (len != identity_len(p, l)) return "identity record length does not match its strings";
+  if (get32(rec + 28)) return "identity reserved field not zero";
+  const uint8_t *prog = rec + PRIME_IDENTITY_FIXED, *label = prog + pad8(p);
+  if (memchr(prog, 0, p) || memchr(label, 0, l)) return "identity string holds a NUL";
+  for (uint64_t i = p; i < pad8(p); i++)
+    if (prog[i]) return "identity padding not zero";
+  for (uint64_t i = l; i < pad8(l); i++)
+    if (label[i]) return "identity padding not zero";
+  return NULL;
+}
+
+static void decode_identity(cg_prime_identity *id, const uint8_t *rec) {
+  uint32_t p = get32(rec + 40), l = get32(rec + 44);
+  *id = (cg_prime_identity){.format_version = get32(rec + 16), .driver_version = get32(rec + 20),
+                            .device_sm = get32(rec + 24), .written_ns = get64(rec + 32)};
+  memcpy(id->program, rec + PRIME_IDENTITY_FIXED, p);
+  memcpy(id->label, rec + PRIME_IDENTITY_FIXED + pad8(p), l);
+}
+
 /* NULL when a whole, intact record starts at off; else why not. Reads only
  * buf[off, len): the length field is checked against what is there before use.
  * Checking costs up to twice the claimed length (checksum, image hash), taken
@@ -265,6 +317,7 @@ static const char *check_record(walker *w, uint64_t off, uint64_t *rlen, unsigne
   if (prime_is_image_type(*type)) return check_image(w, rec, l, *type);
   if (*type == CG_PRIME_REC_HIT && l != PRIME_HIT_LEN) return "hit record of wrong length";
   if (*type == CG_PRIME_REC_LOADS && l != PRIME_LOADS_LEN) return "loads record of wrong length";
+  if (*type == CG_PRIME_REC_IDENTITY) return check_identity(rec, l);
   return NULL; /* an unknown type is intact; the reader decides */
 }
 
@@ -411,6 +464,9 @@ static void collect(void *vctx, const cg_prime_walk_entry *e, const uint8_t *rec
     if (!grow((void **)&c->loads, &c->cap_loads, c->n_loads + 1, sizeof *c->loads)) { c->oom = true; return; }
     c->loads[c->n_loads++] = (pending_loads){get64(rec + 16), {get64(rec + 24), get64(rec + 32)},
                                              get32(rec + 40), get32(rec + 44)};
+  } else if (e->type == CG_PRIME_REC_IDENTITY) {
+    s->has_identity = true; /* the last one wins: a later learn into the same file */
+    decode_identity(&s->identity, rec);
   } else if (!c->quiet) {
     prime_warnf(c->warn, c->ctx, c->path,
                 "record at offset %llu has type %u, unknown to this capguard, ignored; a newer "
@@ -602,6 +658,48 @@ int prime_parse_owned(uint8_t *buf, size_t len, bool mapped, const char *path, b
 /* ---- the public read-only side of a set ---- */
 
 size_t cg_prime_count(const cg_prime_set *s) { return s ? s->n : 0; }
+
+unsigned cg_prime_format_version(void) { return PRIME_VERSION; }
+
+const cg_prime_identity *cg_prime_identity_of(const cg_prime_set *s) {
+  return s && s->has_identity ? &s->identity : NULL;
+}
+
+/* The last path component of word. */
+static const char *base_name(const char *word) {
+  const char *slash = strrchr(word, '/');
+  return slash ? slash + 1 : word;
+}
+
+void cg_prime_program_name(const char *cmdline, size_t len, char *out, size_t cap) {
+  if (!cap) return;
+  out[0] = 0;
+  if (!cmdline || !len || !cmdline[0] || memchr(cmdline, 0, len) == NULL) return;
+  const char *end = cmdline + len, *name = base_name(cmdline);
+  /* An interpreter names no program: the script or module it runs does.
+   * Code given with -c (multiprocessing's spawned workers) names none. */
+  if (!strncmp(name, "python", 6)) {
+    const char *w = cmdline + strlen(cmdline) + 1;
+    for (; w < end && memchr(w, 0, (size_t)(end - w)); w += strlen(w) + 1) {
+      if (!strcmp(w, "-c")) return;
+      if (!strcmp(w, "-W") || !strcmp(w, "-X")) { /* options that take the next word */
+        w += strlen(w) + 1;
+        if (w >= end || !memchr(w, 0, (size_t)(end - w))) break;
+        continue;
+      }
+      if (!strcmp(w, "-m")) {
+        const char *mod = w + 3;
+        if (mod < end && memchr(mod, 0, (size_t)(end - mod))) name = mod;
+        break;
+      }
+      if (w[0] != '-') {
+        name = base_name(w);
+        break;
+      }
+    }
+  }
+  snprintf(out, cap, "%s", name);
+}
 
 const cg_prime_record *cg_prime_get(const cg_prime_set *s, size_t i) {
   return s && i < s->n ? &s->recs[i] : NULL;

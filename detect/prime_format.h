@@ -17,6 +17,7 @@
 #define PRIME_LOADS_LEN 64u
 #define PRIME_MIN_REC 24u           /* head + checksum */
 #define PRIME_MAX_NAMES (64u << 10) /* bound on kernel-name bytes per record */
+#define PRIME_IDENTITY_FIXED 48u    /* record head + identity fields; strings start here */
 
 extern const uint8_t prime_magic[8];
 
@@ -52,6 +53,10 @@ void prime_effective_loads(const cg_prime_record *r, uint32_t *module_loads, uin
 /* True when r needs a loads record (its loads differ from the default). */
 bool prime_needs_loads_record(const cg_prime_record *r);
 
+/* Bytes of the identity record of id, and the record itself. */
+uint64_t prime_identity_len(const cg_prime_identity *id);
+void prime_encode_identity(uint8_t *out, const cg_prime_identity *id);
+
 /* Walk the records from offset start (at least the header's end), calling
  * each for every record or damaged range. Never reads outside buf[0, len);
  * linear in len - start however the bytes are damaged. Returns the offset
@@ -75,6 +80,8 @@ struct cg_prime_set {
   size_t n_bad;      /* damaged ranges, torn tail included */
   size_t n_hit_recs; /* hit records folded in */
   size_t n_loads_recs; /* loads records folded in */
+  bool has_identity;   /* an identity record was read: the last one is kept */
+  cg_prime_identity identity;
 };
 
 /* Fold records with identical bytes into the first of them (hits summed,

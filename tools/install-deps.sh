@@ -25,7 +25,7 @@ set -euo pipefail
 build=(meson ninja-build pkg-config gcc g++ libdw-dev check uthash-dev libxxhash-dev zstd libzstd-dev
        libjansson-dev binutils python3)
 tests=(clang libclang-rt-14-dev python3-mesonpy python3-venv python3-pip liblzma-dev libbz2-dev zlib1g-dev
-       prometheus prometheus-node-exporter valgrind strace)
+       prometheus prometheus-node-exporter valgrind strace skopeo docker-registry)
 demo=false print=false chromium=false
 for a in "$@"; do
   case $a in

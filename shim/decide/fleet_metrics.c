@@ -70,6 +70,7 @@ static bool write_metrics(const cg_summary *s, bool at_exit) {
   cg_metrics_call calls[MAX_REFUSED_CALLS];
   m.refusals = calls;
   m.n_refusals = cg_fleet_counts_read(m.loads, calls, MAX_REFUSED_CALLS);
+  cg_priming_fleet(&m.prime);
   size_t n = cg_metrics_format(&m, text, TEXT_MAX);
   return n >= TEXT_MAX || cg_metrics_file_write(cg_cfg.metrics_dir, text, n, at_exit);
 }

@@ -18,9 +18,12 @@
 #include "priming.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "capguard/prime_file.h"
 #include "config.h"
@@ -83,6 +86,10 @@ static size_t handed_out_now; /* served copies not yet unloaded: the unload path
 static context_pool *pools;
 static size_t n_pools, cap_pools;
 static uint64_t n_loaded, n_served, n_recorded, n_skipped_arch, n_refreshed;
+/* What the file could serve here, found once when it was read (say_if_cannot_serve). */
+static uint64_t n_file_images, n_usable_images;
+static bool file_read;
+static const char *cannot_serve;
 static unsigned device_sm, skipped_sm;
 
 static bool priming_on(void) { return cg_cfg.mode == CG_RUN_GUARD && cg_cfg.prime_path[0]; }
@@ -241,6 +248,100 @@ static void read_set(void) {
 
 static void refill(context_pool *p);
 
+/* The format version of a file refused whole, when it is a priming file's
+ * header at all (0 otherwise): a newer capguard's is said as such. */
+static unsigned refused_version(void) {
+  uint8_t head[10];
+  int fd = open(cg_cfg.prime_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, head, sizeof head);
+  close(fd);
+  if (n != (ssize_t)sizeof head || memcmp(head, "\x89" "CGP\r\n\x1a\n", 8) != 0)
+    return 0;
+  return (unsigned)head[8] | (unsigned)head[9] << 8;
+}
+
+/* The program of process pid as an identity names it (cg_prime_program_name). */
+static void program_of(long pid, char *out, size_t cap) {
+  char path[48], args[4096];
+  out[0] = 0;
+  snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  ssize_t n = read(fd, args, sizeof args - 1);
+  close(fd);
+  if (n <= 0)
+    return;
+  args[n] = 0; /* a command line longer than the buffer ends in its cut word */
+  cg_prime_program_name(args, (size_t)n + 1, out, cap);
+}
+
+/* pid's parent, from /proc/PID/stat ("pid (comm) state ppid ..."; comm may
+ * hold anything, so after its last ')'); 0 when unknown. */
+static long parent_of(long pid) {
+  char path[48], stat[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, stat, sizeof stat - 1);
+  close(fd);
+  stat[n > 0 ? n : 0] = 0;
+  char *paren = strrchr(stat, ')');
+  return paren && paren[1] == ' ' && paren[2] && paren[3] == ' ' ? strtol(paren + 4, NULL, 10) : 0;
+}
+
+/* Whether this process, or one that started it, runs the program the file
+ * was learned from: a server's workers (multiprocessing's, a launcher's)
+ * are its children and may be named otherwise. "" (not known here) is no
+ * mismatch. The program this process runs goes into me. */
+static bool learned_program_here(const char *learned, char *me, size_t cap) {
+  char name[CG_PRIME_PROGRAM_MAX];
+  program_of((long)getpid(), me, cap);
+  if (!me[0] || !strcmp(me, learned))
+    return true;
+  long pid = (long)getppid();
+  for (int depth = 0; depth < 8 && pid > 1; depth++, pid = parent_of(pid)) {
+    program_of(pid, name, sizeof name);
+    if (!strcmp(name, learned))
+      return true;
+  }
+  return false;
+}
+
+/* Said once, when the file is first read, in one line of facts: a file
+ * carried to this machine that cannot serve it (a fleet's cache that
+ * arrived and is silently never used is the failure this names). */
+static void say_if_cannot_serve(void) {
+  file_read = true;
+  if (!set) {
+    unsigned v = refused_version();
+    if (v > cg_prime_format_version())
+      cannot_serve = "format"; /* the refusal's own warning said so (prime_io.c) */
+    return;
+  }
+  n_file_images = cg_prime_count(set);
+  for (size_t i = 0; i < n_file_images; i++)
+    n_usable_images += device_sm && fits(cg_prime_get(set, i), device_sm);
+  const cg_prime_identity *id = cg_prime_identity_of(set);
+  char me[CG_PRIME_PROGRAM_MAX];
+  if (id && id->program[0] && !learned_program_here(id->program, me, sizeof me)) {
+    cannot_serve = "program";
+    cg_warn("priming file %s cannot serve this process: it was learned from %s, this program is %s",
+            cg_cfg.prime_path, id->program, me);
+  } else if (n_file_images && device_sm && !n_usable_images) {
+    cannot_serve = "arch";
+    unsigned other = cg_prime_get(set, 0)->sm_arch;
+    cg_warn("priming file %s cannot serve this process: none of its %llu image%s is built for this "
+            "GPU's architecture (sm_%u; the file's first is sm_%u)",
+            cg_cfg.prime_path, (unsigned long long)n_file_images, n_file_images == 1 ? "" : "s", device_sm,
+            other);
+  }
+}
+
+
 /* Set once a begin has nothing left to do here for good: the device's arch
  * is known (or cannot be asked) and there is no priming file, or it was read
  * and holds nothing (no pool is then ever made). Every begin of the process
@@ -278,8 +379,10 @@ void cg_priming_before_begin(CUcontext ctx) {
   if (priming_on() && have && have->slots && refill_pending && cg_captures_self_unprohibited())
     refill(have);
   else if (priming_on() && !have && cg_captures_self_unprohibited()) {
-    if (!set_tried)
+    if (!set_tried) {
       read_set();
+      say_if_cannot_serve();
+    }
     context_pool *p = set && cg_prime_count(set) ? new_pool(ctx) : NULL;
     if (p) {
       /* Before the first preload, not after it: a library preloaded with
@@ -603,4 +706,12 @@ void cg_priming_atfork_child(void) {
   refresh_pending = 0;
   cg_tally_reset();
   cg_record_queue_after_fork_child();
+}
+
+void cg_priming_fleet(cg_metrics_prime *out) {
+  if (!take_prime_lock("the metrics' priming counts"))
+    return;
+  *out = (cg_metrics_prime){.read = file_read, .images = n_file_images, .usable = n_usable_images,
+                            .served = n_served, .cannot_serve = cannot_serve};
+  cg_unlock(&prime_lock);
 }

@@ -13,6 +13,7 @@
 #include "capguard/event.h"
 #include "capguard/image.h"
 #include "capguard/load_options.h"
+#include "capguard/metrics_format.h"
 
 /* A load's key beyond its image bytes: its options, canonical (n == 0:
  * none), and as the caller passed them (where a served load's outputs are
@@ -74,6 +75,8 @@ void cg_priming_context_gone(CUcontext ctx);
 /* Whether any context has a pool (one atomic load). */
 bool cg_priming_has_pools(void);
 void cg_priming_summary(cg_summary *s);
+/* Whether the priming file can serve this process, for the metrics. */
+void cg_priming_fleet(cg_metrics_prime *out);
 void cg_priming_atfork_child(void);
 
 #endif

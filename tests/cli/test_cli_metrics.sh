@@ -53,7 +53,7 @@ for s in summaries:
         labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2)))
         assert labels["pid"] == str(pid) and labels["program"] == "demo_engine", labels
         assert labels["mode"] == "guard" and labels["host"], labels
-        key = m.group(1) + "".join(f",{k}={labels[k]}" for k in ("verdict", "call") if k in labels)
+        key = m.group(1) + "".join(f",{k}={labels[k]}" for k in ("verdict", "call", "reason") if k in labels)
         got[key] = float(m.group(3))
     mine = [e for e in events if e["pid"] == pid]
     loads = lambda v: sum(1 for e in mine if e["event"] == "module-load" and e["verdict"] == v)
@@ -75,6 +75,12 @@ for s in summaries:
     }
     for call, n in refused.items():
         want[f"capguard_refusals_total,call={call}"] = n
+    # the priming file as each found it: none yet for run 1, its one image for run 2
+    images = 0 if s is summaries[0] else 1
+    want.update({"capguard_prime_images": images, "capguard_prime_images_usable": images,
+                 "capguard_prime_loads_served_total": loads("served")})
+    for reason in ("arch", "format", "program"):
+        want[f"capguard_prime_cannot_serve,reason={reason}"] = 0
     if "first_replay_ns" in s:
         want["capguard_first_replay_seconds"] = (s["first_replay_ns"] - s["first_capture_ns"]) / 1e9
     for k, v in want.items():

@@ -23,6 +23,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (s || warned != 1) abort(); /* refused: no set, exactly one reason */
     return 0;
   }
+  const cg_prime_identity *id = cg_prime_identity_of(s);
+  if (id && (strlen(id->program) >= CG_PRIME_PROGRAM_MAX || strlen(id->label) >= CG_PRIME_LABEL_MAX))
+    __builtin_trap(); /* an identity's strings end inside it */
   for (size_t i = 0; i < cg_prime_count(s); i++) {
     const cg_prime_record *r = cg_prime_get(s, i);
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION /* that mode accepts any hash */

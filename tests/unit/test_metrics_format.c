@@ -55,6 +55,19 @@ START_TEST(test_series) {
   ck_assert(strstr(buf, "# HELP capguard_capture_seconds_total "));
   /* no first replay known: no such gauge */
   ck_assert(!strstr(buf, "capguard_first_replay_seconds"));
+  /* no priming file read: none of its series */
+  ck_assert(!strstr(buf, "capguard_prime_"));
+  /* a file that cannot serve here: counted, its reason 1 and the others 0 */
+  m.prime = (cg_metrics_prime){.read = true, .images = 7, .usable = 0, .served = 0, .cannot_serve = "arch"};
+  cg_metrics_format(&m, buf, sizeof buf);
+  HAS("capguard_prime_images", "", "7");
+  HAS("capguard_prime_images_usable", "", "0");
+  HAS("capguard_prime_loads_served_total", "", "0");
+  HAS("capguard_prime_cannot_serve", ",reason=\"arch\"", "1");
+  HAS("capguard_prime_cannot_serve", ",reason=\"format\"", "0");
+  HAS("capguard_prime_cannot_serve", ",reason=\"program\"", "0");
+  ck_assert(strstr(buf, "# TYPE capguard_prime_images gauge\n"));
+  ck_assert(strstr(buf, "# TYPE capguard_prime_loads_served_total counter\n"));
 }
 END_TEST
 

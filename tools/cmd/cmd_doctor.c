@@ -403,7 +403,33 @@ static void check_prime_arch(doctor *d, const cg_prime_set *set, int sm, bool re
          "is sm_%d): not served here", other, n, cg_plural(n), other_sm, sm);
 }
 
-static void check_files(doctor *d, const char *named, int sm) {
+/* What the file says it is for (its identity record), against this
+ * machine: the driver it was learned on and the format of the capguard that
+ * wrote it. The arch of each image is check_prime_arch's. */
+static void check_prime_identity(doctor *d, const cg_prime_set *set, int sm, int driver) {
+  const cg_prime_identity *id = cg_prime_identity_of(set);
+  if (!set)
+    return;
+  if (!id) {
+    note(d, "priming file", "no identity (learned before capguard wrote one): capguard prime learn "
+                            "--label writes it");
+    return;
+  }
+  ok(d, "priming file", "identity: learned from %s on driver %u%s, sm_%u, format %u%s%s",
+     id->program[0] ? id->program : "(unnamed program)", id->driver_version,
+     driver > 0 && (unsigned)driver == id->driver_version ? " (this driver)" : "", id->device_sm,
+     id->format_version, id->label[0] ? ", label " : "", id->label);
+  if (driver > 0 && id->driver_version && (unsigned)driver != id->driver_version)
+    note(d, "priming file", "learned on driver %u, this one is %d: images are served by their bytes and "
+         "architecture, whatever the driver", id->driver_version, driver);
+  if (sm > 0 && id->device_sm && (unsigned)sm != id->device_sm)
+    note(d, "priming file", "learned on an sm_%u GPU, this one is sm_%d", id->device_sm, sm);
+  if (id->format_version > cg_prime_format_version())
+    note(d, "priming file", "written by a newer capguard (format %u; this one knows %u): the records "
+         "this capguard knows are served", id->format_version, cg_prime_format_version());
+}
+
+static void check_files(doctor *d, const char *named, int sm, int driver) {
   bool readonly = cg_env_true("CAPGUARD_PRIME_READONLY");
   printf("%sfiles%s\n", d->pal.bold, d->pal.reset);
   char path[PATH_MAX], why[PATH_MAX + 512];
@@ -453,6 +479,7 @@ static void check_files(doctor *d, const char *named, int sm) {
       if (readonly && pc == CG_PRECHECK_OK)
         note(d, "priming file", "read-only (CAPGUARD_PRIME_READONLY=1): its images are served, "
              "and an image it lacks breaks the capture each run, never recorded");
+      check_prime_identity(d, set, sm, driver);
       check_prime_arch(d, set, sm, readonly);
       if (!(pc == CG_PRECHECK_MISSING && readonly) && cg_prime_usable(path, named, readonly, why, sizeof why) != 0)
         problem(d, "priming file", "%s %s", path, why);
@@ -507,7 +534,7 @@ int cg_cmd_doctor(int argc, char **argv) {
   check_env(&d, version);
   check_shim(&d);
   check_reports(&d);
-  check_files(&d, prime, sm);
+  check_files(&d, prime, sm, version);
   if (d.problems)
     printf("%s%d problem%s found%s\n", d.pal.red, d.problems, cg_plural(d.problems),
            d.pal.reset);

@@ -20,6 +20,7 @@
 #include "capguard/prime_file.h"
 #include "cli.h"
 #include "cmd_prime_learn.h"
+#include "cmd_prime_oci.h"
 #include "kernel_display.h"
 #include "plural.h"
 
@@ -46,6 +47,10 @@ static const char usage_text[] =
     "                                least recently needed until the file fits SIZE\n"
     "                                (e.g. 64M); also drops damaged records;\n"
     "                                --dry-run says what it would drop\n"
+    "  info [FILE]                   what the file is for: its identity (program, driver,\n"
+    "                                GPU, label, format) and its images' architectures\n"
+    "  export --oci DIR [FILE]       write FILE as an OCI image layout (skopeo copies it)\n"
+    "  import --oci DIR [--prime FILE]  check the layout's digests and write its file\n"
     "  merge OUT IN...               add the images of every IN to OUT (created if\n"
     "                                missing), once each; an image's hit count is\n"
     "                                the largest any file holds (merging again\n"
@@ -318,6 +323,8 @@ static int cmd_list(int argc, char **argv) {
     if (opts[0]) /* the same bytes loaded with other options are another entry */
       printf("%14s options: %s\n", "", opts);
   }
+  /* after the table: its first line stays the header that scripts read */
+  cg_prime_print_identity(stdout, cg_prime_identity_of(s));
   cg_prime_free(s);
   return damage ? CG_EXIT_FINDING : CG_EXIT_OK;
 }
@@ -645,6 +652,10 @@ static int cmd_merge(int argc, char **argv) {
     rc = load(p, &in[n++], &damage);
   }
   free(seen);
+  if (rc == CG_EXIT_OK && out_there)
+    rc = cg_prime_merge_identities(argv[1], in, n);
+  else if (rc == CG_EXIT_OK)
+    rc = cg_prime_merge_identities(NULL, in, n);
   if (rc == CG_EXIT_OK)
     hits_as_largest(argv[1], in, n);
   if (rc == CG_EXIT_OK) {
@@ -722,6 +733,8 @@ int cg_cmd_prime(int argc, char **argv) {
   /* learn and check hand everything after -- to CMD, --help included. */
   if (argc >= 2 && !strcmp(argv[1], "learn")) return cg_cmd_prime_learn(argc - 1, argv + 1);
   if (argc >= 2 && !strcmp(argv[1], "check")) return cg_cmd_prime_check(argc - 1, argv + 1);
+  if (argc >= 2 && (!strcmp(argv[1], "export") || !strcmp(argv[1], "import") || !strcmp(argv[1], "info")))
+    return cg_cmd_prime_oci(argc - 1, argv + 1);
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       /* a command's own help: its lines of the overview, and where FILE is */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capguard/prime_file.h"
@@ -24,6 +25,7 @@
 #include "kernel_display.h"
 #include "path_check.h"
 #include "preflight.h"
+#include "cmd_prime_oci.h"
 #include "prime_precheck.h"
 #include "log_reader.h"
 #include "report_analysis.h"
@@ -37,7 +39,7 @@
 #define EMULATED_OLD_DRIVER "12020"
 
 typedef struct {
-  const char *prime, *log;
+  const char *prime, *log, *label;
   char **cmd;
 } learn_opts;
 
@@ -52,6 +54,9 @@ static const char LEARN_HELP[] =
     "capguard prime check, and deploy it (capguard prime merge for fleets).\n"
     "  --prime FILE   the priming file (default: $CAPGUARD_PRIME, else ~/.cache/capguard/prime.cgp)\n"
     "  --log FILE     the run's log (default: a new temporary file)\n"
+    "  --label TEXT   what the file is for, kept in its identity (model=llama-8b,tp=2)\n"
+    "The file's identity (capguard prime info) then says the program, the driver and GPU\n"
+    "it was learned on and the label.\n"
     "Exit status: 0 learned; 1 incomplete (a driver that refuses loads during capture);\n"
     "CMD's status if it failed; 2 usage error.";
 static const char CHECK_HELP[] =
@@ -64,6 +69,18 @@ static const char CHECK_HELP[] =
     "when loads are missing from the file (each is named); CMD's status if it failed\n"
     "otherwise; 2 usage error.";
 
+/* A label is one line of printable text (it is printed, and a dashboard
+ * shows it): true when s is not. */
+static bool label_bad(const char *s) {
+  size_t n = strlen(s);
+  if (!n || n >= CG_PRIME_LABEL_MAX)
+    return true;
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f)
+      return true;
+  return false;
+}
+
 static int parse(const char *me, const char *usage, int argc, char **argv, learn_opts *o) {
   int i = 1;
   for (; i < argc; i++) {
@@ -75,6 +92,13 @@ static int parse(const char *me, const char *usage, int argc, char **argv, learn
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       printf("usage: %s\n\n%s\n", usage, me == LEARN_NAME ? LEARN_HELP : CHECK_HELP);
       return -1;
+    }
+    if (!strcmp(a, "--label") && me == LEARN_NAME) {
+      if (i + 1 >= argc || label_bad(argv[i + 1]))
+        return cg_usage_error(me, usage, "--label wants printable text of 1 to %d bytes, no newline",
+                              CG_PRIME_LABEL_MAX - 1);
+      o->label = argv[++i];
+      continue;
     }
     if ((!strcmp(a, "--prime") || !strcmp(a, "--log")) && i + 1 < argc) {
       *(a[2] == 'p' ? &o->prime : &o->log) = argv[++i];
@@ -317,7 +341,8 @@ static void say_recorded(const run_facts *f) {
 /* ---- learn ---- */
 
 #define LEARN LEARN_NAME
-static const char LEARN_USAGE[] = "capguard prime learn [--prime FILE] [--log FILE] -- CMD [ARGS...]";
+static const char LEARN_USAGE[] =
+    "capguard prime learn [--prime FILE] [--log FILE] [--label TEXT] -- CMD [ARGS...]";
 #define CHECK CHECK_NAME
 static const char CHECK_USAGE[] = "capguard prime check [--prime FILE] [--log FILE] -- CMD [ARGS...]";
 
@@ -363,9 +388,11 @@ static int prepare(const char *me, const char *usage, int argc, char **argv, lea
   /* refused before anything starts, as capguard run refuses them */
   if ((rc = cg_preflight_env_names(me)) != 0 || (rc = cg_preflight_command(me, o->cmd[0])) != 0)
     return rc;
-  if (o->prime)
-    snprintf(prime, cap, "%s", o->prime);
-  else if (cg_cli_prime_for(o->cmd, prime, cap) != 0) { /* as capguard run picks it */
+  if (o->prime) {
+    int oci_rc = cg_prime_resolve_oci(me, o->prime, prime, cap); /* oci:DIR: imported, digests checked */
+    if (oci_rc)
+      return oci_rc;
+  } else if (cg_cli_prime_for(o->cmd, prime, cap) != 0) { /* as capguard run picks it */
     cg_error(me, "cannot tell where the priming file is (CAPGUARD_PRIME, XDG_CACHE_HOME and HOME are "
                  "unset); pass --prime FILE");
     return CG_EXIT_USAGE;
@@ -502,6 +529,38 @@ static bool verdict(FILE *out, const char *me, unsigned audience, const cgf_prim
   return fails;
 }
 
+static void quiet_line(void *ctx, const char *line) { (void)ctx, (void)line; }
+static void warn_stderr(void *ctx, const char *line) {
+  (void)ctx;
+  fprintf(stderr, "%s\n", line);
+}
+
+/* What the file is for, written once per learn (after the run: the driver
+ * and GPU are the ones its processes saw). A file the run never created
+ * gets none: there is nothing it could serve. */
+static void write_identity(const char *prime, const learn_opts *o, const run_facts *f) {
+  cg_prime_set *s = NULL;
+  if (access(prime, F_OK) != 0 || cg_prime_load(prime, &s, quiet_line, NULL) != 0)
+    return;
+  cg_prime_identity id = {.format_version = cg_prime_format_version(),
+                          .driver_version = f->driver > 0 ? (unsigned)f->driver : 0,
+                          .device_sm = f->device_sm > 0 ? (unsigned)f->device_sm : 0,
+                          .written_ns = (uint64_t)time(NULL) * 1000000000u};
+  const cg_prime_identity *had = cg_prime_identity_of(s);
+  snprintf(id.label, sizeof id.label, "%s", o->label ? o->label : had ? had->label : "");
+  cg_prime_free(s);
+  char cmdline[4096];
+  size_t len = 0;
+  for (char **w = o->cmd; *w && len + strlen(*w) + 1 <= sizeof cmdline; w++) {
+    memcpy(cmdline + len, *w, strlen(*w) + 1);
+    len += strlen(*w) + 1;
+  }
+  cg_prime_program_name(cmdline, len, id.program, sizeof id.program);
+  if (cg_prime_set_identity(prime, &id, warn_stderr, NULL) == 0)
+    fprintf(stderr, "%s: identity: %s, driver %u, sm_%u%s%s\n", LEARN, id.program, id.driver_version,
+            id.device_sm, id.label[0] ? ", label " : "", id.label);
+}
+
 int cg_cmd_prime_learn(int argc, char **argv) {
   learn_opts o = {0};
   char prime[PATH_MAX], log[PATH_MAX];
@@ -540,6 +599,7 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   else if (!changed)
     fprintf(stderr, "  nothing new: the file already held every load this run made during capture\n");
   free(before);
+  write_identity(prime, &o, &f);
   cgf_prime_run r = {.procs = f.procs,
                      .loads = f.loads,
                      .served = f.served,

@@ -23,6 +23,7 @@
 #include "env_table.h"
 #include "path_check.h"
 #include "preflight.h"
+#include "cmd_prime_oci.h"
 #include "prime_precheck.h"
 #include "rerun_command.h"
 #include "reap.h"
@@ -469,6 +470,12 @@ static int choose_prime(run_opts *o, char **cmd, char *own_prime, size_t cap) {
    * for it (a typo would make a tree, as root). CAPGUARD_PRIME and the default
    * keep the shim's rule, which creates the missing levels. */
   bool prime_named = o->prime != NULL;
+  static char from_oci[PATH_MAX]; /* --prime oci:DIR: the artifact imported, digests checked */
+  int oci_rc = o->prime ? cg_prime_resolve_oci("capguard run", o->prime, from_oci, sizeof from_oci) : 0;
+  if (oci_rc)
+    return oci_rc;
+  if (o->prime)
+    o->prime = from_oci;
   if (!o->prime && !(env_prime && *env_prime) && cg_cli_prime_for(cmd, own_prime, cap) == 0)
     o->prime = own_prime;
   const char *run_mode = o->mode ? o->mode : getenv("CAPGUARD_MODE");

@@ -6,6 +6,7 @@
 #ifndef CAPGUARD_METRICS_FORMAT_H
 #define CAPGUARD_METRICS_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,15 @@ typedef struct {
   uint64_t n;
 } cg_metrics_call;
 
+/* The priming file as this process found it: whether the shipped cache can
+ * serve here (docs/fleet.md, "The kernel cache for a fleet"). */
+typedef struct {
+  bool read;                /* a priming file was read (or refused whole) */
+  uint64_t images, usable;  /* images in the file; those that fit this GPU */
+  uint64_t served;          /* loads during capture served from it */
+  const char *cannot_serve; /* "arch", "format", "program", or NULL */
+} cg_metrics_prime;
+
 typedef struct {
   const cg_summary *sum;                /* captures, verdicts (escapes), capture time, rank */
   uint64_t loads[CG_VERDICT_COUNT];     /* module and library loads during capture, per verdict */
@@ -26,6 +36,7 @@ typedef struct {
   const char *host, *program, *mode;
   int driver_version;                   /* 0: unknown */
   unsigned sm;                          /* the GPU's architecture, 0: unknown */
+  cg_metrics_prime prime;
 } cg_metrics;
 
 /* Writes at most cap bytes including the NUL; returns the length the whole

@@ -43,6 +43,33 @@ typedef struct {
 
 typedef struct cg_prime_set cg_prime_set;
 
+/* What a file is for (the identity record, type 5): written by `capguard
+ * prime learn` and kept by every rewrite, so that a file carried to another
+ * machine says what it can serve there. Strings are NUL-terminated, "" when
+ * not said. */
+#define CG_PRIME_PROGRAM_MAX 256 /* bytes, the NUL included */
+#define CG_PRIME_LABEL_MAX 1024
+typedef struct {
+  unsigned format_version; /* the newest file format the writing capguard knows */
+  unsigned driver_version; /* the driver it was learned on (13000 for 13.0); 0 when unknown */
+  unsigned device_sm;      /* the GPU it was learned on (90); 0 when unknown */
+  uint64_t written_ns;     /* CLOCK_REALTIME when written */
+  char program[CG_PRIME_PROGRAM_MAX]; /* cg_prime_program_name of what it was learned from */
+  char label[CG_PRIME_LABEL_MAX];     /* the user's, e.g. "model=llama,tp=2" */
+} cg_prime_identity;
+
+/* The newest file format this capguard reads and writes. */
+unsigned cg_prime_format_version(void);
+/* The set's identity (the last identity record of the file), or NULL. */
+const cg_prime_identity *cg_prime_identity_of(const cg_prime_set *s);
+/* Replace path atomically (as cg_prime_rewrite) with the same records and
+ * this identity. Returns 0 or -1 (warned). */
+int cg_prime_set_identity(const char *path, const cg_prime_identity *id, cg_prime_warn_fn warn, void *ctx);
+/* A program's name as an identity holds it, from its command line (argv
+ * words NUL-separated, len bytes): the file name of argv[0]; for a Python
+ * interpreter, the script's file name or the module of -m. "" when none. */
+void cg_prime_program_name(const char *cmdline, size_t len, char *out, size_t cap);
+
 /* Read every intact record of path into *out (an empty set when the file does
  * not exist). Damaged or torn records are skipped with one warning each.
  * Returns 0, or -1 when the whole file is refused (owned by another user,
@@ -119,6 +146,7 @@ int cg_prime_default_path(const char *prime, const char *xdg_cache_home, const c
 #define CG_PRIME_REC_HIT 2u
 #define CG_PRIME_REC_LOADS 3u
 #define CG_PRIME_REC_IMAGE_OPTIONS 4u /* an image record with its load options (version 2) */
+#define CG_PRIME_REC_IDENTITY 5u      /* what the file is for (cg_prime_identity) */
 
 /* Parse a priming file already in memory (the same code cg_prime_load uses;
  * the fuzzer calls it). name is only used in warnings. The set owns a copy. */
