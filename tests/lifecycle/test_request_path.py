@@ -85,6 +85,8 @@ with tempfile.TemporaryDirectory() as tmp:
     subprocess.run([CLI, "report", "--trace", trace, log], capture_output=True, text=True, timeout=60)
     page = open(html).read() if os.path.exists(html) else ""
     check("<h2>Loads on the request path</h2>" in page and "fake_scale" in page, "the page has a row for it")
+    check("load on the request path</span>" in page and "on the request path, " in page.split("<svg", 1)[-1],
+          "the timeline marks it, and the legend keys the mark")
     tr = json.load(open(trace)) if os.path.exists(trace) else {"traceEvents": []}
     xs = [t for t in tr["traceEvents"] if t.get("cat") == "request-path-load"]
     check(len(xs) == 1 and xs[0]["ph"] == "X" and xs[0]["dur"] > 0, f"the trace has it as long as the load call: {xs}")

@@ -41,8 +41,10 @@ _capguard() {
     doctor) opts="--prime --help" ;;
     prime)
       case $sub in
-        "") opts="list show verify prune merge rm learn check --help" ;;
-        learn | check) opts="--prime --log --help --" ;;
+        "") opts="list show info verify prune merge rm learn check export import --help" ;;
+        learn) opts="--prime --log --label --help --" ;;
+        check) opts="--prime --log --help --" ;;
+        export | import) opts="--oci --prime --help" ;;
         prune) opts="--older-than --max-size --dry-run --help" ;;
         *) opts="--help" ;;
       esac ;;

@@ -461,6 +461,20 @@ static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o)
   seen_at(&log->procs[proc], s->time_ns);
 }
 
+/* The Python package a load came through, from its frames' files. */
+static const char *framework_of(json_t *py) {
+  static const struct {
+    const char *dir, *name;
+  } known[] = {{"/triton/", "Triton"}, {"/cupy/", "CuPy"}, {"/cuda/core/", "cuda.core"}, {"/numba/", "Numba"}};
+  for (size_t i = 0; json_is_array(py) && i < json_array_size(py); i++) {
+    const char *f = json_string_value(json_object_get(json_array_get(py, i), CG_KEY_FILE));
+    for (size_t k = 0; f && k < sizeof known / sizeof known[0]; k++)
+      if (strstr(f, known[k].dir))
+        return known[k].name;
+  }
+  return NULL;
+}
+
 static void read_request(cgl_log *log, size_t proc, json_t *o) {
   log->reqs = grow(log->reqs, &log->cap_reqs, log->n_reqs + 1, sizeof *log->reqs);
   cgl_request *q = &log->reqs[log->n_reqs++];
@@ -480,6 +494,7 @@ static void read_request(cgl_log *log, size_t proc, json_t *o) {
     q->image_hash = str(log, img, CG_KEY_HASH);
   }
   q->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
+  q->framework = q->runtime_lazy ? "the CUDA runtime's lazy loading" : framework_of(arr(o, CG_KEY_PYTHON_STACK));
   char where[512];
   const cgl_process *pr = &log->procs[proc];
   cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),

@@ -158,6 +158,8 @@ typedef struct {
   const char *image_hash;  /* NULL when no image was logged */
   cg_image_kind image_kind;
   const char *site, *python_top;
+  const char *framework; /* who loaded it, when its stacks tell: "Triton", "CuPy", "the CUDA runtime's
+                            lazy loading"; NULL when unknown */
 } cgl_request;
 
 typedef struct {

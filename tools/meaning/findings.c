@@ -1026,9 +1026,10 @@ static void request_say(const ctx *c, cgf_finding *x) {
              "serving)", t.served);
   x->sentence = xprintf(
       "%zu load%s on the request path, %s in the load calls, first %s after serving began: kernels %s%s (first "
-      "at %s)%s; warm %s up before serving (launch %s once at start-up)%s%s",
+      "at %s%s%s)%s; warm %s up before serving (launch %s once at start-up)%s%s",
       t.loads, cg_plural(t.loads), total, first, names[0] ? names : "unnamed", q->kernels->n > 3 ? ", ..." : "",
-      q->python_top ? q->python_top : q->site, served, unserved == 1 ? "it" : "them",
+      q->python_top ? q->python_top : q->site, q->framework ? ", by " : "", q->framework ? q->framework : "",
+      served, unserved == 1 ? "it" : "them",
       unserved == 1 ? "it" : "each",
       !unserved ? ""
       : guard   ? (unserved == 1 ? ", or run again: in guard mode capguard recorded it, and the next run loads it "

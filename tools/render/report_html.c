@@ -17,6 +17,8 @@
 #include "findings.h"
 #include "report_stale.h"
 #include "report_request.h"
+#include "request_path.h"
+#include "capture_time.h"
 #include "report_offender.h"
 #include "report_ranks.h"
 #include "report_capture_time.h"
@@ -292,6 +294,29 @@ static void call_marker(FILE *o, const cgl_log *log, const cgl_event *e, span s,
   fputs("</title></path>\n", o);
 }
 
+/* A load on the request path (docs/request-path.md): an orange triangle on
+ * its process's first lane, at the moment its load call began. */
+#define REQUEST_COLOUR "#e08a00"
+static void request_marker(FILE *o, const cgl_request *q, span s, size_t cy) {
+  double x = xpos(s, q->time_ns - q->load_ns);
+  char took[32], after[32];
+  cgr_duration(q->load_ns, took, sizeof took);
+  cgr_duration(q->after_ns, after, sizeof after);
+  fprintf(o, "<path d=\"M%.1f %zu l6 10 l-12 0 z\" fill=\"" REQUEST_COLOUR "\" stroke=\"#fff\"><title>", x, cy - 5);
+  esc(o, or(q->call, "?"));
+  fprintf(o, " on the request path, %s after serving began: %s%s at ", after, took, q->served ? " (served)" : "");
+  esc(o, q->python_top ? q->python_top : q->site);
+  char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
+  size_t said = 0;
+  for (size_t n = 0; n < q->kernels->n; n++) {
+    if (!cg_kernel_display_new(q->kernels->v[n], disp, prev))
+      continue;
+    fputs(said++ ? ", " : "; kernels: ", o);
+    esc(o, disp);
+  }
+  fputs("</title></path>\n", o);
+}
+
 /* A process of this run gets a row when it used CUDA: a shell or a compiler
  * a JIT ran would be an empty one (the Processes table lists them). */
 static bool timeline_row(const cgl_log *log, size_t p, size_t run) {
@@ -327,6 +352,11 @@ static void panel(FILE *o, const cgr_analysis *a, const buckets *b, size_t run, 
       call_marker(o, log, e, s, y + lane_of[e->capture] * LANE_H + LANE_H / 2);
       ++*shapes;
     }
+    for (size_t i = 0; i < log->n_reqs && *shapes < MAX_SHAPES; i++)
+      if (log->reqs[i].proc == p && cgr_request_counts(log, i)) {
+        request_marker(o, &log->reqs[i], s, y + LANE_H / 2);
+        ++*shapes;
+      }
     y += row_h + ROW_PAD;
   }
   fputs("</svg>\n", o);
@@ -344,6 +374,11 @@ static void legend(FILE *o, const cgl_log *log) {
     if (used[v])
       fprintf(o, "<span><i class=\"sw\" style=\"background:%s\"></i>call %s</span>",
               verdict_colour(v), cg_verdict_name(v));
+  for (size_t i = 0; i < log->n_reqs; i++)
+    if (cgr_request_counts(log, i)) {
+      fputs("<span><i class=\"sw\" style=\"background:" REQUEST_COLOUR "\"></i>load on the request path</span>", o);
+      break;
+    }
   fputs("<span><i class=\"sw\" style=\"background:#b9e3b9\"></i>capture ended</span>"
         "<span><i class=\"sw\" style=\"background:#f4b6b6\"></i>capture broken</span>"
         "<span><i class=\"sw\" style=\"background:#ddd\"></i>capture open at exit</span></p>\n",

@@ -37,6 +37,11 @@ void cgr_print_request_html(FILE *o, const cgl_log *log) {
     cgr_html_text(o, q->call);
     fputs("</td><td>", o);
     cgr_html_text(o, kernels);
+    if (q->framework) {
+      fputs(" (", o);
+      cgr_html_text(o, q->framework);
+      fputs(")", o);
+    }
     fputs("</td><td>", o);
     cgr_html_text(o, q->python_top ? q->python_top : q->site);
     fputs("</td></tr>\n", o);
