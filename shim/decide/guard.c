@@ -328,7 +328,7 @@ CUresult cg_guard_load(const cg_load *l) {
   const void *img = file ? file : l->image;
   /* An in-memory image has no length: inspected with CG_IMAGE_MAX_BYTES,
    * so that every byte is probed readable before it is read. */
-  bool malformed = s && img && cg_load_image_inspect(img, file ? file_size : CG_IMAGE_MAX_BYTES, &s->image) != 0;
+  bool malformed = s && img && cg_load_image_inspect(img, file ? file_size : CG_IMAGE_MAX_BYTES, &s->image, true) != 0;
 
   /* Inspection happened outside the gate; now decide and call under it. */
   cg_gate_lock();

@@ -8,12 +8,12 @@
  * this much scratch: a larger one keeps its kernels unnamed. */
 #define UNPACK_SCRATCH_MAX ((size_t)64 << 20)
 
-int cg_load_image_inspect(const void *img, size_t limit, cg_image_info *out) {
+int cg_load_image_inspect(const void *img, size_t limit, cg_image_info *out, bool unpack) {
   if (cg_image_inspect(img, limit, out) != 0)
     return -1;
   /* Compressed ELF entries (zstd: torch, nvcc; LZ4: -compress-mode=speed):
    * decompressed into pages of our own, returned at once, for their names */
-  size_t room = out->unpack_room;
+  size_t room = unpack ? out->unpack_room : 0;
   if (room && room <= UNPACK_SCRATCH_MAX) {
     void *scratch = mmap(NULL, room, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (scratch != MAP_FAILED) {
