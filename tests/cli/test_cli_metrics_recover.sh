@@ -45,7 +45,17 @@ fi
 # /proc mounted hidepid=2 (in a mount namespace of its own): a process of
 # nobody's cannot see root's, whose file stays; a dead process's aged file
 # goes (the sweep did run).
-if [ $root = 1 ]; then
+# The engine, its shim and driver must be reachable by uid 65534 (not so
+# under an installed wheel's private venv: said, and that case left out).
+nobody_reaches() {
+  local f
+  for f in "$REAL_SHIM" "${engine[0]}"; do
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- test -r "$f" || return 1
+  done
+}
+if [ $root = 1 ] && ! nobody_reaches; then
+  echo "SKIP (part): uid 65534 cannot read the shim or the engine (a private directory above them): hidepid=2 case left out"
+elif [ $root = 1 ]; then
   hp=$(mktemp -d /tmp/capguard-hidepid.XXXXXX)
   chmod 0777 "$hp"
   sleep 300 & live=$!
