@@ -424,6 +424,18 @@ static const char *str_or_empty(cgl_log *log, json_t *o, const char *k) {
   return s ? s : "";
 }
 
+/* A record's call site (cgl_event_site's form) and its innermost Python frame
+ * (NULL if none), from its stacks. */
+static void stack_sites(cgl_log *log, size_t proc, json_t *o, const char **site, const char **python_top) {
+  char where[512];
+  const cgl_process *pr = &log->procs[proc];
+  cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),
+                       pr->argc ? pr->argv[0] : NULL, where, sizeof where);
+  *site = cgl_intern(log->pool, where, strlen(where));
+  cgl_python_top(arr(o, CG_KEY_PYTHON_STACK), where, sizeof where);
+  *python_top = where[0] ? cgl_intern(log->pool, where, strlen(where)) : NULL;
+}
+
 static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o) {
   log->stale = grow(log->stale, &log->cap_stale, log->n_stale + 1, sizeof *log->stale);
   cgl_stale *s = &log->stale[log->n_stale++];
@@ -451,13 +463,7 @@ static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o)
   } else {
     s->exec = s->start = s->kernel = "";
   }
-  char where[512];
-  const cgl_process *pr = &log->procs[proc];
-  cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),
-                       pr->argc ? pr->argv[0] : NULL, where, sizeof where);
-  s->site = cgl_intern(log->pool, where, strlen(where));
-  cgl_python_top(arr(o, CG_KEY_PYTHON_STACK), where, sizeof where);
-  s->python_top = where[0] ? cgl_intern(log->pool, where, strlen(where)) : NULL;
+  stack_sites(log, proc, o, &s->site, &s->python_top);
   seen_at(&log->procs[proc], s->time_ns);
 }
 
@@ -495,13 +501,7 @@ static void read_request(cgl_log *log, size_t proc, json_t *o) {
   }
   q->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
   q->framework = q->runtime_lazy ? "the CUDA runtime's lazy loading" : framework_of(arr(o, CG_KEY_PYTHON_STACK));
-  char where[512];
-  const cgl_process *pr = &log->procs[proc];
-  cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),
-                       pr->argc ? pr->argv[0] : NULL, where, sizeof where);
-  q->site = cgl_intern(log->pool, where, strlen(where));
-  cgl_python_top(arr(o, CG_KEY_PYTHON_STACK), where, sizeof where);
-  q->python_top = where[0] ? cgl_intern(log->pool, where, strlen(where)) : NULL;
+  stack_sites(log, proc, o, &q->site, &q->python_top);
   seen_at(&log->procs[proc], q->time_ns);
 }
 
@@ -552,13 +552,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     e->options_foreign = "JIT or library options (this capguard's log predates their recording)";
   e->with_options = e->options_foreign != NULL;
   e->options_differ = str(log, o, CG_KEY_OPTIONS_DIFFER);
-  char where[512];
-  const cgl_process *pr = &log->procs[proc];
-  cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),
-                       pr->argc ? pr->argv[0] : NULL, where, sizeof where);
-  e->site = cgl_intern(log->pool, where, strlen(where));
-  cgl_python_top(arr(o, CG_KEY_PYTHON_STACK), where, sizeof where);
-  e->python_top = where[0] ? cgl_intern(log->pool, where, strlen(where)) : NULL;
+  stack_sites(log, proc, o, &e->site, &e->python_top);
   e->src_file = log->files[file];
   e->src_line = lineno;
   seen_at(&log->procs[proc], e->time_ns);
