@@ -18,7 +18,6 @@ bool cgr_request_counts(const cgl_log *log, size_t i) {
 void cgr_request_totals_of(const cgl_log *log, cgr_request_totals *t) {
   memset(t, 0, sizeof *t);
   t->first_after_ns = -1;
-  size_t last_proc = (size_t)-1;
   for (size_t i = 0; i < log->n_reqs; i++) {
     if (!cgr_request_counts(log, i))
       continue;
@@ -31,12 +30,5 @@ void cgr_request_totals_of(const cgl_log *log, cgr_request_totals *t) {
     t->served += q->served;
     t->lazy += q->runtime_lazy;
     t->load_ns += q->load_ns;
-    if (q->proc != last_proc) {
-      bool seen = false;
-      for (size_t k = 0; k < i && !seen; k++)
-        seen = log->reqs[k].proc == q->proc && cgr_request_counts(log, k);
-      t->procs += !seen;
-      last_proc = q->proc;
-    }
   }
 }

@@ -21,7 +21,6 @@ typedef struct {
   long long load_ns;           /* time in those load calls */
   long long first_after_ns;    /* the first, after serving began (-1: none) */
   size_t first;                /* index into log->reqs of the first counted (the earliest after serving) */
-  size_t procs;                /* processes that made one */
 } cgr_request_totals;
 
 /* Whether log->reqs[i] counts as a load on the request path. */

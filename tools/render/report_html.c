@@ -272,6 +272,18 @@ static void capture_box(FILE *o, const cgl_log *log, size_t c, span s, double y)
   fputs("</title></rect>\n", o);
 }
 
+/* "; kernels: a, b" in a mark's title: a template's instances named once. */
+static void kernels_title(FILE *o, const cgl_strs *kernels) {
+  char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
+  size_t said = 0;
+  for (size_t n = 0; n < kernels->n; n++) {
+    if (!cg_kernel_display_new(kernels->v[n], disp, prev))
+      continue;
+    fputs(said++ ? ", " : "; kernels: ", o);
+    esc(o, disp);
+  }
+}
+
 static void call_marker(FILE *o, const cgl_log *log, const cgl_event *e, span s, size_t cy) {
   double x = xpos(s, e->time_ns ? e->time_ns : cap_begin(log, e->capture));
   fprintf(o, "<path d=\"M%.1f %zu l5 5 l-5 5 l-5 -5 z\" fill=\"%s\" stroke=\"#fff\"><title>", x,
@@ -283,14 +295,7 @@ static void call_marker(FILE *o, const cgl_log *log, const cgl_event *e, span s,
   esc(o, verdict_word(e->verdict));
   fputs(") at ", o);
   esc(o, e->site);
-  char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
-  size_t said = 0;
-  for (size_t n = 0; n < e->kernels->n; n++) {
-    if (!cg_kernel_display_new(e->kernels->v[n], disp, prev))
-      continue;
-    fputs(said++ ? ", " : "; kernels: ", o);
-    esc(o, disp);
-  }
+  kernels_title(o, e->kernels);
   fputs("</title></path>\n", o);
 }
 
@@ -306,14 +311,7 @@ static void request_marker(FILE *o, const cgl_request *q, span s, size_t cy) {
   esc(o, or(q->call, "?"));
   fprintf(o, " on the request path, %s after serving began: %s%s at ", after, took, q->served ? " (served)" : "");
   esc(o, q->python_top ? q->python_top : q->site);
-  char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
-  size_t said = 0;
-  for (size_t n = 0; n < q->kernels->n; n++) {
-    if (!cg_kernel_display_new(q->kernels->v[n], disp, prev))
-      continue;
-    fputs(said++ ? ", " : "; kernels: ", o);
-    esc(o, disp);
-  }
+  kernels_title(o, q->kernels);
   fputs("</title></path>\n", o);
 }
 
