@@ -290,6 +290,12 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
     put_kv_u64(&o, CG_KEY_LOAD_NS, e->load_ns);
     put_kv_u64(&o, CG_KEY_AFTER_SERVING_NS, e->after_serving_ns);
     if (e->provisional) cg_out_str(&o, ",\"" CG_KEY_PROVISIONAL "\":true");
+    if (e->image_object) {
+      cg_out_str(&o, ",\"" CG_KEY_IMAGE_SOURCE "\":{\"" CG_KEY_OBJECT "\":");
+      put_jstr(&o, e->image_object);
+      put_kv_u64(&o, CG_KEY_OFFSET, e->image_offset);
+      cg_out_char(&o, '}');
+    }
   }
   cg_out_str(&o, ",\"" CG_KEY_NATIVE_STACK "\":[");
   for (size_t i = 0; i < clamp_native(e); i++) {
@@ -393,7 +399,7 @@ static void put_verdict_text(cg_out *o, const cg_event *e) {
  * a template's instances, which then read alike, named once when listed one
  * after the other), cut at TEXT_KERNEL_CHARS. */
 #define TEXT_KERNEL_CHARS 256
-static void put_kernels_text(cg_out *o, const cg_image_info *im, cg_demangle_fn dm) {
+static void put_kernels_text(cg_out *o, const cg_image_info *im, cg_demangle_fn dm, const char *source) {
   cg_out_str(o, "  kernels: ");
   size_t pos = 0;
   unsigned seen = 0, shown = 0;
@@ -409,6 +415,12 @@ static void put_kernels_text(cg_out *o, const cg_image_info *im, cg_demangle_fn 
     if (shown) cg_out_str(o, ", ");
     put_clean(o, k);
     shown++;
+  }
+  if (shown == 0 && source) { /* left compressed on the request path (cg_event's image_object) */
+    cg_out_str(o, "(compressed: capguard report reads their names from ");
+    put_clean(o, source);
+    cg_out_str(o, ")\n");
+    return;
   }
   if (shown == 0) {
     cg_out_str(o, "(names unavailable)\n");
@@ -613,7 +625,7 @@ size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
   }
   if (e->kind == CG_EV_REQUEST_LOAD) {
     put_request_text(&o, e);
-    put_kernels_text(&o, e->image, e->demangle);
+    put_kernels_text(&o, e->image, e->demangle, e->image_object);
     if (e->image) put_image_text(&o, e->image);
     put_options_text(&o, e);
     put_stacks_text(&o, e);
@@ -653,7 +665,7 @@ size_t cg_event_format_text(const cg_event *e, char *buf, size_t cap) {
     put_clean(&o, e->nccl_setup);
     cg_out_str(&o, "): set the communicator up before capturing (an eager collective first)\n");
   }
-  if (e->kind == CG_EV_MODULE_LOAD) put_kernels_text(&o, e->image, e->demangle);
+  if (e->kind == CG_EV_MODULE_LOAD) put_kernels_text(&o, e->image, e->demangle, NULL);
   if (e->image) put_image_text(&o, e->image);
   put_options_text(&o, e);
   if (e->capture_began && e->capture_began[0]) {

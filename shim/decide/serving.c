@@ -18,6 +18,8 @@
 #include "locks.h"
 #include "priming.h"
 #include "report.h"
+#include "object_bytes.h"
+#include "stack.h"
 #include "warn.h"
 
 unsigned cg_serving_watch;
@@ -82,6 +84,9 @@ void cg_serving_capture_over(void) {
       (__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED) & CG_WATCH_SERVING))
     return;
   __atomic_fetch_or(&cg_launch_watch, CG_WATCH_SERVING, __ATOMIC_RELAXED);
+  /* found now, at a capture's end, rather than by a request's first load
+   * (it names kernels on stderr; a lookup of the loader's) */
+  (void)cg_host_demangler();
 }
 
 void cg_serving_graph_launch(void) {
@@ -180,6 +185,12 @@ bool cg_serving_load(const cg_load *l, CUresult *result) {
                 .provisional = st == PROVISIONAL};
   if (r == CUDA_SUCCESS && l->out && *l->out)
     e.module = (uint64_t)(uintptr_t)*l->out;
+  /* compressed entries left unread for their names: where capguard report
+   * can read them instead (a library's own data, as the runtime's are) */
+  char object[512];
+  if (known && s->image.unpack_room &&
+      cg_object_bytes(l->image, s->image.size, object, sizeof object, &e.image_offset))
+    e.image_object = object;
   cg_report_and_free(&e, s, NULL, NULL);
   return true;
 }

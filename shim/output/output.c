@@ -372,7 +372,14 @@ void cg_output_event(cg_event *e, const cg_output_native *raw) {
   /* Written: symbolised now (dladdr, outside out_lock); stderr's frames as a
    * person reads them, the log's as capguard report parses them. */
   bool said = raw && show && !routine(e);
-  if (said || (raw && has_log())) {
+  /* A load on the request path is paid for by a request: its frames are
+   * objects and offsets, found without a symbol lookup or a line table
+   * (stack.h), on stderr and in the log alike; capguard report names them. */
+  bool lean = e->kind == CG_EV_REQUEST_LOAD;
+  if (lean && raw && (said || has_log())) {
+    e->native = raw->names;
+    e->n_native = cg_native_offsets(raw->frames, raw->n, raw->names, raw->buf, raw->cap);
+  } else if (said || (raw && has_log())) {
     e->native = raw->names;
     e->n_native = (said ? cg_native_symbolize_readable : cg_native_symbolize)(raw->frames, raw->n, raw->names,
                                                                                 raw->buf, raw->cap);
@@ -388,7 +395,7 @@ void cg_output_event(cg_event *e, const cg_output_native *raw) {
     emit(2, fmt_event_text_stamped, e);
     e->demangle = NULL;
   }
-  if (said && has_log()) {
+  if (said && has_log() && !lean) {
     e->n_native = cg_native_symbolize(raw->frames, raw->n, raw->names, raw->buf, raw->cap);
     e->nccl_setup = cg_nccl_setup_frame(e->native, e->n_native);
   }

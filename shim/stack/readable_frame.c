@@ -27,10 +27,28 @@ typedef cg_demangle_fn demangle_fn;
  * so that the runtime stays loaded while capguard may call it. */
 static demangle_fn demangler;
 
+/* How many objects the loader has added so far (its first entry says, and
+ * the walk stops there). */
+static int first_entry(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  *(unsigned long long *)data = info->dlpi_adds;
+  return 1;
+}
+
+/* A search that found no runtime is not made again until the loader has
+ * added an object: a C host without one would otherwise pay three dlopen
+ * lookups for each kernel name it shows (a load on the request path among
+ * them). */
+static unsigned long long missed_at_adds;
+
 static demangle_fn find_demangler(void) {
   demangle_fn fn = __atomic_load_n(&demangler, __ATOMIC_ACQUIRE);
   if (fn || !cg_real_dlsym)
     return fn;
+  unsigned long long adds = 0;
+  dl_iterate_phdr(first_entry, &adds);
+  if (adds && adds == __atomic_load_n(&missed_at_adds, __ATOMIC_RELAXED))
+    return NULL;
   static const char *const runtimes[] = {"libstdc++.so.6", "libc++abi.so.1", "libc++.so.1"};
   for (size_t i = 0; !fn && i < sizeof runtimes / sizeof runtimes[0]; i++) {
     void *h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD); /* loaded already, or nothing */
@@ -42,6 +60,8 @@ static demangle_fn find_demangler(void) {
   }
   if (fn)
     __atomic_store_n(&demangler, fn, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n(&missed_at_adds, adds, __ATOMIC_RELAXED);
   return fn;
 }
 

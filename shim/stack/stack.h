@@ -42,6 +42,11 @@ size_t cg_native_symbolize(void *const *frames, size_t n, const char **out, char
  * cg_native_symbolize writes them); the log keeps cg_native_symbolize's,
  * which capguard report resolves itself. */
 size_t cg_native_symbolize_readable(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap);
+/* frames[0..n) as "obj+0xoff [0xaddr]", each object found in the
+ * loader's list (no symbol lookup: cheap enough for a request's load);
+ * capguard report names them from the objects' files. Returns frames
+ * written. */
+size_t cg_native_offsets(void *const *frames, size_t n, const char **out, char *buf, size_t bufcap);
 /* The calling thread's Python stack, innermost first, when the process runs CPython
  * and this thread has a Python thread state; 0 otherwise. Strings live in buf. */
 size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap);

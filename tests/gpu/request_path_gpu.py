@@ -85,6 +85,9 @@ def main():
     lines = lambda es: all(any("request_engine.py" in f.get("file", "") for f in e.get("python_stack", [])) for e in es)
     check(triton and lines(triton), "run 1: the Triton kernel's load named on the request path, with its Python line")
     check(lazy and lines(lazy), "run 1: the runtime's lazy load (cumsum) named on the request path, with its Python line")
+    said1 = [l for l in open(os.path.join(out, "run1.txt")).read().splitlines() if "on the request path" in l]
+    check(said1 and "kernels unnamed" not in said1[-1] and "kernels " in said1[-1],
+          f"run 1: capguard names the runtime's compressed kernels from their library's file: {said1[-1][:400] if said1 else None}")
     fig2, rq2 = got[2]
     served = [e for e in rq2 if e.get("verdict") == "served"]
     t1 = sum(e["load_ns"] for e in rq1) / 1e6
@@ -101,6 +104,27 @@ def main():
         start[mode] = figures(p.stdout)
     rows.append(("without capguard, CUDA_MODULE_LOADING=LAZY", f"start-up {start['LAZY'].get('START_S')} s, request {start['LAZY'].get('REQUEST_MS')} ms"))
     rows.append(("without capguard, CUDA_MODULE_LOADING=EAGER", f"start-up {start['EAGER'].get('START_S')} s, request {start['EAGER'].get('REQUEST_MS')} ms"))
+    # What capguard adds to the request: the same request-path loads made by
+    # the driver with capguard watching (report mode: nothing served)
+    # against no capguard at all, interleaved, medians of 3.
+    alone, watched = [], []
+    for i in range(3):
+        p = subprocess.run([sys.executable, ENGINE], env=env(), capture_output=True, text=True, timeout=300)
+        alone.append(float(figures(p.stdout).get("REQUEST_MS", "nan")))
+        log = os.path.join(out, f"watched{i}.jsonl")
+        p = subprocess.run([cli, "run", "--mode", "report", "--log", log, "--", sys.executable, ENGINE], env=env(),
+                           capture_output=True, text=True, timeout=300)
+        watched.append(float(figures(p.stdout).get("REQUEST_MS", "nan")))
+        n_watched = len(requests(log))
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    added = med(watched) - med(alone)
+    per_load = added / max(n_watched, 1)
+    print(f"request without capguard {alone} ms, watched (report mode) {watched} ms: +{added:.2f} ms for "
+          f"{n_watched} request-path loads, {per_load:.3f} ms a load", flush=True)
+    check(n_watched >= 2, f"report mode names the request-path loads too ({n_watched})")
+    check(per_load < 0.3, f"watching a request-path load adds under 0.3 ms to the request: {per_load:.3f} ms a load")
+    rows.append(("capguard watching (report mode) against none, medians of 3",
+                 f"request {med(watched):.1f} ms against {med(alone):.1f} ms: {added:+.2f} ms for {n_watched} loads"))
     print("| run | result |\n|---|---|")
     for r in rows:
         print(f"| {r[0]} | {r[1]} |")

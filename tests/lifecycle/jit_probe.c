@@ -23,7 +23,8 @@
  *                             kernel), as a library with CU_LIBRARY_BINARY_IS_PRESERVED
  *                             when JIT_PROBE_LIB=1. Prints request_load=RESULT.
  * JIT_PROBE_REGS=N: the register cap of the opts modes (default 32).
- * JIT_PROBE_IMAGE2: serve's second image (default: IMAGE).
+ * JIT_PROBE_IMAGE2: serve's second image (default: IMAGE); @embedded: a zstd
+ * fatbin held in a library's read-only data (embedded_image.c).
  *
  * Prints load_result=, end_result=, and for a module that loaded regs= (the
  * registers of its first function); with output options wall= (-1 if never
@@ -37,6 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* embedded_image.c: a zstd fatbin in a library's read-only data */
+const void *cg_embedded_image(size_t *size);
 
 static char *read_image(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -87,7 +91,10 @@ static CUresult load_outside(const char *image2) {
 
 static int serve(CUstream s, const char *image) {
   const char *path2 = getenv("JIT_PROBE_IMAGE2");
-  char *image2 = path2 ? read_image(path2) : (char *)image;
+  size_t embedded_size;
+  char *image2 = !path2 ? (char *)image
+                 : !strcmp(path2, "@embedded") ? (char *)cg_embedded_image(&embedded_size)
+                                               : read_image(path2);
   if (!image2)
     return 3;
   capture_and_replay(s, image);

@@ -36,12 +36,12 @@ def check(cond, what):
         failures.append(what)
 
 
-def run(tmp, name, prime, extra=(), **env_more):
+def run(tmp, name, prime, extra=(), quiet=True, **env_more):
     log = os.path.join(tmp, name + ".jsonl")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGUARD_")}
     env.update(LD_LIBRARY_PATH=FAKE_DIR, FAKECUDA_DRIVER_VERSION="13000", JIT_PROBE_IMAGE2=CUBIN)
     env.update(env_more)
-    p = subprocess.run([CLI, "run", "-q", "--prime", prime, "--log", log, *extra, "--", PROBE, PTX, "serve"],
+    p = subprocess.run([CLI, "run", *(["-q"] if quiet else []), "--prime", prime, "--log", log, *extra, "--", PROBE, PTX, "serve"],
                        env=env, capture_output=True, text=True, timeout=60)
     recs = [json.loads(l) for l in open(log)] if os.path.exists(log) else []
     return p, recs
@@ -117,6 +117,29 @@ with tempfile.TemporaryDirectory() as tmp:
     check(p.returncode == 9, f"with --error-exitcode 9: 9 (got {p.returncode})")
     p, _ = run(tmp, "bad", os.path.join(tmp, "b.cgp"), ["--request-path-loads=maybe"])
     check(p.returncode == 2 and "--request-path-loads must be report or error" in p.stderr, "a bad value refused")
+
+    # A zstd fatbin from a library's own read-only data (as the CUDA
+    # runtime's lazy loads come from torch's .nv_fatbin): not decompressed
+    # on the request path; the log says which file holds it, and capguard
+    # report names its kernels from there, only while the bytes there hash
+    # to the logged image.
+    p, recs = run(tmp, "packed", os.path.join(tmp, "z.cgp"), quiet=False, JIT_PROBE_IMAGE2="@embedded")
+    rq = requests(recs)
+    src = rq[0].get("image_source", {}) if rq else {}
+    check(len(rq) == 1 and rq[0]["image"]["kernels"] == [] and
+          src.get("object", "").endswith("/libcg_embedded_image.so") and src.get("offset", 0) > 0,
+          f"its compressed kernels left unread, its object named: {rq[0].get('image') if rq else None}, {src}")
+    check("(compressed: capguard report reads their names from " in p.stderr, f"stderr says where: {p.stderr[-900:]}")
+    log = os.path.join(tmp, "packed.jsonl")
+    r = subprocess.run([CLI, "report", log], capture_output=True, text=True, timeout=60)
+    check("kernels cg_test_fill, cg_test_axpy" in r.stdout, f"capguard report names them from the file: {r.stdout[-700:]}")
+    bent = os.path.join(tmp, "bent.jsonl")
+    with open(bent, "w") as f:
+        for line in open(log):
+            f.write(line.replace('"offset":%d' % src.get("offset", 0), '"offset":%d' % (src.get("offset", 0) + 16)))
+    r = subprocess.run([CLI, "report", bent], capture_output=True, text=True, timeout=60)
+    check("1 load on the request path" in r.stdout and "cg_test_fill" not in r.stdout,
+          f"bytes that do not hash to the image name nothing: {r.stdout[-500:]}")
 
     # A bad CAPGUARD_SERVING_AFTER: run refuses it before the start (the shim would warn).
     p, _ = run(tmp, "after", os.path.join(tmp, "a.cgp"), CAPGUARD_SERVING_AFTER="soon")

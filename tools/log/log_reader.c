@@ -10,6 +10,7 @@
 
 #include "capguard/log_keys.h"
 #include "frame_source.h"
+#include "image_source.h"
 #include "log_pool.h"
 #include "log_site.h"
 #include "log_skim.h"
@@ -481,6 +482,28 @@ static const char *framework_of(json_t *py) {
   return NULL;
 }
 
+/* The kernels a request-path load left compressed, read from the object
+ * its image lies in (image_source.h); the list stays empty when they
+ * cannot be read there. */
+static void name_from_source(cgl_log *log, cgl_request *q, json_t *img, json_t *src) {
+  const char *object = json_string_value(json_object_get(src, CG_KEY_OBJECT));
+  json_t *off = json_object_get(src, CG_KEY_OFFSET), *size = json_object_get(img, CG_KEY_SIZE);
+  if (!object || !json_is_integer(off) || !json_is_integer(size) || json_integer_value(off) < 0 ||
+      json_integer_value(size) <= 0 || !q->image_hash)
+    return;
+  cg_image_info *im = malloc(sizeof *im);
+  if (im && cgl_image_source_inspect(object, (uint64_t)json_integer_value(off), (uint64_t)json_integer_value(size),
+                                     q->image_hash, im) == 0 && im->n_kernels) {
+    const char *v[256];
+    size_t k = 0;
+    for (const char *n = cg_image_first_kernel(im); n && k < sizeof v / sizeof v[0]; n = cg_image_next_kernel(im, n))
+      v[k++] = cgl_intern(log->pool, n, strlen(n));
+    q->kernels = cgl_intern_list(log->pool, v, k);
+    q->kernels_from_source = true;
+  }
+  free(im);
+}
+
 static void read_request(cgl_log *log, size_t proc, json_t *o) {
   log->reqs = grow(log->reqs, &log->cap_reqs, log->n_reqs + 1, sizeof *log->reqs);
   cgl_request *q = &log->reqs[log->n_reqs++];
@@ -499,6 +522,8 @@ static void read_request(cgl_log *log, size_t proc, json_t *o) {
     q->image_kind = (cg_image_kind)word(&cg_image_kinds, img, CG_KEY_KIND);
     q->image_hash = str(log, img, CG_KEY_HASH);
   }
+  if (json_is_object(img) && q->kernels->n == 0)
+    name_from_source(log, q, img, json_object_get(o, CG_KEY_IMAGE_SOURCE));
   q->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
   q->framework = q->runtime_lazy ? "the CUDA runtime's lazy loading" : framework_of(arr(o, CG_KEY_PYTHON_STACK));
   stack_sites(log, proc, o, &q->site, &q->python_top);

@@ -155,6 +155,7 @@ typedef struct {
   bool provisional, served, runtime_lazy;
   const char *call;
   const cgl_strs *kernels; /* never NULL */
+  bool kernels_from_source; /* read from the object the image lies in (image_source.h), not logged */
   const char *image_hash;  /* NULL when no image was logged */
   cg_image_kind image_kind;
   const char *site, *python_top;

@@ -88,6 +88,11 @@ typedef struct {
    * yet sure, after the first graph launch that may start it: provisional). */
   uint64_t load_ns, after_serving_ns;
   bool provisional;
+  /* Where the image's bytes lie in a loaded object's file, when its
+   * compressed entries were not read for their kernel names on the request
+   * path (capguard report reads them there): the file, and the offset. */
+  const char *image_object;
+  uint64_t image_offset;
 } cg_event;
 
 /* How many of the slowest captures a summary names. */
