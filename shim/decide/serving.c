@@ -189,7 +189,7 @@ bool cg_serving_load(const cg_load *l, CUresult *result) {
    * can read them instead (a library's own data, as the runtime's are) */
   char object[512];
   if (known && s->image.unpack_room &&
-      cg_object_bytes(l->image, s->image.size, object, sizeof object, &e.image_offset))
+      cg_object_bytes(s->image.data, s->image.size, object, sizeof object, &e.image_offset))
     e.image_object = object;
   cg_report_and_free(&e, s, NULL, NULL);
   return true;

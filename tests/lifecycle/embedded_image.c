@@ -17,7 +17,16 @@ __asm__(".section .rodata\n"
 
 extern const unsigned char cg_embedded_start[], cg_embedded_end[];
 
+/* The runtime hands the driver a fatbin wrapper (in the library's
+ * writable data) that points to the fatbin (in its read-only data), not
+ * the fatbin itself (measured: torch's lazy loads on CUDA 13). */
+static const struct {
+  int magic, version;
+  const void *data;
+  void *filename_or_fatbins;
+} wrapper = {0x466243b1, 1, cg_embedded_start, 0};
+
 const void *cg_embedded_image(size_t *size) {
   *size = (size_t)(cg_embedded_end - cg_embedded_start);
-  return cg_embedded_start;
+  return &wrapper;
 }
