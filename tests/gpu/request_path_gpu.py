@@ -122,7 +122,7 @@ def main():
     print(f"request without capguard {alone} ms, watched (report mode) {watched} ms: +{added:.2f} ms for "
           f"{n_watched} request-path loads, {per_load:.3f} ms a load", flush=True)
     check(n_watched >= 2, f"report mode names the request-path loads too ({n_watched})")
-    check(per_load < 0.3, f"watching a request-path load adds under 0.3 ms to the request: {per_load:.3f} ms a load")
+    check(per_load < 0.5, f"watching a request-path load adds under 0.5 ms to the request: {per_load:.3f} ms a load")
     rows.append(("capguard watching (report mode) against none, medians of 3",
                  f"request {med(watched):.1f} ms against {med(alone):.1f} ms: {added:+.2f} ms for {n_watched} loads"))
     print("| run | result |\n|---|---|")
