@@ -1,8 +1,12 @@
 /* capguard's lock calls (locks.h): cancellation off while a thread holds any
- * capguard lock; the deadline of capguard's exit (exit_lock.c waits for it). */
+ * capguard lock; capguard's exit, which never blocks on a lock: it waits
+ * for one until a deadline. */
 #include "locks.h"
 
+#include <errno.h>
 #include <time.h>
+
+#include "warn.h"
 
 
 /* Locks this thread holds (locks.h's inline calls), and its cancel state
@@ -38,6 +42,19 @@ void cg_exit_begin(void) {
 bool cg_exiting(void) { return __atomic_load_n(&exiting, __ATOMIC_ACQUIRE); }
 
 const struct timespec *cg_exit_deadline(void) { return &exit_deadline; }
+
+bool cg_exit_lock(pthread_mutex_t *m, const char *what) {
+  cg_lock_hold();
+  int rc;
+  while ((rc = pthread_mutex_timedlock(m, &exit_deadline)) == EINTR) {
+  }
+  if (rc == 0)
+    return true;
+  cg_lock_let_go();
+  cg_warn("at exit: %s skipped: a lock it needs is still held (exit() called from a signal handler "
+          "that interrupted capguard, or a thread stopped inside it)", what);
+  return false;
+}
 
 void cg_locks_atfork_child(void) {
   /* fork() is the host's call, made outside capguard's locks: nothing to

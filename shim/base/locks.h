@@ -30,7 +30,7 @@ extern __thread int cg_locks_held __attribute__((tls_model("initial-exec")));
 void cg_locks_cancel_off(void);
 void cg_locks_cancel_restore(void);
 
-/* The cancellation part of cg_lock alone, for exit_lock.c and for a span
+/* The cancellation part of cg_lock alone, for cg_exit_lock and for a span
  * that takes several locks one after another (a capture's begin, guard.c):
  * one hold around them makes them one region, so the cancel state is
  * switched once (pthread_setcancelstate, twice a region) instead of once a
@@ -96,7 +96,7 @@ void cg_locks_atfork_child(void);
 void cg_exit_begin(void);
 bool cg_exiting(void);
 const struct timespec *cg_exit_deadline(void); /* CLOCK_REALTIME */
-/* exit_lock.c: m, taken before the exit's deadline, or false: then one line says that
+/* m, taken before the exit's deadline, or false: then one line says that
  * what is skipped. Released with cg_unlock. */
 bool cg_exit_lock(pthread_mutex_t *m, const char *what);
 

@@ -12,6 +12,9 @@
 - A hand-written `extern` of a function or variable another file defines is
   allowed only in a header on the defining file's floor: a copy elsewhere
   hides the arrow from the reader (the check still sees the use).
+- A call made from an inline function in a header is the header's room's
+  own (its .c file's), read from the header's text: compiled into its
+  callers, it is not where the relocations put it.
 - The file-level graph of uses has no loop, direct (a calls b, b calls a)
   or through others, on one floor either; nor has the graph of includes
   between rooms (a room: x.c with its x.h).
@@ -121,6 +124,19 @@ def parse_args(argv):
     return opts
 
 
+def inline_bodies(text):
+    """The bodies of a header's inline functions, comments and strings blanked."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\])*\"", " ", text, flags=re.S)
+    bodies = []
+    for m in re.finditer(r"\binline\b[^;{]*\)\s*(?:__attribute__\s*\(\([^;{]*\)\)\s*)?\{", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        bodies.append(text[m.end():i - 1])
+    return bodies
+
+
 EXTERN = re.compile(r"^\s*extern\b(?!\s*\"C\")([^;]*);")
 
 
@@ -199,6 +215,23 @@ def main():
                 other, sym = variables[sym], sym + " (variable)"
             if other and other != me:
                 edges.setdefault(me, {}).setdefault(other, set()).add(sym)
+    # Calls made from a header's inline functions are compiled into their
+    # callers' objects, where the relocations above credit them to the
+    # caller: read them from the header's text, as the header's room's own
+    # (its .c, or the header itself when it has none).
+    n_inline_calls = 0
+    for s in srcs:
+        if not s.endswith(".h"):
+            continue
+        me = room(s) + ".c" if room(s) + ".c" in srcs else s
+        with open(os.path.join(src, s)) as f:
+            text = f.read()
+        for body in inline_bodies(text):
+            for name in set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", body)):
+                other = defined.get(name)
+                if other and room(other) != room(s):
+                    edges.setdefault(me, {}).setdefault(other, set()).add(f"{name} (from an inline in {s})")
+                    n_inline_calls += 1
     n_edges = sum(len(v) for v in edges.values())
     n_variable_uses = sum(1 for v in edges.values() for syms in v.values() if any("(variable)" in x for x in syms))
     # A check that finds no calls checks nothing: a use known to be there
@@ -253,7 +286,8 @@ def main():
         print("\n".join(failures))
         return 1
     print(f"{len(set(floors.values()))} floors, {len(srcs)} sources, {n_edges} file-to-file use edges "
-          f"({n_variable_uses} of them with a variable used) and {n_includes} includes, none back up, "
+          f"({n_variable_uses} of them with a variable used, {n_inline_calls} calls from inlines in headers) "
+          f"and {n_includes} includes, none back up, "
           f"no use or include loops, no hand-written extern")
     for a in sorted(edges):
         print(f"  {a} -> {', '.join(sorted(edges[a]))}")
