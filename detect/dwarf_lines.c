@@ -5,6 +5,7 @@
  * (one short pread), not whole sections. Every read is checked against the
  * bytes read: a hostile file is "no answer". */
 #include "capguard/dwarf_lines.h"
+#include "capguard/char_class.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -372,7 +373,7 @@ static bool put_answer(const char *file, uint64_t line, char *buf, size_t cap) {
   if (!blen || blen + 1 + nd + 1 > cap)
     return false;
   for (size_t i = 0; i < blen; i++) /* a name is printed: no control bytes */
-    buf[i] = (unsigned char)base[i] < 0x20 || base[i] == 0x7f ? '?' : base[i];
+    buf[i] = cg_is_control((unsigned char)base[i]) ? '?' : base[i];
   buf[blen] = ':';
   for (size_t i = 0; i < nd; i++)
     buf[blen + 1 + i] = digits[nd - 1 - i];

@@ -6,6 +6,7 @@
  * stack frames) are untrusted: JSON gets them escaped and made valid UTF-8,
  * text gets control characters replaced so they cannot drive a terminal. */
 #include "capguard/event.h"
+#include "capguard/char_class.h"
 
 #include <string.h>
 
@@ -149,7 +150,7 @@ static void put_kv_hex(cg_out *o, const char *key, uint64_t v) {
 /* Text from the process for a terminal: control characters become '?'. */
 static void put_clean(cg_out *o, const char *s) {
   if (!s) return;
-  for (; *s; s++) cg_out_char(o, ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s);
+  for (; *s; s++) cg_out_char(o, cg_is_control((unsigned char)*s) ? '?' : *s);
 }
 
 /* {"v":1,"type":"...","pid":N */

@@ -4,6 +4,7 @@
  * anyone who can write the directory make capguard append to a file of their
  * choosing (an attack of docs/reliability.md: a victim file grew from 12 to 4,104 bytes). */
 #include "capguard/log_file.h"
+#include "capguard/path_dir.h"
 #include "capguard/log_name.h"
 
 #include <errno.h>
@@ -91,18 +92,6 @@ int cg_log_open(const char *path, char *why, size_t cap) {
   return -1;
 }
 
-/* The directory part of path ("." when it has none). */
-static void dir_of(const char *path, char *dir, size_t cap) {
-  snprintf(dir, cap, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (!slash)
-    snprintf(dir, cap, ".");
-  else if (slash == dir)
-    dir[1] = '\0';
-  else
-    *slash = '\0';
-}
-
 int cg_log_check(const char *path, char *why, size_t cap) {
   if (!*path) {
     snprintf(why, cap, "is empty");
@@ -146,7 +135,7 @@ int cg_log_check(const char *path, char *why, size_t cap) {
     return -1;
   }
   char dir[PATH_MAX];
-  dir_of(path, dir, sizeof dir);
+  cg_path_dir(path, dir, sizeof dir);
   /* a directory per process, or one whose variable only the command's
    * launcher sets: made by someone else, or never (a process that cannot
    * open its log then writes to capguard run's fallback file) */

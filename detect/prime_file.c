@@ -4,6 +4,7 @@
  * prime_format.c; docs/priming-format.md explains them. This code runs inside
  * the user's process via the shim: every failure is one warning and a -1. */
 #include "prime_io.h"
+#include "capguard/path_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -165,10 +166,8 @@ static int replace_file(const char *path, const cg_prime_record *recs, size_t n,
     return -1;
   }
   char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
-  int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  cg_path_dir(path, dir, sizeof dir);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     fsync(dfd);
     close(dfd);

@@ -3,6 +3,7 @@
  * Layout and rationale: docs/priming-format.md. No file I/O here, so the
  * fuzzer drives exactly the code that cg_prime_load runs. */
 #include "prime_format.h"
+#include "capguard/char_class.h"
 
 #include <endian.h>
 #include <stdarg.h>
@@ -47,7 +48,7 @@ void prime_warnf(cg_prime_warn_fn warn, void *ctx, const char *path, const char 
   va_end(ap);
   /* One line, whatever the path holds. */
   for (char *c = line; *c; c++)
-    if ((unsigned char)*c < 0x20) *c = '?';
+    if (cg_is_control((unsigned char)*c)) *c = '?';
   warn(ctx, line);
 }
 

@@ -4,6 +4,7 @@
 #include "prime_io.h"
 
 #include "capguard/write_whole.h"
+#include "capguard/path_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -115,23 +116,6 @@ static void warn_open(const char *path, int err, bool create, cg_prime_warn_fn w
     prime_warnf(warn, ctx, path, "cannot open it (%s); not used", strerror(err));
 }
 
-/* mkdir -p of path's directory, new levels mode 0700. */
-static int make_parent(const char *path) {
-  char dir[PATH_MAX];
-  int n = snprintf(dir, sizeof dir, "%s", path);
-  if (n < 0 || (size_t)n >= sizeof dir) return -1;
-  char *slash = strrchr(dir, '/');
-  if (!slash || slash == dir) return 0;
-  *slash = '\0';
-  for (char *p = dir + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  return mkdir(dir, 0700) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* O_NONBLOCK keeps a FIFO planted at the path from blocking the open before
  * fstat sees what it is; on the regular file it is refused otherwise, it
  * changes nothing. O_EXCL on create makes a racing creator or a planted link
@@ -141,7 +125,7 @@ int prime_open_checked(const char *path, bool create, struct stat *st, cg_prime_
   for (int tries = 0; tries < REOPEN_TRIES; tries++) {
     int fd = open(path, flags);
     if (fd < 0 && errno == ENOENT && create) {
-      if (make_parent(path) != 0) {
+      if (cg_make_parent(path) != 0) {
         prime_warnf(warn, ctx, path, "cannot create its directory (%s); nothing recorded",
                     strerror(errno));
         return -1;

@@ -1,4 +1,5 @@
 #include "warn.h"
+#include "capguard/char_class.h"
 
 #include "capguard/write_whole.h"
 
@@ -25,7 +26,7 @@ void cg_warn(const char *fmt, ...) {
   size_t len = (size_t)snprintf(line, sizeof line, "capguard: ");
   for (size_t i = 0; i < mlen; i++) {
     unsigned char c = (unsigned char)msg[i];
-    if (c < 0x20 || c == 0x7f) {
+    if (cg_is_control((unsigned char)c)) {
       line[len++] = '\\';
       line[len++] = 'x';
       line[len++] = "0123456789abcdef"[c >> 4];

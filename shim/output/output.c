@@ -1,4 +1,5 @@
 #include "output.h"
+#include "capguard/char_class.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "capguard/image.h"
+#include "capguard/path_dir.h"
 #include "capguard/kernel_name.h"
 #include "capguard/log_file.h"
 #include "capguard/log_name.h"
@@ -136,14 +138,7 @@ static bool creation_can_wait(const char *path) {
   if (lstat(path, &st) == 0 || errno != ENOENT)
     return false;
   char dir[sizeof log_path];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (!slash)
-    snprintf(dir, sizeof dir, ".");
-  else if (slash == dir)
-    dir[1] = '\0';
-  else
-    *slash = '\0';
+  cg_path_dir(path, dir, sizeof dir);
   return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -350,7 +345,7 @@ static void say_routine(const cg_event *e) {
     snprintf(kernels, sizeof kernels, " (%s%s)", first, e->image->n_kernels > 1 ? ", ..." : "");
   }
   for (char *k = kernels; *k; k++)
-    if ((unsigned char)*k < 0x20 || *k == 0x7f)
+    if (cg_is_control((unsigned char)*k))
       *k = '?';
   const char *what = cg_verdict_routine_line(e->verdict); /* the verdict table's routine column */
   if (!what)

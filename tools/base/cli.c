@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "capguard/char_class.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,7 +22,7 @@ static void put_clean(FILE *f, const char *fmt, va_list ap) {
   if (vasprintf(&s, fmt, ap) < 0)
     return;
   for (char *p = s; *p; p++)
-    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+    if (cg_is_control((unsigned char)*p))
       *p = '?';
   fputs(s, f);
   free(s);
@@ -30,7 +31,7 @@ static void put_clean(FILE *f, const char *fmt, va_list ap) {
 const char *cg_printable(const char *s, char *buf, size_t cap) {
   size_t n = 0;
   for (; s && *s && n + 1 < cap; s++)
-    buf[n++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+    buf[n++] = cg_is_control((unsigned char)*s) ? '?' : *s;
   if (cap)
     buf[n] = '\0';
   return buf;
@@ -48,13 +49,17 @@ int cg_usage_error(const char *cmd, const char *usage, const char *fmt, ...) {
   return CG_EXIT_USAGE;
 }
 
+void cg_error_v(const char *cmd, const char *tail, const char *fmt, va_list ap) {
+  fprintf(stderr, "%s: ", cmd);
+  put_clean(stderr, fmt, ap);
+  fputs(tail, stderr);
+}
+
 void cg_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "%s: ", cmd);
-  put_clean(stderr, fmt, ap);
+  cg_error_v(cmd, "\n", fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
 }
 
 bool cg_use_colour(FILE *f) {

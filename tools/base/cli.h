@@ -4,6 +4,7 @@
 #define CAPGUARD_CLI_H
 
 #include <glob.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -33,6 +34,8 @@ int cg_temp_log(const char *prefix, char *buf, size_t cap);
 
 /* One line "capguard CMD: message" on stderr. */
 void cg_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same from a va_list, ending with tail (a newline, or "; what to do\n"). */
+void cg_error_v(const char *cmd, const char *tail, const char *fmt, va_list ap);
 
 /* s with control characters replaced by '?', in buf (cut to fit): for echoing
  * names (paths, commands) that could otherwise drive the terminal. */

@@ -72,26 +72,13 @@ static const char usage_text[] =
     "Exit status: 0 ok; 1 damage found (list, show, merge still do what they\n"
     "can) or a file or record could not be used; 2 usage error.\n";
 
-/* One line on stderr: "capguard prime: <what is wrong>; <what to do>" + tail. */
-static int say(int rc, const char *tail, const char *fmt, va_list ap) {
-  /* what is echoed (a file name, an argument) cannot drive the terminal */
-  char *line = NULL;
-  if (vasprintf(&line, fmt, ap) < 0)
-    line = NULL;
-  for (char *c = line; c && *c; c++)
-    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-  fprintf(stderr, "capguard prime: %s%s", line ? line : "(out of memory)", tail);
-  free(line);
-  return rc;
-}
-
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int rc = say(CG_EXIT_USAGE, "; run 'capguard prime --help' for usage\n", fmt, ap);
+  cg_error_v("capguard prime", "; run 'capguard prime --help' for usage\n", fmt, ap);
   va_end(ap);
-  return rc;
+  return CG_EXIT_USAGE;
 }
 
 /* fmt already says what to do. */
@@ -99,9 +86,9 @@ static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int rc = say(CG_EXIT_FINDING, "\n", fmt, ap);
+  cg_error_v("capguard prime", "\n", fmt, ap);
   va_end(ap);
-  return rc;
+  return CG_EXIT_FINDING;
 }
 
 /* ctx, when not NULL, counts the lines: damage seen while loading. */

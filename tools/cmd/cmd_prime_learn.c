@@ -7,6 +7,7 @@
  * the shim is found, preloaded and summarised exactly as there, and then read
  * the run's log. */
 #include "cmd_prime_learn.h"
+#include "capguard/char_class.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "capguard/prime_file.h"
+#include "capguard/path_dir.h"
 #include "cli.h"
 #include "findings.h"
 #include "kernel_display.h"
@@ -76,7 +78,7 @@ static bool label_bad(const char *s) {
   if (!n || n >= CG_PRIME_LABEL_MAX)
     return true;
   for (; *s; s++)
-    if ((unsigned char)*s < 0x20 || *s == 0x7f)
+    if (cg_is_control((unsigned char)*s))
       return true;
   return false;
 }
@@ -346,23 +348,6 @@ static const char LEARN_USAGE[] =
 #define CHECK CHECK_NAME
 static const char CHECK_USAGE[] = "capguard prime check [--prime FILE] [--log FILE] -- CMD [ARGS...]";
 
-/* mkdir -p of path's directory, new levels 0700 as the shim makes them. */
-static void make_parent(const char *path) {
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (!slash || slash == dir)
-    return;
-  *slash = '\0';
-  for (char *p = dir + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(dir, 0700);
-      *p = '/';
-    }
-  mkdir(dir, 0700);
-}
-
 static int learn_target(const char *me, const char *prime, bool named) {
   char why[PATH_MAX * 2 + 256], shown[PATH_MAX];
   if (cg_prime_usable(prime, named, false, why, sizeof why) != 0) {
@@ -374,7 +359,7 @@ static int learn_target(const char *me, const char *prime, bool named) {
     return -1;
   }
   if (!named)
-    make_parent(prime);
+    (void)cg_make_parent(prime); /* a directory it cannot make: the shim says so */
   return 0;
 }
 

@@ -7,6 +7,7 @@
  * blob read is checked against its digest and size before it is used: a
  * registry, a cache agent or a volume in between can change bytes. */
 #include "cmd_prime_oci.h"
+#include "capguard/char_class.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -212,7 +213,7 @@ static json_t *text(const char *s) {
   if (j) return j;
   char safe[CG_PRIME_LABEL_MAX];
   size_t i = 0;
-  for (; s[i] && i < sizeof safe - 1; i++) safe[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+  for (; s[i] && i < sizeof safe - 1; i++) safe[i] = (unsigned char)s[i] < 0x80 && !cg_is_control((unsigned char)s[i]) ? s[i] : '?';
   safe[i] = 0;
   return json_string(safe);
 }

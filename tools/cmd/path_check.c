@@ -11,19 +11,7 @@
 
 #include "capguard/log_file.h"
 #include "capguard/log_name.h"
-
-/* dir's part of path ("." when none); dir may be path. */
-static void dir_of(const char *path, char *dir, size_t cap) {
-  if (dir != path)
-    snprintf(dir, cap, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (!slash)
-    snprintf(dir, cap, ".");
-  else if (slash == dir)
-    dir[1] = '\0';
-  else
-    *slash = '\0';
-}
+#include "capguard/path_dir.h"
 
 /* A file made in dir and removed at once: the only sure test that new files
  * can be made there (a read-only mount, /proc, a full inode table). */
@@ -90,10 +78,10 @@ int cg_log_usable(const char *name, char *why, size_t cap) {
     struct stat st;
     if (lstat(path, &st) == 0)
       return probe_file(path, why, cap);
-    dir_of(path, dir, sizeof dir);
+    cg_path_dir(path, dir, sizeof dir);
     return probe_dir(dir, why, cap);
   }
-  dir_of(name, dir, sizeof dir);
+  cg_path_dir(name, dir, sizeof dir);
   /* a directory per process, or one a launcher's variable names: not ours to try */
   if (cg_log_name_has_pid(dir) || cg_log_name_expand(dir, path, sizeof path) == -2)
     return 0;
@@ -123,7 +111,7 @@ int cg_prime_usable(const char *path, bool named, bool readonly, char *why, size
     return -1;
   }
   char dir[PATH_MAX];
-  dir_of(path, dir, sizeof dir);
+  cg_path_dir(path, dir, sizeof dir);
   if (stat(dir, &st) != 0 && named) {
     snprintf(why, cap, "cannot be created: its directory %s does not exist (capguard creates "
                        "none for --prime): create it (mkdir -p %s) or pass another --prime",
@@ -133,7 +121,7 @@ int cg_prime_usable(const char *path, bool named, bool readonly, char *why, size
   /* the default location: the shim makes the missing levels, so the nearest
    * directory that exists must take new ones */
   while (stat(dir, &st) != 0 && strcmp(dir, "/") && strcmp(dir, "."))
-    dir_of(dir, dir, sizeof dir);
+    cg_path_dir(dir, dir, sizeof dir);
   if (!S_ISDIR(st.st_mode)) {
     snprintf(why, cap, "cannot be created: %s is not a directory; pass another --prime", dir);
     return -1;

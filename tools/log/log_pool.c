@@ -1,4 +1,5 @@
 #include "log_pool.h"
+#include "capguard/char_class.h"
 
 #include "xalloc.h"
 
@@ -53,7 +54,7 @@ void cgl_pool_free(struct cgl_pool *p) {
   free(p);
 }
 
-static bool unsafe(unsigned char c) { return c < 0x20 || c == 0x7f; }
+static bool unsafe(unsigned char c) { return cg_is_control(c); }
 
 
 void cgl_make_printable(char *s, size_t n) {

@@ -1,4 +1,5 @@
 #include "rerun_command.h"
+#include "capguard/char_class.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -38,7 +39,7 @@ static size_t utf8_char(const unsigned char *p) {
 static bool unpastable(const char *s) {
   for (const unsigned char *p = (const unsigned char *)s; *p;) {
     size_t n = *p < 0x80 ? 1 : utf8_char(p);
-    if (!n || *p < 0x20 || *p == 0x7f)
+    if (!n || cg_is_control(*p))
       return true;
     p += n;
   }
@@ -61,7 +62,7 @@ static void ansi_c_word(const char *s, char *buf, size_t cap, size_t *used) {
                                      : NULL;
     if (named)
       snprintf(one, sizeof one, "%s", named);
-    else if (!n || *p < 0x20 || *p == 0x7f)
+    else if (!n || cg_is_control(*p))
       snprintf(one, sizeof one, "\\x%02x", *p);
     else
       memcpy(one, p, n);
