@@ -17,7 +17,8 @@
 # valgrind: callgrind counts the instructions capguard adds to each call
 # (bench/instr_budget.py, a test). strace: the races test counts the
 # membarrier system calls a capture's begin makes (tests/routes/test_races.py).
-# clang, libclang-rt-14-dev: the sanitized build (build-san).
+# clang, libclang-rt-14-dev: the sanitized build (build-san). clang-format:
+# the house test of the code's format (tests/house/check_format.py).
 # cuda.h, the CUDA driver API header, comes from the CUDA toolkit, which
 # Debian's main archive does not have: when no cuda.h is found where meson
 # looks (meson.build), this stops at once and says the one command that gets it.
@@ -25,7 +26,7 @@ set -euo pipefail
 build=(meson ninja-build pkg-config gcc g++ libdw-dev check uthash-dev libxxhash-dev zstd libzstd-dev
        libjansson-dev binutils python3)
 tests=(clang libclang-rt-14-dev python3-mesonpy python3-venv python3-pip liblzma-dev libbz2-dev zlib1g-dev
-       prometheus prometheus-node-exporter valgrind strace skopeo docker-registry)
+       prometheus prometheus-node-exporter valgrind strace skopeo docker-registry clang-format)
 demo=false print=false chromium=false
 for a in "$@"; do
   case $a in
