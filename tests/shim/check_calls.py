@@ -158,7 +158,14 @@ def main():
     failures = []
 
     def floor_of(rel):
-        return floors.get(os.path.dirname(rel))
+        """The floor of the folder rel is in, or of the nearest folder above
+        it that is a floor's (a floor's rooms are its subfolders)."""
+        d = os.path.dirname(rel)
+        while d and d not in floors:
+            d = os.path.dirname(d)
+            if not d:
+                return None  # only the tree's own folder is the top floor, not what is below it
+        return floors.get(d)
 
     for s in srcs:
         if floor_of(s) is None:
