@@ -1,7 +1,7 @@
 /* Readable frames (readable_frame.h). The shim links only libc, libdl and
  * libpthread: the demangler is the C++ runtime's own __cxa_demangle, used
  * only when the process has that runtime loaded already (never loaded for
- * it), and the line table is read by detect/dwarf_lines.c (libc alone).
+ * it), and the line table is read by detect/frames/dwarf_lines.c (libc alone).
  * Both cost far more than dladdr (a line lookup reads the object's
  * .debug_line), so each address's text is made once and kept: only frames
  * that are written are ever made readable. */

@@ -1,6 +1,6 @@
 """The log's field names have one owner: detect/include/capguard/log_keys.h.
 
-- The writer (detect/event_format.c) and the readers (tools/log/log_reader.c,
+- The writer (detect/log/event_format.c) and the readers (tools/log/log_reader.c,
   tools/log/log_site.c) spell no field name themselves: no `"name"` handed to a
   key-taking function, no `\\"name\\":` inside a literal.
 - The report's JSON (tools/render/report_json.c) gives a fact the log has under
@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-WRITER = "detect/event_format.c"
+WRITER = "detect/log/event_format.c"
 READERS = ["tools/log/log_reader.c", "tools/log/log_site.c"]
 REPORT = "tools/render/report_json.c"
 TRACE = "tools/render/report_trace.c"

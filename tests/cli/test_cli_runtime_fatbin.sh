@@ -67,7 +67,7 @@ expect_in "$WORK/b.err" "(kernels not named: a compressed fatbin)" "next: says t
 expect_in "$WORK/b-report.out" "warm the kernels of 1 image whose kernels capguard cannot name (a compressed fatbin) up before capture" "the unnamed image is in the warm-up advice"
 # torch's own: a fatbin of one zstd entry of libtorch_cuda.so (tests/data/README.md), its
 # C++-mangled names shown demangled and shortened wherever a person reads them
-# ("pytorch_flash::flash_bwd_convert_dq_kernel<...>", detect/kernel_name.c), the log's and
+# ("pytorch_flash::flash_bwd_convert_dq_kernel<...>", detect/image/kernel_name.c), the log's and
 # the JSON's the exact symbols. The host here is C: the shim has no demangler of its own
 # and names them on the event as they are; the runs below preload libstdc++, as any
 # torch process has it, and the shim borrows its __cxa_demangle.

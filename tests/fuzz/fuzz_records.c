@@ -1,5 +1,5 @@
-/* libFuzzer target for the log's records (detect/event_format.c) and words
- * (detect/log_schema.c): a start or process record of any command line
+/* libFuzzer target for the log's records (detect/log/event_format.c) and words
+ * (detect/log/log_schema.c): a start or process record of any command line
  * (the bytes of /proc/self/cmdline, cut anywhere, not UTF-8, any words) into
  * a buffer of any size keeps snprintf's contract: it returns the same length
  * whatever the room, writes inside the buffer, NUL-terminates, and at full

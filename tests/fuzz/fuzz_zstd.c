@@ -1,4 +1,4 @@
-/* Fuzz target of detect/zstd_decode.c.
+/* Fuzz target of detect/image/zstd_decode.c.
  *
  * (a) The input as a zstd stream, decoded into a buffer of exactly the cap a
  *     byte of the input picks: no crash, no read past the input (libFuzzer's

@@ -8,7 +8,7 @@ set -euo pipefail
 lib=$1
 # What the shim calls, by purpose (gethostname: %h in the log name; getauxval: AT_SECURE, secure
 # execution, shim/base/config.c; the sig* line: its own writes keep a
-# SIGXFSZ they raise from the host, detect/write_whole.c; pthread_create and
+# SIGXFSZ they raise from the host, detect/base/write_whole.c; pthread_create and
 # the two after it: the hang watch's thread, started only under CAPGUARD_HANG_S). The loader's and the toolchain's own
 # (_ITM_*, __gmon_start__, __cxa_finalize) are not calls of capguard's.
 allowed="

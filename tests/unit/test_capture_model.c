@@ -1,4 +1,4 @@
-/* Unit tests of the capture-state model (detect/capture_model.c).
+/* Unit tests of the capture-state model (detect/capture/capture_model.c).
  * The central test replays the measured ground-truth table
  * (docs/driver-semantics.md) against the model's rule. */
 #include <check.h>

@@ -1,4 +1,4 @@
-/* detect/driver_log_parse.c: the driver's log lines as measured on driver 580
+/* detect/capture/driver_log_parse.c: the driver's log lines as measured on driver 580
  * (driver-semantics.md, third matrix) are read, with any prefix; every other
  * line, a cut line or hostile bytes give false and write nothing. */
 #include <check.h>

@@ -1,4 +1,4 @@
-"""cg_dwarf_line_of (detect/dwarf_lines.c) against binutils' readelf, for
+"""cg_dwarf_line_of (detect/frames/dwarf_lines.c) against binutils' readelf, for
 every instruction of a small two-file program (a header's inline function
 among them: a line table with several files) built by gcc and clang with
 DWARF 2, 4 and 5, as a PIE, a non-PIE executable and a shared library, at -O0

@@ -1,4 +1,4 @@
-/* detect/elf_symbols.c: the function of an address from an object's symbol
+/* detect/image/elf_symbols.c: the function of an address from an object's symbol
  * table, for a frame the loader cannot name (a function the object does not
  * export). A static function of this very program is found by its address
  * as linked; hostile files (not ELF, cut short, section headers or symbol

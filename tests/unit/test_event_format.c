@@ -1,4 +1,4 @@
-/* Unit tests of detect/event_format.c: the JSON is parsed back with jansson
+/* Unit tests of detect/log/event_format.c: the JSON is parsed back with jansson
  * and checked field by field against docs/log-format.md; escaping, the
  * snprintf-like truncation contract and the text layout are checked too. */
 #include <check.h>

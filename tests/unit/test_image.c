@@ -1,4 +1,4 @@
-/* Unit tests of detect/image.c on real nvcc images (tests/data, see its
+/* Unit tests of detect/image/image.c on real nvcc images (tests/data, see its
  * README) and on malformed variants made here. Every buffer handed to
  * cg_image_inspect ends exactly at a PROT_NONE guard page, so a read past the
  * limit crashes the test instead of passing silently. */

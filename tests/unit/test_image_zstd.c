@@ -1,4 +1,4 @@
-/* Unit tests of detect/image.c naming the kernels of zstd-compressed fatbin
+/* Unit tests of detect/image/image.c naming the kernels of zstd-compressed fatbin
  * entries: nvcc's (tests/data/kernels_multi_zstd.fatbin) and torch's own
  * (two entries of libtorch_cuda.so, tests/data/README.md), whose kernel
  * names are read here with the zstd command and readelf, not capguard. */

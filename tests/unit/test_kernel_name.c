@@ -1,4 +1,4 @@
-/* Kernel names for a person (detect/kernel_name.c): real mangled names in,
+/* Kernel names for a person (detect/image/kernel_name.c): real mangled names in,
  * the display form out. The torch names are entry kernels of
  * tests/data/torch_flash_bwd_sm75_0.zstd.entry (its cubin decompressed with
  * the zstd command, the names read with readelf -s); the others were made by

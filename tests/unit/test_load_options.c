@@ -1,4 +1,4 @@
-/* Load options in canonical form (detect/load_options.c): the key a served
+/* Load options in canonical form (detect/prime/load_options.c): the key a served
  * load must match exactly, and the words that say what differs. */
 #include <check.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
-/* The metrics file's text (detect/metrics_format.c) and the rank's
- * variables (detect/rank.c): what promtool and node_exporter are handed,
+/* The metrics file's text (detect/log/metrics_format.c) and the rank's
+ * variables (detect/log/rank.c): what promtool and node_exporter are handed,
  * checked line by line here, and by the real tools in test_cli_metrics.sh. */
 #include <check.h>
 #include <stdio.h>

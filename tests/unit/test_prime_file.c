@@ -1,4 +1,4 @@
-/* The priming file (detect/prime_file.c, detect/prime_format.c) against what
+/* The priming file (detect/prime/prime_file.c, detect/prime/prime_format.c) against what
  * production does to it: concurrent appenders, torn writes, corruption of any
  * byte, newer versions, foreign owners, symlinks, a size cap. */
 #include <check.h>

@@ -1,5 +1,5 @@
 /* Load options in the priming file (format version 2): an entry is its bytes
- * and its options, canonical (detect/load_options.c); the same bytes with
+ * and its options, canonical (detect/prime/load_options.c); the same bytes with
  * other options are another entry. Version-1 files still load, and become
  * version 2 only once a record with options is written into them. */
 #include <check.h>

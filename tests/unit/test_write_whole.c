@@ -1,4 +1,4 @@
-/* capguard's own writes (detect/write_whole.c) under a file-size limit and
+/* capguard's own writes (detect/base/write_whole.c) under a file-size limit and
  * on a full device: no SIGXFSZ for the process (its default action would
  * kill this test), the process's own mask and pending signals as they were,
  * and an append cut short by the limit taken back, so the file ends on the

@@ -1,4 +1,4 @@
-/* Unit tests of detect/zstd_decode.c on frames the reference encoder (the
+/* Unit tests of detect/image/zstd_decode.c on frames the reference encoder (the
  * zstd command) makes here, from data made here, and on damaged frames.
  * Every compressed input ends at a PROT_NONE page, so a read past it crashes
  * the test instead of passing silently. */

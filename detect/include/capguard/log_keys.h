@@ -1,5 +1,5 @@
 /* The log's field names (docs/log-format.md), spelt once: the writer
- * (detect/event_format.c) and the readers (tools/log/log_reader.c, tools/log/log_site.c)
+ * (detect/log/event_format.c) and the readers (tools/log/log_reader.c, tools/log/log_site.c)
  * both name a field through these, as does the report's JSON
  * (tools/render/report_json.c) for a fact it passes on under the log's name;
  * tests/cli/check_log_keys.py checks that none of them spells one out and
