@@ -1,4 +1,4 @@
-/* What the analysis of a log holds (report_analysis.c fills it): its own
+/* What the analysis of a log holds (analysis.c fills it): its own
  * header, so that the findings table reads it while the analysis calls the
  * table, and neither's header includes the other's. */
 #ifndef CAPGUARD_ANALYSIS_TYPES_H

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capture_time.h"
+#include "capture_totals.h"
 #include "process_command.h"
 #include "signal_name.h"
 

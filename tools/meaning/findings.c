@@ -14,11 +14,11 @@
 #include "kernel_display.h"
 #include "name_cut.h"
 #include "ended_early.h"
-#include "report_offender.h"
+#include "offender.h"
 #include "process_command.h"
 #include "request_path.h"
 #include "rerun_command.h"
-#include "capture_time.h"
+#include "capture_totals.h"
 #include "xalloc.h"
 #include "plural.h"
 

@@ -9,7 +9,7 @@
 
 #include "kernel_display.h"
 #include "plural.h"
-#include "report_offender.h"
+#include "offender.h"
 #include "xalloc.h"
 
 #define MAX_DIFFS 8 /* sentences kept; the rest are counted */

@@ -1,7 +1,7 @@
 #include "report_capture_time.h"
 
 #include "capguard/log_keys.h"
-#include "capture_time.h"
+#include "capture_totals.h"
 #include "log_pool.h"
 #include "report_render.h"
 

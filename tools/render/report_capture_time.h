@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "report_analysis.h"
+#include "analysis.h"
 
 /* The process's capture time as an object, NULL when it did not say. */
 json_t *cgr_capture_time_process_json(const cgl_process *pr);

@@ -7,7 +7,7 @@
 #include "findings.h"
 #include "report_stale.h"
 #include "log_pool.h"
-#include "report_offender.h"
+#include "offender.h"
 
 #include "report_ranks.h"
 #include "report_capture_time.h"

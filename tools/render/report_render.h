@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "process_command.h"
-#include "report_analysis.h"
+#include "analysis.h"
 
 void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal);
 /* 0, or -1 when writing failed */

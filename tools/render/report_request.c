@@ -1,6 +1,6 @@
 #include "report_request.h"
 
-#include "capture_time.h"
+#include "capture_totals.h"
 #include "html_text.h"
 #include "kernel_display.h"
 #include "log_pool.h"

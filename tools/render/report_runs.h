@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "cli.h"
-#include "report_analysis.h"
+#include "analysis.h"
 
 /* "run 2: pid 5200 python3 bench.py (3 processes): 4 captures, 1 broken, 1
  * ended without an exit record, 2 loads served from the priming file", the

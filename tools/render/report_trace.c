@@ -15,7 +15,7 @@
 #include "report_stale.h"
 #include "report_request.h"
 #include "log_pool.h"
-#include "report_offender.h"
+#include "offender.h"
 #include "report_capture_time.h"
 #include "report_render.h"
 #include "capguard/log_keys.h"

@@ -6,7 +6,7 @@
 
 #include "capguard/capture_model.h"
 #include "capguard/event.h"
-#include "report_offender.h"
+#include "offender.h"
 #include "plural.h"
 
 static const char PREFIX[] = "capguard: ";

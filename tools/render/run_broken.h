@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "report_analysis.h"
+#include "analysis.h"
 
 #define CG_RUN_BROKEN_SHOWN 3 /* lines before "and N more" */
 

@@ -9,11 +9,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "capture_time.h"
+#include "capture_totals.h"
 #include "cli.h"
 #include "ended_early.h"
 #include "findings.h"
-#include "report_analysis.h"
+#include "analysis.h"
 #include "report_ranks.h"
 #include "report_render.h"
 #include "rerun_command.h"

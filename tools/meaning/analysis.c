@@ -1,10 +1,10 @@
-#include "report_analysis.h"
+#include "analysis.h"
 
 #include "ended_early.h"
 #include "findings.h"
 #include "kernel_display.h"
 #include "name_cut.h"
-#include "report_offender.h"
+#include "offender.h"
 #include "xalloc.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "report_offender.h"
+#include "offender.h"
 
 #include <limits.h>
 #include <stdbool.h>

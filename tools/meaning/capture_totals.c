@@ -1,4 +1,4 @@
-#include "capture_time.h"
+#include "capture_totals.h"
 
 #include <stdio.h>
 
