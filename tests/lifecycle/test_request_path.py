@@ -94,6 +94,21 @@ with tempfile.TemporaryDirectory() as tmp:
     totals = json.loads(rj.stdout).get("totals", {}) if rj.stdout.startswith("{") else {}
     check(totals.get("request_path_loads") == 1, f"report --json counts it: {totals.get('request_path_loads')}")
 
+    # Counted per process and rank: the JSON's process has its count and
+    # rank, the page's row its rank.
+    p, recs = run(tmp, "ranked", os.path.join(tmp, "r.cgp"), RANK="3", WORLD_SIZE="4")
+    rlog = os.path.join(tmp, "ranked.jsonl")
+    rj = subprocess.run([CLI, "report", "--json", rlog], capture_output=True, text=True, timeout=60)
+    procs = json.loads(rj.stdout).get("processes", []) if rj.stdout.startswith("{") else []
+    mine = [q for q in procs if q.get("request_path_loads")]
+    check(len(mine) == 1 and mine[0].get("rank") == 3 and mine[0]["request_path_loads"] == 1,
+          f"report --json counts it on its process, with its rank: {[(q.get('rank'), q.get('request_path_loads')) for q in procs]}")
+    rhtml = os.path.join(tmp, "ranked.html")
+    subprocess.run([CLI, "report", "--html", rhtml, rlog], capture_output=True, text=True, timeout=60)
+    page = open(rhtml).read() if os.path.exists(rhtml) else ""
+    check("<th>rank</th>" in page and "</td><td>3</td><td>" in page.split("Loads on the request path", 1)[-1],
+          "the page's row names its rank")
+
     # The next run in guard mode serves it from the priming file.
     p, recs = run(tmp, "two", prime)
     rq = requests(recs)

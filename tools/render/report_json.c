@@ -124,9 +124,19 @@ static json_t *findings_json(const cgf_list *advice) {
   return findings;
 }
 
+/* Each process's loads on the request path (those that count), in one pass. */
+static size_t *requests_by_process(const cgl_log *log) {
+  size_t *n = calloc(log->n_procs ? log->n_procs : 1, sizeof *n);
+  for (size_t i = 0; n && i < log->n_reqs; i++)
+    if (cgr_request_counts(log, i))
+      n[log->reqs[i].proc]++;
+  return n;
+}
+
 static json_t *processes_json(const cgr_analysis *a) {
   const cgl_log *log = a->log;
   json_t *procs = json_array(), **per = broken_by_process(a);
+  size_t *requests = requests_by_process(log);
   size_t *order = cgr_process_order(log); /* by run, then pid */
   for (size_t i = 0; i < log->n_procs; i++) {
     size_t p = order[i];
@@ -158,6 +168,9 @@ static json_t *processes_json(const cgr_analysis *a) {
     json_t *ct = cgr_capture_time_process_json(pr);
     if (ct)
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "capture_time", ct);
+    if (requests && requests[p]) /* counted per process, and so per rank */
+      json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "request_path_loads",
+                          json_integer((json_int_t)requests[p]));
     if (pr->rank_known) {
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_RANK, json_integer(pr->rank));
       if (pr->world_size > 0)
@@ -167,6 +180,7 @@ static json_t *processes_json(const cgr_analysis *a) {
   }
   free(per);
   free(order);
+  free(requests);
   return procs;
 }
 

@@ -24,7 +24,7 @@ void cgr_print_request_html(FILE *o, const cgl_log *log) {
     if (!cgr_request_counts(log, i))
       continue;
     if (!any)
-      fputs("<h2>Loads on the request path</h2>\n<table><tr><th>pid</th><th>after serving began</th>"
+      fputs("<h2>Loads on the request path</h2>\n<table><tr><th>pid</th><th>rank</th><th>after serving began</th>"
             "<th>load call</th><th>call</th><th>kernels</th><th>where</th></tr>\n", o);
     any = true;
     const cgl_request *q = &log->reqs[i];
@@ -32,8 +32,13 @@ void cgr_print_request_html(FILE *o, const cgl_log *log) {
     cgr_duration(q->after_ns, after, sizeof after);
     cgr_duration(q->load_ns, took, sizeof took);
     kernels_text(q, kernels, sizeof kernels);
-    fprintf(o, "<tr><td>%lld</td><td>%s</td><td>%s%s</td><td>", log->procs[q->proc].pid, after, took,
-            q->served ? " (served)" : "");
+    const cgl_process *pr = &log->procs[q->proc];
+    fprintf(o, "<tr><td>%lld</td><td>", pr->pid);
+    if (pr->rank_known)
+      fprintf(o, "%lld", pr->rank);
+    else
+      fputs("-", o);
+    fprintf(o, "</td><td>%s</td><td>%s%s</td><td>", after, took, q->served ? " (served)" : "");
     cgr_html_text(o, q->call);
     fputs("</td><td>", o);
     cgr_html_text(o, kernels);
