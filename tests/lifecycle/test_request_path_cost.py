@@ -44,6 +44,9 @@ def check(cond, what):
         failures.append(what)
 
 
+if os.environ.get("CG_SANITIZED") == "1":
+    print("SKIP: counted on a build without sanitizers (valgrind cannot run ASan's shim; the plain suite counts it)")
+    sys.exit(77)
 if not shutil.which("valgrind"):
     print("SKIP: valgrind is not installed (tools/install-deps.sh installs it): nothing counted")
     sys.exit(77)
