@@ -2,7 +2,7 @@
 
 #include <pthread.h>
 
-static __thread const sigset_t *host_mask;
+static __thread const sigset_t *host_mask __attribute__((tls_model("initial-exec")));
 
 const sigset_t *cg_signals_host_mask(void) { return host_mask; }
 

@@ -112,6 +112,25 @@ static void register_log_callback(void *h, int version) {
             "not be named");
 }
 
+/* The x86-64 fast paths' targets (route/fast_path.h): the driver's
+ * function where it has one, after cg_ep_real, so that a wrapper that jumps
+ * to the driver finds everything ready, as one that loads its pointer does.
+ * The section's bounds are weak: no fast path writes one elsewhere. */
+typedef struct {
+  unsigned long ep_offset;
+  void **target;
+} fast_target;
+extern const fast_target __start_cg_fast_targets[] __attribute__((weak, visibility("hidden")));
+extern const fast_target __stop_cg_fast_targets[] __attribute__((weak, visibility("hidden")));
+
+static void publish_fast_targets(void) {
+  for (const fast_target *t = __start_cg_fast_targets; t && t < __stop_cg_fast_targets; t++) {
+    void *real = cg_ep_real[t->ep_offset / sizeof(void *)];
+    if (real)
+      __atomic_store_n(t->target, real, __ATOMIC_RELEASE);
+  }
+}
+
 static void resolve(void) {
   if (cg_real_dlsym_resolve()) {
     cg_warn("glibc's dlsym not found; passing every call through untouched");
@@ -176,6 +195,7 @@ static void resolve(void) {
    * everything above done (wrapper.h). */
   for (int i = 0; i < CG_EP_COUNT; i++)
     __atomic_store_n(&cg_ep_real[i], real[i], __ATOMIC_RELEASE);
+  publish_fast_targets();
   cg_output_process(v);
   register_log_callback(h, v);
 }

@@ -62,19 +62,20 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
   static __attribute__((used)) void cname##_fast_holder(void) {                              \
     __asm__ volatile(".globl " sname "\n\t.type " sname ", @function\n" sname ":\n\t"           \
                      ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64: an indirect call's target */ \
-                     "movq cg_ep_real+%c0(%%rip), %%rax\n\t"                                  \
-                     "testq %%rax, %%rax\n\t"                                                 \
-                     "jz 1f\n\t"                                                              \
-                     "movq cg_activity(%%rip), %%r10\n\t"                                     \
-                     "testq %%r10, %%r10\n\t"                                                 \
-                     "jnz 1f\n\t"                                                             \
-                     "movl cg_stale_suspects(%%rip), %%r10d\n\t"                              \
-                     "testl %%r10d, %%r10d\n\t"                                               \
-                     "jnz 1f\n\t"                                                             \
+                     "cmpq $0, cg_activity(%%rip)\n\t"                                        \
+                     "jne 1f\n\t"                                                              \
+                     "cmpl $0, cg_stale_suspects(%%rip)\n\t"                                  \
+                     "jne 1f\n\t"                                                              \
                      "cmpl $0, cg_launch_watch(%%rip)\n\t" /* the fleet's first replay */      \
-                     "jnz 1f\n\t"                                                             \
-                     "jmp *%%rax\n"                                                            \
+                     "jne 1f\n\t"                                                              \
+                     "jmp *" sname "_cg_target(%%rip)\n" /* fast_path.h */                    \
                      "1:\tjmp " sname "_cg_other\n\t"                                          \
+                     ".pushsection .data.rel.local.cg_fast,\"aw\"\n\t.balign 8\n"              \
+                     sname "_cg_target:\n\t.quad " sname "_cg_other\n\t"                       \
+                     ".popsection\n\t"                                                         \
+                     ".pushsection cg_fast_targets,\"aw\"\n\t.balign 8\n\t"                    \
+                     ".quad %c0, " sname "_cg_target\n\t"                                      \
+                     ".popsection\n\t"                                                         \
                      ".size " sname ", .-" sname "\n" ::"i"((ep_) * sizeof(void *)));          \
   }
 #else
