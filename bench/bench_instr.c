@@ -233,7 +233,7 @@ int main(int argc, char **argv) {
       if (!(image = cg_read_file(argv[4], (size_t)1 << 30, &image_size)))
         return 2;
     }
-    /* The copies held (load with HOLD): taken in one capture, as an engine
+    /* The copies held (a load with SIZE): taken in one capture, as an engine
      * that loads many modules of one image while capturing, and kept. */
     if (loads && size > 0) {
       if ((r = p_cuStreamBeginCapture_v2(st, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS)
