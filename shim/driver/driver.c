@@ -119,16 +119,45 @@ static void register_log_callback(void *h, int version) {
 typedef struct {
   unsigned long ep_offset;
   void **target;
+  void *other; /* the C body */
 } fast_target;
 extern const fast_target __start_cg_fast_targets[] __attribute__((weak, visibility("hidden")));
 extern const fast_target __stop_cg_fast_targets[] __attribute__((weak, visibility("hidden")));
 
+static bool is_graph_launch(const fast_target *t) {
+  size_t ep = t->ep_offset / sizeof(void *);
+  return ep == CG_EP_cuGraphLaunch || ep == CG_EP_cuGraphLaunch_ptsz;
+}
+
+/* The graph launches' targets: their C body while the fleet watches
+ * launches (cg_driver_launch_watch), else the driver's function once
+ * found. Every writer looks at the watch again after its stores and
+ * stores again if it changed meanwhile, so the last stores agree with it. */
+static bool launches_watched;
+static void retarget_launches(void) {
+  bool w;
+  do {
+    w = __atomic_load_n(&launches_watched, __ATOMIC_ACQUIRE);
+    for (const fast_target *t = __start_cg_fast_targets; t && t < __stop_cg_fast_targets; t++) {
+      void *real = __atomic_load_n(&cg_ep_real[t->ep_offset / sizeof(void *)], __ATOMIC_ACQUIRE);
+      if (is_graph_launch(t))
+        __atomic_store_n(t->target, w || !real ? t->other : real, __ATOMIC_RELEASE);
+    }
+  } while (__atomic_load_n(&launches_watched, __ATOMIC_ACQUIRE) != w);
+}
+
+void cg_driver_launch_watch(bool on) {
+  __atomic_store_n(&launches_watched, on, __ATOMIC_RELEASE);
+  retarget_launches();
+}
+
 static void publish_fast_targets(void) {
   for (const fast_target *t = __start_cg_fast_targets; t && t < __stop_cg_fast_targets; t++) {
     void *real = cg_ep_real[t->ep_offset / sizeof(void *)];
-    if (real)
+    if (real && !is_graph_launch(t))
       __atomic_store_n(t->target, real, __ATOMIC_RELEASE);
   }
+  retarget_launches();
 }
 
 static void resolve(void) {

@@ -11,7 +11,7 @@
  * through the wrapper's own target, sname "_cg_target", which holds the C
  * body until the driver is found and the driver's function from then on
  * (driver.c, after cg_ep_real, through the section cg_fast_targets: a row
- * of the entry point's offset and the target's address each; a driver without the
+ * of the entry point's offset, the target's address and the C body's each; a driver without the
  * function leaves the C body there, which says so). Elsewhere, the same in
  * C.
  *
@@ -55,7 +55,7 @@ extern void *cg_query_target;
                      sname "_cg_target:\n\t.quad " sname "_cg_other\n\t"                               \
                      ".popsection\n\t"                                                                 \
                      ".pushsection cg_fast_targets,\"aw\"\n\t.balign 8\n\t"                            \
-                     ".quad %c0, " sname "_cg_target\n\t"                                              \
+                     ".quad %c0, " sname "_cg_target, " sname "_cg_other\n\t"                           \
                      ".popsection\n\t"                                                                 \
                      ".elseif %c1 == 2\n\t" /* CG_QUERY_FAST_PATH, at file level */                     \
                      ".else\n\t"                                                                       \
