@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -117,10 +118,11 @@ static void register_log_callback(void *h, int version) {
  * to the driver finds everything ready, as one that loads its pointer does.
  * The section's bounds are weak: no fast path writes one elsewhere. */
 typedef struct {
-  unsigned long ep_offset;
-  void **target;
-  void *other; /* the C body */
+  uint32_t ep_offset;
+  int32_t target, other; /* from the field itself: no relocation at load (the C body's address) */
 } fast_target;
+static void **target_of(const fast_target *t) { return (void **)((const char *)&t->target + t->target); }
+static void *other_of(const fast_target *t) { return (void *)((const char *)&t->other + t->other); }
 extern const fast_target __start_cg_fast_targets[] __attribute__((weak, visibility("hidden")));
 extern const fast_target __stop_cg_fast_targets[] __attribute__((weak, visibility("hidden")));
 
@@ -141,7 +143,7 @@ static void retarget_launches(void) {
     for (const fast_target *t = __start_cg_fast_targets; t && t < __stop_cg_fast_targets; t++) {
       void *real = __atomic_load_n(&cg_ep_real[t->ep_offset / sizeof(void *)], __ATOMIC_ACQUIRE);
       if (is_graph_launch(t))
-        __atomic_store_n(t->target, w || !real ? t->other : real, __ATOMIC_RELEASE);
+        __atomic_store_n(target_of(t), w || !real ? other_of(t) : real, __ATOMIC_RELEASE);
     }
   } while (__atomic_load_n(&launches_watched, __ATOMIC_ACQUIRE) != w);
 }
@@ -155,7 +157,7 @@ static void publish_fast_targets(void) {
   for (const fast_target *t = __start_cg_fast_targets; t && t < __stop_cg_fast_targets; t++) {
     void *real = cg_ep_real[t->ep_offset / sizeof(void *)];
     if (real && !is_graph_launch(t))
-      __atomic_store_n(t->target, real, __ATOMIC_RELEASE);
+      __atomic_store_n(target_of(t), real, __ATOMIC_RELEASE);
   }
   retarget_launches();
 }

@@ -11,7 +11,8 @@
  * through the wrapper's own target, sname "_cg_target", which holds the C
  * body until the driver is found and the driver's function from then on
  * (driver.c, after cg_ep_real, through the section cg_fast_targets: a row
- * of the entry point's offset, the target's address and the C body's each; a driver without the
+ * of the entry point's offset, the target's and the C body's place relative
+ * to the row, which the loader need not relocate; a driver without the
  * function leaves the C body there, which says so). Elsewhere, the same in
  * C.
  *
@@ -54,8 +55,8 @@ extern void *cg_query_target;
                      ".pushsection .data.rel.local.cg_fast,\"aw\"\n\t.balign 8\n"                      \
                      sname "_cg_target:\n\t.quad " sname "_cg_other\n\t"                               \
                      ".popsection\n\t"                                                                 \
-                     ".pushsection cg_fast_targets,\"aw\"\n\t.balign 8\n\t"                            \
-                     ".quad %c0, " sname "_cg_target, " sname "_cg_other\n\t"                           \
+                     ".pushsection cg_fast_targets,\"a\"\n\t.balign 4\n\t"                            \
+                     ".long %c0, " sname "_cg_target - ., " sname "_cg_other - .\n\t"                           \
                      ".popsection\n\t"                                                                 \
                      ".elseif %c1 == 2\n\t" /* CG_QUERY_FAST_PATH, at file level */                     \
                      ".else\n\t"                                                                       \

@@ -74,8 +74,8 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
                      ".pushsection .data.rel.local.cg_fast,\"aw\"\n\t.balign 8\n"              \
                      sname "_cg_target:\n\t.quad " sname "_cg_other\n\t"                       \
                      ".popsection\n\t"                                                         \
-                     ".pushsection cg_fast_targets,\"aw\"\n\t.balign 8\n\t"                    \
-                     ".quad %c0, " sname "_cg_target, " sname "_cg_other\n\t"                   \
+                     ".pushsection cg_fast_targets,\"a\"\n\t.balign 4\n\t"                    \
+                     ".long %c0, " sname "_cg_target - ., " sname "_cg_other - .\n\t"                   \
                      ".popsection\n\t"                                                         \
                      ".size " sname ", .-" sname "\n" ::"i"((ep_) * sizeof(void *)));          \
   }
