@@ -5,15 +5,21 @@
  * iterations, with and without capguard preloaded: (Ir(2N) - Ir(N)) / N is
  * the cost of one iteration, the difference between the two runs what
  * capguard adds to it. Nothing here is timed.
- * Usage: bench_instr SCENARIO N [IMAGE]
- *   record, query, squery, launch, launchex, copy   one hot call (cuEventRecord,
- *        cuEventQuery, cuStreamQuery, cuLaunchKernel, cuLaunchKernelEx,
- *        cuMemcpyHtoDAsync_v2) with nothing capturing
+ * Usage: bench_instr SCENARIO N [SIZE [IMAGE]]
+ * SIZE: for a load, the copies of IMAGE loaded and kept first (a served
+ * load then finds that many taken before it); for a capture or a hot call,
+ * the other threads alive that queried an event and wait (their slots)
+ *   record, query, squery, launch, launchex, copy, glaunch, ssync, esync,
+ *   csync, free   one hot call (cuEventRecord, cuEventQuery, cuStreamQuery,
+ *        cuLaunchKernel, cuLaunchKernelEx, cuMemcpyHtoDAsync_v2,
+ *        cuGraphLaunch, cuStreamSynchronize, cuEventSynchronize,
+ *        cuCtxSynchronize, cuMemFree_v2) with nothing capturing
  *   capture       a capture's begin and end (cuStreamBeginCapture_v2 +
  *                 cuStreamEndCapture), the graph destroyed outside the count
- *   capture_queried  the same, with another thread alive that queried an
- *                 event 5 times before the captures and then waits (the
- *                 queries' fence: its slot is parked by the warm-up's begins)
+ *   capture_queried  the same, with SIZE other threads (1 by default) alive
+ *                 that queried an event 5 times before the captures and then
+ *                 wait (the queries' fence: their slots are parked by the
+ *                 warm-up's begins)
  *   load          cuModuleLoadData of IMAGE mid-capture, the load alone counted
  *   load_wide     the same, called through a library of 100,000 exported
  *                 symbols and a libcudart stand-in (as torch's loads are)
@@ -26,6 +32,7 @@
 #include "capture_calls.h"
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +52,9 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned
                               CUstream, void **, void **);
 typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
 typedef CUresult (*copy_fn)(CUdeviceptr, const void *, size_t, CUstream);
+typedef CUresult (*graph_launch_fn)(CUgraphExec, CUstream);
+typedef CUresult (*free_fn)(CUdeviceptr);
+typedef CUresult (*ctx_sync_fn)(void);
 
 static CUstream st;
 static CUevent ev;
@@ -71,8 +81,21 @@ static __attribute__((noinline)) int load_from_wide(void *module, int unused) {
 }
 
 /* Everything counted happens inside this function (callgrind's
- * --toggle-collect names it). */
-__attribute__((noinline, used)) CUresult instr_measured(const char *what, long n) {
+ * --toggle-collect names it). Never cloned, on any build type: gcc -O3
+ * (--buildtype=release) made instr_measured.constprop.0 of it for the
+ * calls whose scenario is a constant, and callgrind, toggled by the name,
+ * then counted nothing; noipa keeps gcc from cloning or specializing it
+ * (clang does neither to a function it exports). instr_budget.py also
+ * refuses a count of 0. */
+#if defined(__has_attribute)
+#if __has_attribute(noipa)
+#define CG_BENCH_MEASURED __attribute__((noipa, used))
+#endif
+#endif
+#ifndef CG_BENCH_MEASURED
+#define CG_BENCH_MEASURED __attribute__((noinline, used))
+#endif
+CG_BENCH_MEASURED CUresult instr_measured(const char *what, long n) {
   CUresult acc = CUDA_SUCCESS;
   if (!strcmp(what, "record"))
     for (long i = 0; i < n; i++)
@@ -92,6 +115,21 @@ __attribute__((noinline, used)) CUresult instr_measured(const char *what, long n
   else if (!strcmp(what, "copy"))
     for (long i = 0; i < n; i++)
       acc |= ((copy_fn)fn)(dst, src, sizeof src, st);
+  else if (!strcmp(what, "glaunch"))
+    for (long i = 0; i < n; i++)
+      acc |= ((graph_launch_fn)fn)((CUgraphExec)(uintptr_t)0x7000, st);
+  else if (!strcmp(what, "ssync"))
+    for (long i = 0; i < n; i++)
+      acc |= ((query_stream_fn)fn)(st);
+  else if (!strcmp(what, "esync"))
+    for (long i = 0; i < n; i++)
+      acc |= ((query_event_fn)fn)(ev);
+  else if (!strcmp(what, "csync"))
+    for (long i = 0; i < n; i++)
+      acc |= ((ctx_sync_fn)fn)();
+  else if (!strcmp(what, "free"))
+    for (long i = 0; i < n; i++)
+      acc |= ((free_fn)fn)(dst);
   else if (!strcmp(what, "begin"))
     acc = p_cuStreamBeginCapture_v2(st, CU_STREAM_CAPTURE_MODE_GLOBAL);
   else if (!strcmp(what, "end")) {
@@ -128,7 +166,8 @@ static void one_capture(const char *load, int count_capture) {
     p_cuModuleUnload(loaded);
 }
 
-/* The thread of capture_queried: 5 queries, then blocked until the end. */
+/* The threads of capture_queried (and of a hot call with THREADS): 5
+ * queries each, then blocked until the end. */
 static pthread_mutex_t hold = PTHREAD_MUTEX_INITIALIZER;
 static int queried;
 static void *querier(void *arg) {
@@ -136,19 +175,37 @@ static void *querier(void *arg) {
   CUresult (*query)(CUevent) = tk_driver_get("cuEventQuery");
   for (int i = 0; i < 5; i++)
     sink = query(ev);
-  __atomic_store_n(&queried, 1, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&queried, 1, __ATOMIC_RELEASE);
   pthread_mutex_lock(&hold);
   pthread_mutex_unlock(&hold);
   return NULL;
 }
 
+static pthread_t queriers[256];
+static long n_queriers;
+static void queriers_start(long n) {
+  n_queriers = n < 256 ? n : 256;
+  pthread_mutex_lock(&hold);
+  for (long i = 0; i < n_queriers; i++)
+    if (pthread_create(&queriers[i], NULL, querier, NULL) != 0)
+      fail("pthread_create", 0);
+  while (__atomic_load_n(&queried, __ATOMIC_ACQUIRE) < n_queriers)
+    sched_yield();
+}
+static void queriers_stop(void) {
+  pthread_mutex_unlock(&hold);
+  for (long i = 0; i < n_queriers; i++)
+    pthread_join(queriers[i], NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: bench_instr SCENARIO N [IMAGE]\n");
+    fprintf(stderr, "usage: bench_instr SCENARIO N [SIZE [IMAGE]]\n");
     return 2;
   }
   const char *what = argv[1];
   long n = atol(argv[2]);
+  long size = argc > 3 ? atol(argv[3]) : 0;
   if (tk_driver_open_dlsym("bench_instr") != 0) {
     fprintf(stderr, "bench_instr: no CUDA driver (libcuda.so.1): %s\n", dlerror());
     return 2;
@@ -161,25 +218,34 @@ int main(int argc, char **argv) {
       !strcmp(what, "load_wide")) {
     int loads = strncmp(what, "capture", 7) != 0;
     capture_calls_resolve();
-    pthread_t t;
     if (!strcmp(what, "capture_queried")) {
       CUresult (*event_create)(CUevent *, unsigned) = tk_driver_get("cuEventCreate");
       if ((r = event_create(&ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
         fail("cuEventCreate", r);
-      pthread_mutex_lock(&hold);
-      if (pthread_create(&t, NULL, querier, NULL) != 0)
-        fail("pthread_create", 0);
-      while (!__atomic_load_n(&queried, __ATOMIC_ACQUIRE))
-        sched_yield();
+      queriers_start(size > 0 ? size : 1);
     }
     if (loads) {
-      if (argc < 4) {
+      if (argc < 5) {
         fprintf(stderr, "bench_instr: %s needs an IMAGE\n", what);
         return 2;
       }
-      size_t size;
-      if (!(image = cg_read_file(argv[3], (size_t)1 << 30, &size)))
+      size_t image_size;
+      if (!(image = cg_read_file(argv[4], (size_t)1 << 30, &image_size)))
         return 2;
+    }
+    /* The copies held (a load with SIZE): taken in one capture, as an engine
+     * that loads many modules of one image while capturing, and kept. */
+    if (loads && size > 0) {
+      if ((r = p_cuStreamBeginCapture_v2(st, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS)
+        fail("cuStreamBeginCapture_v2", r);
+      for (long i = 0; i < size; i++) {
+        CUmodule kept; /* the driver alone may refuse it mid-capture: kept or not, as a served one */
+        sink = p_cuModuleLoadData(&kept, image);
+      }
+      CUgraph g = NULL;
+      p_cuStreamEndCapture(st, &g);
+      if (g)
+        p_cuGraphDestroy(g);
     }
     /* Warm-up outside the count: the first begin preloads, the first load
      * of an address is where any per-address work would be done once. */
@@ -187,17 +253,17 @@ int main(int argc, char **argv) {
       one_capture(loads ? what : NULL, 0);
     for (long i = 0; i < n; i++)
       one_capture(loads ? what : NULL, !loads);
-    if (!strcmp(what, "capture_queried")) {
-      pthread_mutex_unlock(&hold);
-      pthread_join(t, NULL);
-    }
+    if (n_queriers)
+      queriers_stop();
     return 0;
   }
 
   static const struct {
     const char *what, *name;
   } hot[] = {{"record", "cuEventRecord"},   {"query", "cuEventQuery"},        {"squery", "cuStreamQuery"},
-             {"launch", "cuLaunchKernel"}, {"launchex", "cuLaunchKernelEx"}, {"copy", "cuMemcpyHtoDAsync_v2"}};
+             {"launch", "cuLaunchKernel"}, {"launchex", "cuLaunchKernelEx"}, {"copy", "cuMemcpyHtoDAsync_v2"},
+             {"glaunch", "cuGraphLaunch"}, {"ssync", "cuStreamSynchronize"}, {"esync", "cuEventSynchronize"},
+             {"csync", "cuCtxSynchronize"}, {"free", "cuMemFree_v2"}};
   for (size_t i = 0; i < sizeof hot / sizeof hot[0]; i++)
     if (!strcmp(what, hot[i].what))
       fn = tk_driver_get(hot[i].name);
@@ -221,7 +287,11 @@ int main(int argc, char **argv) {
   ex_config.hStream = st;
   if ((r = ((record_fn)tk_driver_get("cuEventRecord"))(ev, st)) != CUDA_SUCCESS)
     fail("cuEventRecord", r);
+  if (size > 0)
+    queriers_start(size);
   instr_measured(what, 10); /* warm-up: the wrapper finds the driver */
   sink = instr_measured(what, n);
+  if (n_queriers)
+    queriers_stop();
   return 0;
 }

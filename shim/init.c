@@ -67,6 +67,7 @@ static void first_driver_use(void) {
             "from the environment and writes no file (no log, no priming file, no metrics); it watches in "
             "guard mode and counts, on stderr");
   cg_output_open_deferred_log();
+  cg_captures_init(); /* the model: no capture comes before the driver (2.8k of /bin/true's start-up) */
   cg_stack_init();
   cg_query_fence_init();
   cg_hang_watch_start(); /* CAPGUARD_HANG_S only */
@@ -88,7 +89,6 @@ __attribute__((constructor(101))) static void capguard_init(void) {
   cg_driver_set_log_callback(cg_driver_log_callback);
   cg_driver_set_first_use(first_driver_use);
   cg_output_open_log();
-  cg_captures_init();
   cg_hang_watch_setup(cg_cfg.hang_s); /* its thread waits for the first driver use */
   cg_serving_init();                  /* CAPGUARD_SERVING_AFTER */
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);

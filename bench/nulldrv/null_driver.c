@@ -25,6 +25,16 @@ NULLDRV_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice 
   *c = (CUcontext)(uintptr_t)0x1000;
   return CUDA_SUCCESS;
 }
+/* An sm_90 device: a priming file's sm_90 images are preloaded over it. */
+NULLDRV_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *d) {
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
+  (void)d;
+  *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+  return CUDA_SUCCESS;
+}
 NULLDRV_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) {
   (void)c;
   return CUDA_SUCCESS;
@@ -45,6 +55,19 @@ NULLDRV_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
   (void)s;
   return CUDA_SUCCESS;
 }
+NULLDRV_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) {
+  (void)e;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuCtxSynchronize(void) { return CUDA_SUCCESS; }
+NULLDRV_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s) {
+  (void)g, (void)s;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) {
+  (void)p;
+  return CUDA_SUCCESS;
+}
 NULLDRV_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
   (void)e;
   (void)s;
@@ -61,6 +84,10 @@ NULLDRV_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) {
 NULLDRV_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) {
   (void)image;
   *m = (CUmodule)(uintptr_t)0x4000;
+  return CUDA_SUCCESS;
+}
+NULLDRV_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+  (void)m;
   return CUDA_SUCCESS;
 }
 NULLDRV_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {

@@ -41,13 +41,10 @@
 /* The signal a failed write raised, or 0. */
 static int raised_by(int err) { return err == EFBIG ? SIGXFSZ : err == EPIPE ? SIGPIPE : 0; }
 
-int cg_write_whole(int fd, const void *buf, size_t len, int64_t off, size_t *done_out) {
-  sigset_t ours, old, pending;
-  sigemptyset(&ours);
-  sigaddset(&ours, SIGXFSZ);
-  sigaddset(&ours, SIGPIPE);
-  bool masked = pthread_sigmask(SIG_BLOCK, &ours, &old) == 0;
-  bool pending_known = masked && sigpending(&pending) == 0;
+/* The write, with SIGXFSZ and SIGPIPE blocked on this thread by the caller;
+ * pending (NULL: unknown) holds what was pending on it before. */
+static int write_blocked(int fd, const void *buf, size_t len, int64_t off, size_t *done_out,
+                         const sigset_t *pending) {
   const char *p = buf;
   size_t done = 0;
   int err = 0;
@@ -63,7 +60,7 @@ int cg_write_whole(int fd, const void *buf, size_t len, int64_t off, size_t *don
     done += (size_t)n;
   }
   int sig = raised_by(err);
-  if (sig && pending_known && !sigismember(&pending, sig)) {
+  if (sig && pending && !sigismember(pending, sig)) {
     sigset_t one;
     sigemptyset(&one);
     sigaddset(&one, sig);
@@ -71,11 +68,39 @@ int cg_write_whole(int fd, const void *buf, size_t len, int64_t off, size_t *don
     while (sigtimedwait(&one, NULL, &now) < 0 && errno == EINTR) {
     }
   }
-  if (masked)
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (done_out)
     *done_out = done;
   return err;
+}
+
+int cg_write_whole(int fd, const void *buf, size_t len, int64_t off, size_t *done_out) {
+  sigset_t ours, old, pending;
+  sigemptyset(&ours);
+  sigaddset(&ours, SIGXFSZ);
+  sigaddset(&ours, SIGPIPE);
+  bool masked = pthread_sigmask(SIG_BLOCK, &ours, &old) == 0;
+  bool pending_known = masked && sigpending(&pending) == 0;
+  int err = write_blocked(fd, buf, len, off, done_out, pending_known ? &pending : NULL);
+  if (masked)
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return err;
+}
+
+/* Held by the caller since before: the mask it had then says whether the
+ * host could have one of the two pending on this thread. Not blocked by
+ * the host, none was (a pending signal that is not blocked is delivered
+ * before the thread runs on), and none has come since but one sent to this
+ * very thread (tgkill) in the moments the caller has held them: only then
+ * is sigpending asked, which a log line paid at every write. */
+int cg_write_whole_held(int fd, const void *buf, size_t len, int64_t off, size_t *done_out,
+                        const sigset_t *host_mask) {
+  sigset_t pending;
+  const sigset_t *before = &pending;
+  if (!sigismember(host_mask, SIGXFSZ) && !sigismember(host_mask, SIGPIPE))
+    sigemptyset(&pending);
+  else if (sigpending(&pending) != 0)
+    before = NULL;
+  return write_blocked(fd, buf, len, off, done_out, before);
 }
 
 /* After a write that stopped part way, the descriptor's position (O_APPEND:
@@ -84,10 +109,11 @@ int cg_write_whole(int fd, const void *buf, size_t len, int64_t off, size_t *don
  * after it must not be cut. On a full disk or at the size limit nobody else
  * can append either, so the part is taken back in practice; when it cannot
  * be, the caller knows (torn) and starts its next line on a fresh one. */
-int cg_append_whole(int fd, const void *buf, size_t len, int *torn) {
+static int append_whole(int fd, const void *buf, size_t len, int *torn, const sigset_t *host_mask) {
   size_t done = 0;
   *torn = 0;
-  int err = cg_write_whole(fd, buf, len, -1, &done);
+  int err = host_mask ? cg_write_whole_held(fd, buf, len, -1, &done, host_mask)
+                      : cg_write_whole(fd, buf, len, -1, &done);
   if (!err || !done)
     return err;
   off_t end = lseek(fd, 0, SEEK_CUR);
@@ -96,4 +122,10 @@ int cg_append_whole(int fd, const void *buf, size_t len, int *torn) {
     return err;
   *torn = 1;
   return err;
+}
+
+int cg_append_whole(int fd, const void *buf, size_t len, int *torn) { return append_whole(fd, buf, len, torn, NULL); }
+
+int cg_append_whole_held(int fd, const void *buf, size_t len, int *torn, const sigset_t *host_mask) {
+  return append_whole(fd, buf, len, torn, host_mask);
 }

@@ -17,9 +17,14 @@
 typedef struct {
   sigset_t old;
   bool held;
+  bool outermost; /* the thread's first hold: its old mask is the host's */
 } cg_signals;
 
 void cg_signals_hold(cg_signals *s);
 void cg_signals_release(cg_signals *s);
+/* While this thread holds (between the outermost hold and its release):
+ * the host's mask from before; else NULL. A write made then needs no mask
+ * of its own (cg_write_whole_held): SIGXFSZ and SIGPIPE are held. */
+const sigset_t *cg_signals_host_mask(void);
 
 #endif

@@ -94,15 +94,15 @@ static void maybe_write(uint64_t now_ns) {
   if (!cg_nothing_captures() || (last && now_ns - last < WRITE_EVERY_NS)) {
     /* a locked instruction only the first time in a second */
     if (!(__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED) & CG_WATCH_METRICS))
-      __atomic_fetch_or(&cg_launch_watch, CG_WATCH_METRICS, __ATOMIC_RELAXED);
+      cg_launch_watch_set(CG_WATCH_METRICS);
     return;
   }
   if (cg_trylock(&write_lock) != 0)
     return;
-  __atomic_fetch_and(&cg_launch_watch, ~(unsigned)CG_WATCH_METRICS, __ATOMIC_RELAXED);
+  cg_launch_watch_clear(CG_WATCH_METRICS);
   __atomic_store_n(&last_write_ns, now_ns, __ATOMIC_RELAXED);
   if (!write_now()) /* a full disk, say: tried again at the next end or launch, a second on */
-    __atomic_fetch_or(&cg_launch_watch, CG_WATCH_METRICS, __ATOMIC_RELAXED);
+    cg_launch_watch_set(CG_WATCH_METRICS);
   cg_unlock(&write_lock);
 }
 

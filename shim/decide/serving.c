@@ -83,14 +83,14 @@ void cg_serving_capture_over(void) {
   if (cg_cfg.mode == CG_RUN_OFF || __atomic_load_n(&began_ns, __ATOMIC_RELAXED) ||
       (__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED) & CG_WATCH_SERVING))
     return;
-  __atomic_fetch_or(&cg_launch_watch, CG_WATCH_SERVING, __ATOMIC_RELAXED);
+  cg_launch_watch_set(CG_WATCH_SERVING);
   /* found now, at a capture's end, rather than by a request's first load
    * (it names kernels on stderr; a lookup of the loader's) */
   (void)cg_host_demangler();
 }
 
 void cg_serving_graph_launch(void) {
-  __atomic_fetch_and(&cg_launch_watch, ~(unsigned)CG_WATCH_SERVING, __ATOMIC_RELAXED);
+  cg_launch_watch_clear(CG_WATCH_SERVING);
   cg_lock(&lock);
   if (!began_ns && !candidate_ns) {
     candidate_ns = cg_monotonic_ns();

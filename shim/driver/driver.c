@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -112,6 +113,55 @@ static void register_log_callback(void *h, int version) {
             "not be named");
 }
 
+/* The x86-64 fast paths' targets (route/fast_path.h): the driver's
+ * function where it has one, after cg_ep_real, so that a wrapper that jumps
+ * to the driver finds everything ready, as one that loads its pointer does.
+ * The section's bounds are weak: no fast path writes one elsewhere. */
+typedef struct {
+  uint32_t ep_offset;
+  int32_t target, other; /* from the field itself: no relocation at load (the C body's address) */
+} fast_target;
+static void **target_of(const fast_target *t) { return (void **)((const char *)&t->target + t->target); }
+static void *other_of(const fast_target *t) { return (void *)((const char *)&t->other + t->other); }
+extern const fast_target __start_cg_fast_targets[] __attribute__((weak, visibility("hidden")));
+extern const fast_target __stop_cg_fast_targets[] __attribute__((weak, visibility("hidden")));
+
+static bool is_graph_launch(const fast_target *t) {
+  size_t ep = t->ep_offset / sizeof(void *);
+  return ep == CG_EP_cuGraphLaunch || ep == CG_EP_cuGraphLaunch_ptsz;
+}
+
+/* The graph launches' targets: their C body while the fleet watches
+ * launches (cg_driver_launch_watch), else the driver's function once
+ * found. Every writer looks at the watch again after its stores and
+ * stores again if it changed meanwhile, so the last stores agree with it. */
+static bool launches_watched;
+static void retarget_launches(void) {
+  bool w;
+  do {
+    w = __atomic_load_n(&launches_watched, __ATOMIC_ACQUIRE);
+    for (const fast_target *t = __start_cg_fast_targets; t && t < __stop_cg_fast_targets; t++) {
+      void *real = __atomic_load_n(&cg_ep_real[t->ep_offset / sizeof(void *)], __ATOMIC_ACQUIRE);
+      if (is_graph_launch(t))
+        __atomic_store_n(target_of(t), w || !real ? other_of(t) : real, __ATOMIC_RELEASE);
+    }
+  } while (__atomic_load_n(&launches_watched, __ATOMIC_ACQUIRE) != w);
+}
+
+void cg_driver_launch_watch(bool on) {
+  __atomic_store_n(&launches_watched, on, __ATOMIC_RELEASE);
+  retarget_launches();
+}
+
+static void publish_fast_targets(void) {
+  for (const fast_target *t = __start_cg_fast_targets; t && t < __stop_cg_fast_targets; t++) {
+    void *real = cg_ep_real[t->ep_offset / sizeof(void *)];
+    if (real && !is_graph_launch(t))
+      __atomic_store_n(target_of(t), real, __ATOMIC_RELEASE);
+  }
+  retarget_launches();
+}
+
 static void resolve(void) {
   if (cg_real_dlsym_resolve()) {
     cg_warn("glibc's dlsym not found; passing every call through untouched");
@@ -176,6 +226,7 @@ static void resolve(void) {
    * everything above done (wrapper.h). */
   for (int i = 0; i < CG_EP_COUNT; i++)
     __atomic_store_n(&cg_ep_real[i], real[i], __ATOMIC_RELEASE);
+  publish_fast_targets();
   cg_output_process(v);
   register_log_callback(h, v);
 }

@@ -76,6 +76,10 @@ void cg_driver_set_log_callback(CUlogsCallback cb);
  * sees its pointer (init.c hands it over: no floor calls up): what a
  * process that never uses CUDA should not pay for at start-up. */
 void cg_driver_set_first_use(void (*fn)(void));
+/* Whether graph launches must reach their C body (the fleet watches them:
+ * capture_time.h's cg_launch_watch): their x86-64 fast path jumps there
+ * instead of testing the watch at every launch. */
+void cg_driver_launch_watch(bool on);
 
 /* The wrapper for a pointer the driver handed out (cuGetProcAddress, dlsym),
  * found by comparing it with the driver's own exported pointers; p itself if

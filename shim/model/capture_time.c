@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "capguard/clock.h"
+#include "driver.h" /* cg_driver_launch_watch */
 #include "live_captures.h" /* cg_begin_site_text */
 
 unsigned cg_launch_watch;
@@ -36,6 +37,26 @@ static struct {
   void *site;
 } slow[CG_SLOWEST_CAPTURES];
 
+/* The targets follow the word: looked at again after each change is told,
+ * so that of two threads turning it on and off the last told agrees. */
+static void launch_watch_changed(void) {
+  unsigned w;
+  do {
+    w = __atomic_load_n(&cg_launch_watch, __ATOMIC_SEQ_CST);
+    cg_driver_launch_watch(w != 0);
+  } while ((__atomic_load_n(&cg_launch_watch, __ATOMIC_SEQ_CST) != 0) != (w != 0));
+}
+
+void cg_launch_watch_set(unsigned bit) {
+  if (!__atomic_fetch_or(&cg_launch_watch, bit, __ATOMIC_SEQ_CST))
+    launch_watch_changed();
+}
+
+void cg_launch_watch_clear(unsigned bit) {
+  if (__atomic_fetch_and(&cg_launch_watch, ~bit, __ATOMIC_SEQ_CST) == bit)
+    launch_watch_changed();
+}
+
 void cg_capture_time_begun(void) {
   if (__atomic_load_n(&first_begin_ns, __ATOMIC_RELAXED))
     return;
@@ -44,7 +65,7 @@ void cg_capture_time_begun(void) {
                                   __ATOMIC_RELAXED)) {
     uint64_t now_ns = cg_now_ns();
     __atomic_store_n(&first_begin_ns, now_ns ? now_ns : 1, __ATOMIC_RELEASE);
-    __atomic_fetch_or(&cg_launch_watch, CG_WATCH_REPLAY, __ATOMIC_RELAXED);
+    cg_launch_watch_set(CG_WATCH_REPLAY);
   }
 }
 
@@ -55,7 +76,7 @@ void cg_capture_time_launch(uint64_t mono_ns) {
   uint64_t none = 0, begin_mono = __atomic_load_n(&first_begin_mono_ns, __ATOMIC_RELAXED);
   uint64_t label = begin + (mono_ns > begin_mono ? mono_ns - begin_mono : 0);
   __atomic_compare_exchange_n(&first_replay_ns, &none, label, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-  __atomic_fetch_and(&cg_launch_watch, ~(unsigned)CG_WATCH_REPLAY, __ATOMIC_RELAXED);
+  cg_launch_watch_clear(CG_WATCH_REPLAY);
 }
 
 static bool keep_slow(const cg_capture *closed, void *site, uint64_t ns);
@@ -136,4 +157,5 @@ void cg_capture_time_atfork_child(void) {
   memset(shards, 0, sizeof shards);
   first_begin_ns = first_begin_mono_ns = first_replay_ns = 0;
   cg_launch_watch = 0;
+  cg_driver_launch_watch(false);
 }

@@ -20,6 +20,11 @@
  * capture ended and no graph launch was seen since (decide/serving.c). */
 enum { CG_WATCH_REPLAY = 1, CG_WATCH_METRICS = 2, CG_WATCH_SERVING = 4 };
 extern unsigned cg_launch_watch;
+/* A bit of it set or cleared: when the whole turns nonzero or zero, the
+ * driver's graph-launch targets follow (cg_driver_launch_watch), which the
+ * x86-64 fast path jumps through instead of testing the word. */
+void cg_launch_watch_set(unsigned bit);
+void cg_launch_watch_clear(unsigned bit);
 
 /* A capture began (the clock is read for the first only). */
 void cg_capture_time_begun(void);

@@ -19,6 +19,7 @@
 #include "capguard/log_name.h"
 #include "capguard/nccl_frames.h"
 #include "capguard/write_whole.h"
+#include "signals_held.h"
 #include "absolute_path.h"
 #include "config.h"
 #include "log_descriptor.h"
@@ -75,7 +76,8 @@ static void log_line(const char *buf, size_t len) {
     return;
   }
   int torn = 0;
-  int err = cg_append_whole(fd, buf, len, &torn);
+  const sigset_t *host_mask = cg_signals_host_mask(); /* held: no mask of the write's own */
+  int err = host_mask ? cg_append_whole_held(fd, buf, len, &torn, host_mask) : cg_append_whole(fd, buf, len, &torn);
   if (!err)
     return;
   __atomic_add_fetch(&lines_lost, 1, __ATOMIC_RELAXED);

@@ -6,8 +6,15 @@
  * branch calls a function (cg_driver_ready) and then goes on, and it reloads
  * and stores back the stack parameters around a tail call (cuLaunchKernel
  * passes 5 on the stack). Written out, the stack and registers reach the
- * driver exactly as the caller left them: 8 instructions, endbr64 included
- * (bench/instr_budget.py). Elsewhere, the same in C.
+ * driver exactly as the caller left them: 4 instructions, endbr64 included
+ * (bench/instr_budget.py): the capture activity compared, and a jump
+ * through the wrapper's own target, sname "_cg_target", which holds the C
+ * body until the driver is found and the driver's function from then on
+ * (driver.c, after cg_ep_real, through the section cg_fast_targets: a row
+ * of the entry point's offset, the target's and the C body's place relative
+ * to the row, which the loader need not relocate; a driver without the
+ * function leaves the C body there, which says so). Elsewhere, the same in
+ * C.
  *
  * CG_FAST_PATH(cname, sname, ep, params, kind): the exported wrapper sname.
  * kind (a constant): CG_FAST_PLAIN, the path above; CG_FAST_QUERY,
@@ -40,15 +47,17 @@ extern void *cg_query_target;
     __asm__ volatile(".globl " sname "\n\t.type " sname ", @function\n\t"                              \
                      ".if %c1 == 1\n" sname ":\n\t"                                                    \
                      ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64: an indirect call's target */       \
-                     "movq cg_ep_real+%c0(%%rip), %%rax\n\t"                                           \
-                     "testq %%rax, %%rax\n\t"                                                          \
-                     "jz 1f\n\t"                                                                       \
-                     "movq cg_activity(%%rip), %%r10\n\t"                                              \
-                     "testq %%r10, %%r10\n\t"                                                          \
-                     "jnz 1f\n\t"                                                                      \
-                     "jmp *%%rax\n"                                                                    \
+                     "cmpq $0, cg_activity(%%rip)\n\t"                                                \
+                     "jne 1f\n\t"                                                                      \
+                     "jmp *" sname "_cg_target(%%rip)\n"                                               \
                      "1:\tjmp " sname "_cg_other\n\t"                                                  \
                      ".size " sname ", .-" sname "\n\t"                                                \
+                     ".pushsection .data.rel.local.cg_fast,\"aw\"\n\t.balign 8\n"                      \
+                     sname "_cg_target:\n\t.quad " sname "_cg_other\n\t"                               \
+                     ".popsection\n\t"                                                                 \
+                     ".pushsection cg_fast_targets,\"a\"\n\t.balign 4\n\t"                            \
+                     ".long %c0, " sname "_cg_target - ., " sname "_cg_other - .\n\t"                           \
+                     ".popsection\n\t"                                                                 \
                      ".elseif %c1 == 2\n\t" /* CG_QUERY_FAST_PATH, at file level */                     \
                      ".else\n\t"                                                                       \
                      ".set " sname ", " sname "_cg_other\n\t"                                          \

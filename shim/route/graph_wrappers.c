@@ -25,10 +25,12 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
 /* The launch checked first: a replay of memory freed since its capture is
  * named before the driver runs it. With nothing capturing and no free
  * touched watched memory (every replay of a healthy program), the x86-64
- * fast path is stream work's (stream_work_wrappers.c) with two loads more:
- * the driver's pointer, the capture activity, cg_stale_suspects and the
- * fleet's cg_launch_watch (set before the first replay and while a metrics
- * file is due, fleet_metrics.h) loaded, and one jump to the driver. */
+ * fast path is stream work's (stream_work_wrappers.c) with one compare
+ * more: the capture activity and cg_stale_suspects, and a jump through the
+ * launch's target (6 instructions), which is the C body while the fleet's
+ * cg_launch_watch is set (before the first replay, while a metrics file is
+ * due: capture_time.h, driver.c's retarget_launches), the driver's
+ * function otherwise. */
 #define CG_WRAP_GRAPH_LAUNCH(cname, sname, ep_, params, exec, stream_, ptsz_)                      \
   typedef struct {                                                                                 \
     CG_MEMBERS(params)                                                                             \
@@ -62,19 +64,19 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
   static __attribute__((used)) void cname##_fast_holder(void) {                              \
     __asm__ volatile(".globl " sname "\n\t.type " sname ", @function\n" sname ":\n\t"           \
                      ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64: an indirect call's target */ \
-                     "movq cg_ep_real+%c0(%%rip), %%rax\n\t"                                  \
-                     "testq %%rax, %%rax\n\t"                                                 \
-                     "jz 1f\n\t"                                                              \
-                     "movq cg_activity(%%rip), %%r10\n\t"                                     \
-                     "testq %%r10, %%r10\n\t"                                                 \
-                     "jnz 1f\n\t"                                                             \
-                     "movl cg_stale_suspects(%%rip), %%r10d\n\t"                              \
-                     "testl %%r10d, %%r10d\n\t"                                               \
-                     "jnz 1f\n\t"                                                             \
-                     "cmpl $0, cg_launch_watch(%%rip)\n\t" /* the fleet's first replay */      \
-                     "jnz 1f\n\t"                                                             \
-                     "jmp *%%rax\n"                                                            \
+                     "cmpq $0, cg_activity(%%rip)\n\t"                                        \
+                     "jne 1f\n\t"                                                              \
+                     "cmpl $0, cg_stale_suspects(%%rip)\n\t"                                  \
+                     "jne 1f\n\t"                                                              \
+                     /* fast_path.h; the C body while the fleet watches launches */            \
+                     "jmp *" sname "_cg_target(%%rip)\n"                                       \
                      "1:\tjmp " sname "_cg_other\n\t"                                          \
+                     ".pushsection .data.rel.local.cg_fast,\"aw\"\n\t.balign 8\n"              \
+                     sname "_cg_target:\n\t.quad " sname "_cg_other\n\t"                       \
+                     ".popsection\n\t"                                                         \
+                     ".pushsection cg_fast_targets,\"a\"\n\t.balign 4\n\t"                    \
+                     ".long %c0, " sname "_cg_target - ., " sname "_cg_other - .\n\t"                   \
+                     ".popsection\n\t"                                                         \
                      ".size " sname ", .-" sname "\n" ::"i"((ep_) * sizeof(void *)));          \
   }
 #else

@@ -100,7 +100,10 @@ void cg_python_site(char *buf, size_t cap) {
     return;
   }
   if (fp != CG_PY_FP_OK) {
-    site_from_dump(buf, cap);
+    if (fp == CG_PY_FP_UNKNOWN && !cg_python_maybe())
+      buf[0] = 0; /* no interpreter (yet): nothing to read */
+    else
+      site_from_dump(buf, cap);
     return;
   }
   int found = lookup(key, buf, cap, &check);

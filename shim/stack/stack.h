@@ -50,6 +50,11 @@ size_t cg_native_offsets(void *const *frames, size_t n, const char **out, char *
 /* The calling thread's Python stack, innermost first, when the process runs CPython
  * and this thread has a Python thread state; 0 otherwise. Strings live in buf. */
 size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap);
+/* Whether an interpreter may be there to read: found, or looked for again
+ * now (each CG_PY_RETRY_EVERY-th ask, as cg_python_stack). A process
+ * without one pays this at a begin, not the dump's way (about 120
+ * instructions a capture). */
+bool cg_python_maybe(void);
 /* The first of n return addresses saved earlier (backtrace(), innermost
  * first) outside capguard's own object, libcuda and libcudart, in the form
  * a person reads, without the address: "libfoo.so(ns::func()+0x1a) at

@@ -431,6 +431,15 @@ static void parse_dump(int fd, py_sink *k) {
   }
 }
 
+bool cg_python_maybe(void) {
+  if (atomic_load(&g_this))
+    return true;
+  if (atomic_fetch_add(&g_calls, 1) % CG_PY_RETRY_EVERY != 0)
+    return false;
+  resolve();
+  return atomic_load(&g_this) != NULL;
+}
+
 size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap) {
   if (!out || !buf || max == 0 || bufcap == 0) return 0;
   if (!atomic_load(&g_this)) {

@@ -7,14 +7,15 @@
 set -euo pipefail
 lib=$1
 # What the shim calls, by purpose (gethostname: %h in the log name; getauxval: AT_SECURE, secure
-# execution, shim/base/config.c; the sig* line: its own writes keep a
+# execution, shim/base/config.c; environ (__environ its other name): the
+# CAPGUARD_* settings found in one pass, config.c; the sig* line: its own writes keep a
 # SIGXFSZ they raise from the host, detect/base/write_whole.c; pthread_create and
 # the two after it: the hang watch's thread, started only under CAPGUARD_HANG_S). The loader's and the toolchain's own
 # (_ITM_*, __gmon_start__, __cxa_finalize) are not calls of capguard's.
 allowed="
   malloc calloc realloc aligned_alloc free
   memchr memcmp memcpy memmove memset strchr strcmp strlen strncmp strrchr strstr strtol strerror
-  snprintf vsnprintf __isoc99_sscanf getenv setenv qsort_r __errno_location
+  snprintf vsnprintf __isoc99_sscanf getenv setenv environ __environ qsort_r __errno_location
   getcwd open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
   pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait sigfillset sigdelset
   fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf

@@ -128,6 +128,54 @@ START_TEST(the_hosts_own_pending_sigxfsz_is_left_alone) {
 }
 END_TEST
 
+/* Written while the caller holds every signal (the shim's reports): no mask
+ * of the write's own. Ours taken back when the host's mask blocked neither
+ * signal; the host's own pending one left when it blocked SIGXFSZ. */
+START_TEST(held_append_past_the_limit_leaves_no_signal) {
+  sigset_t all, host, pending, mask;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &host); /* the hold; host: the mask before */
+  int fd = open(path, O_WRONLY | O_APPEND);
+  char line[20] = {0};
+  int torn = -1;
+  limit_to(10);
+  int ours = cg_append_whole_held(fd, line, sizeof line, &torn, &host);
+  sigpending(&pending);
+  sigprocmask(SIG_SETMASK, &host, NULL);
+  sigprocmask(SIG_BLOCK, NULL, &mask);
+  unlimit();
+  ck_assert_int_eq(ours, EFBIG);
+  ck_assert_int_eq(torn, 0);
+  ck_assert_int_eq(size_of(path), 0); /* the 10 bytes that fitted were taken back */
+  ck_assert(!sigismember(&pending, SIGXFSZ));
+  ck_assert(!sigismember(&mask, SIGXFSZ));
+  close(fd);
+}
+END_TEST
+
+START_TEST(held_write_leaves_the_hosts_pending_sigxfsz) {
+  sigset_t x, all, host, pending;
+  sigemptyset(&x);
+  sigaddset(&x, SIGXFSZ);
+  sigprocmask(SIG_BLOCK, &x, NULL); /* the host's own */
+  int fd = open(path, O_WRONLY | O_APPEND);
+  char buf[20] = {0};
+  limit_to(10);
+  ssize_t own1 = write(fd, buf, sizeof buf), own2 = write(fd, buf, sizeof buf); /* its SIGXFSZ */
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &host);
+  int ours = cg_write_whole_held(fd, buf, sizeof buf, -1, NULL, &host);
+  sigpending(&pending);
+  sigprocmask(SIG_SETMASK, &host, NULL);
+  unlimit();
+  ck_assert_int_eq(own1, 10);
+  ck_assert_int_eq(own2, -1);
+  ck_assert_int_eq(ours, EFBIG);
+  ck_assert(sigismember(&pending, SIGXFSZ)); /* still the host's */
+  close(fd);
+}
+END_TEST
+
 /* A handler the host installed is its own: capguard's writes never run it. */
 static volatile sig_atomic_t host_handler_ran;
 static void host_handler(int sig) { (void)sig; host_handler_ran++; }
@@ -173,6 +221,8 @@ int main(void) {
   tcase_add_test(tc, pwrite_past_the_limit_fails_without_a_signal);
   tcase_add_test(tc, the_hosts_own_pending_sigxfsz_is_left_alone);
   tcase_add_test(tc, the_hosts_handler_is_not_run_by_our_write);
+  tcase_add_test(tc, held_append_past_the_limit_leaves_no_signal);
+  tcase_add_test(tc, held_write_leaves_the_hosts_pending_sigxfsz);
   tcase_add_test(tc, full_device_says_enospc);
   suite_add_tcase(s, tc);
   return tk_check_run_forked(s); /* each case's limit and signals its own */

@@ -5,6 +5,7 @@
 #ifndef CAPGUARD_WRITE_WHOLE_H
 #define CAPGUARD_WRITE_WHOLE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,10 +18,20 @@
  * the bytes that were written. */
 int cg_write_whole(int fd, const void *buf, size_t len, int64_t off, size_t *done);
 
+/* The same, by a thread that holds SIGXFSZ and SIGPIPE blocked already
+ * (the shim's reports hold every asynchronous signal: signals_held.h);
+ * host_mask: its mask before it blocked them. No mask is set here, and
+ * what was pending is asked only when host_mask blocks one of the two
+ * (write_whole.c says why that is enough): a log line costs its write. */
+int cg_write_whole_held(int fd, const void *buf, size_t len, int64_t off, size_t *done,
+                        const sigset_t *host_mask);
+
 /* Appends one line (or record) to an O_APPEND descriptor, whole or not at
  * all: when the write stops part way (a full disk, the size limit), what it
  * wrote is cut off again, if nothing was appended after it. Returns 0, or
  * the errno; *torn is set when a part could not be taken back. */
 int cg_append_whole(int fd, const void *buf, size_t len, int *torn);
+/* The same, held as cg_write_whole_held. */
+int cg_append_whole_held(int fd, const void *buf, size_t len, int *torn, const sigset_t *host_mask);
 
 #endif
