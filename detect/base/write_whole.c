@@ -124,7 +124,9 @@ static int append_whole(int fd, const void *buf, size_t len, int *torn, const si
   return err;
 }
 
-int cg_append_whole(int fd, const void *buf, size_t len, int *torn) { return append_whole(fd, buf, len, torn, NULL); }
+int cg_append_whole(int fd, const void *buf, size_t len, int *torn) {
+  return append_whole(fd, buf, len, torn, NULL);
+}
 
 int cg_append_whole_held(int fd, const void *buf, size_t len, int *torn, const sigset_t *host_mask) {
   return append_whole(fd, buf, len, torn, host_mask);

@@ -57,7 +57,8 @@ bool cg_other_copy_first(void) {
     return false;
   /* The usual case, this copy's dlsym the first, is answered by the first
    * lookup: the second is made only when another object's dlsym comes first. */
-  objects_of o = {{(uintptr_t)&cg_other_copy_first, (uintptr_t)cg_real_dlsym(global, "dlsym"), 0}, {0, 0, 0}, 0};
+  objects_of o = {
+      {(uintptr_t)&cg_other_copy_first, (uintptr_t)cg_real_dlsym(global, "dlsym"), 0}, {0, 0, 0}, 0};
   if (o.addr[1])
     dl_iterate_phdr(find_objects, &o);
   if (o.object[0] && o.object[1] && o.object[0] != o.object[1] &&
