@@ -169,7 +169,7 @@ static json_t *processes_json(const cgr_analysis *a) {
     if (ct)
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "capture_time", ct);
     if (requests && requests[p]) /* counted per process, and so per rank */
-      json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "request_path_loads",
+      json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_REQUEST_LOADS,
                           json_integer((json_int_t)requests[p]));
     if (pr->rank_known) {
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_RANK, json_integer(pr->rank));
