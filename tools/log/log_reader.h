@@ -238,6 +238,10 @@ void cgl_group_runs(cgl_log *log);
 /* A log of one run only (indices remapped), sharing strings with log; free it
  * with cgl_free. Call cgl_group_runs first. */
 void cgl_view(const cgl_log *log, size_t run, cgl_log *view);
+/* fn called with each run's view in turn (run 0 first), each freed after:
+ * the log is bucketed by run once, so all of them cost the log's size, not
+ * its size times its runs as a cgl_view of each would. */
+void cgl_each_run(const cgl_log *log, void (*fn)(const cgl_log *view, size_t run, void *ctx), void *ctx);
 
 /* A word of the log for printing: row v of table t, NULL for a value outside
  * it (absent from the log, or unknown to this reader). */
