@@ -28,36 +28,44 @@
  * without end) stops its reading. Memory per line stays bounded. */
 #define CGL_LINE_MAX (16 << 20)
 
+/* The three slowest captures a process's summary named. */
+typedef struct {
+  long long id, ns;
+  const char *began; /* "" when not said */
+} cgl_slowest;
+
+#define CGL_ARGV_MAX 16 /* the shim logs a process's first 16 words */
+
+/* A process. Kept small (a census holds one per process of every run, a
+ * whole read a million of them): the command line is an interned list and
+ * the slowest captures an allocation of their own, not arrays in place. */
 typedef struct {
   size_t file;          /* index into cgl_log.files */
   long long pid, ppid;
   bool seen_process;    /* a "process" line was read (else only its other lines) */
   bool seen_start;      /* a "start" line was read: the shim started in it */
   bool cuda;            /* it used the driver (false: a "start" line and no "process" line) */
-  cg_run_mode mode;     /* CG_RUN_MODE_COUNT: not logged */
-  const char *version, *run, *prime; /* run: capguard run's id; prime: the priming file */
-  long long driver_version, emulate_driver, time_ns;
-  long long first_ns, last_ns; /* span of everything it logged */
-  const char *argv[16];
-  const cgl_strs *argv_exact; /* the same argc words byte for byte, for commands to paste: NULL when
-                                 argv is already exact (no control character, valid UTF-8) */
-  size_t argc;
   bool has_summary, log_incomplete;
-  int signal;           /* the signal it died of, from capguard run's "ended" record (0: not said) */
-  long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
-  long long primed_skipped_arch, skipped_sm, device_sm;
   /* Capture time (the summary's capture_ns and what follows it; absent in
    * older logs: has_capture_time false). */
   bool has_capture_time;
-  long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
-  size_t n_slowest;
-  struct {
-    long long id, ns;
-    const char *began; /* "" when not said */
-  } slowest[3];
   /* The launcher's rank, from the start, process or summary record (absent:
    * rank_known false; local_rank -1 and world_size 0 when not said). */
   bool rank_known;
+  unsigned char n_slowest; /* how many slowest captures the summary named (at most 3) */
+  cg_run_mode mode;     /* CG_RUN_MODE_COUNT: not logged */
+  int signal;           /* the signal it died of, from capguard run's "ended" record (0: not said) */
+  const char *version, *run, *prime; /* run: capguard run's id; prime: the priming file */
+  long long driver_version, emulate_driver, time_ns;
+  long long first_ns, last_ns; /* span of everything it logged */
+  const char *const *argv; /* its first argc words (at most CGL_ARGV_MAX); NULL when argc is 0 */
+  const cgl_strs *argv_exact; /* the same argc words byte for byte, for commands to paste: NULL when
+                                 argv is already exact (no control character, valid UTF-8) */
+  size_t argc;
+  long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
+  long long primed_skipped_arch, skipped_sm, device_sm;
+  long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
+  cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
   long long rank, local_rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */
   /* Where its first line is (byte offset and line number in its file), and,
