@@ -96,15 +96,15 @@ typedef struct {
 typedef struct {
   size_t proc;          /* index into cgl_log.procs */
   long long id, tid, begin_ns, end_ns, events;
-  bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
   long long end_result; /* what cuStreamEndCapture returned to the caller */
   long long repeats;    /* events counted and not written again (0 when absent) */
+  bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
+  bool ended_line;      /* a "capture" line was read (else known from events only) */
   cgl_broken_by by;
   cgl_offender offender; /* set when by is CGL_BY_CALL */
   const char *stream, *began;
   cg_capture_mode mode;     /* CG_CAPTURE_MODE_COUNT: not logged */
   cg_capture_status status; /* CG_CAPTURE_STATUS_COUNT: not logged */
-  bool ended_line;      /* a "capture" line was read (else known from events only) */
   long first_break;     /* index into cgl_log.evs of the earliest breaking call, -1 if none */
 } cgl_capture;
 
@@ -115,10 +115,10 @@ typedef struct {
   cg_event_kind kind;   /* CG_EV_KIND_COUNT: not one this reader knows */
   cg_verdict verdict;   /* CG_VERDICT_COUNT: likewise */
   cg_capture_mode thread_mode;
+  cg_image_kind image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
   const char *call;
   const char *handle;   /* hex: what the call worked on (stream, event, pointer), NULL if absent */
   const char *meaning;  /* the result in words, as the shim wrote it, NULL if absent */
-  cg_image_kind image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
   const char *image_hash;
   long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
   const cgl_strs *kernels; /* never NULL: an empty list when none */
