@@ -139,20 +139,22 @@ static size_t item_proc(const cgl_log *log, int kind, size_t i) {
 
 static void bucket_fill(const cgl_log *log, int kind, size_t n, run_bucket *b) {
   size_t nr = log->n_runs;
-  b->start = cgl_xrealloc(NULL, (nr + 2) * sizeof *b->start);
-  memset(b->start, 0, (nr + 2) * sizeof *b->start);
+  b->start = cgl_xrealloc(NULL, (nr + 1) * sizeof *b->start);
+  memset(b->start, 0, (nr + 1) * sizeof *b->start);
   b->items = cgl_xrealloc(NULL, (n + 1) * sizeof *b->items);
   b->local = cgl_xrealloc(NULL, (n + 1) * sizeof *b->local);
   for (size_t i = 0; i < n; i++)
-    b->start[log->procs[item_proc(log, kind, i)].run_index + 2]++;
-  for (size_t r = 2; r < nr + 2; r++)
+    b->start[log->procs[item_proc(log, kind, i)].run_index + 1]++;
+  for (size_t r = 1; r <= nr; r++)
     b->start[r] += b->start[r - 1];
-  /* start[r + 1] is run r's next free place while filling, and its end after */
+  size_t *next = cgl_xrealloc(NULL, (nr + 1) * sizeof *next); /* each run's next free place */
+  memcpy(next, b->start, (nr + 1) * sizeof *next);
   for (size_t i = 0; i < n; i++) {
-    size_t r = log->procs[item_proc(log, kind, i)].run_index, at = b->start[r + 1]++;
+    size_t r = log->procs[item_proc(log, kind, i)].run_index, at = next[r]++;
     b->items[at] = i;
     b->local[i] = at - b->start[r];
   }
+  free(next);
 }
 
 static void buckets_free(run_bucket *b) {
