@@ -145,8 +145,10 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
 /* A census's capture (proc, id): its flags, the capture made on first sight. */
 static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
   cgl_process *p = &log->procs[proc];
-  if (id >= 0 && (unsigned long long)id < p->census_cap && (p->census_ids[id] & CGL_CENSUS_SEEN))
-    return &p->census_ids[id];
+  size_t small = sizeof p->census_small;
+  unsigned char *ids = p->census_cap > small ? p->census_ids : p->census_small;
+  if (id >= 0 && (unsigned long long)id < p->census_cap && (ids[id] & CGL_CENSUS_SEEN))
+    return &ids[id];
   long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
   if (i >= 0)
     return &log->ccaps[i].flags;
@@ -155,16 +157,21 @@ static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
   if (id >= 0 && (unsigned long long)id <= 2 * p->census_dense + 1024) {
     size_t need = (size_t)id + 1;
     if (need > p->census_cap) {
-      size_t cap = p->census_cap ? p->census_cap : 16;
+      size_t cap = p->census_cap ? p->census_cap : small;
       while (cap < need)
         cap *= 2;
-      p->census_ids = cgl_xrealloc(p->census_ids, cap);
-      memset(p->census_ids + p->census_cap, 0, cap - p->census_cap);
+      if (cap > small) { /* out of census_small: an allocation, its flags copied over */
+        unsigned char *heap = cgl_xrealloc(p->census_cap > small ? p->census_ids : NULL, cap);
+        if (p->census_cap <= small)
+          memcpy(heap, p->census_small, p->census_cap);
+        memset(heap + p->census_cap, 0, cap - p->census_cap);
+        p->census_ids = ids = heap;
+      }
       p->census_cap = cap;
     }
     p->census_dense++;
-    p->census_ids[id] = CGL_CENSUS_SEEN;
-    return &p->census_ids[id];
+    ids[id] = CGL_CENSUS_SEEN;
+    return &ids[id];
   }
   cgl_census_capture *cc = NEW_ITEM(log->ccaps, log->n_ccaps, log->cap_ccaps);
   cc->proc = proc;

@@ -74,10 +74,19 @@ typedef struct {
   long long first_offset, first_lineno;
   long long census_calls, census_served;
   /* A census's captures of small ids, by id (CGL_CENSUS_* flags; the
-   * others are cgl_log.ccaps): a byte a capture, not a hash table's entry. */
+   * others are cgl_log.ccaps): a byte a capture, not a hash table's entry.
+   * census_cap of them, in census_small while they fit (most processes
+   * begin a few captures: no allocation of their own), else in census_ids;
+   * read them with cgl_census_ids. */
   unsigned char *census_ids;
   size_t census_cap, census_dense;
+  unsigned char census_small[8];
 } cgl_process;
+
+/* A census's flags of p's captures by id, census_cap of them. */
+static inline const unsigned char *cgl_census_ids(const cgl_process *p) {
+  return p->census_cap > sizeof p->census_small ? p->census_ids : p->census_small;
+}
 
 /* What a capture record says broke it ("broken_by"): older capguards did
  * not say (UNKNOWN: readers name no offender, they never guess), null means

@@ -316,10 +316,11 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
     r->procs++;
     r->cuda += pr->cuda;
     r->ended_early += cgr_ended_early(pr);
+    const unsigned char *ids = cgl_census_ids(pr);
     for (size_t id = 0; id < pr->census_cap; id++)
-      if (pr->census_ids[id] & CGL_CENSUS_SEEN) {
+      if (ids[id] & CGL_CENSUS_SEEN) {
         seen[p]++;
-        r->broken += (pr->census_ids[id] & (CGL_CENSUS_BREAK | CGL_CENSUS_STATUS_BROKEN)) != 0;
+        r->broken += (ids[id] & (CGL_CENSUS_BREAK | CGL_CENSUS_STATUS_BROKEN)) != 0;
       }
     r->calls += (size_t)pr->census_calls;
     r->served += (size_t)pr->census_served;
