@@ -7,12 +7,14 @@
 # sizes, so that a constant (start-up, the latest run) cancels out.
 source "$(dirname "$0")/lib.sh"
 here=$(dirname "$0")
-# The peak resident memory counted below is the allocator's: with ASan, no
-# quarantine holding freed blocks resident, and its shadow (an eighth of
-# what is touched) allowed for.
+# The peak resident memory counted below is glibc's allocator's, which grows
+# a large array in place (mremap). ASan's copies it: at the peak the array
+# grown last is there twice, the old one two thirds of the new, and its
+# shadow adds an eighth of what is touched; so with ASan (no quarantine
+# holding freed blocks resident) the bound is 512 bytes times 5/3.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
-shadow=100
-nm "$CAPGUARD" 2>/dev/null | grep -q __asan_init && shadow=113
+shadow=100 bound=512
+if nm "$CAPGUARD" 2>/dev/null | grep -q __asan_init; then shadow=113 bound=853; fi
 
 # cost ARGS...: "CPU-SECONDS PEAK-RSS-KB" of capguard ARGS (stdout
 # discarded), killed after 60 CPU seconds (a quadratic cost at the large size)
@@ -51,15 +53,15 @@ expect_in "$WORK/runs4.out" "$((4 * n)) captures, $((n)) broken" "every run's ca
 
 # The latest run after older runs of 20,000 and 80,000 processes (launchers
 # and 7 workers each): what the census holds for each process of the 60,000
-# more, at most 512 bytes (965 before the census was made lighter)
+# more, at most 512 bytes (about 960 before the census was made lighter)
 python3 "$here/scale_log.py" procs 20000 "$WORK/procs1.jsonl" "$DATA/run2.jsonl"
 python3 "$here/scale_log.py" procs 80000 "$WORK/procs4.jsonl" "$DATA/run2.jsonl"
 read -r _ kb1 < <(cost report "$WORK/procs1.jsonl")
 read -r _ kb4 < <(cost report "$WORK/procs4.jsonl")
 per=$(( (kb4 - kb1) * 1024 * 100 / shadow / 60000 ))
 echo "census: peak RSS $kb1 KB at 20,000 processes, $kb4 KB at 80,000: $per bytes a process"
-if [ "$per" -le 512 ]; then pass; else
-  fail "the census holds $per bytes a process (at most 512)"
+if [ "$per" -le "$bound" ]; then pass; else
+  fail "the census holds $per bytes a process (at most $bound)"
 fi
 # and the latest run is still the one reported, the older ones counted
 "$CAPGUARD" report "$WORK/procs4.jsonl" >"$WORK/procs4.out" 2>&1
