@@ -115,13 +115,14 @@ const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t
 }
 
 /* The indices: one open-addressing table (linear probing) of (table, a, b)
- * -> value. Entries are 32 bytes in one array: a log of a million captures
+ * -> value. Entries are 24 bytes in one array (the table, plus one, in the
+ * top two bits of the value; 0 an empty slot): a log of a million captures
  * costs tens of MB here, not one allocation per capture. */
 typedef struct {
   long long a, b;
-  unsigned t, used;
-  size_t value;
+  uint64_t tv;
 } index_entry;
+#define TV_SHIFT 62
 
 struct cgl_index {
   index_entry *slots;
@@ -141,18 +142,19 @@ void cgl_index_free(struct cgl_index *x) {
   free(x);
 }
 
-static size_t slot_of(int t, long long a, long long b, size_t cap) {
-  uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ ((uint64_t)b + 0x632BE59BD9B4E019ull + (uint64_t)t);
+static size_t slot_of(uint64_t t, long long a, long long b, size_t cap) {
+  uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ ((uint64_t)b + 0x632BE59BD9B4E019ull + t);
   h ^= h >> 29;
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 32;
   return (size_t)h & (cap - 1);
 }
 
-static index_entry *probe(struct cgl_index *x, int t, long long a, long long b) {
+/* t is the table plus one, as the slot holds it */
+static index_entry *probe(struct cgl_index *x, uint64_t t, long long a, long long b) {
   for (size_t i = slot_of(t, a, b, x->cap);; i = (i + 1) & (x->cap - 1)) {
     index_entry *e = &x->slots[i];
-    if (!e->used || (e->t == (unsigned)t && e->a == a && e->b == b))
+    if (!e->tv || (e->tv >> TV_SHIFT == t && e->a == a && e->b == b))
       return e;
   }
 }
@@ -160,8 +162,8 @@ static index_entry *probe(struct cgl_index *x, int t, long long a, long long b) 
 long cgl_index_get(struct cgl_index *x, int t, long long a, long long b) {
   if (!x->cap)
     return -1;
-  index_entry *e = probe(x, t, a, b);
-  return e->used ? (long)e->value : -1;
+  index_entry *e = probe(x, (uint64_t)t + 1, a, b);
+  return e->tv ? (long)(e->tv & ((1ull << TV_SHIFT) - 1)) : -1;
 }
 
 void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t value) {
@@ -170,19 +172,22 @@ void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t 
     bigger.slots = cgl_xrealloc(NULL, bigger.cap * sizeof *bigger.slots);
     memset(bigger.slots, 0, bigger.cap * sizeof *bigger.slots);
     for (size_t i = 0; i < x->cap; i++)
-      if (x->slots[i].used) {
-        *probe(&bigger, (int)x->slots[i].t, x->slots[i].a, x->slots[i].b) = x->slots[i];
+      if (x->slots[i].tv) {
+        *probe(&bigger, x->slots[i].tv >> TV_SHIFT, x->slots[i].a, x->slots[i].b) = x->slots[i];
         bigger.n++;
       }
     free(x->slots);
     *x = bigger;
   }
-  index_entry *e = probe(x, t, a, b);
-  if (!e->used) {
-    *e = (index_entry){a, b, (unsigned)t, 1, value};
+  uint64_t tt = (uint64_t)t + 1;
+  index_entry *e = probe(x, tt, a, b);
+  if (!e->tv) {
+    e->a = a;
+    e->b = b;
     x->n++;
   }
-  e->value = value;
+  /* values are indices into arrays in memory: far below 2^62 */
+  e->tv = tt << TV_SHIFT | ((uint64_t)value & ((1ull << TV_SHIFT) - 1));
 }
 
 json_t *cgl_json_text(const char *s) {

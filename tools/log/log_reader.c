@@ -18,7 +18,10 @@
 enum { BY_PID = 0, BY_CAPTURE = 1 };
 
 /* Growth of the model's arrays by half again: amortised constant per line,
- * and at most a third of the array unused (a million captures are 100 MB). */
+ * and at most a third of the array unused (a million captures are 100 MB).
+ * The room is not cleared: each element is, when it is taken (NEW_ITEM),
+ * so that the unused third of a large array is never touched, and costs
+ * no resident memory. */
 static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap)
     return p;
@@ -26,10 +29,13 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
   while (n < need)
     n += n / 2;
   void *q = cgl_xrealloc(p, n * elem);
-  memset((char *)q + *cap * elem, 0, (n - *cap) * elem);
   *cap = n;
   return q;
 }
+
+/* The next element of an array grown by grow (its count n, its room cap), cleared. */
+#define NEW_ITEM(arr, n, cap) \
+  ((arr) = grow((arr), &(cap), (n) + 1, sizeof *(arr)), memset(&(arr)[(n)++], 0, sizeof *(arr)))
 
 void cgl_init(cgl_log *log) {
   memset(log, 0, sizeof *log);
@@ -39,8 +45,10 @@ void cgl_init(cgl_log *log) {
 
 void cgl_free(cgl_log *log) {
   if (!log->is_view) {
-    for (size_t i = 0; i < log->n_procs; i++)
+    for (size_t i = 0; i < log->n_procs; i++) {
       free(log->procs[i].census_ids);
+      free(log->procs[i].slowest);
+    }
     for (size_t i = 0; i < log->n_files; i++)
       free((char *)log->files[i]);
     free(log->files);
@@ -103,16 +111,15 @@ static void seen_at(cgl_process *p, long long t) {
 }
 
 static size_t new_proc(cgl_log *log, size_t file, long long pid) {
-  log->procs = grow(log->procs, &log->cap_procs, log->n_procs + 1, sizeof *log->procs);
-  cgl_process *p = &log->procs[log->n_procs];
+  cgl_process *p = NEW_ITEM(log->procs, log->n_procs, log->cap_procs);
   p->file = file;
   p->pid = pid;
   p->cuda = true;
   p->mode = CG_RUN_MODE_COUNT;
   p->first_offset = log->cur_offset;
   p->first_lineno = log->cur_lineno;
-  cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs);
-  return log->n_procs++;
+  cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs - 1);
+  return log->n_procs - 1;
 }
 
 /* The process a line belongs to: the latest one of that pid in the same file
@@ -126,22 +133,23 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
   long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
   if (i >= 0)
     return (size_t)i;
-  log->caps = grow(log->caps, &log->cap_caps, log->n_caps + 1, sizeof *log->caps);
-  cgl_capture *c = &log->caps[log->n_caps];
+  cgl_capture *c = NEW_ITEM(log->caps, log->n_caps, log->cap_caps);
   c->proc = proc;
   c->id = id;
   c->first_break = -1;
   c->mode = CG_CAPTURE_MODE_COUNT;
   c->status = CG_CAPTURE_STATUS_COUNT;
-  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_caps);
-  return log->n_caps++;
+  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_caps - 1);
+  return log->n_caps - 1;
 }
 
 /* A census's capture (proc, id): its flags, the capture made on first sight. */
 static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
   cgl_process *p = &log->procs[proc];
-  if (id >= 0 && (unsigned long long)id < p->census_cap && (p->census_ids[id] & CGL_CENSUS_SEEN))
-    return &p->census_ids[id];
+  size_t small = sizeof p->census_small;
+  unsigned char *ids = p->census_cap > small ? p->census_ids : p->census_small;
+  if (id >= 0 && (unsigned long long)id < p->census_cap && (ids[id] & CGL_CENSUS_SEEN))
+    return &ids[id];
   long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
   if (i >= 0)
     return &log->ccaps[i].flags;
@@ -150,21 +158,26 @@ static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
   if (id >= 0 && (unsigned long long)id <= 2 * p->census_dense + 1024) {
     size_t need = (size_t)id + 1;
     if (need > p->census_cap) {
-      size_t cap = p->census_cap ? p->census_cap : 16;
+      size_t cap = p->census_cap ? p->census_cap : small;
       while (cap < need)
         cap *= 2;
-      p->census_ids = cgl_xrealloc(p->census_ids, cap);
-      memset(p->census_ids + p->census_cap, 0, cap - p->census_cap);
+      if (cap > small) { /* out of census_small: an allocation, its flags copied over */
+        unsigned char *heap = cgl_xrealloc(p->census_cap > small ? p->census_ids : NULL, cap);
+        if (p->census_cap <= small)
+          memcpy(heap, p->census_small, p->census_cap);
+        memset(heap + p->census_cap, 0, cap - p->census_cap);
+        p->census_ids = ids = heap;
+      }
       p->census_cap = cap;
     }
     p->census_dense++;
-    p->census_ids[id] = CGL_CENSUS_SEEN;
-    return &p->census_ids[id];
+    ids[id] = CGL_CENSUS_SEEN;
+    return &ids[id];
   }
-  log->ccaps = grow(log->ccaps, &log->cap_ccaps, log->n_ccaps + 1, sizeof *log->ccaps);
-  log->ccaps[log->n_ccaps].proc = proc;
-  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_ccaps);
-  return &log->ccaps[log->n_ccaps++].flags;
+  cgl_census_capture *cc = NEW_ITEM(log->ccaps, log->n_ccaps, log->cap_ccaps);
+  cc->proc = proc;
+  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_ccaps - 1);
+  return &cc->flags;
 }
 
 /* The status's broken bit of flags set from the status key of o. */
@@ -286,23 +299,25 @@ static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
     p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
   }
   json_t *argv = arr(o, CG_KEY_ARGV), *w;
-  size_t k;
-  const char *exact[sizeof p->argv / sizeof p->argv[0]];
+  size_t k, argc = 0;
+  const char *words[CGL_ARGV_MAX], *exact[CGL_ARGV_MAX];
   bool differs = false;
-  p->argc = 0;
   json_array_foreach(argv, k, w) {
-    if (p->argc < sizeof p->argv / sizeof p->argv[0] && json_is_string(w)) {
+    if (argc < CGL_ARGV_MAX && json_is_string(w)) {
       const char *raw = json_string_value(w);
       size_t n = json_string_length(w);
-      p->argv[p->argc] = cgl_intern(log->pool, raw, n);
+      words[argc] = cgl_intern(log->pool, raw, n);
       /* kept apart only when made printable: a command to paste gives back the very bytes */
-      bool same = !memchr(raw, '\0', n) && !memcmp(p->argv[p->argc], raw, n);
-      exact[p->argc] = same ? p->argv[p->argc] : cgl_intern_exact(log->pool, raw, n);
+      bool same = !memchr(raw, '\0', n) && !memcmp(words[argc], raw, n);
+      exact[argc] = same ? words[argc] : cgl_intern_exact(log->pool, raw, n);
       differs |= !same;
-      p->argc++;
+      argc++;
     }
   }
-  p->argv_exact = differs ? cgl_intern_list(log->pool, exact, p->argc) : NULL;
+  /* one interned list: the processes of a launcher share their command line */
+  p->argc = argc;
+  p->argv = argc ? cgl_intern_list(log->pool, words, argc)->v : NULL;
+  p->argv_exact = differs ? cgl_intern_list(log->pool, exact, argc) : NULL;
 }
 
 /* A line of a pid already seen is another process (the pid was reused) when
@@ -438,9 +453,7 @@ static void stack_sites(cgl_log *log, size_t proc, json_t *o, const char **site,
 }
 
 static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o) {
-  log->stale = grow(log->stale, &log->cap_stale, log->n_stale + 1, sizeof *log->stale);
-  cgl_stale *s = &log->stale[log->n_stale++];
-  memset(s, 0, sizeof *s);
+  cgl_stale *s = NEW_ITEM(log->stale, log->n_stale, log->cap_stale);
   s->proc = proc;
   s->kind = kind;
   s->time_ns = num(o, CG_KEY_TIME_NS, 0);
@@ -505,9 +518,7 @@ static void name_from_source(cgl_log *log, cgl_request *q, json_t *img, json_t *
 }
 
 static void read_request(cgl_log *log, size_t proc, json_t *o) {
-  log->reqs = grow(log->reqs, &log->cap_reqs, log->n_reqs + 1, sizeof *log->reqs);
-  cgl_request *q = &log->reqs[log->n_reqs++];
-  memset(q, 0, sizeof *q);
+  cgl_request *q = NEW_ITEM(log->reqs, log->n_reqs, log->cap_reqs);
   q->proc = proc;
   q->time_ns = num(o, CG_KEY_TIME_NS, 0);
   q->load_ns = num(o, CG_KEY_LOAD_NS, 0);
@@ -540,9 +551,8 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     read_request(log, proc, o);
     return;
   }
-  log->evs = grow(log->evs, &log->cap_evs, log->n_evs + 1, sizeof *log->evs);
-  size_t ei = log->n_evs++;
-  cgl_event *e = &log->evs[ei];
+  cgl_event *e = NEW_ITEM(log->evs, log->n_evs, log->cap_evs);
+  size_t ei = log->n_evs - 1;
   e->proc = proc;
   e->seq = ei;
   e->time_ns = num(o, CG_KEY_TIME_NS, 0);
@@ -622,10 +632,12 @@ static void read_summary(cgl_log *log, size_t proc, json_t *o) {
   p->first_replay_ns = num(o, CG_KEY_FIRST_REPLAY_NS, 0);
   json_t *slow = arr(o, CG_KEY_SLOWEST);
   p->n_slowest = 0;
-  for (size_t i = 0; slow && i < json_array_size(slow) && p->n_slowest < sizeof p->slowest / sizeof p->slowest[0]; i++) {
+  for (size_t i = 0; slow && i < json_array_size(slow) && p->n_slowest < 3; i++) {
     json_t *c = json_array_get(slow, i);
     if (!json_is_object(c))
       continue;
+    if (!p->slowest)
+      p->slowest = cgl_xrealloc(NULL, 3 * sizeof *p->slowest);
     p->slowest[p->n_slowest].id = num(c, CG_KEY_ID, 0);
     p->slowest[p->n_slowest].ns = num(c, CG_KEY_NS, 0);
     p->slowest[p->n_slowest].began = site_str(log, proc, c, CG_KEY_BEGAN); /* demangled, file:line */

@@ -28,36 +28,44 @@
  * without end) stops its reading. Memory per line stays bounded. */
 #define CGL_LINE_MAX (16 << 20)
 
+/* The three slowest captures a process's summary named. */
+typedef struct {
+  long long id, ns;
+  const char *began; /* "" when not said */
+} cgl_slowest;
+
+#define CGL_ARGV_MAX 16 /* the shim logs a process's first 16 words */
+
+/* A process. Kept small (a census holds one per process of every run, a
+ * whole read a million of them): the command line is an interned list and
+ * the slowest captures an allocation of their own, not arrays in place. */
 typedef struct {
   size_t file;          /* index into cgl_log.files */
   long long pid, ppid;
   bool seen_process;    /* a "process" line was read (else only its other lines) */
   bool seen_start;      /* a "start" line was read: the shim started in it */
   bool cuda;            /* it used the driver (false: a "start" line and no "process" line) */
-  cg_run_mode mode;     /* CG_RUN_MODE_COUNT: not logged */
-  const char *version, *run, *prime; /* run: capguard run's id; prime: the priming file */
-  long long driver_version, emulate_driver, time_ns;
-  long long first_ns, last_ns; /* span of everything it logged */
-  const char *argv[16];
-  const cgl_strs *argv_exact; /* the same argc words byte for byte, for commands to paste: NULL when
-                                 argv is already exact (no control character, valid UTF-8) */
-  size_t argc;
   bool has_summary, log_incomplete;
-  int signal;           /* the signal it died of, from capguard run's "ended" record (0: not said) */
-  long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
-  long long primed_skipped_arch, skipped_sm, device_sm;
   /* Capture time (the summary's capture_ns and what follows it; absent in
    * older logs: has_capture_time false). */
   bool has_capture_time;
-  long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
-  size_t n_slowest;
-  struct {
-    long long id, ns;
-    const char *began; /* "" when not said */
-  } slowest[3];
   /* The launcher's rank, from the start, process or summary record (absent:
    * rank_known false; local_rank -1 and world_size 0 when not said). */
   bool rank_known;
+  unsigned char n_slowest; /* how many slowest captures the summary named (at most 3) */
+  cg_run_mode mode;     /* CG_RUN_MODE_COUNT: not logged */
+  int signal;           /* the signal it died of, from capguard run's "ended" record (0: not said) */
+  const char *version, *run, *prime; /* run: capguard run's id; prime: the priming file */
+  long long driver_version, emulate_driver, time_ns;
+  long long first_ns, last_ns; /* span of everything it logged */
+  const char *const *argv; /* its first argc words (at most CGL_ARGV_MAX); NULL when argc is 0 */
+  const cgl_strs *argv_exact; /* the same argc words byte for byte, for commands to paste: NULL when
+                                 argv is already exact (no control character, valid UTF-8) */
+  size_t argc;
+  long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
+  long long primed_skipped_arch, skipped_sm, device_sm;
+  long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
+  cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
   long long rank, local_rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */
   /* Where its first line is (byte offset and line number in its file), and,
@@ -66,10 +74,19 @@ typedef struct {
   long long first_offset, first_lineno;
   long long census_calls, census_served;
   /* A census's captures of small ids, by id (CGL_CENSUS_* flags; the
-   * others are cgl_log.ccaps): a byte a capture, not a hash table's entry. */
+   * others are cgl_log.ccaps): a byte a capture, not a hash table's entry.
+   * census_cap of them, in census_small while they fit (most processes
+   * begin a few captures: no allocation of their own), else in census_ids;
+   * read them with cgl_census_ids. */
   unsigned char *census_ids;
   size_t census_cap, census_dense;
+  unsigned char census_small[8];
 } cgl_process;
+
+/* A census's flags of p's captures by id, census_cap of them. */
+static inline const unsigned char *cgl_census_ids(const cgl_process *p) {
+  return p->census_cap > sizeof p->census_small ? p->census_ids : p->census_small;
+}
 
 /* What a capture record says broke it ("broken_by"): older capguards did
  * not say (UNKNOWN: readers name no offender, they never guess), null means
@@ -88,15 +105,15 @@ typedef struct {
 typedef struct {
   size_t proc;          /* index into cgl_log.procs */
   long long id, tid, begin_ns, end_ns, events;
-  bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
   long long end_result; /* what cuStreamEndCapture returned to the caller */
   long long repeats;    /* events counted and not written again (0 when absent) */
+  bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
+  bool ended_line;      /* a "capture" line was read (else known from events only) */
   cgl_broken_by by;
   cgl_offender offender; /* set when by is CGL_BY_CALL */
   const char *stream, *began;
   cg_capture_mode mode;     /* CG_CAPTURE_MODE_COUNT: not logged */
   cg_capture_status status; /* CG_CAPTURE_STATUS_COUNT: not logged */
-  bool ended_line;      /* a "capture" line was read (else known from events only) */
   long first_break;     /* index into cgl_log.evs of the earliest breaking call, -1 if none */
 } cgl_capture;
 
@@ -107,10 +124,10 @@ typedef struct {
   cg_event_kind kind;   /* CG_EV_KIND_COUNT: not one this reader knows */
   cg_verdict verdict;   /* CG_VERDICT_COUNT: likewise */
   cg_capture_mode thread_mode;
+  cg_image_kind image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
   const char *call;
   const char *handle;   /* hex: what the call worked on (stream, event, pointer), NULL if absent */
   const char *meaning;  /* the result in words, as the shim wrote it, NULL if absent */
-  cg_image_kind image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
   const char *image_hash;
   long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
   const cgl_strs *kernels; /* never NULL: an empty list when none */
@@ -239,6 +256,10 @@ void cgl_group_runs(cgl_log *log);
 /* A log of one run only (indices remapped), sharing strings with log; free it
  * with cgl_free. Call cgl_group_runs first. */
 void cgl_view(const cgl_log *log, size_t run, cgl_log *view);
+/* fn called with each run's view in turn (run 0 first), each freed after:
+ * the log is bucketed by run once, so all of them cost the log's size, not
+ * its size times its runs as a cgl_view of each would. */
+void cgl_each_run(const cgl_log *log, void (*fn)(const cgl_log *view, size_t run, void *ctx), void *ctx);
 
 /* A word of the log for printing: row v of table t, NULL for a value outside
  * it (absent from the log, or unknown to this reader). */

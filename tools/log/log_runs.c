@@ -117,7 +117,71 @@ void cgl_group_runs(cgl_log *log) {
   free(roots);
 }
 
-void cgl_view(const cgl_log *log, size_t run, cgl_log *view) {
+/* The items of one kind (processes, captures, calls, stale events, request-path
+ * loads) bucketed by run, each bucket in the log's order: run r's are
+ * items[start[r] .. start[r + 1]), and local[i] is item i's place in its
+ * run's. Built once in time linear in the log, so that every run's view
+ * costs its own size, not the whole log's. */
+typedef struct {
+  size_t *start, *items, *local;
+} run_bucket;
+enum { ITEM_PROC, ITEM_CAPTURE, ITEM_EVENT, ITEM_STALE, ITEM_REQUEST, ITEM_KINDS };
+
+static size_t item_proc(const cgl_log *log, int kind, size_t i) {
+  switch (kind) {
+  case ITEM_PROC: return i;
+  case ITEM_CAPTURE: return log->caps[i].proc;
+  case ITEM_EVENT: return log->evs[i].proc;
+  case ITEM_STALE: return log->stale[i].proc;
+  default: return log->reqs[i].proc;
+  }
+}
+
+static void bucket_fill(const cgl_log *log, int kind, size_t n, run_bucket *b) {
+  size_t nr = log->n_runs;
+  b->start = cgl_xrealloc(NULL, (nr + 1) * sizeof *b->start);
+  memset(b->start, 0, (nr + 1) * sizeof *b->start);
+  b->items = cgl_xrealloc(NULL, (n + 1) * sizeof *b->items);
+  b->local = cgl_xrealloc(NULL, (n + 1) * sizeof *b->local);
+  for (size_t i = 0; i < n; i++)
+    b->start[log->procs[item_proc(log, kind, i)].run_index + 1]++;
+  for (size_t r = 1; r <= nr; r++)
+    b->start[r] += b->start[r - 1];
+  size_t *next = cgl_xrealloc(NULL, (nr + 1) * sizeof *next); /* each run's next free place */
+  memcpy(next, b->start, (nr + 1) * sizeof *next);
+  for (size_t i = 0; i < n; i++) {
+    size_t r = log->procs[item_proc(log, kind, i)].run_index, at = next[r]++;
+    b->items[at] = i;
+    b->local[i] = at - b->start[r];
+  }
+  free(next);
+}
+
+static void buckets_free(run_bucket *b) {
+  for (int k = 0; k < ITEM_KINDS; k++) {
+    free(b[k].start);
+    free(b[k].items);
+    free(b[k].local);
+  }
+}
+
+static void buckets_fill(const cgl_log *log, run_bucket *b) {
+  size_t n[ITEM_KINDS] = {log->n_procs, log->n_caps, log->n_evs, log->n_stale, log->n_reqs};
+  for (int k = 0; k < ITEM_KINDS; k++)
+    bucket_fill(log, k, n[k], &b[k]);
+}
+
+/* An array of run's items of one kind, copied from src (elements of size elem). */
+static void *run_items(const run_bucket *b, size_t run, bool in_log, const void *src, size_t elem,
+                       size_t *n) {
+  *n = in_log ? b->start[run + 1] - b->start[run] : 0;
+  char *dst = cgl_xrealloc(NULL, (*n + 1) * elem);
+  for (size_t k = 0; k < *n; k++)
+    memcpy(dst + k * elem, (const char *)src + b->items[b->start[run] + k] * elem, elem);
+  return dst;
+}
+
+static void view_of(const cgl_log *log, const run_bucket *b, size_t run, cgl_log *view) {
   memset(view, 0, sizeof *view);
   view->is_view = true;
   view->files = log->files;
@@ -131,66 +195,58 @@ void cgl_view(const cgl_log *log, size_t run, cgl_log *view) {
   view->cut_files = log->cut_files;
   view->unknown = log->unknown;
   memcpy(view->first_malformed, log->first_malformed, sizeof view->first_malformed);
-  size_t *pmap = cgl_xrealloc(NULL, (log->n_procs + 1) * sizeof *pmap);
-  size_t *cmap = cgl_xrealloc(NULL, (log->n_caps + 1) * sizeof *cmap);
-  size_t *emap = cgl_xrealloc(NULL, (log->n_evs + 1) * sizeof *emap);
-  view->procs = cgl_xrealloc(NULL, (log->n_procs + 1) * sizeof *view->procs);
-  for (size_t p = 0; p < log->n_procs; p++) {
-    pmap[p] = SIZE_MAX;
-    if (log->procs[p].run_index == run) {
-      pmap[p] = view->n_procs;
-      view->procs[view->n_procs] = log->procs[p];
-      view->procs[view->n_procs++].run_index = 0;
-    }
-  }
-  view->caps = cgl_xrealloc(NULL, (log->n_caps + 1) * sizeof *view->caps);
-  for (size_t c = 0; c < log->n_caps; c++) {
-    cmap[c] = SIZE_MAX;
-    if (pmap[log->caps[c].proc] != SIZE_MAX) {
-      cmap[c] = view->n_caps;
-      view->caps[view->n_caps] = log->caps[c];
-      view->caps[view->n_caps++].proc = pmap[log->caps[c].proc];
-    }
-  }
-  view->evs = cgl_xrealloc(NULL, (log->n_evs + 1) * sizeof *view->evs);
-  for (size_t i = 0; i < log->n_evs; i++) {
-    emap[i] = SIZE_MAX;
-    if (pmap[log->evs[i].proc] != SIZE_MAX) {
-      emap[i] = view->n_evs;
-      cgl_event *e = &view->evs[view->n_evs];
-      *e = log->evs[i];
-      e->proc = pmap[e->proc];
-      e->capture = cmap[e->capture];
-      e->seq = view->n_evs++;
-    }
-  }
-  view->stale = cgl_xrealloc(NULL, (log->n_stale + 1) * sizeof *view->stale);
-  for (size_t i = 0; i < log->n_stale; i++)
-    if (pmap[log->stale[i].proc] != SIZE_MAX) {
-      view->stale[view->n_stale] = log->stale[i];
-      view->stale[view->n_stale++].proc = pmap[log->stale[i].proc];
-    }
-  view->cap_stale = view->n_stale;
-  view->reqs = cgl_xrealloc(NULL, (log->n_reqs + 1) * sizeof *view->reqs);
-  for (size_t i = 0; i < log->n_reqs; i++)
-    if (pmap[log->reqs[i].proc] != SIZE_MAX) {
-      view->reqs[view->n_reqs] = log->reqs[i];
-      view->reqs[view->n_reqs++].proc = pmap[log->reqs[i].proc];
-    }
-  view->cap_reqs = view->n_reqs;
-  for (size_t c = 0; c < view->n_caps; c++)
-    if (view->caps[c].first_break >= 0)
+  bool in = run < log->n_runs; /* else an empty view, as of a run that is not there */
+  const size_t *pmap = b[ITEM_PROC].local, *cmap = b[ITEM_CAPTURE].local, *emap = b[ITEM_EVENT].local;
+  view->procs = run_items(&b[ITEM_PROC], run, in, log->procs, sizeof *log->procs, &view->n_procs);
+  for (size_t p = 0; p < view->n_procs; p++)
+    view->procs[p].run_index = 0;
+  view->caps = run_items(&b[ITEM_CAPTURE], run, in, log->caps, sizeof *log->caps, &view->n_caps);
+  for (size_t c = 0; c < view->n_caps; c++) {
+    view->caps[c].proc = pmap[view->caps[c].proc];
+    if (view->caps[c].first_break >= 0) /* an event of its own process: of this run */
       view->caps[c].first_break = (long)emap[view->caps[c].first_break];
+  }
+  view->evs = run_items(&b[ITEM_EVENT], run, in, log->evs, sizeof *log->evs, &view->n_evs);
+  for (size_t i = 0; i < view->n_evs; i++) {
+    cgl_event *e = &view->evs[i];
+    e->proc = pmap[e->proc];
+    e->capture = cmap[e->capture];
+    e->seq = i;
+  }
+  view->stale = run_items(&b[ITEM_STALE], run, in, log->stale, sizeof *log->stale, &view->n_stale);
+  for (size_t i = 0; i < view->n_stale; i++)
+    view->stale[i].proc = pmap[view->stale[i].proc];
+  view->reqs = run_items(&b[ITEM_REQUEST], run, in, log->reqs, sizeof *log->reqs, &view->n_reqs);
+  for (size_t i = 0; i < view->n_reqs; i++)
+    view->reqs[i].proc = pmap[view->reqs[i].proc];
   view->cap_procs = view->n_procs;
   view->cap_caps = view->n_caps;
   view->cap_evs = view->n_evs;
-  if (run < log->n_runs) {
+  view->cap_stale = view->n_stale;
+  view->cap_reqs = view->n_reqs;
+  if (in) {
     view->runs = cgl_xrealloc(NULL, sizeof *view->runs);
     view->runs[0] = log->runs[run];
     view->runs[0].first_proc = pmap[log->runs[run].first_proc];
     view->n_runs = 1;
   }
-  free(pmap);
-  free(cmap);
-  free(emap);
+}
+
+void cgl_view(const cgl_log *log, size_t run, cgl_log *view) {
+  run_bucket b[ITEM_KINDS];
+  buckets_fill(log, b);
+  view_of(log, b, run, view);
+  buckets_free(b);
+}
+
+void cgl_each_run(const cgl_log *log, void (*fn)(const cgl_log *view, size_t run, void *ctx), void *ctx) {
+  run_bucket b[ITEM_KINDS];
+  buckets_fill(log, b);
+  for (size_t r = 0; r < log->n_runs; r++) {
+    cgl_log view;
+    view_of(log, b, r, &view);
+    fn(&view, r, ctx);
+    cgl_free(&view);
+  }
+  buckets_free(b);
 }

@@ -282,6 +282,15 @@ void cgr_analyse(const cgl_log *log, cgr_analysis *a) {
   cgf_collect(&facts, CGF_ESCAPES, false, &a->escapes_note);
 }
 
+/* A run's advice, from an analysis of that run alone (cgl_each_run's fn). */
+static void advise_run(const cgl_log *view, size_t run, void *ctx) {
+  cgr_analysis *a = ctx, one;
+  cgr_analyse(view, &one);
+  a->run_advice[run] = one.advice; /* its strings are its own: they outlive the view */
+  memset(&one.advice, 0, sizeof one.advice);
+  cgr_free(&one);
+}
+
 void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
   a->all = all;
   a->shown_run = shown;
@@ -307,10 +316,11 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
     r->procs++;
     r->cuda += pr->cuda;
     r->ended_early += cgr_ended_early(pr);
+    const unsigned char *ids = cgl_census_ids(pr);
     for (size_t id = 0; id < pr->census_cap; id++)
-      if (pr->census_ids[id] & CGL_CENSUS_SEEN) {
+      if (ids[id] & CGL_CENSUS_SEEN) {
         seen[p]++;
-        r->broken += (pr->census_ids[id] & (CGL_CENSUS_BREAK | CGL_CENSUS_STATUS_BROKEN)) != 0;
+        r->broken += (ids[id] & (CGL_CENSUS_BREAK | CGL_CENSUS_STATUS_BROKEN)) != 0;
       }
     r->calls += (size_t)pr->census_calls;
     r->served += (size_t)pr->census_served;
@@ -327,16 +337,7 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
   /* Every run reported: each run's advice from an analysis of that run alone. */
   if (shown == SIZE_MAX && all->n_runs > 1) {
     a->run_advice = xrealloc(NULL, all->n_runs * sizeof *a->run_advice);
-    for (size_t r = 0; r < all->n_runs; r++) {
-      cgl_log view;
-      cgr_analysis one;
-      cgl_view(all, r, &view);
-      cgr_analyse(&view, &one);
-      a->run_advice[r] = one.advice; /* its strings are its own: they outlive the view */
-      memset(&one.advice, 0, sizeof one.advice);
-      cgr_free(&one);
-      cgl_free(&view);
-    }
+    cgl_each_run(all, advise_run, a);
   }
 }
 

@@ -161,6 +161,8 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size
   free(made);
 }
 
+static const char no_offender[] = "";
+
 /* A process's counts of captures, gathered in one pass over them. */
 typedef struct {
   size_t began, captured, broken;
@@ -209,7 +211,8 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
                                 .captures = pc[p].began,
                                 .captured = pc[p].captured,
                                 .broken = pc[p].broken,
-                                .first_broken = pc[p].first};
+                                .first_broken = pc[p].first,
+                                .offender = no_offender};
   free(pc);
   qsort(all, n, sizeof *all, by_rank_then_began);
   /* Of each rank: its process that began most; two that both began captures
@@ -232,9 +235,12 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
     cgr_rank_row *r = &v->rows[i];
     row_of[r->proc] = i;
     v->any_broken = v->any_broken || r->broken;
-    r->offender[0] = 0;
-    if (r->first_broken >= 0)
-      offender_short(log, (size_t)r->first_broken, r->offender, sizeof r->offender);
+    if (r->first_broken >= 0) {
+      char off[384];
+      offender_short(log, (size_t)r->first_broken, off, sizeof off);
+      size_t len = strlen(off) + 1;
+      r->offender = memcpy(cg_xrealloc(NULL, len, DOING), off, len);
+    }
   }
   claim_differences(log, v);
   count_differences(v);
@@ -243,6 +249,9 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
 }
 
 void cgr_rank_view_free(cgr_rank_view *v) {
+  for (size_t i = 0; i < v->n; i++)
+    if (v->rows[i].offender != no_offender)
+      free((char *)v->rows[i].offender);
   for (size_t i = 0; i < v->n_diffs; i++)
     free(v->diffs[i]);
   free(v->diffs);

@@ -19,7 +19,8 @@ typedef struct {
   size_t captured;       /* of those, ended with a graph */
   size_t broken;
   long first_broken;     /* index into log->caps of its earliest broken capture, -1 if none */
-  char offender[384];    /* "cuModuleLoadData of K at SITE", "" if none broke */
+  const char *offender;  /* "cuModuleLoadData of K at SITE", "" if none broke: allocated only for a
+                            rank that broke, so that a million ranks are not a million buffers */
 } cgr_rank_row;
 
 typedef struct {

@@ -214,7 +214,7 @@ bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const cha
     cgr_shell_word(top->argv_exact ? top->argv_exact->v[i] : top->argv[i], buf, cap, &used);
   }
   /* The shim logs the first 16 words: more may have followed. */
-  bool whole = top->argc < sizeof top->argv / sizeof top->argv[0];
+  bool whole = top->argc < CGL_ARGV_MAX;
   if (!whole)
     append(buf, cap, &used, " ...");
   return whole;

@@ -268,7 +268,7 @@ static json_t *advice_json(const cgf_list *advice) {
 static json_t *runs_json(const cgr_analysis *a) {
   const cgl_log *all = a->all;
   json_t *runs = json_array();
-  size_t *order = cgr_process_order(all);
+  size_t *order = cgr_process_order(all), at = 0; /* by run: run r's processes follow run r - 1's */
   for (size_t r = 0; r < a->n_runs; r++) {
     const cgl_process *top = &all->procs[all->runs[r].first_proc];
     const struct cgr_run_stats *st = &a->runs[r];
@@ -283,9 +283,8 @@ static json_t *runs_json(const cgr_analysis *a) {
     cgr_run_headline(a, r, (cg_palette){"", "", "", "", "", ""}, line, sizeof line);
     json_object_set_new(o, "headline", jtext(line));
     json_t *pids = json_array(); /* sorted: order is by run, then pid */
-    for (size_t i = 0; i < all->n_procs; i++)
-      if (all->procs[order[i]].run_index == r)
-        json_array_append_new(pids, json_integer((json_int_t)all->procs[order[i]].pid));
+    for (; at < all->n_procs && all->procs[order[at]].run_index == r; at++)
+      json_array_append_new(pids, json_integer((json_int_t)all->procs[order[at]].pid));
     json_object_set_new(o, "pids", pids);
     if (a->run_advice) {
       json_object_set_new(o, "advice", advice_json(&a->run_advice[r]));
