@@ -26,7 +26,8 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
  * named before the driver runs it. With nothing capturing and no free
  * touched watched memory (every replay of a healthy program), the x86-64
  * fast path is stream work's (stream_work_wrappers.c) with two loads more:
- * the driver's pointer, the capture activity, cg_stale_suspects and the
+ * the driver's pointer, the capture activity, the exec's own slot of
+ * cg_stale_suspect_slots (other execs being suspect do not slow it) and the
  * fleet's cg_launch_watch (set before the first replay and while a metrics
  * file is due, fleet_metrics.h) loaded, and one jump to the driver. */
 #define CG_WRAP_GRAPH_LAUNCH(cname, sname, ep_, params, exec, stream_, ptsz_)                      \
@@ -49,7 +50,7 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     CG_REAL_OR_RETURN(ep_, params, real);                                                          \
     if (__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED))                                       \
       cg_fleet_graph_launch();                                                                     \
-    if (__builtin_expect(cg_stale_launch_due(), 0) && !off())                                      \
+    if (__builtin_expect(cg_stale_launch_due((exec)), 0) && !off())                                \
       cg_stale_launch(sname, (exec));                                                              \
     if (__builtin_expect(cg_nothing_captures(), 1) || off())                                       \
       return real(CG_ARGS(params));                                                                \
@@ -68,8 +69,10 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
                      "movq cg_activity(%%rip), %%r10\n\t"                                     \
                      "testq %%r10, %%r10\n\t"                                                 \
                      "jnz 1f\n\t"                                                             \
-                     "movl cg_stale_suspects(%%rip), %%r10d\n\t"                              \
-                     "testl %%r10d, %%r10d\n\t"                                               \
+                     "imull $0x9E3779B1, %%edi, %%r10d\n\t" /* cg_stale_slot(exec) */       \
+                     "shrl $20, %%r10d\n\t"                                                   \
+                     "leaq cg_stale_suspect_slots(%%rip), %%r11\n\t"                          \
+                     "cmpl $0, (%%r11,%%r10,4)\n\t"                                            \
                      "jnz 1f\n\t"                                                             \
                      "cmpl $0, cg_launch_watch(%%rip)\n\t" /* the fleet's first replay */      \
                      "jnz 1f\n\t"                                                             \
@@ -83,7 +86,7 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     CUresult (*real)(CG_PARAMS(params)) =                                                    \
         (CUresult(*)(CG_PARAMS(params)))__atomic_load_n(&cg_ep_real[ep_], __ATOMIC_ACQUIRE); \
     if (__builtin_expect(real != NULL, 1) && __builtin_expect(cg_nothing_captures(), 1) &&   \
-        !cg_stale_launch_due() && !__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED))      \
+        !cg_stale_launch_due((exec)) && !__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED)) \
       return real(CG_ARGS(params));                                                          \
     return cname##_other(CG_ARGS(params));                                                   \
   }
@@ -91,24 +94,27 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
 
 /* A free the driver accepted, told to the stale-pointer check; one captured
  * into a graph (its stream captures) frees nothing now: the graph's free
- * node does, at each replay. */
+ * node does, at each replay. A map, unmap or release is told whenever the
+ * check is on (the record of mapped pieces must be whole); aux: the stream,
+ * or the physical allocation's handle. */
 static __attribute__((noinline, cold)) void watched_free(const char *call, uint64_t addr, uint64_t len,
-                                                          cg_stale_how how, bool has_stream, CUstream s,
+                                                          cg_stale_how how, bool has_stream, uint64_t aux,
                                                           bool ptsz) {
   if (off())
     return;
-  if (has_stream && !cg_nothing_captures() && cg_captures_has(cg_stream_key(s, ptsz)))
+  if (has_stream && !cg_nothing_captures() && cg_captures_has(cg_stream_key((CUstream)(uintptr_t)aux, ptsz)))
     return;
-  cg_stale_freed(call, addr, len, how);
+  cg_stale_freed(call, addr, len, how, has_stream ? 0 : aux);
 }
 
-#define CG_WRAP_WATCHED_FREE(cname, sname, ep, params, addr, len, how, stream, has_stream, ptsz)     \
+#define CG_WRAP_WATCHED_FREE(cname, sname, ep, params, addr, len, how, aux, has_stream, ptsz)        \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
     CG_REAL_OR_RETURN(ep, params, real);                                                           \
     CUresult r_ = real(CG_ARGS(params));                                                           \
-    if (__builtin_expect(cg_stale_watching(), 0) && r_ == CUDA_SUCCESS)                            \
-      watched_free(sname, (uint64_t)(addr), (uint64_t)(len), (how), (has_stream), (CUstream)(stream), \
-                   (ptsz));                                                                        \
+    if (__builtin_expect(CG_STALE_KEEPS_RECORD(how) ? cg_cfg.stale : cg_stale_watching(), 0) &&     \
+        r_ == CUDA_SUCCESS)                                                                        \
+      watched_free(sname, (uint64_t)(addr), (uint64_t)(len), (how), (has_stream),                  \
+                   (uint64_t)(uintptr_t)(aux), (ptsz));                                            \
     return r_;                                                                                     \
   }
 

@@ -170,6 +170,57 @@ class Stale(unittest.TestCase):
                 self.assertEqual(e[0]["stale"]["kernel"], "cg_test_fill")
                 self.assertIn("built by hand", run.stderr)
 
+    def test_extra_buffer_arguments_are_split(self):
+        # Library kernels (cuBLAS) give their arguments as one buffer: split by the layout.
+        run = probe("extra", 13000)
+        self.assertEqual(run.values["free"], "0")
+        e = self.assert_named(run, "stale-free", "cuMemFree_v2")
+        self.assertEqual(len(stale_events(run)), 1)
+        self.assertNotIn("could not be read", run.stderr)
+
+    def test_expandable_segments_growing_and_shrinking_elsewhere_is_silent(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("vmm-healthy", driver)
+                self.assertEqual(run.rc, 0, run.stderr)
+                self.assertEqual((run.values["unmap_other"], run.values["release_other"], run.values["map_new"]),
+                                 ("0", "0", "0"))
+                self.assertEqual(stale_events(run), [])
+                self.assertNotIn("stale", run.stderr)
+
+    def assert_piece_named(self, run, now_nonzero):
+        self.assertEqual(run.rc, 0, run.stderr)
+        evs = stale_events(run)
+        self.assertEqual([e["event"] for e in evs], ["stale-launch"], run.records)  # none at the unmap
+        e = evs[0]
+        self.assertEqual(e["call"], "cuGraphLaunch")
+        st = e["stale"]
+        self.assertTrue(st["piece"])
+        self.assertEqual(st["size"], 2 << 20)  # the piece, not the 32 MiB reserved range
+        self.assertEqual(st["kernel"], "cg_test_fill")
+        self.assertNotEqual(st["buffer_id"], 0)
+        self.assertEqual(st["now_buffer_id"] != 0, now_nonzero)
+        self.assertNotEqual(st["now_buffer_id"], st["buffer_id"])
+        self.assertIn("stale_probe", e["capture"]["began"])  # where it was captured
+        self.assertTrue(any("stale_probe" in f for f in e["native_stack"]))  # and the launch
+        return e
+
+    def test_a_piece_unmapped_under_a_live_exec_is_named_at_its_launch(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("vmm-unmap", driver)
+                self.assertEqual((run.values["unmap"], run.values["relaunch"]), ("0", "0"))
+                self.assert_piece_named(run, False)
+                self.assertIn("reads a mapped piece unmapped since its capture", run.stderr)
+
+    def test_another_physical_allocation_mapped_at_the_same_address_is_named(self):
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("vmm-remap", driver)
+                self.assertEqual(run.values["remap"], "0")
+                self.assert_piece_named(run, True)
+                self.assertIn("to another physical allocation", run.stderr)
+
     def test_off_unless_asked(self):
         # Without CAPGUARD_STALE the same free is the program's business.
         run = probe("free", 13000, stale=False)

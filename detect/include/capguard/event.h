@@ -42,6 +42,8 @@ typedef struct {
   int arg;                /* the kernel's argument that holds the pointer */
   unsigned reads;         /* how many (node, argument) of the exec read the allocation */
   bool by_hand;           /* the graph was not captured (built with cuGraphAdd*) */
+  bool piece;             /* a piece mapped with cuMemMap: buffer ids are its physical allocation's
+                             number (capguard's), now 0 when unmapped */
 } cg_stale_read_info;
 
 typedef struct {
