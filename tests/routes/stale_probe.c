@@ -53,6 +53,41 @@ static unsigned char *read_file(const char *path) {
   return b;
 }
 
+#define G ((size_t)2 << 20) /* the fake's granularity */
+
+/* y in the first piece of a reserved range (handle ha), a second piece beside it (hb). */
+static CUdeviceptr vmm_setup(CUdeviceptr *base, CUmemGenericAllocationHandle *ha, CUmemGenericAllocationHandle *hb,
+                             const CUmemAllocationProp *prop) {
+  CHECK(cuMemAddressReserve(base, 16 * G, 0, 0, 0));
+  CHECK(cuMemCreate(ha, G, prop, 0));
+  CHECK(cuMemCreate(hb, G, prop, 0));
+  CHECK(cuMemMap(*base, G, 0, *ha, 0));
+  CHECK(cuMemMap(*base + G, G, 0, *hb, 0));
+  return *base + 4096;
+}
+
+/* The vmm-* ops after the first launch: y lies in the piece base (handle ha),
+ * a second piece at base + G (hb). */
+static void vmm_op(const char *op, CUgraphExec x, CUstream s, CUdeviceptr base, CUmemGenericAllocationHandle ha,
+                   CUmemGenericAllocationHandle hb, const CUmemAllocationProp *prop) {
+  CUmemGenericAllocationHandle hc;
+  if (!strcmp(op, "vmm-healthy")) {
+    SAY("unmap_other", cuMemUnmap(base + G, G)); /* the segment shrinks elsewhere */
+    SAY("release_other", cuMemRelease(hb));
+    CHECK(cuMemCreate(&hc, 2 * G, prop, 0));
+    SAY("map_new", cuMemMap(base + 4 * G, 2 * G, 0, hc, 0)); /* and grows */
+  } else {
+    SAY("unmap", cuMemUnmap(base, G));
+    SAY("release", cuMemRelease(ha));
+    if (!strcmp(op, "vmm-remap")) {
+      CHECK(cuMemCreate(&hc, G, prop, 0));
+      SAY("remap", cuMemMap(base, G, 0, hc, 0));
+    }
+  }
+  SAY("relaunch", cuGraphLaunch(x, s));
+  SAY("relaunch2", cuGraphLaunch(x, s)); /* a finding reported once per exec and piece */
+}
+
 int main(int argc, char **argv) {
   const char *op = "free", *cubin = getenv("CG_CUBIN");
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -83,21 +118,14 @@ int main(int argc, char **argv) {
   CHECK(cuMemAlloc(&z, 5 * N * sizeof(float)));
   CHECK(cuMemAlloc(&w, 7 * N * sizeof(float)));
   int vmm = !strncmp(op, "vmm-", 4);
-  const size_t G = 2u << 20; /* the fake's granularity */
   CUdeviceptr base = 0;
   CUmemGenericAllocationHandle ha = 0, hb = 0;
   CUmemAllocationProp prop;
   memset(&prop, 0, sizeof prop);
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  if (vmm) { /* y in the first piece of a reserved range; a second piece beside it */
-    CHECK(cuMemAddressReserve(&base, 16 * G, 0, 0, 0));
-    CHECK(cuMemCreate(&ha, G, &prop, 0));
-    CHECK(cuMemCreate(&hb, G, &prop, 0));
-    CHECK(cuMemMap(base, G, 0, ha, 0));
-    CHECK(cuMemMap(base + G, G, 0, hb, 0));
-    y = base + 4096;
-  }
+  if (vmm)
+    y = vmm_setup(&base, &ha, &hb, &prop);
   int copies = !strcmp(op, "copies");
   float v = 1.0f;
   int n = N;
@@ -165,24 +193,8 @@ int main(int argc, char **argv) {
     SAY("destroy", cuGraphExecDestroy(x));
     x = NULL;
     SAY("free", cuMemFree(y));
-  } else if (!strcmp(op, "vmm-healthy")) {
-    SAY("unmap_other", cuMemUnmap(base + G, G)); /* the segment shrinks elsewhere */
-    SAY("release_other", cuMemRelease(hb));
-    CUmemGenericAllocationHandle hc;
-    CHECK(cuMemCreate(&hc, 2 * G, &prop, 0));
-    SAY("map_new", cuMemMap(base + 4 * G, 2 * G, 0, hc, 0)); /* and grows */
-    SAY("relaunch", cuGraphLaunch(x, s));
-    SAY("relaunch2", cuGraphLaunch(x, s));
-  } else if (!strcmp(op, "vmm-unmap") || !strcmp(op, "vmm-remap")) {
-    SAY("unmap", cuMemUnmap(base, G));
-    SAY("release", cuMemRelease(ha));
-    if (!strcmp(op, "vmm-remap")) {
-      CUmemGenericAllocationHandle hc;
-      CHECK(cuMemCreate(&hc, G, &prop, 0));
-      SAY("remap", cuMemMap(base, G, 0, hc, 0));
-    }
-    SAY("relaunch", cuGraphLaunch(x, s));
-    SAY("relaunch2", cuGraphLaunch(x, s)); /* reported once per exec and piece */
+  } else if (vmm) {
+    vmm_op(op, x, s, base, ha, hb, &prop);
   } else {
     fprintf(stderr, "stale_probe: unknown --op %s\n", op);
     return 2;
