@@ -549,9 +549,7 @@ static void put_stale_text(cg_out *o, const cg_event *e) {
     cg_out_u64(o, s->reads);
     cg_out_str(o, " reads by this exec");
   }
-  cg_out_str(o, "\n  what to do: ");
-  cg_out_str(o, cg_stale_advice(e->kind));
-  cg_out_char(o, '\n');
+  cg_out_char(o, '\n'); /* facts only: what to do is capguard report's (tools/meaning/findings.c) */
 }
 
 /* A duration as a person reads it: "840 us", "4.1 ms", "12.3 s". */

@@ -38,6 +38,7 @@
 #define GRANULE ((uint64_t)2 << 20)
 
 unsigned cg_stale_live;
+static uint64_t stale_reads; /* cg_stale_reads() */
 unsigned cg_stale_suspect_slots[CG_STALE_SLOTS];
 
 typedef struct watched_alloc watched_alloc;
@@ -429,6 +430,8 @@ static void touched(watched_alloc *a, bool report_now, findings *out) {
       mark_suspect(x, w);
       if (!report_now || w->free_reported)
         continue;
+      if (first && !w->launch_reported)
+        __atomic_add_fetch(&stale_reads, 1, __ATOMIC_RELAXED);
       w->free_reported = true; /* every read of a counts as reported */
       if (first)
         found(out, CG_EV_STALE_FREE, x, i, 0);
@@ -526,6 +529,8 @@ void cg_stale_launch(const char *call, CUgraphExec exec) {
     uint64_t now = now_at(w);
     if (now == w->r.buffer_id)
       continue; /* still its own memory */
+    if (!w->free_reported)
+      __atomic_add_fetch(&stale_reads, 1, __ATOMIC_RELAXED);
     for (size_t k = 0; k < x->n; k++)
       if (x->reads[k].alloc == w->alloc)
         x->reads[k].launch_reported = true;
@@ -534,6 +539,8 @@ void cg_stale_launch(const char *call, CUgraphExec exec) {
   cg_unlock(&lock);
   report_all(call, &out);
 }
+
+uint64_t cg_stale_reads(void) { return __atomic_load_n(&stale_reads, __ATOMIC_RELAXED); }
 
 void cg_stale_atfork_child(void) {
   pthread_mutex_init(&lock, NULL);

@@ -64,5 +64,7 @@ void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how 
 void cg_stale_launch(const char *call, CUgraphExec exec);
 /* Fork: the child's lock is a fresh one. */
 void cg_stale_atfork_child(void);
+/* Stale reads named so far: one per exec and allocation (its free, its launch or both). */
+uint64_t cg_stale_reads(void);
 
 #endif

@@ -1,6 +1,6 @@
 /* report_stale.h. A group is one (process, graph exec, allocation): the
  * shim reports each at most once per kind, so a group holds a free, a
- * launch, or both; what to do is the shim's own sentence (cg_stale_advice). */
+ * launch, or both; what to do is the findings table's sentence (cgf_stale_advice). */
 #include "report_stale.h"
 #include "html_text.h"
 #include "kernel_display.h"
@@ -11,6 +11,7 @@
 
 #include "capguard/event.h"
 #include "capguard/log_keys.h"
+#include "findings.h"
 #include "log_pool.h"
 
 static bool same(const cgl_stale *a, const cgl_stale *b) {
@@ -53,7 +54,7 @@ static void reader_words(const cgl_stale *s, char *buf, size_t cap) {
 }
 
 static const char *advice(const cgr_stale_group *g) {
-  return cg_stale_advice(g->frees ? CG_EV_STALE_FREE : CG_EV_STALE_LAUNCH);
+  return cgf_stale_advice(g->frees != 0);
 }
 
 void cgr_print_stale_text(FILE *out, const cgl_log *log, cg_palette pal) {

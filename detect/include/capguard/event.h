@@ -204,7 +204,5 @@ size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap)
  * sig (its wait status): the process wrote no summary, and the log says why. */
 size_t cg_ended_format_json(uint64_t pid, uint64_t time_ns, int sig, char *buf, size_t cap);
 
-/* What to do about a stale-pointer event of this kind (one sentence). */
-const char *cg_stale_advice(cg_event_kind kind);
 
 #endif
