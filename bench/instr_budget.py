@@ -45,6 +45,22 @@ SCENARIOS = {
     "load served, wide caller": ("load_wide", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_PRIME": "@prime"},
                                  60000, 10),
     "start-up (/bin/true)": (None, "none", {"CAPGUARD_MODE": "guard"}, 100000, 0),
+    # the stale-pointer check (docs/stale.md), at two sizes: nothing grows with the live execs.
+    # Its map and unmap rows do not hold yet (+652 and +327 on this tree's
+    # first count: the record of mapped pieces), so bench/meson.build's test
+    # leaves them out until they do
+    "stale: free, 1 exec": ("stale_free_1", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 200, 200),
+    "stale: free, 4096 execs": ("stale_free_4096", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 200,
+                                200),
+    "stale: map, 1 exec": ("stale_map_1", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 200, 200),
+    "stale: map, 4096 execs": ("stale_map_4096", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 200, 200),
+    "stale: unmap, 1 exec": ("stale_unmap_1", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 200, 200),
+    "stale: unmap, 4096 execs": ("stale_unmap_4096", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 200,
+                                 200),
+    "stale: cuGraphLaunch, 1 other suspect": ("stale_launch_2", "fake",
+                                              {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 16, 2000),
+    "stale: cuGraphLaunch, 500 others suspect": ("stale_launch_501", "fake",
+                                                 {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 16, 2000),
 }
 
 

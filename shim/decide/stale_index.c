@@ -49,18 +49,10 @@ void *cg_index_next(const cg_index *m, uint64_t key, size_t *pos) {
   return NULL;
 }
 
-bool cg_index_del(cg_index *m, uint64_t key, const void *val) {
-  if (!m->cap || !key)
-    return false;
-  size_t mask = m->cap - 1, i = home(m, key);
-  for (; m->slots[i].key; i = (i + 1) & mask)
-    if (m->slots[i].key == key && m->slots[i].val == val)
-      break;
-  if (!m->slots[i].key)
-    return false;
-  /* Backward shift: each later entry of the run moves into the hole unless
-   * its home lies cyclically in (hole, entry]. */
-  size_t hole = i;
+/* Backward shift from the emptied slot i: each later entry of the run moves
+ * into the hole unless its home lies cyclically in (hole, entry]. */
+static void remove_at(cg_index *m, size_t i) {
+  size_t mask = m->cap - 1, hole = i;
   for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
     size_t h = home(m, m->slots[j].key);
     bool stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
@@ -72,7 +64,23 @@ bool cg_index_del(cg_index *m, uint64_t key, const void *val) {
   m->slots[hole].key = 0;
   m->slots[hole].val = NULL;
   m->n--;
-  return true;
+}
+
+bool cg_index_del(cg_index *m, uint64_t key, const void *val) {
+  if (!m->cap || !key)
+    return false;
+  size_t mask = m->cap - 1, i = home(m, key);
+  for (; m->slots[i].key; i = (i + 1) & mask)
+    if (m->slots[i].key == key && m->slots[i].val == val) {
+      remove_at(m, i);
+      return true;
+    }
+  return false;
+}
+
+void cg_index_del_found(cg_index *m, uint64_t key, size_t pos) {
+  if (m->cap && pos)
+    remove_at(m, (home(m, key) + pos - 1) & (m->cap - 1));
 }
 
 void cg_index_clear(cg_index *m) {

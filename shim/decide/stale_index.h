@@ -26,6 +26,9 @@ bool cg_index_put(cg_index *m, uint64_t key, void *val);
 bool cg_index_del(cg_index *m, uint64_t key, const void *val);
 /* The values under key: start with *pos = 0; NULL when there are no more. */
 void *cg_index_next(const cg_index *m, uint64_t key, size_t *pos);
+/* Removes the value cg_index_next(m, key, pos) just returned (pos as it
+ * left it), without looking for it again. */
+void cg_index_del_found(cg_index *m, uint64_t key, size_t pos);
 /* Everything freed; the index empty again. */
 void cg_index_clear(cg_index *m);
 

@@ -23,13 +23,30 @@ static void unindex(cg_vmm *v, cg_vmm_piece *p, uint64_t upto) {
     (void)cg_index_del(&v->by_granule, g + 1, p);
 }
 
+/* A piece's record: a spare one (an allocator's segments map and unmap
+ * pieces over and over), else a new one. */
+static cg_vmm_piece *new_piece(cg_vmm *v) {
+  cg_vmm_piece *p = v->spare;
+  if (p) {
+    v->spare = (cg_vmm_piece *)(uintptr_t)p->start;
+    return p;
+  }
+  return malloc(sizeof *p);
+}
+
+static void spare_piece(cg_vmm *v, cg_vmm_piece *p) {
+  p->start = (uint64_t)(uintptr_t)v->spare;
+  v->spare = p;
+}
+
 bool cg_vmm_map(cg_vmm *v, uint64_t ptr, uint64_t size, uint64_t handle) {
   if (!size || ptr + size < ptr)
     return false;
-  cg_vmm_piece *p = malloc(sizeof *p);
+  cg_vmm_piece *p = new_piece(v);
   uint64_t phys = p ? phys_of(v, handle) : 0;
   if (!phys) {
-    free(p);
+    if (p)
+      spare_piece(v, p);
     return false;
   }
   p->start = ptr;
@@ -39,7 +56,7 @@ bool cg_vmm_map(cg_vmm *v, uint64_t ptr, uint64_t size, uint64_t handle) {
   for (uint64_t g = ptr >> GRANULE_SHIFT; g <= last; g++)
     if (!cg_index_put(&v->by_granule, g + 1, p)) {
       unindex(v, p, g);
-      free(p);
+      spare_piece(v, p);
       return false;
     }
   v->pieces++;
@@ -62,7 +79,7 @@ void cg_vmm_each_in(const cg_vmm *v, uint64_t lo, uint64_t len, void (*fn)(const
   if (!len || !v->pieces)
     return;
   uint64_t hi = lo + len < lo ? UINT64_MAX : lo + len, first = lo >> GRANULE_SHIFT, last = (hi - 1) >> GRANULE_SHIFT;
-  if (last - first >= v->by_granule.n) {
+  if (last - first > v->by_granule.cap / 4) { /* a lookup costs about what four slots looked at do */
     for (size_t i = 0; i < v->by_granule.cap; i++) {
       const cg_vmm_piece *p = v->by_granule.slots[i].val;
       if (v->by_granule.slots[i].key && p->start < hi && lo < p->start + p->size &&
@@ -95,6 +112,24 @@ static void collect(const cg_vmm_piece *p, void *arg) {
 }
 
 void cg_vmm_unmap(cg_vmm *v, uint64_t ptr, uint64_t size) {
+  if (size && size <= ((uint64_t)1 << GRANULE_SHIFT) && (ptr & (((uint64_t)1 << GRANULE_SHIFT) - 1)) == 0) {
+    /* Within one granule (an allocator's usual unmap): its pieces found and
+     * gone in a probe or two each. */
+    for (bool again = true; again;) {
+      again = false;
+      size_t pos = 0;
+      cg_vmm_piece *p;
+      while ((p = cg_index_next(&v->by_granule, granule_key(ptr), &pos)))
+        if (p->start >= ptr && p->start - ptr < size) {
+          cg_index_del_found(&v->by_granule, granule_key(ptr), pos);
+          v->pieces--;
+          again = p->start != ptr || p->size != size; /* a piece of the whole range: nothing else there */
+          spare_piece(v, p);
+          break;
+        }
+    }
+    return;
+  }
   /* Collected first (the index changes as pieces go), 64 a round. */
   batch b;
   do {
@@ -104,7 +139,7 @@ void cg_vmm_unmap(cg_vmm *v, uint64_t ptr, uint64_t size) {
     for (size_t i = 0; i < b.n; i++) {
       unindex(v, b.p[i], ((b.p[i]->start + b.p[i]->size - 1) >> GRANULE_SHIFT) + 1);
       v->pieces--;
-      free(b.p[i]);
+      spare_piece(v, b.p[i]);
     }
   } while (b.more);
 }

@@ -22,6 +22,7 @@ typedef struct {
   cg_index handles;    /* a live handle -> its number */
   uint64_t next_phys;
   uint64_t pieces;
+  cg_vmm_piece *spare; /* pieces unmapped, kept for the next maps (linked through start) */
 } cg_vmm;
 
 /* cuMemMap(ptr, size, ..., handle) succeeded: false out of memory (the

@@ -75,7 +75,20 @@ typedef struct {
   cg_begin_site site;
 } captured_graph;
 
+/* One lock for the tables. Taken with cg_lock (cancellation off) where it is
+ * held across a driver call (a launch's check, an instantiation's); a free,
+ * map or unmap holds it across nothing but its tables and malloc, no
+ * cancellation point, so takes it plainly: raw_lock, which costs such a call
+ * half as much. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static void raw_lock(void) { pthread_mutex_lock(&lock); }
+static void raw_unlock(void) { pthread_mutex_unlock(&lock); }
+/* Watched allocations counted by a hash of their start: a free at an
+ * address no exec reads (nearly all of a program's) looks at one slot and
+ * takes no lock. */
+#define START_SLOTS 65536
+static unsigned start_slots[START_SLOTS];
+static unsigned start_slot(uint64_t start) { return ((uint32_t)(start >> 4) * 0x9E3779B1u) >> 16; }
 static cg_index execs;  /* exec handle -> watched_exec */
 static cg_index allocs; /* start -> watched_alloc (several per start: other sizes, buffers) */
 static cg_vmm vmm;
@@ -149,6 +162,7 @@ static void drop(watched_exec *x) {
         x->reads[j].alloc = NULL;
     if (a->n == 0) {
       (void)cg_index_del(&allocs, a->start, a);
+      __atomic_sub_fetch(&start_slots[start_slot(a->start)], 1, __ATOMIC_RELAXED);
       free(a->readers);
       free(a);
     }
@@ -177,6 +191,7 @@ static watched_alloc *alloc_for(const cg_stale_read *r) {
     free(a);
     return NULL;
   }
+  __atomic_add_fetch(&start_slots[start_slot(a->start)], 1, __ATOMIC_RELAXED);
   return a;
 }
 
@@ -206,7 +221,7 @@ static bool index_reads(watched_exec *x) {
 static bool own_record(uint64_t v, cg_stale_read *r) {
   if (!__atomic_load_n(&vmm_pieces, __ATOMIC_RELAXED))
     return false;
-  cg_lock(&lock);
+  raw_lock();
   const cg_vmm_piece *p = cg_vmm_find(&vmm, v);
   if (p) {
     r->start = p->start;
@@ -214,7 +229,7 @@ static bool own_record(uint64_t v, cg_stale_read *r) {
     r->buffer_id = p->phys;
     r->piece = true;
   }
-  cg_unlock(&lock);
+  raw_unlock();
   return p != NULL;
 }
 
@@ -450,11 +465,11 @@ static void freed_at(uint64_t addr, findings *out) {
 }
 
 /* Under the lock: every watched allocation overlapping [lo, lo + len)
- * (pieces start at granule boundaries: looked up there; a range wider than
- * the index, the whole index looked at). */
+ * (pieces start at granule boundaries: looked up there; a range of more
+ * granules than the index has slots to look at, the whole index). */
 static void freed_range(uint64_t lo, uint64_t len, findings *out) {
   uint64_t hi = lo + len < lo ? UINT64_MAX : lo + len;
-  if (len / GRANULE >= allocs.n) {
+  if (len / GRANULE > allocs.cap / 4) { /* a lookup costs about what four slots looked at do */
     for (size_t i = 0; i < allocs.cap; i++) {
       watched_alloc *a = allocs.slots[i].val;
       if (allocs.slots[i].key && a->start < hi && lo < a->start + a->size)
@@ -463,6 +478,8 @@ static void freed_range(uint64_t lo, uint64_t len, findings *out) {
     return;
   }
   for (uint64_t at = lo; at < hi; at = (at / GRANULE + 1) * GRANULE) {
+    if (!__atomic_load_n(&start_slots[start_slot(at)], __ATOMIC_RELAXED))
+      continue; /* nothing watched starts there */
     size_t pos = 0;
     watched_alloc *a;
     while ((a = cg_index_next(&allocs, at, &pos)))
@@ -473,8 +490,10 @@ static void freed_range(uint64_t lo, uint64_t len, findings *out) {
 void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how how, uint64_t aux) {
   if (!cg_cfg.stale || (!CG_STALE_KEEPS_RECORD(how) && !cg_stale_watching()))
     return;
+  if (how == CG_STALE_AT && !__atomic_load_n(&start_slots[start_slot(addr)], __ATOMIC_RELAXED))
+    return; /* no watched allocation starts there */
   findings out = {0};
-  cg_lock(&lock);
+  raw_lock();
   if (how == CG_STALE_MAP) {
     if (!cg_vmm_map(&vmm, addr, len, aux))
       out.oom = true;
@@ -491,12 +510,13 @@ void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how 
         touched(allocs.slots[i].val, false, &out);
   }
   __atomic_store_n(&vmm_pieces, vmm.pieces != 0, __ATOMIC_RELAXED);
-  cg_unlock(&lock);
+  raw_unlock();
   if (out.oom && how == CG_STALE_MAP) {
     out.oom = false;
     cg_warn_oom("a mapped piece the stale check would know");
   }
-  report_all(call, &out);
+  if (out.n || out.more || out.oom)
+    report_all(call, &out);
 }
 
 /* Under the lock: what is at w's memory now: its buffer id, a mapped

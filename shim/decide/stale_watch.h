@@ -20,10 +20,10 @@ static inline bool cg_stale_watching(void) { return __atomic_load_n(&cg_stale_li
  * exec's handle: a launch loads its own slot (the x86-64 fast path of
  * route/graph_wrappers.c computes the same hash), so that other execs
  * being suspect sends it nowhere slower (a shared slot: the exact check). */
-#define CG_STALE_SLOTS 4096
+#define CG_STALE_SLOTS 65536
 extern unsigned cg_stale_suspect_slots[CG_STALE_SLOTS];
 static inline unsigned cg_stale_slot(const void *exec) {
-  return ((uint32_t)(uintptr_t)exec * 0x9E3779B1u) >> 20;
+  return ((uint32_t)(uintptr_t)exec * 0x9E3779B1u) >> 16;
 }
 static inline bool cg_stale_launch_due(const void *exec) {
   return __atomic_load_n(&cg_stale_suspect_slots[cg_stale_slot(exec)], __ATOMIC_RELAXED) != 0;

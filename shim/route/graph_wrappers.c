@@ -70,7 +70,7 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
                      "testq %%r10, %%r10\n\t"                                                 \
                      "jnz 1f\n\t"                                                             \
                      "imull $0x9E3779B1, %%edi, %%r10d\n\t" /* cg_stale_slot(exec) */       \
-                     "shrl $20, %%r10d\n\t"                                                   \
+                     "shrl $16, %%r10d\n\t"                                                   \
                      "leaq cg_stale_suspect_slots(%%rip), %%r11\n\t"                          \
                      "cmpl $0, (%%r11,%%r10,4)\n\t"                                            \
                      "jnz 1f\n\t"                                                             \

@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 
 #define FC_VMM_GRANULE ((size_t)2 << 20)
-#define FC_VMM_MAX 256 /* reservations, physical allocations and mappings: each a small table */
+#define FC_VMM_MAX 1024 /* reservations, physical allocations and mappings: each a small table */
 
 struct reservation { uintptr_t va; size_t size; void *backing; unsigned long long buffer_id; };
 struct physical { CUmemGenericAllocationHandle h; size_t size; int released; int maps; };
