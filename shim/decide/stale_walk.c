@@ -57,6 +57,18 @@ static bool ask(uint64_t v, cg_stale_read *r, cg_stale_walk_counts *c) {
   size_t size = 0;
   unsigned long long id = 0;
   c->queries++;
+  if (cg_drv.PointerGetAttributes) { /* one call for the three (zeros: no allocation of the driver's) */
+    CUpointer_attribute what[3] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                   CU_POINTER_ATTRIBUTE_BUFFER_ID};
+    void *into[3] = {&start, &size, &id};
+    if (cg_drv.PointerGetAttributes(3, what, into, (CUdeviceptr)v) != CUDA_SUCCESS || !start || !size ||
+        v - start >= size)
+      return false;
+    r->start = start;
+    r->size = size;
+    r->buffer_id = id;
+    return true;
+  }
   if (cg_drv.PointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)v) != CUDA_SUCCESS)
     return false;
   c->queries += 2;

@@ -415,3 +415,29 @@ FC_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute
   }
   FC_END(rc);
 }
+
+/* Several attributes at once: each as cuPointerGetAttribute answers it; for a pointer
+ * the driver does not know (or an attribute not modelled), zeros and CUDA_SUCCESS, as
+ * the real driver documents ("will not return an error when the ptr encountered is not
+ * a valid CUDA pointer"). */
+FC_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+                                                  void **data, CUdeviceptr ptr)
+{
+  CUresult rc = CUDA_SUCCESS;
+  if (attributes == NULL || data == NULL || numAttributes == 0)
+    rc = CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; rc == CUDA_SUCCESS && i < numAttributes; i++) {
+    if (data[i] == NULL) {
+      rc = CUDA_ERROR_INVALID_VALUE;
+      break;
+    }
+    size_t width = attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE ? sizeof(unsigned int) : sizeof(uint64_t);
+    memset(data[i], 0, width);
+    CUresult one = cuPointerGetAttribute(data[i], attributes[i], ptr);   /* its own call bracket */
+    if (one == CUDA_ERROR_NOT_INITIALIZED || one == CUDA_ERROR_INVALID_CONTEXT)
+      rc = one;
+    else if (one != CUDA_SUCCESS)
+      memset(data[i], 0, width);
+  }
+  return rc;
+}

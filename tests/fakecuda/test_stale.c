@@ -96,8 +96,18 @@ START_TEST(test_pointer_attributes_and_reuse)
   CU_EQ(cuPointerGetAttribute(&id2, CU_POINTER_ATTRIBUTE_BUFFER_ID, y + 4096), CUDA_ERROR_INVALID_VALUE);
   CU_OK(cuMemFree(y));
   CU_EQ(cuPointerGetAttribute(&id2, CU_POINTER_ATTRIBUTE_BUFFER_ID, y), CUDA_ERROR_INVALID_VALUE);
+  CUpointer_attribute what[3] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                  CU_POINTER_ATTRIBUTE_BUFFER_ID };
+  CUdeviceptr s3 = 1;
+  size_t z3 = 1;
+  unsigned long long i3 = 1;
+  void *into[3] = { &s3, &z3, &i3 };
+  CU_OK(cuPointerGetAttributes(3, what, into, y));   /* freed: zeros, and success, as documented */
+  ck_assert(s3 == 0 && z3 == 0 && i3 == 0);
   CUdeviceptr again = alloc(4096);
   ck_assert_uint_eq(again, y);   /* the address comes back */
+  CU_OK(cuPointerGetAttributes(3, what, into, again + 8));   /* all three in one call */
+  ck_assert(s3 == again && z3 == 4096 && i3 != id && i3 != 0);
   CU_OK(cuPointerGetAttribute(&id2, CU_POINTER_ATTRIBUTE_BUFFER_ID, again));
   ck_assert_uint_ne(id2, id);   /* as another buffer */
   CU_OK(cuMemFree(again));
