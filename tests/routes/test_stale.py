@@ -303,6 +303,20 @@ class Stale(unittest.TestCase):
                 self.assert_piece_named(run, True)
                 self.assertIn("to another physical allocation", run.stderr)
 
+    def test_nodes_that_cannot_be_read_are_said_once_with_their_kernels(self):
+        # Driver 12.2 has no cuFuncGetParamInfo, and a module loaded from a file leaves
+        # capguard no layout: its node cannot be read. Said once a run (two execs here),
+        # with how many nodes, which kernel and the driver's version.
+        env = {"CAPGUARD_MODE": "report", "CG_CUBIN": CUBIN, "CAPGUARD_STALE": "1", "CG_LOAD_FROM_FILE": "1"}
+        run = routes_common.run_probe(["--op", "two-execs"], route="direct", probe=PROBE, driver=12020, env_extra=env)
+        self.assertEqual(run.rc, 0, run.stderr)
+        lines = [l for l in run.stderr.splitlines() if "could not be read" in l]
+        self.assertEqual(len(lines), 1, run.stderr)
+        self.assertIn("1 kernel node of a graph could not be read", lines[0])
+        self.assertIn("driver 12020", lines[0])
+        self.assertIn("cg_test_fill", lines[0])
+        self.assertEqual(stale_events(run), [])
+
     def test_off_unless_asked(self):
         # Without CAPGUARD_STALE the same free is the program's business.
         run = probe("free", 13000, stale=False)
