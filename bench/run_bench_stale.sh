@@ -10,7 +10,7 @@
 # launches over BUFFERS buffers, median of CAPTURES, for none, none again
 # (the A/A: the noise floor), guard and guard with --stale, alternating,
 # ROUNDS rounds; the median of the rounds' medians.
-# Usage: bench/run_bench_stale.sh [BUILDDIR] (default build)
+# Usage: bench/run_bench_stale.sh [BUILDDIR] (default build); WALL_ONLY=1 skips callgrind
 set -euo pipefail
 B=${1:-build}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +34,7 @@ shim_ir() {
     awk '/libcapguard.so/ {gsub(",", "", $1); s += $1} END {print s + 0}'
 }
 
+if [ -z "${WALL_ONLY:-}" ]; then # WALL_ONLY=1: the wall clock alone
 off=$(ir off "" 0)
 on=$(ir on 1 0)
 off_r=$(ir off_r "" "$REPLAYS")
@@ -51,6 +52,7 @@ awk -v a="$off" -v b="$on" -v ar="$off_r" -v br="$on_r" -v n="$((CAPTURES * REPL
   printf "per launch (%d launches, nothing freed), whole process: %.2f instructions without the check, %.2f with it (the fake driver'"'"'s share moves with its hash tables)\n", n, (ar - a) / n, (br - b) / n }'
 awk -v a="$shim_off" -v b="$shim_on" -v ar="$shim_off_r" -v br="$shim_on_r" -v n="$((CAPTURES * REPLAYS))" 'BEGIN {
   printf "per launch, in libcapguard.so: %.2f instructions without the check, %.2f with it\n", (ar - a) / n, (br - b) / n }'
+fi
 
 # the wall clock: NAME PRELOAD STALE -> the run's median per capture, in us
 wall() {
@@ -60,7 +62,7 @@ wall() {
     awk -F= '/^median_capture_us=/ {print $2}'
 }
 ROUNDS=${ROUNDS:-3}
-declare -A got
+declare -A got=([none]= [aa]= [guard]= [stale]=)
 for r in $(seq 1 "$ROUNDS"); do
   order="none aa guard stale"
   [ $((r % 2)) -eq 0 ] && order="stale guard aa none"

@@ -212,24 +212,28 @@ int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_count
     got = 0;
   size_t n = 0;
   for (size_t i = 0; i < got && i < count; i++) {
+    /* A graph is mostly kernel nodes: their parameters asked first, the
+     * node's type only when that fails (the driver answers
+     * CUDA_ERROR_INVALID_VALUE for a node of another type): one query a
+     * kernel node, not two. */
+    CUDA_KERNEL_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    if (cg_drv.GraphKernelNodeGetParams(nodes[i], &p) == CUDA_SUCCESS) {
+      c->nodes++;
+      c->kernels++;
+      kernel_reads(&p, (unsigned)i, slots, k, out, max, &n, c);
+      continue;
+    }
     CUgraphNodeType type;
     if (cg_drv.GraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
       continue;
     c->nodes++;
     if (type == CU_GRAPH_NODE_TYPE_MEMCPY || type == CU_GRAPH_NODE_TYPE_MEMSET) {
       copy_reads(nodes[i], type, (unsigned)i, k, out, max, &n, c);
-      continue;
-    }
-    if (type != CU_GRAPH_NODE_TYPE_KERNEL)
-      continue;
-    c->kernels++;
-    CUDA_KERNEL_NODE_PARAMS p;
-    memset(&p, 0, sizeof p);
-    if (cg_drv.GraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS) {
+    } else if (type == CU_GRAPH_NODE_TYPE_KERNEL) { /* a kernel node the driver would not describe */
+      c->kernels++;
       note_unsplit(NULL, c);
-      continue;
     }
-    kernel_reads(&p, (unsigned)i, slots, k, out, max, &n, c);
   }
   free(nodes);
   free(slots);
