@@ -55,6 +55,21 @@ static unsigned char *read_file(const char *path) {
 
 #define G ((size_t)2 << 20) /* the fake's granularity */
 
+/* The cubin's module: from memory, or with CG_LOAD_FROM_FILE from the file
+ * (before 12.4 capguard keeps no layout for it, so its nodes cannot be read;
+ * one image loaded from memory beside it keeps the walk going). */
+static CUmodule load_module(const char *cubin) {
+  CUmodule mod;
+  if (getenv("CG_LOAD_FROM_FILE")) {
+    CUmodule other;
+    CHECK(cuModuleLoadData(&other, read_file(cubin)));
+    CHECK(cuModuleLoad(&mod, cubin));
+  } else {
+    CHECK(cuModuleLoadData(&mod, read_file(cubin)));
+  }
+  return mod;
+}
+
 /* y in the first piece of a reserved range (handle ha), a second piece beside it (hb). */
 static CUdeviceptr vmm_setup(CUdeviceptr *base, CUmemGenericAllocationHandle *ha, CUmemGenericAllocationHandle *hb,
                              const CUmemAllocationProp *prop) {
@@ -101,13 +116,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   probe_primary_context();
-  CUmodule mod;
-  if (getenv("CG_LOAD_FROM_FILE")) { /* before 12.4 capguard keeps no layout for it: its nodes cannot be read */
-    CUmodule other; /* (one image in memory, whose layouts are kept: the walk goes on) */
-    CHECK(cuModuleLoadData(&other, read_file(cubin)));
-    CHECK(cuModuleLoad(&mod, cubin));
-  } else
-    CHECK(cuModuleLoadData(&mod, read_file(cubin)));
+  CUmodule mod = load_module(cubin);
   CUfunction fill;
   const char *kernel = getenv("CG_KERNEL"); /* the fill kernel under another name (a C++ one) */
   CHECK(cuModuleGetFunction(&fill, mod, kernel && *kernel ? kernel : "cg_test_fill"));
