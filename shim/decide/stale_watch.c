@@ -477,13 +477,16 @@ static void freed_range(uint64_t lo, uint64_t len, findings *out) {
     }
     return;
   }
-  for (uint64_t at = lo; at < hi; at = (at / GRANULE + 1) * GRANULE) {
-    if (!__atomic_load_n(&start_slots[start_slot(at)], __ATOMIC_RELAXED))
-      continue; /* nothing watched starts there */
-    size_t pos = 0;
-    watched_alloc *a;
-    while ((a = cg_index_next(&allocs, at, &pos)))
-      touched(a, false, out);
+  for (uint64_t at = lo, next; at < hi; at = next) {
+    if (__atomic_load_n(&start_slots[start_slot(at)], __ATOMIC_RELAXED)) { /* else nothing watched starts there */
+      size_t pos = 0;
+      watched_alloc *a;
+      while ((a = cg_index_next(&allocs, at, &pos)))
+        touched(a, false, out);
+    }
+    next = (at / GRANULE + 1) * GRANULE;
+    if (next <= at)
+      break; /* the top of the address space */
   }
 }
 

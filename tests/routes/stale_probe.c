@@ -24,6 +24,10 @@
  *                    at the launch (the piece, its size)
  *   vmm-remap:       y's piece unmapped, released, another physical
  *                    allocation mapped at the same address, a launch  named
+ *   race:            threads racing (stale_race.c): each captures,
+ *                    instantiates, launches and frees its own buffer under its
+ *                    live exec, over and over, while another maps and unmaps
+ *                    pieces and destroys nothing it does not own  each free named
  * Prints each call's result as name=code; exits 2 on a failed setup call
  * (probe_check.h).
  * Usage: stale_probe --route direct --op OP [--cubin FILE] */
@@ -33,6 +37,7 @@
 #include <string.h>
 
 #include "probe_check.h"
+#include "stale_race.h"
 #define SAY(name, call) printf("%s=%d\n", name, (int)(call))
 
 #define N 256
@@ -117,6 +122,8 @@ int main(int argc, char **argv) {
   }
   probe_primary_context();
   CUmodule mod = load_module(cubin);
+  if (!strcmp(op, "race"))
+    return stale_race(mod);
   CUfunction fill;
   const char *kernel = getenv("CG_KERNEL"); /* the fill kernel under another name (a C++ one) */
   CHECK(cuModuleGetFunction(&fill, mod, kernel && *kernel ? kernel : "cg_test_fill"));

@@ -317,6 +317,24 @@ class Stale(unittest.TestCase):
         self.assertIn("cg_test_fill", lines[0])
         self.assertEqual(stale_events(run), [])
 
+    def test_threads_racing_lose_nothing(self):
+        # Four threads capture, launch and free under their live execs, then launch again,
+        # while a fifth maps and unmaps pieces: every free and every launch after it named
+        # once, nothing else, nothing crashed or hung.
+        run = probe("race", 13000)
+        self.assertEqual(run.rc, 0, run.stderr[-2000:])
+        self.assertEqual(run.values["failed"], "0")
+        evs = stale_events(run)
+        frees = [e for e in evs if e["event"] == "stale-free"]
+        self.assertEqual(len(frees), int(run.values["frees"]), run.stderr[-2000:])
+        per_thread = {}
+        for e in frees:  # (the fake hands a destroyed exec's handle and a freed address out again)
+            per_thread[e["tid"]] = per_thread.get(e["tid"], 0) + 1
+        self.assertEqual(sorted(per_thread.values()), [int(run.values["frees"]) // 4] * 4)
+        launches = [e for e in evs if e["event"] == "stale-launch"]  # each launch after its free, named too
+        self.assertEqual(len(launches), len(frees))
+        self.assertEqual(len(evs), len(frees) + len(launches))
+
     def test_off_unless_asked(self):
         # Without CAPGUARD_STALE the same free is the program's business.
         run = probe("free", 13000, stale=False)
