@@ -302,6 +302,13 @@ class Stale(unittest.TestCase):
                 self.assertEqual(run.values["remap"], "0")
                 self.assert_piece_named(run, True)
                 self.assertIn("to another physical allocation", run.stderr)
+                with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as log:
+                    log.write("".join(json.dumps(r) + "\n" for r in run.records))
+                    log.flush()
+                    rep = subprocess.run([CLI, "report", log.name], capture_output=True, text=True)
+                self.assertEqual(rep.returncode, 1, rep.stdout)
+                self.assertIn("mapped piece 0x", rep.stdout)
+                self.assertIn("after the memory was mapped to another physical allocation", rep.stdout)
 
     def test_nodes_that_cannot_be_read_are_said_once_with_their_kernels(self):
         # Driver 12.2 has no cuFuncGetParamInfo, and a module loaded from a file leaves

@@ -68,9 +68,10 @@ void cgr_print_stale_text(FILE *out, const cgl_log *log, cg_palette pal) {
     const cgl_stale *s = &log->stale[g[i].first];
     char reads[256];
     reader_words(s, reads, sizeof reads);
-    fprintf(out, "  %sgraph exec %s%s (pid %lld, %s%s): allocation %s, %lld bytes: %s\n", pal.red, s->exec,
-            pal.reset, log->procs[s->proc].pid, s->by_hand ? "built by hand" : "captured at ",
-            s->by_hand ? "" : or(s->began, "an unknown site"), s->start, s->size, reads);
+    fprintf(out, "  %sgraph exec %s%s (pid %lld, %s%s): %s %s, %lld bytes: %s\n", pal.red, s->exec, pal.reset,
+            log->procs[s->proc].pid, s->by_hand ? "built by hand" : "captured at ",
+            s->by_hand ? "" : or(s->began, "an unknown site"), s->piece ? "mapped piece" : "allocation", s->start,
+            s->size, reads);
     if (g[i].first_free >= 0) {
       const cgl_stale *f = &log->stale[g[i].first_free];
       fprintf(out, "    freed by %s at %s\n", f->call, or(f->site, "?"));
@@ -78,7 +79,8 @@ void cgr_print_stale_text(FILE *out, const cgl_log *log, cg_palette pal) {
     if (g[i].first_launch >= 0) {
       const cgl_stale *l = &log->stale[g[i].first_launch];
       fprintf(out, "    replayed by %s at %s after the memory was %s\n", l->call, or(l->site, "?"),
-              l->now_buffer_id ? "freed and allocated again as another buffer" : "freed");
+              l->piece ? (l->now_buffer_id ? "mapped to another physical allocation" : "unmapped")
+              : l->now_buffer_id ? "freed and allocated again as another buffer" : "freed");
     }
     fprintf(out, "    what to do: %s\n", advice(&g[i]));
   }
