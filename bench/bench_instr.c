@@ -23,11 +23,16 @@
  *   load          cuModuleLoadData of IMAGE mid-capture, the load alone counted
  *   load_wide     the same, called through a library of 100,000 exported
  *                 symbols and a libcudart stand-in (as torch's loads are)
+ *   stale_free_K, stale_map_K, stale_unmap_K, stale_launch_K   the
+ *                 stale-pointer check's frees, maps, unmaps and launches with
+ *                 K graph execs alive
+ *                 (bench_instr_stale.c)
  * The driver is reached as torch's driver table reaches it (dlopen of
  * libcuda.so.1, dlsym), so a preloaded capguard answers with its wrappers.
  * Exit 2 with one line on stderr when the set-up fails. */
 #include <cuda.h>
 
+#include "bench_instr_stale.h"
 #include "capguard/file_read.h"
 #include "capture_calls.h"
 #include <dlfcn.h>
@@ -141,6 +146,8 @@ CG_BENCH_MEASURED CUresult instr_measured(const char *what, long n) {
     acc = p_cuModuleLoadData(&loaded, image);
   else if (!strcmp(what, "load_wide"))
     acc = (CUresult)cg_bench_begin((void *)load_from_wide, &loaded, 0);
+  else if (!strncmp(what, "stale_", 6))
+    acc = stale_measured(n);
   return acc;
 }
 
@@ -213,6 +220,12 @@ int main(int argc, char **argv) {
   CUresult r = tk_driver_setup(&st);
   if (r != CUDA_SUCCESS)
     fail("driver set-up", r);
+  if (!strncmp(what, "stale_", 6)) { /* bench_instr_stale.c */
+    if (stale_setup(what, st, n) != 0)
+      fail(what, 0);
+    sink = instr_measured(what, n);
+    return 0;
+  }
 
   if (!strcmp(what, "capture") || !strcmp(what, "capture_queried") || !strcmp(what, "load") ||
       !strcmp(what, "load_wide")) {

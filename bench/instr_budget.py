@@ -105,6 +105,27 @@ SCENARIOS = {
     # launchers' ranks) each walk the environment.
     "start-up (/bin/true), 200 more environment variables": (None, "none",
                                                              {"CAPGUARD_MODE": "guard", "@pad_env": "200"}, 80000, 0),
+    # the stale-pointer check (docs/stale.md), at two sizes: nothing grows
+    # with the live execs. Goals: a free or unmap +200, a launch +16.
+    "stale: free, 1 exec": ("stale_free_1", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 200, 200),
+    "stale: free, 4096 execs": ("stale_free_4096", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 200,
+                                200),
+    # map has no goal; it records the mapped piece (+654 on this tree)
+    "stale: map, 1 exec": ("stale_map_1", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 700, 200),
+    "stale: map, 4096 execs": ("stale_map_4096", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 700, 200),
+    # The goal is +200: the record of mapped pieces updated under its lock
+    # costs about 120 more (+327 and +331 on this tree)
+    "stale: unmap, 1 exec": ("stale_unmap_1", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 400, 200),
+    "stale: unmap, 4096 execs": ("stale_unmap_4096", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 400,
+                                 200),
+    # The goal is +16: libcapguard.so's own share is 15 a launch at 1 and at
+    # 500 other suspect execs (callgrind, per object); the whole process's
+    # count moves by +-20 with the fake driver's hash table (where capguard's
+    # allocations put the exec's handle)
+    "stale: cuGraphLaunch, 1 other suspect": ("stale_launch_2", "fake",
+                                              {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 40, 2000),
+    "stale: cuGraphLaunch, 500 others suspect": ("stale_launch_501", "fake",
+                                                 {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 40, 2000),
 }
 
 # Pairs of rows whose added instructions may differ by at most this much:

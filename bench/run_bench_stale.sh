@@ -6,7 +6,11 @@
 # CAPGUARD_STALE=1. Prints the instructions the check adds per capture (the
 # walk at instantiation: the fake driver's answers to its queries included,
 # then the shim's own share) and per graph launch.
-# Usage: bench/run_bench_stale.sh [BUILDDIR] (default build)
+# Then the wall clock (no valgrind): a capture and instantiation of KERNELS
+# launches over BUFFERS buffers, median of CAPTURES, for none, none again
+# (the A/A: the noise floor), guard and guard with --stale, alternating,
+# ROUNDS rounds; the median of the rounds' medians.
+# Usage: bench/run_bench_stale.sh [BUILDDIR] (default build); WALL_ONLY=1 skips callgrind
 set -euo pipefail
 B=${1:-build}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +34,7 @@ shim_ir() {
     awk '/libcapguard.so/ {gsub(",", "", $1); s += $1} END {print s + 0}'
 }
 
+if [ -z "${WALL_ONLY:-}" ]; then # WALL_ONLY=1: the wall clock alone
 off=$(ir off "" 0)
 on=$(ir on 1 0)
 off_r=$(ir off_r "" "$REPLAYS")
@@ -47,3 +52,28 @@ awk -v a="$off" -v b="$on" -v ar="$off_r" -v br="$on_r" -v n="$((CAPTURES * REPL
   printf "per launch (%d launches, nothing freed), whole process: %.2f instructions without the check, %.2f with it (the fake driver'"'"'s share moves with its hash tables)\n", n, (ar - a) / n, (br - b) / n }'
 awk -v a="$shim_off" -v b="$shim_on" -v ar="$shim_off_r" -v br="$shim_on_r" -v n="$((CAPTURES * REPLAYS))" 'BEGIN {
   printf "per launch, in libcapguard.so: %.2f instructions without the check, %.2f with it\n", (ar - a) / n, (br - b) / n }'
+fi
+
+# the wall clock: NAME PRELOAD STALE -> the run's median per capture, in us
+wall() {
+  env -u CAPGUARD_STALE LD_LIBRARY_PATH="$B/tests/fakecuda" ${2:+LD_PRELOAD="$B/shim/libcapguard.so"} \
+    CAPGUARD_MODE=guard CAPGUARD_PRIME="$T/w.cgp" CAPGUARD_SUMMARY=0 ${3:+CAPGUARD_STALE=1} \
+    "$B/bench/bench_stale" "$CUBIN" "$CAPTURES" "$KERNELS" "$BUFFERS" 0 TIME 2>/dev/null |
+    awk -F= '/^median_capture_us=/ {print $2}'
+}
+ROUNDS=${ROUNDS:-3}
+declare -A got=([none]= [aa]= [guard]= [stale]=)
+for r in $(seq 1 "$ROUNDS"); do
+  order="none aa guard stale"
+  [ $((r % 2)) -eq 0 ] && order="stale guard aa none"
+  for m in $order; do
+    case $m in none|aa) v=$(wall $m "" "");; guard) v=$(wall $m 1 "");; stale) v=$(wall $m 1 1);; esac
+    got[$m]="${got[$m]} $v"
+  done
+done
+med() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }
+n=$(med "${got[none]}") aa=$(med "${got[aa]}") g=$(med "${got[guard]}") st=$(med "${got[stale]}")
+echo "wall clock per capture of $KERNELS launches over $BUFFERS buffers (fake driver, median of $CAPTURES, median of $ROUNDS rounds):"
+awk -v n="$n" -v aa="$aa" -v g="$g" -v st="$st" 'BEGIN {
+  printf "  none %.1f us, none again (A/A) %.1f us (%+.1f), guard %.1f us (%+.1f), --stale %.1f us (%+.1f over guard)\n", n, aa, aa - n, g, g - n, st, st - g }'
+for m in none aa guard stale; do echo "  rounds $m:${got[$m]}"; done

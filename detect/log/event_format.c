@@ -244,6 +244,8 @@ static void put_stale_json(cg_out *o, const cg_stale_read_info *s) {
   put_kv_u64(o, CG_KEY_READS, s->reads);
   put_key(o, CG_KEY_BY_HAND);
   cg_out_str(o, s->by_hand ? "true" : "false");
+  if (s->piece)
+    cg_out_str(o, ",\"" CG_KEY_PIECE "\":true");
   cg_out_char(o, '}');
 }
 
@@ -525,7 +527,11 @@ static void put_stale_text(cg_out *o, const cg_event *e) {
     put_clean(o, e->capture_began && e->capture_began[0] ? e->capture_began : "an unknown site");
     cg_out_char(o, ')');
   }
-  if (launch)
+  if (launch && s->piece)
+    cg_out_str(o, s->now_buffer_id ? " reads a mapped piece mapped since its capture to another physical "
+                                     "allocation: kernel "
+                                   : " reads a mapped piece unmapped since its capture: kernel ");
+  else if (launch)
     cg_out_str(o, s->now_buffer_id ? " reads memory freed since its capture and allocated again as another "
                                      "buffer: kernel "
                                    : " reads memory freed since its capture: kernel ");
@@ -544,10 +550,10 @@ static void put_stale_text(cg_out *o, const cg_event *e) {
   cg_out_hex(o, s->start);
   cg_out_str(o, ", ");
   cg_out_u64(o, s->size);
-  cg_out_str(o, " bytes, buffer ");
+  cg_out_str(o, s->piece ? " bytes mapped (cuMemMap), physical allocation " : " bytes, buffer ");
   cg_out_u64(o, s->buffer_id);
   if (launch && s->now_buffer_id) {
-    cg_out_str(o, " (now buffer ");
+    cg_out_str(o, s->piece ? " (now physical allocation " : " (now buffer ");
     cg_out_u64(o, s->now_buffer_id);
     cg_out_char(o, ')');
   }
@@ -556,9 +562,7 @@ static void put_stale_text(cg_out *o, const cg_event *e) {
     cg_out_u64(o, s->reads);
     cg_out_str(o, " reads by this exec");
   }
-  cg_out_str(o, "\n  what to do: ");
-  cg_out_str(o, cg_stale_advice(e->kind));
-  cg_out_char(o, '\n');
+  cg_out_char(o, '\n'); /* facts only: what to do is capguard report's (tools/meaning/findings.c) */
 }
 
 /* A duration as a person reads it: "840 us", "4.1 ms", "12.3 s". */

@@ -178,5 +178,8 @@ size_t cg_metrics_format(const cg_metrics *m, char *buf, size_t cap) {
   put_counter(m, &o, "capguard_escapes_total",
               "Work that escaped a capture: run at once outside the graph, or captured from pageable memory.",
               s->verdicts[CG_VERDICT_ESCAPED]);
+  put_counter(m, &o, "capguard_stale_reads_total",
+              "Graph execs reading memory freed under them (CAPGUARD_STALE): one per exec and allocation.",
+              m->stale_reads);
   return cg_out_finish(&o);
 }

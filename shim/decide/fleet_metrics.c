@@ -18,6 +18,7 @@
 #include "priming.h"
 #include "report.h"
 #include "serving.h"
+#include "stale_watch.h"
 #include "warn.h"
 
 #define WRITE_EVERY_NS 1000000000ull
@@ -71,6 +72,7 @@ static bool write_metrics(const cg_summary *s, bool at_exit) {
   m.refusals = calls;
   m.n_refusals = cg_fleet_counts_read(m.loads, calls, MAX_REFUSED_CALLS);
   cg_priming_fleet(&m.prime);
+  m.stale_reads = cg_stale_reads();
   size_t n = cg_metrics_format(&m, text, TEXT_MAX);
   return n >= TEXT_MAX || cg_metrics_file_write(cg_cfg.metrics_dir, text, n, at_exit);
 }

@@ -1,9 +1,11 @@
 /* The walk: cuGraphGetNodes, then each kernel node's parameters
- * (cuGraphKernelNodeGetParams_v2: the values as captured), split by
- * cuFuncGetParamInfo. Every aligned pointer-sized word of a parameter that
- * is not obviously no address is asked of cuPointerGetAttribute; an
- * allocation already found by this walk answers without the driver (a
- * graph's kernels read the same few buffers over and over). */
+ * (cuGraphKernelNodeGetParams_v2: the values as captured, as an array of
+ * pointers or as one buffer, `extra`), split by the function's layout
+ * (stale_layouts.c: kept per function). Every aligned pointer-sized word of
+ * a parameter that is not obviously no address is looked up: in capguard's
+ * own record (mapped pieces), then among the allocations this walk already
+ * found (a graph's kernels read the same few buffers over and over), and
+ * only then asked of cuPointerGetAttribute. */
 #include "stale_walk.h"
 
 #include <stdbool.h>
@@ -11,48 +13,15 @@
 #include <string.h>
 
 #include "driver.h"
-#include "stale_params.h"
+#include "stale_layouts.h"
 
 #define MAX_NODES ((size_t)1 << 20) /* no real graph comes near it; bounds the array */
 #define MAX_PARAMS 1024             /* CUDA's limit is 32764 bytes of parameters */
 #define LOWEST_ADDRESS 0x10000u     /* below it, a size or a flag, never a device address */
 
-/* cuFuncGetParamInfo splits parameters on drivers 12.4 and later; before,
- * the layouts read from the images the program loaded (stale_params.c). */
-static bool driver_splits(void) { return cg_drv.FuncGetParamInfo && cg_driver_version() >= 12040; }
-
 bool cg_stale_walk_ready(void) {
   return cg_drv.GraphGetNodes && cg_drv.GraphNodeGetType && cg_drv.GraphKernelNodeGetParams &&
-         cg_drv.PointerGetAttribute && (driver_splits() || cg_stale_params_known());
-}
-
-/* The i-th parameter of f, a CUfunction or (cuLaunchKernel accepts one) a
- * CUkernel: what the driver answers for the one, else for the other. */
-static CUresult param_info(CUfunction f, size_t i, size_t *off, size_t *size) {
-  CUresult r = cg_drv.FuncGetParamInfo(f, i, off, size);
-  if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE && cg_drv.KernelGetParamInfo)
-    r = cg_drv.KernelGetParamInfo((CUkernel)f, i, off, size);
-  return r;
-}
-
-/* f's parameter layout, from the driver or the image: how many, -1 unknown. */
-static int layout(CUfunction f, cg_param_slot *out, int max) {
-  if (!driver_splits())
-    return cg_stale_params_of(f, out, max);
-  int n = 0;
-  for (; n < max; n++) {
-    size_t off = 0, size = 0;
-    CUresult r = param_info(f, (size_t)n, &off, &size);
-    if (r == CUDA_ERROR_INVALID_VALUE)
-      return n; /* past the last parameter (or none) */
-    if (r != CUDA_SUCCESS)
-      return -1; /* a function the driver cannot split */
-    if (off > UINT16_MAX || size > UINT16_MAX)
-      return -1;
-    out[n].offset = (uint16_t)off;
-    out[n].size = (uint16_t)size;
-  }
-  return -1; /* more than max: not split */
+         cg_drv.PointerGetAttribute && cg_stale_layouts_ready();
 }
 
 /* The distinct allocations this walk found: a graph's kernels read a few
@@ -63,6 +32,7 @@ static int layout(CUfunction f, cg_param_slot *out, int max) {
 typedef struct {
   cg_stale_read a[KNOWN_MAX];
   size_t n;
+  cg_stale_own_record own;
   uint64_t miss[MISSES];
   unsigned next_miss;
 } known_allocs;
@@ -87,6 +57,18 @@ static bool ask(uint64_t v, cg_stale_read *r, cg_stale_walk_counts *c) {
   size_t size = 0;
   unsigned long long id = 0;
   c->queries++;
+  if (cg_drv.PointerGetAttributes) { /* one call for the three (zeros: no allocation of the driver's) */
+    CUpointer_attribute what[3] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                   CU_POINTER_ATTRIBUTE_BUFFER_ID};
+    void *into[3] = {&start, &size, &id};
+    if (cg_drv.PointerGetAttributes(3, what, into, (CUdeviceptr)v) != CUDA_SUCCESS || !start || !size ||
+        v - start >= size)
+      return false;
+    r->start = start;
+    r->size = size;
+    r->buffer_id = id;
+    return true;
+  }
   if (cg_drv.PointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)v) != CUDA_SUCCESS)
     return false;
   c->queries += 2;
@@ -108,8 +90,11 @@ static void add_read(uint64_t v, unsigned char what, int arg, CUfunction fn, uns
     return;
   c->candidates++;
   cg_stale_read r;
-  const cg_stale_read *had = known(seen, v);
-  if (had) {
+  memset(&r, 0, sizeof r);
+  const cg_stale_read *had = NULL;
+  if (seen->own && seen->own(v, &r)) {
+    /* a mapped piece: asked first, the driver names only its whole reserved range */
+  } else if ((had = known(seen, v))) {
     r = *had;
   } else if (missed(seen, v)) {
     return;
@@ -129,16 +114,48 @@ static void add_read(uint64_t v, unsigned char what, int arg, CUfunction fn, uns
     c->dropped++;
 }
 
-/* The reads of one kernel node's parameters, appended to out[*n..max). */
+/* The argument buffer of a launch made with `extra`
+ * (CU_LAUNCH_PARAM_BUFFER_POINTER, _SIZE), or NULL. */
+static const unsigned char *extra_buffer(void **extra, size_t *size) {
+  const unsigned char *buf = NULL;
+  bool sized = false;
+  for (size_t i = 0; i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+      buf = extra[i + 1];
+    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {
+      memcpy(size, extra[i + 1], sizeof *size);
+      sized = true;
+    } else
+      return NULL; /* not a documented pair: not read */
+  }
+  return sized && *size <= 32764 ? buf : NULL;
+}
+
+static void note_unsplit(CUfunction fn, cg_stale_walk_counts *c) {
+  c->unsplit++;
+  for (size_t i = 0; i < c->n_unsplit_fn; i++)
+    if (c->unsplit_fn[i] == fn)
+      return;
+  if (c->n_unsplit_fn < CG_STALE_UNSPLIT_NAMED)
+    c->unsplit_fn[c->n_unsplit_fn++] = fn;
+}
+
+/* The reads of one kernel node's parameters, appended to out[*n..max): each
+ * parameter's words, from the array of pointers or from the one buffer
+ * (where each lies at its layout's offset). */
 static void kernel_reads(const CUDA_KERNEL_NODE_PARAMS *p, unsigned node, cg_param_slot *slots, known_allocs *seen,
                          cg_stale_read *out, size_t max, size_t *n, cg_stale_walk_counts *c) {
-  int np = p->func && p->kernelParams ? layout(p->func, slots, MAX_PARAMS) : -1;
+  size_t buf_size = 0;
+  const unsigned char *buf = !p->kernelParams && p->extra ? extra_buffer(p->extra, &buf_size) : NULL;
+  int np = p->func && (p->kernelParams || buf) ? cg_stale_layout(p->func, slots, MAX_PARAMS) : -1;
   if (np < 0) {
-    c->unsplit++;
+    note_unsplit(p->func, c);
     return;
   }
+  c->buffers += buf != NULL;
   for (size_t i = 0; i < (size_t)np; i++) {
-    const unsigned char *bytes = p->kernelParams[i];
+    const unsigned char *bytes = buf ? (slots[i].offset + slots[i].size <= buf_size ? buf + slots[i].offset : NULL)
+                                     : p->kernelParams[i];
     /* Every pointer-sized word: a pointer alone, or in a struct passed by value. */
     for (size_t k = 0; bytes && k + sizeof(uint64_t) <= slots[i].size; k += sizeof(uint64_t)) {
       uint64_t v;
@@ -168,7 +185,7 @@ static void copy_reads(CUgraphNode node, CUgraphNodeType type, unsigned i, known
   }
 }
 
-int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_counts *c) {
+int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_counts *c, cg_stale_own_record own) {
   memset(c, 0, sizeof *c);
   if (!cg_stale_walk_ready())
     return -1;
@@ -189,29 +206,34 @@ int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_count
   memset(k->miss, 0, sizeof k->miss); /* 0 is below LOWEST_ADDRESS: never looked up */
   k->n = 0;
   k->next_miss = 0;
+  k->own = own;
   size_t got = count;
   if (cg_drv.GraphGetNodes(g, nodes, &got) != CUDA_SUCCESS)
     got = 0;
   size_t n = 0;
   for (size_t i = 0; i < got && i < count; i++) {
+    /* A graph is mostly kernel nodes: their parameters asked first, the
+     * node's type only when that fails (the driver answers
+     * CUDA_ERROR_INVALID_VALUE for a node of another type): one query a
+     * kernel node, not two. */
+    CUDA_KERNEL_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    if (cg_drv.GraphKernelNodeGetParams(nodes[i], &p) == CUDA_SUCCESS) {
+      c->nodes++;
+      c->kernels++;
+      kernel_reads(&p, (unsigned)i, slots, k, out, max, &n, c);
+      continue;
+    }
     CUgraphNodeType type;
     if (cg_drv.GraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
       continue;
     c->nodes++;
     if (type == CU_GRAPH_NODE_TYPE_MEMCPY || type == CU_GRAPH_NODE_TYPE_MEMSET) {
       copy_reads(nodes[i], type, (unsigned)i, k, out, max, &n, c);
-      continue;
+    } else if (type == CU_GRAPH_NODE_TYPE_KERNEL) { /* a kernel node the driver would not describe */
+      c->kernels++;
+      note_unsplit(NULL, c);
     }
-    if (type != CU_GRAPH_NODE_TYPE_KERNEL)
-      continue;
-    c->kernels++;
-    CUDA_KERNEL_NODE_PARAMS p;
-    memset(&p, 0, sizeof p);
-    if (cg_drv.GraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS) {
-      c->unsplit++;
-      continue;
-    }
-    kernel_reads(&p, (unsigned)i, slots, k, out, max, &n, c);
   }
   free(nodes);
   free(slots);

@@ -15,7 +15,15 @@ typedef struct {
   unsigned node;                   /* the node's place in cuGraphGetNodes' order */
   int arg;                         /* the parameter holding the pointer; a copy: 0 destination, 1 source */
   unsigned char what;              /* CG_STALE_KERNEL, CG_STALE_MEMCPY, CG_STALE_MEMSET */
+  bool piece;                      /* a piece mapped with cuMemMap: buffer_id is its physical
+                                      allocation's number (stale_vmm.h), start and size the piece's */
 } cg_stale_read;
+
+/* capguard's own record, asked before the driver: true and r's start, size,
+ * buffer_id and piece filled when it holds v (stale_watch.c: mapped pieces). */
+typedef bool (*cg_stale_own_record)(uint64_t v, cg_stale_read *r);
+
+#define CG_STALE_UNSPLIT_NAMED 8 /* kernels a walk names among those it could not read */
 
 enum { CG_STALE_KERNEL, CG_STALE_MEMCPY, CG_STALE_MEMSET };
 
@@ -25,16 +33,19 @@ typedef struct {
   size_t candidates;      /* pointer-sized values asked about */
   size_t queries;         /* cuPointerGetAttribute calls made */
   size_t dropped;         /* reads past max, not kept */
+  size_t buffers;         /* kernel nodes whose arguments came as one buffer (`extra`) */
+  CUfunction unsplit_fn[CG_STALE_UNSPLIT_NAMED]; /* distinct kernels among the unsplit nodes */
+  size_t n_unsplit_fn;
 } cg_stale_walk_counts;
 
-/* Whether this driver can be walked: the graph queries, cuFuncGetParamInfo
- * (CUDA 12.4+) and cuPointerGetAttribute are there. */
+/* Whether this driver can be walked: the graph queries, a way to split
+ * parameters (stale_layouts.h) and cuPointerGetAttribute are there. */
 bool cg_stale_walk_ready(void);
 /* Walks g: fills out with at most max reads and returns how many, or -1
  * when this driver cannot be walked (no cuGraphGetNodes, or no way to split
  * parameters: cuFuncGetParamInfo is CUDA 12.4+). Calls only queries of the
  * graph, its functions and pointers (no stream work, nothing a capture
  * forbids); allocates one array of node handles, freed before it returns. */
-int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_counts *counts);
+int cg_stale_walk(CUgraph g, cg_stale_read *out, size_t max, cg_stale_walk_counts *counts, cg_stale_own_record own);
 
 #endif

@@ -191,6 +191,8 @@ static void resolve(void) {
   cg_drv.StreamGetFlags = (CUresult(*)(CUstream, unsigned int *))sym(h, "cuStreamGetFlags");
   cg_drv.PointerGetAttribute =
       (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))sym(h, "cuPointerGetAttribute");
+  cg_drv.PointerGetAttributes = (CUresult(*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr))sym(
+      h, "cuPointerGetAttributes");
   cg_drv.GraphGetNodes = (CUresult(*)(CUgraph, CUgraphNode *, size_t *))sym(h, "cuGraphGetNodes");
   cg_drv.GraphNodeGetType = (CUresult(*)(CUgraphNode, CUgraphNodeType *))sym(h, "cuGraphNodeGetType");
   cg_drv.GraphKernelNodeGetParams =

@@ -23,6 +23,10 @@ typedef struct {
   CUresult (*StreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus *, cuuint64_t *);
   CUresult (*StreamGetFlags)(CUstream, unsigned int *);
   CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+  /* several attributes in one call (the stale check's walk: start, size and
+   * buffer id of an allocation); a pointer the driver does not know gets
+   * zeros and CUDA_SUCCESS, as documented */
+  CUresult (*PointerGetAttributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
   /* The stale-pointer check's graph walk (decide/stale_walk.c): queries of a
    * graph and of a function, none of them stream work. NULL where the
    * driver lacks them: cuGraphKernelNodeGetParams_v2 is 12.0+,

@@ -51,9 +51,11 @@
  *                  STREAM_WORK row of rule CG_RULE_CAPTURING (900 into a
  *                  capture), and checked by the stale-pointer check
  *   WATCHED_FREE   addr, len, how (cg_stale_how: an allocation's start, a
- *                  range, or memory capguard cannot place), stream,
- *                  has_stream, ptsz: a free no capture forbids, told to the
- *                  stale-pointer check once the driver accepted it
+ *                  range, memory capguard cannot place, or a map or release
+ *                  of the virtual memory API), aux (the stream, a physical
+ *                  allocation's handle, or NULL), has_stream, ptsz: a free
+ *                  no capture forbids (or a map), told to the stale-pointer
+ *                  check once the driver accepted it
  *   CONTEXT_END    ctx (the context destroyed, or NULL: dev's primary one),
  *                  dev, how (cg_context_end: destroyed, primary reset, or
  *                  primary released, which ends it at the last reference):
@@ -194,8 +196,10 @@
     stream, true, true)                                                                                 \
   X(WATCHED_FREE, cuMemUnmap, (CUdeviceptr, ptr, size_t, size), ptr, size, CG_STALE_RANGE, NULL, false,  \
     false)                                                                                              \
-  X(WATCHED_FREE, cuMemRelease, (CUmemGenericAllocationHandle, handle), 0, 0, CG_STALE_ANY, NULL, false, \
-    false)                                                                                              \
+  X(WATCHED_FREE, cuMemMap, (CUdeviceptr, ptr, size_t, size, size_t, offset, CUmemGenericAllocationHandle, \
+    handle, unsigned long long, flags), ptr, size, CG_STALE_MAP, handle, false, false)                  \
+  X(WATCHED_FREE, cuMemRelease, (CUmemGenericAllocationHandle, handle), 0, 0, CG_STALE_RELEASE, handle,  \
+    false, false)                                                                                       \
   X(WATCHED_FREE, cuMemPoolTrimTo, (CUmemoryPool, pool, size_t, keep), 0, 0, CG_STALE_ANY, NULL, false,  \
     false)
 

@@ -14,6 +14,7 @@
 #include "priming.h"
 #include "fast_path.h"
 #include "query_fence.h"
+#include "stale_layouts.h"
 #include "stale_watch.h"
 #include "wrapper.h"
 
@@ -49,6 +50,8 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
   cg_gate_unlock();
   if (r == CUDA_SUCCESS && cg_cfg.mode == CG_RUN_GUARD)
     cg_priming_unloaded(handle);
+  if (r == CUDA_SUCCESS && cg_cfg.stale)
+    cg_stale_layouts_forget(); /* its functions' handles may come back as others */
   return passed(r, ep, CG_EV_MODULE_UNLOAD, CG_RULE_PROHIBITED);
 }
 
@@ -61,7 +64,7 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
   if (fix == CG_FIX_DEFER_DESTROY)
     cg_stale_exec_destroyed((CUgraphExec)(uintptr_t)handle);
   else
-    cg_stale_freed(call, handle, 0, CG_STALE_AT);
+    cg_stale_freed(call, handle, 0, CG_STALE_AT, 0);
 }
 #define CG_STALE_AFTER(fix, sname, target, r)                                                        \
   if (((fix) == CG_FIX_DEFER_FREE || (fix) == CG_FIX_DEFER_DESTROY) && (r) == CUDA_SUCCESS &&         \

@@ -26,11 +26,13 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
  * named before the driver runs it. With nothing capturing and no free
  * touched watched memory (every replay of a healthy program), the x86-64
  * fast path is stream work's (stream_work_wrappers.c) with one compare
- * more: the capture activity and cg_stale_suspects, and a jump through the
- * launch's target (6 instructions), which is the C body while the fleet's
- * cg_launch_watch is set (before the first replay, while a metrics file is
- * due: capture_time.h, driver.c's retarget_launches), the driver's
- * function otherwise. */
+ * more: the capture activity and cg_stale_suspects_any, and a jump through
+ * the launch's target (6 instructions), which is the C body while the
+ * fleet's cg_launch_watch is set (before the first replay, while a metrics
+ * file is due: capture_time.h, driver.c's retarget_launches), the driver's
+ * function otherwise. While some exec is suspect, a launch loads its own
+ * exec's slot of cg_stale_suspect_slots (5 more): other execs being suspect
+ * do not send it to the C body. */
 #define CG_WRAP_GRAPH_LAUNCH(cname, sname, ep_, params, exec, stream_, ptsz_)                      \
   typedef struct {                                                                                 \
     CG_MEMBERS(params)                                                                             \
@@ -51,7 +53,7 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     CG_REAL_OR_RETURN(ep_, params, real);                                                          \
     if (__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED))                                       \
       cg_fleet_graph_launch();                                                                     \
-    if (__builtin_expect(cg_stale_launch_due(), 0) && !off())                                      \
+    if (__builtin_expect(cg_stale_launch_due((exec)), 0) && !off())                                \
       cg_stale_launch(sname, (exec));                                                              \
     if (__builtin_expect(cg_nothing_captures(), 1) || off())                                       \
       return real(CG_ARGS(params));                                                                \
@@ -66,9 +68,15 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
                      ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64: an indirect call's target */ \
                      "cmpq $0, cg_activity(%%rip)\n\t"                                        \
                      "jne 1f\n\t"                                                              \
-                     "cmpl $0, cg_stale_suspects(%%rip)\n\t"                                  \
-                     "jne 1f\n\t"                                                              \
+                     "cmpl $0, cg_stale_suspects_any(%%rip)\n\t"                             \
+                     "jne 2f\n\t"                                                              \
                      /* fast_path.h; the C body while the fleet watches launches */            \
+                     "jmp *" sname "_cg_target(%%rip)\n"                                       \
+                     "2:\timull $0x9E3779B1, %%edi, %%r10d\n\t" /* cg_stale_slot(exec) */     \
+                     "shrl $16, %%r10d\n\t"                                                   \
+                     "leaq cg_stale_suspect_slots(%%rip), %%r11\n\t"                          \
+                     "cmpl $0, (%%r11,%%r10,4)\n\t"                                            \
+                     "jnz 1f\n\t"                                                             \
                      "jmp *" sname "_cg_target(%%rip)\n"                                       \
                      "1:\tjmp " sname "_cg_other\n\t"                                          \
                      ".pushsection .data.rel.local.cg_fast,\"aw\"\n\t.balign 8\n"              \
@@ -85,7 +93,7 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     CUresult (*real)(CG_PARAMS(params)) =                                                    \
         (CUresult(*)(CG_PARAMS(params)))__atomic_load_n(&cg_ep_real[ep_], __ATOMIC_ACQUIRE); \
     if (__builtin_expect(real != NULL, 1) && __builtin_expect(cg_nothing_captures(), 1) &&   \
-        !cg_stale_launch_due() && !__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED))      \
+        !cg_stale_launch_due((exec)) && !__atomic_load_n(&cg_launch_watch, __ATOMIC_RELAXED)) \
       return real(CG_ARGS(params));                                                          \
     return cname##_other(CG_ARGS(params));                                                   \
   }
@@ -93,24 +101,27 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
 
 /* A free the driver accepted, told to the stale-pointer check; one captured
  * into a graph (its stream captures) frees nothing now: the graph's free
- * node does, at each replay. */
+ * node does, at each replay. A map, unmap or release is told whenever the
+ * check is on (the record of mapped pieces must be whole); aux: the stream,
+ * or the physical allocation's handle. */
 static __attribute__((noinline, cold)) void watched_free(const char *call, uint64_t addr, uint64_t len,
-                                                          cg_stale_how how, bool has_stream, CUstream s,
+                                                          cg_stale_how how, bool has_stream, uint64_t aux,
                                                           bool ptsz) {
   if (off())
     return;
-  if (has_stream && !cg_nothing_captures() && cg_captures_has(cg_stream_key(s, ptsz)))
+  if (has_stream && !cg_nothing_captures() && cg_captures_has(cg_stream_key((CUstream)(uintptr_t)aux, ptsz)))
     return;
-  cg_stale_freed(call, addr, len, how);
+  cg_stale_freed(call, addr, len, how, has_stream ? 0 : aux);
 }
 
-#define CG_WRAP_WATCHED_FREE(cname, sname, ep, params, addr, len, how, stream, has_stream, ptsz)     \
+#define CG_WRAP_WATCHED_FREE(cname, sname, ep, params, addr, len, how, aux, has_stream, ptsz)        \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                          \
     CG_REAL_OR_RETURN(ep, params, real);                                                           \
     CUresult r_ = real(CG_ARGS(params));                                                           \
-    if (__builtin_expect(cg_stale_watching(), 0) && r_ == CUDA_SUCCESS)                            \
-      watched_free(sname, (uint64_t)(addr), (uint64_t)(len), (how), (has_stream), (CUstream)(stream), \
-                   (ptsz));                                                                        \
+    if (__builtin_expect(CG_STALE_KEEPS_RECORD(how) ? cg_cfg.stale : cg_stale_watching(), 0) &&     \
+        r_ == CUDA_SUCCESS)                                                                        \
+      watched_free(sname, (uint64_t)(addr), (uint64_t)(len), (how), (has_stream),                  \
+                   (uint64_t)(uintptr_t)(aux), (ptsz));                                            \
     return r_;                                                                                     \
   }
 

@@ -72,6 +72,9 @@ for s in summaries:
         "capguard_loads_during_capture_total,verdict=rescued": loads("rescued"),
         "capguard_request_path_loads_total": s["request_path_loads"],
         "capguard_request_path_load_seconds_total": s["request_path_load_ns"] / 1e9,
+        # stale reads: one per graph exec and allocation the stale events name
+        "capguard_stale_reads_total": len({(e["stale"]["exec"], e["stale"]["start"]) for e in mine
+                                           if e["event"].startswith("stale-")}),
     }
     for call, n in refused.items():
         want[f"capguard_refusals_total,call={call}"] = n

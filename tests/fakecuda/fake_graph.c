@@ -135,6 +135,7 @@ FC_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
     p->blockDimX = n->block[0]; p->blockDimY = n->block[1]; p->blockDimZ = n->block[2];
     p->sharedMemBytes = n->shmem;
     p->kernelParams = n->param_ptrs;   /* the values captured, as the driver keeps them */
+    p->extra = n->extra_bytes != NULL ? n->extra_arr : NULL;   /* or the argument buffer */
   }
   FC_END(rc);
 }
@@ -154,6 +155,7 @@ FC_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode,
     p->blockDimX = n->block[0]; p->blockDimY = n->block[1]; p->blockDimZ = n->block[2];
     p->sharedMemBytes = n->shmem;
     p->kernelParams = n->param_ptrs;   /* the values captured, as the driver keeps them */
+    p->extra = n->extra_bytes != NULL ? n->extra_arr : NULL;   /* or the argument buffer */
   }
   FC_END(rc);
 }
@@ -323,7 +325,7 @@ FC_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 }
 
 CUresult fc_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3],
-                          unsigned shmem, CUstream hs, int ptsz, void **params)
+                          unsigned shmem, CUstream hs, int ptsz, void **params, void **extra)
 {
   CUresult rc = fc_need_ctx();
   if (rc != CUDA_SUCCESS)
@@ -351,6 +353,10 @@ CUresult fc_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned b
   memcpy(n->grid, grid, sizeof(n->grid));
   memcpy(n->block, block, sizeof(n->block));
   n->shmem = shmem;
+  if (params == NULL && extra != NULL) {   /* one argument buffer (cuBLAS's launches) */
+    int k = fc_params_keep_extra(n, extra);
+    return k == 0 ? CUDA_SUCCESS : k == -1 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
+  }
   return fc_params_keep(n, fn, params) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -360,10 +366,9 @@ FC_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
     CUstream hStream, void **kernelParams, void **extra)
 {
   FC_BEGIN;
-  (void)extra;
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 0, kernelParams));
+  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 0, kernelParams, extra));
 }
 
 FC_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -372,8 +377,7 @@ FC_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDi
     CUstream hStream, void **kernelParams, void **extra)
 {
   FC_BEGIN;
-  (void)extra;
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 1, kernelParams));
+  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 1, kernelParams, extra));
 }

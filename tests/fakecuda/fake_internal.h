@@ -109,6 +109,10 @@ CUresult fc_mem_register(void *p, size_t size);
 /* Frees (or unregisters) the allocation starting at p; INVALID_VALUE if p is not the start
  * of a live allocation of that kind. */
 CUresult fc_mem_release(const void *p, enum fc_mem_kind kind);
+/* The virtual memory API (fake_vmm.c): whether p lies in a reserved range (its start,
+ * size and buffer id filled), and whether [p, p + n) is mapped throughout. */
+int fc_vmm_reserved(uintptr_t p, uintptr_t *start, size_t *size, unsigned long long *buffer_id);
+int fc_vmm_mapped(uintptr_t p, size_t n);
 
 /* ---- graphs (fake_graph.c) ---------------------------------------------------------- */
 struct fc_function;
@@ -125,6 +129,11 @@ struct fc_node {
   unsigned char *param_bytes;
   void **param_ptrs;
   size_t n_params;
+  /* kernel nodes launched with `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER): a copy of the
+   * buffer, handed back as an `extra` array of its own (fake_params.c) */
+  unsigned char *extra_bytes;
+  size_t extra_size;
+  void *extra_arr[5];
   /* linear memcpy and memset nodes: their addresses as captured (fake_copies.c);
    * 2D/3D copies keep none */
   const void *copy_dst, *copy_src;
@@ -213,7 +222,7 @@ struct fc_capture *fc_captures_head(void);
 CUresult fc_legacy_work(const struct fc_stream *st);
 /* A launch (fake_graph.c), shared by the cuLaunchKernel* entry points. */
 CUresult fc_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3],
-                          unsigned shmem, CUstream hs, int ptsz, void **params);
+                          unsigned shmem, CUstream hs, int ptsz, void **params, void **extra);
 /* Forks and joins: work on a stream forked into a capture (not where it began) leaves it
  * unjoined until a stream of the capture waits on an event recorded on it after that
  * work. */
@@ -298,6 +307,9 @@ struct fc_param { size_t offset, size; };
 int fc_params_layout(const struct fc_function *fn, struct fc_param *out, int max);
 /* Copies a launch's parameters into its captured node (0; -1 out of memory). */
 int fc_params_keep(struct fc_node *node, const struct fc_function *fn, void **params);
+/* A launch's `extra` array: its argument buffer kept (CU_LAUNCH_PARAM_BUFFER_POINTER and
+ * _SIZE); 0, or -1 out of memory, CUDA_ERROR_INVALID_VALUE-worthy -2 for a malformed one. */
+int fc_params_keep_extra(struct fc_node *node, void **extra);
 void fc_params_drop(struct fc_node *node);
 /* A live function named by f, or by a live CUkernel cast to CUfunction (as cuLaunchKernel
  * and the occupancy calls accept since CUDA 12.0); NULL if neither. */

@@ -38,29 +38,27 @@ CUresult fc_legacy_work(const struct fc_stream *st)
 
 /* cuLaunchKernelEx: the configuration's grid, block, shared memory and stream; the
  * attributes are accepted and not modelled. */
-static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, int ptsz, void **params)
+static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, int ptsz, void **params, void **extra)
 {
   if (config == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   const unsigned grid[3] = { config->gridDimX, config->gridDimY, config->gridDimZ };
   const unsigned block[3] = { config->blockDimX, config->blockDimY, config->blockDimZ };
-  return fc_launch_kernel(f, grid, block, config->sharedMemBytes, config->hStream, ptsz, params);
+  return fc_launch_kernel(f, grid, block, config->sharedMemBytes, config->hStream, ptsz, params, extra);
 }
 
 FC_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
                                             void **kernelParams, void **extra)
 {
   FC_BEGIN;
-  (void)extra;
-  FC_END(launch_ex(config, f, 0, kernelParams));
+  FC_END(launch_ex(config, f, 0, kernelParams, extra));
 }
 
 FC_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                                  void **kernelParams, void **extra)
 {
   FC_BEGIN;
-  (void)extra;
-  FC_END(launch_ex(config, f, 1, kernelParams));
+  FC_END(launch_ex(config, f, 1, kernelParams, extra));
 }
 
 #define FC_COOP_PARAMS                                                                       \
@@ -73,7 +71,7 @@ FC_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(FC_COOP_PARAMS)
   FC_BEGIN;
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 0, kernelParams));
+  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 0, kernelParams, NULL));
 }
 
 FC_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(FC_COOP_PARAMS)
@@ -81,7 +79,7 @@ FC_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(FC_COOP_PARAMS)
   FC_BEGIN;
   const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
   const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 1, kernelParams));
+  FC_END(fc_launch_kernel(f, grid, block, sharedMemBytes, hStream, 1, kernelParams, NULL));
 }
 
 /* A query, allowed mid-capture: the flags the stream was created with. */

@@ -320,7 +320,9 @@ FC_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 
 static void *device_span(CUdeviceptr d, size_t n)
 {
-  return alloc_holding((const void *)(uintptr_t)d, n) != NULL ? (void *)(uintptr_t)d : NULL;
+  if (alloc_holding((const void *)(uintptr_t)d, n) != NULL)
+    return (void *)(uintptr_t)d;
+  return n > 0 && fc_vmm_mapped((uintptr_t)d, n) ? (void *)(uintptr_t)d : NULL;   /* mapped pieces */
 }
 
 void *fc_mem_span(CUdeviceptr d, size_t n) { return device_span(d, n); }
@@ -387,6 +389,20 @@ FC_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute
                                               attribute != CU_POINTER_ATTRIBUTE_RANGE_SIZE)))
     rc = CUDA_ERROR_INVALID_VALUE;
   struct fc_alloc *a = rc == CUDA_SUCCESS ? alloc_holding((const void *)(uintptr_t)ptr, 1) : NULL;
+  uintptr_t vstart = 0;
+  size_t vsize = 0;
+  unsigned long long vid = 0;
+  if (rc == CUDA_SUCCESS && a == NULL && fc_vmm_mapped((uintptr_t)ptr, 1) &&
+      fc_vmm_reserved((uintptr_t)ptr, &vstart, &vsize, &vid)) {
+    /* A mapped piece of a reserved range: the range, as measured, not the piece. */
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = vid; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = (CUdeviceptr)vstart; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = vsize; break;
+    default: *(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
+    }
+    FC_END(CUDA_SUCCESS);
+  }
   if (rc == CUDA_SUCCESS && a == NULL)
     rc = CUDA_ERROR_INVALID_VALUE;
   if (rc == CUDA_SUCCESS) {
@@ -398,4 +414,30 @@ FC_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute
     }
   }
   FC_END(rc);
+}
+
+/* Several attributes at once: each as cuPointerGetAttribute answers it; for a pointer
+ * the driver does not know (or an attribute not modelled), zeros and CUDA_SUCCESS, as
+ * the real driver documents ("will not return an error when the ptr encountered is not
+ * a valid CUDA pointer"). */
+FC_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+                                                  void **data, CUdeviceptr ptr)
+{
+  CUresult rc = CUDA_SUCCESS;
+  if (attributes == NULL || data == NULL || numAttributes == 0)
+    rc = CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; rc == CUDA_SUCCESS && i < numAttributes; i++) {
+    if (data[i] == NULL) {
+      rc = CUDA_ERROR_INVALID_VALUE;
+      break;
+    }
+    size_t width = attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE ? sizeof(unsigned int) : sizeof(uint64_t);
+    memset(data[i], 0, width);
+    CUresult one = cuPointerGetAttribute(data[i], attributes[i], ptr);   /* its own call bracket */
+    if (one == CUDA_ERROR_NOT_INITIALIZED || one == CUDA_ERROR_INVALID_CONTEXT)
+      rc = one;
+    else if (one != CUDA_SUCCESS)
+      memset(data[i], 0, width);
+  }
+  return rc;
 }

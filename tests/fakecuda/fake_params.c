@@ -110,8 +110,41 @@ int fc_params_keep(struct fc_node *node, const struct fc_function *fn, void **pa
   return 0;
 }
 
+int fc_params_keep_extra(struct fc_node *node, void **extra)
+{
+  const void *buf = NULL;
+  size_t size = 0;
+  int has_size = 0;
+  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (i >= 16)
+      return -2;   /* no END where a real array would have one */
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+      buf = extra[i + 1];
+    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != NULL) {
+      size = *(const size_t *)extra[i + 1];
+      has_size = 1;
+    } else
+      return -2;
+  }
+  if (buf == NULL || !has_size || size > 32764)
+    return -2;
+  node->extra_bytes = calloc(1, size ? size : 1);
+  if (node->extra_bytes == NULL)
+    return -1;
+  memcpy(node->extra_bytes, buf, size);
+  node->extra_size = size;
+  node->extra_arr[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+  node->extra_arr[1] = node->extra_bytes;
+  node->extra_arr[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+  node->extra_arr[3] = &node->extra_size;
+  node->extra_arr[4] = CU_LAUNCH_PARAM_END;
+  return 0;
+}
+
 void fc_params_drop(struct fc_node *node)
 {
+  free(node->extra_bytes);
+  node->extra_bytes = NULL;
   free(node->param_bytes);
   free(node->param_ptrs);
   node->param_bytes = NULL;

@@ -14,6 +14,23 @@ one case per process, for tests/gpu/stale_gpu.py:
   compile   (d) torch.compile(mode="reduce-overhead") of a small function, run
             and replayed, then everything freed the way torch frees it: no
             report (cudagraph trees keep their pool as long as their graphs).
+  weight    a matmul's weight (64 MiB, its own segment) freed under a live
+            graph: `del w; empty_cache()`; then a tensor of its size allocated
+            and, only when it landed at w's address, the graph replayed (with
+            expandable segments the free is an unmap, named at that replay).
+  input     the same for a torch op's input (relu of x: aten's kernels, named
+            demangled on stderr).
+  vllm      (d) a healthy vLLM-like flow: a 4-layer MLP (matmuls, relu, a
+            Triton kernel) captured at 8 batch sizes, largest first, in one
+            shared graph pool, empty_cache after each capture and between the
+            replays while every graph lives, 100 replays a size, each checked
+            against the eager result every 10 replays: no report, no wrong result.
+  triton    (d) a Triton flow: 6 graphs of Triton kernels over tensors of
+            their own, replayed and checked, empty_cache while they live.
+  cost_body BODY  the real driver's cost: captures of a graph of 100 launches over
+            20 tensors (BODY: torch ops, or Triton kernels), timed per capture
+            (median of 60 after 5 warm-up captures); run under each of none,
+            guard and --stale by stale_gpu.py.
   cost      the real driver's cost: K captures of a graph of KERNELS Triton
             launches over TENSORS tensors, captured and instantiated, timed
             per capture; and cuPointerGetAttribute's own time per call
@@ -176,6 +193,169 @@ def case_cost():
     return 0
 
 
+def _replay_if_same(g, old_ptr, size, like):
+    """A tensor of the freed one's size; the graph replayed only when it landed
+    at the freed address (else the replay would read unmapped memory)."""
+    import torch
+    t = torch.full(size, 7.0, device="cuda", dtype=like.dtype)
+    same = t.data_ptr() == old_ptr
+    if same:
+        g.replay()  # MARK replay_freed
+        torch.cuda.synchronize()
+    return same, t
+
+
+def case_weight():
+    import torch
+
+    w = torch.randn(4096, 4096, device="cuda")  # 64 MiB: a segment (or pieces) of its own
+    x = torch.randn(64, 4096, device="cuda")
+    out = x @ w  # cuBLAS's handle, workspace and kernel loaded before the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):  # MARK capture_weight
+        out = x @ w
+    g.replay()
+    torch.cuda.synchronize()
+    ok = bool(torch.allclose(out, x @ w, rtol=1e-3, atol=1e-2))
+    ptr = w.data_ptr()
+    del w
+    torch.cuda.empty_cache()  # MARK free_weight
+    same, _ = _replay_if_same(g, ptr, (4096, 4096), x)
+    result(first_ok=int(ok), same_address=int(same))
+    del g
+    return 0
+
+
+def case_input():
+    import torch
+
+    n = 8 << 20
+    x = torch.randn(n, device="cuda")  # 32 MiB
+    y = torch.relu(x) * 2.0
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):  # MARK capture_input
+        y = torch.relu(x) * 2.0
+    g.replay()
+    torch.cuda.synchronize()
+    ok = bool(torch.allclose(y, torch.relu(x) * 2.0))
+    ptr = x.data_ptr()
+    del x
+    torch.cuda.empty_cache()  # MARK free_input
+    same, _ = _replay_if_same(g, ptr, (n,), y)
+    result(first_ok=int(ok), same_address=int(same))
+    del g
+    return 0
+
+
+def case_vllm():
+    import torch
+
+    torch.manual_seed(0)
+    hidden, sizes, replays = 1024, [256, 128, 64, 32, 16, 8, 4, 1], 100
+    ws = [torch.randn(hidden, hidden, device="cuda") / 32.0 for _ in range(4)]
+
+    def body(x):
+        for w in ws:
+            x = torch.relu(x @ w)
+        out = torch.empty_like(x)
+        _cg_stale_double[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+
+    static_in = torch.zeros(sizes[0], hidden, device="cuda")
+    for b in sizes:  # warm-up: every shape's kernels chosen and loaded before any capture
+        body(static_in[:b])
+    torch.cuda.synchronize()
+    pool = torch.cuda.graph_pool_handle()
+    graphs, outs = {}, {}
+    for b in sizes:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, pool=pool):
+            outs[b] = body(static_in[:b])
+        graphs[b] = g
+        torch.cuda.empty_cache()  # while the graphs captured so far live
+    wrong = checked = 0
+    for b in sizes:
+        for r in range(replays):
+            static_in[:b].copy_(torch.randn(b, hidden, device="cuda"))
+            graphs[b].replay()
+            if r % 10 == 0:
+                want = body(static_in[:b])
+                checked += 1
+                wrong += not bool(torch.allclose(outs[b], want, rtol=1e-3, atol=1e-3))
+            if r % 25 == 0:
+                torch.cuda.empty_cache()
+    torch.cuda.synchronize()
+    result(ok=int(wrong == 0), sizes=len(sizes), replays=replays * len(sizes), checked=checked, wrong=wrong)
+    del graphs, outs
+    return 0
+
+
+def case_triton_flow():
+    import torch
+
+    n = 1 << 20
+    grid = (triton.cdiv(n, 1024),)
+    graphs, wrong = [], 0
+    for k in range(6):
+        x = torch.full((n,), float(k + 1), device="cuda")
+        y = torch.zeros(n, device="cuda")
+        _cg_stale_axpy[grid](x, y, n, BLOCK=1024)  # compiled and loaded before the capture
+        y.zero_()
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            _cg_stale_axpy[grid](x, y, n, BLOCK=1024)
+            _cg_stale_double[grid](y, y, n, BLOCK=1024)
+        graphs.append((g, x, y, k))
+        torch.cuda.empty_cache()
+    for g, x, y, k in graphs:
+        for _ in range(20):
+            y.zero_()
+            g.replay()
+        torch.cuda.synchronize()
+        wrong += not bool(torch.all(y == 2.0 * (k + 1)).item())
+    torch.cuda.empty_cache()
+    result(ok=int(wrong == 0), graphs=len(graphs), wrong=wrong)
+    del graphs
+    return 0
+
+
+def case_cost_body():
+    """cost BODY: 100 launches over 20 tensors, torch ops or Triton kernels."""
+    import torch
+
+    body = sys.argv[2] if len(sys.argv) > 2 else "torch"
+    kernels, tensors, captures, warm, n = 100, 20, 60, 5, 1 << 16
+    ts = [torch.ones(n, device="cuda") for _ in range(tensors)]
+    grid = (triton.cdiv(n, 1024),)
+
+    def run():
+        for k in range(kernels):
+            a, b = ts[k % tensors], ts[(k + 1) % tensors]
+            if body == "triton":
+                _cg_stale_axpy[grid](a, b, n, BLOCK=1024)
+            else:
+                b.add_(a)
+
+    run()
+    torch.cuda.synchronize()
+    graphs, times = [], []
+    for c in range(captures + warm):
+        g = torch.cuda.CUDAGraph()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.cuda.graph(g):
+            run()
+        times.append(time.perf_counter() - t0)
+        graphs.append(g)
+    times = sorted(times[warm:])
+    result(body=body, kernels=kernels, tensors=tensors, captures=captures,
+           median_capture_us="%.1f" % (times[len(times) // 2] * 1e6))
+    return 0
+
+
 def main():
     try:
         import torch
@@ -185,8 +365,10 @@ def main():
     except ImportError as e:
         print("SKIP: %s" % e)
         return 3
-    cases = {"torch": case_torch, "cupy": case_cupy, "compile": case_compile, "cost": case_cost}
-    if CASE in ("torch", "cost") and triton is None:
+    cases = {"torch": case_torch, "cupy": case_cupy, "compile": case_compile, "cost": case_cost,
+             "weight": case_weight, "input": case_input, "vllm": case_vllm, "triton": case_triton_flow,
+             "cost_body": case_cost_body}
+    if CASE in ("torch", "cost", "vllm", "triton", "cost_body") and triton is None:
         print("SKIP: no Triton")
         return 3
     if CASE == "cupy":

@@ -15,6 +15,19 @@
  *                    memset node, the memcpy node's source, the kernel)
  *   by-hand:         the graph built with cuGraphAddKernelNode (no capture)
  *                    and instantiated, y freed                       named
+ *   extra:           the launch's arguments given as one buffer (`extra`,
+ *                    as cuBLAS launches), y freed                  named
+ *   vmm-healthy:     y in a piece mapped with cuMemMap (expandable segments'
+ *                    way); another piece of the range unmapped and released,
+ *                    a new one mapped, launches                   silent
+ *   vmm-unmap:       y's piece unmapped and released, a launch    named once
+ *                    at the launch (the piece, its size)
+ *   vmm-remap:       y's piece unmapped, released, another physical
+ *                    allocation mapped at the same address, a launch  named
+ *   race:            threads racing (stale_race.c): each captures,
+ *                    instantiates, launches and frees its own buffer under its
+ *                    live exec, over and over, while another maps and unmaps
+ *                    pieces and destroys nothing it does not own  each free named
  * Prints each call's result as name=code; exits 2 on a failed setup call
  * (probe_check.h).
  * Usage: stale_probe --route direct --op OP [--cubin FILE] */
@@ -24,6 +37,7 @@
 #include <string.h>
 
 #include "probe_check.h"
+#include "stale_race.h"
 #define SAY(name, call) printf("%s=%d\n", name, (int)(call))
 
 #define N 256
@@ -44,6 +58,56 @@ static unsigned char *read_file(const char *path) {
   return b;
 }
 
+#define G ((size_t)2 << 20) /* the fake's granularity */
+
+/* The cubin's module: from memory, or with CG_LOAD_FROM_FILE from the file
+ * (before 12.4 capguard keeps no layout for it, so its nodes cannot be read;
+ * one image loaded from memory beside it keeps the walk going). */
+static CUmodule load_module(const char *cubin) {
+  CUmodule mod;
+  if (getenv("CG_LOAD_FROM_FILE")) {
+    CUmodule other;
+    CHECK(cuModuleLoadData(&other, read_file(cubin)));
+    CHECK(cuModuleLoad(&mod, cubin));
+  } else {
+    CHECK(cuModuleLoadData(&mod, read_file(cubin)));
+  }
+  return mod;
+}
+
+/* y in the first piece of a reserved range (handle ha), a second piece beside it (hb). */
+static CUdeviceptr vmm_setup(CUdeviceptr *base, CUmemGenericAllocationHandle *ha, CUmemGenericAllocationHandle *hb,
+                             const CUmemAllocationProp *prop) {
+  CHECK(cuMemAddressReserve(base, 16 * G, 0, 0, 0));
+  CHECK(cuMemCreate(ha, G, prop, 0));
+  CHECK(cuMemCreate(hb, G, prop, 0));
+  CHECK(cuMemMap(*base, G, 0, *ha, 0));
+  CHECK(cuMemMap(*base + G, G, 0, *hb, 0));
+  return *base + 4096;
+}
+
+/* The vmm-* ops after the first launch: y lies in the piece base (handle ha),
+ * a second piece at base + G (hb). */
+static void vmm_op(const char *op, CUgraphExec x, CUstream s, CUdeviceptr base, CUmemGenericAllocationHandle ha,
+                   CUmemGenericAllocationHandle hb, const CUmemAllocationProp *prop) {
+  CUmemGenericAllocationHandle hc;
+  if (!strcmp(op, "vmm-healthy")) {
+    SAY("unmap_other", cuMemUnmap(base + G, G)); /* the segment shrinks elsewhere */
+    SAY("release_other", cuMemRelease(hb));
+    CHECK(cuMemCreate(&hc, 2 * G, prop, 0));
+    SAY("map_new", cuMemMap(base + 4 * G, 2 * G, 0, hc, 0)); /* and grows */
+  } else {
+    SAY("unmap", cuMemUnmap(base, G));
+    SAY("release", cuMemRelease(ha));
+    if (!strcmp(op, "vmm-remap")) {
+      CHECK(cuMemCreate(&hc, G, prop, 0));
+      SAY("remap", cuMemMap(base, G, 0, hc, 0));
+    }
+  }
+  SAY("relaunch", cuGraphLaunch(x, s));
+  SAY("relaunch2", cuGraphLaunch(x, s)); /* a finding reported once per exec and piece */
+}
+
 int main(int argc, char **argv) {
   const char *op = "free", *cubin = getenv("CG_CUBIN");
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -57,10 +121,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   probe_primary_context();
-  CUmodule mod;
-  CHECK(cuModuleLoadData(&mod, read_file(cubin)));
+  CUmodule mod = load_module(cubin);
+  if (!strcmp(op, "race"))
+    return stale_race(mod);
   CUfunction fill;
-  CHECK(cuModuleGetFunction(&fill, mod, "cg_test_fill"));
+  const char *kernel = getenv("CG_KERNEL"); /* the fill kernel under another name (a C++ one) */
+  CHECK(cuModuleGetFunction(&fill, mod, kernel && *kernel ? kernel : "cg_test_fill"));
   CUstream s, other;
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
@@ -73,6 +139,15 @@ int main(int argc, char **argv) {
   CHECK(cuMemAlloc(&unrelated, 3 * N * sizeof(float)));
   CHECK(cuMemAlloc(&z, 5 * N * sizeof(float)));
   CHECK(cuMemAlloc(&w, 7 * N * sizeof(float)));
+  int vmm = !strncmp(op, "vmm-", 4);
+  CUdeviceptr base = 0;
+  CUmemGenericAllocationHandle ha = 0, hb = 0;
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  if (vmm)
+    y = vmm_setup(&base, &ha, &hb, &prop);
   int copies = !strcmp(op, "copies");
   float v = 1.0f;
   int n = N;
@@ -90,8 +165,15 @@ int main(int argc, char **argv) {
     CHECK(cuGraphCreate(&g, 0));
     CHECK(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
   } else {
+    unsigned char buf[16]; /* cg_test_fill's layout: 0/8, 8/4, 12/4 */
+    memcpy(buf, &y, 8);
+    memcpy(buf + 8, &v, 4);
+    memcpy(buf + 12, &n, 4);
+    size_t len = sizeof buf;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &len, CU_LAUNCH_PARAM_END};
+    int by_buffer = !strcmp(op, "extra");
     CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CHECK(cuLaunchKernel(fill, 1, 1, 1, N, 1, 1, 0, s, params, NULL));
+    CHECK(cuLaunchKernel(fill, 1, 1, 1, N, 1, 1, 0, s, by_buffer ? NULL : params, by_buffer ? extra : NULL));
     if (copies) {
       CHECK(cuMemcpyDtoDAsync(z, y, N * sizeof(float), s));
       CHECK(cuMemsetD8Async(w, 0, 7 * N * sizeof(float), s));
@@ -107,7 +189,7 @@ int main(int argc, char **argv) {
     CHECK(cuGraphInstantiateWithFlags(&x2, g, 0));
   CHECK(cuGraphDestroy(g)); /* as torch does: the exec outlives its graph */
   SAY("launch", cuGraphLaunch(x, s));
-  if (!strcmp(op, "free") || !strcmp(op, "by-hand") || !strcmp(op, "two-execs")) {
+  if (!strcmp(op, "free") || !strcmp(op, "by-hand") || !strcmp(op, "two-execs") || !strcmp(op, "extra")) {
     SAY("free", cuMemFree(y));
   } else if (copies) {
     SAY("free_w", cuMemFree(w));
@@ -133,6 +215,8 @@ int main(int argc, char **argv) {
     SAY("destroy", cuGraphExecDestroy(x));
     x = NULL;
     SAY("free", cuMemFree(y));
+  } else if (vmm) {
+    vmm_op(op, x, s, base, ha, hb, &prop);
   } else {
     fprintf(stderr, "stale_probe: unknown --op %s\n", op);
     return 2;

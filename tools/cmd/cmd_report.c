@@ -277,7 +277,7 @@ int cg_cmd_report(int argc, char **argv) {
   if (trace && write_page(&a, trace, "--trace", cgr_print_trace) != 0)
     rc = CG_EXIT_USAGE;
   /* Not healthy either: a process that left no exit record, a log cut short. */
-  if (rc == CG_EXIT_OK && (a.n_broken || a.ended_early || log.cut_files))
+  if (rc == CG_EXIT_OK && (a.n_broken || a.n_stale_reads || a.ended_early || log.cut_files))
     rc = CG_EXIT_FINDING;
   cgr_free(&a);
   if (one_run)

@@ -76,7 +76,8 @@ static void help(void) {
          "  -q, --quiet            no per-event reports on stderr, only warnings and the\n"
          "                         summary at the end; the log keeps every event\n"
          "                         (CAPGUARD_QUIET=1)\n"
-         "  --error-exitcode N     exit N (1-255) when a capture broke, whatever CMD's status\n"
+         "  --error-exitcode N     exit N (1-255) when a capture broke or a stale read was\n"
+         "                         named (--stale), whatever CMD's status\n"
          "  --request-path-loads report|error\n"
          "                         a module load after serving began (the first graph launch\n"
          "                         after the start-up's last capture) costs a request its\n"
@@ -93,7 +94,7 @@ static void help(void) {
          "the priming file's size (e.g. 256M). CAPGUARD_SUMMARY=1 makes each process print its\n"
          "own exit line too (capguard run sets it to 0: it summarises the run itself).\n"
          "Exit status: CMD's (128+N if it died of signal N), or N of --error-exitcode when a\n"
-         "capture broke; 125 if capguard could not start it, 126 not executable, 127 not\n"
+         "capture broke or a stale read was named; 125 if capguard could not start it, 126 not executable, 127 not\n"
          "found, 2 usage error.\n",
          USAGE);
 }
@@ -624,7 +625,7 @@ int cg_cmd_run(int argc, char **argv) {
   cg_reap_ended(); /* orphans that ended while the summary was read */
   free_logs(&before);
   free_logs(&after);
-  if (o.error_exitcode && (res.broken || unplaced))
+  if (o.error_exitcode && (res.broken || res.stale_reads || unplaced))
     return o.error_exitcode;
   /* The gate a CI run asks for; a production engine is never stopped by it:
    * the run's status is changed after the command ended, never the command. */

@@ -474,6 +474,7 @@ static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o)
     s->arg = num(st, CG_KEY_ARG, -1);
     s->reads = num(st, CG_KEY_READS, 1);
     s->by_hand = json_is_true(json_object_get(st, CG_KEY_BY_HAND));
+    s->piece = json_is_true(json_object_get(st, CG_KEY_PIECE));
   } else {
     s->exec = s->start = s->kernel = "";
   }

@@ -156,6 +156,7 @@ typedef struct {
   cg_event_kind kind;
   long long time_ns, tid, capture_id, size, buffer_id, now_buffer_id, node, arg, reads;
   bool by_hand;
+  bool piece; /* a piece mapped with cuMemMap */
   const char *call, *exec, *start, *kernel;
   const char *began;      /* where the graph's capture began */
   const char *site;       /* the free's or the launch's site (cgl_event_site's form) */

@@ -264,12 +264,28 @@ void cgr_kernel_list(const cgl_event *e, size_t max, char *buf, size_t cap) {
     memcpy(buf + used, ", ...", 6);
 }
 
+/* One per (process, graph exec, allocation): the events' strings are
+ * interned, so equal ones are equal pointers. */
+static size_t stale_reads(const cgl_log *log) {
+  size_t n = 0;
+  for (size_t i = 0; i < log->n_stale; i++) {
+    const cgl_stale *s = &log->stale[i];
+    size_t k = 0;
+    while (k < i && !(log->stale[k].proc == s->proc && log->stale[k].exec == s->exec &&
+                      log->stale[k].start == s->start))
+      k++;
+    n += k == i;
+  }
+  return n;
+}
+
 void cgr_analyse(const cgl_log *log, cgr_analysis *a) {
   memset(a, 0, sizeof *a);
   a->log = log;
   a->all = log;
   a->shown_run = SIZE_MAX;
   find_broken(log, a);
+  a->n_stale_reads = stale_reads(log);
   for (size_t c = 0; c < log->n_caps; c++)
     if (cg_word_is(&cg_capture_statuses, log->caps[c].status, CG_WORD_OPEN)) {
       a->open_at_exit++;

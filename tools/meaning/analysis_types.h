@@ -39,6 +39,10 @@ typedef struct cgr_analysis {
   const cgl_log *log;
   cgr_broken *broken;
   size_t n_broken;
+  /* Stale reads the stale-pointer check named (docs/stale.md): one per
+   * process, graph exec and allocation, whether its free, its launch or both
+   * were logged. Silent corruption: counted as a broken capture is. */
+  size_t n_stale_reads;
   cgr_kernel *kernels;
   size_t n_kernels;
   cgr_site *sites;

@@ -1048,14 +1048,19 @@ static void request_say(const ctx *c, cgf_finding *x) {
 }
 
 /* The stale-pointer check (CAPGUARD_STALE=1) named memory a live graph exec reads, freed. */
+const char *cgf_stale_advice(bool freed) {
+  return freed ? "keep the buffer alive as long as the graph exec, re-capture after a resize, or destroy the "
+                 "exec (cuGraphExecDestroy) before the free"
+               : "re-capture the graph after the buffer is replaced (a resize, a new tensor), or keep the "
+                 "buffer alive as long as the graph exec";
+}
 static bool stale_holds(const ctx *c) { return c->log->n_stale > 0; }
 static void stale_say(const ctx *c, cgf_finding *x) {
-  size_t n = c->log->n_stale;
-  x->sentence = xprintf("%zu free%s or replay%s of memory a live graph exec reads (each replay reads or "
-                        "writes memory that is no longer its own): keep the buffer alive as long as the "
-                        "graph exec, re-capture after a resize, or destroy the exec before the free "
-                        "(capguard report: \"Memory a live graph reads, freed\")",
-                        n, cg_plural(n), cg_plural(n));
+  size_t n = c->a->n_stale_reads;
+  x->sentence = xprintf("%zu stale read%s: a live graph exec reads memory freed or unmapped under it (each "
+                        "replay reads or writes memory that is no longer its own, silently): %s (capguard "
+                        "report: \"Memory a live graph reads, freed\")",
+                        n, cg_plural(n), cgf_stale_advice(true));
 }
 
 /* nothing to do only when no call at all was made during capture, of any kind */

@@ -73,5 +73,10 @@ char *cgf_line(const cgf_finding *x);
  * (indent and two spaces), so that it is copied whole and runs as shown. */
 void cgf_print(FILE *out, const cgf_finding *x, const char *first, const char *indent);
 void cgf_list_free(cgf_list *l);
+/* What to do about a stale read (the stale-pointer check, docs/stale.md):
+ * freed is whether a free of it was seen (else only a replay of memory that
+ * changed since the capture). The report's stale section and the finding
+ * say this one sentence. */
+const char *cgf_stale_advice(bool freed);
 
 #endif

@@ -315,6 +315,21 @@ static void request_marker(FILE *o, const cgl_request *q, span s, size_t cy) {
   fputs("</title></path>\n", o);
 }
 
+/* A stale read (docs/stale.md): a red cross on its process's first lane, at
+ * the free or the launch that named it. */
+static void stale_marker(FILE *o, const cgl_stale *st, span s, size_t cy) {
+  double x = xpos(s, st->time_ns);
+  fprintf(o, "<path d=\"M%.1f %zu l10 10 m0 -10 l-10 10\" stroke=\"%s\" stroke-width=\"3\"><title>", x - 5, cy - 5,
+          verdict_colour(CG_VERDICT_STALE));
+  esc(o, or(st->call, "?"));
+  fputs(st->kind == CG_EV_STALE_LAUNCH ? ": a replay of memory freed since its capture, graph exec "
+                                       : ": a free of memory a live graph exec reads, graph exec ", o);
+  esc(o, or(st->exec, "?"));
+  fputs(" (stale read) at ", o);
+  esc(o, st->python_top ? st->python_top : or(st->site, "?"));
+  fputs("</title></path>\n", o);
+}
+
 /* A process of this run gets a row when it used CUDA: a shell or a compiler
  * a JIT ran would be an empty one (the Processes table lists them). */
 static bool timeline_row(const cgl_log *log, size_t p, size_t run) {
@@ -355,6 +370,11 @@ static void panel(FILE *o, const cgr_analysis *a, const buckets *b, size_t run, 
         request_marker(o, &log->reqs[i], s, y + LANE_H / 2);
         ++*shapes;
       }
+    for (size_t i = 0; i < log->n_stale && *shapes < MAX_SHAPES; i++)
+      if (log->stale[i].proc == p) {
+        stale_marker(o, &log->stale[i], s, y + LANE_H / 2);
+        ++*shapes;
+      }
     y += row_h + ROW_PAD;
   }
   fputs("</svg>\n", o);
@@ -377,6 +397,9 @@ static void legend(FILE *o, const cgl_log *log) {
       fputs("<span><i class=\"sw\" style=\"background:" REQUEST_COLOUR "\"></i>load on the request path</span>", o);
       break;
     }
+  if (log->n_stale)
+    fprintf(o, "<span><i class=\"sw\" style=\"background:%s\"></i>stale read (a free or replay of memory a "
+               "live graph reads)</span>", verdict_colour(CG_VERDICT_STALE));
   fputs("<span><i class=\"sw\" style=\"background:#b9e3b9\"></i>capture ended</span>"
         "<span><i class=\"sw\" style=\"background:#f4b6b6\"></i>capture broken</span>"
         "<span><i class=\"sw\" style=\"background:#ddd\"></i>capture open at exit</span></p>\n",
@@ -817,6 +840,8 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
           cg_plural(a->captures), a->n_broken ? "bad" : "good", a->n_broken);
   if (a->ended_early)
     fprintf(o, ", <span class=\"bad\">%zu ended without an exit record</span>", a->ended_early);
+  if (a->n_stale_reads) /* silent corruption: as red as a broken capture */
+    fprintf(o, ", <span class=\"bad\">%zu stale read%s</span>", a->n_stale_reads, cg_plural(a->n_stale_reads));
   fprintf(o, "; %zu call%s during capture (%zu module load%s, %zu unload%s", calls, cg_plural(calls), loads,
           cg_plural(loads), unloads, cg_plural(unloads));
   /* the other kinds of call, in the schema's words, when they happened */
@@ -848,6 +873,7 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   /* the verdict (the summary above) and what to do, in the first screen: the
    * timeline and the tables are what a reader turns to after */
   advice_section(o, a);
+  cgr_print_stale_html(o, log); /* a stale read is silent corruption: before the timeline and tables */
   what_ran(o, a);
   fputs("<h2>Timeline</h2>\n", o);
   timeline(o, a);
@@ -857,7 +883,6 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   cgr_print_ranks_html(o, log, esc);
   cgr_capture_time_html(o, a, esc);
   findings(o, a);
-  cgr_print_stale_html(o, log);
   cgr_print_request_html(o, log);
   calls_table(o, a);
   fputs("</body></html>\n", o);

@@ -218,9 +218,10 @@ static json_t *sites_json(const cgr_analysis *a) {
 static json_t *totals_json(const cgr_analysis *a) {
   /* Counts by event kind ("module_load": the word with '_') and by verdict,
    * each in the schema's row order; "other": words this reader does not know. */
-  json_t *totals = json_pack("{s:I, s:I, s:I, s:I}", CG_KEY_CAPTURES, (json_int_t)a->captures,
+  json_t *totals = json_pack("{s:I, s:I, s:I, s:I, s:I}", CG_KEY_CAPTURES, (json_int_t)a->captures,
                              CG_KEY_CAPTURES_BROKEN, (json_int_t)a->n_broken, "captures_open_at_exit",
-                             (json_int_t)a->open_at_exit, "calls_during_capture", (json_int_t)a->calls);
+                             (json_int_t)a->open_at_exit, "calls_during_capture", (json_int_t)a->calls,
+                             "stale_reads", (json_int_t)a->n_stale_reads);
   for (unsigned k = 0; k < CG_EV_KIND_COUNT; k++) {
     char key[64];
     snprintf(key, sizeof key, "%s", cg_event_kind_name(k));

@@ -1,6 +1,6 @@
 /* report_stale.h. A group is one (process, graph exec, allocation): the
  * shim reports each at most once per kind, so a group holds a free, a
- * launch, or both; what to do is the shim's own sentence (cg_stale_advice). */
+ * launch, or both; what to do is the findings table's sentence (cgf_stale_advice). */
 #include "report_stale.h"
 #include "html_text.h"
 #include "kernel_display.h"
@@ -11,6 +11,7 @@
 
 #include "capguard/event.h"
 #include "capguard/log_keys.h"
+#include "findings.h"
 #include "log_pool.h"
 
 static bool same(const cgl_stale *a, const cgl_stale *b) {
@@ -53,7 +54,7 @@ static void reader_words(const cgl_stale *s, char *buf, size_t cap) {
 }
 
 static const char *advice(const cgr_stale_group *g) {
-  return cg_stale_advice(g->frees ? CG_EV_STALE_FREE : CG_EV_STALE_LAUNCH);
+  return cgf_stale_advice(g->frees != 0);
 }
 
 void cgr_print_stale_text(FILE *out, const cgl_log *log, cg_palette pal) {
@@ -67,9 +68,10 @@ void cgr_print_stale_text(FILE *out, const cgl_log *log, cg_palette pal) {
     const cgl_stale *s = &log->stale[g[i].first];
     char reads[256];
     reader_words(s, reads, sizeof reads);
-    fprintf(out, "  %sgraph exec %s%s (pid %lld, %s%s): allocation %s, %lld bytes: %s\n", pal.red, s->exec,
-            pal.reset, log->procs[s->proc].pid, s->by_hand ? "built by hand" : "captured at ",
-            s->by_hand ? "" : or(s->began, "an unknown site"), s->start, s->size, reads);
+    fprintf(out, "  %sgraph exec %s%s (pid %lld, %s%s): %s %s, %lld bytes: %s\n", pal.red, s->exec, pal.reset,
+            log->procs[s->proc].pid, s->by_hand ? "built by hand" : "captured at ",
+            s->by_hand ? "" : or(s->began, "an unknown site"), s->piece ? "mapped piece" : "allocation", s->start,
+            s->size, reads);
     if (g[i].first_free >= 0) {
       const cgl_stale *f = &log->stale[g[i].first_free];
       fprintf(out, "    freed by %s at %s\n", f->call, or(f->site, "?"));
@@ -77,7 +79,8 @@ void cgr_print_stale_text(FILE *out, const cgl_log *log, cg_palette pal) {
     if (g[i].first_launch >= 0) {
       const cgl_stale *l = &log->stale[g[i].first_launch];
       fprintf(out, "    replayed by %s at %s after the memory was %s\n", l->call, or(l->site, "?"),
-              l->now_buffer_id ? "freed and allocated again as another buffer" : "freed");
+              l->piece ? (l->now_buffer_id ? "mapped to another physical allocation" : "unmapped")
+              : l->now_buffer_id ? "freed and allocated again as another buffer" : "freed");
     }
     fprintf(out, "    what to do: %s\n", advice(&g[i]));
   }

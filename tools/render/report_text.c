@@ -386,6 +386,8 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
     fprintf(out, ", %s%zu open at exit%s", pal.yellow, a->open_at_exit, pal.reset);
   if (a->ended_early)
     fprintf(out, ", %s%zu ended without an exit record%s", pal.red, a->ended_early, pal.reset);
+  if (a->n_stale_reads)
+    fprintf(out, ", %s%zu stale read%s%s", pal.red, a->n_stale_reads, cg_plural(a->n_stale_reads), pal.reset);
   fputc('\n', out);
   fprintf(out, "calls during capture: %zu (", a->calls);
   cgr_print_event_counts(out, a);

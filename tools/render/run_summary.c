@@ -223,6 +223,7 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
                      .prime_unusable = logs->prime_unusable};
   cgr_run_advise(&facts, &adv);
   res->broken = a.n_broken;
+  res->stale_reads = a.n_stale_reads;
   cgr_request_totals rq;
   cgr_request_totals_of(log, &rq);
   res->request_loads = rq.loads;
@@ -230,11 +231,15 @@ void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
   char open[64] = "";
   if (a.open_at_exit)
     snprintf(open, sizeof open, ", %zu open at exit", a.open_at_exit);
+  char stale[64] = "";
+  if (a.n_stale_reads)
+    snprintf(stale, sizeof stale, ", %s%zu stale read%s%s", pal.red, a.n_stale_reads, cg_plural(a.n_stale_reads),
+             pal.reset);
   /* a process that ended without its exit record may have had a capture open: "logged" */
-  fprintf(out, "capguard: %zu process%s used CUDA, %zu capture%s%s, %s%zu broken%s%s; %zu call%s "
+  fprintf(out, "capguard: %zu process%s used CUDA, %zu capture%s%s, %s%zu broken%s%s%s; %zu call%s "
                "during capture (",
           cuda, cg_plural_es(cuda), a.captures, cg_plural(a.captures), a.ended_early ? " logged" : "",
-          a.n_broken ? pal.red : "", a.n_broken, a.n_broken ? pal.reset : "", open, a.calls,
+          a.n_broken ? pal.red : "", a.n_broken, a.n_broken ? pal.reset : "", stale, open, a.calls,
           cg_plural(a.calls));
   cgr_print_event_counts(out, &a);
   fputc(')', out);

@@ -32,6 +32,7 @@ typedef struct {
 
 typedef struct {
   size_t broken;      /* captures that broke in this run */
+  size_t stale_reads; /* stale reads the stale-pointer check named (a finding, as a break is) */
   size_t request_loads; /* loads on the request path (request_path.h) */
   bool removed_log;   /* the temporary log held nothing and was removed */
 } cg_run_outcome;

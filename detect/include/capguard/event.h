@@ -42,6 +42,8 @@ typedef struct {
   int arg;                /* the kernel's argument that holds the pointer */
   unsigned reads;         /* how many (node, argument) of the exec read the allocation */
   bool by_hand;           /* the graph was not captured (built with cuGraphAdd*) */
+  bool piece;             /* a piece mapped with cuMemMap: buffer ids are its physical allocation's
+                             number (capguard's), now 0 when unmapped */
 } cg_stale_read_info;
 
 typedef struct {
@@ -207,7 +209,5 @@ size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap)
  * sig (its wait status): the process wrote no summary, and the log says why. */
 size_t cg_ended_format_json(uint64_t pid, uint64_t time_ns, int sig, char *buf, size_t cap);
 
-/* What to do about a stale-pointer event of this kind (one sentence). */
-const char *cg_stale_advice(cg_event_kind kind);
 
 #endif

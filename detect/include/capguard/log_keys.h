@@ -110,5 +110,6 @@
 #define CG_KEY_ARG "arg"
 #define CG_KEY_READS "reads"
 #define CG_KEY_BY_HAND "by_hand"
+#define CG_KEY_PIECE "piece"
 
 #endif

@@ -37,6 +37,7 @@ typedef struct {
   int driver_version;                   /* 0: unknown */
   unsigned sm;                          /* the GPU's architecture, 0: unknown */
   cg_metrics_prime prime;
+  uint64_t stale_reads;                 /* stale reads the stale-pointer check named (docs/stale.md) */
 } cg_metrics;
 
 /* Writes at most cap bytes including the NUL; returns the length the whole

@@ -1,0 +1,90 @@
+/* stale_index.h. Linear probing kept under half full; a removal shifts the
+ * run after it back (no tombstones), so that probes stay short however many
+ * execs come and go. */
+#include "stale_index.h"
+
+#include <stdlib.h>
+
+static size_t home(const cg_index *m, uint64_t key) {
+  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
+}
+
+static bool grow(cg_index *m) {
+  size_t cap = m->cap ? m->cap * 2 : 64;
+  cg_index_slot *s = calloc(cap, sizeof *s);
+  if (!s)
+    return false;
+  cg_index old = *m;
+  m->slots = s;
+  m->cap = cap;
+  m->n = 0;
+  for (size_t i = 0; i < old.cap; i++)
+    if (old.slots[i].key)
+      (void)cg_index_put(m, old.slots[i].key, old.slots[i].val); /* room enough: cannot fail */
+  free(old.slots);
+  return true;
+}
+
+bool cg_index_put(cg_index *m, uint64_t key, void *val) {
+  if (!key || ((m->n + 1) * 2 > m->cap && !grow(m)))
+    return false;
+  size_t i = home(m, key);
+  while (m->slots[i].key)
+    i = (i + 1) & (m->cap - 1);
+  m->slots[i].key = key;
+  m->slots[i].val = val;
+  m->n++;
+  return true;
+}
+
+void *cg_index_next(const cg_index *m, uint64_t key, size_t *pos) {
+  if (!m->cap || !key)
+    return NULL;
+  size_t i = (home(m, key) + *pos) & (m->cap - 1);
+  for (; m->slots[i].key; i = (i + 1) & (m->cap - 1)) {
+    ++*pos;
+    if (m->slots[i].key == key)
+      return m->slots[i].val;
+  }
+  return NULL;
+}
+
+/* Backward shift from the emptied slot i: each later entry of the run moves
+ * into the hole unless its home lies cyclically in (hole, entry]. */
+static void remove_at(cg_index *m, size_t i) {
+  size_t mask = m->cap - 1, hole = i;
+  for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
+    size_t h = home(m, m->slots[j].key);
+    bool stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
+    if (stays)
+      continue;
+    m->slots[hole] = m->slots[j];
+    hole = j;
+  }
+  m->slots[hole].key = 0;
+  m->slots[hole].val = NULL;
+  m->n--;
+}
+
+bool cg_index_del(cg_index *m, uint64_t key, const void *val) {
+  if (!m->cap || !key)
+    return false;
+  size_t mask = m->cap - 1, i = home(m, key);
+  for (; m->slots[i].key; i = (i + 1) & mask)
+    if (m->slots[i].key == key && m->slots[i].val == val) {
+      remove_at(m, i);
+      return true;
+    }
+  return false;
+}
+
+void cg_index_del_found(cg_index *m, uint64_t key, size_t pos) {
+  if (m->cap && pos)
+    remove_at(m, (home(m, key) + pos - 1) & (m->cap - 1));
+}
+
+void cg_index_clear(cg_index *m) {
+  free(m->slots);
+  m->slots = NULL;
+  m->cap = m->n = 0;
+}
