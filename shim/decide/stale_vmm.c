@@ -75,10 +75,12 @@ const cg_vmm_piece *cg_vmm_find(const cg_vmm *v, uint64_t addr) {
 /* The pieces overlapping [lo, hi), each once (at the first granule of the
  * range it covers): by granule, or over the whole index when the range holds
  * more granules than the index has entries. */
-void cg_vmm_each_in(const cg_vmm *v, uint64_t lo, uint64_t len, void (*fn)(const cg_vmm_piece *, void *), void *arg) {
+void cg_vmm_each_in(const cg_vmm *v, uint64_t lo, uint64_t len, void (*fn)(const cg_vmm_piece *, void *),
+                    void *arg) {
   if (!len || !v->pieces)
     return;
-  uint64_t hi = lo + len < lo ? UINT64_MAX : lo + len, first = lo >> GRANULE_SHIFT, last = (hi - 1) >> GRANULE_SHIFT;
+  uint64_t hi = lo + len < lo ? UINT64_MAX : lo + len, first = lo >> GRANULE_SHIFT,
+           last = (hi - 1) >> GRANULE_SHIFT;
   if (last - first > v->by_granule.cap / 4) { /* a lookup costs about what four slots looked at do */
     for (size_t i = 0; i < v->by_granule.cap; i++) {
       const cg_vmm_piece *p = v->by_granule.slots[i].val;

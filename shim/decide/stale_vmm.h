@@ -36,6 +36,7 @@ void cg_vmm_release(cg_vmm *v, uint64_t handle);
 /* The mapped piece holding addr, or NULL. */
 const cg_vmm_piece *cg_vmm_find(const cg_vmm *v, uint64_t addr);
 /* Calls fn on each piece overlapping [lo, lo + len). */
-void cg_vmm_each_in(const cg_vmm *v, uint64_t lo, uint64_t len, void (*fn)(const cg_vmm_piece *, void *), void *arg);
+void cg_vmm_each_in(const cg_vmm *v, uint64_t lo, uint64_t len, void (*fn)(const cg_vmm_piece *, void *),
+                    void *arg);
 
 #endif
