@@ -39,6 +39,7 @@ one case per process, for tests/gpu/stale_gpu.py:
 Marked lines (`# MARK name`) are the lines the runner looks for in the log.
 Prints RESULT case=C key=value ...; exits 3 when it cannot run here."""
 import ctypes
+import gc
 import sys
 import time
 
@@ -341,15 +342,29 @@ def case_cost_body():
 
     run()
     torch.cuda.synchronize()
+    # Timed: the capture's begin, its body and its end (which instantiates),
+    # not what torch.cuda.graph's context adds around them (a gc.collect()
+    # that grows with the graphs kept, a synchronize, empty_cache): that
+    # varied by hundreds of microseconds from one process to the next and
+    # hid the figure measured. The collector stays off while timing.
+    side = torch.cuda.Stream()
+    pool = torch.cuda.graph_pool_handle()
     graphs, times = [], []
-    for c in range(captures + warm):
-        g = torch.cuda.CUDAGraph()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        with torch.cuda.graph(g):
-            run()
-        times.append(time.perf_counter() - t0)
-        graphs.append(g)
+    gc.collect()
+    gc.disable()
+    try:
+        for c in range(captures + warm):
+            g = torch.cuda.CUDAGraph()
+            torch.cuda.synchronize()
+            with torch.cuda.stream(side):
+                t0 = time.perf_counter()
+                g.capture_begin(pool=pool)
+                run()
+                g.capture_end()
+                times.append(time.perf_counter() - t0)
+            graphs.append(g)
+    finally:
+        gc.enable()
     times = sorted(times[warm:])
     result(body=body, kernels=kernels, tensors=tensors, captures=captures,
            median_capture_us="%.1f" % (times[len(times) // 2] * 1e6))
