@@ -15,7 +15,7 @@ case with and without PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True:
   the finding counts: `capguard run --stale --error-exitcode 3` exits 3 on
       it, `capguard report` exits 1 and its headline says "stale read";
   cost: a capture of 100 kernels over 20 tensors (torch ops, Triton), none /
-      guard / --stale, 5 rounds alternating, medians of 60, with an A/A
+      guard / --stale, 3 rounds alternating, medians of 60, with an A/A
       (none run twice: the noise floor).
 Usage (repo root): python3 tests/gpu/stale_gpu.py [--build build] [--json FILE]
 Prints PASS/FAIL lines and COST lines, writes the figures as JSON (default
@@ -193,7 +193,7 @@ def median(xs):
     return xs[len(xs) // 2]
 
 
-def cost(r, rounds=5):
+def cost(r, rounds=3):
     """none / none again (A/A) / guard / --stale, alternating, per body."""
     modes = [("none", dict(shim=False, stale=False)), ("guard", dict(mode="guard", stale=False)),
              ("stale", dict(mode="guard", stale=True)), ("none_aa", dict(shim=False, stale=False))]
@@ -226,6 +226,7 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--no-cost", action="store_true", help="leave the cost table out")
     ap.add_argument("--cost-only", action="store_true", help="the cost table alone")
+    ap.add_argument("--rounds", type=int, default=3, help="the cost table's rounds (each: none, guard, --stale, none again)")
     args = ap.parse_args()
     try:
         import torch
@@ -272,7 +273,7 @@ def main():
             r.check(res.get("first_ok") == "1" and len(frees) >= 1, "a CuPy array freed with free_all_blocks(): named")
         exit_status(r)
     if not args.no_cost:
-        cost(r)
+        cost(r, args.rounds)
     out = args.json or os.path.join(args.build, "stale_gpu.json")
     r.figures["passed"], r.figures["failed"] = r.passed, r.failed
     with open(out, "w") as f:
