@@ -11,8 +11,12 @@
 #include <unistd.h>
 
 #include "capguard/env_value.h"
+#include "capguard/clock.h"
 #include "config.h"
+#include "driver.h"
+#include "hang_launches.h"
 #include "hang_slots.h"
+#include "output.h"
 #include "readable_frame.h"
 #include "warn.h"
 
@@ -60,12 +64,57 @@ typedef struct {
   void *caller;
 } call_seen;
 
+/* The event's common fields, for the log (what stderr says in words). */
+static void log_event(cg_event_kind kind, const char *call, uint64_t tid, uint64_t capture_id, const char *began,
+                      const cg_hang_info *h) {
+  cg_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = kind;
+  e.verdict = CG_VERDICT_WAITING;
+  e.call = call;
+  e.driver_result = -1;
+  e.pid = (uint64_t)getpid();
+  e.tid = tid;
+  e.time_ns = cg_now_ns();
+  e.driver_version = cg_driver_version();
+  e.capture.id = capture_id;
+  e.capture.status = CG_CAPTURE_ENDED;
+  e.capture_began = began;
+  e.has_handle = h->exec != 0;
+  e.handle = h->exec;
+  e.hang = h;
+  cg_output_event_to_log(&e);
+}
+
+/* A call waits while execs holding collectives are alive and none of their
+ * launches is pending: a teardown they hold (a communicator's destroy waits
+ * for its graphs). Said with how many and where the first was captured. */
+static bool say_teardown(const call_seen *c, uint64_t tid, uint64_t waited_ns, const char *caller) {
+  cg_hang_launch_seen first;
+  unsigned n = cg_hang_collective_execs(&first);
+  if (!n || cg_hang_launch_pending())
+    return false;
+  cg_warn("%s waits in %s for %.1f s (called from %s) while %u graph exec%s holding collectives %s alive "
+          "(the first captured at %s, capture %llu, holding %s): %s",
+          who, c->call ? c->call : "?", waited_ns / 1e9, caller, n, n == 1 ? "" : "s", n == 1 ? "is" : "are",
+          first.site[0] ? first.site : "a site not known", (unsigned long long)first.capture_id, first.collective,
+          cg_hang_advice(CG_EV_HANG_TEARDOWN, false));
+  cg_hang_info h = {.waited_ns = waited_ns, .collectives = first.collectives, .collective = first.collective,
+                    .execs = n, .where = caller};
+  log_event(CG_EV_HANG_TEARDOWN, c->call, tid, first.capture_id, first.site, &h);
+  return true;
+}
+
 static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
   char name[32], caller[256], graph[CG_HANG_SITE], after[CG_HANG_SITE + 96] = "";
   thread_name(tid, name, sizeof name);
   caller_text(c->caller, caller, sizeof caller);
+  if (say_teardown(c, tid, waited_ns, caller))
+    return;
   const char *call = c->call;
   uint64_t id = cg_hang_latest_graph(graph, sizeof graph);
+  cg_hang_info h = {.waited_ns = waited_ns, .where = caller};
+  log_event(CG_EV_HANG_WAIT, call, tid, id, graph, &h);
   if (id)
     snprintf(after, sizeof after, "; the latest graph captured here is capture %llu's, captured at %s",
              (unsigned long long)id, graph[0] ? graph : "a site not known");
@@ -100,8 +149,51 @@ static bool still(const cg_hang_slot *s, uint64_t tid, const uint64_t *at, uint6
   return __atomic_load_n(at, __ATOMIC_RELAXED) == t && __atomic_load_n(&s->tid, __ATOMIC_RELAXED) == tid;
 }
 
+/* A graph launch not finished after the limit: its exec, capture, count and
+ * collectives, on stderr and in the log. */
+static void say_launch(const cg_hang_launch_seen *l) {
+  bool busy = l->collectives == 0;
+  char holds[160];
+  if (busy)
+    snprintf(holds, sizeof holds, "it holds no collective");
+  else
+    snprintf(holds, sizeof holds, "it holds %u collective%s (%s)", l->collectives, l->collectives == 1 ? "" : "s",
+             l->collective);
+  cg_warn("%s: launch %llu of graph exec 0x%llx (capture %llu, captured at %s) has not finished after %.1f s "
+          "(stream 0x%llx); %s: %s",
+          who, (unsigned long long)l->launch, (unsigned long long)l->exec, (unsigned long long)l->capture_id,
+          l->site[0] ? l->site : "a site not known", l->waited_ns / 1e9, (unsigned long long)l->stream, holds,
+          cg_hang_advice(CG_EV_HANG_LAUNCH, busy));
+  cg_hang_info h = {.exec = l->exec, .launches = l->launch, .waited_ns = l->waited_ns,
+                    .collectives = l->collectives, .collective = l->collective};
+  log_event(CG_EV_HANG_LAUNCH, "cuGraphLaunch", 0, l->capture_id, l->site, &h);
+}
+
+/* Once the process has launched nothing for the limit: each exec's launch
+ * count, in the log only (a healthy pause says nothing on stderr), so that
+ * the report can line the ranks up. */
+static void census(void) {
+  static cg_hang_launch_seen rows[64];
+  int n = cg_hang_launch_census(rows, 64);
+  for (int i = 0; i < n; i++) {
+    cg_hang_info h = {.exec = rows[i].exec, .launches = rows[i].launch, .collectives = rows[i].collectives,
+                      .collective = rows[i].collective};
+    log_event(CG_EV_LAUNCH_COUNT, "cuGraphLaunch", 0, rows[i].capture_id, rows[i].site, &h);
+  }
+}
+
+static void look_launches(uint64_t now, uint64_t limit) {
+  static cg_hang_launch_seen stuck[16];
+  int n = cg_hang_launches_stuck(now, limit, stuck, 16);
+  for (int i = 0; i < n; i++)
+    say_launch(&stuck[i]);
+  if (!cg_hang_launching(now, limit))
+    census();
+}
+
 static void look(void) {
   uint64_t now = cg_hang_now(), limit = (uint64_t)cg_hang_s * 1000000000ull;
+  look_launches(now, limit);
   for (int i = 0; i < CG_HANG_SLOTS; i++) {
     cg_hang_slot *s = &cg_hang_slots[i];
     uint64_t tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);

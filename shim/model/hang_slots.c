@@ -19,9 +19,10 @@ cg_hang_slot cg_hang_slots[CG_HANG_SLOTS];
  * table was full (the thread is not watched). */
 static __thread int my_slot __attribute__((tls_model("initial-exec"))) = -1;
 
-/* The latest graph: two buffers, the one published by index, so that the
- * watcher reads a whole string while the next capture writes the other. */
-static char latest_site[2][CG_HANG_SITE];
+/* The latest graph: two copies of where it began, the one published by
+ * index, so that the watcher reads a whole one while the next capture
+ * writes the other; symbolized by the watcher, only if it says a wait. */
+static cg_begin_site latest_site[2];
 static uint64_t latest_id[2];
 static unsigned latest_at;
 
@@ -109,31 +110,43 @@ void cg_hang_capture_begun(uint64_t stream, uint64_t key, const void *where) {
   __atomic_store_n(&s->capture_ns, cg_hang_now(), __ATOMIC_RELEASE);
 }
 
-void cg_hang_capture_over(uint64_t key, uint64_t id, const char *began, bool graph) {
+/* Which capture a slot has open, found without a scan when the thread that
+ * began it ends it (the usual case). */
+static void capture_closed(uint64_t key) {
+  if (my_slot >= 0 && __atomic_load_n(&cg_hang_slots[my_slot].capture_key, __ATOMIC_RELAXED) == key) {
+    __atomic_store_n(&cg_hang_slots[my_slot].capture_ns, 0, __ATOMIC_RELAXED);
+    return;
+  }
   /* the thread that began it may not be the one that ends it */
   for (int i = 0; i < CG_HANG_SLOTS; i++) {
     cg_hang_slot *s = &cg_hang_slots[i];
     if (__atomic_load_n(&s->capture_ns, __ATOMIC_RELAXED) && __atomic_load_n(&s->capture_key, __ATOMIC_RELAXED) == key)
       __atomic_store_n(&s->capture_ns, 0, __ATOMIC_RELAXED);
   }
+}
+
+void cg_hang_capture_over(uint64_t key, uint64_t id, const void *began, bool graph) {
+  capture_closed(key);
   if (!graph)
     return;
   unsigned next = (__atomic_load_n(&latest_at, __ATOMIC_RELAXED) + 1) & 1;
-  size_t n = began ? bounded_len(began, CG_HANG_SITE) : 0;
-  memcpy(latest_site[next], began ? began : "", n);
-  latest_site[next][n] = '\0';
+  const cg_begin_site *site = began;
+  if (site)
+    latest_site[next] = *site;
+  else
+    latest_site[next].n = 0, latest_site[next].python[0] = '\0';
   latest_id[next] = id;
   __atomic_store_n(&latest_at, next, __ATOMIC_RELEASE);
 }
 
 uint64_t cg_hang_latest_graph(char *buf, unsigned cap) {
   unsigned at = __atomic_load_n(&latest_at, __ATOMIC_ACQUIRE);
-  size_t n = bounded_len(latest_site[at], CG_HANG_SITE);
+  cg_begin_site site = latest_site[at];
   if (cap) {
-    if (n >= cap)
-      n = cap - 1;
-    memcpy(buf, latest_site[at], n);
-    buf[n] = '\0';
+    if (latest_id[at])
+      cg_begin_site_text(&site, buf, cap);
+    else
+      buf[0] = '\0';
   }
   return latest_id[at];
 }

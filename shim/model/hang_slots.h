@@ -42,11 +42,12 @@ void cg_hang_call_leave(void);
  * key) at site (its Python line, else its native caller, symbolized by the
  * watcher if it has to say it). */
 void cg_hang_capture_begun(uint64_t stream, uint64_t key, const void *site);
-/* The capture on key is over, whichever thread began it; id and began name
- * the latest graph captured in this process (cg_hang_latest_graph). */
-void cg_hang_capture_over(uint64_t key, uint64_t id, const char *began, bool graph);
+/* The capture on key is over, whichever thread began it; id and
+ * began_site (a cg_begin_site, copied) name the latest graph captured in
+ * this process (cg_hang_latest_graph), symbolized only when asked. */
+void cg_hang_capture_over(uint64_t key, uint64_t id, const void *began_site, bool graph);
 /* The latest capture that ended with a graph: its id (0: none) and where it
- * began, copied into buf. */
+ * began, symbolized into buf (the watcher's thread). */
 uint64_t cg_hang_latest_graph(char *buf, unsigned cap);
 
 #endif

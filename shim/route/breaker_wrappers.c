@@ -9,6 +9,7 @@
  * takes the capture gate (cg_gate_lock_if_idle); breakers.c decides only while
  * something captures. */
 #include "breakers.h"
+#include "hang_launches.h"
 #include "hang_slots.h"
 
 #include "priming.h"
@@ -58,14 +59,19 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
 static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *call, uint64_t handle) {
   if (off())
     return;
-  if (fix == CG_FIX_DEFER_DESTROY)
-    cg_stale_exec_destroyed((CUgraphExec)(uintptr_t)handle);
+  if (fix == CG_FIX_DEFER_DESTROY) {
+    if (cg_stale_watching())
+      cg_stale_exec_destroyed((CUgraphExec)(uintptr_t)handle);
+    if (__atomic_load_n(&cg_hang_execs_live, __ATOMIC_RELAXED))
+      cg_hang_exec_destroyed((CUgraphExec)(uintptr_t)handle);
+  }
   else
     cg_stale_freed(call, handle, 0, CG_STALE_AT);
 }
 #define CG_STALE_AFTER(fix, sname, target, r)                                                        \
   if (((fix) == CG_FIX_DEFER_FREE || (fix) == CG_FIX_DEFER_DESTROY) && (r) == CUDA_SUCCESS &&         \
-      __builtin_expect(cg_stale_watching(), 0))                                                      \
+      (__builtin_expect(cg_stale_watching(), 0) ||                                                   \
+       ((fix) == CG_FIX_DEFER_DESTROY && __atomic_load_n(&cg_hang_execs_live, __ATOMIC_RELAXED))))    \
     stale_after((fix), (sname), (uint64_t)(uintptr_t)(target));
 
 /* The polled queries (torch's caching allocator, NCCL's watchdog) end in a

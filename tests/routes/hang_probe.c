@@ -18,7 +18,17 @@
  *                 FAKECUDA_SYNC_BLOCK_MS=3000 (the wait to be said);
  *   cancel        a thread synchronizes with FAKECUDA_SYNC_BLOCK_MS=5000 and
  *                 is cancelled 200 ms in; then 2.5 s of nothing (a gone
- *                 thread must not be said to wait).
+ *                 thread must not be said to wait);
+ *   launch nccl|busy N SLEEP_MS
+ *                 captures a graph of one kernel, an NCCL one
+ *                 ("ncclDevKernel_AllReduce_Sum_f32_RING_LL") or not
+ *                 ("busy_spin"), launches it N times, then sleeps SLEEP_MS
+ *                 (a rank that skips a collective) and synchronizes the
+ *                 stream (FAKECUDA_LAUNCH_HOLD_MS/_AT hold a launch);
+ *   teardown      captures and launches the NCCL graph once, then, its exec
+ *                 alive, synchronizes the context with
+ *                 FAKECUDA_SYNC_BLOCK_MS=2500 (a communicator's destroy
+ *                 waiting) and exits with the exec alive.
  * Prints done=1 when it got to its end. */
 #include <cuda.h>
 
@@ -111,9 +121,52 @@ static void cancelled(void) {
   sleep_ms(2500);
 }
 
+static const char kernels_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                                  ".visible .entry ncclDevKernel_AllReduce_Sum_f32_RING_LL()\n{\n ret;\n}\n"
+                                  ".visible .entry busy_spin()\n{\n ret;\n}\n";
+
+/* A graph of one kernel (nccl: the collective's), instantiated. */
+static CUgraphExec one_kernel_graph(CUstream on, int nccl) {
+  CUmodule m;
+  CUfunction f;
+  CUgraph g;
+  CUgraphExec e;
+  CHECK(cuModuleLoadData(&m, kernels_ptx));
+  CHECK(cuModuleGetFunction(&f, m, nccl ? "ncclDevKernel_AllReduce_Sum_f32_RING_LL" : "busy_spin"));
+  CHECK(cuStreamBeginCapture_v2(on, CU_STREAM_CAPTURE_MODE_GLOBAL)); /* the graph's capture line */
+  CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, on, NULL, NULL));
+  CHECK(cuStreamEndCapture(on, &g));
+  CHECK(cuGraphInstantiateWithFlags(&e, g, 0));
+  return e;
+}
+
+static int launches(int argc, char **argv) {
+  if (argc < 5) {
+    fprintf(stderr, "usage: hang_probe launch nccl|busy N SLEEP_MS\n");
+    return 2;
+  }
+  CUgraphExec e = one_kernel_graph(stream, strcmp(argv[2], "nccl") == 0);
+  for (int i = 0; i < atoi(argv[3]); i++)
+    CHECK(cuGraphLaunch(e, stream));
+  sleep_ms(atol(argv[4]));
+  CHECK(cuStreamSynchronize(stream));
+  printf("done=1\n");
+  return 0;
+}
+
+static int teardown(void) {
+  CUgraphExec e = one_kernel_graph(stream, 1);
+  CHECK(cuGraphLaunch(e, stream));
+  CHECK(cuStreamSynchronize(stream));
+  setenv("FAKECUDA_SYNC_BLOCK_MS", "2500", 1);
+  CHECK(cuCtxSynchronize()); /* the teardown's wait */
+  printf("done=1\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: hang_probe sync | open SECONDS | signalfd | unshare | reuse N | cancel\n");
+    fprintf(stderr, "usage: hang_probe sync | open SECONDS | signalfd | unshare | reuse N | cancel | launch nccl|busy N MS | teardown\n");
     return 2;
   }
   CUgraph g;
@@ -131,6 +184,10 @@ int main(int argc, char **argv) {
   stream = s;
   if (strcmp(argv[1], "signalfd") == 0)
     return take_sigterm();
+  if (strcmp(argv[1], "launch") == 0)
+    return launches(argc, argv);
+  if (strcmp(argv[1], "teardown") == 0)
+    return teardown();
   if (strcmp(argv[1], "reuse") == 0 || strcmp(argv[1], "cancel") == 0) {
     if (strcmp(argv[1], "cancel") == 0)
       cancelled();

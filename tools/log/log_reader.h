@@ -50,6 +50,8 @@ typedef struct {
    * older logs: has_capture_time false). */
   bool has_capture_time;
   long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
+  /* Graph execs holding collectives still alive at exit (CAPGUARD_HANG_S). */
+  long long collective_execs;
   size_t n_slowest;
   struct {
     long long id, ns;
@@ -145,6 +147,18 @@ typedef struct {
   const char *python_top; /* its innermost Python frame, NULL if none */
 } cgl_stale;
 
+/* A hang event (hang-launch, hang-wait, hang-teardown, launch-count:
+ * docs/hangs.md), kept apart from the calls made during capture: it is
+ * about a launch or a call not done after CAPGUARD_HANG_S. Strings are ""
+ * when absent. */
+typedef struct {
+  size_t proc;
+  cg_event_kind kind;
+  long long time_ns, tid, capture_id, launches, waited_ns, collectives, execs;
+  const char *call, *exec, *collective, *where;
+  const char *began; /* where the graph's capture began */
+} cgl_hang;
+
 /* A load on the request path (request-path-load: docs/request-path.md),
  * kept apart from the calls made during capture. provisional: made within
  * the quiet window after the launch that may have begun serving; it counts
@@ -189,6 +203,8 @@ typedef struct {
   size_t n_evs, cap_evs;
   cgl_stale *stale;
   size_t n_stale, cap_stale;
+  cgl_hang *hangs;
+  size_t n_hangs, cap_hangs;
   cgl_request *reqs;
   size_t n_reqs, cap_reqs;
   cgl_run *runs;        /* set by cgl_group_runs */
@@ -213,6 +229,8 @@ typedef struct {
   long long cur_offset, cur_lineno; /* the line being read */
 } cgl_log;
 
+/* The hang watch's event kinds (kept in log->hangs). */
+bool cgl_hang_kind(cg_event_kind kind);
 void cgl_init(cgl_log *log);
 void cgl_free(cgl_log *log);
 

@@ -171,6 +171,13 @@ void cgl_view(const cgl_log *log, size_t run, cgl_log *view) {
       view->stale[view->n_stale++].proc = pmap[log->stale[i].proc];
     }
   view->cap_stale = view->n_stale;
+  view->hangs = cgl_xrealloc(NULL, (log->n_hangs + 1) * sizeof *view->hangs);
+  for (size_t i = 0; i < log->n_hangs; i++)
+    if (pmap[log->hangs[i].proc] != SIZE_MAX) {
+      view->hangs[view->n_hangs] = log->hangs[i];
+      view->hangs[view->n_hangs++].proc = pmap[log->hangs[i].proc];
+    }
+  view->cap_hangs = view->n_hangs;
   view->reqs = cgl_xrealloc(NULL, (log->n_reqs + 1) * sizeof *view->reqs);
   for (size_t i = 0; i < log->n_reqs; i++)
     if (pmap[log->reqs[i].proc] != SIZE_MAX) {
