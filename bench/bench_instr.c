@@ -9,6 +9,8 @@
  *   record, query, squery, launch, launchex, copy   one hot call (cuEventRecord,
  *        cuEventQuery, cuStreamQuery, cuLaunchKernel, cuLaunchKernelEx,
  *        cuMemcpyHtoDAsync_v2) with nothing capturing
+ *   sync          cuStreamSynchronize (the hang watch keeps a blocking call
+ *                 in its thread's slot)
  *   capture       a capture's begin and end (cuStreamBeginCapture_v2 +
  *                 cuStreamEndCapture), the graph destroyed outside the count
  *   capture_queried  the same, with another thread alive that queried an
@@ -45,6 +47,7 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned
                               CUstream, void **, void **);
 typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
 typedef CUresult (*copy_fn)(CUdeviceptr, const void *, size_t, CUstream);
+typedef CUresult (*sync_fn)(CUstream);
 
 static CUstream st;
 static CUevent ev;
@@ -92,6 +95,9 @@ __attribute__((noinline, used)) CUresult instr_measured(const char *what, long n
   else if (!strcmp(what, "copy"))
     for (long i = 0; i < n; i++)
       acc |= ((copy_fn)fn)(dst, src, sizeof src, st);
+  else if (!strcmp(what, "sync"))
+    for (long i = 0; i < n; i++)
+      acc |= ((sync_fn)fn)(st);
   else if (!strcmp(what, "begin"))
     acc = p_cuStreamBeginCapture_v2(st, CU_STREAM_CAPTURE_MODE_GLOBAL);
   else if (!strcmp(what, "end")) {
@@ -197,7 +203,8 @@ int main(int argc, char **argv) {
   static const struct {
     const char *what, *name;
   } hot[] = {{"record", "cuEventRecord"},   {"query", "cuEventQuery"},        {"squery", "cuStreamQuery"},
-             {"launch", "cuLaunchKernel"}, {"launchex", "cuLaunchKernelEx"}, {"copy", "cuMemcpyHtoDAsync_v2"}};
+             {"launch", "cuLaunchKernel"}, {"launchex", "cuLaunchKernelEx"}, {"copy", "cuMemcpyHtoDAsync_v2"},
+             {"sync", "cuStreamSynchronize"}};
   for (size_t i = 0; i < sizeof hot / sizeof hot[0]; i++)
     if (!strcmp(what, hot[i].what))
       fn = tk_driver_get(hot[i].name);

@@ -110,7 +110,7 @@ void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_ca
     cg_serving_capture_begun();
   }
   if (__builtin_expect(cg_hang_s != 0, 0) && r == CUDA_SUCCESS)
-    cg_hang_capture_begun((uint64_t)(uintptr_t)s, cg_stream_key(s, ptsz), site);
+    cg_hang_capture_begun((uint64_t)(uintptr_t)s, cg_stream_key(s, ptsz));
 }
 
 void cg_capture_end_enter(CUstream s, bool ptsz) { cg_captures_end_enter(cg_stream_key(s, ptsz)); }
@@ -147,8 +147,8 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     cg_output_capture(&rec);
     cg_signals_release(&held);
   }
-  if (__builtin_expect(cg_hang_s != 0, 0)) /* where the latest graph began: symbolized only if a wait is said */
-    cg_hang_capture_over(closed->stream, closed->id, site, ended && closed->status == CG_CAPTURE_ENDED);
+  if (__builtin_expect(cg_hang_s != 0, 0))
+    cg_hang_capture_over(closed->stream);
   if (!cg_capture_time_ended(closed, site)) /* the slowest keep where they began */
     cg_begin_site_free(site);
   free(broke);

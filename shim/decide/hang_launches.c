@@ -30,12 +30,31 @@ static exec_info infos[EXECS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 unsigned cg_hang_execs_live;
 
+/* The ring of captured graphs, written without a lock at each capture's end
+ * (a seqlock: gen odd while an entry is written; a reader copies it, then
+ * checks gen again), read at an instantiation and by the watcher. */
 typedef struct {
+  uint32_t gen;
   uint64_t graph, capture_id;
   cg_begin_site site;
 } captured;
 static captured graphs[GRAPHS];
 static unsigned graphs_next;
+
+/* Entry k back from the newest (1: the newest), copied whole; false when it
+ * was being written or is empty. */
+static bool graph_back(unsigned k, captured *out) {
+  unsigned next = __atomic_load_n(&graphs_next, __ATOMIC_ACQUIRE);
+  if (k > next || k > GRAPHS)
+    return false;
+  const captured *c = &graphs[(next - k) % GRAPHS];
+  uint32_t g = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+  if (g & 1)
+    return false;
+  memcpy(out, c, sizeof *out);
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return __atomic_load_n(&c->gen, __ATOMIC_RELAXED) == g && out->graph;
+}
 
 /* A marker: the event recorded after one launch. gen is odd while it is
  * being filled (a seqlock: the watcher copies, then checks gen again). */
@@ -76,15 +95,23 @@ static void copy_text(char *dst, size_t cap, const char *src) {
 void cg_hang_graph_captured(CUgraph g, const cg_begin_site *site, uint64_t capture_id) {
   if (!g)
     return;
-  cg_lock(&lock);
-  captured *c = &graphs[graphs_next++ % GRAPHS];
+  unsigned at = __atomic_fetch_add(&graphs_next, 1, __ATOMIC_ACQ_REL) % GRAPHS;
+  captured *c = &graphs[at];
+  __atomic_add_fetch(&c->gen, 1, __ATOMIC_ACQ_REL); /* odd: being written */
   c->graph = (uint64_t)(uintptr_t)g;
   c->capture_id = capture_id;
-  if (site)
-    c->site = *site; /* symbolized at the instantiation, never in the capture */
-  else
-    c->site.n = 0, c->site.python[0] = '\0';
-  cg_unlock(&lock);
+  /* what cg_begin_site_text reads, no more: symbolized at the instantiation,
+   * never in the capture */
+  int n = site && site->n > 0 ? (site->n < CG_SITE_MAX_FRAMES ? site->n : CG_SITE_MAX_FRAMES) : 0;
+  c->site.n = n;
+  if (n)
+    memcpy(c->site.frames, site->frames, (size_t)n * sizeof site->frames[0]);
+  const char *py = site ? site->python : "";
+  const char *nul = memchr(py, '\0', sizeof c->site.python);
+  size_t len = nul ? (size_t)(nul - py) : sizeof c->site.python - 1;
+  memcpy(c->site.python, py, len);
+  c->site.python[len] = '\0';
+  __atomic_add_fetch(&c->gen, 1, __ATOMIC_RELEASE);
 }
 
 static bool is_collective(const char *name) { return name && strncmp(name, "nccl", 4) == 0; }
@@ -124,20 +151,14 @@ void cg_hang_instantiated(CUgraphExec exec, CUgraph g) {
     return;
   exec_info x;
   memset(&x, 0, sizeof x);
-  cg_begin_site site;
+  captured c;
   bool known = false;
-  cg_lock(&lock);
-  for (unsigned k = 1; k <= GRAPHS && !known; k++) { /* the newest capture with this graph handle */
-    const captured *c = &graphs[(graphs_next - k) % GRAPHS];
-    if (c->graph == (uint64_t)(uintptr_t)g && g) {
-      known = true;
-      x.capture_id = c->capture_id;
-      site = c->site;
-    }
-  }
-  cg_unlock(&lock);
+  for (unsigned k = 1; k <= GRAPHS && !known && g; k++) /* the newest capture with this graph handle */
+    known = graph_back(k, &c) && c.graph == (uint64_t)(uintptr_t)g;
   if (known)
-    cg_begin_site_text(&site, x.site, sizeof x.site); /* dladdr: outside the lock */
+    x.capture_id = c.capture_id;
+  if (known)
+    cg_begin_site_text(&c.site, x.site, sizeof x.site);
   count_collectives(g, &x);
   cg_lock(&lock);
   int at = find(e);
@@ -334,4 +355,15 @@ unsigned cg_hang_collective_execs(cg_hang_launch_seen *first) {
     }
   }
   return n;
+}
+
+uint64_t cg_hang_latest_graph(char *buf, unsigned cap) {
+  captured c;
+  if (cap)
+    buf[0] = '\0';
+  if (!graph_back(1, &c))
+    return 0;
+  if (cap)
+    cg_begin_site_text(&c.site, buf, cap);
+  return c.capture_id;
 }

@@ -24,6 +24,9 @@ extern unsigned cg_hang_execs_live;
 /* A capture ended with graph g (guard.c): where it began, for the execs
  * instantiated from g (a bounded ring: the newest 64 graphs). */
 void cg_hang_graph_captured(CUgraph g, const cg_begin_site *site, uint64_t capture_id);
+/* The latest capture that ended with a graph: its id (0: none) and where it
+ * began, symbolized into buf (the watcher's thread). */
+uint64_t cg_hang_latest_graph(char *buf, unsigned cap);
 /* exec instantiated from g: its kernels named (the NCCL ones counted). */
 void cg_hang_instantiated(CUgraphExec exec, CUgraph g);
 void cg_hang_exec_destroyed(CUgraphExec exec);

@@ -16,12 +16,17 @@
 #include "driver.h"
 #include "hang_launches.h"
 #include "hang_slots.h"
+#include "live_captures.h"
 #include "output.h"
 #include "readable_frame.h"
 #include "warn.h"
 
-/* What was said already: the start of the call or capture, per slot. */
-static uint64_t said_call[CG_HANG_SLOTS], said_capture[CG_HANG_SLOTS];
+/* Per slot, the watcher's own: the call and capture (the slot's numbers,
+ * with the thread) first seen when, and the ones said already. */
+typedef struct {
+  uint64_t tid, seq, first_ns, said;
+} sighting;
+static sighting seen_call[CG_HANG_SLOTS], seen_capture[CG_HANG_SLOTS];
 static char who[64]; /* "rank 1 (pid 42)" or "pid 42" */
 
 /* The thread's name (/proc/self/task/TID/comm: pthread_setname_np's, e.g.
@@ -106,7 +111,7 @@ static bool say_teardown(const call_seen *c, uint64_t tid, uint64_t waited_ns, c
 }
 
 static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
-  char name[32], caller[256], graph[CG_HANG_SITE], after[CG_HANG_SITE + 96] = "";
+  char name[32], caller[256], graph[256], after[256 + 96] = "";
   thread_name(tid, name, sizeof name);
   caller_text(c->caller, caller, sizeof caller);
   if (say_teardown(c, tid, waited_ns, caller))
@@ -128,17 +133,27 @@ static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
 }
 
 static void say_capture(const cg_hang_slot *s, uint64_t tid, uint64_t open_ns) {
-  char name[32], site[CG_HANG_SITE];
+  char name[32], site[256] = "";
   thread_name(tid, name, sizeof name);
-  memcpy(site, s->capture_site, sizeof site);
-  site[sizeof site - 1] = '\0';
-  if (!site[0] && s->capture_caller)
-    caller_text(s->capture_caller, site, sizeof site);
+  cg_begin_site where;
+  if (cg_captures_site_of(__atomic_load_n(&s->capture_key, __ATOMIC_RELAXED), &where))
+    cg_begin_site_text(&where, site, sizeof site); /* dladdr: outside the model's lock */
   cg_warn("%s has had a capture open for %.1f s (thread %llu%s%s%s, stream 0x%llx, begun at %s): a capture "
           "that does not end waits for something that never comes (a peer's collective, a lock)",
           who, open_ns / 1e9, (unsigned long long)tid, name[0] ? " '" : "", name, name[0] ? "'" : "",
           (unsigned long long)__atomic_load_n(&s->capture_stream, __ATOMIC_RELAXED),
           site[0] ? site : "a site not known");
+}
+
+/* How long the slot's call or capture numbered seq has lasted, as far as
+ * the watcher can tell (from its first sighting); 0 when it is new or was
+ * said already. */
+static uint64_t lasted(sighting *w, uint64_t tid, uint64_t seq, uint64_t now) {
+  if (w->tid != tid || w->seq != seq) {
+    *w = (sighting){tid, seq, now, 0};
+    return 0;
+  }
+  return w->said == seq ? 0 : now - w->first_ns;
 }
 
 /* Whether slot s still holds what was read at tid and t: a thread that
@@ -199,20 +214,20 @@ static void look(void) {
     uint64_t tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);
     if (!tid)
       continue;
-    uint64_t t = __atomic_load_n(&s->call_ns, __ATOMIC_ACQUIRE);
-    if (t && now > t + limit && said_call[i] != t) {
+    uint64_t t = __atomic_load_n(&s->call_seq, __ATOMIC_ACQUIRE), d;
+    if (t && (d = lasted(&seen_call[i], tid, t, now)) > limit) {
       call_seen c = {__atomic_load_n(&s->call, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->handle, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->caller, __ATOMIC_RELAXED)};
-      said_call[i] = t;
-      if (still(s, tid, &s->call_ns, t))
-        say_call(&c, tid, now - t);
+      seen_call[i].said = t;
+      if (still(s, tid, &s->call_seq, t))
+        say_call(&c, tid, d);
     }
-    t = __atomic_load_n(&s->capture_ns, __ATOMIC_ACQUIRE);
-    if (t && now > t + limit && said_capture[i] != t) {
-      said_capture[i] = t;
-      if (still(s, tid, &s->capture_ns, t))
-        say_capture(s, tid, now - t);
+    t = __atomic_load_n(&s->capture_seq, __ATOMIC_ACQUIRE);
+    if (t && (d = lasted(&seen_capture[i], tid, t, now)) > limit) {
+      seen_capture[i].said = t;
+      if (still(s, tid, &s->capture_seq, t))
+        say_capture(s, tid, d);
     }
   }
 }

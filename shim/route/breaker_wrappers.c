@@ -95,9 +95,6 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
  * is in its thread's hang slot while it lasts (decide/hang_watch.c says one
  * that lasts too long); with it unset, the wrapper pays one load of
  * cg_hang_s, and the other rows nothing (the test is a constant). */
-/* Who called the blocking call being watched (set just before: rows without
- * parameters, cuCtxSynchronize, have no room to pass it). */
-static __thread void *watched_caller __attribute__((tls_model("initial-exec")));
 #define CG_BLOCKS(ep)                                                                                \
   ((ep) == CG_EP_cuStreamSynchronize || (ep) == CG_EP_cuStreamSynchronize_ptsz ||                   \
    (ep) == CG_EP_cuEventSynchronize || (ep) == CG_EP_cuCtxSynchronize || (ep) == CG_EP_cuCtxSynchronize_v2)
@@ -140,18 +137,14 @@ void *cg_query_target = (void *)query_resolve;
     return cg_breaker_call(&c_);                                                                      \
   }                                                                                                   \
   static inline __attribute__((always_inline)) CUresult cname##_body(CG_PARAMS(params));             \
-  /* A blocking call with the hang watch on: in the thread's slot while it lasts. */                  \
-  static __attribute__((noinline, cold)) CUresult cname##_watched(CG_PARAMS(params)) {               \
-    cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(target), watched_caller);                         \
-    CUresult r_ = cname##_body(CG_ARGS(params));                                                      \
-    cg_hang_call_leave();                                                                             \
-    return r_;                                                                                        \
-  }                                                                                                   \
+  /* A blocking call with the hang watch on: in the thread's slot while it                          \
+   * lasts (a few stores inline, hang_slots.h). */                                                    \
   CG_OTHER_HEAD(cname, sname, params) {                                                               \
-    if (CG_BLOCKS(ep) && __builtin_expect(cg_hang_s != 0, 0))                                         \
-    {                                                                                                 \
-      watched_caller = __builtin_return_address(0);                                                   \
-      return cname##_watched(CG_ARGS(params));                                                        \
+    if (CG_BLOCKS(ep) && __builtin_expect(cg_hang_s != 0, 0)) {                                       \
+      cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(target), __builtin_return_address(0));          \
+      CUresult r_ = cname##_body(CG_ARGS(params));                                                    \
+      cg_hang_call_leave();                                                                           \
+      return r_;                                                                                      \
     }                                                                                                 \
     return cname##_body(CG_ARGS(params));                                                             \
   }                                                                                                   \

@@ -43,6 +43,17 @@ static char *dup_text(const char *s) {
   return d;
 }
 
+/* Processes by rank (an unknown rank last), then pid. */
+static const cgl_log *by_rank_log;
+static int by_rank(const void *a, const void *b) {
+  const cgl_process *x = &by_rank_log->procs[*(const size_t *)a], *y = &by_rank_log->procs[*(const size_t *)b];
+  if (x->rank_known != y->rank_known)
+    return x->rank_known ? -1 : 1;
+  if (x->rank_known && x->rank != y->rank)
+    return x->rank < y->rank ? -1 : 1;
+  return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
 /* The sentence for the first hung launch of its graph in process hung->proc. */
 static cgm_lineup one(const cgl_log *log, const cgl_hang *hung) {
   char who[64], graph[600], text[2048];
@@ -57,11 +68,17 @@ static cgm_lineup one(const cgl_log *log, const cgl_hang *hung) {
     l.text = dup_text(text);
     return l;
   }
-  /* every other process's launches of it, the fewest first named */
+  /* every process's launches of it, by rank */
   size_t n = 0;
   int at = snprintf(text, sizeof text, "%s: ", graph);
   long long fewest = hung->launches;
-  for (size_t p = 0; p < log->n_procs && at < (int)sizeof text - 200; p++) {
+  size_t *order = cgl_xrealloc(NULL, (log->n_procs + 1) * sizeof *order);
+  for (size_t p = 0; p < log->n_procs; p++)
+    order[p] = p;
+  by_rank_log = log;
+  qsort(order, log->n_procs, sizeof *order, by_rank);
+  for (size_t o = 0; o < log->n_procs && at < (int)sizeof text - 200; o++) {
+    size_t p = order[o];
     long long k = p == hung->proc ? hung->launches : launches_of(log, p, hung);
     if (k < 0)
       continue;
@@ -74,6 +91,7 @@ static cgm_lineup one(const cgl_log *log, const cgl_hang *hung) {
       l.behind = (long long)p;
     }
   }
+  free(order);
   if (l.behind >= 0) {
     char behind[64];
     cgm_hang_who(log, (size_t)l.behind, behind, sizeof behind);
