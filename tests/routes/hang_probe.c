@@ -28,7 +28,9 @@
  *   teardown      captures and launches the NCCL graph once, then, its exec
  *                 alive, synchronizes the context with
  *                 FAKECUDA_SYNC_BLOCK_MS=2500 (a communicator's destroy
- *                 waiting) and exits with the exec alive.
+ *                 waiting) and exits with the exec alive;
+ *   capload NAME  captures a graph while loading a PTX image whose one kernel
+ *                 is NAME (ranks that load different images during capture).
  * Prints done=1 when it got to its end. */
 #include <cuda.h>
 
@@ -154,6 +156,18 @@ static int launches(int argc, char **argv) {
   return 0;
 }
 
+static int capload(const char *name) {
+  char img[256];
+  snprintf(img, sizeof img, ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry %s()\n{\n ret;\n}\n", name);
+  CUmodule m;
+  CUgraph g;
+  CHECK(cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CHECK(cuModuleLoadData(&m, img));
+  CHECK(cuStreamEndCapture(stream, &g));
+  printf("done=1\n");
+  return 0;
+}
+
 static int teardown(void) {
   CUgraphExec e = one_kernel_graph(stream, 1);
   CHECK(cuGraphLaunch(e, stream));
@@ -188,6 +202,8 @@ int main(int argc, char **argv) {
     return launches(argc, argv);
   if (strcmp(argv[1], "teardown") == 0)
     return teardown();
+  if (strcmp(argv[1], "capload") == 0 && argc > 2)
+    return capload(argv[2]);
   if (strcmp(argv[1], "reuse") == 0 || strcmp(argv[1], "cancel") == 0) {
     if (strcmp(argv[1], "cancel") == 0)
       cancelled();

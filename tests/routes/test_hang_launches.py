@@ -18,7 +18,10 @@ long kernel, would):
     collective is alive and nothing of it is pending is said with the fix
     (reset or delete them before destroy_process_group) and logged as
     hang-teardown; the exit summary counts the exec still alive
-    (collective_execs_alive), in a run that never hung too."""
+    (collective_execs_alive), in a run that never hung too;
+  - ranks compared by the images they loaded during capture: two ranks that
+    each captured one graph, loading a different image in it, are not said
+    to have captured alike: the difference names the image and the ranks."""
 import json
 import os
 import re
@@ -173,6 +176,19 @@ with tempfile.TemporaryDirectory() as tmp:
     check(summ and summ[-1].get("collective_execs_alive") == 1 and "1 graph exec holding collectives still alive" in err,
           f"exit: the live exec counted without any hang: {summ} {err}")
     check(not [r for r in records(log) if r.get("type") == "event"], "exit: a healthy run writes no hang event")
+
+    # ranks that loaded different images during capture
+    log = os.path.join(tmp, "images.jsonl")
+    ps = [subprocess.Popen([PROBE, "capload", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env_for(tmp, {"RANK": str(r), "WORLD_SIZE": "2", "CAPGUARD_LOG": log}))
+          for r, name in ((0, "k_alpha"), (1, "k_beta"))]
+    for p in ps:
+        p.communicate(timeout=60)
+    text = report(log)
+    check("captured alike" not in text, f"images: the ranks are not said to have captured alike: {text}")
+    check(re.search(r"rank 0 loaded an image during capture that rank 1 did not \(hash [0-9a-f]+, kernel k_alpha\)", text)
+          and re.search(r"rank 1 loaded an image during capture that rank 0 did not \(hash [0-9a-f]+, kernel k_beta\)", text),
+          f"images: each rank's image named: {text}")
 
 print("hang launches: " + ("ok" if not failures else f"{failures} failed"))
 sys.exit(1 if failures else 0)
