@@ -18,6 +18,7 @@
 #include "hang_slots.h"
 #include "live_captures.h"
 #include "output.h"
+#include "python_site.h"
 #include "readable_frame.h"
 #include "warn.h"
 
@@ -67,7 +68,23 @@ typedef struct {
   const char *call;
   uint64_t handle;
   void *caller;
+  void *py_state; /* the thread's Python state, NULL none */
 } call_seen;
+
+/* Who called, in the host's terms: the Python line that waits (the
+ * innermost frame outside torch's and Triton's machinery, read while the
+ * thread waits in the call) with the native caller after it, else the
+ * native caller alone. */
+static void waiter_text(const call_seen *c, char *buf, size_t cap) {
+  char py[200] = "", native[200];
+  if (c->py_state)
+    cg_python_site_of(c->py_state, py, sizeof py);
+  caller_text(c->caller, native, sizeof native);
+  if (py[0])
+    snprintf(buf, cap, "%s (%s)", py, native);
+  else
+    snprintf(buf, cap, "%s", native);
+}
 
 /* The event's common fields, for the log (what stderr says in words). */
 static void log_event(cg_event_kind kind, const char *call, uint64_t tid, uint64_t capture_id, const char *began,
@@ -111,9 +128,9 @@ static bool say_teardown(const call_seen *c, uint64_t tid, uint64_t waited_ns, c
 }
 
 static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
-  char name[32], caller[256], graph[256], after[256 + 96] = "";
+  char name[32], caller[512], graph[256], after[256 + 96] = "";
   thread_name(tid, name, sizeof name);
-  caller_text(c->caller, caller, sizeof caller);
+  waiter_text(c, caller, sizeof caller);
   if (say_teardown(c, tid, waited_ns, caller))
     return;
   const char *call = c->call;
@@ -218,7 +235,7 @@ static void look(void) {
     if (t && (d = lasted(&seen_call[i], tid, t, now)) > limit) {
       call_seen c = {__atomic_load_n(&s->call, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->handle, __ATOMIC_RELAXED),
-                     __atomic_load_n(&s->caller, __ATOMIC_RELAXED)};
+                     __atomic_load_n(&s->caller, __ATOMIC_RELAXED), s->py_state};
       seen_call[i].said = t;
       if (still(s, tid, &s->call_seq, t))
         say_call(&c, tid, d);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "live_captures.h" /* cg_self_tid */
+#include "stack.h"          /* cg_python_this_state */
 
 unsigned cg_hang_s;
 cg_hang_slot cg_hang_slots[CG_HANG_SLOTS];
@@ -57,6 +58,9 @@ static cg_hang_slot *slot(void) {
     if (__atomic_compare_exchange_n(&cg_hang_slots[i].tid, &free_, tid, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
       my_slot = i;
+      /* where a wait is said in Python's terms (the watcher reads that
+       * thread's frames only while it waits) */
+      cg_hang_slots[i].py_state = cg_python_this_state();
       cg_hang_mine = &cg_hang_slots[i];
       pthread_once(&slot_key_once, make_slot_key);
       if (slot_key_made)

@@ -30,6 +30,7 @@ typedef struct {
   uint64_t capture_seq; /* which capture it has open (the slot's count); 0: none */
   uint64_t capture_stream, capture_key;
   uint64_t count;       /* the owner's: calls and captures entered */
+  void *py_state;       /* the thread's Python thread state, taken when it claimed the slot; NULL none */
 } cg_hang_slot;
 
 extern cg_hang_slot cg_hang_slots[CG_HANG_SLOTS];

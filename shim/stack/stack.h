@@ -45,6 +45,13 @@ size_t cg_native_symbolize_readable(void *const *frames, size_t n, const char **
 /* The calling thread's Python stack, innermost first, when the process runs CPython
  * and this thread has a Python thread state; 0 otherwise. Strings live in buf. */
 size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap);
+/* The calling thread's Python thread state, NULL without one (a thread
+ * Python never ran on, or no interpreter). */
+void *cg_python_this_state(void);
+/* cg_python_stack for another thread's state (the hang watcher's: that
+ * thread waits inside a driver call, so its frames do not change while
+ * they are read; faulthandler's watchdog reads them the same way). */
+size_t cg_python_stack_of(void *tstate, cg_py_frame *out, size_t max, char *buf, size_t bufcap);
 /* The first of n return addresses saved earlier (backtrace(), innermost
  * first) outside capguard's own object, libcuda and libcudart, in the form
  * a person reads, without the address: "libfoo.so(ns::func()+0x1a) at

@@ -161,9 +161,10 @@ static int capload(const char *name) {
   snprintf(img, sizeof img, ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry %s()\n{\n ret;\n}\n", name);
   CUmodule m;
   CUgraph g;
-  CHECK(cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUstream on = stream;
+  CHECK(cuStreamBeginCapture_v2(on, CU_STREAM_CAPTURE_MODE_GLOBAL));
   CHECK(cuModuleLoadData(&m, img));
-  CHECK(cuStreamEndCapture(stream, &g));
+  CHECK(cuStreamEndCapture(on, &g));
   printf("done=1\n");
   return 0;
 }

@@ -19,6 +19,9 @@ long kernel, would):
     (reset or delete them before destroy_process_group) and logged as
     hang-teardown; the exit summary counts the exec still alive
     (collective_execs_alive), in a run that never hung too;
+  - the wait's own site in the host's terms: a CPython program that waits
+    in cuStreamSynchronize through ctypes is said to wait at its own line
+    (the script's, in its function), not at ctypes' or libffi's frame;
   - ranks compared by the images they loaded during capture: two ranks that
     each captured one graph, loading a different image in it, are not said
     to have captured alike: the difference names the image and the ranks."""
@@ -189,6 +192,26 @@ with tempfile.TemporaryDirectory() as tmp:
     check(re.search(r"rank 0 loaded an image during capture that rank 1 did not \(hash [0-9a-f]+, kernel k_alpha\)", text)
           and re.search(r"rank 1 loaded an image during capture that rank 0 did not \(hash [0-9a-f]+, kernel k_beta\)", text),
           f"images: each rank's image named: {text}")
+
+    # a Python host's wait, named at its Python line
+    script = os.path.join(tmp, "waits.py")
+    with open(script, "w") as f:
+        f.write("import ctypes\n"
+                "cu = ctypes.CDLL('libcuda.so.1')\n"
+                "P = ctypes.c_void_p\n"
+                "dev, ctx, s = ctypes.c_int(), P(), P()\n"
+                "assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0\n"
+                "assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0\n"
+                "assert cu.cuStreamCreate(ctypes.byref(s), 1) == 0\n"
+                "def step():\n"
+                "    return cu.cuStreamSynchronize(s)  # the line that waits\n"
+                "print('rc', step())\n")
+    p = subprocess.run([sys.executable, script], env=env_for(tmp, {"CAPGUARD_HANG_S": "1", "FAKECUDA_SYNC_BLOCK_MS": "2500"}),
+                       capture_output=True, text=True, timeout=60)
+    said = [l for l in p.stderr.splitlines() if "waits in cuStreamSynchronize" in l]
+    check(p.returncode == 0 and len(said) == 1, f"python: the wait said once: {p.stderr}")
+    check(bool(said) and re.search(r"called from \S*waits\.py:9 in step \(", said[0]) is not None,
+          f"python: the wait named at the script's line 9 in step: {said}")
 
 print("hang launches: " + ("ok" if not failures else f"{failures} failed"))
 sys.exit(1 if failures else 0)
