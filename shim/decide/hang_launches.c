@@ -137,7 +137,9 @@ static void count_collectives(CUgraph g, exec_info *x) {
       continue;
     if (p.func && cg_drv.FuncGetName && cg_drv.FuncGetName(&name, p.func) != CUDA_SUCCESS)
       name = NULL;
-    if (!name && p.kern && cg_drv.KernelGetName && cg_drv.KernelGetName(&name, p.kern) != CUDA_SUCCESS)
+    /* a node launched with a CUkernel (cuLaunchKernel accepts one) */
+    CUkernel k = p.kern ? p.kern : (CUkernel)p.func;
+    if (!name && k && cg_drv.KernelGetName && cg_drv.KernelGetName(&name, k) != CUDA_SUCCESS)
       name = NULL;
     if (is_collective(name) && x->collectives++ == 0)
       copy_text(x->collective, sizeof x->collective, name);

@@ -69,7 +69,11 @@ typedef struct {
   uint64_t handle;
   void *caller;
   void *py_state; /* the thread's Python state, NULL none */
+  const cg_hang_slot *slot;
+  uint64_t tid, seq; /* the thread, and the call's number in its slot */
 } call_seen;
+
+static bool still(const cg_hang_slot *s, uint64_t tid, const uint64_t *at, uint64_t t);
 
 /* Who called, in the host's terms: the Python line that waits (the
  * innermost frame outside torch's and Triton's machinery, read while the
@@ -77,7 +81,9 @@ typedef struct {
  * native caller alone. */
 static void waiter_text(const call_seen *c, char *buf, size_t cap) {
   char py[200] = "", native[200];
-  if (c->py_state)
+  /* read only while the thread is still in the call: its frames do not
+   * change meanwhile */
+  if (c->py_state && still(c->slot, c->tid, &c->slot->call_seq, c->seq))
     cg_python_site_of(c->py_state, py, sizeof py);
   caller_text(c->caller, native, sizeof native);
   if (py[0])
@@ -235,7 +241,8 @@ static void look(void) {
     if (t && (d = lasted(&seen_call[i], tid, t, now)) > limit) {
       call_seen c = {__atomic_load_n(&s->call, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->handle, __ATOMIC_RELAXED),
-                     __atomic_load_n(&s->caller, __ATOMIC_RELAXED), s->py_state};
+                     __atomic_load_n(&s->caller, __ATOMIC_RELAXED),
+                     __atomic_load_n(&s->py_state, __ATOMIC_RELAXED), s, tid, t};
       seen_call[i].said = t;
       if (still(s, tid, &s->call_seq, t))
         say_call(&c, tid, d);

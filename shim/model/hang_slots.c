@@ -40,6 +40,7 @@ static void give_back(void *unused) {
   cg_hang_slot *s = &cg_hang_slots[my_slot];
   __atomic_store_n(&s->call_seq, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&s->capture_seq, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->py_state, NULL, __ATOMIC_RELAXED);
   __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE); /* free, after the rest */
   my_slot = -1; /* a later destructor's synchronize claims one again */
   cg_hang_mine = NULL;
@@ -60,7 +61,7 @@ static cg_hang_slot *slot(void) {
       my_slot = i;
       /* where a wait is said in Python's terms (the watcher reads that
        * thread's frames only while it waits) */
-      cg_hang_slots[i].py_state = cg_python_this_state();
+      __atomic_store_n(&cg_hang_slots[i].py_state, cg_python_this_state(), __ATOMIC_RELAXED);
       cg_hang_mine = &cg_hang_slots[i];
       pthread_once(&slot_key_once, make_slot_key);
       if (slot_key_made)
