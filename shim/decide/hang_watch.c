@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -133,6 +134,75 @@ static bool say_teardown(const call_seen *c, uint64_t tid, uint64_t waited_ns, c
   return true;
 }
 
+/* The main thread's system call now (/proc/self/task/PID/syscall's first
+ * word; -1 when it runs or cannot be read) and its CPU ticks so far (stat's
+ * utime + stime). */
+static bool main_thread_state(long *nr, unsigned long long *ticks) {
+  char path[64], buf[512];
+  int pid = (int)getpid();
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  *nr = (buf[0] >= '0' && buf[0] <= '9') ? strtol(buf, NULL, 10) : -1;
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the name may hold anything but this last ')' */
+  unsigned long long utime = 0, stime = 0;
+  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+    return false;
+  *ticks = utime + stime;
+  return true;
+}
+
+/* A teardown held outside the driver: NCCL's communicator destroy waits on
+ * a condition of its own (a futex) for the graphs holding its collectives
+ * to go, a wait no watched call sees. Said once, when the main thread has
+ * sat in a futex without running for the limit while execs holding
+ * collectives are alive, nothing was launched for the limit and no launch
+ * is pending: worded as what it may be, with the fix. */
+static void look_quiet_teardown(uint64_t now, uint64_t limit) {
+  static bool said;
+  static uint64_t since;
+  static unsigned long long ticks_then;
+  long nr;
+  unsigned long long ticks;
+  cg_hang_launch_seen first;
+  unsigned n;
+  if (said || cg_hang_launching(now, limit) || cg_hang_launch_pending() || !(n = cg_hang_collective_execs(&first)) ||
+      !main_thread_state(&nr, &ticks) || nr != SYS_futex) {
+    since = 0;
+    return;
+  }
+  if (!since || ticks != ticks_then) {
+    since = now;
+    ticks_then = ticks;
+    return;
+  }
+  if (now - since <= limit)
+    return;
+  said = true;
+  cg_warn("%s: the main thread has waited %.1f s outside the driver (in a futex), nothing launched, while %u graph "
+          "exec%s holding collectives %s alive (the first captured at %s, capture %llu, holding %s); if it is "
+          "tearing down (destroy_process_group): %s",
+          who, (now - since) / 1e9, n, n == 1 ? "" : "s", n == 1 ? "is" : "are",
+          first.site[0] ? first.site : "a site not known", (unsigned long long)first.capture_id, first.collective,
+          cg_hang_advice(CG_EV_HANG_TEARDOWN, false));
+  cg_hang_info h = {.waited_ns = now - since, .collectives = first.collectives, .collective = first.collective,
+                    .execs = n, .where = "a futex (outside the driver)"};
+  log_event(CG_EV_HANG_TEARDOWN, "", (uint64_t)getpid(), first.capture_id, first.site, &h);
+}
+
 static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
   char name[32], caller[512], graph[256], after[256 + 96] = "";
   thread_name(tid, name, sizeof name);
@@ -232,6 +302,7 @@ static void look_launches(uint64_t now, uint64_t limit) {
 static void look(void) {
   uint64_t now = cg_hang_now(), limit = (uint64_t)cg_hang_s * 1000000000ull;
   look_launches(now, limit);
+  look_quiet_teardown(now, limit);
   for (int i = 0; i < CG_HANG_SLOTS; i++) {
     cg_hang_slot *s = &cg_hang_slots[i];
     uint64_t tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);

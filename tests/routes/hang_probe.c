@@ -29,6 +29,9 @@
  *                 alive, synchronizes the context with
  *                 FAKECUDA_SYNC_BLOCK_MS=2500 (a communicator's destroy
  *                 waiting) and exits with the exec alive;
+ *   teardown-futex  the same, but the wait is on a condition variable (a
+ *                 futex) for 2.5 s, outside the driver, as NCCL's destroy
+ *                 waits for the graphs that hold its collectives;
  *   capload NAME  captures a graph while loading a PTX image whose one kernel
  *                 is NAME (ranks that load different images during capture).
  * Prints done=1 when it got to its end. */
@@ -169,6 +172,28 @@ static int capload(const char *name) {
   return 0;
 }
 
+static int teardown_futex(void) {
+  CUgraphExec e = one_kernel_graph(stream, 1);
+  CHECK(cuGraphLaunch(e, stream));
+  CHECK(cuStreamSynchronize(stream));
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 2;
+  until.tv_nsec += 500000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&m);
+  while (pthread_cond_timedwait(&c, &m, &until) == 0) { /* the teardown's wait, outside the driver */
+  }
+  pthread_mutex_unlock(&m);
+  printf("done=1\n");
+  return 0;
+}
+
 static int teardown(void) {
   CUgraphExec e = one_kernel_graph(stream, 1);
   CHECK(cuGraphLaunch(e, stream));
@@ -203,6 +228,8 @@ int main(int argc, char **argv) {
     return launches(argc, argv);
   if (strcmp(argv[1], "teardown") == 0)
     return teardown();
+  if (strcmp(argv[1], "teardown-futex") == 0)
+    return teardown_futex();
   if (strcmp(argv[1], "capload") == 0 && argc > 2)
     return capload(argv[2]);
   if (strcmp(argv[1], "reuse") == 0 || strcmp(argv[1], "cancel") == 0) {

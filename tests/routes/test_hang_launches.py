@@ -18,7 +18,10 @@ long kernel, would):
     collective is alive and nothing of it is pending is said with the fix
     (reset or delete them before destroy_process_group) and logged as
     hang-teardown; the exit summary counts the exec still alive
-    (collective_execs_alive), in a run that never hung too;
+    (collective_execs_alive), in a run that never hung too; a main thread
+    that waits 2.5 s on a futex (outside the driver, as NCCL's destroy
+    does) with such an exec alive and nothing launched is said once, with
+    the fix;
   - the wait's own site in the host's terms: a CPython program that waits
     in cuStreamSynchronize through ctypes is said to wait at its own line
     (the script's, in its function), not at ctypes' or libffi's frame;
@@ -171,6 +174,15 @@ with tempfile.TemporaryDirectory() as tmp:
     summ = [r for r in records(log) if r.get("type") == "summary"]
     check(summ and summ[-1].get("collective_execs_alive") == 1, f"teardown: the summary counts the live exec: {summ}")
     check("reset or delete them" in report(log), "teardown: the report says the fix")
+
+    # teardown held outside the driver (a futex)
+    log = os.path.join(tmp, "futex.jsonl")
+    rc, out, err = run(["teardown-futex"], tmp, {"CAPGUARD_HANG_S": "1", "CAPGUARD_LOG": log})
+    said = [l for l in err.splitlines() if "the main thread has waited" in l]
+    check(rc == 0 and len(said) == 1 and "outside the driver (in a futex)" in said[0]
+          and "1 graph exec holding collectives is alive" in said[0] and "before destroy_process_group" in said[0],
+          f"futex: said once with the fix: {err}")
+    check(len(events(log, "hang-teardown")) == 1, "futex: a hang-teardown record")
 
     # at exit, counted in a run that never hung
     log = os.path.join(tmp, "quiet.jsonl")
