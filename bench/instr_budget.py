@@ -47,7 +47,7 @@ SCENARIOS = {
     "start-up (/bin/true)": (None, "none", {"CAPGUARD_MODE": "guard"}, 100000, 0),
     # The hang watch (CAPGUARD_HANG_S), read beside the rows without it: a
     # synchronize in its thread's slot adds at most 20 to the plain one's 40;
-    # a capture adds about 320 to guard's (its begin and end marked in the
+    # a capture adds about 270 to guard's (its begin and end marked in the
     # slot, the graph's begin site copied for its execs, and glibc's locked
     # malloc and mutex paths once the watcher is a second thread).
     "cuStreamSynchronize": ("sync", "null", {}, 40, 2000),

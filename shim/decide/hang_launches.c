@@ -107,9 +107,12 @@ void cg_hang_graph_captured(CUgraph g, const cg_begin_site *site, uint64_t captu
   if (n)
     memcpy(c->site.frames, site->frames, (size_t)n * sizeof site->frames[0]);
   const char *py = site ? site->python : "";
-  const char *nul = memchr(py, '\0', sizeof c->site.python);
-  size_t len = nul ? (size_t)(nul - py) : sizeof c->site.python - 1;
-  memcpy(c->site.python, py, len);
+  size_t len = 0;
+  if (py[0]) { /* a native host has none */
+    const char *nul = memchr(py, '\0', sizeof c->site.python);
+    len = nul ? (size_t)(nul - py) : sizeof c->site.python - 1;
+    memcpy(c->site.python, py, len);
+  }
   c->site.python[len] = '\0';
   __atomic_add_fetch(&c->gen, 1, __ATOMIC_RELEASE);
 }
