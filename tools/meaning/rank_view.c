@@ -190,7 +190,8 @@ static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t
     li = cg_xrealloc(li, (n + 1) * sizeof *li, DOING);
     li[n++] = (loaded_image){ev->image_hash, row_of[ev->proc], e};
   }
-  qsort(li, n, sizeof *li, by_hash_then_row);
+  if (n)
+    qsort(li, n, sizeof *li, by_hash_then_row);
   bool *has = cg_xrealloc(NULL, v->n * sizeof *has, DOING);
   bool *lacks = cg_xrealloc(NULL, v->n * sizeof *lacks, DOING);
   for (size_t i = 0; i < n;) {
