@@ -236,6 +236,8 @@ static void say_capture(const cg_hang_slot *s, uint64_t tid, uint64_t open_ns) {
           who, open_ns / 1e9, (unsigned long long)tid, name[0] ? " '" : "", name, name[0] ? "'" : "",
           (unsigned long long)__atomic_load_n(&s->capture_stream, __ATOMIC_RELAXED),
           site[0] ? site : "a site not known");
+  cg_hang_info h = {.waited_ns = open_ns};
+  log_event(CG_EV_HANG_CAPTURE, "cuStreamBeginCapture", tid, 0, site, &h);
 }
 
 /* How long the slot's call or capture numbered seq has lasted, as far as

@@ -470,7 +470,7 @@ static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o)
 
 bool cgl_hang_kind(cg_event_kind kind) {
   return kind == CG_EV_HANG_LAUNCH || kind == CG_EV_HANG_WAIT || kind == CG_EV_HANG_TEARDOWN ||
-         kind == CG_EV_LAUNCH_COUNT;
+         kind == CG_EV_LAUNCH_COUNT || kind == CG_EV_HANG_CAPTURE;
 }
 
 static void read_hang(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o) {

@@ -40,6 +40,9 @@ static void hang_words(const cgl_log *log, const cgl_hang *h, char *buf, size_t 
              who, log->procs[h->proc].pid, h->call, h->waited_ns / 1e9, or(h->where, "?"), h->execs,
              h->execs == 1 ? "" : "s", h->execs == 1 ? "was" : "were", or(h->began, "an unknown site"), h->capture_id,
              advice);
+  else if (h->kind == CG_EV_HANG_CAPTURE)
+    snprintf(buf, cap, "%s (pid %lld): a capture open for %.1f s (thread %lld, begun at %s)", who,
+             log->procs[h->proc].pid, h->waited_ns / 1e9, h->tid, or(h->began, "an unknown site"));
   else
     snprintf(buf, cap, "%s (pid %lld): %s waited %.1f s (called from %s)%s%s", who, log->procs[h->proc].pid,
              h->call, h->waited_ns / 1e9, or(h->where, "?"), h->capture_id ? "; the latest graph captured there began at " : "",

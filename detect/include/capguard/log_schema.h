@@ -92,7 +92,9 @@ enum {
     "collectives were alive and none of their launches was pending (a teardown they hold)")        \
   X(CG_EV_LAUNCH_COUNT, "launch-count", 0,                                                          \
     "how many times a graph exec had been launched, written when the process launched nothing for " \
-    "CAPGUARD_HANG_S seconds (CAPGUARD_HANG_S): ranks lined up by their launches")
+    "CAPGUARD_HANG_S seconds (CAPGUARD_HANG_S): ranks lined up by their launches")                  \
+  X(CG_EV_HANG_CAPTURE, "hang-capture", 0,                                                          \
+    "a capture open for more than CAPGUARD_HANG_S seconds (cuStreamBeginCapture* without its end)")
 
 /* Verdicts have two columns more than the other tables:
  *   said     the event line's sentence on stderr (event_format.c), NULL
