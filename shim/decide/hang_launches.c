@@ -213,7 +213,7 @@ static bool marker_event(marker *m) {
   return true;
 }
 
-void cg_hang_launched(CUgraphExec exec, CUstream s) {
+void cg_hang_launched(CUgraphExec exec, CUstream s, bool ptsz) {
   uint64_t e = (uint64_t)(uintptr_t)exec, now = cg_hang_now();
   int at = find(e);
   uint64_t n = at >= 0 ? __atomic_add_fetch(&infos[at].launches, 1, __ATOMIC_RELAXED) : 0;
@@ -223,6 +223,9 @@ void cg_hang_launched(CUgraphExec exec, CUstream s) {
   CUresult (*record)(CUevent, CUstream) = (CUresult(*)(CUevent, CUstream))cg_ep_real[CG_EP_cuEventRecord];
   if (!record || !cg_nothing_captures() || !marker_event(m))
     return;
+  bool legacy = (s == NULL && !ptsz) || s == CU_STREAM_LEGACY;
+  if (legacy && !cg_gate_lock_if_idle())
+    return;
   __atomic_add_fetch(&m->gen, 1, __ATOMIC_ACQ_REL); /* odd: being filled */
   m->exec = e;
   m->stream = (uint64_t)(uintptr_t)s;
@@ -231,6 +234,8 @@ void cg_hang_launched(CUgraphExec exec, CUstream s) {
   m->info = at;
   m->seq = record(m->ev, s) == CUDA_SUCCESS ? seq : 0;
   __atomic_add_fetch(&m->gen, 1, __ATOMIC_RELEASE);
+  if (legacy)
+    cg_gate_unlock();
 }
 
 bool cg_hang_launching(uint64_t now, uint64_t limit_ns) {

@@ -30,9 +30,12 @@ uint64_t cg_hang_latest_graph(char *buf, unsigned cap);
 /* exec instantiated from g: its kernels named (the NCCL ones counted). */
 void cg_hang_instantiated(CUgraphExec exec, CUgraph g);
 void cg_hang_exec_destroyed(CUgraphExec exec);
-/* exec launched on s and the driver accepted it: counted, and a marker
- * recorded after it on s. */
-void cg_hang_launched(CUgraphExec exec, CUstream s);
+/* exec launched on s (ptsz: the per-thread variant) and the driver
+ * accepted it: counted, and a marker recorded after it on s. On the legacy
+ * stream, whose work breaks a capture of a blocking stream begun
+ * meanwhile, the marker is recorded under the capture gate held exclusive
+ * (no capture begins between the look and the record). */
+void cg_hang_launched(CUgraphExec exec, CUstream s, bool ptsz);
 
 /* What the watcher learns of one launch, exec or census row. */
 typedef struct {

@@ -63,7 +63,7 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
       /* the hang watch: counted, and its completion marker recorded after it */                   \
       CUresult r_ = real(CG_ARGS(params));                                                         \
       if (r_ == CUDA_SUCCESS)                                                                      \
-        cg_hang_launched((exec), (stream_));                                                       \
+        cg_hang_launched((exec), (stream_), (ptsz_));                                              \
       return r_;                                                                                   \
     }                                                                                              \
     return cname##_slow(CG_ARGS(params));                                                          \
