@@ -149,6 +149,8 @@ with tempfile.TemporaryDirectory() as tmp:
     want = (rf"the graph captured at {CAPTURED} \(capture 1\): rank 0 launched it 3 times, rank 1 launched it 2 times: "
             r"rank 0 waits in its launch 3, for rank 1, which is behind")
     check(re.search(want, text) is not None, f"ranks: the report names the rank behind\n  want {want}\n  got {text}")
+    check("hangs located by the hang watch" in text and "nothing to do" not in text,
+          f"ranks: the report's advice points at the hangs, never all clear: {text}")
 
     # busy: no collective in the held graph
     log = os.path.join(tmp, "busy.jsonl")
