@@ -20,6 +20,7 @@
 #include "live_captures.h"
 #include "output.h"
 #include "python_site.h"
+#include "stack.h"
 #include "readable_frame.h"
 #include "warn.h"
 
@@ -68,7 +69,7 @@ static void caller_text(void *ra, char *buf, size_t cap) {
 typedef struct {
   const char *call;
   uint64_t handle;
-  void *caller;
+  void *caller, *caller_slot;
   void *py_state; /* the thread's Python state, NULL none */
   const cg_hang_slot *slot;
   uint64_t tid, seq; /* the thread, and the call's number in its slot */
@@ -80,13 +81,27 @@ static bool still(const cg_hang_slot *s, uint64_t tid, const uint64_t *at, uint6
  * innermost frame outside torch's and Triton's machinery, read while the
  * thread waits in the call) with the native caller after it, else the
  * native caller alone. */
+/* The native caller in the host's terms: the first frame outside capguard,
+ * libcuda and libcudart (a program calling libcudart is named, not
+ * libcudart), from the return addresses on the waiting thread's stack;
+ * the direct caller when none is found. */
+static void native_text(const call_seen *c, char *buf, size_t cap) {
+  void *frames[16];
+  frames[0] = c->caller;
+  size_t n = 1;
+  if (still(c->slot, c->tid, &c->slot->call_seq, c->seq))
+    n += cg_native_scan_callers(c->caller_slot, frames + 1, sizeof frames / sizeof frames[0] - 1);
+  if (!c->caller || !cg_native_where_frames(frames, n, buf, cap))
+    caller_text(c->caller, buf, cap);
+}
+
 static void waiter_text(const call_seen *c, char *buf, size_t cap) {
   char py[200] = "", native[200];
   /* read only while the thread is still in the call: its frames do not
    * change meanwhile */
   if (c->py_state && still(c->slot, c->tid, &c->slot->call_seq, c->seq))
     cg_python_site_of(c->py_state, py, sizeof py);
-  caller_text(c->caller, native, sizeof native);
+  native_text(c, native, sizeof native);
   if (py[0])
     snprintf(buf, cap, "%s (%s)", py, native);
   else
@@ -315,6 +330,7 @@ static void look(void) {
       call_seen c = {__atomic_load_n(&s->call, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->handle, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->caller, __ATOMIC_RELAXED),
+                     __atomic_load_n(&s->caller_slot, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->py_state, __ATOMIC_RELAXED), s, tid, t};
       seen_call[i].said = t;
       if (still(s, tid, &s->call_seq, t))

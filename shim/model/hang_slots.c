@@ -73,9 +73,9 @@ static cg_hang_slot *slot(void) {
   return NULL;
 }
 
-void cg_hang_call_enter_slow(const char *call, uint64_t handle, void *caller) {
+void cg_hang_call_enter_slow(const char *call, uint64_t handle, void *caller, void *caller_slot) {
   if (slot())
-    cg_hang_call_enter(call, handle, caller);
+    cg_hang_call_enter(call, handle, caller, caller_slot);
 }
 
 void cg_hang_capture_begun_slow(uint64_t stream, uint64_t key) {

@@ -27,6 +27,8 @@ typedef struct {
   uint64_t call_seq;    /* which call (the slot's count, never 0); 0: in none */
   uint64_t handle;      /* its stream, event or context */
   void *caller;         /* the wrapper's return address: who called it */
+  void *caller_slot;    /* where that address is on the thread's stack: the callers above it are read
+                           from there (stack_scan.c) while the thread waits */
   uint64_t capture_seq; /* which capture it has open (the slot's count); 0: none */
   uint64_t capture_stream, capture_key;
   uint64_t count;       /* the owner's: calls and captures entered */
@@ -40,19 +42,22 @@ uint64_t cg_hang_now(void); /* CLOCK_MONOTONIC_COARSE, ns */
 /* The calling thread's slot, NULL until its first blocking call or capture
  * claims one (or when the table is full). */
 extern __thread cg_hang_slot *cg_hang_mine __attribute__((tls_model("initial-exec")));
-void cg_hang_call_enter_slow(const char *call, uint64_t handle, void *caller);
+void cg_hang_call_enter_slow(const char *call, uint64_t handle, void *caller, void *caller_slot);
 
-/* The calling thread's slot is in call (handle, called from caller) from now
- * until cg_hang_call_leave: a few stores, inline. */
-static inline __attribute__((always_inline)) void cg_hang_call_enter(const char *call, uint64_t handle, void *caller) {
+/* The calling thread's slot is in call (handle, called from caller, whose
+ * address the stack holds at caller_slot) from now until
+ * cg_hang_call_leave: a few stores, inline. */
+static inline __attribute__((always_inline)) void cg_hang_call_enter(const char *call, uint64_t handle, void *caller,
+                                                                    void *caller_slot) {
   cg_hang_slot *s = cg_hang_mine;
   if (__builtin_expect(!s, 0)) {
-    cg_hang_call_enter_slow(call, handle, caller);
+    cg_hang_call_enter_slow(call, handle, caller, caller_slot);
     return;
   }
   __atomic_store_n(&s->call, call, __ATOMIC_RELAXED);
   __atomic_store_n(&s->handle, handle, __ATOMIC_RELAXED);
   __atomic_store_n(&s->caller, caller, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->caller_slot, caller_slot, __ATOMIC_RELAXED);
   __atomic_store_n(&s->call_seq, ++s->count, __ATOMIC_RELEASE); /* the rest is read after this */
 }
 static inline __attribute__((always_inline)) void cg_hang_call_leave(void) {

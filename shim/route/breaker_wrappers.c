@@ -141,7 +141,8 @@ void *cg_query_target = (void *)query_resolve;
    * lasts (a few stores inline, hang_slots.h). */                                                    \
   CG_OTHER_HEAD(cname, sname, params) {                                                               \
     if (CG_BLOCKS(ep) && __builtin_expect(cg_hang_s != 0, 0)) {                                       \
-      cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(target), __builtin_return_address(0));          \
+      cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(target), __builtin_return_address(0),            \
+                         (char *)__builtin_dwarf_cfa() - sizeof(void *));                             \
       CUresult r_ = cname##_body(CG_ARGS(params));                                                    \
       cg_hang_call_leave();                                                                           \
       return r_;                                                                                      \

@@ -58,6 +58,12 @@ size_t cg_python_stack_of(void *tstate, cg_py_frame *out, size_t max, char *buf,
  * foo.cc:12" (readable_frame.h; capguard report prints such a site as it
  * is); "" and 0 when there is none. Returns length. */
 size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap);
+/* Another thread's probable callers (stack_scan.c): return addresses found
+ * in the words of its stack above ra_slot (where its wrapper's return
+ * address is stored), outermost last, at most max; for a thread that waits
+ * in a call meanwhile (the hang watcher's). Reads with process_vm_readv:
+ * never a fault. */
+size_t cg_native_scan_callers(const void *ra_slot, void **out, size_t max);
 #define CG_WHERE_FRAMES 16 /* longer lists are symbolized, never kept */
 /* The host's C++ demangler (__cxa_demangle) when the process has a C++
  * runtime loaded already (never loaded for it), NULL otherwise: for kernel

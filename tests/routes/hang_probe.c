@@ -32,6 +32,11 @@
  *   teardown-futex  the same, but the wait is on a condition variable (a
  *                 futex) for 2.5 s, outside the driver, as NCCL's destroy
  *                 waits for the graphs that hold its collectives;
+ *   cudart-sync   synchronizes a stream through the libcudart stand-in
+ *                 (bench/capture/cudart_bench.c: a few frames of its own,
+ *                 as the real one has), FAKECUDA_SYNC_BLOCK_MS=2500: the
+ *                 wait is to be named at this program's line, not the
+ *                 stand-in's;
  *   capload NAME  captures a graph while loading a PTX image whose one kernel
  *                 is NAME (ranks that load different images during capture).
  * Prints done=1 when it got to its end. */
@@ -194,6 +199,15 @@ static int teardown_futex(void) {
   return 0;
 }
 
+int cg_bench_cudart_begin(void *fn, void *stream, int mode); /* the libcudart stand-in */
+
+static __attribute__((noinline)) int cudart_sync(void) {
+  setenv("FAKECUDA_SYNC_BLOCK_MS", "2500", 1);
+  CHECK((CUresult)cg_bench_cudart_begin((void *)cuStreamSynchronize, stream, 0)); /* waits through "libcudart" */
+  printf("done=1\n");
+  return 0;
+}
+
 static int teardown(void) {
   CUgraphExec e = one_kernel_graph(stream, 1);
   CHECK(cuGraphLaunch(e, stream));
@@ -230,6 +244,8 @@ int main(int argc, char **argv) {
     return teardown();
   if (strcmp(argv[1], "teardown-futex") == 0)
     return teardown_futex();
+  if (strcmp(argv[1], "cudart-sync") == 0)
+    return cudart_sync();
   if (strcmp(argv[1], "capload") == 0 && argc > 2)
     return capload(argv[2]);
   if (strcmp(argv[1], "reuse") == 0 || strcmp(argv[1], "cancel") == 0) {

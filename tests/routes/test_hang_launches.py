@@ -24,7 +24,10 @@ long kernel, would):
     the fix;
   - the wait's own site in the host's terms: a CPython program that waits
     in cuStreamSynchronize through ctypes is said to wait at its own line
-    (the script's, in its function), not at ctypes' or libffi's frame;
+    (the script's, in its function), not at ctypes' or libffi's frame; a
+    native program that waits through a libcudart (a stand-in with frames
+    of its own) is said to wait at its own line, the library's frames
+    skipped;
   - ranks compared by the images they loaded during capture: two ranks that
     each captured one graph, loading a different image in it, are not said
     to have captured alike: the difference names the image and the ranks."""
@@ -226,6 +229,13 @@ with tempfile.TemporaryDirectory() as tmp:
     check(p.returncode == 0 and len(said) == 1, f"python: the wait said once: {p.stderr}")
     check(bool(said) and re.search(r"called from \S*waits\.py:9 in step \(", said[0]) is not None,
           f"python: the wait named at the script's line 9 in step: {said}")
+
+    # a native host's wait through libcudart, named at its own line
+    rc, out, err = run(["cudart-sync"], tmp, {"CAPGUARD_HANG_S": "1"})
+    said = [l for l in err.splitlines() if "waits in cuStreamSynchronize" in l]
+    want = rf"called from hang_probe\(cudart_sync\+0x[0-9a-f]+\) at hang_probe\.c:{line_of('waits through')}\)"
+    check(rc == 0 and len(said) == 1 and re.search(want, said[0]) is not None and "libcudart" not in said[0],
+          f"native: the wait named at the program's line, past libcudart\n  want {want}\n  got  {said} {err}")
 
 print("hang launches: " + ("ok" if not failures else f"{failures} failed"))
 sys.exit(1 if failures else 0)
