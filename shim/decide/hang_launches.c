@@ -19,8 +19,8 @@ typedef struct {
   uint64_t capture_id;
   uint64_t launches;  /* atomic: the launching threads add */
   uint64_t census_at; /* launches at the last census (the watcher's) */
-  unsigned collectives;
-  char collective[96];
+  unsigned collectives, kernels;
+  char collective[96], kernel[96]; /* the first NCCL kernel, the first kernel */
   char site[256];
 } exec_info;
 
@@ -117,13 +117,58 @@ void cg_hang_graph_captured(CUgraph g, const cg_begin_site *site, uint64_t captu
   __atomic_add_fetch(&c->gen, 1, __ATOMIC_RELEASE);
 }
 
-static bool is_collective(const char *name) { return name && strncmp(name, "nccl", 4) == 0; }
+/* A kernel's name as a person reads its identifier: NCCL's kernels are C++
+ * functions, so the driver names them mangled
+ * ("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL19ncclDevKernelArgs4K");
+ * the identifier is the name after "_Z" and its length, or the whole name
+ * when it is not mangled so. Copied into buf. */
+static void identifier(const char *name, char *buf, size_t cap) {
+  const char *id = name;
+  size_t len = strlen(name);
+  if (name[0] == '_' && name[1] == 'Z' && name[2] >= '1' && name[2] <= '9') {
+    const char *p = name + 2;
+    size_t n = 0;
+    while (*p >= '0' && *p <= '9' && n < 4096)
+      n = n * 10 + (size_t)(*p++ - '0');
+    size_t k = 0;
+    while (k < n && p[k]) /* the whole identifier is there */
+      k++;
+    if (n && k == n) {
+      id = p;
+      len = n;
+    }
+  }
+  if (len >= cap)
+    len = cap - 1;
+  memcpy(buf, id, len);
+  buf[len] = '\0';
+}
+
+static bool is_collective(const char *id) { return strncmp(id, "nccl", 4) == 0; }
 
 /* g's NCCL kernels: how many, and the first one's name. Queries of the
  * graph and its functions only, made while nothing captures. */
-static void count_collectives(CUgraph g, exec_info *x) {
+/* The name the driver gives a kernel node's function, NULL unknown. */
+static const char *node_kernel(CUgraphNode node) {
+  CUDA_KERNEL_NODE_PARAMS p;
+  const char *name = NULL;
+  if (cg_drv.GraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS)
+    return NULL;
+  if (p.func && cg_drv.FuncGetName && cg_drv.FuncGetName(&name, p.func) != CUDA_SUCCESS)
+    name = NULL;
+  /* a node launched with a CUkernel (cuLaunchKernel accepts one) */
+  CUkernel k = p.kern ? p.kern : (CUkernel)p.func;
+  if (!name && k && cg_drv.KernelGetName && cg_drv.KernelGetName(&name, k) != CUDA_SUCCESS)
+    name = NULL;
+  return name;
+}
+
+/* g's kernels (child graphs' too, a few levels down): how many, the NCCL
+ * ones counted and the first of each named. Queries of the graph and its
+ * functions only, made while nothing captures. */
+static void count_collectives(CUgraph g, exec_info *x, int depth) {
   size_t n = 0;
-  if (!cg_drv.GraphGetNodes || !cg_drv.GraphNodeGetType || !cg_drv.GraphKernelNodeGetParams ||
+  if (!cg_drv.GraphGetNodes || !cg_drv.GraphNodeGetType || !cg_drv.GraphKernelNodeGetParams || depth > 4 ||
       !cg_nothing_captures() || cg_drv.GraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || !n || n > (1u << 20))
     return;
   CUgraphNode *nodes = malloc(n * sizeof *nodes);
@@ -133,19 +178,21 @@ static void count_collectives(CUgraph g, exec_info *x) {
   }
   for (size_t i = 0; i < n; i++) {
     CUgraphNodeType t;
-    CUDA_KERNEL_NODE_PARAMS p;
-    const char *name = NULL;
-    if (cg_drv.GraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS || t != CU_GRAPH_NODE_TYPE_KERNEL ||
-        cg_drv.GraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS)
+    CUgraph child;
+    if (cg_drv.GraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
       continue;
-    if (p.func && cg_drv.FuncGetName && cg_drv.FuncGetName(&name, p.func) != CUDA_SUCCESS)
-      name = NULL;
-    /* a node launched with a CUkernel (cuLaunchKernel accepts one) */
-    CUkernel k = p.kern ? p.kern : (CUkernel)p.func;
-    if (!name && k && cg_drv.KernelGetName && cg_drv.KernelGetName(&name, k) != CUDA_SUCCESS)
-      name = NULL;
-    if (is_collective(name) && x->collectives++ == 0)
-      copy_text(x->collective, sizeof x->collective, name);
+    if (t == CU_GRAPH_NODE_TYPE_GRAPH && cg_drv.GraphChildGraphNodeGetGraph &&
+        cg_drv.GraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
+      count_collectives(child, x, depth + 1);
+    const char *name = t == CU_GRAPH_NODE_TYPE_KERNEL ? node_kernel(nodes[i]) : NULL;
+    if (!name)
+      continue;
+    char id[sizeof x->collective];
+    identifier(name, id, sizeof id);
+    if (x->kernels++ == 0)
+      copy_text(x->kernel, sizeof x->kernel, id);
+    if (is_collective(id) && x->collectives++ == 0)
+      copy_text(x->collective, sizeof x->collective, id);
   }
   free(nodes);
 }
@@ -164,7 +211,7 @@ void cg_hang_instantiated(CUgraphExec exec, CUgraph g) {
     x.capture_id = c.capture_id;
   if (known)
     cg_begin_site_text(&c.site, x.site, sizeof x.site);
-  count_collectives(g, &x);
+  count_collectives(g, &x, 0);
   cg_lock(&lock);
   int at = find(e);
   if (at < 0) {
@@ -248,7 +295,10 @@ static void seen_exec(int at, cg_hang_launch_seen *o) {
   const exec_info *x = &infos[at];
   o->capture_id = x->capture_id;
   o->collectives = x->collectives;
+  o->kernels = x->kernels;
   memcpy(o->collective, x->collective, sizeof o->collective);
+  memcpy(o->kernel, x->kernel, sizeof o->kernel);
+  o->kernel[sizeof o->kernel - 1] = '\0';
   memcpy(o->site, x->site, sizeof o->site);
   o->collective[sizeof o->collective - 1] = o->site[sizeof o->site - 1] = '\0';
 }

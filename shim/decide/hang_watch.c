@@ -278,8 +278,11 @@ static bool still(const cg_hang_slot *s, uint64_t tid, const uint64_t *at, uint6
  * collectives, on stderr and in the log. */
 static void say_launch(const cg_hang_launch_seen *l) {
   bool busy = l->collectives == 0;
-  char holds[160];
-  if (busy)
+  char holds[256];
+  if (busy && l->kernels)
+    snprintf(holds, sizeof holds, "it holds no collective (%u kernel%s, the first %s)", l->kernels,
+             l->kernels == 1 ? "" : "s", l->kernel);
+  else if (busy)
     snprintf(holds, sizeof holds, "it holds no collective");
   else
     snprintf(holds, sizeof holds, "it holds %u collective%s (%s)", l->collectives, l->collectives == 1 ? "" : "s",

@@ -48,6 +48,7 @@ typedef struct {
    * made while nothing captures, and the watcher thread's own context. */
   CUresult (*EventCreate)(CUevent *, unsigned int);
   CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *); /* a child graph's kernels counted too */
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;

@@ -20,8 +20,9 @@
  *                 is cancelled 200 ms in; then 2.5 s of nothing (a gone
  *                 thread must not be said to wait);
  *   launch nccl|busy N SLEEP_MS
- *                 captures a graph of one kernel, an NCCL one
- *                 ("ncclDevKernel_AllReduce_Sum_f32_RING_LL") or not
+ *                 captures a graph of one kernel, an NCCL one (named as
+ *                 the driver names NCCL's, mangled:
+ *                 "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL19ncclDevKernelArgs4K") or not
  *                 ("busy_spin"), launches it N times, then sleeps SLEEP_MS
  *                 (a rank that skips a collective) and synchronizes the
  *                 stream (FAKECUDA_LAUNCH_HOLD_MS/_AT hold a launch);
@@ -132,7 +133,9 @@ static void cancelled(void) {
 }
 
 static const char kernels_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
-                                  ".visible .entry ncclDevKernel_AllReduce_Sum_f32_RING_LL()\n{\n ret;\n}\n"
+                                  /* NCCL's kernels are C++ functions: the driver names them mangled */
+                                  ".visible .entry _Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL19ncclDevKernelArgs4K()"
+                                  "\n{\n ret;\n}\n"
                                   ".visible .entry busy_spin()\n{\n ret;\n}\n";
 
 /* A graph of one kernel (nccl: the collective's), instantiated. */
@@ -142,7 +145,7 @@ static CUgraphExec one_kernel_graph(CUstream on, int nccl) {
   CUgraph g;
   CUgraphExec e;
   CHECK(cuModuleLoadData(&m, kernels_ptx));
-  CHECK(cuModuleGetFunction(&f, m, nccl ? "ncclDevKernel_AllReduce_Sum_f32_RING_LL" : "busy_spin"));
+  CHECK(cuModuleGetFunction(&f, m, nccl ? "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL19ncclDevKernelArgs4K" : "busy_spin"));
   CHECK(cuStreamBeginCapture_v2(on, CU_STREAM_CAPTURE_MODE_GLOBAL)); /* the graph's capture line */
   CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, on, NULL, NULL));
   CHECK(cuStreamEndCapture(on, &g));

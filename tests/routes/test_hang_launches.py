@@ -161,7 +161,7 @@ with tempfile.TemporaryDirectory() as tmp:
                        {"RANK": "0", "WORLD_SIZE": "2", "CAPGUARD_HANG_S": "1", "CAPGUARD_LOG": log,
                         "FAKECUDA_LAUNCH_HOLD_MS": "2500"})
     text = report(log)
-    check("it holds no collective: busy" in err, f"busy: said busy on stderr: {err}")
+    check("it holds no collective (1 kernel, the first busy_spin): busy" in err, f"busy: said busy on stderr: {err}")
     check(re.search(rf"rank 0 is busy in launch 1 of the graph captured at {CAPTURED}", text) is not None
           and "which is behind" not in text and "waiting for a peer" not in text,
           f"busy: the report calls it busy, names no rank behind: {text}")
