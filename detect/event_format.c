@@ -255,6 +255,7 @@ static void put_hang_json(cg_out *o, const cg_hang_info *h) {
   put_kv_u64(o, CG_KEY_LAUNCHES, h->launches);
   put_kv_u64(o, CG_KEY_WAITED_NS, h->waited_ns);
   put_kv_u64(o, CG_KEY_COLLECTIVES, h->collectives);
+  put_kv_u64(o, CG_KEY_KERNEL_NODES, h->kernel_nodes);
   put_kv_str(o, CG_KEY_COLLECTIVE, h->collective ? h->collective : "");
   put_kv_u64(o, CG_KEY_EXECS, h->execs);
   put_kv_str(o, CG_KEY_WHERE, h->where ? h->where : "");

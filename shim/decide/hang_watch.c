@@ -277,13 +277,13 @@ static bool still(const cg_hang_slot *s, uint64_t tid, const uint64_t *at, uint6
 /* A graph launch not finished after the limit: its exec, capture, count and
  * collectives, on stderr and in the log. */
 static void say_launch(const cg_hang_launch_seen *l) {
-  bool busy = l->collectives == 0;
+  bool busy = l->collectives == 0 && l->kernels > 0, unknown = l->kernels == 0;
   char holds[256];
   if (busy && l->kernels)
     snprintf(holds, sizeof holds, "it holds no collective (%u kernel%s, the first %s)", l->kernels,
              l->kernels == 1 ? "" : "s", l->kernel);
-  else if (busy)
-    snprintf(holds, sizeof holds, "it holds no collective");
+  else if (unknown)
+    snprintf(holds, sizeof holds, "its kernels are not known (the driver named none)");
   else
     snprintf(holds, sizeof holds, "it holds %u collective%s (%s)", l->collectives, l->collectives == 1 ? "" : "s",
              l->collective);
@@ -291,9 +291,9 @@ static void say_launch(const cg_hang_launch_seen *l) {
           "(stream 0x%llx); %s: %s",
           who, (unsigned long long)l->launch, (unsigned long long)l->exec, (unsigned long long)l->capture_id,
           l->site[0] ? l->site : "a site not known", l->waited_ns / 1e9, (unsigned long long)l->stream, holds,
-          cg_hang_advice(CG_EV_HANG_LAUNCH, busy));
+          unknown ? "whether it waits for a peer is not known" : cg_hang_advice(CG_EV_HANG_LAUNCH, busy));
   cg_hang_info h = {.exec = l->exec, .launches = l->launch, .waited_ns = l->waited_ns,
-                    .collectives = l->collectives, .collective = l->collective};
+                    .collectives = l->collectives, .kernel_nodes = l->kernels, .collective = l->collective};
   log_event(CG_EV_HANG_LAUNCH, "cuGraphLaunch", 0, l->capture_id, l->site, &h);
 }
 
@@ -305,7 +305,7 @@ static void census(void) {
   int n = cg_hang_launch_census(rows, 64);
   for (int i = 0; i < n; i++) {
     cg_hang_info h = {.exec = rows[i].exec, .launches = rows[i].launch, .collectives = rows[i].collectives,
-                      .collective = rows[i].collective};
+                      .kernel_nodes = rows[i].kernels, .collective = rows[i].collective};
     log_event(CG_EV_LAUNCH_COUNT, "cuGraphLaunch", 0, rows[i].capture_id, rows[i].site, &h);
   }
 }

@@ -493,6 +493,7 @@ static void read_hang(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o) 
   h->launches = is ? num(x, CG_KEY_LAUNCHES, 0) : 0;
   h->waited_ns = is ? num(x, CG_KEY_WAITED_NS, 0) : 0;
   h->collectives = is ? num(x, CG_KEY_COLLECTIVES, 0) : 0;
+  h->kernel_nodes = is ? num(x, CG_KEY_KERNEL_NODES, 0) : 0;
   h->execs = is ? num(x, CG_KEY_EXECS, 0) : 0;
   seen_at(&log->procs[proc], h->time_ns);
 }

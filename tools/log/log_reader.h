@@ -155,6 +155,7 @@ typedef struct {
   size_t proc;
   cg_event_kind kind;
   long long time_ns, tid, capture_id, launches, waited_ns, collectives, execs;
+  long long kernel_nodes; /* 0: the exec's kernels are not known */
   const char *call, *exec, *collective, *where;
   const char *began; /* where the graph's capture began */
 } cgl_hang;

@@ -60,7 +60,7 @@ static cgm_lineup one(const cgl_log *log, const cgl_hang *hung) {
   cgm_hang_who(log, hung->proc, who, sizeof who);
   snprintf(graph, sizeof graph, "the graph captured at %s (capture %lld)", *hung->began ? hung->began : "an unknown site",
            hung->capture_id);
-  cgm_lineup l = {NULL, -1, hung->collectives == 0};
+  cgm_lineup l = {NULL, -1, hung->collectives == 0 && hung->kernel_nodes > 0};
   if (l.busy) {
     snprintf(text, sizeof text,
              "%s is busy in launch %lld of %s: no collective is in it, so it waits for no peer (its own kernels "

@@ -27,7 +27,9 @@ static bool any(const cgl_log *log) {
 static void hang_words(const cgl_log *log, const cgl_hang *h, char *buf, size_t cap) {
   char who[64];
   cgm_hang_who(log, h->proc, who, sizeof who);
-  const char *advice = cg_hang_advice(h->kind, h->collectives == 0);
+  bool unknown = h->kind == CG_EV_HANG_LAUNCH && h->kernel_nodes == 0;
+  const char *advice = unknown ? "its kernels are not known, so whether it waits for a peer is not either"
+                               : cg_hang_advice(h->kind, h->collectives == 0);
   if (h->kind == CG_EV_HANG_LAUNCH)
     snprintf(buf, cap, "%s (pid %lld): launch %lld of graph exec %s (capture %lld, captured at %s) not finished after "
              "%.1f s; %lld collective%s in it%s%s: %s",

@@ -51,6 +51,7 @@ typedef struct {
   uint64_t launches;      /* which launch of the exec (hang-launch), how many (launch-count) */
   uint64_t waited_ns;     /* how long it had lasted when said */
   unsigned collectives;   /* NCCL kernels in the exec; hang-teardown: in the first live one */
+  unsigned kernel_nodes;  /* kernels the driver named in the exec (0: its kernels are not known) */
   const char *collective; /* the first of them, "" none */
   unsigned execs;         /* hang-teardown: live execs holding collectives */
   const char *where;      /* hang-wait, hang-teardown: who called, "" unknown */

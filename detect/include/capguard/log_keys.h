@@ -113,6 +113,7 @@
 #define CG_KEY_COLLECTIVES "collectives"
 #define CG_KEY_COLLECTIVE "collective"
 #define CG_KEY_EXECS "execs"
+#define CG_KEY_KERNEL_NODES "kernel_nodes"
 #define CG_KEY_COLLECTIVE_EXECS "collective_execs_alive"
 
 #endif
