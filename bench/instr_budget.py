@@ -126,6 +126,15 @@ SCENARIOS = {
                                               {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 40, 2000),
     "stale: cuGraphLaunch, 500 others suspect": ("stale_launch_501", "fake",
                                                  {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 40, 2000),
+    # The hang watch (CAPGUARD_HANG_S), read beside the rows without it: a
+    # synchronize in its thread's slot adds at most 20 to the plain one's
+    # (goal +20); a capture adds about 270 to guard's (goal +0, not met: its
+    # begin and end marked in the slot, the graph's begin site copied for its
+    # execs, and glibc's locked malloc and mutex paths once the watcher is a
+    # second thread).
+    "cuStreamSynchronize (hang watch)": ("ssync", "null", {"CAPGUARD_HANG_S": "600"}, 60, 2000),
+    "capture (guard + hang watch)": ("capture", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_HANG_S": "600"},
+                                     5300, 40),
 }
 
 # Pairs of rows whose added instructions may differ by at most this much:

@@ -249,6 +249,22 @@ static void put_stale_json(cg_out *o, const cg_stale_read_info *s) {
   cg_out_char(o, '}');
 }
 
+/* ,"hang":{...}: the launch or call not done after CAPGUARD_HANG_S. */
+static void put_hang_json(cg_out *o, const cg_hang_info *h) {
+  put_key(o, CG_KEY_HANG);
+  cg_out_str(o, "{\"" CG_KEY_EXEC "\":\"");
+  cg_out_hex(o, h->exec);
+  cg_out_char(o, '"');
+  put_kv_u64(o, CG_KEY_LAUNCHES, h->launches);
+  put_kv_u64(o, CG_KEY_WAITED_NS, h->waited_ns);
+  put_kv_u64(o, CG_KEY_COLLECTIVES, h->collectives);
+  put_kv_u64(o, CG_KEY_KERNEL_NODES, h->kernel_nodes);
+  put_kv_str(o, CG_KEY_COLLECTIVE, h->collective ? h->collective : "");
+  put_kv_u64(o, CG_KEY_EXECS, h->execs);
+  put_kv_str(o, CG_KEY_WHERE, h->where ? h->where : "");
+  cg_out_char(o, '}');
+}
+
 size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   cg_out o = cg_out_init(buf, cap);
   if (!e) {
@@ -289,6 +305,7 @@ size_t cg_event_format_json(const cg_event *e, char *buf, size_t cap) {
   }
   if (e->image) put_image_json(&o, e->image);
   if (e->stale) put_stale_json(&o, e->stale);
+  if (e->hang) put_hang_json(&o, e->hang);
   if (e->kind == CG_EV_REQUEST_LOAD) {
     put_kv_u64(&o, CG_KEY_LOAD_NS, e->load_ns);
     put_kv_u64(&o, CG_KEY_AFTER_SERVING_NS, e->after_serving_ns);
@@ -840,6 +857,7 @@ size_t cg_summary_format_json(const cg_summary *s, char *buf, size_t cap) {
     put_kv_u64(&o, CG_KEY_RANK, s->rank);
     if (s->world_size) put_kv_u64(&o, CG_KEY_WORLD_SIZE, s->world_size);
   }
+  if (s->collective_execs) put_kv_u64(&o, CG_KEY_COLLECTIVE_EXECS, s->collective_execs);
   put_kv_str(&o, CG_KEY_LOG, s->log_path ? s->log_path : "");
   if (s->log_incomplete) {
     put_key(&o, CG_KEY_LOG_INCOMPLETE);
@@ -971,6 +989,12 @@ size_t cg_summary_format_text(const cg_summary *s, char *buf, size_t cap) {
     cg_out_str(&o, s->request_loads == 1 ? " load on the request path (" : " loads on the request path (");
     put_ms(&o, s->request_load_ns);
     cg_out_str(&o, ")");
+  }
+  if (s->collective_execs) {
+    cg_out_str(&o, "; ");
+    cg_out_u64(&o, s->collective_execs);
+    cg_out_str(&o, s->collective_execs == 1 ? " graph exec holding collectives still alive"
+                                            : " graph execs holding collectives still alive");
   }
   if (s->log_path) {
     cg_out_str(&o, "; log: ");

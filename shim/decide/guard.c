@@ -16,6 +16,7 @@
 #include "device_arch.h"
 #include "driver.h"
 #include "fleet_metrics.h"
+#include "hang_launches.h"
 #include "hang_slots.h"
 #include "output.h"
 #include "policy.h"
@@ -109,7 +110,7 @@ void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_ca
     cg_serving_capture_begun();
   }
   if (__builtin_expect(cg_hang_s != 0, 0) && r == CUDA_SUCCESS)
-    cg_hang_capture_begun((uint64_t)(uintptr_t)s, cg_stream_key(s, ptsz), site);
+    cg_hang_capture_begun((uint64_t)(uintptr_t)s, cg_stream_key(s, ptsz));
 }
 
 void cg_capture_end_enter(CUstream s, bool ptsz) { cg_captures_end_enter(cg_stream_key(s, ptsz)); }
@@ -146,12 +147,8 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     cg_output_capture(&rec);
     cg_signals_release(&held);
   }
-  if (__builtin_expect(cg_hang_s != 0, 0)) {
-    /* where the latest graph was captured, for a wait said later */
-    char began[CG_HANG_SITE];
-    cg_begin_site_text(site, began, sizeof began);
-    cg_hang_capture_over(closed->stream, closed->id, began, ended && closed->status == CG_CAPTURE_ENDED);
-  }
+  if (__builtin_expect(cg_hang_s != 0, 0))
+    cg_hang_capture_over(closed->stream);
   if (!cg_capture_time_ended(closed, site)) /* the slowest keep where they began */
     cg_begin_site_free(site);
   free(broke);
@@ -202,7 +199,11 @@ CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph)
   /* An end refused with 904 or 908 names its own cause (forks.c) when no
    * call broke the capture before. */
   if (r == CUDA_SUCCESS && graph && *graph)
+  {
     cg_stale_captured(*graph, closed.user, closed.id); /* CAPGUARD_STALE: where the graph's capture began */
+    if (__builtin_expect(cg_hang_s != 0, 0))
+      cg_hang_graph_captured(*graph, closed.user, closed.id); /* for its execs' launches */
+  }
   cg_break *end_cause = cg_end_offender(closed.id, r);
   if (!closed.broken_by)
     closed.broken_by = end_cause;
@@ -426,6 +427,8 @@ void cg_guard_exit(void) {
   cg_priming_summary(&sum);
   cg_serving_summary(&sum, true);
   cg_policy_at_exit();
+  if (cg_hang_s) /* without the watcher's thread: a count of the table, no lock */
+    sum.collective_execs = cg_hang_collective_execs(NULL);
   char began[CG_SLOWEST_CAPTURES][CG_BEGAN_TEXT];
   cg_fleet_summary(&sum, cg_output_wants_capture(false) ? began : NULL); /* symbolized for a log only */
   if (worth_saying(&sum)) {

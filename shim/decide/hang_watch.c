@@ -1,5 +1,7 @@
 #include "hang_watch.h"
 
+#include "capture_time.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -7,17 +9,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "capguard/env_value.h"
+#include "capguard/clock.h"
 #include "config.h"
+#include "driver.h"
+#include "hang_launches.h"
 #include "hang_slots.h"
+#include "live_captures.h"
+#include "output.h"
+#include "python_site.h"
+#include "stack.h"
 #include "readable_frame.h"
 #include "warn.h"
 
-/* What was said already: the start of the call or capture, per slot. */
-static uint64_t said_call[CG_HANG_SLOTS], said_capture[CG_HANG_SLOTS];
+/* Per slot, the watcher's own: the call and capture (the slot's numbers,
+ * with the thread) first seen when, and the ones said already. */
+typedef struct {
+  uint64_t tid, seq, first_ns, said;
+} sighting;
+static sighting seen_call[CG_HANG_SLOTS], seen_capture[CG_HANG_SLOTS];
 static char who[64]; /* "rank 1 (pid 42)" or "pid 42" */
 
 /* The thread's name (/proc/self/task/TID/comm: pthread_setname_np's, e.g.
@@ -57,15 +71,165 @@ static void caller_text(void *ra, char *buf, size_t cap) {
 typedef struct {
   const char *call;
   uint64_t handle;
-  void *caller;
+  void *caller, *caller_slot;
+  void *py_state; /* the thread's Python state, NULL none */
+  const cg_hang_slot *slot;
+  uint64_t tid, seq; /* the thread, and the call's number in its slot */
 } call_seen;
 
+static bool still(const cg_hang_slot *s, uint64_t tid, const uint64_t *at, uint64_t t);
+
+/* Who called, in the host's terms: the Python line that waits (the
+ * innermost frame outside torch's and Triton's machinery, read while the
+ * thread waits in the call) with the native caller after it, else the
+ * native caller alone. */
+/* The native caller in the host's terms: the first frame outside capguard,
+ * libcuda and libcudart (a program calling libcudart is named, not
+ * libcudart), from the return addresses on the waiting thread's stack;
+ * the direct caller when none is found. */
+static void native_text(const call_seen *c, char *buf, size_t cap) {
+  void *frames[16];
+  frames[0] = c->caller;
+  size_t n = 1;
+  if (still(c->slot, c->tid, &c->slot->call_seq, c->seq))
+    n += cg_native_scan_callers(c->caller_slot, frames + 1, sizeof frames / sizeof frames[0] - 1);
+  if (!c->caller || !cg_native_where_frames(frames, n, buf, cap))
+    caller_text(c->caller, buf, cap);
+}
+
+static void waiter_text(const call_seen *c, char *buf, size_t cap) {
+  char py[200] = "", native[200];
+  /* read only while the thread is still in the call: its frames do not
+   * change meanwhile */
+  if (c->py_state && still(c->slot, c->tid, &c->slot->call_seq, c->seq))
+    cg_python_site_of(c->py_state, py, sizeof py);
+  native_text(c, native, sizeof native);
+  if (py[0])
+    snprintf(buf, cap, "%s (%s)", py, native);
+  else
+    snprintf(buf, cap, "%s", native);
+}
+
+/* The event's common fields, for the log (what stderr says in words). */
+static void log_event(cg_event_kind kind, const char *call, uint64_t tid, uint64_t capture_id, const char *began,
+                      const cg_hang_info *h) {
+  cg_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = kind;
+  e.verdict = CG_VERDICT_WAITING;
+  e.call = call;
+  e.driver_result = -1;
+  e.pid = (uint64_t)getpid();
+  e.tid = tid;
+  e.time_ns = cg_now_ns();
+  e.driver_version = cg_driver_version();
+  e.capture.id = capture_id;
+  e.capture.status = CG_CAPTURE_ENDED;
+  e.capture_began = began;
+  e.has_handle = h->exec != 0;
+  e.handle = h->exec;
+  e.hang = h;
+  cg_output_event_to_log(&e);
+}
+
+/* A call waits while execs holding collectives are alive and none of their
+ * launches is pending: a teardown they hold (a communicator's destroy waits
+ * for its graphs). Said with how many and where the first was captured. */
+static bool say_teardown(const call_seen *c, uint64_t tid, uint64_t waited_ns, const char *caller) {
+  cg_hang_launch_seen first;
+  unsigned n = cg_hang_collective_execs(&first);
+  if (!n || cg_hang_launch_pending())
+    return false;
+  cg_warn("%s waits in %s for %.1f s (called from %s) while %u graph exec%s holding collectives %s alive "
+          "(the first captured at %s, capture %llu, holding %s): %s",
+          who, c->call ? c->call : "?", waited_ns / 1e9, caller, n, n == 1 ? "" : "s", n == 1 ? "is" : "are",
+          first.site[0] ? first.site : "a site not known", (unsigned long long)first.capture_id, first.collective,
+          cg_hang_advice(CG_EV_HANG_TEARDOWN, false));
+  cg_hang_info h = {.waited_ns = waited_ns, .collectives = first.collectives, .collective = first.collective,
+                    .execs = n, .where = caller};
+  log_event(CG_EV_HANG_TEARDOWN, c->call, tid, first.capture_id, first.site, &h);
+  return true;
+}
+
+/* The main thread's system call now (/proc/self/task/PID/syscall's first
+ * word; -1 when it runs or cannot be read) and its CPU ticks so far (stat's
+ * utime + stime). */
+static bool main_thread_state(long *nr, unsigned long long *ticks) {
+  char path[64], buf[512];
+  int pid = (int)getpid();
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  *nr = (buf[0] >= '0' && buf[0] <= '9') ? strtol(buf, NULL, 10) : -1;
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the name may hold anything but this last ')' */
+  unsigned long long utime = 0, stime = 0;
+  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+    return false;
+  *ticks = utime + stime;
+  return true;
+}
+
+/* A teardown held outside the driver: NCCL's communicator destroy waits on
+ * a condition of its own (a futex) for the graphs holding its collectives
+ * to go, a wait no watched call sees. Said once, when the main thread has
+ * sat in a futex without running for the limit while execs holding
+ * collectives are alive, nothing was launched for the limit and no launch
+ * is pending: worded as what it may be, with the fix. */
+static void look_quiet_teardown(uint64_t now, uint64_t limit) {
+  static bool said;
+  static uint64_t since;
+  static unsigned long long ticks_then;
+  long nr;
+  unsigned long long ticks;
+  cg_hang_launch_seen first;
+  unsigned n;
+  if (said || cg_hang_launching(now, limit) || cg_hang_launch_pending() || !(n = cg_hang_collective_execs(&first)) ||
+      !main_thread_state(&nr, &ticks) || nr != SYS_futex) {
+    since = 0;
+    return;
+  }
+  if (!since || ticks != ticks_then) {
+    since = now;
+    ticks_then = ticks;
+    return;
+  }
+  if (now - since <= limit)
+    return;
+  said = true;
+  cg_warn("%s: the main thread has waited %.1f s outside the driver (in a futex), nothing launched, while %u graph "
+          "exec%s holding collectives %s alive (the first captured at %s, capture %llu, holding %s); if it is "
+          "tearing down (destroy_process_group): %s",
+          who, (now - since) / 1e9, n, n == 1 ? "" : "s", n == 1 ? "is" : "are",
+          first.site[0] ? first.site : "a site not known", (unsigned long long)first.capture_id, first.collective,
+          cg_hang_advice(CG_EV_HANG_TEARDOWN, false));
+  cg_hang_info h = {.waited_ns = now - since, .collectives = first.collectives, .collective = first.collective,
+                    .execs = n, .where = "a futex (outside the driver)"};
+  log_event(CG_EV_HANG_TEARDOWN, "", (uint64_t)getpid(), first.capture_id, first.site, &h);
+}
+
 static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
-  char name[32], caller[256], graph[CG_HANG_SITE], after[CG_HANG_SITE + 96] = "";
+  char name[32], caller[512], graph[256], after[256 + 96] = "";
   thread_name(tid, name, sizeof name);
-  caller_text(c->caller, caller, sizeof caller);
+  waiter_text(c, caller, sizeof caller);
+  if (say_teardown(c, tid, waited_ns, caller))
+    return;
   const char *call = c->call;
   uint64_t id = cg_hang_latest_graph(graph, sizeof graph);
+  cg_hang_info h = {.waited_ns = waited_ns, .where = caller};
+  log_event(CG_EV_HANG_WAIT, call, tid, id, graph, &h);
   if (id)
     snprintf(after, sizeof after, "; the latest graph captured here is capture %llu's, captured at %s",
              (unsigned long long)id, graph[0] ? graph : "a site not known");
@@ -79,17 +243,29 @@ static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
 }
 
 static void say_capture(const cg_hang_slot *s, uint64_t tid, uint64_t open_ns) {
-  char name[32], site[CG_HANG_SITE];
+  char name[32], site[256] = "";
   thread_name(tid, name, sizeof name);
-  memcpy(site, s->capture_site, sizeof site);
-  site[sizeof site - 1] = '\0';
-  if (!site[0] && s->capture_caller)
-    caller_text(s->capture_caller, site, sizeof site);
+  cg_begin_site where;
+  if (cg_captures_site_of(__atomic_load_n(&s->capture_key, __ATOMIC_RELAXED), &where))
+    cg_begin_site_text(&where, site, sizeof site); /* dladdr: outside the model's lock */
   cg_warn("%s has had a capture open for %.1f s (thread %llu%s%s%s, stream 0x%llx, begun at %s): a capture "
           "that does not end waits for something that never comes (a peer's collective, a lock)",
           who, open_ns / 1e9, (unsigned long long)tid, name[0] ? " '" : "", name, name[0] ? "'" : "",
           (unsigned long long)__atomic_load_n(&s->capture_stream, __ATOMIC_RELAXED),
           site[0] ? site : "a site not known");
+  cg_hang_info h = {.waited_ns = open_ns};
+  log_event(CG_EV_HANG_CAPTURE, "cuStreamBeginCapture", tid, 0, site, &h);
+}
+
+/* How long the slot's call or capture numbered seq has lasted, as far as
+ * the watcher can tell (from its first sighting); 0 when it is new or was
+ * said already. */
+static uint64_t lasted(sighting *w, uint64_t tid, uint64_t seq, uint64_t now) {
+  if (w->tid != tid || w->seq != seq) {
+    *w = (sighting){tid, seq, now, 0};
+    return 0;
+  }
+  return w->said == seq ? 0 : now - w->first_ns;
 }
 
 /* Whether slot s still holds what was read at tid and t: a thread that
@@ -100,27 +276,76 @@ static bool still(const cg_hang_slot *s, uint64_t tid, const uint64_t *at, uint6
   return __atomic_load_n(at, __ATOMIC_RELAXED) == t && __atomic_load_n(&s->tid, __ATOMIC_RELAXED) == tid;
 }
 
+/* A graph launch not finished after the limit: its exec, capture, count and
+ * collectives, on stderr and in the log. */
+static void say_launch(const cg_hang_launch_seen *l) {
+  bool busy = l->collectives == 0 && l->kernels > 0, unknown = l->kernels == 0;
+  char holds[256];
+  if (busy && l->kernels)
+    snprintf(holds, sizeof holds, "it holds no collective (%u kernel%s, the first %s)", l->kernels,
+             l->kernels == 1 ? "" : "s", l->kernel);
+  else if (unknown)
+    snprintf(holds, sizeof holds, "its kernels are not known (the driver named none)");
+  else
+    snprintf(holds, sizeof holds, "it holds %u collective%s (%s)", l->collectives, l->collectives == 1 ? "" : "s",
+             l->collective);
+  cg_warn("%s: launch %llu of graph exec 0x%llx (capture %llu, captured at %s) has not finished after %.1f s "
+          "(stream 0x%llx); %s: %s",
+          who, (unsigned long long)l->launch, (unsigned long long)l->exec, (unsigned long long)l->capture_id,
+          l->site[0] ? l->site : "a site not known", l->waited_ns / 1e9, (unsigned long long)l->stream, holds,
+          unknown ? "whether it waits for a peer is not known" : cg_hang_advice(CG_EV_HANG_LAUNCH, busy));
+  cg_hang_info h = {.exec = l->exec, .launches = l->launch, .waited_ns = l->waited_ns,
+                    .collectives = l->collectives, .kernel_nodes = l->kernels, .collective = l->collective};
+  log_event(CG_EV_HANG_LAUNCH, "cuGraphLaunch", 0, l->capture_id, l->site, &h);
+}
+
+/* Once the process has launched nothing for the limit: each exec's launch
+ * count, in the log only (a healthy pause says nothing on stderr), so that
+ * the report can line the ranks up. */
+static void census(void) {
+  static cg_hang_launch_seen rows[64];
+  int n = cg_hang_launch_census(rows, 64);
+  for (int i = 0; i < n; i++) {
+    cg_hang_info h = {.exec = rows[i].exec, .launches = rows[i].launch, .collectives = rows[i].collectives,
+                      .kernel_nodes = rows[i].kernels, .collective = rows[i].collective};
+    log_event(CG_EV_LAUNCH_COUNT, "cuGraphLaunch", 0, rows[i].capture_id, rows[i].site, &h);
+  }
+}
+
+static void look_launches(uint64_t now, uint64_t limit) {
+  static cg_hang_launch_seen stuck[16];
+  int n = cg_hang_launches_stuck(now, limit, stuck, 16);
+  for (int i = 0; i < n; i++)
+    say_launch(&stuck[i]);
+  if (!cg_hang_launching(now, limit))
+    census();
+}
+
 static void look(void) {
   uint64_t now = cg_hang_now(), limit = (uint64_t)cg_hang_s * 1000000000ull;
+  look_launches(now, limit);
+  look_quiet_teardown(now, limit);
   for (int i = 0; i < CG_HANG_SLOTS; i++) {
     cg_hang_slot *s = &cg_hang_slots[i];
     uint64_t tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);
     if (!tid)
       continue;
-    uint64_t t = __atomic_load_n(&s->call_ns, __ATOMIC_ACQUIRE);
-    if (t && now > t + limit && said_call[i] != t) {
+    uint64_t t = __atomic_load_n(&s->call_seq, __ATOMIC_ACQUIRE), d;
+    if (t && (d = lasted(&seen_call[i], tid, t, now)) > limit) {
       call_seen c = {__atomic_load_n(&s->call, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->handle, __ATOMIC_RELAXED),
-                     __atomic_load_n(&s->caller, __ATOMIC_RELAXED)};
-      said_call[i] = t;
-      if (still(s, tid, &s->call_ns, t))
-        say_call(&c, tid, now - t);
+                     __atomic_load_n(&s->caller, __ATOMIC_RELAXED),
+                     __atomic_load_n(&s->caller_slot, __ATOMIC_RELAXED),
+                     __atomic_load_n(&s->py_state, __ATOMIC_RELAXED), s, tid, t};
+      seen_call[i].said = t;
+      if (still(s, tid, &s->call_seq, t))
+        say_call(&c, tid, d);
     }
-    t = __atomic_load_n(&s->capture_ns, __ATOMIC_ACQUIRE);
-    if (t && now > t + limit && said_capture[i] != t) {
-      said_capture[i] = t;
-      if (still(s, tid, &s->capture_ns, t))
-        say_capture(s, tid, now - t);
+    t = __atomic_load_n(&s->capture_seq, __ATOMIC_ACQUIRE);
+    if (t && (d = lasted(&seen_capture[i], tid, t, now)) > limit) {
+      seen_capture[i].said = t;
+      if (still(s, tid, &s->capture_seq, t))
+        say_capture(s, tid, d);
     }
   }
 }
@@ -154,6 +379,8 @@ void cg_hang_watch_setup(const char *value) {
   else
     snprintf(who, sizeof who, "pid %d", (int)getpid());
   cg_hang_s = n;
+  /* every graph launch then takes its C body, which records its marker */
+  cg_launch_watch_set(CG_WATCH_HANG);
 }
 
 void cg_hang_watch_start(void) {
@@ -179,5 +406,6 @@ void cg_hang_watch_start(void) {
     return;
   }
   cg_hang_s = 0;
+  cg_launch_watch_clear(CG_WATCH_HANG);
   cg_warn("the hang watch could not start its thread: CAPGUARD_HANG_S is off");
 }

@@ -209,6 +209,9 @@ static void resolve(void) {
       (CUresult(*)(CUdevice, unsigned int *, int *))sym(h, "cuDevicePrimaryCtxGetState");
   cg_drv.DevicePrimaryCtxRetain = (CUresult(*)(CUcontext *, CUdevice))sym(h, "cuDevicePrimaryCtxRetain");
   cg_drv.DevicePrimaryCtxRelease = (CUresult(*)(CUdevice))sym(h, "cuDevicePrimaryCtxRelease_v2");
+  cg_drv.EventCreate = (CUresult(*)(CUevent *, unsigned int))sym(h, "cuEventCreate");
+  cg_drv.CtxSetCurrent = (CUresult(*)(CUcontext))sym(h, "cuCtxSetCurrent");
+  cg_drv.GraphChildGraphNodeGetGraph = (CUresult(*)(CUgraphNode, CUgraph *))sym(h, "cuGraphChildGraphNodeGetGraph");
   int v = 0;
   if (cg_drv.DriverGetVersion && cg_drv.DriverGetVersion(&v) != CUDA_SUCCESS)
     v = 0;

@@ -48,6 +48,11 @@ typedef struct {
   CUresult (*DevicePrimaryCtxGetState)(CUdevice, unsigned int *, int *);
   CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+  /* The hang watch's completion markers (decide/hang_launches.c): events
+   * made while nothing captures, and the watcher thread's own context. */
+  CUresult (*EventCreate)(CUevent *, unsigned int);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *); /* a child graph's kernels counted too */
 } cg_driver_calls;
 
 extern cg_driver_calls cg_drv;

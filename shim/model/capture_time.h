@@ -18,7 +18,9 @@
  * graph launch was seen since; CG_WATCH_METRICS: the metrics file is due
  * once nothing captures (decide/fleet_metrics.c); CG_WATCH_SERVING: a
  * capture ended and no graph launch was seen since (decide/serving.c). */
-enum { CG_WATCH_REPLAY = 1, CG_WATCH_METRICS = 2, CG_WATCH_SERVING = 4 };
+/* CG_WATCH_HANG: CAPGUARD_HANG_S is set; every launch records its
+ * completion marker (decide/hang_watch.c), for the process's life. */
+enum { CG_WATCH_REPLAY = 1, CG_WATCH_METRICS = 2, CG_WATCH_SERVING = 4, CG_WATCH_HANG = 8 };
 extern unsigned cg_launch_watch;
 /* A bit of it set or cleared: when the whole turns nonzero or zero, the
  * driver's graph-launch targets follow (cg_driver_launch_watch), which the

@@ -5,12 +5,7 @@
 #include <time.h>
 
 #include "live_captures.h" /* cg_self_tid */
-
-/* strlen bounded by cap - 1 (a copy into cap bytes). */
-static size_t bounded_len(const char *s, size_t cap) {
-  const char *nul = memchr(s, '\0', cap - 1);
-  return nul ? (size_t)(nul - s) : cap - 1;
-}
+#include "stack.h"          /* cg_python_this_state */
 
 unsigned cg_hang_s;
 cg_hang_slot cg_hang_slots[CG_HANG_SLOTS];
@@ -18,12 +13,7 @@ cg_hang_slot cg_hang_slots[CG_HANG_SLOTS];
 /* The calling thread's slot, claimed at its first blocking call; -2: the
  * table was full (the thread is not watched). */
 static __thread int my_slot __attribute__((tls_model("initial-exec"))) = -1;
-
-/* The latest graph: two buffers, the one published by index, so that the
- * watcher reads a whole string while the next capture writes the other. */
-static char latest_site[2][CG_HANG_SITE];
-static uint64_t latest_id[2];
-static unsigned latest_at;
+__thread cg_hang_slot *cg_hang_mine __attribute__((tls_model("initial-exec")));
 
 /* The coarse clock: a few ms of resolution is plenty for a watch in seconds,
  * and it is read from the vDSO without the hardware counter (CLOCK_MONOTONIC
@@ -48,10 +38,12 @@ static void give_back(void *unused) {
   if (my_slot < 0)
     return;
   cg_hang_slot *s = &cg_hang_slots[my_slot];
-  __atomic_store_n(&s->call_ns, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->capture_ns, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->call_seq, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->capture_seq, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->py_state, NULL, __ATOMIC_RELAXED);
   __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE); /* free, after the rest */
-  my_slot = -1;                                   /* a later destructor's synchronize claims one again */
+  my_slot = -1; /* a later destructor's synchronize claims one again */
+  cg_hang_mine = NULL;
 }
 
 static void make_slot_key(void) { slot_key_made = pthread_key_create(&slot_key, give_back) == 0; }
@@ -67,6 +59,10 @@ static cg_hang_slot *slot(void) {
     if (__atomic_compare_exchange_n(&cg_hang_slots[i].tid, &free_, tid, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
       my_slot = i;
+      /* where a wait is said in Python's terms (the watcher reads that
+       * thread's frames only while it waits) */
+      __atomic_store_n(&cg_hang_slots[i].py_state, cg_python_this_state(), __ATOMIC_RELAXED);
+      cg_hang_mine = &cg_hang_slots[i];
       pthread_once(&slot_key_once, make_slot_key);
       if (slot_key_made)
         pthread_setspecific(slot_key, &cg_hang_slots[i]); /* any non-NULL value: the destructor runs */
@@ -77,63 +73,21 @@ static cg_hang_slot *slot(void) {
   return NULL;
 }
 
-void cg_hang_call_enter(const char *call, uint64_t handle, void *caller) {
-  cg_hang_slot *s = slot();
-  if (!s)
-    return;
-  __atomic_store_n(&s->call, call, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->handle, handle, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->caller, caller, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->call_ns, cg_hang_now(), __ATOMIC_RELEASE); /* the rest is read after this */
+void cg_hang_call_enter_slow(const char *call, uint64_t handle, void *caller, void *caller_slot) {
+  if (slot())
+    cg_hang_call_enter(call, handle, caller, caller_slot);
 }
 
-void cg_hang_call_leave(void) {
-  if (my_slot >= 0)
-    __atomic_store_n(&cg_hang_slots[my_slot].call_ns, 0, __ATOMIC_RELAXED);
+void cg_hang_capture_begun_slow(uint64_t stream, uint64_t key) {
+  if (slot())
+    cg_hang_capture_begun(stream, key);
 }
 
-void cg_hang_capture_begun(uint64_t stream, uint64_t key, const void *where) {
-  cg_hang_slot *s = slot();
-  if (!s)
-    return;
-  const cg_begin_site *site = where;
-  const char *python = site ? site->python : "";
-  __atomic_store_n(&s->capture_ns, 0, __ATOMIC_RELAXED);
-  /* the site is written while capture_ns is 0: the watcher reads it only after */
-  size_t n = python ? bounded_len(python, CG_HANG_SITE) : 0;
-  memcpy(s->capture_site, python ? python : "", n);
-  s->capture_site[n] = '\0';
-  s->capture_caller = site && site->n > 0 ? site->frames[0] : NULL;
-  __atomic_store_n(&s->capture_stream, stream, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->capture_key, key, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->capture_ns, cg_hang_now(), __ATOMIC_RELEASE);
-}
-
-void cg_hang_capture_over(uint64_t key, uint64_t id, const char *began, bool graph) {
+void cg_hang_capture_over_scan(uint64_t key) {
   /* the thread that began it may not be the one that ends it */
   for (int i = 0; i < CG_HANG_SLOTS; i++) {
     cg_hang_slot *s = &cg_hang_slots[i];
-    if (__atomic_load_n(&s->capture_ns, __ATOMIC_RELAXED) && __atomic_load_n(&s->capture_key, __ATOMIC_RELAXED) == key)
-      __atomic_store_n(&s->capture_ns, 0, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&s->capture_seq, __ATOMIC_RELAXED) && __atomic_load_n(&s->capture_key, __ATOMIC_RELAXED) == key)
+      __atomic_store_n(&s->capture_seq, 0, __ATOMIC_RELAXED);
   }
-  if (!graph)
-    return;
-  unsigned next = (__atomic_load_n(&latest_at, __ATOMIC_RELAXED) + 1) & 1;
-  size_t n = began ? bounded_len(began, CG_HANG_SITE) : 0;
-  memcpy(latest_site[next], began ? began : "", n);
-  latest_site[next][n] = '\0';
-  latest_id[next] = id;
-  __atomic_store_n(&latest_at, next, __ATOMIC_RELEASE);
-}
-
-uint64_t cg_hang_latest_graph(char *buf, unsigned cap) {
-  unsigned at = __atomic_load_n(&latest_at, __ATOMIC_ACQUIRE);
-  size_t n = bounded_len(latest_site[at], CG_HANG_SITE);
-  if (cap) {
-    if (n >= cap)
-      n = cap - 1;
-    memcpy(buf, latest_site[at], n);
-    buf[n] = '\0';
-  }
-  return latest_id[at];
 }

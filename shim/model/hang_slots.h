@@ -1,10 +1,14 @@
 /* What each thread is waiting in, for the hang watch (CAPGUARD_HANG_S,
  * decide/hang_watch.c): a slot a thread, holding the blocking call it is in
  * (a synchronize, a capture's end) with when it began, and the capture it
- * has open with when it began and where. The watcher thread reads them; the
- * wrappers write them with relaxed atomic stores, and only while the watch
- * is on (cg_hang_s != 0): with it off, a blocking call's wrapper pays one
- * load of cg_hang_s and nothing else. Nothing here calls the driver. */
+ * has open. No clock is read and nothing is copied: a call or capture is
+ * a number the slot counts, and the watcher times each number from when it
+ * first sees it (a look every quarter of the limit, at most 1 s: said at
+ * most that late), and asks the model where a capture began only when it
+ * says it. The wrappers write them with relaxed atomic stores, and only
+ * while the watch is on (cg_hang_s != 0): with it off, a blocking call's
+ * wrapper pays one load of cg_hang_s and nothing else. Nothing here calls
+ * the driver. */
 #ifndef CAPGUARD_HANG_SLOTS_H
 #define CAPGUARD_HANG_SLOTS_H
 
@@ -16,37 +20,75 @@
 extern unsigned cg_hang_s;
 
 #define CG_HANG_SLOTS 512 /* threads watched at once (a slot is given back at the thread's end) */
-#define CG_HANG_SITE 256
 
 typedef struct {
   uint64_t tid;         /* 0: free */
   const char *call;     /* the blocking call the thread is in (a static name) */
-  uint64_t call_ns;     /* when it began (cg_hang_now); 0: in none */
+  uint64_t call_seq;    /* which call (the slot's count, never 0); 0: in none */
   uint64_t handle;      /* its stream, event or context */
   void *caller;         /* the wrapper's return address: who called it */
-  uint64_t capture_ns;  /* when its open capture began; 0: none */
+  void *caller_slot;    /* where that address is on the thread's stack: the callers above it are read
+                           from there (stack_scan.c) while the thread waits */
+  uint64_t capture_seq; /* which capture it has open (the slot's count); 0: none */
   uint64_t capture_stream, capture_key;
-  char capture_site[CG_HANG_SITE]; /* where it began (Python line), "" unknown */
-  void *capture_caller;            /* its native caller, when no Python line */
+  uint64_t count;       /* the owner's: calls and captures entered */
+  void *py_state;       /* the thread's Python thread state, taken when it claimed the slot; NULL none */
 } cg_hang_slot;
 
 extern cg_hang_slot cg_hang_slots[CG_HANG_SLOTS];
 
 uint64_t cg_hang_now(void); /* CLOCK_MONOTONIC_COARSE, ns */
 
-/* The calling thread's slot is in call (handle, called from caller) from now
- * until cg_hang_call_leave. */
-void cg_hang_call_enter(const char *call, uint64_t handle, void *caller);
-void cg_hang_call_leave(void);
+/* The calling thread's slot, NULL until its first blocking call or capture
+ * claims one (or when the table is full). */
+extern __thread cg_hang_slot *cg_hang_mine __attribute__((tls_model("initial-exec")));
+void cg_hang_call_enter_slow(const char *call, uint64_t handle, void *caller, void *caller_slot);
+
+/* The calling thread's slot is in call (handle, called from caller, whose
+ * address the stack holds at caller_slot) from now until
+ * cg_hang_call_leave: a few stores, inline. */
+static inline __attribute__((always_inline)) void cg_hang_call_enter(const char *call, uint64_t handle, void *caller,
+                                                                    void *caller_slot) {
+  cg_hang_slot *s = cg_hang_mine;
+  if (__builtin_expect(!s, 0)) {
+    cg_hang_call_enter_slow(call, handle, caller, caller_slot);
+    return;
+  }
+  __atomic_store_n(&s->call, call, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->handle, handle, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->caller, caller, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->caller_slot, caller_slot, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->call_seq, ++s->count, __ATOMIC_RELEASE); /* the rest is read after this */
+}
+static inline __attribute__((always_inline)) void cg_hang_call_leave(void) {
+  cg_hang_slot *s = cg_hang_mine;
+  if (s)
+    __atomic_store_n(&s->call_seq, 0, __ATOMIC_RELAXED);
+}
+void cg_hang_capture_begun_slow(uint64_t stream, uint64_t key);
+void cg_hang_capture_over_scan(uint64_t key);
+
 /* The calling thread began a capture on stream (key: the model's stream
- * key) at site (its Python line, else its native caller, symbolized by the
- * watcher if it has to say it). */
-void cg_hang_capture_begun(uint64_t stream, uint64_t key, const void *site);
-/* The capture on key is over, whichever thread began it; id and began name
- * the latest graph captured in this process (cg_hang_latest_graph). */
-void cg_hang_capture_over(uint64_t key, uint64_t id, const char *began, bool graph);
-/* The latest capture that ended with a graph: its id (0: none) and where it
- * began, copied into buf. */
-uint64_t cg_hang_latest_graph(char *buf, unsigned cap);
+ * key); where it began is the model's (cg_captures_site_of). */
+static inline __attribute__((always_inline)) void cg_hang_capture_begun(uint64_t stream, uint64_t key) {
+  cg_hang_slot *s = cg_hang_mine;
+  if (__builtin_expect(!s, 0)) {
+    cg_hang_capture_begun_slow(stream, key);
+    return;
+  }
+  __atomic_store_n(&s->capture_stream, stream, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->capture_key, key, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->capture_seq, ++s->count, __ATOMIC_RELEASE);
+}
+/* The capture on key is over, whichever thread began it: found without a
+ * scan when the thread that began it ends it (the usual case). */
+static inline __attribute__((always_inline)) void cg_hang_capture_over(uint64_t key) {
+  cg_hang_slot *s = cg_hang_mine;
+  if (__builtin_expect(s && __atomic_load_n(&s->capture_seq, __ATOMIC_RELAXED) &&
+                           __atomic_load_n(&s->capture_key, __ATOMIC_RELAXED) == key, 1))
+    __atomic_store_n(&s->capture_seq, 0, __ATOMIC_RELAXED);
+  else
+    cg_hang_capture_over_scan(key);
+}
 
 #endif

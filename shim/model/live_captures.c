@@ -416,6 +416,17 @@ bool cg_captures_has(uint64_t key) {
   return has;
 }
 
+bool cg_captures_site_of(uint64_t key, cg_begin_site *out) {
+  unsigned shard = cg_model_shard(key);
+  cg_lock(&model_locks[shard].m);
+  cg_capture *open = model ? cg_model_find(model, key) : NULL;
+  const cg_begin_site *site = open ? open->user : NULL;
+  if (site)
+    *out = *site;
+  cg_unlock(&model_locks[shard].m);
+  return site != NULL;
+}
+
 bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
   unsigned held = lock_stream(key);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;

@@ -113,6 +113,10 @@ bool cg_captures_end_leave(uint64_t stream_key, CUstreamCaptureStatus driver_sti
                            CUresult *result, cg_capture *closed, bool *emulated_break);
 /* Whether the model holds a capture open on the stream. */
 bool cg_captures_has(uint64_t stream_key);
+/* Where the capture open on the stream began, copied to *out under the
+ * model's lock (the hang watcher: a begin copies nothing for it); false
+ * when none is open or its site is unknown. */
+bool cg_captures_site_of(uint64_t stream_key, cg_begin_site *out);
 
 /* The shim's clock: a process-wide counter, one step per call, ordering
  * capguard's marks around driver calls made on different threads (a begin

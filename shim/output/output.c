@@ -400,6 +400,11 @@ void cg_output_event(cg_event *e, const cg_output_native *raw) {
 }
 
 
+void cg_output_event_to_log(cg_event *e) {
+  pay_identity();
+  emit(TO_LOG, fmt_event_json, e);
+}
+
 static size_t fmt_capture_json(const void *obj, char *b, size_t c) { return cg_capture_format_json(obj, b, c); }
 
 static size_t fmt_capture_broken_text(const void *obj, char *b, size_t c) {

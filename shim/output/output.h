@@ -31,6 +31,9 @@ typedef struct {
   size_t cap;
 } cg_output_native;
 void cg_output_event(cg_event *e, const cg_output_native *raw);
+/* The event in the log only (no stacks): what the hang watcher says on
+ * stderr in its own words. */
+void cg_output_event_to_log(cg_event *e);
 void cg_output_capture(const cg_capture_record *r);
 /* Whether cg_output_capture would write anything for a capture that ended
  * broken or not: a log is open, or a broken capture is said on stderr. A

@@ -33,7 +33,8 @@ static bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     cg_capture_end_enter((stream), (ptsz));                                                        \
     bool watched_ = __builtin_expect(cg_hang_s != 0, 0); /* a capture's end may wait too */         \
     if (watched_)                                                                                  \
-      cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(stream), __builtin_return_address(0));       \
+      cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(stream), __builtin_return_address(0),         \
+                         (char *)__builtin_dwarf_cfa() - sizeof(void *));                          \
     CUresult d_ = real(CG_ARGS(params));                                                           \
     if (watched_)                                                                                  \
       cg_hang_call_leave();                                                                        \

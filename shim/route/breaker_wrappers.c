@@ -9,6 +9,7 @@
  * takes the capture gate (cg_gate_lock_if_idle); breakers.c decides only while
  * something captures. */
 #include "breakers.h"
+#include "hang_launches.h"
 #include "hang_slots.h"
 
 #include "priming.h"
@@ -61,14 +62,19 @@ static CUresult unloaded(CUresult r, cg_entry_point ep, void *handle) {
 static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *call, uint64_t handle) {
   if (off())
     return;
-  if (fix == CG_FIX_DEFER_DESTROY)
-    cg_stale_exec_destroyed((CUgraphExec)(uintptr_t)handle);
+  if (fix == CG_FIX_DEFER_DESTROY) {
+    if (cg_stale_watching())
+      cg_stale_exec_destroyed((CUgraphExec)(uintptr_t)handle);
+    if (__atomic_load_n(&cg_hang_execs_live, __ATOMIC_RELAXED))
+      cg_hang_exec_destroyed((CUgraphExec)(uintptr_t)handle);
+  }
   else
     cg_stale_freed(call, handle, 0, CG_STALE_AT, 0);
 }
 #define CG_STALE_AFTER(fix, sname, target, r)                                                        \
   if (((fix) == CG_FIX_DEFER_FREE || (fix) == CG_FIX_DEFER_DESTROY) && (r) == CUDA_SUCCESS &&         \
-      __builtin_expect(cg_stale_watching(), 0))                                                      \
+      (__builtin_expect(cg_stale_watching(), 0) ||                                                   \
+       ((fix) == CG_FIX_DEFER_DESTROY && __atomic_load_n(&cg_hang_execs_live, __ATOMIC_RELAXED))))    \
     stale_after((fix), (sname), (uint64_t)(uintptr_t)(target));
 
 /* The polled queries (torch's caching allocator, NCCL's watchdog) end in a
@@ -92,9 +98,6 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
  * is in its thread's hang slot while it lasts (decide/hang_watch.c says one
  * that lasts too long); with it unset, the wrapper pays one load of
  * cg_hang_s, and the other rows nothing (the test is a constant). */
-/* Who called the blocking call being watched (set just before: rows without
- * parameters, cuCtxSynchronize, have no room to pass it). */
-static __thread void *watched_caller __attribute__((tls_model("initial-exec")));
 #define CG_BLOCKS(ep)                                                                                \
   ((ep) == CG_EP_cuStreamSynchronize || (ep) == CG_EP_cuStreamSynchronize_ptsz ||                   \
    (ep) == CG_EP_cuEventSynchronize || (ep) == CG_EP_cuCtxSynchronize || (ep) == CG_EP_cuCtxSynchronize_v2)
@@ -137,18 +140,15 @@ void *cg_query_target = (void *)query_resolve;
     return cg_breaker_call(&c_);                                                                      \
   }                                                                                                   \
   static inline __attribute__((always_inline)) CUresult cname##_body(CG_PARAMS(params));             \
-  /* A blocking call with the hang watch on: in the thread's slot while it lasts. */                  \
-  static __attribute__((noinline, cold)) CUresult cname##_watched(CG_PARAMS(params)) {               \
-    cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(target), watched_caller);                         \
-    CUresult r_ = cname##_body(CG_ARGS(params));                                                      \
-    cg_hang_call_leave();                                                                             \
-    return r_;                                                                                        \
-  }                                                                                                   \
+  /* A blocking call with the hang watch on: in the thread's slot while it                          \
+   * lasts (a few stores inline, hang_slots.h). */                                                    \
   CG_OTHER_HEAD(cname, sname, params) {                                                               \
-    if (CG_BLOCKS(ep) && __builtin_expect(cg_hang_s != 0, 0))                                         \
-    {                                                                                                 \
-      watched_caller = __builtin_return_address(0);                                                   \
-      return cname##_watched(CG_ARGS(params));                                                        \
+    if (CG_BLOCKS(ep) && __builtin_expect(cg_hang_s != 0, 0)) {                                       \
+      cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(target), __builtin_return_address(0),            \
+                         (char *)__builtin_dwarf_cfa() - sizeof(void *));                             \
+      CUresult r_ = cname##_body(CG_ARGS(params));                                                    \
+      cg_hang_call_leave();                                                                           \
+      return r_;                                                                                      \
     }                                                                                                 \
     return cname##_body(CG_ARGS(params));                                                             \
   }                                                                                                   \

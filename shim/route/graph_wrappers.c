@@ -8,6 +8,8 @@
 #include "breakers.h"
 
 #include "fleet_metrics.h"
+#include "hang_launches.h"
+#include "hang_slots.h"
 #include "stale_watch.h"
 #include "wrapper.h"
 
@@ -19,6 +21,8 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     CUresult r_ = real(CG_ARGS(params));                                                           \
     if (__builtin_expect(cg_cfg.stale, 0) && r_ == CUDA_SUCCESS && (exec) && !off())               \
       cg_stale_instantiated(*(exec), (graph));                                                     \
+    if (__builtin_expect(cg_hang_s != 0, 0) && r_ == CUDA_SUCCESS && (exec) && !off())              \
+      cg_hang_instantiated(*(exec), (graph));                                                      \
     return r_;                                                                                     \
   }
 
@@ -55,8 +59,17 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
       cg_fleet_graph_launch();                                                                     \
     if (__builtin_expect(cg_stale_launch_due((exec)), 0) && !off())                                \
       cg_stale_launch(sname, (exec));                                                              \
-    if (__builtin_expect(cg_nothing_captures(), 1) || off())                                       \
+    if (off())                                                                                     \
       return real(CG_ARGS(params));                                                                \
+    if (__builtin_expect(cg_nothing_captures(), 1)) {                                              \
+      if (__builtin_expect(cg_hang_s == 0, 1))                                                     \
+        return real(CG_ARGS(params));                                                              \
+      /* the hang watch: counted, and its completion marker recorded after it */                   \
+      CUresult r_ = real(CG_ARGS(params));                                                         \
+      if (r_ == CUDA_SUCCESS)                                                                      \
+        cg_hang_launched((exec), (stream_), (ptsz_));                                              \
+      return r_;                                                                                   \
+    }                                                                                              \
     return cname##_slow(CG_ARGS(params));                                                          \
   }                                                                                                \
   CG_GRAPH_LAUNCH_FAST(cname, sname, ep_, params)

@@ -20,10 +20,11 @@
  * innermost frame when all are, from the dump. Returns the index of the
  * frame named among the dump's, -1 when it is the innermost for want of
  * any outside the machinery. */
-static int site_from_dump(char *buf, size_t cap) {
+static int site_from_dump_of(void *tstate, char *buf, size_t cap) {
   cg_py_frame py[16];
   char text[4096];
-  size_t n = cg_python_stack(py, sizeof py / sizeof py[0], text, sizeof text);
+  size_t n = tstate ? cg_python_stack_of(tstate, py, sizeof py / sizeof py[0], text, sizeof text)
+                    : cg_python_stack(py, sizeof py / sizeof py[0], text, sizeof text);
   buf[0] = 0;
   if (!n)
     return -1;
@@ -36,6 +37,14 @@ static int site_from_dump(char *buf, size_t cap) {
   snprintf(buf, cap, "%s:%d in %s", py[pick].file ? py[pick].file : "?", py[pick].line,
            py[pick].func ? py[pick].func : "?");
   return found;
+}
+
+static int site_from_dump(char *buf, size_t cap) { return site_from_dump_of(NULL, buf, cap); }
+
+void cg_python_site_of(void *tstate, char *buf, size_t cap) {
+  buf[0] = 0;
+  if (tstate)
+    site_from_dump_of(tstate, buf, cap);
 }
 
 /* Sites by fingerprint: direct-mapped, bounded; a slot lost to another

@@ -55,12 +55,25 @@ size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap);
  * without one pays this at a begin, not the dump's way (about 120
  * instructions a capture). */
 bool cg_python_maybe(void);
+/* The calling thread's Python thread state, NULL without one (a thread
+ * Python never ran on, or no interpreter). */
+void *cg_python_this_state(void);
+/* cg_python_stack for another thread's state (the hang watcher's: that
+ * thread waits inside a driver call, so its frames do not change while
+ * they are read; faulthandler's watchdog reads them the same way). */
+size_t cg_python_stack_of(void *tstate, cg_py_frame *out, size_t max, char *buf, size_t bufcap);
 /* The first of n return addresses saved earlier (backtrace(), innermost
  * first) outside capguard's own object, libcuda and libcudart, in the form
  * a person reads, without the address: "libfoo.so(ns::func()+0x1a) at
  * foo.cc:12" (readable_frame.h; capguard report prints such a site as it
  * is); "" and 0 when there is none. Returns length. */
 size_t cg_native_where_frames(void *const *frames, size_t n, char *buf, size_t cap);
+/* Another thread's probable callers (stack_scan.c): return addresses found
+ * in the words of its stack above ra_slot (where its wrapper's return
+ * address is stored), outermost last, at most max; for a thread that waits
+ * in a call meanwhile (the hang watcher's). Reads with process_vm_readv:
+ * never a fault. */
+size_t cg_native_scan_callers(const void *ra_slot, void **out, size_t max);
 #define CG_WHERE_FRAMES 16 /* longer lists are symbolized, never kept */
 /* The host's C++ demangler (__cxa_demangle) when the process has a C++
  * runtime loaded already (never loaded for it), NULL otherwise: for kernel

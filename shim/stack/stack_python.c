@@ -440,22 +440,25 @@ bool cg_python_maybe(void) {
   return atomic_load(&g_this) != NULL;
 }
 
-size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap) {
-  if (!out || !buf || max == 0 || bufcap == 0) return 0;
+void *cg_python_this_state(void) {
   if (!atomic_load(&g_this)) {
-    if (atomic_fetch_add(&g_calls, 1) % CG_PY_RETRY_EVERY != 0) return 0;
+    if (atomic_fetch_add(&g_calls, 1) % CG_PY_RETRY_EVERY != 0) return NULL;
     resolve();
-    if (!atomic_load(&g_this)) return 0;
+    if (!atomic_load(&g_this)) return NULL;
   }
   this_state_fn this_state = (this_state_fn)atomic_load(&g_this);
-  dump_fn dump = (dump_fn)atomic_load(&g_dump);
   is_init_fn is_init = (is_init_fn)atomic_load(&g_is_init);
   /* Before Py_Initialize (or after finalization) the thread-state key may
    * not exist; PyGILState_GetThisThreadState would read a wrong slot. */
-  if (!is_init()) return 0;
-  void *tstate = this_state();
-  if (!tstate) return 0;
+  if (!is_init()) return NULL;
+  return this_state();
+}
 
+size_t cg_python_stack_of(void *tstate, cg_py_frame *out, size_t max, char *buf, size_t bufcap) {
+  if (!tstate || !out || !buf || max == 0 || bufcap == 0) return 0;
+  dump_fn dump = (dump_fn)atomic_load(&g_dump);
+  is_init_fn is_init = (is_init_fn)atomic_load(&g_is_init);
+  if (!is_init || !is_init()) return 0;
   if (!dump) return cg_py_old_frames(tstate, out, max, buf, bufcap);
   int fd = scratch_fd();
   if (fd < 0) return 0;
@@ -464,6 +467,11 @@ size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap) {
   parse_dump(fd, &k);
   close(fd);
   return k.n;
+}
+
+size_t cg_python_stack(cg_py_frame *out, size_t max, char *buf, size_t bufcap) {
+  if (!out || !buf || max == 0 || bufcap == 0) return 0;
+  return cg_python_stack_of(cg_python_this_state(), out, max, buf, bufcap);
 }
 
 /* ---- fingerprint --------------------------------------------------------- */

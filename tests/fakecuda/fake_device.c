@@ -380,6 +380,7 @@ static CUresult ctx_sync(CUcontext ctx)
 FC_EXPORT CUresult CUDAAPI cuCtxSynchronize(void)
 {
   fc_sync_block();
+  fc_hold_wait(NULL);
   FC_BEGIN;
   FC_END(ctx_sync(NULL));
 }
@@ -387,6 +388,7 @@ FC_EXPORT CUresult CUDAAPI cuCtxSynchronize(void)
 FC_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
 {
   fc_sync_block();
+  fc_hold_wait(NULL);
   FC_BEGIN;
   FC_END(ctx_sync(ctx));
 }

@@ -80,6 +80,8 @@ static CUresult event_record(CUevent e, CUstream hs, int ptsz, unsigned flags) {
   if (cap != NULL && (flags & CU_EVENT_RECORD_EXTERNAL) &&
       fc_capture_add(cap, CU_GRAPH_NODE_TYPE_EVENT_RECORD) == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  if (cap == NULL)
+    fc_hold_recorded(e, hs);
   ev->captured_in = cap != NULL ? cap->id : 0;
   ev->recorded = 1;
   ev->rec_stream = st;
@@ -125,12 +127,15 @@ static CUresult event_wait(CUevent e) {
 
 FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   fc_query_delay();
+  int held = fc_held(hEvent);
   FC_BEGIN;
-  FC_END(event_wait(hEvent));
+  CUresult rc = event_wait(hEvent);
+  FC_END(rc == CUDA_SUCCESS && held ? CUDA_ERROR_NOT_READY : rc);
 }
 
 FC_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   fc_sync_block();
+  fc_hold_wait(hEvent);
   FC_BEGIN;
   FC_END(event_wait(hEvent));
 }

@@ -290,6 +290,7 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream hs, int ptsz)
     fc_invalidate(cap);
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
+  fc_launch_hold(hs);
   return CUDA_SUCCESS;
 }
 

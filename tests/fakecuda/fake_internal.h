@@ -91,6 +91,14 @@ CUresult fc_need_ctx(void);
 void fc_sync_block(void);
 /* FAKECUDA_QUERY_DELAY_US: a cuEventQuery's wait before it looks (fake_sync_block.c). */
 void fc_query_delay(void);
+/* FAKECUDA_LAUNCH_HOLD_MS (fake_sync_block.c): a graph launch on stream holds
+ * it; an event recorded there after it is held as long; fc_held says whether
+ * a stream or event is held now, fc_hold_wait waits for it (NULL: for
+ * every stream: a context's synchronize). No fake lock is taken. */
+void fc_launch_hold(const void *stream);
+void fc_hold_recorded(const void *event, const void *stream);
+int fc_held(const void *key);
+void fc_hold_wait(const void *key);
 CUresult fc_need_init(void);
 struct fc_ctx *fc_current_ctx(void);
 /* The context a CUcontext argument names: the current one for NULL; NULL if invalid. */

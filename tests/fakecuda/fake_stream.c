@@ -89,12 +89,14 @@ static CUresult stream_wait(CUstream hs, int ptsz) {
 
 FC_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   fc_sync_block();
+  fc_hold_wait(hStream);
   FC_BEGIN;
   FC_END(stream_wait(hStream, 0));
 }
 
 FC_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
   fc_sync_block();
+  fc_hold_wait(hStream);
   FC_BEGIN;
   FC_END(stream_wait(hStream, 1));
 }

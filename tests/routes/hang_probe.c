@@ -18,7 +18,28 @@
  *                 FAKECUDA_SYNC_BLOCK_MS=3000 (the wait to be said);
  *   cancel        a thread synchronizes with FAKECUDA_SYNC_BLOCK_MS=5000 and
  *                 is cancelled 200 ms in; then 2.5 s of nothing (a gone
- *                 thread must not be said to wait).
+ *                 thread must not be said to wait);
+ *   launch nccl|busy N SLEEP_MS
+ *                 captures a graph of one kernel, an NCCL one (named as
+ *                 the driver names NCCL's, mangled:
+ *                 "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL19ncclDevKernelArgs4K") or not
+ *                 ("busy_spin"), launches it N times, then sleeps SLEEP_MS
+ *                 (a rank that skips a collective) and synchronizes the
+ *                 stream (FAKECUDA_LAUNCH_HOLD_MS/_AT hold a launch);
+ *   teardown      captures and launches the NCCL graph once, then, its exec
+ *                 alive, synchronizes the context with
+ *                 FAKECUDA_SYNC_BLOCK_MS=2500 (a communicator's destroy
+ *                 waiting) and exits with the exec alive;
+ *   teardown-futex  the same, but the wait is on a condition variable (a
+ *                 futex) for 2.5 s, outside the driver, as NCCL's destroy
+ *                 waits for the graphs that hold its collectives;
+ *   cudart-sync   synchronizes a stream through the libcudart stand-in
+ *                 (bench/capture/cudart_bench.c: a few frames of its own,
+ *                 as the real one has), FAKECUDA_SYNC_BLOCK_MS=2500: the
+ *                 wait is to be named at this program's line, not the
+ *                 stand-in's;
+ *   capload NAME  captures a graph while loading a PTX image whose one kernel
+ *                 is NAME (ranks that load different images during capture).
  * Prints done=1 when it got to its end. */
 #include <cuda.h>
 
@@ -111,9 +132,98 @@ static void cancelled(void) {
   sleep_ms(2500);
 }
 
+static const char kernels_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                                  /* NCCL's kernels are C++ functions: the driver names them mangled */
+                                  ".visible .entry _Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL19ncclDevKernelArgs4K()"
+                                  "\n{\n ret;\n}\n"
+                                  ".visible .entry busy_spin()\n{\n ret;\n}\n";
+
+/* A graph of one kernel (nccl: the collective's), instantiated. */
+static CUgraphExec one_kernel_graph(CUstream on, int nccl) {
+  CUmodule m;
+  CUfunction f;
+  CUgraph g;
+  CUgraphExec e;
+  CHECK(cuModuleLoadData(&m, kernels_ptx));
+  CHECK(cuModuleGetFunction(&f, m, nccl ? "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL19ncclDevKernelArgs4K" : "busy_spin"));
+  CHECK(cuStreamBeginCapture_v2(on, CU_STREAM_CAPTURE_MODE_GLOBAL)); /* the graph's capture line */
+  CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, on, NULL, NULL));
+  CHECK(cuStreamEndCapture(on, &g));
+  CHECK(cuGraphInstantiateWithFlags(&e, g, 0));
+  return e;
+}
+
+static int launches(int argc, char **argv) {
+  if (argc < 5) {
+    fprintf(stderr, "usage: hang_probe launch nccl|busy N SLEEP_MS\n");
+    return 2;
+  }
+  CUgraphExec e = one_kernel_graph(stream, strcmp(argv[2], "nccl") == 0);
+  for (int i = 0; i < atoi(argv[3]); i++)
+    CHECK(cuGraphLaunch(e, stream));
+  sleep_ms(atol(argv[4]));
+  CHECK(cuStreamSynchronize(stream));
+  printf("done=1\n");
+  return 0;
+}
+
+static int capload(const char *name) {
+  char img[256];
+  snprintf(img, sizeof img, ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry %s()\n{\n ret;\n}\n", name);
+  CUmodule m;
+  CUgraph g;
+  CUstream on = stream;
+  CHECK(cuStreamBeginCapture_v2(on, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CHECK(cuModuleLoadData(&m, img));
+  CHECK(cuStreamEndCapture(on, &g));
+  printf("done=1\n");
+  return 0;
+}
+
+static int teardown_futex(void) {
+  CUgraphExec e = one_kernel_graph(stream, 1);
+  CHECK(cuGraphLaunch(e, stream));
+  CHECK(cuStreamSynchronize(stream));
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 2;
+  until.tv_nsec += 500000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&m);
+  while (pthread_cond_timedwait(&c, &m, &until) == 0) { /* the teardown's wait, outside the driver */
+  }
+  pthread_mutex_unlock(&m);
+  printf("done=1\n");
+  return 0;
+}
+
+int cg_bench_cudart_begin(void *fn, void *stream, int mode); /* the libcudart stand-in */
+
+static __attribute__((noinline)) int cudart_sync(void) {
+  setenv("FAKECUDA_SYNC_BLOCK_MS", "2500", 1);
+  CHECK((CUresult)cg_bench_cudart_begin((void *)cuStreamSynchronize, stream, 0)); /* waits through "libcudart" */
+  printf("done=1\n");
+  return 0;
+}
+
+static int teardown(void) {
+  CUgraphExec e = one_kernel_graph(stream, 1);
+  CHECK(cuGraphLaunch(e, stream));
+  CHECK(cuStreamSynchronize(stream));
+  setenv("FAKECUDA_SYNC_BLOCK_MS", "2500", 1);
+  CHECK(cuCtxSynchronize()); /* the teardown's wait */
+  printf("done=1\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: hang_probe sync | open SECONDS | signalfd | unshare | reuse N | cancel\n");
+    fprintf(stderr, "usage: hang_probe sync | open SECONDS | signalfd | unshare | reuse N | cancel | launch nccl|busy N MS | teardown\n");
     return 2;
   }
   CUgraph g;
@@ -131,6 +241,16 @@ int main(int argc, char **argv) {
   stream = s;
   if (strcmp(argv[1], "signalfd") == 0)
     return take_sigterm();
+  if (strcmp(argv[1], "launch") == 0)
+    return launches(argc, argv);
+  if (strcmp(argv[1], "teardown") == 0)
+    return teardown();
+  if (strcmp(argv[1], "teardown-futex") == 0)
+    return teardown_futex();
+  if (strcmp(argv[1], "cudart-sync") == 0)
+    return cudart_sync();
+  if (strcmp(argv[1], "capload") == 0 && argc > 2)
+    return capload(argv[2]);
   if (strcmp(argv[1], "reuse") == 0 || strcmp(argv[1], "cancel") == 0) {
     if (strcmp(argv[1], "cancel") == 0)
       cancelled();

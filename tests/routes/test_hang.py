@@ -7,7 +7,7 @@
     each exits as soon as the synchronize returns;
   - the same without CAPGUARD_HANG_S says nothing of the kind;
   - a capture left open 3 s is said once with its thread, stream and where it
-    began;
+    began, and written to the log as a hang-capture record;
   - a bad value is said in one line and the program runs as without it,
     " 5" and "+5" included (digits only);
   - the watcher harms no host: it starts only once the process uses CUDA
@@ -20,6 +20,7 @@
     synchronized once and exited, a 3 s wait on a new thread is said;
   - a thread cancelled 200 ms into a synchronize, and gone, is never said
     to wait."""
+import json
 import os
 import re
 import signal
@@ -91,7 +92,8 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # a capture left open
     t0 = time.monotonic()
-    rc, out, err = finish(start(["open", "3"], {"RANK": "1", "CAPGUARD_HANG_S": "1"}, tmp))
+    open_log = os.path.join(tmp, "open.jsonl")
+    rc, out, err = finish(start(["open", "3"], {"RANK": "1", "CAPGUARD_HANG_S": "1", "CAPGUARD_LOG": open_log}, tmp))
     took = time.monotonic() - t0
     said = [l for l in err.splitlines() if "has had a capture open" in l]
     check(rc == 0 and "done=1" in out, f"open: the probe ran (rc {rc}): {err}")
@@ -101,6 +103,11 @@ with tempfile.TemporaryDirectory() as tmp:
                                   rf"at hang_probe\.c:{line_of('cuStreamBeginCapture_v2(s')}\)",
                                   said[0]), f"open: the words: {said}")
     check(took < 3 + 2.0, f"open: took {took:.1f} s for a 3 s capture")
+    with open(open_log) as f:
+        recs = [json.loads(l) for l in f if l.strip()]
+    opened = [r for r in recs if r.get("type") == "event" and r.get("event") == "hang-capture"]
+    check(len(opened) == 1 and "hang_probe.c:" in opened[0]["capture"]["began"] and opened[0]["verdict"] == "waiting",
+          f"open: the hint is a record in the log too: {opened}")
 
     # a bad value: one line, and the program runs as without the watch
     rc, out, err = finish(start(["sync"], {"CAPGUARD_HANG_S": "soon"}, tmp))

@@ -943,7 +943,8 @@ START_TEST(test_names_and_null) {
   ck_assert_str_eq(cg_event_kind_name(CG_EV_KIND_COUNT), "unknown");
   static const char *const names[CG_VERDICT_COUNT] = {"refused", "allowed", "emulated", "served",
                                                       "rescued", "deferred", "failed", "deferred-free",
-                                                      "deferred-destroy", "not-ready", "escaped", "broke", "stale"};
+                                                      "deferred-destroy", "not-ready", "escaped", "broke", "stale",
+                                                      "waiting"};
   for (int v = 0; v < CG_VERDICT_COUNT; v++) ck_assert_str_eq(cg_verdict_name((cg_verdict)v), names[v]);
   ck_assert_str_eq(cg_verdict_name(CG_VERDICT_COUNT), "unknown");
   /* NULL inputs give a clear line, never a crash */

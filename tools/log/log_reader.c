@@ -60,6 +60,7 @@ void cgl_free(cgl_log *log) {
   free(log->caps);
   free(log->evs);
   free(log->stale);
+  free(log->hangs);
   free(log->reqs);
   free(log->runs);
   free(log->ccaps);
@@ -202,7 +203,7 @@ static void census_event(cgl_log *log, size_t proc, json_t *o) {
   cgl_process *p = &log->procs[proc];
   seen_at(p, num(o, CG_KEY_TIME_NS, 0));
   cg_event_kind kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
-  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH || kind == CG_EV_REQUEST_LOAD)
+  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH || kind == CG_EV_REQUEST_LOAD || cgl_hang_kind(kind))
     return;
   cg_verdict verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
   p->census_calls++;
@@ -270,7 +271,7 @@ static bool census_skimmed(cgl_log *log, size_t file, const char *text, size_t l
     return true;
   }
   seen_at(p, skim_num(top, nt, CG_KEY_TIME_NS, 0));
-  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH || kind == CG_EV_REQUEST_LOAD)
+  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH || kind == CG_EV_REQUEST_LOAD || cgl_hang_kind(kind))
     return true;
   p->census_calls++;
   p->census_served += verdict == CG_VERDICT_SERVED;
@@ -482,6 +483,36 @@ static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o)
   seen_at(&log->procs[proc], s->time_ns);
 }
 
+bool cgl_hang_kind(cg_event_kind kind) {
+  return kind == CG_EV_HANG_LAUNCH || kind == CG_EV_HANG_WAIT || kind == CG_EV_HANG_TEARDOWN ||
+         kind == CG_EV_LAUNCH_COUNT || kind == CG_EV_HANG_CAPTURE;
+}
+
+static void read_hang(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o) {
+  log->hangs = grow(log->hangs, &log->cap_hangs, log->n_hangs + 1, sizeof *log->hangs);
+  cgl_hang *h = &log->hangs[log->n_hangs++];
+  memset(h, 0, sizeof *h);
+  h->proc = proc;
+  h->kind = kind;
+  h->time_ns = num(o, CG_KEY_TIME_NS, 0);
+  h->tid = num(o, CG_KEY_TID, 0);
+  h->call = str_or_empty(log, o, CG_KEY_CALL);
+  json_t *cap = json_object_get(o, CG_KEY_CAPTURE);
+  h->capture_id = json_is_object(cap) ? num(cap, CG_KEY_ID, 0) : 0;
+  h->began = json_is_object(cap) ? str_or_empty(log, cap, CG_KEY_BEGAN) : "";
+  json_t *x = json_object_get(o, CG_KEY_HANG);
+  bool is = json_is_object(x);
+  h->exec = is ? str_or_empty(log, x, CG_KEY_EXEC) : "";
+  h->collective = is ? str_or_empty(log, x, CG_KEY_COLLECTIVE) : "";
+  h->where = is ? str_or_empty(log, x, CG_KEY_WHERE) : "";
+  h->launches = is ? num(x, CG_KEY_LAUNCHES, 0) : 0;
+  h->waited_ns = is ? num(x, CG_KEY_WAITED_NS, 0) : 0;
+  h->collectives = is ? num(x, CG_KEY_COLLECTIVES, 0) : 0;
+  h->kernel_nodes = is ? num(x, CG_KEY_KERNEL_NODES, 0) : 0;
+  h->execs = is ? num(x, CG_KEY_EXECS, 0) : 0;
+  seen_at(&log->procs[proc], h->time_ns);
+}
+
 /* The Python package a load came through, from its frames' files. */
 static const char *framework_of(json_t *py) {
   static const struct {
@@ -550,6 +581,10 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   }
   if (kind == CG_EV_REQUEST_LOAD) {
     read_request(log, proc, o);
+    return;
+  }
+  if (cgl_hang_kind(kind)) {
+    read_hang(log, proc, kind, o);
     return;
   }
   cgl_event *e = NEW_ITEM(log->evs, log->n_evs, log->cap_evs);
@@ -631,6 +666,7 @@ static void read_summary(cgl_log *log, size_t proc, json_t *o) {
   p->capture_ns = num(o, CG_KEY_CAPTURE_NS, 0);
   p->first_capture_ns = num(o, CG_KEY_FIRST_CAPTURE_NS, 0);
   p->first_replay_ns = num(o, CG_KEY_FIRST_REPLAY_NS, 0);
+  p->collective_execs = num(o, CG_KEY_COLLECTIVE_EXECS, 0);
   json_t *slow = arr(o, CG_KEY_SLOWEST);
   p->n_slowest = 0;
   for (size_t i = 0; slow && i < json_array_size(slow) && p->n_slowest < 3; i++) {

@@ -65,6 +65,8 @@ typedef struct {
   long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
   long long primed_skipped_arch, skipped_sm, device_sm;
   long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
+  /* Graph execs holding collectives still alive at exit (CAPGUARD_HANG_S). */
+  long long collective_execs;
   cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
   long long rank, local_rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */
@@ -163,6 +165,19 @@ typedef struct {
   const char *python_top; /* its innermost Python frame, NULL if none */
 } cgl_stale;
 
+/* A hang event (hang-launch, hang-wait, hang-teardown, launch-count:
+ * docs/hangs.md), kept apart from the calls made during capture: it is
+ * about a launch or a call not done after CAPGUARD_HANG_S. Strings are ""
+ * when absent. */
+typedef struct {
+  size_t proc;
+  cg_event_kind kind;
+  long long time_ns, tid, capture_id, launches, waited_ns, collectives, execs;
+  long long kernel_nodes; /* 0: the exec's kernels are not known */
+  const char *call, *exec, *collective, *where;
+  const char *began; /* where the graph's capture began */
+} cgl_hang;
+
 /* A load on the request path (request-path-load: docs/request-path.md),
  * kept apart from the calls made during capture. provisional: made within
  * the quiet window after the launch that may have begun serving; it counts
@@ -208,6 +223,8 @@ typedef struct {
   size_t n_evs, cap_evs;
   cgl_stale *stale;
   size_t n_stale, cap_stale;
+  cgl_hang *hangs;
+  size_t n_hangs, cap_hangs;
   cgl_request *reqs;
   size_t n_reqs, cap_reqs;
   cgl_run *runs;        /* set by cgl_group_runs */
@@ -232,6 +249,8 @@ typedef struct {
   long long cur_offset, cur_lineno; /* the line being read */
 } cgl_log;
 
+/* The hang watch's event kinds (kept in log->hangs). */
+bool cgl_hang_kind(cg_event_kind kind);
 void cgl_init(cgl_log *log);
 void cgl_free(cgl_log *log);
 

@@ -118,14 +118,14 @@ void cgl_group_runs(cgl_log *log) {
 }
 
 /* The items of one kind (processes, captures, calls, stale events, request-path
- * loads) bucketed by run, each bucket in the log's order: run r's are
+ * loads, hangs) bucketed by run, each bucket in the log's order: run r's are
  * items[start[r] .. start[r + 1]), and local[i] is item i's place in its
  * run's. Built once in time linear in the log, so that every run's view
  * costs its own size, not the whole log's. */
 typedef struct {
   size_t *start, *items, *local;
 } run_bucket;
-enum { ITEM_PROC, ITEM_CAPTURE, ITEM_EVENT, ITEM_STALE, ITEM_REQUEST, ITEM_KINDS };
+enum { ITEM_PROC, ITEM_CAPTURE, ITEM_EVENT, ITEM_STALE, ITEM_REQUEST, ITEM_HANG, ITEM_KINDS };
 
 static size_t item_proc(const cgl_log *log, int kind, size_t i) {
   switch (kind) {
@@ -133,6 +133,7 @@ static size_t item_proc(const cgl_log *log, int kind, size_t i) {
   case ITEM_CAPTURE: return log->caps[i].proc;
   case ITEM_EVENT: return log->evs[i].proc;
   case ITEM_STALE: return log->stale[i].proc;
+  case ITEM_HANG: return log->hangs[i].proc;
   default: return log->reqs[i].proc;
   }
 }
@@ -166,7 +167,7 @@ static void buckets_free(run_bucket *b) {
 }
 
 static void buckets_fill(const cgl_log *log, run_bucket *b) {
-  size_t n[ITEM_KINDS] = {log->n_procs, log->n_caps, log->n_evs, log->n_stale, log->n_reqs};
+  size_t n[ITEM_KINDS] = {log->n_procs, log->n_caps, log->n_evs, log->n_stale, log->n_reqs, log->n_hangs};
   for (int k = 0; k < ITEM_KINDS; k++)
     bucket_fill(log, k, n[k], &b[k]);
 }
@@ -219,11 +220,15 @@ static void view_of(const cgl_log *log, const run_bucket *b, size_t run, cgl_log
   view->reqs = run_items(&b[ITEM_REQUEST], run, in, log->reqs, sizeof *log->reqs, &view->n_reqs);
   for (size_t i = 0; i < view->n_reqs; i++)
     view->reqs[i].proc = pmap[view->reqs[i].proc];
+  view->hangs = run_items(&b[ITEM_HANG], run, in, log->hangs, sizeof *log->hangs, &view->n_hangs);
+  for (size_t i = 0; i < view->n_hangs; i++)
+    view->hangs[i].proc = pmap[view->hangs[i].proc];
   view->cap_procs = view->n_procs;
   view->cap_caps = view->n_caps;
   view->cap_evs = view->n_evs;
   view->cap_stale = view->n_stale;
   view->cap_reqs = view->n_reqs;
+  view->cap_hangs = view->n_hangs;
   if (in) {
     view->runs = cgl_xrealloc(NULL, sizeof *view->runs);
     view->runs[0] = log->runs[run];

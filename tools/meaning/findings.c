@@ -1063,9 +1063,30 @@ static void stale_say(const ctx *c, cgf_finding *x) {
                         n, cg_plural(n), cgf_stale_advice(true));
 }
 
+/* The hang watch (CAPGUARD_HANG_S) said a launch not finished, a call or a
+ * capture that waited, or a teardown held by live graphs; or a process
+ * exited with graph execs holding collectives alive. */
+static size_t hangs_said(const ctx *c) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->log->n_hangs; i++)
+    n += c->log->hangs[i].kind != CG_EV_LAUNCH_COUNT;
+  for (size_t p = 0; p < c->log->n_procs; p++)
+    n += c->log->procs[p].collective_execs > 0;
+  return n;
+}
+static bool hangs_holds(const ctx *c) { return hangs_said(c) > 0; }
+static void hangs_say(const ctx *c, cgf_finding *x) {
+  size_t n = hangs_said(c);
+  x->sentence = xprintf("%zu hang%s located by the hang watch (a graph launch not finished, a wait, a teardown held "
+                        "by graphs that hold collectives): capguard report's \"Hangs (CAPGUARD_HANG_S)\" names the "
+                        "graph, the rank behind or busy, and the fix; give it every rank's log",
+                        n, cg_plural(n));
+}
+
 /* nothing to do only when no call at all was made during capture, of any kind */
 static bool all_clear_holds(const ctx *c) {
-  return !c->a->n_broken && !c->a->calls && !c->a->ended_early && !c->log->cut_files && !c->log->n_stale;
+  return !c->a->n_broken && !c->a->calls && !c->a->ended_early && !c->log->cut_files && !c->log->n_stale &&
+         !hangs_said(c);
 }
 static void all_clear_say(const ctx *c, cgf_finding *x) {
   (void)c;
@@ -1229,6 +1250,7 @@ static const row rows[] = {
     {"kept-alive", CGF_REPORT, kept_holds, kept_say},
     {"stale", CGF_REPORT | CGF_SAID, stale_holds, stale_say},
     {"request-path-loads", CGF_REPORT | CGF_SAID, request_holds, request_say},
+    {"hangs", CGF_REPORT | CGF_SAID, hangs_holds, hangs_say},
     {"all-clear", CGF_REPORT | CGF_NEXT, all_clear_holds, all_clear_say},
     /* prime learn's verdict */
     {"learn-incomplete", CGF_LEARN, learn_incomplete_holds, learn_incomplete_say},

@@ -162,6 +162,64 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size
 }
 
 static const char no_offender[] = "";
+/* One image a rank loaded during capture (a module-load event: the driver's
+ * load or a copy served), by its hash: interned, so equal hashes are one
+ * pointer. */
+typedef struct {
+  const char *hash;
+  size_t row;
+  size_t ev;
+} loaded_image;
+
+static int by_hash_then_row(const void *a, const void *b) {
+  const loaded_image *x = a, *y = b;
+  if (x->hash != y->hash)
+    return (uintptr_t)x->hash < (uintptr_t)y->hash ? -1 : 1;
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+/* Each image some ranks loaded during capture and others did not: NCCL's
+ * ranks run the same graphs, so a rank that loaded another kernel image
+ * captured other work (a different code path, a different build). */
+static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t *row_of) {
+  loaded_image *li = NULL;
+  size_t n = 0;
+  for (size_t e = 0; e < log->n_evs; e++) {
+    const cgl_event *ev = &log->evs[e];
+    if (ev->kind != CG_EV_MODULE_LOAD || !ev->image_hash || row_of[ev->proc] == SIZE_MAX)
+      continue;
+    li = cg_xrealloc(li, (n + 1) * sizeof *li, DOING);
+    li[n++] = (loaded_image){ev->image_hash, row_of[ev->proc], e};
+  }
+  if (n)
+    qsort(li, n, sizeof *li, by_hash_then_row);
+  bool *has = cg_xrealloc(NULL, v->n * sizeof *has, DOING);
+  bool *lacks = cg_xrealloc(NULL, v->n * sizeof *lacks, DOING);
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    memset(has, 0, v->n * sizeof *has);
+    for (; j < n && li[j].hash == li[i].hash; j++)
+      has[li[j].row] = true;
+    size_t n_has = 0;
+    for (size_t r = 0; r < v->n; r++) {
+      n_has += has[r];
+      lacks[r] = !has[r];
+    }
+    if (n_has < v->n) {
+      const cgl_event *ev = &log->evs[li[i].ev];
+      char with[256], without[256], disp[CG_KERNEL_DISPLAY_MAX];
+      const char *k = ev->kernels->n ? cg_kernel_display(ev->kernels->v[0], disp, sizeof disp) : NULL;
+      rank_list(v, has, with, sizeof with);
+      rank_list(v, lacks, without, sizeof without);
+      add_diff(v, "%s loaded an image during capture that %s did not (hash %.16s%s%s%s)", with, without, li[i].hash,
+               k ? ", kernel " : "", k ? k : "", ev->kernels->n > 1 ? " and more" : "");
+    }
+    i = j;
+  }
+  free(li);
+  free(has);
+  free(lacks);
+}
 
 /* A process's counts of captures, gathered in one pass over them. */
 typedef struct {
@@ -245,6 +303,7 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
   claim_differences(log, v);
   count_differences(v);
   capture_differences(log, v, row_of);
+  image_differences(log, v, row_of);
   free(row_of);
 }
 

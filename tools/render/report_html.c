@@ -15,6 +15,7 @@
 #include "html_text.h"
 #include "kernel_display.h"
 #include "findings.h"
+#include "report_hang.h"
 #include "report_stale.h"
 #include "report_request.h"
 #include "request_path.h"
@@ -63,6 +64,8 @@ static const char *verdict_colour(cg_verdict v) {
     return "#1a1a1a";
   case CG_VERDICT_STALE:
     return "#4d004b";
+  case CG_VERDICT_WAITING:
+    return "#637939";
   case CG_VERDICT_COUNT:
     break;
   }
@@ -883,6 +886,7 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
   cgr_print_ranks_html(o, log, esc);
   cgr_capture_time_html(o, a, esc);
   findings(o, a);
+  cgr_print_hang_html(o, log);
   cgr_print_request_html(o, log);
   calls_table(o, a);
   fputs("</body></html>\n", o);

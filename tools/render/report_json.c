@@ -5,6 +5,7 @@
 
 #include "ended_early.h"
 #include "findings.h"
+#include "report_hang.h"
 #include "report_stale.h"
 #include "log_pool.h"
 #include "offender.h"
@@ -348,6 +349,9 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
     json_object_set_new(root, "findings", findings_json(&a->advice));
   }
   json_object_set_new(root, CG_KEY_STALE, cgr_stale_json(log));
+  json_t *hangs = cgr_hang_json(log);
+  if (hangs)
+    json_object_set_new(root, CG_KEY_HANG, hangs);
 
   int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   fputc('\n', out);

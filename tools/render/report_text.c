@@ -4,6 +4,7 @@
 #include "ended_early.h"
 #include "kernel_display.h"
 #include "findings.h"
+#include "report_hang.h"
 #include "report_stale.h"
 #include "offender.h"
 #include "report_ranks.h"
@@ -427,6 +428,7 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   if (a->n_sites)
     print_sites(out, a, pal);
   cgr_print_stale_text(out, log, pal);
+  cgr_print_hang_text(out, log, pal);
   fprintf(out, "\n%sWhat to do%s\n", pal.bold, pal.reset);
   if (!a->run_advice) {
     for (size_t i = 0; i < a->advice.n; i++)

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "report_hang.h"
 #include "report_stale.h"
 #include "report_request.h"
 #include "log_pool.h"
@@ -172,6 +173,7 @@ int cgr_print_trace(FILE *out, const cgr_analysis *a) {
   }
   cgr_capture_time_trace(evs, a, us_since, t0);
   cgr_stale_trace(evs, log, t0);
+  cgr_hang_trace(evs, log, t0);
   cgr_request_trace(evs, log, t0);
   /* ts 0 is capguard_epoch_ns of the shim's clock (CLOCK_REALTIME, UTC): the
    * offset to another trace of the same machine, e.g. an nsys export

@@ -46,6 +46,19 @@ typedef struct {
                              number (capguard's), now 0 when unmapped */
 } cg_stale_read_info;
 
+/* What a hang event (hang-launch, hang-wait, hang-teardown, launch-count)
+ * is about: a graph exec's launch, or a call, not done after CAPGUARD_HANG_S. */
+typedef struct {
+  uint64_t exec;          /* the CUgraphExec, 0 for a call */
+  uint64_t launches;      /* which launch of the exec (hang-launch), how many (launch-count) */
+  uint64_t waited_ns;     /* how long it had lasted when said */
+  unsigned collectives;   /* NCCL kernels in the exec; hang-teardown: in the first live one */
+  unsigned kernel_nodes;  /* kernels the driver named in the exec (0: its kernels are not known) */
+  const char *collective; /* the first of them, "" none */
+  unsigned execs;         /* hang-teardown: live execs holding collectives */
+  const char *where;      /* hang-wait, hang-teardown: who called, "" unknown */
+} cg_hang_info;
+
 typedef struct {
   cg_event_kind kind;
   cg_verdict verdict;
@@ -70,6 +83,7 @@ typedef struct {
   const cg_py_frame *py;     /* Python frames, innermost first */
   size_t n_py;
   const cg_stale_read_info *stale; /* stale-free and stale-launch events, NULL for the others */
+  const cg_hang_info *hang;        /* hang events (CAPGUARD_HANG_S), NULL for the others */
   /* The calling thread's name when it is not the thread that began the
    * capture (an NCCL proxy thread, a watchdog), NULL otherwise. */
   const char *thread_name;
@@ -134,6 +148,9 @@ typedef struct {
    * came; serving_began: serving began (loads after it count). */
   uint64_t request_loads, request_load_ns, first_request_after_ns;
   bool serving_began;
+  /* Graph execs holding collectives (NCCL kernels) still alive at exit,
+   * counted with CAPGUARD_HANG_S set: what holds a communicator's teardown. */
+  uint64_t collective_execs;
 } cg_summary;
 
 /* The "start" record (the shim started in a process) and the "process" record
@@ -209,5 +226,9 @@ size_t cg_process_format_json(const cg_process_record *r, char *buf, size_t cap)
  * sig (its wait status): the process wrote no summary, and the log says why. */
 size_t cg_ended_format_json(uint64_t pid, uint64_t time_ns, int sig, char *buf, size_t cap);
 
+/* What to do about a hang event: one sentence by kind (hang_advice.c), for
+ * the event's text and the report alike; NULL where the fact is the whole
+ * message. busy: a launch with no collective in it. */
+const char *cg_hang_advice(cg_event_kind kind, bool busy);
 
 #endif

@@ -111,5 +111,13 @@
 #define CG_KEY_READS "reads"
 #define CG_KEY_BY_HAND "by_hand"
 #define CG_KEY_PIECE "piece"
+#define CG_KEY_HANG "hang"
+#define CG_KEY_LAUNCHES "launches"
+#define CG_KEY_WAITED_NS "waited_ns"
+#define CG_KEY_COLLECTIVES "collectives"
+#define CG_KEY_COLLECTIVE "collective"
+#define CG_KEY_EXECS "execs"
+#define CG_KEY_KERNEL_NODES "kernel_nodes"
+#define CG_KEY_COLLECTIVE_EXECS "collective_execs_alive"
 
 #endif

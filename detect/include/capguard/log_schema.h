@@ -81,7 +81,20 @@ enum {
     "allocated again as another buffer at the same address (CAPGUARD_STALE)")                       \
   X(CG_EV_REQUEST_LOAD, "request-path-load", 0,                                                     \
     "cuModuleLoad*, cuLibraryLoad* after serving began (the first graph launch after the start-up's " \
-    "last capture, or CAPGUARD_SERVING_AFTER): it costs a request its latency, not a capture")
+    "last capture, or CAPGUARD_SERVING_AFTER): it costs a request its latency, not a capture")    \
+  X(CG_EV_HANG_LAUNCH, "hang-launch", 0,                                                            \
+    "cuGraphLaunch whose graph had not finished after CAPGUARD_HANG_S seconds (its completion "     \
+    "marker not reached): its exec, capture, launch count and collectives")                       \
+  X(CG_EV_HANG_WAIT, "hang-wait", 0,                                                                \
+    "a synchronize or capture end that had lasted more than CAPGUARD_HANG_S seconds")               \
+  X(CG_EV_HANG_TEARDOWN, "hang-teardown", 0,                                                        \
+    "a call that had lasted more than CAPGUARD_HANG_S seconds while graph execs holding "           \
+    "collectives were alive and none of their launches was pending (a teardown they hold)")        \
+  X(CG_EV_LAUNCH_COUNT, "launch-count", 0,                                                          \
+    "how many times a graph exec had been launched, written when the process launched nothing for " \
+    "CAPGUARD_HANG_S seconds (CAPGUARD_HANG_S): ranks lined up by their launches")                  \
+  X(CG_EV_HANG_CAPTURE, "hang-capture", 0,                                                          \
+    "a capture open for more than CAPGUARD_HANG_S seconds (cuStreamBeginCapture* without its end)")
 
 /* Verdicts have two columns more than the other tables:
  *   said     the event line's sentence on stderr (event_format.c), NULL
@@ -146,7 +159,11 @@ enum {
     "or reads memory freed since its capture (a launch)",                                          \
     "went through unchanged; a live graph exec reads the memory: each replay reads or writes "      \
     "memory that is no longer its own",                                                            \
-    NULL)
+    NULL)                                                                                           \
+  X(CG_VERDICT_WAITING, "waiting", 0,                                                               \
+    "the call went through unchanged and had not returned, or the launch had not finished, after " \
+    "CAPGUARD_HANG_S seconds (a launch count: what the process had launched when it went quiet)",  \
+    "had not finished after CAPGUARD_HANG_S seconds", NULL)
 
 /* capguard's run modes (CAPGUARD_MODE). */
 #define CG_RUN_MODES(X)                                                                             \

@@ -1,0 +1,24 @@
+/* The report's section on hangs (the hang watch, CAPGUARD_HANG_S,
+ * docs/hangs.md): the ranks lined up by their launches of each graph a
+ * launch hung in (meaning/hang_lineup.h), then each hang the log holds
+ * (a launch not finished, a call waiting, a teardown held by live graphs)
+ * and the execs holding collectives still alive at exit. A log with only
+ * launch counts (a healthy pause) says nothing. Rendered as text, JSON,
+ * HTML and trace events. */
+#ifndef CAPGUARD_REPORT_HANG_H
+#define CAPGUARD_REPORT_HANG_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "log_reader.h"
+
+void cgr_print_hang_text(FILE *out, const cgl_log *log, cg_palette pal);
+/* NULL when there is nothing to say. */
+json_t *cgr_hang_json(const cgl_log *log);
+void cgr_print_hang_html(FILE *o, const cgl_log *log);
+/* Appends one instant event per hang event to a trace's traceEvents. */
+void cgr_hang_trace(json_t *evs, const cgl_log *log, long long t0);
+
+#endif
