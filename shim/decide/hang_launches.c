@@ -69,7 +69,9 @@ typedef struct {
 static marker markers[MARKERS];
 static uint64_t launch_seq, last_launch_ns;
 
-static unsigned home(uint64_t exec) { return (unsigned)(((exec >> 4) * 0x9E3779B97F4A7C15ull) >> 52) & (EXECS - 1); }
+static unsigned home(uint64_t exec) {
+  return (unsigned)(((exec >> 4) * 0x9E3779B97F4A7C15ull) >> 52) & (EXECS - 1);
+}
 
 /* The exec's row, -1 when not known: no lock (keys change under it only). */
 static int find(uint64_t exec) {

@@ -41,9 +41,9 @@ void cg_hang_launched(CUgraphExec exec, CUstream s, bool ptsz);
 typedef struct {
   uint64_t exec, capture_id, launch, stream; /* launch: which of the exec's launches (1: its first) */
   uint64_t waited_ns;
-  unsigned collectives, kernels;             /* NCCL kernels in it, kernels in it */
-  char collective[96], kernel[96];           /* the first of each, "" none */
-  char site[256];                            /* where its capture began, "" unknown (built by hand) */
+  unsigned collectives, kernels;   /* NCCL kernels in it, kernels in it */
+  char collective[96], kernel[96]; /* the first of each, "" none */
+  char site[256];                  /* where its capture began, "" unknown (built by hand) */
 } cg_hang_launch_seen;
 
 /* The watcher's look (its thread only): each stream's oldest launch not

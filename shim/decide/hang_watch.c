@@ -111,8 +111,8 @@ static void waiter_text(const call_seen *c, char *buf, size_t cap) {
 }
 
 /* The event's common fields, for the log (what stderr says in words). */
-static void log_event(cg_event_kind kind, const char *call, uint64_t tid, uint64_t capture_id, const char *began,
-                      const cg_hang_info *h) {
+static void log_event(cg_event_kind kind, const char *call, uint64_t tid, uint64_t capture_id,
+                      const char *began, const cg_hang_info *h) {
   cg_event e;
   memset(&e, 0, sizeof e);
   e.kind = kind;
@@ -143,10 +143,13 @@ static bool say_teardown(const call_seen *c, uint64_t tid, uint64_t waited_ns, c
   cg_warn("%s waits in %s for %.1f s (called from %s) while %u graph exec%s holding collectives %s alive "
           "(the first captured at %s, capture %llu, holding %s): %s",
           who, c->call ? c->call : "?", waited_ns / 1e9, caller, n, n == 1 ? "" : "s", n == 1 ? "is" : "are",
-          first.site[0] ? first.site : "a site not known", (unsigned long long)first.capture_id, first.collective,
-          cg_hang_advice(CG_EV_HANG_TEARDOWN, false));
-  cg_hang_info h = {.waited_ns = waited_ns, .collectives = first.collectives, .collective = first.collective,
-                    .execs = n, .where = caller};
+          first.site[0] ? first.site : "a site not known", (unsigned long long)first.capture_id,
+          first.collective, cg_hang_advice(CG_EV_HANG_TEARDOWN, false));
+  cg_hang_info h = {.waited_ns = waited_ns,
+                    .collectives = first.collectives,
+                    .collective = first.collective,
+                    .execs = n,
+                    .where = caller};
   log_event(CG_EV_HANG_TEARDOWN, c->call, tid, first.capture_id, first.site, &h);
   return true;
 }
@@ -196,8 +199,8 @@ static void look_quiet_teardown(uint64_t now, uint64_t limit) {
   unsigned long long ticks;
   cg_hang_launch_seen first;
   unsigned n;
-  if (said || cg_hang_launching(now, limit) || cg_hang_launch_pending() || !(n = cg_hang_collective_execs(&first)) ||
-      !main_thread_state(&nr, &ticks) || nr != SYS_futex) {
+  if (said || cg_hang_launching(now, limit) || cg_hang_launch_pending() ||
+      !(n = cg_hang_collective_execs(&first)) || !main_thread_state(&nr, &ticks) || nr != SYS_futex) {
     since = 0;
     return;
   }
@@ -209,14 +212,19 @@ static void look_quiet_teardown(uint64_t now, uint64_t limit) {
   if (now - since <= limit)
     return;
   said = true;
-  cg_warn("%s: the main thread has waited %.1f s outside the driver (in a futex), nothing launched, while %u graph "
-          "exec%s holding collectives %s alive (the first captured at %s, capture %llu, holding %s); if it is "
-          "tearing down (destroy_process_group): %s",
-          who, (now - since) / 1e9, n, n == 1 ? "" : "s", n == 1 ? "is" : "are",
-          first.site[0] ? first.site : "a site not known", (unsigned long long)first.capture_id, first.collective,
-          cg_hang_advice(CG_EV_HANG_TEARDOWN, false));
-  cg_hang_info h = {.waited_ns = now - since, .collectives = first.collectives, .collective = first.collective,
-                    .execs = n, .where = "a futex (outside the driver)"};
+  cg_warn(
+      "%s: the main thread has waited %.1f s outside the driver (in a futex), nothing launched, while %u "
+      "graph "
+      "exec%s holding collectives %s alive (the first captured at %s, capture %llu, holding %s); if it is "
+      "tearing down (destroy_process_group): %s",
+      who, (now - since) / 1e9, n, n == 1 ? "" : "s", n == 1 ? "is" : "are",
+      first.site[0] ? first.site : "a site not known", (unsigned long long)first.capture_id, first.collective,
+      cg_hang_advice(CG_EV_HANG_TEARDOWN, false));
+  cg_hang_info h = {.waited_ns = now - since,
+                    .collectives = first.collectives,
+                    .collective = first.collective,
+                    .execs = n,
+                    .where = "a futex (outside the driver)"};
   log_event(CG_EV_HANG_TEARDOWN, "", (uint64_t)getpid(), first.capture_id, first.site, &h);
 }
 
@@ -287,15 +295,19 @@ static void say_launch(const cg_hang_launch_seen *l) {
   else if (unknown)
     snprintf(holds, sizeof holds, "its kernels are not known (the driver named none)");
   else
-    snprintf(holds, sizeof holds, "it holds %u collective%s (%s)", l->collectives, l->collectives == 1 ? "" : "s",
-             l->collective);
+    snprintf(holds, sizeof holds, "it holds %u collective%s (%s)", l->collectives,
+             l->collectives == 1 ? "" : "s", l->collective);
   cg_warn("%s: launch %llu of graph exec 0x%llx (capture %llu, captured at %s) has not finished after %.1f s "
           "(stream 0x%llx); %s: %s",
           who, (unsigned long long)l->launch, (unsigned long long)l->exec, (unsigned long long)l->capture_id,
           l->site[0] ? l->site : "a site not known", l->waited_ns / 1e9, (unsigned long long)l->stream, holds,
           unknown ? "whether it waits for a peer is not known" : cg_hang_advice(CG_EV_HANG_LAUNCH, busy));
-  cg_hang_info h = {.exec = l->exec, .launches = l->launch, .waited_ns = l->waited_ns,
-                    .collectives = l->collectives, .kernel_nodes = l->kernels, .collective = l->collective};
+  cg_hang_info h = {.exec = l->exec,
+                    .launches = l->launch,
+                    .waited_ns = l->waited_ns,
+                    .collectives = l->collectives,
+                    .kernel_nodes = l->kernels,
+                    .collective = l->collective};
   log_event(CG_EV_HANG_LAUNCH, "cuGraphLaunch", 0, l->capture_id, l->site, &h);
 }
 
@@ -306,8 +318,11 @@ static void census(void) {
   static cg_hang_launch_seen rows[64];
   int n = cg_hang_launch_census(rows, 64);
   for (int i = 0; i < n; i++) {
-    cg_hang_info h = {.exec = rows[i].exec, .launches = rows[i].launch, .collectives = rows[i].collectives,
-                      .kernel_nodes = rows[i].kernels, .collective = rows[i].collective};
+    cg_hang_info h = {.exec = rows[i].exec,
+                      .launches = rows[i].launch,
+                      .collectives = rows[i].collectives,
+                      .kernel_nodes = rows[i].kernels,
+                      .collective = rows[i].collective};
     log_event(CG_EV_LAUNCH_COUNT, "cuGraphLaunch", 0, rows[i].capture_id, rows[i].site, &h);
   }
 }
@@ -336,7 +351,10 @@ static void look(void) {
                      __atomic_load_n(&s->handle, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->caller, __ATOMIC_RELAXED),
                      __atomic_load_n(&s->caller_slot, __ATOMIC_RELAXED),
-                     __atomic_load_n(&s->py_state, __ATOMIC_RELAXED), s, tid, t};
+                     __atomic_load_n(&s->py_state, __ATOMIC_RELAXED),
+                     s,
+                     tid,
+                     t};
       seen_call[i].said = t;
       if (still(s, tid, &s->call_seq, t))
         say_call(&c, tid, d);

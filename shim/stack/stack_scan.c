@@ -30,13 +30,13 @@ static bool after_call(uintptr_t ra) {
   unsigned char b[7];
   if (ra < 4096 || !dladdr((void *)ra, &info) || !info.dli_fname || !read_self((void *)(ra - 7), b, sizeof b))
     return false;
-  return b[2] == 0xe8                                  /* call rel32 */
-         || (b[1] == 0xff && b[2] == 0x15)             /* call *rel32(%rip) */
-         || (b[5] == 0xff && (b[6] & 0xf8) == 0xd0)    /* call *%reg */
-         || (b[4] == 0xff && (b[5] & 0xf8) == 0x50)    /* call *disp8(%reg) */
-         || (b[1] == 0xff && (b[2] & 0xf8) == 0x90)    /* call *disp32(%reg) */
-         || (b[4] == 0xff && b[5] == 0x14)             /* call *(sib) */
-         || (b[3] == 0xff && b[4] == 0x54);            /* call *disp8(sib) */
+  return b[2] == 0xe8                               /* call rel32 */
+         || (b[1] == 0xff && b[2] == 0x15)          /* call *rel32(%rip) */
+         || (b[5] == 0xff && (b[6] & 0xf8) == 0xd0) /* call *%reg */
+         || (b[4] == 0xff && (b[5] & 0xf8) == 0x50) /* call *disp8(%reg) */
+         || (b[1] == 0xff && (b[2] & 0xf8) == 0x90) /* call *disp32(%reg) */
+         || (b[4] == 0xff && b[5] == 0x14)          /* call *(sib) */
+         || (b[3] == 0xff && b[4] == 0x54);         /* call *disp8(sib) */
 #else
   (void)ra;
   return false;
@@ -52,7 +52,8 @@ size_t cg_native_scan_callers(const void *ra_slot, void **out, size_t max) {
   size_t len = sizeof words;
   while (len >= sizeof(uintptr_t) && !read_self(ra_slot, words, len))
     len /= 2;
-  for (size_t i = 1; i < len / sizeof(uintptr_t) && n < max; i++) /* words[0]: the wrapper's own return address */
+  for (size_t i = 1; i < len / sizeof(uintptr_t) && n < max;
+       i++) /* words[0]: the wrapper's own return address */
     if (after_call(words[i]))
       out[n++] = (void *)words[i];
   return n;

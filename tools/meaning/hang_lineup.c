@@ -23,7 +23,9 @@ static bool same_graph(const cgl_hang *a, const cgl_hang *b) {
   return a->capture_id == b->capture_id && strcmp(a->began, b->began) == 0;
 }
 
-static bool counts(const cgl_hang *h) { return h->kind == CG_EV_HANG_LAUNCH || h->kind == CG_EV_LAUNCH_COUNT; }
+static bool counts(const cgl_hang *h) {
+  return h->kind == CG_EV_HANG_LAUNCH || h->kind == CG_EV_LAUNCH_COUNT;
+}
 
 /* Each process's launches of the graph of hung: the most its events say. */
 static long long launches_of(const cgl_log *log, size_t proc, const cgl_hang *hung) {
@@ -46,7 +48,8 @@ static char *dup_text(const char *s) {
 /* Processes by rank (an unknown rank last), then pid. */
 static const cgl_log *by_rank_log;
 static int by_rank(const void *a, const void *b) {
-  const cgl_process *x = &by_rank_log->procs[*(const size_t *)a], *y = &by_rank_log->procs[*(const size_t *)b];
+  const cgl_process *x = &by_rank_log->procs[*(const size_t *)a],
+                    *y = &by_rank_log->procs[*(const size_t *)b];
   if (x->rank_known != y->rank_known)
     return x->rank_known ? -1 : 1;
   if (x->rank_known && x->rank != y->rank)
@@ -58,13 +61,15 @@ static int by_rank(const void *a, const void *b) {
 static cgm_lineup one(const cgl_log *log, const cgl_hang *hung) {
   char who[64], graph[600], text[2048];
   cgm_hang_who(log, hung->proc, who, sizeof who);
-  snprintf(graph, sizeof graph, "the graph captured at %s (capture %lld)", *hung->began ? hung->began : "an unknown site",
-           hung->capture_id);
+  snprintf(graph, sizeof graph, "the graph captured at %s (capture %lld)",
+           *hung->began ? hung->began : "an unknown site", hung->capture_id);
   cgm_lineup l = {NULL, -1, hung->collectives == 0 && hung->kernel_nodes > 0};
   if (l.busy) {
-    snprintf(text, sizeof text,
-             "%s is busy in launch %lld of %s: no collective is in it, so it waits for no peer (its own kernels "
-             "run on)", who, hung->launches, graph);
+    snprintf(
+        text, sizeof text,
+        "%s is busy in launch %lld of %s: no collective is in it, so it waits for no peer (its own kernels "
+        "run on)",
+        who, hung->launches, graph);
     l.text = dup_text(text);
     return l;
   }
@@ -84,8 +89,8 @@ static cgm_lineup one(const cgl_log *log, const cgl_hang *hung) {
       continue;
     char other[64];
     cgm_hang_who(log, p, other, sizeof other);
-    at += snprintf(text + at, sizeof text - (size_t)at, "%s%s launched it %lld time%s", n++ ? ", " : "", other, k,
-                   k == 1 ? "" : "s");
+    at += snprintf(text + at, sizeof text - (size_t)at, "%s%s launched it %lld time%s", n++ ? ", " : "",
+                   other, k, k == 1 ? "" : "s");
     if (k < fewest) {
       fewest = k;
       l.behind = (long long)p;
@@ -95,18 +100,23 @@ static cgm_lineup one(const cgl_log *log, const cgl_hang *hung) {
   if (l.behind >= 0) {
     char behind[64];
     cgm_hang_who(log, (size_t)l.behind, behind, sizeof behind);
-    snprintf(text + at, sizeof text - (size_t)at,
-             ": %s waits in its launch %lld, for %s, which is behind (it launched the graph %lld time%s; what it "
-             "did instead of its next launch is where to look)",
-             who, hung->launches, behind, fewest, fewest == 1 ? "" : "s");
+    snprintf(
+        text + at, sizeof text - (size_t)at,
+        ": %s waits in its launch %lld, for %s, which is behind (it launched the graph %lld time%s; what it "
+        "did instead of its next launch is where to look)",
+        who, hung->launches, behind, fewest, fewest == 1 ? "" : "s");
   } else if (n > 1) {
-    snprintf(text + at, sizeof text - (size_t)at,
-             ": %s waits in its launch %lld and no rank launched the graph fewer times: none is behind in this "
-             "graph (look at a collective outside it, or another graph)", who, hung->launches);
+    snprintf(
+        text + at, sizeof text - (size_t)at,
+        ": %s waits in its launch %lld and no rank launched the graph fewer times: none is behind in this "
+        "graph (look at a collective outside it, or another graph)",
+        who, hung->launches);
   } else {
-    snprintf(text + at, sizeof text - (size_t)at,
-             ": %s waits in its launch %lld for a peer; no other rank's launches of the graph are in these logs "
-             "(give every rank's log)", who, hung->launches);
+    snprintf(
+        text + at, sizeof text - (size_t)at,
+        ": %s waits in its launch %lld for a peer; no other rank's launches of the graph are in these logs "
+        "(give every rank's log)",
+        who, hung->launches);
   }
   l.text = dup_text(text);
   return l;
@@ -121,7 +131,8 @@ size_t cgm_hang_lineup(const cgl_log *log, cgm_lineup **out) {
       continue;
     bool said = false; /* once per process and graph */
     for (size_t j = 0; j < i && !said; j++)
-      said = log->hangs[j].kind == CG_EV_HANG_LAUNCH && log->hangs[j].proc == h->proc && same_graph(&log->hangs[j], h);
+      said = log->hangs[j].kind == CG_EV_HANG_LAUNCH && log->hangs[j].proc == h->proc &&
+             same_graph(&log->hangs[j], h);
     if (said)
       continue;
     *out = cgl_xrealloc(*out, (n + 1) * sizeof **out);

@@ -211,8 +211,8 @@ static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t
       const char *k = ev->kernels->n ? cg_kernel_display(ev->kernels->v[0], disp, sizeof disp) : NULL;
       rank_list(v, has, with, sizeof with);
       rank_list(v, lacks, without, sizeof without);
-      add_diff(v, "%s loaded an image during capture that %s did not (hash %.16s%s%s%s)", with, without, li[i].hash,
-               k ? ", kernel " : "", k ? k : "", ev->kernels->n > 1 ? " and more" : "");
+      add_diff(v, "%s loaded an image during capture that %s did not (hash %.16s%s%s%s)", with, without,
+               li[i].hash, k ? ", kernel " : "", k ? k : "", ev->kernels->n > 1 ? " and more" : "");
     }
     i = j;
   }
