@@ -92,7 +92,7 @@ bool cg_driver_loaded(void) {
 static void *sym(void *h, const char *name) { return h ? cg_real_dlsym(h, name) : NULL; }
 
 /* The driver's log (drivers 12.9 and later) names every call it refuses,
- * wrapped or not (decide/driver_log_callback.c, handed over by init.c: no floor calls
+ * wrapped or not (decide/report/driver_log_callback.c, handed over by init.c: no floor calls
  * up). Registered once, here, at the first driver
  * use: a call allowed at any time, capture or not. The program's own
  * callbacks are the driver's to call: they keep receiving everything. */

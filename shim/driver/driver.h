@@ -27,7 +27,7 @@ typedef struct {
    * buffer id of an allocation); a pointer the driver does not know gets
    * zeros and CUDA_SUCCESS, as documented */
   CUresult (*PointerGetAttributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
-  /* The stale-pointer check's graph walk (decide/stale_walk.c): queries of a
+  /* The stale-pointer check's graph walk (decide/stale/stale_walk.c): queries of a
    * graph and of a function, none of them stream work. NULL where the
    * driver lacks them: cuGraphKernelNodeGetParams_v2 is 12.0+,
    * cuFuncGetName 12.3+, cuFuncGetParamInfo 12.4+. */
@@ -44,11 +44,11 @@ typedef struct {
   CUresult (*GraphMemsetNodeGetParams)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *);
   /* Only inside the program's own cuDevicePrimaryCtxReset / Release (which
    * no capture survives anyway): which handle the primary context has, and
-   * whether the release ended it (decide/context_end.c). */
+   * whether the release ended it (decide/guard/context_end.c). */
   CUresult (*DevicePrimaryCtxGetState)(CUdevice, unsigned int *, int *);
   CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*DevicePrimaryCtxRelease)(CUdevice);
-  /* The hang watch's completion markers (decide/hang_launches.c): events
+  /* The hang watch's completion markers (decide/hang/hang_launches.c): events
    * made while nothing captures, and the watcher thread's own context. */
   CUresult (*EventCreate)(CUevent *, unsigned int);
   CUresult (*CtxSetCurrent)(CUcontext);
@@ -78,7 +78,7 @@ bool cg_driver_rules_loads(void);
 int cg_effective_driver_version(void);
 
 /* The driver's log callback to register at the first driver use (drivers
- * 12.9 and later; decide/driver_log_callback.c's, set by init.c before any driver
+ * 12.9 and later; decide/report/driver_log_callback.c's, set by init.c before any driver
  * use): a pointer handed down, so that this floor calls nothing above it. */
 void cg_driver_set_log_callback(CUlogsCallback cb);
 /* What runs once, when the driver is first found and before any wrapper

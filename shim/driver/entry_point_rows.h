@@ -46,7 +46,7 @@
  *   STREAM_DESTROY stream: a capture on it is over once destroyed
  *   GRAPH_INSTANTIATE exec (where the driver writes the CUgraphExec), graph:
  *                  with CAPGUARD_STALE=1 the graph is walked for the memory
- *                  it reads (route/graph_wrappers.c, decide/stale_watch.c)
+ *                  it reads (route/graph_wrappers.c, decide/stale/stale_watch.c)
  *   GRAPH_LAUNCH   exec, stream, ptsz: a graph launch, judged as a
  *                  STREAM_WORK row of rule CG_RULE_CAPTURING (900 into a
  *                  capture), and checked by the stale-pointer check
@@ -59,7 +59,7 @@
  *   CONTEXT_END    ctx (the context destroyed, or NULL: dev's primary one),
  *                  dev, how (cg_context_end: destroyed, primary reset, or
  *                  primary released, which ends it at the last reference):
- *                  what was preloaded on it dies with it (decide/context_end.c)
+ *                  what was preloaded on it dies with it (decide/guard/context_end.c)
  * The breakers' rules are the measured matrices (driver-semantics.md); the
  * 32-bit v1 variants (cuMemAlloc, ...) are rows too: libcuda still exports
  * them, and an old binary calls them. */

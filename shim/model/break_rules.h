@@ -1,6 +1,6 @@
 /* Which captures a call breaks, and marking them broken with their first
  * offender (break_rules.c): the rules of the calls that break captures on
- * every driver (asked by decide/breakers.c and the wrappers), the watched
+ * every driver (asked by decide/guard/breakers.c and the wrappers), the watched
  * region and refusals that order a break against the captures' begins and
  * ends, and the events recorded into captures that the 907 rule needs. Part
  * of the capture bookkeeping: live_captures.h holds the model's captures and

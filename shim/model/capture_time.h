@@ -16,10 +16,10 @@
 /* What the graph-launch wrappers look at before their tail call to the
  * driver: 0 on their fast path. CG_WATCH_REPLAY: a capture has begun and no
  * graph launch was seen since; CG_WATCH_METRICS: the metrics file is due
- * once nothing captures (decide/fleet_metrics.c); CG_WATCH_SERVING: a
- * capture ended and no graph launch was seen since (decide/serving.c). */
+ * once nothing captures (decide/fleet/fleet_metrics.c); CG_WATCH_SERVING: a
+ * capture ended and no graph launch was seen since (decide/serving/serving.c). */
 /* CG_WATCH_HANG: CAPGUARD_HANG_S is set; every launch records its
- * completion marker (decide/hang_watch.c), for the process's life. */
+ * completion marker (decide/hang/hang_watch.c), for the process's life. */
 enum { CG_WATCH_REPLAY = 1, CG_WATCH_METRICS = 2, CG_WATCH_SERVING = 4, CG_WATCH_HANG = 8 };
 extern unsigned cg_launch_watch;
 /* A bit of it set or cleared: when the whole turns nonzero or zero, the

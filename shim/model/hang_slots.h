@@ -1,5 +1,5 @@
 /* What each thread is waiting in, for the hang watch (CAPGUARD_HANG_S,
- * decide/hang_watch.c): a slot a thread, holding the blocking call it is in
+ * decide/hang/hang_watch.c): a slot a thread, holding the blocking call it is in
  * (a synchronize, a capture's end) with when it began, and the capture it
  * has open. No clock is read and nothing is copied: a call or capture is
  * a number the slot counts, and the watcher times each number from when it

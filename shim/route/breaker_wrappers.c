@@ -95,7 +95,7 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
  * since every begin waits for it. */
 #define CG_FENCED(ep) ((ep) == CG_EP_cuEventQuery)
 /* The calls that block until the GPU is done: with CAPGUARD_HANG_S set, each
- * is in its thread's hang slot while it lasts (decide/hang_watch.c says one
+ * is in its thread's hang slot while it lasts (decide/hang/hang_watch.c says one
  * that lasts too long); with it unset, the wrapper pays one load of
  * cg_hang_s, and the other rows nothing (the test is a constant). */
 #define CG_BLOCKS(ep)                                                                                \

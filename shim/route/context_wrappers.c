@@ -1,7 +1,7 @@
 /* The wrappers of the CONTEXT_END family (entry_point_rows.h): a context
  * destroyed, or the primary context reset or released. Each is the driver's
  * call, with what capguard preloaded on the context forgotten once it ends
- * (decide/context_end.c). Rare calls: no fast path. */
+ * (decide/guard/context_end.c). Rare calls: no fast path. */
 #include "context_end.h"
 #include "wrapper.h"
 

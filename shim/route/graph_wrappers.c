@@ -1,6 +1,6 @@
 /* The wrappers of the GRAPH_INSTANTIATE, GRAPH_LAUNCH and WATCHED_FREE
  * families (entry_point_rows.h): what the stale-pointer check needs to see
- * (decide/stale_watch.h). Each calls the driver exactly as the caller asked;
+ * (decide/stale/stale_watch.h). Each calls the driver exactly as the caller asked;
  * with CAPGUARD_STALE unset, an instantiation and a free cost one load more
  * than the driver's call, a launch one load more than stream work's fast
  * path. A graph launch is

@@ -112,7 +112,7 @@ def parse_args(argv):
     if len(argv) < 3:
         sys.exit("usage: check_calls.py BUILD_DIR SOURCE_DIR [--objects GLOB] [--expect FROM TO]")
     opts = {"build": argv[1], "src": argv[2], "objects": "*.p",
-            "expect": ("decide/guard.c", "model/live_captures.c")}
+            "expect": ("decide/guard/guard.c", "model/live_captures.c")}
     rest = argv[3:]
     while rest:
         if rest[0] == "--objects" and len(rest) >= 2:

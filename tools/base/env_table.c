@@ -58,7 +58,7 @@ static int check_hang(const char *v, char *why, size_t cap) {
 }
 
 /* The variables the shim reads (shim/base/config.c; the hang watch's in
- * shim/decide/hang_watch.c), and what it takes of each. */
+ * shim/decide/hang/hang_watch.c), and what it takes of each. */
 const cg_env_var cg_env_vars[] = {
     {"CAPGUARD_MODE", "--mode", check_mode},
     {"CAPGUARD_LOG", "--log", check_log},

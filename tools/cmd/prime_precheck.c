@@ -37,7 +37,7 @@ cg_precheck cg_prime_precheck(const char *path, char *why, size_t cap, size_t *d
     snprintf(why, cap, "is a directory: pass a file for --prime");
     return CG_PRECHECK_BAD;
   }
-  /* The shim's cap: a file past it is not read (shim/decide/priming.c). */
+  /* The shim's cap: a file past it is not read (shim/decide/priming/priming.c). */
   uint64_t max = CG_PRIME_DEFAULT_MAX_BYTES;
   const char *s = getenv("CAPGUARD_PRIME_MAX");
   if (s && *s && cg_prime_parse_size(s, &max) != 0)

@@ -4,7 +4,7 @@
  * serving (provisional) counts unless a capture of its process began within
  * that window: the start-up was capturing in waves, and the load was a
  * start-up load between them. The shim counts them the same way
- * (shim/decide/serving.c). */
+ * (shim/decide/serving/serving.c). */
 #ifndef CAPGUARD_REQUEST_PATH_H
 #define CAPGUARD_REQUEST_PATH_H
 

@@ -1,6 +1,6 @@
 /* The values of capguard's environment variables that are not free text:
  * one parser each, used by the shim's settings (shim/base/config.c, the hang
- * watch's shim/decide/hang_watch.c) and by
+ * watch's shim/decide/hang/hang_watch.c) and by
  * the command's table of the variables (tools/base/env_table.c), so that
  * `capguard run` refuses exactly what the shim would not take. */
 #ifndef CAPGUARD_ENV_VALUE_H

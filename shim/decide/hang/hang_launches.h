@@ -1,4 +1,4 @@
-/* The hang watch's graph launches (CAPGUARD_HANG_S, decide/hang_watch.c):
+/* The hang watch's graph launches (CAPGUARD_HANG_S, decide/hang/hang_watch.c):
  * each live graph exec with where it was captured, the collectives (NCCL
  * kernels) it holds and how many times it was launched; and after each
  * launch a completion marker on its stream, an event from a small pool

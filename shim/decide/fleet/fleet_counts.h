@@ -1,5 +1,5 @@
 /* The counts the metrics file has and the summary lacks: loads during
- * capture by verdict, and refusals by call (decide/fleet_metrics.c). */
+ * capture by verdict, and refusals by call (decide/fleet/fleet_metrics.c). */
 #ifndef CAPGUARD_FLEET_COUNTS_H
 #define CAPGUARD_FLEET_COUNTS_H
 
