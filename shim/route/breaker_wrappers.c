@@ -124,17 +124,9 @@ void *cg_query_target = (void *)query_resolve;
  * wrapper's frame holds nothing whose address is taken (no stack-protector
  * canary, no struct to set up) on the path taken when nothing captures. */
 #define CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, handle_thunk) \
-  typedef struct {                                                                                    \
-    int unused_;                                                                                      \
-    CG_MEMBERS(params)                                                                                \
-  } cname##_args;                                                                                     \
-  static CUresult cname##_invoke(const void *a) {                                                     \
-    const cname##_args *args_ = a;                                                                    \
-    (void)args_;                                                                                      \
-    return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(CG_FIELDS(params));                       \
-  }                                                                                                   \
+  CG_ARGS_THUNK(cname, ep, params)                                                                    \
   static __attribute__((noinline)) CUresult cname##_slow(CG_PARAMS(params)) {                        \
-    cname##_args args_ = {0, CG_ARGS(params)};                                                        \
+    cname##_args args_ = CG_ARGS_KEPT(params);                                                        \
     cg_call c_ = {(ep),      (kind),       (rule),         (fix), (uint64_t)(uintptr_t)(target),      \
                   (has_target), (ptsz),    cname##_invoke, &args_, (handle_thunk), 0};                \
     return cg_breaker_call(&c_);                                                                      \

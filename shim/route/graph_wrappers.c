@@ -38,15 +38,9 @@ static inline bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
  * exec's slot of cg_stale_suspect_slots (5 more): other execs being suspect
  * do not send it to the C body. */
 #define CG_WRAP_GRAPH_LAUNCH(cname, sname, ep_, params, exec, stream_, ptsz_)                      \
-  typedef struct {                                                                                 \
-    CG_MEMBERS(params)                                                                             \
-  } cname##_args;                                                                                  \
-  static CUresult cname##_invoke(const void *a) {                                                  \
-    const cname##_args *args_ = a;                                                                 \
-    return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep_])(CG_FIELDS(params));                    \
-  }                                                                                                \
+  CG_ARGS_THUNK(cname, ep_, params)                                                                 \
   static __attribute__((noinline)) CUresult cname##_slow(CG_PARAMS(params)) {                     \
-    cname##_args args_ = {CG_ARGS(params)};                                                        \
+    cname##_args args_ = CG_ARGS_KEPT(params);                                                        \
     cg_call c_ = {.ep = (ep_), .kind = CG_EV_GRAPH_LAUNCH, .rule = CG_RULE_CAPTURING,              \
                   .fix = CG_FIX_NONE, .target = (uint64_t)(uintptr_t)(stream_), .has_target = true,  \
                   .ptsz = (ptsz_), .invoke = cname##_invoke, .args = &args_, .aux = 0};            \

@@ -43,22 +43,17 @@ static CUresult passed(CUresult r, cg_entry_point ep) {
  * parameters, and a thunk that makes the real call from them (guard.c may
  * make it, make it in relaxed mode, or not make it at all). */
 #define CG_WRAP_LOAD(cname, sname, ep, params, image, path, library, out, options)                 \
-  typedef struct {                                                                                 \
-    CG_MEMBERS(params)                                                                             \
-  } cname##_args;                                                                                  \
-  static CUresult cname##_invoke(const cg_load *l) {                                              \
-    const cname##_args *args_ = l->args;                                                          \
-    return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(CG_FIELDS(params));                    \
-  }                                                                                                \
+  CG_ARGS_THUNK(cname, ep, params)                                                                 \
+  static CUresult cname##_load_invoke(const cg_load *l) { return cname##_invoke(l->args); }        \
   static inline __attribute__((always_inline)) CUresult cname##_go(CUresult (*real)(CG_PARAMS(params)), \
                                                                     CG_PARAMS(params)) {          \
     if ((const void *)(image) == NULL && (const void *)(path) == NULL)                             \
       return real(CG_ARGS(params));                                                                \
     cg_fleet_start_once();                                                                         \
-    cname##_args args_ = {CG_ARGS(params)};                                                        \
+    cname##_args args_ = CG_ARGS_KEPT(params);                                                        \
     cg_load_opts_raw o_ = (options);                                                               \
     cg_load l = {ep, (image), (path), (library), (void **)(out), o_.n_jit || o_.n_lib, o_,          \
-                 cname##_invoke, &args_};                                                          \
+                 cname##_load_invoke, &args_};                                                          \
     if (pass()) {                                                                                  \
       CUresult rs_;                                                                                \
       if (__builtin_expect(__atomic_load_n(&cg_serving_watch, __ATOMIC_RELAXED), 0) &&             \

@@ -25,15 +25,9 @@ static inline bool is_legacy(CUstream s, bool ptsz) { return (s == NULL && !ptsz
 #define CG_MAY_HIT(rule, stream, ptsz) ((rule) != CG_RULE_LEGACY || is_legacy((stream), (ptsz)))
 
 #define CG_WRAP_STREAM_WORK(cname, sname, ep_, params, kind_, rule_, stream_, ptsz_, aux_)                 \
-  typedef struct {                                                                                  \
-    CG_MEMBERS(params)                                                                              \
-  } cname##_args;                                                                                   \
-  static CUresult cname##_invoke(const void *a) {                                                   \
-    const cname##_args *args_ = a;                                                                  \
-    return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep_])(CG_FIELDS(params));                     \
-  }                                                                                                 \
+  CG_ARGS_THUNK(cname, ep_, params)                                                                 \
   static __attribute__((noinline)) CUresult cname##_slow(CG_PARAMS(params)) {                      \
-    cname##_args args_ = {CG_ARGS(params)};                                                         \
+    cname##_args args_ = CG_ARGS_KEPT(params);                                                         \
     cg_call c_ = {.ep = (ep_), .kind = (kind_), .rule = (rule_), .fix = CG_FIX_NONE,                   \
                   .target = (uint64_t)(uintptr_t)(stream_), .has_target = true, .ptsz = (ptsz_),      \
                   .invoke = cname##_invoke, .args = &args_, .aux = (uint64_t)(uintptr_t)(aux_)};     \

@@ -33,5 +33,20 @@
       return CUDA_ERROR_NOT_INITIALIZED;                                                       \
   }
 
-#endif
+/* A call kept to be made later (guard.c, breakers.c may make it, make it in
+ * relaxed mode, or not at all): its arguments in a struct, and a thunk that
+ * makes the driver's call from them. The first member keeps a row without
+ * parameters legal C; take the arguments with CG_ARGS_KEPT. */
+#define CG_ARGS_THUNK(cname, ep, params)                                                       \
+  typedef struct {                                                                             \
+    int unused_;                                                                               \
+    CG_MEMBERS(params)                                                                         \
+  } cname##_args;                                                                              \
+  static CUresult cname##_invoke(const void *a) {                                              \
+    const cname##_args *args_ = a;                                                             \
+    (void)args_;                                                                               \
+    return ((CUresult(*)(CG_PARAMS(params)))cg_ep_real[ep])(CG_FIELDS(params));                \
+  }
+#define CG_ARGS_KEPT(params) {0, CG_ARGS(params)}
 
+#endif
