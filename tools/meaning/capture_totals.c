@@ -1,6 +1,7 @@
 #include "capture_totals.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "plural.h"
 
@@ -70,6 +71,20 @@ void cgr_capture_time_line(const cgr_capture_time *t, char *buf, size_t cap) {
   if (n >= 0 && (size_t)n < cap && t->has_slowest)
     snprintf(buf + n, cap - (size_t)n, " (slowest %s at %s)", slow,
              t->slowest_began && *t->slowest_began ? t->slowest_began : "a site not logged");
+}
+
+void cgr_capture_time_sentence(const cgl_log *log, char *buf, size_t cap) {
+  cgr_capture_time t;
+  cgr_capture_time_of(log, &t);
+  cgr_capture_time_line(&t, buf, cap);
+  /* across runs (--all), the first begin of one and the first replay of
+   * another are not one start-up: each process's own figure says it */
+  size_t n = strlen(buf);
+  if (!buf[0] || t.to_first_replay_ns < 0 || log->n_runs > 1 || n >= cap)
+    return;
+  char d[32];
+  cgr_duration(t.to_first_replay_ns, d, sizeof d);
+  snprintf(buf + n, cap - n, "; first replay %s after the first begin", d);
 }
 
 void cgr_rank_words(const cgl_process *pr, char *buf, size_t cap) {

@@ -28,6 +28,10 @@ void cgr_thousands(long long n, char *buf, size_t cap);
 /* "3,412 graphs in 41.2 s (slowest 0.8 s at SITE)"; "" when no process
  * said its capture time or none ended. */
 void cgr_capture_time_line(const cgr_capture_time *t, char *buf, size_t cap);
+/* The capture-time sentence every rendering says: the line above, and, for
+ * one run, how long after the first begin the first replay came; "" when no
+ * process timed a capture. */
+void cgr_capture_time_sentence(const cgl_log *log, char *buf, size_t cap);
 /* " rank 3 of 8", " rank 3", or "" when no launcher named one. */
 void cgr_rank_words(const cgl_process *pr, char *buf, size_t cap);
 

@@ -41,22 +41,12 @@ json_t *cgr_capture_time_json(const cgr_analysis *a) {
 
 void cgr_capture_time_html(FILE *o, const cgr_analysis *a, void (*esc)(FILE *, const char *)) {
   const cgl_log *log = a->log;
-  cgr_capture_time t;
-  cgr_capture_time_of(log, &t);
-  char line[1024];
-  cgr_capture_time_line(&t, line, sizeof line);
+  char line[1100];
+  cgr_capture_time_sentence(log, line, sizeof line);
   if (!line[0])
     return;
   fputs("<h2>Capture time</h2>\n<p>", o);
   esc(o, line);
-  /* across runs (--all), the first begin of one and the first replay of another are not one start-up */
-  if (t.to_first_replay_ns >= 0 && log->n_runs <= 1) {
-    char d[32];
-    cgr_duration(t.to_first_replay_ns, d, sizeof d);
-    fputs("; first replay ", o);
-    esc(o, d);
-    fputs(" after the first begin", o);
-  }
   fputs("</p>\n<table><tr><th>process</th><th>graphs</th><th>in capture</th><th>first replay after</th>"
         "<th>slowest captures (where each began)</th></tr>\n", o);
   for (size_t p = 0; p < log->n_procs; p++) {

@@ -327,23 +327,13 @@ static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
  * slowest captures with where each began; nothing when no process said. */
 static void print_capture_time(FILE *out, const cgr_analysis *a, cg_palette pal) {
   const cgl_log *log = a->log;
-  cgr_capture_time t;
-  cgr_capture_time_of(log, &t);
-  char line[1024];
-  cgr_capture_time_line(&t, line, sizeof line);
+  char line[1100];
+  cgr_capture_time_sentence(log, line, sizeof line);
   if (!line[0])
     return;
   fprintf(out, "\n%sCapture time%s (wall time inside captures, as each process summed it at exit)\n", pal.bold,
           pal.reset);
-  fprintf(out, "  %s", line);
-  /* across runs (--all), the first begin of one and the first replay of another are not one start-up:
-   * each process's own figure below says it */
-  if (t.to_first_replay_ns >= 0 && log->n_runs <= 1) {
-    char d[32];
-    cgr_duration(t.to_first_replay_ns, d, sizeof d);
-    fprintf(out, "; first replay %s after the first begin", d);
-  }
-  fputc('\n', out);
+  fprintf(out, "  %s\n", line);
   for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
     if (!pr->has_capture_time || !pr->captures_timed)

@@ -149,19 +149,10 @@ static void said_lines(FILE *out, const cgf_list *said, cg_palette pal) {
 /* Where the start-up's time went: "capture: 3,412 graphs in 41.2 s
  * (slowest 0.8 s at SITE); first replay 52.0 s after the first begin". */
 static void capture_time_line(FILE *out, const cgl_log *log, cg_palette pal) {
-  cgr_capture_time t;
-  cgr_capture_time_of(log, &t);
-  char line[1024];
-  cgr_capture_time_line(&t, line, sizeof line);
-  if (!line[0])
-    return;
-  fprintf(out, "capguard: %scapture:%s %s", pal.bold, pal.reset, line);
-  if (t.to_first_replay_ns >= 0) {
-    char d[32];
-    cgr_duration(t.to_first_replay_ns, d, sizeof d);
-    fprintf(out, "; first replay %s after the first begin", d);
-  }
-  fputc('\n', out);
+  char line[1100];
+  cgr_capture_time_sentence(log, line, sizeof line);
+  if (line[0])
+    fprintf(out, "capguard: %scapture:%s %s\n", pal.bold, pal.reset, line);
 }
 
 void cg_run_summary(FILE *out, const cg_run_logs *logs, cg_run_outcome *res) {
