@@ -51,6 +51,25 @@ done
 expect_in "$WORK/runs4.out" "run $((4 * n)): pid " "the last of the runs listed"
 expect_in "$WORK/runs4.out" "$((4 * n)) captures, $((n)) broken" "every run's captures counted"
 
+# One run of N and 4N ranks, each with an image of its own loaded during
+# capture (bench/gen_many_procs_log.py: a launcher's workers): the ranks
+# compared, every image a difference, grow linearly (each image worded made
+# a pass over every rank: 10,000 and 40,000 ranks took 1.0 s and 6.2 s, and
+# 10^5 took 24 s, before only the differences worded paid for one)
+n=10000
+python3 "$here/../../bench/gen_many_procs_log.py" "$WORK/ranks1.jsonl" $n >/dev/null
+python3 "$here/../../bench/gen_many_procs_log.py" "$WORK/ranks4.jsonl" $((4 * n)) >/dev/null
+read -r t1 _ < <(cost report "$WORK/ranks1.jsonl")
+read -r t4 _ < <(cost report "$WORK/ranks4.jsonl")
+echo "report, ranks compared: $n ranks $t1 s, $((4 * n)) ranks $t4 s (CPU)"
+if python3 -c "import sys; t1, t4 = max(float(sys.argv[1]), 0.05), float(sys.argv[2]); sys.exit(not (t4 <= 6 * t1 and t4 <= 20))" "$t1" "$t4"; then
+  pass
+else
+  fail "comparing ranks is not linear: $n ranks $t1 s, $((4 * n)) ranks $t4 s (at most 6x and 20 s)"
+fi
+"$CAPGUARD" report "$WORK/ranks4.jsonl" >"$WORK/ranks4.out" 2>&1
+expect_in "$WORK/ranks4.out" "more differences" "the differences past the first eight counted"
+
 # The latest run after older runs of 20,000 and 80,000 processes (launchers
 # and 7 workers each): what the census holds for each process of the 60,000
 # more, at most 512 bytes (about 960 before the census was made lighter)

@@ -183,29 +183,38 @@ static int by_hash_then_row(const void *a, const void *b) {
  * captured other work (a different code path, a different build). */
 static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t *row_of) {
   loaded_image *li = NULL;
-  size_t n = 0;
+  size_t n = 0, cap = 0;
   for (size_t e = 0; e < log->n_evs; e++) {
     const cgl_event *ev = &log->evs[e];
     if (ev->kind != CG_EV_MODULE_LOAD || !ev->image_hash || row_of[ev->proc] == SIZE_MAX)
       continue;
-    li = cg_xrealloc(li, (n + 1) * sizeof *li, DOING);
+    if (n == cap)
+      li = cg_xrealloc(li, (cap = cap ? 2 * cap : 64) * sizeof *li, DOING);
     li[n++] = (loaded_image){ev->image_hash, row_of[ev->proc], e};
   }
   if (n)
     qsort(li, n, sizeof *li, by_hash_then_row);
-  bool *has = cg_xrealloc(NULL, v->n * sizeof *has, DOING);
-  bool *lacks = cg_xrealloc(NULL, v->n * sizeof *lacks, DOING);
+  /* Linear in the loads: a group's ranks are counted from the sorted run
+   * (rows ascending, so a repeat is the previous one); only the groups
+   * worded (MAX_DIFFS) pay a pass over every rank. A million ranks each
+   * with an image of its own would otherwise cost a million passes. */
+  bool *has = NULL, *lacks = NULL;
   for (size_t i = 0; i < n;) {
-    size_t j = i;
-    memset(has, 0, v->n * sizeof *has);
+    size_t j = i, n_has = 0;
     for (; j < n && li[j].hash == li[i].hash; j++)
-      has[li[j].row] = true;
-    size_t n_has = 0;
-    for (size_t r = 0; r < v->n; r++) {
-      n_has += has[r];
-      lacks[r] = !has[r];
-    }
-    if (n_has < v->n) {
+      n_has += j == i || li[j].row != li[j - 1].row;
+    if (n_has < v->n && v->n_diffs == MAX_DIFFS) {
+      v->more_diffs++;
+    } else if (n_has < v->n) {
+      if (!has) {
+        has = cg_xrealloc(NULL, v->n * sizeof *has, DOING);
+        lacks = cg_xrealloc(NULL, v->n * sizeof *lacks, DOING);
+      }
+      memset(has, 0, v->n * sizeof *has);
+      for (size_t k = i; k < j; k++)
+        has[li[k].row] = true;
+      for (size_t r = 0; r < v->n; r++)
+        lacks[r] = !has[r];
       const cgl_event *ev = &log->evs[li[i].ev];
       char with[256], without[256], disp[CG_KERNEL_DISPLAY_MAX];
       const char *k = ev->kernels->n ? cg_kernel_display(ev->kernels->v[0], disp, sizeof disp) : NULL;
