@@ -817,7 +817,8 @@ END_TEST
 
 /* A hash as 32 hex digits, read back (what cg_hash_format writes): 0 on success. */
 static int hash_parse(const char *s, cg_hash128 *out) {
-  if (!s || !out) return -1;
+  /* the length first: a shorter string is never read past its end */
+  if (!s || !out || strnlen(s, 33) != 32) return -1;
   uint64_t v[2] = {0, 0};
   for (int i = 0; i < 32; i++) {
     char c = s[i];
@@ -828,7 +829,6 @@ static int hash_parse(const char *s, cg_hash128 *out) {
     else return -1; /* also stops at an early NUL */
     v[i / 16] = v[i / 16] << 4 | d;
   }
-  if (s[32] != '\0') return -1;
   out->hi = v[0];
   out->lo = v[1];
   return 0;
