@@ -489,9 +489,7 @@ bool cgl_hang_kind(cg_event_kind kind) {
 }
 
 static void read_hang(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o) {
-  log->hangs = grow(log->hangs, &log->cap_hangs, log->n_hangs + 1, sizeof *log->hangs);
-  cgl_hang *h = &log->hangs[log->n_hangs++];
-  memset(h, 0, sizeof *h);
+  cgl_hang *h = NEW_ITEM(log->hangs, log->n_hangs, log->cap_hangs);
   h->proc = proc;
   h->kind = kind;
   h->time_ns = num(o, CG_KEY_TIME_NS, 0);
