@@ -438,6 +438,19 @@ FC_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CU
       rc = one;
     else if (one != CUDA_SUCCESS)
       memset(data[i], 0, width);
+    uintptr_t vstart;
+    size_t vsize;
+    unsigned long long vid;
+    if (one == CUDA_ERROR_INVALID_VALUE && !fc_vmm_mapped((uintptr_t)ptr, 1) &&
+        fc_vmm_reserved((uintptr_t)ptr, &vstart, &vsize, &vid)) {
+      /* Measured (H200, CUDA 13.0): an address in a reserved range where
+       * nothing is mapped has no attribute of its own, yet the plural call
+       * answers the range's start and size, buffer id 0. */
+      if (attributes[i] == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+        *(CUdeviceptr *)data[i] = (CUdeviceptr)vstart;
+      else if (attributes[i] == CU_POINTER_ATTRIBUTE_RANGE_SIZE)
+        *(size_t *)data[i] = vsize;
+    }
   }
   return rc;
 }

@@ -4,12 +4,13 @@
  * range reserved, pieces of it mapped to physical allocations and unmapped again.
  * Measured (docs/driver-semantics.md, expandable segments on an H200, CUDA 13.0):
  * cuPointerGetAttribute's RANGE_START_ADDR / RANGE_SIZE of an address in a mapped piece
- * name the whole reserved range, not the piece. Not measured, modelled as documented:
- * sizes and addresses are multiples of the granularity (2 MiB here); a physical
- * allocation lives until it is released and unmapped everywhere; an unmapped address
- * has no attributes; the BUFFER_ID of a mapped address is the range's (assumed: nothing
- * was measured). Physical handles are never handed out twice, so a second allocation
- * mapped at the same address is always another handle. */
+ * name the whole reserved range, not the piece; an unmapped address in the range has no
+ * attribute of its own, yet cuPointerGetAttributes answers the range's start and size
+ * there, buffer id 0 (fake_memory.c). Not measured, modelled as documented: sizes and
+ * addresses are multiples of the granularity (2 MiB here); a physical allocation lives
+ * until it is released and unmapped everywhere; the BUFFER_ID of a mapped address is the
+ * range's (assumed: nothing was measured). Physical handles are never handed out twice,
+ * so a second allocation mapped at the same address is always another handle. */
 #include "fake_internal.h"
 
 #include <stdlib.h>

@@ -116,7 +116,8 @@ END_TEST
 
 /* The virtual memory API as expandable segments use it: a range reserved, pieces mapped
  * to physical allocations; an address in a mapped piece answers with the whole range
- * (measured), an unmapped one with nothing; a second physical allocation mapped where
+ * (measured), an unmapped one with nothing, except to the plural call: the range and
+ * buffer id 0 (measured); a second physical allocation mapped where
  * the first was is another handle. */
 START_TEST(test_vmm_pieces)
 {
@@ -146,6 +147,12 @@ START_TEST(test_vmm_pieces)
   ck_assert_uint_eq(start, base);   /* the reserved range, not the piece */
   ck_assert_uint_eq(size, 8 * g);
   CU_EQ(cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, base + 4 * g), CUDA_ERROR_INVALID_VALUE);
+  CUpointer_attribute what[3] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                  CU_POINTER_ATTRIBUTE_BUFFER_ID };
+  id = 1;
+  void *into[3] = { &start, &size, &id };
+  CU_OK(cuPointerGetAttributes(3, what, into, base + 4 * g));   /* measured: unmapped, yet the range */
+  ck_assert(start == base && size == 8 * g && id == 0);
   CU_EQ(cuMemUnmap(base + g, g), CUDA_ERROR_INVALID_VALUE);   /* half of a mapping */
   CU_OK(cuMemRelease(a));   /* released while mapped: its memory stays */
   CU_OK(cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, base));

@@ -86,7 +86,10 @@ def case_torch():
         g0.replay()
     torch.cuda.synchronize()
     healthy_ok = bool(torch.all(static_out == 3.0).item())
-    del g0, static_out
+    # Its input freed too, after the graph: with expandable segments x below
+    # then starts a piece of its own, which empty_cache unmaps when x goes
+    # (a piece shared with a live tensor stays mapped: docs/stale.md).
+    del g0, static_out, static_in
     torch.cuda.empty_cache()  # MARK healthy_free
 
     # (a) a Triton kernel captured reading x; x freed under the live graph
@@ -150,8 +153,12 @@ def case_compile():
     for _ in range(4):  # warm-up runs, then the cudagraph tree records and replays
         r = f(a, b)
     torch.cuda.synchronize()
-    ok = bool(torch.allclose(r, (a * b + 1.0).relu()))
-    result(ok=int(ok), compile_s="%.1f" % (time.perf_counter() - t0))
+    want = (a * b + 1.0).relu()
+    # The compiled kernel fuses a * b + 1 (one rounding, eager rounds twice):
+    # up to 9.5e-7 apart, with and without capguard (H200, 2026-11-28), which
+    # near zero fails allclose's default atol of 1e-8 in some runs.
+    ok = bool(torch.allclose(r, want, atol=1e-5))
+    result(ok=int(ok), compile_s="%.1f" % (time.perf_counter() - t0), max_diff="%.3g" % (r - want).abs().max().item())
     del r
     torch.cuda.empty_cache()
     return 0

@@ -24,6 +24,10 @@
  *                    at the launch (the piece, its size)
  *   vmm-remap:       y's piece unmapped, released, another physical
  *                    allocation mapped at the same address, a launch  named
+ *   vmm-word:        as vmm-remap, the kernel cg_test_axpy(a, y, word, n),
+ *                    word an address in the reserved range where nothing is
+ *                    mapped (a GEMM's packed integers can be one)  named
+ *                    once, as the piece
  *   race:            threads racing (stale_race.c): each captures,
  *                    instantiates, launches and frees its own buffer under its
  *                    live exec, over and over, while another maps and unmaps
@@ -32,6 +36,7 @@
  * (probe_check.h).
  * Usage: stale_probe --route direct --op OP [--cubin FILE] */
 #include <cuda.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +104,7 @@ static void vmm_op(const char *op, CUgraphExec x, CUstream s, CUdeviceptr base, 
   } else {
     SAY("unmap", cuMemUnmap(base, G));
     SAY("release", cuMemRelease(ha));
-    if (!strcmp(op, "vmm-remap")) {
+    if (!strcmp(op, "vmm-remap") || !strcmp(op, "vmm-word")) {
       CHECK(cuMemCreate(&hc, G, prop, 0));
       SAY("remap", cuMemMap(base, G, 0, hc, 0));
     }
@@ -108,18 +113,25 @@ static void vmm_op(const char *op, CUgraphExec x, CUstream s, CUdeviceptr base, 
   SAY("relaunch2", cuGraphLaunch(x, s)); /* a finding reported once per exec and piece */
 }
 
-int main(int argc, char **argv) {
-  const char *op = "free", *cubin = getenv("CG_CUBIN");
+/* --op and --cubin (or CG_CUBIN); false, said, without a cubin. */
+static bool parse_args(int argc, char **argv, const char **op, const char **cubin) {
+  *op = "free";
+  *cubin = getenv("CG_CUBIN");
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--op"))
-      op = argv[i + 1];
+      *op = argv[i + 1];
     else if (!strcmp(argv[i], "--cubin"))
-      cubin = argv[i + 1];
+      *cubin = argv[i + 1];
   }
-  if (!cubin) {
+  if (!*cubin)
     fprintf(stderr, "stale_probe: no cubin (--cubin or CG_CUBIN)\n");
+  return *cubin != NULL;
+}
+
+int main(int argc, char **argv) {
+  const char *op, *cubin;
+  if (!parse_args(argc, argv, &op, &cubin))
     return 2;
-  }
   probe_primary_context();
   CUmodule mod = load_module(cubin);
   if (!strcmp(op, "race"))
@@ -151,6 +163,11 @@ int main(int argc, char **argv) {
   int copies = !strcmp(op, "copies");
   float v = 1.0f;
   int n = N;
+  CUdeviceptr word = base + 8 * G; /* the fake runs no kernel: only read, as a word */
+  void *axpy_params[] = {&v, &y, &word, &n};
+  int by_word = !strcmp(op, "vmm-word");
+  if (by_word)
+    CHECK(cuModuleGetFunction(&fill, mod, "cg_test_axpy"));
   void *params[] = {&y, &v, &n};
   CUgraph g;
   if (!strcmp(op, "by-hand")) {
@@ -173,7 +190,8 @@ int main(int argc, char **argv) {
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &len, CU_LAUNCH_PARAM_END};
     int by_buffer = !strcmp(op, "extra");
     CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CHECK(cuLaunchKernel(fill, 1, 1, 1, N, 1, 1, 0, s, by_buffer ? NULL : params, by_buffer ? extra : NULL));
+    CHECK(cuLaunchKernel(fill, 1, 1, 1, N, 1, 1, 0, s, by_buffer ? NULL : by_word ? axpy_params : params,
+                         by_buffer ? extra : NULL));
     if (copies) {
       CHECK(cuMemcpyDtoDAsync(z, y, N * sizeof(float), s));
       CHECK(cuMemsetD8Async(w, 0, 7 * N * sizeof(float), s));

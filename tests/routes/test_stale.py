@@ -270,7 +270,7 @@ class Stale(unittest.TestCase):
                 self.assertEqual(stale_events(run), [])
                 self.assertNotIn("stale", run.stderr)
 
-    def assert_piece_named(self, run, now_nonzero):
+    def assert_piece_named(self, run, now_nonzero, kernel="cg_test_fill"):
         self.assertEqual(run.rc, 0, run.stderr)
         evs = stale_events(run)
         self.assertEqual([e["event"] for e in evs], ["stale-launch"], run.records)  # none at the unmap
@@ -279,13 +279,24 @@ class Stale(unittest.TestCase):
         st = e["stale"]
         self.assertTrue(st["piece"])
         self.assertEqual(st["size"], 2 << 20)  # the piece, not the 32 MiB reserved range
-        self.assertEqual(st["kernel"], "cg_test_fill")
+        self.assertEqual(st["kernel"], kernel)
         self.assertNotEqual(st["buffer_id"], 0)
         self.assertEqual(st["now_buffer_id"] != 0, now_nonzero)
         self.assertNotEqual(st["now_buffer_id"], st["buffer_id"])
         self.assertIn("stale_probe", e["capture"]["began"])  # where it was captured
         self.assertTrue(any("stale_probe" in f for f in e["native_stack"]))  # and the launch
         return e
+
+    def test_a_word_in_the_reserved_range_where_nothing_is_mapped_is_no_read(self):
+        # The plural attribute call answers such an address with the whole
+        # range and buffer id 0 (measured on an H200): no allocation, so no
+        # read; it was named a second time, as the 168 GB range, on the GPU.
+        for driver in DRIVERS:
+            with self.subTest(driver=driver):
+                run = probe("vmm-word", driver)
+                self.assertEqual(run.values["remap"], "0")
+                self.assert_piece_named(run, True, kernel="cg_test_axpy")
+                self.assertEqual(stale_events(run)[0]["stale"]["arg"], 1)
 
     def test_a_piece_unmapped_under_a_live_exec_is_named_at_its_launch(self):
         for driver in DRIVERS:

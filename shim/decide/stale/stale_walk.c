@@ -61,8 +61,12 @@ static bool ask(uint64_t v, cg_stale_read *r, cg_stale_walk_counts *c) {
     CUpointer_attribute what[3] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
                                    CU_POINTER_ATTRIBUTE_BUFFER_ID};
     void *into[3] = {&start, &size, &id};
+    /* Buffer id 0 with a range: an address in a reserved range where nothing
+     * is mapped (measured, H200, CUDA 13.0: the plural call names the whole
+     * range there). No memory a kernel can read: a library kernel's packed
+     * integers can look like one, and were named as the 168 GB range. */
     if (cg_drv.PointerGetAttributes(3, what, into, (CUdeviceptr)v) != CUDA_SUCCESS || !start || !size ||
-        v - start >= size)
+        v - start >= size || !id)
       return false;
     r->start = start;
     r->size = size;
