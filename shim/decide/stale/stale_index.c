@@ -5,9 +5,7 @@
 
 #include <stdlib.h>
 
-static size_t home(const cg_index *m, uint64_t key) {
-  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
-}
+static size_t home(const cg_index *m, uint64_t key) { return cg_index_home(m, key); }
 
 static bool grow(cg_index *m) {
   size_t cap = m->cap ? m->cap * 2 : 64;
@@ -37,21 +35,9 @@ bool cg_index_put(cg_index *m, uint64_t key, void *val) {
   return true;
 }
 
-void *cg_index_next(const cg_index *m, uint64_t key, size_t *pos) {
-  if (!m->cap || !key)
-    return NULL;
-  size_t i = (home(m, key) + *pos) & (m->cap - 1);
-  for (; m->slots[i].key; i = (i + 1) & (m->cap - 1)) {
-    ++*pos;
-    if (m->slots[i].key == key)
-      return m->slots[i].val;
-  }
-  return NULL;
-}
-
 /* Backward shift from the emptied slot i: each later entry of the run moves
  * into the hole unless its home lies cyclically in (hole, entry]. */
-static void remove_at(cg_index *m, size_t i) {
+void cg_index_remove_at(cg_index *m, size_t i) {
   size_t mask = m->cap - 1, hole = i;
   for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
     size_t h = home(m, m->slots[j].key);
@@ -72,15 +58,10 @@ bool cg_index_del(cg_index *m, uint64_t key, const void *val) {
   size_t mask = m->cap - 1, i = home(m, key);
   for (; m->slots[i].key; i = (i + 1) & mask)
     if (m->slots[i].key == key && m->slots[i].val == val) {
-      remove_at(m, i);
+      cg_index_remove_at(m, i);
       return true;
     }
   return false;
-}
-
-void cg_index_del_found(cg_index *m, uint64_t key, size_t pos) {
-  if (m->cap && pos)
-    remove_at(m, (home(m, key) + pos - 1) & (m->cap - 1));
 }
 
 void cg_index_clear(cg_index *m) {

@@ -24,11 +24,32 @@ typedef struct {
 bool cg_index_put(cg_index *m, uint64_t key, void *val);
 /* Removes one (key, val) pair; false when there is none. */
 bool cg_index_del(cg_index *m, uint64_t key, const void *val);
-/* The values under key: start with *pos = 0; NULL when there are no more. */
-void *cg_index_next(const cg_index *m, uint64_t key, size_t *pos);
+/* A key's first slot to look at. */
+static inline size_t cg_index_home(const cg_index *m, uint64_t key) {
+  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
+}
+
+/* The values under key: start with *pos = 0; NULL when there are no more.
+ * Inline: a free's and an unmap's lookups are most of their cost. */
+static inline void *cg_index_next(const cg_index *m, uint64_t key, size_t *pos) {
+  if (!m->cap || !key)
+    return NULL;
+  size_t i = (cg_index_home(m, key) + *pos) & (m->cap - 1);
+  for (; m->slots[i].key; i = (i + 1) & (m->cap - 1)) {
+    ++*pos;
+    if (m->slots[i].key == key)
+      return m->slots[i].val;
+  }
+  return NULL;
+}
+/* Empties slot i, moving the run after it back. */
+void cg_index_remove_at(cg_index *m, size_t i);
 /* Removes the value cg_index_next(m, key, pos) just returned (pos as it
  * left it), without looking for it again. */
-void cg_index_del_found(cg_index *m, uint64_t key, size_t pos);
+static inline void cg_index_del_found(cg_index *m, uint64_t key, size_t pos) {
+  if (m->cap && pos)
+    cg_index_remove_at(m, (cg_index_home(m, key) + pos - 1) & (m->cap - 1));
+}
 /* Everything freed; the index empty again. */
 void cg_index_clear(cg_index *m);
 

@@ -113,26 +113,10 @@ static void collect(const cg_vmm_piece *p, void *arg) {
     b->more = true;
 }
 
-void cg_vmm_unmap(cg_vmm *v, uint64_t ptr, uint64_t size) {
-  if (size && size <= ((uint64_t)1 << GRANULE_SHIFT) && (ptr & (((uint64_t)1 << GRANULE_SHIFT) - 1)) == 0) {
-    /* Within one granule (an allocator's usual unmap): its pieces found and
-     * gone in a probe or two each. */
-    for (bool again = true; again;) {
-      again = false;
-      size_t pos = 0;
-      cg_vmm_piece *p;
-      while ((p = cg_index_next(&v->by_granule, granule_key(ptr), &pos)))
-        if (p->start >= ptr && p->start - ptr < size) {
-          cg_index_del_found(&v->by_granule, granule_key(ptr), pos);
-          v->pieces--;
-          again = p->start != ptr || p->size != size; /* a piece of the whole range: nothing else there */
-          spare_piece(v, p);
-          break;
-        }
-    }
-    return;
-  }
-  /* Collected first (the index changes as pieces go), 64 a round. */
+/* Pieces in a range of more than one granule (or not at one's start):
+ * collected first (the index changes as pieces go), 64 a round. Apart from
+ * the one-granule path, so that the common unmap saves no registers for it. */
+static __attribute__((noinline)) void unmap_many(cg_vmm *v, uint64_t ptr, uint64_t size) {
   batch b;
   do {
     b.n = 0;
@@ -144,6 +128,30 @@ void cg_vmm_unmap(cg_vmm *v, uint64_t ptr, uint64_t size) {
       spare_piece(v, b.p[i]);
     }
   } while (b.more);
+}
+
+void cg_vmm_unmap(cg_vmm *v, uint64_t ptr, uint64_t size) {
+  if (!size || size > ((uint64_t)1 << GRANULE_SHIFT) || (ptr & (((uint64_t)1 << GRANULE_SHIFT) - 1)) != 0) {
+    unmap_many(v, ptr, size);
+    return;
+  }
+  /* Within one granule (an allocator's usual unmap: one piece, the whole
+   * range): found and gone in a probe or two. Several pieces there take the
+   * general path. */
+  uint64_t key = granule_key(ptr);
+  size_t pos = 0;
+  cg_vmm_piece *p;
+  while ((p = cg_index_next(&v->by_granule, key, &pos)))
+    if (p->start >= ptr && p->start - ptr < size) {
+      if (p->start != ptr || p->size != size) {
+        unmap_many(v, ptr, size);
+        return;
+      }
+      v->pieces--;
+      spare_piece(v, p);
+      cg_index_del_found(&v->by_granule, key, pos);
+      return;
+    }
 }
 
 void cg_vmm_release(cg_vmm *v, uint64_t handle) {

@@ -14,7 +14,9 @@
 #include "locks.h"
 #include "stale_watch.h"
 
+#include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,13 +89,42 @@ static void raw_unlock(void) { pthread_mutex_unlock(&lock); }
 /* Watched allocations counted by a hash of their start: a free at an
  * address no exec reads (nearly all of a program's) looks at one slot and
  * takes no lock. */
-#define START_SLOTS 65536
-static unsigned start_slots[START_SLOTS];
-static unsigned start_slot(uint64_t start) { return ((uint32_t)(start >> 4) * 0x9E3779B1u) >> 16; }
+#define START_SLOTS (1u << 18)
+/* A byte a slot, so that four times as many slots take no more memory (at
+ * 4,096 execs one unmap in fourteen of a piece no exec reads took the lock
+ * for nothing with 65,536 slots). Changed only under the lock; a count that
+ * reaches its top stays there (a free or unmap there then takes the lock,
+ * never misses). */
+static unsigned char start_slots[START_SLOTS];
+static unsigned start_slot(uint64_t start) { return (unsigned)(((start >> 4) * 0x9E3779B97F4A7C15ull) >> 46); }
+static void start_count(uint64_t start, int by) {
+  unsigned char *c = &start_slots[start_slot(start)];
+  unsigned char now = __atomic_load_n(c, __ATOMIC_RELAXED);
+  if (now != UCHAR_MAX)
+    __atomic_store_n(c, (unsigned char)(now + by), __ATOMIC_RELAXED);
+}
 static cg_index execs;  /* exec handle -> watched_exec */
 static cg_index allocs; /* start -> watched_alloc (several per start: other sizes, buffers) */
 static cg_vmm vmm;
 static unsigned vmm_pieces; /* nonzero: the walk asks the record (a relaxed load first) */
+/* The record of mapped pieces has a lock of its own, a flag, taken inside the
+ * tables' lock where both are needed: an allocator maps and unmaps pieces
+ * that no exec reads over and over, and such a map or unmap takes only this
+ * one (a mutex's lock and unlock cost about 55 instructions, the flag 10).
+ * It is held across nothing but the record's own tables and malloc, so a
+ * waiter spins briefly, then yields. */
+static unsigned char vmm_busy;
+static __attribute__((noinline, cold)) void vmm_wait(void) {
+  for (unsigned spins = 0; __atomic_exchange_n(&vmm_busy, 1, __ATOMIC_ACQUIRE);)
+    while (__atomic_load_n(&vmm_busy, __ATOMIC_RELAXED))
+      if (++spins > 64)
+        sched_yield();
+}
+static inline void vmm_take(void) {
+  if (__builtin_expect(__atomic_exchange_n(&vmm_busy, 1, __ATOMIC_ACQUIRE), 0))
+    vmm_wait();
+}
+static inline void vmm_give(void) { __atomic_store_n(&vmm_busy, 0, __ATOMIC_RELEASE); }
 static captured_graph ring[RING];
 static unsigned ring_next;
 
@@ -164,7 +195,7 @@ static void drop(watched_exec *x) {
         x->reads[j].alloc = NULL;
     if (a->n == 0) {
       (void)cg_index_del(&allocs, a->start, a);
-      __atomic_sub_fetch(&start_slots[start_slot(a->start)], 1, __ATOMIC_RELAXED);
+      start_count(a->start, -1);
       free(a->readers);
       free(a);
     }
@@ -193,7 +224,7 @@ static watched_alloc *alloc_for(const cg_stale_read *r) {
     free(a);
     return NULL;
   }
-  __atomic_add_fetch(&start_slots[start_slot(a->start)], 1, __ATOMIC_RELAXED);
+  start_count(a->start, 1);
   return a;
 }
 
@@ -223,7 +254,7 @@ static bool index_reads(watched_exec *x) {
 static bool own_record(uint64_t v, cg_stale_read *r) {
   if (!__atomic_load_n(&vmm_pieces, __ATOMIC_RELAXED))
     return false;
-  raw_lock();
+  vmm_take();
   const cg_vmm_piece *p = cg_vmm_find(&vmm, v);
   if (p) {
     r->start = p->start;
@@ -231,7 +262,7 @@ static bool own_record(uint64_t v, cg_stale_read *r) {
     r->buffer_id = p->phys;
     r->piece = true;
   }
-  raw_unlock();
+  vmm_give();
   return p != NULL;
 }
 
@@ -492,21 +523,51 @@ static void freed_range(uint64_t lo, uint64_t len, findings *out) {
   }
 }
 
-void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how how, uint64_t aux) {
-  if (!cg_cfg.stale || (!CG_STALE_KEEPS_RECORD(how) && !cg_stale_watching()))
-    return;
-  if (how == CG_STALE_AT && !__atomic_load_n(&start_slots[start_slot(addr)], __ATOMIC_RELAXED))
-    return; /* no watched allocation starts there */
+/* Whether a watched allocation may start in [lo, lo + len) at a granule
+ * (where freed_range looks): true when unsure (a range of many granules). */
+static bool may_start_in(uint64_t lo, uint64_t len) {
+  if (len <= GRANULE && !(lo & (GRANULE - 1))) /* one piece of an allocator's: one slot */
+    return __atomic_load_n(&start_slots[start_slot(lo)], __ATOMIC_RELAXED) != 0;
+  if (len / GRANULE > 64)
+    return true;
+  uint64_t hi = lo + len < lo ? UINT64_MAX : lo + len;
+  for (uint64_t at = lo; at < hi && at >= lo; at = (at / GRANULE + 1) * GRANULE)
+    if (__atomic_load_n(&start_slots[start_slot(at)], __ATOMIC_RELAXED))
+      return true;
+  return false;
+}
+
+/* A map, a release, or an unmap of pieces no exec reads: the record alone. */
+static void record_only(cg_stale_how how, uint64_t addr, uint64_t len, uint64_t aux) {
+  bool oom = false;
+  vmm_take();
+  if (how == CG_STALE_MAP)
+    oom = !cg_vmm_map(&vmm, addr, len, aux);
+  else if (how == CG_STALE_RELEASE)
+    cg_vmm_release(&vmm, aux);
+  else
+    cg_vmm_unmap(&vmm, addr, len);
+  __atomic_store_n(&vmm_pieces, vmm.pieces != 0, __ATOMIC_RELAXED);
+  vmm_give();
+  if (oom)
+    cg_warn_oom("a mapped piece the stale check would know");
+}
+
+/* A free or an unmap of memory some exec may read, under the tables' lock;
+ * apart from cg_stale_freed, so that its common paths save no registers for
+ * this one. */
+static __attribute__((noinline)) void freed_watched(const char *call, uint64_t addr, uint64_t len,
+                                                     cg_stale_how how) {
   findings out = {0};
   raw_lock();
-  if (how == CG_STALE_MAP) {
-    if (!cg_vmm_map(&vmm, addr, len, aux))
-      out.oom = true;
-  } else if (how == CG_STALE_RELEASE) {
-    cg_vmm_release(&vmm, aux);
-  } else if (how == CG_STALE_RANGE) {
+  if (how == CG_STALE_RANGE) {
+    /* The record changed under the tables' lock too: a launch (which holds
+     * it) sees the piece unmapped only once its readers are marked. */
     freed_range(addr, len, &out);
+    vmm_take();
     cg_vmm_unmap(&vmm, addr, len);
+    __atomic_store_n(&vmm_pieces, vmm.pieces != 0, __ATOMIC_RELAXED);
+    vmm_give();
   } else if (how == CG_STALE_AT) {
     freed_at(addr, &out);
   } else { /* memory capguard cannot place: every read not of a mapped piece, at its next launch */
@@ -514,22 +575,31 @@ void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how 
       if (allocs.slots[i].key && !((watched_alloc *)allocs.slots[i].val)->piece)
         touched(allocs.slots[i].val, false, &out);
   }
-  __atomic_store_n(&vmm_pieces, vmm.pieces != 0, __ATOMIC_RELAXED);
   raw_unlock();
-  if (out.oom && how == CG_STALE_MAP) {
-    out.oom = false;
-    cg_warn_oom("a mapped piece the stale check would know");
-  }
   if (out.n || out.more || out.oom)
     report_all(call, &out);
+}
+
+void cg_stale_freed(const char *call, uint64_t addr, uint64_t len, cg_stale_how how, uint64_t aux) {
+  if (!cg_cfg.stale || (!CG_STALE_KEEPS_RECORD(how) && !cg_stale_watching()))
+    return;
+  if (how == CG_STALE_AT && !__atomic_load_n(&start_slots[start_slot(addr)], __ATOMIC_RELAXED))
+    return; /* no watched allocation starts there */
+  if (how == CG_STALE_MAP || how == CG_STALE_RELEASE || (how == CG_STALE_RANGE && !may_start_in(addr, len)))
+    record_only(how, addr, len, aux);
+  else
+    freed_watched(call, addr, len, how);
 }
 
 /* Under the lock: what is at w's memory now: its buffer id, a mapped
  * piece's physical allocation, 0 when nothing. */
 static uint64_t now_at(const watched_read *w) {
   if (w->r.piece) {
+    vmm_take();
     const cg_vmm_piece *p = cg_vmm_find(&vmm, w->r.start);
-    return p ? p->phys : 0;
+    uint64_t phys = p ? p->phys : 0;
+    vmm_give();
+    return phys;
   }
   unsigned long long now = 0;
   if (cg_drv.PointerGetAttribute(&now, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)w->r.start) != CUDA_SUCCESS)
@@ -569,6 +639,7 @@ uint64_t cg_stale_reads(void) { return __atomic_load_n(&stale_reads, __ATOMIC_RE
 
 void cg_stale_atfork_child(void) {
   pthread_mutex_init(&lock, NULL);
+  vmm_busy = 0;
   cg_stale_params_atfork_child();
   cg_stale_layouts_atfork_child();
 }
