@@ -32,6 +32,7 @@ __attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...) {
     return;
   va_list ap;
   va_start(ap, fmt);
+  memset(notes[n_notes], 0, sizeof notes[0]); /* hashed whole (say_notes) */
   vsnprintf(notes[n_notes++], sizeof notes[0], fmt, ap);
   va_end(ap);
 }
@@ -131,8 +132,9 @@ static const char *env(const char *name) {
   unsigned l = bucket_of(name);
   if (env_unindexed || l == ENV_BUCKETS)
     return getenv(name);
+  size_t known = l == ENV_OURS ? ENV_PREFIX_LEN : 0; /* the bucket's entries all start so */
   for (unsigned at = env_first[l]; at; at = env_next[at - 1]) {
-    const char *v = value_of(env_list[at - 1], name);
+    const char *v = value_of(env_list[at - 1] + known, name + known);
     if (v)
       return v;
   }
@@ -151,7 +153,6 @@ static void load_bool(const char *var, bool *out, bool dflt) {
 void cg_config_load(void) {
   const char *s;
   n_notes = 0;
-  memset(notes, 0, sizeof notes);
   cg_cfg.secure = getauxval(AT_SECURE) != 0;
   index_env();
   cg_cfg.mode = CG_RUN_GUARD;
