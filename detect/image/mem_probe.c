@@ -27,7 +27,8 @@ static cg_mem_state via_vm(const unsigned char *p, size_t n) {
     /* the system calls, not glibc's wrappers of 2.15 and 2.9: each newer
      * symbol version is one more the loader checks at the shim's every
      * start-up (about 120 instructions) */
-    long got = syscall(SYS_process_vm_readv, self, local, (unsigned long)((len + CHUNK - 1) / CHUNK), &remote, 1UL, 0UL);
+    long got = syscall(SYS_process_vm_readv, self, local, (unsigned long)((len + CHUNK - 1) / CHUNK), &remote,
+                       1UL, 0UL);
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0 && errno == EFAULT)

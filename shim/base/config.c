@@ -76,10 +76,10 @@ static void say_notes(void) {
 #define ENV_BUCKETS (ENV_LETTERS + 1)
 #define ENV_PREFIX "CAPGUARD" "_" /* two pieces: no setting of that name (cli-env-agree lists them) */
 #define ENV_PREFIX_LEN (sizeof ENV_PREFIX - 1)
-static char **env_list;                       /* environ when indexed */
-static uint16_t env_next[ENV_INDEXED];        /* 1 + the next variable of the same letter; 0: none */
+static char **env_list;                /* environ when indexed */
+static uint16_t env_next[ENV_INDEXED]; /* 1 + the next variable of the same letter; 0: none */
 static uint16_t env_first[ENV_BUCKETS], env_last[ENV_BUCKETS]; /* 1 + index; 0: none */
-static bool env_unindexed;                    /* too many variables: getenv for every one */
+static bool env_unindexed;                                     /* too many variables: getenv for every one */
 
 /* The variable's bucket, or ENV_BUCKETS when no name asked for starts as it does. */
 static unsigned bucket_of(const char *s) {
