@@ -100,9 +100,9 @@ SCENARIOS = {
                                                      {"CAPGUARD_MODE": "guard", "CAPGUARD_PRIME": "@prime2400"},
                                                      50000, 10, 2400),
     # The goal is +30,000; what stands between is in docs/benchmarks.md
-    # (+45k on this tree, +53k to +55k before).
+    # (+44k to +45k on this tree, +53k to +55k before).
     "start-up (/bin/true)": (None, "none", {"CAPGUARD_MODE": "guard"}, 50000, 0),
-    # Each variable more costs about 27 (about 85 before): the settings are
+    # Each variable more costs about 22 to 27 (85 before): the settings are
     # read in one pass over the environment (shim/base/config.c), no getenv.
     "start-up (/bin/true), 200 more environment variables": (None, "none",
                                                              {"CAPGUARD_MODE": "guard", "@pad_env": "200"}, 56000, 0),
