@@ -38,13 +38,26 @@ bool cg_word_is(const cg_words *t, unsigned v, unsigned flags) {
   return v < t->n && (t->rows[v].flags & flags) == flags;
 }
 
+/* By hand, not strlen and memcmp: the shim's constructor parses
+ * CAPGUARD_MODE, and each glibc function it calls first there is bound then
+ * (about 800 instructions of every process's start-up). */
+static bool word_is(const char *w, const char *s, size_t len) {
+  size_t i = 0;
+  if (len == (size_t)-1) {
+    while (w[i] && w[i] == s[i])
+      i++;
+    return !w[i] && !s[i];
+  }
+  while (i < len && w[i] && w[i] == s[i])
+    i++;
+  return i == len && !w[i];
+}
+
 unsigned cg_word_parse(const cg_words *t, const char *s, size_t len) {
   if (!s)
     return (unsigned)t->n;
-  if (len == (size_t)-1)
-    len = strlen(s);
   for (size_t i = 0; i < t->n; i++)
-    if (strlen(t->rows[i].word) == len && memcmp(t->rows[i].word, s, len) == 0)
+    if (word_is(t->rows[i].word, s, len))
       return (unsigned)i;
   return (unsigned)t->n;
 }

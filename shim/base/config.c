@@ -32,6 +32,7 @@ __attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...) {
     return;
   va_list ap;
   va_start(ap, fmt);
+  memset(notes[n_notes], 0, sizeof notes[0]); /* hashed whole (say_notes) */
   vsnprintf(notes[n_notes++], sizeof notes[0], fmt, ap);
   va_end(ap);
 }
@@ -56,42 +57,88 @@ static void say_notes(void) {
  * root), no mode, no value of the program's choosing; every setting keeps
  * its default, and with no log, priming file or metrics directory capguard
  * writes no file. It watches and counts, on stderr (init.c says so once). */
-/* The variables named CAPGUARD_*, found in one pass over the environment
- * at the start of cg_config_load: a getenv per setting walked the whole
- * environment each time (18 of them, 6.7k instructions of /bin/true's
- * start-up); the others (HOME, a launcher's rank) still go to getenv. Only
- * used while the settings are read, in the constructor, before the
- * program's threads exist; the values point into environ, as getenv's do. */
+/* The environment, indexed in one pass at the start of cg_config_load by
+ * each variable's first letter: a getenv per setting walked the whole
+ * environment each time (18 settings, then HOME, XDG_CACHE_HOME and the
+ * launchers' rank variables: about 85 instructions a variable of every
+ * process's start-up, +17k with 200 variables). Now a variable costs a
+ * look at its first byte (one starting with C, at the prefix too: about 22
+ * instructions a variable in all), and a lookup walks only the variables that start
+ * with its name's letter, in the environment's order (the first match, as
+ * getenv's); CAPGUARD_* is a letter of its own, since other variables
+ * start with C. Only names starting A-Z are asked for, so a variable
+ * starting otherwise can never match and is not indexed. Only used while the
+ * settings are read, in the constructor, before the program's threads
+ * exist; the values point into environ, as getenv's do. An environment
+ * larger than the index falls back to getenv. */
+#define ENV_INDEXED 4096
+#define ENV_LETTERS 26
+#define ENV_OURS ENV_LETTERS /* the bucket of CAPGUARD_*: a letter of its own */
+#define ENV_BUCKETS (ENV_LETTERS + 1)
 #define ENV_PREFIX "CAPGUARD" "_" /* two pieces: no setting of that name (cli-env-agree lists them) */
-#define MAX_OURS 64
-static const char *ours[MAX_OURS];
-static int n_ours;
-static bool ours_overflow; /* more than MAX_OURS: getenv for every one */
+#define ENV_PREFIX_LEN (sizeof ENV_PREFIX - 1)
+static char **env_list;                /* environ when indexed */
+static uint16_t env_next[ENV_INDEXED]; /* 1 + the next variable of the same letter; 0: none */
+static uint16_t env_first[ENV_BUCKETS], env_last[ENV_BUCKETS]; /* 1 + index; 0: none */
+static bool env_unindexed;                                     /* too many variables: getenv for every one */
 
-static void find_ours(void) {
+/* The variable's bucket, or ENV_BUCKETS when no name asked for starts as it does. */
+static unsigned bucket_of(const char *s) {
+  unsigned l = (unsigned char)s[0] - 'A';
+  if (l == 'C' - 'A') {
+    size_t i = 1;
+    while (i < ENV_PREFIX_LEN && s[i] == ENV_PREFIX[i])
+      i++;
+    if (i == ENV_PREFIX_LEN)
+      return ENV_OURS;
+  }
+  return l < ENV_LETTERS ? l : ENV_BUCKETS;
+}
+
+static void index_env(void) {
   extern char **environ;
-  n_ours = 0;
-  ours_overflow = false;
-  for (char **e = environ; e && *e; e++) {
-    if ((*e)[0] != 'C' || strncmp(*e, ENV_PREFIX, sizeof ENV_PREFIX - 1))
+  env_list = environ;
+  env_unindexed = false;
+  for (int l = 0; l < ENV_BUCKETS; l++)
+    env_first[l] = env_last[l] = 0;
+  for (size_t i = 0; env_list && env_list[i]; i++) {
+    unsigned l = bucket_of(env_list[i]);
+    if (l == ENV_BUCKETS)
       continue;
-    if (n_ours == MAX_OURS) {
-      ours_overflow = true;
+    if (i >= ENV_INDEXED) {
+      env_unindexed = true;
       return;
     }
-    ours[n_ours++] = *e;
+    env_next[i] = 0;
+    if (env_last[l])
+      env_next[env_last[l] - 1] = (uint16_t)(i + 1);
+    else
+      env_first[l] = (uint16_t)(i + 1);
+    env_last[l] = (uint16_t)(i + 1);
   }
+}
+
+/* By hand, not strncmp: the constructor's first call of each glibc
+ * function is bound then, about 800 instructions each. */
+static const char *value_of(const char *entry, const char *name) {
+  size_t i = 0;
+  while (name[i] && entry[i] == name[i])
+    i++;
+  return !name[i] && entry[i] == '=' ? entry + i + 1 : NULL;
 }
 
 static const char *env(const char *name) {
   if (cg_cfg.secure)
     return NULL;
-  if (ours_overflow || strncmp(name, ENV_PREFIX, sizeof ENV_PREFIX - 1))
+  unsigned l = bucket_of(name);
+  if (env_unindexed || l == ENV_BUCKETS)
     return getenv(name);
-  size_t len = strlen(name);
-  for (int i = 0; i < n_ours; i++) /* the first, as getenv */
-    if (!strncmp(ours[i], name, len) && ours[i][len] == '=')
-      return ours[i] + len + 1;
+  size_t known = l == ENV_OURS ? ENV_PREFIX_LEN : 0; /* the bucket's entries all start so */
+  for (unsigned at = env_first[l]; at; at = env_next[at - 1]) {
+    const char *v = value_of(env_list[at - 1] + known, name + known);
+    if (v)
+      return v;
+  }
   return NULL;
 }
 
@@ -107,9 +154,8 @@ static void load_bool(const char *var, bool *out, bool dflt) {
 void cg_config_load(void) {
   const char *s;
   n_notes = 0;
-  memset(notes, 0, sizeof notes);
   cg_cfg.secure = getauxval(AT_SECURE) != 0;
-  find_ours();
+  index_env();
   cg_cfg.mode = CG_RUN_GUARD;
   if ((s = env("CAPGUARD_MODE")) && *s && !cg_run_mode_parse(s, &cg_cfg.mode)) {
     /* A typo ("gaurd") keeps the default: falling back to report would turn
@@ -174,6 +220,7 @@ void cg_config_load(void) {
     note("%s; %s", rank_why,
          cg_cfg.rank.rank >= 0 ? "using the next launcher's rank" : "this process's rank is unknown");
   cg_cfg.hang_s = env("CAPGUARD_HANG_S");
+  cg_cfg.serving_after = env("CAPGUARD_SERVING_AFTER");
   s = env("CAPGUARD_PRIME_OPTION");
   cg_cfg.prime_option = s && !strcmp(s, "--prime");
   s = env("CAPGUARD_PRIME_SAID");

@@ -29,6 +29,7 @@ typedef struct {
   const char *metrics_dir;   /* CAPGUARD_METRICS: the metrics file's directory, NULL when unset */
   cg_rank_info rank;         /* the launcher's rank variables (RANK, SLURM_PROCID...) */
   const char *hang_s;        /* CAPGUARD_HANG_S as set (decide/hang/hang_watch.c parses it), NULL when unset */
+  const char *serving_after; /* CAPGUARD_SERVING_AFTER as set (decide/serving/serving.c parses it), NULL when unset */
   /* Set by capguard run, which knows how the file was chosen: */
   bool prime_option;         /* CAPGUARD_PRIME_OPTION=--prime: the user named it with --prime */
   bool prime_said;           /* CAPGUARD_PRIME_SAID=1: run said before the start why the file

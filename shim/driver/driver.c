@@ -12,6 +12,7 @@
 #include "warn.h"
 #include "real_dlsym.h"
 #include "locks.h"
+#include "thread_id.h"
 
 cg_driver_calls cg_drv;
 void *cg_ep_real[CG_EP_COUNT];
@@ -58,7 +59,7 @@ bool cg_driver_resolved(void) { return __atomic_load_n(&drv_state, __ATOMIC_ACQU
 static bool held_for_fork;
 void cg_driver_atfork_prepare(void) {
   if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_RESOLVING &&
-      __atomic_load_n(&resolving_tid, __ATOMIC_RELAXED) == gettid())
+      __atomic_load_n(&resolving_tid, __ATOMIC_RELAXED) == cg_thread_id())
     return;
   cg_lock(&resolve_lock);
   held_for_fork = true;
@@ -244,11 +245,11 @@ bool cg_driver_ready(void) {
     return false;
   /* dlopen may run libcuda's constructors, which could call back into a
    * wrapper on this very thread: that nested call must not wait for itself. */
-  if (s == DRV_RESOLVING && __atomic_load_n(&resolving_tid, __ATOMIC_RELAXED) == gettid())
+  if (s == DRV_RESOLVING && __atomic_load_n(&resolving_tid, __ATOMIC_RELAXED) == cg_thread_id())
     return false;
   cg_lock(&resolve_lock);
   if (__atomic_load_n(&drv_state, __ATOMIC_ACQUIRE) == DRV_UNKNOWN) {
-    __atomic_store_n(&resolving_tid, gettid(), __ATOMIC_RELAXED);
+    __atomic_store_n(&resolving_tid, cg_thread_id(), __ATOMIC_RELAXED);
     __atomic_store_n(&drv_state, DRV_RESOLVING, __ATOMIC_RELEASE);
     resolve();
   }

@@ -59,6 +59,13 @@ bool cg_other_copy_first(void) {
    * lookup: the second is made only when another object's dlsym comes first. */
   objects_of o = {
       {(uintptr_t)&cg_other_copy_first, (uintptr_t)cg_real_dlsym(global, "dlsym"), 0}, {0, 0, 0}, 0};
+  /* This copy's own dlsym, by address: first, and no walk of the objects
+   * (dl_iterate_phdr's first call and the walk cost every process's
+   * start-up about 3k instructions). */
+  if (o.addr[1] == (uintptr_t)&dlsym) {
+    dlclose(global);
+    return false;
+  }
   if (o.addr[1])
     dl_iterate_phdr(find_objects, &o);
   if (o.object[0] && o.object[1] && o.object[0] != o.object[1] &&

@@ -24,6 +24,7 @@
 #include "stack.h"
 #include "warn.h"
 #include "locks.h"
+#include "thread_id.h"
 
 /* What every capture writes, each on a cache line of its own (a struct so
  * aligned is as long as a line, so nothing else lands beside it): the shim's
@@ -158,7 +159,7 @@ uint64_t cg_self_pid(void) {
 
 uint64_t cg_self_tid(void) {
   if (!self_tid)
-    self_tid = (uint64_t)gettid();
+    self_tid = (uint64_t)cg_thread_id();
   return self_tid;
 }
 cg_capture_mode cg_self_mode(void) { return (cg_capture_mode)self_mode; }

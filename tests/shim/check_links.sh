@@ -18,8 +18,8 @@ allowed="
   snprintf vsnprintf __isoc99_sscanf getenv setenv environ __environ qsort_r __errno_location
   getcwd open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
   pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait sigfillset sigdelset
-  fopen64 fgets fclose pipe2 memfd_create mmap64 munmap madvise process_vm_readv sysconf
-  getpid getppid gettid geteuid clock_gettime time nanosleep sched_yield syscall gethostname getauxval
+  fopen64 fgets fclose memfd_create mmap64 munmap madvise sysconf
+  getpid getppid geteuid clock_gettime time nanosleep sched_yield syscall gethostname getauxval
   opendir readdir64 closedir unlink rename strtoull
   kill fchmod seekdir telldir
   dlopen dlclose dlerror dlvsym dladdr dladdr1 dl_iterate_phdr backtrace

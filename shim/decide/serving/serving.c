@@ -34,8 +34,7 @@ static uint64_t pending_n, pending_ns, pending_first;
 static uint64_t n_loads, loads_ns, first_after_ns;
 
 void cg_serving_init(void) {
-  /* secure execution: nothing is taken from the environment (config.h) */
-  const char *s = cg_cfg.secure ? NULL : getenv("CAPGUARD_SERVING_AFTER");
+  const char *s = cg_cfg.serving_after; /* NULL in secure execution (config.h) */
   unsigned secs = 0;
   if (!s || !*s || cg_cfg.mode == CG_RUN_OFF)
     return;
