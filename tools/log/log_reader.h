@@ -211,6 +211,7 @@ enum { CGL_CENSUS_ENDED = 1, CGL_CENSUS_BREAK = 2, CGL_CENSUS_STATUS_BROKEN = 4,
 
 struct cgl_pool;
 struct cgl_index;
+struct cgl_json;
 
 typedef struct {
   const char **files;
@@ -247,6 +248,7 @@ typedef struct {
   cgl_census_capture *ccaps;
   size_t n_ccaps, cap_ccaps;
   long long cur_offset, cur_lineno; /* the line being read */
+  struct cgl_json *json; /* the line's parser and its buffers (log_json.h) */
 } cgl_log;
 
 /* The hang watch's event kinds (kept in log->hangs). */
