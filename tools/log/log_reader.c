@@ -121,6 +121,20 @@ static void seen_at(cgl_process *p, long long t) {
     p->last_ns = t;
 }
 
+void cgl_log_key(const void *ctx, int t, size_t value, long long *a, long long *b) {
+  const cgl_log *log = ctx;
+  if (t == BY_PID) {
+    *a = (long long)log->procs[value].file;
+    *b = log->procs[value].pid;
+  } else if (log->census) {
+    *a = (long long)log->ccaps[value].proc;
+    *b = log->ccaps[value].id;
+  } else {
+    *a = (long long)log->caps[value].proc;
+    *b = log->caps[value].id;
+  }
+}
+
 static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   cgl_process *p = NEW_ITEM(log->procs, log->n_procs, log->cap_procs);
   p->file = file;
@@ -129,19 +143,19 @@ static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   p->mode = CG_RUN_MODE_COUNT;
   p->first_offset = log->cur_offset;
   p->first_lineno = log->cur_lineno;
-  cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs - 1);
+  cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs - 1, cgl_log_key, log);
   return log->n_procs - 1;
 }
 
 /* The process a line belongs to: the latest one of that pid in the same file
  * (a pid reused by a later run writes a new "process" line first). */
 static size_t proc_for(cgl_log *log, size_t file, long long pid) {
-  long i = cgl_index_get(log->index, BY_PID, (long long)file, pid);
+  long i = cgl_index_get(log->index, BY_PID, (long long)file, pid, cgl_log_key, log);
   return i >= 0 ? (size_t)i : new_proc(log, file, pid);
 }
 
 static size_t capture_for(cgl_log *log, size_t proc, long long id) {
-  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
+  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id, cgl_log_key, log);
   if (i >= 0)
     return (size_t)i;
   cgl_capture *c = NEW_ITEM(log->caps, log->n_caps, log->cap_caps);
@@ -150,7 +164,7 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
   c->first_break = -1;
   c->mode = CG_CAPTURE_MODE_COUNT;
   c->status = CG_CAPTURE_STATUS_COUNT;
-  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_caps - 1);
+  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_caps - 1, cgl_log_key, log);
   return log->n_caps - 1;
 }
 
@@ -161,7 +175,7 @@ static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
   unsigned char *ids = p->census_cap > small ? p->census_ids : p->census_small;
   if (id >= 0 && (unsigned long long)id < p->census_cap && (ids[id] & CGL_CENSUS_SEEN))
     return &ids[id];
-  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
+  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id, cgl_log_key, log);
   if (i >= 0)
     return &log->ccaps[i].flags;
   /* capguard numbers a process's captures from 1: ids up to twice as many as
@@ -187,7 +201,8 @@ static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
   }
   cgl_census_capture *cc = NEW_ITEM(log->ccaps, log->n_ccaps, log->cap_ccaps);
   cc->proc = proc;
-  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_ccaps - 1);
+  cc->id = id;
+  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_ccaps - 1, cgl_log_key, log);
   return &cc->flags;
 }
 
@@ -670,8 +685,10 @@ static void read_record(cgl_log *log, size_t file, long long lineno, const cgl_j
   case CG_RECORD_SUMMARY: read_summary(log, proc_for(log, file, p), o); break;
   case CG_RECORD_ENDED: { /* capguard run's, not the process's: its span is left as it logged it */
     const cgl_jv *sig = cgl_jget(o, CG_KEY_SIGNAL);
-    if (INT(sig) && sig->u.i > 0 && sig->u.i < 256)
-      log->procs[proc_for(log, file, p)].signal = (int)sig->u.i;
+    if (INT(sig) && sig->u.i > 0 && sig->u.i < 256) {
+      size_t i = proc_for(log, file, p); /* before log->procs is read: it may make the first, or move it */
+      log->procs[i].signal = (int)sig->u.i;
+    }
     break;
   }
   case CG_RECORD_ERROR:
