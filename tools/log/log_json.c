@@ -55,15 +55,32 @@ static bool string(scan *c, bool key, const char **out, size_t *len) {
       if (key || c->p >= c->end)
         return false;
       switch (*c->p++) {
-      case '"': ch = '"'; break;
-      case '\\': ch = '\\'; break;
-      case '/': ch = '/'; break;
-      case 'b': ch = '\b'; break;
-      case 'f': ch = '\f'; break;
-      case 'n': ch = '\n'; break;
-      case 'r': ch = '\r'; break;
-      case 't': ch = '\t'; break;
-      default: return false; /* \u (a NUL, a lone surrogate) or a bad escape: jansson decides */
+      case '"':
+        ch = '"';
+        break;
+      case '\\':
+        ch = '\\';
+        break;
+      case '/':
+        ch = '/';
+        break;
+      case 'b':
+        ch = '\b';
+        break;
+      case 'f':
+        ch = '\f';
+        break;
+      case 'n':
+        ch = '\n';
+        break;
+      case 'r':
+        ch = '\r';
+        break;
+      case 't':
+        ch = '\t';
+        break;
+      default:
+        return false; /* \u (a NUL, a lone surrogate) or a bad escape: jansson decides */
       }
     }
     *dst++ = (char)ch;
@@ -189,10 +206,16 @@ static bool value(scan *c, int depth, const char *key, size_t key_len) {
     c->j->nodes[self].len = (uint32_t)len;
     return true;
   }
-  case 't': c->j->nodes[self].type = CGL_J_TRUE; return word(c, "true", 4);
-  case 'f': c->j->nodes[self].type = CGL_J_FALSE; return word(c, "false", 5);
-  case 'n': return word(c, "null", 4);
-  default: return number(c, self);
+  case 't':
+    c->j->nodes[self].type = CGL_J_TRUE;
+    return word(c, "true", 4);
+  case 'f':
+    c->j->nodes[self].type = CGL_J_FALSE;
+    return word(c, "false", 5);
+  case 'n':
+    return word(c, "null", 4);
+  default:
+    return number(c, self);
   }
 }
 
@@ -218,9 +241,9 @@ bool cgl_json_parse_own(cgl_json *j, const char *text, size_t len, const cgl_jv 
 /* jansson's tree of v copied into nodes (strings and keys stay jansson's). */
 static void from_jansson(cgl_json *j, json_t *v, const char *key) {
   static const unsigned char types[] = {
-      [JSON_OBJECT] = CGL_J_OBJECT, [JSON_ARRAY] = CGL_J_ARRAY, [JSON_STRING] = CGL_J_STRING,
-      [JSON_INTEGER] = CGL_J_INTEGER, [JSON_REAL] = CGL_J_REAL, [JSON_TRUE] = CGL_J_TRUE,
-      [JSON_FALSE] = CGL_J_FALSE, [JSON_NULL] = CGL_J_NULL};
+      [JSON_OBJECT] = CGL_J_OBJECT,   [JSON_ARRAY] = CGL_J_ARRAY, [JSON_STRING] = CGL_J_STRING,
+      [JSON_INTEGER] = CGL_J_INTEGER, [JSON_REAL] = CGL_J_REAL,   [JSON_TRUE] = CGL_J_TRUE,
+      [JSON_FALSE] = CGL_J_FALSE,     [JSON_NULL] = CGL_J_NULL};
   size_t self = add(j, types[json_typeof(v)], key, key ? strlen(key) : 0), prev = 0, n = 0;
   if (json_is_string(v)) {
     j->nodes[self].u.s = json_string_value(v);

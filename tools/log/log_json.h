@@ -44,8 +44,8 @@ typedef struct {
     const char *s; /* a string's bytes, NUL-terminated (none inside: \u0000 is jansson's to refuse) */
     long long i;   /* an integer */
   } u;
-  uint32_t len;     /* a string's length in bytes; an array's or object's number of children */
-  uint32_t next;    /* how many nodes on its next sibling is; 0 for the last */
+  uint32_t len;  /* a string's length in bytes; an array's or object's number of children */
+  uint32_t next; /* how many nodes on its next sibling is; 0 for the last */
   uint32_t key_len;
   unsigned char type; /* cgl_jtype */
 } cgl_jv;

@@ -40,7 +40,8 @@ void cgl_index_free(struct cgl_index *x);
 /* The value stored for a (a, b) key of table t (0 to 3: 0 processes by
  * (file, pid), 1 captures by (process, id)), or -1 when none; key_of(ctx,
  * ...) gives the keys of the values stored. */
-long cgl_index_get(struct cgl_index *x, int t, long long a, long long b, cgl_index_key key_of, const void *ctx);
+long cgl_index_get(struct cgl_index *x, int t, long long a, long long b, cgl_index_key key_of,
+                   const void *ctx);
 /* value, under key (a, b) of table t (replacing what that key held). */
 void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t value, cgl_index_key key_of,
                    const void *ctx);
