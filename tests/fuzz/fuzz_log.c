@@ -8,6 +8,10 @@
  * (text with and without colour, --json, --html, --trace) into memory, then
  * everything freed (LeakSanitizer checks it).
  *
+ * Every line the reader's own JSON parser (log_json.h) takes as sure must
+ * be one jansson accepts, with the same values: the parser only spares
+ * jansson's work, it never reads a line otherwise.
+ *
  * What the renderings must hold whatever the log says:
  * - --json and --trace print one JSON document that jansson parses, and return 0;
  * - --html returns 0 and writes a page that ends its document;
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log_json.h"
 #include "report_render.h"
 
 #define REQUIRE(cond)                                                      \
@@ -218,8 +223,8 @@ static void read_files(cgl_log *log, const uint8_t *data, size_t size) {
   }
 }
 
-/* A census (what capguard report reads first, log_latest.h), whose events
- * and captures are skimmed rather than parsed (log_skim.h), says of the
+/* A census (what capguard report reads first, log_latest.h), which keeps
+ * only what the runs' table counts of events and captures, says of the
  * lines, the processes and the runs what the whole read, log, says. */
 static void check_census(const uint8_t *data, size_t size, const cgl_log *log,
                          const cgr_analysis *a) {
@@ -251,7 +256,66 @@ static void check_census(const uint8_t *data, size_t size, const cgl_log *log,
   cgl_free(&c);
 }
 
+/* Whether the parser's node v and jansson's value j are the same value. */
+static bool same_value(const cgl_jv *v, json_t *j) {
+  switch (v->type) {
+  case CGL_J_NULL: return json_is_null(j);
+  case CGL_J_TRUE: return json_is_true(j);
+  case CGL_J_FALSE: return json_is_false(j);
+  case CGL_J_REAL: return json_is_real(j);
+  case CGL_J_INTEGER: return json_is_integer(j) && json_integer_value(j) == v->u.i;
+  case CGL_J_STRING:
+    return json_is_string(j) && json_string_length(j) == v->len && strlen(v->u.s) == v->len &&
+           !memcmp(json_string_value(j), v->u.s, v->len);
+  case CGL_J_ARRAY: {
+    if (!json_is_array(j) || json_array_size(j) != v->len)
+      return false;
+    size_t i = 0;
+    for (const cgl_jv *e = cgl_jfirst(v); e; e = cgl_jnext(e), i++)
+      if (i >= v->len || e->key || !same_value(e, json_array_get(j, i)))
+        return false;
+    return i == v->len;
+  }
+  case CGL_J_OBJECT: {
+    if (!json_is_object(j) || json_object_size(j) != v->len)
+      return false;
+    size_t i = 0;
+    for (const cgl_jv *m = cgl_jfirst(v); m; m = cgl_jnext(m), i++) {
+      json_t *jm = m->key ? json_object_get(j, m->key) : NULL;
+      if (i >= v->len || !jm || strlen(m->key) != m->key_len || cgl_jget(v, m->key) != m ||
+          !same_value(m, jm))
+        return false;
+    }
+    return i == v->len;
+  }
+  }
+  return false;
+}
+
+/* Each line the parser is sure of, jansson accepts with the same values. */
+static void check_parser(const uint8_t *data, size_t size) {
+  cgl_json j;
+  memset(&j, 0, sizeof j);
+  for (size_t at = 0; at < size;) {
+    const uint8_t *nl = memchr(data + at, '\n', size - at);
+    size_t end = nl ? (size_t)(nl - data) : size;
+    const char *line = (const char *)data + at;
+    const cgl_jv *top;
+    if (cgl_json_parse_own(&j, line, end - at, &top)) {
+      json_error_t err;
+      json_t *o = json_loadb(line, end - at, JSON_REJECT_DUPLICATES, &err);
+      REQUIRE(o);
+      REQUIRE(top->type == CGL_J_OBJECT && !top->key && same_value(top, o));
+      json_decref(o);
+    }
+    cgl_json_release(&j);
+    at = end + 1;
+  }
+  cgl_json_free(&j);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  check_parser(data, size);
   cgl_log log;
   cgl_init(&log);
   read_files(&log, data, size);

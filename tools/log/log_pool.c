@@ -14,11 +14,23 @@
 
 void *cgl_xrealloc(void *p, size_t n) { return cg_xrealloc(p, n, "reading the log"); }
 
+/* Interned strings live in blocks of an arena, each after a header of its
+ * length and hash, found through an open-addressing table of pointers: about
+ * 12 bytes more than the string itself, where a hash table entry of its own
+ * allocation cost about 80 (a log of a million processes interns a million
+ * image hashes). The reader's lines are at most CGL_LINE_MAX, so a string's
+ * length fits the header. */
 typedef struct {
-  UT_hash_handle hh;
-  size_t len;
-  char s[]; /* NUL-terminated */
-} pooled_str;
+  uint32_t len, hash;
+} str_head;
+
+typedef struct arena_block {
+  struct arena_block *prev;
+  size_t used, cap;
+  _Alignas(str_head) char data[];
+} arena_block;
+
+enum { BLOCK_BYTES = 1 << 20 };
 
 typedef struct {
   UT_hash_handle hh;
@@ -27,7 +39,9 @@ typedef struct {
 } pooled_list;
 
 struct cgl_pool {
-  pooled_str *strs;
+  const char **slots; /* interned strings, NULL for an empty slot; cap a power of two */
+  size_t cap, n;
+  arena_block *block;
   pooled_list *lists;
   cgl_strs empty;
 };
@@ -41,11 +55,11 @@ struct cgl_pool *cgl_pool_new(void) {
 void cgl_pool_free(struct cgl_pool *p) {
   if (!p)
     return;
-  pooled_str *s, *ts;
-  HASH_ITER(hh, p->strs, s, ts) {
-    HASH_DEL(p->strs, s);
-    free(s);
+  for (arena_block *b = p->block, *prev; b; b = prev) {
+    prev = b->prev;
+    free(b);
   }
+  free(p->slots);
   pooled_list *l, *tl;
   HASH_ITER(hh, p->lists, l, tl) {
     HASH_DEL(p->lists, l);
@@ -69,27 +83,91 @@ void cgl_make_printable(char *s, size_t n) {
   }
 }
 
+static uint32_t hash_of(const char *s, size_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+  for (; n >= 8; s += 8, n -= 8) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+  }
+  uint64_t w = 0;
+  memcpy(&w, s, n);
+  h = (h ^ w) * 0x94D049BB133111EBull;
+  h ^= h >> 29;
+  return (uint32_t)(h ^ (h >> 32));
+}
+
+static const str_head *head_of(const char *s) { return (const str_head *)(const void *)(s - sizeof(str_head)); }
+
+/* The slot of s[0..n) (hash h): where it is, or the empty slot it would take. */
+static const char **slot_for(const char **slots, size_t cap, const char *s, size_t n, uint32_t h) {
+  for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+    const str_head *e = slots[i] ? head_of(slots[i]) : NULL;
+    if (!e || (e->hash == h && e->len == n && !memcmp(slots[i], s, n)))
+      return &slots[i];
+  }
+}
+
+/* s[0..n) copied into the arena, after its header. */
+static const char *arena_copy(struct cgl_pool *p, const char *s, size_t n, uint32_t h) {
+  size_t need = (sizeof(str_head) + n + 1 + sizeof(str_head) - 1) / sizeof(str_head) * sizeof(str_head);
+  arena_block *b = p->block;
+  if (!b || b->cap - b->used < need) {
+    size_t cap = need > BLOCK_BYTES / 4 ? need : BLOCK_BYTES - sizeof *b;
+    arena_block *nb = cgl_xrealloc(NULL, sizeof *nb + cap);
+    nb->used = 0;
+    nb->cap = cap;
+    if (need > BLOCK_BYTES / 4 && b) { /* a long string's block of its own, under the current one */
+      nb->prev = b->prev;
+      b->prev = nb;
+    } else {
+      nb->prev = b;
+      p->block = nb;
+    }
+    b = nb;
+  }
+  str_head *e = (str_head *)(void *)(b->data + b->used);
+  e->len = (uint32_t)n;
+  e->hash = h;
+  char *copy = (char *)(e + 1);
+  memcpy(copy, s, n);
+  copy[n] = '\0';
+  b->used += need;
+  return copy;
+}
+
 static const char *intern(struct cgl_pool *p, const char *s, size_t n, bool printable) {
   if (!s)
     return NULL;
+  if (n >= UINT32_MAX)
+    return cgl_xrealloc(NULL, SIZE_MAX); /* past any line the reader keeps: out of memory */
   char small[256];
   char *clean = n < sizeof small ? small : cgl_xrealloc(NULL, n + 1);
   memcpy(clean, s, n);
   clean[n] = '\0';
   if (printable)
     cgl_make_printable(clean, n);
-  pooled_str *found;
-  HASH_FIND(hh, p->strs, clean, n, found);
-  if (!found) {
-    found = cgl_xrealloc(NULL, sizeof *found + n + 1);
-    memset(&found->hh, 0, sizeof found->hh);
-    found->len = n;
-    memcpy(found->s, clean, n + 1);
-    HASH_ADD_KEYPTR(hh, p->strs, found->s, n, found);
+  if ((p->n + 1) * 10 > p->cap * 7) { /* keep the load under 0.7 */
+    size_t cap = p->cap ? p->cap * 2 : 1024;
+    const char **slots = cgl_xrealloc(NULL, cap * sizeof *slots);
+    memset(slots, 0, cap * sizeof *slots);
+    for (size_t i = 0; i < p->cap; i++)
+      if (p->slots[i])
+        *slot_for(slots, cap, p->slots[i], head_of(p->slots[i])->len, head_of(p->slots[i])->hash) = p->slots[i];
+    free(p->slots);
+    p->slots = slots;
+    p->cap = cap;
+  }
+  uint32_t h = hash_of(clean, n);
+  const char **slot = slot_for(p->slots, p->cap, clean, n, h);
+  if (!*slot) {
+    *slot = arena_copy(p, clean, n, h);
+    p->n++;
   }
   if (clean != small)
     free(clean);
-  return found->s;
+  return *slot;
 }
 
 const char *cgl_intern(struct cgl_pool *p, const char *s, size_t n) { return intern(p, s, n, true); }
@@ -114,19 +192,18 @@ const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t
   return &found->list;
 }
 
-/* The indices: one open-addressing table (linear probing) of (table, a, b)
- * -> value. Entries are 24 bytes in one array (the table, plus one, in the
- * top two bits of the value; 0 an empty slot): a log of a million captures
- * costs tens of MB here, not one allocation per capture. */
-typedef struct {
-  long long a, b;
-  uint64_t tv;
-} index_entry;
-#define TV_SHIFT 62
+/* The indices: an open-addressing table (linear probing) per table number,
+ * whose slots hold only the value plus one (0: empty), 4 bytes: the key of
+ * a value is its item's own (key_of), so a log of a million processes and
+ * captures costs 16 MB here, not the 100 MB that slots holding their keys
+ * took. */
+enum { TABLES = 4 };
 
 struct cgl_index {
-  index_entry *slots;
-  size_t cap, n; /* cap: a power of two */
+  struct {
+    uint32_t *slots;
+    size_t cap, n; /* cap: a power of two */
+  } t[TABLES];
 };
 
 struct cgl_index *cgl_index_new(void) {
@@ -138,56 +215,61 @@ struct cgl_index *cgl_index_new(void) {
 void cgl_index_free(struct cgl_index *x) {
   if (!x)
     return;
-  free(x->slots);
+  for (int t = 0; t < TABLES; t++)
+    free(x->t[t].slots);
   free(x);
 }
 
-static size_t slot_of(uint64_t t, long long a, long long b, size_t cap) {
-  uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ ((uint64_t)b + 0x632BE59BD9B4E019ull + t);
+static size_t slot_of(long long a, long long b, size_t cap) {
+  uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ ((uint64_t)b + 0x632BE59BD9B4E019ull);
   h ^= h >> 29;
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 32;
   return (size_t)h & (cap - 1);
 }
 
-/* t is the table plus one, as the slot holds it */
-static index_entry *probe(struct cgl_index *x, uint64_t t, long long a, long long b) {
-  for (size_t i = slot_of(t, a, b, x->cap);; i = (i + 1) & (x->cap - 1)) {
-    index_entry *e = &x->slots[i];
-    if (!e->tv || (e->tv >> TV_SHIFT == t && e->a == a && e->b == b))
-      return e;
+/* The slot of key (a, b) in table t: where its value is, or the empty slot it would take. */
+static uint32_t *probe(uint32_t *slots, size_t cap, int t, long long a, long long b, cgl_index_key key_of,
+                       const void *ctx) {
+  for (size_t i = slot_of(a, b, cap);; i = (i + 1) & (cap - 1)) {
+    if (!slots[i])
+      return &slots[i];
+    long long ka, kb;
+    key_of(ctx, t, slots[i] - 1, &ka, &kb);
+    if (ka == a && kb == b)
+      return &slots[i];
   }
 }
 
-long cgl_index_get(struct cgl_index *x, int t, long long a, long long b) {
-  if (!x->cap)
+long cgl_index_get(struct cgl_index *x, int t, long long a, long long b, cgl_index_key key_of, const void *ctx) {
+  if (!x->t[t].cap)
     return -1;
-  index_entry *e = probe(x, (uint64_t)t + 1, a, b);
-  return e->tv ? (long)(e->tv & ((1ull << TV_SHIFT) - 1)) : -1;
+  uint32_t *e = probe(x->t[t].slots, x->t[t].cap, t, a, b, key_of, ctx);
+  return *e ? (long)(*e - 1) : -1;
 }
 
-void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t value) {
-  if ((x->n + 1) * 10 > x->cap * 7) { /* keep the load under 0.7 */
-    struct cgl_index bigger = {NULL, x->cap ? x->cap * 2 : 1024, 0};
-    bigger.slots = cgl_xrealloc(NULL, bigger.cap * sizeof *bigger.slots);
-    memset(bigger.slots, 0, bigger.cap * sizeof *bigger.slots);
-    for (size_t i = 0; i < x->cap; i++)
-      if (x->slots[i].tv) {
-        *probe(&bigger, x->slots[i].tv >> TV_SHIFT, x->slots[i].a, x->slots[i].b) = x->slots[i];
-        bigger.n++;
+void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t value, cgl_index_key key_of,
+                   const void *ctx) {
+  if (value >= UINT32_MAX - 1)
+    cgl_xrealloc(NULL, SIZE_MAX); /* 4G items: far past memory, said as out of memory */
+  size_t cap = x->t[t].cap;
+  if ((x->t[t].n + 1) * 10 > cap * 7) { /* keep the load under 0.7 */
+    size_t bigger = cap ? cap * 2 : 1024;
+    uint32_t *slots = cgl_xrealloc(NULL, bigger * sizeof *slots);
+    memset(slots, 0, bigger * sizeof *slots);
+    for (size_t i = 0; i < cap; i++)
+      if (x->t[t].slots[i]) {
+        long long ka, kb;
+        key_of(ctx, t, x->t[t].slots[i] - 1, &ka, &kb);
+        *probe(slots, bigger, t, ka, kb, key_of, ctx) = x->t[t].slots[i];
       }
-    free(x->slots);
-    *x = bigger;
+    free(x->t[t].slots);
+    x->t[t].slots = slots;
+    x->t[t].cap = cap = bigger;
   }
-  uint64_t tt = (uint64_t)t + 1;
-  index_entry *e = probe(x, tt, a, b);
-  if (!e->tv) {
-    e->a = a;
-    e->b = b;
-    x->n++;
-  }
-  /* values are indices into arrays in memory: far below 2^62 */
-  e->tv = tt << TV_SHIFT | ((uint64_t)value & ((1ull << TV_SHIFT) - 1));
+  uint32_t *e = probe(x->t[t].slots, cap, t, a, b, key_of, ctx);
+  x->t[t].n += !*e;
+  *e = (uint32_t)value + 1;
 }
 
 json_t *cgl_json_text(const char *s) {

@@ -32,12 +32,19 @@ const char *cgl_intern_exact(struct cgl_pool *p, const char *s, size_t n);
 /* The interned list of n strings, each already interned. */
 const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t n);
 
+/* The (a, b) key of table t's value: the index keeps values only, the key
+ * is the item's (its process's file and pid, its capture's process and id). */
+typedef void (*cgl_index_key)(const void *ctx, int t, size_t value, long long *a, long long *b);
 struct cgl_index *cgl_index_new(void);
 void cgl_index_free(struct cgl_index *x);
-/* The value stored for a (a, b) key of table t (0: processes by (file, pid),
- * 1: captures by (process, id)), or -1 when none. */
-long cgl_index_get(struct cgl_index *x, int t, long long a, long long b);
-void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t value);
+/* The value stored for a (a, b) key of table t (0 to 3: 0 processes by
+ * (file, pid), 1 captures by (process, id)), or -1 when none; key_of(ctx,
+ * ...) gives the keys of the values stored. */
+long cgl_index_get(struct cgl_index *x, int t, long long a, long long b, cgl_index_key key_of,
+                   const void *ctx);
+/* value, under key (a, b) of table t (replacing what that key held). */
+void cgl_index_put(struct cgl_index *x, int t, long long a, long long b, size_t value, cgl_index_key key_of,
+                   const void *ctx);
 
 /* Allocation that ends the program with one line instead of crashing: a log
  * too large for memory is a usage problem. */

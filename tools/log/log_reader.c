@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,9 +12,17 @@
 #include "image_source.h"
 #include "log_pool.h"
 #include "log_site.h"
-#include "log_skim.h"
+#include "log_json.h"
 
 enum { BY_PID = 0, BY_CAPTURE = 1 };
+
+/* The types of a line's values (log_json.h), NULL for absent. */
+#define OBJ(v) cgl_jis((v), CGL_J_OBJECT)
+#define ARR(v) cgl_jis((v), CGL_J_ARRAY)
+#define STR(v) cgl_jis((v), CGL_J_STRING)
+#define INT(v) cgl_jis((v), CGL_J_INTEGER)
+#define TRUE_(v) cgl_jis((v), CGL_J_TRUE)
+#define NUL_(v) cgl_jis((v), CGL_J_NULL)
 
 /* Growth of the model's arrays by half again: amortised constant per line,
  * and at most a third of the array unused (a million captures are 100 MB).
@@ -55,6 +62,9 @@ void cgl_free(cgl_log *log) {
     cgl_pool_free(log->pool);
     cgl_frame_source_reset();
   }
+  if (log->json)
+    cgl_json_free(log->json);
+  free(log->json);
   cgl_index_free(log->index);
   free(log->procs);
   free(log->caps);
@@ -68,24 +78,24 @@ void cgl_free(cgl_log *log) {
 }
 
 /* Field accessors that tolerate absent or mistyped keys (readers ignore what they do not know). */
-static const char *str(cgl_log *log, json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_string(v) ? cgl_intern(log->pool, json_string_value(v), json_string_length(v))
+static const char *str(cgl_log *log, const cgl_jv *o, const char *k) {
+  const cgl_jv *v = cgl_jget(o, k);
+  return STR(v) ? cgl_intern(log->pool, cgl_jstr(v), v->len)
                            : NULL;
 }
-static long long num(json_t *o, const char *k, long long dflt) {
-  json_t *v = json_object_get(o, k);
-  return json_is_integer(v) ? (long long)json_integer_value(v) : dflt;
+static long long num(const cgl_jv *o, const char *k, long long dflt) {
+  const cgl_jv *v = cgl_jget(o, k);
+  return INT(v) ? (long long)v->u.i : dflt;
 }
 /* The row of t that o's key k names; t->n when absent or unknown. */
-static unsigned word(const cg_words *t, json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_string(v) ? cg_word_parse(t, json_string_value(v), json_string_length(v))
+static unsigned word(const cg_words *t, const cgl_jv *o, const char *k) {
+  const cgl_jv *v = cgl_jget(o, k);
+  return STR(v) ? cg_word_parse(t, cgl_jstr(v), v->len)
                            : (unsigned)t->n;
 }
-static json_t *arr(json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_array(v) ? v : NULL;
+static const cgl_jv *arr(const cgl_jv *o, const char *k) {
+  const cgl_jv *v = cgl_jget(o, k);
+  return ARR(v) ? v : NULL;
 }
 
 /* The message holds the log's own bytes (jansson's "near '...'" quotes the
@@ -111,6 +121,20 @@ static void seen_at(cgl_process *p, long long t) {
     p->last_ns = t;
 }
 
+void cgl_log_key(const void *ctx, int t, size_t value, long long *a, long long *b) {
+  const cgl_log *log = ctx;
+  if (t == BY_PID) {
+    *a = (long long)log->procs[value].file;
+    *b = log->procs[value].pid;
+  } else if (log->census) {
+    *a = (long long)log->ccaps[value].proc;
+    *b = log->ccaps[value].id;
+  } else {
+    *a = (long long)log->caps[value].proc;
+    *b = log->caps[value].id;
+  }
+}
+
 static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   cgl_process *p = NEW_ITEM(log->procs, log->n_procs, log->cap_procs);
   p->file = file;
@@ -119,19 +143,19 @@ static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   p->mode = CG_RUN_MODE_COUNT;
   p->first_offset = log->cur_offset;
   p->first_lineno = log->cur_lineno;
-  cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs - 1);
+  cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs - 1, cgl_log_key, log);
   return log->n_procs - 1;
 }
 
 /* The process a line belongs to: the latest one of that pid in the same file
  * (a pid reused by a later run writes a new "process" line first). */
 static size_t proc_for(cgl_log *log, size_t file, long long pid) {
-  long i = cgl_index_get(log->index, BY_PID, (long long)file, pid);
+  long i = cgl_index_get(log->index, BY_PID, (long long)file, pid, cgl_log_key, log);
   return i >= 0 ? (size_t)i : new_proc(log, file, pid);
 }
 
 static size_t capture_for(cgl_log *log, size_t proc, long long id) {
-  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
+  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id, cgl_log_key, log);
   if (i >= 0)
     return (size_t)i;
   cgl_capture *c = NEW_ITEM(log->caps, log->n_caps, log->cap_caps);
@@ -140,7 +164,7 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
   c->first_break = -1;
   c->mode = CG_CAPTURE_MODE_COUNT;
   c->status = CG_CAPTURE_STATUS_COUNT;
-  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_caps - 1);
+  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_caps - 1, cgl_log_key, log);
   return log->n_caps - 1;
 }
 
@@ -151,7 +175,7 @@ static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
   unsigned char *ids = p->census_cap > small ? p->census_ids : p->census_small;
   if (id >= 0 && (unsigned long long)id < p->census_cap && (ids[id] & CGL_CENSUS_SEEN))
     return &ids[id];
-  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id);
+  long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id, cgl_log_key, log);
   if (i >= 0)
     return &log->ccaps[i].flags;
   /* capguard numbers a process's captures from 1: ids up to twice as many as
@@ -177,12 +201,13 @@ static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
   }
   cgl_census_capture *cc = NEW_ITEM(log->ccaps, log->n_ccaps, log->cap_ccaps);
   cc->proc = proc;
-  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_ccaps - 1);
+  cc->id = id;
+  cgl_index_put(log->index, BY_CAPTURE, (long long)proc, id, log->n_ccaps - 1, cgl_log_key, log);
   return &cc->flags;
 }
 
 /* The status's broken bit of flags set from the status key of o. */
-static void census_status(unsigned char *flags, json_t *o) {
+static void census_status(unsigned char *flags, const cgl_jv *o) {
   cg_capture_status st = (cg_capture_status)word(&cg_capture_statuses, o, CG_KEY_STATUS);
   *flags = (unsigned char)((*flags & ~CGL_CENSUS_STATUS_BROKEN) |
                            (cg_capture_status_broken(st) ? CGL_CENSUS_STATUS_BROKEN : 0));
@@ -190,7 +215,7 @@ static void census_status(unsigned char *flags, json_t *o) {
 
 /* A census's reading of a "capture" line: what read_capture would make of
  * its process's span and of whether it broke (cgl_capture_broken). */
-static void census_capture_line(cgl_log *log, size_t proc, json_t *o) {
+static void census_capture_line(cgl_log *log, size_t proc, const cgl_jv *o) {
   unsigned char *flags = census_capture(log, proc, num(o, CG_KEY_ID, 0));
   *flags |= CGL_CENSUS_ENDED;
   census_status(flags, o);
@@ -199,7 +224,7 @@ static void census_capture_line(cgl_log *log, size_t proc, json_t *o) {
 }
 
 /* A census's reading of an "event" line, as read_event counts it. */
-static void census_event(cgl_log *log, size_t proc, json_t *o) {
+static void census_event(cgl_log *log, size_t proc, const cgl_jv *o) {
   cgl_process *p = &log->procs[proc];
   seen_at(p, num(o, CG_KEY_TIME_NS, 0));
   cg_event_kind kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
@@ -208,84 +233,16 @@ static void census_event(cgl_log *log, size_t proc, json_t *o) {
   cg_verdict verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
   p->census_calls++;
   p->census_served += verdict == CG_VERDICT_SERVED;
-  json_t *cap = json_object_get(o, CG_KEY_CAPTURE);
-  unsigned char *flags = census_capture(log, proc, json_is_object(cap) ? num(cap, CG_KEY_ID, 0) : 0);
-  if (!(*flags & CGL_CENSUS_ENDED) && json_is_object(cap))
+  const cgl_jv *cap = cgl_jget(o, CG_KEY_CAPTURE);
+  unsigned char *flags = census_capture(log, proc, OBJ(cap) ? num(cap, CG_KEY_ID, 0) : 0);
+  if (!(*flags & CGL_CENSUS_ENDED) && OBJ(cap))
     census_status(flags, cap);
   if (cg_verdict_breaks(verdict))
     *flags |= CGL_CENSUS_BREAK;
 }
 
-/* The skimmed member's integer, dflt when absent or not an integer (as num). */
-static long long skim_num(const cgl_skim_member *m, size_t n, const char *k, long long dflt) {
-  const cgl_skim_member *v = cgl_skim_get(m, n, k);
-  return v && v->kind == CGL_SKIM_INTEGER ? v->integer : dflt;
-}
-/* The row of t a skimmed member names (t->n when absent or not a string);
- * false when its string has an escape, which only jansson reads. */
-static bool skim_word(const cg_words *t, const cgl_skim_member *m, size_t n, const char *k,
-                      unsigned *w) {
-  const cgl_skim_member *v = cgl_skim_get(m, n, k);
-  *w = (unsigned)t->n;
-  if (!v || v->kind != CGL_SKIM_STRING)
-    return true;
-  if (v->escaped)
-    return false;
-  *w = cg_word_parse(t, v->value, v->value_len);
-  return true;
-}
-
-/* A census's event or capture line read from its skim (log_skim.h), as
- * census_event and census_capture_line read it from jansson's object.
- * False, with nothing counted, for any other line and for what only
- * jansson reads: those go the whole way. */
-static bool census_skimmed(cgl_log *log, size_t file, const char *text, size_t len) {
-  cgl_skim sk;
-  if (!cgl_skim_line(text, len, &sk))
-    return false;
-  const cgl_skim_member *top = sk.top, *cap = sk.capture;
-  size_t nt = sk.n_top, nc = sk.n_capture;
-  const cgl_skim_member *v = cgl_skim_get(top, nt, CG_KEY_V), *pid = cgl_skim_get(top, nt, CG_KEY_PID);
-  unsigned type;
-  if (!v || v->kind != CGL_SKIM_INTEGER || v->integer < 1 || v->integer > CGL_VERSION || !pid ||
-      pid->kind != CGL_SKIM_INTEGER || !skim_word(&cg_record_types, top, nt, CG_KEY_TYPE, &type) ||
-      (type != CG_RECORD_EVENT && type != CG_RECORD_CAPTURE))
-    return false;
-  unsigned status, kind = 0, verdict = 0;
-  if (!skim_word(&cg_capture_statuses, type == CG_RECORD_EVENT ? cap : top,
-                 type == CG_RECORD_EVENT ? nc : nt, CG_KEY_STATUS, &status) ||
-      (type == CG_RECORD_EVENT && (!skim_word(&cg_event_kinds, top, nt, CG_KEY_EVENT, &kind) ||
-                                   !skim_word(&cg_verdicts, top, nt, CG_KEY_VERDICT, &verdict))))
-    return false;
-  log->records++;
-  size_t proc = proc_for(log, file, pid->integer);
-  cgl_process *p = &log->procs[proc];
-  bool broken = cg_capture_status_broken((cg_capture_status)status);
-  unsigned char *flags;
-  if (type == CG_RECORD_CAPTURE) {
-    flags = census_capture(log, proc, skim_num(top, nt, CG_KEY_ID, 0));
-    *flags = (unsigned char)((*flags & ~CGL_CENSUS_STATUS_BROKEN) | CGL_CENSUS_ENDED |
-                             (broken ? CGL_CENSUS_STATUS_BROKEN : 0));
-    seen_at(p, skim_num(top, nt, CG_KEY_BEGIN_NS, 0));
-    seen_at(p, skim_num(top, nt, CG_KEY_END_NS, 0));
-    return true;
-  }
-  seen_at(p, skim_num(top, nt, CG_KEY_TIME_NS, 0));
-  if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH || kind == CG_EV_REQUEST_LOAD || cgl_hang_kind(kind))
-    return true;
-  p->census_calls++;
-  p->census_served += verdict == CG_VERDICT_SERVED;
-  flags = census_capture(log, proc, sk.capture_is_object ? skim_num(cap, nc, CG_KEY_ID, 0) : 0);
-  if (!(*flags & CGL_CENSUS_ENDED) && sk.capture_is_object)
-    *flags = (unsigned char)((*flags & ~CGL_CENSUS_STATUS_BROKEN) |
-                             (broken ? CGL_CENSUS_STATUS_BROKEN : 0));
-  if (cg_verdict_breaks((cg_verdict)verdict))
-    *flags |= CGL_CENSUS_BREAK;
-  return true;
-}
-
 /* What "start" and "process" records both say about a process. */
-static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
+static void read_identity(cgl_log *log, cgl_process *p, const cgl_jv *o) {
   p->ppid = num(o, CG_KEY_PPID, 0);
   p->mode = (cg_run_mode)word(&cg_run_modes, o, CG_KEY_MODE);
   p->version = str(log, o, CG_KEY_VERSION);
@@ -293,20 +250,20 @@ static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
   p->prime = str(log, o, CG_KEY_PRIME);
   p->time_ns = num(o, CG_KEY_TIME_NS, 0);
   seen_at(p, p->time_ns);
-  if (json_is_integer(json_object_get(o, CG_KEY_RANK))) {
+  if (INT(cgl_jget(o, CG_KEY_RANK))) {
     p->rank_known = true;
     p->rank = num(o, CG_KEY_RANK, 0);
     p->local_rank = num(o, CG_KEY_LOCAL_RANK, -1);
     p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
   }
-  json_t *argv = arr(o, CG_KEY_ARGV), *w;
-  size_t k, argc = 0;
+  const cgl_jv *argv = arr(o, CG_KEY_ARGV), *w;
+  size_t argc = 0;
   const char *words[CGL_ARGV_MAX], *exact[CGL_ARGV_MAX];
   bool differs = false;
-  json_array_foreach(argv, k, w) {
-    if (argc < CGL_ARGV_MAX && json_is_string(w)) {
-      const char *raw = json_string_value(w);
-      size_t n = json_string_length(w);
+  for (w = cgl_jfirst(argv); w; w = cgl_jnext(w)) {
+    if (argc < CGL_ARGV_MAX && STR(w)) {
+      const char *raw = cgl_jstr(w);
+      size_t n = w->len;
       words[argc] = cgl_intern(log->pool, raw, n);
       /* kept apart only when made printable: a command to paste gives back the very bytes */
       bool same = !memchr(raw, '\0', n) && !memcmp(words[argc], raw, n);
@@ -323,13 +280,13 @@ static void read_identity(cgl_log *log, cgl_process *p, json_t *o) {
 
 /* A line of a pid already seen is another process (the pid was reused) when
  * that one exited, or belongs to another capguard run. */
-static bool reused(cgl_log *log, const cgl_process *p, json_t *o) {
+static bool reused(cgl_log *log, const cgl_process *p, const cgl_jv *o) {
   const char *run = str(log, o, CG_KEY_RUN);
   return p->has_summary || (p->run && run && p->run != run);
 }
 
 /* "start": the shim started in this process; it has not used CUDA (yet). */
-static void read_start(cgl_log *log, size_t file, long long pid, json_t *o) {
+static void read_start(cgl_log *log, size_t file, long long pid, const cgl_jv *o) {
   size_t i = proc_for(log, file, pid);
   if (reused(log, &log->procs[i], o) || log->procs[i].seen_process)
     i = new_proc(log, file, pid);
@@ -340,7 +297,7 @@ static void read_start(cgl_log *log, size_t file, long long pid, json_t *o) {
   read_identity(log, p, o);
 }
 
-static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
+static void read_process(cgl_log *log, size_t file, long long pid, const cgl_jv *o) {
   /* A second "process" line for a pid already seen means a new process reused it. */
   size_t i = proc_for(log, file, pid);
   if (log->procs[i].seen_process || reused(log, &log->procs[i], o))
@@ -357,7 +314,7 @@ static void read_process(cgl_log *log, size_t file, long long pid, json_t *o) {
  * absent (or any other type: a damaged line) says nothing. */
 /* A site string of the log (where a capture began, where its offender was
  * called), read as a person reads an event's: demangled, with file:line. */
-static const char *site_str(cgl_log *log, size_t proc, json_t *o, const char *key) {
+static const char *site_str(cgl_log *log, size_t proc, const cgl_jv *o, const char *key) {
   const char *s = str(log, o, key);
   if (!s || !*s)
     return s;
@@ -367,13 +324,13 @@ static const char *site_str(cgl_log *log, size_t proc, json_t *o, const char *ke
   return strcmp(buf, s) ? cgl_intern(log->pool, buf, strlen(buf)) : s;
 }
 
-static void read_broken_by(cgl_log *log, cgl_capture *c, json_t *o) {
-  json_t *b = json_object_get(o, CG_KEY_BROKEN_BY);
+static void read_broken_by(cgl_log *log, cgl_capture *c, const cgl_jv *o) {
+  const cgl_jv *b = cgl_jget(o, CG_KEY_BROKEN_BY);
   c->by = CGL_BY_UNKNOWN;
   memset(&c->offender, 0, sizeof c->offender);
-  if (json_is_null(b)) {
+  if (NUL_(b)) {
     c->by = CGL_BY_UNWATCHED;
-  } else if (json_is_object(b)) {
+  } else if (OBJ(b)) {
     cgl_offender *f = &c->offender;
     c->by = CGL_BY_CALL;
     const char *s;
@@ -388,7 +345,7 @@ static void read_broken_by(cgl_log *log, cgl_capture *c, json_t *o) {
   }
 }
 
-static void read_capture(cgl_log *log, size_t proc, json_t *o) {
+static void read_capture(cgl_log *log, size_t proc, const cgl_jv *o) {
   /* index first: capture_for may move log->caps */
   size_t ci = capture_for(log, proc, num(o, CG_KEY_ID, 0));
   cgl_capture *c = &log->caps[ci];
@@ -403,9 +360,9 @@ static void read_capture(cgl_log *log, size_t proc, json_t *o) {
     c->begin_ns = b;
   c->end_ns = num(o, CG_KEY_END_NS, 0);
   c->events = num(o, CG_KEY_EVENTS, 0);
-  json_t *er = json_object_get(o, CG_KEY_END_RESULT);
-  c->has_end_result = json_is_integer(er);
-  c->end_result = c->has_end_result ? (long long)json_integer_value(er) : 0;
+  const cgl_jv *er = cgl_jget(o, CG_KEY_END_RESULT);
+  c->has_end_result = INT(er);
+  c->end_result = c->has_end_result ? (long long)er->u.i : 0;
   c->repeats = num(o, CG_KEY_REPEATS, 0);
   if (c->repeats < 0)
     c->repeats = 0;
@@ -421,14 +378,14 @@ static bool before(const cgl_event *x, const cgl_event *y) {
   return x->seq < y->seq;
 }
 
-static const cgl_strs *kernel_list(cgl_log *log, json_t *names) {
-  const char *small[64];
-  size_t n = json_array_size(names), k = 0, i;
+static const cgl_strs *kernel_list(cgl_log *log, const cgl_jv *names) {
+  const char *small[64] = {NULL};
+  size_t n = cgl_jsize(names), k = 0;
   const char **v = n <= 64 ? small : cgl_xrealloc(NULL, n * sizeof *v);
-  json_t *w;
-  json_array_foreach(names, i, w) {
-    if (json_is_string(w))
-      v[k++] = cgl_intern(log->pool, json_string_value(w), json_string_length(w));
+  const cgl_jv *w;
+  for (w = cgl_jfirst(names); w; w = cgl_jnext(w)) {
+    if (STR(w))
+      v[k++] = cgl_intern(log->pool, cgl_jstr(w), w->len);
   }
   const cgl_strs *l = cgl_intern_list(log->pool, v, k);
   if (v != small)
@@ -436,14 +393,14 @@ static const cgl_strs *kernel_list(cgl_log *log, json_t *names) {
   return l;
 }
 
-static const char *str_or_empty(cgl_log *log, json_t *o, const char *k) {
+static const char *str_or_empty(cgl_log *log, const cgl_jv *o, const char *k) {
   const char *s = str(log, o, k);
   return s ? s : "";
 }
 
 /* A record's call site (cgl_event_site's form) and its innermost Python frame
  * (NULL if none), from its stacks. */
-static void stack_sites(cgl_log *log, size_t proc, json_t *o, const char **site, const char **python_top) {
+static void stack_sites(cgl_log *log, size_t proc, const cgl_jv *o, const char **site, const char **python_top) {
   char where[512];
   const cgl_process *pr = &log->procs[proc];
   cgl_site_from_stacks(arr(o, CG_KEY_PYTHON_STACK), arr(o, CG_KEY_NATIVE_STACK),
@@ -453,18 +410,18 @@ static void stack_sites(cgl_log *log, size_t proc, json_t *o, const char **site,
   *python_top = where[0] ? cgl_intern(log->pool, where, strlen(where)) : NULL;
 }
 
-static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o) {
+static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, const cgl_jv *o) {
   cgl_stale *s = NEW_ITEM(log->stale, log->n_stale, log->cap_stale);
   s->proc = proc;
   s->kind = kind;
   s->time_ns = num(o, CG_KEY_TIME_NS, 0);
   s->tid = num(o, CG_KEY_TID, 0);
   s->call = str_or_empty(log, o, CG_KEY_CALL);
-  json_t *cap = json_object_get(o, CG_KEY_CAPTURE);
-  s->capture_id = json_is_object(cap) ? num(cap, CG_KEY_ID, 0) : 0;
-  s->began = json_is_object(cap) ? str_or_empty(log, cap, CG_KEY_BEGAN) : "";
-  json_t *st = json_object_get(o, CG_KEY_STALE);
-  if (json_is_object(st)) {
+  const cgl_jv *cap = cgl_jget(o, CG_KEY_CAPTURE);
+  s->capture_id = OBJ(cap) ? num(cap, CG_KEY_ID, 0) : 0;
+  s->began = OBJ(cap) ? str_or_empty(log, cap, CG_KEY_BEGAN) : "";
+  const cgl_jv *st = cgl_jget(o, CG_KEY_STALE);
+  if (OBJ(st)) {
     s->exec = str_or_empty(log, st, CG_KEY_EXEC);
     s->start = str_or_empty(log, st, CG_KEY_START);
     s->kernel = str_or_empty(log, st, CG_KEY_KERNEL);
@@ -474,8 +431,8 @@ static void read_stale(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o)
     s->node = num(st, CG_KEY_NODE, 0);
     s->arg = num(st, CG_KEY_ARG, -1);
     s->reads = num(st, CG_KEY_READS, 1);
-    s->by_hand = json_is_true(json_object_get(st, CG_KEY_BY_HAND));
-    s->piece = json_is_true(json_object_get(st, CG_KEY_PIECE));
+    s->by_hand = TRUE_(cgl_jget(st, CG_KEY_BY_HAND));
+    s->piece = TRUE_(cgl_jget(st, CG_KEY_PIECE));
   } else {
     s->exec = s->start = s->kernel = "";
   }
@@ -488,18 +445,18 @@ bool cgl_hang_kind(cg_event_kind kind) {
          kind == CG_EV_LAUNCH_COUNT || kind == CG_EV_HANG_CAPTURE;
 }
 
-static void read_hang(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o) {
+static void read_hang(cgl_log *log, size_t proc, cg_event_kind kind, const cgl_jv *o) {
   cgl_hang *h = NEW_ITEM(log->hangs, log->n_hangs, log->cap_hangs);
   h->proc = proc;
   h->kind = kind;
   h->time_ns = num(o, CG_KEY_TIME_NS, 0);
   h->tid = num(o, CG_KEY_TID, 0);
   h->call = str_or_empty(log, o, CG_KEY_CALL);
-  json_t *cap = json_object_get(o, CG_KEY_CAPTURE);
-  h->capture_id = json_is_object(cap) ? num(cap, CG_KEY_ID, 0) : 0;
-  h->began = json_is_object(cap) ? str_or_empty(log, cap, CG_KEY_BEGAN) : "";
-  json_t *x = json_object_get(o, CG_KEY_HANG);
-  bool is = json_is_object(x);
+  const cgl_jv *cap = cgl_jget(o, CG_KEY_CAPTURE);
+  h->capture_id = OBJ(cap) ? num(cap, CG_KEY_ID, 0) : 0;
+  h->began = OBJ(cap) ? str_or_empty(log, cap, CG_KEY_BEGAN) : "";
+  const cgl_jv *x = cgl_jget(o, CG_KEY_HANG);
+  bool is = OBJ(x);
   h->exec = is ? str_or_empty(log, x, CG_KEY_EXEC) : "";
   h->collective = is ? str_or_empty(log, x, CG_KEY_COLLECTIVE) : "";
   h->where = is ? str_or_empty(log, x, CG_KEY_WHERE) : "";
@@ -512,12 +469,12 @@ static void read_hang(cgl_log *log, size_t proc, cg_event_kind kind, json_t *o) 
 }
 
 /* The Python package a load came through, from its frames' files. */
-static const char *framework_of(json_t *py) {
+static const char *framework_of(const cgl_jv *py) {
   static const struct {
     const char *dir, *name;
   } known[] = {{"/triton/", "Triton"}, {"/cupy/", "CuPy"}, {"/cuda/core/", "cuda.core"}, {"/numba/", "Numba"}};
-  for (size_t i = 0; json_is_array(py) && i < json_array_size(py); i++) {
-    const char *f = json_string_value(json_object_get(json_array_get(py, i), CG_KEY_FILE));
+  for (const cgl_jv *fr = ARR(py) ? cgl_jfirst(py) : NULL; fr; fr = cgl_jnext(fr)) {
+    const char *f = cgl_jstr(cgl_jget(fr, CG_KEY_FILE));
     for (size_t k = 0; f && k < sizeof known / sizeof known[0]; k++)
       if (strstr(f, known[k].dir))
         return known[k].name;
@@ -528,14 +485,14 @@ static const char *framework_of(json_t *py) {
 /* The kernels a request-path load left compressed, read from the object
  * its image lies in (image_source.h); the list stays empty when they
  * cannot be read there. */
-static void name_from_source(cgl_log *log, cgl_request *q, json_t *img, json_t *src) {
-  const char *object = json_string_value(json_object_get(src, CG_KEY_OBJECT));
-  json_t *off = json_object_get(src, CG_KEY_OFFSET), *size = json_object_get(img, CG_KEY_SIZE);
-  if (!object || !json_is_integer(off) || !json_is_integer(size) || json_integer_value(off) < 0 ||
-      json_integer_value(size) <= 0 || !q->image_hash)
+static void name_from_source(cgl_log *log, cgl_request *q, const cgl_jv *img, const cgl_jv *src) {
+  const char *object = cgl_jstr(cgl_jget(src, CG_KEY_OBJECT));
+  const cgl_jv *off = cgl_jget(src, CG_KEY_OFFSET), *size = cgl_jget(img, CG_KEY_SIZE);
+  if (!object || !INT(off) || !INT(size) || off->u.i < 0 ||
+      size->u.i <= 0 || !q->image_hash)
     return;
   cg_image_info *im = malloc(sizeof *im);
-  if (im && cgl_image_source_inspect(object, (uint64_t)json_integer_value(off), (uint64_t)json_integer_value(size),
+  if (im && cgl_image_source_inspect(object, (uint64_t)off->u.i, (uint64_t)size->u.i,
                                      q->image_hash, im) == 0 && im->n_kernels) {
     const char *v[256];
     size_t k = 0;
@@ -547,31 +504,31 @@ static void name_from_source(cgl_log *log, cgl_request *q, json_t *img, json_t *
   free(im);
 }
 
-static void read_request(cgl_log *log, size_t proc, json_t *o) {
+static void read_request(cgl_log *log, size_t proc, const cgl_jv *o) {
   cgl_request *q = NEW_ITEM(log->reqs, log->n_reqs, log->cap_reqs);
   q->proc = proc;
   q->time_ns = num(o, CG_KEY_TIME_NS, 0);
   q->load_ns = num(o, CG_KEY_LOAD_NS, 0);
   q->after_ns = num(o, CG_KEY_AFTER_SERVING_NS, 0);
-  q->provisional = json_is_true(json_object_get(o, CG_KEY_PROVISIONAL));
+  q->provisional = TRUE_(cgl_jget(o, CG_KEY_PROVISIONAL));
   q->served = word(&cg_verdicts, o, CG_KEY_VERDICT) == CG_VERDICT_SERVED;
   q->call = str_or_empty(log, o, CG_KEY_CALL);
-  json_t *img = json_object_get(o, CG_KEY_IMAGE);
-  q->kernels = kernel_list(log, json_is_object(img) ? arr(img, CG_KEY_KERNELS) : NULL);
+  const cgl_jv *img = cgl_jget(o, CG_KEY_IMAGE);
+  q->kernels = kernel_list(log, OBJ(img) ? arr(img, CG_KEY_KERNELS) : NULL);
   q->image_kind = CG_IMAGE_KIND_COUNT;
-  if (json_is_object(img)) {
+  if (OBJ(img)) {
     q->image_kind = (cg_image_kind)word(&cg_image_kinds, img, CG_KEY_KIND);
     q->image_hash = str(log, img, CG_KEY_HASH);
   }
-  if (json_is_object(img) && q->kernels->n == 0)
-    name_from_source(log, q, img, json_object_get(o, CG_KEY_IMAGE_SOURCE));
+  if (OBJ(img) && q->kernels->n == 0)
+    name_from_source(log, q, img, cgl_jget(o, CG_KEY_IMAGE_SOURCE));
   q->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
   q->framework = q->runtime_lazy ? "the CUDA runtime's lazy loading" : framework_of(arr(o, CG_KEY_PYTHON_STACK));
   stack_sites(log, proc, o, &q->site, &q->python_top);
   seen_at(&log->procs[proc], q->time_ns);
 }
 
-static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc, json_t *o) {
+static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc, const cgl_jv *o) {
   cg_event_kind kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
   if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH) {
     read_stale(log, proc, kind, o);
@@ -603,21 +560,21 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->tid = num(o, CG_KEY_TID, 0);
   e->thread_name = str(log, o, CG_KEY_THREAD_NAME);
   e->nccl_setup = str(log, o, CG_KEY_NCCL_SETUP);
-  json_t *img = json_object_get(o, CG_KEY_IMAGE);
-  e->kernels = kernel_list(log, json_is_object(img) ? arr(img, CG_KEY_KERNELS) : NULL);
+  const cgl_jv *img = cgl_jget(o, CG_KEY_IMAGE);
+  e->kernels = kernel_list(log, OBJ(img) ? arr(img, CG_KEY_KERNELS) : NULL);
   e->image_kind = CG_IMAGE_KIND_COUNT;
-  if (json_is_object(img)) {
+  if (OBJ(img)) {
     e->image_kind = (cg_image_kind)word(&cg_image_kinds, img, CG_KEY_KIND);
     e->image_hash = str(log, img, CG_KEY_HASH);
     e->image_sm = num(img, CG_KEY_SM, 0);
-    e->kernels_truncated = json_is_true(json_object_get(img, CG_KEY_KERNELS_TRUNCATED));
+    e->kernels_truncated = TRUE_(cgl_jget(img, CG_KEY_KERNELS_TRUNCATED));
   }
   e->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
   /* A log of a capguard before load options were recorded says only
    * "options": true, and that capguard never served nor recorded such a load. */
   e->options_foreign = str(log, o, CG_KEY_OPTIONS_FOREIGN);
-  if (!e->options_foreign && json_is_true(json_object_get(o, CG_KEY_OPTIONS)) &&
-      !json_object_get(o, CG_KEY_LOAD_OPTIONS))
+  if (!e->options_foreign && TRUE_(cgl_jget(o, CG_KEY_OPTIONS)) &&
+      !cgl_jget(o, CG_KEY_LOAD_OPTIONS))
     e->options_foreign = "JIT or library options (this capguard's log predates their recording)";
   e->with_options = e->options_foreign != NULL;
   e->options_differ = str(log, o, CG_KEY_OPTIONS_DIFFER);
@@ -627,12 +584,12 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   seen_at(&log->procs[proc], e->time_ns);
   /* The capture it names; known from the event alone if its "capture" line never came
    * (the process was killed with the capture open). */
-  json_t *cap = json_object_get(o, CG_KEY_CAPTURE);
-  long long id = json_is_object(cap) ? num(cap, CG_KEY_ID, 0) : 0;
+  const cgl_jv *cap = cgl_jget(o, CG_KEY_CAPTURE);
+  long long id = OBJ(cap) ? num(cap, CG_KEY_ID, 0) : 0;
   size_t ci = capture_for(log, proc, id);
   e->capture = ci;
   cgl_capture *c = &log->caps[ci];
-  if (!c->ended_line && json_is_object(cap)) {
+  if (!c->ended_line && OBJ(cap)) {
     c->stream = str(log, cap, CG_KEY_STREAM);
     c->mode = (cg_capture_mode)word(&cg_capture_modes, cap, CG_KEY_MODE);
     c->status = (cg_capture_status)word(&cg_capture_statuses, cap, CG_KEY_STATUS);
@@ -646,10 +603,10 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     c->first_break = (long)ei;
 }
 
-static void read_summary(cgl_log *log, size_t proc, json_t *o) {
+static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
   cgl_process *p = &log->procs[proc];
   p->has_summary = true;
-  p->log_incomplete = json_is_true(json_object_get(o, CG_KEY_LOG_INCOMPLETE));
+  p->log_incomplete = TRUE_(cgl_jget(o, CG_KEY_LOG_INCOMPLETE));
   p->captures = num(o, CG_KEY_CAPTURES, 0);
   p->captures_broken = num(o, CG_KEY_CAPTURES_BROKEN, 0);
   p->primed_loaded = num(o, CG_KEY_PRIMED_LOADED, 0);
@@ -659,17 +616,16 @@ static void read_summary(cgl_log *log, size_t proc, json_t *o) {
   p->primed_skipped_arch = num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0);
   p->skipped_sm = num(o, CG_KEY_SKIPPED_SM, 0);
   p->device_sm = num(o, CG_KEY_DEVICE_SM, 0);
-  p->has_capture_time = json_is_integer(json_object_get(o, CG_KEY_CAPTURE_NS));
+  p->has_capture_time = INT(cgl_jget(o, CG_KEY_CAPTURE_NS));
   p->captures_timed = num(o, CG_KEY_CAPTURES_TIMED, 0);
   p->capture_ns = num(o, CG_KEY_CAPTURE_NS, 0);
   p->first_capture_ns = num(o, CG_KEY_FIRST_CAPTURE_NS, 0);
   p->first_replay_ns = num(o, CG_KEY_FIRST_REPLAY_NS, 0);
   p->collective_execs = num(o, CG_KEY_COLLECTIVE_EXECS, 0);
-  json_t *slow = arr(o, CG_KEY_SLOWEST);
+  const cgl_jv *slow = arr(o, CG_KEY_SLOWEST);
   p->n_slowest = 0;
-  for (size_t i = 0; slow && i < json_array_size(slow) && p->n_slowest < 3; i++) {
-    json_t *c = json_array_get(slow, i);
-    if (!json_is_object(c))
+  for (const cgl_jv *c = cgl_jfirst(slow); c && p->n_slowest < 3; c = cgl_jnext(c)) {
+    if (!OBJ(c))
       continue;
     if (!p->slowest)
       p->slowest = cgl_xrealloc(NULL, 3 * sizeof *p->slowest);
@@ -680,7 +636,7 @@ static void read_summary(cgl_log *log, size_t proc, json_t *o) {
   }
   /* the summary says the rank again (the start and process records said it
    * first, with the local rank): a summary without one leaves theirs */
-  if (json_is_integer(json_object_get(o, CG_KEY_RANK))) {
+  if (INT(cgl_jget(o, CG_KEY_RANK))) {
     p->rank_known = true;
     p->rank = num(o, CG_KEY_RANK, 0);
     p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
@@ -688,51 +644,29 @@ static void read_summary(cgl_log *log, size_t proc, json_t *o) {
   seen_at(p, num(o, CG_KEY_TIME_NS, 0));
 }
 
-void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long long lineno) {
-  while (len && (text[len - 1] == '\r' || text[len - 1] == ' ' || text[len - 1] == '\t'))
-    len--;
-  size_t sp = 0;
-  while (sp < len && (text[sp] == ' ' || text[sp] == '\t'))
-    sp++;
-  if (sp == len)
-    return; /* blank lines are not lines of the log */
-  log->lines++;
-  if (log->census && census_skimmed(log, file, text + sp, len - sp))
-    return;
-  json_error_t err;
-  json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
-  if (!o) {
-    char why[300];
-    snprintf(why, sizeof why, "not JSON (%s)", err.text);
-    malformed(log, file, lineno, why);
-    return;
-  }
-  if (!json_is_object(o)) {
-    json_decref(o);
+/* A parsed line's record, as its "type" says. */
+static void read_record(cgl_log *log, size_t file, long long lineno, const cgl_jv *o) {
+  if (!OBJ(o)) {
     malformed(log, file, lineno, "not a JSON object");
     return;
   }
-  json_t *v = json_object_get(o, CG_KEY_V), *pid = json_object_get(o, CG_KEY_PID);
-  json_t *type_v = json_object_get(o, CG_KEY_TYPE);
-  if (!json_is_integer(v) || json_integer_value(v) < 1 || !json_is_string(type_v) ||
-      !json_is_integer(pid)) {
-    json_decref(o);
+  const cgl_jv *v = cgl_jget(o, CG_KEY_V), *pid = cgl_jget(o, CG_KEY_PID);
+  const cgl_jv *type_v = cgl_jget(o, CG_KEY_TYPE);
+  if (!INT(v) || v->u.i < 1 || !STR(type_v) || !INT(pid)) {
     malformed(log, file, lineno, "missing \"v\", \"type\" or \"pid\"");
     return;
   }
-  if (json_integer_value(v) > CGL_VERSION) {
-    json_decref(o);
+  if (v->u.i > CGL_VERSION) {
     log->newer++;
     return;
   }
   cg_record_type type = (cg_record_type)word(&cg_record_types, o, CG_KEY_TYPE);
   if (type >= CG_RECORD_TYPE_COUNT || cg_word_is(&cg_record_types, type, CG_WORD_SKIPPED)) {
-    json_decref(o);
     log->unknown++;
     return;
   }
   log->records++;
-  long long p = (long long)json_integer_value(pid);
+  long long p = pid->u.i;
   switch (type) {
   case CG_RECORD_PROCESS: read_process(log, file, p, o); break;
   case CG_RECORD_START: read_start(log, file, p, o); break;
@@ -750,15 +684,41 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
     break;
   case CG_RECORD_SUMMARY: read_summary(log, proc_for(log, file, p), o); break;
   case CG_RECORD_ENDED: { /* capguard run's, not the process's: its span is left as it logged it */
-    json_t *sig = json_object_get(o, CG_KEY_SIGNAL);
-    if (json_is_integer(sig) && json_integer_value(sig) > 0 && json_integer_value(sig) < 256)
-      log->procs[proc_for(log, file, p)].signal = (int)json_integer_value(sig);
+    const cgl_jv *sig = cgl_jget(o, CG_KEY_SIGNAL);
+    if (INT(sig) && sig->u.i > 0 && sig->u.i < 256) {
+      size_t i = proc_for(log, file, p); /* before log->procs is read: it may make the first, or move it */
+      log->procs[i].signal = (int)sig->u.i;
+    }
     break;
   }
   case CG_RECORD_ERROR:
   case CG_RECORD_TYPE_COUNT: break; /* skipped above */
   }
-  json_decref(o); /* what the report needs was copied out */
+}
+
+void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long long lineno) {
+  while (len && (text[len - 1] == '\r' || text[len - 1] == ' ' || text[len - 1] == '\t'))
+    len--;
+  size_t sp = 0;
+  while (sp < len && (text[sp] == ' ' || text[sp] == '\t'))
+    sp++;
+  if (sp == len)
+    return; /* blank lines are not lines of the log */
+  log->lines++;
+  if (!log->json) {
+    log->json = cgl_xrealloc(NULL, sizeof *log->json);
+    memset(log->json, 0, sizeof *log->json);
+  }
+  json_error_t err;
+  const cgl_jv *o = cgl_json_parse(log->json, text, len, &err);
+  if (!o) {
+    char why[300];
+    snprintf(why, sizeof why, "not JSON (%s)", err.text);
+    malformed(log, file, lineno, why);
+  } else {
+    read_record(log, file, lineno, o);
+  }
+  cgl_json_release(log->json); /* what the report needs was copied out */
 }
 
 size_t cgl_add_file(cgl_log *log, const char *name) {

@@ -205,12 +205,14 @@ typedef struct {
 /* A capture as a census keeps it: its process and whether it broke. */
 typedef struct {
   size_t proc;
+  long long id;
   unsigned char flags; /* CGL_CENSUS_* */
 } cgl_census_capture;
 enum { CGL_CENSUS_ENDED = 1, CGL_CENSUS_BREAK = 2, CGL_CENSUS_STATUS_BROKEN = 4, CGL_CENSUS_SEEN = 8 };
 
 struct cgl_pool;
 struct cgl_index;
+struct cgl_json;
 
 typedef struct {
   const char **files;
@@ -247,8 +249,12 @@ typedef struct {
   cgl_census_capture *ccaps;
   size_t n_ccaps, cap_ccaps;
   long long cur_offset, cur_lineno; /* the line being read */
+  struct cgl_json *json; /* the line's parser and its buffers (log_json.h) */
 } cgl_log;
 
+/* The key of log->index's value in table t (cgl_index_key; ctx is the log):
+ * 0 a process's (file, pid), 1 a capture's (process, id). */
+void cgl_log_key(const void *ctx, int t, size_t value, long long *a, long long *b);
 /* The hang watch's event kinds (kept in log->hangs). */
 bool cgl_hang_kind(cg_event_kind kind);
 void cgl_init(cgl_log *log);

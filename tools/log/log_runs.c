@@ -17,7 +17,7 @@ static size_t root_of(cgl_log *log, size_t p, size_t *root) {
   while (root[cur] == SIZE_MAX && n < 64) {
     chain[n++] = cur;
     const cgl_process *c = &log->procs[cur];
-    long parent = c->run ? -1 : cgl_index_get(log->index, BY_PID, (long long)c->file, c->ppid);
+    long parent = c->run ? -1 : cgl_index_get(log->index, BY_PID, (long long)c->file, c->ppid, cgl_log_key, log);
     /* A parent is one that started before its child; a later process that reused the pid is not. */
     if (parent < 0 || (size_t)parent == cur || (log->procs[parent].first_ns > c->first_ns + SLACK_NS &&
                                                  c->first_ns))
@@ -28,6 +28,13 @@ static size_t root_of(cgl_log *log, size_t p, size_t *root) {
   for (size_t i = 0; i < n; i++)
     root[chain[i]] = r;
   return r;
+}
+
+/* A run id's key in the index of runs by id: the group's run id (ctx: the groups' ids). */
+static void run_key(const void *ctx, int t, size_t value, long long *a, long long *b) {
+  (void)t;
+  *a = (long long)(uintptr_t)((const char *const *)ctx)[value];
+  *b = 0;
 }
 
 static const cgl_log *sort_log;
@@ -57,13 +64,16 @@ void cgl_group_runs(cgl_log *log) {
   for (size_t p = 0; p < np; p++)
     root[p] = group[p] = SIZE_MAX;
   size_t nroots = 0, ngroups = 0;
+  struct cgl_index *by_id = cgl_index_new();
+  const char **ids = cgl_xrealloc(NULL, np * sizeof *ids); /* each group's run id (groups <= processes) */
   for (size_t p = 0; p < np; p++) {
     const cgl_process *pr = &log->procs[p];
     if (pr->run) { /* capguard run named it: one group per run id */
-      long g = cgl_index_get(log->index, RUN_BY_ID, (long long)(uintptr_t)pr->run, 0);
+      long g = cgl_index_get(by_id, RUN_BY_ID, (long long)(uintptr_t)pr->run, 0, run_key, ids);
       if (g < 0) {
         g = (long)ngroups++;
-        cgl_index_put(log->index, RUN_BY_ID, (long long)(uintptr_t)pr->run, 0, (size_t)g);
+        ids[g] = pr->run;
+        cgl_index_put(by_id, RUN_BY_ID, (long long)(uintptr_t)pr->run, 0, (size_t)g, run_key, ids);
       }
       group[p] = (size_t)g;
       root[p] = p;
@@ -71,6 +81,8 @@ void cgl_group_runs(cgl_log *log) {
       roots[nroots++] = p;
     }
   }
+  cgl_index_free(by_id);
+  free(ids);
   /* Top-level processes of one file with the same parent whose lifetimes
    * overlap were started together (workers of a parent that did not log). */
   sort_log = log;

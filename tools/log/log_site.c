@@ -10,21 +10,20 @@
 #include "cxa_demangle.h"
 #include "frame_source.h"
 
-static const char *str(json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_string(v) ? json_string_value(v) : NULL;
+static const char *str(const cgl_jv *o, const char *k) {
+  return cgl_jstr(cgl_jget(o, k));
 }
 
-static void python_frame(json_t *fr, char *buf, size_t cap) {
+static void python_frame(const cgl_jv *fr, char *buf, size_t cap) {
   const char *file = str(fr, CG_KEY_FILE), *func = str(fr, CG_KEY_FUNC);
-  json_t *line = json_object_get(fr, CG_KEY_LINE);
-  snprintf(buf, cap, "%s:%lld in %s", file ? file : "?",
-           json_is_integer(line) ? (long long)json_integer_value(line) : 0LL, func ? func : "?");
+  const cgl_jv *line = cgl_jget(fr, CG_KEY_LINE);
+  snprintf(buf, cap, "%s:%lld in %s", file ? file : "?", cgl_jis(line, CGL_J_INTEGER) ? line->u.i : 0LL,
+           func ? func : "?");
 }
 
-void cgl_python_top(json_t *python, char *buf, size_t cap) {
-  json_t *fr = json_array_get(python, 0);
-  if (json_is_object(fr))
+void cgl_python_top(const cgl_jv *python, char *buf, size_t cap) {
+  const cgl_jv *fr = cgl_jsize(python) ? cgl_jfirst(python) : NULL;
+  if (cgl_jis(fr, CGL_J_OBJECT))
     python_frame(fr, buf, cap);
   else if (cap)
     buf[0] = '\0';
@@ -88,28 +87,27 @@ static void native_site(const char *frame, const char *argv0, char *buf, size_t 
     snprintf(buf + used, cap - used, " at %s", where);
 }
 
-void cgl_site_from_stacks(json_t *python, json_t *native, const char *argv0, char *buf,
+void cgl_site_from_stacks(const cgl_jv *python, const cgl_jv *native, const char *argv0, char *buf,
                           size_t cap) {
-  size_t k;
-  json_t *fr = json_array_get(python, 0), *f;
-  json_array_foreach(python, k, f) {
-    if (json_is_object(f) && !cg_py_file_is_machinery(str(f, CG_KEY_FILE))) {
+  const cgl_jv *fr = cgl_jsize(python) ? cgl_jfirst(python) : NULL, *f;
+  for (f = fr; f; f = cgl_jnext(f)) {
+    if (cgl_jis(f, CGL_J_OBJECT) && !cg_py_file_is_machinery(str(f, CG_KEY_FILE))) {
       fr = f;
       break;
     }
   }
-  if (json_is_object(fr)) {
+  if (cgl_jis(fr, CGL_J_OBJECT)) {
     python_frame(fr, buf, cap);
     return;
   }
   const char *fallback = NULL;
-  json_array_foreach(native, k, f) {
-    if (!json_is_string(f))
+  for (f = cgl_jsize(native) ? cgl_jfirst(native) : NULL; f; f = cgl_jnext(f)) {
+    if (!cgl_jis(f, CGL_J_STRING))
       continue;
     if (!fallback)
-      fallback = json_string_value(f);
-    if (!cg_frame_is_plumbing(json_string_value(f))) {
-      native_site(json_string_value(f), argv0, buf, cap);
+      fallback = f->u.s;
+    if (!cg_frame_is_plumbing(f->u.s)) {
+      native_site(f->u.s, argv0, buf, cap);
       return;
     }
   }
@@ -168,11 +166,9 @@ void cgl_readable_site(const char *text, const char *argv0, char *buf, size_t ca
   snprintf(buf, cap, "%s", text);
 }
 
-bool cgl_stack_runtime_lazy(json_t *native) {
-  size_t k;
-  json_t *f;
-  json_array_foreach(native, k, f) {
-    const char *s = json_string_value(f);
+bool cgl_stack_runtime_lazy(const cgl_jv *native) {
+  for (const cgl_jv *f = cgl_jsize(native) ? cgl_jfirst(native) : NULL; f; f = cgl_jnext(f)) {
+    const char *s = cgl_jstr(f);
     if (!s)
       continue;
     if (strstr(s, "__cudaGetKernel") || strstr(s, "cudaGetFuncBySymbol") ||

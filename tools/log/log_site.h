@@ -6,18 +6,19 @@
 #ifndef CAPGUARD_LOG_SITE_H
 #define CAPGUARD_LOG_SITE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "log_json.h"
 
 /* python: array of {"file","line","func"}; native: array of strings; either may
  * be NULL; argv0: the process's argv[0] (finds its executable for file:line),
  * may be NULL. A native site ends in " at file.c:123" when the object is found
  * here with debug info. Writes "(no stack)" when neither stack has a frame. */
-void cgl_site_from_stacks(json_t *python, json_t *native, const char *argv0, char *buf,
+void cgl_site_from_stacks(const cgl_jv *python, const cgl_jv *native, const char *argv0, char *buf,
                           size_t cap);
 /* The innermost Python frame "file:line in func" (machinery included), "" if none. */
-void cgl_python_top(json_t *python, char *buf, size_t cap);
+void cgl_python_top(const cgl_jv *python, char *buf, size_t cap);
 /* "lib.so(_ZN2at4cuda9CUDAGraph13capture_beginEv+0x29c) [0x7f..]" becomes
  * "lib.so(at::cuda::CUDAGraph::capture_begin()+0x29c)". */
 void cgl_readable_frame(const char *frame, char *buf, size_t cap);
@@ -32,6 +33,6 @@ void cgl_readable_site(const char *text, const char *argv0, char *buf, size_t ca
  * a kernel's first launch (CUDA_MODULE_LOADING=LAZY, the default since CUDA
  * 12.2): __cudaGetKernel or cudaGetFuncBySymbol, or libcudart's own
  * lazy-loading frames. native: array of strings, may be NULL. */
-bool cgl_stack_runtime_lazy(json_t *native);
+bool cgl_stack_runtime_lazy(const cgl_jv *native);
 
 #endif
