@@ -138,12 +138,13 @@ static void require_report_json(json_t *doc, const cgr_analysis *a) {
   REQUIRE(json_object_get(json_object_get(doc, "totals"), "log_incomplete"));
 }
 
-static void render(const cgr_analysis *a) {
+static void render(const cgr_report *r) {
+  const cgr_analysis *a = &r->a;
   page p;
   FILE *f;
 
   f = page_open(&p);
-  cgr_print_text(f, a, (cg_palette){"", "", "", "", "", ""});
+  cgr_print_text(f, r, (cg_palette){"", "", "", "", "", ""});
   page_close(f, &p);
   for (size_t i = 0; i < p.len; i++) {
     unsigned char c = (unsigned char)p.text[i];
@@ -156,13 +157,13 @@ static void render(const cgr_analysis *a) {
   free(p.text);
 
   f = page_open(&p);
-  cgr_print_text(f, a,
+  cgr_print_text(f, r,
                  (cg_palette){"\033[1m", "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"});
   page_close(f, &p);
   free(p.text);
 
   f = page_open(&p);
-  REQUIRE(cgr_print_json(f, a) == 0);
+  REQUIRE(cgr_print_json(f, r) == 0);
   page_close(f, &p);
   json_t *doc = require_json(&p, "--json");
   require_report_json(doc, a);
@@ -170,13 +171,13 @@ static void render(const cgr_analysis *a) {
   free(p.text);
 
   f = page_open(&p);
-  REQUIRE(cgr_print_html(f, a) == 0);
+  REQUIRE(cgr_print_html(f, r) == 0);
   page_close(f, &p);
   REQUIRE(strstr(p.text, "</html>"));
   free(p.text);
 
   f = page_open(&p);
-  REQUIRE(cgr_print_trace(f, a) == 0);
+  REQUIRE(cgr_print_trace(f, r) == 0);
   page_close(f, &p);
   doc = require_json(&p, "--trace");
   /* one event a process (its name), a capture and a call, none dropped; a
@@ -267,21 +268,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     REQUIRE(log.procs[i].run_index < log.n_runs);
 
   /* --all */
-  cgr_analysis a;
-  cgr_analyse(&log, &a);
-  cgr_count_runs(&log, SIZE_MAX, &a);
-  render(&a);
-  check_census(data, size, &log, &a);
-  cgr_free(&a);
+  cgr_report r;
+  cgr_report_build(&r, &log, &log, SIZE_MAX);
+  render(&r);
+  check_census(data, size, &log, &r.a);
+  cgr_report_free(&r);
 
   /* the default: the latest run alone, when there are several */
   if (log.n_runs > 1) {
     cgl_log view;
     cgl_view(&log, log.n_runs - 1, &view);
-    cgr_analyse(&view, &a);
-    cgr_count_runs(&log, log.n_runs - 1, &a);
-    render(&a);
-    cgr_free(&a);
+    cgr_report_build(&r, &view, &log, log.n_runs - 1);
+    render(&r);
+    cgr_report_free(&r);
     cgl_free(&view);
   }
   cgl_free(&log);

@@ -27,7 +27,7 @@
 #include "prime_precheck.h"
 #include "rerun_command.h"
 #include "reap.h"
-#include "run_summary.h"
+#include "run_end.h"
 #include "shim_path.h"
 
 static const char ME[] = "capguard run";

@@ -22,9 +22,8 @@ json_t *cgr_capture_time_process_json(const cgl_process *pr) {
   return o;
 }
 
-json_t *cgr_capture_time_json(const cgr_analysis *a) {
-  cgr_capture_time t;
-  cgr_capture_time_of(a->log, &t);
+json_t *cgr_capture_time_json(const cgr_report *rep) {
+  const cgr_capture_time t = rep->capture_time;
   if (!t.procs)
     return NULL;
   json_t *o = json_pack("{s:I, s:I, s:I}", "graphs", (json_int_t)t.graphs, CG_KEY_CAPTURES_TIMED,
@@ -33,28 +32,27 @@ json_t *cgr_capture_time_json(const cgr_analysis *a) {
     json_object_set_new(o, "to_first_replay_ns", json_integer(t.to_first_replay_ns));
   if (o && t.has_slowest)
     json_object_set_new(o, CG_KEY_SLOWEST,
-                        json_pack("{s:I, s:I, s:I, s:o}", CG_KEY_PID, (json_int_t)a->log->procs[t.slowest_proc].pid,
+                        json_pack("{s:I, s:I, s:I, s:o}", CG_KEY_PID, (json_int_t)rep->rows.procs[t.slowest_proc].pid,
                                   CG_KEY_ID, (json_int_t)t.slowest_id, CG_KEY_NS, (json_int_t)t.slowest_ns,
                                   CG_KEY_BEGAN, cgl_json_text(t.slowest_began)));
   return o;
 }
 
-void cgr_capture_time_html(FILE *o, const cgr_analysis *a, void (*esc)(FILE *, const char *)) {
-  const cgl_log *log = a->log;
-  char line[1100];
-  cgr_capture_time_sentence(log, line, sizeof line);
+void cgr_capture_time_html(FILE *o, const cgr_report *rep, void (*esc)(FILE *, const char *)) {
+  const cgr_rows *rows = &rep->rows;
+  const char *line = rep->capture_time_line;
   if (!line[0])
     return;
   fputs("<h2>Capture time</h2>\n<p>", o);
   esc(o, line);
   fputs("</p>\n<table><tr><th>process</th><th>graphs</th><th>in capture</th><th>first replay after</th>"
         "<th>slowest captures (where each began)</th></tr>\n", o);
-  for (size_t p = 0; p < log->n_procs; p++) {
-    const cgl_process *pr = &log->procs[p];
+  for (size_t p = 0; p < rows->n_procs; p++) {
+    const cgl_process *pr = &rows->procs[p];
     if (!pr->has_capture_time || !pr->captures_timed)
       continue;
     char who[256], rank[64], total[32], first[32] = "";
-    cgr_process_label(a, p, who, sizeof who);
+    cgr_report_process_label(rep, p, who, sizeof who);
     cgr_rank_words(pr, rank, sizeof rank);
     cgr_duration(pr->capture_ns, total, sizeof total);
     if (pr->first_capture_ns > 0 && pr->first_replay_ns >= pr->first_capture_ns)
@@ -82,11 +80,11 @@ void cgr_capture_time_html(FILE *o, const cgr_analysis *a, void (*esc)(FILE *, c
   fputs("</table>\n", o);
 }
 
-void cgr_capture_time_trace(json_t *evs, const cgr_analysis *a, double (*us_since)(long long, long long),
+void cgr_capture_time_trace(json_t *evs, const cgr_report *rep, double (*us_since)(long long, long long),
                             long long t0) {
-  const cgl_log *log = a->log;
-  for (size_t p = 0; p < log->n_procs; p++) {
-    const cgl_process *pr = &log->procs[p];
+  const cgr_rows *rows = &rep->rows;
+  for (size_t p = 0; p < rows->n_procs; p++) {
+    const cgl_process *pr = &rows->procs[p];
     if (!pr->has_capture_time || pr->first_capture_ns <= 0 || pr->first_replay_ns < pr->first_capture_ns)
       continue;
     json_t *args = cgr_capture_time_process_json(pr);

@@ -10,17 +10,17 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "analysis.h"
+#include "report.h"
 
 /* The process's capture time as an object, NULL when it did not say. */
 json_t *cgr_capture_time_process_json(const cgl_process *pr);
 /* The log's: graphs, timed, ns, to_first_replay_ns, slowest; NULL when none said. */
-json_t *cgr_capture_time_json(const cgr_analysis *a);
+json_t *cgr_capture_time_json(const cgr_report *rep);
 /* A paragraph and a table of the slowest captures; esc writes HTML text. */
-void cgr_capture_time_html(FILE *o, const cgr_analysis *a, void (*esc)(FILE *, const char *));
+void cgr_capture_time_html(FILE *o, const cgr_report *rep, void (*esc)(FILE *, const char *));
 /* Each process's first capture to its first replay, a span on its main
  * thread's track ("X"), with its capture time in args. */
-void cgr_capture_time_trace(json_t *evs, const cgr_analysis *a, double (*us_since)(long long, long long),
+void cgr_capture_time_trace(json_t *evs, const cgr_report *rep, double (*us_since)(long long, long long),
                             long long t0);
 
 #endif

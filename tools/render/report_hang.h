@@ -12,13 +12,13 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "log_reader.h"
+#include "report.h"
 
-void cgr_print_hang_text(FILE *out, const cgl_log *log, cg_palette pal);
+void cgr_print_hang_text(FILE *out, const cgr_report *rep, cg_palette pal);
 /* NULL when there is nothing to say. */
-json_t *cgr_hang_json(const cgl_log *log);
-void cgr_print_hang_html(FILE *o, const cgl_log *log);
+json_t *cgr_hang_json(const cgr_report *rep);
+void cgr_print_hang_html(FILE *o, const cgr_report *rep);
 /* Appends one instant event per hang event to a trace's traceEvents. */
-void cgr_hang_trace(json_t *evs, const cgl_log *log, long long t0);
+void cgr_hang_trace(json_t *evs, const cgr_report *rep, long long t0);
 
 #endif

@@ -75,9 +75,10 @@ static const char *verdict_colour(cg_verdict v) {
 static const char *verdict_word(cg_verdict v) { return or(cgl_word(&cg_verdicts, v), "?"); }
 
 /* The capture's state in the page's one vocabulary. */
-static const char *capture_word(const cgl_log *log, size_t c) {
-  if (cgl_capture_broken(log, c)) return "broken";
-  if (log->caps[c].status == CG_CAPTURE_ENDED) return "ended";
+static const char *capture_word(const cgr_report *rep, size_t c) {
+  const cgr_rows *rows = &rep->rows;
+  if (cgr_report_capture_broken(rep, c)) return "broken";
+  if (rows->caps[c].status == CG_CAPTURE_ENDED) return "ended";
   return "open at exit";
 }
 
@@ -116,7 +117,7 @@ typedef struct {
   long long t0, t1;
 } span;
 
-static long long cap_begin(const cgl_log *log, size_t c) { return clamp_t(log->caps[c].begin_ns); }
+static long long cap_begin(const cgr_report *rep, size_t c) { return clamp_t(rep->rows.caps[c].begin_ns); }
 
 /* Axis label in a unit that suits the labels' spacing, with as many digits
  * as the spacing has (a 1-2-5 step: at most one after the point). */
@@ -144,21 +145,22 @@ typedef struct {
   size_t *cap_start, *caps, *ev_start, *evs;
 } buckets;
 
-static bool bucket(const cgl_log *log, buckets *b) {
-  size_t np = log->n_procs;
+static bool bucket(const cgr_report *rep, buckets *b) {
+  const cgr_rows *rows = &rep->rows;
+  size_t np = rows->n_procs;
   b->cap_start = calloc(np + 2, sizeof *b->cap_start);
   b->ev_start = calloc(np + 2, sizeof *b->ev_start);
-  b->caps = malloc((log->n_caps + 1) * sizeof *b->caps);
-  b->evs = malloc((log->n_evs + 1) * sizeof *b->evs);
+  b->caps = malloc((rows->n_caps + 1) * sizeof *b->caps);
+  b->evs = malloc((rows->n_evs + 1) * sizeof *b->evs);
   if (!b->cap_start || !b->ev_start || !b->caps || !b->evs) return false;
-  for (size_t c = 0; c < log->n_caps; c++) b->cap_start[log->caps[c].proc + 2]++;
-  for (size_t i = 0; i < log->n_evs; i++) b->ev_start[log->evs[i].proc + 2]++;
+  for (size_t c = 0; c < rows->n_caps; c++) b->cap_start[rows->caps[c].proc + 2]++;
+  for (size_t i = 0; i < rows->n_evs; i++) b->ev_start[rows->evs[i].proc + 2]++;
   for (size_t p = 2; p < np + 2; p++) {
     b->cap_start[p] += b->cap_start[p - 1];
     b->ev_start[p] += b->ev_start[p - 1];
   }
-  for (size_t c = 0; c < log->n_caps; c++) b->caps[b->cap_start[log->caps[c].proc + 1]++] = c;
-  for (size_t i = 0; i < log->n_evs; i++) b->evs[b->ev_start[log->evs[i].proc + 1]++] = i;
+  for (size_t c = 0; c < rows->n_caps; c++) b->caps[b->cap_start[rows->caps[c].proc + 1]++] = c;
+  for (size_t i = 0; i < rows->n_evs; i++) b->evs[b->ev_start[rows->evs[i].proc + 1]++] = i;
   return true;
 }
 
@@ -170,10 +172,11 @@ static void unbucket(buckets *b) {
 }
 
 /* The span of one run: everything its processes logged. */
-static span run_span(const cgl_log *log, size_t run) {
+static span run_span(const cgr_report *rep, size_t run) {
+  const cgr_rows *rows = &rep->rows;
   span s = {INT64_MAX, 0};
-  for (size_t p = 0; p < log->n_procs; p++) {
-    const cgl_process *pr = &log->procs[p];
+  for (size_t p = 0; p < rows->n_procs; p++) {
+    const cgl_process *pr = &rows->procs[p];
     if (pr->run_index != run) continue;
     long long a = clamp_t(pr->first_ns), z = clamp_t(pr->last_ns);
     if (a && a < s.t0) s.t0 = a;
@@ -185,13 +188,14 @@ static span run_span(const cgl_log *log, size_t run) {
 }
 
 /* Overlapping captures of a process (several threads) get separate lanes. */
-static size_t assign_lanes(const cgl_log *log, const buckets *b, size_t proc, span s,
+static size_t assign_lanes(const cgr_report *rep, const buckets *b, size_t proc, span s,
                            size_t *lane_of) {
+  const cgr_rows *rows = &rep->rows;
   long long lane_end[MAX_LANES] = {0};
   size_t lanes = 1;
   for (size_t k = b->cap_start[proc]; k < b->cap_start[proc + 1]; k++) {
     size_t c = b->caps[k];
-    long long bg = cap_begin(log, c), e = log->caps[c].end_ns ? clamp_t(log->caps[c].end_ns) : s.t1;
+    long long bg = cap_begin(rep, c), e = rows->caps[c].end_ns ? clamp_t(rows->caps[c].end_ns) : s.t1;
     size_t l = 0;
     while (l < MAX_LANES - 1 && lane_end[l] && lane_end[l] > bg) l++;
     lane_end[l] = e > bg ? e : bg + 1;
@@ -201,10 +205,10 @@ static size_t assign_lanes(const cgl_log *log, const buckets *b, size_t proc, sp
   return lanes;
 }
 
-static void process_label(FILE *o, const cgr_analysis *a, size_t p, size_t y) {
-  const cgl_process *pr = &a->log->procs[p];
+static void process_label(FILE *o, const cgr_report *rep, size_t p, size_t y) {
+  const cgl_process *pr = &rep->rows.procs[p];
   char who[256], cmd[64];
-  cgr_process_label(a, p, who, sizeof who);
+  cgr_report_process_label(rep, p, who, sizeof who);
   cgr_process_command(pr, cmd, sizeof cmd);
   fprintf(o, "<text x=\"4\" y=\"%zu\"><title>", y + LANE_H / 2 + 4);
   for (size_t i = 0; i < pr->argc; i++) {
@@ -255,12 +259,13 @@ static void axis(FILE *o, span s, size_t height) {
   }
 }
 
-static void capture_box(FILE *o, const cgl_log *log, size_t c, span s, double y) {
-  const cgl_capture *cp = &log->caps[c];
-  long long bg = cap_begin(log, c), e = cp->end_ns ? clamp_t(cp->end_ns) : s.t1;
+static void capture_box(FILE *o, const cgr_report *rep, size_t c, span s, double y) {
+  const cgr_rows *rows = &rep->rows;
+  const cgl_capture *cp = &rows->caps[c];
+  long long bg = cap_begin(rep, c), e = cp->end_ns ? clamp_t(cp->end_ns) : s.t1;
   double x0 = xpos(s, bg), x1 = xpos(s, e);
   if (x1 - x0 < 3) x1 = x0 + 3;
-  const char *word = capture_word(log, c);
+  const char *word = capture_word(rep, c);
   bool broken = word[0] == 'b', ended = word[0] == 'e';
   fprintf(o,
           "<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" rx=\"3\" fill=\"%s\" "
@@ -287,8 +292,8 @@ static void kernels_title(FILE *o, const cgl_strs *kernels) {
   }
 }
 
-static void call_marker(FILE *o, const cgl_log *log, const cgl_event *e, span s, size_t cy) {
-  double x = xpos(s, e->time_ns ? e->time_ns : cap_begin(log, e->capture));
+static void call_marker(FILE *o, const cgr_report *rep, const cgl_event *e, span s, size_t cy) {
+  double x = xpos(s, e->time_ns ? e->time_ns : cap_begin(rep, e->capture));
   fprintf(o, "<path d=\"M%.1f %zu l5 5 l-5 5 l-5 -5 z\" fill=\"%s\" stroke=\"#fff\"><title>", x,
           cy - 5, verdict_colour(e->verdict));
   esc(o, or(e->call, "?"));
@@ -335,47 +340,48 @@ static void stale_marker(FILE *o, const cgl_stale *st, span s, size_t cy) {
 
 /* A process of this run gets a row when it used CUDA: a shell or a compiler
  * a JIT ran would be an empty one (the Processes table lists them). */
-static bool timeline_row(const cgl_log *log, size_t p, size_t run) {
-  return log->procs[p].run_index == run && log->procs[p].cuda;
+static bool timeline_row(const cgr_report *rep, size_t p, size_t run) {
+  const cgr_rows *rows = &rep->rows;
+  return rows->procs[p].run_index == run && rows->procs[p].cuda;
 }
 
-static void panel(FILE *o, const cgr_analysis *a, const buckets *b, size_t run, size_t *lane_of,
+static void panel(FILE *o, const cgr_report *rep, const buckets *b, size_t run, size_t *lane_of,
                   size_t *lanes, size_t *shapes) {
-  const cgl_log *log = a->log;
-  span s = run_span(log, run);
+  const cgr_rows *rows = &rep->rows;
+  span s = run_span(rep, run);
   size_t height = AXIS_H;
-  for (size_t p = 0; p < log->n_procs; p++) {
-    if (!timeline_row(log, p, run)) continue;
-    lanes[p] = assign_lanes(log, b, p, s, lane_of);
+  for (size_t p = 0; p < rows->n_procs; p++) {
+    if (!timeline_row(rep, p, run)) continue;
+    lanes[p] = assign_lanes(rep, b, p, s, lane_of);
     height += lanes[p] * LANE_H + ROW_PAD;
   }
   /* viewBox and width 100%: the timeline scales to the page, wide or narrow */
   fprintf(o, "<svg viewBox=\"0 0 %d %zu\" role=\"img\">\n", LABEL_W + PLOT_W + 20, height + 10);
   axis(o, s, height);
   size_t y = AXIS_H;
-  for (size_t p = 0; p < log->n_procs; p++) {
-    if (!timeline_row(log, p, run)) continue;
+  for (size_t p = 0; p < rows->n_procs; p++) {
+    if (!timeline_row(rep, p, run)) continue;
     size_t row_h = lanes[p] * LANE_H;
-    process_label(o, a, p, y);
+    process_label(o, rep, p, y);
     fprintf(o, "<line x1=\"0\" y1=\"%zu\" x2=\"%d\" y2=\"%zu\" stroke=\"#ddd\"/>\n",
             y + row_h + ROW_PAD / 2, LABEL_W + PLOT_W + 20, y + row_h + ROW_PAD / 2);
     for (size_t k = b->cap_start[p]; k < b->cap_start[p + 1] && *shapes < MAX_SHAPES; k++) {
-      capture_box(o, log, b->caps[k], s, (double)(y + lane_of[b->caps[k]] * LANE_H + 3));
+      capture_box(o, rep, b->caps[k], s, (double)(y + lane_of[b->caps[k]] * LANE_H + 3));
       ++*shapes;
     }
     for (size_t k = b->ev_start[p]; k < b->ev_start[p + 1] && *shapes < MAX_SHAPES; k++) {
-      const cgl_event *e = &log->evs[b->evs[k]];
-      call_marker(o, log, e, s, y + lane_of[e->capture] * LANE_H + LANE_H / 2);
+      const cgl_event *e = &rows->evs[b->evs[k]];
+      call_marker(o, rep, e, s, y + lane_of[e->capture] * LANE_H + LANE_H / 2);
       ++*shapes;
     }
-    for (size_t i = 0; i < log->n_reqs && *shapes < MAX_SHAPES; i++)
-      if (log->reqs[i].proc == p && cgr_request_counts(log, i)) {
-        request_marker(o, &log->reqs[i], s, y + LANE_H / 2);
+    for (size_t i = 0; i < rows->n_reqs && *shapes < MAX_SHAPES; i++)
+      if (rows->reqs[i].proc == p && rep->request_counts[i]) {
+        request_marker(o, &rows->reqs[i], s, y + LANE_H / 2);
         ++*shapes;
       }
-    for (size_t i = 0; i < log->n_stale && *shapes < MAX_SHAPES; i++)
-      if (log->stale[i].proc == p) {
-        stale_marker(o, &log->stale[i], s, y + LANE_H / 2);
+    for (size_t i = 0; i < rows->n_stale && *shapes < MAX_SHAPES; i++)
+      if (rows->stale[i].proc == p) {
+        stale_marker(o, &rows->stale[i], s, y + LANE_H / 2);
         ++*shapes;
       }
     y += row_h + ROW_PAD;
@@ -385,22 +391,23 @@ static void panel(FILE *o, const cgr_analysis *a, const buckets *b, size_t run, 
 
 /* The verdicts the timeline draws, and the kinds of capture: a key of every
  * word the schema has would bury the two or three the page uses. */
-static void legend(FILE *o, const cgl_log *log) {
+static void legend(FILE *o, const cgr_report *rep) {
+  const cgr_rows *rows = &rep->rows;
   bool used[CG_VERDICT_COUNT] = {false};
-  for (size_t i = 0; i < log->n_evs; i++)
-    if (log->evs[i].verdict < CG_VERDICT_COUNT)
-      used[log->evs[i].verdict] = true;
+  for (size_t i = 0; i < rows->n_evs; i++)
+    if (rows->evs[i].verdict < CG_VERDICT_COUNT)
+      used[rows->evs[i].verdict] = true;
   fputs("<p class=\"legend\">", o);
   for (unsigned v = 0; v < CG_VERDICT_COUNT; v++)
     if (used[v])
       fprintf(o, "<span><i class=\"sw\" style=\"background:%s\"></i>call %s</span>",
               verdict_colour(v), cg_verdict_name(v));
-  for (size_t i = 0; i < log->n_reqs; i++)
-    if (cgr_request_counts(log, i)) {
+  for (size_t i = 0; i < rows->n_reqs; i++)
+    if (rep->request_counts[i]) {
       fputs("<span><i class=\"sw\" style=\"background:" REQUEST_COLOUR "\"></i>load on the request path</span>", o);
       break;
     }
-  if (log->n_stale)
+  if (rows->n_stale)
     fprintf(o, "<span><i class=\"sw\" style=\"background:%s\"></i>stale read (a free or replay of memory a "
                "live graph reads)</span>", verdict_colour(CG_VERDICT_STALE));
   fputs("<span><i class=\"sw\" style=\"background:#b9e3b9\"></i>capture ended</span>"
@@ -409,30 +416,30 @@ static void legend(FILE *o, const cgl_log *log) {
         o);
 }
 
-static void timeline(FILE *o, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
-  size_t *lane_of = calloc(log->n_caps + 1, sizeof *lane_of);
-  size_t *lanes = calloc(log->n_procs + 1, sizeof *lanes);
+static void timeline(FILE *o, const cgr_report *rep) {
+  const cgr_rows *rows = &rep->rows;
+  size_t *lane_of = calloc(rows->n_caps + 1, sizeof *lane_of);
+  size_t *lanes = calloc(rows->n_procs + 1, sizeof *lanes);
   buckets b = {0};
-  if (!lane_of || !lanes || !bucket(log, &b)) {
+  if (!lane_of || !lanes || !bucket(rep, &b)) {
     fputs("<p>(timeline left out: out of memory)</p>\n", o);
   } else {
-    size_t runs = log->n_runs ? log->n_runs : 1, shapes = 0;
+    size_t runs = rows->n_runs ? rows->n_runs : 1, shapes = 0;
     for (size_t r = 0; r < runs; r++) {
       if (runs > 1) { /* each run on its own axis: hours between runs squash nothing */
-        const cgl_process *top = &log->procs[log->runs[r].first_proc];
+        const cgl_process *top = &rows->procs[rows->runs[r].first_proc];
         char cmd[96];
         cgr_process_command(top, cmd, sizeof cmd);
         fprintf(o, "<h3>run %zu: pid %lld ", r + 1, top->pid);
         esc(o, cmd);
         fputs("</h3>\n", o);
       }
-      panel(o, a, &b, r, lane_of, lanes, &shapes);
+      panel(o, rep, &b, r, lane_of, lanes, &shapes);
     }
     if (shapes >= MAX_SHAPES)
       fprintf(o, "<p class=\"warn\">The timeline stops after %d captures and calls; "
                  "capguard report --trace FILE writes them all for Perfetto.</p>\n", MAX_SHAPES);
-    legend(o, log);
+    legend(o, rep);
   }
   unbucket(&b);
   free(lane_of);
@@ -440,13 +447,14 @@ static void timeline(FILE *o, const cgr_analysis *a) {
 }
 
 /* "CUDA 12.2, CUDA 13.0 (emulated 12.2)": the drivers the run's processes used. */
-static void run_drivers(const cgl_log *log, size_t r, char *buf, size_t cap) {
+static void run_drivers(const cgr_report *rep, size_t r, char *buf, size_t cap) {
+  const cgr_rows *rows = &rep->rows;
   size_t used = 0, n = 0;
   long long seen[4] = {0};
   buf[0] = '\0';
-  for (size_t p = 0; p < log->n_procs; p++) {
-    const cgl_process *pr = &log->procs[p];
-    if ((log->n_runs && pr->run_index != r) || !pr->cuda || pr->driver_version <= 0) continue;
+  for (size_t p = 0; p < rows->n_procs; p++) {
+    const cgl_process *pr = &rows->procs[p];
+    if ((rows->n_runs && pr->run_index != r) || !pr->cuda || pr->driver_version <= 0) continue;
     long long v = pr->emulate_driver > 0 ? -pr->emulate_driver : pr->driver_version;
     bool have = false;
     for (size_t k = 0; k < n && !have; k++) have = seen[k] == v;
@@ -464,13 +472,14 @@ static void run_drivers(const cgl_log *log, size_t r, char *buf, size_t cap) {
 }
 
 /* "sm_80, sm_90": the architectures of the images the run loaded during capture. */
-static void run_archs(const cgl_log *log, size_t r, char *buf, size_t cap) {
+static void run_archs(const cgr_report *rep, size_t r, char *buf, size_t cap) {
+  const cgr_rows *rows = &rep->rows;
   bool sm[256] = {false};
   size_t used = 0;
   buf[0] = '\0';
-  for (size_t i = 0; i < log->n_evs; i++) {
-    const cgl_event *e = &log->evs[i];
-    if (log->n_runs && log->procs[e->proc].run_index != r) continue;
+  for (size_t i = 0; i < rows->n_evs; i++) {
+    const cgl_event *e = &rows->evs[i];
+    if (rows->n_runs && rows->procs[e->proc].run_index != r) continue;
     if (e->image_sm > 0 && e->image_sm < 256) sm[e->image_sm] = true;
   }
   for (int k = 0; k < 256; k++)
@@ -482,20 +491,20 @@ static void run_archs(const cgl_log *log, size_t r, char *buf, size_t cap) {
 
 /* What ran: per run, its command line, its drivers, and the GPU architecture
  * of the images loaded during capture (the log names no GPU). */
-static void what_ran(FILE *o, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
-  size_t runs = log->n_runs ? log->n_runs : 1;
-  if (!log->n_procs) return;
+static void what_ran(FILE *o, const cgr_report *rep) {
+  const cgr_rows *rows = &rep->rows;
+  size_t runs = rows->n_runs ? rows->n_runs : 1;
+  if (!rows->n_procs) return;
   fputs("<table><tr><th>run</th><th>command</th><th>driver</th><th>GPU architecture "
         "(of the images loaded during capture)</th></tr>\n", o);
   for (size_t r = 0; r < runs; r++) {
-    size_t top = log->n_runs ? log->runs[r].first_proc : 0;
+    size_t top = rows->n_runs ? rows->runs[r].first_proc : 0;
     char cmd[1024], drivers[128], archs[128];
-    run_drivers(log, r, drivers, sizeof drivers);
-    run_archs(log, r, archs, sizeof archs);
-    cgr_rerun_command(log, r, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
+    run_drivers(rep, r, drivers, sizeof drivers);
+    run_archs(rep, r, archs, sizeof archs);
+    cgr_report_rerun_command(rep, r, CG_RUN_MODE_COUNT, cmd, sizeof cmd);
     const char *argv_part = strstr(cmd, " -- ");
-    fprintf(o, "<tr><td>%zu (pid %lld)</td><td><code>", r + 1, log->procs[top].pid);
+    fprintf(o, "<tr><td>%zu (pid %lld)</td><td><code>", r + 1, rows->procs[top].pid);
     esc(o, argv_part ? argv_part + 4 : "?");
     fputs("</code></td><td>", o);
     esc(o, drivers[0] ? drivers : "not used");
@@ -519,16 +528,17 @@ static void process_driver(const cgl_process *pr, char *drv, size_t cap) {
     snprintf(drv, cap, "?");
 }
 
-static void processes(FILE *o, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
+static void processes(FILE *o, const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   fputs("<h2>Processes</h2>\n<table><tr><th>process</th><th>parent</th><th>command</th>"
         "<th>mode</th><th>driver</th><th>captures</th><th>broken</th><th>calls during capture</th>"
         "<th>served</th></tr>\n", o);
-  for (size_t p = 0; p < log->n_procs && p < MAX_ROWS; p++) {
-    const cgl_process *pr = &log->procs[p];
+  for (size_t p = 0; p < rows->n_procs && p < MAX_ROWS; p++) {
+    const cgl_process *pr = &rows->procs[p];
     const struct cgr_proc_stats *st = &a->procs[p];
     char who[256], cmd[160], drv[64];
-    cgr_process_label(a, p, who, sizeof who);
+    cgr_report_process_label(rep, p, who, sizeof who);
     cgr_process_command(pr, cmd, sizeof cmd);
     process_driver(pr, drv, sizeof drv);
     fputs("<tr><td>", o);
@@ -544,16 +554,17 @@ static void processes(FILE *o, const cgr_analysis *a) {
             st->captures, st->broken ? " bad" : "", st->broken, st->calls, st->served);
   }
   fputs("</table>\n", o);
-  if (log->n_procs > MAX_ROWS)
+  if (rows->n_procs > MAX_ROWS)
     fprintf(o, "<p>and %zu more processes (capguard report --json lists them all)</p>\n",
-            log->n_procs - MAX_ROWS);
+            rows->n_procs - MAX_ROWS);
 }
 
 /* The processes that used CUDA and left no exit record (killed, crashed,
  * _exit, still running, cut from the log), as the text report lists them:
  * which pid, what it was, and the last thing it logged. */
-static void ended_table(FILE *o, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
+static void ended_table(FILE *o, const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   fprintf(o,
           "<h2 class=\"bad\">Ended without an exit record</h2>\n<p>%zu process%s that used CUDA "
           "wrote no exit record: killed, crashed, left through _exit, still running, or cut from "
@@ -562,24 +573,24 @@ static void ended_table(FILE *o, const cgr_analysis *a) {
           "<th>process</th><th>command</th><th>how it ended</th><th>captures</th>"
           "<th>calls during capture</th><th>last logged</th></tr>\n",
           a->ended_early, cg_plural_es(a->ended_early));
-  size_t rows = 0;
-  for (size_t p = 0; p < log->n_procs; p++) {
-    if (!cgr_ended_early(&log->procs[p]))
+  size_t said = 0;
+  for (size_t p = 0; p < rows->n_procs; p++) {
+    if (!cgr_ended_early(&rows->procs[p]))
       continue;
-    if (rows++ == MAX_ROWS)
+    if (said++ == MAX_ROWS)
       break;
     char who[256], cmd[160], last[1024];
-    cgr_process_label(a, p, who, sizeof who);
-    cgr_process_command(&log->procs[p], cmd, sizeof cmd);
-    cgr_ended_last(log, p, last, sizeof last);
+    cgr_report_process_label(rep, p, who, sizeof who);
+    cgr_process_command(&rows->procs[p], cmd, sizeof cmd);
+    cgr_report_ended_last(rep, p, last, sizeof last);
     fputs("<tr><td class=\"bad\">", o);
     esc(o, who);
     fputs("</td><td><code>", o);
     esc(o, cmd[0] ? cmd : "?");
     fputs("</code></td><td>", o);
-    if (log->procs[p].signal) { /* capguard run's "ended" record */
+    if (rows->procs[p].signal) { /* capguard run's "ended" record */
       char words[40];
-      cgr_signal_words(log->procs[p].signal, words, sizeof words);
+      cgr_signal_words(rows->procs[p].signal, words, sizeof words);
       fputs("killed by ", o);
       esc(o, words);
     } else {
@@ -633,14 +644,15 @@ static void end_cell(FILE *o, const cgl_capture *c, bool after) {
             c->repeats);
 }
 
-static void broken_table(FILE *o, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
+static void broken_table(FILE *o, const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   fputs("<h2>Broken captures</h2>\n<table><tr><th>process</th><th>capture</th><th>began</th>"
         "<th>first offender</th><th>at</th><th>kernels</th><th>why</th></tr>\n", o);
   for (size_t b = 0; b < a->n_broken && b < MAX_ROWS; b++) {
-    const cgl_capture *c = &log->caps[a->broken[b].capture];
+    const cgl_capture *c = &rows->caps[a->broken[b].capture];
     char who[256];
-    cgr_process_label(a, c->proc, who, sizeof who);
+    cgr_report_process_label(rep, c->proc, who, sizeof who);
     fputs("<tr><td>", o);
     esc(o, who);
     fprintf(o, "</td><td>%lld (", c->id);
@@ -649,10 +661,10 @@ static void broken_table(FILE *o, const cgr_analysis *a) {
     esc(o, or(c->began, "?"));
     fputs("</code></td>", o);
     long f = a->broken[b].first_event;
-    if (f < 0 || (c->by == CGL_BY_CALL && log->evs[f].call != c->offender.call)) {
+    if (f < 0 || (c->by == CGL_BY_CALL && rows->evs[f].call != c->offender.call)) {
       /* no logged event of the offender: what the capture record says, or that the log does not */
       char phrase[1024];
-      cgr_offender_phrase(log, a->broken[b].capture, f, phrase, sizeof phrase);
+      cgr_report_offender_phrase(rep, a->broken[b].capture, f, phrase, sizeof phrase);
       if (c->by == CGL_BY_CALL) {
         fputs("<td class=\"bad\">", o);
         esc(o, phrase);
@@ -668,10 +680,10 @@ static void broken_table(FILE *o, const cgr_analysis *a) {
       fputs("</td></tr>\n", o);
       continue;
     }
-    const cgl_event *e = &log->evs[f];
+    const cgl_event *e = &rows->evs[f];
     char why[256], phrase[1024];
     cgr_why(e, why, sizeof why);
-    cgr_offender_phrase(log, a->broken[b].capture, f, phrase, sizeof phrase);
+    cgr_report_offender_phrase(rep, a->broken[b].capture, f, phrase, sizeof phrase);
     fputs("<td class=\"bad\">", o);
     esc(o, phrase);
     fputs("</td><td><code>", o);
@@ -690,18 +702,19 @@ static void broken_table(FILE *o, const cgr_analysis *a) {
 }
 
 /* Every call during capture with its details: what the tooltips say, readable. */
-static void calls_table(FILE *o, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
-  if (!log->n_evs) return;
+static void calls_table(FILE *o, const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
+  if (!rows->n_evs) return;
   fputs("<h2>Calls during capture</h2>\n<table><tr><th>process</th><th>capture</th><th>call</th>"
         "<th>kind</th><th>verdict</th><th>result</th><th>at</th><th>kernels</th><th>log line</th></tr>\n", o);
-  for (size_t i = 0; i < log->n_evs && i < MAX_ROWS; i++) {
-    const cgl_event *e = &log->evs[i];
+  for (size_t i = 0; i < rows->n_evs && i < MAX_ROWS; i++) {
+    const cgl_event *e = &rows->evs[i];
     char who[256];
-    cgr_process_label(a, e->proc, who, sizeof who);
+    cgr_report_process_label(rep, e->proc, who, sizeof who);
     fputs("<tr><td>", o);
     esc(o, who);
-    fprintf(o, "</td><td>%lld</td><td>", log->caps[e->capture].id);
+    fprintf(o, "</td><td>%lld</td><td>", rows->caps[e->capture].id);
     esc(o, or(e->call, "?"));
     fputs("</td><td>", o);
     esc(o, or(cgl_word(&cg_event_kinds, e->kind), "other"));
@@ -721,9 +734,9 @@ static void calls_table(FILE *o, const cgr_analysis *a) {
     fprintf(o, ":%lld</code></td></tr>\n", e->src_line);
   }
   fputs("</table>\n", o);
-  if (log->n_evs > MAX_ROWS)
+  if (rows->n_evs > MAX_ROWS)
     fprintf(o, "<p>and %zu more calls (all are in the log and in --json)</p>\n",
-            log->n_evs - MAX_ROWS);
+            rows->n_evs - MAX_ROWS);
   /* What the verdicts that happened mean, in the schema's words and order. */
   fputs("<p class=\"sum\">", o);
   bool first = true;
@@ -761,7 +774,8 @@ static void advice_item(FILE *o, const cgf_finding *x) {
 }
 
 /* What to do: with --all over several runs, each run's advice under its run. */
-static void advice_section(FILE *o, const cgr_analysis *a) {
+static void advice_section(FILE *o, const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
   fputs("<h2 id=\"what-to-do\">What to do</h2>\n", o);
   if (!a->run_advice) {
     fputs("<ul>\n", o);
@@ -771,7 +785,7 @@ static void advice_section(FILE *o, const cgr_analysis *a) {
     return;
   }
   for (size_t r = 0; r < a->n_runs; r++) {
-    const cgl_process *top = &a->all->procs[a->all->runs[r].first_proc];
+    const cgl_process *top = &rep->all.procs[rep->all.runs[r].first_proc];
     char cmd[96];
     cgr_process_command(top, cmd, sizeof cmd);
     fprintf(o, "<h3>run %zu: pid %lld ", r + 1, top->pid);
@@ -783,8 +797,9 @@ static void advice_section(FILE *o, const cgr_analysis *a) {
   }
 }
 
-static void findings(FILE *o, const cgr_analysis *a) {
-  if (a->n_broken) broken_table(o, a);
+static void findings(FILE *o, const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  if (a->n_broken) broken_table(o, rep);
   if (a->n_kernels) {
     fputs("<h2>Kernels loaded during capture</h2>\n<table><tr><th>loads</th><th>served</th>"
           "<th>kernel</th></tr>\n", o);
@@ -819,27 +834,28 @@ static void findings(FILE *o, const cgr_analysis *a) {
   }
 }
 
-int cgr_print_html(FILE *o, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
+int cgr_print_html(FILE *o, const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   fprintf(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
              "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
              "<title>capguard report</title>\n<style>%s</style></head><body>\n",
           CSS);
   fputs("<h1>capguard report</h1>\n<p class=\"sum\">", o);
-  for (size_t i = 0; i < log->n_files; i++) {
+  for (size_t i = 0; i < rows->n_files; i++) {
     fputs(i ? ", " : "logs: ", o);
-    esc(o, log->files[i]);
+    esc(o, rows->files[i]);
   }
   size_t calls = a->calls, loads = a->events[CG_EV_MODULE_LOAD],
          unloads = a->events[CG_EV_MODULE_UNLOAD];
   /* the processes that used CUDA, when some did, as the text report counts
    * them: a JIT's compiler steps (sh, gcc, as) are in the Processes table */
   size_t cuda = 0;
-  for (size_t p = 0; p < log->n_procs; p++)
-    cuda += log->procs[p].cuda;
-  size_t procs = cuda ? cuda : log->n_procs;
+  for (size_t p = 0; p < rows->n_procs; p++)
+    cuda += rows->procs[p].cuda;
+  size_t procs = cuda ? cuda : rows->n_procs;
   fprintf(o, "<br>%zu process%s%s, %zu capture%s, <span class=\"%s\">%zu broken</span>", procs,
-          cg_plural_es(procs), cuda && cuda < log->n_procs ? " with CUDA" : "", a->captures,
+          cg_plural_es(procs), cuda && cuda < rows->n_procs ? " with CUDA" : "", a->captures,
           cg_plural(a->captures), a->n_broken ? "bad" : "good", a->n_broken);
   if (a->ended_early)
     fprintf(o, ", <span class=\"bad\">%zu ended without an exit record</span>", a->ended_early);
@@ -858,37 +874,37 @@ int cgr_print_html(FILE *o, const cgr_analysis *a) {
     fprintf(o, "<br>the latest of %zu runs in the logs (capguard report --all for every run)",
             a->n_runs);
   fputs("</p>\n", o);
-  if (log->malformed) {
-    fprintf(o, "<p class=\"warn\">%zu malformed line%s skipped (first: ", log->malformed,
-            cg_plural(log->malformed));
-    esc(o, log->first_malformed);
+  if (rows->malformed) {
+    fprintf(o, "<p class=\"warn\">%zu malformed line%s skipped (first: ", rows->malformed,
+            cg_plural(rows->malformed));
+    esc(o, rows->first_malformed);
     fputs(")</p>\n", o);
   }
-  if (log->cut_files)
+  if (rows->cut_files)
     fprintf(o,
             "<p class=\"bad\">The log is cut short: the last line of %zu file%s ends without a "
             "newline (the file was truncated, or a writer was killed mid-line); counts are lower "
             "bounds.</p>\n",
-            log->cut_files, cg_plural(log->cut_files));
+            rows->cut_files, cg_plural(rows->cut_files));
   if (a->log_incomplete)
     fputs("<p class=\"bad\">The log is incomplete: a process could not write all its lines "
           "(full disk or I/O error); counts are lower bounds.</p>\n", o);
   /* the verdict (the summary above) and what to do, in the first screen: the
    * timeline and the tables are what a reader turns to after */
-  advice_section(o, a);
-  cgr_print_stale_html(o, log); /* a stale read is silent corruption: before the timeline and tables */
-  what_ran(o, a);
+  advice_section(o, rep);
+  cgr_print_stale_html(o, rep); /* a stale read is silent corruption: before the timeline and tables */
+  what_ran(o, rep);
   fputs("<h2>Timeline</h2>\n", o);
-  timeline(o, a);
-  processes(o, a);
+  timeline(o, rep);
+  processes(o, rep);
   if (a->ended_early)
-    ended_table(o, a);
-  cgr_print_ranks_html(o, log, esc);
-  cgr_capture_time_html(o, a, esc);
-  findings(o, a);
-  cgr_print_hang_html(o, log);
-  cgr_print_request_html(o, log);
-  calls_table(o, a);
+    ended_table(o, rep);
+  cgr_print_ranks_html(o, rep, esc);
+  cgr_capture_time_html(o, rep, esc);
+  findings(o, rep);
+  cgr_print_hang_html(o, rep);
+  cgr_print_request_html(o, rep);
+  calls_table(o, rep);
   fputs("</body></html>\n", o);
   return ferror(o) ? -1 : 0;
 }

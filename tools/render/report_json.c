@@ -22,11 +22,11 @@ static json_t *jtext(const char *s) { return cgl_json_text(s); }
 
 static json_t *jstr(const char *s) { return s ? jtext(s) : json_null(); }
 
-static json_t *event_json(const cgr_analysis *a, const cgl_event *e) {
+static json_t *event_json(const cgr_report *rep, const cgl_event *e) {
   char site[512];
   cgl_event_site(e, site, sizeof site);
   json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}", CG_KEY_PID,
-                        (json_int_t)a->log->procs[e->proc].pid, CG_KEY_EVENT,
+                        (json_int_t)rep->rows.procs[e->proc].pid, CG_KEY_EVENT,
                         jstr(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_CALL, jstr(e->call), CG_KEY_VERDICT,
                         jstr(cgl_word(&cg_verdicts, e->verdict)), CG_KEY_RESULT, (json_int_t)e->result,
                         CG_KEY_TIME_NS, (json_int_t)e->time_ns, "site", jtext(site), CG_KEY_LOG,
@@ -47,11 +47,11 @@ static json_t *event_json(const cgr_analysis *a, const cgl_event *e) {
  * object, or null: a call capguard does not watch; absent when the log does
  * not say), "offender" (named, unwatched, not-said) and the phrase every
  * rendering uses. */
-static void offender_json(const cgr_analysis *a, size_t capture, long first_event, json_t *o) {
+static void offender_json(const cgr_report *rep, size_t capture, long first_event, json_t *o) {
   cgl_offender f;
-  cgl_broken_by by = cgr_first_offender(a->log, capture, first_event, &f);
+  cgl_broken_by by = cgr_report_first_offender(rep, capture, first_event, &f);
   char phrase[1024], result[160];
-  cgr_offender_phrase(a->log, capture, first_event, phrase, sizeof phrase);
+  cgr_report_offender_phrase(rep, capture, first_event, phrase, sizeof phrase);
   if (by == CGL_BY_CALL) {
     cgr_result_words(f.result, NULL, result, sizeof result);
     json_object_set_new(
@@ -61,7 +61,7 @@ static void offender_json(const cgr_analysis *a, size_t capture, long first_even
                   jstr(cgl_word(&cg_verdicts, f.verdict)), CG_KEY_RESULT, (json_int_t)f.result,
                   "result_words", result, CG_KEY_TID, (json_int_t)f.tid, CG_KEY_TIME_NS, (json_int_t)f.time_ns,
                   CG_KEY_PYTHON, f.python, CG_KEY_WHERE, f.where, "from",
-                  a->log->caps[capture].by == CGL_BY_CALL ? "capture record" : "logged event"));
+                  rep->rows.caps[capture].by == CGL_BY_CALL ? "capture record" : "logged event"));
   } else if (by == CGL_BY_UNWATCHED) {
     json_object_set_new(o, CG_KEY_BROKEN_BY, json_null());
   }
@@ -71,9 +71,9 @@ static void offender_json(const cgr_analysis *a, size_t capture, long first_even
   json_object_set_new(o, "offender_text", jtext(phrase));
 }
 
-static json_t *capture_json(const cgr_analysis *a, const cgl_capture *c) {
+static json_t *capture_json(const cgr_report *rep, const cgl_capture *c) {
   json_t *o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I}", CG_KEY_PID,
-                   (json_int_t)a->log->procs[c->proc].pid, CG_KEY_ID, (json_int_t)c->id, CG_KEY_STREAM,
+                   (json_int_t)rep->rows.procs[c->proc].pid, CG_KEY_ID, (json_int_t)c->id, CG_KEY_STREAM,
                    jstr(c->stream), CG_KEY_MODE, jstr(cgl_word(&cg_capture_modes, c->mode)), CG_KEY_STATUS,
                    jstr(cgl_word(&cg_capture_statuses, c->status)), CG_KEY_BEGAN,
                    jstr(c->began), CG_KEY_BEGIN_NS, (json_int_t)c->begin_ns, CG_KEY_END_NS,
@@ -81,24 +81,25 @@ static json_t *capture_json(const cgr_analysis *a, const cgl_capture *c) {
   json_object_set_new(o, CG_KEY_END_RESULT,
                       c->has_end_result ? json_integer((json_int_t)c->end_result) : json_null());
   json_object_set_new(o, CG_KEY_REPEATS, json_integer((json_int_t)c->repeats));
-  size_t ci = (size_t)(c - a->log->caps);
-  if (cgl_capture_broken(a->log, ci))
-    offender_json(a, ci, c->by == CGL_BY_UNWATCHED ? -1 : c->first_break, o);
+  size_t ci = (size_t)(c - rep->rows.caps);
+  if (cgr_report_capture_broken(rep, ci))
+    offender_json(rep, ci, c->by == CGL_BY_UNWATCHED ? -1 : c->first_break, o);
   return o;
 }
 
 /* Each process's broken captures: id, where it began, what broke it. */
-static json_t **broken_by_process(const cgr_analysis *a) {
-  const cgl_log *log = a->log;
-  json_t **per = calloc(log->n_procs + 1, sizeof *per);
+static json_t **broken_by_process(const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
+  json_t **per = calloc(rows->n_procs + 1, sizeof *per);
   if (!per)
     return NULL;
-  for (size_t p = 0; p < log->n_procs; p++)
+  for (size_t p = 0; p < rows->n_procs; p++)
     per[p] = json_array();
   for (size_t b = 0; b < a->n_broken; b++) {
-    const cgl_capture *c = &log->caps[a->broken[b].capture];
+    const cgl_capture *c = &rows->caps[a->broken[b].capture];
     json_t *o = json_pack("{s:I, s:o}", CG_KEY_ID, (json_int_t)c->id, CG_KEY_BEGAN, jstr(c->began));
-    offender_json(a, a->broken[b].capture, a->broken[b].first_event, o);
+    offender_json(rep, a->broken[b].capture, a->broken[b].first_event, o);
     json_array_append_new(per[c->proc], o);
   }
   return per;
@@ -125,23 +126,15 @@ static json_t *findings_json(const cgf_list *advice) {
   return findings;
 }
 
-/* Each process's loads on the request path (those that count), in one pass. */
-static size_t *requests_by_process(const cgl_log *log) {
-  size_t *n = calloc(log->n_procs ? log->n_procs : 1, sizeof *n);
-  for (size_t i = 0; n && i < log->n_reqs; i++)
-    if (cgr_request_counts(log, i))
-      n[log->reqs[i].proc]++;
-  return n;
-}
-
-static json_t *processes_json(const cgr_analysis *a) {
-  const cgl_log *log = a->log;
-  json_t *procs = json_array(), **per = broken_by_process(a);
-  size_t *requests = requests_by_process(log);
-  size_t *order = cgr_process_order(log); /* by run, then pid */
-  for (size_t i = 0; i < log->n_procs; i++) {
+static json_t *processes_json(const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
+  json_t *procs = json_array(), **per = broken_by_process(rep);
+  const size_t *requests = rep->requests_by_proc; /* NULL: none counted */
+  const size_t *order = rep->order;              /* by run, then pid */
+  for (size_t i = 0; i < rows->n_procs; i++) {
     size_t p = order[i];
-    const cgl_process *pr = &log->procs[p];
+    const cgl_process *pr = &rows->procs[p];
     json_t *argv = json_array();
     for (size_t i = 0; i < pr->argc; i++)
       json_array_append_new(argv, jtext(pr->argv[i]));
@@ -151,12 +144,12 @@ static json_t *processes_json(const cgr_analysis *a) {
                                            jstr(cgl_word(&cg_run_modes, pr->mode)), CG_KEY_DRIVER_VERSION,
                                            (json_int_t)pr->driver_version, CG_KEY_EMULATE_DRIVER,
                                            (json_int_t)pr->emulate_driver, "exited", pr->has_summary,
-                                           CG_KEY_LOG, jtext(log->files[pr->file])));
+                                           CG_KEY_LOG, jtext(rows->files[pr->file])));
     json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "broken_captures",
                         per ? per[p] : json_array());
     if (cgr_ended_early(pr)) { /* no exit record: the last thing it logged, in words */
       char last[1024];
-      cgr_ended_last(log, p, last, sizeof last);
+      cgr_report_ended_last(rep, p, last, sizeof last);
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "last_logged", jtext(last));
       if (pr->signal) /* capguard run's "ended" record: the signal that killed it */
         json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_SIGNAL,
@@ -180,17 +173,16 @@ static json_t *processes_json(const cgr_analysis *a) {
     }
   }
   free(per);
-  free(order);
-  free(requests);
   return procs;
 }
 
-static json_t *kernels_json(const cgr_analysis *a) {
-  const cgl_log *log = a->log;
+static json_t *kernels_json(const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   json_t *kernels = json_array();
   for (size_t k = 0; k < a->n_kernels; k++) {
     char site[512];
-    cgl_event_site(&log->evs[a->kernels[k].first_event], site, sizeof site);
+    cgl_event_site(&rows->evs[a->kernels[k].first_event], site, sizeof site);
     json_array_append_new(kernels, json_pack("{s:o, s:I, s:I, s:o, s:b}", "name",
                                              jtext(a->kernels[k].name), "loads",
                                              (json_int_t)a->kernels[k].loads, "served",
@@ -200,7 +192,8 @@ static json_t *kernels_json(const cgr_analysis *a) {
   return kernels;
 }
 
-static json_t *sites_json(const cgr_analysis *a) {
+static json_t *sites_json(const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
   json_t *sites = json_array();
   for (size_t s = 0; s < a->n_sites; s++) {
     const cgr_site *st = &a->sites[s];
@@ -216,7 +209,8 @@ static json_t *sites_json(const cgr_analysis *a) {
   return sites;
 }
 
-static json_t *totals_json(const cgr_analysis *a) {
+static json_t *totals_json(const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
   /* Counts by event kind ("module_load": the word with '_') and by verdict,
    * each in the schema's row order; "other": words this reader does not know. */
   json_t *totals = json_pack("{s:I, s:I, s:I, s:I, s:I}", CG_KEY_CAPTURES, (json_int_t)a->captures,
@@ -245,8 +239,7 @@ static json_t *totals_json(const cgr_analysis *a) {
   /* processes that used CUDA and wrote no summary (each has "exited": false) */
   json_object_set_new(totals, "ended_without_exit_record", json_integer((json_int_t)a->ended_early));
   /* loads after serving began (docs/request-path.md), as the report counts them */
-  cgr_request_totals rq;
-  cgr_request_totals_of(a->log, &rq);
+  const cgr_request_totals rq = rep->requests;
   json_object_set_new(totals, CG_KEY_REQUEST_LOADS, json_integer((json_int_t)rq.loads));
   json_object_set_new(totals, CG_KEY_REQUEST_LOAD_NS, json_integer((json_int_t)rq.load_ns));
   json_object_set_new(totals, "request_path_loads_served", json_integer((json_int_t)rq.served));
@@ -267,10 +260,11 @@ static json_t *advice_json(const cgf_list *advice) {
 /* Every run in the logs, and which one the rest of this document is about;
  * with --all over several runs, each run's own headline, processes and
  * advice (one run's advice is never said of another). */
-static json_t *runs_json(const cgr_analysis *a) {
-  const cgl_log *all = a->all;
+static json_t *runs_json(const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *all = &rep->all;
   json_t *runs = json_array();
-  size_t *order = cgr_process_order(all), at = 0; /* by run: run r's processes follow run r - 1's */
+  size_t *order = cgr_report_all_order(rep), at = 0; /* by run: run r's processes follow run r - 1's */
   for (size_t r = 0; r < a->n_runs; r++) {
     const cgl_process *top = &all->procs[all->runs[r].first_proc];
     const struct cgr_run_stats *st = &a->runs[r];
@@ -282,7 +276,7 @@ static json_t *runs_json(const cgr_analysis *a) {
     json_object_set_new(o, "processes_with_cuda", json_integer((json_int_t)st->cuda));
     json_object_set_new(o, "ended_without_exit_record", json_integer((json_int_t)st->ended_early));
     char line[1024];
-    cgr_run_headline(a, r, (cg_palette){"", "", "", "", "", ""}, line, sizeof line);
+    cgr_run_headline(rep, r, (cg_palette){"", "", "", "", "", ""}, line, sizeof line);
     json_object_set_new(o, "headline", jtext(line));
     json_t *pids = json_array(); /* sorted: order is by run, then pid */
     for (; at < all->n_procs && all->procs[order[at]].run_index == r; at++)
@@ -298,49 +292,50 @@ static json_t *runs_json(const cgr_analysis *a) {
   return runs;
 }
 
-int cgr_print_json(FILE *out, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
+int cgr_print_json(FILE *out, const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   json_t *root = json_object();
   json_object_set_new(root, "schema", json_string("capguard-report"));
   json_object_set_new(root, CG_KEY_V, json_integer(1));
   json_t *logs = json_array();
-  for (size_t i = 0; i < log->n_files; i++)
-    json_array_append_new(logs, jtext(log->files[i]));
+  for (size_t i = 0; i < rows->n_files; i++)
+    json_array_append_new(logs, jtext(rows->files[i]));
   json_object_set_new(root, "logs", logs);
   json_object_set_new(root, "lines",
-                      json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "read", (json_int_t)log->lines,
-                                "malformed", (json_int_t)log->malformed, "newer_version",
-                                (json_int_t)log->newer, "unknown_type", (json_int_t)log->unknown,
-                                "files_cut_short", (json_int_t)log->cut_files,
+                      json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "read", (json_int_t)rows->lines,
+                                "malformed", (json_int_t)rows->malformed, "newer_version",
+                                (json_int_t)rows->newer, "unknown_type", (json_int_t)rows->unknown,
+                                "files_cut_short", (json_int_t)rows->cut_files,
                                 "first_malformed",
-                                log->malformed ? jtext(log->first_malformed) : json_null()));
+                                rows->malformed ? jtext(rows->first_malformed) : json_null()));
 
-  json_object_set_new(root, "processes", processes_json(a));
-  json_t *ranks = cgr_ranks_json(log); /* a job of several ranks side by side; absent otherwise */
+  json_object_set_new(root, "processes", processes_json(rep));
+  json_t *ranks = cgr_ranks_json(rep); /* a job of several ranks side by side; absent otherwise */
   if (ranks)
     json_object_set_new(root, "ranks", ranks);
-  json_t *ct = cgr_capture_time_json(a);
+  json_t *ct = cgr_capture_time_json(rep);
   if (ct)
     json_object_set_new(root, "capture_time", ct);
 
   json_t *caps = json_array();
-  for (size_t c = 0; c < log->n_caps; c++)
-    json_array_append_new(caps, capture_json(a, &log->caps[c]));
+  for (size_t c = 0; c < rows->n_caps; c++)
+    json_array_append_new(caps, capture_json(rep, &rows->caps[c]));
   json_object_set_new(root, CG_KEY_CAPTURES, caps);
 
   json_t *broken = json_array();
   for (size_t b = 0; b < a->n_broken; b++) {
-    json_t *o = capture_json(a, &log->caps[a->broken[b].capture]);
+    json_t *o = capture_json(rep, &rows->caps[a->broken[b].capture]);
     long f = a->broken[b].first_event;
-    json_object_set_new(o, "first_call", f < 0 ? json_null() : event_json(a, &log->evs[f]));
+    json_object_set_new(o, "first_call", f < 0 ? json_null() : event_json(rep, &rows->evs[f]));
     json_array_append_new(broken, o);
   }
   json_object_set_new(root, "broken", broken);
 
-  json_object_set_new(root, CG_KEY_KERNELS, kernels_json(a));
-  json_object_set_new(root, "sites", sites_json(a));
-  json_object_set_new(root, "totals", totals_json(a));
-  json_object_set_new(root, "runs", runs_json(a));
+  json_object_set_new(root, CG_KEY_KERNELS, kernels_json(rep));
+  json_object_set_new(root, "sites", sites_json(rep));
+  json_object_set_new(root, "totals", totals_json(rep));
+  json_object_set_new(root, "runs", runs_json(rep));
 
   /* Several runs reported: the advice is each run's, in runs[] (the text
    * report gives it under each run); one list for all would mix them. */
@@ -348,8 +343,8 @@ int cgr_print_json(FILE *out, const cgr_analysis *a) {
     json_object_set_new(root, "advice", advice_json(&a->advice));
     json_object_set_new(root, "findings", findings_json(&a->advice));
   }
-  json_object_set_new(root, CG_KEY_STALE, cgr_stale_json(log));
-  json_t *hangs = cgr_hang_json(log);
+  json_object_set_new(root, CG_KEY_STALE, cgr_stale_json(rep));
+  json_t *hangs = cgr_hang_json(rep);
   if (hangs)
     json_object_set_new(root, CG_KEY_HANG, hangs);
 

@@ -9,15 +9,15 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "log_reader.h"
+#include "report.h"
 
 /* "Ranks (2 of a world of 2)" (after a blank line when indent is "") and its table, then "Differences between
  * ranks" and one line each; every line begins with indent. Returns whether
  * it printed anything. */
-bool cgr_print_ranks_text(FILE *out, const cgl_log *log, cg_palette pal, const char *indent);
+bool cgr_print_ranks_text(FILE *out, const cgr_report *rep, cg_palette pal, const char *indent);
 /* {"ranks":[{rank, pid, captures, captured, broken, first_offender}], "differences":[...]},
  * or NULL when fewer than two ranks. */
-json_t *cgr_ranks_json(const cgl_log *log);
-void cgr_print_ranks_html(FILE *out, const cgl_log *log, void (*esc)(FILE *, const char *));
+json_t *cgr_ranks_json(const cgr_report *rep);
+void cgr_print_ranks_html(FILE *out, const cgr_report *rep, void (*esc)(FILE *, const char *));
 
 #endif

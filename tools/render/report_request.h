@@ -6,9 +6,9 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "log_reader.h"
+#include "report.h"
 
-void cgr_print_request_html(FILE *o, const cgl_log *log);
-void cgr_request_trace(json_t *evs, const cgl_log *log, long long t0);
+void cgr_print_request_html(FILE *o, const cgr_report *rep);
+void cgr_request_trace(json_t *evs, const cgr_report *rep, long long t0);
 
 #endif

@@ -1,6 +1,7 @@
 /* report_stale.h. A group is one (process, graph exec, allocation): the
  * shim reports each at most once per kind, so a group holds a free, a
- * launch, or both; what to do is the findings table's sentence (cgf_stale_advice). */
+ * launch, or both (meaning/stale_groups.c groups them); what to do is the
+ * findings table's sentence, which the report holds for each group. */
 #include "report_stale.h"
 #include "html_text.h"
 #include "kernel_display.h"
@@ -11,37 +12,7 @@
 
 #include "capguard/event.h"
 #include "capguard/log_keys.h"
-#include "findings.h"
 #include "log_pool.h"
-
-static bool same(const cgl_stale *a, const cgl_stale *b) {
-  return a->proc == b->proc && a->exec == b->exec && a->start == b->start; /* interned strings */
-}
-
-size_t cgr_stale_groups(const cgl_log *log, cgr_stale_group **out) {
-  *out = NULL;
-  size_t n = 0;
-  cgr_stale_group *g = log->n_stale ? cgl_xrealloc(NULL, log->n_stale * sizeof *g) : NULL;
-  for (size_t i = 0; i < log->n_stale; i++) {
-    const cgl_stale *s = &log->stale[i];
-    size_t k = 0;
-    while (k < n && !same(&log->stale[g[k].first], s))
-      k++;
-    if (k == n)
-      g[n++] = (cgr_stale_group){i, 0, 0, -1, -1};
-    if (s->kind == CG_EV_STALE_LAUNCH) {
-      g[k].launches++;
-      if (g[k].first_launch < 0)
-        g[k].first_launch = (long)i;
-    } else {
-      g[k].frees++;
-      if (g[k].first_free < 0)
-        g[k].first_free = (long)i;
-    }
-  }
-  *out = g;
-  return n;
-}
 
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
 
@@ -53,38 +24,34 @@ static void reader_words(const cgl_stale *s, char *buf, size_t cap) {
            s->reads > 1 ? " (and more reads by this exec)" : "");
 }
 
-static const char *advice(const cgr_stale_group *g) {
-  return cgf_stale_advice(g->frees != 0);
-}
-
-void cgr_print_stale_text(FILE *out, const cgl_log *log, cg_palette pal) {
-  cgr_stale_group *g;
-  size_t n = cgr_stale_groups(log, &g);
+void cgr_print_stale_text(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_rows *rows = &rep->rows;
+  const cgr_stale_group *g = rep->stale_groups;
+  size_t n = rep->n_stale_groups;
   if (!n)
     return;
   fprintf(out, "\n%sMemory a live graph reads, freed%s (%zu graph exec%s and allocation%s)\n", pal.bold, pal.reset, n,
           cg_plural(n), cg_plural(n));
   for (size_t i = 0; i < n; i++) {
-    const cgl_stale *s = &log->stale[g[i].first];
+    const cgl_stale *s = &rows->stale[g[i].first];
     char reads[256];
     reader_words(s, reads, sizeof reads);
     fprintf(out, "  %sgraph exec %s%s (pid %lld, %s%s): %s %s, %lld bytes: %s\n", pal.red, s->exec, pal.reset,
-            log->procs[s->proc].pid, s->by_hand ? "built by hand" : "captured at ",
+            rows->procs[s->proc].pid, s->by_hand ? "built by hand" : "captured at ",
             s->by_hand ? "" : or(s->began, "an unknown site"), s->piece ? "mapped piece" : "allocation", s->start,
             s->size, reads);
     if (g[i].first_free >= 0) {
-      const cgl_stale *f = &log->stale[g[i].first_free];
+      const cgl_stale *f = &rows->stale[g[i].first_free];
       fprintf(out, "    freed by %s at %s\n", f->call, or(f->site, "?"));
     }
     if (g[i].first_launch >= 0) {
-      const cgl_stale *l = &log->stale[g[i].first_launch];
+      const cgl_stale *l = &rows->stale[g[i].first_launch];
       fprintf(out, "    replayed by %s at %s after the memory was %s\n", l->call, or(l->site, "?"),
               l->piece ? (l->now_buffer_id ? "mapped to another physical allocation" : "unmapped")
               : l->now_buffer_id ? "freed and allocated again as another buffer" : "freed");
     }
-    fprintf(out, "    what to do: %s\n", advice(&g[i]));
+    fprintf(out, "    what to do: %s\n", g[i].advice);
   }
-  free(g);
 }
 
 static json_t *jtext(const char *s) { return cgl_json_text(s ? s : ""); }
@@ -95,40 +62,41 @@ static json_t *event_json(const cgl_stale *s) {
                    (json_int_t)s->now_buffer_id);
 }
 
-json_t *cgr_stale_json(const cgl_log *log) {
+json_t *cgr_stale_json(const cgr_report *rep) {
   json_t *arr = json_array();
-  cgr_stale_group *g;
-  size_t n = cgr_stale_groups(log, &g);
+  const cgr_rows *rows = &rep->rows;
+  const cgr_stale_group *g = rep->stale_groups;
+  size_t n = rep->n_stale_groups;
   for (size_t i = 0; i < n; i++) {
-    const cgl_stale *s = &log->stale[g[i].first];
+    const cgl_stale *s = &rows->stale[g[i].first];
     json_t *o = json_pack("{s:I, s:o, s:o, s:I, s:I, s:o, s:I, s:I, s:b, s:I, s:o}", CG_KEY_PID,
-                          (json_int_t)log->procs[s->proc].pid, CG_KEY_EXEC, jtext(s->exec), CG_KEY_START,
+                          (json_int_t)rows->procs[s->proc].pid, CG_KEY_EXEC, jtext(s->exec), CG_KEY_START,
                           jtext(s->start), CG_KEY_SIZE, (json_int_t)s->size, CG_KEY_BUFFER_ID,
                           (json_int_t)s->buffer_id, CG_KEY_KERNEL, jtext(s->kernel), CG_KEY_ARG, (json_int_t)s->arg,
                           CG_KEY_READS, (json_int_t)s->reads, CG_KEY_BY_HAND, s->by_hand, CG_KEY_CAPTURE,
                           (json_int_t)s->capture_id, CG_KEY_BEGAN, jtext(s->began));
-    json_object_set_new(o, "freed_by", g[i].first_free >= 0 ? event_json(&log->stale[g[i].first_free]) : json_null());
+    json_object_set_new(o, "freed_by", g[i].first_free >= 0 ? event_json(&rows->stale[g[i].first_free]) : json_null());
     json_object_set_new(o, "replayed_by",
-                        g[i].first_launch >= 0 ? event_json(&log->stale[g[i].first_launch]) : json_null());
-    json_object_set_new(o, "what_to_do", jtext(advice(&g[i])));
+                        g[i].first_launch >= 0 ? event_json(&rows->stale[g[i].first_launch]) : json_null());
+    json_object_set_new(o, "what_to_do", jtext(g[i].advice));
     json_array_append_new(arr, o);
   }
-  free(g);
   return arr;
 }
 
 static void esc(FILE *o, const char *s) { cgr_html_text(o, s); }
 
-void cgr_print_stale_html(FILE *o, const cgl_log *log) {
-  cgr_stale_group *g;
-  size_t n = cgr_stale_groups(log, &g);
+void cgr_print_stale_html(FILE *o, const cgr_report *rep) {
+  const cgr_rows *rows = &rep->rows;
+  const cgr_stale_group *g = rep->stale_groups;
+  size_t n = rep->n_stale_groups;
   if (!n)
     return;
   fputs("<h2>Memory a live graph reads, freed</h2>\n<table><tr><th>graph exec</th><th>captured at</th>"
         "<th>allocation</th><th>read by</th><th>freed by</th><th>replayed by</th><th>what to do</th></tr>\n",
         o);
   for (size_t i = 0; i < n; i++) {
-    const cgl_stale *s = &log->stale[g[i].first];
+    const cgl_stale *s = &rows->stale[g[i].first];
     char reads[256];
     reader_words(s, reads, sizeof reads);
     fputs("<tr><td>", o);
@@ -141,34 +109,34 @@ void cgr_print_stale_html(FILE *o, const cgl_log *log) {
     esc(o, reads);
     fputs("</td><td>", o);
     if (g[i].first_free >= 0) {
-      esc(o, log->stale[g[i].first_free].call);
+      esc(o, rows->stale[g[i].first_free].call);
       fputs(" at ", o);
-      esc(o, log->stale[g[i].first_free].site);
+      esc(o, rows->stale[g[i].first_free].site);
     }
     fputs("</td><td>", o);
     if (g[i].first_launch >= 0) {
-      esc(o, log->stale[g[i].first_launch].call);
+      esc(o, rows->stale[g[i].first_launch].call);
       fputs(" at ", o);
-      esc(o, log->stale[g[i].first_launch].site);
+      esc(o, rows->stale[g[i].first_launch].site);
     }
     fputs("</td><td>", o);
-    esc(o, advice(&g[i]));
+    esc(o, g[i].advice);
     fputs("</td></tr>\n", o);
   }
   fputs("</table>\n", o);
-  free(g);
 }
 
-void cgr_stale_trace(json_t *evs, const cgl_log *log, long long t0) {
-  for (size_t i = 0; i < log->n_stale; i++) {
-    const cgl_stale *s = &log->stale[i];
+void cgr_stale_trace(json_t *evs, const cgr_report *rep, long long t0) {
+  const cgr_rows *rows = &rep->rows;
+  for (size_t i = 0; i < rows->n_stale; i++) {
+    const cgl_stale *s = &rows->stale[i];
     double ts = s->time_ns > t0 ? (double)(s->time_ns - t0) / 1000.0 : 0;
     char name[160];
     snprintf(name, sizeof name, "%s stale", s->call);
     json_array_append_new(
         evs, json_pack("{s:s, s:s, s:s, s:o, s:f, s:I, s:I, s:{s:s, s:o, s:o, s:o, s:I, s:o, s:o}}", "ph", "i", "s",
                        "t", "cat", "stale", "name", jtext(name), "ts", ts, "pid",
-                       (json_int_t)log->procs[s->proc].pid, "tid", (json_int_t)s->tid, "args", CG_KEY_EVENT,
+                       (json_int_t)rows->procs[s->proc].pid, "tid", (json_int_t)s->tid, "args", CG_KEY_EVENT,
                        cg_event_kind_name(s->kind), CG_KEY_EXEC, jtext(s->exec), CG_KEY_START, jtext(s->start),
                        CG_KEY_KERNEL, jtext(s->kernel), CG_KEY_ARG, (json_int_t)s->arg, "site", jtext(s->site),
                        CG_KEY_BEGAN, jtext(s->began)));

@@ -15,10 +15,10 @@
 #include "plural.h"
 #include "process_order.h"
 
-void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap) {
-  const cgl_process *p = &a->log->procs[proc];
-  if (a->log->n_files > 1) {
-    const char *f = a->log->files[p->file], *slash = strrchr(f, '/');
+void cgr_process_label(const cgr_report *rep, size_t proc, char *buf, size_t cap) {
+  const cgl_process *p = &rep->rows.procs[proc];
+  if (rep->rows.n_files > 1) {
+    const char *f = rep->rows.files[p->file], *slash = strrchr(f, '/');
     snprintf(buf, cap, "pid %lld (%s)", p->pid, slash ? slash + 1 : f);
   } else {
     snprintf(buf, cap, "pid %lld", p->pid);
@@ -28,20 +28,21 @@ void cgr_process_label(const cgr_analysis *a, size_t proc, char *buf, size_t cap
 static const char *or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
 
 /* Every process that used CUDA and wrote no exit record, each with its last line's time. */
-static void print_ended(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  const cgl_log *log = a->log;
+static void print_ended(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   fprintf(out, "\n%sEnded without an exit record%s (killed, crashed, left through _exit, still "
                "running, or cut from the log: what each did after its last line is not in the log)\n",
           pal.bold, pal.reset);
-  for (size_t p = 0; p < log->n_procs; p++) {
-    const cgl_process *pr = &log->procs[p];
+  for (size_t p = 0; p < rows->n_procs; p++) {
+    const cgl_process *pr = &rows->procs[p];
     if (!cgr_ended_early(pr))
       continue;
     char who[256], cmd[96];
-    cgr_process_label(a, p, who, sizeof who);
+    cgr_report_process_label(rep, p, who, sizeof who);
     cgr_process_command(pr, cmd, sizeof cmd);
     char last[1024], sig[64] = "";
-    cgr_ended_last(log, p, last, sizeof last);
+    cgr_report_ended_last(rep, p, last, sizeof last);
     if (pr->signal) { /* capguard run's "ended" record */
       char words[40];
       cgr_signal_words(pr->signal, words, sizeof words);
@@ -60,7 +61,8 @@ static void print_ended(FILE *out, const cgr_analysis *a, cg_palette pal) {
 
 /* Module loads and unloads always (what priming is about: "0 loads" is news),
  * the other kinds when they happened (eight zeros would bury the line). */
-void cgr_print_event_counts(FILE *out, const cgr_analysis *a) {
+void cgr_print_event_counts(FILE *out, const cgr_report *rep) {
+  const cgr_analysis *a = &rep->a;
   for (unsigned k = 0; k < CG_EV_KIND_COUNT; k++)
     if (k == CG_EV_MODULE_LOAD || k == CG_EV_MODULE_UNLOAD || a->events[k])
       fprintf(out, "%s%s %zu", k ? ", " : "", cg_event_kind_name(k), a->events[k]);
@@ -69,7 +71,8 @@ void cgr_print_event_counts(FILE *out, const cgr_analysis *a) {
 }
 
 /* Only the verdicts that happened: zeros are noise to someone reading this the first time. */
-void cgr_print_verdict_counts(FILE *out, const cgr_analysis *a, const char *lead) {
+void cgr_print_verdict_counts(FILE *out, const cgr_report *rep, const char *lead) {
+  const cgr_analysis *a = &rep->a;
   bool any = false;
   for (unsigned v = 0; v <= CG_VERDICT_COUNT; v++)
     if (a->verdicts[v]) {
@@ -80,13 +83,14 @@ void cgr_print_verdict_counts(FILE *out, const cgr_analysis *a, const char *lead
 }
 
 /* One line a run, when the log holds several: which one the report is about. */
-static void print_runs(FILE *out, const cgr_analysis *a, cg_palette pal) {
+static void print_runs(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_analysis *a = &rep->a;
   bool one = a->shown_run != SIZE_MAX;
   fprintf(out, "\n%sRuns%s (%s)\n", pal.bold, pal.reset,
           one ? "the report below is of the latest; --all for every run" : "all reported below");
   for (size_t r = 0; r < a->n_runs; r++) {
     char line[1024];
-    cgr_run_headline(a, r, pal, line, sizeof line);
+    cgr_run_headline(rep, r, pal, line, sizeof line);
     fprintf(out, "  %s %s\n", one && r == a->shown_run ? ">" : " ", line);
   }
 }
@@ -105,28 +109,29 @@ static void print_capture_end(FILE *out, const cgl_capture *c) {
 
 /* Captures their process never ended and nothing broke (the broken ones are
  * listed above): the process exited, or was killed, mid-capture. */
-static void print_open(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  const cgl_log *log = a->log;
+static void print_open(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_rows *rows = &rep->rows;
   fprintf(out, "\n%sOpen at exit%s (their process exited before ending them: no graph was made)\n", pal.bold,
           pal.reset);
-  for (size_t c = 0; c < log->n_caps; c++) {
-    const cgl_capture *cp = &log->caps[c];
-    if (!cg_word_is(&cg_capture_statuses, cp->status, CG_WORD_OPEN) || cgl_capture_broken(log, c))
+  for (size_t c = 0; c < rows->n_caps; c++) {
+    const cgl_capture *cp = &rows->caps[c];
+    if (!cg_word_is(&cg_capture_statuses, cp->status, CG_WORD_OPEN) || cgr_report_capture_broken(rep, c))
       continue;
     char who[256];
-    cgr_process_label(a, cp->proc, who, sizeof who);
+    cgr_report_process_label(rep, cp->proc, who, sizeof who);
     fprintf(out, "  %s capture %lld (stream %s, %s, open at exit; began %s)\n", who, cp->id, or(cp->stream, "?"),
             or(cgl_word(&cg_capture_modes, cp->mode), "?"), or(cp->began, "where unknown"));
   }
 }
 
-static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  const cgl_log *log = a->log;
+static void print_broken(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   fprintf(out, "\n%sBroken captures%s\n", pal.bold, pal.reset);
   for (size_t b = 0; b < a->n_broken; b++) {
-    const cgl_capture *c = &log->caps[a->broken[b].capture];
+    const cgl_capture *c = &rows->caps[a->broken[b].capture];
     char who[256];
-    cgr_process_label(a, c->proc, who, sizeof who);
+    cgr_report_process_label(rep, c->proc, who, sizeof who);
     /* one word for it everywhere (the log's status says how: the end failed, or
      * the process exited with it open) */
     bool open_at_exit = cg_word_is(&cg_capture_statuses, c->status, CG_WORD_OPEN);
@@ -137,7 +142,7 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
     if (c->by == CGL_BY_CALL || f < 0) {
       /* what the capture record says (or that the log does not say) */
       char phrase[1024];
-      cgr_offender_phrase(log, a->broken[b].capture, f, phrase, sizeof phrase);
+      cgr_report_offender_phrase(rep, a->broken[b].capture, f, phrase, sizeof phrase);
       fprintf(out, "    %s%s%s\n", pal.bold, phrase, pal.reset);
       /* the native caller too, when the phrase gave the Python line */
       const cgl_offender *o = &c->offender;
@@ -145,10 +150,10 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
         fprintf(out, "    where: %s\n", c->offender.where);
       print_capture_end(out, c);
       /* the logged event of that call, when it is in the log: its kernels and why */
-      if (f < 0 || c->by != CGL_BY_CALL || log->evs[f].call != c->offender.call)
+      if (f < 0 || c->by != CGL_BY_CALL || rows->evs[f].call != c->offender.call)
         continue;
     } else {
-      const cgl_event *e = &log->evs[f];
+      const cgl_event *e = &rows->evs[f];
       char site[512];
       char result[160];
       cgl_event_site(e, site, sizeof site);
@@ -158,7 +163,7 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
               or(cgl_word(&cg_verdicts, e->verdict), "?"), result, site);
       print_capture_end(out, c);
     }
-    const cgl_event *e = &log->evs[f];
+    const cgl_event *e = &rows->evs[f];
     if (e->kernels->n) {
       fputs("    kernels:", out);
       char disp[CG_KERNEL_DISPLAY_MAX], prev[CG_KERNEL_DISPLAY_MAX] = "";
@@ -178,18 +183,19 @@ static void print_broken(FILE *out, const cgr_analysis *a, cg_palette pal) {
  * story of the runs in a log (run 1 broke, run 2 was primed) at a glance.
  * Processes that never used CUDA (a shell, a compiler a JIT runs) are one line
  * together when some process did. */
-static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  const cgl_log *log = a->log;
+static void print_processes(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   const size_t shown_max = 20;
   size_t cuda = 0, shown = 0, skipped = 0;
-  for (size_t p = 0; p < log->n_procs; p++)
-    cuda += log->procs[p].cuda;
+  for (size_t p = 0; p < rows->n_procs; p++)
+    cuda += rows->procs[p].cuda;
   /* by run, then by pid: several logs (--all) are read one after the other */
-  size_t *order = cgr_process_order(log);
+  const size_t *order = rep->order;
   fprintf(out, "\n%sProcesses%s (as logged)\n", pal.bold, pal.reset);
-  for (size_t i = 0; i < log->n_procs; i++) {
+  for (size_t i = 0; i < rows->n_procs; i++) {
     size_t p = order[i];
-    const cgl_process *pr = &log->procs[p];
+    const cgl_process *pr = &rows->procs[p];
     if ((cuda && !pr->cuda) || shown == shown_max) {
       skipped += !(cuda && !pr->cuda);
       continue;
@@ -198,7 +204,7 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
     size_t captures = a->procs[p].captures, broken = a->procs[p].broken,
            served = a->procs[p].served;
     char who[256], cmd[96], drv[64] = "";
-    cgr_process_label(a, p, who, sizeof who);
+    cgr_report_process_label(rep, p, who, sizeof who);
     cgr_process_command(pr, cmd, sizeof cmd);
     if (!pr->cuda)
       snprintf(drv, sizeof drv, ", no CUDA");
@@ -218,14 +224,14 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
   }
   if (skipped)
     fprintf(out, "  and %zu more\n", skipped);
-  if (cuda && cuda < log->n_procs) {
+  if (cuda && cuda < rows->n_procs) {
     /* their names, once each, a few ("..." when there are more) */
-    fprintf(out, "  and %zu process%s without CUDA (", log->n_procs - cuda,
-            cg_plural_es(log->n_procs - cuda));
+    fprintf(out, "  and %zu process%s without CUDA (", rows->n_procs - cuda,
+            cg_plural_es(rows->n_procs - cuda));
     const char *names[5];
     size_t named = 0;
-    for (size_t p = 0; p < log->n_procs; p++) {
-      const cgl_process *pr = &log->procs[p];
+    for (size_t p = 0; p < rows->n_procs; p++) {
+      const cgl_process *pr = &rows->procs[p];
       if (pr->cuda || !pr->argc) continue;
       const char *slash = strrchr(pr->argv[0], '/'), *name = slash ? slash + 1 : pr->argv[0];
       bool dup = false;
@@ -241,10 +247,10 @@ static void print_processes(FILE *out, const cgr_analysis *a, cg_palette pal) {
     }
     fputs(")\n", out);
   }
-  free(order);
 }
 
-static void print_kernels(FILE *out, const cgr_analysis *a, cg_palette pal) {
+static void print_kernels(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_analysis *a = &rep->a;
   fprintf(out, "\n%sKernels loaded during capture%s (deduplicated; loads: load calls during "
                "capture whose image held it; served: of those, from the priming file)\n",
           pal.bold, pal.reset);
@@ -267,7 +273,8 @@ static void print_kernels(FILE *out, const cgr_analysis *a, cg_palette pal) {
   }
 }
 
-static void print_sites(FILE *out, const cgr_analysis *a, cg_palette pal) {
+static void print_sites(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_analysis *a = &rep->a;
   fprintf(out, "\n%sCall sites%s (Python frame first, else native; calls: calls during capture "
                "made there)\n", pal.bold, pal.reset);
   fprintf(out, "  %5s  %s\n", "calls", "site");
@@ -294,25 +301,26 @@ static void print_sites(FILE *out, const cgr_analysis *a, cg_palette pal) {
  * graph will not do it (legacy-stream work run once, outside the graph) or
  * will read or write host memory as it is at replay (a captured copy to or
  * from pageable memory). Grouped by kind, call and site, with how many were logged. */
-static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  const cgl_log *log = a->log;
+static void print_escapes(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   fprintf(out, "\n%sEscaped captures%s (the driver said ok, the graph will not do what the program "
                "meant; calls: logged there)\n", pal.bold, pal.reset);
   fprintf(out, "  %5s  %-14s %-22s %s\n", "calls", "kind", "call", "site");
-  for (size_t i = 0; i < log->n_evs; i++) {
-    const cgl_event *e = &log->evs[i];
+  for (size_t i = 0; i < rows->n_evs; i++) {
+    const cgl_event *e = &rows->evs[i];
     if (e->verdict != CG_VERDICT_ESCAPED)
       continue;
     bool seen = false;
     for (size_t j = 0; j < i && !seen; j++) {
-      const cgl_event *f = &log->evs[j];
+      const cgl_event *f = &rows->evs[j];
       seen = f->verdict == CG_VERDICT_ESCAPED && f->kind == e->kind && f->call == e->call && f->site == e->site;
     }
     if (seen)
       continue;
     size_t n = 0;
-    for (size_t j = i; j < log->n_evs; j++) {
-      const cgl_event *f = &log->evs[j];
+    for (size_t j = i; j < rows->n_evs; j++) {
+      const cgl_event *f = &rows->evs[j];
       n += f->verdict == CG_VERDICT_ESCAPED && f->kind == e->kind && f->call == e->call && f->site == e->site;
     }
     fprintf(out, "  %5zu  %-14s %-22s %s\n", n, cg_event_kind_name(e->kind), e->call ? e->call : "?",
@@ -325,21 +333,20 @@ static void print_escapes(FILE *out, const cgr_analysis *a, cg_palette pal) {
 
 /* "Capture time": the log's line, then each process's figures and its
  * slowest captures with where each began; nothing when no process said. */
-static void print_capture_time(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  const cgl_log *log = a->log;
-  char line[1100];
-  cgr_capture_time_sentence(log, line, sizeof line);
+static void print_capture_time(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_rows *rows = &rep->rows;
+  const char *line = rep->capture_time_line;
   if (!line[0])
     return;
   fprintf(out, "\n%sCapture time%s (wall time inside captures, as each process summed it at exit)\n", pal.bold,
           pal.reset);
   fprintf(out, "  %s\n", line);
-  for (size_t p = 0; p < log->n_procs; p++) {
-    const cgl_process *pr = &log->procs[p];
+  for (size_t p = 0; p < rows->n_procs; p++) {
+    const cgl_process *pr = &rows->procs[p];
     if (!pr->has_capture_time || !pr->captures_timed)
       continue;
     char who[256], rank[64], graphs[32], total[32];
-    cgr_process_label(a, p, who, sizeof who);
+    cgr_report_process_label(rep, p, who, sizeof who);
     cgr_rank_words(pr, rank, sizeof rank);
     long long g = pr->captures_timed - pr->captures_broken;
     cgr_thousands(g > 0 ? g : 0, graphs, sizeof graphs);
@@ -360,17 +367,18 @@ static void print_capture_time(FILE *out, const cgr_analysis *a, cg_palette pal)
   }
 }
 
-void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
-  const cgl_log *log = a->log;
+void cgr_print_text(FILE *out, const cgr_report *rep, cg_palette pal) {
+  const cgr_analysis *a = &rep->a;
+  const cgr_rows *rows = &rep->rows;
   /* The processes that used CUDA, when some did: a JIT's compiler steps
    * (sh, gcc, as) are one line of their own under Processes. */
   size_t cuda = 0;
-  for (size_t p = 0; p < log->n_procs; p++)
-    cuda += log->procs[p].cuda;
-  size_t procs = cuda ? cuda : log->n_procs;
+  for (size_t p = 0; p < rows->n_procs; p++)
+    cuda += rows->procs[p].cuda;
+  size_t procs = cuda ? cuda : rows->n_procs;
   fprintf(out, "capguard report: %zu log%s, %zu process%s%s, %zu capture%s%s, %s%zu broken%s",
-          log->n_files, cg_plural(log->n_files), procs, cg_plural_es(procs),
-          cuda && cuda < log->n_procs ? " with CUDA" : "", a->captures, cg_plural(a->captures),
+          rows->n_files, cg_plural(rows->n_files), procs, cg_plural_es(procs),
+          cuda && cuda < rows->n_procs ? " with CUDA" : "", a->captures, cg_plural(a->captures),
           a->ended_early ? " logged" : "",
           a->n_broken ? pal.red : pal.green, a->n_broken, pal.reset);
   if (a->open_at_exit)
@@ -381,44 +389,44 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
     fprintf(out, ", %s%zu stale read%s%s", pal.red, a->n_stale_reads, cg_plural(a->n_stale_reads), pal.reset);
   fputc('\n', out);
   fprintf(out, "calls during capture: %zu (", a->calls);
-  cgr_print_event_counts(out, a);
+  cgr_print_event_counts(out, rep);
   fputc(')', out);
-  cgr_print_verdict_counts(out, a, "; verdicts: ");
+  cgr_print_verdict_counts(out, rep, "; verdicts: ");
   fputc('\n', out);
   if (a->repeats)
     fprintf(out, "repeats: %zu more call%s during capture like one logged (same call, verdict and "
                  "site): counted in the capture records, not above\n",
             a->repeats, cg_plural(a->repeats));
-  if (log->malformed)
-    fprintf(out, "%zu malformed log line%s skipped (first: %s)\n", log->malformed,
-            cg_plural(log->malformed), log->first_malformed);
-  if (log->cut_files)
+  if (rows->malformed)
+    fprintf(out, "%zu malformed log line%s skipped (first: %s)\n", rows->malformed,
+            cg_plural(rows->malformed), rows->first_malformed);
+  if (rows->cut_files)
     fprintf(out, "%sthe log is cut short%s: the last line of %zu file%s ends without a newline "
                  "(the file was truncated, or a writer was killed mid-line); counts are lower bounds\n",
-            pal.red, pal.reset, log->cut_files, cg_plural(log->cut_files));
+            pal.red, pal.reset, rows->cut_files, cg_plural(rows->cut_files));
   if (a->log_incomplete)
     fprintf(out, "%sthe log is incomplete%s: a process could not write all its lines (full disk "
                  "or I/O error); counts are lower bounds\n", pal.red, pal.reset);
   if (a->n_runs > 1)
-    print_runs(out, a, pal);
-  if (log->n_procs)
-    print_processes(out, a, pal);
+    print_runs(out, rep, pal);
+  if (rows->n_procs)
+    print_processes(out, rep, pal);
   if (a->ended_early)
-    print_ended(out, a, pal);
-  cgr_print_ranks_text(out, log, pal, ""); /* when the log holds a job of several ranks */
-  print_capture_time(out, a, pal);
+    print_ended(out, rep, pal);
+  cgr_print_ranks_text(out, rep, pal, ""); /* when the log holds a job of several ranks */
+  print_capture_time(out, rep, pal);
   if (a->n_broken)
-    print_broken(out, a, pal);
+    print_broken(out, rep, pal);
   if (a->verdicts[CG_VERDICT_ESCAPED])
-    print_escapes(out, a, pal);
+    print_escapes(out, rep, pal);
   if (a->open_unbroken)
-    print_open(out, a, pal);
+    print_open(out, rep, pal);
   if (a->n_kernels)
-    print_kernels(out, a, pal);
+    print_kernels(out, rep, pal);
   if (a->n_sites)
-    print_sites(out, a, pal);
-  cgr_print_stale_text(out, log, pal);
-  cgr_print_hang_text(out, log, pal);
+    print_sites(out, rep, pal);
+  cgr_print_stale_text(out, rep, pal);
+  cgr_print_hang_text(out, rep, pal);
   fprintf(out, "\n%sWhat to do%s\n", pal.bold, pal.reset);
   if (!a->run_advice) {
     for (size_t i = 0; i < a->advice.n; i++)
@@ -427,7 +435,7 @@ void cgr_print_text(FILE *out, const cgr_analysis *a, cg_palette pal) {
   }
   /* --all: each run's own advice under its name */
   for (size_t r = 0; r < a->n_runs; r++) {
-    const cgl_process *top = &a->all->procs[a->all->runs[r].first_proc];
+    const cgl_process *top = &rep->all.procs[rep->all.runs[r].first_proc];
     char cmd[96];
     cgr_process_command(top, cmd, sizeof cmd);
     fprintf(out, "  run %zu: pid %lld %s\n", r + 1, top->pid, cmd[0] ? cmd : "?");
