@@ -72,7 +72,7 @@ void cgr_report_build(cgr_report *r, const cgl_log *log, const cgl_log *all, siz
   if (all)
     cgr_count_runs(all, shown, &r->a);
   rows_of(log, &r->rows);
-  rows_of(all ? all : log, &r->all);
+  rows_of(all ? all : log, &r->whole);
   for (size_t p = 0; p < log->n_procs; p++)
     r->cuda += log->procs[p].cuda;
   r->order = cgr_process_order(log);

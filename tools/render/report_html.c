@@ -785,7 +785,7 @@ static void advice_section(FILE *o, const cgr_report *rep) {
     return;
   }
   for (size_t r = 0; r < a->n_runs; r++) {
-    const cgl_process *top = &rep->all.procs[rep->all.runs[r].first_proc];
+    const cgl_process *top = &rep->whole.procs[rep->whole.runs[r].first_proc];
     char cmd[96];
     cgr_process_command(top, cmd, sizeof cmd);
     fprintf(o, "<h3>run %zu: pid %lld ", r + 1, top->pid);

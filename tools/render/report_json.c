@@ -262,11 +262,11 @@ static json_t *advice_json(const cgf_list *advice) {
  * advice (one run's advice is never said of another). */
 static json_t *runs_json(const cgr_report *rep) {
   const cgr_analysis *a = &rep->a;
-  const cgr_rows *all = &rep->all;
+  const cgr_rows *whole = &rep->whole;
   json_t *runs = json_array();
   size_t *order = cgr_report_all_order(rep), at = 0; /* by run: run r's processes follow run r - 1's */
   for (size_t r = 0; r < a->n_runs; r++) {
-    const cgl_process *top = &all->procs[all->runs[r].first_proc];
+    const cgl_process *top = &whole->procs[whole->runs[r].first_proc];
     const struct cgr_run_stats *st = &a->runs[r];
     json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", CG_KEY_RUN, (json_int_t)(r + 1),
                           CG_KEY_PID, (json_int_t)top->pid, "processes", (json_int_t)st->procs,
@@ -279,8 +279,8 @@ static json_t *runs_json(const cgr_report *rep) {
     cgr_run_headline(rep, r, (cg_palette){"", "", "", "", "", ""}, line, sizeof line);
     json_object_set_new(o, "headline", jtext(line));
     json_t *pids = json_array(); /* sorted: order is by run, then pid */
-    for (; at < all->n_procs && all->procs[order[at]].run_index == r; at++)
-      json_array_append_new(pids, json_integer((json_int_t)all->procs[order[at]].pid));
+    for (; at < whole->n_procs && whole->procs[order[at]].run_index == r; at++)
+      json_array_append_new(pids, json_integer((json_int_t)whole->procs[order[at]].pid));
     json_object_set_new(o, "pids", pids);
     if (a->run_advice) {
       json_object_set_new(o, "advice", advice_json(&a->run_advice[r]));

@@ -15,7 +15,7 @@
 void cgr_run_headline(const cgr_report *rep, size_t r, cg_palette pal, char *buf, size_t cap) {
   const cgr_analysis *a = &rep->a;
   const struct cgr_run_stats *st = &a->runs[r];
-  const cgl_process *top = &rep->all.procs[rep->all.runs[r].first_proc];
+  const cgl_process *top = &rep->whole.procs[rep->whole.runs[r].first_proc];
   char cmd[96];
   size_t used = 0;
   if (!cap)

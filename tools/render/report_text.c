@@ -435,7 +435,7 @@ void cgr_print_text(FILE *out, const cgr_report *rep, cg_palette pal) {
   }
   /* --all: each run's own advice under its name */
   for (size_t r = 0; r < a->n_runs; r++) {
-    const cgl_process *top = &rep->all.procs[rep->all.runs[r].first_proc];
+    const cgl_process *top = &rep->whole.procs[rep->whole.runs[r].first_proc];
     char cmd[96];
     cgr_process_command(top, cmd, sizeof cmd);
     fprintf(out, "  run %zu: pid %lld %s\n", r + 1, top->pid, cmd[0] ? cmd : "?");
