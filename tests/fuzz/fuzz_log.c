@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "report_render.h"
+#include "sections.h"
 
 #define REQUIRE(cond)                                                      \
   do {                                                                     \
@@ -252,7 +253,34 @@ static void check_census(const uint8_t *data, size_t size, const cgl_log *log,
   cgl_free(&c);
 }
 
+/* The section table holds together: in each format, the sections shown
+ * stand at places 1, 2, ... with none twice and none skipped, and a section
+ * has a printer for a format exactly where it has a place in it. */
+static void check_section_table(void) {
+  for (int f = 0; f < CGR_FORMATS; f++) {
+    size_t shown = 0;
+    for (size_t i = 0; i < cgr_n_sections; i++) {
+      const cgr_section *s = &cgr_sections[i];
+      const void *printer = f == CGR_TEXT   ? (const void *)s->text
+                            : f == CGR_JSON ? (const void *)s->json
+                            : f == CGR_HTML ? (const void *)s->html
+                                            : (const void *)s->trace;
+      REQUIRE((s->at[f] != 0) == (printer != NULL));
+      shown += s->at[f] != 0;
+      for (size_t j = i + 1; j < cgr_n_sections; j++)
+        REQUIRE(!s->at[f] || s->at[f] != cgr_sections[j].at[f]);
+    }
+    for (size_t i = 0; i < cgr_n_sections; i++)
+      REQUIRE(cgr_sections[i].at[f] <= shown);
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static bool table_checked;
+  if (!table_checked) {
+    check_section_table();
+    table_checked = true;
+  }
   cgl_log log;
   cgl_init(&log);
   read_files(&log, data, size);

@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "ended_early.h"
 #include "plural.h"
-#include "report_ranks.h"
+#include "sections.h"
 #include "report_render.h"
 #include "rerun_command.h"
 #include "run_broken.h"

@@ -1,11 +1,11 @@
 /* report_hang.h. Each hang is the report's sentence for it (meaning/hang_words.c). */
-#include "report_hang.h"
+#include "sections.h"
 #include "html_text.h"
 
 #include "capguard/event.h"
 #include "capguard/log_keys.h"
 
-void cgr_print_hang_text(FILE *out, const cgr_report *rep, cg_palette pal) {
+void cgr_hangs_text(FILE *out, const cgr_report *rep, cg_palette pal) {
   if (!rep->any_hang)
     return;
   fprintf(out, "\n%sHangs (CAPGUARD_HANG_S)%s\n", pal.bold, pal.reset);
@@ -28,7 +28,7 @@ static json_t *event_json(const cgr_report *rep, const cgr_hang_said *said) {
                    (json_int_t)h->waited_ns, "text", jtext(said->text));
 }
 
-json_t *cgr_hang_json(const cgr_report *rep) {
+static json_t *hang_json(const cgr_report *rep) {
   if (!rep->any_hang)
     return NULL;
   const cgr_rows *rows = &rep->rows;
@@ -55,7 +55,7 @@ json_t *cgr_hang_json(const cgr_report *rep) {
   return root;
 }
 
-void cgr_print_hang_html(FILE *o, const cgr_report *rep) {
+void cgr_hangs_html(FILE *o, const cgr_report *rep) {
   if (!rep->any_hang)
     return;
   fputs("<h2>Hangs (CAPGUARD_HANG_S)</h2>\n<ul>\n", o);
@@ -72,7 +72,7 @@ void cgr_print_hang_html(FILE *o, const cgr_report *rep) {
   fputs("</ul>\n", o);
 }
 
-void cgr_hang_trace(json_t *evs, const cgr_report *rep, long long t0) {
+void cgr_hangs_trace(json_t *evs, const cgr_report *rep, long long t0) {
   const cgr_rows *rows = &rep->rows;
   for (size_t i = 0; i < rows->n_hangs; i++) {
     const cgl_hang *h = &rows->hangs[i];
@@ -84,4 +84,10 @@ void cgr_hang_trace(json_t *evs, const cgr_report *rep, long long t0) {
                        jtext(h->call), CG_KEY_EXEC, jtext(h->exec), CG_KEY_LAUNCHES, (json_int_t)h->launches,
                        CG_KEY_WAITED_NS, (json_int_t)h->waited_ns, CG_KEY_BEGAN, jtext(h->began)));
   }
+}
+
+void cgr_hangs_json(json_t *root, const cgr_report *rep) {
+  json_t *hangs = hang_json(rep);
+  if (hangs)
+    json_object_set_new(root, CG_KEY_HANG, hangs);
 }

@@ -1,4 +1,5 @@
-#include "report_request.h"
+#include "sections.h"
+#include "capguard/log_keys.h"
 
 #include "capture_totals.h"
 #include "html_text.h"
@@ -18,15 +19,17 @@ static void kernels_text(const cgl_request *q, char *buf, size_t cap) {
     snprintf(buf, cap, "(unnamed)");
 }
 
-void cgr_print_request_html(FILE *o, const cgr_report *rep) {
+void cgr_requests_html(FILE *o, const cgr_report *rep) {
   const cgr_rows *rows = &rep->rows;
   bool any = false;
   for (size_t i = 0; i < rows->n_reqs; i++) {
     if (!rep->request_counts[i])
       continue;
     if (!any)
-      fputs("<h2>Loads on the request path</h2>\n<table><tr><th>pid</th><th>rank</th><th>after serving began</th>"
-            "<th>load call</th><th>call</th><th>kernels</th><th>where</th></tr>\n", o);
+      fputs("<h2>Loads on the request path</h2>\n<table><tr><th>pid</th><th>rank</th><th>after serving "
+            "began</th>"
+            "<th>load call</th><th>call</th><th>kernels</th><th>where</th></tr>\n",
+            o);
     any = true;
     const cgl_request *q = &rows->reqs[i];
     char after[32], took[32], kernels[512];
@@ -56,7 +59,7 @@ void cgr_print_request_html(FILE *o, const cgr_report *rep) {
     fputs("</table>\n", o);
 }
 
-void cgr_request_trace(json_t *evs, const cgr_report *rep, long long t0) {
+void cgr_requests_trace(json_t *evs, const cgr_report *rep, long long t0) {
   const cgr_rows *rows = &rep->rows;
   for (size_t i = 0; i < rows->n_reqs; i++) {
     if (!rep->request_counts[i])
@@ -66,12 +69,12 @@ void cgr_request_trace(json_t *evs, const cgr_report *rep, long long t0) {
     double ts = begin > t0 ? (double)(begin - t0) / 1000.0 : 0;
     char kernels[512];
     kernels_text(q, kernels, sizeof kernels);
-    json_array_append_new(
-        evs, json_pack("{s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:b, s:I}}", "ph", "X", "cat",
-                       "request-path-load", "name", cgl_json_text(q->call), "ts", ts, "dur",
-                       (double)q->load_ns / 1000.0, "pid", (json_int_t)rows->procs[q->proc].pid, "tid",
-                       (json_int_t)0, "args", "kernels", cgl_json_text(kernels), "site",
-                       cgl_json_text(q->python_top ? q->python_top : q->site), "served", q->served,
-                       "after_serving_ns", (json_int_t)q->after_ns));
+    json_array_append_new(evs, json_pack("{s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:b, s:I}}", "ph",
+                                         "X", "cat", "request-path-load", "name", cgl_json_text(q->call),
+                                         "ts", ts, "dur", (double)q->load_ns / 1000.0, "pid",
+                                         (json_int_t)rows->procs[q->proc].pid, "tid", (json_int_t)0, "args",
+                                         CG_KEY_KERNELS, cgl_json_text(kernels), "site",
+                                         cgl_json_text(q->python_top ? q->python_top : q->site), "served",
+                                         q->served, CG_KEY_AFTER_SERVING_NS, (json_int_t)q->after_ns));
   }
 }

@@ -1,10 +1,14 @@
-#include "report_ranks.h"
+#include "sections.h"
+#include "capguard/log_keys.h"
+#include "html_text.h"
 
 #include <stdbool.h>
 
 #include "log_pool.h" /* cgl_json_text */
 #include "plural.h"
 #include "rank_view.h"
+
+static void esc(FILE *o, const char *s) { cgr_html_text(o, s); }
 
 bool cgr_print_ranks_text(FILE *out, const cgr_report *rep, cg_palette pal, const char *indent) {
   const cgr_rows *rows = &rep->rows;
@@ -15,8 +19,8 @@ bool cgr_print_ranks_text(FILE *out, const cgr_report *rep, cg_palette pal, cons
   fprintf(out, "%s%s%sRanks%s (%zu", *indent ? "" : "\n", indent, pal.bold, pal.reset, v->n);
   if (world > 0)
     fprintf(out, " of a world of %lld", world);
-  fprintf(out, ")\n%s  %-5s %-8s %-8s %-8s %-6s %s\n", indent, "rank", "pid", "captures", "captured", "broken",
-          "first offender");
+  fprintf(out, ")\n%s  %-5s %-8s %-8s %-8s %-6s %s\n", indent, "rank", "pid", "captures", "captured",
+          "broken", "first offender");
   for (size_t i = 0; i < v->n; i++) {
     const cgr_rank_row *r = &v->rows[i];
     fprintf(out, "%s  %-5lld %-8lld %-8zu %-8zu %s%-6zu%s %s\n", indent, r->rank, rows->procs[r->proc].pid,
@@ -37,7 +41,7 @@ bool cgr_print_ranks_text(FILE *out, const cgr_report *rep, cg_palette pal, cons
   return true;
 }
 
-json_t *cgr_ranks_json(const cgr_report *rep) {
+static json_t *ranks_json(const cgr_report *rep) {
   const cgr_rows *rows = &rep->rows;
   const cgr_rank_view *v = &rep->ranks;
   if (v->n < 2)
@@ -45,10 +49,10 @@ json_t *cgr_ranks_json(const cgr_report *rep) {
   json_t *list = json_array(), *diffs = json_array();
   for (size_t i = 0; i < v->n; i++) {
     const cgr_rank_row *r = &v->rows[i];
-    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "rank", (json_int_t)r->rank, "pid",
-                          (json_int_t)rows->procs[r->proc].pid, "world_size", (json_int_t)r->world_size,
-                          "captures", (json_int_t)r->captures, "captured", (json_int_t)r->captured, "broken",
-                          (json_int_t)r->broken);
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", CG_KEY_RANK, (json_int_t)r->rank, CG_KEY_PID,
+                          (json_int_t)rows->procs[r->proc].pid, CG_KEY_WORLD_SIZE, (json_int_t)r->world_size,
+                          CG_KEY_CAPTURES, (json_int_t)r->captures, "captured", (json_int_t)r->captured,
+                          "broken", (json_int_t)r->broken);
     json_object_set_new(o, "first_offender", r->offender[0] ? cgl_json_text(r->offender) : json_null());
     json_object_set_new(o, "first_broken_capture",
                         r->first_broken >= 0 ? json_integer((json_int_t)rows->caps[r->first_broken].id)
@@ -62,7 +66,7 @@ json_t *cgr_ranks_json(const cgr_report *rep) {
   return o;
 }
 
-void cgr_print_ranks_html(FILE *o, const cgr_report *rep, void (*esc)(FILE *, const char *)) {
+void cgr_ranks_html(FILE *o, const cgr_report *rep) {
   const cgr_rows *rows = &rep->rows;
   const cgr_rank_view *v = &rep->ranks;
   if (v->n < 2)
@@ -73,7 +77,8 @@ void cgr_print_ranks_html(FILE *o, const cgr_report *rep, void (*esc)(FILE *, co
   for (size_t i = 0; i < v->n; i++) {
     const cgr_rank_row *r = &v->rows[i];
     fprintf(o, "<tr><td>%lld</td><td>pid %lld</td><td>%zu</td><td>%zu</td><td class=\"%s\">%zu</td><td>",
-            r->rank, rows->procs[r->proc].pid, r->captures, r->captured, r->broken ? "bad" : "good", r->broken);
+            r->rank, rows->procs[r->proc].pid, r->captures, r->captured, r->broken ? "bad" : "good",
+            r->broken);
     esc(o, r->offender[0] ? r->offender : "-");
     fputs("</td></tr>\n", o);
   }
@@ -89,4 +94,15 @@ void cgr_print_ranks_html(FILE *o, const cgr_report *rep, void (*esc)(FILE *, co
       fprintf(o, "<li>and %zu more</li>\n", v->more_diffs);
     fputs("</ul>\n", o);
   }
+}
+
+void cgr_ranks_text(FILE *out, const cgr_report *rep, cg_palette pal) {
+  cgr_print_ranks_text(out, rep, pal, ""); /* when the log holds a job of several ranks */
+}
+
+/* a job of several ranks side by side; absent otherwise */
+void cgr_ranks_json(json_t *root, const cgr_report *rep) {
+  json_t *ranks = ranks_json(rep);
+  if (ranks)
+    json_object_set_new(root, "ranks", ranks);
 }
