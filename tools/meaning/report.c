@@ -66,6 +66,25 @@ static void stale(const cgl_log *log, cgr_report *r) {
   }
 }
 
+/* The escaped calls by kind, call and site (interned: equal pointers). */
+static void escapes(const cgl_log *log, cgr_report *r) {
+  for (size_t i = 0; r->a.verdicts[CG_VERDICT_ESCAPED] && i < log->n_evs; i++) {
+    const cgl_event *e = &log->evs[i];
+    if (e->verdict != CG_VERDICT_ESCAPED)
+      continue;
+    size_t g = 0;
+    while (g < r->n_escapes &&
+           !(r->escapes[g].first->kind == e->kind && r->escapes[g].first->call == e->call &&
+             r->escapes[g].first->site == e->site))
+      g++;
+    if (g == r->n_escapes) {
+      r->escapes = cgl_xrealloc(r->escapes, (r->n_escapes + 1) * sizeof *r->escapes);
+      r->escapes[r->n_escapes++] = (cgr_escape_group){e, 0};
+    }
+    r->escapes[g].count++;
+  }
+}
+
 void cgr_report_build(cgr_report *r, const cgl_log *log, const cgl_log *all, size_t shown) {
   memset(r, 0, sizeof *r);
   cgr_analyse(log, &r->a);
@@ -87,6 +106,7 @@ void cgr_report_build(cgr_report *r, const cgl_log *log, const cgl_log *all, siz
     r->n_hangs = cgr_hangs_said(log, &r->hangs);
   }
   cgr_load_facts_of(log, &r->loads);
+  escapes(log, r);
 }
 
 void cgr_report_free(cgr_report *r) {
@@ -101,6 +121,7 @@ void cgr_report_free(cgr_report *r) {
   if (r->hang_lineup)
     cgm_lineup_free(r->hang_lineup, r->n_hang_lineup);
   cgr_hangs_said_free(r->hangs, r->n_hangs);
+  free(r->escapes);
   memset(r, 0, sizeof *r);
 }
 

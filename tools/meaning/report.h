@@ -43,6 +43,13 @@ typedef struct {
   const char *first_malformed; /* "file:line: why" of the first malformed line */
 } cgr_rows;
 
+/* Work that escaped a capture (verdict escaped), grouped by kind, call and
+ * site in the order first logged: the group's first event, and how many. */
+typedef struct {
+  const cgl_event *first;
+  size_t count;
+} cgr_escape_group;
+
 typedef struct cgr_report {
   cgr_analysis a; /* counts, broken captures, kernels, sites, and the advice */
   cgr_rows rows;  /* the run (or runs) reported */
@@ -69,6 +76,8 @@ typedef struct cgr_report {
   size_t n_hangs;
   bool any_hang;
   cgr_load_facts loads; /* the run's loads during capture, as prime learn and check count them */
+  cgr_escape_group *escapes;
+  size_t n_escapes;
 } cgr_report;
 
 /* Builds the report of log; all is the whole log log is one run of (NULL:

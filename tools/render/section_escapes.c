@@ -7,34 +7,19 @@
 /* Work that escaped a capture (verdict escaped): the driver said ok, but the
  * graph will not do it (legacy-stream work run once, outside the graph) or
  * will read or write host memory as it is at replay (a captured copy to or
- * from pageable memory). Grouped by kind, call and site, with how many were logged. */
+ * from pageable memory). Grouped by kind, call and site (the report's
+ * escape groups), with how many were logged. */
 static void print_escapes(FILE *out, const cgr_report *rep, cg_palette pal) {
   const cgr_analysis *a = &rep->a;
-  const cgr_rows *rows = &rep->rows;
   fprintf(out,
           "\n%sEscaped captures%s (the driver said ok, the graph will not do what the program "
           "meant; calls: logged there)\n",
           pal.bold, pal.reset);
   fprintf(out, "  %5s  %-14s %-22s %s\n", "calls", "kind", "call", "site");
-  for (size_t i = 0; i < rows->n_evs; i++) {
-    const cgl_event *e = &rows->evs[i];
-    if (e->verdict != CG_VERDICT_ESCAPED)
-      continue;
-    bool seen = false;
-    for (size_t j = 0; j < i && !seen; j++) {
-      const cgl_event *f = &rows->evs[j];
-      seen =
-          f->verdict == CG_VERDICT_ESCAPED && f->kind == e->kind && f->call == e->call && f->site == e->site;
-    }
-    if (seen)
-      continue;
-    size_t n = 0;
-    for (size_t j = i; j < rows->n_evs; j++) {
-      const cgl_event *f = &rows->evs[j];
-      n += f->verdict == CG_VERDICT_ESCAPED && f->kind == e->kind && f->call == e->call && f->site == e->site;
-    }
-    fprintf(out, "  %5zu  %-14s %-22s %s\n", n, cg_event_kind_name(e->kind), e->call ? e->call : "?",
-            e->site && e->site[0] ? e->site : "(unknown site)");
+  for (size_t g = 0; g < rep->n_escapes; g++) {
+    const cgl_event *e = rep->escapes[g].first;
+    fprintf(out, "  %5zu  %-14s %-22s %s\n", rep->escapes[g].count, cg_event_kind_name(e->kind),
+            e->call ? e->call : "?", e->site && e->site[0] ? e->site : "(unknown site)");
   }
   /* what each kind means to do: the findings table's, collected by the analysis */
   for (size_t i = 0; i < a->escapes_note.n; i++)
