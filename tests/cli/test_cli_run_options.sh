@@ -2,8 +2,8 @@
 # capguard run's options are one table (tools/cmd/run_options.c): its usage
 # line, its --help, its parser and the variables it sets come from the rows.
 # What cannot be made from them is held to them here: the man page's
-# synopsis lists exactly the usage line's options, in its order, and the man
-# page describes each; the completion offers exactly them (and -q, --help,
+# synopsis and the README's list exactly the usage line's options, in its
+# order, and the man page describes each; the completion offers exactly them (and -q, --help,
 # --); and an option that sets a variable is the one a bad value of that
 # variable names (the environment table, tools/base/env_table.c, checks it).
 . "$(dirname "$0")/lib.sh"
@@ -19,6 +19,10 @@ sed -n '/^\.SS capguard run/,/^\.SS /p' "$WORK/plain" >"$WORK/run-section"
 for opt in $usage; do
   grep -qE -- "^\.B[IR]? $opt( |\$)" "$WORK/run-section" && pass || fail "the man page does not describe capguard run $opt"
 done
+# the README's synopsis of capguard run: every option, in order
+grep -m1 -oE -- '^- `capguard run \[[^`]*`' "$SOURCE_ROOT/README.md" | grep -oE -- '--[a-z][a-z-]+' >"$WORK/readme"
+[ "$(cat "$WORK/readme")" = "$usage" ] && pass ||
+  fail "the README's capguard run line differs from its usage line:$(diff <(echo "$usage") "$WORK/readme")"
 # the completion: exactly the options (-q, --help and -- besides)
 words=$(sed -n 's/^ *run) opts="\(.*\)" ;;$/\1/p' "$SOURCE_ROOT/tools/completion/capguard.bash" | tr ' ' '\n' |
   grep -vxE -- '-q|--help|--' | sort)
