@@ -3,11 +3,13 @@
 - The writer (detect/log/event_format.c) and the readers (tools/log/log_reader.c,
   tools/log/log_site.c) spell no field name themselves: no `"name"` handed to a
   key-taking function, no `\\"name\\":` inside a literal.
-- The report's JSON (tools/render/report_json.c) gives a fact the log has under
-  the log's name for it, through the same list: it spells no log field name
-  as a key (an argument to jansson's json_pack or json_object_set_new). So
-  does the trace (tools/render/report_trace.c) in its events' args; the trace
-  format's own keys ("pid", "tid", ...) are the trace format's.
+- The report's JSON (tools/render/: the frame report_json.c and each
+  section's JSON printer, sections.c) gives a fact the log has under the
+  log's name for it, through the same list: it spells no log field name as a
+  key (an argument to jansson's json_pack or json_object_set_new). So does
+  the trace (the frame report_trace.c and each section's trace printer, a
+  function whose name ends in _trace) in its events' args; the trace format's
+  own keys ("pid", "tid", ...) are the trace format's.
 - The writer writes every name of the list (none is left over), and
   docs/log-format.md documents each as `name`.
 
@@ -19,11 +21,11 @@ import sys
 
 WRITER = "detect/log/event_format.c"
 READERS = ["tools/log/log_reader.c", "tools/log/log_site.c"]
-REPORT = "tools/render/report_json.c"
+RENDER = "tools/render"
 TRACE = "tools/render/report_trace.c"
-# Chrome's trace event format's own keys, its categories ("capture", "call") and its
+# Chrome's trace event format's own keys, its categories ("capture", "call", "hang", "stale") and its
 # metadata event "thread_name" (which the log's own "thread_name" does not make a log key there).
-TRACE_OWN = {"pid", "tid", "capture", "call", "thread_name"}
+TRACE_OWN = {"pid", "tid", "capture", "call", "hang", "stale", "thread_name"}
 # The functions that take a field name: the writer's and the readers'.
 KEY_TAKERS = r"(put_kv_str|put_kv_u64|put_kv_int|put_kv_hex|put_key|put_jstr|num|str|arr|word|json_object_get)"
 
@@ -32,6 +34,40 @@ def code_of(path):
     text = open(path).read()
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     return re.sub(r"//[^\n]*", " ", text)
+
+
+def render_parts(root):
+    """The JSON and the trace as tools/render/ writes them, as (name, keys of
+    its own, code): the frames report_json.c and report_trace.c, the JSON
+    pieces json_rows.c, and in each section file (sections.c) its JSON
+    printers and their helpers (functions whose name says json) and its trace
+    printers (functions named *_trace), which may use the trace format's own
+    keys."""
+    parts = []
+    rel_dir = RENDER
+    for name in sorted(os.listdir(os.path.join(root, rel_dir))):
+        if not name.endswith(".c"):
+            continue
+        rel = f"{rel_dir}/{name}"
+        code = code_of(os.path.join(root, rel))
+        if rel == TRACE:
+            parts.append((rel, TRACE_OWN, code))
+            continue
+        if name in ("report_json.c", "json_rows.c"):
+            parts.append((rel, set(), code))
+            continue
+        json, trace = [], []
+        # top-level functions: one-liners, or a body that ends in a '}' alone on its line
+        for m in re.finditer(r"^\w[^\n;]*?\b(\w+)\([^;{]*\)\s*\{(?:[^\n]*\}$|.*?^\})", code, re.S | re.M):
+            if m.group(1).endswith("_trace"):
+                trace.append(m.group(0))
+            elif "json" in m.group(1):
+                json.append(m.group(0))
+        parts.append((rel, set(), "".join(json)))
+        parts.append((rel + " (trace)", TRACE_OWN, "".join(trace)))
+    if not any(p[0].endswith("report_json.c") for p in parts) or not any(p[2] for p in parts[2:]):
+        sys.exit(f"the render files were not found under {RENDER}: is this the source root?")
+    return parts
 
 
 def main():
@@ -53,14 +89,10 @@ def main():
                 failures.append(f'{rel}: hands {m.group(1)}() the field "{m.group(3)}" spelt out')
     # Every string literal handed on as an argument (after "(" or ",", before
     # "," or ")"): a key of json_pack's or json_object_set_new's, or a value.
-    report = code_of(os.path.join(root, REPORT))
-    for m in re.finditer(r'[(,]\s*"([a-z_]+)"\s*(?=[,)])', report):
-        if m.group(1) in names:
-            failures.append(f'{REPORT}: spells the log\'s field "{m.group(1)}" (log_keys.h has it)')
-    trace = code_of(os.path.join(root, TRACE))
-    for m in re.finditer(r'[(,]\s*"([a-z_]+)"\s*(?=[,)])', trace):
-        if m.group(1) in names - TRACE_OWN:
-            failures.append(f'{TRACE}: spells the log\'s field "{m.group(1)}" (log_keys.h has it)')
+    for rel, own, code in render_parts(root):
+        for m in re.finditer(r'[(,]\s*"([a-z_]+)"\s*(?=[,)])', code):
+            if m.group(1) in names - own:
+                failures.append(f'{rel}: spells the log\'s field "{m.group(1)}" (log_keys.h has it)')
     writer = code_of(os.path.join(root, WRITER))
     for macro, name in sorted(keys.items()):
         if not re.search(r"\b" + macro + r"\b", writer):

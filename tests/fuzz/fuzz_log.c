@@ -27,6 +27,7 @@
 
 #include "log_json.h"
 #include "report_render.h"
+#include "sections.h"
 
 #define REQUIRE(cond)                                                      \
   do {                                                                     \
@@ -143,12 +144,13 @@ static void require_report_json(json_t *doc, const cgr_analysis *a) {
   REQUIRE(json_object_get(json_object_get(doc, "totals"), "log_incomplete"));
 }
 
-static void render(const cgr_analysis *a) {
+static void render(const cgr_report *r) {
+  const cgr_analysis *a = &r->a;
   page p;
   FILE *f;
 
   f = page_open(&p);
-  cgr_print_text(f, a, (cg_palette){"", "", "", "", "", ""});
+  cgr_print_text(f, r, (cg_palette){"", "", "", "", "", ""});
   page_close(f, &p);
   for (size_t i = 0; i < p.len; i++) {
     unsigned char c = (unsigned char)p.text[i];
@@ -161,13 +163,13 @@ static void render(const cgr_analysis *a) {
   free(p.text);
 
   f = page_open(&p);
-  cgr_print_text(f, a,
+  cgr_print_text(f, r,
                  (cg_palette){"\033[1m", "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"});
   page_close(f, &p);
   free(p.text);
 
   f = page_open(&p);
-  REQUIRE(cgr_print_json(f, a) == 0);
+  REQUIRE(cgr_print_json(f, r) == 0);
   page_close(f, &p);
   json_t *doc = require_json(&p, "--json");
   require_report_json(doc, a);
@@ -175,13 +177,13 @@ static void render(const cgr_analysis *a) {
   free(p.text);
 
   f = page_open(&p);
-  REQUIRE(cgr_print_html(f, a) == 0);
+  REQUIRE(cgr_print_html(f, r) == 0);
   page_close(f, &p);
   REQUIRE(strstr(p.text, "</html>"));
   free(p.text);
 
   f = page_open(&p);
-  REQUIRE(cgr_print_trace(f, a) == 0);
+  REQUIRE(cgr_print_trace(f, r) == 0);
   page_close(f, &p);
   doc = require_json(&p, "--trace");
   /* one event a process (its name), a capture and a call, none dropped; a
@@ -314,7 +316,34 @@ static void check_parser(const uint8_t *data, size_t size) {
   cgl_json_free(&j);
 }
 
+/* The section table holds together: in each format, the sections shown
+ * stand at places 1, 2, ... with none twice and none skipped, and a section
+ * has a printer for a format exactly where it has a place in it. */
+static void check_section_table(void) {
+  for (int f = 0; f < CGR_FORMATS; f++) {
+    size_t shown = 0;
+    for (size_t i = 0; i < cgr_n_sections; i++) {
+      const cgr_section *s = &cgr_sections[i];
+      const void *printer = f == CGR_TEXT   ? (const void *)s->text
+                            : f == CGR_JSON ? (const void *)s->json
+                            : f == CGR_HTML ? (const void *)s->html
+                                            : (const void *)s->trace;
+      REQUIRE((s->at[f] != 0) == (printer != NULL));
+      shown += s->at[f] != 0;
+      for (size_t j = i + 1; j < cgr_n_sections; j++)
+        REQUIRE(!s->at[f] || s->at[f] != cgr_sections[j].at[f]);
+    }
+    for (size_t i = 0; i < cgr_n_sections; i++)
+      REQUIRE(cgr_sections[i].at[f] <= shown);
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static bool table_checked;
+  if (!table_checked) {
+    check_section_table();
+    table_checked = true;
+  }
   check_parser(data, size);
   cgl_log log;
   cgl_init(&log);
@@ -331,21 +360,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     REQUIRE(log.procs[i].run_index < log.n_runs);
 
   /* --all */
-  cgr_analysis a;
-  cgr_analyse(&log, &a);
-  cgr_count_runs(&log, SIZE_MAX, &a);
-  render(&a);
-  check_census(data, size, &log, &a);
-  cgr_free(&a);
+  cgr_report r;
+  cgr_report_build(&r, &log, &log, SIZE_MAX);
+  render(&r);
+  check_census(data, size, &log, &r.a);
+  cgr_report_free(&r);
 
   /* the default: the latest run alone, when there are several */
   if (log.n_runs > 1) {
     cgl_log view;
     cgl_view(&log, log.n_runs - 1, &view);
-    cgr_analyse(&view, &a);
-    cgr_count_runs(&log, log.n_runs - 1, &a);
-    render(&a);
-    cgr_free(&a);
+    cgr_report_build(&r, &view, &log, log.n_runs - 1);
+    render(&r);
+    cgr_report_free(&r);
     cgl_free(&view);
   }
   cgl_free(&log);

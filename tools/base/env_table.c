@@ -60,27 +60,27 @@ static int check_hang(const char *v, char *why, size_t cap) {
 /* The variables the shim reads (shim/base/config.c; the hang watch's in
  * shim/decide/hang/hang_watch.c), and what it takes of each. */
 const cg_env_var cg_env_vars[] = {
-    {"CAPGUARD_MODE", "--mode", check_mode},
-    {"CAPGUARD_LOG", "--log", check_log},
-    {"CAPGUARD_PRIME", "--prime", NULL},
-    {"CAPGUARD_PRIME_MAX", NULL, check_size},
-    {"CAPGUARD_EMULATE_DRIVER", "--emulate-driver", check_driver},
-    {"CAPGUARD_RESCUE", "--rescue", check_bool},
-    {"CAPGUARD_PRIME_READONLY", NULL, check_bool},
-    {"CAPGUARD_QUIET", "--quiet", check_bool},
-    {"CAPGUARD_SUMMARY", NULL, check_bool},
-    {"CAPGUARD_RUN", NULL, NULL},
-    {"CAPGUARD_METRICS", "--metrics", NULL}, /* a directory, made or said when first written */
-    {"CAPGUARD_STALE", "--stale", check_bool},
-    {"CAPGUARD_HANG_S", "--hang", check_hang},
-    {"CAPGUARD_SERVING_AFTER", NULL, check_hang}, /* whole seconds, as CAPGUARD_HANG_S */
+    {"CAPGUARD_MODE", check_mode},
+    {"CAPGUARD_LOG", check_log},
+    {"CAPGUARD_PRIME", NULL},
+    {"CAPGUARD_PRIME_MAX", check_size},
+    {"CAPGUARD_EMULATE_DRIVER", check_driver},
+    {"CAPGUARD_RESCUE", check_bool},
+    {"CAPGUARD_PRIME_READONLY", check_bool},
+    {"CAPGUARD_QUIET", check_bool},
+    {"CAPGUARD_SUMMARY", check_bool},
+    {"CAPGUARD_RUN", NULL},
+    {"CAPGUARD_METRICS", NULL}, /* a directory, made or said when first written */
+    {"CAPGUARD_STALE", check_bool},
+    {"CAPGUARD_HANG_S", check_hang},
+    {"CAPGUARD_SERVING_AFTER", check_hang}, /* whole seconds, as CAPGUARD_HANG_S */
     /* set by capguard run for its processes: how the priming file was named,
      * and that run said already why it cannot be used */
-    {"CAPGUARD_PRIME_OPTION", NULL, NULL},
-    {"CAPGUARD_PRIME_SAID", NULL, NULL},
+    {"CAPGUARD_PRIME_OPTION", NULL},
+    {"CAPGUARD_PRIME_SAID", NULL},
     /* set by capguard run: the file for the records of a process whose log
      * name is refused or whose log cannot be opened */
-    {"CAPGUARD_LOG_FALLBACK", NULL, NULL},
+    {"CAPGUARD_LOG_FALLBACK", NULL},
 };
 const size_t cg_env_n_vars = sizeof cg_env_vars / sizeof cg_env_vars[0];
 

@@ -11,8 +11,8 @@
 #include <stddef.h>
 
 typedef struct {
-  const char *name;    /* "CAPGUARD_MODE" */
-  const char *option;  /* capguard run's option that sets it, NULL when none */
+  const char *name;    /* "CAPGUARD_MODE" (capguard run's option that sets it: its row in
+                          tools/cmd/run_options.c names the variable) */
   /* NULL: any value; else 0, or -1 with what is wrong ("is not a mode: guard, report or off") */
   int (*check)(const char *value, char *why, size_t cap);
 } cg_env_var;

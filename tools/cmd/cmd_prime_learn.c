@@ -29,15 +29,14 @@
 #include "preflight.h"
 #include "cmd_prime_oci.h"
 #include "prime_precheck.h"
-#include "log_reader.h"
-#include "analysis.h"
+#include "report.h"
+#include "run_end.h"
 #include "offender.h"
 #include "rerun_command.h"
 #include "plural.h"
 #include "xalloc.h"
 
 /* Drivers before CUDA 12.3 refuse module loads during capture. */
-#define FIRST_DRIVER_ALLOWING_LOADS 12030
 #define EMULATED_OLD_DRIVER "12020"
 
 typedef struct {
@@ -256,79 +255,28 @@ static size_t print_learned(const char *path, const loads_seen *before, size_t n
 
 /* ---- reading the run's log ---- */
 
-typedef struct {
-  size_t procs, loads, served, refused; /* procs: processes that used CUDA */
-  size_t failed;                        /* loads the driver failed: not recorded */
-  size_t foreign;                       /* loads with an option capguard cannot reproduce: not recorded */
-  const char *foreign_name;             /* that option */
-  size_t differ;                        /* loads of recorded bytes with other options */
-  const char *differ_how;
-  char first_failed[768];               /* the first of them in words */
-  long long old_driver;                          /* a driver (or emulation) before 12.3, 0 if none */
-  long long driver;                              /* the driver the processes saw */
-  long long device_sm;                           /* the GPU's architecture, 0 if unknown */
-} run_facts;
-
-static void read_facts(const cgl_log *log, run_facts *f) {
-  memset(f, 0, sizeof *f);
-  for (size_t p = 0; p < log->n_procs; p++) {
-    const cgl_process *pr = &log->procs[p];
-    f->procs += pr->cuda; /* processes that only started the shim did not use the driver */
-    long long v = pr->emulate_driver ? pr->emulate_driver : pr->driver_version;
-    if (pr->driver_version)
-      f->driver = pr->driver_version;
-    if (pr->device_sm)
-      f->device_sm = pr->device_sm;
-    if (v > 0 && v < FIRST_DRIVER_ALLOWING_LOADS)
-      f->old_driver = v;
-  }
-  for (size_t i = 0; i < log->n_evs; i++) {
-    const cgl_event *e = &log->evs[i];
-    if (e->kind != CG_EV_MODULE_LOAD)
-      continue;
-    f->loads++;
-    if (e->verdict == CG_VERDICT_SERVED) {
-      f->served++;
-      continue;
-    }
-    f->refused += cg_verdict_breaks(e->verdict);
-    if (e->with_options) {
-      f->foreign++;
-      f->foreign_name = e->options_foreign;
-    }
-    if (e->options_differ) {
-      f->differ++;
-      f->differ_how = e->options_differ;
-    }
-    if (e->verdict == CG_VERDICT_FAILED && !f->failed++) {
-      char result[160], site[512], arch[96] = "";
-      cgr_event_result(e, result, sizeof result);
-      cgl_event_site(e, site, sizeof site);
-      long long gpu = log->procs[e->proc].device_sm;
-      if (e->image_sm > 0 && gpu > 0 && gpu != e->image_sm)
-        snprintf(arch, sizeof arch, "; its image is built for sm_%lld, this GPU is sm_%lld", e->image_sm,
-                 gpu);
-      snprintf(f->first_failed, sizeof f->first_failed, "%s, CUresult %s, at %s%s", e->call ? e->call : "?",
-               result, site, arch);
-    }
-    long long v = e->emulate_driver ? e->emulate_driver : e->driver_version;
-    if (v > 0 && v < FIRST_DRIVER_ALLOWING_LOADS)
-      f->old_driver = v;
-  }
-}
-
-static int read_log(const char *me, const char *path, cgl_log *log) {
+/* The run's log, read as run reads it (cmd/run_end.h), and its report
+ * (meaning/report.h): the loads during capture are its load facts. */
+static int read_report(const char *me, const char *path, cgl_log *log, cgr_report *r) {
   cgl_init(log);
-  if (cgl_read_file(log, path, 0) != 0 && errno != ENOENT) {
+  const cg_run_log_file file = {path, 0};
+  if (cg_read_run_logs(log, &file, 1) != 0) {
     cg_error(me, "cannot read the run's log %s: %s", path, strerror(errno));
+    cgl_free(log);
     return -1;
   }
+  cgr_report_build(r, log, NULL, SIZE_MAX);
   return 0;
+}
+
+static void free_report(cgl_log *log, cgr_report *r) {
+  cgr_report_free(r);
+  cgl_free(log);
 }
 
 /* How many of the run's loads were recorded, and why the others could not
  * be: a learn is trusted only when it says what it left out. */
-static void say_recorded(const run_facts *f) {
+static void say_recorded(const cgr_load_facts *f) {
   size_t not = f->failed + f->foreign, recorded = f->loads - f->served - not;
   fprintf(stderr, "%s: %zu load%s recorded, %zu could not be%s", LEARN_NAME, recorded, cg_plural(recorded), not,
           not ? ":" : "\n");
@@ -441,7 +389,7 @@ static bool missing_load(const cgl_event *e) {
 static bool same_image(const cgl_event *a, const cgl_event *b) {
   return a->image_hash && a->image_hash == b->image_hash;
 }
-static bool listed_before(const cgl_log *l, size_t i) {
+static bool listed_before(const cgr_rows *l, size_t i) {
   for (size_t k = 0; k < i; k++)
     if (missing_load(&l->evs[k]) && same_image(&l->evs[k], &l->evs[i]))
       return true;
@@ -455,7 +403,7 @@ static int by_pid(const void *x, const void *y) {
 
 /* "pid 12" or "pids 12, 14, 15": every process that loaded event i's image
  * (a process that loaded it twice named once), in order of pid. */
-static void say_pids(FILE *out, const cgl_log *l, size_t i) {
+static void say_pids(FILE *out, const cgr_rows *l, size_t i) {
   const cgl_event *e = &l->evs[i];
   long long *pids = cg_xrealloc(NULL, (l->n_procs + 1) * sizeof *pids, "listing the processes");
   size_t n = 0;
@@ -477,7 +425,7 @@ static void say_pids(FILE *out, const cgl_log *l, size_t i) {
 }
 
 static bool verdict(FILE *out, const char *me, unsigned audience, const cgf_prime_run *r,
-                    const cgl_log *l) {
+                    const cgr_rows *l) {
   cgf_facts facts = {.prime_run = r};
   cgf_list list;
   const cgf_finding *x = cgf_first(&facts, audience, &list);
@@ -523,7 +471,7 @@ static void warn_stderr(void *ctx, const char *line) {
 /* What the file is for, written once per learn (after the run: the driver
  * and GPU are the ones its processes saw). A file the run never created
  * gets none: there is nothing it could serve. */
-static void write_identity(const char *prime, const learn_opts *o, const run_facts *f) {
+static void write_identity(const char *prime, const learn_opts *o, const cgr_load_facts *f) {
   cg_prime_set *s = NULL;
   if (access(prime, F_OK) != 0 || cg_prime_load(prime, &s, quiet_line, NULL) != 0)
     return;
@@ -565,12 +513,12 @@ int cg_cmd_prime_learn(int argc, char **argv) {
   const char *const extra[] = {"--mode", cg_run_mode_name(CG_RUN_GUARD)};
   int status = run_under_capguard(LEARN, &o, log, extra, 2);
   cgl_log l;
-  if (read_log(LEARN, log, &l) != 0) {
+  cgr_report rep;
+  if (read_report(LEARN, log, &l, &rep) != 0) {
     free(before);
     return CG_EXIT_RUN_FAILED;
   }
-  run_facts f;
-  read_facts(&l, &f);
+  const cgr_load_facts f = rep.loads;
   fprintf(stderr, "%s: %zu load%s during capture in %zu process%s (%zu served from the file)\n", LEARN, f.loads,
          cg_plural(f.loads), f.procs, cg_plural_es(f.procs), f.served);
   say_recorded(&f);
@@ -599,9 +547,9 @@ int cg_cmd_prime_learn(int argc, char **argv) {
                      .status = status,
                      .prime = prime,
                      .cmd = o.cmd};
-  int out = verdict(stderr, LEARN, CGF_LEARN, &r, &l) ? CG_EXIT_FINDING : status;
+  int out = verdict(stderr, LEARN, CGF_LEARN, &r, &rep.rows) ? CG_EXIT_FINDING : status;
   own_log(LEARN, &o, log, out != CG_EXIT_OK);
-  cgl_free(&l);
+  free_report(&l, &rep);
   return out;
 }
 
@@ -623,18 +571,18 @@ int cg_cmd_prime_check(int argc, char **argv) {
                                EMULATED_OLD_DRIVER};
   int status = run_under_capguard(CHECK, &o, log, extra, 4);
   cgl_log l;
-  if (read_log(CHECK, log, &l) != 0)
+  cgr_report rep;
+  if (read_report(CHECK, log, &l, &rep) != 0)
     return CG_EXIT_RUN_FAILED;
-  run_facts f;
-  read_facts(&l, &f);
+  const cgr_load_facts f = rep.loads;
   cgf_prime_run r = {.procs = f.procs, .loads = f.loads, .served = f.served,
                      .refused = f.refused, .old_driver = f.old_driver, .device_sm = f.device_sm,
                      .foreign = f.foreign, .foreign_name = f.foreign_name, .differ = f.differ,
                      .differ_how = f.differ_how, .status = status, .prime = prime, .cmd = o.cmd};
-  bool failed = verdict(stderr, CHECK, CGF_CHECK, &r, &l);
+  bool failed = verdict(stderr, CHECK, CGF_CHECK, &r, &rep.rows);
   /* a command that failed with every load served fails with its own status */
   int out = !failed ? CG_EXIT_OK : f.procs && f.loads == f.served ? status : CG_EXIT_FINDING;
   own_log(CHECK, &o, log, out != CG_EXIT_OK);
-  cgl_free(&l);
+  free_report(&l, &rep);
   return out;
 }

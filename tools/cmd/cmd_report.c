@@ -46,15 +46,15 @@ static void help(void) {
          USAGE, cg_doc_path("trace.md", trace_doc, sizeof trace_doc));
 }
 
-static int write_page(const cgr_analysis *a, const char *path, const char *option,
-                      int (*print)(FILE *, const cgr_analysis *)) {
+static int write_page(const cgr_report *r, const char *path, const char *option,
+                      int (*print)(FILE *, const cgr_report *)) {
   FILE *f = fopen(path, "w");
   if (!f) {
     cg_error(ME, "cannot write '%s': %s; pick a writable path for %s", path, strerror(errno),
              option);
     return -1;
   }
-  int rc = print(f, a);
+  int rc = print(f, r);
   if (fclose(f) != 0 || rc != 0) {
     cg_error(ME, "writing '%s' failed: %s", path, strerror(errno));
     return -1;
@@ -263,23 +263,23 @@ int cg_cmd_report(int argc, char **argv) {
     free_files(&lf);
     return CG_EXIT_USAGE;
   }
-  cgr_analysis a;
-  cgr_analyse(one_run ? &view : &log, &a);
-  cgr_count_runs(&log, one_run ? log.n_runs - 1 : SIZE_MAX, &a);
+  /* The report, built once: every rendering prints it. */
+  cgr_report r;
+  cgr_report_build(&r, one_run ? &view : &log, &log, one_run ? log.n_runs - 1 : SIZE_MAX);
   if (json) {
-    if (cgr_print_json(stdout, &a) != 0)
+    if (cgr_print_json(stdout, &r) != 0)
       rc = CG_EXIT_USAGE;
   } else {
-    cgr_print_text(stdout, &a, cg_palette_for(stdout));
+    cgr_print_text(stdout, &r, cg_palette_for(stdout));
   }
-  if (html && write_page(&a, html, "--html", cgr_print_html) != 0)
+  if (html && write_page(&r, html, "--html", cgr_print_html) != 0)
     rc = CG_EXIT_USAGE;
-  if (trace && write_page(&a, trace, "--trace", cgr_print_trace) != 0)
+  if (trace && write_page(&r, trace, "--trace", cgr_print_trace) != 0)
     rc = CG_EXIT_USAGE;
   /* Not healthy either: a process that left no exit record, a log cut short. */
-  if (rc == CG_EXIT_OK && (a.n_broken || a.n_stale_reads || a.ended_early || log.cut_files))
+  if (rc == CG_EXIT_OK && (r.a.n_broken || r.a.n_stale_reads || r.a.ended_early || log.cut_files))
     rc = CG_EXIT_FINDING;
-  cgr_free(&a);
+  cgr_report_free(&r);
   if (one_run)
     cgl_free(&view);
   if (have_part)

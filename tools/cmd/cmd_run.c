@@ -21,183 +21,25 @@
 #include "capguard/env_value.h"
 #include "commands.h"
 #include "env_table.h"
+#include "run_options.h"
 #include "path_check.h"
 #include "preflight.h"
 #include "cmd_prime_oci.h"
 #include "prime_precheck.h"
 #include "rerun_command.h"
 #include "reap.h"
-#include "run_summary.h"
+#include "run_end.h"
 #include "shim_path.h"
 
-static const char ME[] = "capguard run";
-static const char USAGE[] =
-    "capguard run [--mode guard|report|off] [--log FILE] [--prime FILE] "
-    "[--emulate-driver VERSION] [--rescue] [--stale] [--hang SECONDS] [--quiet] [--error-exitcode N] "
-    "[--request-path-loads report|error] [--metrics DIR] -- CMD [ARGS...]";
+#define ME CG_RUN_ME
+#define USAGE cg_run_usage()
 
-static void help(void) {
-  printf("usage: %s\n\n"
-         "Run CMD with the capguard shim (" CG_SHIM_NAME ") preloaded. Child processes are\n"
-         "covered too: they inherit LD_PRELOAD and the CAPGUARD_* variables and write to the\n"
-         "same log. Signals sent to capguard are forwarded to CMD; capguard exits with CMD's\n"
-         "status (128+N if it died of signal N) and then prints a short summary on stderr.\n"
-         "It reaps every orphaned descendant, as tini does: it can be a container's PID 1\n"
-         "(ENTRYPOINT [\"capguard\", \"run\", \"--\"]).\n\n"
-         "  --mode MODE            guard (default): prime, defer, record; report: change\n"
-         "                         nothing, log and report each forbidden call (stderr\n"
-         "                         too, unless --quiet); off: do nothing (CAPGUARD_MODE)\n"
-         "  --log FILE             append the JSON Lines log to FILE (CAPGUARD_LOG); in FILE,\n"
-         "                         %%p is each process's pid (a file per process), %%h the\n"
-         "                         host name, %%q{VAR} the variable VAR in each process\n"
-         "                         (e.g. %%q{RANK}), %%%% a '%%', as valgrind and nsys write them;\n"
-         "                         default: a new temporary file, named in the summary and\n"
-         "                         removed when nothing was logged (of those kept, the 10\n"
-         "                         newest stay)\n"
-         "  --prime FILE           priming file to read and record into (CAPGUARD_PRIME), in\n"
-         "                         a directory that exists (capguard creates none for it);\n"
-         "                         default: the program's own, ~/.cache/capguard/prime.d/\n"
-         "                         PROGRAM.cgp\n"
-         "  --emulate-driver VER   behave like driver VER, e.g. 12020, which refuses module\n"
-         "                         loads during capture        (CAPGUARD_EMULATE_DRIVER)\n"
-         "  --rescue               make a refused load, or a prohibited allocation, in\n"
-         "                         relaxed mode for that one call (CAPGUARD_RESCUE=1);\n"
-         "                         guard mode only\n"
-         "  --stale                name each free of memory a live CUDA graph exec reads,\n"
-         "                         and each replay of memory freed since its capture\n"
-         "                         (CAPGUARD_STALE=1; guard and report modes). Blind spot: a\n"
-         "                         caching allocator (PyTorch's, CuPy's pool) reuses memory\n"
-         "                         without the driver; capguard sees only what it gives back\n"
-         "                         (empty_cache, expandable segments unmapping, a retry after\n"
-         "                         OOM, free_all_blocks)\n"
-         "  --hang SECONDS         say each capture open, and each thread waiting in a\n"
-         "                         driver call, for SECONDS or more (1-86400), with where\n"
-         "                         it began (CAPGUARD_HANG_S; docs/hangs.md)\n"
-         "  -q, --quiet            no per-event reports on stderr, only warnings and the\n"
-         "                         summary at the end; the log keeps every event\n"
-         "                         (CAPGUARD_QUIET=1)\n"
-         "  --error-exitcode N     exit N (1-255) when a capture broke or a stale read was\n"
-         "                         named (--stale), whatever CMD's status\n"
-         "  --request-path-loads report|error\n"
-         "                         a module load after serving began (the first graph launch\n"
-         "                         after the start-up's last capture) costs a request its\n"
-         "                         latency: report (default) says each; error also exits N of\n"
-         "                         --error-exitcode, else CMD's status, else 1, when one happened\n"
-         "  --metrics DIR          each process keeps its figures in DIR/capguard_*.prom, in\n"
-         "                         Prometheus's text format, for node_exporter's textfile\n"
-         "                         collector (CAPGUARD_METRICS; docs/fleet.md)\n"
-         "  -h, --help             show this help\n\n"
-         "A log or priming file the shim could not write, and a CAPGUARD_* value it would not\n"
-         "take, are refused before CMD starts (exit 2).\n"
-         "Environment: CAPGUARD_SHIM=/path/to/" CG_SHIM_NAME " overrides where the shim is\n"
-         "found. An existing LD_PRELOAD is kept (the shim goes first). CAPGUARD_PRIME_MAX caps\n"
-         "the priming file's size (e.g. 256M). CAPGUARD_SUMMARY=1 makes each process print its\n"
-         "own exit line too (capguard run sets it to 0: it summarises the run itself).\n"
-         "Exit status: CMD's (128+N if it died of signal N), or N of --error-exitcode when a\n"
-         "capture broke or a stale read was named; 125 if capguard could not start it, 126 not executable, 127 not\n"
-         "found, 2 usage error.\n",
-         USAGE);
-}
-
-typedef struct {
-  const char *mode, *log, *prime, *emulate, *metrics, *hang;
-  bool rescue, quiet, stale;
-  bool prime_given; /* --prime on the command line (not the program's own file) */
-  int error_exitcode; /* 0: off */
-  bool request_loads_fail; /* --request-path-loads=error: a load on the request path fails the run */
-} run_opts;
-
+/* The options (run_options.c: one row each), then what holds between them. */
 static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
-  static const struct option opts[] = {{"mode", required_argument, NULL, 'm'},
-                                       {"log", required_argument, NULL, 'l'},
-                                       {"prime", required_argument, NULL, 'p'},
-                                       {"emulate-driver", required_argument, NULL, 'e'},
-                                       {"rescue", no_argument, NULL, 'r'},
-                                       {"quiet", no_argument, NULL, 'q'},
-                                       {"stale", no_argument, NULL, 's'},
-                                       {"hang", required_argument, NULL, 'H'},
-                                       {"error-exitcode", required_argument, NULL, 'x'},
-                                       {"metrics", required_argument, NULL, 'M'},
-                                       {"request-path-loads", required_argument, NULL, 'R'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-  int c;
-  opterr = 0;
-  optind = 1;
-  /* '+': stop at the first non-option, so CMD's own options are left alone. */
-  while ((c = getopt_long(argc, argv, "+:hq", opts, NULL)) != -1) {
-    switch (c) {
-    case 'm':
-      if (!cg_run_mode_parse(optarg, &(cg_run_mode){0})) {
-        char modes[128];
-        cg_word_list(&cg_run_modes, modes, sizeof modes);
-        return cg_usage_error(ME, USAGE, "--mode must be %s, not '%s'", modes, optarg);
-      }
-      o->mode = optarg;
-      break;
-    case 'l': o->log = optarg; break;
-    case 'p': o->prime = optarg, o->prime_given = true; break;
-    case 'e':
-      if (cg_parse_driver_version(optarg, &(int){0}) != 0) /* the shim's own parser */
-        return cg_usage_error(ME, USAGE,
-                              "--emulate-driver needs a driver version like 12020 (12.2), not '%s'",
-                              optarg);
-      o->emulate = optarg;
-      break;
-    case 'M': {
-      struct stat st;
-      if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode) || access(optarg, W_OK | X_OK) != 0)
-        return cg_usage_error(ME, USAGE, "--metrics needs a directory this user can write, not '%s'", optarg);
-      o->metrics = optarg;
-      break;
-    }
-    case 'R':
-      if (strcmp(optarg, "report") && strcmp(optarg, "error"))
-        return cg_usage_error(ME, USAGE, "--request-path-loads must be report or error, not '%s'", optarg);
-      o->request_loads_fail = !strcmp(optarg, "error");
-      break;
-    case 'r': o->rescue = true; break;
-    case 'q': o->quiet = true; break;
-    case 's': o->stale = true; break;
-    case 'H':
-      if (cg_parse_hang_seconds(optarg, &(unsigned){0}) != 0) /* the shim's own parser */
-        return cg_usage_error(ME, USAGE, "--hang needs a number of seconds from 1 to 86400, not '%s'", optarg);
-      o->hang = optarg;
-      break;
-    case 'x': {
-      char *end;
-      errno = 0;
-      long v = strtol(optarg, &end, 10);
-      if (errno || end == optarg || *end || v < 1 || v > 255)
-        return cg_usage_error(ME, USAGE, "--error-exitcode needs a status from 1 to 255, not '%s'",
-                              optarg);
-      o->error_exitcode = (int)v;
-      break;
-    }
-    case 'h': help(); return -1;
-    case ':': return cg_usage_error(ME, USAGE, "%s needs a value", argv[optind - 1]);
-    default: return cg_usage_error(ME, USAGE, "unknown option '%s'", argv[optind - 1]);
-    }
-  }
-  /* A value the shim would not take (it would warn, and keep its default,
-   * in every process of the run): refused here, as the option's is, unless
-   * the option replaces it. One table for run and doctor (env_table.h). */
-  for (size_t i = 0; i < cg_env_n_vars; i++) {
-    const cg_env_var *v = &cg_env_vars[i];
-    const char *given = !v->option                          ? NULL
-                        : !strcmp(v->option, "--mode")           ? o->mode
-                        : !strcmp(v->option, "--log")            ? o->log
-                        : !strcmp(v->option, "--emulate-driver") ? o->emulate
-                        : !strcmp(v->option, "--rescue")         ? (o->rescue ? "" : NULL)
-                        : !strcmp(v->option, "--quiet")          ? (o->quiet ? "" : NULL)
-                        : !strcmp(v->option, "--hang")           ? o->hang
-                                                                 : NULL;
-    char line[512];
-    if (!given && cg_env_bad(v, line, sizeof line) != 0)
-      return cg_usage_error(ME, NULL, "%s; unset it%s%s", line, v->option ? " or pass " : "",
-                            v->option ? v->option : "");
-  }
-  if (optind >= argc)
+  int rc = cg_run_parse_options(argc, argv, o, cmd_at);
+  if (rc)
+    return rc;
+  if (*cmd_at >= argc)
     return cg_usage_error(ME, USAGE, "missing command after --");
   if (o->log && !*o->log)
     return cg_usage_error(ME, USAGE, "--log needs a file name");
@@ -212,7 +54,6 @@ static int parse(int argc, char **argv, run_opts *o, int *cmd_at) {
     return cg_usage_error(ME, USAGE, "--stale works in guard and report modes, not with %s%s (off passes "
                                      "every call through unwatched)",
                           o->mode ? "--mode " : "CAPGUARD_MODE=", mode);
-  *cmd_at = optind;
   return 0;
 }
 
@@ -241,7 +82,6 @@ static int setup_env(const run_opts *o, const char *shim, const char *log, const
     return -1;
   int rc = setenv("LD_PRELOAD", preload, 1);
   free(preload);
-  char pbuf[PATH_MAX];
   rc |= setenv("CAPGUARD_LOG", log, 1);
   /* capguard run summarises every process of the run at the end, so each
    * process's own exit line would only repeat it (the user may still ask). */
@@ -249,26 +89,17 @@ static int setup_env(const run_opts *o, const char *shim, const char *log, const
   /* Names this run's processes in the log, so that its summary (and capguard
    * report) tells this run from others appended to the same log. */
   rc |= setenv("CAPGUARD_RUN", run_id, 1);
-  if (o->quiet)
-    rc |= setenv("CAPGUARD_QUIET", "1", 1);
-  if (o->mode)
-    rc |= setenv("CAPGUARD_MODE", o->mode, 1);
-  if (o->prime)
-    rc |= setenv("CAPGUARD_PRIME", absolute(o->prime, pbuf, sizeof pbuf), 1);
+  /* each option's variable (run_options.c), the log's aside (set above) */
+  for (size_t i = 0; i < cg_run_n_options; i++) {
+    const cg_run_option *r = &cg_run_options[i];
+    char buf[PATH_MAX];
+    const char *value = r->env && !r->env_by_run ? r->given(o, buf, sizeof buf) : NULL;
+    if (value)
+      rc |= setenv(r->env, value, 1);
+  }
   /* the shim's advice about the file then names --prime, which the user typed */
   if (o->prime_given)
     rc |= setenv("CAPGUARD_PRIME_OPTION", "--prime", 1);
-  if (o->emulate)
-    rc |= setenv("CAPGUARD_EMULATE_DRIVER", o->emulate, 1);
-  if (o->rescue)
-    rc |= setenv("CAPGUARD_RESCUE", "1", 1);
-  char mbuf[PATH_MAX];
-  if (o->metrics)
-    rc |= setenv("CAPGUARD_METRICS", absolute(o->metrics, mbuf, sizeof mbuf), 1);
-  if (o->stale)
-    rc |= setenv("CAPGUARD_STALE", "1", 1);
-  if (o->hang)
-    rc |= setenv("CAPGUARD_HANG_S", o->hang, 1);
   return rc;
 }
 

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "run_summary.h" /* cg_run_log_file */
+#include "run_end.h" /* cg_run_log_file */
 
 /* Appends {"type":"ended","pid":pid,...,"signal":sig} to the first of files
  * whose part written by this run (from its offset) has pid's start or

@@ -1047,12 +1047,23 @@ static void request_say(const ctx *c, cgf_finding *x) {
   }
 }
 
-/* The stale-pointer check (CAPGUARD_STALE=1) named memory a live graph exec reads, freed. */
-const char *cgf_stale_advice(bool freed) {
-  return freed ? "keep the buffer alive as long as the graph exec, re-capture after a resize, or destroy the "
-                 "exec (cuGraphExecDestroy) before the free"
-               : "re-capture the graph after the buffer is replaced (a resize, a new tensor), or keep the "
-                 "buffer alive as long as the graph exec";
+/* The stale-pointer check (CAPGUARD_STALE=1) named memory a live graph exec
+ * reads, freed: what to do when its free was seen, and when only a replay of
+ * memory that changed since the capture was. Each group of the report's
+ * section asks the rows below; the finding says the first. */
+static const char STALE_FREED[] = "keep the buffer alive as long as the graph exec, re-capture after a resize, or "
+                                  "destroy the exec (cuGraphExecDestroy) before the free";
+static const char STALE_REPLACED[] = "re-capture the graph after the buffer is replaced (a resize, a new tensor), or "
+                                     "keep the buffer alive as long as the graph exec";
+static bool stale_freed_holds(const ctx *c) { return c->f->stale_freed; }
+static void stale_freed_say(const ctx *c, cgf_finding *x) {
+  (void)c;
+  x->sentence = xprintf("%s", STALE_FREED);
+}
+static bool stale_replaced_holds(const ctx *c) { return !c->f->stale_freed; }
+static void stale_replaced_say(const ctx *c, cgf_finding *x) {
+  (void)c;
+  x->sentence = xprintf("%s", STALE_REPLACED);
 }
 static bool stale_holds(const ctx *c) { return c->log->n_stale > 0; }
 static void stale_say(const ctx *c, cgf_finding *x) {
@@ -1060,7 +1071,7 @@ static void stale_say(const ctx *c, cgf_finding *x) {
   x->sentence = xprintf("%zu stale read%s: a live graph exec reads memory freed or unmapped under it (each "
                         "replay reads or writes memory that is no longer its own, silently): %s (capguard "
                         "report: \"Memory a live graph reads, freed\")",
-                        n, cg_plural(n), cgf_stale_advice(true));
+                        n, cg_plural(n), STALE_FREED);
 }
 
 /* The hang watch (CAPGUARD_HANG_S) said a launch not finished, a call or a
@@ -1249,6 +1260,9 @@ static const row rows[] = {
     {"served", CGF_REPORT, served_holds, served_say},
     {"kept-alive", CGF_REPORT, kept_holds, kept_say},
     {"stale", CGF_REPORT | CGF_SAID, stale_holds, stale_say},
+    /* each group of the report's stale section: what to do about it */
+    {"stale-freed", CGF_STALE_GROUP, stale_freed_holds, stale_freed_say},
+    {"stale-replaced", CGF_STALE_GROUP, stale_replaced_holds, stale_replaced_say},
     {"request-path-loads", CGF_REPORT | CGF_SAID, request_holds, request_say},
     {"hangs", CGF_REPORT | CGF_SAID, hangs_holds, hangs_say},
     {"all-clear", CGF_REPORT | CGF_NEXT, all_clear_holds, all_clear_say},
@@ -1270,6 +1284,7 @@ void cgf_collect(const cgf_facts *f, unsigned audience, bool first_only, cgf_lis
   /* the facts the audience's rows look at */
   bool have = audience & (CGF_LEARN | CGF_CHECK) ? f->prime_run != NULL
               : audience & CGF_NO_RECORDS        ? f->log != NULL
+              : audience & CGF_STALE_GROUP       ? f->stale_group
                                                  : f->a != NULL;
   if (!have)
     return;

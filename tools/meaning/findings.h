@@ -27,6 +27,7 @@ enum {
   CGF_NO_RECORDS = 1u << 6, /* run's summary of a log with nothing to analyse: the first row that holds */
   CGF_SAID = 1u << 7,   /* run's summary, each on its own line after the broken captures */
   CGF_ESCAPES = 1u << 8, /* the text report's "Escaped captures" section, its closing note */
+  CGF_STALE_GROUP = 1u << 9, /* a group of the report's stale section: what to do (the first row that holds) */
 };
 
 /* What prime learn / prime check saw in their run. */
@@ -58,6 +59,9 @@ typedef struct {
   int signal;                   /* run summary: that signal (0: it exited) */
   bool prime_readonly;          /* run summary: CAPGUARD_PRIME_READONLY=1, nothing is recorded */
   bool prime_unusable;          /* run summary: run said the priming file cannot be used */
+  bool stale_group;             /* CGF_STALE_GROUP: a group of stale reads is asked about */
+  bool stale_freed;             /* CGF_STALE_GROUP: a free of its memory was seen (else only a replay of
+                                   memory that changed since the capture) */
 } cgf_facts;
 
 /* The findings for an audience (one CGF_ bit), appended to out; first_only:
@@ -73,10 +77,5 @@ char *cgf_line(const cgf_finding *x);
  * (indent and two spaces), so that it is copied whole and runs as shown. */
 void cgf_print(FILE *out, const cgf_finding *x, const char *first, const char *indent);
 void cgf_list_free(cgf_list *l);
-/* What to do about a stale read (the stale-pointer check, docs/stale.md):
- * freed is whether a free of it was seen (else only a replay of memory that
- * changed since the capture). The report's stale section and the finding
- * say this one sentence. */
-const char *cgf_stale_advice(bool freed);
 
 #endif

@@ -12,37 +12,21 @@
 
 #include <jansson.h>
 
-#include "report_hang.h"
-#include "report_stale.h"
-#include "report_request.h"
 #include "log_pool.h"
-#include "offender.h"
-#include "report_capture_time.h"
 #include "report_render.h"
-#include "capguard/log_keys.h"
-
-/* Microseconds from t0: the difference taken in integers, exact to the
- * nanosecond (converting each time to a double first rounded them to 256 ns);
- * in floating point only when it would overflow (a hostile log's times). */
-static double us_since(long long t, long long t0) {
-  long long d;
-  if (__builtin_sub_overflow(t, t0, &d))
-    return ((double)t - (double)t0) / 1e3;
-  /* whole microseconds and the nanoseconds apart: each exact in a double */
-  return (double)(d / 1000) + (double)(d % 1000) / 1e3;
-}
+#include "sections.h"
 
 static json_t *jstr(const char *s) { return cgl_json_text(s); }
 
-static void name_process(json_t *evs, const cgr_analysis *a, size_t p) {
-  const cgl_process *pr = &a->log->procs[p];
+static void name_process(json_t *evs, const cgr_report *rep, size_t p) {
+  const cgl_process *pr = &rep->rows.procs[p];
   char cmd[96], who[160];
   cgr_process_command(pr, cmd, sizeof cmd);
   snprintf(who, sizeof who, "%s (pid %lld, %s mode)", cmd[0] ? cmd : "?", pr->pid,
            pr->mode < CG_RUN_MODE_COUNT ? cg_run_mode_name(pr->mode) : "?");
-  json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name",
-                                       "process_name", "pid", (json_int_t)pr->pid, "tid",
-                                       (json_int_t)0, "args", "name", jstr(who)));
+  json_array_append_new(evs,
+                        json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name", "process_name", "pid",
+                                  (json_int_t)pr->pid, "tid", (json_int_t)0, "args", "name", jstr(who)));
 }
 
 /* Each thread the log names, named on its track: the process's main thread,
@@ -66,15 +50,16 @@ static int cmp_seen(const void *pa, const void *pb) {
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static void name_threads(json_t *evs, const cgl_log *log) {
-  size_t n = log->n_caps + log->n_evs;
+static void name_threads(json_t *evs, const cgr_report *rep) {
+  const cgr_rows *rows = &rep->rows;
+  size_t n = rows->n_caps + rows->n_evs;
   thread_seen *v = malloc((n ? n : 1) * sizeof *v);
   if (!v)
     return;
-  for (size_t c = 0; c < log->n_caps; c++)
-    v[c] = (thread_seen){log->caps[c].proc, log->caps[c].tid, log->caps[c].id, c};
-  for (size_t i = 0; i < log->n_evs; i++)
-    v[log->n_caps + i] = (thread_seen){log->evs[i].proc, log->evs[i].tid, -1, log->n_caps + i};
+  for (size_t c = 0; c < rows->n_caps; c++)
+    v[c] = (thread_seen){rows->caps[c].proc, rows->caps[c].tid, rows->caps[c].id, c};
+  for (size_t i = 0; i < rows->n_evs; i++)
+    v[rows->n_caps + i] = (thread_seen){rows->evs[i].proc, rows->evs[i].tid, -1, rows->n_caps + i};
   qsort(v, n, sizeof *v, cmp_seen);
   for (size_t i = 0; i < n;) {
     size_t j = i, shown = 0, used = 0;
@@ -85,103 +70,46 @@ static void name_threads(json_t *evs, const cgl_log *log) {
       int w = snprintf(caps + used, sizeof caps - used, "%s%lld", used ? ", " : "", v[j].cap_id);
       used = w > 0 && (size_t)w < sizeof caps - used ? used + (size_t)w : used;
     }
-    long long pid = log->procs[v[i].proc].pid;
+    long long pid = rows->procs[v[i].proc].pid;
     char name[256];
-    snprintf(name, sizeof name, "%s %lld%s%s%s", v[i].tid == pid ? "main thread" : "thread",
-             v[i].tid, shown ? shown == 1 ? ", began capture " : ", began captures " : "", caps,
+    snprintf(name, sizeof name, "%s %lld%s%s%s", v[i].tid == pid ? "main thread" : "thread", v[i].tid,
+             shown ? shown == 1 ? ", began capture " : ", began captures " : "", caps,
              shown > 8 ? ", ..." : "");
-    json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name",
-                                         "thread_name", "pid", (json_int_t)pid, "tid",
-                                         (json_int_t)v[i].tid, "args", "name", jstr(name)));
+    json_array_append_new(evs, json_pack("{s:s, s:s, s:I, s:I, s:{s:o}}", "ph", "M", "name", "thread_name",
+                                         "pid", (json_int_t)pid, "tid", (json_int_t)v[i].tid, "args", "name",
+                                         jstr(name)));
     i = j;
   }
   free(v);
 }
 
-int cgr_print_trace(FILE *out, const cgr_analysis *a) {
-  const cgl_log *log = a->log;
+int cgr_print_trace(FILE *out, const cgr_report *rep) {
+  const cgr_rows *rows = &rep->rows;
   long long t0 = INT64_MAX;
-  for (size_t c = 0; c < log->n_caps; c++)
-    if (log->caps[c].begin_ns > 0 && log->caps[c].begin_ns < t0)
-      t0 = log->caps[c].begin_ns;
-  for (size_t i = 0; i < log->n_evs; i++)
-    if (log->evs[i].time_ns > 0 && log->evs[i].time_ns < t0)
-      t0 = log->evs[i].time_ns;
-  for (size_t p = 0; p < log->n_procs; p++)
-    if (log->procs[p].first_ns > 0 && log->procs[p].first_ns < t0)
-      t0 = log->procs[p].first_ns;
+  for (size_t c = 0; c < rows->n_caps; c++)
+    if (rows->caps[c].begin_ns > 0 && rows->caps[c].begin_ns < t0)
+      t0 = rows->caps[c].begin_ns;
+  for (size_t i = 0; i < rows->n_evs; i++)
+    if (rows->evs[i].time_ns > 0 && rows->evs[i].time_ns < t0)
+      t0 = rows->evs[i].time_ns;
+  for (size_t p = 0; p < rows->n_procs; p++)
+    if (rows->procs[p].first_ns > 0 && rows->procs[p].first_ns < t0)
+      t0 = rows->procs[p].first_ns;
   if (t0 == INT64_MAX)
     t0 = 0;
 
   json_t *evs = json_array();
-  for (size_t p = 0; p < log->n_procs; p++)
-    name_process(evs, a, p);
-  name_threads(evs, log);
-  for (size_t c = 0; c < log->n_caps; c++) {
-    const cgl_capture *cp = &log->caps[c];
-    const cgl_process *pr = &log->procs[cp->proc];
-    long long b = cp->begin_ns > 0 ? cp->begin_ns : pr->first_ns;
-    /* still open at exit: drawn up to the last thing its process logged */
-    long long e = cp->end_ns > 0 ? cp->end_ns : pr->last_ns;
-    double dur = e > b ? us_since(e, b) : 0;
-    char name[64];
-    bool broken = cgl_capture_broken(log, c);
-    snprintf(name, sizeof name, "capture %lld%s", cp->id, broken ? " (broken)" : "");
-    json_array_append_new(
-        evs, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:b, s:I}}",
-                       "ph", "X", "cat", "capture", "name", name, "ts", us_since(b, t0), "dur", dur,
-                       "pid", (json_int_t)pr->pid, "tid", (json_int_t)cp->tid, "args", CG_KEY_STATUS,
-                       jstr(cgl_word(&cg_capture_statuses, cp->status)), CG_KEY_MODE,
-                       jstr(cgl_word(&cg_capture_modes, cp->mode)), CG_KEY_STREAM, jstr(cp->stream),
-                       CG_KEY_BEGAN, jstr(cp->began), "broken", broken, "calls_during",
-                       (json_int_t)cp->events));
-    /* what broke it, in the words the other reports use */
-    json_t *args = json_object_get(json_array_get(evs, json_array_size(evs) - 1), "args");
-    if (broken && args) {
-      char phrase[1024];
-      cgr_offender_phrase(log, c, cp->first_break, phrase, sizeof phrase);
-      json_object_set_new(args, "first_offender", jstr(phrase));
-    }
-    if (args && cp->repeats > 0)
-      json_object_set_new(args, CG_KEY_REPEATS, json_integer((json_int_t)cp->repeats));
-  }
-  for (size_t i = 0; i < log->n_evs; i++) {
-    const cgl_event *e = &log->evs[i];
-    const cgl_process *pr = &log->procs[e->proc];
-    char name[160];
-    const char *verdict = cgl_word(&cg_verdicts, e->verdict);
-    snprintf(name, sizeof name, "%s %s", e->call ? e->call : "?", verdict ? verdict : "?");
-    json_t *kernels = json_array();
-    for (size_t k = 0; k < e->kernels->n; k++)
-      json_array_append_new(kernels, jstr(e->kernels->v[k]));
-    long long t = e->time_ns > 0 ? e->time_ns : log->caps[e->capture].begin_ns;
-    json_array_append_new(
-        evs, json_pack("{s:s, s:s, s:s, s:o, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:I, s:o, s:o, s:I}}",
-                       "ph", "i", "s", "t", "cat", "call", "name", jstr(name), "ts", us_since(t, t0),
-                       "pid", (json_int_t)pr->pid, "tid", (json_int_t)e->tid, "args", CG_KEY_EVENT,
-                       jstr(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_VERDICT, jstr(verdict), "site",
-                       jstr(e->site), CG_KEY_RESULT, (json_int_t)e->result, CG_KEY_KERNELS, kernels,
-                       CG_KEY_LOG, jstr(e->src_file), CG_KEY_LINE, (json_int_t)e->src_line));
-    json_t *args = json_object_get(json_array_get(evs, json_array_size(evs) - 1), "args");
-    if (args) {
-      char result[160];
-      cgr_event_result(e, result, sizeof result);
-      json_object_set_new(args, "result_words", jstr(result));
-      if (e->handle)
-        json_object_set_new(args, CG_KEY_HANDLE, jstr(e->handle));
-    }
-  }
-  cgr_capture_time_trace(evs, a, us_since, t0);
-  cgr_stale_trace(evs, log, t0);
-  cgr_hang_trace(evs, log, t0);
-  cgr_request_trace(evs, log, t0);
+  for (size_t p = 0; p < rows->n_procs; p++)
+    name_process(evs, rep, p);
+  name_threads(evs, rep);
+  cgr_sections_trace(evs, rep, t0);
   /* ts 0 is capguard_epoch_ns of the shim's clock (CLOCK_REALTIME, UTC): the
    * offset to another trace of the same machine, e.g. an nsys export
    * (docs/trace.md says how) */
-  json_t *root = json_pack("{s:o, s:s, s:{s:I, s:s, s:s}}", "traceEvents", evs, "displayTimeUnit",
-                           "ms", "otherData", "capguard_epoch_ns", (json_int_t)t0, "clock",
-                           "CLOCK_REALTIME (UTC nanoseconds since 1970)", "generator",
-                           "capguard report --trace");
+  json_t *root =
+      json_pack("{s:o, s:s, s:{s:I, s:s, s:s}}", "traceEvents", evs, "displayTimeUnit", "ms", "otherData",
+                "capguard_epoch_ns", (json_int_t)t0, "clock", "CLOCK_REALTIME (UTC nanoseconds since 1970)",
+                "generator", "capguard report --trace");
   if (!root)
     return -1;
   int rc = json_dumpf(root, out, JSON_COMPACT);

@@ -9,10 +9,10 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "analysis.h"
+#include "report.h"
 
 #define CG_RUN_BROKEN_SHOWN 3 /* lines before "and N more" */
 
-void cg_run_broken_lines(FILE *out, const cgr_analysis *a, cg_palette pal);
+void cg_run_broken_lines(FILE *out, const cgr_report *rep, cg_palette pal);
 
 #endif

@@ -1,4 +1,5 @@
-#include "report_request.h"
+#include "sections.h"
+#include "capguard/log_keys.h"
 
 #include "capture_totals.h"
 #include "html_text.h"
@@ -18,21 +19,24 @@ static void kernels_text(const cgl_request *q, char *buf, size_t cap) {
     snprintf(buf, cap, "(unnamed)");
 }
 
-void cgr_print_request_html(FILE *o, const cgl_log *log) {
+void cgr_requests_html(FILE *o, const cgr_report *rep) {
+  const cgr_rows *rows = &rep->rows;
   bool any = false;
-  for (size_t i = 0; i < log->n_reqs; i++) {
-    if (!cgr_request_counts(log, i))
+  for (size_t i = 0; i < rows->n_reqs; i++) {
+    if (!rep->request_counts[i])
       continue;
     if (!any)
-      fputs("<h2>Loads on the request path</h2>\n<table><tr><th>pid</th><th>rank</th><th>after serving began</th>"
-            "<th>load call</th><th>call</th><th>kernels</th><th>where</th></tr>\n", o);
+      fputs("<h2>Loads on the request path</h2>\n<table><tr><th>pid</th><th>rank</th><th>after serving "
+            "began</th>"
+            "<th>load call</th><th>call</th><th>kernels</th><th>where</th></tr>\n",
+            o);
     any = true;
-    const cgl_request *q = &log->reqs[i];
+    const cgl_request *q = &rows->reqs[i];
     char after[32], took[32], kernels[512];
     cgr_duration(q->after_ns, after, sizeof after);
     cgr_duration(q->load_ns, took, sizeof took);
     kernels_text(q, kernels, sizeof kernels);
-    const cgl_process *pr = &log->procs[q->proc];
+    const cgl_process *pr = &rows->procs[q->proc];
     fprintf(o, "<tr><td>%lld</td><td>", pr->pid);
     if (pr->rank_known)
       fprintf(o, "%lld", pr->rank);
@@ -55,21 +59,22 @@ void cgr_print_request_html(FILE *o, const cgl_log *log) {
     fputs("</table>\n", o);
 }
 
-void cgr_request_trace(json_t *evs, const cgl_log *log, long long t0) {
-  for (size_t i = 0; i < log->n_reqs; i++) {
-    if (!cgr_request_counts(log, i))
+void cgr_requests_trace(json_t *evs, const cgr_report *rep, long long t0) {
+  const cgr_rows *rows = &rep->rows;
+  for (size_t i = 0; i < rows->n_reqs; i++) {
+    if (!rep->request_counts[i])
       continue;
-    const cgl_request *q = &log->reqs[i];
+    const cgl_request *q = &rows->reqs[i];
     long long begin = q->time_ns - q->load_ns; /* the event is written as the load returns */
     double ts = begin > t0 ? (double)(begin - t0) / 1000.0 : 0;
     char kernels[512];
     kernels_text(q, kernels, sizeof kernels);
-    json_array_append_new(
-        evs, json_pack("{s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:b, s:I}}", "ph", "X", "cat",
-                       "request-path-load", "name", cgl_json_text(q->call), "ts", ts, "dur",
-                       (double)q->load_ns / 1000.0, "pid", (json_int_t)log->procs[q->proc].pid, "tid",
-                       (json_int_t)0, "args", "kernels", cgl_json_text(kernels), "site",
-                       cgl_json_text(q->python_top ? q->python_top : q->site), "served", q->served,
-                       "after_serving_ns", (json_int_t)q->after_ns));
+    json_array_append_new(evs, json_pack("{s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:b, s:I}}", "ph",
+                                         "X", "cat", "request-path-load", "name", cgl_json_text(q->call),
+                                         "ts", ts, "dur", (double)q->load_ns / 1000.0, "pid",
+                                         (json_int_t)rows->procs[q->proc].pid, "tid", (json_int_t)0, "args",
+                                         CG_KEY_KERNELS, cgl_json_text(kernels), "site",
+                                         cgl_json_text(q->python_top ? q->python_top : q->site), "served",
+                                         q->served, CG_KEY_AFTER_SERVING_NS, (json_int_t)q->after_ns));
   }
 }
