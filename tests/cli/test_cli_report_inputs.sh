@@ -4,7 +4,8 @@
 # what the same log as a file says (the census reads a file twice; a pipe
 # can be read once), `capguard report < log` reads standard input, a line
 # past the cap is skipped and said in bounded memory, /dev/zero is stopped
-# and said, and a FIFO with no writer never blocks the report.
+# and said, a FIFO is waited on for its writer, and one with no writer
+# never blocks the report.
 . "$(dirname "$0")/lib.sh"
 log=$DATA/run1.jsonl
 # older runs, then the latest, broken: the census path, which reads a file
@@ -26,12 +27,19 @@ cat "$WORK/two.jsonl" >"$WORK/fifo" &
 "$CAPGUARD" report "$WORK/fifo" >"$WORK/fifo.out" 2>&1; same fifo $?
 wait
 
-# A FIFO no one writes to: said at once, never a block
+# A FIFO whose writer comes after the report opened it: waited for, read
+# whole (it used to read as empty, and the writer then blocked for ever)
+mkfifo "$WORK/late"
+(sleep 1; timeout 20 sh -c 'cat "$1" >"$2"' _ "$WORK/two.jsonl" "$WORK/late") &
+timeout 20 "$CAPGUARD" report "$WORK/late" >"$WORK/late.out" 2>&1; same late $?
+wait
+
+# A FIFO no one writes to: given up after the wait, said, never a block
 mkfifo "$WORK/lonely"
-timeout 10 "$CAPGUARD" report "$WORK/lonely" >"$WORK/lonely.out" 2>&1
+timeout 20 "$CAPGUARD" report "$WORK/lonely" >"$WORK/lonely.out" 2>&1
 rc=$?
 expect_rc 2 "a FIFO with no writer"
-expect_in "$WORK/lonely.out" "not a capguard log: nothing in $WORK/lonely" "a FIFO with no writer: said"
+expect_in "$WORK/lonely.out" "cannot read '$WORK/lonely': a FIFO no writer opened within 5 s" "a FIFO with no writer: said"
 
 # the exit status and peak RSS in KiB of capguard report ARGS (output discarded)
 rss() {

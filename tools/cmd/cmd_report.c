@@ -127,8 +127,12 @@ static int read_files(cgl_log *log, const log_files *lf) {
   int rc = CG_EXIT_OK;
   for (size_t i = 0; i < lf->n; i++)
     if (cgl_read_file(log, lf->paths[i], 0) != 0) {
-      cg_error(ME, "cannot read '%s': %s; check the path (capguard run prints where its log is)",
-               lf->paths[i], strerror(errno));
+      if (errno == ETIMEDOUT)
+        cg_error(ME, "cannot read '%s': a FIFO no writer opened within %d s; start its writer first", lf->paths[i],
+                 CGL_FIFO_WAIT_MS / 1000);
+      else
+        cg_error(ME, "cannot read '%s': %s; check the path (capguard run prints where its log is)", lf->paths[i],
+                 strerror(errno));
       rc = CG_EXIT_USAGE;
     }
   return rc;

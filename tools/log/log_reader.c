@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -848,14 +850,36 @@ int cgl_read_file(cgl_log *log, const char *path, long long offset) {
   return cgl_read_file_at(log, path, offset, 1);
 }
 
+/* A FIFO read before its writer opened it reads as empty at once, and the
+ * writer (`zcat log.gz > fifo &`, started just before) then blocks for
+ * ever: such a FIFO is waited on for a writer, CGL_FIFO_WAIT_MS at most
+ * (Linux reports no hang-up on a FIFO no writer has opened since the read
+ * end was; data, or a writer come and gone, ends the wait). False when
+ * none came. Anything but a FIFO: true at once. */
+static bool writer_came(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+    return true;
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  int n;
+  while ((n = poll(&p, 1, CGL_FIFO_WAIT_MS)) < 0 && errno == EINTR)
+    ;
+  return n != 0;
+}
+
 int cgl_read_file_at(cgl_log *log, const char *path, long long offset, long long lineno) {
   if (!strcmp(path, "-"))
     return cgl_read_stream(log, stdin, "(stdin)");
   /* O_NONBLOCK: a FIFO with no writer would block the open for ever; once
-   * open, reads block again (a FIFO no one writes reads as empty) */
+   * open, reads block again */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0)
     return -1;
+  if (!writer_came(fd)) {
+    close(fd);
+    errno = ETIMEDOUT;
+    return -1;
+  }
   int fl = fcntl(fd, F_GETFL);
   FILE *f = fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ? NULL : fdopen(fd, "r");
   if (!f) {

@@ -260,8 +260,12 @@ bool cgl_hang_kind(cg_event_kind kind);
 void cgl_init(cgl_log *log);
 void cgl_free(cgl_log *log);
 
+/* How long a FIFO is waited on for a writer before it is given up
+ * (ETIMEDOUT): one started just before the report has long opened it. */
+#define CGL_FIFO_WAIT_MS 5000
 /* Read path (or stdin when path is "-") from byte offset on. Returns 0, or -1
- * when the file cannot be opened or read (errno set); what was read stays. */
+ * when the file cannot be opened or read (errno set; ETIMEDOUT: a FIFO no
+ * writer opened); what was read stays. */
 int cgl_read_file(cgl_log *log, const char *path, long long offset);
 int cgl_read_stream(cgl_log *log, FILE *f, const char *name);
 /* Read path from byte offset on, its first line numbered lineno. */
