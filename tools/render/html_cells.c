@@ -72,3 +72,9 @@ void cgr_html_kernel_cell(FILE *o, const cgl_event *e) {
     cgr_html_kernel_name(o, e->kernels->v[k]);
   }
 }
+
+void cgr_html_more_rows(FILE *o, size_t total, const char *what) {
+  if (total > CGR_HTML_MAX_ROWS)
+    fprintf(o, "<p>and %zu more %s (capguard report --json lists them all)</p>\n", total - CGR_HTML_MAX_ROWS,
+            what);
+}

@@ -16,6 +16,9 @@ const char *cgr_html_verdict_colour(cg_verdict v);
 const char *cgr_html_verdict_word(cg_verdict v);
 /* A kernel's display form, its exact symbol in the title when they differ. */
 void cgr_html_kernel_name(FILE *o, const char *name);
+/* After a table cut at CGR_HTML_MAX_ROWS rows of total: "and N more WHAT
+ * (capguard report --json lists them all)"; nothing when none was cut. */
+void cgr_html_more_rows(FILE *o, size_t total, const char *what);
 /* An event's kernels, one a line. */
 void cgr_html_kernel_cell(FILE *o, const cgl_event *e);
 

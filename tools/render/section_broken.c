@@ -151,9 +151,7 @@ static void broken_table(FILE *o, const cgr_report *rep) {
     fputs("</td></tr>\n", o);
   }
   fputs("</table>\n", o);
-  if (a->n_broken > CGR_HTML_MAX_ROWS)
-    fprintf(o, "<p>and %zu more broken captures (capguard report --json lists them all)</p>\n",
-            a->n_broken - CGR_HTML_MAX_ROWS);
+  cgr_html_more_rows(o, a->n_broken, "broken captures");
 }
 
 void cgr_broken_text(FILE *out, const cgr_report *rep, cg_palette pal) {

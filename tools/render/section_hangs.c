@@ -76,7 +76,7 @@ void cgr_hangs_trace(json_t *evs, const cgr_report *rep, long long t0) {
   const cgr_rows *rows = &rep->rows;
   for (size_t i = 0; i < rows->n_hangs; i++) {
     const cgl_hang *h = &rows->hangs[i];
-    double ts = h->time_ns > t0 ? (double)(h->time_ns - t0) / 1000.0 : 0;
+    double ts = cgr_trace_us(h->time_ns, t0);
     json_array_append_new(
         evs, json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:{s:o, s:o, s:I, s:I, s:o}}", "ph", "i", "s",
                        "p", "cat", "hang", "name", cg_event_kind_name(h->kind), "ts", ts, "pid",

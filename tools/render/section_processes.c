@@ -194,9 +194,7 @@ static void processes(FILE *o, const cgr_report *rep) {
             st->captures, st->broken ? " bad" : "", st->broken, st->calls, st->served);
   }
   fputs("</table>\n", o);
-  if (rows->n_procs > CGR_HTML_MAX_ROWS)
-    fprintf(o, "<p>and %zu more processes (capguard report --json lists them all)</p>\n",
-            rows->n_procs - CGR_HTML_MAX_ROWS);
+  cgr_html_more_rows(o, rows->n_procs, "processes");
 }
 
 void cgr_processes_text(FILE *out, const cgr_report *rep, cg_palette pal) {

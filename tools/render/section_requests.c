@@ -66,7 +66,7 @@ void cgr_requests_trace(json_t *evs, const cgr_report *rep, long long t0) {
       continue;
     const cgl_request *q = &rows->reqs[i];
     long long begin = q->time_ns - q->load_ns; /* the event is written as the load returns */
-    double ts = begin > t0 ? (double)(begin - t0) / 1000.0 : 0;
+    double ts = cgr_trace_us(begin, t0);
     char kernels[512];
     kernels_text(q, kernels, sizeof kernels);
     json_array_append_new(evs, json_pack("{s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:b, s:I}}", "ph",

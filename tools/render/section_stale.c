@@ -132,7 +132,7 @@ void cgr_stale_trace(json_t *evs, const cgr_report *rep, long long t0) {
   const cgr_rows *rows = &rep->rows;
   for (size_t i = 0; i < rows->n_stale; i++) {
     const cgl_stale *s = &rows->stale[i];
-    double ts = s->time_ns > t0 ? (double)(s->time_ns - t0) / 1000.0 : 0;
+    double ts = cgr_trace_us(s->time_ns, t0);
     char name[160];
     snprintf(name, sizeof name, "%s stale", s->call);
     json_array_append_new(

@@ -15,6 +15,11 @@
 #include "cli.h"
 #include "report.h"
 
+/* A trace event's time: microseconds since t0 (nanoseconds), 0 before it. */
+static inline double cgr_trace_us(long long t_ns, long long t0) {
+  return t_ns > t0 ? (double)(t_ns - t0) / 1000.0 : 0;
+}
+
 typedef enum { CGR_TEXT, CGR_JSON, CGR_HTML, CGR_TRACE, CGR_FORMATS } cgr_format;
 
 typedef struct {
