@@ -53,7 +53,8 @@ void cgl_init(cgl_log *log) {
 void cgl_free(cgl_log *log) {
   if (!log->is_view) {
     for (size_t i = 0; i < log->n_procs; i++) {
-      free(log->procs[i].census_ids);
+      if (log->cprocs)
+        free(log->cprocs[i].ids);
       free(log->procs[i].slowest);
     }
     for (size_t i = 0; i < log->n_files; i++)
@@ -74,6 +75,7 @@ void cgl_free(cgl_log *log) {
   free(log->reqs);
   free(log->runs);
   free(log->ccaps);
+  free(log->cprocs);
   memset(log, 0, sizeof *log);
 }
 
@@ -143,8 +145,17 @@ static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   p->mode = CG_RUN_MODE_COUNT;
   p->first_offset = log->cur_offset;
   p->first_lineno = log->cur_lineno;
+  if (log->census) {
+    log->cprocs = grow(log->cprocs, &log->cap_cprocs, log->n_procs, sizeof *log->cprocs);
+    memset(&log->cprocs[log->n_procs - 1], 0, sizeof *log->cprocs);
+  }
   cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs - 1, cgl_log_key, log);
   return log->n_procs - 1;
+}
+
+const cgl_census_proc *cgl_census_of(const cgl_log *log, size_t proc) {
+  static const cgl_census_proc none;
+  return log->cprocs ? &log->cprocs[proc] : &none;
 }
 
 /* The process a line belongs to: the latest one of that pid in the same file
@@ -170,32 +181,32 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
 
 /* A census's capture (proc, id): its flags, the capture made on first sight. */
 static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
-  cgl_process *p = &log->procs[proc];
-  size_t small = sizeof p->census_small;
-  unsigned char *ids = p->census_cap > small ? p->census_ids : p->census_small;
-  if (id >= 0 && (unsigned long long)id < p->census_cap && (ids[id] & CGL_CENSUS_SEEN))
+  cgl_census_proc *p = &log->cprocs[proc];
+  size_t small = sizeof p->small;
+  unsigned char *ids = p->cap > small ? p->ids : p->small;
+  if (id >= 0 && (unsigned long long)id < p->cap && (ids[id] & CGL_CENSUS_SEEN))
     return &ids[id];
   long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id, cgl_log_key, log);
   if (i >= 0)
     return &log->ccaps[i].flags;
   /* capguard numbers a process's captures from 1: ids up to twice as many as
    * it has plus 1024 are kept by id (a hostile id costs a hash entry) */
-  if (id >= 0 && (unsigned long long)id <= 2 * p->census_dense + 1024) {
+  if (id >= 0 && (unsigned long long)id <= 2 * p->dense + 1024) {
     size_t need = (size_t)id + 1;
-    if (need > p->census_cap) {
-      size_t cap = p->census_cap ? p->census_cap : small;
+    if (need > p->cap) {
+      size_t cap = p->cap ? p->cap : small;
       while (cap < need)
         cap *= 2;
-      if (cap > small) { /* out of census_small: an allocation, its flags copied over */
-        unsigned char *heap = cgl_xrealloc(p->census_cap > small ? p->census_ids : NULL, cap);
-        if (p->census_cap <= small)
-          memcpy(heap, p->census_small, p->census_cap);
-        memset(heap + p->census_cap, 0, cap - p->census_cap);
-        p->census_ids = ids = heap;
+      if (cap > small) { /* out of small: an allocation, its flags copied over */
+        unsigned char *heap = cgl_xrealloc(p->cap > small ? p->ids : NULL, cap);
+        if (p->cap <= small)
+          memcpy(heap, p->small, p->cap);
+        memset(heap + p->cap, 0, cap - p->cap);
+        p->ids = ids = heap;
       }
-      p->census_cap = cap;
+      p->cap = cap;
     }
-    p->census_dense++;
+    p->dense++;
     ids[id] = CGL_CENSUS_SEEN;
     return &ids[id];
   }
@@ -231,8 +242,8 @@ static void census_event(cgl_log *log, size_t proc, const cgl_jv *o) {
   if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH || kind == CG_EV_REQUEST_LOAD || cgl_hang_kind(kind))
     return;
   cg_verdict verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
-  p->census_calls++;
-  p->census_served += verdict == CG_VERDICT_SERVED;
+  log->cprocs[proc].calls++;
+  log->cprocs[proc].served += verdict == CG_VERDICT_SERVED;
   const cgl_jv *cap = cgl_jget(o, CG_KEY_CAPTURE);
   unsigned char *flags = census_capture(log, proc, OBJ(cap) ? num(cap, CG_KEY_ID, 0) : 0);
   if (!(*flags & CGL_CENSUS_ENDED) && OBJ(cap))

@@ -70,24 +70,28 @@ typedef struct {
   cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
   long long rank, local_rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */
-  /* Where its first line is (byte offset and line number in its file), and,
-   * in a census (cgl_log.census), its calls made during capture and those
-   * served: what the runs' table counts without keeping the events. */
+  /* Where its first line is (byte offset and line number in its file). */
   long long first_offset, first_lineno;
-  long long census_calls, census_served;
-  /* A census's captures of small ids, by id (CGL_CENSUS_* flags; the
-   * others are cgl_log.ccaps): a byte a capture, not a hash table's entry.
-   * census_cap of them, in census_small while they fit (most processes
-   * begin a few captures: no allocation of their own), else in census_ids;
-   * read them with cgl_census_ids. */
-  unsigned char *census_ids;
-  size_t census_cap, census_dense;
-  unsigned char census_small[8];
 } cgl_process;
 
-/* A census's flags of p's captures by id, census_cap of them. */
-static inline const unsigned char *cgl_census_ids(const cgl_process *p) {
-  return p->census_cap > sizeof p->census_small ? p->census_ids : p->census_small;
+/* What a census (cgl_log.census) holds of a process beside its record, in
+ * cgl_log.cprocs, so that a whole read's records do not carry it: its calls
+ * made during capture and those served (what the runs' table counts without
+ * keeping the events), and its captures of small ids, by id (CGL_CENSUS_*
+ * flags; the others are cgl_log.ccaps): a byte a capture, not a hash
+ * table's entry. cap of them, in small while they fit (most processes begin
+ * a few captures: no allocation of their own), else in ids; read them with
+ * cgl_census_ids. */
+typedef struct {
+  long long calls, served;
+  unsigned char *ids;
+  size_t cap, dense;
+  unsigned char small[8];
+} cgl_census_proc;
+
+/* A census's flags of a process's captures by id, c->cap of them. */
+static inline const unsigned char *cgl_census_ids(const cgl_census_proc *c) {
+  return c->cap > sizeof c->small ? c->ids : c->small;
 }
 
 /* What a capture record says broke it ("broken_by"): older capguards did
@@ -242,12 +246,14 @@ typedef struct {
   size_t stopped_files;      /* inputs not regular files whose reading an over-long line stopped */
   char first_over[96];
   /* A census reads every line but keeps, of events and captures, only what
-   * the runs' table counts (cgl_census_capture, the processes' census_*):
+   * the runs' table counts (cgl_census_capture, cgl_census_proc):
    * the processes, their runs and the counts in memory bounded by the
    * number of processes and captures, not by the number of events. */
   bool census;
   cgl_census_capture *ccaps;
   size_t n_ccaps, cap_ccaps;
+  cgl_census_proc *cprocs; /* a census's, one a process (cap_cprocs of room); NULL in a whole read */
+  size_t cap_cprocs;
   long long cur_offset, cur_lineno; /* the line being read */
   struct cgl_json *json; /* the line's parser and its buffers (log_json.h) */
 } cgl_log;
@@ -255,6 +261,9 @@ typedef struct {
 /* The key of log->index's value in table t (cgl_index_key; ctx is the log):
  * 0 a process's (file, pid), 1 a capture's (process, id). */
 void cgl_log_key(const void *ctx, int t, size_t value, long long *a, long long *b);
+/* What a census holds of process proc beside its record (all zero when
+ * log is not a census). */
+const cgl_census_proc *cgl_census_of(const cgl_log *log, size_t proc);
 /* The hang watch's event kinds (kept in log->hangs). */
 bool cgl_hang_kind(cg_event_kind kind);
 void cgl_init(cgl_log *log);

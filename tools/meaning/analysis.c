@@ -332,14 +332,15 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
     r->procs++;
     r->cuda += pr->cuda;
     r->ended_early += cgr_ended_early(pr);
-    const unsigned char *ids = cgl_census_ids(pr);
-    for (size_t id = 0; id < pr->census_cap; id++)
+    const cgl_census_proc *cp = cgl_census_of(all, p);
+    const unsigned char *ids = cgl_census_ids(cp);
+    for (size_t id = 0; id < cp->cap; id++)
       if (ids[id] & CGL_CENSUS_SEEN) {
         seen[p]++;
         r->broken += (ids[id] & (CGL_CENSUS_BREAK | CGL_CENSUS_STATUS_BROKEN)) != 0;
       }
-    r->calls += (size_t)pr->census_calls;
-    r->served += (size_t)pr->census_served;
+    r->calls += (size_t)cp->calls;
+    r->served += (size_t)cp->served;
     r->captures += pr->has_summary && pr->captures > 0 && (size_t)pr->captures > seen[p]
                        ? (size_t)pr->captures
                        : seen[p];
