@@ -52,6 +52,8 @@ void cgl_init(cgl_log *log) {
 
 void cgl_free(cgl_log *log) {
   if (!log->is_view) {
+    for (size_t i = 0; i < log->n_caps; i++)
+      free(log->caps[i].offender);
     for (size_t i = 0; i < log->n_procs; i++) {
       if (log->cprocs)
         free(log->cprocs[i].ids);
@@ -338,11 +340,16 @@ static const char *site_str(cgl_log *log, size_t proc, const cgl_jv *o, const ch
 static void read_broken_by(cgl_log *log, cgl_capture *c, const cgl_jv *o) {
   const cgl_jv *b = cgl_jget(o, CG_KEY_BROKEN_BY);
   c->by = CGL_BY_UNKNOWN;
-  memset(&c->offender, 0, sizeof c->offender);
+  if (c->offender)
+    memset(c->offender, 0, sizeof *c->offender);
   if (NUL_(b)) {
     c->by = CGL_BY_UNWATCHED;
   } else if (OBJ(b)) {
-    cgl_offender *f = &c->offender;
+    if (!c->offender) {
+      c->offender = cgl_xrealloc(NULL, sizeof *c->offender);
+      memset(c->offender, 0, sizeof *c->offender);
+    }
+    cgl_offender *f = c->offender;
     c->by = CGL_BY_CALL;
     const char *s;
     f->call = (s = str(log, b, CG_KEY_CALL)) ? s : "";

@@ -116,12 +116,21 @@ typedef struct {
   bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
   bool ended_line;      /* a "capture" line was read (else known from events only) */
   cgl_broken_by by;
-  cgl_offender offender; /* set when by is CGL_BY_CALL */
-  const char *stream, *began;
   cg_capture_mode mode;     /* CG_CAPTURE_MODE_COUNT: not logged */
   cg_capture_status status; /* CG_CAPTURE_STATUS_COUNT: not logged */
+  /* Set when by is CGL_BY_CALL, an allocation of its own (owned by the
+   * log, shared by its views): most captures break nowhere, and do not
+   * carry its 56 bytes. Read it with cgl_capture_offender. */
+  cgl_offender *offender;
+  const char *stream, *began;
   long first_break;     /* index into cgl_log.evs of the earliest breaking call, -1 if none */
 } cgl_capture;
+
+/* c's first offender: all zero (NULL strings) when it has none. */
+static inline const cgl_offender *cgl_capture_offender(const cgl_capture *c) {
+  static const cgl_offender none;
+  return c->offender ? c->offender : &none;
+}
 
 typedef struct {
   size_t proc, capture; /* capture: index into cgl_log.caps */
