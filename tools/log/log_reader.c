@@ -16,6 +16,12 @@
 
 enum { BY_PID = 0, BY_CAPTURE = 1 };
 
+/* The words an event and a capture keep as bytes (log_reader.h), with
+ * their count (absent, unknown) among them. */
+_Static_assert(CG_EV_KIND_COUNT <= 255 && CG_VERDICT_COUNT <= 255 && CG_IMAGE_KIND_COUNT <= 255 &&
+                   CG_CAPTURE_MODE_COUNT <= 255 && CG_CAPTURE_STATUS_COUNT <= 255,
+               "a word of the log does not fit in a byte");
+
 /* The types of a line's values (log_json.h), NULL for absent. */
 #define OBJ(v) cgl_jis((v), CGL_J_OBJECT)
 #define ARR(v) cgl_jis((v), CGL_J_ARRAY)
@@ -258,7 +264,6 @@ static void census_event(cgl_log *log, size_t proc, const cgl_jv *o) {
 static void read_identity(cgl_log *log, cgl_process *p, const cgl_jv *o) {
   p->ppid = num(o, CG_KEY_PPID, 0);
   p->mode = (cg_run_mode)word(&cg_run_modes, o, CG_KEY_MODE);
-  p->version = str(log, o, CG_KEY_VERSION);
   p->run = str(log, o, CG_KEY_RUN);
   p->prime = str(log, o, CG_KEY_PRIME);
   p->time_ns = num(o, CG_KEY_TIME_NS, 0);
@@ -266,7 +271,6 @@ static void read_identity(cgl_log *log, cgl_process *p, const cgl_jv *o) {
   if (INT(cgl_jget(o, CG_KEY_RANK))) {
     p->rank_known = true;
     p->rank = num(o, CG_KEY_RANK, 0);
-    p->local_rank = num(o, CG_KEY_LOCAL_RANK, -1);
     p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
   }
   const cgl_jv *argv = arr(o, CG_KEY_ARGV), *w;
@@ -570,7 +574,6 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->handle = str(log, o, CG_KEY_HANDLE);
   e->meaning = str(log, o, CG_KEY_MEANING);
   e->verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
-  e->thread_mode = (cg_capture_mode)word(&cg_capture_modes, o, CG_KEY_THREAD_MODE);
   e->result = num(o, CG_KEY_RESULT, 0);
   e->driver_result = num(o, CG_KEY_DRIVER_RESULT, -1);
   e->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
@@ -628,7 +631,6 @@ static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
   p->captures = num(o, CG_KEY_CAPTURES, 0);
   p->captures_broken = num(o, CG_KEY_CAPTURES_BROKEN, 0);
   p->primed_loaded = num(o, CG_KEY_PRIMED_LOADED, 0);
-  p->primed_served = num(o, CG_KEY_PRIMED_SERVED, 0);
   p->primed_unused = num(o, CG_KEY_PRIMED_UNUSED, 0);
   p->recorded = num(o, CG_KEY_RECORDED, 0);
   p->primed_skipped_arch = num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0);

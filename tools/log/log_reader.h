@@ -50,25 +50,27 @@ typedef struct {
    * older logs: has_capture_time false). */
   bool has_capture_time;
   /* The launcher's rank, from the start, process or summary record (absent:
-   * rank_known false; local_rank -1 and world_size 0 when not said). */
+   * rank_known false; world_size 0 when not said). What no report shows is
+   * not kept: the shim's version, the local rank, the summary's count of
+   * primed loads served (the calls' verdicts count them). */
   bool rank_known;
   unsigned char n_slowest; /* how many slowest captures the summary named (at most 3) */
   cg_run_mode mode;     /* CG_RUN_MODE_COUNT: not logged */
   int signal;           /* the signal it died of, from capguard run's "ended" record (0: not said) */
-  const char *version, *run, *prime; /* run: capguard run's id; prime: the priming file */
+  const char *run, *prime; /* run: capguard run's id; prime: the priming file */
   long long driver_version, emulate_driver, time_ns;
   long long first_ns, last_ns; /* span of everything it logged */
   const char *const *argv; /* its first argc words (at most CGL_ARGV_MAX); NULL when argc is 0 */
   const cgl_strs *argv_exact; /* the same argc words byte for byte, for commands to paste: NULL when
                                  argv is already exact (no control character, valid UTF-8) */
   size_t argc;
-  long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
+  long long captures, captures_broken, primed_loaded, primed_unused, recorded;
   long long primed_skipped_arch, skipped_sm, device_sm;
   long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
   /* Graph execs holding collectives still alive at exit (CAPGUARD_HANG_S). */
   long long collective_execs;
   cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
-  long long rank, local_rank, world_size;
+  long long rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */
   /* Where its first line is (byte offset and line number in its file). */
   long long first_offset, first_lineno;
@@ -115,9 +117,11 @@ typedef struct {
   long long repeats;    /* events counted and not written again (0 when absent) */
   bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
   bool ended_line;      /* a "capture" line was read (else known from events only) */
-  cgl_broken_by by;
-  cg_capture_mode mode;     /* CG_CAPTURE_MODE_COUNT: not logged */
-  cg_capture_status status; /* CG_CAPTURE_STATUS_COUNT: not logged */
+  /* bytes, not enums of 4: by a cgl_broken_by, mode a cg_capture_mode,
+   * status a cg_capture_status */
+  unsigned char by;
+  unsigned char mode;   /* CG_CAPTURE_MODE_COUNT: not logged */
+  unsigned char status; /* CG_CAPTURE_STATUS_COUNT: not logged */
   /* Set when by is CGL_BY_CALL, an allocation of its own (owned by the
    * log, shared by its views): most captures break nowhere, and do not
    * carry its 56 bytes. Read it with cgl_capture_offender. */
@@ -136,16 +140,12 @@ typedef struct {
   size_t proc, capture; /* capture: index into cgl_log.caps */
   size_t seq;           /* order read, breaks time ties */
   long long time_ns, result, driver_result, driver_version, emulate_driver, tid;
-  cg_event_kind kind;   /* CG_EV_KIND_COUNT: not one this reader knows */
-  cg_verdict verdict;   /* CG_VERDICT_COUNT: likewise */
-  cg_capture_mode thread_mode;
-  cg_image_kind image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
-  const char *call;
-  const char *handle;   /* hex: what the call worked on (stream, event, pointer), NULL if absent */
-  const char *meaning;  /* the result in words, as the shim wrote it, NULL if absent */
-  const char *image_hash;
-  long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
-  const cgl_strs *kernels; /* never NULL: an empty list when none */
+  /* The words as bytes, not enums of 4 (a whole read holds an event a call
+   * made during capture), next to the flags, so that they fill one word:
+   * kind a cg_event_kind, verdict a cg_verdict, image_kind a cg_image_kind. */
+  unsigned char kind;       /* CG_EV_KIND_COUNT: not one this reader knows */
+  unsigned char verdict;    /* CG_VERDICT_COUNT: likewise */
+  unsigned char image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
   bool kernels_truncated;
   bool runtime_lazy;    /* its native stack shows the CUDA runtime loading lazily (__cudaGetKernel,
                            cudaGetFuncBySymbol, libcudart's lazy loading): a first launch */
@@ -153,6 +153,12 @@ typedef struct {
    * names it): never served, so never recorded. A load whose options it
    * can reproduce is recorded with them and served like any other. */
   bool with_options;
+  const char *call;
+  const char *handle;   /* hex: what the call worked on (stream, event, pointer), NULL if absent */
+  const char *meaning;  /* the result in words, as the shim wrote it, NULL if absent */
+  const char *image_hash;
+  long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
+  const cgl_strs *kernels; /* never NULL: an empty list when none */
   const char *options_foreign; /* that option, NULL when none */
   const char *options_differ;  /* how its options differed from those recorded for its bytes, NULL */
   const char *site;     /* see cgl_event_site */
