@@ -154,11 +154,11 @@ typedef struct {
    * can reproduce is recorded with them and served like any other. */
   bool with_options;
   const char *call;
-  const char *handle;   /* hex: what the call worked on (stream, event, pointer), NULL if absent */
-  const char *meaning;  /* the result in words, as the shim wrote it, NULL if absent */
+  const char *handle;  /* hex: what the call worked on (stream, event, pointer), NULL if absent */
+  const char *meaning; /* the result in words, as the shim wrote it, NULL if absent */
   const char *image_hash;
-  long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
-  const cgl_strs *kernels; /* never NULL: an empty list when none */
+  long long image_sm;          /* the image's SM architecture (90: sm_90), 0 unknown */
+  const cgl_strs *kernels;     /* never NULL: an empty list when none */
   const char *options_foreign; /* that option, NULL when none */
   const char *options_differ;  /* how its options differed from those recorded for its bytes, NULL */
   const char *site;     /* see cgl_event_site */

@@ -117,8 +117,8 @@ static void count_kernel(cgr_analysis *a, ptr_table *index, const char *name, si
   k->with_options += !served && with_options;
 }
 
-static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernels,
-                       const cgl_event *e, size_t ev) {
+static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernels, const cgl_event *e,
+                       size_t ev) {
   size_t f = ptr_find(index, e->site, NULL);
   if (f == SIZE_MAX) {
     a->sites = xrealloc(a->sites, (a->n_sites + 1) * sizeof *a->sites);
