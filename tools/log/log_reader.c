@@ -651,7 +651,8 @@ static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
       p->slowest = cgl_xrealloc(NULL, 3 * sizeof *p->slowest);
     p->slowest[p->n_slowest].id = num(c, CG_KEY_ID, 0);
     p->slowest[p->n_slowest].ns = num(c, CG_KEY_NS, 0);
-    p->slowest[p->n_slowest].began = site_str(log, proc, c, CG_KEY_BEGAN); /* demangled, file:line */
+    const char *began = site_str(log, proc, c, CG_KEY_BEGAN); /* demangled, file:line */
+    p->slowest[p->n_slowest].began = began ? began : ""; /* "" when not said, as cgl_slowest promises */
     p->n_slowest++;
   }
   /* the summary says the rank again (the start and process records said it
