@@ -68,4 +68,11 @@ expect_in "$WORK/long.err" "capguard report: 1 line longer than 16 MiB skipped" 
 "$CAPGUARD" report "$log" >"$WORK/short.out" 2>&1
 expect_in "$WORK/long.out" "1 malformed log line skipped (first: $WORK/long.jsonl:4: longer than 16 MiB)" "a 100 MB line: in the report"
 cmp -s <(grep -v malformed "$WORK/long.out") "$WORK/short.out" && pass || fail "a 100 MB line: the rest of the log not read as without it"
+# a summary's slowest capture that does not say where it began (a log cut,
+# or written by hand): "(not logged)", where the text report read a NULL
+# (a crash; the fuzz target log found it)
+{ cat "$log"; printf '%s\n' '{"v":1,"type":"summary","pid":4242,"time_ns":1700000000000009999,"captures":1,"captures_broken":0,"captures_timed":1,"capture_ns":5000000,"first_capture_ns":1700000000000000100,"slowest":[{"id":1,"ns":5000000}]}'; } >"$WORK/noslow.jsonl"
+"$CAPGUARD" report "$WORK/noslow.jsonl" >"$WORK/noslow.out" 2>&1; rc=$?
+[ "$rc" -le 1 ] && pass || fail "a slowest capture without its site: exit $rc"
+expect_in "$WORK/noslow.out" "began at (not logged)" "a slowest capture without its site"
 finish

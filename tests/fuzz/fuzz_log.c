@@ -239,7 +239,7 @@ static void check_census(const uint8_t *data, size_t size, const cgl_log *log,
   REQUIRE(!strcmp(c.first_malformed, log->first_malformed));
   size_t caps = c.n_ccaps;
   for (size_t i = 0; i < c.n_procs; i++)
-    caps += c.procs[i].census_dense;
+    caps += cgl_census_of(&c, i)->dense;
   REQUIRE(c.n_procs == log->n_procs && caps == log->n_caps && c.n_evs == 0 && c.n_caps == 0);
   for (size_t i = 0; i < c.n_procs; i++) {
     const cgl_process *x = &c.procs[i], *y = &log->procs[i];

@@ -1,6 +1,7 @@
 /* capguard report [--json | --html FILE] [LOG...]: what broke, where, and what to do. */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -124,6 +125,13 @@ static void free_files(log_files *lf) {
 }
 
 static int read_files(cgl_log *log, const log_files *lf) {
+  /* The model's arrays (a process, a capture, a call each) grow by half
+   * again, line after line. Past 1 MiB each is a mapping of its own, grown
+   * in place (mremap): with glibc's threshold left to rise as it does (to
+   * 32 MiB once a large block is freed), each growth of one under it is a
+   * copy, and the block it leaves is a hole in the heap that stays resident
+   * (10^5 processes: 93 MiB at the peak, 86 with the threshold fixed). */
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   int rc = CG_EXIT_OK;
   for (size_t i = 0; i < lf->n; i++)
     if (cgl_read_file(log, lf->paths[i], 0) != 0) {

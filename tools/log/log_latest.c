@@ -42,7 +42,7 @@ static size_t matching_run(const cgl_log *census, size_t run, const cgl_log *par
       while (q < part->n_procs && part->procs[q].run_index != r)
         q++;
       same = q < part->n_procs && same_process(&census->procs[p], &part->procs[q]) &&
-             (long long)calls[q] == census->procs[p].census_calls;
+             (long long)calls[q] == cgl_census_of(census, p)->calls;
       q++;
     }
     free(calls);

@@ -18,6 +18,12 @@
 
 enum { BY_PID = 0, BY_CAPTURE = 1 };
 
+/* The words an event and a capture keep as bytes (log_reader.h), with
+ * their count (absent, unknown) among them. */
+_Static_assert(CG_EV_KIND_COUNT <= 255 && CG_VERDICT_COUNT <= 255 && CG_IMAGE_KIND_COUNT <= 255 &&
+                   CG_CAPTURE_MODE_COUNT <= 255 && CG_CAPTURE_STATUS_COUNT <= 255,
+               "a word of the log does not fit in a byte");
+
 /* The types of a line's values (log_json.h), NULL for absent. */
 #define OBJ(v) cgl_jis((v), CGL_J_OBJECT)
 #define ARR(v) cgl_jis((v), CGL_J_ARRAY)
@@ -54,8 +60,11 @@ void cgl_init(cgl_log *log) {
 
 void cgl_free(cgl_log *log) {
   if (!log->is_view) {
+    for (size_t i = 0; i < log->n_caps; i++)
+      free(log->caps[i].offender);
     for (size_t i = 0; i < log->n_procs; i++) {
-      free(log->procs[i].census_ids);
+      if (log->cprocs)
+        free(log->cprocs[i].ids);
       free(log->procs[i].slowest);
     }
     for (size_t i = 0; i < log->n_files; i++)
@@ -76,6 +85,7 @@ void cgl_free(cgl_log *log) {
   free(log->reqs);
   free(log->runs);
   free(log->ccaps);
+  free(log->cprocs);
   memset(log, 0, sizeof *log);
 }
 
@@ -145,8 +155,17 @@ static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   p->mode = CG_RUN_MODE_COUNT;
   p->first_offset = log->cur_offset;
   p->first_lineno = log->cur_lineno;
+  if (log->census) {
+    log->cprocs = grow(log->cprocs, &log->cap_cprocs, log->n_procs, sizeof *log->cprocs);
+    memset(&log->cprocs[log->n_procs - 1], 0, sizeof *log->cprocs);
+  }
   cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs - 1, cgl_log_key, log);
   return log->n_procs - 1;
+}
+
+const cgl_census_proc *cgl_census_of(const cgl_log *log, size_t proc) {
+  static const cgl_census_proc none;
+  return log->cprocs ? &log->cprocs[proc] : &none;
 }
 
 /* The process a line belongs to: the latest one of that pid in the same file
@@ -172,32 +191,32 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
 
 /* A census's capture (proc, id): its flags, the capture made on first sight. */
 static unsigned char *census_capture(cgl_log *log, size_t proc, long long id) {
-  cgl_process *p = &log->procs[proc];
-  size_t small = sizeof p->census_small;
-  unsigned char *ids = p->census_cap > small ? p->census_ids : p->census_small;
-  if (id >= 0 && (unsigned long long)id < p->census_cap && (ids[id] & CGL_CENSUS_SEEN))
+  cgl_census_proc *p = &log->cprocs[proc];
+  size_t small = sizeof p->small;
+  unsigned char *ids = p->cap > small ? p->ids : p->small;
+  if (id >= 0 && (unsigned long long)id < p->cap && (ids[id] & CGL_CENSUS_SEEN))
     return &ids[id];
   long i = cgl_index_get(log->index, BY_CAPTURE, (long long)proc, id, cgl_log_key, log);
   if (i >= 0)
     return &log->ccaps[i].flags;
   /* capguard numbers a process's captures from 1: ids up to twice as many as
    * it has plus 1024 are kept by id (a hostile id costs a hash entry) */
-  if (id >= 0 && (unsigned long long)id <= 2 * p->census_dense + 1024) {
+  if (id >= 0 && (unsigned long long)id <= 2 * p->dense + 1024) {
     size_t need = (size_t)id + 1;
-    if (need > p->census_cap) {
-      size_t cap = p->census_cap ? p->census_cap : small;
+    if (need > p->cap) {
+      size_t cap = p->cap ? p->cap : small;
       while (cap < need)
         cap *= 2;
-      if (cap > small) { /* out of census_small: an allocation, its flags copied over */
-        unsigned char *heap = cgl_xrealloc(p->census_cap > small ? p->census_ids : NULL, cap);
-        if (p->census_cap <= small)
-          memcpy(heap, p->census_small, p->census_cap);
-        memset(heap + p->census_cap, 0, cap - p->census_cap);
-        p->census_ids = ids = heap;
+      if (cap > small) { /* out of small: an allocation, its flags copied over */
+        unsigned char *heap = cgl_xrealloc(p->cap > small ? p->ids : NULL, cap);
+        if (p->cap <= small)
+          memcpy(heap, p->small, p->cap);
+        memset(heap + p->cap, 0, cap - p->cap);
+        p->ids = ids = heap;
       }
-      p->census_cap = cap;
+      p->cap = cap;
     }
-    p->census_dense++;
+    p->dense++;
     ids[id] = CGL_CENSUS_SEEN;
     return &ids[id];
   }
@@ -233,8 +252,8 @@ static void census_event(cgl_log *log, size_t proc, const cgl_jv *o) {
   if (kind == CG_EV_STALE_FREE || kind == CG_EV_STALE_LAUNCH || kind == CG_EV_REQUEST_LOAD || cgl_hang_kind(kind))
     return;
   cg_verdict verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
-  p->census_calls++;
-  p->census_served += verdict == CG_VERDICT_SERVED;
+  log->cprocs[proc].calls++;
+  log->cprocs[proc].served += verdict == CG_VERDICT_SERVED;
   const cgl_jv *cap = cgl_jget(o, CG_KEY_CAPTURE);
   unsigned char *flags = census_capture(log, proc, OBJ(cap) ? num(cap, CG_KEY_ID, 0) : 0);
   if (!(*flags & CGL_CENSUS_ENDED) && OBJ(cap))
@@ -247,7 +266,6 @@ static void census_event(cgl_log *log, size_t proc, const cgl_jv *o) {
 static void read_identity(cgl_log *log, cgl_process *p, const cgl_jv *o) {
   p->ppid = num(o, CG_KEY_PPID, 0);
   p->mode = (cg_run_mode)word(&cg_run_modes, o, CG_KEY_MODE);
-  p->version = str(log, o, CG_KEY_VERSION);
   p->run = str(log, o, CG_KEY_RUN);
   p->prime = str(log, o, CG_KEY_PRIME);
   p->time_ns = num(o, CG_KEY_TIME_NS, 0);
@@ -255,7 +273,6 @@ static void read_identity(cgl_log *log, cgl_process *p, const cgl_jv *o) {
   if (INT(cgl_jget(o, CG_KEY_RANK))) {
     p->rank_known = true;
     p->rank = num(o, CG_KEY_RANK, 0);
-    p->local_rank = num(o, CG_KEY_LOCAL_RANK, -1);
     p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
   }
   const cgl_jv *argv = arr(o, CG_KEY_ARGV), *w;
@@ -329,11 +346,16 @@ static const char *site_str(cgl_log *log, size_t proc, const cgl_jv *o, const ch
 static void read_broken_by(cgl_log *log, cgl_capture *c, const cgl_jv *o) {
   const cgl_jv *b = cgl_jget(o, CG_KEY_BROKEN_BY);
   c->by = CGL_BY_UNKNOWN;
-  memset(&c->offender, 0, sizeof c->offender);
+  if (c->offender)
+    memset(c->offender, 0, sizeof *c->offender);
   if (NUL_(b)) {
     c->by = CGL_BY_UNWATCHED;
   } else if (OBJ(b)) {
-    cgl_offender *f = &c->offender;
+    if (!c->offender) {
+      c->offender = cgl_xrealloc(NULL, sizeof *c->offender);
+      memset(c->offender, 0, sizeof *c->offender);
+    }
+    cgl_offender *f = c->offender;
     c->by = CGL_BY_CALL;
     const char *s;
     f->call = (s = str(log, b, CG_KEY_CALL)) ? s : "";
@@ -554,7 +576,6 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->handle = str(log, o, CG_KEY_HANDLE);
   e->meaning = str(log, o, CG_KEY_MEANING);
   e->verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
-  e->thread_mode = (cg_capture_mode)word(&cg_capture_modes, o, CG_KEY_THREAD_MODE);
   e->result = num(o, CG_KEY_RESULT, 0);
   e->driver_result = num(o, CG_KEY_DRIVER_RESULT, -1);
   e->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
@@ -612,7 +633,6 @@ static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
   p->captures = num(o, CG_KEY_CAPTURES, 0);
   p->captures_broken = num(o, CG_KEY_CAPTURES_BROKEN, 0);
   p->primed_loaded = num(o, CG_KEY_PRIMED_LOADED, 0);
-  p->primed_served = num(o, CG_KEY_PRIMED_SERVED, 0);
   p->primed_unused = num(o, CG_KEY_PRIMED_UNUSED, 0);
   p->recorded = num(o, CG_KEY_RECORDED, 0);
   p->primed_skipped_arch = num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0);
@@ -633,7 +653,8 @@ static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
       p->slowest = cgl_xrealloc(NULL, 3 * sizeof *p->slowest);
     p->slowest[p->n_slowest].id = num(c, CG_KEY_ID, 0);
     p->slowest[p->n_slowest].ns = num(c, CG_KEY_NS, 0);
-    p->slowest[p->n_slowest].began = site_str(log, proc, c, CG_KEY_BEGAN); /* demangled, file:line */
+    const char *began = site_str(log, proc, c, CG_KEY_BEGAN); /* demangled, file:line */
+    p->slowest[p->n_slowest].began = began ? began : ""; /* "" when not said, as cgl_slowest promises */
     p->n_slowest++;
   }
   /* the summary says the rank again (the start and process records said it

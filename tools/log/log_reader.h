@@ -50,44 +50,50 @@ typedef struct {
    * older logs: has_capture_time false). */
   bool has_capture_time;
   /* The launcher's rank, from the start, process or summary record (absent:
-   * rank_known false; local_rank -1 and world_size 0 when not said). */
+   * rank_known false; world_size 0 when not said). What no report shows is
+   * not kept: the shim's version, the local rank, the summary's count of
+   * primed loads served (the calls' verdicts count them). */
   bool rank_known;
   unsigned char n_slowest; /* how many slowest captures the summary named (at most 3) */
   cg_run_mode mode;     /* CG_RUN_MODE_COUNT: not logged */
   int signal;           /* the signal it died of, from capguard run's "ended" record (0: not said) */
-  const char *version, *run, *prime; /* run: capguard run's id; prime: the priming file */
+  const char *run, *prime; /* run: capguard run's id; prime: the priming file */
   long long driver_version, emulate_driver, time_ns;
   long long first_ns, last_ns; /* span of everything it logged */
   const char *const *argv; /* its first argc words (at most CGL_ARGV_MAX); NULL when argc is 0 */
   const cgl_strs *argv_exact; /* the same argc words byte for byte, for commands to paste: NULL when
                                  argv is already exact (no control character, valid UTF-8) */
   size_t argc;
-  long long captures, captures_broken, primed_loaded, primed_served, primed_unused, recorded;
+  long long captures, captures_broken, primed_loaded, primed_unused, recorded;
   long long primed_skipped_arch, skipped_sm, device_sm;
   long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
   /* Graph execs holding collectives still alive at exit (CAPGUARD_HANG_S). */
   long long collective_execs;
   cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
-  long long rank, local_rank, world_size;
+  long long rank, world_size;
   size_t run_index;     /* set by cgl_group_runs */
-  /* Where its first line is (byte offset and line number in its file), and,
-   * in a census (cgl_log.census), its calls made during capture and those
-   * served: what the runs' table counts without keeping the events. */
+  /* Where its first line is (byte offset and line number in its file). */
   long long first_offset, first_lineno;
-  long long census_calls, census_served;
-  /* A census's captures of small ids, by id (CGL_CENSUS_* flags; the
-   * others are cgl_log.ccaps): a byte a capture, not a hash table's entry.
-   * census_cap of them, in census_small while they fit (most processes
-   * begin a few captures: no allocation of their own), else in census_ids;
-   * read them with cgl_census_ids. */
-  unsigned char *census_ids;
-  size_t census_cap, census_dense;
-  unsigned char census_small[8];
 } cgl_process;
 
-/* A census's flags of p's captures by id, census_cap of them. */
-static inline const unsigned char *cgl_census_ids(const cgl_process *p) {
-  return p->census_cap > sizeof p->census_small ? p->census_ids : p->census_small;
+/* What a census (cgl_log.census) holds of a process beside its record, in
+ * cgl_log.cprocs, so that a whole read's records do not carry it: its calls
+ * made during capture and those served (what the runs' table counts without
+ * keeping the events), and its captures of small ids, by id (CGL_CENSUS_*
+ * flags; the others are cgl_log.ccaps): a byte a capture, not a hash
+ * table's entry. cap of them, in small while they fit (most processes begin
+ * a few captures: no allocation of their own), else in ids; read them with
+ * cgl_census_ids. */
+typedef struct {
+  long long calls, served;
+  unsigned char *ids;
+  size_t cap, dense;
+  unsigned char small[8];
+} cgl_census_proc;
+
+/* A census's flags of a process's captures by id, c->cap of them. */
+static inline const unsigned char *cgl_census_ids(const cgl_census_proc *c) {
+  return c->cap > sizeof c->small ? c->ids : c->small;
 }
 
 /* What a capture record says broke it ("broken_by"): older capguards did
@@ -111,28 +117,35 @@ typedef struct {
   long long repeats;    /* events counted and not written again (0 when absent) */
   bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
   bool ended_line;      /* a "capture" line was read (else known from events only) */
-  cgl_broken_by by;
-  cgl_offender offender; /* set when by is CGL_BY_CALL */
+  /* bytes, not enums of 4: by a cgl_broken_by, mode a cg_capture_mode,
+   * status a cg_capture_status */
+  unsigned char by;
+  unsigned char mode;   /* CG_CAPTURE_MODE_COUNT: not logged */
+  unsigned char status; /* CG_CAPTURE_STATUS_COUNT: not logged */
+  /* Set when by is CGL_BY_CALL, an allocation of its own (owned by the
+   * log, shared by its views): most captures break nowhere, and do not
+   * carry its 56 bytes. Read it with cgl_capture_offender. */
+  cgl_offender *offender;
   const char *stream, *began;
-  cg_capture_mode mode;     /* CG_CAPTURE_MODE_COUNT: not logged */
-  cg_capture_status status; /* CG_CAPTURE_STATUS_COUNT: not logged */
   long first_break;     /* index into cgl_log.evs of the earliest breaking call, -1 if none */
 } cgl_capture;
+
+/* c's first offender: all zero (NULL strings) when it has none. */
+static inline const cgl_offender *cgl_capture_offender(const cgl_capture *c) {
+  static const cgl_offender none;
+  return c->offender ? c->offender : &none;
+}
 
 typedef struct {
   size_t proc, capture; /* capture: index into cgl_log.caps */
   size_t seq;           /* order read, breaks time ties */
   long long time_ns, result, driver_result, driver_version, emulate_driver, tid;
-  cg_event_kind kind;   /* CG_EV_KIND_COUNT: not one this reader knows */
-  cg_verdict verdict;   /* CG_VERDICT_COUNT: likewise */
-  cg_capture_mode thread_mode;
-  cg_image_kind image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
-  const char *call;
-  const char *handle;   /* hex: what the call worked on (stream, event, pointer), NULL if absent */
-  const char *meaning;  /* the result in words, as the shim wrote it, NULL if absent */
-  const char *image_hash;
-  long long image_sm;   /* the image's SM architecture (90: sm_90), 0 unknown */
-  const cgl_strs *kernels; /* never NULL: an empty list when none */
+  /* The words as bytes, not enums of 4 (a whole read holds an event a call
+   * made during capture), next to the flags, so that they fill one word:
+   * kind a cg_event_kind, verdict a cg_verdict, image_kind a cg_image_kind. */
+  unsigned char kind;       /* CG_EV_KIND_COUNT: not one this reader knows */
+  unsigned char verdict;    /* CG_VERDICT_COUNT: likewise */
+  unsigned char image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
   bool kernels_truncated;
   bool runtime_lazy;    /* its native stack shows the CUDA runtime loading lazily (__cudaGetKernel,
                            cudaGetFuncBySymbol, libcudart's lazy loading): a first launch */
@@ -140,6 +153,12 @@ typedef struct {
    * names it): never served, so never recorded. A load whose options it
    * can reproduce is recorded with them and served like any other. */
   bool with_options;
+  const char *call;
+  const char *handle;  /* hex: what the call worked on (stream, event, pointer), NULL if absent */
+  const char *meaning; /* the result in words, as the shim wrote it, NULL if absent */
+  const char *image_hash;
+  long long image_sm;          /* the image's SM architecture (90: sm_90), 0 unknown */
+  const cgl_strs *kernels;     /* never NULL: an empty list when none */
   const char *options_foreign; /* that option, NULL when none */
   const char *options_differ;  /* how its options differed from those recorded for its bytes, NULL */
   const char *site;     /* see cgl_event_site */
@@ -242,12 +261,14 @@ typedef struct {
   size_t stopped_files;      /* inputs not regular files whose reading an over-long line stopped */
   char first_over[96];
   /* A census reads every line but keeps, of events and captures, only what
-   * the runs' table counts (cgl_census_capture, the processes' census_*):
+   * the runs' table counts (cgl_census_capture, cgl_census_proc):
    * the processes, their runs and the counts in memory bounded by the
    * number of processes and captures, not by the number of events. */
   bool census;
   cgl_census_capture *ccaps;
   size_t n_ccaps, cap_ccaps;
+  cgl_census_proc *cprocs; /* a census's, one a process (cap_cprocs of room); NULL in a whole read */
+  size_t cap_cprocs;
   long long cur_offset, cur_lineno; /* the line being read */
   struct cgl_json *json; /* the line's parser and its buffers (log_json.h) */
 } cgl_log;
@@ -255,6 +276,9 @@ typedef struct {
 /* The key of log->index's value in table t (cgl_index_key; ctx is the log):
  * 0 a process's (file, pid), 1 a capture's (process, id). */
 void cgl_log_key(const void *ctx, int t, size_t value, long long *a, long long *b);
+/* What a census holds of process proc beside its record (all zero when
+ * log is not a census). */
+const cgl_census_proc *cgl_census_of(const cgl_log *log, size_t proc);
 /* The hang watch's event kinds (kept in log->hangs). */
 bool cgl_hang_kind(cg_event_kind kind);
 void cgl_init(cgl_log *log);

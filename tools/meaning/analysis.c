@@ -7,9 +7,9 @@
 #include "offender.h"
 #include "xalloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #define xrealloc(p, n) cg_xrealloc((p), (n), "analysing the log")
 
@@ -50,63 +50,85 @@ static void find_broken(const cgl_log *log, cgr_analysis *a) {
     qsort(a->broken, a->n_broken, sizeof *a->broken, cmp_broken);
 }
 
-/* Pointer-keyed tables: interned strings are equal exactly when their pointers are. */
+/* Pointer-keyed tables: interned strings are equal exactly when their
+ * pointers are. Open addressing in one array of 24-byte slots, at most
+ * three quarters full: a pair of a site and a kernel loaded there costs
+ * 32 to 64 bytes, where an entry of its own with uthash's handle cost 96
+ * (about a tenth of a large log's peak). */
 typedef struct {
   const void *key[2];
-  size_t index;
-  UT_hash_handle hh;
+  size_t value; /* the index + 1; 0: an empty slot */
 } ptr_entry;
+typedef struct {
+  ptr_entry *slots;
+  size_t n, cap; /* cap a power of two, or 0 */
+} ptr_table;
 
-static ptr_entry *ptr_find(ptr_entry *t, const void *a, const void *b) {
-  const void *key[2] = {a, b};
-  ptr_entry *e;
-  HASH_FIND(hh, t, key, sizeof key, e);
-  return e;
+static size_t ptr_hash(const void *a, const void *b) {
+  unsigned long long h = (unsigned long long)(uintptr_t)a * 0x9e3779b97f4a7c15ull;
+  h ^= (unsigned long long)(uintptr_t)b * 0xc2b2ae3d27d4eb4full;
+  return (size_t)(h ^ (h >> 29));
 }
-static void ptr_add(ptr_entry **t, const void *a, const void *b, size_t index) {
-  ptr_entry *e = xrealloc(NULL, sizeof *e);
-  memset(e, 0, sizeof *e);
-  e->key[0] = a;
-  e->key[1] = b;
-  e->index = index;
-  HASH_ADD(hh, *t, key, sizeof e->key, e);
-}
-static void ptr_free(ptr_entry **t) {
-  ptr_entry *e, *tmp;
-  HASH_ITER(hh, *t, e, tmp) {
-    HASH_DEL(*t, e);
-    free(e);
+/* The slot of (a, b): its entry, or the empty slot where it goes. */
+static ptr_entry *ptr_slot(const ptr_table *t, const void *a, const void *b) {
+  for (size_t i = ptr_hash(a, b) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+    ptr_entry *e = &t->slots[i];
+    if (!e->value || (e->key[0] == a && e->key[1] == b))
+      return e;
   }
 }
+/* The index (a, b) was added with, SIZE_MAX when it was not. */
+static size_t ptr_find(const ptr_table *t, const void *a, const void *b) {
+  return t->cap ? ptr_slot(t, a, b)->value - 1 : SIZE_MAX;
+}
+/* Add (a, b), which is not there. */
+static void ptr_add(ptr_table *t, const void *a, const void *b, size_t index) {
+  if (4 * (t->n + 1) > 3 * t->cap) {
+    ptr_table big = {NULL, t->n, t->cap ? 2 * t->cap : 64};
+    big.slots = xrealloc(NULL, big.cap * sizeof *big.slots);
+    memset(big.slots, 0, big.cap * sizeof *big.slots);
+    for (size_t i = 0; i < t->cap; i++)
+      if (t->slots[i].value)
+        *ptr_slot(&big, t->slots[i].key[0], t->slots[i].key[1]) = t->slots[i];
+    free(t->slots);
+    *t = big;
+  }
+  *ptr_slot(t, a, b) = (ptr_entry){{a, b}, index + 1};
+  t->n++;
+}
+static void ptr_free(ptr_table *t) {
+  free(t->slots);
+  *t = (ptr_table){NULL, 0, 0};
+}
 
-static void count_kernel(cgr_analysis *a, ptr_entry **index, const char *name, size_t ev, bool served,
+static void count_kernel(cgr_analysis *a, ptr_table *index, const char *name, size_t ev, bool served,
                          bool broke, bool with_options) {
-  ptr_entry *f = ptr_find(*index, name, NULL);
-  if (!f) {
+  size_t f = ptr_find(index, name, NULL);
+  if (f == SIZE_MAX) {
     a->kernels = xrealloc(a->kernels, (a->n_kernels + 1) * sizeof *a->kernels);
     a->kernels[a->n_kernels] = (cgr_kernel){name, 0, 0, ev, false, 0};
     ptr_add(index, name, NULL, a->n_kernels++);
-    f = ptr_find(*index, name, NULL);
+    f = a->n_kernels - 1;
   }
-  cgr_kernel *k = &a->kernels[f->index];
+  cgr_kernel *k = &a->kernels[f];
   k->loads++;
   k->served += served;
   k->broke |= broke;
   k->with_options += !served && with_options;
 }
 
-static void count_site(cgr_analysis *a, ptr_entry **index, ptr_entry **site_kernels,
-                       const cgl_event *e, size_t ev) {
-  ptr_entry *f = ptr_find(*index, e->site, NULL);
-  if (!f) {
+static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernels, const cgl_event *e,
+                       size_t ev) {
+  size_t f = ptr_find(index, e->site, NULL);
+  if (f == SIZE_MAX) {
     a->sites = xrealloc(a->sites, (a->n_sites + 1) * sizeof *a->sites);
     memset(&a->sites[a->n_sites], 0, sizeof *a->sites);
     a->sites[a->n_sites].site = e->site;
     a->sites[a->n_sites].first_event = ev;
     ptr_add(index, e->site, NULL, a->n_sites++);
-    f = ptr_find(*index, e->site, NULL);
+    f = a->n_sites - 1;
   }
-  cgr_site *s = &a->sites[f->index];
+  cgr_site *s = &a->sites[f];
   s->count++;
   bool have = false;
   for (size_t k = 0; k < s->n_calls; k++)
@@ -117,7 +139,7 @@ static void count_site(cgr_analysis *a, ptr_entry **index, ptr_entry **site_kern
   }
   for (size_t i = 0; i < e->kernels->n; i++) {
     const char *name = e->kernels->v[i];
-    if (ptr_find(*site_kernels, s->site, name))
+    if (ptr_find(site_kernels, s->site, name) != SIZE_MAX)
       continue;
     ptr_add(site_kernels, s->site, name, 0);
     s->kernels = xrealloc(s->kernels, (s->n_kernels + 1) * sizeof *s->kernels);
@@ -126,7 +148,7 @@ static void count_site(cgr_analysis *a, ptr_entry **index, ptr_entry **site_kern
 }
 
 static void tally(const cgl_log *log, cgr_analysis *a) {
-  ptr_entry *kernel_index = NULL, *site_index = NULL, *site_kernels = NULL;
+  ptr_table kernel_index = {NULL, 0, 0}, site_index = {NULL, 0, 0}, site_kernels = {NULL, 0, 0};
   a->procs = xrealloc(NULL, (log->n_procs + 1) * sizeof *a->procs);
   memset(a->procs, 0, (log->n_procs + 1) * sizeof *a->procs);
   for (size_t i = 0; i < log->n_evs; i++) {
@@ -332,14 +354,15 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
     r->procs++;
     r->cuda += pr->cuda;
     r->ended_early += cgr_ended_early(pr);
-    const unsigned char *ids = cgl_census_ids(pr);
-    for (size_t id = 0; id < pr->census_cap; id++)
+    const cgl_census_proc *cp = cgl_census_of(all, p);
+    const unsigned char *ids = cgl_census_ids(cp);
+    for (size_t id = 0; id < cp->cap; id++)
       if (ids[id] & CGL_CENSUS_SEEN) {
         seen[p]++;
         r->broken += (ids[id] & (CGL_CENSUS_BREAK | CGL_CENSUS_STATUS_BROKEN)) != 0;
       }
-    r->calls += (size_t)pr->census_calls;
-    r->served += (size_t)pr->census_served;
+    r->calls += (size_t)cp->calls;
+    r->served += (size_t)cp->served;
     r->captures += pr->has_summary && pr->captures > 0 && (size_t)pr->captures > seen[p]
                        ? (size_t)pr->captures
                        : seen[p];

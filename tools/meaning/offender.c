@@ -31,7 +31,7 @@ cgl_broken_by cgr_first_offender(const cgl_log *log, size_t capture, long first_
                                  cgl_offender *out) {
   const cgl_capture *c = &log->caps[capture];
   if (c->by == CGL_BY_CALL) {
-    *out = c->offender;
+    *out = *cgl_capture_offender(c);
     return CGL_BY_CALL;
   }
   /* null: the shim saw no call break the capture while it was still valid

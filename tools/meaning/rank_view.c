@@ -164,34 +164,42 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size
 static const char no_offender[] = "";
 /* One image a rank loaded during capture (a module-load event: the driver's
  * load or a copy served), by its hash: interned, so equal hashes are one
- * pointer. */
+ * pointer. 16 bytes, as a million ranks' loads and their sort's copy are
+ * at the report's peak: rows and events number far fewer than 2^32 (the
+ * model of 2^32 events would be 800 GB). */
 typedef struct {
   const char *hash;
-  size_t row;
-  size_t ev;
+  uint32_t row;
+  uint32_t ev;
 } loaded_image;
 
+/* By hash, then row, then the event (a group's first load is its earliest
+ * of the lowest row, whatever qsort's stability). */
 static int by_hash_then_row(const void *a, const void *b) {
   const loaded_image *x = a, *y = b;
   if (x->hash != y->hash)
     return (uintptr_t)x->hash < (uintptr_t)y->hash ? -1 : 1;
-  return (x->row > y->row) - (x->row < y->row);
+  if (x->row != y->row)
+    return x->row < y->row ? -1 : 1;
+  return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+static bool loaded_during_capture(const cgl_event *ev, const size_t *row_of) {
+  return ev->kind == CG_EV_MODULE_LOAD && ev->image_hash && row_of[ev->proc] != SIZE_MAX;
 }
 
 /* Each image some ranks loaded during capture and others did not: NCCL's
  * ranks run the same graphs, so a rank that loaded another kernel image
  * captured other work (a different code path, a different build). */
 static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t *row_of) {
-  loaded_image *li = NULL;
-  size_t n = 0, cap = 0;
-  for (size_t e = 0; e < log->n_evs; e++) {
-    const cgl_event *ev = &log->evs[e];
-    if (ev->kind != CG_EV_MODULE_LOAD || !ev->image_hash || row_of[ev->proc] == SIZE_MAX)
-      continue;
-    if (n == cap)
-      li = cg_xrealloc(li, (cap = cap ? 2 * cap : 64) * sizeof *li, DOING);
-    li[n++] = (loaded_image){ev->image_hash, row_of[ev->proc], e};
-  }
+  size_t n = 0;
+  for (size_t e = 0; e < log->n_evs; e++)
+    n += loaded_during_capture(&log->evs[e], row_of);
+  loaded_image *li = cg_xrealloc(NULL, (n + 1) * sizeof *li, DOING);
+  n = 0;
+  for (size_t e = 0; e < log->n_evs; e++)
+    if (loaded_during_capture(&log->evs[e], row_of))
+      li[n++] = (loaded_image){log->evs[e].image_hash, (uint32_t)row_of[log->evs[e].proc], (uint32_t)e};
   if (n)
     qsort(li, n, sizeof *li, by_hash_then_row);
   /* Linear in the loads: a group's ranks are counted from the sorted run

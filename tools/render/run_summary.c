@@ -24,7 +24,7 @@ static void why_line(FILE *out, const cgr_report *r, cg_palette pal) {
     snprintf(more, sizeof more, "%zu captures broke; the first ", a->n_broken);
   long f = a->broken[0].first_event;
   const cgl_capture *c = &r->rows.caps[a->broken[0].capture];
-  if (f < 0 || (c->by == CGL_BY_CALL && r->rows.evs[f].call != c->offender.call))
+  if (f < 0 || (c->by == CGL_BY_CALL && r->rows.evs[f].call != cgl_capture_offender(c)->call))
     return;
   const cgl_event *e = &r->rows.evs[f];
   char why[256], kernels[160];

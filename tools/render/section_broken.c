@@ -47,12 +47,12 @@ static void print_broken(FILE *out, const cgr_report *rep, cg_palette pal) {
       cgr_report_offender_phrase(rep, a->broken[b].capture, f, phrase, sizeof phrase);
       fprintf(out, "    %s%s%s\n", pal.bold, phrase, pal.reset);
       /* the native caller too, when the phrase gave the Python line */
-      const cgl_offender *o = &c->offender;
+      const cgl_offender *o = cgl_capture_offender(c);
       if (c->by == CGL_BY_CALL && *o->where && strcmp(o->where, cgr_offender_at(o)))
-        fprintf(out, "    where: %s\n", c->offender.where);
+        fprintf(out, "    where: %s\n", o->where);
       print_capture_end(out, c);
       /* the logged event of that call, when it is in the log: its kernels and why */
-      if (f < 0 || c->by != CGL_BY_CALL || rows->evs[f].call != c->offender.call)
+      if (f < 0 || c->by != CGL_BY_CALL || rows->evs[f].call != cgl_capture_offender(c)->call)
         continue;
     } else {
       const cgl_event *e = &rows->evs[f];
@@ -116,7 +116,7 @@ static void broken_table(FILE *o, const cgr_report *rep) {
     esc(o, or (c->began, "?"));
     fputs("</code></td>", o);
     long f = a->broken[b].first_event;
-    if (f < 0 || (c->by == CGL_BY_CALL && rows->evs[f].call != c->offender.call)) {
+    if (f < 0 || (c->by == CGL_BY_CALL && rows->evs[f].call != cgl_capture_offender(c)->call)) {
       /* no logged event of the offender: what the capture record says, or that the log does not */
       char phrase[1024];
       cgr_report_offender_phrase(rep, a->broken[b].capture, f, phrase, sizeof phrase);
@@ -124,7 +124,7 @@ static void broken_table(FILE *o, const cgr_report *rep) {
         fputs("<td class=\"bad\">", o);
         esc(o, phrase);
         fputs("</td><td><code>", o);
-        esc(o, or (c->offender.where, cgr_offender_at(&c->offender)));
+        esc(o, or (cgl_capture_offender(c)->where, cgr_offender_at(cgl_capture_offender(c))));
         fputs("</code></td><td></td><td>", o);
       } else {
         fputs("<td colspan=\"3\">", o);
