@@ -5,8 +5,6 @@
 
 #include <stdlib.h>
 
-static size_t home(const cg_index *m, uint64_t key) { return cg_index_home(m, key); }
-
 static bool grow(cg_index *m) {
   size_t cap = m->cap ? m->cap * 2 : 64;
   cg_index_slot *s = calloc(cap, sizeof *s);
@@ -26,7 +24,7 @@ static bool grow(cg_index *m) {
 bool cg_index_put(cg_index *m, uint64_t key, void *val) {
   if (!key || ((m->n + 1) * 2 > m->cap && !grow(m)))
     return false;
-  size_t i = home(m, key);
+  size_t i = cg_index_home(m, key);
   while (m->slots[i].key)
     i = (i + 1) & (m->cap - 1);
   m->slots[i].key = key;
@@ -40,7 +38,7 @@ bool cg_index_put(cg_index *m, uint64_t key, void *val) {
 void cg_index_remove_at(cg_index *m, size_t i) {
   size_t mask = m->cap - 1, hole = i;
   for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
-    size_t h = home(m, m->slots[j].key);
+    size_t h = cg_index_home(m, m->slots[j].key);
     bool stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
     if (stays)
       continue;
@@ -55,7 +53,7 @@ void cg_index_remove_at(cg_index *m, size_t i) {
 bool cg_index_del(cg_index *m, uint64_t key, const void *val) {
   if (!m->cap || !key)
     return false;
-  size_t mask = m->cap - 1, i = home(m, key);
+  size_t mask = m->cap - 1, i = cg_index_home(m, key);
   for (; m->slots[i].key; i = (i + 1) & mask)
     if (m->slots[i].key == key && m->slots[i].val == val) {
       cg_index_remove_at(m, i);

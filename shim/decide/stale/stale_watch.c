@@ -537,8 +537,11 @@ static bool may_start_in(uint64_t lo, uint64_t len) {
   return false;
 }
 
-/* A map, a release, or an unmap of pieces no exec reads: the record alone. */
-static void record_only(cg_stale_how how, uint64_t addr, uint64_t len, uint64_t aux) {
+/* The record of mapped pieces changed alone: a map, a release, or an unmap
+ * (of pieces no exec reads, or after freed_range marked their readers).
+ * Inlined: it is most of the common map and unmap. */
+static inline __attribute__((always_inline)) void record_only(cg_stale_how how, uint64_t addr, uint64_t len,
+                                                              uint64_t aux) {
   bool oom = false;
   vmm_take();
   if (how == CG_STALE_MAP)
@@ -564,10 +567,7 @@ static __attribute__((noinline)) void freed_watched(const char *call, uint64_t a
     /* The record changed under the tables' lock too: a launch (which holds
      * it) sees the piece unmapped only once its readers are marked. */
     freed_range(addr, len, &out);
-    vmm_take();
-    cg_vmm_unmap(&vmm, addr, len);
-    __atomic_store_n(&vmm_pieces, vmm.pieces != 0, __ATOMIC_RELAXED);
-    vmm_give();
+    record_only(CG_STALE_RANGE, addr, len, 0);
   } else if (how == CG_STALE_AT) {
     freed_at(addr, &out);
   } else { /* memory capguard cannot place: every read not of a mapped piece, at its next launch */
