@@ -7,6 +7,7 @@
 #include "break_rules.h"
 #include "live_captures.h"
 #include "query_fence.h"
+#include "fast_path.h"
 #include "locks.h"
 #include "config.h"
 #include "driver.h"
@@ -69,7 +70,11 @@ static void first_driver_use(void) {
   cg_output_open_deferred_log();
   cg_captures_init(); /* the model: no capture comes before the driver (2.8k of /bin/true's start-up) */
   cg_stack_init();
-  cg_query_fence_init();
+#if defined(__x86_64__)
+  cg_query_fence_init(&cg_query_target, cg_query_divert_code);
+#else
+  cg_query_fence_init(NULL, NULL);
+#endif
   cg_hang_watch_start(); /* CAPGUARD_HANG_S only */
 }
 

@@ -247,7 +247,7 @@ void cg_captures_begin_enter(void) {
    * refusal of such a query goes unreported). Waited
    * for before the gate: a query may want the gate shared, and a decision
    * queued for it exclusive would hold that query back. */
-  cg_query_fence_wait(true);
+  cg_query_divert_and_wait();
   cg_gate_share();
   begin_tick0 = cg_captures_tick();
   begin_slot = cg_tick_slots_take(&begins, begin_tick0, cg_self_tid());

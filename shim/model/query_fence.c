@@ -21,6 +21,14 @@ static pthread_key_t slot_key[CG_FENCES];
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static bool key_ok;
 static int parking; /* a begin is parking slots: one at a time */
+#if CG_QUERY_PARKS
+/* The fast path's target and its divert (route/fast_path.h), given at the
+ * first use of the driver; until then nothing is put back (the target is
+ * the divert from the start) and a begin only waits. */
+static void **query_target;
+static void *query_divert;
+static unsigned query_restores; /* targets put back, ever */
+#endif
 
 __thread cg_query_slot *cg_fence_self[CG_FENCES] __attribute__((tls_model("initial-exec")));
 __thread unsigned cg_query_seq __attribute__((tls_model("initial-exec"))) = CG_QUERY_UNCLAIMED;
@@ -156,8 +164,17 @@ unsigned *cg_query_enter_unclaimed(void) {
 void cg_fence_overflow_enter(int f) { __atomic_add_fetch(&overflow_in_flight[f], 1, __ATOMIC_SEQ_CST); }
 void cg_fence_overflow_leave(int f) { __atomic_sub_fetch(&overflow_in_flight[f], 1, __ATOMIC_RELEASE); }
 
-void cg_query_fence_init(void) {
+void cg_query_fence_init(void **target, void *divert) {
   membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#if CG_QUERY_PARKS
+  if (target && divert) {
+    query_target = target;
+    __atomic_store_n(&query_divert, divert, __ATOMIC_RELEASE);
+  }
+#else
+  (void)target;
+  (void)divert;
+#endif
 }
 
 void cg_query_fence_atfork_child(void) {
@@ -300,6 +317,32 @@ static void park_idle_slots(void) {
     slot_cas(s, CG_QUERY_UNCLAIMED, pending_v[j]);
   }
 }
+
+#if CG_QUERY_PARKS
+
+void cg_query_restore_target(void *driver_fn) {
+  void *divert = __atomic_load_n(&query_divert, __ATOMIC_ACQUIRE);
+  /* The swap first, the count after: a begin that set the divert before
+   * this swap read the count before it too, and sees it move. */
+  if (divert && __atomic_compare_exchange_n(query_target, &divert, driver_fn, false, __ATOMIC_SEQ_CST,
+                                            __ATOMIC_RELAXED))
+    __atomic_add_fetch(&query_restores, 1, __ATOMIC_SEQ_CST);
+}
+
+void cg_query_divert_and_wait(void) {
+  void *divert = __atomic_load_n(&query_divert, __ATOMIC_ACQUIRE);
+  /* Bounded: only queries that looked before this begin counted itself put
+   * the target back, and each round waits for all of them to leave. */
+  for (int round = 0; round < 16; round++) {
+    unsigned seen = __atomic_load_n(&query_restores, __ATOMIC_SEQ_CST);
+    if (divert)
+      __atomic_store_n(query_target, divert, __ATOMIC_SEQ_CST);
+    cg_query_fence_wait(true);
+    if (__atomic_load_n(&query_restores, __ATOMIC_SEQ_CST) == seen)
+      return;
+  }
+}
+#endif
 
 void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);

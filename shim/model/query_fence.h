@@ -5,7 +5,7 @@
  * Every cuEventQuery says, in a word of its thread's own (cg_query_seq, a
  * thread-local the thread's slot points at), that it is in flight (a
  * sequence number, odd while in flight: two plain increments, no atomic
- * read-modify-write; the x86-64 wrapper is 12 instructions,
+ * read-modify-write; the x86-64 wrapper is 9 instructions,
  * route/fast_path.h); a
  * begin, and a record that puts an event into a capture, wait until every
  * query that was in flight has left. Then:
@@ -150,12 +150,42 @@ static inline void cg_query_fence_wait(bool asymmetric) {
   cg_fence_wait(CG_FENCE_QUERIES, asymmetric, 1000000000ull);
 }
 
+/* The diverted target (x86-64). The fast path of cuEventQuery calls
+ * through cg_query_target without looking at the capture activity: the
+ * target is the driver's cuEventQuery only while nothing captures, and
+ * otherwise the divert (sname "_cg_divert", route/fast_path.h), which
+ * sends the query to the C body. So:
+ *  - a begin counts itself in the activity, then sets the divert, then
+ *    waits for the queries in flight (cg_query_divert_and_wait). A query
+ *    that loaded the driver's function loaded it before the divert was
+ *    set, so it was in flight before the wait looked (membarrier, as for
+ *    the activity before), and the begin waits for it;
+ *  - the target is put back only by a query in flight that saw the
+ *    activity at zero (cg_query_restore_target: a compare-and-swap from
+ *    the divert, then a count of restores). Such a query looked before the
+ *    begin counted itself, so the begin's wait covers it; if the count
+ *    moved while the begin waited, the begin sets the divert and waits
+ *    again (a query that loaded the put-back function before the divert
+ *    was set again is then in flight for the second wait). No query that
+ *    looks after the begin counted itself puts it back.
+ * Captures ending leave the divert in place: the next query that finds
+ * nothing capturing puts the driver's function back, once. */
+#if CG_QUERY_PARKS
+void cg_query_divert_and_wait(void);
+/* With the caller's query in flight and the activity seen at zero. */
+void cg_query_restore_target(void *driver_fn);
+#else
+static inline void cg_query_divert_and_wait(void) { cg_query_fence_wait(true); }
+#endif
+
 /* Whether a call of the fence, on another thread, is in flight now (a
  * snapshot: no membarrier, no waiting). */
 bool cg_fence_busy(int fence);
 
-/* Start-up (registers for membarrier) and fork. */
-void cg_query_fence_init(void);
+/* The first use of the driver (registers for membarrier; the fast path's
+ * target word and its divert, NULL where there is no such fast path), and
+ * fork. */
+void cg_query_fence_init(void **target, void *divert);
 void cg_query_fence_atfork_child(void);
 
 #endif

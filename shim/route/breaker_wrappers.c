@@ -102,19 +102,21 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
   ((ep) == CG_EP_cuStreamSynchronize || (ep) == CG_EP_cuStreamSynchronize_ptsz ||                   \
    (ep) == CG_EP_cuEventSynchronize || (ep) == CG_EP_cuCtxSynchronize || (ep) == CG_EP_cuCtxSynchronize_v2)
 
-/* What the x86-64 fast path of cuEventQuery calls (route/fast_path.h):
- * until the driver is found, query_resolve, which finds it (inside the
- * query's fence, with nothing capturing, as the call it stands for) and
- * puts the driver's cuEventQuery here; never NULL, so the fast path does
- * not test it. */
-static CUresult query_resolve(CUevent event) {
+/* Where the x86-64 fast path's divert goes with the capture activity at
+ * zero (route/fast_path.h), the query in flight: the driver's cuEventQuery
+ * found (inside the query's fence, with nothing capturing, as the call it
+ * stands for), put back as the target (query_fence.h), and called. */
+CUresult cg_query_restore(CUevent event) __attribute__((used));
+CUresult cg_query_restore(CUevent event) {
   CUresult (*real)(CUevent) = (CUresult(*)(CUevent))__atomic_load_n(&cg_ep_real[CG_EP_cuEventQuery], __ATOMIC_ACQUIRE);
   if (!real && (!cg_driver_ready() || !(real = (CUresult(*)(CUevent))cg_ep_real[CG_EP_cuEventQuery])))
     return CUDA_ERROR_NOT_INITIALIZED;
-  __atomic_store_n(&cg_query_target, (void *)real, __ATOMIC_RELEASE);
+  cg_query_restore_target((void *)real);
   return real(event);
 }
-void *cg_query_target = (void *)query_resolve;
+#if defined(__x86_64__)
+void *cg_query_target = cg_query_divert_code;
+#endif
 
 /* The arguments kept in a struct (its first member only so that a call
  * without parameters, cuCtxSynchronize, has a struct too) and a thunk that

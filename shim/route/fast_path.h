@@ -19,12 +19,13 @@
  * CG_FAST_PATH(cname, sname, ep, params, kind): the exported wrapper sname.
  * kind (a constant): CG_FAST_PLAIN, the path above; CG_FAST_QUERY,
  * cuEventQuery's, which says it is in flight around the driver's call
- * (query_fence.h): 12 instructions, the thread's cg_query_seq incremented
+ * (query_fence.h): 9 instructions, the thread's cg_query_seq incremented
  * in place before and after, each one instruction (a begin that parks the
  * thread's slot relies on it; a result of 0 says the thread has no slot yet
  * or its slot is parked: undone, and the C body claims one or unparks it,
- * with no instruction more on this path), the driver's function from
- * cg_query_target (never NULL), and call frame information, since the
+ * with no instruction more on this path), the call through
+ * cg_query_target (never NULL; the driver's function only while nothing
+ * captures, so the activity is not tested), and call frame information, since the
  * driver's call is made from its frame; CG_FAST_NONE, sname is the C body
  * itself (an alias of sname "_cg_other"). The C body is declared by
  * CG_OTHER_HEAD(cname, sname, params) and defined by the file. */
@@ -35,7 +36,12 @@
 #include "wrapper.h"
 
 enum { CG_FAST_NONE, CG_FAST_PLAIN, CG_FAST_QUERY };
+#if defined(__x86_64__)
+/* What cuEventQuery's fast path calls: the driver's function while nothing
+ * captures, else the divert (query_fence.h, "the diverted target"). */
 extern void *cg_query_target;
+extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
+#endif
 
 #define CG_OTHER_HEAD(cname, sname, params)                                                            \
   CUresult cname##_other(CG_PARAMS(params)) __asm__(sname "_cg_other") __attribute__((noinline, used)); \
@@ -66,30 +72,46 @@ extern void *cg_query_target;
   }
 /* cuEventQuery's (CG_FAST_QUERY), at file level (CG_QUERY_FAST_PATH(sname)
  * once in the file): its call frame information cannot sit inside a C
- * function's. */
+ * function's. The capture activity is not tested on this path: the call
+ * goes through cg_query_target, which is the driver's function only while
+ * nothing captures (query_fence.h, "the diverted target"), and otherwise
+ * sname "_cg_divert": with the capture activity still zero there, it goes
+ * on to cg_query_restore (C), which puts the driver's function back and
+ * makes the call, still in flight; else it leaves the fence, drops the
+ * fast path's frame (its return address and saved %r11) and jumps to the
+ * C body, as if the caller had called it. 9 instructions with the driver
+ * as the target. */
 #define CG_QUERY_FAST_PATH(sname)                                                                    \
   __asm__(".text\n\t.globl " sname "\n\t.type " sname ", @function\n" sname ":\n\t"                \
           ".cfi_startproc\n\t"                                                                     \
           ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64 */                                          \
-          "movq cg_query_target(%rip), %rax\n\t"                                                   \
           "movq cg_query_seq@gottpoff(%rip), %r11\n\t"                                             \
           "addl $1, %fs:(%r11)\n\t" /* in flight (odd) */                                          \
           "jz 2f\n\t"                 /* it was CG_QUERY_UNCLAIMED: no slot, or parked */          \
-          "cmpq $0, cg_activity(%rip)\n\t"                                                         \
-          "jne 3f\n\t"                                                                              \
           "pushq %r11\n\t"                                                                         \
           ".cfi_adjust_cfa_offset 8\n\t"                                                            \
-          "call *%rax\n\t"                                                                         \
+          "call *cg_query_target(%rip)\n\t"                                                        \
           "popq %r11\n\t"                                                                          \
           ".cfi_adjust_cfa_offset -8\n\t"                                                           \
           "addl $1, %fs:(%r11)\n\t" /* left (even) */                                              \
           "ret\n"                                                                                   \
           "2:\tsubl $1, %fs:(%r11)\n\t"                                                            \
-          "jmp " sname "_cg_other\n"                                                                \
-          "3:\taddl $1, %fs:(%r11)\n\t"                                                            \
           "jmp " sname "_cg_other\n\t"                                                              \
           ".cfi_endproc\n\t"                                                                       \
-          ".size " sname ", .-" sname "\n")
+          ".size " sname ", .-" sname "\n\t"                                                        \
+          ".globl " sname "_cg_divert\n\t.hidden " sname "_cg_divert\n\t"                         \
+          ".type " sname "_cg_divert, @function\n" sname "_cg_divert:\n\t"                         \
+          ".cfi_startproc\n\t"                                                                     \
+          ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64: called through the target */             \
+          "cmpq $0, cg_activity(%rip)\n\t"                                                         \
+          "jne 1f\n\t"                                                                              \
+          "jmp cg_query_restore\n"                                                                  \
+          "1:\tmovq cg_query_seq@gottpoff(%rip), %r11\n\t"                                         \
+          "addl $1, %fs:(%r11)\n\t" /* left (even) */                                              \
+          "addq $16, %rsp\n\t"        /* the caller's return address on top again */               \
+          "jmp " sname "_cg_other\n\t"                                                              \
+          ".cfi_endproc\n\t"                                                                       \
+          ".size " sname "_cg_divert, .-" sname "_cg_divert\n")
 #else
 #define CG_QUERY_FAST_PATH(sname)
 #define CG_FAST_PATH(cname, sname, ep_, params, kind)                                                  \

@@ -2,16 +2,26 @@
  * directly: a thread that queried and then stays idle is parked by the
  * second begin after its last query, its next query unparks it; a word
  * of 0xFFFFFFFE is never parked, and the in-flight word it becomes
- * (CG_QUERY_UNCLAIMED's value, odd) is seen as in flight. The querier is
- * a thread of this test that enters and leaves when told to. */
+ * (CG_QUERY_UNCLAIMED's value, odd) is seen as in flight. And the
+ * diverted target: put back only from the divert, and a begin whose wait
+ * saw a query put it back sets the divert again. The querier is a thread
+ * of this test that enters and leaves when told to. */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "query_fence.h"
 #include "warn.h"
 #include "check_run.h"
+
+/* The target and its divert stand in for route/fast_path.h's; never called here. */
+static void test_divert(void) {}
+static void *target = (void *)test_divert;
+static void driver_query(void) {}
+static void test_divert_other(void) {}
 
 void cg_warn(const char *fmt, ...) {
   va_list ap;
@@ -21,7 +31,7 @@ void cg_warn(const char *fmt, ...) {
 }
 
 /* The querier: each step asked of it is one of these. */
-enum { STEP_NONE, STEP_QUERY, STEP_ENTER, STEP_LEAVE, STEP_SET_WORD, STEP_EXIT };
+enum { STEP_NONE, STEP_QUERY, STEP_ENTER, STEP_LEAVE, STEP_SET_WORD, STEP_RESTORE, STEP_EXIT };
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int step, done_steps, asked_steps;
@@ -45,6 +55,8 @@ static void *querier(void *arg) {
       cg_query_leave(in_flight_q);
     } else if (s == STEP_SET_WORD) {
       cg_query_seq = set_to;
+    } else if (s == STEP_RESTORE) {
+      cg_query_restore_target((void *)driver_query);
     }
     word = &cg_query_seq;
     slot = cg_fence_self[CG_FENCE_QUERIES];
@@ -84,7 +96,7 @@ static void stop_querier(pthread_t t) {
 }
 
 START_TEST(test_idle_querier_parked_and_unparked) {
-  cg_query_fence_init();
+  cg_query_fence_init(&target, (void *)test_divert);
   pthread_t t = start_querier();
   for (int i = 0; i < 3; i++)
     ask(STEP_QUERY);
@@ -118,7 +130,7 @@ START_TEST(test_idle_querier_parked_and_unparked) {
 END_TEST
 
 START_TEST(test_the_word_before_wrapping_is_never_parked) {
-  cg_query_fence_init();
+  cg_query_fence_init(&target, (void *)test_divert);
   pthread_t t = start_querier();
   ask(STEP_QUERY);
   set_to = CG_QUERY_UNCLAIMED - 1;
@@ -139,11 +151,63 @@ START_TEST(test_the_word_before_wrapping_is_never_parked) {
 }
 END_TEST
 
+#if CG_QUERY_PARKS
+static void *target_now(void) { return __atomic_load_n(&target, __ATOMIC_SEQ_CST); }
+
+START_TEST(test_target_put_back_only_from_the_divert) {
+  cg_query_fence_init(&target, (void *)test_divert);
+  ck_assert_ptr_eq(target_now(), (void *)test_divert); /* the first query finds the driver */
+  cg_query_restore_target((void *)driver_query);
+  ck_assert_ptr_eq(target_now(), (void *)driver_query);
+  cg_query_restore_target((void *)test_divert_other);
+  ck_assert_ptr_eq(target_now(), (void *)driver_query); /* not the divert: left alone */
+  cg_query_divert_and_wait();
+  ck_assert_ptr_eq(target_now(), (void *)test_divert);
+}
+END_TEST
+
+static int begin_done;
+static void *diverting_begin(void *arg) {
+  (void)arg;
+  cg_query_divert_and_wait();
+  __atomic_store_n(&begin_done, 1, __ATOMIC_SEQ_CST);
+  return NULL;
+}
+
+/* A query in flight that saw nothing capturing (it looked before the
+ * begin counted itself) puts the driver's function back while the begin
+ * waits for it: the begin sets the divert again before it goes on. */
+START_TEST(test_begin_diverts_again_after_a_query_put_the_target_back) {
+  cg_query_fence_init(&target, (void *)test_divert);
+  cg_query_restore_target((void *)driver_query);
+  pthread_t t = start_querier();
+  ask(STEP_ENTER);
+  pthread_t b;
+  ck_assert_int_eq(pthread_create(&b, NULL, diverting_begin, NULL), 0);
+  while (target_now() != (void *)test_divert)
+    sched_yield();
+  struct timespec ts = {0, 50000000};
+  nanosleep(&ts, NULL);
+  ck_assert_int_eq(__atomic_load_n(&begin_done, __ATOMIC_SEQ_CST), 0); /* waits for the query */
+  ask(STEP_RESTORE);
+  ck_assert_ptr_eq(target_now(), (void *)driver_query);
+  ask(STEP_LEAVE);
+  pthread_join(b, NULL);
+  ck_assert_ptr_eq(target_now(), (void *)test_divert);
+  stop_querier(t);
+}
+END_TEST
+#endif
+
 int main(void) {
   Suite *s = suite_create("query_fence");
   TCase *tc = tcase_create("parking");
   tcase_add_test(tc, test_idle_querier_parked_and_unparked);
   tcase_add_test(tc, test_the_word_before_wrapping_is_never_parked);
+#if CG_QUERY_PARKS
+  tcase_add_test(tc, test_target_put_back_only_from_the_divert);
+  tcase_add_test(tc, test_begin_diverts_again_after_a_query_put_the_target_back);
+#endif
   suite_add_tcase(s, tc);
   return tk_check_run(s);
 }
