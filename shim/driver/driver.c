@@ -1,4 +1,5 @@
 #include "driver.h"
+#include "breaker_targets.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -233,6 +234,7 @@ static void resolve(void) {
   for (int i = 0; i < CG_EP_COUNT; i++)
     __atomic_store_n(&cg_ep_real[i], real[i], __ATOMIC_RELEASE);
   publish_fast_targets();
+  cg_breaker_targets_publish(cg_ep_real);
   cg_output_process(v);
   register_log_callback(h, v);
 }

@@ -3,16 +3,20 @@
  * module and library unloads among them), and the event records the 907
  * rule needs. These are hot (torch's caching
  * allocator records and queries events constantly, NCCL's watchdog polls):
- * with nothing capturing, or in off mode, each is the load of the driver's
- * pointer, one atomic load and the driver's call, a tail call for the
- * polled ones (bench/run_bench_hot.sh); an unload, which is rare, also
+ * with nothing capturing, or in off mode, each is one atomic load and the
+ * driver's call, a tail call for the polled ones (bench/run_bench_hot.sh),
+ * inside the breakers' fence for most others (written out on x86-64:
+ * route/fast_path.h, CG_FAST_BREAKER); an unload, which is rare, also
  * takes the capture gate (cg_gate_lock_if_idle); breakers.c decides only while
  * something captures. */
 #include "breakers.h"
+
+#include <stddef.h>
 #include "hang_launches.h"
 #include "hang_slots.h"
 
 #include "priming.h"
+#include "breaker_targets.h"
 #include "fast_path.h"
 #include "query_fence.h"
 #include "stale_layouts.h"
@@ -101,6 +105,27 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
 #define CG_BLOCKS(ep)                                                                                \
   ((ep) == CG_EP_cuStreamSynchronize || (ep) == CG_EP_cuStreamSynchronize_ptsz ||                   \
    (ep) == CG_EP_cuEventSynchronize || (ep) == CG_EP_cuCtxSynchronize || (ep) == CG_EP_cuCtxSynchronize_v2)
+/* The rows whose nothing-capturing path is the breakers' fast path
+ * (route/fast_path.h, CG_FAST_BREAKER), and what their target depends on
+ * (driver/breaker_targets.c): not the polled queries (a tail call), not
+ * cuEventQuery (the queries' fence), not the unloads (the capture gate)
+ * nor an exec's destroy (the hang watch's and the stale check's execs,
+ * which come and go). */
+#define CG_BREAKER_FLAGS(ep, fix)                                                                    \
+  (!CG_POLLED(ep) && !CG_FENCED(ep) && (fix) != CG_FIX_DEFER_UNLOAD && (fix) != CG_FIX_DEFER_DESTROY \
+       ? CG_BT_FAST | (CG_BLOCKS(ep) ? CG_BT_BLOCKS : 0) | ((fix) == CG_FIX_DEFER_FREE ? CG_BT_FREES : 0) \
+       : 0)
+#if defined(__x86_64__)
+/* What the breakers' fast path (route/fast_path.h) writes out. */
+_Static_assert(CG_FENCE_BREAKERS == 1 && sizeof(cg_query_slot *) == 8,
+               "the breakers' fast path reads cg_fence_self[CG_FENCE_BREAKERS] at %fs:8 from the array");
+_Static_assert(offsetof(cg_hang_slot, call) == 8 && offsetof(cg_hang_slot, call_seq) == 16 &&
+                   offsetof(cg_hang_slot, handle) == 24 && offsetof(cg_hang_slot, caller) == 32 &&
+                   offsetof(cg_hang_slot, caller_slot) == 40 && offsetof(cg_hang_slot, count) == 72,
+               "the synchronizes' fast path writes the hang slot at these offsets");
+#endif
+/* What the ineligible rows' unused fast code names as its target. */
+void *cg_breaker_no_target __attribute__((used));
 
 /* Where the x86-64 fast path's divert goes with the capture activity at
  * zero (route/fast_path.h), the query in flight: the driver's cuEventQuery
@@ -127,6 +152,14 @@ void *cg_query_target = cg_query_divert_code;
  * canary, no struct to set up) on the path taken when nothing captures. */
 #define CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, handle_thunk) \
   CG_ARGS_THUNK(cname, ep, params)                                                                    \
+  /* The fast path's refusal, attributed while the call is in the fence. */                        \
+  CUresult cname##_refused(CUresult r) __asm__(sname "_cg_refused") __attribute__((used, noinline, cold)); \
+  CUresult cname##_refused(CUresult r) {                                                              \
+    refused_unseen(r, ep, kind, rule);                                                                \
+    return r;                                                                                         \
+  }                                                                                                   \
+  CG_BREAKER_HOLDER(cname, sname, ep, CG_BREAKER_FLAGS(ep, fix), (ep) == CG_EP_cuCtxSynchronize ? 0 : -1) \
+  CG_BREAKER_FAST_PATH(sname);                                                                        \
   static __attribute__((noinline)) CUresult cname##_slow(CG_PARAMS(params)) {                        \
     cname##_args args_ = CG_ARGS_KEPT(params);                                                        \
     cg_call c_ = {(ep),      (kind),       (rule),         (fix), (uint64_t)(uintptr_t)(target),      \
@@ -180,7 +213,11 @@ void *cg_query_target = cg_query_divert_code;
     CG_STALE_AFTER(fix, sname, target, s_)                                                            \
     return s_;                                                                                        \
   }                                                                                                   \
-  CG_FAST_PATH(cname, sname, ep, params, CG_FENCED(ep) ? CG_FAST_QUERY : CG_POLLED(ep) ? CG_FAST_PLAIN : CG_FAST_NONE)
+  CG_FAST_PATH(cname, sname, ep, params,                                                              \
+               CG_FENCED(ep)                      ? CG_FAST_QUERY                                     \
+               : CG_POLLED(ep)                    ? CG_FAST_PLAIN                                     \
+               : CG_BREAKER_FLAGS(ep, fix) & CG_BT_FAST ? (CG_BLOCKS(ep) ? CG_FAST_BREAKER_BLOCKS : CG_FAST_BREAKER) \
+                                                  : CG_FAST_NONE)
 
 #define CG_WRAP_BREAKER(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix)         \
   CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, NULL)

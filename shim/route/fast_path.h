@@ -35,7 +35,7 @@
 #include "query_fence.h"
 #include "wrapper.h"
 
-enum { CG_FAST_NONE, CG_FAST_PLAIN, CG_FAST_QUERY };
+enum { CG_FAST_NONE, CG_FAST_PLAIN, CG_FAST_QUERY, CG_FAST_BREAKER, CG_FAST_BREAKER_BLOCKS };
 #if defined(__x86_64__)
 /* What cuEventQuery's fast path calls: the driver's function while nothing
  * captures, else the divert (query_fence.h, "the diverted target"). */
@@ -65,6 +65,10 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
                      ".long %c0, " sname "_cg_target - ., " sname "_cg_other - .\n\t"                           \
                      ".popsection\n\t"                                                                 \
                      ".elseif %c1 == 2\n\t" /* CG_QUERY_FAST_PATH, at file level */                     \
+                     ".elseif %c1 == 3\n\t" /* CG_BREAKER_FAST_PATH's, at file level */              \
+                     ".set " sname ", " sname "_cg_fast\n\t"                                          \
+                     ".elseif %c1 == 4\n\t"                                                           \
+                     ".set " sname ", " sname "_cg_fastb\n\t"                                         \
                      ".else\n\t"                                                                       \
                      ".set " sname ", " sname "_cg_other\n\t"                                          \
                      ".endif\n" ::"i"((ep_) * sizeof(void *)),                                         \
@@ -112,8 +116,132 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
           "jmp " sname "_cg_other\n\t"                                                              \
           ".cfi_endproc\n\t"                                                                       \
           ".size " sname "_cg_divert, .-" sname "_cg_divert\n")
+/* A breaker's (CG_FAST_BREAKER: frees, allocations and the like;
+ * CG_FAST_BREAKER_BLOCKS: the synchronizes; breaker_wrappers.c says which
+ * rows): nothing capturing, its call made inside the breakers' fence
+ * (query_fence.h: the slot's sequence number odd around the call, as
+ * cg_fence_enter and cg_fence_leave) and its answer checked for a refusal
+ * before it leaves (sname "_cg_refused", C), through the row's target: the
+ * driver's function, or the row's divert (sname "_cg_bdivert": it leaves
+ * the fence, drops the fast path's frame and jumps to the C body) until
+ * the driver is found, where the driver lacks the function, or while the
+ * row's C body has work of its own (the stale check on frees:
+ * driver/breaker_targets.c). No slot yet: the C body, which claims one.
+ * 17 instructions (19 a synchronize, which looks at the hang watch); the C
+ * body, with its frame and saved registers, was 34 to 41.
+ *
+ * With the hang watch on, a synchronize is in its thread's hang slot while
+ * it lasts: the stores of cg_hang_call_enter and cg_hang_call_leave
+ * (hang_slots.h, whose layout breaker_wrappers.c asserts), written out here
+ * too, so that the watch adds about as much to this path as it added to the
+ * C body's (no slot yet: the C body, which claims one). The handle is the
+ * first argument, masked by sname "_cg_handle_mask" (0 for
+ * cuCtxSynchronize, which has none).
+ *
+ * CG_BREAKER_HOLDER's flags (CG_BT_*): without CG_BT_FAST the row's word
+ * is never the driver's and its exported entry point is its C body, the
+ * lines of CG_BREAKER_FAST_PATH unused. */
+#define CG_BREAKER_HOLDER(cname, sname, ep_, flags, handle_mask)                                     \
+  static __attribute__((used)) void cname##_breaker_holder(void) {                                    \
+    __asm__ volatile(".if %c1 & 1\n\t"                                                              \
+                     ".pushsection .data.rel.local.cg_fast,\"aw\"\n\t.balign 8\n"                   \
+                     sname "_cg_btarget:\n\t.quad " sname "_cg_bdivert\n\t"                           \
+                     ".popsection\n\t"                                                               \
+                     ".pushsection cg_breaker_targets,\"a\"\n\t.balign 4\n\t"                       \
+                     ".long %c0, " sname "_cg_btarget - ., " sname "_cg_bdivert - ., %c1\n\t"          \
+                     ".popsection\n\t"                                                               \
+                     ".else\n\t"                                                                     \
+                     ".set " sname "_cg_btarget, cg_breaker_no_target\n\t"                            \
+                     ".endif\n\t"                                                                    \
+                     ".set " sname "_cg_handle_mask, %c2\n" ::"i"((ep_) * sizeof(void *)),            \
+                     "i"((int)(flags)), "i"((int)(handle_mask)));                                     \
+  }
+/* The fence entered, the call, the refusal check and the fence left: the
+ * lines both entries share (the slot in %r11). */
+#define CG_BREAKER_CALL_(sname)                                                                      \
+  "addl $1, (%r11)\n\t" /* in flight (odd) */                                                      \
+  "pushq %r11\n\t"                                                                                 \
+  ".cfi_adjust_cfa_offset 8\n\t"                                                                    \
+  "call *" sname "_cg_btarget(%rip)\n"                                                               \
+  "5:\tcmpl $900, %eax\n\t" /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */                           \
+  "je 2f\n\t"                                                                                       \
+  "cmpl $907, %eax\n\t" /* CUDA_ERROR_CAPTURED_EVENT */                                            \
+  "je 2f\n\t"                                                                                       \
+  "popq %r11\n\t"                                                                                  \
+  ".cfi_adjust_cfa_offset -8\n\t"                                                                   \
+  "addl $1, (%r11)\n\t" /* left (even) */                                                          \
+  "ret\n\t"                                                                                        \
+  ".cfi_adjust_cfa_offset 8\n"                                                                       \
+  "2:\tmovl %eax, %edi\n\t"                                                                        \
+  "call " sname "_cg_refused\n\t" /* attributed before the call leaves the fence */               \
+  "popq %r11\n\t"                                                                                  \
+  ".cfi_adjust_cfa_offset -8\n\t"                                                                   \
+  "addl $1, (%r11)\n\t"                                                                            \
+  "ret\n"
+#define CG_BREAKER_SLOT_ "movq cg_fence_self@gottpoff(%rip), %r11\n\t"                             \
+                         "movq %fs:8(%r11), %r11\n\t" /* cg_fence_self[CG_FENCE_BREAKERS] */        \
+                         "testq %r11, %r11\n\t"                                                    \
+                         "jz 3f\n\t"
+#define CG_BREAKER_FAST_PATH(sname)                                                                  \
+  __asm__(".text\n\t.globl " sname "_cg_fast\n\t.hidden " sname "_cg_fast\n\t"                     \
+          ".type " sname "_cg_fast, @function\n" sname "_cg_fast:\n\t"                              \
+          ".cfi_startproc\n\t"                                                                     \
+          ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64 */                                          \
+          "cmpq $0, cg_activity(%rip)\n\t"                                                         \
+          "jne 3f\n\t" CG_BREAKER_SLOT_ CG_BREAKER_CALL_(sname) "3:\tjmp " sname "_cg_other\n\t"      \
+          ".cfi_endproc\n\t"                                                                       \
+          ".size " sname "_cg_fast, .-" sname "_cg_fast\n\t"                                        \
+          ".globl " sname "_cg_fastb\n\t.hidden " sname "_cg_fastb\n\t"                           \
+          ".type " sname "_cg_fastb, @function\n" sname "_cg_fastb:\n\t"                           \
+          ".cfi_startproc\n\t"                                                                     \
+          ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64 */                                          \
+          "cmpq $0, cg_activity(%rip)\n\t"                                                         \
+          "jne 3f\n\t" CG_BREAKER_SLOT_                                                               \
+          "cmpl $0, cg_hang_s(%rip)\n\t"                                                           \
+          "jne 4f\n\t" CG_BREAKER_CALL_(sname)                                                       \
+          "4:\tmovq cg_hang_mine@gottpoff(%rip), %rax\n\t"                                          \
+          "movq %fs:(%rax), %rax\n\t"                                                               \
+          "testq %rax, %rax\n\t"                                                                   \
+          "jz 3f\n\t"                                                                               \
+          "leaq " sname "_cg_name(%rip), %rcx\n\t"                                                  \
+          "movq %rcx, 8(%rax)\n\t" /* call */                                                      \
+          "movq %rdi, 24(%rax)\n\t" /* handle */                                                   \
+          "andq $" sname "_cg_handle_mask, 24(%rax)\n\t"                                            \
+          "movq (%rsp), %rcx\n\t"                                                                  \
+          "movq %rcx, 32(%rax)\n\t" /* caller: the return address */                               \
+          "movq %rsp, 40(%rax)\n\t" /* caller_slot: where it is */                                 \
+          "addq $1, 72(%rax)\n\t"   /* count: the owner's alone */                                 \
+          "movq 72(%rax), %rcx\n\t"                                                                \
+          "movq %rcx, 16(%rax)\n\t" /* call_seq, the last store (a release on x86-64) */            \
+          "addl $1, (%r11)\n\t" /* in flight (odd) */                                              \
+          "pushq %r11\n\t"                                                                         \
+          ".cfi_adjust_cfa_offset 8\n\t"                                                            \
+          "call *" sname "_cg_btarget(%rip)\n\t"                                                     \
+          "movq cg_hang_mine@gottpoff(%rip), %rcx\n\t" /* the slot, the thread's own still */      \
+          "movq %fs:(%rcx), %rcx\n\t"                                                               \
+          "movq $0, 16(%rcx)\n\t" /* call_seq: in none */                                          \
+          "jmp 5b\n\t"                                                                             \
+          ".cfi_adjust_cfa_offset -8\n"                                                              \
+          "3:\tjmp " sname "_cg_other\n\t"                                                         \
+          ".cfi_endproc\n\t"                                                                       \
+          ".size " sname "_cg_fastb, .-" sname "_cg_fastb\n\t"                                      \
+          ".globl " sname "_cg_bdivert\n\t.hidden " sname "_cg_bdivert\n\t"                       \
+          ".type " sname "_cg_bdivert, @function\n" sname "_cg_bdivert:\n\t"                       \
+          ".cfi_startproc\n\t"                                                                     \
+          ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64: called through the target */             \
+          "movq cg_fence_self@gottpoff(%rip), %r11\n\t"                                            \
+          "movq %fs:8(%r11), %r11\n\t"                                                             \
+          "addl $1, (%r11)\n\t" /* left (even) */                                                  \
+          "addq $16, %rsp\n\t"        /* the caller's return address on top again */               \
+          "jmp " sname "_cg_other\n\t"                                                              \
+          ".cfi_endproc\n\t"                                                                       \
+          ".size " sname "_cg_bdivert, .-" sname "_cg_bdivert\n\t"                                  \
+          ".pushsection .rodata.str1.1,\"aMS\",@progbits,1\n" sname "_cg_name:\n\t"                \
+          ".asciz \"" sname "\"\n\t.popsection\n")
 #else
 #define CG_QUERY_FAST_PATH(sname)
+#define CG_BREAKER_HOLDER(cname, sname, ep_, flags, handle_mask)
+#define CG_BREAKER_FAST_PATH(sname)
 #define CG_FAST_PATH(cname, sname, ep_, params, kind)                                                  \
   CG_WRAPPER_HEAD(cname, sname, params) {                                                             \
     CUresult (*real)(CG_PARAMS(params)) =                                                             \
