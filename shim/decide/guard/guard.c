@@ -99,18 +99,20 @@ void *cg_capture_begin_enter(void *ra, void *ra_slot, CUstream s, bool ptsz) {
 
 void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_capture_mode mode,
                             bool into_graph) {
+  uint64_t key = cg_stream_key(s, ptsz);
   /* The driver's id lets a stream that joins the capture be told apart
-   * (model/break_rules.c); asked under the gate held shared, which no driver
-   * call of capguard's waits for. */
-  uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_begun_driver_id(s, ptsz) : 0;
-  cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph, begin_nonblocking,
+   * (model/break_rules.c); asked, when it is (only where something may
+   * need it now), under the gate held shared, which no driver call of
+   * capguard's waits for. */
+  uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_begun_driver_id(s, ptsz, key) : 0;
+  cg_captures_begin_leave(site, r, key, driver_id, mode, into_graph, begin_nonblocking,
                           (uint64_t)(uintptr_t)begin_ctx);
   if (r == CUDA_SUCCESS) {
     cg_capture_time_begun();
     cg_serving_capture_begun();
   }
   if (__builtin_expect(cg_hang_s != 0, 0) && r == CUDA_SUCCESS)
-    cg_hang_capture_begun((uint64_t)(uintptr_t)s, cg_stream_key(s, ptsz));
+    cg_hang_capture_begun((uint64_t)(uintptr_t)s, key);
 }
 
 void cg_capture_end_enter(CUstream s, bool ptsz) { cg_captures_end_enter(cg_stream_key(s, ptsz)); }
