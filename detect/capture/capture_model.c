@@ -74,11 +74,6 @@ struct cg_model {
   event_entry *events; /* events last recorded into a capture; every shard's lock */
 };
 
-unsigned cg_model_shard(uint64_t stream) {
-  /* The high bits of the product: the low ones of a handle (aligned) agree. */
-  return (unsigned)((stream * 0x9e3779b97f4a7c15ull) >> (64 - CG_MODEL_SHARD_BITS));
-}
-
 static model_shard *shard_of(cg_model *m, uint64_t stream) { return &m->shard[cg_model_shard(stream)]; }
 
 cg_model *cg_model_new(void) {

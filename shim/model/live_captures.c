@@ -165,10 +165,8 @@ uint64_t cg_self_tid(void) {
 cg_capture_mode cg_self_mode(void) { return (cg_capture_mode)self_mode; }
 void cg_set_self_mode(cg_capture_mode mode) { self_mode = (int)mode; }
 
-uint64_t cg_stream_key(CUstream s, bool ptsz) {
-  if (s == CU_STREAM_PER_THREAD || (ptsz && s == NULL))
-    return (cg_self_tid() << 2) | 3; /* no stream handle has its two low bits set */
-  return (uint64_t)(uintptr_t)s;
+uint64_t cg_stream_key_of_self(void) {
+  return (cg_self_tid() << 2) | 3; /* no stream handle has its two low bits set */
 }
 
 /* A site is taken at every begin and given back at its end: spares are
@@ -271,13 +269,13 @@ void cg_captures_await_begins_before(uint64_t tick) {
  * monotonic time since, so that a step of the wall clock (NTP, an operator's
  * date) never makes a capture last an hour or less than nothing. With the
  * stream's lock held. */
-static uint64_t end_label_ns(uint64_t key) {
-  cg_capture *open = cg_model_find(model, key);
+static uint64_t end_label_of(const cg_capture *open) {
   if (!open || !open->begin_mono_ns)
     return cg_now_ns();
   uint64_t mono = cg_monotonic_ns();
   return open->begin_ns + (mono > open->begin_mono_ns ? mono - open->begin_mono_ns : 0);
 }
+static uint64_t end_label_ns(uint64_t key) { return end_label_of(cg_model_find(model, key)); }
 
 /* ctx: the beginning thread's current context, asked once by the begin
  * (guard.c), which also hands it to priming. */
@@ -399,8 +397,9 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
   else
     free(open->maybe_by);
   open->maybe_by = NULL;
-  cg_model_end(model, key, *result == CUDA_SUCCESS, end_label_ns(key), closed);
-  cg_model_forget_events_of(model, id);
+  cg_model_end(model, key, *result == CUDA_SUCCESS, end_label_of(open), closed);
+  if (held == CG_MODEL_SHARDS) /* else no event is tracked (lock_stream) */
+    cg_model_forget_events_of(model, id);
   if (*result != CUDA_SUCCESS)
     __atomic_add_fetch(&captures_broken, 1, __ATOMIC_RELAXED);
   __atomic_sub_fetch(&cg_activity.n.open, 1, __ATOMIC_RELEASE);

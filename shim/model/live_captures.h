@@ -34,7 +34,12 @@ void cg_set_self_mode(cg_capture_mode mode);
 
 /* Streams as the model keys them: the per-thread default stream is a
  * different stream on every thread. */
-uint64_t cg_stream_key(CUstream s, bool ptsz);
+uint64_t cg_stream_key_of_self(void); /* this thread's per-thread default stream */
+static inline uint64_t cg_stream_key(CUstream s, bool ptsz) {
+  if (__builtin_expect(s == CU_STREAM_PER_THREAD || (ptsz && s == NULL), 0))
+    return cg_stream_key_of_self();
+  return (uint64_t)(uintptr_t)s;
+}
 /* Whether a key is a thread's per-thread default stream (cg_stream_key sets
  * its two low bits, which no stream handle has): no handle to ask the driver
  * about. */
