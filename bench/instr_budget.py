@@ -128,13 +128,18 @@ SCENARIOS = {
                                                  {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 40, 2000),
     # The hang watch (CAPGUARD_HANG_S), read beside the rows without it: a
     # synchronize in its thread's slot adds at most 20 to the plain one's
-    # (goal +20); a capture adds about 270 to guard's (goal +0, not met: its
-    # begin and end marked in the slot, the graph's begin site copied for its
-    # execs, and glibc's locked malloc and mutex paths once the watcher is a
-    # second thread).
+    # (goal +20). A capture with it is read beside the same capture without
+    # it (SAME_WITHIN; goal +0): both with one thread of the bench's own
+    # alive, as a real driver starts its own at cuInit (over the fake or null
+    # driver, the watcher would be the only other thread, and the difference
+    # glibc's single- against multi-threaded malloc and mutexes), and both
+    # with the variable set (empty: the watch off), since the fake driver
+    # calls getenv about ten times a capture, each over the whole environment.
     "cuStreamSynchronize (hang watch)": ("ssync", "null", {"CAPGUARD_HANG_S": "600"}, 60, 2000),
-    "capture (guard + hang watch)": ("capture", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_HANG_S": "600"},
-                                     5300, 40),
+    "capture (guard, a thread started, watch off)": ("capture_queried", "fake",
+                                                     {"CAPGUARD_MODE": "guard", "CAPGUARD_HANG_S": ""}, 5000, 200, 1),
+    "capture (guard + hang watch)": ("capture_queried", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_HANG_S": "600"},
+                                     5000, 200, 1),
 }
 
 # Pairs of rows whose added instructions may differ by at most this much:
@@ -142,6 +147,8 @@ SCENARIOS = {
 SAME_WITHIN = {
     ("load served", "load served, 2,400 copies taken"): 1000,
     ("load served, wide caller", "load served, wide caller, 2,400 copies taken"): 1000,
+    # the hang watch adds nothing to a capture (goal +0)
+    ("capture (guard, a thread started, watch off)", "capture (guard + hang watch)"): 20,
 }
 
 

@@ -427,6 +427,18 @@ bool cg_captures_site_of(uint64_t key, cg_begin_site *out) {
   return site != NULL;
 }
 
+size_t cg_captures_open_now(cg_open_capture *out, size_t cap) {
+  cg_capture *all[64];
+  if (cap > 64)
+    cap = 64;
+  lock_all();
+  size_t n = model ? cg_model_open_captures(model, all, cap) : 0;
+  for (size_t i = 0; i < n && i < cap; i++)
+    out[i] = (cg_open_capture){all[i]->stream, all[i]->id, all[i]->tid, all[i]->begin_mono_ns};
+  unlock_all();
+  return n < cap ? n : cap;
+}
+
 bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
   unsigned held = lock_stream(key);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;

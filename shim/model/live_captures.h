@@ -57,6 +57,10 @@ typedef struct {
    * Triton's own code ("model_runner.py:1234 in capture"), "" otherwise:
    * Python frames are gone once the begin returns, so they are read now. */
   char python[256];
+  /* The hang watch's ring of captured graphs (decide/hang/hang_launches.c):
+   * the graph its capture ended with and the capture's id, set as the ring
+   * takes the site. */
+  uint64_t graph, capture_id;
 } cg_begin_site;
 /* The calling thread's site, on the heap (owned by the capture once begun);
  * NULL when out of memory. ra and ra_slot: the wrapper's return address and
@@ -122,6 +126,14 @@ bool cg_captures_has(uint64_t stream_key);
  * model's lock (the hang watcher: a begin copies nothing for it); false
  * when none is open or its site is unknown. */
 bool cg_captures_site_of(uint64_t stream_key, cg_begin_site *out);
+/* The open captures, oldest first, for the hang watch's look (its own
+ * thread, a few times a second at most): each one's key, id, thread and
+ * CLOCK_MONOTONIC begin (0: unknown); up to cap written, how many returned.
+ * A capture pays nothing for the watch: its begin and end mark nothing. */
+typedef struct {
+  uint64_t key, id, tid, begin_mono_ns;
+} cg_open_capture;
+size_t cg_captures_open_now(cg_open_capture *out, size_t cap);
 
 /* The shim's clock: a process-wide counter, one step per call, ordering
  * capguard's marks around driver calls made on different threads (a begin
