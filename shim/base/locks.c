@@ -44,9 +44,13 @@ bool cg_exit_lock(pthread_mutex_t *m, const char *what) {
   if (rc == 0)
     return true;
   cg_lock_let_go();
+  cg_exit_lock_skipped(what);
+  return false;
+}
+
+void cg_exit_lock_skipped(const char *what) {
   cg_warn("at exit: %s skipped: a lock it needs is still held (exit() called from a signal handler "
           "that interrupted capguard, or a thread stopped inside it)", what);
-  return false;
 }
 
 void cg_locks_atfork_child(void) {

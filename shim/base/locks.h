@@ -86,15 +86,6 @@ static inline void cg_rwunlock(pthread_rwlock_t *l) {
   cg_lock_let_go();
 }
 
-/* A mutex whose waiter spins a moment (glibc's adaptive kind: tries to take
- * it a hundred times or so) before it sleeps in the kernel: for the locks
- * every capture takes for a few hundred instructions (the capture model's),
- * where many threads capturing at once queued on it and each hand-off put a
- * thread to sleep and woke it again, costing more than the wait itself.
- * Taken and released as any other (cg_lock, cg_exit_lock); a forked child
- * sets it back with the same initializer. */
-#define CG_MUTEX_SPINNING PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
-
 /* A forked child's thread holds none of the parent's locks. */
 void cg_locks_atfork_child(void);
 
@@ -106,6 +97,7 @@ const struct timespec *cg_exit_deadline(void); /* CLOCK_REALTIME */
 /* m, taken before the exit's deadline, or false: then one line says that
  * what is skipped. Released with cg_unlock. */
 bool cg_exit_lock(pthread_mutex_t *m, const char *what);
+void cg_exit_lock_skipped(const char *what); /* the line cg_exit_lock says when it gives up */
 
 /* m, as cg_lock; once capguard's exit has begun, as cg_exit_lock (taken
  * before the deadline, or false with one line saying what is skipped). */

@@ -27,7 +27,14 @@ typedef union {
 extern cg_capture_activity cg_activity;
 static inline bool cg_nothing_captures(void) { return __atomic_load_n(&cg_activity.both, __ATOMIC_ACQUIRE) == 0; }
 
-uint64_t cg_self_tid(void);
+/* The calling thread's id, asked of the kernel once a thread (inline: a
+ * capture asks for it about five times). */
+extern __thread uint64_t cg_self_tid_kept __attribute__((tls_model("initial-exec")));
+uint64_t cg_self_tid_ask(void);
+static inline uint64_t cg_self_tid(void) {
+  uint64_t t = cg_self_tid_kept;
+  return __builtin_expect(t != 0, 1) ? t : cg_self_tid_ask();
+}
 uint64_t cg_self_pid(void);
 cg_capture_mode cg_self_mode(void);
 void cg_set_self_mode(cg_capture_mode mode);

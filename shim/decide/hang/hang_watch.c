@@ -258,7 +258,11 @@ static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
 static bool thread_alive(uint64_t tid) {
   char path[64];
   snprintf(path, sizeof path, "/proc/self/task/%llu", (unsigned long long)tid);
-  return access(path, F_OK) == 0;
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  close(fd);
+  return true;
 }
 
 static void say_capture(const cg_open_capture *c, uint64_t open_ns) {
