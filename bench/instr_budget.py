@@ -74,12 +74,14 @@ SCENARIOS = {
     "cuMemFree_v2": ("free", "null", {}, 45, 2000),
     "cuMemFree_v2, 16 threads": ("free", "null", {}, 45, 2000, 16),
     # over the null capture driver: what capguard itself adds to a capture
-    # (the goal is +1,500: docs/benchmarks.md says what stands between)
-    "capture (guard, null driver)": ("capture", "nullcap", {"CAPGUARD_MODE": "guard"}, 2500, 40),
+    # (the goal is +1,500, with no driver call a begin beyond the caller's:
+    # +1,466 on this tree, +2,243 before; docs/benchmarks.md says where)
+    "capture (guard, null driver)": ("capture", "nullcap", {"CAPGUARD_MODE": "guard"}, 1550, 40),
     # other threads alive that queried events before: their slots parked, a
-    # begin makes no membarrier (shim/model/query_fence.c)
+    # begin makes no membarrier (shim/model/query_fence.c); the fence's look
+    # at each parked slot is what grows (about 11 a thread)
     "capture (guard, null driver, 16 threads that queried)": ("capture_queried", "nullcap",
-                                                              {"CAPGUARD_MODE": "guard"}, 2700, 40, 16),
+                                                              {"CAPGUARD_MODE": "guard"}, 1750, 40, 16),
     "capture (guard)": ("capture", "fake", {"CAPGUARD_MODE": "guard"}, 5000, 40),
     "capture (guard, a thread that queried)": ("capture_queried", "fake", {"CAPGUARD_MODE": "guard"}, 5000, 40, 1),
     "capture (guard, 16 threads that queried)": ("capture_queried", "fake", {"CAPGUARD_MODE": "guard"}, 5500, 40,
@@ -137,9 +139,9 @@ SCENARIOS = {
     # calls getenv about ten times a capture, each over the whole environment.
     "cuStreamSynchronize (hang watch)": ("ssync", "null", {"CAPGUARD_HANG_S": "600"}, 60, 2000),
     "capture (guard, a thread started, watch off)": ("capture_queried", "fake",
-                                                     {"CAPGUARD_MODE": "guard", "CAPGUARD_HANG_S": ""}, 5000, 200, 1),
+                                                     {"CAPGUARD_MODE": "guard", "CAPGUARD_HANG_S": ""}, 2900, 1000, 1),
     "capture (guard + hang watch)": ("capture_queried", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_HANG_S": "600"},
-                                     5000, 200, 1),
+                                     2900, 1000, 1),
 }
 
 # Pairs of rows whose added instructions may differ by at most this much:
@@ -147,8 +149,11 @@ SCENARIOS = {
 SAME_WITHIN = {
     ("load served", "load served, 2,400 copies taken"): 1000,
     ("load served, wide caller", "load served, wide caller, 2,400 copies taken"): 1000,
-    # the hang watch adds nothing to a capture (goal +0)
-    ("capture (guard, a thread started, watch off)", "capture (guard + hang watch)"): 20,
+    # the hang watch adds next to nothing to a capture (goal +0; +16: the
+    # begin site handed to the ring of captured graphs). 1,000 captures a
+    # run: the slowest captures kept (capture_time.c) follow the clock, and
+    # at 200 moved the difference by +-10.
+    ("capture (guard, a thread started, watch off)", "capture (guard + hang watch)"): 25,
 }
 
 
