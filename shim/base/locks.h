@@ -31,7 +31,9 @@ extern __thread int cg_locks_cancel_before __attribute__((tls_model("initial-exe
 /* The outermost hold and let-go: cancellation off, and back as it was,
  * inline (a call to a function of ours around each was a fifth of what
  * switching the state cost a capture). */
-static inline void cg_locks_cancel_off(void) { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cg_locks_cancel_before); }
+static inline void cg_locks_cancel_off(void) {
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cg_locks_cancel_before);
+}
 static inline void cg_locks_cancel_restore(void) {
   int ignored;
   pthread_setcancelstate(cg_locks_cancel_before, &ignored);

@@ -96,7 +96,6 @@ static void copy_text(char *dst, size_t cap, const char *src) {
   dst[n] = '\0';
 }
 
-
 /* A kernel's name as a person reads its identifier: NCCL's kernels are C++
  * functions, so the driver names them mangled
  * ("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL19ncclDevKernelArgs4K");
