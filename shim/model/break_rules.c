@@ -491,6 +491,7 @@ void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, 
   typedef struct {
     uint64_t stream, id, driver_id;
     int met;
+    uint64_t learnt; /* the driver's id, asked of a capture whose id was not known (0: none) */
   } ref;
   ref refs[2 * CG_HIT_MAX];
   size_t n = 0;
@@ -515,7 +516,7 @@ void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, 
        * call: the driver says whether it is still active. Its end raced the
        * call: it may have been over. */
       int met = begun && open_after ? MET_SURELY : open_after && !cg_stream_key_per_thread(c->stream) ? MET_ASK : MET_MAYBE;
-      refs[n++] = (ref){c->stream, c->id, c->driver_id, met};
+      refs[n++] = (ref){c->stream, c->id, c->driver_id, met, 0};
     }
   }
   cg_captures_model_unlock();
@@ -528,6 +529,8 @@ void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, 
     uint64_t id = 0;
     bool same = driver_capture_state((CUstream)(uintptr_t)refs[i].stream, &st, &id) &&
                 st != CU_STREAM_CAPTURE_STATUS_NONE && (!id || !refs[i].driver_id || id == refs[i].driver_id);
+    if (same && !refs[i].driver_id)
+      refs[i].learnt = id;
     /* still active: not broken, by this call or any; invalid: by this call
      * or a later one; over (an end since) or unknown: maybe by this call */
     refs[i].met = !same ? MET_MAYBE : st == CU_STREAM_CAPTURE_STATUS_ACTIVE ? MET_NOT : MET_MAYBE_INVALID;
@@ -535,7 +538,16 @@ void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, 
   m = cg_captures_model_lock();
   for (size_t i = 0; m && i < n; i++) {
     cg_capture *c = cg_model_find(m, refs[i].stream);
-    if (!c || c->id != refs[i].id || refs[i].met == MET_NOT)
+    if (!c || c->id != refs[i].id)
+      continue;
+    /* Asked with its id unknown: the answer is its capture's only if no end
+     * of it was on its way (the stream may capture another sequence by
+     * then); so, it is learnt. */
+    if (refs[i].learnt && cg_captures_end_tick(c))
+      refs[i].met = MET_MAYBE;
+    else if (refs[i].learnt && !c->driver_id)
+      c->driver_id = refs[i].learnt;
+    if (refs[i].met == MET_NOT)
       continue;
     if (refs[i].met == MET_SURELY) {
       mark(c, b, false);
