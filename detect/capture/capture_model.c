@@ -11,19 +11,12 @@
 
 /* uthash's default reaction to a failed malloc is exit(): in someone else's
  * process that is unacceptable. With non-fatal OOM a failed add leaves the
- * element out of the table, which cg_model_begin detects with a lookup. */
+ * element out of the table, which cg_model_event_recorded detects with a
+ * lookup. Only the events are hashed: the open captures are few. */
 #define HASH_NONFATAL_OOM 1
-/* A capture's begin and end would otherwise allocate and free three blocks
- * (the entry, and uthash's table and buckets, freed when the table empties):
- * a spare of each size is kept per shard (spare_alloc). uthash calls
- * uthash_malloc and uthash_free where its macros are used: every function
- * that adds or deletes names the spares it may use (spares_here; NULL: the
- * heap alone). */
-static void *spare_alloc(void **spares, size_t size);
-static void spare_free(void **spares, void *p, size_t size);
 /* Every key here is one 64-bit handle: a multiply and a shift spread it
- * (uthash's default, Jenkins' hash over bytes, costs a capture hundreds of
- * instructions in lookups). */
+ * (uthash's default, Jenkins' hash over bytes, costs hundreds of
+ * instructions a lookup). */
 #include <stdint.h>
 static inline unsigned handle_hash(const void *key, size_t len) {
   uint64_t k = 0;
@@ -32,8 +25,6 @@ static inline unsigned handle_hash(const void *key, size_t len) {
   return (unsigned)(k >> 32) ^ (unsigned)k;
 }
 #define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = handle_hash((keyptr), (size_t)(keylen)))
-#define uthash_malloc(sz) spare_alloc(spares_here, (sz))
-#define uthash_free(ptr, sz) spare_free(spares_here, (ptr), (sz))
 #include <uthash.h>
 
 /* Bounds on what a misbehaving process can make us allocate: captures whose
@@ -43,9 +34,16 @@ static inline unsigned handle_hash(const void *key, size_t len) {
 #define CG_MODEL_MAX_OPEN 4096
 #define CG_MODEL_MAX_EVENTS 65536
 
-typedef struct {
+/* An open capture, on its shard's list. A shard holds the open captures of
+ * its streams, none or one in a real program (a stream captures one
+ * sequence at a time, and the shards spread the streams): a list walked
+ * from the oldest is shorter than a hash table's lookup, and a begin and an
+ * end only link and unlink, where uthash made and freed a table and its
+ * buckets each time the shard emptied (a 512-byte clear at every begin).
+ * At the bound of CG_MODEL_MAX_OPEN, a shard's list is about 128 long. */
+typedef struct open_entry {
   cg_capture cap;
-  UT_hash_handle hh; /* key: cap.stream */
+  struct open_entry *next, *prev;
 } open_entry;
 
 /* An event last recorded into a capture: which one (stream and id, so that
@@ -56,41 +54,15 @@ typedef struct {
   UT_hash_handle hh; /* key: event */
 } event_entry;
 
-/* One spare block of each size a begin and an end allocate; blocks of any
- * other size come from malloc. A shard's are taken and put back under its
- * lock (capture_model.h), never by two threads at once. */
-enum { SPARE_TABLE, SPARE_BUCKETS, SPARE_OPEN, SPARES };
-static int spare_kind(size_t size) {
-  if (size == sizeof(UT_hash_table)) return SPARE_TABLE;
-  if (size == HASH_INITIAL_NUM_BUCKETS * sizeof(UT_hash_bucket)) return SPARE_BUCKETS;
-  if (size == sizeof(open_entry)) return SPARE_OPEN;
-  return -1;
-}
-static void *spare_alloc(void **spares, size_t size) {
-  int k = spares ? spare_kind(size) : -1;
-  void *p = k >= 0 ? spares[k] : NULL;
-  if (p) {
-    spares[k] = NULL;
-    return p;
-  }
-  return malloc(size);
-}
-static void spare_free(void **spares, void *p, size_t size) {
-  int k = spares ? spare_kind(size) : -1;
-  if (p && k >= 0 && !spares[k]) {
-    spares[k] = p;
-    return;
-  }
-  free(p);
-}
-
-/* The open captures of the streams of one shard, each shard on cache lines
- * of its own: threads capturing on streams of different shards at once
- * write nothing in common but the model's two counters. */
+/* The open captures of the streams of one shard, oldest first, each shard
+ * on cache lines of its own: threads capturing on streams of different
+ * shards at once write nothing in common but the model's two counters. A
+ * spare entry is kept, so that a begin and an end allocate nothing; taken
+ * and put back under the shard's lock (capture_model.h). */
 typedef struct {
-  open_entry *open; /* uthash keeps insertion order: oldest first within the shard */
+  open_entry *open, *last; /* oldest first: ids grow along the list */
+  open_entry *spare;
   uint64_t begun;
-  void *spares[SPARES];
 } __attribute__((aligned(64))) model_shard;
 
 struct cg_model {
@@ -101,12 +73,6 @@ struct cg_model {
   } __attribute__((aligned(64))) counts;
   event_entry *events; /* events last recorded into a capture; every shard's lock */
 };
-
-unsigned cg_model_shard(uint64_t stream) {
-  /* The high bits of the product: uthash picks a bucket from the low bits
-   * of handle_hash, which within one shard would otherwise all agree. */
-  return (unsigned)((stream * 0x9e3779b97f4a7c15ull) >> (64 - CG_MODEL_SHARD_BITS));
-}
 
 static model_shard *shard_of(cg_model *m, uint64_t stream) { return &m->shard[cg_model_shard(stream)]; }
 
@@ -122,16 +88,12 @@ void cg_model_free(cg_model *m) {
   if (!m) return;
   for (unsigned i = 0; i < CG_MODEL_SHARDS; i++) {
     model_shard *sh = &m->shard[i];
-    void **spares_here = NULL;
-    open_entry *o, *otmp;
-    HASH_ITER(hh, sh->open, o, otmp) {
-      HASH_DEL(sh->open, o);
+    for (open_entry *o = sh->open, *next; o; o = next) {
+      next = o->next;
       free(o);
     }
-    for (int k = 0; k < SPARES; k++)
-      free(sh->spares[k]);
+    free(sh->spare);
   }
-  void **spares_here = NULL;
   event_entry *e, *etmp;
   HASH_ITER(hh, m->events, e, etmp) {
     HASH_DEL(m->events, e);
@@ -140,35 +102,38 @@ void cg_model_free(cg_model *m) {
   free(m);
 }
 
-static open_entry *find_open(const cg_model *m, uint64_t stream) {
-  open_entry *o = NULL;
-  HASH_FIND(hh, m->shard[cg_model_shard(stream)].open, &stream, sizeof stream, o);
+static open_entry *find_in(const model_shard *sh, uint64_t stream) {
+  open_entry *o = sh->open;
+  while (o && o->cap.stream != stream)
+    o = o->next;
   return o;
+}
+
+static open_entry *find_open(const cg_model *m, uint64_t stream) {
+  return find_in(&m->shard[cg_model_shard(stream)], stream);
 }
 
 cg_capture *cg_model_begin(cg_model *m, uint64_t stream, uint64_t context, cg_capture_mode mode,
                            uint64_t tid, bool into_graph, uint64_t now_ns, void *user) {
-  if (!m || find_open(m, stream)) return NULL;
+  if (!m) return NULL;
+  model_shard *sh = shard_of(m, stream);
+  if (find_in(sh, stream)) return NULL;
   /* Begins on other shards may pass it at once: a bound, not an exact count. */
   if (__atomic_load_n(&m->counts.open, __ATOMIC_RELAXED) >= CG_MODEL_MAX_OPEN) return NULL;
-  model_shard *sh = shard_of(m, stream);
-  void **spares_here = sh->spares;
-  open_entry *o = spare_alloc(spares_here, sizeof *o);
-  if (!o) return NULL;
-  memset(o, 0, sizeof *o);
-  o->cap.stream = stream;
-  o->cap.context = context;
-  o->cap.tid = tid;
-  o->cap.mode = mode;
-  o->cap.status = CG_CAPTURE_ACTIVE;
-  o->cap.into_graph = into_graph;
-  o->cap.begin_ns = now_ns;
-  o->cap.user = user;
-  HASH_ADD(hh, sh->open, cap.stream, sizeof o->cap.stream, o);
-  if (find_open(m, stream) != o) { /* the add ran out of memory */
-    spare_free(spares_here, o, sizeof *o);
+  open_entry *o = sh->spare;
+  if (o)
+    sh->spare = NULL;
+  else if (!(o = malloc(sizeof *o)))
     return NULL;
-  }
+  o->cap = (cg_capture){.stream = stream, .context = context, .tid = tid, .mode = mode,
+                        .status = CG_CAPTURE_ACTIVE, .into_graph = into_graph, .begin_ns = now_ns, .user = user};
+  o->next = NULL;
+  o->prev = sh->last;
+  if (sh->last)
+    sh->last->next = o;
+  else
+    sh->open = o;
+  sh->last = o;
   /* Taken after the add, under the shard's lock: within a shard ids grow in
    * the list's order, which the oldest-first walk relies on. */
   o->cap.id = __atomic_fetch_add(&m->counts.next_id, 1, __ATOMIC_RELAXED);
@@ -178,16 +143,26 @@ cg_capture *cg_model_begin(cg_model *m, uint64_t stream, uint64_t context, cg_ca
 }
 
 int cg_model_end(cg_model *m, uint64_t stream, bool driver_ok, uint64_t now_ns, cg_capture *out) {
-  open_entry *o = m ? find_open(m, stream) : NULL;
-  if (!o) return -1;
+  if (!m) return -1;
   model_shard *sh = shard_of(m, stream);
-  void **spares_here = sh->spares;
-  HASH_DEL(sh->open, o);
+  open_entry *o = find_in(sh, stream);
+  if (!o) return -1;
+  if (o->prev)
+    o->prev->next = o->next;
+  else
+    sh->open = o->next;
+  if (o->next)
+    o->next->prev = o->prev;
+  else
+    sh->last = o->prev;
   __atomic_sub_fetch(&m->counts.open, 1, __ATOMIC_RELAXED);
   o->cap.status = driver_ok ? CG_CAPTURE_ENDED : CG_CAPTURE_FAILED;
   o->cap.end_ns = now_ns;
   if (out) *out = o->cap;
-  spare_free(spares_here, o, sizeof *o);
+  if (sh->spare)
+    free(o);
+  else
+    sh->spare = o;
   return 0;
 }
 
@@ -223,7 +198,7 @@ static open_entry *walk_next(oldest_walk *w) {
       best = i;
   if (best == CG_MODEL_SHARDS) return NULL;
   open_entry *o = w->at[best];
-  w->at[best] = o->hh.next;
+  w->at[best] = o->next;
   return o;
 }
 
@@ -260,7 +235,7 @@ size_t cg_model_count_event(cg_model *m, uint64_t tid, cg_capture_mode thread_mo
   if (!m) return 0;
   size_t n = 0;
   for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
-    for (open_entry *o = m->shard[i].open; o; o = o->hh.next) {
+    for (open_entry *o = m->shard[i].open; o; o = o->next) {
       if (!cg_capture_prohibits(&o->cap, tid, thread_mode)) continue;
       o->cap.events++;
       n++;
@@ -283,7 +258,7 @@ size_t cg_model_open_captures(cg_model *m, cg_capture **out, size_t cap) {
 cg_capture *cg_model_find_driver_id(cg_model *m, uint64_t driver_id) {
   if (!m || !driver_id) return NULL;
   for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
-    for (open_entry *o = m->shard[i].open; o; o = o->hh.next)
+    for (open_entry *o = m->shard[i].open; o; o = o->next)
       if (o->cap.driver_id == driver_id) return &o->cap;
   return NULL;
 }
@@ -295,7 +270,6 @@ static event_entry *find_event(const cg_model *m, uint64_t event) {
 }
 
 void cg_model_event_recorded(cg_model *m, uint64_t event, const cg_capture *into) {
-  void **spares_here = NULL; /* events come from the heap */
   if (!m) return;
   event_entry *e = find_event(m, event);
   if (!into) { /* recorded outside any capture: a query is the driver's business again */
@@ -328,7 +302,6 @@ cg_capture *cg_model_event_capture(cg_model *m, uint64_t event) {
 }
 
 void cg_model_event_forget(cg_model *m, uint64_t event) {
-  void **spares_here = NULL; /* events come from the heap */
   event_entry *e = m ? find_event(m, event) : NULL;
   if (!e) return;
   HASH_DEL(m->events, e);
@@ -338,7 +311,6 @@ void cg_model_event_forget(cg_model *m, uint64_t event) {
 bool cg_model_event_tracked(const cg_model *m, uint64_t event) { return m && find_event(m, event); }
 
 void cg_model_forget_events_of(cg_model *m, uint64_t capture_id) {
-  void **spares_here = NULL; /* events come from the heap */
   if (!m) return;
   event_entry *e, *tmp;
   HASH_ITER(hh, m->events, e, tmp) {

@@ -12,14 +12,7 @@
 /* Locks this thread holds (locks.h's inline calls), and its cancel state
  * from before the first. */
 __thread int cg_locks_held __attribute__((tls_model("initial-exec")));
-static __thread int cancel_before __attribute__((tls_model("initial-exec")));
-
-void cg_locks_cancel_off(void) { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_before); }
-
-void cg_locks_cancel_restore(void) {
-  int ignored;
-  pthread_setcancelstate(cancel_before, &ignored);
-}
+__thread int cg_locks_cancel_before __attribute__((tls_model("initial-exec")));
 
 /* How long capguard's exit waits, all its locks together, for locks that
  * other threads hold for a moment. A lock held by the code a signal handler
@@ -51,9 +44,13 @@ bool cg_exit_lock(pthread_mutex_t *m, const char *what) {
   if (rc == 0)
     return true;
   cg_lock_let_go();
+  cg_exit_lock_skipped(what);
+  return false;
+}
+
+void cg_exit_lock_skipped(const char *what) {
   cg_warn("at exit: %s skipped: a lock it needs is still held (exit() called from a signal handler "
           "that interrupted capguard, or a thread stopped inside it)", what);
-  return false;
 }
 
 void cg_locks_atfork_child(void) {
@@ -62,6 +59,6 @@ void cg_locks_atfork_child(void) {
   if (cg_locks_held) {
     cg_locks_held = 0;
     int ignored;
-    pthread_setcancelstate(cancel_before, &ignored);
+    pthread_setcancelstate(cg_locks_cancel_before, &ignored);
   }
 }

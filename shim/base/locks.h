@@ -26,9 +26,18 @@
  * each (and a return, a frame for the unlocks) was a tenth of what the lock
  * rules added to a capture (docs/benchmarks.md). */
 extern __thread int cg_locks_held __attribute__((tls_model("initial-exec")));
-/* The outermost hold and let-go: cancellation off, and back as it was. */
-void cg_locks_cancel_off(void);
-void cg_locks_cancel_restore(void);
+/* The thread's cancel state from before its outermost hold (locks.c). */
+extern __thread int cg_locks_cancel_before __attribute__((tls_model("initial-exec")));
+/* The outermost hold and let-go: cancellation off, and back as it was,
+ * inline (a call to a function of ours around each was a fifth of what
+ * switching the state cost a capture). */
+static inline void cg_locks_cancel_off(void) {
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cg_locks_cancel_before);
+}
+static inline void cg_locks_cancel_restore(void) {
+  int ignored;
+  pthread_setcancelstate(cg_locks_cancel_before, &ignored);
+}
 
 /* The cancellation part of cg_lock alone, for cg_exit_lock and for a span
  * that takes several locks one after another (a capture's begin, guard.c):
@@ -79,15 +88,6 @@ static inline void cg_rwunlock(pthread_rwlock_t *l) {
   cg_lock_let_go();
 }
 
-/* A mutex whose waiter spins a moment (glibc's adaptive kind: tries to take
- * it a hundred times or so) before it sleeps in the kernel: for the locks
- * every capture takes for a few hundred instructions (the capture model's),
- * where many threads capturing at once queued on it and each hand-off put a
- * thread to sleep and woke it again, costing more than the wait itself.
- * Taken and released as any other (cg_lock, cg_exit_lock); a forked child
- * sets it back with the same initializer. */
-#define CG_MUTEX_SPINNING PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
-
 /* A forked child's thread holds none of the parent's locks. */
 void cg_locks_atfork_child(void);
 
@@ -99,6 +99,7 @@ const struct timespec *cg_exit_deadline(void); /* CLOCK_REALTIME */
 /* m, taken before the exit's deadline, or false: then one line says that
  * what is skipped. Released with cg_unlock. */
 bool cg_exit_lock(pthread_mutex_t *m, const char *what);
+void cg_exit_lock_skipped(const char *what); /* the line cg_exit_lock says when it gives up */
 
 /* m, as cg_lock; once capguard's exit has begun, as cg_exit_lock (taken
  * before the deadline, or false with one line saying what is skipped). */

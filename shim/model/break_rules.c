@@ -48,16 +48,6 @@ void cg_captures_break_prohibitors(cg_event *e, cg_verdict v, CUresult r, const 
   e->capture.status = CG_CAPTURE_INVALIDATED;
 }
 
-uint64_t cg_captures_begun_driver_id(CUstream s, bool ptsz) {
-  uint64_t before = cg_captures_tick(), id = 0; /* the driver's begin has returned */
-  CUstreamCaptureStatus st;
-  if (!cg_captures_driver_state(s, ptsz, &st, &id) || st == CU_STREAM_CAPTURE_STATUS_NONE)
-    id = 0;
-  cg_captures_note_begun_state(before, id && st == CU_STREAM_CAPTURE_STATUS_ACTIVE ? before : 0,
-                               id && st == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? cg_captures_tick() : 0);
-  return id;
-}
-
 uint64_t cg_captures_driver_id(CUstream s, bool ptsz) {
   if (ptsz && s == NULL)
     s = CU_STREAM_PER_THREAD; /* the _ptsz variant's NULL is this thread's stream */
@@ -73,6 +63,48 @@ uint64_t cg_captures_driver_id(CUstream s, bool ptsz) {
 static cg_capture *capture_of_stream(cg_model *m, uint64_t key, uint64_t joined_id) {
   cg_capture *c = cg_model_find(m, key);
   return c ? c : cg_model_find_driver_id(m, joined_id);
+}
+
+/* The driver's ids of the open captures the model knows none of, asked when
+ * a call on a stream that joined a capture (joined: the driver's id of its
+ * capture) needs them to find that capture: a begin no longer asks (a
+ * driver call at every begin, for what only a joined stream's calls need).
+ * A capture on a per-thread stream was asked at its begin (only its own
+ * thread can name that stream); one whose end is on its way stays unknown
+ * (the stream may capture another sequence by the time the driver answers).
+ * The streams lock, held from before the model is read until the answers
+ * are in, keeps every stream asked about from being destroyed. */
+static void learn_driver_ids(uint64_t key, uint64_t joined) {
+  struct {
+    uint64_t stream, id, driver_id;
+  } ask[CG_HIT_MAX];
+  size_t n = 0;
+  cg_streams_ask_lock();
+  cg_model *m = cg_captures_model_lock();
+  if (m && !cg_model_find(m, key) && !cg_model_find_driver_id(m, joined)) {
+    cg_capture *all[CG_HIT_MAX];
+    size_t k = cg_model_open_captures(m, all, CG_HIT_MAX);
+    for (size_t i = 0; i < k && i < CG_HIT_MAX; i++)
+      if (!all[i]->driver_id && !cg_stream_key_per_thread(all[i]->stream) && !cg_captures_end_tick(all[i]))
+        ask[n++].stream = all[i]->stream, ask[n - 1].id = all[i]->id;
+  }
+  cg_captures_model_unlock();
+  for (size_t i = 0; i < n; i++) {
+    CUstreamCaptureStatus st;
+    ask[i].driver_id = 0;
+    if (!driver_capture_state((CUstream)(uintptr_t)ask[i].stream, &st, &ask[i].driver_id) ||
+        st == CU_STREAM_CAPTURE_STATUS_NONE)
+      ask[i].driver_id = 0;
+  }
+  m = n ? cg_captures_model_lock() : NULL;
+  for (size_t i = 0; m && i < n; i++) {
+    cg_capture *c = cg_model_find(m, ask[i].stream);
+    if (c && c->id == ask[i].id && !c->driver_id && !cg_captures_end_tick(c))
+      c->driver_id = ask[i].driver_id;
+  }
+  if (n)
+    cg_captures_model_unlock();
+  cg_streams_unlock();
 }
 
 static void set_first(cg_hit *hit, cg_hit_class cls, const cg_capture *c, size_t n) {
@@ -243,6 +275,8 @@ void cg_captures_judge_aux(cg_rule rule, uint64_t target, bool ptsz, uint64_t au
   }
   /* Asked before the model's lock: the driver is never called with it held. */
   uint64_t joined = on_stream(rule) ? cg_captures_driver_id((CUstream)(uintptr_t)target, ptsz) : 0;
+  if (joined)
+    learn_driver_ids(cg_stream_key((CUstream)(uintptr_t)target, ptsz), joined);
   /* Legacy-stream work meets the captures of the caller's context. */
   uint64_t t = rule == CG_RULE_ANY ? context_of(target) : rule == CG_RULE_LEGACY ? context_of(0) : target;
   judge(rule, t, ptsz, aux, joined, hit);
@@ -311,6 +345,27 @@ void cg_captures_watched_atfork_child(void) {
   refusals_pending = refusal_counted ? 1 : 0;
   watched_in_flight = watched_depth;
 }
+/* Asked by a begin the driver accepted only where the answer may be
+ * needed: on a per-thread stream (no other thread can ask of it later), or
+ * when a call that may break it could have met its begin in the driver (a
+ * watched call or a fast-path breaker on its way, a refusal not yet marked):
+ * then whether the driver held it active, or already invalid, as it began
+ * tells that call's refusal from another's (cg_captures_attribute, mark).
+ * Otherwise no driver call: its id is learnt when a joined stream needs it
+ * (learn_driver_ids). */
+uint64_t cg_captures_begun_driver_id(CUstream s, bool ptsz, uint64_t key) {
+  if (!cg_stream_key_per_thread(key) && !__atomic_load_n(&watched_in_flight, __ATOMIC_SEQ_CST) &&
+      !__atomic_load_n(&refusals_pending, __ATOMIC_SEQ_CST) && !cg_fence_busy(CG_FENCE_BREAKERS))
+    return 0;
+  uint64_t before = cg_captures_tick(), id = 0; /* the driver's begin has returned */
+  CUstreamCaptureStatus st;
+  if (!cg_captures_driver_state(s, ptsz, &st, &id) || st == CU_STREAM_CAPTURE_STATUS_NONE)
+    id = 0;
+  cg_captures_note_begun_state(before, id && st == CU_STREAM_CAPTURE_STATUS_ACTIVE ? before : 0,
+                               id && st == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? cg_captures_tick() : 0);
+  return id;
+}
+
 void cg_captures_refusal_returned(void) {
   if (watched_depth)
     count_refusal();
@@ -436,6 +491,7 @@ void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, 
   typedef struct {
     uint64_t stream, id, driver_id;
     int met;
+    uint64_t learnt; /* the driver's id, asked of a capture whose id was not known (0: none) */
   } ref;
   ref refs[2 * CG_HIT_MAX];
   size_t n = 0;
@@ -460,7 +516,7 @@ void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, 
        * call: the driver says whether it is still active. Its end raced the
        * call: it may have been over. */
       int met = begun && open_after ? MET_SURELY : open_after && !cg_stream_key_per_thread(c->stream) ? MET_ASK : MET_MAYBE;
-      refs[n++] = (ref){c->stream, c->id, c->driver_id, met};
+      refs[n++] = (ref){c->stream, c->id, c->driver_id, met, 0};
     }
   }
   cg_captures_model_unlock();
@@ -473,6 +529,8 @@ void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, 
     uint64_t id = 0;
     bool same = driver_capture_state((CUstream)(uintptr_t)refs[i].stream, &st, &id) &&
                 st != CU_STREAM_CAPTURE_STATUS_NONE && (!id || !refs[i].driver_id || id == refs[i].driver_id);
+    if (same && !refs[i].driver_id)
+      refs[i].learnt = id;
     /* still active: not broken, by this call or any; invalid: by this call
      * or a later one; over (an end since) or unknown: maybe by this call */
     refs[i].met = !same ? MET_MAYBE : st == CU_STREAM_CAPTURE_STATUS_ACTIVE ? MET_NOT : MET_MAYBE_INVALID;
@@ -480,7 +538,16 @@ void cg_captures_attribute(const cg_hit *judged, cg_rule rule, uint64_t target, 
   m = cg_captures_model_lock();
   for (size_t i = 0; m && i < n; i++) {
     cg_capture *c = cg_model_find(m, refs[i].stream);
-    if (!c || c->id != refs[i].id || refs[i].met == MET_NOT)
+    if (!c || c->id != refs[i].id)
+      continue;
+    /* Asked with its id unknown: the answer is its capture's only if no end
+     * of it was on its way (the stream may capture another sequence by
+     * then); so, it is learnt. */
+    if (refs[i].learnt && cg_captures_end_tick(c))
+      refs[i].met = MET_MAYBE;
+    else if (refs[i].learnt && !c->driver_id)
+      c->driver_id = refs[i].learnt;
+    if (refs[i].met == MET_NOT)
       continue;
     if (refs[i].met == MET_SURELY) {
       mark(c, b, false);
@@ -515,6 +582,8 @@ void cg_captures_event_record_begin(uint64_t event, CUstream s, bool ptsz, cg_re
   uint64_t joined = 0;
   if (!c && m) /* not where a capture began: it may have joined one; only the driver knows */
     joined = cg_captures_driver_id(s, ptsz);
+  if (joined)
+    learn_driver_ids(key, joined);
   bool wait = false;
   m = cg_captures_model_lock();
   c = !m ? NULL : joined ? cg_model_find_driver_id(m, joined) : cg_model_find(m, key);

@@ -177,9 +177,11 @@ bool cg_captures_driver_state(CUstream s, bool ptsz, CUstreamCaptureStatus *st, 
 /* The driver's id for the capture on s, 0 when it does not capture (or
  * cannot say). */
 uint64_t cg_captures_driver_id(CUstream s, bool ptsz);
-/* The same, asked by a begin the driver accepted, before _leave: whether
- * the driver still held the capture active then is kept with it (no
- * refusal made before that broke it). */
-uint64_t cg_captures_begun_driver_id(CUstream s, bool ptsz);
+/* The same, for a begin the driver accepted (key: its stream's), before
+ * _leave; 0 without a driver call where nothing needs it now (the id is then
+ * learnt when a stream that joined the capture needs it). Whether the
+ * driver still held the capture active then is kept with it (no refusal
+ * made before that broke it). */
+uint64_t cg_captures_begun_driver_id(CUstream s, bool ptsz, uint64_t key);
 
 #endif

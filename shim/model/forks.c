@@ -87,8 +87,10 @@ cg_break *cg_end_offender(uint64_t capture_id, CUresult r) {
   /* The first fork never joined back; failing that (work on a joined fork
    * after its last join is invisible to capguard: launches on other streams
    * pass straight through), the last fork joined, which then holds it. */
-  fork_entry unjoined = {0}, joined = {0};
   bool any = __atomic_load_n(&forks_used, __ATOMIC_ACQUIRE) != 0;
+  if (!any && r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
+    return NULL; /* no fork to name, nor a wrong thread: every end of a capture without forks */
+  fork_entry unjoined = {0}, joined = {0};
   if (any)
     cg_lock(&lock);
   for (int i = 0; any && i < FORKS; i++) {

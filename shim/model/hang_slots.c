@@ -39,7 +39,6 @@ static void give_back(void *unused) {
     return;
   cg_hang_slot *s = &cg_hang_slots[my_slot];
   __atomic_store_n(&s->call_seq, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->capture_seq, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&s->py_state, NULL, __ATOMIC_RELAXED);
   __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE); /* free, after the rest */
   my_slot = -1; /* a later destructor's synchronize claims one again */
@@ -78,16 +77,3 @@ void cg_hang_call_enter_slow(const char *call, uint64_t handle, void *caller, vo
     cg_hang_call_enter(call, handle, caller, caller_slot);
 }
 
-void cg_hang_capture_begun_slow(uint64_t stream, uint64_t key) {
-  if (slot())
-    cg_hang_capture_begun(stream, key);
-}
-
-void cg_hang_capture_over_scan(uint64_t key) {
-  /* the thread that began it may not be the one that ends it */
-  for (int i = 0; i < CG_HANG_SLOTS; i++) {
-    cg_hang_slot *s = &cg_hang_slots[i];
-    if (__atomic_load_n(&s->capture_seq, __ATOMIC_RELAXED) && __atomic_load_n(&s->capture_key, __ATOMIC_RELAXED) == key)
-      __atomic_store_n(&s->capture_seq, 0, __ATOMIC_RELAXED);
-  }
-}

@@ -1,14 +1,14 @@
 /* What each thread is waiting in, for the hang watch (CAPGUARD_HANG_S,
  * decide/hang/hang_watch.c): a slot a thread, holding the blocking call it is in
- * (a synchronize, a capture's end) with when it began, and the capture it
- * has open. No clock is read and nothing is copied: a call or capture is
- * a number the slot counts, and the watcher times each number from when it
- * first sees it (a look every quarter of the limit, at most 1 s: said at
- * most that late), and asks the model where a capture began only when it
- * says it. The wrappers write them with relaxed atomic stores, and only
- * while the watch is on (cg_hang_s != 0): with it off, a blocking call's
- * wrapper pays one load of cg_hang_s and nothing else. Nothing here calls
- * the driver. */
+ * (a synchronize, a capture's end) with when it began. No clock is read
+ * and nothing is copied: a call is a number the slot counts, and the
+ * watcher times each number from when it first sees it (a look every
+ * quarter of the limit, at most 1 s: said at most that late). A capture
+ * open too long is the model's to say (cg_captures_open_now): its begin
+ * and end mark nothing here. The wrappers write the slots with relaxed
+ * atomic stores, and only while the watch is on (cg_hang_s != 0): with it
+ * off, a blocking call's wrapper pays one load of cg_hang_s and nothing
+ * else. Nothing here calls the driver. */
 #ifndef CAPGUARD_HANG_SLOTS_H
 #define CAPGUARD_HANG_SLOTS_H
 
@@ -29,9 +29,7 @@ typedef struct {
   void *caller;         /* the wrapper's return address: who called it */
   void *caller_slot;    /* where that address is on the thread's stack: the callers above it are read
                            from there (stack_scan.c) while the thread waits */
-  uint64_t capture_seq; /* which capture it has open (the slot's count); 0: none */
-  uint64_t capture_stream, capture_key;
-  uint64_t count;       /* the owner's: calls and captures entered */
+  uint64_t count;       /* the owner's: calls entered */
   void *py_state;       /* the thread's Python thread state, taken when it claimed the slot; NULL none */
 } cg_hang_slot;
 
@@ -65,30 +63,4 @@ static inline __attribute__((always_inline)) void cg_hang_call_leave(void) {
   if (s)
     __atomic_store_n(&s->call_seq, 0, __ATOMIC_RELAXED);
 }
-void cg_hang_capture_begun_slow(uint64_t stream, uint64_t key);
-void cg_hang_capture_over_scan(uint64_t key);
-
-/* The calling thread began a capture on stream (key: the model's stream
- * key); where it began is the model's (cg_captures_site_of). */
-static inline __attribute__((always_inline)) void cg_hang_capture_begun(uint64_t stream, uint64_t key) {
-  cg_hang_slot *s = cg_hang_mine;
-  if (__builtin_expect(!s, 0)) {
-    cg_hang_capture_begun_slow(stream, key);
-    return;
-  }
-  __atomic_store_n(&s->capture_stream, stream, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->capture_key, key, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->capture_seq, ++s->count, __ATOMIC_RELEASE);
-}
-/* The capture on key is over, whichever thread began it: found without a
- * scan when the thread that began it ends it (the usual case). */
-static inline __attribute__((always_inline)) void cg_hang_capture_over(uint64_t key) {
-  cg_hang_slot *s = cg_hang_mine;
-  if (__builtin_expect(s && __atomic_load_n(&s->capture_seq, __ATOMIC_RELAXED) &&
-                           __atomic_load_n(&s->capture_key, __ATOMIC_RELAXED) == key, 1))
-    __atomic_store_n(&s->capture_seq, 0, __ATOMIC_RELAXED);
-  else
-    cg_hang_capture_over_scan(key);
-}
-
 #endif

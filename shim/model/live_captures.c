@@ -24,6 +24,7 @@
 #include "stack.h"
 #include "warn.h"
 #include "locks.h"
+#include "shard_lock.h"
 #include "thread_id.h"
 
 /* What every capture writes, each on a cache line of its own (a struct so
@@ -86,22 +87,22 @@ void cg_streams_unlock(void) { cg_rwunlock(&streams); }
 /* The model's locks, one a shard of it (capture_model.h): a capture's begin
  * and end take their stream's shard's lock, for a short while, so threads
  * capturing on different streams wait for one another only when their
- * streams share a shard; a waiter spins a moment before it sleeps (locks.h).
+ * streams share a shard; a waiter spins a moment before it sleeps (shard_lock.h).
  * Every other question of the model takes them all, in index order (a
  * thread holding one shard's never takes another's). */
 static struct {
-  pthread_mutex_t m;
-} OWN_LINE model_locks[CG_MODEL_SHARDS] = {[0 ... CG_MODEL_SHARDS - 1] = {CG_MUTEX_SPINNING}};
+  cg_shard_lock m;
+} OWN_LINE model_locks[CG_MODEL_SHARDS] = {[0 ... CG_MODEL_SHARDS - 1] = {CG_SHARD_LOCK_INIT}};
 static cg_model *model;
 static uint64_t captures_broken; /* atomic: ends on different shards */
 
 static void lock_all(void) {
   for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
-    cg_lock(&model_locks[i].m);
+    cg_shard_lock_take(&model_locks[i].m);
 }
 static void unlock_all(void) {
   for (unsigned i = CG_MODEL_SHARDS; i-- > 0;)
-    cg_unlock(&model_locks[i].m);
+    cg_shard_lock_give(&model_locks[i].m);
 }
 
 /* The lock for a change to one stream's capture: its shard's, or every
@@ -110,10 +111,10 @@ static void unlock_all(void) {
  * under the shard's lock: what adds an event holds every one. */
 static unsigned lock_stream(uint64_t key) {
   unsigned i = cg_model_shard(key);
-  cg_lock(&model_locks[i].m);
+  cg_shard_lock_take(&model_locks[i].m);
   if (!model || !cg_model_tracked_events(model))
     return i;
-  cg_unlock(&model_locks[i].m);
+  cg_shard_lock_give(&model_locks[i].m);
   lock_all();
   return CG_MODEL_SHARDS;
 }
@@ -121,7 +122,7 @@ static void unlock_stream(unsigned held) {
   if (held == CG_MODEL_SHARDS)
     unlock_all();
   else
-    cg_unlock(&model_locks[held].m);
+    cg_shard_lock_give(&model_locks[held].m);
 }
 
 /* For break_rules.c (model_lock.h): the whole model. */
@@ -131,18 +132,18 @@ cg_model *cg_captures_model_lock(void) {
 }
 cg_model *cg_captures_model_lock_at_exit(const char *what, bool *had) {
   unsigned i = 0;
-  while (i < CG_MODEL_SHARDS && cg_exit_lock(&model_locks[i].m, what))
+  while (i < CG_MODEL_SHARDS && cg_shard_lock_at_exit(&model_locks[i].m, what))
     i++;
   *had = i == CG_MODEL_SHARDS;
   if (!*had)
     while (i-- > 0)
-      cg_unlock(&model_locks[i].m);
+      cg_shard_lock_give(&model_locks[i].m);
   return *had ? model : NULL;
 }
 void cg_captures_model_unlock(void) { unlock_all(); }
 
 /* initial-exec: a preloaded library's TLS is static; no allocation on first use. */
-static __thread uint64_t self_tid __attribute__((tls_model("initial-exec")));
+__thread uint64_t cg_self_tid_kept __attribute__((tls_model("initial-exec")));
 static __thread int self_mode __attribute__((tls_model("initial-exec"))); /* 0 == CG_MODE_GLOBAL */
 
 /* The process id, asked once (getpid is a system call; the fork handler
@@ -157,18 +158,16 @@ uint64_t cg_self_pid(void) {
   return (uint64_t)p;
 }
 
-uint64_t cg_self_tid(void) {
-  if (!self_tid)
-    self_tid = (uint64_t)cg_thread_id();
-  return self_tid;
+uint64_t cg_self_tid_ask(void) {
+  if (!cg_self_tid_kept)
+    cg_self_tid_kept = (uint64_t)cg_thread_id();
+  return cg_self_tid_kept;
 }
 cg_capture_mode cg_self_mode(void) { return (cg_capture_mode)self_mode; }
 void cg_set_self_mode(cg_capture_mode mode) { self_mode = (int)mode; }
 
-uint64_t cg_stream_key(CUstream s, bool ptsz) {
-  if (s == CU_STREAM_PER_THREAD || (ptsz && s == NULL))
-    return (cg_self_tid() << 2) | 3; /* no stream handle has its two low bits set */
-  return (uint64_t)(uintptr_t)s;
+uint64_t cg_stream_key_of_self(void) {
+  return (cg_self_tid() << 2) | 3; /* no stream handle has its two low bits set */
 }
 
 /* A site is taken at every begin and given back at its end: spares are
@@ -271,13 +270,13 @@ void cg_captures_await_begins_before(uint64_t tick) {
  * monotonic time since, so that a step of the wall clock (NTP, an operator's
  * date) never makes a capture last an hour or less than nothing. With the
  * stream's lock held. */
-static uint64_t end_label_ns(uint64_t key) {
-  cg_capture *open = cg_model_find(model, key);
+static uint64_t end_label_of(const cg_capture *open) {
   if (!open || !open->begin_mono_ns)
     return cg_now_ns();
   uint64_t mono = cg_monotonic_ns();
   return open->begin_ns + (mono > open->begin_mono_ns ? mono - open->begin_mono_ns : 0);
 }
+static uint64_t end_label_ns(uint64_t key) { return end_label_of(cg_model_find(model, key)); }
 
 /* ctx: the beginning thread's current context, asked once by the begin
  * (guard.c), which also hands it to priming. */
@@ -354,11 +353,11 @@ void cg_captures_end_enter(uint64_t key) {
     return;
   /* No free slot: the capture is stamped in the model. */
   unsigned shard = cg_model_shard(key);
-  cg_lock(&model_locks[shard].m);
+  cg_shard_lock_take(&model_locks[shard].m);
   cg_capture *c = model ? cg_model_find(model, key) : NULL;
   if (c && !c->end_tick)
     c->end_tick = cg_captures_tick();
-  cg_unlock(&model_locks[shard].m);
+  cg_shard_lock_give(&model_locks[shard].m);
 }
 
 uint64_t cg_captures_end_tick(const cg_capture *c) {
@@ -399,8 +398,9 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
   else
     free(open->maybe_by);
   open->maybe_by = NULL;
-  cg_model_end(model, key, *result == CUDA_SUCCESS, end_label_ns(key), closed);
-  cg_model_forget_events_of(model, id);
+  cg_model_end(model, key, *result == CUDA_SUCCESS, end_label_of(open), closed);
+  if (held == CG_MODEL_SHARDS) /* else no event is tracked (lock_stream) */
+    cg_model_forget_events_of(model, id);
   if (*result != CUDA_SUCCESS)
     __atomic_add_fetch(&captures_broken, 1, __ATOMIC_RELAXED);
   __atomic_sub_fetch(&cg_activity.n.open, 1, __ATOMIC_RELEASE);
@@ -411,21 +411,33 @@ bool cg_captures_end_leave(uint64_t key, CUstreamCaptureStatus still, uint64_t s
 
 bool cg_captures_has(uint64_t key) {
   unsigned shard = cg_model_shard(key);
-  cg_lock(&model_locks[shard].m);
+  cg_shard_lock_take(&model_locks[shard].m);
   bool has = model && cg_model_find(model, key);
-  cg_unlock(&model_locks[shard].m);
+  cg_shard_lock_give(&model_locks[shard].m);
   return has;
 }
 
 bool cg_captures_site_of(uint64_t key, cg_begin_site *out) {
   unsigned shard = cg_model_shard(key);
-  cg_lock(&model_locks[shard].m);
+  cg_shard_lock_take(&model_locks[shard].m);
   cg_capture *open = model ? cg_model_find(model, key) : NULL;
   const cg_begin_site *site = open ? open->user : NULL;
   if (site)
     *out = *site;
-  cg_unlock(&model_locks[shard].m);
+  cg_shard_lock_give(&model_locks[shard].m);
   return site != NULL;
+}
+
+size_t cg_captures_open_now(cg_open_capture *out, size_t cap) {
+  cg_capture *all[64];
+  if (cap > 64)
+    cap = 64;
+  lock_all();
+  size_t n = model ? cg_model_open_captures(model, all, cap) : 0;
+  for (size_t i = 0; i < n && i < cap; i++)
+    out[i] = (cg_open_capture){all[i]->stream, all[i]->id, all[i]->tid, all[i]->begin_mono_ns};
+  unlock_all();
+  return n < cap ? n : cap;
 }
 
 bool cg_captures_stream_destroyed(uint64_t key, cg_capture *closed) {
@@ -456,6 +468,7 @@ bool cg_captures_self_unprohibited(void) { return cg_captures_prohibitor_count()
 size_t cg_captures_prohibitor(cg_capture *first, cg_begin_site *site) {
   cg_capture *p[1];
   site->n = 0;
+  site->python[0] = '\0'; /* no prohibitor: no site, and no text of one */
   lock_all();
   size_t n = model ? cg_model_prohibitors(model, cg_self_tid(), cg_self_mode(), p, 1) : 0;
   if (n) {
@@ -527,7 +540,7 @@ void cg_captures_atfork_parent(void) {
 void cg_captures_atfork_child(void) {
   cg_query_fence_atfork_child();
   for (unsigned i = 0; i < CG_MODEL_SHARDS; i++)
-    model_locks[i].m = (pthread_mutex_t)CG_MUTEX_SPINNING;
+    model_locks[i].m = (cg_shard_lock)CG_SHARD_LOCK_INIT;
   cg_gate_atfork_child();
   streams = (pthread_rwlock_t)PTHREAD_RWLOCK_INITIALIZER;
   cg_activity.n.begins_in_flight = 0;
@@ -540,6 +553,6 @@ void cg_captures_atfork_child(void) {
   cg_ending_reset(&ending);
   end_slot = 0;
   begin_slot = 0;
-  self_tid = 0;
+  cg_self_tid_kept = 0;
   self_pid = 0;
 }

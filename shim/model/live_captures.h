@@ -27,14 +27,26 @@ typedef union {
 extern cg_capture_activity cg_activity;
 static inline bool cg_nothing_captures(void) { return __atomic_load_n(&cg_activity.both, __ATOMIC_ACQUIRE) == 0; }
 
-uint64_t cg_self_tid(void);
+/* The calling thread's id, asked of the kernel once a thread (inline: a
+ * capture asks for it about five times). */
+extern __thread uint64_t cg_self_tid_kept __attribute__((tls_model("initial-exec")));
+uint64_t cg_self_tid_ask(void);
+static inline uint64_t cg_self_tid(void) {
+  uint64_t t = cg_self_tid_kept;
+  return __builtin_expect(t != 0, 1) ? t : cg_self_tid_ask();
+}
 uint64_t cg_self_pid(void);
 cg_capture_mode cg_self_mode(void);
 void cg_set_self_mode(cg_capture_mode mode);
 
 /* Streams as the model keys them: the per-thread default stream is a
  * different stream on every thread. */
-uint64_t cg_stream_key(CUstream s, bool ptsz);
+uint64_t cg_stream_key_of_self(void); /* this thread's per-thread default stream */
+static inline uint64_t cg_stream_key(CUstream s, bool ptsz) {
+  if (__builtin_expect(s == CU_STREAM_PER_THREAD || (ptsz && s == NULL), 0))
+    return cg_stream_key_of_self();
+  return (uint64_t)(uintptr_t)s;
+}
 /* Whether a key is a thread's per-thread default stream (cg_stream_key sets
  * its two low bits, which no stream handle has): no handle to ask the driver
  * about. */
@@ -52,6 +64,10 @@ typedef struct {
    * Triton's own code ("model_runner.py:1234 in capture"), "" otherwise:
    * Python frames are gone once the begin returns, so they are read now. */
   char python[256];
+  /* The hang watch's ring of captured graphs (decide/hang/hang_launches.c):
+   * the graph its capture ended with and the capture's id, set as the ring
+   * takes the site. */
+  uint64_t graph, capture_id;
 } cg_begin_site;
 /* The calling thread's site, on the heap (owned by the capture once begun);
  * NULL when out of memory. ra and ra_slot: the wrapper's return address and
@@ -117,6 +133,14 @@ bool cg_captures_has(uint64_t stream_key);
  * model's lock (the hang watcher: a begin copies nothing for it); false
  * when none is open or its site is unknown. */
 bool cg_captures_site_of(uint64_t stream_key, cg_begin_site *out);
+/* The open captures, oldest first, for the hang watch's look (its own
+ * thread, a few times a second at most): each one's key, id, thread and
+ * CLOCK_MONOTONIC begin (0: unknown); up to cap written, how many returned.
+ * A capture pays nothing for the watch: its begin and end mark nothing. */
+typedef struct {
+  uint64_t key, id, tid, begin_mono_ns;
+} cg_open_capture;
+size_t cg_captures_open_now(cg_open_capture *out, size_t cap);
 
 /* The shim's clock: a process-wide counter, one step per call, ordering
  * capguard's marks around driver calls made on different threads (a begin

@@ -344,6 +344,14 @@ void cg_query_divert_and_wait(void) {
 }
 #endif
 
+/* Whether limit_ns have passed since *start, set by the first call. */
+static bool waited_past(uint64_t *start, unsigned long long limit_ns) {
+  uint64_t now = cg_monotonic_ns();
+  if (!*start)
+    *start = now;
+  return now - *start > limit_ns;
+}
+
 void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   bool park = false;
@@ -362,7 +370,7 @@ void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
     struct timespec ts = {0, 50000};
     nanosleep(&ts, NULL);
   }
-  uint64_t start = cg_monotonic_ns();
+  uint64_t start = 0; /* the clock is read once there is something to wait for */
   bool late = false;
   unsigned n = __atomic_load_n(&slots_used[f], __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n && !late; i++) {
@@ -371,7 +379,7 @@ void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
     if (s == cg_fence_self[f] || !in_flight(f, s, seq))
       continue;
     for (unsigned spins = 0; slot_seq(f, s) == seq && in_flight(f, s, seq); spins++) {
-      if (cg_monotonic_ns() - start > limit_ns) {
+      if (waited_past(&start, limit_ns)) {
         late = true;
         break;
       }
@@ -379,7 +387,7 @@ void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
     }
   }
   for (unsigned spins = 0; !late && __atomic_load_n(&overflow_in_flight[f], __ATOMIC_ACQUIRE); spins++) {
-    if (cg_monotonic_ns() - start > limit_ns)
+    if (waited_past(&start, limit_ns))
       late = true;
     pause_briefly(spins);
   }

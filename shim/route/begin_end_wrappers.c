@@ -4,7 +4,6 @@
  * Each calls the driver exactly as the caller asked and tells guard.c what
  * happened. */
 #include "guard.h"
-#include "hang_slots.h"
 
 #include "wrapper.h"
 
@@ -31,13 +30,9 @@ static bool off(void) { return cg_cfg.mode == CG_RUN_OFF; }
     if (off())                                                                                     \
       return real(CG_ARGS(params));                                                                \
     cg_capture_end_enter((stream), (ptsz));                                                        \
-    bool watched_ = __builtin_expect(cg_hang_s != 0, 0); /* a capture's end may wait too */         \
-    if (watched_)                                                                                  \
-      cg_hang_call_enter(sname, (uint64_t)(uintptr_t)(stream), __builtin_return_address(0),         \
-                         (char *)__builtin_dwarf_cfa() - sizeof(void *));                          \
+    /* An end that waits is the hang watch's too, with nothing marked: its */                     \
+    /* capture stays open in the model until then, said as one open too long */                    \
     CUresult d_ = real(CG_ARGS(params));                                                           \
-    if (watched_)                                                                                  \
-      cg_hang_call_leave();                                                                        \
     return cg_capture_end_leave((stream), (ptsz), d_, (graph));                                    \
   }
 

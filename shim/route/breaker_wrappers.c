@@ -121,7 +121,7 @@ _Static_assert(CG_FENCE_BREAKERS == 1 && sizeof(cg_query_slot *) == 8,
                "the breakers' fast path reads cg_fence_self[CG_FENCE_BREAKERS] at %fs:8 from the array");
 _Static_assert(offsetof(cg_hang_slot, call) == 8 && offsetof(cg_hang_slot, call_seq) == 16 &&
                    offsetof(cg_hang_slot, handle) == 24 && offsetof(cg_hang_slot, caller) == 32 &&
-                   offsetof(cg_hang_slot, caller_slot) == 40 && offsetof(cg_hang_slot, count) == 72,
+                   offsetof(cg_hang_slot, caller_slot) == 40 && offsetof(cg_hang_slot, count) == 48,
                "the synchronizes' fast path writes the hang slot at these offsets");
 #endif
 /* What the ineligible rows' unused fast code names as its target. */

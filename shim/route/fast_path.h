@@ -210,8 +210,8 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
           "movq (%rsp), %rcx\n\t"                                                                  \
           "movq %rcx, 32(%rax)\n\t" /* caller: the return address */                               \
           "movq %rsp, 40(%rax)\n\t" /* caller_slot: where it is */                                 \
-          "addq $1, 72(%rax)\n\t"   /* count: the owner's alone */                                 \
-          "movq 72(%rax), %rcx\n\t"                                                                \
+          "addq $1, 48(%rax)\n\t"   /* count: the owner's alone */                                 \
+          "movq 48(%rax), %rcx\n\t"                                                                \
           "movq %rcx, 16(%rax)\n\t" /* call_seq, the last store (a release on x86-64) */            \
           "addl $1, (%r11)\n\t" /* in flight (odd) */                                              \
           "pushq %r11\n\t"                                                                         \

@@ -100,6 +100,11 @@ static void keep(cg_hash128 key, const char *site, bool deeper) {
 }
 
 void cg_python_site(char *buf, size_t cap) {
+  /* No interpreter (yet): nothing to read, and no fingerprint to try. */
+  if (!cg_python_maybe()) {
+    buf[0] = 0;
+    return;
+  }
   cg_hash128 key, long_key;
   int named = 0;
   bool whole = false, check;
@@ -109,10 +114,7 @@ void cg_python_site(char *buf, size_t cap) {
     return;
   }
   if (fp != CG_PY_FP_OK) {
-    if (fp == CG_PY_FP_UNKNOWN && !cg_python_maybe())
-      buf[0] = 0; /* no interpreter (yet): nothing to read */
-    else
-      site_from_dump(buf, cap);
+    site_from_dump(buf, cap);
     return;
   }
   int found = lookup(key, buf, cap, &check);

@@ -30,6 +30,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -280,8 +281,32 @@ static void resolve_layout(void *handle) {
   atomic_store(&g_code_type, code_type);
 }
 
+static void resolve_at(void);
+/* How many objects the loader has loaded and unloaded (dlpi_adds and
+ * dlpi_subs, the same in every object's record): read from the first. */
+static int loads_cb(struct dl_phdr_info *pi, size_t size, void *data) {
+  if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof pi->dlpi_subs) return 1;
+  *(unsigned long long *)data = pi->dlpi_adds * 2 + pi->dlpi_subs * 3 + 1;
+  return 1;
+}
+
+/* The loader's count when a look found no interpreter: a look finds what
+ * the loaded objects hold, so it is made again only once they changed (an
+ * interpreter embedded by a dlopen since). Nine lookups of symbols and a
+ * walk of every object were about 45 instructions a capture, at a look
+ * every CG_PY_RETRY_EVERY-th. */
+static _Atomic unsigned long long g_loads_looked;
+
 static void resolve(void) {
   if (!cg_real_dlsym || atomic_load(&g_this)) return;
+  unsigned long long loads = 0;
+  dl_iterate_phdr(loads_cb, &loads);
+  if (loads && atomic_load(&g_loads_looked) == loads) return;
+  resolve_at();
+  if (!atomic_load(&g_this)) atomic_store(&g_loads_looked, loads);
+}
+
+static void resolve_at(void) {
   void *h = RTLD_DEFAULT, *local = NULL;
   void *this_state = cg_real_dlsym(h, "PyGILState_GetThisThreadState");
   if (!this_state) {

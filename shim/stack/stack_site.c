@@ -320,9 +320,11 @@ void cg_native_site_init(void) {
   /* kept open: we hold pointers into it */
 }
 
-CG_READS_CALLER_FRAMES size_t cg_native_site(void *ra0, void *ra0_slot, void **frames, size_t max) {
-  if (!frames || max == 0)
-    return 0;
+/* A caller capguard has not judged yet, plumbing, or none given: the
+ * unwind (or the verdict) is worked out apart from the common answer,
+ * whose frame then holds no path. */
+static __attribute__((noinline)) CG_READS_CALLER_FRAMES size_t native_site_slow(void *ra0, void *ra0_slot,
+                                                                                void **frames, size_t max) {
   uintptr_t ra = (uintptr_t)ra0, slot = (uintptr_t)ra0_slot, lo, hi;
   if (ra && !is_plumbing(ra)) {
     frames[0] = ra0;
@@ -345,4 +347,18 @@ CG_READS_CALLER_FRAMES size_t cg_native_site(void *ra0, void *ra0_slot, void **f
    * call at most). */
   int got = backtrace(frames, (int)max);
   return got > 0 ? (size_t)got : 0;
+}
+
+CG_READS_CALLER_FRAMES size_t cg_native_site(void *ra0, void *ra0_slot, void **frames, size_t max) {
+  if (!frames || max == 0)
+    return 0;
+  /* A caller already judged not to be plumbing (is_plumbing's verdict):
+   * the site is the caller, no unwind. */
+  uintptr_t ra = (uintptr_t)ra0,
+            seen = ra ? atomic_load_explicit(&g_verdicts[slot_of(ra, CG_PLUMBING_VERDICTS)], memory_order_relaxed) : 0;
+  if (ra && seen >> 1 == ra && !(seen & 1)) {
+    frames[0] = ra0;
+    return 1;
+  }
+  return native_site_slow(ra0, ra0_slot, frames, max);
 }

@@ -13,7 +13,10 @@
  *   fork-joined-then-work: a fork joined back, then more work on it (904);
  *   end-other: the capture is ended by another thread (908 unless relaxed);
  *   pageable-copy: cuMemcpyHtoDAsync from pageable memory into the capture;
- *   pinned-copy: the same from page-locked memory (fine).
+ *   pinned-copy: the same from page-locked memory (fine);
+ *   fork-pageable-copy: the pageable copy on a stream forked into the
+ *   capture, then joined back (capguard finds the capture by the driver's
+ *   id of the stream's capture);
  *   unwatched: the fake's cuFakeUnwatchedRefusal, a call capguard does not
  *   wrap that the driver refuses (900) and logs;
  *   unwatched-host-func: cuLaunchHostFunc on the legacy stream, which capguard
@@ -159,6 +162,16 @@ static CUresult do_op(void) {
     return CUDA_SUCCESS; /* main's end is made by another thread */
   if (!strcmp(op, "pageable-copy"))
     return cu.MemcpyHtoDAsync(mem, pageable, sizeof pageable, capturing);
+  if (!strcmp(op, "fork-pageable-copy")) {
+    CUresult r = cu.EventRecord(fork_ev, capturing);
+    if (r == CUDA_SUCCESS)
+      r = cu.WaitEvent(side, fork_ev, 0);
+    if (r == CUDA_SUCCESS)
+      r = cu.MemcpyHtoDAsync(mem, pageable, sizeof pageable, side);
+    if (r == CUDA_SUCCESS)
+      r = cu.EventRecord(before, side); /* reused as the join event */
+    return r == CUDA_SUCCESS ? cu.WaitEvent(capturing, before, 0) : r;
+  }
   if (!strcmp(op, "pinned-copy"))
     return cu.MemcpyHtoDAsync(mem, pinned, 64, capturing);
   if (!strcmp(op, "unwatched-host-func"))

@@ -345,6 +345,19 @@ class PageableCopy(unittest.TestCase):
                     self.assertIn("pageable host memory", run.stderr)
                     self.assertEqual(the_capture(run)["status"], "ended")
 
+    def test_a_pageable_copy_on_a_stream_that_joined_the_capture_is_said(self):
+        # The side stream never began a capture: its capture is found by the
+        # driver's id, which the begin no longer asks for (learnt when needed).
+        for flags in ([], ["--blocking"]):
+            with self.subTest(flags=flags):
+                run = probe(["--op", "fork-pageable-copy"] + flags)
+                self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0))
+                evs = run.events
+                self.assertEqual(len(evs), 1, run.records)
+                self.assertEqual((evs[0]["call"], evs[0]["event"], evs[0]["verdict"], evs[0]["capture"]["id"]),
+                                 ("cuMemcpyHtoDAsync_v2", "pageable-copy", "escaped", 2))
+                self.assertEqual(the_capture(run)["status"], "ended")
+
     def test_a_copy_from_pinned_memory_is_not(self):
         run = probe(["--op", "pinned-copy"])
         self.assertEqual((run.int("op_result"), run.int("end_result")), (0, 0))

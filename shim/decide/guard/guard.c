@@ -99,18 +99,18 @@ void *cg_capture_begin_enter(void *ra, void *ra_slot, CUstream s, bool ptsz) {
 
 void cg_capture_begin_leave(void *site, CUresult r, CUstream s, bool ptsz, cg_capture_mode mode,
                             bool into_graph) {
+  uint64_t key = cg_stream_key(s, ptsz);
   /* The driver's id lets a stream that joins the capture be told apart
-   * (model/break_rules.c); asked under the gate held shared, which no driver
-   * call of capguard's waits for. */
-  uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_begun_driver_id(s, ptsz) : 0;
-  cg_captures_begin_leave(site, r, cg_stream_key(s, ptsz), driver_id, mode, into_graph, begin_nonblocking,
+   * (model/break_rules.c); asked, when it is (only where something may
+   * need it now), under the gate held shared, which no driver call of
+   * capguard's waits for. */
+  uint64_t driver_id = r == CUDA_SUCCESS ? cg_captures_begun_driver_id(s, ptsz, key) : 0;
+  cg_captures_begin_leave(site, r, key, driver_id, mode, into_graph, begin_nonblocking,
                           (uint64_t)(uintptr_t)begin_ctx);
   if (r == CUDA_SUCCESS) {
     cg_capture_time_begun();
     cg_serving_capture_begun();
   }
-  if (__builtin_expect(cg_hang_s != 0, 0) && r == CUDA_SUCCESS)
-    cg_hang_capture_begun((uint64_t)(uintptr_t)s, cg_stream_key(s, ptsz));
 }
 
 void cg_capture_end_enter(CUstream s, bool ptsz) { cg_captures_end_enter(cg_stream_key(s, ptsz)); }
@@ -124,9 +124,20 @@ static void offender_text(const cg_break *b, cg_offender *o, char *where, size_t
   o->where = where;
 }
 
+/* Where a capture began, for its graph's execs (the hang watch): the site
+ * itself, or a copy of one the slowest captures keep. Returns what the
+ * caller frees. */
+static cg_begin_site *site_to_graph(CUgraph g, cg_begin_site *site, bool kept, uint64_t id) {
+  cg_begin_site *give = site;
+  if (kept && (give = malloc(sizeof *give)) != NULL) /* the kept one is capture_time's */
+    *give = *site;
+  return give ? cg_hang_graph_captured(g, give, id) : NULL;
+}
+
 /* Writes the record of a capture that is over (its begin site and first
- * offender freed here), then runs the deferred calls that may now run. */
-static void capture_over(cg_capture *closed, bool ended, CUresult r) {
+ * offender freed here, or the site handed to graph's execs when the hang
+ * watch is on), then runs the deferred calls that may now run. */
+static void capture_over(cg_capture *closed, bool ended, CUresult r, CUgraph graph) {
   cg_begin_site *site = closed->user;
   cg_break *broke = closed->broken_by;
   /* Symbolized only for a record that is written: dladdr scans a library's
@@ -147,11 +158,13 @@ static void capture_over(cg_capture *closed, bool ended, CUresult r) {
     cg_output_capture(&rec);
     cg_signals_release(&held);
   }
-  if (__builtin_expect(cg_hang_s != 0, 0))
-    cg_hang_capture_over(closed->stream);
-  if (!cg_capture_time_ended(closed, site)) /* the slowest keep where they began */
+  bool kept = cg_capture_time_ended(closed, site); /* the slowest keep where they began */
+  if (graph && site)
+    cg_begin_site_free(site_to_graph(graph, site, kept, closed->id));
+  else if (!kept)
     cg_begin_site_free(site);
-  free(broke);
+  if (broke)
+    free(broke);
   cg_policy_run_deferred();
   cg_priming_refresh_served(false);
   cg_serving_capture_over();
@@ -198,18 +211,16 @@ CUresult cg_capture_end_leave(CUstream s, bool ptsz, CUresult r, CUgraph *graph)
   }
   /* An end refused with 904 or 908 names its own cause (forks.c) when no
    * call broke the capture before. */
-  if (r == CUDA_SUCCESS && graph && *graph)
-  {
+  bool with_graph = r == CUDA_SUCCESS && graph && *graph;
+  if (with_graph)
     cg_stale_captured(*graph, closed.user, closed.id); /* CAPGUARD_STALE: where the graph's capture began */
-    if (__builtin_expect(cg_hang_s != 0, 0))
-      cg_hang_graph_captured(*graph, closed.user, closed.id); /* for its execs' launches */
-  }
   cg_break *end_cause = cg_end_offender(closed.id, r);
   if (!closed.broken_by)
     closed.broken_by = end_cause;
   else
     free(end_cause);
-  capture_over(&closed, true, r);
+  /* the hang watch: where it began, for its execs' launches */
+  capture_over(&closed, true, r, with_graph && __builtin_expect(cg_hang_s != 0, 0) ? *graph : NULL);
   cg_fleet_after_capture();
   return r;
 }
@@ -230,7 +241,7 @@ CUresult cg_capture_stream_destroy(cg_entry_point ep, CUstream s, CUresult (*inv
         *b = cg_break_of(cg_ep_name[ep], CG_EV_STREAM_DESTROY, CG_VERDICT_ALLOWED, r, here);
       closed.broken_by = b;
     }
-    capture_over(&closed, false, r);
+    capture_over(&closed, false, r, NULL);
   }
   free(here);
   return r;

@@ -13,7 +13,7 @@
 #define EXECS 4096  /* a power of two: engines hold thousands (sizes x pieces) */
 #define TOMB 1u     /* a destroyed exec's key: probing goes on past it */
 #define MARKERS 256 /* launches in flight told apart; a stuck one stays the oldest of its stream */
-#define GRAPHS 64   /* captured graphs remembered until their instantiation */
+#define GRAPHS CG_HANG_GRAPHS
 
 typedef struct {
   uint64_t capture_id;
@@ -30,30 +30,32 @@ static exec_info infos[EXECS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 unsigned cg_hang_execs_live;
 
-/* The ring of captured graphs, written without a lock at each capture's end
- * (a seqlock: gen odd while an entry is written; a reader copies it, then
- * checks gen again), read at an instantiation and by the watcher. */
-typedef struct {
-  uint32_t gen;
-  uint64_t graph, capture_id;
-  cg_begin_site site;
-} captured;
-static captured graphs[GRAPHS];
-static unsigned graphs_next;
+/* The ring of captured graphs, the newest GRAPHS, read at an instantiation
+ * and by the watcher. Where a graph's capture began is not copied at the
+ * capture's end: the ring takes the capture's own site, which then holds
+ * the graph and the capture's id, and gives back the one it held (the end
+ * frees it as it freed its own): an index taken and a pointer exchanged. A
+ * reader takes a site out (an exchange for NULL), copies it and puts it
+ * back, or frees it when a writer has put another there meanwhile: a site
+ * is owned by one at a time, never read while it is written or freed. */
+cg_begin_site *cg_hang_graph_sites[CG_HANG_GRAPHS];
+unsigned cg_hang_graphs_next;
 
-/* Entry k back from the newest (1: the newest), copied whole; false when it
- * was being written or is empty. */
-static bool graph_back(unsigned k, captured *out) {
-  unsigned next = __atomic_load_n(&graphs_next, __ATOMIC_ACQUIRE);
+/* The site k back from the newest (1: the newest), copied; false when there
+ * is none or another reader holds it this moment. */
+static bool graph_back(unsigned k, cg_begin_site *out) {
+  unsigned next = __atomic_load_n(&cg_hang_graphs_next, __ATOMIC_ACQUIRE);
   if (k > next || k > GRAPHS)
     return false;
-  const captured *c = &graphs[(next - k) % GRAPHS];
-  uint32_t g = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
-  if (g & 1)
+  cg_begin_site **at = &cg_hang_graph_sites[(next - k) % GRAPHS];
+  cg_begin_site *site = __atomic_exchange_n(at, NULL, __ATOMIC_ACQ_REL);
+  if (!site)
     return false;
-  memcpy(out, c, sizeof *out);
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  return __atomic_load_n(&c->gen, __ATOMIC_RELAXED) == g && out->graph;
+  *out = *site;
+  cg_begin_site *none = NULL;
+  if (!__atomic_compare_exchange_n(at, &none, site, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    cg_begin_site_free(site); /* a writer put a newer one there */
+  return out->graph != 0;
 }
 
 /* A marker: the event recorded after one launch. gen is odd while it is
@@ -92,31 +94,6 @@ static void copy_text(char *dst, size_t cap, const char *src) {
   size_t n = !src ? 0 : nul ? (size_t)(nul - src) : cap - 1;
   memcpy(dst, src ? src : "", n);
   dst[n] = '\0';
-}
-
-void cg_hang_graph_captured(CUgraph g, const cg_begin_site *site, uint64_t capture_id) {
-  if (!g)
-    return;
-  unsigned at = __atomic_fetch_add(&graphs_next, 1, __ATOMIC_ACQ_REL) % GRAPHS;
-  captured *c = &graphs[at];
-  __atomic_add_fetch(&c->gen, 1, __ATOMIC_ACQ_REL); /* odd: being written */
-  c->graph = (uint64_t)(uintptr_t)g;
-  c->capture_id = capture_id;
-  /* what cg_begin_site_text reads, no more: symbolized at the instantiation,
-   * never in the capture */
-  int n = site && site->n > 0 ? (site->n < CG_SITE_MAX_FRAMES ? site->n : CG_SITE_MAX_FRAMES) : 0;
-  c->site.n = n;
-  if (n)
-    memcpy(c->site.frames, site->frames, (size_t)n * sizeof site->frames[0]);
-  const char *py = site ? site->python : "";
-  size_t len = 0;
-  if (py[0]) { /* a native host has none */
-    const char *nul = memchr(py, '\0', sizeof c->site.python);
-    len = nul ? (size_t)(nul - py) : sizeof c->site.python - 1;
-    memcpy(c->site.python, py, len);
-  }
-  c->site.python[len] = '\0';
-  __atomic_add_fetch(&c->gen, 1, __ATOMIC_RELEASE);
 }
 
 /* A kernel's name as a person reads its identifier: NCCL's kernels are C++
@@ -205,14 +182,14 @@ void cg_hang_instantiated(CUgraphExec exec, CUgraph g) {
     return;
   exec_info x;
   memset(&x, 0, sizeof x);
-  captured c;
+  cg_begin_site c;
   bool known = false;
   for (unsigned k = 1; k <= GRAPHS && !known && g; k++) /* the newest capture with this graph handle */
     known = graph_back(k, &c) && c.graph == (uint64_t)(uintptr_t)g;
   if (known)
     x.capture_id = c.capture_id;
   if (known)
-    cg_begin_site_text(&c.site, x.site, sizeof x.site);
+    cg_begin_site_text(&c, x.site, sizeof x.site);
   count_collectives(g, &x, 0);
   cg_lock(&lock);
   int at = find(e);
@@ -420,12 +397,12 @@ unsigned cg_hang_collective_execs(cg_hang_launch_seen *first) {
 }
 
 uint64_t cg_hang_latest_graph(char *buf, unsigned cap) {
-  captured c;
+  cg_begin_site c;
   if (cap)
     buf[0] = '\0';
   if (!graph_back(1, &c))
     return 0;
   if (cap)
-    cg_begin_site_text(&c.site, buf, cap);
+    cg_begin_site_text(&c, buf, cap);
   return c.capture_id;
 }

@@ -21,9 +21,21 @@
  * this file (one load on the destroy's path, none elsewhere). */
 extern unsigned cg_hang_execs_live;
 
-/* A capture ended with graph g (guard.c): where it began, for the execs
- * instantiated from g (a bounded ring: the newest 64 graphs). */
-void cg_hang_graph_captured(CUgraph g, const cg_begin_site *site, uint64_t capture_id);
+/* A capture ended with graph g (guard.c): where it began (site, which the
+ * ring now owns), for the execs instantiated from g (a bounded ring: the
+ * newest 64 graphs). Returns the site the ring held before (NULL: none),
+ * for the caller to free; site itself when g is NULL. */
+#define CG_HANG_GRAPHS 64 /* captured graphs remembered until their instantiation */
+extern cg_begin_site *cg_hang_graph_sites[CG_HANG_GRAPHS];
+extern unsigned cg_hang_graphs_next;
+static inline cg_begin_site *cg_hang_graph_captured(CUgraph g, cg_begin_site *site, uint64_t capture_id) {
+  if (!g || !site)
+    return site;
+  site->graph = (uint64_t)(uintptr_t)g;
+  site->capture_id = capture_id;
+  unsigned at = __atomic_fetch_add(&cg_hang_graphs_next, 1, __ATOMIC_RELAXED) % CG_HANG_GRAPHS;
+  return __atomic_exchange_n(&cg_hang_graph_sites[at], site, __ATOMIC_ACQ_REL);
+}
 /* The latest capture that ended with a graph: its id (0: none) and where it
  * began, symbolized into buf (the watcher's thread). */
 uint64_t cg_hang_latest_graph(char *buf, unsigned cap);

@@ -26,12 +26,17 @@
 #include "readable_frame.h"
 #include "warn.h"
 
-/* Per slot, the watcher's own: the call and capture (the slot's numbers,
- * with the thread) first seen when, and the ones said already. */
+/* Per slot, the watcher's own: the call (the slot's number, with the
+ * thread) first seen when, and the one said already. */
 typedef struct {
   uint64_t tid, seq, first_ns, said;
 } sighting;
-static sighting seen_call[CG_HANG_SLOTS], seen_capture[CG_HANG_SLOTS];
+static sighting seen_call[CG_HANG_SLOTS];
+/* The captures said open too long (the model's ids), the newest kept: each
+ * is said once. */
+#define SAID_CAPTURES 64
+static uint64_t said_capture[SAID_CAPTURES];
+static unsigned said_next;
 static char who[64]; /* "rank 1 (pid 42)" or "pid 42" */
 
 /* The thread's name (/proc/self/task/TID/comm: pthread_setname_np's, e.g.
@@ -250,19 +255,51 @@ static void say_call(const call_seen *c, uint64_t tid, uint64_t waited_ns) {
           (unsigned long long)c->handle, caller, after);
 }
 
-static void say_capture(const cg_hang_slot *s, uint64_t tid, uint64_t open_ns) {
+static bool thread_alive(uint64_t tid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%llu", (unsigned long long)tid);
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  close(fd);
+  return true;
+}
+
+static void say_capture(const cg_open_capture *c, uint64_t open_ns) {
   char name[32], site[256] = "";
-  thread_name(tid, name, sizeof name);
+  thread_name(c->tid, name, sizeof name);
   cg_begin_site where;
-  if (cg_captures_site_of(__atomic_load_n(&s->capture_key, __ATOMIC_RELAXED), &where))
+  if (cg_captures_site_of(c->key, &where))
     cg_begin_site_text(&where, site, sizeof site); /* dladdr: outside the model's lock */
+  /* the handle the program named: a per-thread default stream's key is not one */
+  uint64_t stream = cg_stream_key_per_thread(c->key) ? (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD : c->key;
   cg_warn("%s has had a capture open for %.1f s (thread %llu%s%s%s, stream 0x%llx, begun at %s): a capture "
           "that does not end waits for something that never comes (a peer's collective, a lock)",
-          who, open_ns / 1e9, (unsigned long long)tid, name[0] ? " '" : "", name, name[0] ? "'" : "",
-          (unsigned long long)__atomic_load_n(&s->capture_stream, __ATOMIC_RELAXED),
-          site[0] ? site : "a site not known");
+          who, open_ns / 1e9, (unsigned long long)c->tid, name[0] ? " '" : "", name, name[0] ? "'" : "",
+          (unsigned long long)stream, site[0] ? site : "a site not known");
   cg_hang_info h = {.waited_ns = open_ns};
-  log_event(CG_EV_HANG_CAPTURE, "cuStreamBeginCapture", tid, 0, site, &h);
+  log_event(CG_EV_HANG_CAPTURE, "cuStreamBeginCapture", c->tid, 0, site, &h);
+}
+
+/* The captures open longer than the limit, from the model (the capture
+ * path marks nothing for the watch), each said once; not one whose thread
+ * is gone, which is never said to wait. */
+static void look_captures(uint64_t now, uint64_t limit) {
+  cg_open_capture open[64];
+  size_t n = cg_captures_open_now(open, 64);
+  for (size_t i = 0; i < n; i++) {
+    const cg_open_capture *c = &open[i];
+    uint64_t d = c->begin_mono_ns && now > c->begin_mono_ns ? now - c->begin_mono_ns : 0;
+    if (d <= limit)
+      continue;
+    bool said = false;
+    for (unsigned k = 0; k < SAID_CAPTURES && !said; k++)
+      said = said_capture[k] == c->id;
+    if (said || !thread_alive(c->tid))
+      continue;
+    said_capture[said_next++ % SAID_CAPTURES] = c->id;
+    say_capture(c, d);
+  }
 }
 
 /* How long the slot's call or capture numbered seq has lasted, as far as
@@ -359,13 +396,8 @@ static void look(void) {
       if (still(s, tid, &s->call_seq, t))
         say_call(&c, tid, d);
     }
-    t = __atomic_load_n(&s->capture_seq, __ATOMIC_ACQUIRE);
-    if (t && (d = lasted(&seen_capture[i], tid, t, now)) > limit) {
-      seen_capture[i].said = t;
-      if (still(s, tid, &s->capture_seq, t))
-        say_capture(s, tid, d);
-    }
   }
+  look_captures(now, limit);
 }
 
 static void *watch(void *arg) {

@@ -99,6 +99,19 @@ static bool file_read;
 static const char *cannot_serve;
 static unsigned device_sm, skipped_sm;
 
+/* Bumped, under prime_lock, by whatever may give a begin something to do
+ * again (a pool made or gone, a served copy unloaded, the file read, a
+ * fork). A thread whose begin on a context found nothing to do keeps the
+ * count it found then: its next begins on that context, with the count
+ * unchanged, leave after one load instead of taking prime_lock (about 140
+ * instructions a begin, and a lock every capturing thread queued on). */
+static unsigned long prime_epoch = 1;
+static __thread struct {
+  CUcontext ctx;
+  unsigned long epoch;
+} idle_for __attribute__((tls_model("initial-exec")));
+static void prime_changed(void) { __atomic_add_fetch(&prime_epoch, 1, __ATOMIC_RELEASE); }
+
 static bool priming_on(void) { return cg_cfg.mode == CG_RUN_GUARD && cg_cfg.prime_path[0]; }
 
 /* The priming file code's lines already start with "capguard: ", and
@@ -133,6 +146,7 @@ static context_pool *new_pool(CUcontext ctx) {
   context_pool *p = &pools[n_pools];
   *p = (context_pool){.ctx = ctx};
   __atomic_store_n(&n_pools, n_pools + 1, __ATOMIC_RELEASE);
+  prime_changed();
   return p;
 }
 
@@ -235,6 +249,7 @@ static bool keep_fitting(const cg_prime_record *r, void *arch) { return fits(r, 
  * appended to it. */
 static void read_set(void) {
   set_tried = true;
+  prime_changed();
   set = NULL;
   struct stat st;
   if (stat(cg_cfg.prime_path, &st) == 0 && (uint64_t)st.st_size > cg_cfg.prime_max) {
@@ -358,7 +373,8 @@ static void say_if_cannot_serve(void) {
 static bool begins_have_nothing_to_do;
 
 void cg_priming_before_begin(CUcontext ctx) {
-  if (cg_cfg.mode != CG_RUN_GUARD || !ctx || __atomic_load_n(&begins_have_nothing_to_do, __ATOMIC_ACQUIRE))
+  if (cg_cfg.mode != CG_RUN_GUARD || !ctx || __atomic_load_n(&begins_have_nothing_to_do, __ATOMIC_ACQUIRE) ||
+      (idle_for.ctx == ctx && idle_for.epoch == __atomic_load_n(&prime_epoch, __ATOMIC_ACQUIRE)))
     return;
   cg_lock(&prime_lock);
   /* The device's arch, for the arch rule and for the summary (capguard
@@ -371,6 +387,10 @@ void cg_priming_before_begin(CUcontext ctx) {
   bool arch_settled = device_sm || !cg_drv.CtxGetDevice || !cg_drv.DeviceGetAttribute;
   if (arch_settled && (!priming_on() || (set_tried && !(set && cg_prime_count(set)))))
     __atomic_store_n(&begins_have_nothing_to_do, true, __ATOMIC_RELEASE);
+  if (!may_preload && arch_settled) {
+    idle_for.ctx = ctx;
+    idle_for.epoch = __atomic_load_n(&prime_epoch, __ATOMIC_RELAXED);
+  }
   cg_unlock(&prime_lock);
   if (!may_preload)
     return;
@@ -516,6 +536,7 @@ void cg_priming_context_gone(CUcontext ctx) {
     free(p->first);
     *p = pools[n_pools - 1]; /* the last one takes its place */
     __atomic_store_n(&n_pools, n_pools - 1, __ATOMIC_RELEASE);
+    prime_changed();
   }
   cg_unlock(&prime_lock);
   /* The modules loaded on it (served or not) are gone: no longer alive. */
@@ -539,6 +560,7 @@ void cg_priming_unloaded(void *handle) {
       s->handed_out = false;
       s->refill = true;
       refill_pending++;
+      prime_changed();
       __atomic_sub_fetch(&handed_out_now, 1, __ATOMIC_RELAXED);
       cg_unlock(&prime_lock);
       return;
@@ -723,6 +745,7 @@ void cg_priming_atfork_child(void) {
   if (refresh_mark)
     memset(refresh_mark, REFRESH_NONE, cg_prime_count(set));
   refresh_pending = 0;
+  prime_changed(); /* the parent's thread's "nothing to do" is not the child's */
   cg_tally_reset();
   cg_record_queue_after_fork_child();
 }
