@@ -9,6 +9,7 @@
 #include "query_fence.h"
 #include "fast_path.h"
 #include "locks.h"
+#include "loader_gate.h"
 #include "config.h"
 #include "driver.h"
 #include "driver_log_callback.h"
@@ -28,14 +29,19 @@
 #include "warn.h"
 
 static void atfork_prepare(void) {
-  cg_driver_atfork_prepare(); /* first: a resolve may take the others */
+  /* First, before the others take the shim's locks: a walk of the
+   * loader's list may be made with one of them held, and must end. */
+  cg_loader_gate_atfork_prepare();
+  cg_driver_atfork_prepare(); /* a resolve may take the others */
   cg_captures_atfork_prepare();
 }
 static void atfork_parent(void) {
   cg_captures_atfork_parent();
   cg_driver_atfork_parent();
+  cg_loader_gate_atfork_parent();
 }
 static void atfork_child(void) {
+  cg_loader_gate_atfork_child();
   cg_locks_atfork_child();
   cg_names_atfork_child();
   cg_driver_atfork_child();

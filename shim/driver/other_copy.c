@@ -13,6 +13,7 @@
  * itself first in its own scope, so RTLD_DEFAULT asked from inside any copy
  * finds that copy's dlsym first, and every copy took itself for the first. */
 #include "other_copy.h"
+#include "loader_gate.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -67,11 +68,11 @@ bool cg_other_copy_first(void) {
     return false;
   }
   if (o.addr[1])
-    dl_iterate_phdr(find_objects, &o);
+    cg_dl_iterate_phdr(find_objects, &o);
   if (o.object[0] && o.object[1] && o.object[0] != o.object[1] &&
       (o.addr[2] = (uintptr_t)cg_real_dlsym(global, "cuStreamBeginCapture"))) {
     o.at = 0; /* a second walk, for that one only */
-    dl_iterate_phdr(find_objects, &o);
+    cg_dl_iterate_phdr(find_objects, &o);
   }
   dlclose(global);
   size_t self = o.object[0], by_dlsym = o.object[1], by_capture = o.object[2];

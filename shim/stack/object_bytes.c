@@ -1,4 +1,5 @@
 #include "object_bytes.h"
+#include "loader_gate.h"
 
 #include <link.h>
 #include <string.h>
@@ -39,7 +40,7 @@ bool cg_object_bytes(const void *p, size_t size, char *path, size_t cap, uint64_
   if (!p || !size || !path || !cap || (uintptr_t)p + size < (uintptr_t)p)
     return false;
   bytes_search b = {(uintptr_t)p, (uintptr_t)p + size, path, cap, 0, false};
-  dl_iterate_phdr(holds, &b);
+  cg_dl_iterate_phdr(holds, &b);
   if (b.found)
     *offset = b.offset;
   return b.found;

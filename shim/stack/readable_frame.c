@@ -6,6 +6,7 @@
  * .debug_line), so each address's text is made once and kept: only frames
  * that are written are ever made readable. */
 #include "readable_frame.h"
+#include "loader_gate.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -46,7 +47,7 @@ static demangle_fn find_demangler(void) {
   if (fn || !cg_real_dlsym)
     return fn;
   unsigned long long adds = 0;
-  dl_iterate_phdr(first_entry, &adds);
+  cg_dl_iterate_phdr(first_entry, &adds);
   if (adds && adds == __atomic_load_n(&missed_at_adds, __ATOMIC_RELAXED))
     return NULL;
   static const char *const runtimes[] = {"libstdc++.so.6", "libc++abi.so.1", "libc++.so.1"};

@@ -5,6 +5,7 @@
  * allocates only on its first call (it dlopens libgcc_s), which
  * cg_stack_init (stack_python.c, with the Python lookups) makes early. */
 #include "stack.h"
+#include "loader_gate.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -120,7 +121,7 @@ static int own_found(struct dl_phdr_info *info, size_t size, void *data) {
 }
 static bool in_own_object(uintptr_t a) {
   if (!__atomic_load_n(&own_start, __ATOMIC_ACQUIRE))
-    dl_iterate_phdr(own_found, (void *)(uintptr_t)&cg_native_frames);
+    cg_dl_iterate_phdr(own_found, (void *)(uintptr_t)&cg_native_frames);
   return a >= __atomic_load_n(&own_start, __ATOMIC_ACQUIRE) && a < __atomic_load_n(&own_end, __ATOMIC_RELAXED);
 }
 
@@ -205,7 +206,7 @@ size_t cg_native_offsets(void *const *frames, size_t n, const char **out, char *
   uintptr_t base[CG_MAX_NATIVE_FRAMES];
   for (size_t i = 0; i < n; i++) names[i][0] = '\0';
   offsets_walk walk = {frames, n, names, base};
-  dl_iterate_phdr(assign_objects, &walk);
+  cg_dl_iterate_phdr(assign_objects, &walk);
   cg_out w = cg_out_init(buf, bufcap);
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {

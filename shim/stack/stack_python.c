@@ -23,6 +23,7 @@
  * 3.10's dump takes references without the GIL: under those two the frames
  * are read in place instead (python_frames_old.c). */
 #include "stack.h"
+#include "loader_gate.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -182,7 +183,7 @@ static int find_libpython_cb(struct dl_phdr_info *pi, size_t size, void *data) {
 static void *local_libpython(void) {
   char path[4096];
   path[0] = '\0';
-  if (!dl_iterate_phdr(find_libpython_cb, path) || !path[0]) return NULL;
+  if (!cg_dl_iterate_phdr(find_libpython_cb, path) || !path[0]) return NULL;
   return dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
 }
 
@@ -300,7 +301,7 @@ static _Atomic unsigned long long g_loads_looked;
 static void resolve(void) {
   if (!cg_real_dlsym || atomic_load(&g_this)) return;
   unsigned long long loads = 0;
-  dl_iterate_phdr(loads_cb, &loads);
+  cg_dl_iterate_phdr(loads_cb, &loads);
   if (loads && atomic_load(&g_loads_looked) == loads) return;
   resolve_at();
   if (!atomic_load(&g_this)) atomic_store(&g_loads_looked, loads);

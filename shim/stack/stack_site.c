@@ -24,6 +24,7 @@
  *   once per thread), above the wrapper's frame: memory that is mapped.
  */
 #include "stack.h"
+#include "loader_gate.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -87,7 +88,7 @@ static bool object_of(uintptr_t addr, const char **name, uintptr_t *start) {
   }
 #endif
   object_query q = {.addr = addr};
-  dl_iterate_phdr(object_of_cb, &q);
+  cg_dl_iterate_phdr(object_of_cb, &q);
   *name = q.name ? q.name : "";
   *start = q.start;
   return q.found;
