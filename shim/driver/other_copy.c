@@ -51,7 +51,10 @@ static int find_objects(struct dl_phdr_info *info, size_t size, void *data) {
 bool cg_other_copy_first(void) {
   if (!cg_real_dlsym)
     return false;
-  /* the main program's handle: no file opened, the loaded program's map */
+  /* The main program's handle: no file opened, the loaded program's map.
+   * Never closed: the program is never unloaded, so the count it holds
+   * changes nothing, and dlclose's first call cost every process's start-up
+   * 1.2k instructions (bench/instr_budget.py). */
   void *global = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
   if (!global)
     return false;
@@ -62,10 +65,8 @@ bool cg_other_copy_first(void) {
   /* This copy's own dlsym, by address: first, and no walk of the objects
    * (dl_iterate_phdr's first call and the walk cost every process's
    * start-up about 3k instructions). */
-  if (o.addr[1] == (uintptr_t)&dlsym) {
-    dlclose(global);
+  if (o.addr[1] == (uintptr_t)&dlsym)
     return false;
-  }
   if (o.addr[1])
     dl_iterate_phdr(find_objects, &o);
   if (o.object[0] && o.object[1] && o.object[0] != o.object[1] &&
@@ -73,7 +74,6 @@ bool cg_other_copy_first(void) {
     o.at = 0; /* a second walk, for that one only */
     dl_iterate_phdr(find_objects, &o);
   }
-  dlclose(global);
   size_t self = o.object[0], by_dlsym = o.object[1], by_capture = o.object[2];
   return self && by_dlsym && by_dlsym == by_capture && by_dlsym != self;
 }
