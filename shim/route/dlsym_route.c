@@ -14,7 +14,6 @@
 
 void *cg_dlsym_driver_symbol(void *handle, const char *name, const void *caller)
     __attribute__((visibility("hidden")));
-void *cg_dlsym_early(void *handle, const char *name) __attribute__((visibility("hidden")));
 
 /* What glibc answers for name without capguard's own export: another
  * object's symbol if one has it, else NULL with glibc's own "undefined
@@ -61,11 +60,4 @@ void *cg_dlsym_driver_symbol(void *handle, const char *name, const void *caller)
   if (!cg_driver_loaded())
     return p; /* not the driver's symbol: someone else's, untouched */
   return cg_wrap_pointer(p);
-}
-
-/* Only reached if dlsym is called before capguard's constructor ran. */
-void *cg_dlsym_early(void *handle, const char *name) {
-  if (cg_real_dlsym_resolve())
-    return NULL;
-  return cg_real_dlsym(handle, name);
 }
