@@ -79,8 +79,7 @@ bool cg_other_copy_first(void) {
     return false;
   /* The main program's handle: no file opened, the loaded program's map.
    * Never closed: the program is never unloaded, so the count it holds
-   * changes nothing, and dlclose's first call cost every process's start-up
-   * 1.2k instructions (bench/instr_budget.py). */
+   * changes nothing, and dlclose's first call costs 1.2k instructions. */
   void *global = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
   if (!global)
     return false;
