@@ -2,8 +2,8 @@
  * touch them: a table of pointers costs a relocation a row at every
  * process's start-up (about 19 instructions each, 154 rows, two tables:
  * 5.8k of /bin/true's cost, bench/instr_budget.py). The names are one block
- * of characters found by 16-bit offsets, the wrappers' addresses are made
- * by code (each case loads its wrapper's address relative to itself). */
+ * of characters found by 16-bit offsets, the wrappers are found by 32-bit
+ * offsets from their table. */
 #include "entry_points.h"
 
 #include <stddef.h>
@@ -40,25 +40,23 @@ int cg_ep_find(const char *name) {
   return -1;
 }
 
-/* The wrappers under the exported names they are defined with (asm labels). */
-#define CG_EP_DECL(family, name, ...) extern void cg_w_##name(void) __asm__(#name);
-CG_ENTRY_POINTS(CG_EP_DECL)
-#undef CG_EP_DECL
-
-/* A switch, not an array: compilers build a table of addresses from a
- * switch only where it needs no relocation (position-independent code
- * gets a jump table of relative offsets), and the shim is linked
- * -Bsymbolic, so each case's address is computed from its own place
+/* The wrappers' places as 32-bit offsets from the table itself, written by
+ * the assembler: a switch was compiled by clang into a table of pointers
+ * (154 relocations), and gcc could do the same. The shim is linked
+ * -Bsymbolic, so the linker resolves each offset; the loader sees none
  * (tests/shim/check_relocations.sh holds the count). */
+__asm__(".pushsection .rodata.cg_ep_wrapper_at,\"a\"\n\t"
+        ".balign 4\n"
+        "cg_ep_wrapper_at:\n"
+#define CG_EP_AT(family, name, ...) "\t.long " #name " - cg_ep_wrapper_at\n"
+        CG_ENTRY_POINTS(CG_EP_AT)
+#undef CG_EP_AT
+            "\t.popsection");
+extern const int32_t cg_ep_wrapper_at[CG_EP_COUNT] __asm__("cg_ep_wrapper_at")
+    __attribute__((visibility("hidden")));
+
 void *cg_ep_wrapper(cg_entry_point ep) {
-  switch (ep) {
-#define CG_EP_WRAP(family, name, ...) \
-  case CG_EP_##name:                  \
-    return (void *)cg_w_##name;
-    CG_ENTRY_POINTS(CG_EP_WRAP)
-#undef CG_EP_WRAP
-  case CG_EP_COUNT:
-    break;
-  }
-  return NULL;
+  if ((unsigned)ep >= CG_EP_COUNT)
+    return NULL;
+  return (void *)((const char *)cg_ep_wrapper_at + cg_ep_wrapper_at[ep]);
 }
