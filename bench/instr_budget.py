@@ -102,13 +102,16 @@ SCENARIOS = {
     "load served, wide caller, 2,400 copies taken": ("load_wide", "fake",
                                                      {"CAPGUARD_MODE": "guard", "CAPGUARD_PRIME": "@prime2400"},
                                                      50000, 10, 2400),
-    # The goal is +30,000; what stands between is in docs/benchmarks.md
-    # (+44k to +45k on this tree, +53k to +55k before).
-    "start-up (/bin/true)": (None, "none", {"CAPGUARD_MODE": "guard"}, 50000, 0),
+    # The goal, +30,000, is met: +29.5k release, +29.9k debugoptimized
+    # (+44k to +45k before the shim's tables stopped needing relocations and
+    # its start-up stopped looking glibc's dlsym up, docs/benchmarks.md). The
+    # margin covers a larger environment than a plain shell's (about 22 a
+    # variable, the row below): the rows inherit the caller's.
+    "start-up (/bin/true)": (None, "none", {"CAPGUARD_MODE": "guard"}, 31000, 0),
     # Each variable more costs about 22 to 27 (85 before): the settings are
     # read in one pass over the environment (shim/base/config.c), no getenv.
     "start-up (/bin/true), 200 more environment variables": (None, "none",
-                                                             {"CAPGUARD_MODE": "guard", "@pad_env": "200"}, 56000, 0),
+                                                             {"CAPGUARD_MODE": "guard", "@pad_env": "200"}, 36500, 0),
     # the stale-pointer check (docs/stale.md), at two sizes: nothing grows
     # with the live execs. Goals: a free or unmap +200, a launch +16.
     "stale: free, 1 exec": ("stale_free_1", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 200, 200),

@@ -22,7 +22,6 @@
 #include "policy.h"
 #include "priming.h"
 #include "python_site.h"
-#include "real_dlsym.h"
 #include "serving.h"
 #include "stack.h"
 #include "stale_watch.h"
@@ -84,10 +83,10 @@ static void first_driver_use(void) {
   cg_hang_watch_start(); /* CAPGUARD_HANG_S only */
 }
 
-/* Early priority: other libraries' constructors may call dlsym, and capguard's
- * dlsym wants glibc's resolved by then. */
+/* glibc's dlsym is not looked for here: capguard's dlsym finds it at the
+ * first call that passes one on (route/dlsym_hook.S), whether that comes
+ * from another library's constructor, before this one, or later. */
 __attribute__((constructor(101))) static void capguard_init(void) {
-  cg_real_dlsym_resolve();
   /* A second copy of the shim stays silent: no warnings, no records (the
    * first copy writes them), every call passed through. */
   if (cg_other_copy_first()) {

@@ -5,7 +5,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* fcntl through syscall, the same call for these two commands: under
+ * _FILE_OFFSET_BITS=64 glibc's fcntl is fcntl64, which alone needed the
+ * version name GLIBC_2.28 in the shim, and each version name is checked at
+ * every process's start-up (about 500 instructions). */
+static int get_flags(int fd) { return (int)syscall(SYS_fcntl, fd, F_GETFL); }
+static int set_flags(int fd, int flags) { return (int)syscall(SYS_fcntl, fd, F_SETFL, flags); }
 
 void *cg_read_file(const char *path, size_t max, size_t *size) {
   /* O_NONBLOCK: opening a FIFO must not wait for a writer before fstat
@@ -17,7 +25,7 @@ void *cg_read_file(const char *path, size_t max, size_t *size) {
   struct stat st;
   char *buf = NULL;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max &&
-      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 && (buf = malloc((size_t)st.st_size + 1))) {
+      set_flags(fd, get_flags(fd) & ~O_NONBLOCK) == 0 && (buf = malloc((size_t)st.st_size + 1))) {
     size_t got = 0;
     while (got < (size_t)st.st_size) {
       ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);

@@ -7,9 +7,11 @@
 
 #include <stddef.h>
 
+/* Arrays, not pointers: a table of pointers is relocated at every start-up
+ * of every process the shim is in. Each longer than its longest text. */
 typedef struct {
   int code;
-  const char *name, *words;
+  char name[48], words[88];
 } result_row;
 
 static const result_row rows[] = {

@@ -62,8 +62,10 @@ static size_t closing(const char *s, size_t n, size_t i, char open, char close) 
   return 0;
 }
 
-/* The operator tokens after "operator", longest first. */
-static const char *const op_tokens[] = {
+/* The operator tokens after "operator", longest first. Arrays, not
+ * pointers: a table of pointers is relocated at every start-up of every
+ * process the shim is in. */
+static const char op_tokens[][4] = {
     "<=>", "<<=", ">>=", "->*", "()", "[]", "<<", ">>", "<=", ">=", "->", "==", "!=",
     "&&",  "||",  "++",  "--",  "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<",
     ">",   "+",   "-",   "*",   "/",  "%",  "&",  "|",  "^",  "~",  "!",  "=",  ","};

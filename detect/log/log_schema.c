@@ -4,12 +4,38 @@
 
 #include <string.h>
 
-#define CG_WORD_ROW(id, word, flags, what) {word, flags, what},
+/* Every table's words and meanings (and the verdicts' two columns more) as
+ * the fields of one block of text: a row holds where its strings start
+ * (offsetof, which the compiler computes), not pointers, which the loader
+ * would relocate at the start-up of every process the shim is in (about 13
+ * instructions each, 131 of them). A field's name is its row's id pasted
+ * after a letter saying which string it holds. */
+#define CG_WORD_FIELDS(id, word, flags, what)                                                             \
+  char w_##id[sizeof word];                                                                              \
+  char d_##id[sizeof what];
+#define CG_VERDICT_FIELDS(id, word, flags, what, said, routine)                                           \
+  CG_WORD_FIELDS(id, word, flags, what)                                                                  \
+  char s_##id[sizeof said];                                                                              \
+  char r_##id[sizeof routine];
+#define CG_WORD_TEXT(id, word, flags, what) word, what,
+#define CG_VERDICT_TEXT(id, word, flags, what, said, routine) word, what, said, routine,
+#define CG_ALL_TABLES(X, VERDICT_X)                                                                       \
+  CG_RECORD_TYPES(X)                                                                                     \
+  CG_EVENT_KINDS(X) CG_VERDICTS(VERDICT_X) CG_RUN_MODES(X) CG_CAPTURE_MODES(X) CG_CAPTURE_STATUSES(X)    \
+      CG_IMAGE_KINDS(X)
+
+static const struct words_text {
+  CG_ALL_TABLES(CG_WORD_FIELDS, CG_VERDICT_FIELDS)
+} text = {CG_ALL_TABLES(CG_WORD_TEXT, CG_VERDICT_TEXT)};
+_Static_assert(sizeof(struct words_text) <= UINT16_MAX, "the words outgrew their 16-bit offsets");
+#define AT(field) offsetof(struct words_text, field)
+static const char *text_at(uint16_t at) { return (const char *)&text + at; }
+
+#define CG_WORD_ROW(id, word, flags, what) {AT(w_##id), AT(d_##id), flags},
 #define CG_VERDICTS_WORDS(X) CG_VERDICTS(CG_VERDICT_WORD)
-#define CG_TABLE(name, ROWS, count)                                             \
-  static const cg_word name##_rows[] = {ROWS(CG_WORD_ROW)};                     \
-  _Static_assert(sizeof name##_rows / sizeof name##_rows[0] == (count),         \
-                 "one row per enum value");                                     \
+#define CG_TABLE(name, ROWS, count)                                                                       \
+  static const cg_word name##_rows[] = {ROWS(CG_WORD_ROW)};                                              \
+  _Static_assert(sizeof name##_rows / sizeof name##_rows[0] == (count), "one row per enum value");       \
   const cg_words name = {name##_rows, sizeof name##_rows / sizeof name##_rows[0]};
 
 CG_TABLE(cg_record_types, CG_RECORD_TYPES, CG_RECORD_TYPE_COUNT)
@@ -29,10 +55,10 @@ _Static_assert(CG_IMAGE_UNKNOWN == 0 && CG_IMAGE_CUBIN == 1 && CG_IMAGE_FATBIN =
                "image kinds keep the values priming files hold");
 
 const char *cg_word_name(const cg_words *t, unsigned v) {
-  return v < t->n ? t->rows[v].word : "unknown";
+  return v < t->n ? text_at(t->rows[v].word) : "unknown";
 }
 
-const char *cg_word_what(const cg_words *t, unsigned v) { return v < t->n ? t->rows[v].what : ""; }
+const char *cg_word_what(const cg_words *t, unsigned v) { return v < t->n ? text_at(t->rows[v].what) : ""; }
 
 bool cg_word_is(const cg_words *t, unsigned v, unsigned flags) {
   return v < t->n && (t->rows[v].flags & flags) == flags;
@@ -57,7 +83,7 @@ unsigned cg_word_parse(const cg_words *t, const char *s, size_t len) {
   if (!s)
     return (unsigned)t->n;
   for (size_t i = 0; i < t->n; i++)
-    if (word_is(t->rows[i].word, s, len))
+    if (word_is(text_at(t->rows[i].word), s, len))
       return (unsigned)i;
   return (unsigned)t->n;
 }
@@ -84,15 +110,19 @@ bool cg_run_mode_parse(const char *s, cg_run_mode *out) {
 bool cg_verdict_breaks(cg_verdict v) { return cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS); }
 
 typedef struct {
-  const char *said, *routine;
+  uint16_t said, routine; /* "" in the table: none */
 } verdict_columns;
-#define CG_VERDICT_COLUMNS(id, word, flags, what, said, routine) [id] = {said, routine},
+#define CG_VERDICT_COLUMNS(id, word, flags, what, said, routine) [id] = {AT(s_##id), AT(r_##id)},
 static const verdict_columns verdict_cols[CG_VERDICT_COUNT] = {CG_VERDICTS(CG_VERDICT_COLUMNS)};
 
-const char *cg_verdict_said(cg_verdict v) { return (unsigned)v < CG_VERDICT_COUNT ? verdict_cols[v].said : NULL; }
-const char *cg_verdict_routine_line(cg_verdict v) {
-  return (unsigned)v < CG_VERDICT_COUNT ? verdict_cols[v].routine : NULL;
+static const char *column(cg_verdict v, size_t which) {
+  if ((unsigned)v >= CG_VERDICT_COUNT)
+    return NULL;
+  const char *s = text_at(which ? verdict_cols[v].routine : verdict_cols[v].said);
+  return *s ? s : NULL;
 }
+const char *cg_verdict_said(cg_verdict v) { return column(v, 0); }
+const char *cg_verdict_routine_line(cg_verdict v) { return column(v, 1); }
 
 bool cg_capture_status_broken(cg_capture_status s) {
   return cg_word_is(&cg_capture_statuses, s, CG_WORD_BREAKS);

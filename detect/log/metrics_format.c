@@ -170,7 +170,7 @@ size_t cg_metrics_format(const cg_metrics *m, char *buf, size_t cap) {
                 m->prime.served);
     put_family(&o, "capguard_prime_cannot_serve", "gauge",
                "1 when the priming file cannot serve this process, by why: arch, format or program.");
-    static const char *const reasons[] = {"arch", "format", "program"};
+    static const char reasons[][8] = {"arch", "format", "program"};
     for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) /* each written, as the verdicts are */
       put_sample(m, &o, "capguard_prime_cannot_serve", "reason", reasons[i],
                  m->prime.cannot_serve && !strcmp(m->prime.cannot_serve, reasons[i]), UINT64_MAX);

@@ -29,20 +29,22 @@ cg_rank_info cg_rank_from_env(const char *(*get)(const char *name), char *why, s
    * when torch's elastic agent set it (TORCHELASTIC_RUN_ID), then the MPI
    * launchers' and Slurm's own variables, then a plain RANK, which a shell or
    * an outer job may have left stale. */
-  static const char *const launchers[][4] = {
+  /* Arrays, not pointers ("" for none): a table of pointers is relocated
+   * at every start-up of every process the shim is in. */
+  static const char launchers[][4][32] = {
       {"RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID"},
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", NULL},
-      {"PMI_RANK", NULL, "PMI_SIZE", NULL},
-      {"PMIX_RANK", NULL, NULL, NULL},
-      {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", NULL},
-      {"RANK", "LOCAL_RANK", "WORLD_SIZE", NULL},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", ""},
+      {"PMI_RANK", "", "PMI_SIZE", ""},
+      {"PMIX_RANK", "", "", ""},
+      {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", ""},
+      {"RANK", "LOCAL_RANK", "WORLD_SIZE", ""},
   };
   cg_rank_info r = {-1, -1, 0};
   if (why && cap)
     why[0] = 0;
   for (size_t i = 0; get && i < sizeof launchers / sizeof launchers[0]; i++) {
-    const char *const *l = launchers[i];
-    if (l[3] && !get(l[3]))
+    const char(*l)[32] = launchers[i];
+    if (l[3][0] && !get(l[3]))
       continue;
     const char *v = get(l[0]);
     if (!v)
@@ -52,7 +54,7 @@ cg_rank_info cg_rank_from_env(const char *(*get)(const char *name), char *why, s
       say(why, cap, "%s='%.40s' is not a rank (a whole number from 0)%s", l[0], v, "");
       continue;
     }
-    const char *sv = l[2] ? get(l[2]) : NULL;
+    const char *sv = l[2][0] ? get(l[2]) : NULL;
     int size = number(sv);
     if (sv && size <= 0)
       say(why, cap, "%s='%.40s' is not a world size (a whole number from 1)%s", l[2], sv, "");
@@ -63,7 +65,7 @@ cg_rank_info cg_rank_from_env(const char *(*get)(const char *name), char *why, s
       continue;
     }
     r.rank = rank;
-    r.local_rank = l[1] ? number(get(l[1])) : -1;
+    r.local_rank = l[1][0] ? number(get(l[1])) : -1;
     r.world_size = size > 0 ? size : 0;
     break;
   }

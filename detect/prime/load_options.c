@@ -11,8 +11,10 @@
 
 typedef enum { ROLE_FOREIGN = 0, ROLE_INPUT, ROLE_OUTPUT, ROLE_LOG_SIZE, ROLE_IN_OUT } role;
 
+/* The name an array, not a pointer: a table of pointers is relocated at
+ * every start-up of every process the shim is in. Longer than the longest. */
 typedef struct {
-  const char *name;
+  char name[56];
   role r;
 } opt_row;
 
@@ -68,8 +70,8 @@ static const opt_row lib_rows[] = {
 #define N_ROWS(a) (sizeof(a) / sizeof(a)[0])
 
 static const opt_row *row_of(uint8_t scope, uint32_t key) {
-  if (scope == CG_OPT_JIT && key < N_ROWS(jit_rows) && jit_rows[key].name) return &jit_rows[key];
-  if (scope == CG_OPT_LIBRARY && key < N_ROWS(lib_rows) && lib_rows[key].name) return &lib_rows[key];
+  if (scope == CG_OPT_JIT && key < N_ROWS(jit_rows) && jit_rows[key].name[0]) return &jit_rows[key];
+  if (scope == CG_OPT_LIBRARY && key < N_ROWS(lib_rows) && lib_rows[key].name[0]) return &lib_rows[key];
   return NULL;
 }
 

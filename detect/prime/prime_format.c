@@ -493,20 +493,34 @@ static int cmp_hash(cg_hash128 a, uint64_t as, cg_hash128 b, uint64_t bs) {
   return 0;
 }
 
-/* Index order: (hash, size), then position, so the first of equals comes first. */
-static int cmp_index(const void *a, const void *b, void *vrecs) {
-  size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
-  const cg_prime_record *ra = (const cg_prime_record *)vrecs + ia;
-  const cg_prime_record *rb = (const cg_prime_record *)vrecs + ib;
-  int c = cmp_hash(ra->hash, ra->size, rb->hash, rb->size);
-  return c ? c : (ia > ib) - (ia < ib);
+/* Index order: (hash, size), then position, so the first of equals comes
+ * first. Sorted as keys that carry their position, with qsort: qsort_r
+ * alone needed the version name GLIBC_2.8 in the shim, and each version name
+ * is checked at every process's start-up (about 500 instructions). */
+typedef struct {
+  cg_hash128 hash;
+  uint64_t size;
+  size_t at;
+} index_key;
+
+static int cmp_index(const void *a, const void *b) {
+  const index_key *ka = a, *kb = b;
+  int c = cmp_hash(ka->hash, ka->size, kb->hash, kb->size);
+  return c ? c : (ka->at > kb->at) - (ka->at < kb->at);
 }
 
 static size_t *sorted_index(const cg_prime_record *recs, size_t n) {
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-  if (!idx) return NULL;
-  for (size_t i = 0; i < n; i++) idx[i] = i;
-  qsort_r(idx, n, sizeof *idx, cmp_index, (void *)recs);
+  index_key *keys = malloc((n ? n : 1) * sizeof *keys);
+  if (!idx || !keys) {
+    free(idx);
+    free(keys);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) keys[i] = (index_key){recs[i].hash, recs[i].size, i};
+  qsort(keys, n, sizeof *keys, cmp_index);
+  for (size_t i = 0; i < n; i++) idx[i] = keys[i].at;
+  free(keys);
   return idx;
 }
 

@@ -18,29 +18,6 @@
 cg_driver_calls cg_drv;
 void *cg_ep_real[CG_EP_COUNT];
 
-const char *const cg_ep_name[CG_EP_COUNT] = {
-#define CG_EP_NAME(family, name, ...) #name,
-    CG_ENTRY_POINTS(CG_EP_NAME)
-#undef CG_EP_NAME
-};
-
-/* The wrappers under the exported names they are defined with (asm labels). */
-#define CG_EP_DECL(family, name, ...) extern void cg_w_##name(void) __asm__(#name);
-CG_ENTRY_POINTS(CG_EP_DECL)
-#undef CG_EP_DECL
-void *const cg_ep_wrapper[CG_EP_COUNT] = {
-#define CG_EP_WRAP(family, name, ...) (void *)cg_w_##name,
-    CG_ENTRY_POINTS(CG_EP_WRAP)
-#undef CG_EP_WRAP
-};
-
-int cg_ep_find(const char *name) {
-  for (int i = 0; i < CG_EP_COUNT; i++)
-    if (strcmp(name, cg_ep_name[i]) == 0)
-      return i;
-  return -1;
-}
-
 enum { DRV_UNKNOWN, DRV_RESOLVING, DRV_READY, DRV_ABSENT };
 static int drv_state = DRV_UNKNOWN;
 static pid_t resolving_tid;
@@ -180,7 +157,7 @@ static void resolve(void) {
   }
   void *real[CG_EP_COUNT];
   for (int i = 0; i < CG_EP_COUNT; i++)
-    real[i] = sym(h, cg_ep_name[i]);
+    real[i] = sym(h, cg_ep_name((cg_entry_point)i));
   cg_drv.DriverGetVersion = (CUresult(*)(int *))sym(h, "cuDriverGetVersion");
   cg_drv.CtxGetCurrent = (CUresult(*)(CUcontext *))sym(h, "cuCtxGetCurrent");
   cg_drv.CtxGetDevice = (CUresult(*)(CUdevice *))sym(h, "cuCtxGetDevice");
@@ -275,6 +252,6 @@ void *cg_wrap_pointer(void *p) {
     return p;
   for (int i = 0; i < CG_EP_COUNT; i++)
     if (cg_ep_real[i] == p)
-      return cg_ep_wrapper[i];
+      return cg_ep_wrapper((cg_entry_point)i);
   return p;
 }

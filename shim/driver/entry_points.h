@@ -20,9 +20,10 @@ typedef enum {
   CG_EP_COUNT
 } cg_entry_point;
 
-extern const char *const cg_ep_name[CG_EP_COUNT];
+/* A row's exported name. */
+const char *cg_ep_name(cg_entry_point ep);
 /* capguard's wrapper for each row (what callers get instead of the driver's). */
-extern void *const cg_ep_wrapper[CG_EP_COUNT];
+void *cg_ep_wrapper(cg_entry_point ep);
 /* The driver's own pointer for each row, filled by cg_driver_ready(); NULL
  * when this driver lacks that variant. */
 extern void *cg_ep_real[CG_EP_COUNT];

@@ -11,7 +11,12 @@
  * The lookup goes through the main program's handle, not RTLD_DEFAULT: the
  * shim is linked -Bsymbolic (DT_SYMBOLIC), and glibc puts such an object
  * itself first in its own scope, so RTLD_DEFAULT asked from inside any copy
- * finds that copy's dlsym first, and every copy took itself for the first. */
+ * finds that copy's dlsym first, and every copy took itself for the first.
+ *
+ * That lookup, with glibc's dlsym found first, cost every process's start-up
+ * 5.4k instructions; it is made only when an object loaded before this copy
+ * may define cuStreamBeginCapture (first_by_load_order, object_defines.c),
+ * which in a process with one copy none does. */
 #include "other_copy.h"
 #include "loader_gate.h"
 
@@ -20,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "object_defines.h"
 #include "real_dlsym.h"
 
 /* Which loaded object holds each address: its place in the loader's list,
@@ -49,10 +55,32 @@ static int find_objects(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
+/* The usual case, answered with no lookup: no object loaded before this
+ * copy defines cuStreamBeginCapture, so none before it in lookup order is a
+ * capguard (the program's search list is in load order: the program,
+ * LD_PRELOAD's objects, their needs, then later loads). An object whose
+ * symbols cannot be read sends the question to the full lookup. */
+static bool first_by_load_order(void) {
+  extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden"))); /* this copy's, from the linker */
+  static const char name[] = "cuStreamBeginCapture";
+  uint32_t hash = cg_symbol_hash(name);
+  for (const struct link_map *m = cg_loaded_objects(); m; m = m->l_next) {
+    if (m->l_ld == _DYNAMIC)
+      return true;
+    if (cg_object_defines(m, name, hash) != CG_DEFINES_NO)
+      return false;
+  }
+  return false;
+}
+
 bool cg_other_copy_first(void) {
-  if (!cg_real_dlsym)
+  if (first_by_load_order())
     return false;
-  /* the main program's handle: no file opened, the loaded program's map */
+  if (cg_real_dlsym_resolve())
+    return false;
+  /* The main program's handle: no file opened, the loaded program's map.
+   * Never closed: the program is never unloaded, so the count it holds
+   * changes nothing, and dlclose's first call costs 1.2k instructions. */
   void *global = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
   if (!global)
     return false;
@@ -63,10 +91,8 @@ bool cg_other_copy_first(void) {
   /* This copy's own dlsym, by address: first, and no walk of the objects
    * (dl_iterate_phdr's first call and the walk cost every process's
    * start-up about 3k instructions). */
-  if (o.addr[1] == (uintptr_t)&dlsym) {
-    dlclose(global);
+  if (o.addr[1] == (uintptr_t)&dlsym)
     return false;
-  }
   if (o.addr[1])
     cg_dl_iterate_phdr(find_objects, &o);
   if (o.object[0] && o.object[1] && o.object[0] != o.object[1] &&
@@ -74,7 +100,6 @@ bool cg_other_copy_first(void) {
     o.at = 0; /* a second walk, for that one only */
     cg_dl_iterate_phdr(find_objects, &o);
   }
-  dlclose(global);
   size_t self = o.object[0], by_dlsym = o.object[1], by_capture = o.object[2];
   return self && by_dlsym && by_dlsym == by_capture && by_dlsym != self;
 }

@@ -9,7 +9,7 @@
  * symbol lookup order: that copy's wrappers are the ones the program's calls
  * reach, and it writes the records; this copy then stays silent and passes
  * everything through (it may still be reached, as the first copy's "next"
- * driver). Needs cg_real_dlsym resolved. */
+ * driver). */
 bool cg_other_copy_first(void);
 
 #endif

@@ -12,13 +12,16 @@
  * that caller):
  *   returns 0            -> tail-jump to glibc's dlsym as if capguard were absent;
  *   returns 1            -> answer NULL (the symbol does not exist without capguard);
- *   returns any pointer  -> answer it (capguard's wrapper, or what glibc found). */
+ *   returns any pointer  -> answer it (capguard's wrapper, or what glibc found).
+ * glibc's dlsym itself is found at the first call that passes one on, not at
+ * start-up (a dlvsym: 2.8k instructions of every process's start-up), and
+ * that call is then passed on with the same tail jump. */
 #if defined(__x86_64__)
         .text
         .globl  dlsym
         .type   dlsym, @function
         .hidden cg_dlsym_driver_symbol
-        .hidden cg_dlsym_early
+        .hidden cg_real_dlsym_resolve
         .hidden cg_real_dlsym
 dlsym:
         .cfi_startproc
@@ -55,10 +58,29 @@ dlsym:
 .Lpass:
         movq    cg_real_dlsym(%rip), %rax
         testq   %rax, %rax
-        jz      .Learly
+        jz      .Lfind
         jmp     *%rax
-.Learly:
-        jmp     cg_dlsym_early
+.Lfind:                                 /* glibc's dlsym, found at the first call that passes one on */
+        pushq   %rdi
+        .cfi_adjust_cfa_offset 8
+        pushq   %rsi
+        .cfi_adjust_cfa_offset 8
+        subq    $8, %rsp
+        .cfi_adjust_cfa_offset 8
+        call    cg_real_dlsym_resolve
+        addq    $8, %rsp
+        .cfi_adjust_cfa_offset -8
+        popq    %rsi
+        .cfi_adjust_cfa_offset -8
+        popq    %rdi
+        .cfi_adjust_cfa_offset -8
+        movq    cg_real_dlsym(%rip), %rax
+        testq   %rax, %rax
+        jz      .Lnone
+        jmp     *%rax                   /* the caller's return address still in place */
+.Lnone:
+        xorl    %eax, %eax
+        ret
         .cfi_endproc
         .size   dlsym, .-dlsym
 
@@ -67,7 +89,7 @@ dlsym:
         .globl  dlsym
         .type   dlsym, %function
         .hidden cg_dlsym_driver_symbol
-        .hidden cg_dlsym_early
+        .hidden cg_real_dlsym_resolve
         .hidden cg_real_dlsym
 dlsym:
         .cfi_startproc
@@ -102,10 +124,28 @@ dlsym:
 .Lpass:
         adrp    x2, cg_real_dlsym
         ldr     x2, [x2, :lo12:cg_real_dlsym]
-        cbz     x2, .Learly
+        cbz     x2, .Lfind
         br      x2
-.Learly:
-        b       cg_dlsym_early
+.Lfind:                                 /* glibc's dlsym, found at the first call that passes one on */
+        stp     x29, x30, [sp, #-32]!
+        .cfi_def_cfa_offset 32
+        .cfi_offset 29, -32
+        .cfi_offset 30, -24
+        mov     x29, sp
+        stp     x0, x1, [sp, #16]
+        bl      cg_real_dlsym_resolve
+        ldp     x0, x1, [sp, #16]
+        ldp     x29, x30, [sp], #32
+        .cfi_def_cfa_offset 0
+        .cfi_restore 29
+        .cfi_restore 30
+        adrp    x2, cg_real_dlsym
+        ldr     x2, [x2, :lo12:cg_real_dlsym]
+        cbz     x2, .Lnone
+        br      x2                      /* the caller's return address still in x30 */
+.Lnone:
+        mov     x0, #0
+        ret
         .cfi_endproc
         .size   dlsym, .-dlsym
 #else

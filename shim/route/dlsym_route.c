@@ -14,7 +14,6 @@
 
 void *cg_dlsym_driver_symbol(void *handle, const char *name, const void *caller)
     __attribute__((visibility("hidden")));
-void *cg_dlsym_early(void *handle, const char *name) __attribute__((visibility("hidden")));
 
 /* What glibc answers for name without capguard's own export: another
  * object's symbol if one has it, else NULL with glibc's own "undefined
@@ -46,10 +45,10 @@ void *cg_dlsym_driver_symbol(void *handle, const char *name, const void *caller)
   int ep = cg_ep_find(name);
   if (ep < 0 || cg_cfg.mode == CG_RUN_OFF || cg_real_dlsym_resolve())
     return PASS_THROUGH;
-  void *p = (handle == RTLD_DEFAULT || handle == RTLD_NEXT) ? cg_ep_wrapper[ep] : cg_real_dlsym(handle, name);
+  void *p = (handle == RTLD_DEFAULT || handle == RTLD_NEXT) ? cg_ep_wrapper(ep) : cg_real_dlsym(handle, name);
   if (!p)
     return ANSWER_NULL; /* glibc has set dlerror() for the caller */
-  if (p == cg_ep_wrapper[ep]) {
+  if (p == cg_ep_wrapper(ep)) {
     /* The scope searched holds capguard's own export of this name, which
      * glibc would find even in a process without the driver. Answer as if
      * capguard were absent: the wrapper when the driver has this entry
@@ -61,11 +60,4 @@ void *cg_dlsym_driver_symbol(void *handle, const char *name, const void *caller)
   if (!cg_driver_loaded())
     return p; /* not the driver's symbol: someone else's, untouched */
   return cg_wrap_pointer(p);
-}
-
-/* Only reached if dlsym is called before capguard's constructor ran. */
-void *cg_dlsym_early(void *handle, const char *name) {
-  if (cg_real_dlsym_resolve())
-    return NULL;
-  return cg_real_dlsym(handle, name);
 }

@@ -50,7 +50,7 @@ static demangle_fn find_demangler(void) {
   cg_dl_iterate_phdr(first_entry, &adds);
   if (adds && adds == __atomic_load_n(&missed_at_adds, __ATOMIC_RELAXED))
     return NULL;
-  static const char *const runtimes[] = {"libstdc++.so.6", "libc++abi.so.1", "libc++.so.1"};
+  static const char runtimes[][16] = {"libstdc++.so.6", "libc++abi.so.1", "libc++.so.1"};
   for (size_t i = 0; !fn && i < sizeof runtimes / sizeof runtimes[0]; i++) {
     void *h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD); /* loaded already, or nothing */
     if (!h)

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "capguard/image.h" /* cg_hash_bytes */
@@ -355,9 +356,12 @@ void cg_stack_init(void) {
 
 /* ---- scratch file and parsing ------------------------------------------ */
 
-/* An anonymous file that never blocks its writer. */
+/* An anonymous file that never blocks its writer. memfd_create through
+ * syscall, which the shim imports anyway: glibc's wrapper alone needed
+ * the version name GLIBC_2.27, and each version name the shim needs is
+ * checked at every process's start-up (about 250 instructions). */
 static int scratch_fd(void) {
-  int fd = memfd_create("capguard-pystack", MFD_CLOEXEC);
+  int fd = (int)syscall(SYS_memfd_create, "capguard-pystack", MFD_CLOEXEC);
   if (fd >= 0) return fd;
   fd = open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd >= 0) return fd;

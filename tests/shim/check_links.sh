@@ -15,10 +15,10 @@ lib=$1
 allowed="
   malloc calloc realloc aligned_alloc free
   memchr memcmp memcpy memmove memset strchr strcmp strlen strncmp strrchr strstr strtol strerror
-  snprintf vsnprintf __isoc99_sscanf getenv setenv environ __environ qsort_r __errno_location
-  getcwd open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 fcntl64 flock ftruncate64 lseek64 mkdir
+  snprintf vsnprintf __isoc99_sscanf getenv setenv environ __environ qsort __errno_location
+  getcwd open64 close read write pread64 pwrite64 fstat64 stat64 lstat64 flock ftruncate64 lseek64 mkdir
   pthread_sigmask sigemptyset sigaddset sigismember sigpending sigtimedwait sigfillset sigdelset
-  fopen64 fgets fclose memfd_create mmap64 munmap madvise sysconf
+  fopen64 fgets fclose mmap64 munmap madvise sysconf
   getpid getppid geteuid clock_gettime time nanosleep sched_yield syscall gethostname getauxval
   opendir readdir64 closedir unlink rename strtoull
   kill fchmod seekdir telldir

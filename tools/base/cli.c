@@ -143,7 +143,7 @@ void cg_word_list(const cg_words *t, char *buf, size_t cap) {
     buf[0] = '\0';
   for (size_t i = 0; i < t->n && used < cap; i++) {
     const char *sep = i == 0 ? "" : i + 1 == t->n ? " or " : ", ";
-    int n = snprintf(buf + used, cap - used, "%s%s", sep, t->rows[i].word);
+    int n = snprintf(buf + used, cap - used, "%s%s", sep, cg_word_name(t, (unsigned)i));
     if (n < 0)
       break;
     used += (size_t)n;

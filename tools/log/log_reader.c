@@ -924,7 +924,7 @@ int cgl_read_file_at(cgl_log *log, const char *path, long long offset, long long
 
 bool cgl_is_capguard_log(const cgl_log *log) { return log->records + log->newer > 0; }
 
-const char *cgl_word(const cg_words *t, unsigned v) { return v < t->n ? t->rows[v].word : NULL; }
+const char *cgl_word(const cg_words *t, unsigned v) { return v < t->n ? cg_word_name(t, v) : NULL; }
 
 bool cgl_capture_broken(const cgl_log *log, size_t capture) {
   const cgl_capture *c = &log->caps[capture];

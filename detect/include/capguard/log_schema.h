@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* What a row's flags say (each table uses the ones that apply to it). */
 enum {
@@ -97,11 +98,11 @@ enum {
     "a capture open for more than CAPGUARD_HANG_S seconds (cuStreamBeginCapture* without its end)")
 
 /* Verdicts have two columns more than the other tables:
- *   said     the event line's sentence on stderr (event_format.c), NULL
+ *   said     the event line's sentence on stderr (event_format.c), ""
  *            where the formatter composes it from the call's numbers (the
  *            driver's error, the driver versions);
  *   routine  the one line a routine verdict gets on stderr per process
- *            (the shim's output.c), NULL for the others.
+ *            (the shim's output.c), "" for the others.
  * Each verdict's colour is the HTML report's (tools/render/report_html.c),
  * which the build makes name every verdict. */
 #define CG_VERDICTS(X)                                                                              \
@@ -109,14 +110,14 @@ enum {
     "the driver refused it (900: not permitted during capture; 905: a wait on an event recorded "  \
     "outside the capture; 906: legacy-stream work while a blocking stream captures; 907: an "      \
     "event recorded in a capturing stream): the capture is invalid",                               \
-    NULL, NULL)                                                                                     \
+    "", "")                                                                                     \
   X(CG_VERDICT_ALLOWED, "allowed", 0,                                                               \
     "the driver let it through (loads: drivers 12.3 and newer do; older drivers refuse them)",     \
-    NULL, NULL)                                                                                     \
+    "", "")                                                                                     \
   X(CG_VERDICT_EMULATED, "emulated", CG_WORD_BREAKS,                                                \
     "capguard refused it as a driver before 12.3 would (CAPGUARD_EMULATE_DRIVER): the capture is "  \
     "invalid",                                                                                      \
-    NULL, NULL)                                                                                     \
+    "", "")                                                                                     \
   X(CG_VERDICT_SERVED, "served", CG_WORD_ROUTINE,                                                   \
     "handed out from the priming file: no loader call reached the driver",                          \
     "served from the priming file: no loader call reached the driver",                              \
@@ -125,12 +126,12 @@ enum {
     "made in relaxed mode for that one call: in guard mode, a query of an event in no capture "    \
     "from a thread a capture prohibits; with CAPGUARD_RESCUE, a load on an old driver or an "      \
     "allocation",                                                                                  \
-    NULL, NULL)                                                                                    \
+    "", "")                                                                                    \
   X(CG_VERDICT_DEFERRED, "deferred", CG_WORD_ROUTINE,                                               \
     "the unload returned success and runs when the capture ends",                                  \
     "returned success; the unload runs when the capture ends",                                     \
     "deferred until the capture ends")                                                              \
-  X(CG_VERDICT_FAILED, "failed", 0, "the driver returned another error", NULL, NULL)                \
+  X(CG_VERDICT_FAILED, "failed", 0, "the driver returned another error", "", "")                \
   X(CG_VERDICT_DEFERRED_FREE, "deferred-free", CG_WORD_ROUTINE,                                      \
     "the free returned success; the memory stays allocated until the capture ends, then is freed", \
     "returned success; the memory stays allocated until the capture ends, then is freed",           \
@@ -149,21 +150,21 @@ enum {
     "the driver ran it now, outside the graph: replaying the graph will not do it (legacy-stream " \
     "work while only non-blocking streams capture), or will read or write host memory as it is "  \
     "then (a captured copy to or from pageable memory)",                                                      \
-    NULL, NULL)                                                                                     \
+    "", "")                                                                                     \
   X(CG_VERDICT_BROKE, "broke", CG_WORD_BREAKS,                                                      \
     "the driver's own log named it as the call that broke the capture (a call capguard does not " \
     "wrap, or a capture end that failed: 904, 908)",                                               \
-    NULL, NULL)                                                                                    \
+    "", "")                                                                                    \
   X(CG_VERDICT_STALE, "stale", 0,                                                                   \
     "the call went through unchanged; a live graph exec still reads the memory it freed (a free), " \
     "or reads memory freed since its capture (a launch)",                                          \
     "went through unchanged; a live graph exec reads the memory: each replay reads or writes "      \
     "memory that is no longer its own",                                                            \
-    NULL)                                                                                           \
+    "")                                                                                             \
   X(CG_VERDICT_WAITING, "waiting", 0,                                                               \
     "the call went through unchanged and had not returned, or the launch had not finished, after " \
     "CAPGUARD_HANG_S seconds (a launch count: what the process had launched when it went quiet)",  \
-    "had not finished after CAPGUARD_HANG_S seconds", NULL)
+    "had not finished after CAPGUARD_HANG_S seconds", "")
 
 /* capguard's run modes (CAPGUARD_MODE). */
 #define CG_RUN_MODES(X)                                                                             \
@@ -204,11 +205,12 @@ typedef enum { CG_CAPTURE_STATUSES(CG_WORD_ENUM) CG_CAPTURE_STATUS_COUNT } cg_ca
 typedef enum { CG_IMAGE_KINDS(CG_WORD_ENUM) CG_IMAGE_KIND_COUNT } cg_image_kind;
 #undef CG_WORD_ENUM
 
-/* One row. */
+/* One row: where its word and its meaning start in the tables' text
+ * (log_schema.c), offsets rather than pointers, which the loader would
+ * relocate at the start-up of every process the shim is in. */
 typedef struct {
-  const char *word;
+  uint16_t word, what;
   unsigned flags;
-  const char *what;
 } cg_word;
 
 /* A table: its rows, in order; n rows. */

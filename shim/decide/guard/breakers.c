@@ -43,11 +43,11 @@ static bool is_refusal(CUresult r) { return cg_report_verdict_of(r) == CG_VERDIC
 static void report_unforeseen(const cg_call *c, CUresult r) {
   cg_captures_refusal_returned();
   cg_begin_site *here = cg_begin_site_take(NULL, NULL); /* before any lock: may take the loader's lock */
-  cg_break b = cg_break_of(cg_ep_name[c->ep], c->kind, CG_VERDICT_REFUSED, r, here);
+  cg_break b = cg_break_of(cg_ep_name(c->ep), c->kind, CG_VERDICT_REFUSED, r, here);
   cg_hit hit;
   cg_captures_attribute(NULL, c->rule, c->target, c->ptsz, &b, &hit);
   free(here);
-  cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .capture = hit.first, .n_prohibitors = hit.n,
+  cg_event e = {.kind = c->kind, .call = cg_ep_name(c->ep), .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
   cg_report_refusal_and_free(&e, NULL, &hit.site, r, "a refused call's report");
 }
@@ -146,7 +146,7 @@ static void note_fork_or_join(const cg_call *c, const cg_hit *hit) {
   if (hit->stream_captures)
     cg_fork_joined(hit->event_capture, c->aux);
   else
-    cg_fork_add(hit->event_capture, cg_stream_key((CUstream)(uintptr_t)c->target, c->ptsz), cg_ep_name[c->ep],
+    cg_fork_add(hit->event_capture, cg_stream_key((CUstream)(uintptr_t)c->target, c->ptsz), cg_ep_name(c->ep),
                 cg_begin_site_take(NULL, NULL));
 }
 
@@ -166,7 +166,7 @@ static CUresult call_gated(const cg_call *c) {
   void *handle = (void *)(uintptr_t)c->target;
   cg_report_scratch *s = cg_report_room("an unload's report");
   cg_begin_site *here = s ? cg_begin_site_take(NULL, NULL) : NULL; /* before the gate, as for loads */
-  cg_event e = {.kind = c->kind, .call = cg_ep_name[c->ep], .driver_result = -1, .module = c->target};
+  cg_event e = {.kind = c->kind, .call = cg_ep_name(c->ep), .driver_result = -1, .module = c->target};
   cg_hit hit;
   cg_gate_lock();
   cg_captures_judge_gated(c->rule, c->target, c->ptsz, &hit);
@@ -275,7 +275,7 @@ CUresult cg_breaker_call(const cg_call *c) {
   cg_signals_hold(&held);
   cg_begin_site *here = cg_begin_site_take(NULL, NULL);
   if (cg_word_is(&cg_verdicts, v, CG_WORD_BREAKS)) {
-    cg_break b = cg_break_of(cg_ep_name[c->ep], kind_of(c, &hit), v, r, here);
+    cg_break b = cg_break_of(cg_ep_name(c->ep), kind_of(c, &hit), v, r, here);
     /* A refusal is marked where the driver made it: in the captures judged
      * and those the rule names now (a capture begun after the judgement
      * may be the one refused), each by when its begin and end met the call. */
@@ -287,14 +287,14 @@ CUresult cg_breaker_call(const cg_call *c) {
   }
   if (driver_result >= 0)
     cg_captures_watched_leave();
-  if (!cg_report_first_sighting(cg_ep_name[c->ep], kind_of(c, &hit), v, hit.first.id, here)) {
+  if (!cg_report_first_sighting(cg_ep_name(c->ep), kind_of(c, &hit), v, hit.first.id, here)) {
     cg_captures_count_repeat(&hit);
     free(here);
     cg_signals_release(&held);
     return r;
   }
   free(here);
-  cg_event e = {.kind = kind_of(c, &hit), .call = cg_ep_name[c->ep], .verdict = v, .result = (int)r,
+  cg_event e = {.kind = kind_of(c, &hit), .call = cg_ep_name(c->ep), .verdict = v, .result = (int)r,
                 .driver_result = driver_result, .capture = hit.first, .n_prohibitors = hit.n,
                 .has_handle = c->has_target, .handle = c->target};
   cg_report_and_free(&e, NULL, &hit.site, "a call's report");

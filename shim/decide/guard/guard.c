@@ -238,7 +238,7 @@ CUresult cg_capture_stream_destroy(cg_entry_point ep, CUstream s, CUresult (*inv
     if (!closed.broken_by) { /* the destroy ended it: its first offender */
       cg_break *b = malloc(sizeof *b);
       if (b)
-        *b = cg_break_of(cg_ep_name[ep], CG_EV_STREAM_DESTROY, CG_VERDICT_ALLOWED, r, here);
+        *b = cg_break_of(cg_ep_name(ep), CG_EV_STREAM_DESTROY, CG_VERDICT_ALLOWED, r, here);
       closed.broken_by = b;
     }
     capture_over(&closed, false, r, NULL);
@@ -276,7 +276,7 @@ static CUresult load_and_ungate(const cg_load *l, cg_event *e, const cg_begin_si
  * is reported after the fact, naming the capture that now prohibits the
  * thread. */
 void cg_guard_refused_unseen(cg_entry_point ep) {
-  cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[ep]};
+  cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name(ep)};
   cg_begin_site site;
   /* Only named, not marked invalid: the capture the driver saw may have
    * ended since, and marking a newer one would make capguard fail a capture
@@ -319,7 +319,7 @@ CUresult cg_guard_load(const cg_load *l) {
    * prohibit this one need no inspection. */
   cg_gate_lock();
   if (!cg_captures_prohibitor_count()) {
-    cg_event none = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep]};
+    cg_event none = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name(l->ep)};
     CUresult r = load_and_ungate(l, &none, NULL);
     if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
       cg_report_refusal_and_free(&none, NULL, NULL, r, "a refused load's report");
@@ -344,7 +344,7 @@ CUresult cg_guard_load(const cg_load *l) {
 
   /* Inspection happened outside the gate; now decide and call under it. */
   cg_gate_lock();
-  cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name[l->ep], .driver_result = -1,
+  cg_event e = {.kind = CG_EV_MODULE_LOAD, .call = cg_ep_name(l->ep), .driver_result = -1,
                 .with_options = l->with_options};
   load_options_said said;
   cg_load_key key_, *key = load_key(l, &e, &said, &key_);

@@ -178,7 +178,7 @@ bool cg_serving_load(const cg_load *l, CUresult *result) {
     cg_priming_record(&s->image, l->is_library, &opts, CG_VERDICT_ALLOWED);
     cg_priming_refresh_served(false);
   }
-  cg_event e = {.kind = CG_EV_REQUEST_LOAD, .call = cg_ep_name[l->ep], .verdict = v, .result = (int)r,
+  cg_event e = {.kind = CG_EV_REQUEST_LOAD, .call = cg_ep_name(l->ep), .verdict = v, .result = (int)r,
                 .driver_result = h ? -1 : (int)r, .with_options = l->with_options,
                 .image = known ? &s->image : NULL, .load_ns = took, .after_serving_ns = since,
                 .provisional = st == PROVISIONAL};
