@@ -13,7 +13,10 @@
 enum { CG_BT_FAST = 1, CG_BT_BLOCKS = 2, CG_BT_FREES = 4 };
 
 /* Every row's target set from the driver's pointers (driver_fns: by entry
- * point, cg_ep_real, published before), at the first driver use. */
+ * point), at the first driver use, before cg_ep_real is published: the
+ * words are zero until then, and the fast path runs only in a thread that
+ * holds a slot of the breakers' fence, which a C body claims only after it
+ * saw a pointer of cg_ep_real. */
 void cg_breaker_targets_publish(void *const *driver_fns);
 
 #endif

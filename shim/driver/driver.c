@@ -208,10 +208,13 @@ static void resolve(void) {
   __atomic_store_n(&drv_state, DRV_READY, __ATOMIC_RELEASE);
   /* Published last: a wrapper that sees its pointer (its one load) finds
    * everything above done (wrapper.h). */
+  /* Before the pointers: a breaker's fast path runs only in a thread that
+   * holds a slot of the breakers' fence, claimed after a pointer was seen
+   * (breaker_targets.h). */
+  cg_breaker_targets_publish(real);
   for (int i = 0; i < CG_EP_COUNT; i++)
     __atomic_store_n(&cg_ep_real[i], real[i], __ATOMIC_RELEASE);
   publish_fast_targets();
-  cg_breaker_targets_publish(cg_ep_real);
   cg_output_process(v);
   register_log_callback(h, v);
 }

@@ -123,10 +123,12 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
  * cg_fence_enter and cg_fence_leave) and its answer checked for a refusal
  * before it leaves (sname "_cg_refused", C), through the row's target: the
  * driver's function, or the row's divert (sname "_cg_bdivert": it leaves
- * the fence, drops the fast path's frame and jumps to the C body) until
- * the driver is found, where the driver lacks the function, or while the
- * row's C body has work of its own (the stale check on frees:
- * driver/breaker_targets.c). No slot yet: the C body, which claims one.
+ * the fence, drops the fast path's frame and jumps to the C body) where
+ * the driver lacks the function or while the row's C body has work of its
+ * own (the stale check on frees: driver/breaker_targets.c). No slot yet:
+ * the C body, which claims one only once it has the driver's pointer, and
+ * the targets are set before the driver's pointers are published; so the
+ * words start at zero, with nothing for the loader to relocate.
  * 17 instructions (19 a synchronize, which looks at the hang watch); the C
  * body, with its frame and saved registers, was 34 to 41.
  *
@@ -144,8 +146,8 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
 #define CG_BREAKER_HOLDER(cname, sname, ep_, flags, handle_mask)                                     \
   static __attribute__((used)) void cname##_breaker_holder(void) {                                    \
     __asm__ volatile(".if %c1 & 1\n\t"                                                              \
-                     ".pushsection .data.rel.local.cg_fast,\"aw\"\n\t.balign 8\n"                   \
-                     sname "_cg_btarget:\n\t.quad " sname "_cg_bdivert\n\t"                           \
+                     ".pushsection .bss.cg_btarget,\"aw\",@nobits\n\t.balign 8\n"              \
+                     sname "_cg_btarget:\n\t.zero 8\n\t" /* set before any thread has a slot */   \
                      ".popsection\n\t"                                                               \
                      ".pushsection cg_breaker_targets,\"a\"\n\t.balign 4\n\t"                       \
                      ".long %c0, " sname "_cg_btarget - ., " sname "_cg_bdivert - ., %c1\n\t"          \
