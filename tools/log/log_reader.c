@@ -15,6 +15,7 @@
 #include "log_pool.h"
 #include "log_site.h"
 #include "log_json.h"
+#include "xalloc.h" /* cg_out_of_memory */
 
 enum { BY_PID = 0, BY_CAPTURE = 1 };
 
@@ -40,6 +41,11 @@ _Static_assert(CG_EV_KIND_COUNT <= 255 && CG_VERDICT_COUNT <= 255 && CG_IMAGE_KI
 static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap)
     return p;
+  /* The records' links are 4-byte indices (log_reader.h): a log of 2^31
+   * processes, captures or calls (hundreds of GB of memory) is refused as
+   * a log too large for memory is, in one line. */
+  if (need > INT32_MAX)
+    cg_out_of_memory("reading the log (more than 2^31 records of one kind)");
   size_t n = *cap ? *cap + *cap / 2 : 16;
   while (n < need)
     n += n / 2;
@@ -66,7 +72,10 @@ void cgl_free(cgl_log *log) {
       if (log->cprocs)
         free(log->cprocs[i].ids);
       free(log->procs[i].slowest);
+      free(log->procs[i].more);
     }
+    for (size_t i = 0; i < log->n_evs; i++)
+      free(log->evs[i].more);
     for (size_t i = 0; i < log->n_files; i++)
       free((char *)log->files[i]);
     free(log->files);
@@ -147,9 +156,18 @@ void cgl_log_key(const void *ctx, int t, size_t value, long long *a, long long *
   }
 }
 
+/* p's block of rarely set fields, made on first need (zeroed). */
+static cgl_process_more *more_of(cgl_process *p) {
+  if (!p->more) {
+    p->more = cgl_xrealloc(NULL, sizeof *p->more);
+    memset(p->more, 0, sizeof *p->more);
+  }
+  return p->more;
+}
+
 static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   cgl_process *p = NEW_ITEM(log->procs, log->n_procs, log->cap_procs);
-  p->file = file;
+  p->file = (uint32_t)file;
   p->pid = pid;
   p->cuda = true;
   p->mode = CG_RUN_MODE_COUNT;
@@ -180,7 +198,7 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
   if (i >= 0)
     return (size_t)i;
   cgl_capture *c = NEW_ITEM(log->caps, log->n_caps, log->cap_caps);
-  c->proc = proc;
+  c->proc = (uint32_t)proc;
   c->id = id;
   c->first_break = -1;
   c->mode = CG_CAPTURE_MODE_COUNT;
@@ -265,7 +283,7 @@ static void census_event(cgl_log *log, size_t proc, const cgl_jv *o) {
 /* What "start" and "process" records both say about a process. */
 static void read_identity(cgl_log *log, cgl_process *p, const cgl_jv *o) {
   p->ppid = num(o, CG_KEY_PPID, 0);
-  p->mode = (cg_run_mode)word(&cg_run_modes, o, CG_KEY_MODE);
+  p->mode = (unsigned char)word(&cg_run_modes, o, CG_KEY_MODE);
   p->run = str(log, o, CG_KEY_RUN);
   p->prime = str(log, o, CG_KEY_PRIME);
   p->time_ns = num(o, CG_KEY_TIME_NS, 0);
@@ -292,9 +310,10 @@ static void read_identity(cgl_log *log, cgl_process *p, const cgl_jv *o) {
     }
   }
   /* one interned list: the processes of a launcher share their command line */
-  p->argc = argc;
+  p->argc = (unsigned char)argc;
   p->argv = argc ? cgl_intern_list(log->pool, words, argc)->v : NULL;
-  p->argv_exact = differs ? cgl_intern_list(log->pool, exact, argc) : NULL;
+  if (differs || p->more)
+    more_of(p)->argv_exact = differs ? cgl_intern_list(log->pool, exact, argc) : NULL;
 }
 
 /* A line of a pid already seen is another process (the pid was reused) when
@@ -395,11 +414,12 @@ static void read_capture(cgl_log *log, size_t proc, const cgl_jv *o) {
   seen_at(&log->procs[proc], c->end_ns);
 }
 
-/* Earlier time first; the order read breaks ties (lines of one process are in order). */
+/* Earlier time first; the order read (the index in log->evs) breaks ties
+ * (lines of one process are in order). */
 static bool before(const cgl_event *x, const cgl_event *y) {
   if (x->time_ns != y->time_ns)
     return x->time_ns < y->time_ns;
-  return x->seq < y->seq;
+  return x < y;
 }
 
 static const cgl_strs *kernel_list(cgl_log *log, const cgl_jv *names) {
@@ -568,8 +588,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   }
   cgl_event *e = NEW_ITEM(log->evs, log->n_evs, log->cap_evs);
   size_t ei = log->n_evs - 1;
-  e->proc = proc;
-  e->seq = ei;
+  e->proc = (uint32_t)proc;
   e->time_ns = num(o, CG_KEY_TIME_NS, 0);
   e->kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
   e->call = str(log, o, CG_KEY_CALL);
@@ -581,8 +600,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
   e->emulate_driver = num(o, CG_KEY_EMULATE_DRIVER, 0);
   e->tid = num(o, CG_KEY_TID, 0);
-  e->thread_name = str(log, o, CG_KEY_THREAD_NAME);
-  e->nccl_setup = str(log, o, CG_KEY_NCCL_SETUP);
+  cgl_event_more more = {str(log, o, CG_KEY_THREAD_NAME), str(log, o, CG_KEY_NCCL_SETUP), NULL, NULL};
   const cgl_jv *img = cgl_jget(o, CG_KEY_IMAGE);
   e->kernels = kernel_list(log, OBJ(img) ? arr(img, CG_KEY_KERNELS) : NULL);
   e->image_kind = CG_IMAGE_KIND_COUNT;
@@ -595,14 +613,16 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
   /* A log of a capguard before load options were recorded says only
    * "options": true, and that capguard never served nor recorded such a load. */
-  e->options_foreign = str(log, o, CG_KEY_OPTIONS_FOREIGN);
-  if (!e->options_foreign && TRUE_(cgl_jget(o, CG_KEY_OPTIONS)) &&
+  more.options_foreign = str(log, o, CG_KEY_OPTIONS_FOREIGN);
+  if (!more.options_foreign && TRUE_(cgl_jget(o, CG_KEY_OPTIONS)) &&
       !cgl_jget(o, CG_KEY_LOAD_OPTIONS))
-    e->options_foreign = "JIT or library options (this capguard's log predates their recording)";
-  e->with_options = e->options_foreign != NULL;
-  e->options_differ = str(log, o, CG_KEY_OPTIONS_DIFFER);
+    more.options_foreign = "JIT or library options (this capguard's log predates their recording)";
+  e->with_options = more.options_foreign != NULL;
+  more.options_differ = str(log, o, CG_KEY_OPTIONS_DIFFER);
+  if (more.thread_name || more.nccl_setup || more.options_foreign || more.options_differ)
+    e->more = memcpy(cgl_xrealloc(NULL, sizeof more), &more, sizeof more);
   stack_sites(log, proc, o, &e->site, &e->python_top);
-  e->src_file = log->files[file];
+  (void)file; /* its file is its process's */
   e->src_line = lineno;
   seen_at(&log->procs[proc], e->time_ns);
   /* The capture it names; known from the event alone if its "capture" line never came
@@ -610,7 +630,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   const cgl_jv *cap = cgl_jget(o, CG_KEY_CAPTURE);
   long long id = OBJ(cap) ? num(cap, CG_KEY_ID, 0) : 0;
   size_t ci = capture_for(log, proc, id);
-  e->capture = ci;
+  e->capture = (uint32_t)ci;
   cgl_capture *c = &log->caps[ci];
   if (!c->ended_line && OBJ(cap)) {
     c->stream = str(log, cap, CG_KEY_STREAM);
@@ -623,7 +643,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     c->events++;
   }
   if (cg_verdict_breaks(e->verdict) && (c->first_break < 0 || before(e, &log->evs[c->first_break])))
-    c->first_break = (long)ei;
+    c->first_break = (int32_t)ei;
 }
 
 static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
@@ -632,18 +652,29 @@ static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
   p->log_incomplete = TRUE_(cgl_jget(o, CG_KEY_LOG_INCOMPLETE));
   p->captures = num(o, CG_KEY_CAPTURES, 0);
   p->captures_broken = num(o, CG_KEY_CAPTURES_BROKEN, 0);
-  p->primed_loaded = num(o, CG_KEY_PRIMED_LOADED, 0);
-  p->primed_unused = num(o, CG_KEY_PRIMED_UNUSED, 0);
-  p->recorded = num(o, CG_KEY_RECORDED, 0);
-  p->primed_skipped_arch = num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0);
-  p->skipped_sm = num(o, CG_KEY_SKIPPED_SM, 0);
-  p->device_sm = num(o, CG_KEY_DEVICE_SM, 0);
+  /* the fields most processes leave zero: a block only when one is not */
+  long long rare[7] = {num(o, CG_KEY_PRIMED_LOADED, 0),        num(o, CG_KEY_PRIMED_UNUSED, 0),
+                       num(o, CG_KEY_RECORDED, 0),             num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0),
+                       num(o, CG_KEY_SKIPPED_SM, 0),           num(o, CG_KEY_DEVICE_SM, 0),
+                       num(o, CG_KEY_COLLECTIVE_EXECS, 0)};
+  bool any = false;
+  for (size_t i = 0; i < 7; i++)
+    any = any || rare[i];
+  if (any || p->more) {
+    cgl_process_more *m = more_of(p);
+    m->primed_loaded = rare[0];
+    m->primed_unused = rare[1];
+    m->recorded = rare[2];
+    m->primed_skipped_arch = rare[3];
+    m->skipped_sm = rare[4];
+    m->device_sm = rare[5];
+    m->collective_execs = rare[6];
+  }
   p->has_capture_time = INT(cgl_jget(o, CG_KEY_CAPTURE_NS));
   p->captures_timed = num(o, CG_KEY_CAPTURES_TIMED, 0);
   p->capture_ns = num(o, CG_KEY_CAPTURE_NS, 0);
   p->first_capture_ns = num(o, CG_KEY_FIRST_CAPTURE_NS, 0);
   p->first_replay_ns = num(o, CG_KEY_FIRST_REPLAY_NS, 0);
-  p->collective_execs = num(o, CG_KEY_COLLECTIVE_EXECS, 0);
   const cgl_jv *slow = arr(o, CG_KEY_SLOWEST);
   p->n_slowest = 0;
   for (const cgl_jv *c = cgl_jfirst(slow); c && p->n_slowest < 3; c = cgl_jnext(c)) {
@@ -710,7 +741,7 @@ static void read_record(cgl_log *log, size_t file, long long lineno, const cgl_j
     const cgl_jv *sig = cgl_jget(o, CG_KEY_SIGNAL);
     if (INT(sig) && sig->u.i > 0 && sig->u.i < 256) {
       size_t i = proc_for(log, file, p); /* before log->procs is read: it may make the first, or move it */
-      log->procs[i].signal = (int)sig->u.i;
+      more_of(&log->procs[i])->signal = (int)sig->u.i;
     }
     break;
   }

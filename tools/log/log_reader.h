@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "capguard/log_schema.h"
@@ -36,11 +37,30 @@ typedef struct {
 
 #define CGL_ARGV_MAX 16 /* the shim logs a process's first 16 words */
 
-/* A process. Kept small (a census holds one per process of every run, a
- * whole read a million of them): the command line is an interned list and
- * the slowest captures an allocation of their own, not arrays in place. */
+/* What few processes log, apart from their record (cgl_process.more): an
+ * allocation made only for a process that says one of them is not zero
+ * (the priming file's counts, the images skipped for their architecture,
+ * the hang watch's execs left, a signal, a command line with control
+ * characters). A whole read holds a million processes, most of which set
+ * none of these; one that sets some pays a pointer and this block. */
 typedef struct {
-  size_t file;          /* index into cgl_log.files */
+  long long primed_loaded, primed_unused, recorded;
+  long long primed_skipped_arch, skipped_sm, device_sm;
+  /* Graph execs holding collectives still alive at exit (CAPGUARD_HANG_S). */
+  long long collective_execs;
+  const cgl_strs *argv_exact; /* the argc words byte for byte, for commands to paste: NULL when
+                                 argv is already exact (no control character, valid UTF-8) */
+  int signal;                 /* the signal it died of, from capguard run's "ended" record (0: not said) */
+} cgl_process_more;
+
+/* A process. Kept small (a census holds one per process of every run, a
+ * whole read a million of them): the command line is an interned list, the
+ * slowest captures and what few processes log (cgl_process_more)
+ * allocations of their own, the indices 4 bytes (a log holds fewer than
+ * 2^31 processes: the reader stops there, cgl_xrealloc's one line). */
+typedef struct {
+  uint32_t file;        /* index into cgl_log.files */
+  uint32_t run_index;   /* set by cgl_group_runs */
   long long pid, ppid;
   bool seen_process;    /* a "process" line was read (else only its other lines) */
   bool seen_start;      /* a "start" line was read: the shim started in it */
@@ -55,26 +75,26 @@ typedef struct {
    * primed loads served (the calls' verdicts count them). */
   bool rank_known;
   unsigned char n_slowest; /* how many slowest captures the summary named (at most 3) */
-  cg_run_mode mode;     /* CG_RUN_MODE_COUNT: not logged */
-  int signal;           /* the signal it died of, from capguard run's "ended" record (0: not said) */
+  unsigned char mode;   /* a cg_run_mode; CG_RUN_MODE_COUNT: not logged */
+  unsigned char argc;   /* argv's words (at most CGL_ARGV_MAX) */
   const char *run, *prime; /* run: capguard run's id; prime: the priming file */
   long long driver_version, emulate_driver, time_ns;
   long long first_ns, last_ns; /* span of everything it logged */
-  const char *const *argv; /* its first argc words (at most CGL_ARGV_MAX); NULL when argc is 0 */
-  const cgl_strs *argv_exact; /* the same argc words byte for byte, for commands to paste: NULL when
-                                 argv is already exact (no control character, valid UTF-8) */
-  size_t argc;
-  long long captures, captures_broken, primed_loaded, primed_unused, recorded;
-  long long primed_skipped_arch, skipped_sm, device_sm;
+  const char *const *argv; /* its first argc words; NULL when argc is 0 */
+  long long captures, captures_broken;
   long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
-  /* Graph execs holding collectives still alive at exit (CAPGUARD_HANG_S). */
-  long long collective_execs;
   cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
+  cgl_process_more *more; /* NULL: all its fields zero; owned by the log, shared by its views */
   long long rank, world_size;
-  size_t run_index;     /* set by cgl_group_runs */
   /* Where its first line is (byte offset and line number in its file). */
   long long first_offset, first_lineno;
 } cgl_process;
+
+/* p's rarely set fields: all zero (NULL) when it logged none. */
+static inline const cgl_process_more *cgl_process_rare(const cgl_process *p) {
+  static const cgl_process_more none;
+  return p->more ? p->more : &none;
+}
 
 /* What a census (cgl_log.census) holds of a process beside its record, in
  * cgl_log.cprocs, so that a whole read's records do not carry it: its calls
@@ -111,7 +131,9 @@ typedef struct {
 } cgl_offender;
 
 typedef struct {
-  size_t proc;          /* index into cgl_log.procs */
+  uint32_t proc;        /* index into cgl_log.procs */
+  int32_t first_break;  /* index into cgl_log.evs of the earliest breaking call, -1 if none (a log
+                           holds fewer than 2^31 calls: the reader stops there) */
   long long id, tid, begin_ns, end_ns, events;
   long long end_result; /* what cuStreamEndCapture returned to the caller */
   long long repeats;    /* events counted and not written again (0 when absent) */
@@ -127,7 +149,6 @@ typedef struct {
    * carry its 56 bytes. Read it with cgl_capture_offender. */
   cgl_offender *offender;
   const char *stream, *began;
-  long first_break;     /* index into cgl_log.evs of the earliest breaking call, -1 if none */
 } cgl_capture;
 
 /* c's first offender: all zero (NULL strings) when it has none. */
@@ -136,38 +157,62 @@ static inline const cgl_offender *cgl_capture_offender(const cgl_capture *c) {
   return c->offender ? c->offender : &none;
 }
 
+/* What few calls during capture log, apart from their record
+ * (cgl_event.more): an allocation made only for a call that says one. */
 typedef struct {
-  size_t proc, capture; /* capture: index into cgl_log.caps */
-  size_t seq;           /* order read, breaks time ties */
-  long long time_ns, result, driver_result, driver_version, emulate_driver, tid;
-  /* The words as bytes, not enums of 4 (a whole read holds an event a call
-   * made during capture), next to the flags, so that they fill one word:
-   * kind a cg_event_kind, verdict a cg_verdict, image_kind a cg_image_kind. */
+  const char *thread_name; /* the calling thread's name when not the capturing thread, NULL if not said */
+  const char *nccl_setup;  /* the NCCL communicator set-up frame it was called from, NULL if none */
+  /* The load passed an option capguard cannot reproduce (options_foreign
+   * names it, NULL when none); options_differ: how its options differed
+   * from those recorded for its bytes, NULL. */
+  const char *options_foreign, *options_differ;
+} cgl_event_more;
+
+/* A call during capture. Kept small (a whole read of a large log holds
+ * millions): 4-byte indices (fewer than 2^31 processes and captures: the
+ * reader stops there), its order read its index in cgl_log.evs (a view
+ * keeps the order), its file its process's, and what few calls log in an
+ * allocation of its own. */
+typedef struct {
+  uint32_t proc, capture; /* indices into cgl_log.procs and cgl_log.caps */
+  /* The words as bytes, not enums of 4, next to the flags, so that they
+   * fill one word: kind a cg_event_kind, verdict a cg_verdict, image_kind a
+   * cg_image_kind. */
   unsigned char kind;       /* CG_EV_KIND_COUNT: not one this reader knows */
   unsigned char verdict;    /* CG_VERDICT_COUNT: likewise */
   unsigned char image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
   bool kernels_truncated;
   bool runtime_lazy;    /* its native stack shows the CUDA runtime loading lazily (__cudaGetKernel,
                            cudaGetFuncBySymbol, libcudart's lazy loading): a first launch */
-  /* The load passed an option capguard cannot reproduce (options_foreign
-   * names it): never served, so never recorded. A load whose options it
-   * can reproduce is recorded with them and served like any other. */
+  /* The load passed an option capguard cannot reproduce (more's
+   * options_foreign names it): never served, so never recorded. A load
+   * whose options it can reproduce is recorded with them and served like
+   * any other. */
   bool with_options;
+  long long time_ns, result, driver_result, driver_version, emulate_driver, tid;
   const char *call;
   const char *handle;  /* hex: what the call worked on (stream, event, pointer), NULL if absent */
   const char *meaning; /* the result in words, as the shim wrote it, NULL if absent */
   const char *image_hash;
   long long image_sm;          /* the image's SM architecture (90: sm_90), 0 unknown */
   const cgl_strs *kernels;     /* never NULL: an empty list when none */
-  const char *options_foreign; /* that option, NULL when none */
-  const char *options_differ;  /* how its options differed from those recorded for its bytes, NULL */
   const char *site;     /* see cgl_event_site */
   const char *python_top; /* innermost Python frame "file:line in func", NULL if none */
-  const char *thread_name; /* the calling thread's name when not the capturing thread, NULL if not said */
-  const char *nccl_setup;  /* the NCCL communicator set-up frame it was called from, NULL if none */
-  const char *src_file;
-  long long src_line;
+  cgl_event_more *more; /* NULL: none of its fields said; owned by the log, shared by its views */
+  long long src_line;   /* its line in its process's file */
 } cgl_event;
+
+/* The file e was read from (its process's), in log's files. */
+static inline const char *cgl_event_file(const char *const *files, const cgl_process *procs,
+                                         const cgl_event *e) {
+  return files[procs[e->proc].file];
+}
+
+/* e's rarely set fields: all NULL when it logged none. */
+static inline const cgl_event_more *cgl_event_rare(const cgl_event *e) {
+  static const cgl_event_more none;
+  return e->more ? e->more : &none;
+}
 
 /* A stale-pointer event (stale-free, stale-launch: docs/stale.md), kept
  * apart from the calls made during capture: it is about a graph exec and the

@@ -215,16 +215,15 @@ static void view_of(const cgl_log *log, const run_bucket *b, size_t run, cgl_log
     view->procs[p].run_index = 0;
   view->caps = run_items(&b[ITEM_CAPTURE], run, in, log->caps, sizeof *log->caps, &view->n_caps);
   for (size_t c = 0; c < view->n_caps; c++) {
-    view->caps[c].proc = pmap[view->caps[c].proc];
+    view->caps[c].proc = (uint32_t)pmap[view->caps[c].proc];
     if (view->caps[c].first_break >= 0) /* an event of its own process: of this run */
-      view->caps[c].first_break = (long)emap[view->caps[c].first_break];
+      view->caps[c].first_break = (int32_t)emap[view->caps[c].first_break];
   }
   view->evs = run_items(&b[ITEM_EVENT], run, in, log->evs, sizeof *log->evs, &view->n_evs);
   for (size_t i = 0; i < view->n_evs; i++) {
     cgl_event *e = &view->evs[i];
-    e->proc = pmap[e->proc];
-    e->capture = cmap[e->capture];
-    e->seq = i;
+    e->proc = (uint32_t)pmap[e->proc];
+    e->capture = (uint32_t)cmap[e->capture];
   }
   view->stale = run_items(&b[ITEM_STALE], run, in, log->stale, sizeof *log->stale, &view->n_stale);
   for (size_t i = 0; i < view->n_stale; i++)

@@ -152,11 +152,11 @@ static void derive(const cgf_facts *f, ctx *c) {
       c->opt_loads++;
       c->opt_run = c->log->procs[e->proc].run_index;
       c->opt_lazy |= e->runtime_lazy;
-      c->opt_name = e->options_foreign;
+      c->opt_name = cgl_event_rare(e)->options_foreign;
     }
-    if (e->options_differ && cgr_offending(e)) {
+    if (cgl_event_rare(e)->options_differ && cgr_offending(e)) {
       c->differ_loads++;
-      c->differ = e->options_differ;
+      c->differ = cgl_event_rare(e)->options_differ;
     }
     if (!broke || e->kernels->n || !unnamed)
       continue;
@@ -591,8 +591,8 @@ static int ended_signal(const ctx *c) {
     const cgl_process *pr = &c->log->procs[p];
     if (!cgr_ended_early(pr))
       continue;
-    if (pr->signal)
-      return pr->signal;
+    if (cgl_process_rare(pr)->signal)
+      return cgl_process_rare(pr)->signal;
     if (c->f->signal && pr->pid == c->f->signal_pid)
       return c->f->signal;
   }
@@ -936,7 +936,7 @@ static void failed_say(const ctx *c, cgf_finding *x) {
   char site[512], result[160], loads[192] = "";
   cgl_event_site(e, site, sizeof site);
   cgr_result_words(e->driver_result >= 0 ? e->driver_result : e->result, e->meaning, result, sizeof result);
-  long long gpu = c->log->procs[e->proc].device_sm;
+  long long gpu = cgl_process_rare(&c->log->procs[e->proc])->device_sm;
   if (c->failed_loads && e->kind == CG_EV_MODULE_LOAD && e->image_sm > 0 && gpu > 0 && gpu != e->image_sm)
     snprintf(loads, sizeof loads,
              "; a load that fails is not recorded, so priming cannot serve it: "
@@ -1082,7 +1082,7 @@ static size_t hangs_said(const ctx *c) {
   for (size_t i = 0; i < c->log->n_hangs; i++)
     n += c->log->hangs[i].kind != CG_EV_LAUNCH_COUNT;
   for (size_t p = 0; p < c->log->n_procs; p++)
-    n += c->log->procs[p].collective_execs > 0;
+    n += cgl_process_rare(&c->log->procs[p])->collective_execs > 0;
   return n;
 }
 static bool hangs_holds(const ctx *c) { return hangs_said(c) > 0; }

@@ -12,8 +12,8 @@ static void processes(const cgl_log *log, cgr_load_facts *f) {
     long long v = pr->emulate_driver ? pr->emulate_driver : pr->driver_version;
     if (pr->driver_version)
       f->driver = pr->driver_version;
-    if (pr->device_sm)
-      f->device_sm = pr->device_sm;
+    if (cgl_process_rare(pr)->device_sm)
+      f->device_sm = cgl_process_rare(pr)->device_sm;
     if (v > 0 && v < CGR_FIRST_DRIVER_ALLOWING_LOADS)
       f->old_driver = v;
   }
@@ -24,7 +24,7 @@ static void first_failed(const cgl_log *log, const cgl_event *e, cgr_load_facts 
   char result[160], site[512], arch[96] = "";
   cgr_event_result(e, result, sizeof result);
   cgl_event_site(e, site, sizeof site);
-  long long gpu = log->procs[e->proc].device_sm;
+  long long gpu = cgl_process_rare(&log->procs[e->proc])->device_sm;
   if (e->image_sm > 0 && gpu > 0 && gpu != e->image_sm)
     snprintf(arch, sizeof arch, "; its image is built for sm_%lld, this GPU is sm_%lld", e->image_sm, gpu);
   snprintf(f->first_failed, sizeof f->first_failed, "%s, CUresult %s, at %s%s", e->call ? e->call : "?",
@@ -46,11 +46,11 @@ void cgr_load_facts_of(const cgl_log *log, cgr_load_facts *f) {
     f->refused += cg_verdict_breaks(e->verdict);
     if (e->with_options) {
       f->foreign++;
-      f->foreign_name = e->options_foreign;
+      f->foreign_name = cgl_event_rare(e)->options_foreign;
     }
-    if (e->options_differ) {
+    if (cgl_event_rare(e)->options_differ) {
       f->differ++;
-      f->differ_how = e->options_differ;
+      f->differ_how = cgl_event_rare(e)->options_differ;
     }
     if (e->verdict == CG_VERDICT_FAILED && !f->failed++)
       first_failed(log, e, f);

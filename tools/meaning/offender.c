@@ -75,10 +75,10 @@ void cgr_offender_phrase(const cgl_log *log, size_t capture, long first_event, c
    * NCCL's communicator set-up around it */
   const cgl_event *e = first_event >= 0 && (size_t)first_event < log->n_evs ? &log->evs[first_event] : NULL;
   if (e && e->tid == f.tid && e->call && !strcmp(e->call, f.call)) {
-    if (e->thread_name)
-      snprintf(thread, sizeof thread, " '%s', not the capturing thread", e->thread_name);
-    if (e->nccl_setup)
-      snprintf(setup, sizeof setup, "; NCCL communicator set-up during capture (%s)", e->nccl_setup);
+    if (cgl_event_rare(e)->thread_name)
+      snprintf(thread, sizeof thread, " '%s', not the capturing thread", cgl_event_rare(e)->thread_name);
+    if (cgl_event_rare(e)->nccl_setup)
+      snprintf(setup, sizeof setup, "; NCCL communicator set-up during capture (%s)", cgl_event_rare(e)->nccl_setup);
   }
   snprintf(buf, cap, "first offender %s%s%s (%s: %s, thread %lld%s)%s", *f.call ? f.call : "(unknown call)",
            *at ? " at " : "", at, verdict ? verdict : "unknown", result, f.tid, thread, setup);

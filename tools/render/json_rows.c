@@ -15,7 +15,7 @@ json_t *cgr_json_event(const cgr_report *rep, const cgl_event *e) {
                         jstr(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_CALL, jstr(e->call), CG_KEY_VERDICT,
                         jstr(cgl_word(&cg_verdicts, e->verdict)), CG_KEY_RESULT, (json_int_t)e->result,
                         CG_KEY_TIME_NS, (json_int_t)e->time_ns, "site", jtext(site), CG_KEY_LOG,
-                        jtext(e->src_file), CG_KEY_LINE, (json_int_t)e->src_line);
+                        jtext(cgl_event_file(rep->rows.files, rep->rows.procs, e)), CG_KEY_LINE, (json_int_t)e->src_line);
   json_t *k = json_array();
   for (size_t i = 0; i < e->kernels->n; i++)
     json_array_append_new(k, jtext(e->kernels->v[i]));

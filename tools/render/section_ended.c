@@ -26,9 +26,9 @@ static void print_ended(FILE *out, const cgr_report *rep, cg_palette pal) {
     cgr_process_command(pr, cmd, sizeof cmd);
     char last[1024], sig[64] = "";
     cgr_report_ended_last(rep, p, last, sizeof last);
-    if (pr->signal) { /* capguard run's "ended" record */
+    if (cgl_process_rare(pr)->signal) { /* capguard run's "ended" record */
       char words[40];
-      cgr_signal_words(pr->signal, words, sizeof words);
+      cgr_signal_words(cgl_process_rare(pr)->signal, words, sizeof words);
       snprintf(sig, sizeof sig, ", killed by %s", words);
     }
     if (!a->procs[p].captures &&
@@ -75,9 +75,9 @@ static void ended_table(FILE *o, const cgr_report *rep) {
     fputs("</td><td><code>", o);
     esc(o, cmd[0] ? cmd : "?");
     fputs("</code></td><td>", o);
-    if (rows->procs[p].signal) { /* capguard run's "ended" record */
+    if (cgl_process_rare(&rows->procs[p])->signal) { /* capguard run's "ended" record */
       char words[40];
-      cgr_signal_words(rows->procs[p].signal, words, sizeof words);
+      cgr_signal_words(cgl_process_rare(&rows->procs[p])->signal, words, sizeof words);
       fputs("killed by ", o);
       esc(o, words);
     } else {

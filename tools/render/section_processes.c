@@ -126,9 +126,9 @@ static json_t *processes_json(const cgr_report *rep) {
       char last[1024];
       cgr_report_ended_last(rep, p, last, sizeof last);
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "last_logged", jtext(last));
-      if (pr->signal) /* capguard run's "ended" record: the signal that killed it */
+      if (cgl_process_rare(pr)->signal) /* capguard run's "ended" record: the signal that killed it */
         json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_SIGNAL,
-                            json_integer(pr->signal));
+                            json_integer(cgl_process_rare(pr)->signal));
     }
     if (a->n_runs > 1) /* which run of runs[] it belongs to */
       json_object_set_new(
