@@ -15,6 +15,7 @@
 #define MAX_DIFFS 8 /* sentences kept; the rest are counted */
 #define DOING "comparing the ranks"
 #define MAX_ID 100000 /* captures compared a rank: past that, only the counts */
+#define NO_ROW UINT32_MAX /* row_of's: the process has no row */
 
 /* "cuModuleLoadData of K at SITE": the first offender's call, the first kernel
  * its image holds (when the log has the event), and where it was called. */
@@ -110,13 +111,13 @@ static void claim_differences(const cgl_log *log, cgr_rank_view *v) {
 
 /* Each capture id some rank broke and another captured (a capture's id is
  * its process's count of begins: the same step on every rank). row_of: each
- * process's row, or SIZE_MAX. Linear in the captures, and in the ranks
+ * process's row, or NO_ROW. Linear in the captures, and in the ranks
  * times the ids compared, which MAX_CELLS bounds. */
 #define MAX_CELLS (1 << 24)
-static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size_t *row_of) {
+static void capture_differences(const cgl_log *log, cgr_rank_view *v, const uint32_t *row_of) {
   long long last = 0;
   for (size_t c = 0; c < log->n_caps; c++)
-    if (row_of[log->caps[c].proc] != SIZE_MAX && log->caps[c].id > last && log->caps[c].id <= MAX_ID)
+    if (row_of[log->caps[c].proc] != NO_ROW && log->caps[c].id > last && log->caps[c].id <= MAX_ID)
       last = log->caps[c].id;
   if ((size_t)last + 1 > MAX_CELLS / v->n) /* a job of very many ranks: its first steps only */
     last = (long long)(MAX_CELLS / v->n) - 1;
@@ -126,7 +127,7 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size
     at[k] = -1;
   for (size_t c = 0; c < log->n_caps; c++) {
     size_t i = row_of[log->caps[c].proc];
-    if (i != SIZE_MAX && log->caps[c].id >= 1 && log->caps[c].id <= last)
+    if (i != NO_ROW && log->caps[c].id >= 1 && log->caps[c].id <= last)
       at[i * w + (size_t)log->caps[c].id] = (long)c;
   }
   bool *broke = cg_xrealloc(NULL, v->n * sizeof *broke, DOING);
@@ -162,46 +163,49 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size
 }
 
 static const char no_offender[] = "";
-/* One image a rank loaded during capture (a module-load event: the driver's
- * load or a copy served), by its hash: interned, so equal hashes are one
- * pointer. 16 bytes, as a million ranks' loads and their sort's copy are
- * at the report's peak: rows and events number far fewer than 2^32 (the
- * model of 2^32 events would be 800 GB). */
+/* The loads of images ranks made during capture (module-load events: the
+ * driver's load or a copy served) are sorted as their events' indices, 4
+ * bytes each (with qsort's copy, the report's peak at a million ranks),
+ * by image hash (interned: equal hashes are one pointer), then row, then
+ * the event (a group's first load is its earliest of the lowest row,
+ * whatever qsort's stability). */
 typedef struct {
-  const char *hash;
-  uint32_t row;
-  uint32_t ev;
-} loaded_image;
-
-/* By hash, then row, then the event (a group's first load is its earliest
- * of the lowest row, whatever qsort's stability). */
-static int by_hash_then_row(const void *a, const void *b) {
-  const loaded_image *x = a, *y = b;
-  if (x->hash != y->hash)
-    return (uintptr_t)x->hash < (uintptr_t)y->hash ? -1 : 1;
-  if (x->row != y->row)
-    return x->row < y->row ? -1 : 1;
-  return (x->ev > y->ev) - (x->ev < y->ev);
+  const cgl_event *evs;
+  const uint32_t *row_of;
+} loads_ctx;
+static int by_hash_then_row(const void *a, const void *b, void *ctx) {
+  const loads_ctx *c = ctx;
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  const char *hx = c->evs[x].image_hash, *hy = c->evs[y].image_hash;
+  if (hx != hy)
+    return (uintptr_t)hx < (uintptr_t)hy ? -1 : 1;
+  uint32_t rx = c->row_of[c->evs[x].proc], ry = c->row_of[c->evs[y].proc];
+  if (rx != ry)
+    return rx < ry ? -1 : 1;
+  return (x > y) - (x < y);
 }
 
-static bool loaded_during_capture(const cgl_event *ev, const size_t *row_of) {
-  return ev->kind == CG_EV_MODULE_LOAD && ev->image_hash && row_of[ev->proc] != SIZE_MAX;
+static bool loaded_during_capture(const cgl_event *ev, const uint32_t *row_of) {
+  return ev->kind == CG_EV_MODULE_LOAD && ev->image_hash && row_of[ev->proc] != NO_ROW;
 }
 
 /* Each image some ranks loaded during capture and others did not: NCCL's
  * ranks run the same graphs, so a rank that loaded another kernel image
  * captured other work (a different code path, a different build). */
-static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t *row_of) {
+static void image_differences(const cgl_log *log, cgr_rank_view *v, const uint32_t *row_of) {
   size_t n = 0;
   for (size_t e = 0; e < log->n_evs; e++)
     n += loaded_during_capture(&log->evs[e], row_of);
-  loaded_image *li = cg_xrealloc(NULL, (n + 1) * sizeof *li, DOING);
+  uint32_t *li = cg_xrealloc(NULL, (n + 1) * sizeof *li, DOING);
   n = 0;
   for (size_t e = 0; e < log->n_evs; e++)
     if (loaded_during_capture(&log->evs[e], row_of))
-      li[n++] = (loaded_image){log->evs[e].image_hash, (uint32_t)row_of[log->evs[e].proc], (uint32_t)e};
+      li[n++] = (uint32_t)e;
+  loads_ctx ctx = {log->evs, row_of};
   if (n)
-    qsort(li, n, sizeof *li, by_hash_then_row);
+    qsort_r(li, n, sizeof *li, by_hash_then_row, &ctx);
+#define HASH(k) (log->evs[li[k]].image_hash)
+#define ROW(k) (row_of[log->evs[li[k]].proc])
   /* Linear in the loads: a group's ranks are counted from the sorted run
    * (rows ascending, so a repeat is the previous one); only the groups
    * worded (MAX_DIFFS) pay a pass over every rank. A million ranks each
@@ -209,8 +213,8 @@ static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t
   bool *has = NULL, *lacks = NULL;
   for (size_t i = 0; i < n;) {
     size_t j = i, n_has = 0;
-    for (; j < n && li[j].hash == li[i].hash; j++)
-      n_has += j == i || li[j].row != li[j - 1].row;
+    for (; j < n && HASH(j) == HASH(i); j++)
+      n_has += j == i || ROW(j) != ROW(j - 1);
     if (n_has < v->n && v->n_diffs == MAX_DIFFS) {
       v->more_diffs++;
     } else if (n_has < v->n) {
@@ -220,49 +224,55 @@ static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t
       }
       memset(has, 0, v->n * sizeof *has);
       for (size_t k = i; k < j; k++)
-        has[li[k].row] = true;
+        has[ROW(k)] = true;
       for (size_t r = 0; r < v->n; r++)
         lacks[r] = !has[r];
-      const cgl_event *ev = &log->evs[li[i].ev];
+      const cgl_event *ev = &log->evs[li[i]];
       char with[256], without[256], disp[CG_KERNEL_DISPLAY_MAX];
       const char *k = ev->kernels->n ? cg_kernel_display(ev->kernels->v[0], disp, sizeof disp) : NULL;
       rank_list(v, has, with, sizeof with);
       rank_list(v, lacks, without, sizeof without);
       add_diff(v, "%s loaded an image during capture that %s did not (hash %.16s%s%s%s)", with, without,
-               li[i].hash, k ? ", kernel " : "", k ? k : "", ev->kernels->n > 1 ? " and more" : "");
+               HASH(i), k ? ", kernel " : "", k ? k : "", ev->kernels->n > 1 ? " and more" : "");
     }
     i = j;
   }
+#undef HASH
+#undef ROW
   free(li);
   free(has);
   free(lacks);
 }
 
-/* A process's counts of captures, gathered in one pass over them. */
+/* A process's counts of captures, gathered in one pass over them: 16
+ * bytes, as a million processes' are at the report's peak. */
 typedef struct {
-  size_t began, captured, broken;
-  long first; /* its earliest broken capture, -1 if none */
+  uint32_t began, captured, broken;
+  int32_t first; /* its earliest broken capture, -1 if none */
 } proc_counts;
 
-/* Rows by rank, then the process that began most first: a rank's helpers
- * (compiler workers) inherit its variables and begin no capture. */
-static int by_rank_then_began(const void *a, const void *b) {
-  const cgr_rank_row *x = a, *y = b;
-  if (x->rank != y->rank)
-    return (x->rank > y->rank) - (x->rank < y->rank);
-  if (x->captures != y->captures)
-    return x->captures < y->captures ? 1 : -1;
-  return (x->proc > y->proc) - (x->proc < y->proc);
+/* The processes with a rank by rank, then the process that began most first:
+ * a rank's helpers (compiler workers) inherit its variables and begin no
+ * capture. Their indices are sorted, 4 bytes each, not the rows (qsort's
+ * copy of a million 48-byte rows was the report's peak). */
+typedef struct {
+  const cgl_process *procs;
+  const proc_counts *pc;
+} rank_order;
+static int by_rank_then_began(const void *a, const void *b, void *ctx) {
+  const rank_order *o = ctx;
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  long long rx = o->procs[x].rank, ry = o->procs[y].rank;
+  if (rx != ry)
+    return (rx > ry) - (rx < ry);
+  if (o->pc[x].began != o->pc[y].began)
+    return o->pc[x].began < o->pc[y].began ? 1 : -1;
+  return (x > y) - (x < y);
 }
 
-void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
-  memset(v, 0, sizeof *v);
-  size_t n_known = 0;
-  for (size_t p = 0; p < log->n_procs; p++)
-    n_known += log->procs[p].rank_known;
-  if (n_known < 2)
-    return;
-  proc_counts *pc = cg_xrealloc(NULL, log->n_procs * sizeof *pc, DOING);
+/* Each process's counts of captures (n_procs of them, malloc'd). */
+static proc_counts *count_captures(const cgl_log *log) {
+  proc_counts *pc = cg_xrealloc(NULL, (log->n_procs + 1) * sizeof *pc, DOING);
   for (size_t p = 0; p < log->n_procs; p++)
     pc[p] = (proc_counts){0, 0, 0, -1};
   for (size_t c = 0; c < log->n_caps; c++) {
@@ -273,42 +283,65 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
     if (cg_capture_status_broken(cap->status)) {
       k->broken++;
       if (k->first < 0 || cap->id < log->caps[k->first].id)
-        k->first = (long)c;
+        k->first = (int32_t)c;
     }
   }
-  cgr_rank_row *all = cg_xrealloc(NULL, n_known * sizeof *all, DOING);
+  return pc;
+}
+
+/* The rows: of each rank its process that began most; two that both began
+ * captures each keep a row (a stale RANK); helpers that began none are
+ * folded in. */
+static void make_rows(const cgl_log *log, size_t n_known, cgr_rank_view *v) {
+  proc_counts *pc = count_captures(log);
+  uint32_t *order = cg_xrealloc(NULL, n_known * sizeof *order, DOING);
   size_t n = 0;
   for (size_t p = 0; p < log->n_procs; p++)
     if (log->procs[p].rank_known)
-      all[n++] = (cgr_rank_row){.rank = log->procs[p].rank,
-                                .world_size = log->procs[p].world_size,
-                                .proc = p,
-                                .captures = pc[p].began,
-                                .captured = pc[p].captured,
-                                .broken = pc[p].broken,
-                                .first_broken = pc[p].first,
-                                .offender = no_offender};
-  free(pc);
-  qsort(all, n, sizeof *all, by_rank_then_began);
-  /* Of each rank: its process that began most; two that both began captures
-   * each keep a row (a stale RANK); helpers that began none are folded in. */
+      order[n++] = (uint32_t)p;
+  rank_order ctx = {log->procs, pc};
+  qsort_r(order, n, sizeof *order, by_rank_then_began, &ctx);
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
-    bool same_rank = kept && all[kept - 1].rank == all[i].rank;
-    if (same_rank && !all[i].captures)
+    bool same_rank = kept && log->procs[order[kept - 1]].rank == log->procs[order[i]].rank;
+    if (same_rank && !pc[order[i]].began)
       continue;
-    all[kept++] = all[i];
+    order[kept++] = order[i];
   }
-  v->rows = all;
+  v->rows = cg_xrealloc(NULL, (kept + 1) * sizeof *v->rows, DOING);
+  for (size_t i = 0; i < kept; i++) {
+    const cgl_process *pr = &log->procs[order[i]];
+    const proc_counts *k = &pc[order[i]];
+    v->rows[i] = (cgr_rank_row){.rank = pr->rank,
+                                .world_size = pr->world_size,
+                                .proc = order[i],
+                                .captures = k->began,
+                                .captured = k->captured,
+                                .broken = k->broken,
+                                .first_broken = k->first,
+                                .offender = no_offender};
+  }
   v->n = kept;
+  free(order);
+  free(pc);
+}
+
+void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
+  memset(v, 0, sizeof *v);
+  size_t n_known = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    n_known += log->procs[p].rank_known;
+  if (n_known < 2)
+    return;
+  make_rows(log, n_known, v);
   if (v->n < 2)
     return;
-  size_t *row_of = cg_xrealloc(NULL, log->n_procs * sizeof *row_of, DOING);
+  uint32_t *row_of = cg_xrealloc(NULL, log->n_procs * sizeof *row_of, DOING);
   for (size_t p = 0; p < log->n_procs; p++)
-    row_of[p] = SIZE_MAX;
+    row_of[p] = NO_ROW;
   for (size_t i = 0; i < v->n; i++) {
     cgr_rank_row *r = &v->rows[i];
-    row_of[r->proc] = i;
+    row_of[r->proc] = (uint32_t)i;
     v->any_broken = v->any_broken || r->broken;
     if (r->first_broken >= 0) {
       char off[384];

@@ -9,16 +9,20 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "log_reader.h"
 
+/* 48 bytes, as a job of a million ranks holds a million of them at the
+ * report's peak: 4-byte counts and indices (a log holds fewer than 2^31
+ * processes and captures, log_reader.h). */
 typedef struct {
   long long rank, world_size;
-  size_t proc;           /* the rank's process: of those with this rank, the one that began most captures */
-  size_t captures;       /* captures it began */
-  size_t captured;       /* of those, ended with a graph */
-  size_t broken;
-  long first_broken;     /* index into log->caps of its earliest broken capture, -1 if none */
+  uint32_t proc;         /* the rank's process: of those with this rank, the one that began most captures */
+  uint32_t captures;     /* captures it began */
+  uint32_t captured;     /* of those, ended with a graph */
+  uint32_t broken;
+  int32_t first_broken;  /* index into log->caps of its earliest broken capture, -1 if none */
   const char *offender;  /* "cuModuleLoadData of K at SITE", "" if none broke: allocated only for a
                             rank that broke, so that a million ranks are not a million buffers */
 } cgr_rank_row;

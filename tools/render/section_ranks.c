@@ -24,7 +24,7 @@ bool cgr_print_ranks_text(FILE *out, const cgr_report *rep, cg_palette pal, cons
   for (size_t i = 0; i < v->n; i++) {
     const cgr_rank_row *r = &v->rows[i];
     fprintf(out, "%s  %-5lld %-8lld %-8zu %-8zu %s%-6zu%s %s\n", indent, r->rank, rows->procs[r->proc].pid,
-            r->captures, r->captured, r->broken ? pal.red : pal.green, r->broken, pal.reset,
+            (size_t)r->captures, (size_t)r->captured, r->broken ? pal.red : pal.green, (size_t)r->broken, pal.reset,
             r->offender[0] ? r->offender : "-");
   }
   if (v->n_diffs) {
@@ -77,8 +77,8 @@ void cgr_ranks_html(FILE *o, const cgr_report *rep) {
   for (size_t i = 0; i < v->n; i++) {
     const cgr_rank_row *r = &v->rows[i];
     fprintf(o, "<tr><td>%lld</td><td>pid %lld</td><td>%zu</td><td>%zu</td><td class=\"%s\">%zu</td><td>",
-            r->rank, rows->procs[r->proc].pid, r->captures, r->captured, r->broken ? "bad" : "good",
-            r->broken);
+            r->rank, rows->procs[r->proc].pid, (size_t)r->captures, (size_t)r->captured, r->broken ? "bad" : "good",
+            (size_t)r->broken);
     esc(o, r->offender[0] ? r->offender : "-");
     fputs("</td></tr>\n", o);
   }
