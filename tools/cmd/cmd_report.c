@@ -275,7 +275,11 @@ int cg_cmd_report(int argc, char **argv) {
     free_files(&lf);
     return CG_EXIT_USAGE;
   }
-  /* The report, built once: every rendering prints it. */
+  /* The report, built once: every rendering prints it. What only reading
+   * needed goes first, so that the report's tables take its room. */
+  cgl_seal(&log);
+  if (have_part)
+    cgl_seal(&part);
   cgr_report r;
   cgr_report_build(&r, one_run ? &view : &log, &log, one_run ? log.n_runs - 1 : SIZE_MAX);
   if (json) {

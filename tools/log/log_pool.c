@@ -109,9 +109,14 @@ static const char **slot_for(const char **slots, size_t cap, const char *s, size
   }
 }
 
+/* An arena entry's bytes: its header and string, padded to the header's alignment. */
+static size_t entry_bytes(size_t n) {
+  return (sizeof(str_head) + n + 1 + sizeof(str_head) - 1) / sizeof(str_head) * sizeof(str_head);
+}
+
 /* s[0..n) copied into the arena, after its header. */
 static const char *arena_copy(struct cgl_pool *p, const char *s, size_t n, uint32_t h) {
-  size_t need = (sizeof(str_head) + n + 1 + sizeof(str_head) - 1) / sizeof(str_head) * sizeof(str_head);
+  size_t need = entry_bytes(n);
   arena_block *b = p->block;
   if (!b || b->cap - b->used < need) {
     size_t cap = need > BLOCK_BYTES / 4 ? need : BLOCK_BYTES - sizeof *b;
@@ -137,9 +142,35 @@ static const char *arena_copy(struct cgl_pool *p, const char *s, size_t n, uint3
   return copy;
 }
 
+void cgl_pool_seal(struct cgl_pool *p) {
+  free(p->slots);
+  p->slots = NULL;
+  p->cap = 0;
+}
+
+/* The table made again from the arena (every string in it once), after
+ * cgl_pool_seal dropped it. */
+static void unseal(struct cgl_pool *p) {
+  size_t cap = 1024;
+  while ((p->n + 1) * 10 > cap * 7)
+    cap *= 2;
+  p->slots = cgl_xrealloc(NULL, cap * sizeof *p->slots);
+  memset(p->slots, 0, cap * sizeof *p->slots);
+  p->cap = cap;
+  for (const arena_block *b = p->block; b; b = b->prev)
+    for (size_t off = 0; off < b->used;) {
+      const str_head *e = (const str_head *)(const void *)(b->data + off);
+      const char *s = (const char *)(e + 1);
+      *slot_for(p->slots, cap, s, e->len, e->hash) = s;
+      off += entry_bytes(e->len);
+    }
+}
+
 static const char *intern(struct cgl_pool *p, const char *s, size_t n, bool printable) {
   if (!s)
     return NULL;
+  if (!p->slots && p->n)
+    unseal(p);
   if (n >= UINT32_MAX)
     return cgl_xrealloc(NULL, SIZE_MAX); /* past any line the reader keeps: out of memory */
   char small[256];
@@ -210,6 +241,12 @@ struct cgl_index *cgl_index_new(void) {
   struct cgl_index *x = cgl_xrealloc(NULL, sizeof *x);
   memset(x, 0, sizeof *x);
   return x;
+}
+
+void cgl_index_clear(struct cgl_index *x) {
+  for (int t = 0; t < TABLES; t++)
+    free(x->t[t].slots);
+  memset(x, 0, sizeof *x);
 }
 
 void cgl_index_free(struct cgl_index *x) {

@@ -181,6 +181,29 @@ static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   return log->n_procs - 1;
 }
 
+void cgl_seal(cgl_log *log) {
+  if (log->is_view || log->sealed)
+    return;
+  cgl_index_clear(log->index);
+  cgl_pool_seal(log->pool);
+  log->sealed = true;
+}
+
+void cgl_unseal(cgl_log *log) {
+  if (!log->sealed)
+    return;
+  log->sealed = false;
+  /* in the order made: a pid's latest process is the one its key keeps */
+  for (size_t p = 0; p < log->n_procs; p++)
+    cgl_index_put(log->index, BY_PID, (long long)log->procs[p].file, log->procs[p].pid, p, cgl_log_key, log);
+  size_t n = log->census ? log->n_ccaps : log->n_caps;
+  for (size_t c = 0; c < n; c++) {
+    long long a, b;
+    cgl_log_key(log, BY_CAPTURE, c, &a, &b);
+    cgl_index_put(log->index, BY_CAPTURE, a, b, c, cgl_log_key, log);
+  }
+}
+
 const cgl_census_proc *cgl_census_of(const cgl_log *log, size_t proc) {
   static const cgl_census_proc none;
   return log->cprocs ? &log->cprocs[proc] : &none;
@@ -759,6 +782,7 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
   if (sp == len)
     return; /* blank lines are not lines of the log */
   log->lines++;
+  cgl_unseal(log);
   if (!log->json) {
     log->json = cgl_xrealloc(NULL, sizeof *log->json);
     memset(log->json, 0, sizeof *log->json);

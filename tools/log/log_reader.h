@@ -298,6 +298,7 @@ typedef struct {
   struct cgl_pool *pool;   /* interned strings and lists */
   struct cgl_index *index; /* (file, pid) -> process, (process, id) -> capture */
   bool is_view;         /* a cgl_view: shares files and pool with the log it came from */
+  bool sealed;          /* cgl_seal dropped the index and the pool's table */
   size_t lines, records, malformed, newer, unknown;
   size_t cut_files;     /* files whose last line has no newline: cut short (truncated, or a
                            writer killed mid-line) */
@@ -327,6 +328,12 @@ const cgl_census_proc *cgl_census_of(const cgl_log *log, size_t proc);
 /* The hang watch's event kinds (kept in log->hangs). */
 bool cgl_hang_kind(cg_event_kind kind);
 void cgl_init(cgl_log *log);
+/* Once log is read and its runs grouped: drops what only reading needs
+ * (the index, the pool's table of strings; a million processes' 30 MB),
+ * before the report is built on top of the records. Reading more lines, or
+ * grouping the runs again, makes them again (cgl_unseal). */
+void cgl_seal(cgl_log *log);
+void cgl_unseal(cgl_log *log);
 void cgl_free(cgl_log *log);
 
 /* How long a FIFO is waited on for a writer before it is given up

@@ -52,6 +52,7 @@ static int run_by_time(const void *a, const void *b) {
 }
 
 void cgl_group_runs(cgl_log *log) {
+  cgl_unseal(log); /* its parents are found by pid */
   size_t np = log->n_procs;
   free(log->runs);
   log->runs = NULL;
