@@ -637,8 +637,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   /* A log of a capguard before load options were recorded says only
    * "options": true, and that capguard never served nor recorded such a load. */
   more.options_foreign = str(log, o, CG_KEY_OPTIONS_FOREIGN);
-  if (!more.options_foreign && TRUE_(cgl_jget(o, CG_KEY_OPTIONS)) &&
-      !cgl_jget(o, CG_KEY_LOAD_OPTIONS))
+  if (!more.options_foreign && TRUE_(cgl_jget(o, CG_KEY_OPTIONS)) && !cgl_jget(o, CG_KEY_LOAD_OPTIONS))
     more.options_foreign = "JIT or library options (this capguard's log predates their recording)";
   e->with_options = more.options_foreign != NULL;
   more.options_differ = str(log, o, CG_KEY_OPTIONS_DIFFER);
@@ -676,9 +675,9 @@ static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
   p->captures = num(o, CG_KEY_CAPTURES, 0);
   p->captures_broken = num(o, CG_KEY_CAPTURES_BROKEN, 0);
   /* the fields most processes leave zero: a block only when one is not */
-  long long rare[7] = {num(o, CG_KEY_PRIMED_LOADED, 0),        num(o, CG_KEY_PRIMED_UNUSED, 0),
-                       num(o, CG_KEY_RECORDED, 0),             num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0),
-                       num(o, CG_KEY_SKIPPED_SM, 0),           num(o, CG_KEY_DEVICE_SM, 0),
+  long long rare[7] = {num(o, CG_KEY_PRIMED_LOADED, 0),   num(o, CG_KEY_PRIMED_UNUSED, 0),
+                       num(o, CG_KEY_RECORDED, 0),        num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0),
+                       num(o, CG_KEY_SKIPPED_SM, 0),      num(o, CG_KEY_DEVICE_SM, 0),
                        num(o, CG_KEY_COLLECTIVE_EXECS, 0)};
   bool any = false;
   for (size_t i = 0; i < 7; i++)

@@ -59,8 +59,8 @@ typedef struct {
  * allocations of their own, the indices 4 bytes (a log holds fewer than
  * 2^31 processes: the reader stops there, cgl_xrealloc's one line). */
 typedef struct {
-  uint32_t file;        /* index into cgl_log.files */
-  uint32_t run_index;   /* set by cgl_group_runs */
+  uint32_t file;      /* index into cgl_log.files */
+  uint32_t run_index; /* set by cgl_group_runs */
   long long pid, ppid;
   bool seen_process;    /* a "process" line was read (else only its other lines) */
   bool seen_start;      /* a "start" line was read: the shim started in it */
@@ -75,12 +75,12 @@ typedef struct {
    * primed loads served (the calls' verdicts count them). */
   bool rank_known;
   unsigned char n_slowest; /* how many slowest captures the summary named (at most 3) */
-  unsigned char mode;   /* a cg_run_mode; CG_RUN_MODE_COUNT: not logged */
-  unsigned char argc;   /* argv's words (at most CGL_ARGV_MAX) */
+  unsigned char mode;      /* a cg_run_mode; CG_RUN_MODE_COUNT: not logged */
+  unsigned char argc;      /* argv's words (at most CGL_ARGV_MAX) */
   const char *run, *prime; /* run: capguard run's id; prime: the priming file */
   long long driver_version, emulate_driver, time_ns;
   long long first_ns, last_ns; /* span of everything it logged */
-  const char *const *argv; /* its first argc words; NULL when argc is 0 */
+  const char *const *argv;     /* its first argc words; NULL when argc is 0 */
   long long captures, captures_broken;
   long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
   cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
@@ -131,9 +131,9 @@ typedef struct {
 } cgl_offender;
 
 typedef struct {
-  uint32_t proc;        /* index into cgl_log.procs */
-  int32_t first_break;  /* index into cgl_log.evs of the earliest breaking call, -1 if none (a log
-                           holds fewer than 2^31 calls: the reader stops there) */
+  uint32_t proc;       /* index into cgl_log.procs */
+  int32_t first_break; /* index into cgl_log.evs of the earliest breaking call, -1 if none (a log
+                          holds fewer than 2^31 calls: the reader stops there) */
   long long id, tid, begin_ns, end_ns, events;
   long long end_result; /* what cuStreamEndCapture returned to the caller */
   long long repeats;    /* events counted and not written again (0 when absent) */
@@ -198,8 +198,8 @@ typedef struct {
   const cgl_strs *kernels;     /* never NULL: an empty list when none */
   const char *site;     /* see cgl_event_site */
   const char *python_top; /* innermost Python frame "file:line in func", NULL if none */
-  cgl_event_more *more; /* NULL: none of its fields said; owned by the log, shared by its views */
-  long long src_line;   /* its line in its process's file */
+  cgl_event_more *more;   /* NULL: none of its fields said; owned by the log, shared by its views */
+  long long src_line;     /* its line in its process's file */
 } cgl_event;
 
 /* The file e was read from (its process's), in log's files. */

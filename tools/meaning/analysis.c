@@ -198,9 +198,13 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     if (pr->has_summary && pr->captures > 0 && (size_t)pr->captures > st->captures)
       st->captures = (size_t)pr->captures;
     a->captures += st->captures;
-    a->recorded += pr->has_summary && cgl_process_rare(pr)->recorded > 0 ? (size_t)cgl_process_rare(pr)->recorded : 0;
-    a->primed_loaded += pr->has_summary && cgl_process_rare(pr)->primed_loaded > 0 ? (size_t)cgl_process_rare(pr)->primed_loaded : 0;
-    if (pr->has_summary && cgl_process_rare(pr)->primed_unused > 0 && (size_t)cgl_process_rare(pr)->primed_unused > a->primed_unused)
+    a->recorded +=
+        pr->has_summary && cgl_process_rare(pr)->recorded > 0 ? (size_t)cgl_process_rare(pr)->recorded : 0;
+    a->primed_loaded += pr->has_summary && cgl_process_rare(pr)->primed_loaded > 0
+                            ? (size_t)cgl_process_rare(pr)->primed_loaded
+                            : 0;
+    if (pr->has_summary && cgl_process_rare(pr)->primed_unused > 0 &&
+        (size_t)cgl_process_rare(pr)->primed_unused > a->primed_unused)
       a->primed_unused = (size_t)cgl_process_rare(pr)->primed_unused;
     /* Every process reads the same file: the most any skipped, not a sum. */
     if (pr->has_summary && (size_t)cgl_process_rare(pr)->primed_skipped_arch > a->skipped_arch) {

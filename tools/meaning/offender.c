@@ -78,7 +78,8 @@ void cgr_offender_phrase(const cgl_log *log, size_t capture, long first_event, c
     if (cgl_event_rare(e)->thread_name)
       snprintf(thread, sizeof thread, " '%s', not the capturing thread", cgl_event_rare(e)->thread_name);
     if (cgl_event_rare(e)->nccl_setup)
-      snprintf(setup, sizeof setup, "; NCCL communicator set-up during capture (%s)", cgl_event_rare(e)->nccl_setup);
+      snprintf(setup, sizeof setup, "; NCCL communicator set-up during capture (%s)",
+               cgl_event_rare(e)->nccl_setup);
   }
   snprintf(buf, cap, "first offender %s%s%s (%s: %s, thread %lld%s)%s", *f.call ? f.call : "(unknown call)",
            *at ? " at " : "", at, verdict ? verdict : "unknown", result, f.tid, thread, setup);

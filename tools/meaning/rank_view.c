@@ -63,7 +63,8 @@ static void rank_list(const cgr_rank_view *v, const bool *pick, char *buf, size_
   for (size_t i = 0; i < v->n && len < cap; i++) {
     if (!pick[i])
       continue;
-    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", first ? " " : ", ", v->rows[i].rank);
+    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", first ? " " : ", ",
+                            cgr_rank_row_rank(v, &v->rows[i]));
     first = false;
   }
 }
@@ -84,7 +85,7 @@ static void count_differences(cgr_rank_view *v) {
     for (size_t i = 0; i < v->n && len < sizeof buf; i++) {
       size_t n = pass == 0 ? v->rows[i].captured : v->rows[i].captures;
       len += (size_t)snprintf(buf + len, sizeof buf - len, "%srank %lld %s %zu %s%s", i ? ", " : "",
-                              v->rows[i].rank, pass == 0 ? "captured" : "began", n,
+                              cgr_rank_row_rank(v, &v->rows[i]), pass == 0 ? "captured" : "began", n,
                               pass == 0 ? "graph" : "capture", cg_plural(n));
     }
     add_diff(v, "%s", buf);
@@ -96,16 +97,18 @@ static void count_differences(cgr_rank_view *v) {
  * names no rank of this job. */
 static void claim_differences(const cgl_log *log, cgr_rank_view *v) {
   for (size_t i = 0; i < v->n; i++) {
-    if (i > 0 && v->rows[i - 1].rank == v->rows[i].rank)
+    if (i > 0 && cgr_rank_row_rank(v, &v->rows[i - 1]) == cgr_rank_row_rank(v, &v->rows[i]))
       continue;
     size_t n = 1, len = 0;
     char pids[256] = "";
     len += (size_t)snprintf(pids, sizeof pids, "%lld", log->procs[v->rows[i].proc].pid);
-    for (size_t j = i + 1; j < v->n && v->rows[j].rank == v->rows[i].rank; j++, n++)
+    for (size_t j = i + 1; j < v->n && cgr_rank_row_rank(v, &v->rows[j]) == cgr_rank_row_rank(v, &v->rows[i]);
+         j++, n++)
       if (len < sizeof pids)
         len += (size_t)snprintf(pids + len, sizeof pids - len, ", %lld", log->procs[v->rows[j].proc].pid);
     if (n > 1)
-      add_diff(v, "rank %lld is claimed by %zu processes that captured (pids %s)", v->rows[i].rank, n, pids);
+      add_diff(v, "rank %lld is claimed by %zu processes that captured (pids %s)",
+               cgr_rank_row_rank(v, &v->rows[i]), n, pids);
   }
 }
 
@@ -153,8 +156,8 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v, const uint
       char off[384], others[256];
       offender_short(log, (size_t)at[i * w + id], off, sizeof off);
       rank_list(v, made, others, sizeof others);
-      add_diff(v, "rank %lld broke capture %zu (first offender %s); %s captured it", v->rows[i].rank, id, off,
-               others);
+      add_diff(v, "rank %lld broke capture %zu (first offender %s); %s captured it",
+               cgr_rank_row_rank(v, &v->rows[i]), id, off, others);
     }
   }
   free(at);
@@ -310,11 +313,8 @@ static void make_rows(const cgl_log *log, size_t n_known, cgr_rank_view *v) {
   }
   v->rows = cg_xrealloc(NULL, (kept + 1) * sizeof *v->rows, DOING);
   for (size_t i = 0; i < kept; i++) {
-    const cgl_process *pr = &log->procs[order[i]];
     const proc_counts *k = &pc[order[i]];
-    v->rows[i] = (cgr_rank_row){.rank = pr->rank,
-                                .world_size = pr->world_size,
-                                .proc = order[i],
+    v->rows[i] = (cgr_rank_row){.proc = order[i],
                                 .captures = k->began,
                                 .captured = k->captured,
                                 .broken = k->broken,
@@ -328,6 +328,7 @@ static void make_rows(const cgl_log *log, size_t n_known, cgr_rank_view *v) {
 
 void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
   memset(v, 0, sizeof *v);
+  v->procs = log->procs;
   size_t n_known = 0;
   for (size_t p = 0; p < log->n_procs; p++)
     n_known += log->procs[p].rank_known;

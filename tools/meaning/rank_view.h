@@ -13,14 +13,14 @@
 
 #include "log_reader.h"
 
-/* 48 bytes, as a job of a million ranks holds a million of them at the
+/* 32 bytes, as a job of a million ranks holds a million of them at the
  * report's peak: 4-byte counts and indices (a log holds fewer than 2^31
- * processes and captures, log_reader.h). */
+ * processes and captures, log_reader.h), the rank and world size its
+ * process's (cgr_rank_row_rank). */
 typedef struct {
-  long long rank, world_size;
-  uint32_t proc;         /* the rank's process: of those with this rank, the one that began most captures */
-  uint32_t captures;     /* captures it began */
-  uint32_t captured;     /* of those, ended with a graph */
+  uint32_t proc;     /* the rank's process: of those with this rank, the one that began most captures */
+  uint32_t captures; /* captures it began */
+  uint32_t captured; /* of those, ended with a graph */
   uint32_t broken;
   int32_t first_broken;  /* index into log->caps of its earliest broken capture, -1 if none */
   const char *offender;  /* "cuModuleLoadData of K at SITE", "" if none broke: allocated only for a
@@ -34,7 +34,16 @@ typedef struct {
   size_t n_diffs;
   size_t more_diffs;     /* differences found past the ones kept */
   bool any_broken;       /* some rank broke a capture: the ranks are never said to have captured alike */
+  const cgl_process *procs; /* the log's, whose processes the rows name */
 } cgr_rank_view;
+
+/* Row r's rank and the world size its process said. */
+static inline long long cgr_rank_row_rank(const cgr_rank_view *v, const cgr_rank_row *r) {
+  return v->procs[r->proc].rank;
+}
+static inline long long cgr_rank_row_world(const cgr_rank_view *v, const cgr_rank_row *r) {
+  return v->procs[r->proc].world_size;
+}
 
 /* Fills v from log; v->n < 2 (no job of two ranks or more in the log): the
  * renderers show nothing. Ends the command with one line when memory runs out. */

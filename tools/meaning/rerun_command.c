@@ -211,7 +211,8 @@ bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const cha
   }
   for (size_t i = 0; i < top->argc; i++) {
     append(buf, cap, &used, " ");
-    cgr_shell_word(cgl_process_rare(top)->argv_exact ? cgl_process_rare(top)->argv_exact->v[i] : top->argv[i], buf, cap, &used);
+    cgr_shell_word(cgl_process_rare(top)->argv_exact ? cgl_process_rare(top)->argv_exact->v[i] : top->argv[i],
+                   buf, cap, &used);
   }
   /* The shim logs the first 16 words: more may have followed. */
   bool whole = top->argc < CGL_ARGV_MAX;
