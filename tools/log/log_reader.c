@@ -95,6 +95,7 @@ void cgl_free(cgl_log *log) {
   free(log->runs);
   free(log->ccaps);
   free(log->cprocs);
+  free(log->firsts);
   memset(log, 0, sizeof *log);
 }
 
@@ -171,8 +172,10 @@ static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   p->pid = pid;
   p->cuda = true;
   p->mode = CG_RUN_MODE_COUNT;
-  p->first_offset = log->cur_offset;
-  p->first_lineno = log->cur_lineno;
+  if (log->census || log->keep_firsts) {
+    log->firsts = grow(log->firsts, &log->cap_firsts, log->n_procs, sizeof *log->firsts);
+    log->firsts[log->n_procs - 1] = (cgl_first_line){log->cur_offset, log->cur_lineno};
+  }
   if (log->census) {
     log->cprocs = grow(log->cprocs, &log->cap_cprocs, log->n_procs, sizeof *log->cprocs);
     memset(&log->cprocs[log->n_procs - 1], 0, sizeof *log->cprocs);
@@ -202,6 +205,11 @@ void cgl_unseal(cgl_log *log) {
     cgl_log_key(log, BY_CAPTURE, c, &a, &b);
     cgl_index_put(log->index, BY_CAPTURE, a, b, c, cgl_log_key, log);
   }
+}
+
+const cgl_first_line *cgl_first_of(const cgl_log *log, size_t proc) {
+  static const cgl_first_line none;
+  return log->firsts ? &log->firsts[proc] : &none;
 }
 
 const cgl_census_proc *cgl_census_of(const cgl_log *log, size_t proc) {

@@ -86,9 +86,14 @@ typedef struct {
   cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
   cgl_process_more *more; /* NULL: all its fields zero; owned by the log, shared by its views */
   long long rank, world_size;
-  /* Where its first line is (byte offset and line number in its file). */
-  long long first_offset, first_lineno;
 } cgl_process;
+
+/* Where a process's first line is (byte offset and line number in its
+ * file): kept (cgl_log.firsts) only by a census and by the reading of one
+ * run that it starts (log_latest.h), which read from there. */
+typedef struct {
+  long long offset, lineno;
+} cgl_first_line;
 
 /* p's rarely set fields: all zero (NULL) when it logged none. */
 static inline const cgl_process_more *cgl_process_rare(const cgl_process *p) {
@@ -315,6 +320,9 @@ typedef struct {
   size_t n_ccaps, cap_ccaps;
   cgl_census_proc *cprocs; /* a census's, one a process (cap_cprocs of room); NULL in a whole read */
   size_t cap_cprocs;
+  bool keep_firsts;        /* keep firsts in a read that is not a census */
+  cgl_first_line *firsts;  /* one a process (cap_firsts of room) when census or keep_firsts, else NULL */
+  size_t cap_firsts;
   long long cur_offset, cur_lineno; /* the line being read */
   struct cgl_json *json; /* the line's parser and its buffers (log_json.h) */
 } cgl_log;
@@ -322,6 +330,8 @@ typedef struct {
 /* The key of log->index's value in table t (cgl_index_key; ctx is the log):
  * 0 a process's (file, pid), 1 a capture's (process, id). */
 void cgl_log_key(const void *ctx, int t, size_t value, long long *a, long long *b);
+/* Where process proc's first line is (all zero when log keeps none). */
+const cgl_first_line *cgl_first_of(const cgl_log *log, size_t proc);
 /* What a census holds of process proc beside its record (all zero when
  * log is not a census). */
 const cgl_census_proc *cgl_census_of(const cgl_log *log, size_t proc);
