@@ -67,7 +67,7 @@ void cgl_init(cgl_log *log) {
 void cgl_free(cgl_log *log) {
   if (!log->is_view) {
     for (size_t i = 0; i < log->n_caps; i++)
-      free(log->caps[i].offender);
+      free(log->caps[i].more);
     for (size_t i = 0; i < log->n_procs; i++) {
       if (log->cprocs)
         free(log->cprocs[i].ids);
@@ -393,19 +393,24 @@ static const char *site_str(cgl_log *log, size_t proc, const cgl_jv *o, const ch
   return strcmp(buf, s) ? cgl_intern(log->pool, buf, strlen(buf)) : s;
 }
 
+/* c's block of rarely set fields, made on first need (zeroed). */
+static cgl_capture_more *capture_more(cgl_capture *c) {
+  if (!c->more) {
+    c->more = cgl_xrealloc(NULL, sizeof *c->more);
+    memset(c->more, 0, sizeof *c->more);
+  }
+  return c->more;
+}
+
 static void read_broken_by(cgl_log *log, cgl_capture *c, const cgl_jv *o) {
   const cgl_jv *b = cgl_jget(o, CG_KEY_BROKEN_BY);
   c->by = CGL_BY_UNKNOWN;
-  if (c->offender)
-    memset(c->offender, 0, sizeof *c->offender);
+  if (c->more)
+    memset(&c->more->offender, 0, sizeof c->more->offender);
   if (NUL_(b)) {
     c->by = CGL_BY_UNWATCHED;
   } else if (OBJ(b)) {
-    if (!c->offender) {
-      c->offender = cgl_xrealloc(NULL, sizeof *c->offender);
-      memset(c->offender, 0, sizeof *c->offender);
-    }
-    cgl_offender *f = c->offender;
+    cgl_offender *f = &capture_more(c)->offender;
     c->by = CGL_BY_CALL;
     const char *s;
     f->call = (s = str(log, b, CG_KEY_CALL)) ? s : "";
@@ -437,9 +442,9 @@ static void read_capture(cgl_log *log, size_t proc, const cgl_jv *o) {
   const cgl_jv *er = cgl_jget(o, CG_KEY_END_RESULT);
   c->has_end_result = INT(er);
   c->end_result = c->has_end_result ? (long long)er->u.i : 0;
-  c->repeats = num(o, CG_KEY_REPEATS, 0);
-  if (c->repeats < 0)
-    c->repeats = 0;
+  long long repeats = num(o, CG_KEY_REPEATS, 0);
+  if (repeats > 0 || c->more)
+    capture_more(c)->repeats = repeats > 0 ? repeats : 0;
   read_broken_by(log, c, o);
   seen_at(&log->procs[proc], c->begin_ns);
   seen_at(&log->procs[proc], c->end_ns);

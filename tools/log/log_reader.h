@@ -135,13 +135,23 @@ typedef struct {
   long long result, tid, time_ns;
 } cgl_offender;
 
+/* What few captures log, apart from their record (cgl_capture.more): the
+ * first offender a call that broke it names (set when by is CGL_BY_CALL,
+ * else all zero), and the events counted and not written again. Most
+ * captures break nowhere and repeat nothing, and do not carry these 64
+ * bytes. */
+typedef struct {
+  cgl_offender offender;
+  long long repeats;
+} cgl_capture_more;
+
+/* A capture: 88 bytes (a whole read of a large log holds millions). */
 typedef struct {
   uint32_t proc;       /* index into cgl_log.procs */
   int32_t first_break; /* index into cgl_log.evs of the earliest breaking call, -1 if none (a log
                           holds fewer than 2^31 calls: the reader stops there) */
   long long id, tid, begin_ns, end_ns, events;
   long long end_result; /* what cuStreamEndCapture returned to the caller */
-  long long repeats;    /* events counted and not written again (0 when absent) */
   bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
   bool ended_line;      /* a "capture" line was read (else known from events only) */
   /* bytes, not enums of 4: by a cgl_broken_by, mode a cg_capture_mode,
@@ -149,18 +159,19 @@ typedef struct {
   unsigned char by;
   unsigned char mode;   /* CG_CAPTURE_MODE_COUNT: not logged */
   unsigned char status; /* CG_CAPTURE_STATUS_COUNT: not logged */
-  /* Set when by is CGL_BY_CALL, an allocation of its own (owned by the
-   * log, shared by its views): most captures break nowhere, and do not
-   * carry its 56 bytes. Read it with cgl_capture_offender. */
-  cgl_offender *offender;
+  /* NULL: no offender, no repeats; owned by the log, shared by its views.
+   * Read it with cgl_capture_offender and cgl_capture_repeats. */
+  cgl_capture_more *more;
   const char *stream, *began;
 } cgl_capture;
 
 /* c's first offender: all zero (NULL strings) when it has none. */
 static inline const cgl_offender *cgl_capture_offender(const cgl_capture *c) {
   static const cgl_offender none;
-  return c->offender ? c->offender : &none;
+  return c->more ? &c->more->offender : &none;
 }
+/* The events c counted and did not write again (0 when the log says none). */
+static inline long long cgl_capture_repeats(const cgl_capture *c) { return c->more ? c->more->repeats : 0; }
 
 /* What few calls during capture log, apart from their record
  * (cgl_event.more): an allocation made only for a call that says one. */

@@ -186,7 +186,7 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     qsort(a->sites, a->n_sites, sizeof *a->sites, cmp_site);
   for (size_t c = 0; c < log->n_caps; c++) {
     a->procs[log->caps[c].proc].captures++;
-    long long r = log->caps[c].repeats;
+    long long r = cgl_capture_repeats(&log->caps[c]);
     a->repeats += r > 0 && (unsigned long long)r < SIZE_MAX - a->repeats ? (size_t)r : 0;
   }
   for (size_t b = 0; b < a->n_broken; b++)

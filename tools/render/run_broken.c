@@ -41,7 +41,7 @@ static void one(FILE *out, const cgr_report *rep, size_t b, cg_palette pal) {
                          .began = c->began,
                          .ended = c->has_end_result,
                          .end_result = clamp_int(c->end_result),
-                         .repeats = unsigned_of(c->repeats),
+                         .repeats = unsigned_of(cgl_capture_repeats(c)),
                          .broken_by = by == CGL_BY_CALL ? &off : NULL};
   char phrase[1024];
   if (by == CGL_BY_UNKNOWN) { /* the log does not say: its own words, not "does not watch" */

@@ -19,11 +19,11 @@ static void print_capture_end(FILE *out, const cgl_capture *c) {
     cgr_result_words(c->end_result, NULL, result, sizeof result);
     fprintf(out, "    its end returned %s\n", result);
   }
-  if (c->repeats > 0)
+  if (cgl_capture_repeats(c) > 0)
     fprintf(out,
             "    repeats: %lld more call%s like one logged (same call, verdict and site), "
             "counted, not logged again\n",
-            c->repeats, cg_plural(c->repeats));
+            cgl_capture_repeats(c), cg_plural(cgl_capture_repeats(c)));
 }
 
 static void print_broken(FILE *out, const cgr_report *rep, cg_palette pal) {
@@ -94,8 +94,8 @@ static void end_cell(FILE *o, const cgl_capture *c, bool after) {
     esc(o, result);
     after = true;
   }
-  if (c->repeats > 0)
-    fprintf(o, "%srepeats: %lld more like one logged, not logged again", after ? "; <br>" : "", c->repeats);
+  if (cgl_capture_repeats(c) > 0)
+    fprintf(o, "%srepeats: %lld more like one logged, not logged again", after ? "; <br>" : "", cgl_capture_repeats(c));
 }
 
 static void broken_table(FILE *o, const cgr_report *rep) {
