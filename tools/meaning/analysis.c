@@ -117,6 +117,20 @@ static void count_kernel(cgr_analysis *a, ptr_table *index, const char *name, si
   k->with_options += !served && with_options;
 }
 
+/* Whether site s loaded kernel name already. Most sites load a few kernels:
+ * their own list is searched, and only the sites past FEW_KERNELS have
+ * their pairs in site_kernels (a table of every pair was a tenth of the
+ * peak of `report --all` of a large log). */
+enum { FEW_KERNELS = 8 };
+static bool site_has_kernel(const ptr_table *site_kernels, const cgr_site *s, const char *name) {
+  if (s->n_kernels > FEW_KERNELS)
+    return ptr_find(site_kernels, s->site, name) != SIZE_MAX;
+  for (size_t k = 0; k < s->n_kernels; k++)
+    if (s->kernels[k] == name)
+      return true;
+  return false;
+}
+
 static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernels, const cgl_event *e,
                        size_t ev) {
   size_t f = ptr_find(index, e->site, NULL);
@@ -139,9 +153,15 @@ static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernel
   }
   for (size_t i = 0; i < e->kernels->n; i++) {
     const char *name = e->kernels->v[i];
-    if (ptr_find(site_kernels, s->site, name) != SIZE_MAX)
+    if (site_has_kernel(site_kernels, s, name))
       continue;
-    ptr_add(site_kernels, s->site, name, 0);
+    /* a site's first few kernels are looked for in its own list; the
+     * table holds the pairs of the sites that load more */
+    if (s->n_kernels == FEW_KERNELS)
+      for (size_t k = 0; k < s->n_kernels; k++)
+        ptr_add(site_kernels, s->site, s->kernels[k], 0);
+    if (s->n_kernels >= FEW_KERNELS)
+      ptr_add(site_kernels, s->site, name, 0);
     s->kernels = xrealloc(s->kernels, (s->n_kernels + 1) * sizeof *s->kernels);
     s->kernels[s->n_kernels++] = name;
   }
