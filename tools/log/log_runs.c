@@ -134,9 +134,12 @@ void cgl_group_runs(cgl_log *log) {
  * loads, hangs) bucketed by run, each bucket in the log's order: run r's are
  * items[start[r] .. start[r + 1]), and local[i] is item i's place in its
  * run's. Built once in time linear in the log, so that every run's view
- * costs its own size, not the whole log's. */
+ * costs its own size, not the whole log's; items and local 4 bytes each (a
+ * log holds fewer than 2^31 items of a kind, log_reader.h), as they are
+ * built for every capture and call of the log at once. */
 typedef struct {
-  size_t *start, *items, *local;
+  size_t *start;
+  uint32_t *items, *local;
 } run_bucket;
 enum { ITEM_PROC, ITEM_CAPTURE, ITEM_EVENT, ITEM_STALE, ITEM_REQUEST, ITEM_HANG, ITEM_KINDS };
 
@@ -165,8 +168,8 @@ static void bucket_fill(const cgl_log *log, int kind, size_t n, run_bucket *b) {
   memcpy(next, b->start, (nr + 1) * sizeof *next);
   for (size_t i = 0; i < n; i++) {
     size_t r = log->procs[item_proc(log, kind, i)].run_index, at = next[r]++;
-    b->items[at] = i;
-    b->local[i] = at - b->start[r];
+    b->items[at] = (uint32_t)i;
+    b->local[i] = (uint32_t)(at - b->start[r]);
   }
   free(next);
 }
@@ -210,7 +213,7 @@ static void view_of(const cgl_log *log, const run_bucket *b, size_t run, cgl_log
   view->unknown = log->unknown;
   memcpy(view->first_malformed, log->first_malformed, sizeof view->first_malformed);
   bool in = run < log->n_runs; /* else an empty view, as of a run that is not there */
-  const size_t *pmap = b[ITEM_PROC].local, *cmap = b[ITEM_CAPTURE].local, *emap = b[ITEM_EVENT].local;
+  const uint32_t *pmap = b[ITEM_PROC].local, *cmap = b[ITEM_CAPTURE].local, *emap = b[ITEM_EVENT].local;
   view->procs = run_items(&b[ITEM_PROC], run, in, log->procs, sizeof *log->procs, &view->n_procs);
   for (size_t p = 0; p < view->n_procs; p++)
     view->procs[p].run_index = 0;
