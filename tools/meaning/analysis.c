@@ -117,6 +117,39 @@ static void count_kernel(cgr_analysis *a, ptr_table *index, const char *name, si
   k->with_options += !served && with_options;
 }
 
+/* The sites' lists of calls and kernels, in blocks of an arena of the
+ * analysis's own: most sites (a large log has about one a call) list one
+ * call and a kernel or two, which an allocation each made 32 bytes and
+ * more. A list full at a power of two moves to twice its room; the room
+ * it leaves is at most what it holds. */
+struct cgr_site_block {
+  struct cgr_site_block *prev;
+  size_t used, cap;
+  const char *v[];
+};
+static const char **site_room(cgr_analysis *a, size_t n) {
+  struct cgr_site_block *b = a->site_blocks;
+  if (!b || b->cap - b->used < n) {
+    size_t cap = n > 8192 ? n : 8192;
+    struct cgr_site_block *nb = xrealloc(NULL, sizeof *nb + cap * sizeof *nb->v);
+    nb->used = 0;
+    nb->cap = cap;
+    nb->prev = b;
+    a->site_blocks = b = nb;
+  }
+  b->used += n;
+  return &b->v[b->used - n];
+}
+static void site_push(cgr_analysis *a, const char ***v, size_t *n, const char *x) {
+  if ((*n & (*n - 1)) == 0) { /* 0 or a power of two: full */
+    const char **nv = site_room(a, *n ? 2 * *n : 1);
+    if (*n)
+      memcpy(nv, *v, *n * sizeof *nv);
+    *v = nv;
+  }
+  (*v)[(*n)++] = x;
+}
+
 /* Whether site s loaded kernel name already. Most sites load a few kernels:
  * their own list is searched, and only the sites past FEW_KERNELS have
  * their pairs in site_kernels (a table of every pair was a tenth of the
@@ -147,10 +180,8 @@ static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernel
   bool have = false;
   for (size_t k = 0; k < s->n_calls; k++)
     have |= s->calls[k] == e->call;
-  if (!have && e->call) {
-    s->calls = xrealloc(s->calls, (s->n_calls + 1) * sizeof *s->calls);
-    s->calls[s->n_calls++] = e->call;
-  }
+  if (!have && e->call)
+    site_push(a, &s->calls, &s->n_calls, e->call);
   for (size_t i = 0; i < e->kernels->n; i++) {
     const char *name = e->kernels->v[i];
     if (site_has_kernel(site_kernels, s, name))
@@ -162,8 +193,7 @@ static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernel
         ptr_add(site_kernels, s->site, s->kernels[k], 0);
     if (s->n_kernels >= FEW_KERNELS)
       ptr_add(site_kernels, s->site, name, 0);
-    s->kernels = xrealloc(s->kernels, (s->n_kernels + 1) * sizeof *s->kernels);
-    s->kernels[s->n_kernels++] = name;
+    site_push(a, &s->kernels, &s->n_kernels, name);
   }
 }
 
@@ -408,9 +438,9 @@ void cgr_free(cgr_analysis *a) {
   free(a->runs);
   free(a->broken);
   free(a->kernels);
-  for (size_t i = 0; i < a->n_sites; i++) {
-    free(a->sites[i].kernels);
-    free(a->sites[i].calls);
+  for (struct cgr_site_block *b = a->site_blocks, *prev; b; b = prev) {
+    prev = b->prev;
+    free(b);
   }
   free(a->sites);
   free(a->procs);

@@ -47,6 +47,7 @@ typedef struct cgr_analysis {
   size_t n_kernels;
   cgr_site *sites;
   size_t n_sites;
+  struct cgr_site_block *site_blocks; /* where the sites' calls and kernels are (analysis.c) */
   size_t captures;     /* captures begun (from summaries where known, else seen) */
   size_t open_at_exit; /* captures still open when their process exited (their records say so) */
   size_t open_unbroken; /* of those, the ones nothing broke (not in broken) */
