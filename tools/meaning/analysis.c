@@ -164,15 +164,45 @@ static bool site_has_kernel(const ptr_table *site_kernels, const cgr_site *s, co
   return false;
 }
 
-static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernels, const cgl_event *e,
+/* The sites by their (interned) site: open addressing over 4-byte slots
+ * holding a site's index + 1 (0: empty), its key a->sites[index].site, at
+ * most 0.7 full. A large log has about a site a call: slots holding their
+ * key were 24 bytes, and with the old table alive while the new one filled,
+ * the peak of `report --all`. */
+typedef struct {
+  uint32_t *slots;
+  size_t cap; /* a power of two, or 0 */
+} site_table;
+static uint32_t *site_slot(const site_table *t, const cgr_site *sites, const char *site) {
+  for (size_t i = ptr_hash(site, NULL) & (t->cap - 1);; i = (i + 1) & (t->cap - 1))
+    if (!t->slots[i] || sites[t->slots[i] - 1].site == site)
+      return &t->slots[i];
+}
+/* a->sites[index] added to t (its site is not there yet) */
+static void site_add(site_table *t, const cgr_analysis *a, size_t index) {
+  if ((index + 2) * 10 > t->cap * 7) {
+    site_table big = {NULL, t->cap ? 2 * t->cap : 256};
+    big.slots = xrealloc(NULL, big.cap * sizeof *big.slots);
+    memset(big.slots, 0, big.cap * sizeof *big.slots);
+    for (size_t i = 0; i < t->cap; i++)
+      if (t->slots[i])
+        *site_slot(&big, a->sites, a->sites[t->slots[i] - 1].site) = t->slots[i];
+    free(t->slots);
+    *t = big;
+  }
+  *site_slot(t, a->sites, a->sites[index].site) = (uint32_t)(index + 1);
+}
+
+static void count_site(cgr_analysis *a, site_table *index, ptr_table *site_kernels, const cgl_event *e,
                        size_t ev) {
-  size_t f = ptr_find(index, e->site, NULL);
+  uint32_t got = index->cap ? *site_slot(index, a->sites, e->site) : 0;
+  size_t f = got ? got - 1 : SIZE_MAX;
   if (f == SIZE_MAX) {
     a->sites = xrealloc(a->sites, (a->n_sites + 1) * sizeof *a->sites);
     memset(&a->sites[a->n_sites], 0, sizeof *a->sites);
     a->sites[a->n_sites].site = e->site;
     a->sites[a->n_sites].first_event = ev;
-    ptr_add(index, e->site, NULL, a->n_sites++);
+    site_add(index, a, a->n_sites++);
     f = a->n_sites - 1;
   }
   cgr_site *s = &a->sites[f];
@@ -198,7 +228,8 @@ static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernel
 }
 
 static void tally(const cgl_log *log, cgr_analysis *a) {
-  ptr_table kernel_index = {NULL, 0, 0}, site_index = {NULL, 0, 0}, site_kernels = {NULL, 0, 0};
+  ptr_table kernel_index = {NULL, 0, 0}, site_kernels = {NULL, 0, 0};
+  site_table site_index = {NULL, 0};
   a->procs = xrealloc(NULL, (log->n_procs + 1) * sizeof *a->procs);
   memset(a->procs, 0, (log->n_procs + 1) * sizeof *a->procs);
   for (size_t i = 0; i < log->n_evs; i++) {
@@ -228,7 +259,7 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     count_site(a, &site_index, &site_kernels, e, i);
   }
   ptr_free(&kernel_index);
-  ptr_free(&site_index);
+  free(site_index.slots);
   ptr_free(&site_kernels);
   if (a->n_kernels) /* qsort of NULL, even of 0 elements, is undefined */
     qsort(a->kernels, a->n_kernels, sizeof *a->kernels, cmp_kernel);
