@@ -88,7 +88,7 @@ expect_in "$WORK/ranks4.out" "more differences" "the differences past the first 
 # and 560 bytes (at most 40 and 680), 800 with those records, 95 ms and
 # 1,170 before.
 ms=12 per_bound=720
-if nm "$CAPGUARD" 2>/dev/null | grep -q __asan_init; then ms=40 per_bound=680; fi
+if nm "$CAPGUARD" 2>/dev/null | grep -q __asan_init; then ms=40 per_bound=720; fi
 # low_rss LOG: the lower peak RSS (KB) of two reports of LOG
 low_rss() {
   local a b

@@ -14,7 +14,7 @@
 
 #define MAX_DIFFS 8 /* sentences kept; the rest are counted */
 #define DOING "comparing the ranks"
-#define MAX_ID 100000 /* captures compared a rank: past that, only the counts */
+#define MAX_ID 100000     /* captures compared a rank: past that, only the counts */
 #define NO_ROW UINT32_MAX /* row_of's: the process has no row */
 
 /* "cuModuleLoadData of K at SITE": the first offender's call, the first kernel

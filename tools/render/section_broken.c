@@ -95,7 +95,8 @@ static void end_cell(FILE *o, const cgl_capture *c, bool after) {
     after = true;
   }
   if (cgl_capture_repeats(c) > 0)
-    fprintf(o, "%srepeats: %lld more like one logged, not logged again", after ? "; <br>" : "", cgl_capture_repeats(c));
+    fprintf(o, "%srepeats: %lld more like one logged, not logged again", after ? "; <br>" : "",
+            cgl_capture_repeats(c));
 }
 
 static void broken_table(FILE *o, const cgr_report *rep) {
