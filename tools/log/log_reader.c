@@ -441,7 +441,11 @@ static void read_capture(cgl_log *log, size_t proc, const cgl_jv *o) {
   c->events = num(o, CG_KEY_EVENTS, 0);
   const cgl_jv *er = cgl_jget(o, CG_KEY_END_RESULT);
   c->has_end_result = INT(er);
-  c->end_result = c->has_end_result ? (long long)er->u.i : 0;
+  long long end = c->has_end_result ? (long long)er->u.i : 0;
+  c->end_result_wide = end < INT32_MIN || end > INT32_MAX;
+  c->end_result = c->end_result_wide ? 0 : (int32_t)end;
+  if (c->end_result_wide)
+    capture_more(c)->end_result = end;
   long long repeats = num(o, CG_KEY_REPEATS, 0);
   if (repeats > 0 || c->more)
     capture_more(c)->repeats = repeats > 0 ? repeats : 0;

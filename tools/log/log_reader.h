@@ -143,24 +143,30 @@ typedef struct {
 typedef struct {
   cgl_offender offender;
   long long repeats;
+  long long end_result; /* when it does not fit cgl_capture.end_result (end_result_wide) */
 } cgl_capture_more;
 
-/* A capture: 88 bytes (a whole read of a large log holds millions). */
+/* A capture: 80 bytes (a whole read of a large log holds millions). */
 typedef struct {
   uint32_t proc;       /* index into cgl_log.procs */
   int32_t first_break; /* index into cgl_log.evs of the earliest breaking call, -1 if none (a log
                           holds fewer than 2^31 calls: the reader stops there) */
   long long id, tid, begin_ns, end_ns, events;
-  long long end_result; /* what cuStreamEndCapture returned to the caller */
-  bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
-  bool ended_line;      /* a "capture" line was read (else known from events only) */
+  /* What cuStreamEndCapture returned to the caller (a CUresult, 4 bytes):
+   * read it with cgl_capture_end_result, which finds a value the log says
+   * that does not fit in more. */
+  int32_t end_result;
   /* bytes, not enums of 4: by a cgl_broken_by, mode a cg_capture_mode,
    * status a cg_capture_status */
   unsigned char by;
   unsigned char mode;   /* CG_CAPTURE_MODE_COUNT: not logged */
   unsigned char status; /* CG_CAPTURE_STATUS_COUNT: not logged */
-  /* NULL: no offender, no repeats; owned by the log, shared by its views.
-   * Read it with cgl_capture_offender and cgl_capture_repeats. */
+  bool has_end_result : 1; /* "end_result" was logged (absent while open at exit, or older logs) */
+  bool ended_line : 1;     /* a "capture" line was read (else known from events only) */
+  bool end_result_wide : 1; /* end_result is more's */
+  /* NULL: no offender, no repeats, no wide end result; owned by the log,
+   * shared by its views. Read it with cgl_capture_offender,
+   * cgl_capture_repeats and cgl_capture_end_result. */
   cgl_capture_more *more;
   const char *stream, *began;
 } cgl_capture;
@@ -169,6 +175,10 @@ typedef struct {
 static inline const cgl_offender *cgl_capture_offender(const cgl_capture *c) {
   static const cgl_offender none;
   return c->more ? &c->more->offender : &none;
+}
+/* What c's end returned (0 when has_end_result is false). */
+static inline long long cgl_capture_end_result(const cgl_capture *c) {
+  return c->end_result_wide ? c->more->end_result : c->end_result;
 }
 /* The events c counted and did not write again (0 when the log says none). */
 static inline long long cgl_capture_repeats(const cgl_capture *c) { return c->more ? c->more->repeats : 0; }

@@ -65,7 +65,7 @@ json_t *cgr_json_capture(const cgr_report *rep, const cgl_capture *c) {
                         jstr(c->began), CG_KEY_BEGIN_NS, (json_int_t)c->begin_ns, CG_KEY_END_NS,
                         (json_int_t)c->end_ns, CG_KEY_EVENTS, (json_int_t)c->events);
   json_object_set_new(o, CG_KEY_END_RESULT,
-                      c->has_end_result ? json_integer((json_int_t)c->end_result) : json_null());
+                      c->has_end_result ? json_integer((json_int_t)cgl_capture_end_result(c)) : json_null());
   json_object_set_new(o, CG_KEY_REPEATS, json_integer((json_int_t)cgl_capture_repeats(c)));
   size_t ci = (size_t)(c - rep->rows.caps);
   if (cgr_report_capture_broken(rep, ci))

@@ -14,9 +14,9 @@ static const char * or (const char *s, const char *dflt) { return s && *s ? s : 
 
 /* What the capture's end returned, and the calls it counted and did not log again. */
 static void print_capture_end(FILE *out, const cgl_capture *c) {
-  if (c->has_end_result && c->end_result) {
+  if (c->has_end_result && cgl_capture_end_result(c)) {
     char result[160];
-    cgr_result_words(c->end_result, NULL, result, sizeof result);
+    cgr_result_words(cgl_capture_end_result(c), NULL, result, sizeof result);
     fprintf(out, "    its end returned %s\n", result);
   }
   if (cgl_capture_repeats(c) > 0)
@@ -87,9 +87,9 @@ static void esc(FILE *o, const char *s) { cgr_html_text(o, s); }
  * the cell holds words already, which a separator ends: copied as text, the
  * why must not run into "its end returned"). */
 static void end_cell(FILE *o, const cgl_capture *c, bool after) {
-  if (c->has_end_result && c->end_result) {
+  if (c->has_end_result && cgl_capture_end_result(c)) {
     char result[160];
-    cgr_result_words(c->end_result, NULL, result, sizeof result);
+    cgr_result_words(cgl_capture_end_result(c), NULL, result, sizeof result);
     fputs(after ? "; <br>its end returned " : "its end returned ", o);
     esc(o, result);
     after = true;
