@@ -161,8 +161,8 @@ typedef struct {
   unsigned char by;
   unsigned char mode;   /* CG_CAPTURE_MODE_COUNT: not logged */
   unsigned char status; /* CG_CAPTURE_STATUS_COUNT: not logged */
-  bool has_end_result : 1; /* "end_result" was logged (absent while open at exit, or older logs) */
-  bool ended_line : 1;     /* a "capture" line was read (else known from events only) */
+  bool has_end_result : 1;  /* "end_result" was logged (absent while open at exit, or older logs) */
+  bool ended_line : 1;      /* a "capture" line was read (else known from events only) */
   bool end_result_wide : 1; /* end_result is more's */
   /* NULL: no offender, no repeats, no wide end result; owned by the log,
    * shared by its views. Read it with cgl_capture_offender,
@@ -341,8 +341,8 @@ typedef struct {
   size_t n_ccaps, cap_ccaps;
   cgl_census_proc *cprocs; /* a census's, one a process (cap_cprocs of room); NULL in a whole read */
   size_t cap_cprocs;
-  bool keep_firsts;        /* keep firsts in a read that is not a census */
-  cgl_first_line *firsts;  /* one a process (cap_firsts of room) when census or keep_firsts, else NULL */
+  bool keep_firsts;       /* keep firsts in a read that is not a census */
+  cgl_first_line *firsts; /* one a process (cap_firsts of room) when census or keep_firsts, else NULL */
   size_t cap_firsts;
   long long cur_offset, cur_lineno; /* the line being read */
   struct cgl_json *json; /* the line's parser and its buffers (log_json.h) */

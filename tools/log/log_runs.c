@@ -132,15 +132,28 @@ void cgl_group_runs(cgl_log *log) {
 
 /* The items of one kind (processes, captures, calls, stale events, request-path
  * loads, hangs) bucketed by run, each bucket in the log's order: run r's are
- * items[start[r] .. start[r + 1]), and local[i] is item i's place in its
- * run's. Built once in time linear in the log, so that every run's view
- * costs its own size, not the whole log's; items and local 4 bytes each (a
- * log holds fewer than 2^31 items of a kind, log_reader.h), as they are
- * built for every capture and call of the log at once. */
+ * items[start[r] .. start[r + 1]), and an item's place in its run's is found
+ * there by bisection (local_of). Built once in time linear in the log, so
+ * that every run's view costs its own size, not the whole log's; items 4
+ * bytes each (a log holds fewer than 2^31 items of a kind, log_reader.h),
+ * as they are built for every capture and call of the log at once. */
 typedef struct {
   size_t *start;
-  uint32_t *items, *local;
+  uint32_t *items;
 } run_bucket;
+
+/* Item i's place among run's items of b (it is one of them). */
+static uint32_t local_of(const run_bucket *b, size_t run, size_t i) {
+  size_t lo = b->start[run], hi = b->start[run + 1];
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (b->items[mid] <= i)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return (uint32_t)(lo - b->start[run]);
+}
 enum { ITEM_PROC, ITEM_CAPTURE, ITEM_EVENT, ITEM_STALE, ITEM_REQUEST, ITEM_HANG, ITEM_KINDS };
 
 static size_t item_proc(const cgl_log *log, int kind, size_t i) {
@@ -159,7 +172,6 @@ static void bucket_fill(const cgl_log *log, int kind, size_t n, run_bucket *b) {
   b->start = cgl_xrealloc(NULL, (nr + 1) * sizeof *b->start);
   memset(b->start, 0, (nr + 1) * sizeof *b->start);
   b->items = cgl_xrealloc(NULL, (n + 1) * sizeof *b->items);
-  b->local = cgl_xrealloc(NULL, (n + 1) * sizeof *b->local);
   for (size_t i = 0; i < n; i++)
     b->start[log->procs[item_proc(log, kind, i)].run_index + 1]++;
   for (size_t r = 1; r <= nr; r++)
@@ -167,9 +179,8 @@ static void bucket_fill(const cgl_log *log, int kind, size_t n, run_bucket *b) {
   size_t *next = cgl_xrealloc(NULL, (nr + 1) * sizeof *next); /* each run's next free place */
   memcpy(next, b->start, (nr + 1) * sizeof *next);
   for (size_t i = 0; i < n; i++) {
-    size_t r = log->procs[item_proc(log, kind, i)].run_index, at = next[r]++;
-    b->items[at] = (uint32_t)i;
-    b->local[i] = (uint32_t)(at - b->start[r]);
+    size_t r = log->procs[item_proc(log, kind, i)].run_index;
+    b->items[next[r]++] = (uint32_t)i;
   }
   free(next);
 }
@@ -178,7 +189,6 @@ static void buckets_free(run_bucket *b) {
   for (int k = 0; k < ITEM_KINDS; k++) {
     free(b[k].start);
     free(b[k].items);
-    free(b[k].local);
   }
 }
 
@@ -213,31 +223,31 @@ static void view_of(const cgl_log *log, const run_bucket *b, size_t run, cgl_log
   view->unknown = log->unknown;
   memcpy(view->first_malformed, log->first_malformed, sizeof view->first_malformed);
   bool in = run < log->n_runs; /* else an empty view, as of a run that is not there */
-  const uint32_t *pmap = b[ITEM_PROC].local, *cmap = b[ITEM_CAPTURE].local, *emap = b[ITEM_EVENT].local;
+  const run_bucket *pb = &b[ITEM_PROC];
   view->procs = run_items(&b[ITEM_PROC], run, in, log->procs, sizeof *log->procs, &view->n_procs);
   for (size_t p = 0; p < view->n_procs; p++)
     view->procs[p].run_index = 0;
   view->caps = run_items(&b[ITEM_CAPTURE], run, in, log->caps, sizeof *log->caps, &view->n_caps);
   for (size_t c = 0; c < view->n_caps; c++) {
-    view->caps[c].proc = (uint32_t)pmap[view->caps[c].proc];
+    view->caps[c].proc = local_of(pb, run, view->caps[c].proc);
     if (view->caps[c].first_break >= 0) /* an event of its own process: of this run */
-      view->caps[c].first_break = (int32_t)emap[view->caps[c].first_break];
+      view->caps[c].first_break = (int32_t)local_of(&b[ITEM_EVENT], run, (size_t)view->caps[c].first_break);
   }
   view->evs = run_items(&b[ITEM_EVENT], run, in, log->evs, sizeof *log->evs, &view->n_evs);
   for (size_t i = 0; i < view->n_evs; i++) {
     cgl_event *e = &view->evs[i];
-    e->proc = (uint32_t)pmap[e->proc];
-    e->capture = (uint32_t)cmap[e->capture];
+    e->proc = local_of(pb, run, e->proc);
+    e->capture = local_of(&b[ITEM_CAPTURE], run, e->capture);
   }
   view->stale = run_items(&b[ITEM_STALE], run, in, log->stale, sizeof *log->stale, &view->n_stale);
   for (size_t i = 0; i < view->n_stale; i++)
-    view->stale[i].proc = pmap[view->stale[i].proc];
+    view->stale[i].proc = local_of(pb, run, view->stale[i].proc);
   view->reqs = run_items(&b[ITEM_REQUEST], run, in, log->reqs, sizeof *log->reqs, &view->n_reqs);
   for (size_t i = 0; i < view->n_reqs; i++)
-    view->reqs[i].proc = pmap[view->reqs[i].proc];
+    view->reqs[i].proc = local_of(pb, run, view->reqs[i].proc);
   view->hangs = run_items(&b[ITEM_HANG], run, in, log->hangs, sizeof *log->hangs, &view->n_hangs);
   for (size_t i = 0; i < view->n_hangs; i++)
-    view->hangs[i].proc = pmap[view->hangs[i].proc];
+    view->hangs[i].proc = local_of(pb, run, view->hangs[i].proc);
   view->cap_procs = view->n_procs;
   view->cap_caps = view->n_caps;
   view->cap_evs = view->n_evs;
@@ -247,7 +257,7 @@ static void view_of(const cgl_log *log, const run_bucket *b, size_t run, cgl_log
   if (in) {
     view->runs = cgl_xrealloc(NULL, sizeof *view->runs);
     view->runs[0] = log->runs[run];
-    view->runs[0].first_proc = pmap[log->runs[run].first_proc];
+    view->runs[0].first_proc = local_of(pb, run, log->runs[run].first_proc);
     view->n_runs = 1;
   }
 }
