@@ -84,8 +84,8 @@ expect_in "$WORK/ranks4.out" "more differences" "the differences past the first 
 # keys and a hash-table entry of its own for each interned string). Each
 # peak is the lower of two runs: a run now and then peaks a sixth higher
 # (the machine's other work), which one run would say as a regression.
-# Under ASan, with its own work and shadow (and no quarantine): about 29 ms
-# and 560 bytes (at most 40 and 680), 800 with those records, 95 ms and
+# Under ASan, with its own work and shadow (and no quarantine): about 28 ms
+# and 560 bytes (at most 40 and 720), 800 with those records, 95 ms and
 # 1,170 before.
 ms=12 per_bound=720
 if nm "$CAPGUARD" 2>/dev/null | grep -q __asan_init; then ms=40 per_bound=720; fi
