@@ -125,20 +125,21 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v, const uint
   if ((size_t)last + 1 > MAX_CELLS / v->n) /* a job of very many ranks: its first steps only */
     last = (long long)(MAX_CELLS / v->n) - 1;
   size_t w = (size_t)last + 1;
-  long *at = cg_xrealloc(NULL, v->n * w * sizeof *at, DOING); /* rank i's capture of id k: at[i * w + k] */
+  /* rank i's capture of id k: at[i * w + k], 4 bytes (fewer than 2^31 captures, log_reader.h) */
+  int32_t *at = cg_xrealloc(NULL, v->n * w * sizeof *at, DOING);
   for (size_t k = 0; k < v->n * w; k++)
     at[k] = -1;
   for (size_t c = 0; c < log->n_caps; c++) {
     size_t i = row_of[log->caps[c].proc];
     if (i != NO_ROW && log->caps[c].id >= 1 && log->caps[c].id <= last)
-      at[i * w + (size_t)log->caps[c].id] = (long)c;
+      at[i * w + (size_t)log->caps[c].id] = (int32_t)c;
   }
   bool *broke = cg_xrealloc(NULL, v->n * sizeof *broke, DOING);
   bool *made = cg_xrealloc(NULL, v->n * sizeof *made, DOING);
   for (size_t id = 1; id < w; id++) {
     size_t n_broke = 0, n_made = 0;
     for (size_t i = 0; i < v->n; i++) {
-      long c = at[i * w + id];
+      int32_t c = at[i * w + id];
       broke[i] = c >= 0 && cg_capture_status_broken(log->caps[c].status);
       made[i] = c >= 0 && log->caps[c].status == CG_CAPTURE_ENDED;
       n_broke += broke[i];
@@ -165,7 +166,6 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v, const uint
   free(made);
 }
 
-static const char no_offender[] = "";
 /* The loads of images ranks made during capture (module-load events: the
  * driver's load or a copy served) are sorted as their events' indices, 4
  * bytes each (with qsort's copy, the report's peak at a million ranks),
@@ -318,8 +318,7 @@ static void make_rows(const cgl_log *log, size_t n_known, cgr_rank_view *v) {
                                 .captures = k->began,
                                 .captured = k->captured,
                                 .broken = k->broken,
-                                .first_broken = k->first,
-                                .offender = no_offender};
+                                .first_broken = k->first};
   }
   v->n = kept;
   free(order);
@@ -329,6 +328,7 @@ static void make_rows(const cgl_log *log, size_t n_known, cgr_rank_view *v) {
 void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
   memset(v, 0, sizeof *v);
   v->procs = log->procs;
+  v->log = log;
   size_t n_known = 0;
   for (size_t p = 0; p < log->n_procs; p++)
     n_known += log->procs[p].rank_known;
@@ -344,12 +344,6 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
     cgr_rank_row *r = &v->rows[i];
     row_of[r->proc] = (uint32_t)i;
     v->any_broken = v->any_broken || r->broken;
-    if (r->first_broken >= 0) {
-      char off[384];
-      offender_short(log, (size_t)r->first_broken, off, sizeof off);
-      size_t len = strlen(off) + 1;
-      r->offender = memcpy(cg_xrealloc(NULL, len, DOING), off, len);
-    }
   }
   claim_differences(log, v);
   count_differences(v);
@@ -358,10 +352,19 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
   free(row_of);
 }
 
+void cgr_rank_row_offender(const cgr_rank_view *v, const cgr_rank_row *r, char *buf, size_t cap) {
+  if (r->first_broken < 0) {
+    if (cap)
+      buf[0] = '\0';
+    return;
+  }
+  /* the buffer the rows once kept their offenders in: the same words, cut alike */
+  char off[384];
+  offender_short(v->log, (size_t)r->first_broken, off, sizeof off);
+  snprintf(buf, cap, "%s", off);
+}
+
 void cgr_rank_view_free(cgr_rank_view *v) {
-  for (size_t i = 0; i < v->n; i++)
-    if (v->rows[i].offender != no_offender)
-      free((char *)v->rows[i].offender);
   for (size_t i = 0; i < v->n_diffs; i++)
     free(v->diffs[i]);
   free(v->diffs);
