@@ -74,8 +74,11 @@ void cgl_free(cgl_log *log) {
       free(log->procs[i].slowest);
       free(log->procs[i].more);
     }
-    for (size_t i = 0; i < log->n_evs; i++)
+    for (size_t i = 0; i < log->n_evs; i++) {
+      if (log->evs[i].more)
+        free(log->evs[i].more->nums);
       free(log->evs[i].more);
+    }
     for (size_t i = 0; i < log->n_files; i++)
       free((char *)log->files[i]);
     free(log->files);
@@ -635,19 +638,17 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->handle = str(log, o, CG_KEY_HANDLE);
   e->meaning = str(log, o, CG_KEY_MEANING);
   e->verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
-  e->result = num(o, CG_KEY_RESULT, 0);
-  e->driver_result = num(o, CG_KEY_DRIVER_RESULT, -1);
-  e->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
-  e->emulate_driver = num(o, CG_KEY_EMULATE_DRIVER, 0);
-  e->tid = num(o, CG_KEY_TID, 0);
-  cgl_event_more more = {str(log, o, CG_KEY_THREAD_NAME), str(log, o, CG_KEY_NCCL_SETUP), NULL, NULL};
+  long long nums[CGL_EV_NUMS] = {num(o, CG_KEY_RESULT, 0), num(o, CG_KEY_DRIVER_RESULT, -1),
+                                num(o, CG_KEY_DRIVER_VERSION, 0), num(o, CG_KEY_EMULATE_DRIVER, 0),
+                                num(o, CG_KEY_TID, 0), 0};
+  cgl_event_more more = {str(log, o, CG_KEY_THREAD_NAME), str(log, o, CG_KEY_NCCL_SETUP), NULL, NULL, NULL};
   const cgl_jv *img = cgl_jget(o, CG_KEY_IMAGE);
   e->kernels = kernel_list(log, OBJ(img) ? arr(img, CG_KEY_KERNELS) : NULL);
   e->image_kind = CG_IMAGE_KIND_COUNT;
   if (OBJ(img)) {
     e->image_kind = (cg_image_kind)word(&cg_image_kinds, img, CG_KEY_KIND);
     e->image_hash = str(log, img, CG_KEY_HASH);
-    e->image_sm = num(img, CG_KEY_SM, 0);
+    nums[CGL_EV_IMAGE_SM] = num(img, CG_KEY_SM, 0);
     e->kernels_truncated = TRUE_(cgl_jget(img, CG_KEY_KERNELS_TRUNCATED));
   }
   e->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
@@ -658,7 +659,13 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     more.options_foreign = "JIT or library options (this capguard's log predates their recording)";
   e->with_options = more.options_foreign != NULL;
   more.options_differ = str(log, o, CG_KEY_OPTIONS_DIFFER);
-  if (more.thread_name || more.nccl_setup || more.options_foreign || more.options_differ)
+  for (size_t k = 0; k < CGL_EV_NUMS; k++) {
+    e->nums[k] = (int32_t)nums[k];
+    e->wide |= nums[k] < INT32_MIN || nums[k] > INT32_MAX;
+  }
+  if (e->wide) /* a value no shim writes: kept whole, apart */
+    more.nums = memcpy(cgl_xrealloc(NULL, sizeof nums), nums, sizeof nums);
+  if (more.thread_name || more.nccl_setup || more.options_foreign || more.options_differ || more.nums)
     e->more = memcpy(cgl_xrealloc(NULL, sizeof more), &more, sizeof more);
   stack_sites(log, proc, o, &e->site, &e->python_top);
   (void)file; /* its file is its process's */

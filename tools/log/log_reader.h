@@ -192,13 +192,30 @@ typedef struct {
    * names it, NULL when none); options_differ: how its options differed
    * from those recorded for its bytes, NULL. */
   const char *options_foreign, *options_differ;
+  /* The call's numbers (cgl_event_num) when one does not fit the event's 4
+   * bytes (cgl_event.wide), CGL_EV_NUMS of them; NULL when they fit. */
+  long long *nums;
 } cgl_event_more;
+
+/* An event's numbers, in cgl_event.nums (cgl_event_num reads them): 4
+ * bytes each, as every value a shim writes fits (a CUresult, a driver
+ * version, a Linux thread id, an SM architecture); a log that says one
+ * that does not keeps all of them in the event's cgl_event_more. */
+enum {
+  CGL_EV_RESULT,         /* what the call returned to the caller */
+  CGL_EV_DRIVER_RESULT,  /* what the driver returned (-1: not said) */
+  CGL_EV_DRIVER_VERSION, /* the driver's version the shim saw */
+  CGL_EV_EMULATE_DRIVER, /* CAPGUARD_EMULATE_DRIVER's version, 0 none */
+  CGL_EV_TID,            /* the calling thread */
+  CGL_EV_IMAGE_SM,       /* the image's SM architecture (90: sm_90), 0 unknown */
+  CGL_EV_NUMS
+};
 
 /* A call during capture. Kept small (a whole read of a large log holds
  * millions): 4-byte indices (fewer than 2^31 processes and captures: the
- * reader stops there), its order read its index in cgl_log.evs (a view
- * keeps the order), its file its process's, and what few calls log in an
- * allocation of its own. */
+ * reader stops there) and numbers (cgl_event_num), its order read its
+ * index in cgl_log.evs (a view keeps the order), its file its process's,
+ * and what few calls log in an allocation of its own. */
 typedef struct {
   uint32_t proc, capture; /* indices into cgl_log.procs and cgl_log.caps */
   /* The words as bytes, not enums of 4, next to the flags, so that they
@@ -215,12 +232,13 @@ typedef struct {
    * whose options it can reproduce is recorded with them and served like
    * any other. */
   bool with_options;
-  long long time_ns, result, driver_result, driver_version, emulate_driver, tid;
+  bool wide; /* a number did not fit nums: all of them are more->nums */
+  long long time_ns;
+  int32_t nums[CGL_EV_NUMS]; /* read them with cgl_event_num */
   const char *call;
   const char *handle;  /* hex: what the call worked on (stream, event, pointer), NULL if absent */
   const char *meaning; /* the result in words, as the shim wrote it, NULL if absent */
   const char *image_hash;
-  long long image_sm;          /* the image's SM architecture (90: sm_90), 0 unknown */
   const cgl_strs *kernels;     /* never NULL: an empty list when none */
   const char *site;     /* see cgl_event_site */
   const char *python_top; /* innermost Python frame "file:line in func", NULL if none */
@@ -238,6 +256,11 @@ static inline const char *cgl_event_file(const char *const *files, const cgl_pro
 static inline const cgl_event_more *cgl_event_rare(const cgl_event *e) {
   static const cgl_event_more none;
   return e->more ? e->more : &none;
+}
+
+/* e's number k (CGL_EV_RESULT ... CGL_EV_IMAGE_SM). */
+static inline long long cgl_event_num(const cgl_event *e, int k) {
+  return e->wide ? e->more->nums[k] : e->nums[k];
 }
 
 /* A stale-pointer event (stale-free, stale-launch: docs/stale.md), kept

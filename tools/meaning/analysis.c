@@ -321,19 +321,19 @@ void cgr_why(const cgl_event *e, char *buf, size_t cap) {
   bool load = e->kind == CG_EV_MODULE_LOAD, unload = e->kind == CG_EV_MODULE_UNLOAD;
   bool refused = e->verdict == CG_VERDICT_REFUSED;
   if (refused && load) {
-    cuda_version(e->driver_version, ver, sizeof ver);
+    cuda_version(cgl_event_num(e, CGL_EV_DRIVER_VERSION), ver, sizeof ver);
     snprintf(buf, cap, "the driver (%s) refused it: drivers before 12.3 refuse module loads during "
                        "capture", ver);
   } else if (refused && unload) {
     snprintf(buf, cap, "the driver refused it: every driver refuses module unloads during capture");
   } else if (e->verdict == CG_VERDICT_EMULATED) {
-    cuda_version(e->emulate_driver, ver, sizeof ver);
+    cuda_version(cgl_event_num(e, CGL_EV_EMULATE_DRIVER), ver, sizeof ver);
     snprintf(buf, cap, "capguard refused it the way %s would (--emulate-driver %lld): drivers "
-                       "before 12.3 refuse module loads during capture", ver, e->emulate_driver);
+                       "before 12.3 refuse module loads during capture", ver, cgl_event_num(e, CGL_EV_EMULATE_DRIVER));
   } else {
     /* the result in words: what the driver (or capguard for it) answered */
     char result[160];
-    cgr_result_words(e->driver_result >= 0 ? e->driver_result : e->result, e->meaning, result,
+    cgr_result_words(cgl_event_num(e, CGL_EV_DRIVER_RESULT) >= 0 ? cgl_event_num(e, CGL_EV_DRIVER_RESULT) : cgl_event_num(e, CGL_EV_RESULT), e->meaning, result,
                      sizeof result);
     if (refused)
       snprintf(buf, cap, "the driver refused it during capture (CUresult %s)", result);

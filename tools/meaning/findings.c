@@ -935,13 +935,13 @@ static void failed_say(const ctx *c, cgf_finding *x) {
   const cgl_event *e = &c->log->evs[c->first_failed];
   char site[512], result[160], loads[192] = "";
   cgl_event_site(e, site, sizeof site);
-  cgr_result_words(e->driver_result >= 0 ? e->driver_result : e->result, e->meaning, result, sizeof result);
+  cgr_result_words(cgl_event_num(e, CGL_EV_DRIVER_RESULT) >= 0 ? cgl_event_num(e, CGL_EV_DRIVER_RESULT) : cgl_event_num(e, CGL_EV_RESULT), e->meaning, result, sizeof result);
   long long gpu = cgl_process_rare(&c->log->procs[e->proc])->device_sm;
-  if (c->failed_loads && e->kind == CG_EV_MODULE_LOAD && e->image_sm > 0 && gpu > 0 && gpu != e->image_sm)
+  if (c->failed_loads && e->kind == CG_EV_MODULE_LOAD && cgl_event_num(e, CGL_EV_IMAGE_SM) > 0 && gpu > 0 && gpu != cgl_event_num(e, CGL_EV_IMAGE_SM))
     snprintf(loads, sizeof loads,
              "; a load that fails is not recorded, so priming cannot serve it: "
              "its image is built for sm_%lld, this GPU is sm_%lld",
-             e->image_sm, gpu);
+             cgl_event_num(e, CGL_EV_IMAGE_SM), gpu);
   else if (c->failed_loads)
     snprintf(loads, sizeof loads, "; a load that fails is not recorded, so priming cannot serve it");
   x->sentence = xprintf("%zu call%s during capture failed: the driver returned an error, which "

@@ -126,8 +126,8 @@ static void run_archs(const cgr_report *rep, size_t r, char *buf, size_t cap) {
     const cgl_event *e = &rows->evs[i];
     if (rows->n_runs && rows->procs[e->proc].run_index != r)
       continue;
-    if (e->image_sm > 0 && e->image_sm < 256)
-      sm[e->image_sm] = true;
+    if (cgl_event_num(e, CGL_EV_IMAGE_SM) > 0 && cgl_event_num(e, CGL_EV_IMAGE_SM) < 256)
+      sm[cgl_event_num(e, CGL_EV_IMAGE_SM)] = true;
   }
   for (int k = 0; k < 256; k++)
     if (sm[k]) {
