@@ -266,7 +266,7 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
   if (a->n_sites)
     qsort(a->sites, a->n_sites, sizeof *a->sites, cmp_site);
   for (size_t c = 0; c < log->n_caps; c++) {
-    a->procs[log->caps[c].proc].captures++;
+    a->procs[log->caps[c].proc].seen++;
     long long r = cgl_capture_repeats(&log->caps[c]);
     a->repeats += r > 0 && (unsigned long long)r < SIZE_MAX - a->repeats ? (size_t)r : 0;
   }
@@ -275,10 +275,7 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
   /* Processes that exited cleanly say how many captures they began; others count what was seen. */
   for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
-    struct cgr_proc_stats *st = &a->procs[p];
-    if (pr->has_summary && pr->captures > 0 && (size_t)pr->captures > st->captures)
-      st->captures = (size_t)pr->captures;
-    a->captures += st->captures;
+    a->captures += cgr_proc_captures(a, p);
     a->recorded +=
         pr->has_summary && cgl_process_rare(pr)->recorded > 0 ? (size_t)cgl_process_rare(pr)->recorded : 0;
     a->primed_loaded += pr->has_summary && cgl_process_rare(pr)->primed_loaded > 0

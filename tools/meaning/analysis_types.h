@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "capguard/log_schema.h"
 #include "finding_types.h"
@@ -71,9 +72,13 @@ typedef struct cgr_analysis {
   size_t loads_refused;    /* module or library loads refused during capture (by the driver or emulation) */
   size_t skipped_arch;     /* priming records not preloaded: built for another GPU architecture */
   long long skipped_sm, device_sm;
+  /* per process of the log, 16 bytes (a million of them at the report's
+   * peak): 4-byte counts, as a log holds fewer than 2^31 captures and calls
+   * (log_reader.h); the captures a process began read cgr_proc_captures,
+   * which takes a larger count from its summary */
   struct cgr_proc_stats {
-    size_t captures, broken, served, calls;
-  } *procs;            /* per process of the log */
+    uint32_t seen, broken, served, calls; /* seen: its captures in the log */
+  } *procs;
   bool log_incomplete; /* a process's summary says its log lost lines (full disk, I/O error) */
   size_t recorded, primed_loaded; /* from summaries */
   /* Processes that used CUDA and wrote no summary: killed (SIGKILL, the OOM
@@ -98,5 +103,14 @@ typedef struct cgr_analysis {
                            another's */
   cgf_list escapes_note; /* the text report's closing note on escaped calls (CGF_ESCAPES) */
 } cgr_analysis;
+
+/* The captures process p began: what its summary says when it exited
+ * cleanly and says more than the log shows, else those seen. */
+static inline size_t cgr_proc_captures(const cgr_analysis *a, size_t p) {
+  const cgl_process *pr = &a->log->procs[p];
+  size_t seen = a->procs[p].seen;
+  return pr->has_summary && pr->captures > 0 && (unsigned long long)pr->captures > seen ? (size_t)pr->captures
+                                                                                          : seen;
+}
 
 #endif

@@ -31,7 +31,7 @@ static void print_ended(FILE *out, const cgr_report *rep, cg_palette pal) {
       cgr_signal_words(cgl_process_rare(pr)->signal, words, sizeof words);
       snprintf(sig, sizeof sig, ", killed by %s", words);
     }
-    if (!a->procs[p].captures &&
+    if (!cgr_proc_captures(a, p) &&
         !a->procs[p].calls) /* not "0 captures": one open when it ended is not logged */
       fprintf(out,
               "  %s %s%s: no capture and no call during capture logged (a capture still open when it "
@@ -39,8 +39,8 @@ static void print_ended(FILE *out, const cgr_report *rep, cg_palette pal) {
               who, cmd[0] ? cmd : "?", sig, last);
     else
       fprintf(out, "  %s %s%s: %zu capture%s, %zu call%s during capture logged\n    last logged: %s\n", who,
-              cmd[0] ? cmd : "?", sig, a->procs[p].captures, cg_plural(a->procs[p].captures),
-              a->procs[p].calls, cg_plural(a->procs[p].calls), last);
+              cmd[0] ? cmd : "?", sig, cgr_proc_captures(a, p), cg_plural(cgr_proc_captures(a, p)),
+              (size_t)a->procs[p].calls, cg_plural(a->procs[p].calls), last);
   }
 }
 
@@ -83,8 +83,8 @@ static void ended_table(FILE *o, const cgr_report *rep) {
     } else {
       fputs("not in the log", o);
     }
-    fprintf(o, "</td><td class=\"n\">%zu</td><td class=\"n\">%zu</td><td>", a->procs[p].captures,
-            a->procs[p].calls);
+    fprintf(o, "</td><td class=\"n\">%zu</td><td class=\"n\">%zu</td><td>", cgr_proc_captures(a, p),
+            (size_t)a->procs[p].calls);
     esc(o, last);
     fputs("</td></tr>\n", o);
   }

@@ -35,7 +35,7 @@ static void print_processes(FILE *out, const cgr_report *rep, cg_palette pal) {
       continue;
     }
     shown++;
-    size_t captures = a->procs[p].captures, broken = a->procs[p].broken, served = a->procs[p].served;
+    size_t captures = cgr_proc_captures(a, p), broken = a->procs[p].broken, served = a->procs[p].served;
     char who[256], cmd[96], drv[64] = "";
     cgr_report_process_label(rep, p, who, sizeof who);
     cgr_process_command(pr, cmd, sizeof cmd);
@@ -191,7 +191,8 @@ static void processes(FILE *o, const cgr_report *rep) {
     fprintf(o,
             "</td><td class=\"n\">%zu</td><td class=\"n%s\">%zu</td><td class=\"n\">%zu</td>"
             "<td class=\"n\">%zu</td></tr>\n",
-            st->captures, st->broken ? " bad" : "", st->broken, st->calls, st->served);
+            cgr_proc_captures(a, p), st->broken ? " bad" : "", (size_t)st->broken, (size_t)st->calls,
+            (size_t)st->served);
   }
   fputs("</table>\n", o);
   cgr_html_more_rows(o, rows->n_procs, "processes");
