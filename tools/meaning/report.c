@@ -149,7 +149,7 @@ void cgr_report_offender_phrase(const cgr_report *r, size_t capture, long first_
   cgr_offender_phrase(r->a.log, capture, first_event, buf, cap);
 }
 
-size_t *cgr_report_all_order(const cgr_report *r) {
+uint32_t *cgr_report_all_order(const cgr_report *r) {
   return cgr_process_order(r->a.all ? r->a.all : r->a.log);
 }
 

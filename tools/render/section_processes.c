@@ -25,7 +25,7 @@ static void print_processes(FILE *out, const cgr_report *rep, cg_palette pal) {
   for (size_t p = 0; p < rows->n_procs; p++)
     cuda += rows->procs[p].cuda;
   /* by run, then by pid: several logs (--all) are read one after the other */
-  const size_t *order = rep->order;
+  const uint32_t *order = rep->order;
   fprintf(out, "\n%sProcesses%s (as logged)\n", pal.bold, pal.reset);
   for (size_t i = 0; i < rows->n_procs; i++) {
     size_t p = order[i];
@@ -106,7 +106,7 @@ static json_t *processes_json(const cgr_report *rep) {
   const cgr_rows *rows = &rep->rows;
   json_t *procs = json_array(), **per = broken_json_by_process(rep);
   const size_t *requests = rep->requests_by_proc; /* NULL: none counted */
-  const size_t *order = rep->order;               /* by run, then pid */
+  const uint32_t *order = rep->order;             /* by run, then pid */
   for (size_t i = 0; i < rows->n_procs; i++) {
     size_t p = order[i];
     const cgl_process *pr = &rows->procs[p];

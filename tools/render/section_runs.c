@@ -57,7 +57,8 @@ static json_t *runs_json(const cgr_report *rep) {
   const cgr_analysis *a = &rep->a;
   const cgr_rows *whole = &rep->whole;
   json_t *runs = json_array();
-  size_t *order = cgr_report_all_order(rep), at = 0; /* by run: run r's processes follow run r - 1's */
+  uint32_t *order = cgr_report_all_order(rep); /* by run: run r's processes follow run r - 1's */
+  size_t at = 0;
   for (size_t r = 0; r < a->n_runs; r++) {
     const cgl_process *top = &whole->procs[whole->runs[r].first_proc];
     const struct cgr_run_stats *st = &a->runs[r];
