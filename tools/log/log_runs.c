@@ -11,10 +11,15 @@
 enum { BY_PID = 0, RUN_BY_ID = 2 };
 #define SLACK_NS 1000000000LL /* lifetimes this close overlap: one run's siblings */
 
-/* The top-level process of p's run (by ppid within its file), memoised in root. */
-static size_t root_of(cgl_log *log, size_t p, size_t *root) {
+#define NONE UINT32_MAX /* root's and group's: not known yet */
+
+/* The top-level process of p's run (by ppid within its file), memoised in
+ * root: 4-byte indices (a log holds fewer than 2^31 processes,
+ * log_reader.h), as grouping a million processes' runs happens while the
+ * reader's index is still held. */
+static size_t root_of(cgl_log *log, size_t p, uint32_t *root) {
   size_t chain[64], n = 0, cur = p;
-  while (root[cur] == SIZE_MAX && n < 64) {
+  while (root[cur] == NONE && n < 64) {
     chain[n++] = cur;
     const cgl_process *c = &log->procs[cur];
     long parent = c->run ? -1 : cgl_index_get(log->index, BY_PID, (long long)c->file, c->ppid, cgl_log_key, log);
@@ -24,9 +29,9 @@ static size_t root_of(cgl_log *log, size_t p, size_t *root) {
       break;
     cur = (size_t)parent;
   }
-  size_t r = root[cur] != SIZE_MAX ? root[cur] : cur;
+  size_t r = root[cur] != NONE ? root[cur] : cur;
   for (size_t i = 0; i < n; i++)
-    root[chain[i]] = r;
+    root[chain[i]] = (uint32_t)r;
   return r;
 }
 
@@ -39,11 +44,11 @@ static void run_key(const void *ctx, int t, size_t value, long long *a, long lon
 
 static const cgl_log *sort_log;
 static int by_parent_then_time(const void *a, const void *b) {
-  const cgl_process *x = &sort_log->procs[*(const size_t *)a], *y = &sort_log->procs[*(const size_t *)b];
+  const cgl_process *x = &sort_log->procs[*(const uint32_t *)a], *y = &sort_log->procs[*(const uint32_t *)b];
   if (x->file != y->file) return x->file < y->file ? -1 : 1;
   if (x->ppid != y->ppid) return x->ppid < y->ppid ? -1 : 1;
   if (x->first_ns != y->first_ns) return x->first_ns < y->first_ns ? -1 : 1;
-  return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+  return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 static int run_by_time(const void *a, const void *b) {
   const cgl_run *x = a, *y = b;
@@ -59,27 +64,31 @@ void cgl_group_runs(cgl_log *log) {
   log->n_runs = 0;
   if (!np)
     return;
-  size_t *root = cgl_xrealloc(NULL, np * sizeof *root);
-  size_t *group = cgl_xrealloc(NULL, np * sizeof *group);
-  size_t *roots = cgl_xrealloc(NULL, np * sizeof *roots);
+  uint32_t *root = cgl_xrealloc(NULL, np * sizeof *root);
+  uint32_t *group = cgl_xrealloc(NULL, np * sizeof *group);
+  uint32_t *roots = cgl_xrealloc(NULL, np * sizeof *roots);
   for (size_t p = 0; p < np; p++)
-    root[p] = group[p] = SIZE_MAX;
-  size_t nroots = 0, ngroups = 0;
+    root[p] = group[p] = NONE;
+  size_t nroots = 0, ngroups = 0, cap_ids = 0;
   struct cgl_index *by_id = cgl_index_new();
-  const char **ids = cgl_xrealloc(NULL, np * sizeof *ids); /* each group's run id (groups <= processes) */
+  const char **ids = NULL; /* each run id's group, grown as they come (a job is one) */
   for (size_t p = 0; p < np; p++) {
     const cgl_process *pr = &log->procs[p];
     if (pr->run) { /* capguard run named it: one group per run id */
       long g = cgl_index_get(by_id, RUN_BY_ID, (long long)(uintptr_t)pr->run, 0, run_key, ids);
       if (g < 0) {
+        if (ngroups == cap_ids) {
+          cap_ids = cap_ids ? 2 * cap_ids : 16;
+          ids = cgl_xrealloc(ids, cap_ids * sizeof *ids);
+        }
         g = (long)ngroups++;
         ids[g] = pr->run;
         cgl_index_put(by_id, RUN_BY_ID, (long long)(uintptr_t)pr->run, 0, (size_t)g, run_key, ids);
       }
-      group[p] = (size_t)g;
-      root[p] = p;
+      group[p] = (uint32_t)g;
+      root[p] = (uint32_t)p;
     } else if (root_of(log, p, root) == p) {
-      roots[nroots++] = p;
+      roots[nroots++] = (uint32_t)p;
     }
   }
   cgl_index_free(by_id);
@@ -94,12 +103,12 @@ void cgl_group_runs(cgl_log *log) {
     const cgl_process *pr = &log->procs[roots[i]], *prev = i ? &log->procs[roots[i - 1]] : NULL;
     bool together = prev && prev->file == pr->file && prev->ppid == pr->ppid && pr->ppid > 1 &&
                     pr->first_ns <= end + SLACK_NS;
-    group[roots[i]] = together ? group[roots[i - 1]] : ngroups++;
+    group[roots[i]] = together ? group[roots[i - 1]] : (uint32_t)ngroups++;
     end = together && end > pr->last_ns ? end : pr->last_ns;
   }
   for (size_t p = 0; p < np; p++)
-    if (group[p] == SIZE_MAX)
-      group[p] = group[root[p]] != SIZE_MAX ? group[root[p]] : group[root_of(log, p, root)];
+    if (group[p] == NONE)
+      group[p] = group[root[p]] != NONE ? group[root[p]] : group[root_of(log, p, root)];
   cgl_run *runs = cgl_xrealloc(NULL, ngroups * sizeof *runs);
   for (size_t g = 0; g < ngroups; g++)
     runs[g] = (cgl_run){SIZE_MAX, 0, 0, 0};
