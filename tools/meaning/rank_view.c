@@ -247,20 +247,14 @@ static void image_differences(const cgl_log *log, cgr_rank_view *v, const uint32
   free(lacks);
 }
 
-/* A process's counts of captures, gathered in one pass over them: 16
- * bytes, as a million processes' are at the report's peak. */
-typedef struct {
-  uint32_t began, captured, broken;
-  int32_t first; /* its earliest broken capture, -1 if none */
-} proc_counts;
-
 /* The processes with a rank by rank, then the process that began most first:
  * a rank's helpers (compiler workers) inherit its variables and begin no
  * capture. Their indices are sorted, 4 bytes each, not the rows (qsort's
- * copy of a million 48-byte rows was the report's peak). */
+ * copy of a million 48-byte rows was the report's peak); the captures each
+ * began are the analysis's counts, not gathered again. */
 typedef struct {
   const cgl_process *procs;
-  const proc_counts *pc;
+  const struct cgr_proc_stats *st;
 } rank_order;
 static int by_rank_then_began(const void *a, const void *b, void *ctx) {
   const rank_order *o = ctx;
@@ -268,64 +262,55 @@ static int by_rank_then_began(const void *a, const void *b, void *ctx) {
   long long rx = o->procs[x].rank, ry = o->procs[y].rank;
   if (rx != ry)
     return (rx > ry) - (rx < ry);
-  if (o->pc[x].began != o->pc[y].began)
-    return o->pc[x].began < o->pc[y].began ? 1 : -1;
+  if (o->st[x].seen != o->st[y].seen)
+    return o->st[x].seen < o->st[y].seen ? 1 : -1;
   return (x > y) - (x < y);
-}
-
-/* Each process's counts of captures (n_procs of them, malloc'd). */
-static proc_counts *count_captures(const cgl_log *log) {
-  proc_counts *pc = cg_xrealloc(NULL, (log->n_procs + 1) * sizeof *pc, DOING);
-  for (size_t p = 0; p < log->n_procs; p++)
-    pc[p] = (proc_counts){0, 0, 0, -1};
-  for (size_t c = 0; c < log->n_caps; c++) {
-    const cgl_capture *cap = &log->caps[c];
-    proc_counts *k = &pc[cap->proc];
-    k->began++;
-    k->captured += cap->status == CG_CAPTURE_ENDED;
-    if (cg_capture_status_broken(cap->status)) {
-      k->broken++;
-      if (k->first < 0 || cap->id < log->caps[k->first].id)
-        k->first = (int32_t)c;
-    }
-  }
-  return pc;
 }
 
 /* The rows: of each rank its process that began most; two that both began
  * captures each keep a row (a stale RANK); helpers that began none are
- * folded in. */
-static void make_rows(const cgl_log *log, size_t n_known, cgr_rank_view *v) {
-  proc_counts *pc = count_captures(log);
+ * folded in. Their counts are zero (count_captures fills them). */
+static void make_rows(const cgl_log *log, size_t n_known, const struct cgr_proc_stats *st, cgr_rank_view *v) {
   uint32_t *order = cg_xrealloc(NULL, n_known * sizeof *order, DOING);
   size_t n = 0;
   for (size_t p = 0; p < log->n_procs; p++)
     if (log->procs[p].rank_known)
       order[n++] = (uint32_t)p;
-  rank_order ctx = {log->procs, pc};
+  rank_order ctx = {log->procs, st};
   qsort_r(order, n, sizeof *order, by_rank_then_began, &ctx);
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
     bool same_rank = kept && log->procs[order[kept - 1]].rank == log->procs[order[i]].rank;
-    if (same_rank && !pc[order[i]].began)
+    if (same_rank && !st[order[i]].seen)
       continue;
     order[kept++] = order[i];
   }
   v->rows = cg_xrealloc(NULL, (kept + 1) * sizeof *v->rows, DOING);
-  for (size_t i = 0; i < kept; i++) {
-    const proc_counts *k = &pc[order[i]];
-    v->rows[i] = (cgr_rank_row){.proc = order[i],
-                                .captures = k->began,
-                                .captured = k->captured,
-                                .broken = k->broken,
-                                .first_broken = k->first};
-  }
+  for (size_t i = 0; i < kept; i++)
+    v->rows[i] = (cgr_rank_row){.proc = order[i], .first_broken = -1};
   v->n = kept;
   free(order);
-  free(pc);
 }
 
-void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
+/* The rows' counts of captures, in one pass over them (row_of: each
+ * process's row, or NO_ROW). */
+static void count_captures(const cgl_log *log, cgr_rank_view *v, const uint32_t *row_of) {
+  for (size_t c = 0; c < log->n_caps; c++) {
+    const cgl_capture *cap = &log->caps[c];
+    if (row_of[cap->proc] == NO_ROW)
+      continue;
+    cgr_rank_row *k = &v->rows[row_of[cap->proc]];
+    k->captures++;
+    k->captured += cap->status == CG_CAPTURE_ENDED;
+    if (cg_capture_status_broken(cap->status)) {
+      k->broken++;
+      if (k->first_broken < 0 || cap->id < log->caps[k->first_broken].id)
+        k->first_broken = (int32_t)c;
+    }
+  }
+}
+
+void cgr_rank_view_build(const cgl_log *log, const struct cgr_proc_stats *st, cgr_rank_view *v) {
   memset(v, 0, sizeof *v);
   v->procs = log->procs;
   v->log = log;
@@ -334,17 +319,17 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
     n_known += log->procs[p].rank_known;
   if (n_known < 2)
     return;
-  make_rows(log, n_known, v);
+  make_rows(log, n_known, st, v);
   if (v->n < 2)
     return;
   uint32_t *row_of = cg_xrealloc(NULL, log->n_procs * sizeof *row_of, DOING);
   for (size_t p = 0; p < log->n_procs; p++)
     row_of[p] = NO_ROW;
-  for (size_t i = 0; i < v->n; i++) {
-    cgr_rank_row *r = &v->rows[i];
-    row_of[r->proc] = (uint32_t)i;
-    v->any_broken = v->any_broken || r->broken;
-  }
+  for (size_t i = 0; i < v->n; i++)
+    row_of[v->rows[i].proc] = (uint32_t)i;
+  count_captures(log, v, row_of);
+  for (size_t i = 0; i < v->n; i++)
+    v->any_broken = v->any_broken || v->rows[i].broken;
   claim_differences(log, v);
   count_differences(v);
   capture_differences(log, v, row_of);

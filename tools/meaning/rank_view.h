@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis_types.h" /* struct cgr_proc_stats */
 #include "log_reader.h"
 
 /* 20 bytes, as a job of a million ranks holds a million of them at the
@@ -50,9 +51,11 @@ static inline long long cgr_rank_row_world(const cgr_rank_view *v, const cgr_ran
  * broke kept a tenth of a million strings at the report's peak. */
 void cgr_rank_row_offender(const cgr_rank_view *v, const cgr_rank_row *r, char *buf, size_t cap);
 
-/* Fills v from log; v->n < 2 (no job of two ranks or more in the log): the
- * renderers show nothing. Ends the command with one line when memory runs out. */
-void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v);
+/* Fills v from log, whose analysis counted each process's captures in st
+ * (cgr_analysis.procs); v->n < 2 (no job of two ranks or more in the
+ * log): the renderers show nothing. Ends the command with one line when
+ * memory runs out. */
+void cgr_rank_view_build(const cgl_log *log, const struct cgr_proc_stats *st, cgr_rank_view *v);
 void cgr_rank_view_free(cgr_rank_view *v);
 
 #endif
