@@ -72,6 +72,8 @@ void cgl_free(cgl_log *log) {
       if (log->cprocs)
         free(log->cprocs[i].ids);
       free(log->procs[i].slowest);
+      if (log->procs[i].more)
+        free(log->procs[i].more->nums);
       free(log->procs[i].more);
     }
     for (size_t i = 0; i < log->n_evs; i++) {
@@ -167,6 +169,21 @@ static cgl_process_more *more_of(cgl_process *p) {
     memset(p->more, 0, sizeof *p->more);
   }
   return p->more;
+}
+
+void cgl_process_set(cgl_process *p, int k, long long v) {
+  if (!p->wide && v >= INT32_MIN && v <= INT32_MAX) {
+    p->nums[k] = (int32_t)v;
+    return;
+  }
+  if (!p->wide) { /* a value no shim writes: all of them kept whole, apart */
+    long long *w = cgl_xrealloc(NULL, CGL_PR_NUMS * sizeof *w);
+    for (size_t i = 0; i < CGL_PR_NUMS; i++)
+      w[i] = p->nums[i];
+    more_of(p)->nums = w;
+    p->wide = true;
+  }
+  p->more->nums[k] = v;
 }
 
 static size_t new_proc(cgl_log *log, size_t file, long long pid) {
@@ -324,8 +341,8 @@ static void read_identity(cgl_log *log, cgl_process *p, const cgl_jv *o) {
   seen_at(p, p->time_ns);
   if (INT(cgl_jget(o, CG_KEY_RANK))) {
     p->rank_known = true;
-    p->rank = num(o, CG_KEY_RANK, 0);
-    p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
+    cgl_process_set(p, CGL_PR_RANK, num(o, CG_KEY_RANK, 0));
+    cgl_process_set(p, CGL_PR_WORLD_SIZE, num(o, CG_KEY_WORLD_SIZE, 0));
   }
   const cgl_jv *argv = arr(o, CG_KEY_ARGV), *w;
   size_t argc = 0;
@@ -378,8 +395,8 @@ static void read_process(cgl_log *log, size_t file, long long pid, const cgl_jv 
   p->seen_process = true;
   p->cuda = true;
   read_identity(log, p, o);
-  p->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
-  p->emulate_driver = num(o, CG_KEY_EMULATE_DRIVER, 0);
+  cgl_process_set(p, CGL_PR_DRIVER_VERSION, num(o, CG_KEY_DRIVER_VERSION, 0));
+  cgl_process_set(p, CGL_PR_EMULATE_DRIVER, num(o, CG_KEY_EMULATE_DRIVER, 0));
 }
 
 /* "broken_by": an object names the first offender, null says none was seen,
@@ -696,8 +713,8 @@ static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
   cgl_process *p = &log->procs[proc];
   p->has_summary = true;
   p->log_incomplete = TRUE_(cgl_jget(o, CG_KEY_LOG_INCOMPLETE));
-  p->captures = num(o, CG_KEY_CAPTURES, 0);
-  p->captures_broken = num(o, CG_KEY_CAPTURES_BROKEN, 0);
+  cgl_process_set(p, CGL_PR_CAPTURES, num(o, CG_KEY_CAPTURES, 0));
+  cgl_process_set(p, CGL_PR_CAPTURES_BROKEN, num(o, CG_KEY_CAPTURES_BROKEN, 0));
   /* the fields most processes leave zero: a block only when one is not */
   long long rare[7] = {num(o, CG_KEY_PRIMED_LOADED, 0),   num(o, CG_KEY_PRIMED_UNUSED, 0),
                        num(o, CG_KEY_RECORDED, 0),        num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0),
@@ -717,7 +734,7 @@ static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
     m->collective_execs = rare[6];
   }
   p->has_capture_time = INT(cgl_jget(o, CG_KEY_CAPTURE_NS));
-  p->captures_timed = num(o, CG_KEY_CAPTURES_TIMED, 0);
+  cgl_process_set(p, CGL_PR_CAPTURES_TIMED, num(o, CG_KEY_CAPTURES_TIMED, 0));
   p->capture_ns = num(o, CG_KEY_CAPTURE_NS, 0);
   p->first_capture_ns = num(o, CG_KEY_FIRST_CAPTURE_NS, 0);
   p->first_replay_ns = num(o, CG_KEY_FIRST_REPLAY_NS, 0);
@@ -738,8 +755,8 @@ static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
    * first, with the local rank): a summary without one leaves theirs */
   if (INT(cgl_jget(o, CG_KEY_RANK))) {
     p->rank_known = true;
-    p->rank = num(o, CG_KEY_RANK, 0);
-    p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
+    cgl_process_set(p, CGL_PR_RANK, num(o, CG_KEY_RANK, 0));
+    cgl_process_set(p, CGL_PR_WORLD_SIZE, num(o, CG_KEY_WORLD_SIZE, 0));
   }
   seen_at(p, num(o, CG_KEY_TIME_NS, 0));
 }

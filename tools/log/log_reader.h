@@ -51,10 +51,30 @@ typedef struct {
   const cgl_strs *argv_exact; /* the argc words byte for byte, for commands to paste: NULL when
                                  argv is already exact (no control character, valid UTF-8) */
   int signal;                 /* the signal it died of, from capguard run's "ended" record (0: not said) */
+  /* Its numbers (cgl_process_num) when one does not fit the process's 4
+   * bytes (cgl_process.wide), CGL_PR_NUMS of them; NULL when they fit. */
+  long long *nums;
 } cgl_process_more;
 
+/* A process's numbers, in cgl_process.nums (cgl_process_num reads them,
+ * the reader sets them through cgl_process_set): 4 bytes each, as every
+ * value a shim writes fits (a driver version, a rank, a count of
+ * captures); a log that says one that does not keeps all of them in the
+ * process's cgl_process_more. */
+enum {
+  CGL_PR_DRIVER_VERSION,
+  CGL_PR_EMULATE_DRIVER,
+  CGL_PR_RANK,           /* the launcher's rank (rank_known) */
+  CGL_PR_WORLD_SIZE,     /* 0 when not said */
+  CGL_PR_CAPTURES,       /* the summary's captures begun, */
+  CGL_PR_CAPTURES_BROKEN, /* broken */
+  CGL_PR_CAPTURES_TIMED, /* and timed (capture_ns covers them) */
+  CGL_PR_NUMS
+};
+
 /* A process. Kept small (a census holds one per process of every run, a
- * whole read a million of them): the command line is an interned list, the
+ * whole read a million of them): its numbers 4 bytes (cgl_process_num),
+ * the command line is an interned list, the
  * slowest captures and what few processes log (cgl_process_more)
  * allocations of their own, the indices 4 bytes (a log holds fewer than
  * 2^31 processes: the reader stops there, cgl_xrealloc's one line). */
@@ -77,15 +97,15 @@ typedef struct {
   unsigned char n_slowest; /* how many slowest captures the summary named (at most 3) */
   unsigned char mode;      /* a cg_run_mode; CG_RUN_MODE_COUNT: not logged */
   unsigned char argc;      /* argv's words (at most CGL_ARGV_MAX) */
+  bool wide;               /* a number did not fit nums: all of them are more->nums */
+  int32_t nums[CGL_PR_NUMS]; /* read them with cgl_process_num */
   const char *run, *prime; /* run: capguard run's id; prime: the priming file */
-  long long driver_version, emulate_driver, time_ns;
+  long long time_ns;
   long long first_ns, last_ns; /* span of everything it logged */
   const char *const *argv;     /* its first argc words; NULL when argc is 0 */
-  long long captures, captures_broken;
-  long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
+  long long capture_ns, first_capture_ns, first_replay_ns;
   cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
   cgl_process_more *more; /* NULL: all its fields zero; owned by the log, shared by its views */
-  long long rank, world_size;
 } cgl_process;
 
 /* Where a process's first line is (byte offset and line number in its
@@ -100,6 +120,13 @@ static inline const cgl_process_more *cgl_process_rare(const cgl_process *p) {
   static const cgl_process_more none;
   return p->more ? p->more : &none;
 }
+
+/* p's number k (CGL_PR_DRIVER_VERSION ... CGL_PR_CAPTURES_TIMED). */
+static inline long long cgl_process_num(const cgl_process *p, int k) {
+  return p->wide ? p->more->nums[k] : p->nums[k];
+}
+/* Sets p's number k to v (the reader's). */
+void cgl_process_set(cgl_process *p, int k, long long v);
 
 /* What a census (cgl_log.census) holds of a process beside its record, in
  * cgl_log.cprocs, so that a whole read's records do not carry it: its calls

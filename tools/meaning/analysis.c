@@ -445,9 +445,8 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
       }
     r->calls += (size_t)cp->calls;
     r->served += (size_t)cp->served;
-    r->captures += pr->has_summary && pr->captures > 0 && (size_t)pr->captures > seen[p]
-                       ? (size_t)pr->captures
-                       : seen[p];
+    long long said = cgl_process_num(pr, CGL_PR_CAPTURES);
+    r->captures += pr->has_summary && said > 0 && (size_t)said > seen[p] ? (size_t)said : seen[p];
   }
   for (size_t i = 0; i < all->n_evs; i++) {
     struct cgr_run_stats *r = &a->runs[all->procs[all->evs[i].proc].run_index];

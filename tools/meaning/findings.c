@@ -283,7 +283,7 @@ static void open_at_exit_say(const ctx *c, cgf_finding *x) {
 static bool emulate_newer_holds(const ctx *c) {
   for (size_t p = 0; p < c->log->n_procs; p++) {
     const cgl_process *pr = &c->log->procs[p];
-    if (pr->driver_version > 0 && pr->emulate_driver > pr->driver_version)
+    if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) > 0 && cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > cgl_process_num(pr, CGL_PR_DRIVER_VERSION))
       return true;
   }
   return false;
@@ -291,13 +291,13 @@ static bool emulate_newer_holds(const ctx *c) {
 static void emulate_newer_say(const ctx *c, cgf_finding *x) {
   const cgl_process *pr = c->log->procs;
   for (size_t p = 0; p < c->log->n_procs; p++)
-    if (c->log->procs[p].driver_version > 0 &&
-        c->log->procs[p].emulate_driver > c->log->procs[p].driver_version)
+    if (cgl_process_num(&c->log->procs[p], CGL_PR_DRIVER_VERSION) > 0 &&
+        cgl_process_num(&c->log->procs[p], CGL_PR_EMULATE_DRIVER) > cgl_process_num(&c->log->procs[p], CGL_PR_DRIVER_VERSION))
       pr = &c->log->procs[p];
   x->sentence = xprintf("--emulate-driver %lld is newer than this driver (%lld): capguard can "
                         "refuse what an older driver refuses, not allow what this one refuses, so "
                         "it emulated nothing; the driver's own rules applied",
-                        pr->emulate_driver, pr->driver_version);
+                        cgl_process_num(pr, CGL_PR_EMULATE_DRIVER), cgl_process_num(pr, CGL_PR_DRIVER_VERSION));
 }
 
 /* -- the text report's "Escaped captures" section: what each kind means to do -- */

@@ -9,9 +9,9 @@ static void processes(const cgl_log *log, cgr_load_facts *f) {
   for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
     f->procs += pr->cuda; /* processes that only started the shim did not use the driver */
-    long long v = pr->emulate_driver ? pr->emulate_driver : pr->driver_version;
-    if (pr->driver_version)
-      f->driver = pr->driver_version;
+    long long v = cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) ? cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) : cgl_process_num(pr, CGL_PR_DRIVER_VERSION);
+    if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION))
+      f->driver = cgl_process_num(pr, CGL_PR_DRIVER_VERSION);
     if (cgl_process_rare(pr)->device_sm)
       f->device_sm = cgl_process_rare(pr)->device_sm;
     if (v > 0 && v < CGR_FIRST_DRIVER_ALLOWING_LOADS)

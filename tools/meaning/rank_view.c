@@ -259,7 +259,7 @@ typedef struct {
 static int by_rank_then_began(const void *a, const void *b, void *ctx) {
   const rank_order *o = ctx;
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  long long rx = o->procs[x].rank, ry = o->procs[y].rank;
+  long long rx = cgl_process_num(&o->procs[x], CGL_PR_RANK), ry = cgl_process_num(&o->procs[y], CGL_PR_RANK);
   if (rx != ry)
     return (rx > ry) - (rx < ry);
   if (o->st[x].seen != o->st[y].seen)
@@ -280,7 +280,8 @@ static void make_rows(const cgl_log *log, size_t n_known, const struct cgr_proc_
   qsort_r(order, n, sizeof *order, by_rank_then_began, &ctx);
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
-    bool same_rank = kept && log->procs[order[kept - 1]].rank == log->procs[order[i]].rank;
+    bool same_rank = kept && cgl_process_num(&log->procs[order[kept - 1]], CGL_PR_RANK) ==
+                                 cgl_process_num(&log->procs[order[i]], CGL_PR_RANK);
     if (same_rank && !st[order[i]].seen)
       continue;
     order[kept++] = order[i];

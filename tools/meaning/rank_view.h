@@ -40,10 +40,10 @@ typedef struct {
 
 /* Row r's rank and the world size its process said. */
 static inline long long cgr_rank_row_rank(const cgr_rank_view *v, const cgr_rank_row *r) {
-  return v->procs[r->proc].rank;
+  return cgl_process_num(&v->procs[r->proc], CGL_PR_RANK);
 }
 static inline long long cgr_rank_row_world(const cgr_rank_view *v, const cgr_rank_row *r) {
-  return v->procs[r->proc].world_size;
+  return cgl_process_num(&v->procs[r->proc], CGL_PR_WORLD_SIZE);
 }
 
 /* Row r's first offender, "cuModuleLoadData of K at SITE", into buf; ""

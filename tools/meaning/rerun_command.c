@@ -198,7 +198,7 @@ bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const cha
   long long emulate = 0;
   for (size_t p = 0; p < log->n_procs && !emulate; p++)
     if (log->procs[p].run_index == run)
-      emulate = log->procs[p].emulate_driver;
+      emulate = cgl_process_num(&log->procs[p], CGL_PR_EMULATE_DRIVER);
   if (emulation && emulate > 0 && !(options && strstr(options, "--emulate-driver"))) {
     char v[48];
     snprintf(v, sizeof v, " --emulate-driver %lld", emulate);

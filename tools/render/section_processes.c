@@ -41,12 +41,12 @@ static void print_processes(FILE *out, const cgr_report *rep, cg_palette pal) {
     cgr_process_command(pr, cmd, sizeof cmd);
     if (!pr->cuda)
       snprintf(drv, sizeof drv, ", no CUDA");
-    else if (pr->emulate_driver > 0)
-      snprintf(drv, sizeof drv, ", emulating CUDA %lld.%lld", pr->emulate_driver / 1000,
-               (pr->emulate_driver % 1000) / 10);
-    else if (pr->driver_version > 0)
-      snprintf(drv, sizeof drv, ", CUDA %lld.%lld", pr->driver_version / 1000,
-               (pr->driver_version % 1000) / 10);
+    else if (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > 0)
+      snprintf(drv, sizeof drv, ", emulating CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) / 1000,
+               (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) % 1000) / 10);
+    else if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) > 0)
+      snprintf(drv, sizeof drv, ", CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_DRIVER_VERSION) / 1000,
+               (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) % 1000) / 10);
     fprintf(out, "  %s %s (%s mode%s): %zu capture%s%s, %s%zu broken%s", who, cmd[0] ? cmd : "?",
             or (cgl_word(&cg_run_modes, pr->mode), "?"), drv, captures, cg_plural(captures),
             cgr_ended_early(pr) ? " logged" : "", broken ? pal.red : pal.green, broken, pal.reset);
@@ -117,8 +117,8 @@ static json_t *processes_json(const cgr_report *rep) {
                           json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:o}", CG_KEY_PID,
                                     (json_int_t)pr->pid, CG_KEY_PPID, (json_int_t)pr->ppid, CG_KEY_ARGV, argv,
                                     CG_KEY_MODE, jstr(cgl_word(&cg_run_modes, pr->mode)),
-                                    CG_KEY_DRIVER_VERSION, (json_int_t)pr->driver_version,
-                                    CG_KEY_EMULATE_DRIVER, (json_int_t)pr->emulate_driver, "exited",
+                                    CG_KEY_DRIVER_VERSION, (json_int_t)cgl_process_num(pr, CGL_PR_DRIVER_VERSION),
+                                    CG_KEY_EMULATE_DRIVER, (json_int_t)cgl_process_num(pr, CGL_PR_EMULATE_DRIVER), "exited",
                                     pr->has_summary, CG_KEY_LOG, jtext(rows->files[pr->file])));
     json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "broken_captures",
                         per ? per[p] : json_array());
@@ -142,10 +142,10 @@ static json_t *processes_json(const cgr_report *rep) {
                           json_integer((json_int_t)requests[p]));
     if (pr->rank_known) {
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_RANK,
-                          json_integer(pr->rank));
-      if (pr->world_size > 0)
+                          json_integer(cgl_process_num(pr, CGL_PR_RANK)));
+      if (cgl_process_num(pr, CGL_PR_WORLD_SIZE) > 0)
         json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_WORLD_SIZE,
-                            json_integer(pr->world_size));
+                            json_integer(cgl_process_num(pr, CGL_PR_WORLD_SIZE)));
     }
   }
   free(per);
@@ -157,11 +157,11 @@ static void esc(FILE *o, const char *s) { cgr_html_text(o, s); }
 static void process_driver(const cgl_process *pr, char *drv, size_t cap) {
   if (!pr->cuda)
     snprintf(drv, cap, "no CUDA");
-  else if (pr->emulate_driver > 0)
-    snprintf(drv, cap, "emulating CUDA %lld.%lld", pr->emulate_driver / 1000,
-             (pr->emulate_driver % 1000) / 10);
-  else if (pr->driver_version > 0)
-    snprintf(drv, cap, "CUDA %lld.%lld", pr->driver_version / 1000, (pr->driver_version % 1000) / 10);
+  else if (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > 0)
+    snprintf(drv, cap, "emulating CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) / 1000,
+             (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) % 1000) / 10);
+  else if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) > 0)
+    snprintf(drv, cap, "CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_DRIVER_VERSION) / 1000, (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) % 1000) / 10);
   else
     snprintf(drv, cap, "?");
 }

@@ -96,9 +96,9 @@ static void run_drivers(const cgr_report *rep, size_t r, char *buf, size_t cap) 
   buf[0] = '\0';
   for (size_t p = 0; p < rows->n_procs; p++) {
     const cgl_process *pr = &rows->procs[p];
-    if ((rows->n_runs && pr->run_index != r) || !pr->cuda || pr->driver_version <= 0)
+    if ((rows->n_runs && pr->run_index != r) || !pr->cuda || cgl_process_num(pr, CGL_PR_DRIVER_VERSION) <= 0)
       continue;
-    long long v = pr->emulate_driver > 0 ? -pr->emulate_driver : pr->driver_version;
+    long long v = cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > 0 ? -cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) : cgl_process_num(pr, CGL_PR_DRIVER_VERSION);
     bool have = false;
     for (size_t k = 0; k < n && !have; k++)
       have = seen[k] == v;
