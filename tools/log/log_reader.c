@@ -655,9 +655,12 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   e->handle = str(log, o, CG_KEY_HANDLE);
   e->meaning = str(log, o, CG_KEY_MEANING);
   e->verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
-  long long nums[CGL_EV_NUMS] = {num(o, CG_KEY_RESULT, 0), num(o, CG_KEY_DRIVER_RESULT, -1),
-                                num(o, CG_KEY_DRIVER_VERSION, 0), num(o, CG_KEY_EMULATE_DRIVER, 0),
-                                num(o, CG_KEY_TID, 0), 0};
+  long long nums[CGL_EV_NUMS] = {num(o, CG_KEY_RESULT, 0),
+                                 num(o, CG_KEY_DRIVER_RESULT, -1),
+                                 num(o, CG_KEY_DRIVER_VERSION, 0),
+                                 num(o, CG_KEY_EMULATE_DRIVER, 0),
+                                 num(o, CG_KEY_TID, 0),
+                                 0};
   cgl_event_more more = {str(log, o, CG_KEY_THREAD_NAME), str(log, o, CG_KEY_NCCL_SETUP), NULL, NULL, NULL};
   const cgl_jv *img = cgl_jget(o, CG_KEY_IMAGE);
   e->kernels = kernel_list(log, OBJ(img) ? arr(img, CG_KEY_KERNELS) : NULL);

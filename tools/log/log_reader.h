@@ -64,11 +64,11 @@ typedef struct {
 enum {
   CGL_PR_DRIVER_VERSION,
   CGL_PR_EMULATE_DRIVER,
-  CGL_PR_RANK,           /* the launcher's rank (rank_known) */
-  CGL_PR_WORLD_SIZE,     /* 0 when not said */
-  CGL_PR_CAPTURES,       /* the summary's captures begun, */
+  CGL_PR_RANK,            /* the launcher's rank (rank_known) */
+  CGL_PR_WORLD_SIZE,      /* 0 when not said */
+  CGL_PR_CAPTURES,        /* the summary's captures begun, */
   CGL_PR_CAPTURES_BROKEN, /* broken */
-  CGL_PR_CAPTURES_TIMED, /* and timed (capture_ns covers them) */
+  CGL_PR_CAPTURES_TIMED,  /* and timed (capture_ns covers them) */
   CGL_PR_NUMS
 };
 

@@ -325,13 +325,16 @@ void cgr_why(const cgl_event *e, char *buf, size_t cap) {
     snprintf(buf, cap, "the driver refused it: every driver refuses module unloads during capture");
   } else if (e->verdict == CG_VERDICT_EMULATED) {
     cuda_version(cgl_event_num(e, CGL_EV_EMULATE_DRIVER), ver, sizeof ver);
-    snprintf(buf, cap, "capguard refused it the way %s would (--emulate-driver %lld): drivers "
-                       "before 12.3 refuse module loads during capture", ver, cgl_event_num(e, CGL_EV_EMULATE_DRIVER));
+    snprintf(buf, cap,
+             "capguard refused it the way %s would (--emulate-driver %lld): drivers "
+             "before 12.3 refuse module loads during capture",
+             ver, cgl_event_num(e, CGL_EV_EMULATE_DRIVER));
   } else {
     /* the result in words: what the driver (or capguard for it) answered */
     char result[160];
-    cgr_result_words(cgl_event_num(e, CGL_EV_DRIVER_RESULT) >= 0 ? cgl_event_num(e, CGL_EV_DRIVER_RESULT) : cgl_event_num(e, CGL_EV_RESULT), e->meaning, result,
-                     sizeof result);
+    cgr_result_words(cgl_event_num(e, CGL_EV_DRIVER_RESULT) >= 0 ? cgl_event_num(e, CGL_EV_DRIVER_RESULT)
+                                                                 : cgl_event_num(e, CGL_EV_RESULT),
+                     e->meaning, result, sizeof result);
     if (refused)
       snprintf(buf, cap, "the driver refused it during capture (CUresult %s)", result);
     else

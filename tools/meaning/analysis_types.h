@@ -109,8 +109,10 @@ typedef struct cgr_analysis {
 static inline size_t cgr_proc_captures(const cgr_analysis *a, size_t p) {
   const cgl_process *pr = &a->log->procs[p];
   size_t seen = a->procs[p].seen;
-  return pr->has_summary && cgl_process_num(pr, CGL_PR_CAPTURES) > 0 && (unsigned long long)cgl_process_num(pr, CGL_PR_CAPTURES) > seen ? (size_t)cgl_process_num(pr, CGL_PR_CAPTURES)
-                                                                                          : seen;
+  return pr->has_summary && cgl_process_num(pr, CGL_PR_CAPTURES) > 0 &&
+                 (unsigned long long)cgl_process_num(pr, CGL_PR_CAPTURES) > seen
+             ? (size_t)cgl_process_num(pr, CGL_PR_CAPTURES)
+             : seen;
 }
 
 #endif

@@ -14,7 +14,8 @@ void cgr_capture_time_of(const cgl_log *log, cgr_capture_time *t) {
       continue;
     t->procs++;
     t->timed += cgl_process_num(pr, CGL_PR_CAPTURES_TIMED);
-    long long graphs = cgl_process_num(pr, CGL_PR_CAPTURES_TIMED) - cgl_process_num(pr, CGL_PR_CAPTURES_BROKEN);
+    long long graphs =
+        cgl_process_num(pr, CGL_PR_CAPTURES_TIMED) - cgl_process_num(pr, CGL_PR_CAPTURES_BROKEN);
     t->graphs += graphs > 0 ? graphs : 0;
     t->ns += pr->capture_ns;
     if (pr->n_slowest && (!t->has_slowest || pr->slowest[0].ns > t->slowest_ns)) {
@@ -95,7 +96,8 @@ void cgr_capture_time_sentence(const cgl_log *log, char *buf, size_t cap) {
 void cgr_rank_words(const cgl_process *pr, char *buf, size_t cap) {
   buf[0] = 0;
   if (pr->rank_known && cgl_process_num(pr, CGL_PR_WORLD_SIZE) > 0)
-    snprintf(buf, cap, " rank %lld of %lld", cgl_process_num(pr, CGL_PR_RANK), cgl_process_num(pr, CGL_PR_WORLD_SIZE));
+    snprintf(buf, cap, " rank %lld of %lld", cgl_process_num(pr, CGL_PR_RANK),
+             cgl_process_num(pr, CGL_PR_WORLD_SIZE));
   else if (pr->rank_known)
     snprintf(buf, cap, " rank %lld", cgl_process_num(pr, CGL_PR_RANK));
 }

@@ -283,7 +283,8 @@ static void open_at_exit_say(const ctx *c, cgf_finding *x) {
 static bool emulate_newer_holds(const ctx *c) {
   for (size_t p = 0; p < c->log->n_procs; p++) {
     const cgl_process *pr = &c->log->procs[p];
-    if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) > 0 && cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > cgl_process_num(pr, CGL_PR_DRIVER_VERSION))
+    if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) > 0 &&
+        cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > cgl_process_num(pr, CGL_PR_DRIVER_VERSION))
       return true;
   }
   return false;
@@ -292,12 +293,14 @@ static void emulate_newer_say(const ctx *c, cgf_finding *x) {
   const cgl_process *pr = c->log->procs;
   for (size_t p = 0; p < c->log->n_procs; p++)
     if (cgl_process_num(&c->log->procs[p], CGL_PR_DRIVER_VERSION) > 0 &&
-        cgl_process_num(&c->log->procs[p], CGL_PR_EMULATE_DRIVER) > cgl_process_num(&c->log->procs[p], CGL_PR_DRIVER_VERSION))
+        cgl_process_num(&c->log->procs[p], CGL_PR_EMULATE_DRIVER) >
+            cgl_process_num(&c->log->procs[p], CGL_PR_DRIVER_VERSION))
       pr = &c->log->procs[p];
-  x->sentence = xprintf("--emulate-driver %lld is newer than this driver (%lld): capguard can "
-                        "refuse what an older driver refuses, not allow what this one refuses, so "
-                        "it emulated nothing; the driver's own rules applied",
-                        cgl_process_num(pr, CGL_PR_EMULATE_DRIVER), cgl_process_num(pr, CGL_PR_DRIVER_VERSION));
+  x->sentence =
+      xprintf("--emulate-driver %lld is newer than this driver (%lld): capguard can "
+              "refuse what an older driver refuses, not allow what this one refuses, so "
+              "it emulated nothing; the driver's own rules applied",
+              cgl_process_num(pr, CGL_PR_EMULATE_DRIVER), cgl_process_num(pr, CGL_PR_DRIVER_VERSION));
 }
 
 /* -- the text report's "Escaped captures" section: what each kind means to do -- */
@@ -935,9 +938,12 @@ static void failed_say(const ctx *c, cgf_finding *x) {
   const cgl_event *e = &c->log->evs[c->first_failed];
   char site[512], result[160], loads[192] = "";
   cgl_event_site(e, site, sizeof site);
-  cgr_result_words(cgl_event_num(e, CGL_EV_DRIVER_RESULT) >= 0 ? cgl_event_num(e, CGL_EV_DRIVER_RESULT) : cgl_event_num(e, CGL_EV_RESULT), e->meaning, result, sizeof result);
+  cgr_result_words(cgl_event_num(e, CGL_EV_DRIVER_RESULT) >= 0 ? cgl_event_num(e, CGL_EV_DRIVER_RESULT)
+                                                               : cgl_event_num(e, CGL_EV_RESULT),
+                   e->meaning, result, sizeof result);
   long long gpu = cgl_process_rare(&c->log->procs[e->proc])->device_sm;
-  if (c->failed_loads && e->kind == CG_EV_MODULE_LOAD && cgl_event_num(e, CGL_EV_IMAGE_SM) > 0 && gpu > 0 && gpu != cgl_event_num(e, CGL_EV_IMAGE_SM))
+  if (c->failed_loads && e->kind == CG_EV_MODULE_LOAD && cgl_event_num(e, CGL_EV_IMAGE_SM) > 0 && gpu > 0 &&
+      gpu != cgl_event_num(e, CGL_EV_IMAGE_SM))
     snprintf(loads, sizeof loads,
              "; a load that fails is not recorded, so priming cannot serve it: "
              "its image is built for sm_%lld, this GPU is sm_%lld",

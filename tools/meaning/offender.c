@@ -43,9 +43,14 @@ cgl_broken_by cgr_first_offender(const cgl_log *log, size_t capture, long first_
     return CGL_BY_UNWATCHED;
   if (first_event >= 0 && (size_t)first_event < log->n_evs) {
     const cgl_event *e = &log->evs[first_event];
-    *out = (cgl_offender){.call = e->call ? e->call : "", .python = e->python_top ? e->python_top : "",
-                          .where = e->site ? e->site : "", .kind = e->kind, .verdict = e->verdict,
-                          .result = cgl_event_num(e, CGL_EV_RESULT), .tid = cgl_event_num(e, CGL_EV_TID), .time_ns = e->time_ns};
+    *out = (cgl_offender){.call = e->call ? e->call : "",
+                          .python = e->python_top ? e->python_top : "",
+                          .where = e->site ? e->site : "",
+                          .kind = e->kind,
+                          .verdict = e->verdict,
+                          .result = cgl_event_num(e, CGL_EV_RESULT),
+                          .tid = cgl_event_num(e, CGL_EV_TID),
+                          .time_ns = e->time_ns};
     return CGL_BY_CALL;
   }
   return c->by;

@@ -24,7 +24,7 @@ typedef struct {
   uint32_t captures; /* captures it began */
   uint32_t captured; /* of those, ended with a graph */
   uint32_t broken;
-  int32_t first_broken;  /* index into log->caps of its earliest broken capture, -1 if none */
+  int32_t first_broken; /* index into log->caps of its earliest broken capture, -1 if none */
 } cgr_rank_row;
 
 typedef struct {

@@ -13,8 +13,8 @@ json_t *cgr_json_event(const cgr_report *rep, const cgl_event *e) {
   json_t *o = json_pack(
       "{s:I, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}", CG_KEY_PID, (json_int_t)rep->rows.procs[e->proc].pid,
       CG_KEY_EVENT, jstr(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_CALL, jstr(e->call), CG_KEY_VERDICT,
-      jstr(cgl_word(&cg_verdicts, e->verdict)), CG_KEY_RESULT, (json_int_t)cgl_event_num(e, CGL_EV_RESULT), CG_KEY_TIME_NS,
-      (json_int_t)e->time_ns, "site", jtext(site), CG_KEY_LOG,
+      jstr(cgl_word(&cg_verdicts, e->verdict)), CG_KEY_RESULT, (json_int_t)cgl_event_num(e, CGL_EV_RESULT),
+      CG_KEY_TIME_NS, (json_int_t)e->time_ns, "site", jtext(site), CG_KEY_LOG,
       jtext(cgl_event_file(rep->rows.files, rep->rows.procs, e)), CG_KEY_LINE, (json_int_t)e->src_line);
   json_t *k = json_array();
   for (size_t i = 0; i < e->kernels->n; i++)

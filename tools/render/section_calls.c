@@ -87,8 +87,9 @@ void cgr_calls_trace(json_t *evs, const cgr_report *rep, long long t0) {
                   "s", "t", "cat", "call", "name", jtrace(name), "ts", cgr_us_since(t, t0), "pid",
                   (json_int_t)pr->pid, "tid", (json_int_t)cgl_event_num(e, CGL_EV_TID), "args", CG_KEY_EVENT,
                   jtrace(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_VERDICT, jtrace(verdict), "site",
-                  jtrace(e->site), CG_KEY_RESULT, (json_int_t)cgl_event_num(e, CGL_EV_RESULT), CG_KEY_KERNELS, kernels, CG_KEY_LOG,
-                  jtrace(cgl_event_file(rows->files, rows->procs, e)), CG_KEY_LINE, (json_int_t)e->src_line));
+                  jtrace(e->site), CG_KEY_RESULT, (json_int_t)cgl_event_num(e, CGL_EV_RESULT), CG_KEY_KERNELS,
+                  kernels, CG_KEY_LOG, jtrace(cgl_event_file(rows->files, rows->procs, e)), CG_KEY_LINE,
+                  (json_int_t)e->src_line));
     json_t *args = json_object_get(json_array_get(evs, json_array_size(evs) - 1), "args");
     if (args) {
       char result[160];

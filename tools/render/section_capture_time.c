@@ -16,8 +16,9 @@ json_t *cgr_capture_time_process_json(const cgl_process *pr) {
     json_array_append_new(slow, json_pack("{s:I, s:I, s:o}", CG_KEY_ID, (json_int_t)pr->slowest[i].id,
                                           CG_KEY_NS, (json_int_t)pr->slowest[i].ns, CG_KEY_BEGAN,
                                           cgl_json_text(pr->slowest[i].began)));
-  json_t *o = json_pack("{s:I, s:I, s:o}", CG_KEY_CAPTURES_TIMED, (json_int_t)cgl_process_num(pr, CGL_PR_CAPTURES_TIMED),
-                        CG_KEY_CAPTURE_NS, (json_int_t)pr->capture_ns, CG_KEY_SLOWEST, slow);
+  json_t *o = json_pack("{s:I, s:I, s:o}", CG_KEY_CAPTURES_TIMED,
+                        (json_int_t)cgl_process_num(pr, CGL_PR_CAPTURES_TIMED), CG_KEY_CAPTURE_NS,
+                        (json_int_t)pr->capture_ns, CG_KEY_SLOWEST, slow);
   if (o && pr->first_capture_ns > 0)
     json_object_set_new(o, CG_KEY_FIRST_CAPTURE_NS, json_integer(pr->first_capture_ns));
   if (o && pr->first_replay_ns > 0)

@@ -42,7 +42,8 @@ static void print_processes(FILE *out, const cgr_report *rep, cg_palette pal) {
     if (!pr->cuda)
       snprintf(drv, sizeof drv, ", no CUDA");
     else if (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > 0)
-      snprintf(drv, sizeof drv, ", emulating CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) / 1000,
+      snprintf(drv, sizeof drv, ", emulating CUDA %lld.%lld",
+               cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) / 1000,
                (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) % 1000) / 10);
     else if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) > 0)
       snprintf(drv, sizeof drv, ", CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_DRIVER_VERSION) / 1000,
@@ -113,13 +114,13 @@ static json_t *processes_json(const cgr_report *rep) {
     json_t *argv = json_array();
     for (size_t i = 0; i < pr->argc; i++)
       json_array_append_new(argv, jtext(pr->argv[i]));
-    json_array_append_new(procs,
-                          json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:o}", CG_KEY_PID,
-                                    (json_int_t)pr->pid, CG_KEY_PPID, (json_int_t)pr->ppid, CG_KEY_ARGV, argv,
-                                    CG_KEY_MODE, jstr(cgl_word(&cg_run_modes, pr->mode)),
-                                    CG_KEY_DRIVER_VERSION, (json_int_t)cgl_process_num(pr, CGL_PR_DRIVER_VERSION),
-                                    CG_KEY_EMULATE_DRIVER, (json_int_t)cgl_process_num(pr, CGL_PR_EMULATE_DRIVER), "exited",
-                                    pr->has_summary, CG_KEY_LOG, jtext(rows->files[pr->file])));
+    json_array_append_new(
+        procs, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:o}", CG_KEY_PID, (json_int_t)pr->pid,
+                         CG_KEY_PPID, (json_int_t)pr->ppid, CG_KEY_ARGV, argv, CG_KEY_MODE,
+                         jstr(cgl_word(&cg_run_modes, pr->mode)), CG_KEY_DRIVER_VERSION,
+                         (json_int_t)cgl_process_num(pr, CGL_PR_DRIVER_VERSION), CG_KEY_EMULATE_DRIVER,
+                         (json_int_t)cgl_process_num(pr, CGL_PR_EMULATE_DRIVER), "exited", pr->has_summary,
+                         CG_KEY_LOG, jtext(rows->files[pr->file])));
     json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "broken_captures",
                         per ? per[p] : json_array());
     if (cgr_ended_early(pr)) { /* no exit record: the last thing it logged, in words */
@@ -161,7 +162,8 @@ static void process_driver(const cgl_process *pr, char *drv, size_t cap) {
     snprintf(drv, cap, "emulating CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) / 1000,
              (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) % 1000) / 10);
   else if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) > 0)
-    snprintf(drv, cap, "CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_DRIVER_VERSION) / 1000, (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) % 1000) / 10);
+    snprintf(drv, cap, "CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_DRIVER_VERSION) / 1000,
+             (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) % 1000) / 10);
   else
     snprintf(drv, cap, "?");
 }

@@ -27,8 +27,7 @@ bool cgr_print_ranks_text(FILE *out, const cgr_report *rep, cg_palette pal, cons
     cgr_rank_row_offender(v, r, off, sizeof off);
     fprintf(out, "%s  %-5lld %-8lld %-8zu %-8zu %s%-6zu%s %s\n", indent, cgr_rank_row_rank(v, r),
             rows->procs[r->proc].pid, (size_t)r->captures, (size_t)r->captured,
-            r->broken ? pal.red : pal.green, (size_t)r->broken, pal.reset,
-            off[0] ? off : "-");
+            r->broken ? pal.red : pal.green, (size_t)r->broken, pal.reset, off[0] ? off : "-");
   }
   if (v->n_diffs) {
     fprintf(out, "%sDifferences between ranks (NCCL needs every rank to capture the same work)\n", indent);

@@ -98,7 +98,8 @@ static void run_drivers(const cgr_report *rep, size_t r, char *buf, size_t cap) 
     const cgl_process *pr = &rows->procs[p];
     if ((rows->n_runs && pr->run_index != r) || !pr->cuda || cgl_process_num(pr, CGL_PR_DRIVER_VERSION) <= 0)
       continue;
-    long long v = cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > 0 ? -cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) : cgl_process_num(pr, CGL_PR_DRIVER_VERSION);
+    long long v = cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > 0 ? -cgl_process_num(pr, CGL_PR_EMULATE_DRIVER)
+                                                                 : cgl_process_num(pr, CGL_PR_DRIVER_VERSION);
     bool have = false;
     for (size_t k = 0; k < n && !have; k++)
       have = seen[k] == v;
