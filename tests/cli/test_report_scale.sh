@@ -3,7 +3,7 @@
 # report's figures): every run (--all) costs time linear in the runs, since
 # each run's view is made from one bucketing of the log by run rather than
 # from a scan and copy of the whole log per run; and the census that finds
-# the latest run holds at most 0.5 KB a process (held at 320 bytes). Each is compared at two
+# the latest run holds at most 0.5 KB a process (held at 250 bytes). Each is compared at two
 # sizes, so that a constant (start-up, the latest run) cancels out.
 source "$(dirname "$0")/lib.sh"
 here=$(dirname "$0")
@@ -11,10 +11,10 @@ here=$(dirname "$0")
 # a large array in place (mremap). ASan's copies it: at the peak the array
 # grown last is there twice, the old one two thirds of the new, and its
 # shadow adds an eighth of what is touched; so with ASan (no quarantine
-# holding freed blocks resident) the bound is 320 bytes times 5/3.
+# holding freed blocks resident) the bound is 250 bytes times 5/3.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
-shadow=100 bound=320
-if nm "$CAPGUARD" 2>/dev/null | grep -q __asan_init; then shadow=113 bound=533; fi
+shadow=100 bound=250
+if nm "$CAPGUARD" 2>/dev/null | grep -q __asan_init; then shadow=113 bound=417; fi
 
 # cost ARGS...: "CPU-SECONDS PEAK-RSS-KB" of capguard ARGS (stdout
 # discarded), killed after 60 CPU seconds (a quadratic cost at the large size)
@@ -74,8 +74,11 @@ expect_in "$WORK/ranks4.out" "more differences" "the differences past the first 
 # report of those 40,000 processes (107 MiB, one run: a census, then a
 # whole read) at most 12 ms of CPU a MiB of log (about 7 now; 29 when
 # every line was parsed by jansson, which made 10^6 processes 81 s), and its
-# peak at most 720 bytes a process more than 10,000 processes' (about 610
-# here, where meson's MALLOC_PERTURB_ touches every byte allocated; 805
+# peak at most 500 bytes a process more than 10,000 processes' (about 443
+# here, where meson's MALLOC_PERTURB_ touches every byte allocated; 561
+# with a process of 184 bytes, a call of 144, the rank view's first
+# offenders kept and its counts gathered again, and the analysis's counts
+# 32 bytes; about 610 on a busier day; 805
 # with a process of 272 bytes, a call of 192 and a capture of 104, the rank
 # view's rows of 64 sorted as rows, and the reader's index and table of
 # strings kept through the report; 1,310 with the census's counts, a first
@@ -85,10 +88,10 @@ expect_in "$WORK/ranks4.out" "more differences" "the differences past the first 
 # peak is the lower of two runs: a run now and then peaks a sixth higher
 # (the machine's other work), which one run would say as a regression.
 # Under ASan, with its own work and shadow (and no quarantine): about 28 ms
-# and 560 bytes (at most 40 and 720), 800 with those records, 95 ms and
-# 1,170 before.
-ms=12 per_bound=720
-if nm "$CAPGUARD" 2>/dev/null | grep -q __asan_init; then ms=40 per_bound=720; fi
+# and 444 bytes (at most 40 and 500), 560 with a process of 184 bytes and
+# a call of 144, 800 with the records before, 95 ms and 1,170 before that.
+ms=12 per_bound=500
+if nm "$CAPGUARD" 2>/dev/null | grep -q __asan_init; then ms=40 per_bound=500; fi
 # low_rss LOG: the lower peak RSS (KB) of two reports of LOG
 low_rss() {
   local a b
@@ -112,8 +115,9 @@ fi
 
 # The latest run after older runs of 20,000 and 80,000 processes (launchers
 # and 7 workers each): what the census holds for each process of the 60,000
-# more, at most 320 bytes (about 265; 371 with a process of 272 bytes and the
-# index and table of strings kept, 960 before the census was made lighter)
+# more, at most 250 bytes (about 219; 270 with a process of 184 bytes, 371
+# with one of 272 and the index and table of strings kept, 960 before the
+# census was made lighter)
 python3 "$here/scale_log.py" procs 20000 "$WORK/procs1.jsonl" "$DATA/run2.jsonl"
 python3 "$here/scale_log.py" procs 80000 "$WORK/procs4.jsonl" "$DATA/run2.jsonl"
 kb1=$(low_rss "$WORK/procs1.jsonl")
