@@ -52,10 +52,10 @@ typedef struct {
 } cgr_escape_group;
 
 typedef struct cgr_report {
-  cgr_analysis a; /* counts, broken captures, kernels, sites, and the advice */
-  cgr_rows rows;  /* the run (or runs) reported */
-  cgr_rows whole; /* the whole log, whose runs the runs' table lists */
-  size_t cuda;    /* processes that used CUDA */
+  cgr_analysis a;  /* counts, broken captures, kernels, sites, and the advice */
+  cgr_rows rows;   /* the run (or runs) reported */
+  cgr_rows whole;  /* the whole log, whose runs the runs' table lists */
+  size_t cuda;     /* processes that used CUDA */
   uint32_t *order; /* the processes as every rendering lists them: by run, then pid */
   /* capture time as the processes summed it, and its sentence ("" when none said) */
   cgr_capture_time capture_time;
