@@ -245,7 +245,8 @@ static void check_census(const uint8_t *data, size_t size, const cgl_log *log,
     const cgl_process *x = &c.procs[i], *y = &log->procs[i];
     REQUIRE(x->file == y->file && x->pid == y->pid && x->ppid == y->ppid && x->first_ns == y->first_ns &&
             x->last_ns == y->last_ns && x->has_summary == y->has_summary &&
-            x->first_offset == y->first_offset && x->first_lineno == y->first_lineno);
+            cgl_first_of(&c, i)->offset == cgl_first_of(log, i)->offset &&
+            cgl_first_of(&c, i)->lineno == cgl_first_of(log, i)->lineno);
   }
   cgl_group_runs(&c);
   REQUIRE(c.n_runs == log->n_runs);
@@ -256,6 +257,22 @@ static void check_census(const uint8_t *data, size_t size, const cgl_log *log,
     REQUIRE(!memcmp(&ca.runs[r], &a->runs[r], sizeof ca.runs[r]));
   cgr_free(&ca); /* the runs, and each run's advice counted with them */
   cgl_free(&c);
+}
+
+/* What a sealed log dropped (cgl_seal: its index, the pool's table) is
+ * made again when needed: the runs grouped again are the same, and a
+ * string interned again is the one already there. */
+static void check_seal(cgl_log *log) {
+  size_t runs = log->n_runs, first = log->n_runs ? log->runs[0].first_proc : 0;
+  cgl_seal(log);
+  cgl_group_runs(log);
+  REQUIRE(log->n_runs == runs && (!runs || log->runs[0].first_proc == first));
+  cgl_seal(log);
+  for (size_t i = 0; i < log->n_procs && i < 4; i++) {
+    const char *run = log->procs[i].run;
+    if (run)
+      REQUIRE(cgl_intern(log->pool, run, strlen(run)) == run);
+  }
 }
 
 /* Whether the parser's node v and jansson's value j are the same value. */
@@ -347,6 +364,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_parser(data, size);
   cgl_log log;
   cgl_init(&log);
+  log.keep_firsts = true; /* compared with the census's (check_census) */
   read_files(&log, data, size);
   REQUIRE(log.malformed <= log.lines);
   REQUIRE(log.records <= log.lines);
@@ -365,6 +383,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   render(&r);
   check_census(data, size, &log, &r.a);
   cgr_report_free(&r);
+  check_seal(&log);
 
   /* the default: the latest run alone, when there are several */
   if (log.n_runs > 1) {

@@ -149,7 +149,8 @@ static int read_files(cgl_log *log, const log_files *lf) {
 /* After a census (log->census), the latest run read alone into part and
  * view (have_part), or, when there is one run or its lines interleave with
  * another's, log read again whole. Then view is of the latest run when
- * one_run. Returns 0, or -1 after saying why. */
+ * one_run, and log (and part) sealed (cgl_seal). Returns 0, or -1 after
+ * saying why. */
 static int latest_run(cgl_log *log, const log_files *lf, bool one_run, cgl_log *part, cgl_log *view,
                       bool *have_part) {
   if (one_run && log->census) {
@@ -168,6 +169,10 @@ static int latest_run(cgl_log *log, const log_files *lf, bool one_run, cgl_log *
   }
   if (one_run && !*have_part)
     cgl_view(log, log->n_runs - 1, view);
+  /* what only reading needed goes, so that the report's tables take its room */
+  cgl_seal(log);
+  if (*have_part)
+    cgl_seal(part);
   return 0;
 }
 

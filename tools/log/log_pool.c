@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 void *cgl_xrealloc(void *p, size_t n) { return cg_xrealloc(p, n, "reading the log"); }
 
@@ -32,9 +31,13 @@ typedef struct arena_block {
 
 enum { BLOCK_BYTES = 1 << 20 };
 
+/* An interned list: its strings' pointers after it, in blocks of an arena
+ * of their own, found through an open-addressing table of pointers (about
+ * 16 bytes more than the pointers, where an allocation with uthash's
+ * handle cost about 100: a large log interns a list for most loads). */
 typedef struct {
-  UT_hash_handle hh;
   cgl_strs list;
+  uint32_t hash;
   const char *key[]; /* the interned pointers; list.v points here */
 } pooled_list;
 
@@ -42,7 +45,9 @@ struct cgl_pool {
   const char **slots; /* interned strings, NULL for an empty slot; cap a power of two */
   size_t cap, n;
   arena_block *block;
-  pooled_list *lists;
+  pooled_list **lists; /* NULL for an empty slot; n_lists of cap_lists, a power of two */
+  size_t n_lists, cap_lists;
+  arena_block *list_block;
   cgl_strs empty;
 };
 
@@ -59,12 +64,12 @@ void cgl_pool_free(struct cgl_pool *p) {
     prev = b->prev;
     free(b);
   }
-  free(p->slots);
-  pooled_list *l, *tl;
-  HASH_ITER(hh, p->lists, l, tl) {
-    HASH_DEL(p->lists, l);
-    free(l);
+  for (arena_block *b = p->list_block, *prev; b; b = prev) {
+    prev = b->prev;
+    free(b);
   }
+  free(p->slots);
+  free(p->lists);
   free(p);
 }
 
@@ -109,9 +114,14 @@ static const char **slot_for(const char **slots, size_t cap, const char *s, size
   }
 }
 
+/* An arena entry's bytes: its header and string, padded to the header's alignment. */
+static size_t entry_bytes(size_t n) {
+  return (sizeof(str_head) + n + 1 + sizeof(str_head) - 1) / sizeof(str_head) * sizeof(str_head);
+}
+
 /* s[0..n) copied into the arena, after its header. */
 static const char *arena_copy(struct cgl_pool *p, const char *s, size_t n, uint32_t h) {
-  size_t need = (sizeof(str_head) + n + 1 + sizeof(str_head) - 1) / sizeof(str_head) * sizeof(str_head);
+  size_t need = entry_bytes(n);
   arena_block *b = p->block;
   if (!b || b->cap - b->used < need) {
     size_t cap = need > BLOCK_BYTES / 4 ? need : BLOCK_BYTES - sizeof *b;
@@ -137,9 +147,35 @@ static const char *arena_copy(struct cgl_pool *p, const char *s, size_t n, uint3
   return copy;
 }
 
+void cgl_pool_seal(struct cgl_pool *p) {
+  free(p->slots);
+  p->slots = NULL;
+  p->cap = 0;
+}
+
+/* The table made again from the arena (every string in it once), after
+ * cgl_pool_seal dropped it. */
+static void unseal(struct cgl_pool *p) {
+  size_t cap = 1024;
+  while ((p->n + 1) * 10 > cap * 7)
+    cap *= 2;
+  p->slots = cgl_xrealloc(NULL, cap * sizeof *p->slots);
+  memset(p->slots, 0, cap * sizeof *p->slots);
+  p->cap = cap;
+  for (const arena_block *b = p->block; b; b = b->prev)
+    for (size_t off = 0; off < b->used;) {
+      const str_head *e = (const str_head *)(const void *)(b->data + off);
+      const char *s = (const char *)(e + 1);
+      *slot_for(p->slots, cap, s, e->len, e->hash) = s;
+      off += entry_bytes(e->len);
+    }
+}
+
 static const char *intern(struct cgl_pool *p, const char *s, size_t n, bool printable) {
   if (!s)
     return NULL;
+  if (!p->slots && p->n)
+    unseal(p);
   if (n >= UINT32_MAX)
     return cgl_xrealloc(NULL, SIZE_MAX); /* past any line the reader keeps: out of memory */
   char small[256];
@@ -174,22 +210,65 @@ const char *cgl_intern(struct cgl_pool *p, const char *s, size_t n) { return int
 
 const char *cgl_intern_exact(struct cgl_pool *p, const char *s, size_t n) { return intern(p, s, n, false); }
 
+/* room for a list of n pointers in the lists' arena */
+static pooled_list *list_room(struct cgl_pool *p, size_t n) {
+  size_t need = sizeof(pooled_list) + n * sizeof(const char *);
+  arena_block *b = p->list_block;
+  if (!b || b->cap - b->used < need) {
+    size_t cap = need > BLOCK_BYTES / 4 ? need : BLOCK_BYTES - sizeof *b;
+    arena_block *nb = cgl_xrealloc(NULL, sizeof *nb + cap);
+    nb->used = 0;
+    nb->cap = cap;
+    nb->prev = b;
+    if (need > BLOCK_BYTES / 4 && b) { /* a long list's block of its own, under the current one */
+      nb->prev = b->prev;
+      b->prev = nb;
+    } else {
+      p->list_block = nb;
+    }
+    b = nb;
+  }
+  pooled_list *l = (pooled_list *)(void *)(b->data + b->used);
+  b->used += (need + _Alignof(pooled_list) - 1) / _Alignof(pooled_list) * _Alignof(pooled_list);
+  return l;
+}
+
+/* The slot of the list of klen bytes of pointers v (hash h). */
+static pooled_list **list_slot(pooled_list **slots, size_t cap, const char *const *v, size_t n, uint32_t h) {
+  for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+    const pooled_list *l = slots[i];
+    if (!l || (l->hash == h && l->list.n == n && !memcmp(l->key, v, n * sizeof *v)))
+      return &slots[i];
+  }
+}
+
 const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t n) {
   if (n == 0)
     return &p->empty;
   /* Interned strings are equal exactly when their pointers are: the key is the pointers. */
-  size_t klen = n * sizeof *v;
-  pooled_list *found;
-  HASH_FIND(hh, p->lists, v, klen, found);
-  if (!found) {
-    found = cgl_xrealloc(NULL, sizeof *found + klen);
-    memset(&found->hh, 0, sizeof found->hh);
-    memcpy(found->key, v, klen);
-    found->list.v = found->key;
-    found->list.n = n;
-    HASH_ADD_KEYPTR(hh, p->lists, found->key, klen, found);
+  if ((p->n_lists + 1) * 10 > p->cap_lists * 7) { /* keep the load under 0.7 */
+    size_t cap = p->cap_lists ? p->cap_lists * 2 : 256;
+    pooled_list **slots = cgl_xrealloc(NULL, cap * sizeof *slots);
+    memset(slots, 0, cap * sizeof *slots);
+    for (size_t i = 0; i < p->cap_lists; i++)
+      if (p->lists[i])
+        *list_slot(slots, cap, p->lists[i]->key, p->lists[i]->list.n, p->lists[i]->hash) = p->lists[i];
+    free(p->lists);
+    p->lists = slots;
+    p->cap_lists = cap;
   }
-  return &found->list;
+  uint32_t h = hash_of((const char *)v, n * sizeof *v);
+  pooled_list **slot = list_slot(p->lists, p->cap_lists, v, n, h);
+  if (!*slot) {
+    pooled_list *l = list_room(p, n);
+    memcpy(l->key, v, n * sizeof *v);
+    l->list.v = l->key;
+    l->list.n = n;
+    l->hash = h;
+    *slot = l;
+    p->n_lists++;
+  }
+  return &(*slot)->list;
 }
 
 /* The indices: an open-addressing table (linear probing) per table number,
@@ -210,6 +289,12 @@ struct cgl_index *cgl_index_new(void) {
   struct cgl_index *x = cgl_xrealloc(NULL, sizeof *x);
   memset(x, 0, sizeof *x);
   return x;
+}
+
+void cgl_index_clear(struct cgl_index *x) {
+  for (int t = 0; t < TABLES; t++)
+    free(x->t[t].slots);
+  memset(x, 0, sizeof *x);
 }
 
 void cgl_index_free(struct cgl_index *x) {

@@ -29,6 +29,10 @@ const char *cgl_intern(struct cgl_pool *p, const char *s, size_t n);
 /* The interned copy of s[0..n) byte for byte (a command to paste must give
  * back the very words); never shown as it is. */
 const char *cgl_intern_exact(struct cgl_pool *p, const char *s, size_t n);
+/* Drops the table that finds interned strings (a pointer a string, the
+ * peak's largest part after the records once the log is read), keeping
+ * the strings: the next cgl_intern makes it again from them. */
+void cgl_pool_seal(struct cgl_pool *p);
 /* The interned list of n strings, each already interned. */
 const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t n);
 
@@ -37,6 +41,8 @@ const cgl_strs *cgl_intern_list(struct cgl_pool *p, const char *const *v, size_t
 typedef void (*cgl_index_key)(const void *ctx, int t, size_t value, long long *a, long long *b);
 struct cgl_index *cgl_index_new(void);
 void cgl_index_free(struct cgl_index *x);
+/* Empties x (its tables freed), as new. */
+void cgl_index_clear(struct cgl_index *x);
 /* The value stored for a (a, b) key of table t (0 to 3: 0 processes by
  * (file, pid), 1 captures by (process, id)), or -1 when none; key_of(ctx,
  * ...) gives the keys of the values stored. */

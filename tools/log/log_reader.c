@@ -15,6 +15,7 @@
 #include "log_pool.h"
 #include "log_site.h"
 #include "log_json.h"
+#include "xalloc.h" /* cg_out_of_memory */
 
 enum { BY_PID = 0, BY_CAPTURE = 1 };
 
@@ -40,6 +41,11 @@ _Static_assert(CG_EV_KIND_COUNT <= 255 && CG_VERDICT_COUNT <= 255 && CG_IMAGE_KI
 static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap)
     return p;
+  /* The records' links are 4-byte indices (log_reader.h): a log of 2^31
+   * processes, captures or calls (hundreds of GB of memory) is refused as
+   * a log too large for memory is, in one line. */
+  if (need > INT32_MAX)
+    cg_out_of_memory("reading the log (more than 2^31 records of one kind)");
   size_t n = *cap ? *cap + *cap / 2 : 16;
   while (n < need)
     n += n / 2;
@@ -61,11 +67,19 @@ void cgl_init(cgl_log *log) {
 void cgl_free(cgl_log *log) {
   if (!log->is_view) {
     for (size_t i = 0; i < log->n_caps; i++)
-      free(log->caps[i].offender);
+      free(log->caps[i].more);
     for (size_t i = 0; i < log->n_procs; i++) {
       if (log->cprocs)
         free(log->cprocs[i].ids);
       free(log->procs[i].slowest);
+      if (log->procs[i].more)
+        free(log->procs[i].more->nums);
+      free(log->procs[i].more);
+    }
+    for (size_t i = 0; i < log->n_evs; i++) {
+      if (log->evs[i].more)
+        free(log->evs[i].more->nums);
+      free(log->evs[i].more);
     }
     for (size_t i = 0; i < log->n_files; i++)
       free((char *)log->files[i]);
@@ -86,6 +100,7 @@ void cgl_free(cgl_log *log) {
   free(log->runs);
   free(log->ccaps);
   free(log->cprocs);
+  free(log->firsts);
   memset(log, 0, sizeof *log);
 }
 
@@ -147,20 +162,74 @@ void cgl_log_key(const void *ctx, int t, size_t value, long long *a, long long *
   }
 }
 
+/* p's block of rarely set fields, made on first need (zeroed). */
+static cgl_process_more *more_of(cgl_process *p) {
+  if (!p->more) {
+    p->more = cgl_xrealloc(NULL, sizeof *p->more);
+    memset(p->more, 0, sizeof *p->more);
+  }
+  return p->more;
+}
+
+void cgl_process_set(cgl_process *p, int k, long long v) {
+  if (!p->wide && v >= INT32_MIN && v <= INT32_MAX) {
+    p->nums[k] = (int32_t)v;
+    return;
+  }
+  if (!p->wide) { /* a value no shim writes: all of them kept whole, apart */
+    long long *w = cgl_xrealloc(NULL, CGL_PR_NUMS * sizeof *w);
+    for (size_t i = 0; i < CGL_PR_NUMS; i++)
+      w[i] = p->nums[i];
+    more_of(p)->nums = w;
+    p->wide = true;
+  }
+  p->more->nums[k] = v;
+}
+
 static size_t new_proc(cgl_log *log, size_t file, long long pid) {
   cgl_process *p = NEW_ITEM(log->procs, log->n_procs, log->cap_procs);
-  p->file = file;
+  p->file = (uint32_t)file;
   p->pid = pid;
   p->cuda = true;
   p->mode = CG_RUN_MODE_COUNT;
-  p->first_offset = log->cur_offset;
-  p->first_lineno = log->cur_lineno;
+  if (log->census || log->keep_firsts) {
+    log->firsts = grow(log->firsts, &log->cap_firsts, log->n_procs, sizeof *log->firsts);
+    log->firsts[log->n_procs - 1] = (cgl_first_line){log->cur_offset, log->cur_lineno};
+  }
   if (log->census) {
     log->cprocs = grow(log->cprocs, &log->cap_cprocs, log->n_procs, sizeof *log->cprocs);
     memset(&log->cprocs[log->n_procs - 1], 0, sizeof *log->cprocs);
   }
   cgl_index_put(log->index, BY_PID, (long long)file, pid, log->n_procs - 1, cgl_log_key, log);
   return log->n_procs - 1;
+}
+
+void cgl_seal(cgl_log *log) {
+  if (log->is_view || log->sealed)
+    return;
+  cgl_index_clear(log->index);
+  cgl_pool_seal(log->pool);
+  log->sealed = true;
+}
+
+void cgl_unseal(cgl_log *log) {
+  if (!log->sealed)
+    return;
+  log->sealed = false;
+  /* in the order made: a pid's latest process is the one its key keeps */
+  for (size_t p = 0; p < log->n_procs; p++)
+    cgl_index_put(log->index, BY_PID, (long long)log->procs[p].file, log->procs[p].pid, p, cgl_log_key, log);
+  size_t n = log->census ? log->n_ccaps : log->n_caps;
+  for (size_t c = 0; c < n; c++) {
+    long long a, b;
+    cgl_log_key(log, BY_CAPTURE, c, &a, &b);
+    cgl_index_put(log->index, BY_CAPTURE, a, b, c, cgl_log_key, log);
+  }
+}
+
+const cgl_first_line *cgl_first_of(const cgl_log *log, size_t proc) {
+  static const cgl_first_line none;
+  return log->firsts ? &log->firsts[proc] : &none;
 }
 
 const cgl_census_proc *cgl_census_of(const cgl_log *log, size_t proc) {
@@ -180,7 +249,7 @@ static size_t capture_for(cgl_log *log, size_t proc, long long id) {
   if (i >= 0)
     return (size_t)i;
   cgl_capture *c = NEW_ITEM(log->caps, log->n_caps, log->cap_caps);
-  c->proc = proc;
+  c->proc = (uint32_t)proc;
   c->id = id;
   c->first_break = -1;
   c->mode = CG_CAPTURE_MODE_COUNT;
@@ -265,15 +334,15 @@ static void census_event(cgl_log *log, size_t proc, const cgl_jv *o) {
 /* What "start" and "process" records both say about a process. */
 static void read_identity(cgl_log *log, cgl_process *p, const cgl_jv *o) {
   p->ppid = num(o, CG_KEY_PPID, 0);
-  p->mode = (cg_run_mode)word(&cg_run_modes, o, CG_KEY_MODE);
+  p->mode = (unsigned char)word(&cg_run_modes, o, CG_KEY_MODE);
   p->run = str(log, o, CG_KEY_RUN);
   p->prime = str(log, o, CG_KEY_PRIME);
   p->time_ns = num(o, CG_KEY_TIME_NS, 0);
   seen_at(p, p->time_ns);
   if (INT(cgl_jget(o, CG_KEY_RANK))) {
     p->rank_known = true;
-    p->rank = num(o, CG_KEY_RANK, 0);
-    p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
+    cgl_process_set(p, CGL_PR_RANK, num(o, CG_KEY_RANK, 0));
+    cgl_process_set(p, CGL_PR_WORLD_SIZE, num(o, CG_KEY_WORLD_SIZE, 0));
   }
   const cgl_jv *argv = arr(o, CG_KEY_ARGV), *w;
   size_t argc = 0;
@@ -292,9 +361,10 @@ static void read_identity(cgl_log *log, cgl_process *p, const cgl_jv *o) {
     }
   }
   /* one interned list: the processes of a launcher share their command line */
-  p->argc = argc;
+  p->argc = (unsigned char)argc;
   p->argv = argc ? cgl_intern_list(log->pool, words, argc)->v : NULL;
-  p->argv_exact = differs ? cgl_intern_list(log->pool, exact, argc) : NULL;
+  if (differs || p->more)
+    more_of(p)->argv_exact = differs ? cgl_intern_list(log->pool, exact, argc) : NULL;
 }
 
 /* A line of a pid already seen is another process (the pid was reused) when
@@ -325,8 +395,8 @@ static void read_process(cgl_log *log, size_t file, long long pid, const cgl_jv 
   p->seen_process = true;
   p->cuda = true;
   read_identity(log, p, o);
-  p->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
-  p->emulate_driver = num(o, CG_KEY_EMULATE_DRIVER, 0);
+  cgl_process_set(p, CGL_PR_DRIVER_VERSION, num(o, CG_KEY_DRIVER_VERSION, 0));
+  cgl_process_set(p, CGL_PR_EMULATE_DRIVER, num(o, CG_KEY_EMULATE_DRIVER, 0));
 }
 
 /* "broken_by": an object names the first offender, null says none was seen,
@@ -343,19 +413,24 @@ static const char *site_str(cgl_log *log, size_t proc, const cgl_jv *o, const ch
   return strcmp(buf, s) ? cgl_intern(log->pool, buf, strlen(buf)) : s;
 }
 
+/* c's block of rarely set fields, made on first need (zeroed). */
+static cgl_capture_more *capture_more(cgl_capture *c) {
+  if (!c->more) {
+    c->more = cgl_xrealloc(NULL, sizeof *c->more);
+    memset(c->more, 0, sizeof *c->more);
+  }
+  return c->more;
+}
+
 static void read_broken_by(cgl_log *log, cgl_capture *c, const cgl_jv *o) {
   const cgl_jv *b = cgl_jget(o, CG_KEY_BROKEN_BY);
   c->by = CGL_BY_UNKNOWN;
-  if (c->offender)
-    memset(c->offender, 0, sizeof *c->offender);
+  if (c->more)
+    memset(&c->more->offender, 0, sizeof c->more->offender);
   if (NUL_(b)) {
     c->by = CGL_BY_UNWATCHED;
   } else if (OBJ(b)) {
-    if (!c->offender) {
-      c->offender = cgl_xrealloc(NULL, sizeof *c->offender);
-      memset(c->offender, 0, sizeof *c->offender);
-    }
-    cgl_offender *f = c->offender;
+    cgl_offender *f = &capture_more(c)->offender;
     c->by = CGL_BY_CALL;
     const char *s;
     f->call = (s = str(log, b, CG_KEY_CALL)) ? s : "";
@@ -386,20 +461,25 @@ static void read_capture(cgl_log *log, size_t proc, const cgl_jv *o) {
   c->events = num(o, CG_KEY_EVENTS, 0);
   const cgl_jv *er = cgl_jget(o, CG_KEY_END_RESULT);
   c->has_end_result = INT(er);
-  c->end_result = c->has_end_result ? (long long)er->u.i : 0;
-  c->repeats = num(o, CG_KEY_REPEATS, 0);
-  if (c->repeats < 0)
-    c->repeats = 0;
+  long long end = c->has_end_result ? (long long)er->u.i : 0;
+  c->end_result_wide = end < INT32_MIN || end > INT32_MAX;
+  c->end_result = c->end_result_wide ? 0 : (int32_t)end;
+  if (c->end_result_wide)
+    capture_more(c)->end_result = end;
+  long long repeats = num(o, CG_KEY_REPEATS, 0);
+  if (repeats > 0 || c->more)
+    capture_more(c)->repeats = repeats > 0 ? repeats : 0;
   read_broken_by(log, c, o);
   seen_at(&log->procs[proc], c->begin_ns);
   seen_at(&log->procs[proc], c->end_ns);
 }
 
-/* Earlier time first; the order read breaks ties (lines of one process are in order). */
+/* Earlier time first; the order read (the index in log->evs) breaks ties
+ * (lines of one process are in order). */
 static bool before(const cgl_event *x, const cgl_event *y) {
   if (x->time_ns != y->time_ns)
     return x->time_ns < y->time_ns;
-  return x->seq < y->seq;
+  return x < y;
 }
 
 static const cgl_strs *kernel_list(cgl_log *log, const cgl_jv *names) {
@@ -568,41 +648,47 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   }
   cgl_event *e = NEW_ITEM(log->evs, log->n_evs, log->cap_evs);
   size_t ei = log->n_evs - 1;
-  e->proc = proc;
-  e->seq = ei;
+  e->proc = (uint32_t)proc;
   e->time_ns = num(o, CG_KEY_TIME_NS, 0);
   e->kind = (cg_event_kind)word(&cg_event_kinds, o, CG_KEY_EVENT);
   e->call = str(log, o, CG_KEY_CALL);
   e->handle = str(log, o, CG_KEY_HANDLE);
   e->meaning = str(log, o, CG_KEY_MEANING);
   e->verdict = (cg_verdict)word(&cg_verdicts, o, CG_KEY_VERDICT);
-  e->result = num(o, CG_KEY_RESULT, 0);
-  e->driver_result = num(o, CG_KEY_DRIVER_RESULT, -1);
-  e->driver_version = num(o, CG_KEY_DRIVER_VERSION, 0);
-  e->emulate_driver = num(o, CG_KEY_EMULATE_DRIVER, 0);
-  e->tid = num(o, CG_KEY_TID, 0);
-  e->thread_name = str(log, o, CG_KEY_THREAD_NAME);
-  e->nccl_setup = str(log, o, CG_KEY_NCCL_SETUP);
+  long long nums[CGL_EV_NUMS] = {num(o, CG_KEY_RESULT, 0),
+                                 num(o, CG_KEY_DRIVER_RESULT, -1),
+                                 num(o, CG_KEY_DRIVER_VERSION, 0),
+                                 num(o, CG_KEY_EMULATE_DRIVER, 0),
+                                 num(o, CG_KEY_TID, 0),
+                                 0};
+  cgl_event_more more = {str(log, o, CG_KEY_THREAD_NAME), str(log, o, CG_KEY_NCCL_SETUP), NULL, NULL, NULL};
   const cgl_jv *img = cgl_jget(o, CG_KEY_IMAGE);
   e->kernels = kernel_list(log, OBJ(img) ? arr(img, CG_KEY_KERNELS) : NULL);
   e->image_kind = CG_IMAGE_KIND_COUNT;
   if (OBJ(img)) {
     e->image_kind = (cg_image_kind)word(&cg_image_kinds, img, CG_KEY_KIND);
     e->image_hash = str(log, img, CG_KEY_HASH);
-    e->image_sm = num(img, CG_KEY_SM, 0);
+    nums[CGL_EV_IMAGE_SM] = num(img, CG_KEY_SM, 0);
     e->kernels_truncated = TRUE_(cgl_jget(img, CG_KEY_KERNELS_TRUNCATED));
   }
   e->runtime_lazy = cgl_stack_runtime_lazy(arr(o, CG_KEY_NATIVE_STACK));
   /* A log of a capguard before load options were recorded says only
    * "options": true, and that capguard never served nor recorded such a load. */
-  e->options_foreign = str(log, o, CG_KEY_OPTIONS_FOREIGN);
-  if (!e->options_foreign && TRUE_(cgl_jget(o, CG_KEY_OPTIONS)) &&
-      !cgl_jget(o, CG_KEY_LOAD_OPTIONS))
-    e->options_foreign = "JIT or library options (this capguard's log predates their recording)";
-  e->with_options = e->options_foreign != NULL;
-  e->options_differ = str(log, o, CG_KEY_OPTIONS_DIFFER);
+  more.options_foreign = str(log, o, CG_KEY_OPTIONS_FOREIGN);
+  if (!more.options_foreign && TRUE_(cgl_jget(o, CG_KEY_OPTIONS)) && !cgl_jget(o, CG_KEY_LOAD_OPTIONS))
+    more.options_foreign = "JIT or library options (this capguard's log predates their recording)";
+  e->with_options = more.options_foreign != NULL;
+  more.options_differ = str(log, o, CG_KEY_OPTIONS_DIFFER);
+  for (size_t k = 0; k < CGL_EV_NUMS; k++) {
+    e->nums[k] = (int32_t)nums[k];
+    e->wide |= nums[k] < INT32_MIN || nums[k] > INT32_MAX;
+  }
+  if (e->wide) /* a value no shim writes: kept whole, apart */
+    more.nums = memcpy(cgl_xrealloc(NULL, sizeof nums), nums, sizeof nums);
+  if (more.thread_name || more.nccl_setup || more.options_foreign || more.options_differ || more.nums)
+    e->more = memcpy(cgl_xrealloc(NULL, sizeof more), &more, sizeof more);
   stack_sites(log, proc, o, &e->site, &e->python_top);
-  e->src_file = log->files[file];
+  (void)file; /* its file is its process's */
   e->src_line = lineno;
   seen_at(&log->procs[proc], e->time_ns);
   /* The capture it names; known from the event alone if its "capture" line never came
@@ -610,7 +696,7 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
   const cgl_jv *cap = cgl_jget(o, CG_KEY_CAPTURE);
   long long id = OBJ(cap) ? num(cap, CG_KEY_ID, 0) : 0;
   size_t ci = capture_for(log, proc, id);
-  e->capture = ci;
+  e->capture = (uint32_t)ci;
   cgl_capture *c = &log->caps[ci];
   if (!c->ended_line && OBJ(cap)) {
     c->stream = str(log, cap, CG_KEY_STREAM);
@@ -623,27 +709,38 @@ static void read_event(cgl_log *log, size_t file, long long lineno, size_t proc,
     c->events++;
   }
   if (cg_verdict_breaks(e->verdict) && (c->first_break < 0 || before(e, &log->evs[c->first_break])))
-    c->first_break = (long)ei;
+    c->first_break = (int32_t)ei;
 }
 
 static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
   cgl_process *p = &log->procs[proc];
   p->has_summary = true;
   p->log_incomplete = TRUE_(cgl_jget(o, CG_KEY_LOG_INCOMPLETE));
-  p->captures = num(o, CG_KEY_CAPTURES, 0);
-  p->captures_broken = num(o, CG_KEY_CAPTURES_BROKEN, 0);
-  p->primed_loaded = num(o, CG_KEY_PRIMED_LOADED, 0);
-  p->primed_unused = num(o, CG_KEY_PRIMED_UNUSED, 0);
-  p->recorded = num(o, CG_KEY_RECORDED, 0);
-  p->primed_skipped_arch = num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0);
-  p->skipped_sm = num(o, CG_KEY_SKIPPED_SM, 0);
-  p->device_sm = num(o, CG_KEY_DEVICE_SM, 0);
+  cgl_process_set(p, CGL_PR_CAPTURES, num(o, CG_KEY_CAPTURES, 0));
+  cgl_process_set(p, CGL_PR_CAPTURES_BROKEN, num(o, CG_KEY_CAPTURES_BROKEN, 0));
+  /* the fields most processes leave zero: a block only when one is not */
+  long long rare[7] = {num(o, CG_KEY_PRIMED_LOADED, 0),   num(o, CG_KEY_PRIMED_UNUSED, 0),
+                       num(o, CG_KEY_RECORDED, 0),        num(o, CG_KEY_PRIMED_SKIPPED_ARCH, 0),
+                       num(o, CG_KEY_SKIPPED_SM, 0),      num(o, CG_KEY_DEVICE_SM, 0),
+                       num(o, CG_KEY_COLLECTIVE_EXECS, 0)};
+  bool any = false;
+  for (size_t i = 0; i < 7; i++)
+    any = any || rare[i];
+  if (any || p->more) {
+    cgl_process_more *m = more_of(p);
+    m->primed_loaded = rare[0];
+    m->primed_unused = rare[1];
+    m->recorded = rare[2];
+    m->primed_skipped_arch = rare[3];
+    m->skipped_sm = rare[4];
+    m->device_sm = rare[5];
+    m->collective_execs = rare[6];
+  }
   p->has_capture_time = INT(cgl_jget(o, CG_KEY_CAPTURE_NS));
-  p->captures_timed = num(o, CG_KEY_CAPTURES_TIMED, 0);
+  cgl_process_set(p, CGL_PR_CAPTURES_TIMED, num(o, CG_KEY_CAPTURES_TIMED, 0));
   p->capture_ns = num(o, CG_KEY_CAPTURE_NS, 0);
   p->first_capture_ns = num(o, CG_KEY_FIRST_CAPTURE_NS, 0);
   p->first_replay_ns = num(o, CG_KEY_FIRST_REPLAY_NS, 0);
-  p->collective_execs = num(o, CG_KEY_COLLECTIVE_EXECS, 0);
   const cgl_jv *slow = arr(o, CG_KEY_SLOWEST);
   p->n_slowest = 0;
   for (const cgl_jv *c = cgl_jfirst(slow); c && p->n_slowest < 3; c = cgl_jnext(c)) {
@@ -661,8 +758,8 @@ static void read_summary(cgl_log *log, size_t proc, const cgl_jv *o) {
    * first, with the local rank): a summary without one leaves theirs */
   if (INT(cgl_jget(o, CG_KEY_RANK))) {
     p->rank_known = true;
-    p->rank = num(o, CG_KEY_RANK, 0);
-    p->world_size = num(o, CG_KEY_WORLD_SIZE, 0);
+    cgl_process_set(p, CGL_PR_RANK, num(o, CG_KEY_RANK, 0));
+    cgl_process_set(p, CGL_PR_WORLD_SIZE, num(o, CG_KEY_WORLD_SIZE, 0));
   }
   seen_at(p, num(o, CG_KEY_TIME_NS, 0));
 }
@@ -710,7 +807,7 @@ static void read_record(cgl_log *log, size_t file, long long lineno, const cgl_j
     const cgl_jv *sig = cgl_jget(o, CG_KEY_SIGNAL);
     if (INT(sig) && sig->u.i > 0 && sig->u.i < 256) {
       size_t i = proc_for(log, file, p); /* before log->procs is read: it may make the first, or move it */
-      log->procs[i].signal = (int)sig->u.i;
+      more_of(&log->procs[i])->signal = (int)sig->u.i;
     }
     break;
   }
@@ -728,6 +825,7 @@ void cgl_read_line(cgl_log *log, size_t file, const char *text, size_t len, long
   if (sp == len)
     return; /* blank lines are not lines of the log */
   log->lines++;
+  cgl_unseal(log);
   if (!log->json) {
     log->json = cgl_xrealloc(NULL, sizeof *log->json);
     memset(log->json, 0, sizeof *log->json);

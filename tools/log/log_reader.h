@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "capguard/log_schema.h"
@@ -36,11 +37,50 @@ typedef struct {
 
 #define CGL_ARGV_MAX 16 /* the shim logs a process's first 16 words */
 
-/* A process. Kept small (a census holds one per process of every run, a
- * whole read a million of them): the command line is an interned list and
- * the slowest captures an allocation of their own, not arrays in place. */
+/* What few processes log, apart from their record (cgl_process.more): an
+ * allocation made only for a process that says one of them is not zero
+ * (the priming file's counts, the images skipped for their architecture,
+ * the hang watch's execs left, a signal, a command line with control
+ * characters). A whole read holds a million processes, most of which set
+ * none of these; one that sets some pays a pointer and this block. */
 typedef struct {
-  size_t file;          /* index into cgl_log.files */
+  long long primed_loaded, primed_unused, recorded;
+  long long primed_skipped_arch, skipped_sm, device_sm;
+  /* Graph execs holding collectives still alive at exit (CAPGUARD_HANG_S). */
+  long long collective_execs;
+  const cgl_strs *argv_exact; /* the argc words byte for byte, for commands to paste: NULL when
+                                 argv is already exact (no control character, valid UTF-8) */
+  int signal;                 /* the signal it died of, from capguard run's "ended" record (0: not said) */
+  /* Its numbers (cgl_process_num) when one does not fit the process's 4
+   * bytes (cgl_process.wide), CGL_PR_NUMS of them; NULL when they fit. */
+  long long *nums;
+} cgl_process_more;
+
+/* A process's numbers, in cgl_process.nums (cgl_process_num reads them,
+ * the reader sets them through cgl_process_set): 4 bytes each, as every
+ * value a shim writes fits (a driver version, a rank, a count of
+ * captures); a log that says one that does not keeps all of them in the
+ * process's cgl_process_more. */
+enum {
+  CGL_PR_DRIVER_VERSION,
+  CGL_PR_EMULATE_DRIVER,
+  CGL_PR_RANK,            /* the launcher's rank (rank_known) */
+  CGL_PR_WORLD_SIZE,      /* 0 when not said */
+  CGL_PR_CAPTURES,        /* the summary's captures begun, */
+  CGL_PR_CAPTURES_BROKEN, /* broken */
+  CGL_PR_CAPTURES_TIMED,  /* and timed (capture_ns covers them) */
+  CGL_PR_NUMS
+};
+
+/* A process. Kept small (a census holds one per process of every run, a
+ * whole read a million of them): its numbers 4 bytes (cgl_process_num),
+ * the command line is an interned list, the
+ * slowest captures and what few processes log (cgl_process_more)
+ * allocations of their own, the indices 4 bytes (a log holds fewer than
+ * 2^31 processes: the reader stops there, cgl_xrealloc's one line). */
+typedef struct {
+  uint32_t file;      /* index into cgl_log.files */
+  uint32_t run_index; /* set by cgl_group_runs */
   long long pid, ppid;
   bool seen_process;    /* a "process" line was read (else only its other lines) */
   bool seen_start;      /* a "start" line was read: the shim started in it */
@@ -55,26 +95,38 @@ typedef struct {
    * primed loads served (the calls' verdicts count them). */
   bool rank_known;
   unsigned char n_slowest; /* how many slowest captures the summary named (at most 3) */
-  cg_run_mode mode;     /* CG_RUN_MODE_COUNT: not logged */
-  int signal;           /* the signal it died of, from capguard run's "ended" record (0: not said) */
+  unsigned char mode;      /* a cg_run_mode; CG_RUN_MODE_COUNT: not logged */
+  unsigned char argc;      /* argv's words (at most CGL_ARGV_MAX) */
+  bool wide;               /* a number did not fit nums: all of them are more->nums */
+  int32_t nums[CGL_PR_NUMS]; /* read them with cgl_process_num */
   const char *run, *prime; /* run: capguard run's id; prime: the priming file */
-  long long driver_version, emulate_driver, time_ns;
+  long long time_ns;
   long long first_ns, last_ns; /* span of everything it logged */
-  const char *const *argv; /* its first argc words (at most CGL_ARGV_MAX); NULL when argc is 0 */
-  const cgl_strs *argv_exact; /* the same argc words byte for byte, for commands to paste: NULL when
-                                 argv is already exact (no control character, valid UTF-8) */
-  size_t argc;
-  long long captures, captures_broken, primed_loaded, primed_unused, recorded;
-  long long primed_skipped_arch, skipped_sm, device_sm;
-  long long captures_timed, capture_ns, first_capture_ns, first_replay_ns;
-  /* Graph execs holding collectives still alive at exit (CAPGUARD_HANG_S). */
-  long long collective_execs;
+  const char *const *argv;     /* its first argc words; NULL when argc is 0 */
+  long long capture_ns, first_capture_ns, first_replay_ns;
   cgl_slowest *slowest; /* n_slowest of them; owned by the log, shared by its views */
-  long long rank, world_size;
-  size_t run_index;     /* set by cgl_group_runs */
-  /* Where its first line is (byte offset and line number in its file). */
-  long long first_offset, first_lineno;
+  cgl_process_more *more; /* NULL: all its fields zero; owned by the log, shared by its views */
 } cgl_process;
+
+/* Where a process's first line is (byte offset and line number in its
+ * file): kept (cgl_log.firsts) only by a census and by the reading of one
+ * run that it starts (log_latest.h), which read from there. */
+typedef struct {
+  long long offset, lineno;
+} cgl_first_line;
+
+/* p's rarely set fields: all zero (NULL) when it logged none. */
+static inline const cgl_process_more *cgl_process_rare(const cgl_process *p) {
+  static const cgl_process_more none;
+  return p->more ? p->more : &none;
+}
+
+/* p's number k (CGL_PR_DRIVER_VERSION ... CGL_PR_CAPTURES_TIMED). */
+static inline long long cgl_process_num(const cgl_process *p, int k) {
+  return p->wide ? p->more->nums[k] : p->nums[k];
+}
+/* Sets p's number k to v (the reader's). */
+void cgl_process_set(cgl_process *p, int k, long long v);
 
 /* What a census (cgl_log.census) holds of a process beside its record, in
  * cgl_log.cprocs, so that a whole read's records do not carry it: its calls
@@ -110,64 +162,133 @@ typedef struct {
   long long result, tid, time_ns;
 } cgl_offender;
 
+/* What few captures log, apart from their record (cgl_capture.more): the
+ * first offender a call that broke it names (set when by is CGL_BY_CALL,
+ * else all zero), and the events counted and not written again. Most
+ * captures break nowhere and repeat nothing, and do not carry these 64
+ * bytes. */
 typedef struct {
-  size_t proc;          /* index into cgl_log.procs */
+  cgl_offender offender;
+  long long repeats;
+  long long end_result; /* when it does not fit cgl_capture.end_result (end_result_wide) */
+} cgl_capture_more;
+
+/* A capture: 80 bytes (a whole read of a large log holds millions). */
+typedef struct {
+  uint32_t proc;       /* index into cgl_log.procs */
+  int32_t first_break; /* index into cgl_log.evs of the earliest breaking call, -1 if none (a log
+                          holds fewer than 2^31 calls: the reader stops there) */
   long long id, tid, begin_ns, end_ns, events;
-  long long end_result; /* what cuStreamEndCapture returned to the caller */
-  long long repeats;    /* events counted and not written again (0 when absent) */
-  bool has_end_result;  /* "end_result" was logged (absent while open at exit, or older logs) */
-  bool ended_line;      /* a "capture" line was read (else known from events only) */
+  /* What cuStreamEndCapture returned to the caller (a CUresult, 4 bytes):
+   * read it with cgl_capture_end_result, which finds a value the log says
+   * that does not fit in more. */
+  int32_t end_result;
   /* bytes, not enums of 4: by a cgl_broken_by, mode a cg_capture_mode,
    * status a cg_capture_status */
   unsigned char by;
   unsigned char mode;   /* CG_CAPTURE_MODE_COUNT: not logged */
   unsigned char status; /* CG_CAPTURE_STATUS_COUNT: not logged */
-  /* Set when by is CGL_BY_CALL, an allocation of its own (owned by the
-   * log, shared by its views): most captures break nowhere, and do not
-   * carry its 56 bytes. Read it with cgl_capture_offender. */
-  cgl_offender *offender;
+  bool has_end_result : 1;  /* "end_result" was logged (absent while open at exit, or older logs) */
+  bool ended_line : 1;      /* a "capture" line was read (else known from events only) */
+  bool end_result_wide : 1; /* end_result is more's */
+  /* NULL: no offender, no repeats, no wide end result; owned by the log,
+   * shared by its views. Read it with cgl_capture_offender,
+   * cgl_capture_repeats and cgl_capture_end_result. */
+  cgl_capture_more *more;
   const char *stream, *began;
-  long first_break;     /* index into cgl_log.evs of the earliest breaking call, -1 if none */
 } cgl_capture;
 
 /* c's first offender: all zero (NULL strings) when it has none. */
 static inline const cgl_offender *cgl_capture_offender(const cgl_capture *c) {
   static const cgl_offender none;
-  return c->offender ? c->offender : &none;
+  return c->more ? &c->more->offender : &none;
 }
+/* What c's end returned (0 when has_end_result is false). */
+static inline long long cgl_capture_end_result(const cgl_capture *c) {
+  return c->end_result_wide ? c->more->end_result : c->end_result;
+}
+/* The events c counted and did not write again (0 when the log says none). */
+static inline long long cgl_capture_repeats(const cgl_capture *c) { return c->more ? c->more->repeats : 0; }
 
+/* What few calls during capture log, apart from their record
+ * (cgl_event.more): an allocation made only for a call that says one. */
 typedef struct {
-  size_t proc, capture; /* capture: index into cgl_log.caps */
-  size_t seq;           /* order read, breaks time ties */
-  long long time_ns, result, driver_result, driver_version, emulate_driver, tid;
-  /* The words as bytes, not enums of 4 (a whole read holds an event a call
-   * made during capture), next to the flags, so that they fill one word:
-   * kind a cg_event_kind, verdict a cg_verdict, image_kind a cg_image_kind. */
+  const char *thread_name; /* the calling thread's name when not the capturing thread, NULL if not said */
+  const char *nccl_setup;  /* the NCCL communicator set-up frame it was called from, NULL if none */
+  /* The load passed an option capguard cannot reproduce (options_foreign
+   * names it, NULL when none); options_differ: how its options differed
+   * from those recorded for its bytes, NULL. */
+  const char *options_foreign, *options_differ;
+  /* The call's numbers (cgl_event_num) when one does not fit the event's 4
+   * bytes (cgl_event.wide), CGL_EV_NUMS of them; NULL when they fit. */
+  long long *nums;
+} cgl_event_more;
+
+/* An event's numbers, in cgl_event.nums (cgl_event_num reads them): 4
+ * bytes each, as every value a shim writes fits (a CUresult, a driver
+ * version, a Linux thread id, an SM architecture); a log that says one
+ * that does not keeps all of them in the event's cgl_event_more. */
+enum {
+  CGL_EV_RESULT,         /* what the call returned to the caller */
+  CGL_EV_DRIVER_RESULT,  /* what the driver returned (-1: not said) */
+  CGL_EV_DRIVER_VERSION, /* the driver's version the shim saw */
+  CGL_EV_EMULATE_DRIVER, /* CAPGUARD_EMULATE_DRIVER's version, 0 none */
+  CGL_EV_TID,            /* the calling thread */
+  CGL_EV_IMAGE_SM,       /* the image's SM architecture (90: sm_90), 0 unknown */
+  CGL_EV_NUMS
+};
+
+/* A call during capture. Kept small (a whole read of a large log holds
+ * millions): 4-byte indices (fewer than 2^31 processes and captures: the
+ * reader stops there) and numbers (cgl_event_num), its order read its
+ * index in cgl_log.evs (a view keeps the order), its file its process's,
+ * and what few calls log in an allocation of its own. */
+typedef struct {
+  uint32_t proc, capture; /* indices into cgl_log.procs and cgl_log.caps */
+  /* The words as bytes, not enums of 4, next to the flags, so that they
+   * fill one word: kind a cg_event_kind, verdict a cg_verdict, image_kind a
+   * cg_image_kind. */
   unsigned char kind;       /* CG_EV_KIND_COUNT: not one this reader knows */
   unsigned char verdict;    /* CG_VERDICT_COUNT: likewise */
   unsigned char image_kind; /* CG_IMAGE_KIND_COUNT: no image logged */
   bool kernels_truncated;
   bool runtime_lazy;    /* its native stack shows the CUDA runtime loading lazily (__cudaGetKernel,
                            cudaGetFuncBySymbol, libcudart's lazy loading): a first launch */
-  /* The load passed an option capguard cannot reproduce (options_foreign
-   * names it): never served, so never recorded. A load whose options it
-   * can reproduce is recorded with them and served like any other. */
+  /* The load passed an option capguard cannot reproduce (more's
+   * options_foreign names it): never served, so never recorded. A load
+   * whose options it can reproduce is recorded with them and served like
+   * any other. */
   bool with_options;
+  bool wide; /* a number did not fit nums: all of them are more->nums */
+  long long time_ns;
+  int32_t nums[CGL_EV_NUMS]; /* read them with cgl_event_num */
   const char *call;
   const char *handle;  /* hex: what the call worked on (stream, event, pointer), NULL if absent */
   const char *meaning; /* the result in words, as the shim wrote it, NULL if absent */
   const char *image_hash;
-  long long image_sm;          /* the image's SM architecture (90: sm_90), 0 unknown */
   const cgl_strs *kernels;     /* never NULL: an empty list when none */
-  const char *options_foreign; /* that option, NULL when none */
-  const char *options_differ;  /* how its options differed from those recorded for its bytes, NULL */
   const char *site;     /* see cgl_event_site */
   const char *python_top; /* innermost Python frame "file:line in func", NULL if none */
-  const char *thread_name; /* the calling thread's name when not the capturing thread, NULL if not said */
-  const char *nccl_setup;  /* the NCCL communicator set-up frame it was called from, NULL if none */
-  const char *src_file;
-  long long src_line;
+  cgl_event_more *more;   /* NULL: none of its fields said; owned by the log, shared by its views */
+  long long src_line;     /* its line in its process's file */
 } cgl_event;
+
+/* The file e was read from (its process's), in log's files. */
+static inline const char *cgl_event_file(const char *const *files, const cgl_process *procs,
+                                         const cgl_event *e) {
+  return files[procs[e->proc].file];
+}
+
+/* e's rarely set fields: all NULL when it logged none. */
+static inline const cgl_event_more *cgl_event_rare(const cgl_event *e) {
+  static const cgl_event_more none;
+  return e->more ? e->more : &none;
+}
+
+/* e's number k (CGL_EV_RESULT ... CGL_EV_IMAGE_SM). */
+static inline long long cgl_event_num(const cgl_event *e, int k) {
+  return e->wide ? e->more->nums[k] : e->nums[k];
+}
 
 /* A stale-pointer event (stale-free, stale-launch: docs/stale.md), kept
  * apart from the calls made during capture: it is about a graph exec and the
@@ -253,6 +374,7 @@ typedef struct {
   struct cgl_pool *pool;   /* interned strings and lists */
   struct cgl_index *index; /* (file, pid) -> process, (process, id) -> capture */
   bool is_view;         /* a cgl_view: shares files and pool with the log it came from */
+  bool sealed;          /* cgl_seal dropped the index and the pool's table */
   size_t lines, records, malformed, newer, unknown;
   size_t cut_files;     /* files whose last line has no newline: cut short (truncated, or a
                            writer killed mid-line) */
@@ -269,6 +391,9 @@ typedef struct {
   size_t n_ccaps, cap_ccaps;
   cgl_census_proc *cprocs; /* a census's, one a process (cap_cprocs of room); NULL in a whole read */
   size_t cap_cprocs;
+  bool keep_firsts;       /* keep firsts in a read that is not a census */
+  cgl_first_line *firsts; /* one a process (cap_firsts of room) when census or keep_firsts, else NULL */
+  size_t cap_firsts;
   long long cur_offset, cur_lineno; /* the line being read */
   struct cgl_json *json; /* the line's parser and its buffers (log_json.h) */
 } cgl_log;
@@ -276,12 +401,20 @@ typedef struct {
 /* The key of log->index's value in table t (cgl_index_key; ctx is the log):
  * 0 a process's (file, pid), 1 a capture's (process, id). */
 void cgl_log_key(const void *ctx, int t, size_t value, long long *a, long long *b);
+/* Where process proc's first line is (all zero when log keeps none). */
+const cgl_first_line *cgl_first_of(const cgl_log *log, size_t proc);
 /* What a census holds of process proc beside its record (all zero when
  * log is not a census). */
 const cgl_census_proc *cgl_census_of(const cgl_log *log, size_t proc);
 /* The hang watch's event kinds (kept in log->hangs). */
 bool cgl_hang_kind(cg_event_kind kind);
 void cgl_init(cgl_log *log);
+/* Once log is read and its runs grouped: drops what only reading needs
+ * (the index, the pool's table of strings; a million processes' 30 MB),
+ * before the report is built on top of the records. Reading more lines, or
+ * grouping the runs again, makes them again (cgl_unseal). */
+void cgl_seal(cgl_log *log);
+void cgl_unseal(cgl_log *log);
 void cgl_free(cgl_log *log);
 
 /* How long a FIFO is waited on for a writer before it is given up

@@ -11,10 +11,15 @@
 enum { BY_PID = 0, RUN_BY_ID = 2 };
 #define SLACK_NS 1000000000LL /* lifetimes this close overlap: one run's siblings */
 
-/* The top-level process of p's run (by ppid within its file), memoised in root. */
-static size_t root_of(cgl_log *log, size_t p, size_t *root) {
+#define NONE UINT32_MAX /* root's and group's: not known yet */
+
+/* The top-level process of p's run (by ppid within its file), memoised in
+ * root: 4-byte indices (a log holds fewer than 2^31 processes,
+ * log_reader.h), as grouping a million processes' runs happens while the
+ * reader's index is still held. */
+static size_t root_of(cgl_log *log, size_t p, uint32_t *root) {
   size_t chain[64], n = 0, cur = p;
-  while (root[cur] == SIZE_MAX && n < 64) {
+  while (root[cur] == NONE && n < 64) {
     chain[n++] = cur;
     const cgl_process *c = &log->procs[cur];
     long parent = c->run ? -1 : cgl_index_get(log->index, BY_PID, (long long)c->file, c->ppid, cgl_log_key, log);
@@ -24,9 +29,9 @@ static size_t root_of(cgl_log *log, size_t p, size_t *root) {
       break;
     cur = (size_t)parent;
   }
-  size_t r = root[cur] != SIZE_MAX ? root[cur] : cur;
+  size_t r = root[cur] != NONE ? root[cur] : cur;
   for (size_t i = 0; i < n; i++)
-    root[chain[i]] = r;
+    root[chain[i]] = (uint32_t)r;
   return r;
 }
 
@@ -39,11 +44,11 @@ static void run_key(const void *ctx, int t, size_t value, long long *a, long lon
 
 static const cgl_log *sort_log;
 static int by_parent_then_time(const void *a, const void *b) {
-  const cgl_process *x = &sort_log->procs[*(const size_t *)a], *y = &sort_log->procs[*(const size_t *)b];
+  const cgl_process *x = &sort_log->procs[*(const uint32_t *)a], *y = &sort_log->procs[*(const uint32_t *)b];
   if (x->file != y->file) return x->file < y->file ? -1 : 1;
   if (x->ppid != y->ppid) return x->ppid < y->ppid ? -1 : 1;
   if (x->first_ns != y->first_ns) return x->first_ns < y->first_ns ? -1 : 1;
-  return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+  return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 static int run_by_time(const void *a, const void *b) {
   const cgl_run *x = a, *y = b;
@@ -52,33 +57,38 @@ static int run_by_time(const void *a, const void *b) {
 }
 
 void cgl_group_runs(cgl_log *log) {
+  cgl_unseal(log); /* its parents are found by pid */
   size_t np = log->n_procs;
   free(log->runs);
   log->runs = NULL;
   log->n_runs = 0;
   if (!np)
     return;
-  size_t *root = cgl_xrealloc(NULL, np * sizeof *root);
-  size_t *group = cgl_xrealloc(NULL, np * sizeof *group);
-  size_t *roots = cgl_xrealloc(NULL, np * sizeof *roots);
+  uint32_t *root = cgl_xrealloc(NULL, np * sizeof *root);
+  uint32_t *group = cgl_xrealloc(NULL, np * sizeof *group);
+  uint32_t *roots = cgl_xrealloc(NULL, np * sizeof *roots);
   for (size_t p = 0; p < np; p++)
-    root[p] = group[p] = SIZE_MAX;
-  size_t nroots = 0, ngroups = 0;
+    root[p] = group[p] = NONE;
+  size_t nroots = 0, ngroups = 0, cap_ids = 0;
   struct cgl_index *by_id = cgl_index_new();
-  const char **ids = cgl_xrealloc(NULL, np * sizeof *ids); /* each group's run id (groups <= processes) */
+  const char **ids = NULL; /* each run id's group, grown as they come (a job is one) */
   for (size_t p = 0; p < np; p++) {
     const cgl_process *pr = &log->procs[p];
     if (pr->run) { /* capguard run named it: one group per run id */
       long g = cgl_index_get(by_id, RUN_BY_ID, (long long)(uintptr_t)pr->run, 0, run_key, ids);
       if (g < 0) {
+        if (ngroups == cap_ids) {
+          cap_ids = cap_ids ? 2 * cap_ids : 16;
+          ids = cgl_xrealloc(ids, cap_ids * sizeof *ids);
+        }
         g = (long)ngroups++;
         ids[g] = pr->run;
         cgl_index_put(by_id, RUN_BY_ID, (long long)(uintptr_t)pr->run, 0, (size_t)g, run_key, ids);
       }
-      group[p] = (size_t)g;
-      root[p] = p;
+      group[p] = (uint32_t)g;
+      root[p] = (uint32_t)p;
     } else if (root_of(log, p, root) == p) {
-      roots[nroots++] = p;
+      roots[nroots++] = (uint32_t)p;
     }
   }
   cgl_index_free(by_id);
@@ -93,12 +103,12 @@ void cgl_group_runs(cgl_log *log) {
     const cgl_process *pr = &log->procs[roots[i]], *prev = i ? &log->procs[roots[i - 1]] : NULL;
     bool together = prev && prev->file == pr->file && prev->ppid == pr->ppid && pr->ppid > 1 &&
                     pr->first_ns <= end + SLACK_NS;
-    group[roots[i]] = together ? group[roots[i - 1]] : ngroups++;
+    group[roots[i]] = together ? group[roots[i - 1]] : (uint32_t)ngroups++;
     end = together && end > pr->last_ns ? end : pr->last_ns;
   }
   for (size_t p = 0; p < np; p++)
-    if (group[p] == SIZE_MAX)
-      group[p] = group[root[p]] != SIZE_MAX ? group[root[p]] : group[root_of(log, p, root)];
+    if (group[p] == NONE)
+      group[p] = group[root[p]] != NONE ? group[root[p]] : group[root_of(log, p, root)];
   cgl_run *runs = cgl_xrealloc(NULL, ngroups * sizeof *runs);
   for (size_t g = 0; g < ngroups; g++)
     runs[g] = (cgl_run){SIZE_MAX, 0, 0, 0};
@@ -131,12 +141,28 @@ void cgl_group_runs(cgl_log *log) {
 
 /* The items of one kind (processes, captures, calls, stale events, request-path
  * loads, hangs) bucketed by run, each bucket in the log's order: run r's are
- * items[start[r] .. start[r + 1]), and local[i] is item i's place in its
- * run's. Built once in time linear in the log, so that every run's view
- * costs its own size, not the whole log's. */
+ * items[start[r] .. start[r + 1]), and an item's place in its run's is found
+ * there by bisection (local_of). Built once in time linear in the log, so
+ * that every run's view costs its own size, not the whole log's; items 4
+ * bytes each (a log holds fewer than 2^31 items of a kind, log_reader.h),
+ * as they are built for every capture and call of the log at once. */
 typedef struct {
-  size_t *start, *items, *local;
+  size_t *start;
+  uint32_t *items;
 } run_bucket;
+
+/* Item i's place among run's items of b (it is one of them). */
+static uint32_t local_of(const run_bucket *b, size_t run, size_t i) {
+  size_t lo = b->start[run], hi = b->start[run + 1];
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (b->items[mid] <= i)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return (uint32_t)(lo - b->start[run]);
+}
 enum { ITEM_PROC, ITEM_CAPTURE, ITEM_EVENT, ITEM_STALE, ITEM_REQUEST, ITEM_HANG, ITEM_KINDS };
 
 static size_t item_proc(const cgl_log *log, int kind, size_t i) {
@@ -155,7 +181,6 @@ static void bucket_fill(const cgl_log *log, int kind, size_t n, run_bucket *b) {
   b->start = cgl_xrealloc(NULL, (nr + 1) * sizeof *b->start);
   memset(b->start, 0, (nr + 1) * sizeof *b->start);
   b->items = cgl_xrealloc(NULL, (n + 1) * sizeof *b->items);
-  b->local = cgl_xrealloc(NULL, (n + 1) * sizeof *b->local);
   for (size_t i = 0; i < n; i++)
     b->start[log->procs[item_proc(log, kind, i)].run_index + 1]++;
   for (size_t r = 1; r <= nr; r++)
@@ -163,9 +188,8 @@ static void bucket_fill(const cgl_log *log, int kind, size_t n, run_bucket *b) {
   size_t *next = cgl_xrealloc(NULL, (nr + 1) * sizeof *next); /* each run's next free place */
   memcpy(next, b->start, (nr + 1) * sizeof *next);
   for (size_t i = 0; i < n; i++) {
-    size_t r = log->procs[item_proc(log, kind, i)].run_index, at = next[r]++;
-    b->items[at] = i;
-    b->local[i] = at - b->start[r];
+    size_t r = log->procs[item_proc(log, kind, i)].run_index;
+    b->items[next[r]++] = (uint32_t)i;
   }
   free(next);
 }
@@ -174,7 +198,6 @@ static void buckets_free(run_bucket *b) {
   for (int k = 0; k < ITEM_KINDS; k++) {
     free(b[k].start);
     free(b[k].items);
-    free(b[k].local);
   }
 }
 
@@ -209,32 +232,31 @@ static void view_of(const cgl_log *log, const run_bucket *b, size_t run, cgl_log
   view->unknown = log->unknown;
   memcpy(view->first_malformed, log->first_malformed, sizeof view->first_malformed);
   bool in = run < log->n_runs; /* else an empty view, as of a run that is not there */
-  const size_t *pmap = b[ITEM_PROC].local, *cmap = b[ITEM_CAPTURE].local, *emap = b[ITEM_EVENT].local;
+  const run_bucket *pb = &b[ITEM_PROC];
   view->procs = run_items(&b[ITEM_PROC], run, in, log->procs, sizeof *log->procs, &view->n_procs);
   for (size_t p = 0; p < view->n_procs; p++)
     view->procs[p].run_index = 0;
   view->caps = run_items(&b[ITEM_CAPTURE], run, in, log->caps, sizeof *log->caps, &view->n_caps);
   for (size_t c = 0; c < view->n_caps; c++) {
-    view->caps[c].proc = pmap[view->caps[c].proc];
+    view->caps[c].proc = local_of(pb, run, view->caps[c].proc);
     if (view->caps[c].first_break >= 0) /* an event of its own process: of this run */
-      view->caps[c].first_break = (long)emap[view->caps[c].first_break];
+      view->caps[c].first_break = (int32_t)local_of(&b[ITEM_EVENT], run, (size_t)view->caps[c].first_break);
   }
   view->evs = run_items(&b[ITEM_EVENT], run, in, log->evs, sizeof *log->evs, &view->n_evs);
   for (size_t i = 0; i < view->n_evs; i++) {
     cgl_event *e = &view->evs[i];
-    e->proc = pmap[e->proc];
-    e->capture = cmap[e->capture];
-    e->seq = i;
+    e->proc = local_of(pb, run, e->proc);
+    e->capture = local_of(&b[ITEM_CAPTURE], run, e->capture);
   }
   view->stale = run_items(&b[ITEM_STALE], run, in, log->stale, sizeof *log->stale, &view->n_stale);
   for (size_t i = 0; i < view->n_stale; i++)
-    view->stale[i].proc = pmap[view->stale[i].proc];
+    view->stale[i].proc = local_of(pb, run, view->stale[i].proc);
   view->reqs = run_items(&b[ITEM_REQUEST], run, in, log->reqs, sizeof *log->reqs, &view->n_reqs);
   for (size_t i = 0; i < view->n_reqs; i++)
-    view->reqs[i].proc = pmap[view->reqs[i].proc];
+    view->reqs[i].proc = local_of(pb, run, view->reqs[i].proc);
   view->hangs = run_items(&b[ITEM_HANG], run, in, log->hangs, sizeof *log->hangs, &view->n_hangs);
   for (size_t i = 0; i < view->n_hangs; i++)
-    view->hangs[i].proc = pmap[view->hangs[i].proc];
+    view->hangs[i].proc = local_of(pb, run, view->hangs[i].proc);
   view->cap_procs = view->n_procs;
   view->cap_caps = view->n_caps;
   view->cap_evs = view->n_evs;
@@ -244,7 +266,7 @@ static void view_of(const cgl_log *log, const run_bucket *b, size_t run, cgl_log
   if (in) {
     view->runs = cgl_xrealloc(NULL, sizeof *view->runs);
     view->runs[0] = log->runs[run];
-    view->runs[0].first_proc = pmap[log->runs[run].first_proc];
+    view->runs[0].first_proc = local_of(pb, run, log->runs[run].first_proc);
     view->n_runs = 1;
   }
 }

@@ -117,15 +117,92 @@ static void count_kernel(cgr_analysis *a, ptr_table *index, const char *name, si
   k->with_options += !served && with_options;
 }
 
-static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernels, const cgl_event *e,
+/* The sites' lists of calls and kernels, in blocks of an arena of the
+ * analysis's own: most sites (a large log has about one a call) list one
+ * call and a kernel or two, which an allocation each made 32 bytes and
+ * more. A list full at a power of two moves to twice its room; the room
+ * it leaves is at most what it holds. */
+struct cgr_site_block {
+  struct cgr_site_block *prev;
+  size_t used, cap;
+  const char *v[];
+};
+static const char **site_room(cgr_analysis *a, size_t n) {
+  struct cgr_site_block *b = a->site_blocks;
+  if (!b || b->cap - b->used < n) {
+    size_t cap = n > 8192 ? n : 8192;
+    struct cgr_site_block *nb = xrealloc(NULL, sizeof *nb + cap * sizeof *nb->v);
+    nb->used = 0;
+    nb->cap = cap;
+    nb->prev = b;
+    a->site_blocks = b = nb;
+  }
+  b->used += n;
+  return &b->v[b->used - n];
+}
+static void site_push(cgr_analysis *a, const char ***v, size_t *n, const char *x) {
+  if ((*n & (*n - 1)) == 0) { /* 0 or a power of two: full */
+    const char **nv = site_room(a, *n ? 2 * *n : 1);
+    if (*n)
+      memcpy(nv, *v, *n * sizeof *nv);
+    *v = nv;
+  }
+  (*v)[(*n)++] = x;
+}
+
+/* Whether site s loaded kernel name already. Most sites load a few kernels:
+ * their own list is searched, and only the sites past FEW_KERNELS have
+ * their pairs in site_kernels (a table of every pair was a tenth of the
+ * peak of `report --all` of a large log). */
+enum { FEW_KERNELS = 8 };
+static bool site_has_kernel(const ptr_table *site_kernels, const cgr_site *s, const char *name) {
+  if (s->n_kernels > FEW_KERNELS)
+    return ptr_find(site_kernels, s->site, name) != SIZE_MAX;
+  for (size_t k = 0; k < s->n_kernels; k++)
+    if (s->kernels[k] == name)
+      return true;
+  return false;
+}
+
+/* The sites by their (interned) site: open addressing over 4-byte slots
+ * holding a site's index + 1 (0: empty), its key a->sites[index].site, at
+ * most 0.7 full. A large log has about a site a call: slots holding their
+ * key were 24 bytes, and with the old table alive while the new one filled,
+ * the peak of `report --all`. */
+typedef struct {
+  uint32_t *slots;
+  size_t cap; /* a power of two, or 0 */
+} site_table;
+static uint32_t *site_slot(const site_table *t, const cgr_site *sites, const char *site) {
+  for (size_t i = ptr_hash(site, NULL) & (t->cap - 1);; i = (i + 1) & (t->cap - 1))
+    if (!t->slots[i] || sites[t->slots[i] - 1].site == site)
+      return &t->slots[i];
+}
+/* a->sites[index] added to t (its site is not there yet) */
+static void site_add(site_table *t, const cgr_analysis *a, size_t index) {
+  if ((index + 2) * 10 > t->cap * 7) {
+    site_table big = {NULL, t->cap ? 2 * t->cap : 256};
+    big.slots = xrealloc(NULL, big.cap * sizeof *big.slots);
+    memset(big.slots, 0, big.cap * sizeof *big.slots);
+    for (size_t i = 0; i < t->cap; i++)
+      if (t->slots[i])
+        *site_slot(&big, a->sites, a->sites[t->slots[i] - 1].site) = t->slots[i];
+    free(t->slots);
+    *t = big;
+  }
+  *site_slot(t, a->sites, a->sites[index].site) = (uint32_t)(index + 1);
+}
+
+static void count_site(cgr_analysis *a, site_table *index, ptr_table *site_kernels, const cgl_event *e,
                        size_t ev) {
-  size_t f = ptr_find(index, e->site, NULL);
+  uint32_t got = index->cap ? *site_slot(index, a->sites, e->site) : 0;
+  size_t f = got ? got - 1 : SIZE_MAX;
   if (f == SIZE_MAX) {
     a->sites = xrealloc(a->sites, (a->n_sites + 1) * sizeof *a->sites);
     memset(&a->sites[a->n_sites], 0, sizeof *a->sites);
     a->sites[a->n_sites].site = e->site;
     a->sites[a->n_sites].first_event = ev;
-    ptr_add(index, e->site, NULL, a->n_sites++);
+    site_add(index, a, a->n_sites++);
     f = a->n_sites - 1;
   }
   cgr_site *s = &a->sites[f];
@@ -133,22 +210,26 @@ static void count_site(cgr_analysis *a, ptr_table *index, ptr_table *site_kernel
   bool have = false;
   for (size_t k = 0; k < s->n_calls; k++)
     have |= s->calls[k] == e->call;
-  if (!have && e->call) {
-    s->calls = xrealloc(s->calls, (s->n_calls + 1) * sizeof *s->calls);
-    s->calls[s->n_calls++] = e->call;
-  }
+  if (!have && e->call)
+    site_push(a, &s->calls, &s->n_calls, e->call);
   for (size_t i = 0; i < e->kernels->n; i++) {
     const char *name = e->kernels->v[i];
-    if (ptr_find(site_kernels, s->site, name) != SIZE_MAX)
+    if (site_has_kernel(site_kernels, s, name))
       continue;
-    ptr_add(site_kernels, s->site, name, 0);
-    s->kernels = xrealloc(s->kernels, (s->n_kernels + 1) * sizeof *s->kernels);
-    s->kernels[s->n_kernels++] = name;
+    /* a site's first few kernels are looked for in its own list; the
+     * table holds the pairs of the sites that load more */
+    if (s->n_kernels == FEW_KERNELS)
+      for (size_t k = 0; k < s->n_kernels; k++)
+        ptr_add(site_kernels, s->site, s->kernels[k], 0);
+    if (s->n_kernels >= FEW_KERNELS)
+      ptr_add(site_kernels, s->site, name, 0);
+    site_push(a, &s->kernels, &s->n_kernels, name);
   }
 }
 
 static void tally(const cgl_log *log, cgr_analysis *a) {
-  ptr_table kernel_index = {NULL, 0, 0}, site_index = {NULL, 0, 0}, site_kernels = {NULL, 0, 0};
+  ptr_table kernel_index = {NULL, 0, 0}, site_kernels = {NULL, 0, 0};
+  site_table site_index = {NULL, 0};
   a->procs = xrealloc(NULL, (log->n_procs + 1) * sizeof *a->procs);
   memset(a->procs, 0, (log->n_procs + 1) * sizeof *a->procs);
   for (size_t i = 0; i < log->n_evs; i++) {
@@ -178,15 +259,15 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
     count_site(a, &site_index, &site_kernels, e, i);
   }
   ptr_free(&kernel_index);
-  ptr_free(&site_index);
+  free(site_index.slots);
   ptr_free(&site_kernels);
   if (a->n_kernels) /* qsort of NULL, even of 0 elements, is undefined */
     qsort(a->kernels, a->n_kernels, sizeof *a->kernels, cmp_kernel);
   if (a->n_sites)
     qsort(a->sites, a->n_sites, sizeof *a->sites, cmp_site);
   for (size_t c = 0; c < log->n_caps; c++) {
-    a->procs[log->caps[c].proc].captures++;
-    long long r = log->caps[c].repeats;
+    a->procs[log->caps[c].proc].seen++;
+    long long r = cgl_capture_repeats(&log->caps[c]);
     a->repeats += r > 0 && (unsigned long long)r < SIZE_MAX - a->repeats ? (size_t)r : 0;
   }
   for (size_t b = 0; b < a->n_broken; b++)
@@ -194,19 +275,20 @@ static void tally(const cgl_log *log, cgr_analysis *a) {
   /* Processes that exited cleanly say how many captures they began; others count what was seen. */
   for (size_t p = 0; p < log->n_procs; p++) {
     const cgl_process *pr = &log->procs[p];
-    struct cgr_proc_stats *st = &a->procs[p];
-    if (pr->has_summary && pr->captures > 0 && (size_t)pr->captures > st->captures)
-      st->captures = (size_t)pr->captures;
-    a->captures += st->captures;
-    a->recorded += pr->has_summary && pr->recorded > 0 ? (size_t)pr->recorded : 0;
-    a->primed_loaded += pr->has_summary && pr->primed_loaded > 0 ? (size_t)pr->primed_loaded : 0;
-    if (pr->has_summary && pr->primed_unused > 0 && (size_t)pr->primed_unused > a->primed_unused)
-      a->primed_unused = (size_t)pr->primed_unused;
+    a->captures += cgr_proc_captures(a, p);
+    a->recorded +=
+        pr->has_summary && cgl_process_rare(pr)->recorded > 0 ? (size_t)cgl_process_rare(pr)->recorded : 0;
+    a->primed_loaded += pr->has_summary && cgl_process_rare(pr)->primed_loaded > 0
+                            ? (size_t)cgl_process_rare(pr)->primed_loaded
+                            : 0;
+    if (pr->has_summary && cgl_process_rare(pr)->primed_unused > 0 &&
+        (size_t)cgl_process_rare(pr)->primed_unused > a->primed_unused)
+      a->primed_unused = (size_t)cgl_process_rare(pr)->primed_unused;
     /* Every process reads the same file: the most any skipped, not a sum. */
-    if (pr->has_summary && (size_t)pr->primed_skipped_arch > a->skipped_arch) {
-      a->skipped_arch = (size_t)pr->primed_skipped_arch;
-      a->skipped_sm = pr->skipped_sm;
-      a->device_sm = pr->device_sm;
+    if (pr->has_summary && (size_t)cgl_process_rare(pr)->primed_skipped_arch > a->skipped_arch) {
+      a->skipped_arch = (size_t)cgl_process_rare(pr)->primed_skipped_arch;
+      a->skipped_sm = cgl_process_rare(pr)->skipped_sm;
+      a->device_sm = cgl_process_rare(pr)->device_sm;
     }
     a->log_incomplete |= pr->log_incomplete;
     a->ended_early += pr->cuda && !pr->has_summary;
@@ -236,20 +318,23 @@ void cgr_why(const cgl_event *e, char *buf, size_t cap) {
   bool load = e->kind == CG_EV_MODULE_LOAD, unload = e->kind == CG_EV_MODULE_UNLOAD;
   bool refused = e->verdict == CG_VERDICT_REFUSED;
   if (refused && load) {
-    cuda_version(e->driver_version, ver, sizeof ver);
+    cuda_version(cgl_event_num(e, CGL_EV_DRIVER_VERSION), ver, sizeof ver);
     snprintf(buf, cap, "the driver (%s) refused it: drivers before 12.3 refuse module loads during "
                        "capture", ver);
   } else if (refused && unload) {
     snprintf(buf, cap, "the driver refused it: every driver refuses module unloads during capture");
   } else if (e->verdict == CG_VERDICT_EMULATED) {
-    cuda_version(e->emulate_driver, ver, sizeof ver);
-    snprintf(buf, cap, "capguard refused it the way %s would (--emulate-driver %lld): drivers "
-                       "before 12.3 refuse module loads during capture", ver, e->emulate_driver);
+    cuda_version(cgl_event_num(e, CGL_EV_EMULATE_DRIVER), ver, sizeof ver);
+    snprintf(buf, cap,
+             "capguard refused it the way %s would (--emulate-driver %lld): drivers "
+             "before 12.3 refuse module loads during capture",
+             ver, cgl_event_num(e, CGL_EV_EMULATE_DRIVER));
   } else {
     /* the result in words: what the driver (or capguard for it) answered */
     char result[160];
-    cgr_result_words(e->driver_result >= 0 ? e->driver_result : e->result, e->meaning, result,
-                     sizeof result);
+    cgr_result_words(cgl_event_num(e, CGL_EV_DRIVER_RESULT) >= 0 ? cgl_event_num(e, CGL_EV_DRIVER_RESULT)
+                                                                 : cgl_event_num(e, CGL_EV_RESULT),
+                     e->meaning, result, sizeof result);
     if (refused)
       snprintf(buf, cap, "the driver refused it during capture (CUresult %s)", result);
     else
@@ -363,9 +448,8 @@ void cgr_count_runs(const cgl_log *all, size_t shown, cgr_analysis *a) {
       }
     r->calls += (size_t)cp->calls;
     r->served += (size_t)cp->served;
-    r->captures += pr->has_summary && pr->captures > 0 && (size_t)pr->captures > seen[p]
-                       ? (size_t)pr->captures
-                       : seen[p];
+    long long said = cgl_process_num(pr, CGL_PR_CAPTURES);
+    r->captures += pr->has_summary && said > 0 && (size_t)said > seen[p] ? (size_t)said : seen[p];
   }
   for (size_t i = 0; i < all->n_evs; i++) {
     struct cgr_run_stats *r = &a->runs[all->procs[all->evs[i].proc].run_index];
@@ -384,9 +468,9 @@ void cgr_free(cgr_analysis *a) {
   free(a->runs);
   free(a->broken);
   free(a->kernels);
-  for (size_t i = 0; i < a->n_sites; i++) {
-    free(a->sites[i].kernels);
-    free(a->sites[i].calls);
+  for (struct cgr_site_block *b = a->site_blocks, *prev; b; b = prev) {
+    prev = b->prev;
+    free(b);
   }
   free(a->sites);
   free(a->procs);

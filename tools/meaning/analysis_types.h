@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "capguard/log_schema.h"
 #include "finding_types.h"
@@ -47,6 +48,7 @@ typedef struct cgr_analysis {
   size_t n_kernels;
   cgr_site *sites;
   size_t n_sites;
+  struct cgr_site_block *site_blocks; /* where the sites' calls and kernels are (analysis.c) */
   size_t captures;     /* captures begun (from summaries where known, else seen) */
   size_t open_at_exit; /* captures still open when their process exited (their records say so) */
   size_t open_unbroken; /* of those, the ones nothing broke (not in broken) */
@@ -70,9 +72,13 @@ typedef struct cgr_analysis {
   size_t loads_refused;    /* module or library loads refused during capture (by the driver or emulation) */
   size_t skipped_arch;     /* priming records not preloaded: built for another GPU architecture */
   long long skipped_sm, device_sm;
+  /* per process of the log, 16 bytes (a million of them at the report's
+   * peak): 4-byte counts, as a log holds fewer than 2^31 captures and calls
+   * (log_reader.h); the captures a process began read cgr_proc_captures,
+   * which takes a larger count from its summary */
   struct cgr_proc_stats {
-    size_t captures, broken, served, calls;
-  } *procs;            /* per process of the log */
+    uint32_t seen, broken, served, calls; /* seen: its captures in the log */
+  } *procs;
   bool log_incomplete; /* a process's summary says its log lost lines (full disk, I/O error) */
   size_t recorded, primed_loaded; /* from summaries */
   /* Processes that used CUDA and wrote no summary: killed (SIGKILL, the OOM
@@ -97,5 +103,16 @@ typedef struct cgr_analysis {
                            another's */
   cgf_list escapes_note; /* the text report's closing note on escaped calls (CGF_ESCAPES) */
 } cgr_analysis;
+
+/* The captures process p began: what its summary says when it exited
+ * cleanly and says more than the log shows, else those seen. */
+static inline size_t cgr_proc_captures(const cgr_analysis *a, size_t p) {
+  const cgl_process *pr = &a->log->procs[p];
+  size_t seen = a->procs[p].seen;
+  return pr->has_summary && cgl_process_num(pr, CGL_PR_CAPTURES) > 0 &&
+                 (unsigned long long)cgl_process_num(pr, CGL_PR_CAPTURES) > seen
+             ? (size_t)cgl_process_num(pr, CGL_PR_CAPTURES)
+             : seen;
+}
 
 #endif

@@ -13,8 +13,9 @@ void cgr_capture_time_of(const cgl_log *log, cgr_capture_time *t) {
     if (!pr->has_capture_time)
       continue;
     t->procs++;
-    t->timed += pr->captures_timed;
-    long long graphs = pr->captures_timed - pr->captures_broken;
+    t->timed += cgl_process_num(pr, CGL_PR_CAPTURES_TIMED);
+    long long graphs =
+        cgl_process_num(pr, CGL_PR_CAPTURES_TIMED) - cgl_process_num(pr, CGL_PR_CAPTURES_BROKEN);
     t->graphs += graphs > 0 ? graphs : 0;
     t->ns += pr->capture_ns;
     if (pr->n_slowest && (!t->has_slowest || pr->slowest[0].ns > t->slowest_ns)) {
@@ -94,8 +95,9 @@ void cgr_capture_time_sentence(const cgl_log *log, char *buf, size_t cap) {
 
 void cgr_rank_words(const cgl_process *pr, char *buf, size_t cap) {
   buf[0] = 0;
-  if (pr->rank_known && pr->world_size > 0)
-    snprintf(buf, cap, " rank %lld of %lld", pr->rank, pr->world_size);
+  if (pr->rank_known && cgl_process_num(pr, CGL_PR_WORLD_SIZE) > 0)
+    snprintf(buf, cap, " rank %lld of %lld", cgl_process_num(pr, CGL_PR_RANK),
+             cgl_process_num(pr, CGL_PR_WORLD_SIZE));
   else if (pr->rank_known)
-    snprintf(buf, cap, " rank %lld", pr->rank);
+    snprintf(buf, cap, " rank %lld", cgl_process_num(pr, CGL_PR_RANK));
 }

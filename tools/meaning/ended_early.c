@@ -34,7 +34,9 @@ void cgr_ended_list(const cgl_log *log, size_t max, long long signal_pid, int si
     char cmd[96], sig[64] = "";
     cgr_process_command(pr, cmd, sizeof cmd);
     /* the log's "ended" record, else run's wait status */
-    int died_of = pr->signal ? pr->signal : signal && pr->pid == signal_pid ? signal : 0;
+    int died_of = cgl_process_rare(pr)->signal      ? cgl_process_rare(pr)->signal
+                  : signal && pr->pid == signal_pid ? signal
+                                                    : 0;
     if (died_of) {
       char words[40];
       cgr_signal_words(died_of, words, sizeof words);

@@ -152,11 +152,11 @@ static void derive(const cgf_facts *f, ctx *c) {
       c->opt_loads++;
       c->opt_run = c->log->procs[e->proc].run_index;
       c->opt_lazy |= e->runtime_lazy;
-      c->opt_name = e->options_foreign;
+      c->opt_name = cgl_event_rare(e)->options_foreign;
     }
-    if (e->options_differ && cgr_offending(e)) {
+    if (cgl_event_rare(e)->options_differ && cgr_offending(e)) {
       c->differ_loads++;
-      c->differ = e->options_differ;
+      c->differ = cgl_event_rare(e)->options_differ;
     }
     if (!broke || e->kernels->n || !unnamed)
       continue;
@@ -283,7 +283,8 @@ static void open_at_exit_say(const ctx *c, cgf_finding *x) {
 static bool emulate_newer_holds(const ctx *c) {
   for (size_t p = 0; p < c->log->n_procs; p++) {
     const cgl_process *pr = &c->log->procs[p];
-    if (pr->driver_version > 0 && pr->emulate_driver > pr->driver_version)
+    if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) > 0 &&
+        cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > cgl_process_num(pr, CGL_PR_DRIVER_VERSION))
       return true;
   }
   return false;
@@ -291,13 +292,15 @@ static bool emulate_newer_holds(const ctx *c) {
 static void emulate_newer_say(const ctx *c, cgf_finding *x) {
   const cgl_process *pr = c->log->procs;
   for (size_t p = 0; p < c->log->n_procs; p++)
-    if (c->log->procs[p].driver_version > 0 &&
-        c->log->procs[p].emulate_driver > c->log->procs[p].driver_version)
+    if (cgl_process_num(&c->log->procs[p], CGL_PR_DRIVER_VERSION) > 0 &&
+        cgl_process_num(&c->log->procs[p], CGL_PR_EMULATE_DRIVER) >
+            cgl_process_num(&c->log->procs[p], CGL_PR_DRIVER_VERSION))
       pr = &c->log->procs[p];
-  x->sentence = xprintf("--emulate-driver %lld is newer than this driver (%lld): capguard can "
-                        "refuse what an older driver refuses, not allow what this one refuses, so "
-                        "it emulated nothing; the driver's own rules applied",
-                        pr->emulate_driver, pr->driver_version);
+  x->sentence =
+      xprintf("--emulate-driver %lld is newer than this driver (%lld): capguard can "
+              "refuse what an older driver refuses, not allow what this one refuses, so "
+              "it emulated nothing; the driver's own rules applied",
+              cgl_process_num(pr, CGL_PR_EMULATE_DRIVER), cgl_process_num(pr, CGL_PR_DRIVER_VERSION));
 }
 
 /* -- the text report's "Escaped captures" section: what each kind means to do -- */
@@ -591,8 +594,8 @@ static int ended_signal(const ctx *c) {
     const cgl_process *pr = &c->log->procs[p];
     if (!cgr_ended_early(pr))
       continue;
-    if (pr->signal)
-      return pr->signal;
+    if (cgl_process_rare(pr)->signal)
+      return cgl_process_rare(pr)->signal;
     if (c->f->signal && pr->pid == c->f->signal_pid)
       return c->f->signal;
   }
@@ -935,13 +938,16 @@ static void failed_say(const ctx *c, cgf_finding *x) {
   const cgl_event *e = &c->log->evs[c->first_failed];
   char site[512], result[160], loads[192] = "";
   cgl_event_site(e, site, sizeof site);
-  cgr_result_words(e->driver_result >= 0 ? e->driver_result : e->result, e->meaning, result, sizeof result);
-  long long gpu = c->log->procs[e->proc].device_sm;
-  if (c->failed_loads && e->kind == CG_EV_MODULE_LOAD && e->image_sm > 0 && gpu > 0 && gpu != e->image_sm)
+  cgr_result_words(cgl_event_num(e, CGL_EV_DRIVER_RESULT) >= 0 ? cgl_event_num(e, CGL_EV_DRIVER_RESULT)
+                                                               : cgl_event_num(e, CGL_EV_RESULT),
+                   e->meaning, result, sizeof result);
+  long long gpu = cgl_process_rare(&c->log->procs[e->proc])->device_sm;
+  if (c->failed_loads && e->kind == CG_EV_MODULE_LOAD && cgl_event_num(e, CGL_EV_IMAGE_SM) > 0 && gpu > 0 &&
+      gpu != cgl_event_num(e, CGL_EV_IMAGE_SM))
     snprintf(loads, sizeof loads,
              "; a load that fails is not recorded, so priming cannot serve it: "
              "its image is built for sm_%lld, this GPU is sm_%lld",
-             e->image_sm, gpu);
+             cgl_event_num(e, CGL_EV_IMAGE_SM), gpu);
   else if (c->failed_loads)
     snprintf(loads, sizeof loads, "; a load that fails is not recorded, so priming cannot serve it");
   x->sentence = xprintf("%zu call%s during capture failed: the driver returned an error, which "
@@ -1082,7 +1088,7 @@ static size_t hangs_said(const ctx *c) {
   for (size_t i = 0; i < c->log->n_hangs; i++)
     n += c->log->hangs[i].kind != CG_EV_LAUNCH_COUNT;
   for (size_t p = 0; p < c->log->n_procs; p++)
-    n += c->log->procs[p].collective_execs > 0;
+    n += cgl_process_rare(&c->log->procs[p])->collective_execs > 0;
   return n;
 }
 static bool hangs_holds(const ctx *c) { return hangs_said(c) > 0; }

@@ -14,7 +14,7 @@
 void cgm_hang_who(const cgl_log *log, size_t proc, char *buf, size_t cap) {
   const cgl_process *p = &log->procs[proc];
   if (p->rank_known)
-    snprintf(buf, cap, "rank %lld", p->rank);
+    snprintf(buf, cap, "rank %lld", cgl_process_num(p, CGL_PR_RANK));
   else
     snprintf(buf, cap, "pid %lld", p->pid);
 }
@@ -52,8 +52,8 @@ static int by_rank(const void *a, const void *b) {
                     *y = &by_rank_log->procs[*(const size_t *)b];
   if (x->rank_known != y->rank_known)
     return x->rank_known ? -1 : 1;
-  if (x->rank_known && x->rank != y->rank)
-    return x->rank < y->rank ? -1 : 1;
+  if (x->rank_known && cgl_process_num(x, CGL_PR_RANK) != cgl_process_num(y, CGL_PR_RANK))
+    return cgl_process_num(x, CGL_PR_RANK) < cgl_process_num(y, CGL_PR_RANK) ? -1 : 1;
   return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 

@@ -15,7 +15,7 @@ bool cgr_hangs_any(const cgl_log *log) {
     if (log->hangs[i].kind != CG_EV_LAUNCH_COUNT)
       return true;
   for (size_t p = 0; p < log->n_procs; p++)
-    if (log->procs[p].collective_execs)
+    if (cgl_process_rare(&log->procs[p])->collective_execs)
       return true;
   return false;
 }
@@ -54,7 +54,7 @@ static void hang_words(const cgl_log *log, const cgl_hang *h, char *buf, size_t 
 static void exit_words(const cgl_log *log, size_t p, char *buf, size_t cap) {
   char who[64];
   cgm_hang_who(log, p, who, sizeof who);
-  long long n = log->procs[p].collective_execs;
+  long long n = cgl_process_rare(&log->procs[p])->collective_execs;
   snprintf(buf, cap, "%s (pid %lld): %lld graph exec%s holding collectives still alive at exit: %s", who,
            log->procs[p].pid, n, n == 1 ? "" : "s", cg_hang_advice(CG_EV_HANG_TEARDOWN, false));
 }
@@ -75,7 +75,7 @@ size_t cgr_hangs_said(const cgl_log *log, cgr_hang_said **out) {
       add(&v, &n, &log->hangs[i], log->hangs[i].proc, buf);
     }
   for (size_t p = 0; p < log->n_procs; p++)
-    if (log->procs[p].collective_execs) {
+    if (cgl_process_rare(&log->procs[p])->collective_execs) {
       exit_words(log, p, buf, sizeof buf);
       add(&v, &n, NULL, p, buf);
     }

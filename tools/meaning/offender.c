@@ -17,8 +17,9 @@ void cgr_result_words(long long code, const char *meaning, char *buf, size_t cap
 }
 
 void cgr_event_result(const cgl_event *e, char *buf, size_t cap) {
-  bool about_result = e->driver_result < 0 || e->driver_result == e->result;
-  cgr_result_words(e->result, about_result ? e->meaning : NULL, buf, cap);
+  long long result = cgl_event_num(e, CGL_EV_RESULT), driver = cgl_event_num(e, CGL_EV_DRIVER_RESULT);
+  bool about_result = driver < 0 || driver == result;
+  cgr_result_words(result, about_result ? e->meaning : NULL, buf, cap);
 }
 
 const char *cgr_offender_at(const cgl_offender *f) {
@@ -42,9 +43,14 @@ cgl_broken_by cgr_first_offender(const cgl_log *log, size_t capture, long first_
     return CGL_BY_UNWATCHED;
   if (first_event >= 0 && (size_t)first_event < log->n_evs) {
     const cgl_event *e = &log->evs[first_event];
-    *out = (cgl_offender){.call = e->call ? e->call : "", .python = e->python_top ? e->python_top : "",
-                          .where = e->site ? e->site : "", .kind = e->kind, .verdict = e->verdict,
-                          .result = e->result, .tid = e->tid, .time_ns = e->time_ns};
+    *out = (cgl_offender){.call = e->call ? e->call : "",
+                          .python = e->python_top ? e->python_top : "",
+                          .where = e->site ? e->site : "",
+                          .kind = e->kind,
+                          .verdict = e->verdict,
+                          .result = cgl_event_num(e, CGL_EV_RESULT),
+                          .tid = cgl_event_num(e, CGL_EV_TID),
+                          .time_ns = e->time_ns};
     return CGL_BY_CALL;
   }
   return c->by;
@@ -74,11 +80,12 @@ void cgr_offender_phrase(const cgl_log *log, size_t capture, long first_event, c
   /* the logged event of the same call and thread: a helper thread's name,
    * NCCL's communicator set-up around it */
   const cgl_event *e = first_event >= 0 && (size_t)first_event < log->n_evs ? &log->evs[first_event] : NULL;
-  if (e && e->tid == f.tid && e->call && !strcmp(e->call, f.call)) {
-    if (e->thread_name)
-      snprintf(thread, sizeof thread, " '%s', not the capturing thread", e->thread_name);
-    if (e->nccl_setup)
-      snprintf(setup, sizeof setup, "; NCCL communicator set-up during capture (%s)", e->nccl_setup);
+  if (e && cgl_event_num(e, CGL_EV_TID) == f.tid && e->call && !strcmp(e->call, f.call)) {
+    if (cgl_event_rare(e)->thread_name)
+      snprintf(thread, sizeof thread, " '%s', not the capturing thread", cgl_event_rare(e)->thread_name);
+    if (cgl_event_rare(e)->nccl_setup)
+      snprintf(setup, sizeof setup, "; NCCL communicator set-up during capture (%s)",
+               cgl_event_rare(e)->nccl_setup);
   }
   snprintf(buf, cap, "first offender %s%s%s (%s: %s, thread %lld%s)%s", *f.call ? f.call : "(unknown call)",
            *at ? " at " : "", at, verdict ? verdict : "unknown", result, f.tid, thread, setup);

@@ -5,12 +5,14 @@
 #define CAPGUARD_PROCESS_ORDER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "log_reader.h"
 
 /* The indices of log->procs by run index, then pid, then index: n_procs
- * entries (at least one allocated), to free(). Ends the command on running
- * out of memory (xalloc.h). */
-size_t *cgr_process_order(const cgl_log *log);
+ * entries of 4 bytes (a log holds fewer than 2^31 processes, log_reader.h;
+ * at least one allocated), to free(). Ends the command on running out of
+ * memory (xalloc.h). */
+uint32_t *cgr_process_order(const cgl_log *log);
 
 #endif

@@ -14,7 +14,8 @@
 
 #define MAX_DIFFS 8 /* sentences kept; the rest are counted */
 #define DOING "comparing the ranks"
-#define MAX_ID 100000 /* captures compared a rank: past that, only the counts */
+#define MAX_ID 100000     /* captures compared a rank: past that, only the counts */
+#define NO_ROW UINT32_MAX /* row_of's: the process has no row */
 
 /* "cuModuleLoadData of K at SITE": the first offender's call, the first kernel
  * its image holds (when the log has the event), and where it was called. */
@@ -62,7 +63,8 @@ static void rank_list(const cgr_rank_view *v, const bool *pick, char *buf, size_
   for (size_t i = 0; i < v->n && len < cap; i++) {
     if (!pick[i])
       continue;
-    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", first ? " " : ", ", v->rows[i].rank);
+    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", first ? " " : ", ",
+                            cgr_rank_row_rank(v, &v->rows[i]));
     first = false;
   }
 }
@@ -83,7 +85,7 @@ static void count_differences(cgr_rank_view *v) {
     for (size_t i = 0; i < v->n && len < sizeof buf; i++) {
       size_t n = pass == 0 ? v->rows[i].captured : v->rows[i].captures;
       len += (size_t)snprintf(buf + len, sizeof buf - len, "%srank %lld %s %zu %s%s", i ? ", " : "",
-                              v->rows[i].rank, pass == 0 ? "captured" : "began", n,
+                              cgr_rank_row_rank(v, &v->rows[i]), pass == 0 ? "captured" : "began", n,
                               pass == 0 ? "graph" : "capture", cg_plural(n));
     }
     add_diff(v, "%s", buf);
@@ -95,46 +97,49 @@ static void count_differences(cgr_rank_view *v) {
  * names no rank of this job. */
 static void claim_differences(const cgl_log *log, cgr_rank_view *v) {
   for (size_t i = 0; i < v->n; i++) {
-    if (i > 0 && v->rows[i - 1].rank == v->rows[i].rank)
+    if (i > 0 && cgr_rank_row_rank(v, &v->rows[i - 1]) == cgr_rank_row_rank(v, &v->rows[i]))
       continue;
     size_t n = 1, len = 0;
     char pids[256] = "";
     len += (size_t)snprintf(pids, sizeof pids, "%lld", log->procs[v->rows[i].proc].pid);
-    for (size_t j = i + 1; j < v->n && v->rows[j].rank == v->rows[i].rank; j++, n++)
+    for (size_t j = i + 1; j < v->n && cgr_rank_row_rank(v, &v->rows[j]) == cgr_rank_row_rank(v, &v->rows[i]);
+         j++, n++)
       if (len < sizeof pids)
         len += (size_t)snprintf(pids + len, sizeof pids - len, ", %lld", log->procs[v->rows[j].proc].pid);
     if (n > 1)
-      add_diff(v, "rank %lld is claimed by %zu processes that captured (pids %s)", v->rows[i].rank, n, pids);
+      add_diff(v, "rank %lld is claimed by %zu processes that captured (pids %s)",
+               cgr_rank_row_rank(v, &v->rows[i]), n, pids);
   }
 }
 
 /* Each capture id some rank broke and another captured (a capture's id is
  * its process's count of begins: the same step on every rank). row_of: each
- * process's row, or SIZE_MAX. Linear in the captures, and in the ranks
+ * process's row, or NO_ROW. Linear in the captures, and in the ranks
  * times the ids compared, which MAX_CELLS bounds. */
 #define MAX_CELLS (1 << 24)
-static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size_t *row_of) {
+static void capture_differences(const cgl_log *log, cgr_rank_view *v, const uint32_t *row_of) {
   long long last = 0;
   for (size_t c = 0; c < log->n_caps; c++)
-    if (row_of[log->caps[c].proc] != SIZE_MAX && log->caps[c].id > last && log->caps[c].id <= MAX_ID)
+    if (row_of[log->caps[c].proc] != NO_ROW && log->caps[c].id > last && log->caps[c].id <= MAX_ID)
       last = log->caps[c].id;
   if ((size_t)last + 1 > MAX_CELLS / v->n) /* a job of very many ranks: its first steps only */
     last = (long long)(MAX_CELLS / v->n) - 1;
   size_t w = (size_t)last + 1;
-  long *at = cg_xrealloc(NULL, v->n * w * sizeof *at, DOING); /* rank i's capture of id k: at[i * w + k] */
+  /* rank i's capture of id k: at[i * w + k], 4 bytes (fewer than 2^31 captures, log_reader.h) */
+  int32_t *at = cg_xrealloc(NULL, v->n * w * sizeof *at, DOING);
   for (size_t k = 0; k < v->n * w; k++)
     at[k] = -1;
   for (size_t c = 0; c < log->n_caps; c++) {
     size_t i = row_of[log->caps[c].proc];
-    if (i != SIZE_MAX && log->caps[c].id >= 1 && log->caps[c].id <= last)
-      at[i * w + (size_t)log->caps[c].id] = (long)c;
+    if (i != NO_ROW && log->caps[c].id >= 1 && log->caps[c].id <= last)
+      at[i * w + (size_t)log->caps[c].id] = (int32_t)c;
   }
   bool *broke = cg_xrealloc(NULL, v->n * sizeof *broke, DOING);
   bool *made = cg_xrealloc(NULL, v->n * sizeof *made, DOING);
   for (size_t id = 1; id < w; id++) {
     size_t n_broke = 0, n_made = 0;
     for (size_t i = 0; i < v->n; i++) {
-      long c = at[i * w + id];
+      int32_t c = at[i * w + id];
       broke[i] = c >= 0 && cg_capture_status_broken(log->caps[c].status);
       made[i] = c >= 0 && log->caps[c].status == CG_CAPTURE_ENDED;
       n_broke += broke[i];
@@ -152,8 +157,8 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size
       char off[384], others[256];
       offender_short(log, (size_t)at[i * w + id], off, sizeof off);
       rank_list(v, made, others, sizeof others);
-      add_diff(v, "rank %lld broke capture %zu (first offender %s); %s captured it", v->rows[i].rank, id, off,
-               others);
+      add_diff(v, "rank %lld broke capture %zu (first offender %s); %s captured it",
+               cgr_rank_row_rank(v, &v->rows[i]), id, off, others);
     }
   }
   free(at);
@@ -161,47 +166,49 @@ static void capture_differences(const cgl_log *log, cgr_rank_view *v, const size
   free(made);
 }
 
-static const char no_offender[] = "";
-/* One image a rank loaded during capture (a module-load event: the driver's
- * load or a copy served), by its hash: interned, so equal hashes are one
- * pointer. 16 bytes, as a million ranks' loads and their sort's copy are
- * at the report's peak: rows and events number far fewer than 2^32 (the
- * model of 2^32 events would be 800 GB). */
+/* The loads of images ranks made during capture (module-load events: the
+ * driver's load or a copy served) are sorted as their events' indices, 4
+ * bytes each (with qsort's copy, the report's peak at a million ranks),
+ * by image hash (interned: equal hashes are one pointer), then row, then
+ * the event (a group's first load is its earliest of the lowest row,
+ * whatever qsort's stability). */
 typedef struct {
-  const char *hash;
-  uint32_t row;
-  uint32_t ev;
-} loaded_image;
-
-/* By hash, then row, then the event (a group's first load is its earliest
- * of the lowest row, whatever qsort's stability). */
-static int by_hash_then_row(const void *a, const void *b) {
-  const loaded_image *x = a, *y = b;
-  if (x->hash != y->hash)
-    return (uintptr_t)x->hash < (uintptr_t)y->hash ? -1 : 1;
-  if (x->row != y->row)
-    return x->row < y->row ? -1 : 1;
-  return (x->ev > y->ev) - (x->ev < y->ev);
+  const cgl_event *evs;
+  const uint32_t *row_of;
+} loads_ctx;
+static int by_hash_then_row(const void *a, const void *b, void *ctx) {
+  const loads_ctx *c = ctx;
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  const char *hx = c->evs[x].image_hash, *hy = c->evs[y].image_hash;
+  if (hx != hy)
+    return (uintptr_t)hx < (uintptr_t)hy ? -1 : 1;
+  uint32_t rx = c->row_of[c->evs[x].proc], ry = c->row_of[c->evs[y].proc];
+  if (rx != ry)
+    return rx < ry ? -1 : 1;
+  return (x > y) - (x < y);
 }
 
-static bool loaded_during_capture(const cgl_event *ev, const size_t *row_of) {
-  return ev->kind == CG_EV_MODULE_LOAD && ev->image_hash && row_of[ev->proc] != SIZE_MAX;
+static bool loaded_during_capture(const cgl_event *ev, const uint32_t *row_of) {
+  return ev->kind == CG_EV_MODULE_LOAD && ev->image_hash && row_of[ev->proc] != NO_ROW;
 }
 
 /* Each image some ranks loaded during capture and others did not: NCCL's
  * ranks run the same graphs, so a rank that loaded another kernel image
  * captured other work (a different code path, a different build). */
-static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t *row_of) {
+static void image_differences(const cgl_log *log, cgr_rank_view *v, const uint32_t *row_of) {
   size_t n = 0;
   for (size_t e = 0; e < log->n_evs; e++)
     n += loaded_during_capture(&log->evs[e], row_of);
-  loaded_image *li = cg_xrealloc(NULL, (n + 1) * sizeof *li, DOING);
+  uint32_t *li = cg_xrealloc(NULL, (n + 1) * sizeof *li, DOING);
   n = 0;
   for (size_t e = 0; e < log->n_evs; e++)
     if (loaded_during_capture(&log->evs[e], row_of))
-      li[n++] = (loaded_image){log->evs[e].image_hash, (uint32_t)row_of[log->evs[e].proc], (uint32_t)e};
+      li[n++] = (uint32_t)e;
+  loads_ctx ctx = {log->evs, row_of};
   if (n)
-    qsort(li, n, sizeof *li, by_hash_then_row);
+    qsort_r(li, n, sizeof *li, by_hash_then_row, &ctx);
+#define HASH(k) (log->evs[li[k]].image_hash)
+#define ROW(k) (row_of[log->evs[li[k]].proc])
   /* Linear in the loads: a group's ranks are counted from the sorted run
    * (rows ascending, so a repeat is the previous one); only the groups
    * worded (MAX_DIFFS) pay a pass over every rank. A million ranks each
@@ -209,8 +216,8 @@ static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t
   bool *has = NULL, *lacks = NULL;
   for (size_t i = 0; i < n;) {
     size_t j = i, n_has = 0;
-    for (; j < n && li[j].hash == li[i].hash; j++)
-      n_has += j == i || li[j].row != li[j - 1].row;
+    for (; j < n && HASH(j) == HASH(i); j++)
+      n_has += j == i || ROW(j) != ROW(j - 1);
     if (n_has < v->n && v->n_diffs == MAX_DIFFS) {
       v->more_diffs++;
     } else if (n_has < v->n) {
@@ -220,103 +227,110 @@ static void image_differences(const cgl_log *log, cgr_rank_view *v, const size_t
       }
       memset(has, 0, v->n * sizeof *has);
       for (size_t k = i; k < j; k++)
-        has[li[k].row] = true;
+        has[ROW(k)] = true;
       for (size_t r = 0; r < v->n; r++)
         lacks[r] = !has[r];
-      const cgl_event *ev = &log->evs[li[i].ev];
+      const cgl_event *ev = &log->evs[li[i]];
       char with[256], without[256], disp[CG_KERNEL_DISPLAY_MAX];
       const char *k = ev->kernels->n ? cg_kernel_display(ev->kernels->v[0], disp, sizeof disp) : NULL;
       rank_list(v, has, with, sizeof with);
       rank_list(v, lacks, without, sizeof without);
       add_diff(v, "%s loaded an image during capture that %s did not (hash %.16s%s%s%s)", with, without,
-               li[i].hash, k ? ", kernel " : "", k ? k : "", ev->kernels->n > 1 ? " and more" : "");
+               HASH(i), k ? ", kernel " : "", k ? k : "", ev->kernels->n > 1 ? " and more" : "");
     }
     i = j;
   }
+#undef HASH
+#undef ROW
   free(li);
   free(has);
   free(lacks);
 }
 
-/* A process's counts of captures, gathered in one pass over them. */
+/* The processes with a rank by rank, then the process that began most first:
+ * a rank's helpers (compiler workers) inherit its variables and begin no
+ * capture. Their indices are sorted, 4 bytes each, not the rows (qsort's
+ * copy of a million 48-byte rows was the report's peak); the captures each
+ * began are the analysis's counts, not gathered again. */
 typedef struct {
-  size_t began, captured, broken;
-  long first; /* its earliest broken capture, -1 if none */
-} proc_counts;
-
-/* Rows by rank, then the process that began most first: a rank's helpers
- * (compiler workers) inherit its variables and begin no capture. */
-static int by_rank_then_began(const void *a, const void *b) {
-  const cgr_rank_row *x = a, *y = b;
-  if (x->rank != y->rank)
-    return (x->rank > y->rank) - (x->rank < y->rank);
-  if (x->captures != y->captures)
-    return x->captures < y->captures ? 1 : -1;
-  return (x->proc > y->proc) - (x->proc < y->proc);
+  const cgl_process *procs;
+  const struct cgr_proc_stats *st;
+} rank_order;
+static int by_rank_then_began(const void *a, const void *b, void *ctx) {
+  const rank_order *o = ctx;
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  long long rx = cgl_process_num(&o->procs[x], CGL_PR_RANK), ry = cgl_process_num(&o->procs[y], CGL_PR_RANK);
+  if (rx != ry)
+    return (rx > ry) - (rx < ry);
+  if (o->st[x].seen != o->st[y].seen)
+    return o->st[x].seen < o->st[y].seen ? 1 : -1;
+  return (x > y) - (x < y);
 }
 
-void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
+/* The rows: of each rank its process that began most; two that both began
+ * captures each keep a row (a stale RANK); helpers that began none are
+ * folded in. Their counts are zero (count_captures fills them). */
+static void make_rows(const cgl_log *log, size_t n_known, const struct cgr_proc_stats *st, cgr_rank_view *v) {
+  uint32_t *order = cg_xrealloc(NULL, n_known * sizeof *order, DOING);
+  size_t n = 0;
+  for (size_t p = 0; p < log->n_procs; p++)
+    if (log->procs[p].rank_known)
+      order[n++] = (uint32_t)p;
+  rank_order ctx = {log->procs, st};
+  qsort_r(order, n, sizeof *order, by_rank_then_began, &ctx);
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool same_rank = kept && cgl_process_num(&log->procs[order[kept - 1]], CGL_PR_RANK) ==
+                                 cgl_process_num(&log->procs[order[i]], CGL_PR_RANK);
+    if (same_rank && !st[order[i]].seen)
+      continue;
+    order[kept++] = order[i];
+  }
+  v->rows = cg_xrealloc(NULL, (kept + 1) * sizeof *v->rows, DOING);
+  for (size_t i = 0; i < kept; i++)
+    v->rows[i] = (cgr_rank_row){.proc = order[i], .first_broken = -1};
+  v->n = kept;
+  free(order);
+}
+
+/* The rows' counts of captures, in one pass over them (row_of: each
+ * process's row, or NO_ROW). */
+static void count_captures(const cgl_log *log, cgr_rank_view *v, const uint32_t *row_of) {
+  for (size_t c = 0; c < log->n_caps; c++) {
+    const cgl_capture *cap = &log->caps[c];
+    if (row_of[cap->proc] == NO_ROW)
+      continue;
+    cgr_rank_row *k = &v->rows[row_of[cap->proc]];
+    k->captures++;
+    k->captured += cap->status == CG_CAPTURE_ENDED;
+    if (cg_capture_status_broken(cap->status)) {
+      k->broken++;
+      if (k->first_broken < 0 || cap->id < log->caps[k->first_broken].id)
+        k->first_broken = (int32_t)c;
+    }
+  }
+}
+
+void cgr_rank_view_build(const cgl_log *log, const struct cgr_proc_stats *st, cgr_rank_view *v) {
   memset(v, 0, sizeof *v);
+  v->procs = log->procs;
+  v->log = log;
   size_t n_known = 0;
   for (size_t p = 0; p < log->n_procs; p++)
     n_known += log->procs[p].rank_known;
   if (n_known < 2)
     return;
-  proc_counts *pc = cg_xrealloc(NULL, log->n_procs * sizeof *pc, DOING);
-  for (size_t p = 0; p < log->n_procs; p++)
-    pc[p] = (proc_counts){0, 0, 0, -1};
-  for (size_t c = 0; c < log->n_caps; c++) {
-    const cgl_capture *cap = &log->caps[c];
-    proc_counts *k = &pc[cap->proc];
-    k->began++;
-    k->captured += cap->status == CG_CAPTURE_ENDED;
-    if (cg_capture_status_broken(cap->status)) {
-      k->broken++;
-      if (k->first < 0 || cap->id < log->caps[k->first].id)
-        k->first = (long)c;
-    }
-  }
-  cgr_rank_row *all = cg_xrealloc(NULL, n_known * sizeof *all, DOING);
-  size_t n = 0;
-  for (size_t p = 0; p < log->n_procs; p++)
-    if (log->procs[p].rank_known)
-      all[n++] = (cgr_rank_row){.rank = log->procs[p].rank,
-                                .world_size = log->procs[p].world_size,
-                                .proc = p,
-                                .captures = pc[p].began,
-                                .captured = pc[p].captured,
-                                .broken = pc[p].broken,
-                                .first_broken = pc[p].first,
-                                .offender = no_offender};
-  free(pc);
-  qsort(all, n, sizeof *all, by_rank_then_began);
-  /* Of each rank: its process that began most; two that both began captures
-   * each keep a row (a stale RANK); helpers that began none are folded in. */
-  size_t kept = 0;
-  for (size_t i = 0; i < n; i++) {
-    bool same_rank = kept && all[kept - 1].rank == all[i].rank;
-    if (same_rank && !all[i].captures)
-      continue;
-    all[kept++] = all[i];
-  }
-  v->rows = all;
-  v->n = kept;
+  make_rows(log, n_known, st, v);
   if (v->n < 2)
     return;
-  size_t *row_of = cg_xrealloc(NULL, log->n_procs * sizeof *row_of, DOING);
+  uint32_t *row_of = cg_xrealloc(NULL, log->n_procs * sizeof *row_of, DOING);
   for (size_t p = 0; p < log->n_procs; p++)
-    row_of[p] = SIZE_MAX;
-  for (size_t i = 0; i < v->n; i++) {
-    cgr_rank_row *r = &v->rows[i];
-    row_of[r->proc] = i;
-    v->any_broken = v->any_broken || r->broken;
-    if (r->first_broken >= 0) {
-      char off[384];
-      offender_short(log, (size_t)r->first_broken, off, sizeof off);
-      size_t len = strlen(off) + 1;
-      r->offender = memcpy(cg_xrealloc(NULL, len, DOING), off, len);
-    }
-  }
+    row_of[p] = NO_ROW;
+  for (size_t i = 0; i < v->n; i++)
+    row_of[v->rows[i].proc] = (uint32_t)i;
+  count_captures(log, v, row_of);
+  for (size_t i = 0; i < v->n; i++)
+    v->any_broken = v->any_broken || v->rows[i].broken;
   claim_differences(log, v);
   count_differences(v);
   capture_differences(log, v, row_of);
@@ -324,10 +338,19 @@ void cgr_rank_view_build(const cgl_log *log, cgr_rank_view *v) {
   free(row_of);
 }
 
+void cgr_rank_row_offender(const cgr_rank_view *v, const cgr_rank_row *r, char *buf, size_t cap) {
+  if (r->first_broken < 0) {
+    if (cap)
+      buf[0] = '\0';
+    return;
+  }
+  /* the buffer the rows once kept their offenders in: the same words, cut alike */
+  char off[384];
+  offender_short(v->log, (size_t)r->first_broken, off, sizeof off);
+  snprintf(buf, cap, "%s", off);
+}
+
 void cgr_rank_view_free(cgr_rank_view *v) {
-  for (size_t i = 0; i < v->n; i++)
-    if (v->rows[i].offender != no_offender)
-      free((char *)v->rows[i].offender);
   for (size_t i = 0; i < v->n_diffs; i++)
     free(v->diffs[i]);
   free(v->diffs);

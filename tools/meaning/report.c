@@ -97,7 +97,7 @@ void cgr_report_build(cgr_report *r, const cgl_log *log, const cgl_log *all, siz
   r->order = cgr_process_order(log);
   cgr_capture_time_of(log, &r->capture_time);
   cgr_capture_time_sentence(log, r->capture_time_line, sizeof r->capture_time_line);
-  cgr_rank_view_build(log, &r->ranks);
+  cgr_rank_view_build(log, r->a.procs, &r->ranks);
   requests(log, r);
   stale(log, r);
   r->any_hang = cgr_hangs_any(log);
@@ -149,7 +149,7 @@ void cgr_report_offender_phrase(const cgr_report *r, size_t capture, long first_
   cgr_offender_phrase(r->a.log, capture, first_event, buf, cap);
 }
 
-size_t *cgr_report_all_order(const cgr_report *r) {
+uint32_t *cgr_report_all_order(const cgr_report *r) {
   return cgr_process_order(r->a.all ? r->a.all : r->a.log);
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "analysis.h"
 #include "capture_totals.h"
@@ -51,11 +52,11 @@ typedef struct {
 } cgr_escape_group;
 
 typedef struct cgr_report {
-  cgr_analysis a; /* counts, broken captures, kernels, sites, and the advice */
-  cgr_rows rows;  /* the run (or runs) reported */
-  cgr_rows whole; /* the whole log, whose runs the runs' table lists */
-  size_t cuda;    /* processes that used CUDA */
-  size_t *order;  /* the processes as every rendering lists them: by run, then pid */
+  cgr_analysis a;  /* counts, broken captures, kernels, sites, and the advice */
+  cgr_rows rows;   /* the run (or runs) reported */
+  cgr_rows whole;  /* the whole log, whose runs the runs' table lists */
+  size_t cuda;     /* processes that used CUDA */
+  uint32_t *order; /* the processes as every rendering lists them: by run, then pid */
   /* capture time as the processes summed it, and its sentence ("" when none said) */
   cgr_capture_time capture_time;
   char capture_time_line[1100];
@@ -96,7 +97,7 @@ cgl_broken_by cgr_report_first_offender(const cgr_report *r, size_t capture, lon
                                         cgl_offender *out);
 void cgr_report_offender_phrase(const cgr_report *r, size_t capture, long first_event, char *buf, size_t cap);
 /* The processes of the whole log, by run, then pid: malloc'd (free it). */
-size_t *cgr_report_all_order(const cgr_report *r);
+uint32_t *cgr_report_all_order(const cgr_report *r);
 /* Whether capture c broke (cgl_capture_broken). */
 bool cgr_report_capture_broken(const cgr_report *r, size_t capture);
 /* The command that runs run again (cgr_rerun_command); false when none. */

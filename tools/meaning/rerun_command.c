@@ -198,7 +198,7 @@ bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const cha
   long long emulate = 0;
   for (size_t p = 0; p < log->n_procs && !emulate; p++)
     if (log->procs[p].run_index == run)
-      emulate = log->procs[p].emulate_driver;
+      emulate = cgl_process_num(&log->procs[p], CGL_PR_EMULATE_DRIVER);
   if (emulation && emulate > 0 && !(options && strstr(options, "--emulate-driver"))) {
     char v[48];
     snprintf(v, sizeof v, " --emulate-driver %lld", emulate);
@@ -211,7 +211,8 @@ bool cgr_command_for(const cgl_log *log, size_t run, const char *head, const cha
   }
   for (size_t i = 0; i < top->argc; i++) {
     append(buf, cap, &used, " ");
-    cgr_shell_word(top->argv_exact ? top->argv_exact->v[i] : top->argv[i], buf, cap, &used);
+    cgr_shell_word(cgl_process_rare(top)->argv_exact ? cgl_process_rare(top)->argv_exact->v[i] : top->argv[i],
+                   buf, cap, &used);
   }
   /* The shim logs the first 16 words: more may have followed. */
   bool whole = top->argc < CGL_ARGV_MAX;

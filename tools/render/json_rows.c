@@ -10,12 +10,12 @@
 json_t *cgr_json_event(const cgr_report *rep, const cgl_event *e) {
   char site[512];
   cgl_event_site(e, site, sizeof site);
-  json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}", CG_KEY_PID,
-                        (json_int_t)rep->rows.procs[e->proc].pid, CG_KEY_EVENT,
-                        jstr(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_CALL, jstr(e->call), CG_KEY_VERDICT,
-                        jstr(cgl_word(&cg_verdicts, e->verdict)), CG_KEY_RESULT, (json_int_t)e->result,
-                        CG_KEY_TIME_NS, (json_int_t)e->time_ns, "site", jtext(site), CG_KEY_LOG,
-                        jtext(e->src_file), CG_KEY_LINE, (json_int_t)e->src_line);
+  json_t *o = json_pack(
+      "{s:I, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}", CG_KEY_PID, (json_int_t)rep->rows.procs[e->proc].pid,
+      CG_KEY_EVENT, jstr(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_CALL, jstr(e->call), CG_KEY_VERDICT,
+      jstr(cgl_word(&cg_verdicts, e->verdict)), CG_KEY_RESULT, (json_int_t)cgl_event_num(e, CGL_EV_RESULT),
+      CG_KEY_TIME_NS, (json_int_t)e->time_ns, "site", jtext(site), CG_KEY_LOG,
+      jtext(cgl_event_file(rep->rows.files, rep->rows.procs, e)), CG_KEY_LINE, (json_int_t)e->src_line);
   json_t *k = json_array();
   for (size_t i = 0; i < e->kernels->n; i++)
     json_array_append_new(k, jtext(e->kernels->v[i]));
@@ -65,8 +65,8 @@ json_t *cgr_json_capture(const cgr_report *rep, const cgl_capture *c) {
                         jstr(c->began), CG_KEY_BEGIN_NS, (json_int_t)c->begin_ns, CG_KEY_END_NS,
                         (json_int_t)c->end_ns, CG_KEY_EVENTS, (json_int_t)c->events);
   json_object_set_new(o, CG_KEY_END_RESULT,
-                      c->has_end_result ? json_integer((json_int_t)c->end_result) : json_null());
-  json_object_set_new(o, CG_KEY_REPEATS, json_integer((json_int_t)c->repeats));
+                      c->has_end_result ? json_integer((json_int_t)cgl_capture_end_result(c)) : json_null());
+  json_object_set_new(o, CG_KEY_REPEATS, json_integer((json_int_t)cgl_capture_repeats(c)));
   size_t ci = (size_t)(c - rep->rows.caps);
   if (cgr_report_capture_broken(rep, ci))
     cgr_json_offender(rep, ci, c->by == CGL_BY_UNWATCHED ? -1 : c->first_break, o);

@@ -59,7 +59,8 @@ static void name_threads(json_t *evs, const cgr_report *rep) {
   for (size_t c = 0; c < rows->n_caps; c++)
     v[c] = (thread_seen){rows->caps[c].proc, rows->caps[c].tid, rows->caps[c].id, c};
   for (size_t i = 0; i < rows->n_evs; i++)
-    v[rows->n_caps + i] = (thread_seen){rows->evs[i].proc, rows->evs[i].tid, -1, rows->n_caps + i};
+    v[rows->n_caps + i] =
+        (thread_seen){rows->evs[i].proc, cgl_event_num(&rows->evs[i], CGL_EV_TID), -1, rows->n_caps + i};
   qsort(v, n, sizeof *v, cmp_seen);
   for (size_t i = 0; i < n;) {
     size_t j = i, shown = 0, used = 0;

@@ -40,8 +40,8 @@ static void one(FILE *out, const cgr_report *rep, size_t b, cg_palette pal) {
                          .pid = unsigned_of(rows->procs[c->proc].pid),
                          .began = c->began,
                          .ended = c->has_end_result,
-                         .end_result = clamp_int(c->end_result),
-                         .repeats = unsigned_of(c->repeats),
+                         .end_result = clamp_int(cgl_capture_end_result(c)),
+                         .repeats = unsigned_of(cgl_capture_repeats(c)),
                          .broken_by = by == CGL_BY_CALL ? &off : NULL};
   char phrase[1024];
   if (by == CGL_BY_UNKNOWN) { /* the log does not say: its own words, not "does not watch" */

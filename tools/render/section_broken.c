@@ -14,16 +14,16 @@ static const char * or (const char *s, const char *dflt) { return s && *s ? s : 
 
 /* What the capture's end returned, and the calls it counted and did not log again. */
 static void print_capture_end(FILE *out, const cgl_capture *c) {
-  if (c->has_end_result && c->end_result) {
+  if (c->has_end_result && cgl_capture_end_result(c)) {
     char result[160];
-    cgr_result_words(c->end_result, NULL, result, sizeof result);
+    cgr_result_words(cgl_capture_end_result(c), NULL, result, sizeof result);
     fprintf(out, "    its end returned %s\n", result);
   }
-  if (c->repeats > 0)
+  if (cgl_capture_repeats(c) > 0)
     fprintf(out,
             "    repeats: %lld more call%s like one logged (same call, verdict and site), "
             "counted, not logged again\n",
-            c->repeats, cg_plural(c->repeats));
+            cgl_capture_repeats(c), cg_plural(cgl_capture_repeats(c)));
 }
 
 static void print_broken(FILE *out, const cgr_report *rep, cg_palette pal) {
@@ -87,15 +87,16 @@ static void esc(FILE *o, const char *s) { cgr_html_text(o, s); }
  * the cell holds words already, which a separator ends: copied as text, the
  * why must not run into "its end returned"). */
 static void end_cell(FILE *o, const cgl_capture *c, bool after) {
-  if (c->has_end_result && c->end_result) {
+  if (c->has_end_result && cgl_capture_end_result(c)) {
     char result[160];
-    cgr_result_words(c->end_result, NULL, result, sizeof result);
+    cgr_result_words(cgl_capture_end_result(c), NULL, result, sizeof result);
     fputs(after ? "; <br>its end returned " : "its end returned ", o);
     esc(o, result);
     after = true;
   }
-  if (c->repeats > 0)
-    fprintf(o, "%srepeats: %lld more like one logged, not logged again", after ? "; <br>" : "", c->repeats);
+  if (cgl_capture_repeats(c) > 0)
+    fprintf(o, "%srepeats: %lld more like one logged, not logged again", after ? "; <br>" : "",
+            cgl_capture_repeats(c));
 }
 
 static void broken_table(FILE *o, const cgr_report *rep) {

@@ -43,8 +43,8 @@ static void calls_table(FILE *o, const cgr_report *rep) {
     fputs("</code></td><td><code>", o);
     cgr_html_kernel_cell(o, e);
     fputs("</code></td><td><code>", o);
-    const char *slash = strrchr(e->src_file, '/');
-    esc(o, slash ? slash + 1 : e->src_file);
+    const char *file = cgl_event_file(rows->files, rows->procs, e), *slash = strrchr(file, '/');
+    esc(o, slash ? slash + 1 : file);
     fprintf(o, ":%lld</code></td></tr>\n", e->src_line);
   }
   fputs("</table>\n", o);
@@ -82,12 +82,14 @@ void cgr_calls_trace(json_t *evs, const cgr_report *rep, long long t0) {
       json_array_append_new(kernels, jtrace(e->kernels->v[k]));
     long long t = e->time_ns > 0 ? e->time_ns : rows->caps[e->capture].begin_ns;
     json_array_append_new(
-        evs, json_pack("{s:s, s:s, s:s, s:o, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:I, s:o, s:o, s:I}}", "ph",
-                       "i", "s", "t", "cat", "call", "name", jtrace(name), "ts", cgr_us_since(t, t0), "pid",
-                       (json_int_t)pr->pid, "tid", (json_int_t)e->tid, "args", CG_KEY_EVENT,
-                       jtrace(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_VERDICT, jtrace(verdict), "site",
-                       jtrace(e->site), CG_KEY_RESULT, (json_int_t)e->result, CG_KEY_KERNELS, kernels,
-                       CG_KEY_LOG, jtrace(e->src_file), CG_KEY_LINE, (json_int_t)e->src_line));
+        evs,
+        json_pack("{s:s, s:s, s:s, s:o, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:I, s:o, s:o, s:I}}", "ph", "i",
+                  "s", "t", "cat", "call", "name", jtrace(name), "ts", cgr_us_since(t, t0), "pid",
+                  (json_int_t)pr->pid, "tid", (json_int_t)cgl_event_num(e, CGL_EV_TID), "args", CG_KEY_EVENT,
+                  jtrace(cgl_word(&cg_event_kinds, e->kind)), CG_KEY_VERDICT, jtrace(verdict), "site",
+                  jtrace(e->site), CG_KEY_RESULT, (json_int_t)cgl_event_num(e, CGL_EV_RESULT), CG_KEY_KERNELS,
+                  kernels, CG_KEY_LOG, jtrace(cgl_event_file(rows->files, rows->procs, e)), CG_KEY_LINE,
+                  (json_int_t)e->src_line));
     json_t *args = json_object_get(json_array_get(evs, json_array_size(evs) - 1), "args");
     if (args) {
       char result[160];

@@ -16,8 +16,9 @@ json_t *cgr_capture_time_process_json(const cgl_process *pr) {
     json_array_append_new(slow, json_pack("{s:I, s:I, s:o}", CG_KEY_ID, (json_int_t)pr->slowest[i].id,
                                           CG_KEY_NS, (json_int_t)pr->slowest[i].ns, CG_KEY_BEGAN,
                                           cgl_json_text(pr->slowest[i].began)));
-  json_t *o = json_pack("{s:I, s:I, s:o}", CG_KEY_CAPTURES_TIMED, (json_int_t)pr->captures_timed,
-                        CG_KEY_CAPTURE_NS, (json_int_t)pr->capture_ns, CG_KEY_SLOWEST, slow);
+  json_t *o = json_pack("{s:I, s:I, s:o}", CG_KEY_CAPTURES_TIMED,
+                        (json_int_t)cgl_process_num(pr, CGL_PR_CAPTURES_TIMED), CG_KEY_CAPTURE_NS,
+                        (json_int_t)pr->capture_ns, CG_KEY_SLOWEST, slow);
   if (o && pr->first_capture_ns > 0)
     json_object_set_new(o, CG_KEY_FIRST_CAPTURE_NS, json_integer(pr->first_capture_ns));
   if (o && pr->first_replay_ns > 0)
@@ -54,7 +55,7 @@ void cgr_capture_time_html(FILE *o, const cgr_report *rep) {
         o);
   for (size_t p = 0; p < rows->n_procs; p++) {
     const cgl_process *pr = &rows->procs[p];
-    if (!pr->has_capture_time || !pr->captures_timed)
+    if (!pr->has_capture_time || !cgl_process_num(pr, CGL_PR_CAPTURES_TIMED))
       continue;
     char who[256], rank[64], total[32], first[32] = "";
     cgr_report_process_label(rep, p, who, sizeof who);
@@ -62,7 +63,7 @@ void cgr_capture_time_html(FILE *o, const cgr_report *rep) {
     cgr_duration(pr->capture_ns, total, sizeof total);
     if (pr->first_capture_ns > 0 && pr->first_replay_ns >= pr->first_capture_ns)
       cgr_duration(pr->first_replay_ns - pr->first_capture_ns, first, sizeof first);
-    long long g = pr->captures_timed - pr->captures_broken;
+    long long g = cgl_process_num(pr, CGL_PR_CAPTURES_TIMED) - cgl_process_num(pr, CGL_PR_CAPTURES_BROKEN);
     fputs("<tr><td>", o);
     esc(o, who);
     esc(o, rank);
@@ -112,12 +113,12 @@ void cgr_capture_time_text(FILE *out, const cgr_report *rep, cg_palette pal) {
   fprintf(out, "  %s\n", line);
   for (size_t p = 0; p < rows->n_procs; p++) {
     const cgl_process *pr = &rows->procs[p];
-    if (!pr->has_capture_time || !pr->captures_timed)
+    if (!pr->has_capture_time || !cgl_process_num(pr, CGL_PR_CAPTURES_TIMED))
       continue;
     char who[256], rank[64], graphs[32], total[32];
     cgr_report_process_label(rep, p, who, sizeof who);
     cgr_rank_words(pr, rank, sizeof rank);
-    long long g = pr->captures_timed - pr->captures_broken;
+    long long g = cgl_process_num(pr, CGL_PR_CAPTURES_TIMED) - cgl_process_num(pr, CGL_PR_CAPTURES_BROKEN);
     cgr_thousands(g > 0 ? g : 0, graphs, sizeof graphs);
     cgr_duration(pr->capture_ns, total, sizeof total);
     fprintf(out, "  %s%s: %s graph%s in %s", who, rank, graphs, cg_plural((unsigned long long)g), total);

@@ -45,7 +45,7 @@ void cgr_captures_trace(json_t *evs, const cgr_report *rep, long long t0) {
       cgr_report_offender_phrase(rep, c, cp->first_break, phrase, sizeof phrase);
       json_object_set_new(args, "first_offender", jtrace(phrase));
     }
-    if (args && cp->repeats > 0)
-      json_object_set_new(args, CG_KEY_REPEATS, json_integer((json_int_t)cp->repeats));
+    if (args && cgl_capture_repeats(cp) > 0)
+      json_object_set_new(args, CG_KEY_REPEATS, json_integer((json_int_t)cgl_capture_repeats(cp)));
   }
 }

@@ -26,12 +26,12 @@ static void print_ended(FILE *out, const cgr_report *rep, cg_palette pal) {
     cgr_process_command(pr, cmd, sizeof cmd);
     char last[1024], sig[64] = "";
     cgr_report_ended_last(rep, p, last, sizeof last);
-    if (pr->signal) { /* capguard run's "ended" record */
+    if (cgl_process_rare(pr)->signal) { /* capguard run's "ended" record */
       char words[40];
-      cgr_signal_words(pr->signal, words, sizeof words);
+      cgr_signal_words(cgl_process_rare(pr)->signal, words, sizeof words);
       snprintf(sig, sizeof sig, ", killed by %s", words);
     }
-    if (!a->procs[p].captures &&
+    if (!cgr_proc_captures(a, p) &&
         !a->procs[p].calls) /* not "0 captures": one open when it ended is not logged */
       fprintf(out,
               "  %s %s%s: no capture and no call during capture logged (a capture still open when it "
@@ -39,8 +39,8 @@ static void print_ended(FILE *out, const cgr_report *rep, cg_palette pal) {
               who, cmd[0] ? cmd : "?", sig, last);
     else
       fprintf(out, "  %s %s%s: %zu capture%s, %zu call%s during capture logged\n    last logged: %s\n", who,
-              cmd[0] ? cmd : "?", sig, a->procs[p].captures, cg_plural(a->procs[p].captures),
-              a->procs[p].calls, cg_plural(a->procs[p].calls), last);
+              cmd[0] ? cmd : "?", sig, cgr_proc_captures(a, p), cg_plural(cgr_proc_captures(a, p)),
+              (size_t)a->procs[p].calls, cg_plural(a->procs[p].calls), last);
   }
 }
 
@@ -75,16 +75,16 @@ static void ended_table(FILE *o, const cgr_report *rep) {
     fputs("</td><td><code>", o);
     esc(o, cmd[0] ? cmd : "?");
     fputs("</code></td><td>", o);
-    if (rows->procs[p].signal) { /* capguard run's "ended" record */
+    if (cgl_process_rare(&rows->procs[p])->signal) { /* capguard run's "ended" record */
       char words[40];
-      cgr_signal_words(rows->procs[p].signal, words, sizeof words);
+      cgr_signal_words(cgl_process_rare(&rows->procs[p])->signal, words, sizeof words);
       fputs("killed by ", o);
       esc(o, words);
     } else {
       fputs("not in the log", o);
     }
-    fprintf(o, "</td><td class=\"n\">%zu</td><td class=\"n\">%zu</td><td>", a->procs[p].captures,
-            a->procs[p].calls);
+    fprintf(o, "</td><td class=\"n\">%zu</td><td class=\"n\">%zu</td><td>", cgr_proc_captures(a, p),
+            (size_t)a->procs[p].calls);
     esc(o, last);
     fputs("</td></tr>\n", o);
   }

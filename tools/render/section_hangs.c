@@ -45,9 +45,9 @@ static json_t *hang_json(const cgr_report *rep) {
     if (said->hang)
       json_array_append_new(evs, event_json(rep, said));
     else
-      json_array_append_new(alive, json_pack("{s:I, s:I, s:o}", CG_KEY_PID, (json_int_t)pr->pid,
-                                             CG_KEY_COLLECTIVE_EXECS, (json_int_t)pr->collective_execs,
-                                             "text", jtext(said->text)));
+      json_array_append_new(
+          alive, json_pack("{s:I, s:I, s:o}", CG_KEY_PID, (json_int_t)pr->pid, CG_KEY_COLLECTIVE_EXECS,
+                           (json_int_t)cgl_process_rare(pr)->collective_execs, "text", jtext(said->text)));
   }
   json_object_set_new(root, "lineup", lineup);
   json_object_set_new(root, CG_KEY_EVENTS, evs);

@@ -25,7 +25,7 @@ static void print_processes(FILE *out, const cgr_report *rep, cg_palette pal) {
   for (size_t p = 0; p < rows->n_procs; p++)
     cuda += rows->procs[p].cuda;
   /* by run, then by pid: several logs (--all) are read one after the other */
-  const size_t *order = rep->order;
+  const uint32_t *order = rep->order;
   fprintf(out, "\n%sProcesses%s (as logged)\n", pal.bold, pal.reset);
   for (size_t i = 0; i < rows->n_procs; i++) {
     size_t p = order[i];
@@ -35,18 +35,19 @@ static void print_processes(FILE *out, const cgr_report *rep, cg_palette pal) {
       continue;
     }
     shown++;
-    size_t captures = a->procs[p].captures, broken = a->procs[p].broken, served = a->procs[p].served;
+    size_t captures = cgr_proc_captures(a, p), broken = a->procs[p].broken, served = a->procs[p].served;
     char who[256], cmd[96], drv[64] = "";
     cgr_report_process_label(rep, p, who, sizeof who);
     cgr_process_command(pr, cmd, sizeof cmd);
     if (!pr->cuda)
       snprintf(drv, sizeof drv, ", no CUDA");
-    else if (pr->emulate_driver > 0)
-      snprintf(drv, sizeof drv, ", emulating CUDA %lld.%lld", pr->emulate_driver / 1000,
-               (pr->emulate_driver % 1000) / 10);
-    else if (pr->driver_version > 0)
-      snprintf(drv, sizeof drv, ", CUDA %lld.%lld", pr->driver_version / 1000,
-               (pr->driver_version % 1000) / 10);
+    else if (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > 0)
+      snprintf(drv, sizeof drv, ", emulating CUDA %lld.%lld",
+               cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) / 1000,
+               (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) % 1000) / 10);
+    else if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) > 0)
+      snprintf(drv, sizeof drv, ", CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_DRIVER_VERSION) / 1000,
+               (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) % 1000) / 10);
     fprintf(out, "  %s %s (%s mode%s): %zu capture%s%s, %s%zu broken%s", who, cmd[0] ? cmd : "?",
             or (cgl_word(&cg_run_modes, pr->mode), "?"), drv, captures, cg_plural(captures),
             cgr_ended_early(pr) ? " logged" : "", broken ? pal.red : pal.green, broken, pal.reset);
@@ -106,29 +107,29 @@ static json_t *processes_json(const cgr_report *rep) {
   const cgr_rows *rows = &rep->rows;
   json_t *procs = json_array(), **per = broken_json_by_process(rep);
   const size_t *requests = rep->requests_by_proc; /* NULL: none counted */
-  const size_t *order = rep->order;               /* by run, then pid */
+  const uint32_t *order = rep->order;             /* by run, then pid */
   for (size_t i = 0; i < rows->n_procs; i++) {
     size_t p = order[i];
     const cgl_process *pr = &rows->procs[p];
     json_t *argv = json_array();
     for (size_t i = 0; i < pr->argc; i++)
       json_array_append_new(argv, jtext(pr->argv[i]));
-    json_array_append_new(procs,
-                          json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:o}", CG_KEY_PID,
-                                    (json_int_t)pr->pid, CG_KEY_PPID, (json_int_t)pr->ppid, CG_KEY_ARGV, argv,
-                                    CG_KEY_MODE, jstr(cgl_word(&cg_run_modes, pr->mode)),
-                                    CG_KEY_DRIVER_VERSION, (json_int_t)pr->driver_version,
-                                    CG_KEY_EMULATE_DRIVER, (json_int_t)pr->emulate_driver, "exited",
-                                    pr->has_summary, CG_KEY_LOG, jtext(rows->files[pr->file])));
+    json_array_append_new(
+        procs, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:b, s:o}", CG_KEY_PID, (json_int_t)pr->pid,
+                         CG_KEY_PPID, (json_int_t)pr->ppid, CG_KEY_ARGV, argv, CG_KEY_MODE,
+                         jstr(cgl_word(&cg_run_modes, pr->mode)), CG_KEY_DRIVER_VERSION,
+                         (json_int_t)cgl_process_num(pr, CGL_PR_DRIVER_VERSION), CG_KEY_EMULATE_DRIVER,
+                         (json_int_t)cgl_process_num(pr, CGL_PR_EMULATE_DRIVER), "exited", pr->has_summary,
+                         CG_KEY_LOG, jtext(rows->files[pr->file])));
     json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "broken_captures",
                         per ? per[p] : json_array());
     if (cgr_ended_early(pr)) { /* no exit record: the last thing it logged, in words */
       char last[1024];
       cgr_report_ended_last(rep, p, last, sizeof last);
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "last_logged", jtext(last));
-      if (pr->signal) /* capguard run's "ended" record: the signal that killed it */
+      if (cgl_process_rare(pr)->signal) /* capguard run's "ended" record: the signal that killed it */
         json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_SIGNAL,
-                            json_integer(pr->signal));
+                            json_integer(cgl_process_rare(pr)->signal));
     }
     if (a->n_runs > 1) /* which run of runs[] it belongs to */
       json_object_set_new(
@@ -142,10 +143,10 @@ static json_t *processes_json(const cgr_report *rep) {
                           json_integer((json_int_t)requests[p]));
     if (pr->rank_known) {
       json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_RANK,
-                          json_integer(pr->rank));
-      if (pr->world_size > 0)
+                          json_integer(cgl_process_num(pr, CGL_PR_RANK)));
+      if (cgl_process_num(pr, CGL_PR_WORLD_SIZE) > 0)
         json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), CG_KEY_WORLD_SIZE,
-                            json_integer(pr->world_size));
+                            json_integer(cgl_process_num(pr, CGL_PR_WORLD_SIZE)));
     }
   }
   free(per);
@@ -157,11 +158,12 @@ static void esc(FILE *o, const char *s) { cgr_html_text(o, s); }
 static void process_driver(const cgl_process *pr, char *drv, size_t cap) {
   if (!pr->cuda)
     snprintf(drv, cap, "no CUDA");
-  else if (pr->emulate_driver > 0)
-    snprintf(drv, cap, "emulating CUDA %lld.%lld", pr->emulate_driver / 1000,
-             (pr->emulate_driver % 1000) / 10);
-  else if (pr->driver_version > 0)
-    snprintf(drv, cap, "CUDA %lld.%lld", pr->driver_version / 1000, (pr->driver_version % 1000) / 10);
+  else if (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > 0)
+    snprintf(drv, cap, "emulating CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) / 1000,
+             (cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) % 1000) / 10);
+  else if (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) > 0)
+    snprintf(drv, cap, "CUDA %lld.%lld", cgl_process_num(pr, CGL_PR_DRIVER_VERSION) / 1000,
+             (cgl_process_num(pr, CGL_PR_DRIVER_VERSION) % 1000) / 10);
   else
     snprintf(drv, cap, "?");
 }
@@ -191,7 +193,8 @@ static void processes(FILE *o, const cgr_report *rep) {
     fprintf(o,
             "</td><td class=\"n\">%zu</td><td class=\"n%s\">%zu</td><td class=\"n\">%zu</td>"
             "<td class=\"n\">%zu</td></tr>\n",
-            st->captures, st->broken ? " bad" : "", st->broken, st->calls, st->served);
+            cgr_proc_captures(a, p), st->broken ? " bad" : "", (size_t)st->broken, (size_t)st->calls,
+            (size_t)st->served);
   }
   fputs("</table>\n", o);
   cgr_html_more_rows(o, rows->n_procs, "processes");

@@ -15,7 +15,7 @@ bool cgr_print_ranks_text(FILE *out, const cgr_report *rep, cg_palette pal, cons
   const cgr_rank_view *v = &rep->ranks;
   if (v->n < 2)
     return false;
-  long long world = v->rows[0].world_size;
+  long long world = cgr_rank_row_world(v, &v->rows[0]);
   fprintf(out, "%s%s%sRanks%s (%zu", *indent ? "" : "\n", indent, pal.bold, pal.reset, v->n);
   if (world > 0)
     fprintf(out, " of a world of %lld", world);
@@ -23,9 +23,11 @@ bool cgr_print_ranks_text(FILE *out, const cgr_report *rep, cg_palette pal, cons
           "broken", "first offender");
   for (size_t i = 0; i < v->n; i++) {
     const cgr_rank_row *r = &v->rows[i];
-    fprintf(out, "%s  %-5lld %-8lld %-8zu %-8zu %s%-6zu%s %s\n", indent, r->rank, rows->procs[r->proc].pid,
-            r->captures, r->captured, r->broken ? pal.red : pal.green, r->broken, pal.reset,
-            r->offender[0] ? r->offender : "-");
+    char off[384];
+    cgr_rank_row_offender(v, r, off, sizeof off);
+    fprintf(out, "%s  %-5lld %-8lld %-8zu %-8zu %s%-6zu%s %s\n", indent, cgr_rank_row_rank(v, r),
+            rows->procs[r->proc].pid, (size_t)r->captures, (size_t)r->captured,
+            r->broken ? pal.red : pal.green, (size_t)r->broken, pal.reset, off[0] ? off : "-");
   }
   if (v->n_diffs) {
     fprintf(out, "%sDifferences between ranks (NCCL needs every rank to capture the same work)\n", indent);
@@ -49,11 +51,13 @@ static json_t *ranks_json(const cgr_report *rep) {
   json_t *list = json_array(), *diffs = json_array();
   for (size_t i = 0; i < v->n; i++) {
     const cgr_rank_row *r = &v->rows[i];
-    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", CG_KEY_RANK, (json_int_t)r->rank, CG_KEY_PID,
-                          (json_int_t)rows->procs[r->proc].pid, CG_KEY_WORLD_SIZE, (json_int_t)r->world_size,
-                          CG_KEY_CAPTURES, (json_int_t)r->captures, "captured", (json_int_t)r->captured,
-                          "broken", (json_int_t)r->broken);
-    json_object_set_new(o, "first_offender", r->offender[0] ? cgl_json_text(r->offender) : json_null());
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", CG_KEY_RANK, (json_int_t)cgr_rank_row_rank(v, r),
+                          CG_KEY_PID, (json_int_t)rows->procs[r->proc].pid, CG_KEY_WORLD_SIZE,
+                          (json_int_t)cgr_rank_row_world(v, r), CG_KEY_CAPTURES, (json_int_t)r->captures,
+                          "captured", (json_int_t)r->captured, "broken", (json_int_t)r->broken);
+    char off[384];
+    cgr_rank_row_offender(v, r, off, sizeof off);
+    json_object_set_new(o, "first_offender", off[0] ? cgl_json_text(off) : json_null());
     json_object_set_new(o, "first_broken_capture",
                         r->first_broken >= 0 ? json_integer((json_int_t)rows->caps[r->first_broken].id)
                                              : json_null());
@@ -76,10 +80,12 @@ void cgr_ranks_html(FILE *o, const cgr_report *rep) {
         o);
   for (size_t i = 0; i < v->n; i++) {
     const cgr_rank_row *r = &v->rows[i];
+    char off[384];
+    cgr_rank_row_offender(v, r, off, sizeof off);
     fprintf(o, "<tr><td>%lld</td><td>pid %lld</td><td>%zu</td><td>%zu</td><td class=\"%s\">%zu</td><td>",
-            r->rank, rows->procs[r->proc].pid, r->captures, r->captured, r->broken ? "bad" : "good",
-            r->broken);
-    esc(o, r->offender[0] ? r->offender : "-");
+            cgr_rank_row_rank(v, r), rows->procs[r->proc].pid, (size_t)r->captures, (size_t)r->captured,
+            r->broken ? "bad" : "good", (size_t)r->broken);
+    esc(o, off[0] ? off : "-");
     fputs("</td></tr>\n", o);
   }
   fputs("</table>\n", o);

@@ -39,7 +39,7 @@ void cgr_requests_html(FILE *o, const cgr_report *rep) {
     const cgl_process *pr = &rows->procs[q->proc];
     fprintf(o, "<tr><td>%lld</td><td>", pr->pid);
     if (pr->rank_known)
-      fprintf(o, "%lld", pr->rank);
+      fprintf(o, "%lld", cgl_process_num(pr, CGL_PR_RANK));
     else
       fputs("-", o);
     fprintf(o, "</td><td>%s</td><td>%s%s</td><td>", after, took, q->served ? " (served)" : "");

@@ -57,7 +57,8 @@ static json_t *runs_json(const cgr_report *rep) {
   const cgr_analysis *a = &rep->a;
   const cgr_rows *whole = &rep->whole;
   json_t *runs = json_array();
-  size_t *order = cgr_report_all_order(rep), at = 0; /* by run: run r's processes follow run r - 1's */
+  uint32_t *order = cgr_report_all_order(rep); /* by run: run r's processes follow run r - 1's */
+  size_t at = 0;
   for (size_t r = 0; r < a->n_runs; r++) {
     const cgl_process *top = &whole->procs[whole->runs[r].first_proc];
     const struct cgr_run_stats *st = &a->runs[r];
@@ -95,9 +96,10 @@ static void run_drivers(const cgr_report *rep, size_t r, char *buf, size_t cap) 
   buf[0] = '\0';
   for (size_t p = 0; p < rows->n_procs; p++) {
     const cgl_process *pr = &rows->procs[p];
-    if ((rows->n_runs && pr->run_index != r) || !pr->cuda || pr->driver_version <= 0)
+    if ((rows->n_runs && pr->run_index != r) || !pr->cuda || cgl_process_num(pr, CGL_PR_DRIVER_VERSION) <= 0)
       continue;
-    long long v = pr->emulate_driver > 0 ? -pr->emulate_driver : pr->driver_version;
+    long long v = cgl_process_num(pr, CGL_PR_EMULATE_DRIVER) > 0 ? -cgl_process_num(pr, CGL_PR_EMULATE_DRIVER)
+                                                                 : cgl_process_num(pr, CGL_PR_DRIVER_VERSION);
     bool have = false;
     for (size_t k = 0; k < n && !have; k++)
       have = seen[k] == v;
@@ -126,8 +128,8 @@ static void run_archs(const cgr_report *rep, size_t r, char *buf, size_t cap) {
     const cgl_event *e = &rows->evs[i];
     if (rows->n_runs && rows->procs[e->proc].run_index != r)
       continue;
-    if (e->image_sm > 0 && e->image_sm < 256)
-      sm[e->image_sm] = true;
+    if (cgl_event_num(e, CGL_EV_IMAGE_SM) > 0 && cgl_event_num(e, CGL_EV_IMAGE_SM) < 256)
+      sm[cgl_event_num(e, CGL_EV_IMAGE_SM)] = true;
   }
   for (int k = 0; k < 256; k++)
     if (sm[k]) {
