@@ -111,8 +111,11 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
  * cuEventQuery (the queries' fence), not the unloads (the capture gate)
  * nor an exec's destroy (the hang watch's and the stale check's execs,
  * which come and go). */
-#define CG_BREAKER_FLAGS(ep, fix)                                                                    \
+#define CG_BREAKER_NPARAMS_(...) CG_PP_NPAIRS(__VA_ARGS__)
+#define CG_BREAKER_FLAGS(ep, fix, params)                                                            \
   (!CG_POLLED(ep) && !CG_FENCED(ep) && (fix) != CG_FIX_DEFER_UNLOAD && (fix) != CG_FIX_DEFER_DESTROY \
+           /* the fast path calls the driver from a frame of its own: only arguments in registers */ \
+           && CG_BREAKER_NPARAMS_(CG_PP_UNPAREN params) <= 6                                           \
        ? CG_BT_FAST | (CG_BLOCKS(ep) ? CG_BT_BLOCKS : 0) | ((fix) == CG_FIX_DEFER_FREE ? CG_BT_FREES : 0) \
        : 0)
 #if defined(__x86_64__)
@@ -158,7 +161,7 @@ void *cg_query_target = cg_query_divert_code;
     refused_unseen(r, ep, kind, rule);                                                                \
     return r;                                                                                         \
   }                                                                                                   \
-  CG_BREAKER_HOLDER(cname, sname, ep, CG_BREAKER_FLAGS(ep, fix), (ep) == CG_EP_cuCtxSynchronize ? 0 : -1) \
+  CG_BREAKER_HOLDER(cname, sname, ep, CG_BREAKER_FLAGS(ep, fix, params), (ep) == CG_EP_cuCtxSynchronize ? 0 : -1) \
   CG_BREAKER_FAST_PATH(sname);                                                                        \
   static __attribute__((noinline)) CUresult cname##_slow(CG_PARAMS(params)) {                        \
     cname##_args args_ = CG_ARGS_KEPT(params);                                                        \
@@ -216,7 +219,7 @@ void *cg_query_target = cg_query_divert_code;
   CG_FAST_PATH(cname, sname, ep, params,                                                              \
                CG_FENCED(ep)                      ? CG_FAST_QUERY                                     \
                : CG_POLLED(ep)                    ? CG_FAST_PLAIN                                     \
-               : CG_BREAKER_FLAGS(ep, fix) & CG_BT_FAST ? (CG_BLOCKS(ep) ? CG_FAST_BREAKER_BLOCKS : CG_FAST_BREAKER) \
+               : CG_BREAKER_FLAGS(ep, fix, params) & CG_BT_FAST ? (CG_BLOCKS(ep) ? CG_FAST_BREAKER_BLOCKS : CG_FAST_BREAKER) \
                                                   : CG_FAST_NONE)
 
 #define CG_WRAP_BREAKER(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix)         \
