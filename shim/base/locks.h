@@ -21,6 +21,15 @@
 #include <stdbool.h>
 #include <time.h>
 
+/* A moment's wait in a spin loop (the shard locks, the capture gate). */
+static inline void cg_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 /* Locks this thread holds (locks.c's), read and written only by the calls
  * below. They are inline: a capture takes about eight locks, and a call to
  * each (and a return, a frame for the unlocks) was a tenth of what the lock

@@ -29,14 +29,6 @@ static struct {
 /* One decision at a time; the others sleep here. */
 static pthread_mutex_t deciders = PTHREAD_MUTEX_INITIALIZER;
 
-/* A moment's wait in a spin loop. */
-static inline void relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  __asm__ __volatile__("" ::: "memory");
-#endif
-}
 
 static __thread unsigned own_shard __attribute__((tls_model("initial-exec"))); /* + 1; 0: not yet picked */
 
@@ -93,7 +85,7 @@ void cg_gate_lock(void) {
    * mostly. Spin, then yield, then sleep in short steps. */
   for (unsigned spins = 0; any_sharer(); spins++) {
     if (spins < 64) {
-      relax();
+      cg_cpu_relax();
     } else if (spins < 128) {
       sched_yield();
     } else {

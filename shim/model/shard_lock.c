@@ -7,19 +7,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "locks.h"
 #include "warn.h"
 
 /* As glibc's adaptive mutex: the holder is mostly a few hundred
  * instructions from letting go, sooner than a sleep and a wake. */
 enum { SPINS = 100 };
-
-static inline void relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  __asm__ __volatile__("" ::: "memory");
-#endif
-}
 
 static bool try_free(cg_shard_lock *l) {
   unsigned free_ = 0;
@@ -31,7 +24,7 @@ void cg_shard_lock_wait(cg_shard_lock *l) {
   for (int i = 0; i < SPINS; i++) {
     if (try_free(l))
       return;
-    relax();
+    cg_cpu_relax();
   }
   /* Marked as waited for (2) by whoever takes it from here: its release
    * then wakes one sleeper. The kernel compares the word with 2 before it
