@@ -1,7 +1,6 @@
 #include "loader_gate.h"
 
 #include <sched.h>
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "capguard/clock.h"
@@ -9,16 +8,12 @@
 #define GATE_WAIT_NS 100000000ull /* 100 ms: a walk takes microseconds */
 
 static unsigned walkers; /* threads inside dl_iterate_phdr through the gate */
-static int forking;      /* a fork's prepare handler has run, its parent or child handler not yet */
+static unsigned forking; /* a fork's prepare handler has run, its parent or child handler not yet */
 
 /* Waits, yielding, until *word reads want or GATE_WAIT_NS passed. */
-static void wait_for(const void *word, bool is_forking, unsigned want) {
+static void wait_for(const unsigned *word, unsigned want) {
   uint64_t start = 0;
-  for (;;) {
-    unsigned v = is_forking ? (unsigned)__atomic_load_n((const int *)word, __ATOMIC_SEQ_CST)
-                            : __atomic_load_n((const unsigned *)word, __ATOMIC_SEQ_CST);
-    if (v == want)
-      return;
+  while (__atomic_load_n(word, __ATOMIC_SEQ_CST) != want) {
     uint64_t now = cg_monotonic_ns();
     if (!start)
       start = now;
@@ -34,7 +29,7 @@ int cg_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *d
   __atomic_add_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&forking, __ATOMIC_SEQ_CST)) {
     __atomic_sub_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
-    wait_for(&forking, true, 0);
+    wait_for(&forking, 0);
     __atomic_add_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
   }
   int r = dl_iterate_phdr(cb, data);
@@ -44,7 +39,7 @@ int cg_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *d
 
 void cg_loader_gate_atfork_prepare(void) {
   __atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
-  wait_for(&walkers, false, 0);
+  wait_for(&walkers, 0);
 }
 
 void cg_loader_gate_atfork_parent(void) { __atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST); }
