@@ -17,6 +17,24 @@
  * start-up (a dlvsym: 2.8k instructions of every process's start-up), and
  * that call is then passed on with the same tail jump. */
 #if defined(__x86_64__)
+/* A call that keeps dlsym's two arguments (%rdi, %rsi) for after it, the
+ * stack 16-byte aligned for the callee. */
+        .macro  call_keeping_args fn
+        pushq   %rdi
+        .cfi_adjust_cfa_offset 8
+        pushq   %rsi
+        .cfi_adjust_cfa_offset 8
+        subq    $8, %rsp
+        .cfi_adjust_cfa_offset 8
+        call    \fn
+        addq    $8, %rsp
+        .cfi_adjust_cfa_offset -8
+        popq    %rsi
+        .cfi_adjust_cfa_offset -8
+        popq    %rdi
+        .cfi_adjust_cfa_offset -8
+        .endm
+
         .text
         .globl  dlsym
         .type   dlsym, @function
@@ -35,19 +53,7 @@ dlsym:
         cmpb    $0x75, 1(%rsi)          /* 'u' */
         jne     .Lpass
         movq    (%rsp), %rdx            /* third argument: the caller's return address */
-        pushq   %rdi
-        .cfi_adjust_cfa_offset 8
-        pushq   %rsi
-        .cfi_adjust_cfa_offset 8
-        subq    $8, %rsp                /* keep the stack 16-byte aligned for the call */
-        .cfi_adjust_cfa_offset 8
-        call    cg_dlsym_driver_symbol
-        addq    $8, %rsp
-        .cfi_adjust_cfa_offset -8
-        popq    %rsi
-        .cfi_adjust_cfa_offset -8
-        popq    %rdi
-        .cfi_adjust_cfa_offset -8
+        call_keeping_args cg_dlsym_driver_symbol
         testq   %rax, %rax
         jz      .Lpass
         cmpq    $1, %rax
@@ -61,19 +67,7 @@ dlsym:
         jz      .Lfind
         jmp     *%rax
 .Lfind:                                 /* glibc's dlsym, found at the first call that passes one on */
-        pushq   %rdi
-        .cfi_adjust_cfa_offset 8
-        pushq   %rsi
-        .cfi_adjust_cfa_offset 8
-        subq    $8, %rsp
-        .cfi_adjust_cfa_offset 8
-        call    cg_real_dlsym_resolve
-        addq    $8, %rsp
-        .cfi_adjust_cfa_offset -8
-        popq    %rsi
-        .cfi_adjust_cfa_offset -8
-        popq    %rdi
-        .cfi_adjust_cfa_offset -8
+        call_keeping_args cg_real_dlsym_resolve
         movq    cg_real_dlsym(%rip), %rax
         testq   %rax, %rax
         jz      .Lnone
