@@ -64,16 +64,17 @@ SCENARIOS = {
     "cuGraphLaunch": ("glaunch", "null", {}, 6, 2000),
     "cuGraphLaunch, 16 threads": ("glaunch", "null", {}, 6, 2000, 16),
     # The goal is +8: the breakers' fence around the driver's call and the
-    # refusal check after it, written out (route/fast_path.h), cost 17 and
-    # the synchronizes' look at the hang watch 2 more (docs/benchmarks.md).
-    "cuStreamSynchronize": ("ssync", "null", {}, 19, 2000),
-    "cuStreamSynchronize, 16 threads": ("ssync", "null", {}, 19, 2000, 16),
-    "cuEventSynchronize": ("esync", "null", {}, 19, 2000),
-    "cuEventSynchronize, 16 threads": ("esync", "null", {}, 19, 2000, 16),
-    "cuCtxSynchronize": ("csync", "null", {}, 19, 2000),
-    "cuCtxSynchronize, 16 threads": ("csync", "null", {}, 19, 2000, 16),
-    "cuMemFree_v2": ("free", "null", {}, 17, 2000),
-    "cuMemFree_v2, 16 threads": ("free", "null", {}, 17, 2000, 16),
+    # refusal check after it, written out (route/fast_path.h), cost 13 and
+    # the synchronizes' look at the hang watch 2 more; a checked call alone
+    # (no fence) would cost 9 (docs/benchmarks.md).
+    "cuStreamSynchronize": ("ssync", "null", {}, 15, 2000),
+    "cuStreamSynchronize, 16 threads": ("ssync", "null", {}, 15, 2000, 16),
+    "cuEventSynchronize": ("esync", "null", {}, 15, 2000),
+    "cuEventSynchronize, 16 threads": ("esync", "null", {}, 15, 2000, 16),
+    "cuCtxSynchronize": ("csync", "null", {}, 15, 2000),
+    "cuCtxSynchronize, 16 threads": ("csync", "null", {}, 15, 2000, 16),
+    "cuMemFree_v2": ("free", "null", {}, 13, 2000),
+    "cuMemFree_v2, 16 threads": ("free", "null", {}, 13, 2000, 16),
     # over the null capture driver: what capguard itself adds to a capture
     # (the goal is +1,500, with no driver call a begin beyond the caller's:
     # +1,466 on this tree, +2,243 before; docs/benchmarks.md says where)
@@ -134,14 +135,14 @@ SCENARIOS = {
                                                  {"CAPGUARD_MODE": "guard", "CAPGUARD_STALE": "1"}, 40, 2000),
     # The hang watch (CAPGUARD_HANG_S), read beside the rows without it: a
     # synchronize in its thread's slot adds at most 20 to the plain one's
-    # (goal +20: 19 + 20). A capture with it is read beside the same capture without
+    # (goal +20: 15 + 20). A capture with it is read beside the same capture without
     # it (SAME_WITHIN; goal +0): both with one thread of the bench's own
     # alive, as a real driver starts its own at cuInit (over the fake or null
     # driver, the watcher would be the only other thread, and the difference
     # glibc's single- against multi-threaded malloc and mutexes), and both
     # with the variable set (empty: the watch off), since the fake driver
     # calls getenv about ten times a capture, each over the whole environment.
-    "cuStreamSynchronize (hang watch)": ("ssync", "null", {"CAPGUARD_HANG_S": "600"}, 39, 2000),
+    "cuStreamSynchronize (hang watch)": ("ssync", "null", {"CAPGUARD_HANG_S": "600"}, 35, 2000),
     "capture (guard, a thread started, watch off)": ("capture_queried", "fake",
                                                      {"CAPGUARD_MODE": "guard", "CAPGUARD_HANG_S": ""}, 2900, 1000, 1),
     "capture (guard + hang watch)": ("capture_queried", "fake", {"CAPGUARD_MODE": "guard", "CAPGUARD_HANG_S": "600"},

@@ -376,8 +376,7 @@ void cg_captures_refusal_in_driver(int code) {
   /* A watched call of this thread, or a breaker's fast path (in the
    * breakers' fence), whose wrapper reports this refusal (900 and 907:
    * breaker_wrappers.c) and so leaves the watched region after it. */
-  cg_query_slot *fast = cg_fence_self[CG_FENCE_BREAKERS];
-  if (!watched_depth && !(fast && (__atomic_load_n(&fast->seq, __ATOMIC_RELAXED) & 1) &&
+  if (!watched_depth && !(cg_breaker_in_flight() &&
                           (code == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || code == CUDA_ERROR_CAPTURED_EVENT)))
     return;
   if (!refusal_tick)

@@ -32,9 +32,12 @@ static unsigned query_restores; /* targets put back, ever */
 
 __thread cg_query_slot *cg_fence_self[CG_FENCES] __attribute__((tls_model("initial-exec")));
 __thread unsigned cg_query_seq __attribute__((tls_model("initial-exec"))) = CG_QUERY_UNCLAIMED;
+__thread unsigned cg_breaker_seq __attribute__((tls_model("initial-exec"))) = CG_QUERY_UNCLAIMED;
+/* Each fence's word of the calling thread. */
+static unsigned *own_word(int f) { return f == CG_FENCE_QUERIES ? &cg_query_seq : &cg_breaker_seq; }
 
 /* A thread's slot is given back when it exits (a key's destructor: before
- * its thread-locals are freed). A waiter reading its cg_query_seq is waited
+ * its thread-locals are freed). A waiter reading its word is waited
  * for: it counted itself in readers (a locked add) before it loaded
  * tls_seq, and this clears tls_seq (a locked exchange) before it looks at
  * readers, so either the waiter sees NULL or this sees the waiter. */
@@ -46,8 +49,8 @@ static void release(void *p) {
   /* Run by the exiting thread itself: a call it makes after this (another
    * key's destructor) claims a slot again rather than mark one no longer
    * its own. */
-  if (mine == &cg_query_seq)
-    cg_query_seq = CG_QUERY_UNCLAIMED;
+  if (mine == &cg_query_seq || mine == &cg_breaker_seq)
+    *mine = CG_QUERY_UNCLAIMED;
   for (int f = 0; f < CG_FENCES; f++)
     if (cg_fence_self[f] == s)
       cg_fence_self[f] = NULL;
@@ -57,11 +60,9 @@ static void release(void *p) {
   __atomic_store_n(&s->taken, 0, __ATOMIC_RELEASE);
 }
 
-/* A slot's sequence number as its owner last wrote it (0 for a queries'
- * slot whose owner is gone or not yet pointed at). */
-static unsigned slot_seq(int f, cg_query_slot *s) {
-  if (f != CG_FENCE_QUERIES)
-    return __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+/* A slot's sequence number as its owner last wrote it (0 for a slot whose
+ * owner is gone or not yet pointed at). */
+static unsigned slot_seq(cg_query_slot *s) {
   __atomic_add_fetch(&s->readers, 1, __ATOMIC_SEQ_CST);
   unsigned *p = __atomic_load_n(&s->tls_seq, __ATOMIC_SEQ_CST);
   unsigned v = p ? __atomic_load_n(p, __ATOMIC_ACQUIRE) : 0;
@@ -110,12 +111,10 @@ cg_query_slot *cg_fence_slot_claim(int f) {
       release(s);
       return NULL;
     }
-    if (f == CG_FENCE_QUERIES) {
-      __atomic_store_n(&s->parked, CG_SLOT_ACTIVE, __ATOMIC_SEQ_CST);
-      __atomic_store_n(&s->idle_seen, CG_QUERY_UNCLAIMED, __ATOMIC_RELAXED);
-      __atomic_store_n(&cg_query_seq, 0, __ATOMIC_RELAXED);
-      __atomic_store_n(&s->tls_seq, &cg_query_seq, __ATOMIC_RELEASE);
-    }
+    __atomic_store_n(&s->parked, CG_SLOT_ACTIVE, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->idle_seen, CG_QUERY_UNCLAIMED, __ATOMIC_RELAXED);
+    __atomic_store_n(own_word(f), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->tls_seq, own_word(f), __ATOMIC_RELEASE);
     cg_fence_self[f] = s;
     return s;
   }
@@ -183,7 +182,6 @@ void cg_query_fence_atfork_child(void) {
     for (unsigned i = 0; i < SLOTS; i++)
       if (&slots[f][i] != cg_fence_self[f]) {
         slots[f][i].taken = 0;
-        slots[f][i].seq = 0;
         slots[f][i].tls_seq = NULL;
         slots[f][i].readers = 0;
       }
@@ -191,8 +189,8 @@ void cg_query_fence_atfork_child(void) {
       slots[f][i].parked = CG_SLOT_ACTIVE;
       slots[f][i].idle_seen = CG_QUERY_UNCLAIMED;
     }
-    if (cg_fence_self[f])
-      cg_fence_self[f]->seq &= ~1u;
+    if (f == CG_FENCE_BREAKERS && cg_fence_self[f])
+      cg_breaker_seq &= ~1u;
     /* A parked word (or one a parent's begin was parking) is unparked: the
      * slot is no longer marked, and waiters count an unmarked
      * CG_QUERY_UNCLAIMED as in flight. */
@@ -207,7 +205,7 @@ bool cg_fence_busy(int f) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   unsigned n = __atomic_load_n(&slots_used[f], __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n; i++)
-    if (&slots[f][i] != cg_fence_self[f] && in_flight(f, &slots[f][i], slot_seq(f, &slots[f][i])))
+    if (&slots[f][i] != cg_fence_self[f] && in_flight(f, &slots[f][i], slot_seq(&slots[f][i])))
       return true;
   return __atomic_load_n(&overflow_in_flight[f], __ATOMIC_ACQUIRE) != 0;
 }
@@ -287,7 +285,7 @@ static void park_idle_slots(void) {
     if (s == cg_fence_self[CG_FENCE_QUERIES] || !__atomic_load_n(&s->taken, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&s->parked, __ATOMIC_SEQ_CST) != CG_SLOT_ACTIVE)
       continue;
-    unsigned v = slot_seq(CG_FENCE_QUERIES, s);
+    unsigned v = slot_seq(s);
     unsigned seen = __atomic_exchange_n(&s->idle_seen, v, __ATOMIC_RELAXED);
     int active = CG_SLOT_ACTIVE;
     if ((v & 1) || v != seen || v == CG_QUERY_UNCLAIMED - 1 ||
@@ -308,7 +306,7 @@ static void park_idle_slots(void) {
   for (unsigned j = 0; j < k; j++) {
     cg_query_slot *s = &slots[CG_FENCE_QUERIES][pending[j]];
     int parking_ = CG_SLOT_PARKING;
-    if (sure && slot_seq(CG_FENCE_QUERIES, s) == CG_QUERY_UNCLAIMED &&
+    if (sure && slot_seq(s) == CG_QUERY_UNCLAIMED &&
         __atomic_compare_exchange_n(&s->parked, &parking_, CG_SLOT_PARKED, false, __ATOMIC_SEQ_CST,
                                     __ATOMIC_RELAXED))
       continue;
@@ -375,10 +373,10 @@ void cg_fence_wait(int f, bool asymmetric, unsigned long long limit_ns) {
   unsigned n = __atomic_load_n(&slots_used[f], __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n && !late; i++) {
     cg_query_slot *s = &slots[f][i];
-    unsigned seq = slot_seq(f, s);
+    unsigned seq = slot_seq(s);
     if (s == cg_fence_self[f] || !in_flight(f, s, seq))
       continue;
-    for (unsigned spins = 0; slot_seq(f, s) == seq && in_flight(f, s, seq); spins++) {
+    for (unsigned spins = 0; slot_seq(s) == seq && in_flight(f, s, seq); spins++) {
       if (waited_past(&start, limit_ns)) {
         late = true;
         break;

@@ -34,10 +34,9 @@
 #include <stddef.h>
 
 typedef struct {
-  unsigned seq;   /* the breakers' fence: odd while a call of this slot's thread is in flight */
-  int taken;      /* a live thread owns the slot */
-  /* The queries' fence: the owner's cg_query_seq (NULL once it exits), and
-   * how many waiters are reading it now (its exit waits for them). */
+  int taken; /* a live thread owns the slot */
+  /* The owner's word (cg_query_seq or cg_breaker_seq, NULL once it exits),
+   * and how many waiters are reading it now (its exit waits for them). */
   unsigned *tls_seq;
   unsigned readers;
   /* CG_SLOT_ACTIVE, CG_SLOT_PARKING (a begin set the word to
@@ -59,38 +58,50 @@ enum { CG_FENCE_QUERIES, CG_FENCE_BREAKERS, CG_FENCES };
 /* The calling thread's slot in each fence; NULL until its first call. */
 extern __thread cg_query_slot *cg_fence_self[CG_FENCES] __attribute__((tls_model("initial-exec")));
 /* Claims one (NULL past the last slot: that thread's calls count in a
- * shared counter instead). */
+ * shared counter instead), and points it at the thread's word of that
+ * fence, set to 0. */
 cg_query_slot *cg_fence_slot_claim(int fence);
 void cg_fence_overflow_enter(int fence);
 void cg_fence_overflow_leave(int fence);
 
-static inline cg_query_slot *cg_fence_enter(int fence) {
-  cg_query_slot *s = cg_fence_self[fence];
-  if (__builtin_expect(!s, 0)) {
-    s = cg_fence_slot_claim(fence);
-    if (!s) {
-      cg_fence_overflow_enter(fence);
-      return NULL;
-    }
+/* A fence word's value before its thread has a slot (and a parked
+ * query slot's): the increment that makes it 0 says so. */
+#define CG_QUERY_UNCLAIMED 0xFFFFFFFFu
+
+/* The breakers' word, as cg_query_seq is the queries' (below): odd while a
+ * breaker of the calling thread is in the driver; CG_QUERY_UNCLAIMED until
+ * the thread has a slot (never parked). A thread-local, so that the x86-64
+ * fast path enters with one instruction on it, whose result 0 also says
+ * "no slot yet" (route/fast_path.h). */
+extern __thread unsigned cg_breaker_seq __attribute__((tls_model("initial-exec")));
+/* NULL: counted in the shared counter; else the thread's word. */
+static inline unsigned *cg_breaker_enter(void) {
+  if (__builtin_expect(cg_breaker_seq == CG_QUERY_UNCLAIMED, 0) && !cg_fence_slot_claim(CG_FENCE_BREAKERS)) {
+    cg_fence_overflow_enter(CG_FENCE_BREAKERS);
+    return NULL;
   }
-  __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&cg_breaker_seq, cg_breaker_seq + 1, __ATOMIC_RELAXED);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  return s;
+  return &cg_breaker_seq;
 }
-static inline void cg_fence_leave(int fence, cg_query_slot *s) {
+static inline void cg_breaker_leave(unsigned *b) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  if (__builtin_expect(!s, 0)) {
-    cg_fence_overflow_leave(fence);
+  if (__builtin_expect(!b, 0)) {
+    cg_fence_overflow_leave(CG_FENCE_BREAKERS);
     return;
   }
-  __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+  __atomic_store_n(b, *b + 1, __ATOMIC_RELEASE);
 }
+/* Whether a breaker of the calling thread is in the driver now. */
+static inline bool cg_breaker_in_flight(void) {
+  return cg_fence_self[CG_FENCE_BREAKERS] && (__atomic_load_n(&cg_breaker_seq, __ATOMIC_RELAXED) & 1);
+}
+
 /* The calling thread's query sequence number, odd while one of its event
  * queries is in flight. CG_QUERY_UNCLAIMED (each thread's first value)
  * until the thread has a slot, and again while its slot is parked: the
  * increment that makes it 0 sends the x86-64 fast path to the C wrapper,
  * which claims a slot or unparks its own. */
-#define CG_QUERY_UNCLAIMED 0xFFFFFFFFu
 extern __thread unsigned cg_query_seq __attribute__((tls_model("initial-exec")));
 /* Gives the thread a slot pointing at its cg_query_seq (set to 0); false
  * past the last slot (the thread's queries then count in a shared counter). */

@@ -120,8 +120,8 @@ static __attribute__((noinline, cold)) void stale_after(cg_fix fix, const char *
        : 0)
 #if defined(__x86_64__)
 /* What the breakers' fast path (route/fast_path.h) writes out. */
-_Static_assert(CG_FENCE_BREAKERS == 1 && sizeof(cg_query_slot *) == 8,
-               "the breakers' fast path reads cg_fence_self[CG_FENCE_BREAKERS] at %fs:8 from the array");
+_Static_assert(CG_QUERY_UNCLAIMED == 0xFFFFFFFFu && sizeof cg_breaker_seq == 4,
+               "the breakers' fast path enters with addl on cg_breaker_seq, whose result 0 says no slot yet");
 _Static_assert(offsetof(cg_hang_slot, call) == 8 && offsetof(cg_hang_slot, call_seq) == 16 &&
                    offsetof(cg_hang_slot, handle) == 24 && offsetof(cg_hang_slot, caller) == 32 &&
                    offsetof(cg_hang_slot, caller_slot) == 40 && offsetof(cg_hang_slot, count) == 48,
@@ -155,10 +155,12 @@ void *cg_query_target = cg_query_divert_code;
  * canary, no struct to set up) on the path taken when nothing captures. */
 #define CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, handle_thunk) \
   CG_ARGS_THUNK(cname, ep, params)                                                                    \
-  /* The fast path's refusal, attributed while the call is in the fence. */                        \
+  /* The fast path's answers above 899 (a refusal, 900 or 907, among them), a                     \
+   * refusal attributed while the call is in the fence. */                                         \
   CUresult cname##_refused(CUresult r) __asm__(sname "_cg_refused") __attribute__((used, noinline, cold)); \
   CUresult cname##_refused(CUresult r) {                                                              \
-    refused_unseen(r, ep, kind, rule);                                                                \
+    if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT)                 \
+      refused_unseen(r, ep, kind, rule);                                                              \
     return r;                                                                                         \
   }                                                                                                   \
   CG_BREAKER_HOLDER(cname, sname, ep, CG_BREAKER_FLAGS(ep, fix, params), (ep) == CG_EP_cuCtxSynchronize ? 0 : -1) \
@@ -206,9 +208,9 @@ void *cg_query_target = cg_query_divert_code;
     if (__builtin_expect(cg_nothing_captures(), 1) || off()) {                                        \
       if (CG_POLLED(ep))                                                                              \
         return real(CG_ARGS(params));                                                                 \
-      cg_query_slot *b_ = cg_fence_enter(CG_FENCE_BREAKERS);                                          \
+      unsigned *b_ = cg_breaker_enter();                                                              \
       CUresult r_ = passed(real(CG_ARGS(params)), ep, (kind), (rule));                                \
-      cg_fence_leave(CG_FENCE_BREAKERS, b_);                                                          \
+      cg_breaker_leave(b_);                                                                           \
       CG_STALE_AFTER(fix, sname, target, r_)                                                          \
       return r_;                                                                                      \
     }                                                                                                 \

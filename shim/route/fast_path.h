@@ -119,8 +119,8 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
 /* A breaker's (CG_FAST_BREAKER: frees, allocations and the like;
  * CG_FAST_BREAKER_BLOCKS: the synchronizes; breaker_wrappers.c says which
  * rows): nothing capturing, its call made inside the breakers' fence
- * (query_fence.h: the slot's sequence number odd around the call, as
- * cg_fence_enter and cg_fence_leave) and its answer checked for a refusal
+ * (query_fence.h: the thread's cg_breaker_seq odd around the call, as
+ * cg_breaker_enter and cg_breaker_leave) and its answer checked for a refusal
  * before it leaves (sname "_cg_refused", C), through the row's target: the
  * driver's function, or the row's divert (sname "_cg_bdivert": it leaves
  * the fence, drops the fast path's frame and jumps to the C body) where
@@ -129,8 +129,10 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
  * the C body, which claims one only once it has the driver's pointer, and
  * the targets are set before the driver's pointers are published; so the
  * words start at zero, with nothing for the loader to relocate.
- * 17 instructions (19 a synchronize, which looks at the hang watch); the C
- * body, with its frame and saved registers, was 34 to 41.
+ * 13 instructions (15 a synchronize, which looks at the hang watch); 17
+ * and 19 while the fence's word sat in a slot reached through a pointer
+ * and the check compared twice; the C body, with its frame and saved
+ * registers, was 34 to 41.
  *
  * With the hang watch on, a synchronize is in its thread's hang slot while
  * it lasts: the stores of cg_hang_call_enter and cg_hang_call_leave
@@ -158,39 +160,45 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
                      ".set " sname "_cg_handle_mask, %c2\n" ::"i"((ep_) * sizeof(void *)),            \
                      "i"((int)(flags)), "i"((int)(handle_mask)));                                     \
   }
-/* The fence entered, the call, the refusal check and the fence left: the
- * lines both entries share (the slot in %r11). */
+/* The fence entered: the thread's word incremented in place (odd: in
+ * flight); a result of 0 says the thread has no slot yet (the word was
+ * CG_QUERY_UNCLAIMED): undone at 2, and the C body claims one. %r11 holds
+ * the word's offset from the thread pointer. */
+#define CG_BREAKER_ENTER_                                                                            \
+  "movq cg_breaker_seq@gottpoff(%rip), %r11\n\t"                                                   \
+  "addl $1, %fs:(%r11)\n\t" /* in flight (odd) */                                                  \
+  "jz 2f\n\t"
+/* The call, the refusal check and the fence left: the lines both entries
+ * share. One compare for the check: 900 and 907 (a refusal) and the rare
+ * answers above them go to sname "_cg_refused", which tells them apart. */
 #define CG_BREAKER_CALL_(sname)                                                                      \
-  "addl $1, (%r11)\n\t" /* in flight (odd) */                                                      \
-  "pushq %r11\n\t"                                                                                 \
+  "pushq %r11\n\t" /* kept for the leave, and the stack aligned for the call */                    \
   ".cfi_adjust_cfa_offset 8\n\t"                                                                    \
   "call *" sname "_cg_btarget(%rip)\n"                                                               \
-  "5:\tcmpl $900, %eax\n\t" /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */                           \
-  "je 2f\n\t"                                                                                       \
-  "cmpl $907, %eax\n\t" /* CUDA_ERROR_CAPTURED_EVENT */                                            \
-  "je 2f\n\t"                                                                                       \
+  "5:\tcmpl $899, %eax\n\t"                                                                        \
+  "ja 6f\n\t"                                                                                       \
   "popq %r11\n\t"                                                                                  \
   ".cfi_adjust_cfa_offset -8\n\t"                                                                   \
-  "addl $1, (%r11)\n\t" /* left (even) */                                                          \
+  "addl $1, %fs:(%r11)\n\t" /* left (even) */                                                      \
   "ret\n\t"                                                                                        \
   ".cfi_adjust_cfa_offset 8\n"                                                                       \
-  "2:\tmovl %eax, %edi\n\t"                                                                        \
+  "6:\tmovl %eax, %edi\n\t"                                                                        \
   "call " sname "_cg_refused\n\t" /* attributed before the call leaves the fence */               \
   "popq %r11\n\t"                                                                                  \
   ".cfi_adjust_cfa_offset -8\n\t"                                                                   \
-  "addl $1, (%r11)\n\t"                                                                            \
+  "addl $1, %fs:(%r11)\n\t"                                                                        \
   "ret\n"
-#define CG_BREAKER_SLOT_ "movq cg_fence_self@gottpoff(%rip), %r11\n\t"                             \
-                         "movq %fs:8(%r11), %r11\n\t" /* cg_fence_self[CG_FENCE_BREAKERS] */        \
-                         "testq %r11, %r11\n\t"                                                    \
-                         "jz 3f\n\t"
+/* No slot yet: the increment undone, and the C body. */
+#define CG_BREAKER_UNCLAIMED_(sname)                                                                 \
+  "2:\tsubl $1, %fs:(%r11)\n"                                                                      \
+  "3:\tjmp " sname "_cg_other\n\t"
 #define CG_BREAKER_FAST_PATH(sname)                                                                  \
   __asm__(".text\n\t.globl " sname "_cg_fast\n\t.hidden " sname "_cg_fast\n\t"                     \
           ".type " sname "_cg_fast, @function\n" sname "_cg_fast:\n\t"                              \
           ".cfi_startproc\n\t"                                                                     \
           ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64 */                                          \
           "cmpq $0, cg_activity(%rip)\n\t"                                                         \
-          "jne 3f\n\t" CG_BREAKER_SLOT_ CG_BREAKER_CALL_(sname) "3:\tjmp " sname "_cg_other\n\t"      \
+          "jne 3f\n\t" CG_BREAKER_ENTER_ CG_BREAKER_CALL_(sname) CG_BREAKER_UNCLAIMED_(sname)        \
           ".cfi_endproc\n\t"                                                                       \
           ".size " sname "_cg_fast, .-" sname "_cg_fast\n\t"                                        \
           ".globl " sname "_cg_fastb\n\t.hidden " sname "_cg_fastb\n\t"                           \
@@ -198,13 +206,13 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
           ".cfi_startproc\n\t"                                                                     \
           ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64 */                                          \
           "cmpq $0, cg_activity(%rip)\n\t"                                                         \
-          "jne 3f\n\t" CG_BREAKER_SLOT_                                                               \
+          "jne 3f\n\t" CG_BREAKER_ENTER_                                                              \
           "cmpl $0, cg_hang_s(%rip)\n\t"                                                           \
           "jne 4f\n\t" CG_BREAKER_CALL_(sname)                                                       \
           "4:\tmovq cg_hang_mine@gottpoff(%rip), %rax\n\t"                                          \
           "movq %fs:(%rax), %rax\n\t"                                                               \
           "testq %rax, %rax\n\t"                                                                   \
-          "jz 3f\n\t"                                                                               \
+          "jz 2f\n\t" /* no hang slot yet: the C body, which claims one */                        \
           "leaq " sname "_cg_name(%rip), %rcx\n\t"                                                  \
           "movq %rcx, 8(%rax)\n\t" /* call */                                                      \
           "movq %rdi, 24(%rax)\n\t" /* handle */                                                   \
@@ -215,7 +223,6 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
           "addq $1, 48(%rax)\n\t"   /* count: the owner's alone */                                 \
           "movq 48(%rax), %rcx\n\t"                                                                \
           "movq %rcx, 16(%rax)\n\t" /* call_seq, the last store (a release on x86-64) */            \
-          "addl $1, (%r11)\n\t" /* in flight (odd) */                                              \
           "pushq %r11\n\t"                                                                         \
           ".cfi_adjust_cfa_offset 8\n\t"                                                            \
           "call *" sname "_cg_btarget(%rip)\n\t"                                                     \
@@ -223,17 +230,15 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
           "movq %fs:(%rcx), %rcx\n\t"                                                               \
           "movq $0, 16(%rcx)\n\t" /* call_seq: in none */                                          \
           "jmp 5b\n\t"                                                                             \
-          ".cfi_adjust_cfa_offset -8\n"                                                              \
-          "3:\tjmp " sname "_cg_other\n\t"                                                         \
+          ".cfi_adjust_cfa_offset -8\n" CG_BREAKER_UNCLAIMED_(sname)                                \
           ".cfi_endproc\n\t"                                                                       \
           ".size " sname "_cg_fastb, .-" sname "_cg_fastb\n\t"                                      \
           ".globl " sname "_cg_bdivert\n\t.hidden " sname "_cg_bdivert\n\t"                       \
           ".type " sname "_cg_bdivert, @function\n" sname "_cg_bdivert:\n\t"                       \
           ".cfi_startproc\n\t"                                                                     \
           ".byte 0xf3, 0x0f, 0x1e, 0xfa\n\t" /* endbr64: called through the target */             \
-          "movq cg_fence_self@gottpoff(%rip), %r11\n\t"                                            \
-          "movq %fs:8(%r11), %r11\n\t"                                                             \
-          "addl $1, (%r11)\n\t" /* left (even) */                                                  \
+          "movq cg_breaker_seq@gottpoff(%rip), %r11\n\t"                                           \
+          "addl $1, %fs:(%r11)\n\t" /* left (even) */                                              \
           "addq $16, %rsp\n\t"        /* the caller's return address on top again */               \
           "jmp " sname "_cg_other\n\t"                                                              \
           ".cfi_endproc\n\t"                                                                       \
