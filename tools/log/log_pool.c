@@ -119,31 +119,38 @@ static size_t entry_bytes(size_t n) {
   return (sizeof(str_head) + n + 1 + sizeof(str_head) - 1) / sizeof(str_head) * sizeof(str_head);
 }
 
-/* s[0..n) copied into the arena, after its header. */
-static const char *arena_copy(struct cgl_pool *p, const char *s, size_t n, uint32_t h) {
-  size_t need = entry_bytes(n);
-  arena_block *b = p->block;
+/* need bytes at the end of the arena whose newest block is *chain: a block
+ * more when the newest lacks them; a long request's block of its own,
+ * slipped under the newest, so the newest keeps its room for the short. */
+static void *arena_room(arena_block **chain, size_t need) {
+  arena_block *b = *chain;
   if (!b || b->cap - b->used < need) {
     size_t cap = need > BLOCK_BYTES / 4 ? need : BLOCK_BYTES - sizeof *b;
     arena_block *nb = cgl_xrealloc(NULL, sizeof *nb + cap);
     nb->used = 0;
     nb->cap = cap;
-    if (need > BLOCK_BYTES / 4 && b) { /* a long string's block of its own, under the current one */
+    if (need > BLOCK_BYTES / 4 && b) {
       nb->prev = b->prev;
       b->prev = nb;
     } else {
       nb->prev = b;
-      p->block = nb;
+      *chain = nb;
     }
     b = nb;
   }
-  str_head *e = (str_head *)(void *)(b->data + b->used);
+  void *at = b->data + b->used;
+  b->used += need;
+  return at;
+}
+
+/* s[0..n) copied into the arena, after its header. */
+static const char *arena_copy(struct cgl_pool *p, const char *s, size_t n, uint32_t h) {
+  str_head *e = arena_room(&p->block, entry_bytes(n));
   e->len = (uint32_t)n;
   e->hash = h;
   char *copy = (char *)(e + 1);
   memcpy(copy, s, n);
   copy[n] = '\0';
-  b->used += need;
   return copy;
 }
 
@@ -212,25 +219,8 @@ const char *cgl_intern_exact(struct cgl_pool *p, const char *s, size_t n) { retu
 
 /* room for a list of n pointers in the lists' arena */
 static pooled_list *list_room(struct cgl_pool *p, size_t n) {
-  size_t need = sizeof(pooled_list) + n * sizeof(const char *);
-  arena_block *b = p->list_block;
-  if (!b || b->cap - b->used < need) {
-    size_t cap = need > BLOCK_BYTES / 4 ? need : BLOCK_BYTES - sizeof *b;
-    arena_block *nb = cgl_xrealloc(NULL, sizeof *nb + cap);
-    nb->used = 0;
-    nb->cap = cap;
-    nb->prev = b;
-    if (need > BLOCK_BYTES / 4 && b) { /* a long list's block of its own, under the current one */
-      nb->prev = b->prev;
-      b->prev = nb;
-    } else {
-      p->list_block = nb;
-    }
-    b = nb;
-  }
-  pooled_list *l = (pooled_list *)(void *)(b->data + b->used);
-  b->used += (need + _Alignof(pooled_list) - 1) / _Alignof(pooled_list) * _Alignof(pooled_list);
-  return l;
+  size_t need = sizeof(pooled_list) + n * sizeof(const char *), align = _Alignof(pooled_list);
+  return arena_room(&p->list_block, (need + align - 1) / align * align);
 }
 
 /* The slot of the list of klen bytes of pointers v (hash h). */
