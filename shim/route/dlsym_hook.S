@@ -79,6 +79,27 @@ dlsym:
         .size   dlsym, .-dlsym
 
 #elif defined(__aarch64__)
+/* A call that keeps dlsym's two arguments (x0, x1) for after it, in a
+ * frame of its own (the link register saved); answer, when given, is the
+ * register that keeps the callee's answer, which x0 no longer holds. */
+        .macro  call_keeping_args fn, answer
+        stp     x29, x30, [sp, #-32]!
+        .cfi_def_cfa_offset 32
+        .cfi_offset 29, -32
+        .cfi_offset 30, -24
+        mov     x29, sp
+        stp     x0, x1, [sp, #16]
+        bl      \fn
+        .ifnb   \answer
+        mov     \answer, x0
+        .endif
+        ldp     x0, x1, [sp, #16]
+        ldp     x29, x30, [sp], #32
+        .cfi_def_cfa_offset 0
+        .cfi_restore 29
+        .cfi_restore 30
+        .endm
+
         .text
         .globl  dlsym
         .type   dlsym, %function
@@ -95,19 +116,7 @@ dlsym:
         cmp     w2, #0x75
         b.ne    .Lpass
         mov     x2, x30                 /* third argument: the caller's return address */
-        stp     x29, x30, [sp, #-32]!
-        .cfi_def_cfa_offset 32
-        .cfi_offset 29, -32
-        .cfi_offset 30, -24
-        mov     x29, sp
-        stp     x0, x1, [sp, #16]
-        bl      cg_dlsym_driver_symbol
-        mov     x2, x0
-        ldp     x0, x1, [sp, #16]
-        ldp     x29, x30, [sp], #32
-        .cfi_def_cfa_offset 0
-        .cfi_restore 29
-        .cfi_restore 30
+        call_keeping_args cg_dlsym_driver_symbol, x2
         cbz     x2, .Lpass
         cmp     x2, #1
         b.ne    .Lanswer
@@ -121,18 +130,7 @@ dlsym:
         cbz     x2, .Lfind
         br      x2
 .Lfind:                                 /* glibc's dlsym, found at the first call that passes one on */
-        stp     x29, x30, [sp, #-32]!
-        .cfi_def_cfa_offset 32
-        .cfi_offset 29, -32
-        .cfi_offset 30, -24
-        mov     x29, sp
-        stp     x0, x1, [sp, #16]
-        bl      cg_real_dlsym_resolve
-        ldp     x0, x1, [sp, #16]
-        ldp     x29, x30, [sp], #32
-        .cfi_def_cfa_offset 0
-        .cfi_restore 29
-        .cfi_restore 30
+        call_keeping_args cg_real_dlsym_resolve
         adrp    x2, cg_real_dlsym
         ldr     x2, [x2, :lo12:cg_real_dlsym]
         cbz     x2, .Lnone
