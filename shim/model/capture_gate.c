@@ -29,7 +29,6 @@ static struct {
 /* One decision at a time; the others sleep here. */
 static pthread_mutex_t deciders = PTHREAD_MUTEX_INITIALIZER;
 
-
 static __thread unsigned own_shard __attribute__((tls_model("initial-exec"))); /* + 1; 0: not yet picked */
 
 /* Threads are given shards in turn as they first hold the gate: 64 threads

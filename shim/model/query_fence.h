@@ -74,24 +74,35 @@ void cg_fence_overflow_leave(int fence);
  * fast path enters with one instruction on it, whose result 0 also says
  * "no slot yet" (route/fast_path.h). */
 extern __thread unsigned cg_breaker_seq __attribute__((tls_model("initial-exec")));
-/* NULL: counted in the shared counter; else the thread's word. */
-static inline unsigned *cg_breaker_enter(void) {
-  if (__builtin_expect(cg_breaker_seq == CG_QUERY_UNCLAIMED, 0) && !cg_fence_slot_claim(CG_FENCE_BREAKERS)) {
-    cg_fence_overflow_enter(CG_FENCE_BREAKERS);
+
+/* A fence's word of the calling thread (word), entered and left with plain
+ * increments, claiming a slot first where the word says it has none: the
+ * breakers' everywhere, and the queries' where slots are never parked
+ * (CG_QUERY_PARKS, below). NULL: the thread has no slot (past the last),
+ * and the call counts in the shared counter. */
+static inline unsigned *cg_fence_word_enter(int fence, unsigned *word) {
+  if (__builtin_expect(*word == CG_QUERY_UNCLAIMED, 0) && !cg_fence_slot_claim(fence)) {
+    cg_fence_overflow_enter(fence);
     return NULL;
   }
-  __atomic_store_n(&cg_breaker_seq, cg_breaker_seq + 1, __ATOMIC_RELAXED);
+  __atomic_store_n(word, *word + 1, __ATOMIC_RELAXED);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  return &cg_breaker_seq;
+  return word;
 }
-static inline void cg_breaker_leave(unsigned *b) {
+/* word: what the enter returned. The word is odd until this store: no
+ * begin parks an odd word, so nothing comes between this load and store. */
+static inline void cg_fence_word_leave(int fence, unsigned *word) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  if (__builtin_expect(!b, 0)) {
-    cg_fence_overflow_leave(CG_FENCE_BREAKERS);
+  if (__builtin_expect(!word, 0)) {
+    cg_fence_overflow_leave(fence);
     return;
   }
-  __atomic_store_n(b, *b + 1, __ATOMIC_RELEASE);
+  __atomic_store_n(word, *word + 1, __ATOMIC_RELEASE);
 }
+static inline unsigned *cg_breaker_enter(void) {
+  return cg_fence_word_enter(CG_FENCE_BREAKERS, &cg_breaker_seq);
+}
+static inline void cg_breaker_leave(unsigned *b) { cg_fence_word_leave(CG_FENCE_BREAKERS, b); }
 /* Whether a breaker of the calling thread is in the driver now. */
 static inline bool cg_breaker_in_flight(void) {
   return cg_fence_self[CG_FENCE_BREAKERS] && (__atomic_load_n(&cg_breaker_seq, __ATOMIC_RELAXED) & 1);
@@ -128,26 +139,13 @@ static inline unsigned *cg_query_enter(void) {
   __asm__ volatile("addl $1, %0" : "+m"(cg_query_seq), "=@ccz"(was_unclaimed)::"memory");
   if (__builtin_expect(was_unclaimed, 0))
     return cg_query_enter_unclaimed();
-#else
-  if (__builtin_expect(cg_query_seq == CG_QUERY_UNCLAIMED, 0) && !cg_query_claim()) {
-    cg_fence_overflow_enter(CG_FENCE_QUERIES);
-    return NULL;
-  }
-  __atomic_store_n(&cg_query_seq, cg_query_seq + 1, __ATOMIC_RELAXED);
-#endif
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   return &cg_query_seq;
+#else
+  return cg_fence_word_enter(CG_FENCE_QUERIES, &cg_query_seq);
+#endif
 }
-static inline void cg_query_leave(unsigned *q) {
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  if (__builtin_expect(!q, 0)) {
-    cg_fence_overflow_leave(CG_FENCE_QUERIES);
-    return;
-  }
-  /* The word is odd until this store: no begin parks an odd word, so
-   * nothing comes between this load and store. */
-  __atomic_store_n(q, *q + 1, __ATOMIC_RELEASE);
-}
+static inline void cg_query_leave(unsigned *q) { cg_fence_word_leave(CG_FENCE_QUERIES, q); }
 
 /* Waits (bounded by limit_ns: past it, one warning for queries) until every
  * call of the fence in flight when it was called has left. asymmetric: the

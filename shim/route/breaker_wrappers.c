@@ -155,14 +155,10 @@ void *cg_query_target = cg_query_divert_code;
  * canary, no struct to set up) on the path taken when nothing captures. */
 #define CG_BREAKER_BODY(cname, sname, ep, params, kind, rule, target, has_target, ptsz, fix, handle_thunk) \
   CG_ARGS_THUNK(cname, ep, params)                                                                    \
-  /* The fast path's answers above 899 (a refusal, 900 or 907, among them), a                     \
-   * refusal attributed while the call is in the fence. */                                         \
+  /* The fast path's answers above 899, a refusal (900 or 907) among them:                        \
+   * attributed while the call is still in the fence. */                                            \
   CUresult cname##_refused(CUresult r) __asm__(sname "_cg_refused") __attribute__((used, noinline, cold)); \
-  CUresult cname##_refused(CUresult r) {                                                              \
-    if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_CAPTURED_EVENT)                 \
-      refused_unseen(r, ep, kind, rule);                                                              \
-    return r;                                                                                         \
-  }                                                                                                   \
+  CUresult cname##_refused(CUresult r) { return passed(r, ep, kind, rule); }                          \
   CG_BREAKER_HOLDER(cname, sname, ep, CG_BREAKER_FLAGS(ep, fix, params), (ep) == CG_EP_cuCtxSynchronize ? 0 : -1) \
   CG_BREAKER_FAST_PATH(sname);                                                                        \
   static __attribute__((noinline)) CUresult cname##_slow(CG_PARAMS(params)) {                        \

@@ -188,7 +188,8 @@ extern char cg_query_divert_code[] __asm__("cuEventQuery_cg_divert");
   ".cfi_adjust_cfa_offset -8\n\t"                                                                   \
   "addl $1, %fs:(%r11)\n\t"                                                                        \
   "ret\n"
-/* No slot yet: the increment undone, and the C body. */
+/* 2: no slot yet, the increment undone; 3: the C body (something
+ * captures, or from 2). */
 #define CG_BREAKER_UNCLAIMED_(sname)                                                                 \
   "2:\tsubl $1, %fs:(%r11)\n"                                                                      \
   "3:\tjmp " sname "_cg_other\n\t"
